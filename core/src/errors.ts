@@ -1,0 +1,62 @@
+/**
+ * Errors and problems shared by every part of weight-spec.
+ *
+ * Two kinds of failure exist: a corrupt or unreadable *file* (raised as {@link FormatError},
+ * always naming the file and, where known, the byte) and a *finding* about a spec that is
+ * still readable (reported as a {@link Problem} value so the CLI, the language server and
+ * tests can all consume the same data).
+ */
+
+/** A file is malformed. The message is one line: `<file>: <what> (at byte N)`. */
+export class FormatError extends Error {
+  override readonly name = 'FormatError';
+  constructor(
+    /** The file the problem was found in. */
+    readonly file: string,
+    /** What is wrong, without the file name. */
+    readonly detail: string,
+    /** Byte offset of the problem in the file, when known. */
+    readonly byte?: number,
+  ) {
+    super(`${file}: ${detail}${byte !== undefined ? ` (at byte ${byte})` : ''}`);
+  }
+}
+
+/** The user asked for something that cannot be done (bad flag, missing input, refused path). */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** A failure of a pipeline step with a one-line reason (exit code 1 in the CLI). */
+export class PipelineError extends Error {
+  override readonly name = 'PipelineError';
+}
+
+/** Severity of a {@link Problem}; mirrors LSP's levels without depending on LSP. */
+export type Severity = 'error' | 'warning' | 'information' | 'hint';
+
+/** A half-open byte/character range `[start, end)` into a document's text. */
+export interface OffsetRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * A finding about a spec (or any checked file), as data. `path` is the JSON path of the
+ * offending value (e.g. `["inputs", 3, "location", "key"]`); `range` is its text offsets.
+ */
+export interface Problem {
+  code: string;
+  severity: Severity;
+  message: string;
+  path: (string | number)[];
+  range?: OffsetRange;
+  /** Machine-readable extras (suggested keys, the file that holds a key, …) for quick fixes. */
+  data?: Record<string, unknown>;
+}
+
+/** Turns any thrown value into a one-line message fit for stderr or a diagnostic. */
+export function oneLine(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  return msg.split('\n')[0]!.trim();
+}
