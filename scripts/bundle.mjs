@@ -12,6 +12,9 @@ const common = {
   logLevel: 'warning',
   // Native and large: located at run time, never bundled.
   external: ['vscode', 'onnxruntime-node'],
+  // jsonc-parser's UMD "main" requires its parts by computed paths esbuild cannot follow;
+  // its ESM "module" build bundles cleanly.
+  mainFields: ['module', 'main'],
 };
 
 const entries = [

@@ -1,0 +1,63 @@
+// Benchmark: `weight-spec export --config` on real full-size configs (no weights, no Python).
+// Targets (issue 6): Qwen3-30B-A3B (48 layers, 128 experts) < 1 s wall, < 200 MB peak RSS,
+// model.onnx < 8 MiB — printed beside the seed's QEfficient numbers (87.0 s, 76.92 MiB).
+// Llama-3.1-8B and Mixtral-8x7B must export too. Run after `node scripts/bundle.mjs`.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
+const configs = path.join(path.dirname(fixtures), 'configs');
+const cli = path.join(root, 'dist', 'cli.js');
+const SEED = { seconds: 87.0, mib: 76.92 }; // QEfficient decoder export of Qwen3-VL-30B-A3B (seed measurement)
+const TARGET = { seconds: 1, rssMb: 200, mib: 8 };
+
+if (!existsSync(cli)) { console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first'); process.exit(1); }
+if (!existsSync(configs)) { console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`); process.exit(1); }
+const haveTime = existsSync('/usr/bin/time');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-bench-'));
+let failed = false;
+
+function run(name) {
+  const model = path.join(tmp, name);
+  mkdirSync(model, { recursive: true });
+  copyFileSync(path.join(configs, `${name}.json`), path.join(model, 'config.json'));
+  const out = path.join(tmp, `${name}-export`);
+  const args = [cli, 'export', '--config', model, '--out', out];
+  const t0 = process.hrtime.bigint();
+  const r = haveTime
+    ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' })
+    : spawnSync(process.execPath, args, { encoding: 'utf8' });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (r.status !== 0) { console.error(`${name}: export failed (${r.status}): ${r.stderr.trim()}`); failed = true; return undefined; }
+  const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
+  const mib = statSync(path.join(out, 'model.onnx')).size / 2 ** 20;
+  const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
+  return { name, seconds, rssMb, mib, nodes: report.graph.nodes, inputs: report.weights.count };
+}
+
+try {
+  const rows = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b'].map(run).filter(Boolean);
+  console.log('export --config (wall incl. node start-up; peak RSS of the CLI process)');
+  for (const r of rows) {
+    console.log(`  ${r.name.padEnd(14)} ${r.seconds.toFixed(3).padStart(7)} s  ${Number.isNaN(r.rssMb) ? '   n/a' : r.rssMb.toFixed(0).padStart(4)} MB RSS  model.onnx ${r.mib.toFixed(2).padStart(6)} MiB  ${r.nodes} nodes, ${r.inputs} weight inputs`);
+  }
+  const q = rows.find((r) => r.name === 'qwen3-30b-a3b');
+  if (q) {
+    console.log(`  qwen3-30b-a3b vs seed (QEfficient, PyTorch meta trace): ${q.seconds.toFixed(3)} s vs ${SEED.seconds} s (${(SEED.seconds / q.seconds).toFixed(0)}x faster), ` +
+      `${q.mib.toFixed(2)} MiB vs ${SEED.mib} MiB (${(SEED.mib / q.mib).toFixed(0)}x smaller)`);
+    const misses = [];
+    if (q.seconds >= TARGET.seconds) misses.push(`wall ${q.seconds.toFixed(3)} s ≥ ${TARGET.seconds} s`);
+    if (q.rssMb >= TARGET.rssMb) misses.push(`RSS ${q.rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
+    if (q.mib >= TARGET.mib) misses.push(`model.onnx ${q.mib.toFixed(2)} MiB ≥ ${TARGET.mib} MiB`);
+    console.log(misses.length ? `  TARGET MISSED: ${misses.join('; ')}` : `  targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB`);
+    if (misses.length) failed = true;
+  }
+  if (rows.length !== 3) failed = true;
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

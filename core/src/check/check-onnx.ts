@@ -1,0 +1,133 @@
+/**
+ * Checks of a spec against its companion ONNX — the weight-free graph it was exported with:
+ * every spec input is a graph input, every weight-like graph input is mapped, and the
+ * checkpoint tensor's shape and dtype are what the graph declares (a dtype difference is
+ * what `weight-spec prepare --dtype X` fixes).
+ *
+ * The companion is `<stem>.onnx` beside `<stem>.weight_spec.json`; otherwise the ONNX in
+ * the spec's directory that embeds a spec (`com.qti.aisw.extdata`), preferring one whose
+ * embedded copy equals this spec; otherwise the only `.onnx` in the directory.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { FormatError, oneLine } from '../errors';
+import type { OnnxSummary } from '../formats/onnx';
+import { tryResolveReadPath } from '../paths';
+import { SPEC_METADATA_KEY } from '../spec/types';
+import { specMetadataValue } from '../spec/write';
+import { report, type CheckContext } from './context';
+import { prepareDtypeName, sameShape, shapeText } from './facts';
+import { closestNames, didYouMean } from './suggest';
+
+/** Graph inputs a causal-LM graph feeds at run time (never weights). */
+export const RUNTIME_INPUT =
+  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_idx|cache_position|comp_ctx_lengths|past_(key|value)[._]\d+|past_key_values\..+)$/;
+
+/** Finds the companion ONNX of a spec; undefined when there is none. */
+export async function findCompanionOnnx(ctx: CheckContext): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = (await readdir(ctx.specDir)).filter((n) => n.toLowerCase().endsWith('.onnx')).sort();
+  } catch {
+    return undefined;
+  }
+  if (names.length === 0) return undefined;
+  const base = path.basename(ctx.specFile);
+  const stem = base.replace(/(\.|^)weight_spec\.json$/i, '').replace(/\.json$/i, '');
+  if (stem && names.includes(`${stem}.onnx`)) return path.join(ctx.specDir, `${stem}.onnx`);
+  const embedding: string[] = [];
+  const current = safeMetadataValue(ctx);
+  for (const n of names) {
+    const file = path.join(ctx.specDir, n);
+    const s = await ctx.cache.onnx(file).catch(() => undefined);
+    const v = s?.metadata[SPEC_METADATA_KEY];
+    if (v === undefined) continue;
+    if (v === current) return file;
+    embedding.push(file);
+  }
+  if (embedding.length === 1) return embedding[0];
+  return names.length === 1 ? path.join(ctx.specDir, names[0]!) : undefined;
+}
+
+function safeMetadataValue(ctx: CheckContext): string | undefined {
+  try {
+    return specMetadataValue(ctx.spec);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the ONNX checks; `explicit` is a user-given companion path (relative to the spec). */
+export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): Promise<void> {
+  let file: string | undefined;
+  if (explicit !== undefined) {
+    const r = tryResolveReadPath(ctx.specDir, explicit, ctx.roots);
+    if (!r.ok) {
+      report(ctx, r.error.code, 'error', [], r.error.message);
+      return;
+    }
+    file = r.value.abs;
+  } else {
+    file = await findCompanionOnnx(ctx);
+  }
+  if (!file) return;
+  let summary: OnnxSummary;
+  try {
+    summary = await ctx.cache.onnx(file);
+  } catch (err) {
+    const detail = err instanceof FormatError ? err.message : `${file}: ${oneLine(err)}`;
+    report(ctx, 'onnx-unreadable', 'error', ['inputs'], `companion ONNX cannot be read: ${detail}`);
+    return;
+  }
+  checkAgainstSummary(ctx, file, summary);
+}
+
+/** Names, mapping, shape and dtype of the spec's inputs against one ONNX summary. */
+export function checkAgainstSummary(ctx: CheckContext, file: string, summary: OnnxSummary): void {
+  const onnxName = path.relative(ctx.specDir, file) || path.basename(file);
+  const graphInputs = new Map(summary.inputs.map((v) => [v.name, v]));
+  const initializers = new Set(summary.initializers.map((t) => t.name));
+  const specNames = new Set<string>();
+  for (const [i, input] of ctx.spec.inputs.entries()) {
+    specNames.add(input.name);
+    const src = ctx.sources.inputs[i]!;
+    const gi = graphInputs.get(input.name);
+    if (!gi) {
+      if (initializers.has(input.name)) {
+        report(ctx, 'name-not-in-onnx', 'error', src.name,
+          `"${input.name}" is an initializer of ${onnxName}, not a graph input: the graph still embeds this weight`);
+      } else {
+        const suggestions = closestNames(input.name, [...graphInputs.keys()].filter((n) => !RUNTIME_INPUT.test(n)));
+        report(ctx, 'name-not-in-onnx', 'error', src.name,
+          `"${input.name}" is not an input of ${onnxName}${didYouMean(suggestions)}`, { suggestions, onnx: file });
+      }
+      continue;
+    }
+    const fi = input.location.file;
+    const info = fi >= 0 ? ctx.files[fi]?.header?.tensors.get(input.location.key) : undefined;
+    if (!info || input.quantization) continue; // missing keys are reported; packed data differs by design
+    const dims = gi.dims;
+    const concrete = dims.every((d): d is number => typeof d === 'number' && d >= 0);
+    if (concrete && !sameShape(dims, info.shape)) {
+      report(ctx, 'shape-mismatch', 'error', src.key,
+        `"${input.name}" is ${shapeText(dims)} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
+        { expected: dims, actual: info.shape });
+    } else if (!concrete && dims.length !== info.shape.length) {
+      report(ctx, 'shape-mismatch', 'error', src.key,
+        `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`);
+    }
+    if (gi.dtype && gi.dtype !== info.dtype) {
+      const want = prepareDtypeName(gi.dtype);
+      const dir = path.dirname(ctx.files[fi]!.abs!);
+      report(ctx, 'dtype-mismatch', 'error', src.key,
+        `"${input.name}" is ${gi.dtype} in ${onnxName} but "${info.key}" is ${info.dtype}` +
+          (want ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint` : ''),
+        { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) });
+    }
+  }
+  const unmapped = summary.inputs.map((v) => v.name).filter((n) => !specNames.has(n) && !RUNTIME_INPUT.test(n));
+  for (const n of unmapped) {
+    report(ctx, 'onnx-input-unmapped', 'warning', ['inputs'],
+      `graph input "${n}" of ${onnxName} has no entry in the spec (the compiler cannot bind it)`, { name: n, onnx: file });
+  }
+}

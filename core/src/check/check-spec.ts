@@ -1,0 +1,157 @@
+/**
+ * Spec diagnostics against the real files: the check behind `weight-spec check` and the
+ * language server. Problems are data with stable codes and source ranges; nothing here
+ * throws for bad input (only an abort of the signal rejects).
+ *
+ * Passes: schema (from the parser) → files (path policy, existence, safetensors header) →
+ * inputs (file index, key present, key in another file, duplicate names, v1 dtype/shape
+ * facts) → prepared directories → companion ONNX (names, unmapped inputs, dtype/shape).
+ */
+import path from 'node:path';
+import { FormatError, oneLine, type Problem } from '../errors';
+import { tryResolveReadPath } from '../paths';
+import { parseSpecText } from '../spec/parse';
+import { checkCompanionOnnx } from './check-onnx';
+import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
+import { defaultHeaderCache } from './header-cache';
+import { checkPrepared, looksPrepared } from './prepared';
+import { closestNames, didYouMean } from './suggest';
+import { checkInputFacts } from './facts';
+
+/**
+ * Checks spec `text` (the content of `specFile`, possibly unsaved) against the checkpoint
+ * files it names and its companion ONNX. Resolves to every problem found, in document order.
+ */
+export async function checkSpec(specFile: string, text: string, opts: CheckOptions = {}): Promise<Problem[]> {
+  const parsed = parseSpecText(text, specFile);
+  if (!parsed.spec || !parsed.sources) return sortProblems(parsed.problems);
+  const specDir = path.dirname(path.resolve(specFile));
+  const ctx: CheckContext = {
+    specFile: path.resolve(specFile),
+    specDir,
+    parsed,
+    spec: parsed.spec,
+    sources: parsed.sources,
+    roots: opts.roots ?? [],
+    cache: opts.cache ?? defaultHeaderCache,
+    signal: opts.signal,
+    files: [],
+    problems: [...parsed.problems],
+  };
+  try {
+    await checkFiles(ctx);
+    throwIfAborted(ctx);
+    checkInputs(ctx);
+    await checkPrepared(ctx);
+    throwIfAborted(ctx);
+    if (opts.onnx !== false) await checkCompanionOnnx(ctx, opts.onnx);
+  } catch (err) {
+    if (opts.signal?.aborted) throw err;
+    // A bug in a pass must not hide what was found so far, nor crash the server.
+    ctx.problems.push({ code: 'internal', severity: 'error', message: `check failed: ${oneLine(err)}`, path: [] });
+  }
+  return sortProblems(ctx.problems);
+}
+
+function sortProblems(problems: Problem[]): Problem[] {
+  return problems
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => (a.p.range?.start ?? -1) - (b.p.range?.start ?? -1) || a.i - b.i)
+    .map((x) => x.p);
+}
+
+/** Resolves, stats and reads the header of every `files[]` entry. */
+async function checkFiles(ctx: CheckContext): Promise<void> {
+  for (const [i, f] of ctx.spec.files.entries()) {
+    throwIfAborted(ctx);
+    const src = ctx.sources.files[i]!;
+    const state: FileState = {};
+    ctx.files.push(state);
+    if (f.format.toLowerCase() !== 'safetensors') {
+      report(ctx, 'file-format', 'error', src.format ?? src.path, `files[${i}]: format "${f.format}" is not supported (only "safetensors")`);
+      continue;
+    }
+    const resolved = tryResolveReadPath(ctx.specDir, f.path, ctx.roots);
+    if (!resolved.ok) {
+      report(ctx, resolved.error.code, 'error', src.path, resolved.error.message);
+      continue;
+    }
+    state.abs = resolved.value.abs;
+    if (!resolved.value.exists) {
+      if (looksPrepared(state.abs)) {
+        report(ctx, 'not-prepared', 'error', src.path,
+          `${f.path} does not exist: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
+      } else {
+        report(ctx, 'file-missing', 'error', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
+      }
+      continue;
+    }
+    try {
+      state.header = await ctx.cache.header(state.abs);
+    } catch (err) {
+      if (err instanceof FormatError) {
+        report(ctx, 'file-not-safetensors', 'error', src.path, `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`);
+      } else {
+        report(ctx, 'file-unreadable', 'error', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
+      }
+    }
+  }
+}
+
+/** File index, key presence and name uniqueness for every input. */
+function checkInputs(ctx: CheckContext): void {
+  const firstByName = new Map<string, number>();
+  const suggestionsBudget = { left: 200 };
+  for (const [i, input] of ctx.spec.inputs.entries()) {
+    const src = ctx.sources.inputs[i]!;
+    const prev = firstByName.get(input.name);
+    if (prev !== undefined) {
+      report(ctx, 'duplicate-name', 'error', src.name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
+    } else {
+      firstByName.set(input.name, i);
+    }
+    const fi = input.location.file;
+    if (fi >= ctx.spec.files.length) {
+      const n = ctx.spec.files.length;
+      report(ctx, 'file-index', 'error', src.file,
+        `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`);
+      continue;
+    }
+    if (fi < 0) {
+      checkUnindexedKey(ctx, i, suggestionsBudget);
+      continue;
+    }
+    const header = ctx.files[fi]?.header;
+    if (!header) continue; // the file itself is already reported
+    const key = input.location.key;
+    if (header.tensors.has(key)) {
+      checkInputFacts(ctx, i, header.tensors.get(key)!);
+      continue;
+    }
+    const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));
+    if (other >= 0) {
+      report(ctx, 'key-in-other-file', 'error', src.key,
+        `key "${key}" is not in ${fileLabel(ctx, fi)} (files[${fi}]) but in ${fileLabel(ctx, other)} (files[${other}]); set location.file to ${other}`,
+        { file: other });
+      continue;
+    }
+    const suggestions = suggestionsBudget.left-- > 0 ? closestNames(key, header.tensors.keys()) : [];
+    report(ctx, 'key-missing', 'error', src.key,
+      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}`, { suggestions });
+  }
+}
+
+/** v1 inputs without a file index (several files): the key must be in some file. */
+function checkUnindexedKey(ctx: CheckContext, i: number, budget: { left: number }): void {
+  const input = ctx.spec.inputs[i]!;
+  const key = input.location.key;
+  const holder = ctx.files.findIndex((s) => s.header?.tensors.has(key));
+  if (holder >= 0) {
+    checkInputFacts(ctx, i, ctx.files[holder]!.header!.tensors.get(key)!);
+    return;
+  }
+  if (ctx.files.some((s) => !s.header)) return; // an unreadable file may hold it
+  const all = ctx.files.flatMap((s) => [...s.header!.tensors.keys()]);
+  const suggestions = budget.left-- > 0 ? closestNames(key, all) : [];
+  report(ctx, 'key-missing', 'error', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, { suggestions });
+}

@@ -1,0 +1,71 @@
+/**
+ * State shared by the passes of one spec check: the parsed document, where each value came
+ * from, what each checkpoint file turned out to be, and the problems found so far.
+ */
+import type { Problem, Severity } from '../errors';
+import type { SafetensorsHeader } from '../formats/safetensors';
+import type { ParsedSpec } from '../spec/parse';
+import type { JsonPath, SpecSources, WeightSpec } from '../spec/types';
+import type { HeaderCache } from './header-cache';
+
+/** Options of {@link checkSpec}. */
+export interface CheckOptions {
+  /** Extra allowed read roots besides the spec's directory (`--root`, workspace folders). */
+  roots?: string[];
+  /** Header cache to reuse (the language server keeps one). */
+  cache?: HeaderCache;
+  /** Abandons the check (a newer edit arrived); the promise then rejects with an AbortError. */
+  signal?: AbortSignal;
+  /**
+   * The companion ONNX: a path (relative to the spec's directory), `false` to skip the ONNX
+   * checks, or undefined to look for it beside the spec.
+   */
+  onnx?: string | false;
+}
+
+/** What a `files[]` entry turned out to be. */
+export interface FileState {
+  /** Absolute path (absent when the path was refused). */
+  abs?: string;
+  /** The parsed header when the file is a readable safetensors file. */
+  header?: SafetensorsHeader;
+}
+
+/** One check in progress. */
+export interface CheckContext {
+  specFile: string;
+  specDir: string;
+  parsed: ParsedSpec;
+  spec: WeightSpec;
+  sources: SpecSources;
+  roots: string[];
+  cache: HeaderCache;
+  signal?: AbortSignal;
+  files: FileState[];
+  problems: Problem[];
+}
+
+/** Adds a problem anchored at `at` (a source-document path); `path` defaults to `at`. */
+export function report(
+  ctx: CheckContext,
+  code: string,
+  severity: Severity,
+  at: JsonPath,
+  message: string,
+  data?: Record<string, unknown>,
+): void {
+  const p: Problem = { code, severity, message, path: at, range: ctx.parsed.offsets.anchor(at) };
+  if (data) p.data = data;
+  ctx.problems.push(p);
+}
+
+/** `files[i]` shown as its path relative to the spec (what the user wrote). */
+export function fileLabel(ctx: CheckContext, index: number): string {
+  const f = ctx.spec.files[index];
+  return f ? f.path : `files[${index}]`;
+}
+
+/** Throws the signal's reason when the check was abandoned. */
+export function throwIfAborted(ctx: CheckContext): void {
+  ctx.signal?.throwIfAborted();
+}

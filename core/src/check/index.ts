@@ -1,0 +1,11 @@
+/**
+ * Spec diagnostics against the real files, shared by `weight-spec check` and the language
+ * server. See check-spec.ts for the passes and docs/ARCHITECTURE.md for the stable codes.
+ */
+export { checkSpec } from './check-spec';
+export type { CheckOptions } from './context';
+export { HeaderCache, defaultHeaderCache } from './header-cache';
+export { closestNames, boundedEditDistance, commonSuffixSegments } from './suggest';
+export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';
+export { dtypeFromName } from './facts';
+export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared';

@@ -1,0 +1,80 @@
+/**
+ * "Did you mean …?" for tensor keys and input names. Candidates are ranked by edit distance
+ * (Levenshtein, bounded so a 10 000-key checkpoint stays cheap) with ties broken by how many
+ * trailing dot-segments they share with the wanted name — `q_proj.weight` and
+ * `k_proj.weight` are one edit apart, but a key that keeps the same tail is the likelier fix.
+ * Keys that contain the wanted name (or are contained in it) after a prefix such as
+ * `model.` or `transformer.` rank first.
+ */
+
+/** Levenshtein distance of `a` and `b`, or `max + 1` once it is certain to exceed `max`. */
+export function boundedEditDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  if (a === b) return 0;
+  let prev = new Array<number>(b.length + 1);
+  let cur = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    cur[0] = i;
+    let rowMin = cur[0];
+    const ca = a.charCodeAt(i - 1);
+    for (let j = 1; j <= b.length; j++) {
+      const cost = ca === b.charCodeAt(j - 1) ? 0 : 1;
+      const v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
+    }
+    if (rowMin > max) return max + 1;
+    [prev, cur] = [cur, prev];
+  }
+  return prev[b.length]!;
+}
+
+/** Number of trailing `.`-separated segments `a` and `b` share. */
+export function commonSuffixSegments(a: string, b: string): number {
+  const x = a.split('.');
+  const y = b.split('.');
+  let n = 0;
+  while (n < x.length && n < y.length && x[x.length - 1 - n] === y[y.length - 1 - n]) n++;
+  return n;
+}
+
+/** Whether one name is the other with a dotted prefix added (`wte.weight` ↔ `transformer.wte.weight`). */
+function prefixVariant(wanted: string, cand: string): boolean {
+  return (cand.length > wanted.length && cand.endsWith('.' + wanted)) || (wanted.length > cand.length && wanted.endsWith('.' + cand));
+}
+
+/**
+ * The closest `limit` candidates to `wanted`, best first. A candidate must be within an edit
+ * distance of about a third of the name's length (at least 3), or be a prefix variant.
+ */
+export function closestNames(wanted: string, candidates: Iterable<string>, limit = 3): string[] {
+  const max = Math.max(3, Math.ceil(wanted.length / 3));
+  const scored: { name: string; variant: boolean; dist: number; sfx: number }[] = [];
+  for (const cand of candidates) {
+    if (cand === wanted) continue;
+    const variant = prefixVariant(wanted, cand);
+    const dist = variant ? Math.abs(cand.length - wanted.length) : boundedEditDistance(wanted, cand, max);
+    if (!variant && dist > max) continue;
+    scored.push({ name: cand, variant, dist, sfx: commonSuffixSegments(wanted, cand) });
+  }
+  scored.sort(
+    (p, q) =>
+      Number(q.variant) - Number(p.variant) || p.dist - q.dist || q.sfx - p.sfx || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0),
+  );
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const s of scored) {
+    if (seen.has(s.name)) continue;
+    seen.add(s.name);
+    out.push(s.name);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** `; did you mean "a"?` (or `"a" or "b"`), empty without suggestions. */
+export function didYouMean(suggestions: readonly string[]): string {
+  if (suggestions.length === 0) return '';
+  return `; did you mean ${suggestions.map((s) => JSON.stringify(s)).join(' or ')}?`;
+}

@@ -1,0 +1,72 @@
+/**
+ * `weight-spec check <weight_spec.json> [--json]`: the language server's diagnostics,
+ * headless. Text output is one `file:line:col: severity [code] message` per problem; JSON
+ * output is an array of `{code, severity, message, path, range}` (range = text offsets, or
+ * null). Exit 1 when any problem is an error.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { FormatError, oneLine, type Problem } from '../../errors';
+import { checkSpec } from '../../check';
+import { defineCommand, println } from '../command';
+
+/** Line and column (both 1-based) of a text offset. */
+export function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+/** The JSON output shape of one problem (the CLI contract). */
+export function problemJson(p: Problem): { code: string; severity: string; message: string; path: (string | number)[]; range: { start: number; end: number } | null } {
+  return { code: p.code, severity: p.severity, message: p.message, path: p.path, range: p.range ? { start: p.range.start, end: p.range.end } : null };
+}
+
+export const checkCommand = defineCommand({
+  name: 'check',
+  summary: 'check a weight_spec.json against its checkpoint files and companion ONNX',
+  synopsis: ['check <weight_spec.json> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
+  details: [
+    'Paths in the spec resolve relative to its directory and must stay inside the allowed roots',
+    '(the spec\'s directory plus every --root). Exit 1 when any error is found.',
+  ],
+  flags: {
+    json: { type: 'boolean', description: 'print the problems as a JSON array' },
+    root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'also allow files below this directory' },
+    onnx: { type: 'string', placeholder: '<model.onnx>', description: 'companion ONNX to check against (default: found beside the spec)' },
+    'no-onnx': { type: 'boolean', description: 'skip the checks against the companion ONNX' },
+  },
+  positionals: { min: 1, max: 1, names: ['weight_spec.json'] },
+  async run(args, io) {
+    const file = path.resolve(io.cwd, args.positionals[0]!);
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      throw new FormatError(args.positionals[0]!, `cannot read: ${oneLine(err)}`);
+    }
+    const problems = await checkSpec(file, text, {
+      roots: args.flags.root.map((r) => path.resolve(io.cwd, r)),
+      onnx: args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined,
+    });
+    const errors = problems.filter((p) => p.severity === 'error').length;
+    if (args.flags.json) {
+      println(io.stdout, JSON.stringify(problems.map(problemJson), null, 2));
+    } else {
+      const shown = path.relative(io.cwd, file) || file;
+      for (const p of problems) {
+        const at = p.range ? lineColumn(text, p.range.start) : { line: 1, column: 1 };
+        println(io.stdout, `${shown}:${at.line}:${at.column}: ${p.severity} [${p.code}] ${p.message}`);
+      }
+      const warnings = problems.length - errors;
+      println(io.stdout, problems.length === 0
+        ? `${shown}: ok`
+        : `${shown}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`);
+    }
+    return errors > 0 ? 1 : 0;
+  },
+});

@@ -1,0 +1,84 @@
+/**
+ * `weight-spec compile <export dir>`: bind the weight-free graph to its weights (ONNX Runtime
+ * here, qaic-compile where the SDK exists) and record it in `<export dir>/compile.json`.
+ * An unchanged input finishes at once and says so.
+ */
+import path from 'node:path';
+import { compile, shellLine } from '../../compile';
+import { defineCommand, println } from '../command';
+import { formatBytes } from '../progress';
+
+export const compileCommand = defineCommand({
+  name: 'compile',
+  summary: 'bind an exported graph to its (prepared) weights',
+  synopsis: [
+    'compile <export dir> [--backend ort|qaic] [--prepared <dir>]',
+    'compile <export dir> --backend qaic [--dry-run] [--num-cores N] [--mxfp6-matmul] [--mxint8-kv-cache] [--ctx-len N] [--prefill-seq-len N] [--qaic-option name=value]',
+  ],
+  details: [
+    'ort: writes a bound ONNX into the prepared directory whose initializers point into the prepared',
+    'safetensors files (no weight byte is copied); `weight-spec run <export dir>` runs it.',
+    'qaic: runs /opt/qti-aic/exec/qaic-compile with QEfficient\'s command line (WEIGHT_SPEC_QAIC_COMPILE',
+    'overrides the binary); --dry-run prints the command and writes nothing.',
+  ],
+  flags: {
+    backend: { type: 'string', placeholder: '<backend>', choices: ['ort', 'qaic'], description: 'compiler backend (default ort)' },
+    prepared: { type: 'string', placeholder: '<dir>', description: 'prepared checkpoint to bind' },
+    force: { type: 'boolean', description: 'recompile even when nothing changed' },
+    'link-shards': { type: 'boolean', description: 'ort: hard-link the shards into <export dir>/compiled/ instead of writing into the prepared directory' },
+    'dry-run': { type: 'boolean', description: 'qaic: print the qaic-compile command, run nothing' },
+    'num-cores': { type: 'int', placeholder: '<N>', description: 'qaic: -aic-num-cores (default 16)' },
+    'mxfp6-matmul': { type: 'boolean', description: 'qaic: -mxfp6-matmul' },
+    'mxint8-kv-cache': { type: 'boolean', description: 'qaic: KV cache IO in mxint8 (custom IO)' },
+    'aic-hw-version': { type: 'string', placeholder: '<v>', description: 'qaic: -aic-hw-version (default ai100)' },
+    'batch-size': { type: 'int', placeholder: '<B>', description: 'qaic: specialization batch_size' },
+    'prefill-seq-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization seq_len of prefill (default 32)' },
+    'ctx-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization ctx_len (default: the graph\'s, else 128)' },
+    'full-batch-size': { type: 'int', placeholder: '<N>', description: 'qaic: continuous batching full_batch_size' },
+    'qaic-option': { type: 'string', placeholder: '<name=value>', multiple: true, description: 'qaic: extra compiler option, a_b=v → -a-b=v, a_b → -a-b' },
+  },
+  positionals: { min: 1, max: 1, names: ['export dir'] },
+  async run(args, io) {
+    const f = args.flags;
+    const exportDir = path.resolve(io.cwd, args.positionals[0]!);
+    const backend = (f.backend ?? 'ort') as 'ort' | 'qaic';
+    const res = await compile(exportDir, {
+      backend,
+      prepared: f.prepared ? path.resolve(io.cwd, f.prepared) : undefined,
+      dryRun: f['dry-run'],
+      force: f.force,
+      links: f['link-shards'],
+      env: io.env,
+      stderr: io.stderr,
+      log: (l) => println(io.stderr, l),
+      qaic: {
+        numCores: f['num-cores'],
+        mxfp6Matmul: f['mxfp6-matmul'] || undefined,
+        mxint8KvCache: f['mxint8-kv-cache'] || undefined,
+        aicHwVersion: f['aic-hw-version'],
+        batchSize: f['batch-size'],
+        prefillSeqLen: f['prefill-seq-len'],
+        ctxLen: f['ctx-len'],
+        fullBatchSize: f['full-batch-size'],
+        extra: f['qaic-option'],
+      },
+    });
+    const ms = `${res.ms.toFixed(res.ms < 10 ? 1 : 0)} ms`;
+    const rec = res.record;
+    if (res.dryRun) {
+      println(io.stdout, shellLine(res.command!));
+      return 0;
+    }
+    const artifact = rec.backend === 'ort' ? rec.artifacts.model! : rec.artifacts.qpc!;
+    if (res.upToDate) {
+      println(io.stdout, `compile: up to date (fingerprint ${rec.fingerprint.slice(0, 12)}, nothing changed; ${ms}): ${artifact}`);
+      return 0;
+    }
+    const s = rec.stats;
+    const what = s
+      ? `${s.initializers} weights (${formatBytes(s.weightBytes)}) bound in place, artifact ${formatBytes(s.artifactBytes)}`
+      : 'qpc written';
+    println(io.stdout, `compile: ${rec.backend} → ${artifact} (${what}; ${res.changed.join(', ')} changed; ${ms})`);
+    return 0;
+  },
+});

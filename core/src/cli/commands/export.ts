@@ -1,0 +1,80 @@
+/**
+ * `weight-spec export`: a weight-free ONNX + weight_spec.json, either built from a model's
+ * config.json (`--config`, {@link exportConfig}) or converted from a legacy ONNX with
+ * embedded weights (`--onnx`, {@link exportOnnx}). Exactly one of the two is given.
+ */
+import path from 'node:path';
+import { PipelineError, UsageError } from '../../errors';
+import { exportFromConfig } from '../../export/graph/export-config';
+import { planLayout } from '../../export/graph/plan-layout';
+import type { ParsedArgs } from '../args';
+import { defineCommand, println, type CliIO } from '../command';
+
+const flags = {
+  config: { type: 'string', placeholder: '<model dir>', description: 'HF model directory (config.json) to build the graph from' },
+  onnx: { type: 'string', placeholder: '<model.onnx>', description: 'legacy ONNX with embedded weights to convert' },
+  checkpoint: { type: 'string', placeholder: '<dir>', description: 'safetensors checkpoint the weights come from (with --onnx)' },
+  out: { type: 'string', placeholder: '<dir>', description: 'output directory', required: true },
+  dtype: { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16'], description: 'graph weight dtype (default float32; with --config)' },
+  'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV-cache context length (default symbolic ctx_len; with --config)' },
+  'batch-size': { type: 'int', placeholder: '<B>', description: 'batch size (the full cache batch with --continuous-batching; default symbolic)' },
+  'continuous-batching': { type: 'boolean', description: 'add batch_index and a full-batch KV cache (with --config)' },
+  phase: { type: 'string', placeholder: '<phase>', choices: ['both', 'prefill', 'decode'], description: 'one graph for both phases (default), or the prefill / decode specialization' },
+} as const;
+
+type ExportArgs = ParsedArgs<typeof flags>;
+
+/** `export --config`: builds the graph from config.json. */
+export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
+  const f = args.flags;
+  if (f.checkpoint !== undefined) {
+    throw new UsageError('export: --checkpoint goes with --onnx; with --config the checkpoint (if any) is the model directory itself');
+  }
+  const r = await exportFromConfig({
+    config: path.resolve(io.cwd, f.config!),
+    out: path.resolve(io.cwd, f.out),
+    dtype: (f.dtype ?? 'float32') as 'float32' | 'float16',
+    ...(f['ctx-len'] !== undefined ? { ctxLen: f['ctx-len'] } : {}),
+    ...(f['batch-size'] !== undefined ? { batchSize: f['batch-size'] } : {}),
+    continuousBatching: f['continuous-batching'],
+    phase: (f.phase ?? 'both') as 'both' | 'prefill' | 'decode',
+    planner: planLayout,
+  });
+  for (const line of r.summary) println(io.stdout, line);
+  return 0;
+}
+
+/** `export --onnx`: legacy ONNX → weight-free ONNX (the from-ONNX exporter fills this in). */
+export async function exportOnnx(args: ExportArgs, _io: CliIO): Promise<number> {
+  void args;
+  throw new PipelineError('export --onnx is not implemented yet');
+}
+
+export const exportCommand = defineCommand({
+  name: 'export',
+  summary: 'export a weight-free ONNX and its weight_spec.json',
+  synopsis: [
+    'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode]',
+    'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
+  ],
+  details: [
+    'With --config the graph has QEfficient\'s interface: input_ids, position_ids, past_key.{i}/past_value.{i}',
+    '(+ batch_index with --continuous-batching); outputs logits of the last valid position and the',
+    '*_RetainedState caches. The spec points at the prepared checkpoint (planned from the model',
+    'directory\'s checkpoint when it has one, derived from config.json otherwise).',
+  ],
+  flags,
+  positionals: { min: 0, max: 0, names: [] },
+  async run(args, io) {
+    const { config, onnx } = args.flags;
+    if ((config === undefined) === (onnx === undefined)) throw new UsageError('export: give exactly one of --config <model dir> or --onnx <model.onnx>');
+    if (onnx !== undefined) {
+      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase'] as const) {
+        if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
+      }
+      if (args.flags['continuous-batching']) throw new UsageError('export: --continuous-batching goes with --config');
+      return exportOnnx(args, io);
+    }
+    return exportConfig(args, io);
+  },
+});

@@ -1,0 +1,120 @@
+/**
+ * `weight-spec inspect <file.safetensors|file.onnx|dir>`: what a checkpoint or a graph holds,
+ * from headers only (no tensor data is read). A checkpoint (file, index or directory of
+ * shards) prints one row per tensor — key, dtype, shape, shard, bytes — and a total; an ONNX
+ * prints its opsets, inputs, outputs, initializers and metadata. `--json` prints the same as
+ * data.
+ */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { FormatError, oneLine } from '../../errors';
+import { Checkpoint } from '../../formats/safetensors';
+import { summarizeOnnx, type OnnxSummary } from '../../formats/onnx';
+import { defineCommand, println, type CliIO } from '../command';
+import { formatBytes } from '../progress';
+import { table } from '../table';
+
+/** One row of a checkpoint listing. */
+export interface TensorRow {
+  key: string;
+  dtype: string;
+  shape: number[];
+  shard: string;
+  bytes: number;
+}
+
+/** Tensors of a checkpoint in storage order (shard order, then data offset). */
+export async function checkpointRows(target: string): Promise<{ files: string[]; rows: TensorRow[]; dir: string }> {
+  const ck = await Checkpoint.open(target);
+  const rows: TensorRow[] = [];
+  for (const file of ck.files) {
+    const h = ck.headers.get(file);
+    if (!h) continue;
+    const tensors = [...h.tensors.values()].sort((a, b) => a.begin - b.begin || (a.key < b.key ? -1 : 1));
+    for (const t of tensors) {
+      rows.push({ key: t.key, dtype: t.dtype, shape: t.shape, shard: path.relative(ck.dir, file) || path.basename(file), bytes: t.byteLength });
+    }
+  }
+  return { files: ck.files, rows, dir: ck.dir };
+}
+
+function printCheckpoint(io: CliIO, shown: string, files: string[], rows: TensorRow[]): void {
+  const total = rows.reduce((s, r) => s + r.bytes, 0);
+  const lines = table(
+    ['key', 'dtype', 'shape', 'shard', 'bytes'],
+    rows.map((r) => [r.key, r.dtype, `[${r.shape.join(', ')}]`, r.shard, String(r.bytes)]),
+    { right: [4] },
+  );
+  for (const l of lines) println(io.stdout, l);
+  println(io.stdout, `${shown}: ${rows.length} tensor${rows.length === 1 ? '' : 's'}, ${total} bytes (${formatBytes(total)}) in ${files.length} file${files.length === 1 ? '' : 's'}`);
+}
+
+const dims = (d: (number | string)[]) => `[${d.join(', ')}]`;
+
+function clip(s: string, n: number): string {
+  const flat = s.replace(/\s+/g, ' ');
+  return flat.length > n ? `${flat.slice(0, n)}… (${s.length} chars)` : flat;
+}
+
+function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): void {
+  const opsets = s.opsets.map((o) => `${o.domain || 'ai.onnx'} ${o.version}`).join(', ');
+  println(io.stdout, `${shown}: ONNX ir_version ${s.irVersion}${s.producer ? `, producer ${s.producer}` : ''}, ${s.nodeCount} nodes`);
+  println(io.stdout, `opsets: ${opsets || '(none)'}`);
+  const values = (title: string, vs: OnnxSummary['inputs']) => {
+    println(io.stdout, `${title} (${vs.length}):`);
+    for (const l of table(['name', 'dtype', 'shape'], vs.map((v) => [v.name, v.dtype ?? `elem_type ${v.elemType}`, dims(v.dims)]), { indent: 2 })) {
+      println(io.stdout, l);
+    }
+  };
+  values('inputs', s.inputs);
+  values('outputs', s.outputs);
+  const initBytes = s.initializers.reduce((a, t) => a + t.byteLength, 0);
+  println(io.stdout, `initializers (${s.initializers.length}, ${initBytes} bytes):`);
+  const rows = s.initializers.map((t) => [
+    t.name,
+    t.dtype ?? `data_type ${t.dataType}`,
+    dims(t.dims),
+    t.storage === 'external' && t.external ? `external ${t.external.location}@${t.external.offset}` : t.storage,
+    String(t.byteLength),
+  ]);
+  for (const l of table(['name', 'dtype', 'shape', 'storage', 'bytes'], rows, { indent: 2, right: [4] })) println(io.stdout, l);
+  const meta = Object.entries(s.metadata);
+  println(io.stdout, `metadata (${meta.length}):`);
+  for (const [k, v] of meta) println(io.stdout, `  ${k} = ${full ? v : clip(v, 100)}`);
+}
+
+export const inspectCommand = defineCommand({
+  name: 'inspect',
+  summary: 'list the tensors of a safetensors checkpoint or the interface of an ONNX file',
+  synopsis: ['inspect <file.safetensors|model.safetensors.index.json|dir|file.onnx> [--json] [--full]'],
+  details: ['Reads headers only; a directory is read as a checkpoint (index, single file or shards).'],
+  flags: {
+    json: { type: 'boolean', description: 'print the listing as JSON' },
+    full: { type: 'boolean', description: 'do not shorten long metadata values' },
+  },
+  positionals: { min: 1, max: 1, names: ['path'] },
+  async run(args, io) {
+    const given = args.positionals[0]!;
+    const target = path.resolve(io.cwd, given);
+    let isDir: boolean;
+    try {
+      isDir = (await stat(target)).isDirectory();
+    } catch (err) {
+      throw new FormatError(given, `cannot read: ${oneLine(err)}`);
+    }
+    if (!isDir && target.toLowerCase().endsWith('.onnx')) {
+      const s = await summarizeOnnx(target);
+      if (args.flags.json) println(io.stdout, JSON.stringify(s, null, 2));
+      else printOnnx(io, given, s, args.flags.full);
+      return 0;
+    }
+    const { files, rows, dir } = await checkpointRows(target);
+    if (args.flags.json) {
+      const totalBytes = rows.reduce((s, r) => s + r.bytes, 0);
+      println(io.stdout, JSON.stringify({ kind: 'safetensors', dir, files, tensors: rows, totalBytes }, null, 2));
+    } else {
+      printCheckpoint(io, given, files, rows);
+    }
+    return 0;
+  },
+});

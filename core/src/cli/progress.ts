@@ -1,0 +1,128 @@
+/**
+ * Progress display for long CLI work (prepare, export, compile). On a terminal it redraws
+ * one bar line on stderr (at most ~10 times a second); when stderr is a pipe or a file (CI
+ * logs, the extension's task output) it prints a plain line every few seconds instead, so
+ * logs stay readable and no control characters end up in them. stdout is never touched.
+ */
+
+/** A running progress display. */
+export interface Progress {
+  /** Sets the absolute amount done (and the total, when it becomes known). */
+  update(done: number, total?: number, detail?: string): void;
+  /** Adds `n` (default 1) to the amount done. */
+  tick(n?: number, detail?: string): void;
+  /** Prints a message above the bar without breaking it. */
+  log(line: string): void;
+  /** Ends the display with a final line (`label: done …`). */
+  done(summary?: string): void;
+  /** Ends the display after a failure (clears the bar, prints nothing else). */
+  fail(): void;
+}
+
+/** Options of {@link createProgress}. */
+export interface ProgressOptions {
+  total?: number;
+  /** `bytes` shows sizes (KiB/MiB/GiB); `items` plain counts. */
+  unit?: 'bytes' | 'items';
+  stream?: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  /** Interval between plain lines when not on a terminal (default 5 s). */
+  plainIntervalMs?: number;
+  /** Clock for tests. */
+  now?: () => number;
+}
+
+/** Human-readable byte size: `12.3 MiB`. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+/**
+ * Starts a progress display for `label`, drawing to stderr (or `opts.stream`): a bar when the
+ * stream is a TTY (and `WEIGHT_SPEC_PROGRESS` is not `plain`), periodic lines otherwise
+ * (`WEIGHT_SPEC_PROGRESS=off` silences it).
+ */
+export function createProgress(label: string, opts: ProgressOptions = {}): Progress {
+  const stream = opts.stream ?? process.stderr;
+  const mode = process.env.WEIGHT_SPEC_PROGRESS;
+  const tty = Boolean(stream.isTTY) && mode !== 'plain';
+  const silent = mode === 'off';
+  const now = opts.now ?? Date.now;
+  const interval = tty ? 100 : (opts.plainIntervalMs ?? 5000);
+  const started = now();
+  let done = 0;
+  let total = opts.total;
+  let detail = '';
+  let last = -Infinity;
+  let drawn = false;
+  let finished = false;
+
+  const amount = (n: number) => (opts.unit === 'bytes' ? formatBytes(n) : String(n));
+  const status = (): string => {
+    const pct = total ? Math.min(100, Math.floor((done / total) * 100)) : undefined;
+    const count = total !== undefined ? `${amount(done)}/${amount(total)}` : amount(done);
+    return pct !== undefined ? `${pct}% (${count})` : count;
+  };
+  const clear = () => {
+    if (tty && drawn) stream.write('\r\x1b[K');
+    drawn = false;
+  };
+  const draw = (force = false) => {
+    if (silent || finished) return;
+    const t = now();
+    if (!force && t - last < interval) return;
+    last = t;
+    if (tty) {
+      const width = Math.max(10, Math.min(30, (stream.columns ?? 80) - label.length - 40));
+      const frac = total ? Math.min(1, done / total) : 0;
+      const fill = Math.round(frac * width);
+      const bar = total ? `[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ` : '';
+      let line = `${label} ${bar}${status()}${detail ? ` ${detail}` : ''}`;
+      const cols = stream.columns ?? 80;
+      if (line.length > cols - 1) line = line.slice(0, cols - 2) + '…';
+      stream.write(`\r\x1b[K${line}`);
+      drawn = true;
+    } else {
+      stream.write(`${label}: ${status()}${detail ? ` ${detail}` : ''}\n`);
+    }
+  };
+
+  return {
+    update(d, t, det) {
+      done = d;
+      if (t !== undefined) total = t;
+      if (det !== undefined) detail = det;
+      draw();
+    },
+    tick(n = 1, det) {
+      done += n;
+      if (det !== undefined) detail = det;
+      draw();
+    },
+    log(line) {
+      if (silent) return;
+      clear();
+      stream.write(line + '\n');
+      if (tty) draw(true);
+    },
+    done(summary) {
+      if (finished) return;
+      clear();
+      finished = true;
+      if (silent) return;
+      const secs = ((now() - started) / 1000).toFixed(1);
+      stream.write(`${label}: ${summary ?? `done, ${status()}`} in ${secs}s\n`);
+    },
+    fail() {
+      if (finished) return;
+      clear();
+      finished = true;
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The input fingerprint of a compile: graph bytes, spec text, the prepared checkpoint (its
+ * manifest and the size/mtime/inode of every file bound) and the backend options. Equal
+ * fingerprint and an existing artifact mean the compile can be skipped. Hashing a
+ * weight-free graph of a few megabytes takes milliseconds; weight bytes are never read —
+ * the prepare manifest (rewritten by every prepare) and the shard stats stand for them.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ExportInputs, PreparedLocation } from './locate';
+import { sha256, type CompileRecord } from './record';
+
+/** Bump when the artifact layout changes, so old compiles are redone. */
+export const COMPILE_FORMAT = 'weight-spec-compile/1';
+
+/** Prepare's manifest and sentinel names (docs/ARCHITECTURE.md, prepared layout). */
+export const PREPARED_MANIFEST = '.checkpoint_prepared.json';
+export const PREPARED_SENTINEL = '.checkpoint_prepared';
+
+/** The parts and the whole. */
+export interface Fingerprint {
+  parts: CompileRecord['inputs'];
+  value: string;
+}
+
+/** State of the prepared directory that decides the artifact. */
+export function preparedState(loc: PreparedLocation): Record<string, unknown> {
+  let manifest: string | null = null;
+  try {
+    manifest = sha256(fs.readFileSync(path.join(loc.dir, PREPARED_MANIFEST)));
+  } catch {
+    manifest = null;
+  }
+  const sentinel = fs.existsSync(path.join(loc.dir, PREPARED_SENTINEL));
+  const files = loc.files.map((f, i) => {
+    const st = fs.statSync(f);
+    return { rel: loc.rel[i], size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+  });
+  return { dir: loc.dir, manifest, sentinel, files };
+}
+
+/** Computes the fingerprint of one compile. `options` must be plain JSON in a stable key order. */
+export function computeFingerprint(inp: ExportInputs, loc: PreparedLocation, backend: string, options: unknown): Fingerprint {
+  // Content hashes plus mtimes: an edit always changes the hash; `touch` alone also recompiles
+  // (cheap for ort, and what a user who touches the spec expects).
+  const mtime = (f: string) => fs.statSync(f).mtimeMs;
+  const parts = {
+    graph: sha256(`${sha256(inp.onnxBytes)}:${mtime(inp.onnxPath)}`),
+    spec: sha256(`${sha256(inp.specText)}:${mtime(inp.specPath)}`),
+    prepared: sha256(JSON.stringify(preparedState(loc))),
+    options: sha256(JSON.stringify({ format: COMPILE_FORMAT, backend, options })),
+  };
+  return { parts, value: sha256(`${parts.graph}\n${parts.spec}\n${parts.prepared}\n${parts.options}`) };
+}
+
+/** Names the inputs that differ between a record and a new fingerprint (for the "recompiling: …" line). */
+export function changedParts(rec: CompileRecord | undefined, fp: Fingerprint): string[] {
+  if (!rec) return ['no previous compile'];
+  const out: string[] = [];
+  for (const k of ['graph', 'spec', 'prepared', 'options'] as const) if (rec.inputs?.[k] !== fp.parts[k]) out.push(k);
+  return out;
+}

@@ -1,0 +1,160 @@
+/**
+ * `compile`: binds an export directory's weight-free graph to its prepared weights.
+ *
+ * - `ort` (default): a bound ONNX whose initializers are external data pointing straight into
+ *   the prepared safetensors files (bind-ort.ts), runnable by `run`.
+ * - `qaic`: QEfficient's qaic-compile command (qaic.ts, qaic-command.ts).
+ *
+ * Incremental: the input fingerprint (fingerprint.ts) is stored in `<export dir>/compile.json`;
+ * an unchanged fingerprint with its artifact still on disk returns at once (`upToDate`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PipelineError } from '../errors';
+import { bindOrt } from './bind-ort';
+import { changedParts, computeFingerprint, PREPARED_MANIFEST, PREPARED_SENTINEL, type Fingerprint } from './fingerprint';
+import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
+import { shellLine, type QaicOptions } from './qaic-command';
+import { planQaic, runQaic } from './qaic';
+import { readCompileRecord, writeCompileRecord, type CompileRecord } from './record';
+
+export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
+export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
+export { parseWireModel, type WireModel, type WireValueInfo } from './onnx-wire';
+
+/** Options of {@link compile}. */
+export interface CompileOptions {
+  backend: 'ort' | 'qaic';
+  /** Prepared checkpoint directory (overrides the spec's files / model_id). */
+  prepared?: string;
+  /** qaic: print the command, write and run nothing. */
+  dryRun?: boolean;
+  /** ort: hard-link the shards into `<export dir>/compiled/` instead of writing into the prepared directory. */
+  links?: boolean;
+  /** Recompile even when the fingerprint is unchanged. */
+  force?: boolean;
+  qaic?: QaicOptions;
+  /** Where progress and compiler output go (default: nowhere). */
+  log?: (line: string) => void;
+  stderr?: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What {@link compile} did. */
+export interface CompileResult {
+  record: CompileRecord;
+  /** True when nothing changed and the previous artifact was kept. */
+  upToDate: boolean;
+  /** What changed since the previous compile (empty when up to date). */
+  changed: string[];
+  /** qaic: the command line (always set for the qaic backend, also in dry runs). */
+  command?: string[];
+  dryRun?: boolean;
+  ms: number;
+}
+
+/** Checks prepare's sentinel: a manifest without its sentinel is a prepare that did not finish. */
+function checkPrepared(loc: PreparedLocation): string | undefined {
+  const manifest = path.join(loc.dir, PREPARED_MANIFEST);
+  if (!fs.existsSync(manifest)) return undefined;
+  if (!fs.existsSync(path.join(loc.dir, PREPARED_SENTINEL))) {
+    throw new PipelineError(`${loc.dir}: prepare did not finish (no ${PREPARED_SENTINEL}); run weight-spec prepare again`);
+  }
+  try {
+    const m = JSON.parse(fs.readFileSync(manifest, 'utf8')) as { source?: unknown };
+    return typeof m.source === 'string' ? m.source : undefined;
+  } catch {
+    throw new PipelineError(`${manifest}: not valid JSON; run weight-spec prepare again`);
+  }
+}
+
+function artifactsExist(rec: CompileRecord): boolean {
+  if (rec.backend === 'ort') return !!rec.artifacts.model && fs.existsSync(rec.artifacts.model);
+  return !!rec.artifacts.qpc && fs.existsSync(path.join(rec.artifacts.qpc, 'programqpc.bin'));
+}
+
+/** Deletes the previous ORT artifact when it is ours and not the new one. */
+function dropOldArtifact(prev: CompileRecord | undefined, now: CompileRecord): void {
+  const old = prev?.backend === 'ort' ? prev.artifacts.model : undefined;
+  if (!old || old === now.artifacts.model || !/^compiled-.*\.onnx$/.test(path.basename(old))) return;
+  fs.rmSync(old, { force: true });
+}
+
+async function compileOrt(inp: ExportInputs, loc: PreparedLocation, fp: Fingerprint, links: boolean, source?: string): Promise<CompileRecord> {
+  const stem = (inp.spec.model_name || path.basename(inp.exportDir)).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80);
+  const b = await bindOrt(inp, loc, {
+    fileName: `compiled-${stem}-${fp.value.slice(0, 12)}.onnx`,
+    fallbackDir: path.join(inp.exportDir, 'compiled'),
+    links,
+    source,
+  });
+  return {
+    version: 1,
+    backend: 'ort',
+    fingerprint: fp.value,
+    inputs: fp.parts,
+    artifacts: { model: b.model },
+    prepared: loc.dir,
+    stats: { weightBytes: b.weightBytes, artifactBytes: b.artifactBytes, initializers: b.initializers },
+    createdAt: new Date().toISOString(),
+  };
+}
+
+/** Compiles `exportDir` (see the module comment). */
+export async function compile(exportDir: string, opts: CompileOptions): Promise<CompileResult> {
+  const t0 = performance.now();
+  const log = opts.log ?? (() => undefined);
+  const inp = readExportInputs(exportDir);
+  const backend = opts.backend;
+  let loc: PreparedLocation | undefined;
+  try {
+    loc = locatePrepared(inp, opts.prepared);
+  } catch (e) {
+    // A dry run only prints the command; it needs no prepared weights.
+    if (!(backend === 'qaic' && opts.dryRun)) throw e;
+  }
+  const source = loc ? checkPrepared(loc) : undefined;
+  const options = backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links };
+  const fp: Fingerprint = loc
+    ? computeFingerprint(inp, loc, backend, options)
+    : computeFingerprint(inp, { dir: '', files: [], rel: [] }, backend, options);
+  const prev = readCompileRecord(inp.exportDir);
+  const changed = changedParts(prev, fp);
+  const done = (record: CompileRecord, upToDate: boolean, extra: Partial<CompileResult> = {}): CompileResult => ({
+    record,
+    upToDate,
+    changed: upToDate ? [] : changed,
+    ms: performance.now() - t0,
+    ...extra,
+  });
+
+  if (backend === 'qaic') {
+    const job = planQaic(inp, opts.prepared ? loc : undefined, opts.qaic ?? {}, fp.value, opts.env);
+    const record: CompileRecord = {
+      version: 1,
+      backend: 'qaic',
+      fingerprint: fp.value,
+      inputs: fp.parts,
+      artifacts: { qpc: job.plan.qpcDir, compileDir: job.plan.compileDir, onnx: job.onnx },
+      prepared: loc?.dir,
+      command: job.plan.command,
+      createdAt: new Date().toISOString(),
+    };
+    if (opts.dryRun) return done(record, false, { command: job.plan.command, dryRun: true });
+    if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactsExist(prev)) {
+      return done(prev, true, { command: prev.command });
+    }
+    log(`compile: running ${shellLine(job.plan.command)}`);
+    await runQaic(job, opts.stderr ?? process.stderr);
+    await writeCompileRecord(inp.exportDir, record);
+    return done(record, false, { command: job.plan.command });
+  }
+
+  if (!loc) throw new PipelineError(`${inp.exportDir}: no prepared weights found`);
+  if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactsExist(prev)) return done(prev, true);
+  log(`compile: binding ${inp.spec.inputs.length} weights from ${loc.dir} (${changed.join(', ')} changed)`);
+  const record = await compileOrt(inp, loc, fp, !!opts.links, source);
+  await writeCompileRecord(inp.exportDir, record);
+  dropOldArtifact(prev, record);
+  return done(record, false);
+}

@@ -1,0 +1,118 @@
+/**
+ * Finds what a compile binds: the export directory's graph and spec, the prepared checkpoint
+ * directory, and where each spec file lies inside it.
+ *
+ * The spec's `files[].path` are relative to the export directory (QEfficient symlinks the
+ * prepared directory there; the link is followed). The prepared directory is `--prepared`
+ * when given, else the directory holding the first spec file, else the spec's `model_id`. With `--prepared`, a spec file that does not resolve inside that
+ * directory is looked up there by its path below the prepared directory's name, then by
+ * its base name — so a spec written for one prepared copy binds to another.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PipelineError, UsageError } from '../errors';
+import { isInside, resolveReadPath } from '../paths';
+import { specFromText, type WeightSpec } from '../spec';
+
+/** The export directory's two inputs, read once. */
+export interface ExportInputs {
+  exportDir: string;
+  onnxPath: string;
+  onnxBytes: Uint8Array;
+  specPath: string;
+  specText: string;
+  spec: WeightSpec;
+}
+
+/** Where the weights are. `files[i]` is the real path of spec file i, `rel[i]` its path from `dir`. */
+export interface PreparedLocation {
+  dir: string;
+  files: string[];
+  rel: string[];
+}
+
+/** Spec file names an export directory may hold, in the order they are tried. */
+const SPEC_NAMES = ['weight_spec.json'];
+
+/** Reads `<export dir>/model.onnx` (or the single `.onnx` there) and its `weight_spec.json`. */
+export function readExportInputs(exportDirArg: string): ExportInputs {
+  const exportDir = path.resolve(exportDirArg);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(exportDir);
+  } catch {
+    throw new UsageError(`${exportDirArg}: no such export directory`);
+  }
+  if (!st.isDirectory()) throw new UsageError(`${exportDirArg}: not a directory (give the export directory)`);
+  let onnxPath = path.join(exportDir, 'model.onnx');
+  if (!fs.existsSync(onnxPath)) {
+    const onnx = fs.readdirSync(exportDir).filter((n) => n.endsWith('.onnx') && !n.includes('.qaic.'));
+    if (onnx.length !== 1) {
+      throw new PipelineError(`${exportDir}: no model.onnx (${onnx.length === 0 ? 'no .onnx file' : `several .onnx files: ${onnx.join(', ')}`})`);
+    }
+    onnxPath = path.join(exportDir, onnx[0]!);
+  }
+  const specName = SPEC_NAMES.find((n) => fs.existsSync(path.join(exportDir, n)));
+  if (!specName) throw new PipelineError(`${exportDir}: no weight_spec.json (export the model first)`);
+  const specPath = path.join(exportDir, specName);
+  const specText = fs.readFileSync(specPath, 'utf8');
+  const spec = specFromText(specText, specPath);
+  return { exportDir, onnxPath, onnxBytes: fs.readFileSync(onnxPath), specPath, specText, spec };
+}
+
+function realOrUndefined(p: string): string | undefined {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves the prepared directory and every spec file in it. */
+export function locatePrepared(inp: ExportInputs, preparedArg?: string): PreparedLocation {
+  const { spec, exportDir, specPath } = inp;
+  if (spec.files.length === 0) throw new PipelineError(`${specPath}: the spec lists no files`);
+  const resolved = spec.files.map((f) => {
+    const rp = resolveReadPath(exportDir, f.path, preparedArg ? [path.resolve(preparedArg)] : []);
+    return rp.exists ? rp.real : undefined;
+  });
+  let dir: string;
+  if (preparedArg) {
+    const real = realOrUndefined(path.resolve(preparedArg));
+    if (!real || !fs.statSync(real).isDirectory()) throw new UsageError(`${preparedArg}: no such prepared directory`);
+    dir = real;
+  } else if (resolved[0]) {
+    dir = path.dirname(resolved[0]);
+  } else if (spec.model_id && path.isAbsolute(spec.model_id) && realOrUndefined(spec.model_id)) {
+    // QEfficient's model_id is the absolute prepared directory; used only when the relative paths do not resolve.
+    dir = realOrUndefined(spec.model_id)!;
+  } else {
+    throw new PipelineError(`${specPath}: file "${spec.files[0]!.path}" does not exist (run weight-spec prepare first, or pass --prepared)`);
+  }
+  const files: string[] = [];
+  const rel: string[] = [];
+  spec.files.forEach((f, i) => {
+    let real = resolved[i];
+    if (!real || !isInside(dir, real)) {
+      // Not inside the chosen prepared directory: find the same file name there.
+      const segs = f.path.split(/[\\/]/).filter((s) => s && s !== '.');
+      const candidates = [segs.slice(1).join('/'), segs[segs.length - 1] ?? ''].filter(Boolean);
+      real = undefined;
+      for (const c of candidates) {
+        if (c.split('/').includes('..')) continue;
+        const r = realOrUndefined(path.join(dir, c));
+        if (r && isInside(dir, r)) {
+          real = r;
+          break;
+        }
+      }
+      if (!real) {
+        throw new PipelineError(`${specPath}: file "${f.path}" is not in the prepared directory ${dir}`);
+      }
+    }
+    if (f.format && f.format !== 'safetensors') throw new PipelineError(`${specPath}: file "${f.path}" has format "${f.format}" (only safetensors can be bound)`);
+    files.push(real);
+    rel.push(path.relative(dir, real).split(path.sep).join('/'));
+  });
+  return { dir, files, rel };
+}

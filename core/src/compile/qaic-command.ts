@@ -1,0 +1,197 @@
+/**
+ * The qaic-compile command line, built by QEfficient's rules (quic/efficient-transformers).
+ *
+ * Reproduced from `QEfficient/base/modeling_qeff.py`, `QEFFBaseModel._compile`
+ * (commit 008adc73ee2585d4af9b7ad165f5b009f8b1087d):
+ *   command = constants.COMPILER + [f"-aic-hw-version={compiler_options.pop('aic_hw_version', …DEFAULT_AIC_HW_VERSION)}"]
+ *             + [f"-m={onnx_path}"]
+ *   (-mdp-load-partition-config=… only when mdp_ts_num_devices > 1)
+ *   for key, value in compiler_options.items():
+ *       option = "-" + key.replace("_", "-")
+ *       if isinstance(value, bool): if value: command.append(option); continue
+ *       command.append(f"{option}={value}")
+ *   compile_dir = qpc_path.with_name("qpc-" + compile_hash); qpc_path = compile_dir / "qpc"
+ *   specializations.json written in compile_dir → -network-specialization-config=…
+ *   custom_io.yaml written in compile_dir (" - IOName: {name}\n   Precision: {dtype}\n\n") → -custom-IO-list-file=…
+ *   command.append(f"-aic-binary-dir={qpc_path}")
+ * `constants.COMPILER = ["/opt/qti-aic/exec/qaic-compile", "-aic-hw"]`, DEFAULT_AIC_HW_VERSION = "ai100",
+ * DEFAULT_AIC_NUM_CORES = 16 (`QEfficient/utils/constants.py`; older releases named the binary qaic-exec).
+ * `QEFFAutoModelForCausalLM.compile` (`QEfficient/transformers/models/modeling_auto.py`) calls
+ * `_compile(…, compile_only=True, retained_state=True, specializations=…, convert_to_fp16=True,
+ * mxfp6_matmul=…, custom_io=…, mdp_ts_num_devices=…, aic_num_cores=…, **compiler_options)`, so
+ * the keyword order — and hence the flag order — is compile_only, retained_state,
+ * convert_to_fp16, mxfp6_matmul, aic_num_cores, then the caller's options. Its specializations:
+ * `[{batch_size, seq_len: prefill_seq_len, ctx_len}]` plus `{batch_size, seq_len: 1, ctx_len}`
+ * when prefill_seq_len != 1; with continuous batching `full_batch_size` leads each entry and
+ * `batch_size` is 1 (prefill) / full_batch_size (decode). Its custom IO: for suffix in
+ * ["", "_RetainedState"], for each layer i, for kv in [key, value]: `past_{kv}.{i}{suffix}` →
+ * "mxint8" if mxint8_kv_cache else "float16". specializations.json is
+ * `json.dump({"specializations": [{k: str(v) …}]}, indent=4)`.
+ */
+import path from 'node:path';
+import { UsageError } from '../errors';
+
+/** QEfficient's `constants.COMPILER`. */
+export const QAIC_COMPILER = ['/opt/qti-aic/exec/qaic-compile', '-aic-hw'] as const;
+/** QEfficient's `DEFAULT_AIC_HW_VERSION`. */
+export const DEFAULT_AIC_HW_VERSION = 'ai100';
+/** QEfficient's `DEFAULT_AIC_NUM_CORES`. */
+export const DEFAULT_AIC_NUM_CORES = 16;
+
+/** What the qaic backend is asked for (the CLI's flags). */
+export interface QaicOptions {
+  numCores?: number;
+  mxfp6Matmul?: boolean;
+  mxint8KvCache?: boolean;
+  aicHwVersion?: string;
+  batchSize?: number;
+  prefillSeqLen?: number;
+  ctxLen?: number;
+  fullBatchSize?: number;
+  /** Extra compiler options `a_b=v` (→ `-a-b=v`) or `a_b` (boolean → `-a-b`), in order. */
+  extra?: string[];
+}
+
+/** A compiler option value as QEfficient passes it: a bool is a bare flag, anything else `=v`. */
+export type OptionValue = boolean | string | number;
+
+/** `key.replace("_", "-")` with Python's replace-all semantics, bools bare, else `-key=value`. */
+export function optionFlags(options: [string, OptionValue][]): string[] {
+  const out: string[] = [];
+  for (const [key, value] of options) {
+    const option = '-' + key.split('_').join('-');
+    if (typeof value === 'boolean') {
+      if (value) out.push(option);
+      continue;
+    }
+    out.push(`${option}=${value}`);
+  }
+  return out;
+}
+
+/** Parses `--qaic-option a_b=v` words: `v` of true/false becomes a boolean, as a Python kwarg would be. */
+export function parseExtraOptions(words: readonly string[]): [string, OptionValue][] {
+  return words.map((w) => {
+    const eq = w.indexOf('=');
+    const key = (eq >= 0 ? w.slice(0, eq) : w).trim().replace(/^-+/, '');
+    if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(key)) throw new UsageError(`compile: bad qaic option "${w}" (expected name=value or name)`);
+    if (eq < 0) return [key.split('-').join('_'), true];
+    const raw = w.slice(eq + 1);
+    const v: OptionValue = raw === 'true' || raw === 'True' ? true : raw === 'false' || raw === 'False' ? false : raw;
+    return [key.split('-').join('_'), v];
+  });
+}
+
+/** What the graph says about itself (from its inputs). */
+export interface GraphShapeFacts {
+  /** Number of `past_key.{i}` inputs (0 for a graph without a KV cache). */
+  numLayers: number;
+  /** True when the graph takes `batch_index` (continuous batching). */
+  continuousBatching: boolean;
+  /** Fixed ctx_len of the cache inputs, when the dim is a number. */
+  ctxLen?: number;
+  /** Fixed batch of the cache inputs / input_ids, when a number. */
+  batch?: number;
+}
+
+/** One specialization: ordered `[name, value]` pairs (QEfficient's dict insertion order). */
+export type Specialization = [string, number][];
+
+/** QEfficient's causal-LM specializations for the given options. */
+export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
+  const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
+  const prefill = opts.prefillSeqLen ?? 32;
+  if (g.continuousBatching) {
+    const fbs = opts.fullBatchSize ?? g.batch;
+    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
+    return [
+      [['full_batch_size', fbs], ['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen]],
+      [['full_batch_size', fbs], ['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen]],
+    ];
+  }
+  const bs = opts.batchSize ?? g.batch ?? 1;
+  const specs: Specialization[] = [[['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen]]];
+  if (prefill !== 1) specs.push([['batch_size', bs], ['seq_len', 1], ['ctx_len', ctxLen]]);
+  return specs;
+}
+
+/** Specializations for a graph without a KV cache: batch and sequence only. */
+export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
+  return [[['batch_size', opts.batchSize ?? g.batch ?? 1], ['seq_len', opts.prefillSeqLen ?? 32]]];
+}
+
+/** QEfficient's custom IO map for a causal LM with `numLayers` layers. */
+export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
+  const dtype = mxint8KvCache ? 'mxint8' : 'float16';
+  const out: [string, string][] = [];
+  for (const suffix of ['', '_RetainedState']) {
+    for (let i = 0; i < numLayers; i++) {
+      for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}${suffix}`, dtype]);
+    }
+  }
+  return out;
+}
+
+/** specializations.json text: Python `json.dump({"specializations": [{k: str(v)}]}, fp, indent=4)`. */
+export function specializationsJson(specs: Specialization[]): string {
+  const doc = { specializations: specs.map((s) => Object.fromEntries(s.map(([k, v]) => [k, String(v)]))) };
+  return JSON.stringify(doc, null, 4);
+}
+
+/** custom_io.yaml text, one ` - IOName: …\n   Precision: …\n\n` block per entry. */
+export function customIoYaml(entries: [string, string][]): string {
+  return entries.map(([name, dtype]) => ` - IOName: ${name}\n   Precision: ${dtype}\n\n`).join('');
+}
+
+/** Everything needed to run (or print) one qaic-compile. */
+export interface QaicPlan {
+  command: string[];
+  compileDir: string;
+  qpcDir: string;
+  specializationsFile?: string;
+  specializationsText?: string;
+  customIoFile?: string;
+  customIoText?: string;
+}
+
+/**
+ * Builds the command QEfficient's `_compile` would run for `onnxPath`, writing into
+ * `compileDir` (QEfficient: `<dir>/qpc-<hash>`), with the binary at `compiler` (default
+ * {@link QAIC_COMPILER}'s path).
+ */
+export function buildQaicPlan(onnxPath: string, compileDir: string, opts: QaicOptions, g: GraphShapeFacts, compiler: string = QAIC_COMPILER[0]): QaicPlan {
+  const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
+  const options: [string, OptionValue][] = [['compile_only', true]];
+  if (g.numLayers > 0) options.push(['retained_state', true]);
+  options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
+  const extra = parseExtraOptions(opts.extra ?? []);
+  let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
+  for (const [k, v] of extra) {
+    // `_compile` pops aic_hw_version before the loop; a later duplicate key overrides in the dict.
+    if (k === 'aic_hw_version') {
+      hw = String(v);
+      continue;
+    }
+    const at = options.findIndex(([ok]) => ok === k);
+    if (at >= 0) options[at] = [k, v];
+    else options.push([k, v]);
+  }
+  const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
+  const qpcDir = path.join(compileDir, 'qpc');
+  const specs = g.numLayers > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
+  const specializationsFile = path.join(compileDir, 'specializations.json');
+  command.push(`-network-specialization-config=${specializationsFile}`);
+  const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs) };
+  if (g.numLayers > 0) {
+    plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
+    plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false));
+    command.push(`-custom-IO-list-file=${plan.customIoFile}`);
+  }
+  command.push(`-aic-binary-dir=${qpcDir}`);
+  return plan;
+}
+
+/** The command as one shell line (POSIX single quotes where a word needs them). */
+export function shellLine(command: readonly string[]): string {
+  return command.map((w) => (/^[A-Za-z0-9_\-=./:,+@%]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
+}

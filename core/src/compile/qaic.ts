@@ -1,0 +1,98 @@
+/**
+ * qaic backend: embeds the spec in the ONNX metadata (`com.qti.aisw.extdata`, how the QAIC
+ * compiler finds the weights), writes specializations.json and custom_io.yaml beside the
+ * binary directory and runs qaic-compile with QEfficient's command line (qaic-command.ts).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PipelineError } from '../errors';
+import { atomicWriteFile } from '../paths';
+import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
+import type { ExportInputs, PreparedLocation } from './locate';
+import { parseWireModel, rewriteModel, type WireModel } from './onnx-wire';
+import { buildQaicPlan, QAIC_COMPILER, shellLine, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
+
+/** The compiler binary: `WEIGHT_SPEC_QAIC_COMPILE` overrides QEfficient's path (other SDK locations, tests). */
+export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.WEIGHT_SPEC_QAIC_COMPILE || QAIC_COMPILER[0];
+}
+
+/** Facts about the graph that shape the specializations and the custom IO. */
+export function graphFacts(m: WireModel): GraphShapeFacts {
+  const layers = m.inputs.filter((i) => /^past_key\.\d+$/.test(i.name)).length;
+  const pk = m.inputs.find((i) => i.name === 'past_key.0');
+  const ids = m.inputs.find((i) => i.name === 'input_ids');
+  const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
+  return {
+    numLayers: layers,
+    continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
+    ctxLen: num(pk?.dims[2]),
+    batch: num(ids?.dims[0]),
+  };
+}
+
+/** The spec as the QAIC compiler must see it: files relative to the ONNX's directory, model_id the prepared dir. */
+export function specForQaic(inp: ExportInputs, loc: PreparedLocation | undefined): WeightSpec {
+  if (!loc) return inp.spec;
+  const files = inp.spec.files.map((f, i) => ({ ...f, path: path.relative(inp.exportDir, loc.files[i]!).split(path.sep).join('/') }));
+  return { ...inp.spec, files, model_id: loc.dir };
+}
+
+/** What {@link planQaic} decided. */
+export interface QaicJob {
+  plan: QaicPlan;
+  /** The ONNX handed to the compiler. */
+  onnx: string;
+  /** Bytes to write at `onnx` first (undefined when model.onnx already embeds this spec). */
+  onnxBytes?: Uint8Array;
+}
+
+/** Plans the compile: which ONNX, which files, which command. Writes nothing. */
+export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, opts: QaicOptions, fp: string, env = process.env): QaicJob {
+  const m = parseWireModel(inp.onnxBytes, inp.onnxPath);
+  const value = specMetadataValue(specForQaic(inp, loc));
+  const have = m.metadata.find((e) => e.key === SPEC_METADATA_KEY)?.value;
+  let onnx = inp.onnxPath;
+  let onnxBytes: Uint8Array | undefined;
+  if (have !== value) {
+    onnx = inp.onnxPath.replace(/\.onnx$/, '') + '.qaic.onnx';
+    onnxBytes = rewriteModel(m, { setMetadata: { [SPEC_METADATA_KEY]: value } });
+  }
+  const compileDir = path.join(inp.exportDir, `qpc-${fp.slice(0, 16)}`);
+  return { plan: buildQaicPlan(onnx, compileDir, opts, graphFacts(m), qaicCompilerPath(env)), onnx, onnxBytes };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a planned job. Without the SDK: one line naming the binary and the command. */
+export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream): Promise<void> {
+  const bin = job.plan.command[0]!;
+  if (!isExecutable(bin)) {
+    throw new PipelineError(`qaic-compile not found at ${bin} (QAIC SDK not installed); would run: ${shellLine(job.plan.command)}`);
+  }
+  if (job.onnxBytes) await atomicWriteFile(job.onnx, job.onnxBytes);
+  fs.mkdirSync(job.plan.compileDir, { recursive: true });
+  // QEfficient removes a binary directory without programqpc.bin (a failed earlier run) and starts over.
+  fs.rmSync(job.plan.qpcDir, { recursive: true, force: true });
+  if (job.plan.specializationsFile) await atomicWriteFile(job.plan.specializationsFile, job.plan.specializationsText!);
+  if (job.plan.customIoFile) await atomicWriteFile(job.plan.customIoFile, job.plan.customIoText!);
+  const code = await new Promise<number>((resolve, reject) => {
+    const child = spawn(bin, job.plan.command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d) => stderr.write(d));
+    child.stderr.on('data', (d) => stderr.write(d));
+    child.on('error', reject);
+    child.on('close', (c) => resolve(c ?? 1));
+  });
+  if (code !== 0) throw new PipelineError(`qaic-compile exited with code ${code}; command: ${shellLine(job.plan.command)}`);
+  if (!fs.existsSync(path.join(job.plan.qpcDir, 'programqpc.bin'))) {
+    throw new PipelineError(`qaic-compile finished but wrote no ${path.join(job.plan.qpcDir, 'programqpc.bin')}`);
+  }
+}

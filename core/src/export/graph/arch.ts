@@ -1,0 +1,163 @@
+/**
+ * The normalized architecture a family's config parses into. Every graph block reads only
+ * this, never a raw config.json, so one decoder builder serves every family and each family
+ * file is just "which HF fields and key names mean what".
+ */
+
+/** A linear layer: weight key, optional bias key, and how the weight is stored. */
+export interface LinearSpec {
+  weight: string;
+  bias?: string;
+  /** Output and input features. */
+  out: number;
+  in: number;
+  /** GPT-2 Conv1D: the weight is stored `[in, out]` (y = x·W + b) instead of `[out, in]`. */
+  conv1d?: boolean;
+}
+
+/** A normalization layer. */
+export interface NormSpec {
+  weight: string;
+  bias?: string;
+  size: number;
+}
+
+/** Norm math shared by all norms of a model. */
+export interface NormKind {
+  kind: 'rms' | 'layer';
+  eps: number;
+  /** Gemma: scale by (1 + w), computed in float32. */
+  plusOne: boolean;
+}
+
+/** Supported activations (HF ACT2FN names normalized). */
+export type Act = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
+
+/** Attention projections of one layer. */
+export type AttnProj =
+  | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
+  /** One projection producing [q | k | v] along the output features (Phi-3, GPT-2). */
+  | { kind: 'fused'; qkv: LinearSpec };
+
+/** The feed-forward block of one layer. */
+export type MlpSpec =
+  | { kind: 'gated'; gate: LinearSpec; up: LinearSpec; down: LinearSpec }
+  /** Phi-3: one projection producing [gate | up]. */
+  | { kind: 'gated-fused'; gateUp: LinearSpec; down: LinearSpec }
+  /** GPT-2: fc → act → proj. */
+  | { kind: 'plain'; fc: LinearSpec; proj: LinearSpec }
+  | MoeSpec;
+
+/** Sparse MoE over experts stacked in the prepared `moe_weights` layout. */
+export interface MoeSpec {
+  kind: 'moe';
+  /** Router weight key, `[experts, hidden]`. */
+  router: string;
+  /** Prepared stacked keys: gate/up `[E, I, H]`, down `[E, H, I]`. */
+  gate: string;
+  up: string;
+  down: string;
+  experts: number;
+  topK: number;
+  /** Renormalize the top-k probabilities to sum 1 (Mixtral always; Qwen3-MoE per config). */
+  normTopK: boolean;
+  intermediate: number;
+}
+
+/** One decoder layer. */
+export interface LayerSpec {
+  norm1: NormSpec;
+  norm2: NormSpec;
+  attn: AttnProj;
+  o: LinearSpec;
+  /** Qwen3: RMSNorm over head_dim applied to q and k per head before RoPE. */
+  qNorm?: NormSpec;
+  kNorm?: NormSpec;
+  mlp: MlpSpec;
+}
+
+/** Rotary embedding tables (computed from the config, baked into the graph as constants). */
+export interface RopeSpec {
+  /** inverse frequencies, length rotaryDim/2 */
+  invFreq: number[];
+  rotaryDim: number;
+  /** multiplies cos and sin (1 for default, linear and llama3; longrope's attention factor) */
+  attentionScale: number;
+  /**
+   * LongRoPE (Phi-3): HF switches to these frequencies while max(position_ids) + 1 exceeds
+   * `threshold` (original_max_position_embeddings), `invFreq` above being the short ones.
+   */
+  long?: { invFreq: number[]; threshold: number };
+}
+
+/** Everything the decoder builder needs. */
+export interface ArchSpec {
+  modelType: string;
+  vocab: number;
+  hidden: number;
+  nHeads: number;
+  nKv: number;
+  headDim: number;
+  norm: NormKind;
+  act: Act;
+  /** Score scaling: HF Llama-style multiplies by head_dim^-0.5; GPT-2 divides by √head_dim. */
+  scoreScale: { op: 'mul' | 'div'; value: number } | undefined;
+  rope?: RopeSpec;
+  /** Learned absolute positions (GPT-2 wpe): key and table size. */
+  positions?: { weight: string; max: number };
+  /** Gemma: embeddings × √hidden, rounded to the model dtype. */
+  embedScale?: number;
+  /** Keys attend only to the last `slidingWindow` positions (Mistral/Phi-3 when set). */
+  slidingWindow?: number;
+  embed: string;
+  finalNorm: NormSpec;
+  /** Untied head; absent when the head reuses `embed`. */
+  lmHead?: string;
+  layers: LayerSpec[];
+}
+
+/** A weight the graph takes as input: its (prepared) checkpoint key and expected shape. */
+export interface WeightInput {
+  name: string;
+  shape: number[];
+}
+
+/** All weight inputs of an architecture, in first-use order, deduplicated. */
+export function weightInputs(a: ArchSpec): WeightInput[] {
+  const out = new Map<string, number[]>();
+  const add = (name: string | undefined, shape: number[]) => {
+    if (name && !out.has(name)) out.set(name, shape);
+  };
+  const lin = (l: LinearSpec) => {
+    add(l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
+    add(l.bias, [l.out]);
+  };
+  const norm = (n: NormSpec) => {
+    add(n.weight, [n.size]);
+    add(n.bias, [n.size]);
+  };
+  add(a.embed, [a.vocab, a.hidden]);
+  if (a.positions) add(a.positions.weight, [a.positions.max, a.hidden]);
+  for (const l of a.layers) {
+    norm(l.norm1);
+    if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
+    else lin(l.attn.qkv);
+    if (l.qNorm) norm(l.qNorm);
+    if (l.kNorm) norm(l.kNorm);
+    lin(l.o);
+    norm(l.norm2);
+    const m = l.mlp;
+    if (m.kind === 'gated') [m.gate, m.up, m.down].forEach(lin);
+    else if (m.kind === 'gated-fused') [m.gateUp, m.down].forEach(lin);
+    else if (m.kind === 'plain') [m.fc, m.proj].forEach(lin);
+    else {
+      add(m.router, [m.experts, a.hidden]);
+      add(m.gate, [m.experts, m.intermediate, a.hidden]);
+      add(m.up, [m.experts, m.intermediate, a.hidden]);
+      add(m.down, [m.experts, a.hidden, m.intermediate]);
+    }
+  }
+  norm(a.finalNorm);
+  add(a.lmHead, [a.vocab, a.hidden]);
+  return [...out].map(([name, shape]) => ({ name, shape }));
+}

@@ -1,0 +1,123 @@
+/**
+ * Self-attention over a fixed-size KV cache, QEfficient style: new k/v are written into
+ * `past_key.{i}` / `past_value.{i}` `[cacheBatch, nKv, ctxLen, headDim]` at `position_ids` with
+ * one ScatterND each; queries attend the whole cache under a mask `slot ≤ position` (and
+ * `slot > position − window` with a sliding window), so prefill (seq > 1) and decode (seq = 1)
+ * are one graph. GQA/MQA: queries are grouped per kv head by a reshape, never by copying K/V.
+ *
+ * Padded prompt tokens (position −1, as QEfficient feeds them) are written to the last slot,
+ * which no valid query can see until a real token at that position overwrites it.
+ */
+import type { ArchSpec, LayerSpec } from './arch';
+import { applyRope, type ropeTables } from './rope';
+import { cast, linear, reshape, split, transpose, unsqueeze, type Ctx } from './ops';
+import { norm } from './norms';
+
+/** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
+export interface CacheContext {
+  /** `[B, nKv, S, 3]` int64 ScatterND indices (batch slot, kv head, position). */
+  scatterIdx: string;
+  /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot. */
+  mask: string;
+  /** Continuous batching: `[B]` int64 cache rows to read after the write. */
+  batchRows?: string;
+  /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
+  bs: string;
+}
+
+/**
+ * Builds the scatter indices and the attention mask from `position_ids` and the cache shape.
+ * `batchIndex` (continuous batching) is `[B, 1]` int64; without it row b writes cache row b.
+ */
+export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds: string, pastKey0: string, batchIndex?: string): CacheContext {
+  const g = c.g;
+  return g.within('kv', () => {
+    const bs = g.op('Shape', [inputIds]); // [B, S]
+    const ctxLen = g.op('Gather', [g.op('Shape', [pastKey0]), g.int(2)], { axis: 0 }); // scalar C
+    const cMinus1 = g.op('Sub', [ctxLen, g.int(1)]);
+    // positions < 0 (padding) → last slot; see the file comment for why that is harmless.
+    const neg = g.op('Less', [positionIds, g.int(0)]);
+    const writePos = g.op('Where', [neg, cMinus1, positionIds]); // [B,S]
+    const idxShape = g.op('Concat', [g.op('Slice', [bs, g.ints([0]), g.ints([1])]), g.ints([a.nKv]), g.op('Slice', [bs, g.ints([1]), g.ints([2])]), g.ints([1])], { axis: 0 }); // [B,nKv,S,1]
+    let rows: string;
+    let batchRows: string | undefined;
+    if (batchIndex) {
+      batchRows = reshape(c, batchIndex, [-1]);
+      rows = batchRows;
+    } else {
+      const b = g.op('Gather', [bs, g.int(0)], { axis: 0 });
+      rows = g.op('Range', [g.int(0), b, g.int(1)]);
+    }
+    const bIdx = g.op('Expand', [reshape(c, rows, [-1, 1, 1, 1]), idxShape]);
+    const hIdx = g.op('Expand', [g.constant('int64', [1, a.nKv, 1, 1], Array.from({ length: a.nKv }, (_, i) => i), 'kv_heads'), idxShape]);
+    const pIdx = g.op('Expand', [unsqueeze(c, writePos, [1, 3]), idxShape]);
+    const scatterIdx = g.op('Concat', [bIdx, hIdx, pIdx], { axis: -1 });
+
+    // mask[b, s, j] = j ≤ pos[b,s] (∧ j > pos[b,s] − window)
+    const slots = unsqueeze(c, g.op('Range', [g.int(0), ctxLen, g.int(1)]), [0, 1]); // [1,1,C]
+    const pos3 = unsqueeze(c, positionIds, [-1]); // [B,S,1]
+    let allowed = g.op('LessOrEqual', [slots, pos3]);
+    if (a.slidingWindow !== undefined) {
+      const lo = g.op('Sub', [pos3, g.int(a.slidingWindow)]);
+      allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
+    }
+    const groups = a.nHeads / a.nKv;
+    let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C]
+    // queries are laid out (group, position) per kv head; tile the mask to match
+    if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
+    return { scatterIdx, mask, batchRows, bs };
+  });
+}
+
+/** Layer `i`'s attention block on 2-D hidden `x [B·S, H]`; returns output and new cache. */
+export function attention(
+  c: Ctx,
+  a: ArchSpec,
+  l: LayerSpec,
+  x: string,
+  kv: CacheContext,
+  rope: ReturnType<typeof ropeTables> | undefined,
+  past: { key: string; value: string },
+): { out: string; key: string; value: string } {
+  const g = c.g;
+  const { nHeads: nh, nKv, headDim: hd } = a;
+  let q: string, k: string, v: string;
+  if (l.attn.kind === 'separate') {
+    q = linear(c, x, l.attn.q);
+    k = linear(c, x, l.attn.k);
+    v = linear(c, x, l.attn.v);
+  } else {
+    [q, k, v] = split(c, linear(c, x, l.attn.qkv), 1, [nh * hd, nKv * hd, nKv * hd]) as [string, string, string];
+  }
+  const heads = (t: string, n: number) => g.op('Reshape', [t, g.op('Concat', [kv.bs, g.ints([n, hd])], { axis: 0 })]); // [B,S,n,hd]
+  q = heads(q, nh);
+  k = heads(k, nKv);
+  v = heads(v, nKv);
+  if (l.qNorm) q = norm(c, q, l.qNorm, a.norm);
+  if (l.kNorm) k = norm(c, k, l.kNorm, a.norm);
+  if (rope && a.rope) {
+    q = applyRope(c, q, rope, a.rope, hd);
+    k = applyRope(c, k, rope, a.rope, hd);
+  }
+  q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
+  k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
+  v = transpose(c, v, [0, 2, 1, 3]);
+
+  const key = g.op('ScatterND', [past.key, kv.scatterIdx, k]);
+  const value = g.op('ScatterND', [past.value, kv.scatterIdx, v]);
+  const kRows = kv.batchRows ? g.op('Gather', [key, kv.batchRows], { axis: 0 }) : key;
+  const vRows = kv.batchRows ? g.op('Gather', [value, kv.batchRows], { axis: 0 }) : value;
+
+  const qg = reshape(c, q, [0, nKv, -1, hd]); // [B,nKv,groups·S,hd]
+  let scores = g.op('MatMul', [qg, transpose(c, kRows, [0, 1, 3, 2])]); // [B,nKv,groups·S,C]
+  if (a.scoreScale) {
+    scores = g.op(a.scoreScale.op === 'mul' ? 'Mul' : 'Div', [scores, g.scalar(c.dtype, a.scoreScale.value, 'attn_scale')]);
+  }
+  // softmax in float32 (HF: softmax(..., dtype=float32).to(query.dtype))
+  const sf = cast(c, scores, c.dtype, 'float32');
+  const masked = g.op('Where', [kv.mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
+  const probs = cast(c, g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
+  const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,hd]
+  const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, hd]), [0, 2, 1, 3]), [-1, nh * hd]);
+  return { out: linear(c, merged, l.o), key, value };
+}

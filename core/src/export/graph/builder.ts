@@ -1,0 +1,235 @@
+/**
+ * A small graph-building DSL for ONNX: fresh value names, one call per node, constants as
+ * `Constant` nodes (never initializers — a weight-free graph's only initializer-like data are
+ * these few scalars and tables, and keeping them out of `initializer` means no tool mistakes
+ * them for weights to resolve).
+ *
+ * The output is a plain object in the `toObject` shape the ONNX codec (`formats/onnx`) uses:
+ * camelCase fields, int64 as number, bytes as Uint8Array, enums as numbers.
+ */
+
+/** Element types the builder emits (ONNX TensorProto.DataType values). */
+export const ELEM = { float32: 1, int32: 6, int64: 7, bool: 9, float16: 10 } as const;
+/** A tensor element type name. */
+export type Elem = keyof typeof ELEM;
+/** A dimension: fixed size or a symbolic name. */
+export type Dim = number | string;
+
+/** One `AttributeProto` in toObject shape. */
+export interface AttrObj {
+  name: string;
+  type: number;
+  i?: number;
+  f?: number;
+  s?: Uint8Array;
+  ints?: number[];
+  floats?: number[];
+  t?: TensorObj;
+}
+/** One `TensorProto` in toObject shape (raw data only). */
+export interface TensorObj {
+  name?: string;
+  dims: number[];
+  dataType: number;
+  rawData: Uint8Array;
+}
+/** One `NodeProto`. */
+export interface NodeObj {
+  name: string;
+  opType: string;
+  domain?: string;
+  input: string[];
+  output: string[];
+  attribute: AttrObj[];
+}
+/** One `ValueInfoProto`. */
+export interface ValueInfoObj {
+  name: string;
+  type: { tensorType: { elemType: number; shape: { dim: ({ dimValue: number } | { dimParam: string })[] } } };
+}
+/** The `ModelProto` the builder produces. */
+export interface ModelObj {
+  irVersion: number;
+  producerName: string;
+  producerVersion: string;
+  opsetImport: { domain: string; version: number }[];
+  metadataProps: { key: string; value: string }[];
+  graph: {
+    name: string;
+    node: NodeObj[];
+    input: ValueInfoObj[];
+    output: ValueInfoObj[];
+    initializer: TensorObj[];
+    valueInfo: ValueInfoObj[];
+  };
+}
+
+/** Attribute values accepted by {@link GraphBuilder.op}. */
+export type AttrValue = number | string | number[] | TensorObj | { float: number } | { floats: number[] };
+
+/** The opset the builder targets (weight-free QEfficient graphs use 18). */
+export const OPSET = 18;
+/** ONNX IR version matching opset 18 (onnx 1.13+). */
+export const IR_VERSION = 8;
+
+const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7 } as const;
+
+function attr(name: string, v: AttrValue): AttrObj {
+  if (typeof v === 'number') return { name, type: ATTR.INT, i: v };
+  if (typeof v === 'string') return { name, type: ATTR.STRING, s: new TextEncoder().encode(v) };
+  if (Array.isArray(v)) return { name, type: ATTR.INTS, ints: v };
+  if ('float' in v) return { name, type: ATTR.FLOAT, f: v.float };
+  if ('floats' in v) return { name, type: ATTR.FLOATS, floats: v.floats };
+  return { name, type: ATTR.TENSOR, t: v };
+}
+
+/** Encodes numbers as little-endian raw tensor bytes of `elem`. */
+export function tensorOf(elem: Elem, dims: number[], values: ArrayLike<number>): TensorObj {
+  const n = dims.reduce((a, b) => a * b, 1);
+  if (values.length !== n) throw new Error(`tensorOf: ${values.length} values for dims [${dims}]`);
+  let bytes: Uint8Array;
+  switch (elem) {
+    case 'float32': bytes = new Uint8Array(Float32Array.from(values).buffer); break;
+    case 'int64': bytes = new Uint8Array(BigInt64Array.from(Array.from(values, (x) => BigInt(x))).buffer); break;
+    case 'int32': bytes = new Uint8Array(Int32Array.from(values).buffer); break;
+    case 'bool': bytes = Uint8Array.from(values, (x) => (x ? 1 : 0)); break;
+    case 'float16': bytes = new Uint8Array(Uint16Array.from(values, f32ToF16Bits).buffer); break;
+  }
+  return { dims, dataType: ELEM[elem], rawData: bytes };
+}
+
+/** IEEE half bits of `v` (round to nearest even), for float16 constants. */
+export function f32ToF16Bits(v: number): number {
+  const f = new Float32Array([v]);
+  const x = new Uint32Array(f.buffer)[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  let e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1))) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+  return sign | h;
+}
+
+function valueInfo(name: string, elem: Elem, dims: Dim[]): ValueInfoObj {
+  return {
+    name,
+    type: {
+      tensorType: {
+        elemType: ELEM[elem],
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  };
+}
+
+/**
+ * Accumulates nodes in topological order: every `op` call takes already-defined value names
+ * and returns new ones, so the node list is valid by construction.
+ */
+export class GraphBuilder {
+  readonly nodes: NodeObj[] = [];
+  readonly inputs: ValueInfoObj[] = [];
+  readonly outputs: ValueInfoObj[] = [];
+  private readonly counters = new Map<string, number>();
+  private readonly constCache = new Map<string, string>();
+  private scope = '';
+
+  /** Runs `fn` with node and value names prefixed by `scope` (e.g. `/layers.3/attn`). */
+  within<T>(scope: string, fn: () => T): T {
+    const prev = this.scope;
+    this.scope = `${prev}/${scope}`;
+    try {
+      return fn();
+    } finally {
+      this.scope = prev;
+    }
+  }
+
+  /** A fresh, unique value name based on `hint` within the current scope. */
+  fresh(hint: string): string {
+    const base = `${this.scope}/${hint}`;
+    const n = this.counters.get(base) ?? 0;
+    this.counters.set(base, n + 1);
+    return n === 0 ? base : `${base}_${n}`;
+  }
+
+  /** Declares a graph input; returns its name. */
+  input(name: string, elem: Elem, dims: Dim[]): string {
+    this.inputs.push(valueInfo(name, elem, dims));
+    return name;
+  }
+
+  /** Declares `value` as a graph output named `name` (an Identity makes the name exact). */
+  output(value: string, name: string, elem: Elem, dims: Dim[]): void {
+    if (value !== name) this.nodes.push({ name: `${name}_out`, opType: 'Identity', input: [value], output: [name], attribute: [] });
+    this.outputs.push(valueInfo(name, elem, dims));
+  }
+
+  /** Adds one node with `nOut` outputs; returns the output names. */
+  opN(opType: string, inputs: string[], attrs: Record<string, AttrValue | undefined> = {}, nOut = 1): string[] {
+    const out = Array.from({ length: nOut }, (_, k) => this.fresh(nOut === 1 ? opType : `${opType}_o${k}`));
+    const attribute: AttrObj[] = [];
+    for (const [k, v] of Object.entries(attrs)) if (v !== undefined) attribute.push(attr(k, v));
+    this.nodes.push({ name: out[0]!, opType, input: inputs, output: out, attribute });
+    return out;
+  }
+
+  /** Adds one single-output node; returns its output name. */
+  op(opType: string, inputs: string[], attrs: Record<string, AttrValue | undefined> = {}): string {
+    return this.opN(opType, inputs, attrs, 1)[0]!;
+  }
+
+  /** A `Constant` node holding `values` (deduplicated across the graph). */
+  constant(elem: Elem, dims: number[], values: ArrayLike<number>, hint = 'const'): string {
+    const key = `${elem}|${dims.join(',')}|${Array.from(values).join(',')}`;
+    const hit = this.constCache.get(key);
+    if (hit) return hit;
+    const name = `/const/${hint}_${this.constCache.size}`;
+    this.nodes.push({ name, opType: 'Constant', input: [], output: [name], attribute: [attr('value', tensorOf(elem, dims, values))] });
+    this.constCache.set(key, name);
+    return name;
+  }
+
+  /** int64 vector constant (shapes, axes, indices). */
+  ints(values: number[], hint = 'ints'): string {
+    return this.constant('int64', [values.length], values, hint);
+  }
+
+  /** int64 scalar constant. */
+  int(value: number, hint = 'int'): string {
+    return this.constant('int64', [], [value], hint);
+  }
+
+  /** Scalar constant of a float type. */
+  scalar(elem: 'float32' | 'float16', value: number, hint = 'scalar'): string {
+    return this.constant(elem, [], [value], hint);
+  }
+
+  /** The finished model. */
+  build(name: string, metadata: Record<string, string>): ModelObj {
+    return {
+      irVersion: IR_VERSION,
+      producerName: 'weight-spec',
+      producerVersion: '0.1.0',
+      opsetImport: [{ domain: '', version: OPSET }],
+      metadataProps: Object.keys(metadata)
+        .sort()
+        .map((key) => ({ key, value: metadata[key]! })),
+      graph: { name, node: this.nodes, input: this.inputs, output: this.outputs, initializer: [], valueInfo: [] },
+    };
+  }
+}

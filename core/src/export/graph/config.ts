@@ -1,0 +1,120 @@
+/**
+ * config.json validation per `model_type` (zod), field defaults as in the HF config classes.
+ * Unknown model types and fields whose values change the math in ways the builder does not
+ * implement are refused with one line naming the file and the field.
+ */
+import { z } from 'zod';
+import { UsageError } from '../../errors';
+
+const int = z.number().int().positive();
+const num = z.number().finite();
+const ropeScaling = z.record(z.string(), z.unknown()).nullable().optional();
+
+/** Fields shared by the Llama-like families (Llama, Mistral, Qwen2/3, Phi-3, Gemma, MoE). */
+export const llamaLike = z.looseObject({
+  model_type: z.string(),
+  vocab_size: int,
+  hidden_size: int,
+  intermediate_size: int,
+  num_hidden_layers: int,
+  num_attention_heads: int,
+  num_key_value_heads: int.nullable().optional(),
+  head_dim: int.nullable().optional(),
+  rms_norm_eps: num.positive().optional(),
+  rope_theta: num.positive().optional(),
+  rope_scaling: ropeScaling,
+  rope_parameters: ropeScaling,
+  partial_rotary_factor: num.positive().max(1).optional(),
+  attention_bias: z.boolean().optional(),
+  mlp_bias: z.boolean().optional(),
+  hidden_act: z.string().optional(),
+  hidden_activation: z.string().nullable().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  max_position_embeddings: int.optional(),
+  original_max_position_embeddings: int.optional(),
+  sliding_window: int.nullable().optional(),
+  use_sliding_window: z.boolean().optional(),
+  // MoE
+  num_local_experts: int.optional(),
+  num_experts: int.optional(),
+  num_experts_per_tok: int.optional(),
+  moe_intermediate_size: int.optional(),
+  norm_topk_prob: z.boolean().optional(),
+  decoder_sparse_step: int.optional(),
+  mlp_only_layers: z.array(z.number().int().nonnegative()).optional(),
+});
+/** A parsed Llama-like config. */
+export type LlamaLikeConfig = z.infer<typeof llamaLike>;
+
+/** GPT-2's fields (GPT2Config defaults). */
+export const gpt2Config = z.looseObject({
+  model_type: z.literal('gpt2'),
+  vocab_size: int,
+  n_embd: int,
+  n_layer: int,
+  n_head: int,
+  n_positions: int,
+  n_inner: int.nullable().optional(),
+  activation_function: z.string().optional(),
+  layer_norm_epsilon: num.positive().optional(),
+  scale_attn_weights: z.boolean().optional(),
+  scale_attn_by_inverse_layer_idx: z.boolean().optional(),
+  add_cross_attention: z.boolean().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+});
+/** A parsed GPT-2 config. */
+export type Gpt2Config = z.infer<typeof gpt2Config>;
+
+/** The model types the builder implements. */
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gpt2', 'mixtral', 'qwen3_moe'] as const;
+/** One supported model type. */
+export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
+
+/** Parses with `schema`, turning the first zod issue into a one-line UsageError. */
+export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): T {
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const where = issue.path.length ? `"${issue.path.join('.')}"` : 'config';
+  throw new UsageError(`${file}: ${where}: ${issue.message}`);
+}
+
+/** The config's model_type, refused unless supported. */
+export function modelTypeOf(raw: unknown, file: string): ModelType {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${file}: not a JSON object`);
+  const t = (raw as Record<string, unknown>).model_type;
+  if (typeof t !== 'string') throw new UsageError(`${file}: "model_type" is missing`);
+  if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(t)) {
+    throw new UsageError(`${file}: model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
+  }
+  if ((raw as Record<string, unknown>).quantization_config != null) {
+    throw new UsageError(`${file}: "quantization_config" is set; quantized checkpoints are not supported by --config export`);
+  }
+  return t as ModelType;
+}
+
+/** HF activation names → the builder's. */
+export function actOf(name: string, file: string, field: string): 'silu' | 'gelu' | 'gelu_tanh' | 'relu' {
+  switch (name) {
+    case 'silu':
+    case 'swish':
+      return 'silu';
+    case 'gelu':
+      return 'gelu';
+    case 'gelu_new':
+    case 'gelu_pytorch_tanh':
+      return 'gelu_tanh';
+    case 'relu':
+      return 'relu';
+    default:
+      return fail();
+  }
+  function fail(): never {
+    throw new UsageError(`${file}: "${field}" = "${name}" is not a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)`);
+  }
+}
+
+/** Throws a one-line refusal for a field whose value the builder does not implement. */
+export function refuse(file: string, field: string, why: string): never {
+  throw new UsageError(`${file}: "${field}" ${why}; refusing to build a graph with different math`);
+}

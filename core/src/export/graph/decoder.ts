@@ -1,0 +1,116 @@
+/**
+ * The causal-LM graph with QEfficient's interface:
+ *   inputs  input_ids, position_ids int64 [batch, seq]; [batch_index int64 [batch, 1]];
+ *           past_key.{i} / past_value.{i} [cacheBatch, nKv, ctx_len, head_dim]; weights by key
+ *   outputs logits float32 [batch, 1, vocab] — the last valid position (argmax of
+ *           position_ids, as QEfficient does); per-position logits come from feeding one token
+ *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
+ * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
+ */
+import type { ArchSpec } from './arch';
+import { weightInputs, type WeightInput } from './arch';
+import { attention, cacheContext } from './attention';
+import { GraphBuilder, type Dim, type ModelObj } from './builder';
+import { mlp } from './mlp';
+import { norm } from './norms';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
+import { ropeTables } from './rope';
+
+/** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
+export type Phase = 'both' | 'prefill' | 'decode';
+
+/** Graph options. */
+export interface GraphOptions {
+  dtype: FloatElem;
+  /** Fixed cache length; symbolic `ctx_len` when absent. */
+  ctxLen?: number;
+  /** Fixed batch (the cache's full batch with continuous batching); symbolic when absent. */
+  batchSize?: number;
+  continuousBatching?: boolean;
+  phase?: Phase;
+  /** ONNX graph name. */
+  name?: string;
+  /** Extra metadata_props (the spec is added by the writer). */
+  metadata?: Record<string, string>;
+}
+
+/** A built graph and the weights it takes. */
+export interface BuiltGraph {
+  model: ModelObj;
+  weights: WeightInput[];
+  /** Names of the non-weight inputs and of the outputs, in order. */
+  io: { inputs: string[]; outputs: string[] };
+  layers: number;
+}
+
+/** Builds the decoder graph for `a`. */
+export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
+  const g = new GraphBuilder();
+  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+  const phase = o.phase ?? 'both';
+  const cb = !!o.continuousBatching;
+  const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');
+  const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
+  const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
+  const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
+  const cacheDims = [cacheBatch, a.nKv, ctxLen, a.headDim];
+
+  const inputIds = g.input('input_ids', 'int64', [batch, seq]);
+  const positionIds = g.input('position_ids', 'int64', [batch, seq]);
+  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
+  const past = a.layers.map((_, i) => ({
+    key: g.input(`past_key.${i}`, o.dtype, cacheDims),
+    value: g.input(`past_value.${i}`, o.dtype, cacheDims),
+  }));
+  const io = { inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`])], outputs: ['logits'] as string[] };
+
+  // embeddings → 2-D hidden [B·S, H]
+  let h = g.within('embed', () => {
+    const ids = reshape(c, inputIds, [-1]);
+    let e = g.op('Gather', [weight(c, a.embed, [a.vocab, a.hidden]), ids], { axis: 0 });
+    if (a.positions) {
+      const p = g.op('Gather', [weight(c, a.positions.weight, [a.positions.max, a.hidden]), reshape(c, positionIds, [-1])], { axis: 0 });
+      e = g.op('Add', [e, p]);
+    }
+    if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
+    return e;
+  });
+  const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex);
+  const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
+
+  const retained: { key: string; value: string }[] = [];
+  a.layers.forEach((l, i) => {
+    g.within(`layers.${i}`, () => {
+      const att = g.within('attn', () => attention(c, a, l, norm(c, h, l.norm1, a.norm), kv, rope, past[i]!));
+      h = g.op('Add', [h, att.out]);
+      h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2, a.norm)))]);
+      retained.push({ key: att.key, value: att.value });
+    });
+  });
+
+  // last valid position per row (QEfficient: argmax of position_ids), then final norm + head
+  const logits = g.within('head', () => {
+    const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([a.hidden])], { axis: 0 })]); // [B,S,H]
+    const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: 6 })], { axis: 1, keepdims: 1 }); // [B,1]
+    const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
+    const normed = norm(c, picked, a.finalNorm, a.norm);
+    const head = linear(c, normed, { weight: a.lmHead ?? a.embed, out: a.vocab, in: a.hidden });
+    return unsqueeze(c, cast(c, head, o.dtype, 'float32'), [1]);
+  });
+  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+  retained.forEach((r, i) => {
+    g.output(r.key, `past_key.${i}_RetainedState`, o.dtype, cacheDims);
+    g.output(r.value, `past_value.${i}_RetainedState`, o.dtype, cacheDims);
+    io.outputs.push(`past_key.${i}_RetainedState`, `past_value.${i}_RetainedState`);
+  });
+
+  const weights = weightInputs(a);
+  const metadata: Record<string, string> = {
+    'weight_spec.model_type': a.modelType,
+    'weight_spec.phase': phase,
+    'weight_spec.kv_dtype': o.dtype,
+    'weight_spec.logits': 'last-valid-position',
+    ...(o.metadata ?? {}),
+  };
+  return { model: g.build(o.name ?? `${a.modelType}-causal-lm`, metadata), weights, io, layers: a.layers.length };
+}

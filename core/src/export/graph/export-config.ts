@@ -1,0 +1,154 @@
+/**
+ * `export --config`: config.json → weight-free causal-LM ONNX + weight_spec.json against the
+ * prepared checkpoint's layout (planned from the checkpoint when the model directory has one,
+ * derived from the config otherwise), written by the shared export writer.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
+import type { WeightSpec } from '../../spec';
+import { exportSummary, formatBytes, writeExport, type ExportWritten } from '../write-export';
+import type { ArchSpec } from './arch';
+import { type ModelObj } from './builder';
+import { checkGraph } from './check-graph';
+import { buildCausalLM, type Phase } from './decoder';
+import { encodeBuiltModel } from './encode';
+import { archFromConfig } from './families';
+import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
+
+/** Plans the prepared layout of a real checkpoint (the prepare planner, adapted). */
+export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16') => Promise<PreparedLayout>;
+
+/** Options of {@link exportFromConfig}. */
+export interface ConfigExportOptions {
+  /** Model directory holding config.json (or the config.json file itself). */
+  config: string;
+  out: string;
+  dtype?: 'float32' | 'float16';
+  ctxLen?: number;
+  batchSize?: number;
+  continuousBatching?: boolean;
+  phase?: Phase;
+  /** Used when the model directory holds a checkpoint. */
+  planner?: LayoutPlanner;
+}
+
+/** Result: what was written and the stdout summary. */
+export interface ConfigExportResult {
+  written: ExportWritten;
+  summary: string[];
+  arch: ArchSpec;
+}
+
+/** True when `dir` holds a safetensors checkpoint. */
+export function hasCheckpoint(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((n) => n.endsWith('.safetensors') || n === 'model.safetensors.index.json');
+  } catch {
+    return false;
+  }
+}
+
+async function readConfig(p: string): Promise<{ file: string; dir: string; raw: unknown }> {
+  const abs = path.resolve(p);
+  if (!existsSync(abs)) throw new UsageError(`${p}: no such file or directory`);
+  const file = statSync(abs).isDirectory() ? path.join(abs, 'config.json') : abs;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new FormatError(file, `cannot read config: ${oneLine(err)}`);
+  }
+  try {
+    return { file, dir: path.dirname(file), raw: JSON.parse(text) };
+  } catch (err) {
+    throw new FormatError(file, `not valid JSON: ${oneLine(err)}`);
+  }
+}
+
+/** Builds, checks and writes the export. */
+export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigExportResult> {
+  const t0 = performance.now();
+  const dtype = o.dtype ?? 'float32';
+  if (o.ctxLen !== undefined && !(Number.isInteger(o.ctxLen) && o.ctxLen > 0)) throw new UsageError(`--ctx-len must be a positive integer (got ${o.ctxLen})`);
+  if (o.batchSize !== undefined && !(Number.isInteger(o.batchSize) && o.batchSize > 0)) throw new UsageError(`--batch-size must be a positive integer (got ${o.batchSize})`);
+  const cfg = await readConfig(o.config);
+  const withCheckpoint = hasCheckpoint(cfg.dir);
+
+  let layout: PreparedLayout | undefined;
+  if (withCheckpoint) {
+    if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
+    layout = await o.planner(cfg.dir, dtype);
+  }
+  const arch = archFromConfig(cfg.raw, cfg.file, layout ? { keys: new Set(layout.tensors.keys()) } : {});
+  const tPlan = performance.now();
+  const built = buildCausalLM(arch, {
+    dtype,
+    ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
+    ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+    continuousBatching: !!o.continuousBatching,
+    phase: o.phase ?? 'both',
+    name: path.basename(cfg.dir),
+  });
+  const problems = checkGraph(built.model);
+  if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
+  layout ??= layoutFromConfig(arch, built.weights, preparedDirFor(cfg.dir, dtype), dtype);
+  checkLayout(built.weights, layout, cfg.file);
+  const tBuild = performance.now();
+
+  const link = path.basename(layout.dir);
+  const fileIndex = new Map<string, number>();
+  const files: WeightSpec['files'] = [];
+  const inputs: WeightSpec['inputs'] = built.weights.map((w) => {
+    const f = layout.tensors.get(w.name)!.file;
+    let idx = fileIndex.get(f);
+    if (idx === undefined) {
+      idx = files.length;
+      fileIndex.set(f, idx);
+      files.push({ format: 'safetensors', path: `${link}/${f}` });
+    }
+    return { location: { file: idx, key: w.name }, name: w.name };
+  });
+  const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: path.basename(cfg.dir) };
+  const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
+
+  const written = await writeExport<ModelObj>({
+    outDir: o.out,
+    model: built.model,
+    metadataOf: (m) => m.metadataProps,
+    encode: (m, props) => encodeBuiltModel({ ...m, metadataProps: props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' })) }),
+    spec,
+    links: { [link]: layout.dir },
+    report: {
+      kind: 'config',
+      source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null },
+      model_type: arch.modelType,
+      options: { dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching, phase: o.phase ?? 'both' },
+      graph: {
+        layers: built.layers, nodes: built.model.graph.node.length, opset: built.model.opsetImport[0]!.version,
+        inputs: ['input_ids', 'position_ids', ...(o.continuousBatching ? ['batch_index'] : []), `past_key.{i} / past_value.{i} for i < ${built.layers}`],
+        outputs: ['logits', `past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`],
+        logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
+      },
+      weights: { count: built.weights.length, elements: weightElems },
+      prepared: { dir: layout.dir, layout: layout.source, files: files.length },
+      timings_ms: { plan: Math.round(tPlan - t0), build: Math.round(tBuild - tPlan) },
+    },
+  });
+  const arch1 = `${arch.modelType}, ${arch.layers.length} layers, hidden ${arch.hidden}, ${arch.nHeads}/${arch.nKv} heads`;
+  const summary = exportSummary(
+    `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
+    written,
+    [
+      ['graph', `${built.model.graph.node.length} nodes, opset 18, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
+      ['weights', `${built.weights.length} inputs, ${(weightElems / 1e9).toFixed(2)} B params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
+      ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
+    ],
+    withCheckpoint
+      ? [`weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`, `weight-spec compile ${path.resolve(o.out)}`]
+      : [`weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`, `weight-spec check ${written.specFile}`],
+  );
+  return { written, summary, arch };
+}

@@ -1,0 +1,179 @@
+/**
+ * Family definitions: HF config fields and key names → {@link ArchSpec}. Each family follows
+ * its published modeling file (transformers `models/<family>/modeling_<family>.py`):
+ * Llama/Mistral (optional attention/MLP bias), Qwen2 (q/k/v bias, o without), Qwen3 (q_norm /
+ * k_norm per head, explicit head_dim), Phi-3 (fused qkv_proj and gate_up_proj), Gemma ((1 + w)
+ * RMSNorm, embeddings × √hidden, gelu-tanh, tied head), GPT-2 (Conv1D, learned positions,
+ * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`).
+ */
+import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
+import { actOf, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
+import { ropeSpec, type RopeScaling } from './rope';
+
+/** Options that depend on the checkpoint rather than the config. */
+export interface ArchOptions {
+  /** Keys the (prepared) checkpoint has; used where HF checkpoints differ (GPT-2's prefix). */
+  keys?: ReadonlySet<string>;
+}
+
+/** Parses a config.json object into the architecture the graph builder consumes. */
+export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
+  const type = modelTypeOf(raw, file);
+  if (type === 'gpt2') return gpt2Arch(raw, file, opts);
+  return llamaLikeArch(type, parseWith(llamaLike, raw, file), file);
+}
+
+const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
+
+function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string): ArchSpec {
+  const H = c.hidden_size;
+  const nh = c.num_attention_heads;
+  const nKv = c.num_key_value_heads ?? nh;
+  if (H % nh !== 0 && c.head_dim == null) refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
+  if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
+  const defaultHeadDim = type === 'gemma' ? 256 : type === 'qwen3' || type === 'qwen3_moe' ? 128 : H / nh;
+  const hd = c.head_dim ?? defaultHeadDim;
+  const eps = c.rms_norm_eps ?? (type === 'llama' || type === 'phi3' || type === 'mistral' || type === 'mixtral' ? 1e-5 : 1e-6);
+
+  // rope: newer HF configs carry rope_parameters (incl. rope_theta); older ones rope_theta + rope_scaling
+  const params = (c.rope_parameters ?? null) as RopeScaling | null;
+  const scaling = (c.rope_scaling ?? params) as RopeScaling | null;
+  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
+  const partial = c.partial_rotary_factor ?? 1;
+  if (partial !== 1 && type !== 'phi3') refuse(file, 'partial_rotary_factor', `(${partial}) is not used by ${type}`);
+  const rotaryDim = Math.floor(hd * partial);
+  if (rotaryDim % 2 !== 0) refuse(file, 'partial_rotary_factor', `gives an odd rotary dim ${rotaryDim}`);
+  const longrope = scaling && ['longrope', 'su'].includes(String(scaling.rope_type ?? scaling.type));
+  if (longrope && type !== 'phi3') refuse(file, 'rope_scaling', `type "${String(scaling!.rope_type ?? scaling!.type)}" is only implemented for phi3`);
+  const rope = ropeSpec(theta, rotaryDim, scaling, file, {
+    ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
+    ...(typeof c.original_max_position_embeddings === 'number' ? { originalMax: c.original_max_position_embeddings } : {}),
+  });
+
+  let slidingWindow: number | undefined;
+  if (type === 'mistral' || type === 'mixtral' || type === 'phi3') slidingWindow = c.sliding_window ?? undefined;
+  if ((type === 'qwen2' || type === 'qwen3' || type === 'qwen3_moe') && c.use_sliding_window) {
+    refuse(file, 'use_sliding_window', 'is true (per-layer sliding windows are not implemented)');
+  }
+
+  const actName = type === 'gemma' ? (c.hidden_activation ?? 'gelu_pytorch_tanh') : (c.hidden_act ?? 'silu');
+  const act = actOf(actName, file, type === 'gemma' && c.hidden_activation ? 'hidden_activation' : 'hidden_act');
+  const tied = c.tie_word_embeddings ?? type === 'gemma';
+  const I = c.intermediate_size;
+  const attnBias = type === 'qwen2' ? false : !!c.attention_bias;
+  const qkvBias = type === 'qwen2' ? true : attnBias;
+  const mlpBias = type === 'llama' ? !!c.mlp_bias : false;
+  if (type !== 'llama' && c.mlp_bias) refuse(file, 'mlp_bias', `is true but ${type} has no MLP bias`);
+  if (type === 'phi3' && c.attention_bias) refuse(file, 'attention_bias', 'is true but Phi-3 projections have no bias');
+
+  const moeExperts = type === 'mixtral' ? c.num_local_experts : type === 'qwen3_moe' ? c.num_experts : undefined;
+  if ((type === 'mixtral' || type === 'qwen3_moe') && (!moeExperts || !c.num_experts_per_tok)) {
+    refuse(file, type === 'mixtral' ? 'num_local_experts' : 'num_experts', 'and num_experts_per_tok are required');
+  }
+  if (moeExperts && c.num_experts_per_tok! > moeExperts) refuse(file, 'num_experts_per_tok', `(${c.num_experts_per_tok}) exceeds the expert count (${moeExperts})`);
+  const layers: LayerSpec[] = [];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    const p = `model.layers.${i}`;
+    const attn: LayerSpec['attn'] =
+      type === 'phi3'
+        ? { kind: 'fused', qkv: lin(`${p}.self_attn.qkv_proj.weight`, (nh + 2 * nKv) * hd, H) }
+        : {
+            kind: 'separate',
+            q: lin(`${p}.self_attn.q_proj.weight`, nh * hd, H, qkvBias),
+            k: lin(`${p}.self_attn.k_proj.weight`, nKv * hd, H, qkvBias),
+            v: lin(`${p}.self_attn.v_proj.weight`, nKv * hd, H, qkvBias),
+          };
+    let mlp: MlpSpec;
+    const sparse =
+      type === 'mixtral' ||
+      (type === 'qwen3_moe' && !(c.mlp_only_layers ?? []).includes(i) && (i + 1) % (c.decoder_sparse_step ?? 1) === 0);
+    if (sparse) {
+      const m = type === 'mixtral' ? `${p}.block_sparse_moe` : `${p}.mlp`;
+      const inter = type === 'mixtral' ? I : (c.moe_intermediate_size ?? refuse(file, 'moe_intermediate_size', 'is required for qwen3_moe'));
+      mlp = {
+        kind: 'moe', router: `${m}.gate.weight`, gate: `${m}.moe_weights.gate`, up: `${m}.moe_weights.up`, down: `${m}.moe_weights.down`,
+        experts: moeExperts!, topK: c.num_experts_per_tok!, normTopK: type === 'mixtral' ? true : !!c.norm_topk_prob, intermediate: inter,
+      };
+    } else if (type === 'phi3') {
+      mlp = { kind: 'gated-fused', gateUp: lin(`${p}.mlp.gate_up_proj.weight`, 2 * I, H), down: lin(`${p}.mlp.down_proj.weight`, H, I) };
+    } else {
+      mlp = {
+        kind: 'gated',
+        gate: lin(`${p}.mlp.gate_proj.weight`, I, H, mlpBias),
+        up: lin(`${p}.mlp.up_proj.weight`, I, H, mlpBias),
+        down: lin(`${p}.mlp.down_proj.weight`, H, I, mlpBias),
+      };
+    }
+    const qk = type === 'qwen3' || type === 'qwen3_moe';
+    layers.push({
+      norm1: { weight: `${p}.input_layernorm.weight`, size: H },
+      norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
+      attn,
+      o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd, attnBias && type !== 'qwen2'),
+      ...(qk ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } } : {}),
+      mlp,
+    });
+  }
+  return {
+    modelType: type,
+    vocab: c.vocab_size,
+    hidden: H,
+    nHeads: nh,
+    nKv,
+    headDim: hd,
+    norm: { kind: 'rms', eps, plusOne: type === 'gemma' },
+    act,
+    scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
+    rope,
+    ...(type === 'gemma' ? { embedScale: Math.sqrt(H) } : {}),
+    ...(slidingWindow !== undefined ? { slidingWindow } : {}),
+    embed: 'model.embed_tokens.weight',
+    finalNorm: { weight: 'model.norm.weight', size: H },
+    ...(tied ? {} : { lmHead: 'lm_head.weight' }),
+    layers,
+  };
+}
+
+function gpt2Arch(raw: unknown, file: string, opts: ArchOptions): ArchSpec {
+  const c = parseWith(gpt2Config, raw, file);
+  if (c.scale_attn_by_inverse_layer_idx) refuse(file, 'scale_attn_by_inverse_layer_idx', 'is true');
+  if (c.add_cross_attention) refuse(file, 'add_cross_attention', 'is true (decoder-only graphs have no cross-attention)');
+  const H = c.n_embd;
+  const nh = c.n_head;
+  if (H % nh !== 0) refuse(file, 'n_embd', `(${H}) is not divisible by n_head (${nh})`);
+  const hd = H / nh;
+  const I = c.n_inner ?? 4 * H;
+  // HF GPT2LMHeadModel's modules live under `transformer.`; checkpoints saved from GPT2Model
+  // (e.g. the original openai-community/gpt2) have no prefix. The keys decide.
+  const prefix = opts.keys && !opts.keys.has('transformer.wte.weight') && opts.keys.has('wte.weight') ? '' : 'transformer.';
+  const conv = (name: string, inp: number, out: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, in: inp, out, conv1d: true });
+  const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
+  const layers: LayerSpec[] = [];
+  for (let i = 0; i < c.n_layer; i++) {
+    const p = `${prefix}h.${i}`;
+    layers.push({
+      norm1: ln(`${p}.ln_1`),
+      norm2: ln(`${p}.ln_2`),
+      attn: { kind: 'fused', qkv: conv(`${p}.attn.c_attn`, H, 3 * H) },
+      o: conv(`${p}.attn.c_proj`, H, H),
+      mlp: { kind: 'plain', fc: conv(`${p}.mlp.c_fc`, H, I), proj: conv(`${p}.mlp.c_proj`, I, H) },
+    });
+  }
+  const tied = c.tie_word_embeddings ?? true;
+  return {
+    modelType: 'gpt2',
+    vocab: c.vocab_size,
+    hidden: H,
+    nHeads: nh,
+    nKv: nh,
+    headDim: hd,
+    norm: { kind: 'layer', eps: c.layer_norm_epsilon ?? 1e-5, plusOne: false },
+    act: actOf(c.activation_function ?? 'gelu_new', file, 'activation_function'),
+    scoreScale: (c.scale_attn_weights ?? true) ? { op: 'div', value: Math.sqrt(hd) } : undefined,
+    positions: { weight: `${prefix}wpe.weight`, max: c.n_positions },
+    embed: `${prefix}wte.weight`,
+    finalNorm: ln(`${prefix}ln_f`),
+    ...(tied ? {} : { lmHead: 'lm_head.weight' }),
+    layers,
+  };
+}

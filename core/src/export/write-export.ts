@@ -1,0 +1,135 @@
+/**
+ * Writes an export directory, whichever exporter made the graph (config.json builder or the
+ * legacy-ONNX converter):
+ *   <out>/model.onnx          the weight-free graph, spec embedded as metadata com.qti.aisw.extdata
+ *   <out>/weight_spec.json    QEfficient v5 bytes
+ *   <out>/<prepared name>     symlink to the prepared checkpoint (QEfficient links it there, and
+ *                             the spec's `files[].path` go through it)
+ *   <out>/export-report.json  what was built, from what, and how long it took — written last,
+ *                             so its presence means the directory is complete.
+ * Every write goes through the output guard (no write outside <out>, none through a link) and
+ * is atomic. Artifacts of an earlier export (recognized by its report) may be replaced; any
+ * other existing file is refused.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { PipelineError } from '../errors';
+import { createOutputGuard, tempPathFor } from '../paths';
+import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
+
+/** File names inside an export directory. */
+export const EXPORT_FILES = { model: 'model.onnx', spec: 'weight_spec.json', report: 'export-report.json' } as const;
+/** Marks a report as ours (so a re-export may replace the directory's artifacts). */
+export const EXPORT_REPORT_TOOL = 'weight-spec export';
+
+/** What {@link writeExport} needs. `M` is whatever model object the caller's codec encodes. */
+export interface ExportOutput<M> {
+  outDir: string;
+  model: M;
+  /** The model's metadata_props (the spec entry is set here before encoding). */
+  metadataOf: (m: M) => readonly MetadataEntry[] | undefined;
+  /** Returns `m` with `props` as its metadata_props, encoded to ONNX bytes. */
+  encode: (m: M, props: MetadataEntry[]) => Uint8Array;
+  spec: WeightSpec;
+  /** Exporter-specific report fields (kind, source, options, graph facts, timings …). */
+  report: Record<string, unknown>;
+  /** Symlinks to create in `outDir`: name → absolute target (may not exist yet). */
+  links?: Record<string, string>;
+}
+
+/** What {@link writeExport} wrote. */
+export interface ExportWritten {
+  modelFile: string;
+  specFile: string;
+  reportFile: string;
+  modelBytes: number;
+  specBytes: number;
+  links: string[];
+  report: Record<string, unknown>;
+}
+
+function previousArtifacts(outDir: string): string[] {
+  const reportFile = path.join(outDir, EXPORT_FILES.report);
+  if (!existsSync(reportFile)) return [];
+  try {
+    const r = JSON.parse(readFileSync(reportFile, 'utf8')) as { tool?: unknown; links?: unknown };
+    if (r.tool !== EXPORT_REPORT_TOOL) return [];
+    const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string' && !l.includes('/') && l !== '..') : [];
+    return [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report, ...links];
+  } catch {
+    return [];
+  }
+}
+
+async function writeLink(outDir: string, name: string, target: string, owned: boolean): Promise<void> {
+  const at = path.join(outDir, name);
+  const st = await lstat(at).catch(() => undefined);
+  if (st) {
+    if (st.isSymbolicLink() && (await readlink(at)) === target) return;
+    if (!owned || !st.isSymbolicLink()) throw new PipelineError(`${at} exists and was not made by weight-spec export; remove it or choose another --out`);
+  }
+  const tmp = tempPathFor(at);
+  await symlink(target, tmp);
+  await rename(tmp, at);
+}
+
+/** Writes model, spec, links and (last) the report into `o.outDir`. */
+export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten> {
+  const outDir = path.resolve(o.outDir);
+  const owned = previousArtifacts(outDir);
+  const guard = createOutputGuard(outDir, { owned });
+  for (const f of [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report]) {
+    const abs = path.join(outDir, f);
+    if (existsSync(abs) && !guard.owns(abs)) {
+      throw new PipelineError(`${abs} exists and was not made by weight-spec export; remove it or choose another --out`);
+    }
+  }
+  // The report marks a complete directory: drop the old one before anything changes.
+  await rm(guard.target(EXPORT_FILES.report), { force: true });
+
+  const specText = writeSpecText(o.spec);
+  const bytes = o.encode(o.model, embedSpec(o.metadataOf(o.model), o.spec) as MetadataEntry[]);
+  const modelFile = await guard.writeFile(EXPORT_FILES.model, bytes);
+  const specFile = await guard.writeFile(EXPORT_FILES.spec, specText);
+  const links: string[] = [];
+  for (const [name, target] of Object.entries(o.links ?? {})) {
+    guard.target(name);
+    await writeLink(outDir, name, target, owned.includes(name));
+    links.push(name);
+  }
+  const report = {
+    tool: EXPORT_REPORT_TOOL,
+    ...o.report,
+    files: {
+      [EXPORT_FILES.model]: { bytes: bytes.length },
+      [EXPORT_FILES.spec]: { bytes: Buffer.byteLength(specText), inputs: o.spec.inputs.length, files: o.spec.files.length },
+    },
+    links,
+    model_id: o.spec.model_id,
+  };
+  const reportFile = await guard.writeFile(EXPORT_FILES.report, JSON.stringify(report, null, 2) + '\n');
+  return { modelFile, specFile, reportFile, modelBytes: bytes.length, specBytes: Buffer.byteLength(specText), links, report };
+}
+
+/** `12.3 MiB`-style size. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(2)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+/**
+ * The one-screen stdout summary: a title, aligned `label  value` rows, and next steps.
+ * Exporters pass their own rows; the file rows come from what was written.
+ */
+export function exportSummary(title: string, w: ExportWritten, rows: [string, string][], next: string[]): string[] {
+  const all: [string, string][] = [
+    [EXPORT_FILES.model, `${formatBytes(w.modelBytes)}  ${path.dirname(w.modelFile)}`],
+    [EXPORT_FILES.spec, `${formatBytes(w.specBytes)}`],
+    ...rows,
+  ];
+  const width = Math.max(...all.map(([k]) => k.length));
+  return [title, ...all.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ...(next.length ? ['next:', ...next.map((n) => `  ${n}`)] : [])];
+}

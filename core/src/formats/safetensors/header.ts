@@ -1,0 +1,185 @@
+/**
+ * The safetensors header parser. A file is `u64 LE N` + `N` bytes of UTF-8 JSON + the data
+ * region. Nothing in the header is trusted: every length and offset is checked against the
+ * file's real size before anything is allocated or read, so a hostile header that claims
+ * 2^60 bytes is rejected from its text alone.
+ */
+import { FormatError } from '../../errors';
+import { DTYPE_SIZE, isDType, type DType } from '../dtype';
+import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
+
+/** Largest header the reader accepts (the Rust reference's limit: 100 MB). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+/** One tensor of a safetensors file, with its offsets validated against the file. */
+export interface TensorInfo {
+  key: string;
+  dtype: DType;
+  shape: number[];
+  /** Absolute byte offset in the file = 8 + headerLength + begin. */
+  dataOffset: number;
+  byteLength: number;
+  /** `data_offsets[0]`, relative to the data region. */
+  begin: number;
+  /** `data_offsets[1]`, relative to the data region. */
+  end: number;
+}
+
+/** A validated safetensors header. */
+export interface SafetensorsHeader {
+  file: string;
+  fileSize: number;
+  /** N, the JSON header's byte length (including padding). */
+  headerLength: number;
+  /** 8 + N: where the data region starts. */
+  dataStart: number;
+  /** Tensors in file (offset) order. */
+  tensors: Map<string, TensorInfo>;
+  metadata?: Record<string, string>;
+}
+
+/** Number of elements of `shape` (1 for a scalar). Assumes a validated shape. */
+export function elementCount(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/**
+ * Reads and bounds-checks the 8-byte header length. `fileSize` is the whole file's size;
+ * `prefix` needs at least its first 8 bytes (when the file has them).
+ */
+export function headerLengthOf(prefix: Uint8Array, fileSize: number, file: string): number {
+  if (fileSize < 8 || prefix.length < 8) {
+    throw new FormatError(file, `file is ${fileSize} bytes, too short for the 8-byte safetensors header length`, 0);
+  }
+  const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
+  if (n === 0n) throw new FormatError(file, 'header length is 0 (a safetensors header is at least "{}")', 0);
+  if (n > BigInt(MAX_HEADER_BYTES)) {
+    throw new FormatError(file, `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit (not a safetensors file?)`, 0);
+  }
+  const len = Number(n);
+  if (8 + len > fileSize) {
+    throw new FormatError(file, `header length ${len} runs past the end of the ${fileSize}-byte file`, 0);
+  }
+  return len;
+}
+
+/**
+ * Parses a safetensors header. `buf` holds at least the first `8 + N` bytes of the file
+ * (more is fine); `fileSize` is the file's real size. Throws one {@link FormatError} naming
+ * the file, the problem and the byte.
+ */
+export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: string): SafetensorsHeader {
+  const headerLength = headerLengthOf(buf, fileSize, file);
+  if (buf.length < 8 + headerLength) {
+    throw new FormatError(file, `only ${buf.length} bytes given for a ${headerLength}-byte header`, buf.length);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buf.subarray(8, 8 + headerLength));
+  } catch {
+    throw new FormatError(file, 'header is not valid UTF-8', 8);
+  }
+  if (!text.startsWith('{')) {
+    throw new FormatError(file, `header does not start with "{" (found ${JSON.stringify(text.slice(0, 16))})`, 8);
+  }
+  const { value, topLevel } = parseStrictJson(text, file, 'header', 8);
+  if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
+  const at = (key: string) => byteOffsetIn(text, topLevel.get(key), 8);
+
+  const dataStart = 8 + headerLength;
+  const dataSize = fileSize - dataStart;
+  let metadata: Record<string, string> | undefined;
+  const tensors: TensorInfo[] = [];
+  for (const [key, entry] of Object.entries(value)) {
+    if (key === '__metadata__') {
+      metadata = parseMetadata(entry, file, at(key));
+      continue;
+    }
+    tensors.push(parseEntry(key, entry, file, dataStart, dataSize, at(key)));
+  }
+
+  // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
+  // [0, dataSize) exactly: no gap, no overlap, nothing after the last tensor.
+  tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let pos = 0;
+  for (const t of tensors) {
+    if (t.begin < pos) {
+      const other = tensors.find((o) => o !== t && o.end > t.begin && o.begin <= t.begin);
+      throw new FormatError(
+        file,
+        `tensor ${JSON.stringify(t.key)} data_offsets [${t.begin}, ${t.end}] overlap ${other ? JSON.stringify(other.key) : 'another tensor'}`,
+        at(t.key),
+      );
+    }
+    if (t.begin > pos) {
+      throw new FormatError(file, `gap in the data region: bytes ${pos}..${t.begin} belong to no tensor (before ${JSON.stringify(t.key)})`, at(t.key));
+    }
+    pos = t.end;
+  }
+  if (pos !== dataSize) {
+    throw new FormatError(
+      file,
+      `tensors cover ${pos} bytes of data but the file has ${dataSize} bytes after the header (${dataSize - pos} trailing bytes)`,
+      dataStart + pos,
+    );
+  }
+  const map = new Map<string, TensorInfo>();
+  for (const t of tensors) map.set(t.key, t);
+  return { file, fileSize, headerLength, dataStart, tensors: map, ...(metadata ? { metadata } : {}) };
+}
+
+function parseMetadata(entry: unknown, file: string, byte: number | undefined): Record<string, string> {
+  if (!isJsonObject(entry)) throw new FormatError(file, '__metadata__ must be an object of strings', byte);
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, v] of Object.entries(entry)) {
+    if (typeof v !== 'string') {
+      throw new FormatError(file, `__metadata__ value for ${JSON.stringify(k)} is ${describe(v)}, not a string`, byte);
+    }
+    out[k] = v;
+  }
+  return { ...out };
+}
+
+function parseEntry(key: string, entry: unknown, file: string, dataStart: number, dataSize: number, byte: number | undefined): TensorInfo {
+  const bad = (what: string) => new FormatError(file, `tensor ${JSON.stringify(key)}: ${what}`, byte);
+  if (!isJsonObject(entry)) throw bad(`entry is ${describe(entry)}, not an object`);
+  const { dtype, shape, data_offsets: offsets } = entry;
+  if (!isDType(dtype)) throw bad(`unknown dtype ${JSON.stringify(dtype) ?? 'undefined'}`);
+  if (!Array.isArray(shape)) throw bad(`shape is ${describe(shape)}, not an array`);
+  let elements = 1;
+  for (const [i, d] of shape.entries()) {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
+      throw bad(`shape[${i}] is ${describe(d)}, not a non-negative integer`);
+    }
+    elements *= d;
+    if (elements > Number.MAX_SAFE_INTEGER) throw bad(`shape ${JSON.stringify(shape)} has more elements than any file can hold`);
+  }
+  const expected = elements * DTYPE_SIZE[dtype];
+  if (!Array.isArray(offsets) || offsets.length !== 2) throw bad(`data_offsets is ${describe(offsets)}, not [begin, end]`);
+  const [begin, end] = offsets as unknown[];
+  for (const [name, v] of [['begin', begin], ['end', end]] as const) {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+      throw bad(`data_offsets ${name} is ${describe(v)}, not a non-negative integer`);
+    }
+  }
+  const b = begin as number;
+  const e = end as number;
+  if (e < b) throw bad(`data_offsets [${b}, ${e}] end before they begin`);
+  if (e > dataSize) throw bad(`data_offsets [${b}, ${e}] run past the ${dataSize}-byte data region (file ends at byte ${dataStart + dataSize})`);
+  if (!Number.isSafeInteger(expected) || expected !== e - b) {
+    throw bad(`shape ${JSON.stringify(shape)} × ${dtype} (${DTYPE_SIZE[dtype]} bytes) needs ${expected} bytes but data_offsets [${b}, ${e}] span ${e - b}`);
+  }
+  return { key, dtype, shape: shape as number[], dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
+}
+
+/** A short description of a JSON value for messages. */
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  if (typeof v === 'object') return 'an object';
+  if (v === undefined) return 'missing';
+  return String(v);
+}

@@ -1,0 +1,180 @@
+/**
+ * Reading safetensors files by offset: the header (8 + N bytes, never the whole file) and
+ * single tensors (one positioned read of exactly their bytes).
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import { FormatError } from '../../errors';
+import { headerLengthOf, parseSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './header';
+
+/** Wraps an fs error (ENOENT, EACCES, EISDIR …) as a FormatError naming the file. */
+export function fsError(file: string, e: unknown): FormatError {
+  if (e instanceof FormatError) return e;
+  const err = e as NodeJS.ErrnoException;
+  const why =
+    err.code === 'ENOENT' ? 'file does not exist'
+    : err.code === 'EACCES' ? 'permission denied'
+    : err.code === 'EISDIR' ? 'is a directory, not a safetensors file'
+    : `cannot read (${err.code ?? err.message})`;
+  return new FormatError(file, why);
+}
+
+/** Refuses anything that is not a regular file (a FIFO would block the open forever). */
+function checkRegular(file: string, st: fs.Stats): void {
+  if (st.isDirectory()) throw new FormatError(file, 'is a directory, not a safetensors file');
+  if (!st.isFile()) throw new FormatError(file, 'is not a regular file');
+}
+
+async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, file: string): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesRead } = await fh.read(buf, done, buf.length - done, position + done);
+    if (bytesRead === 0) {
+      throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
+    }
+    done += bytesRead;
+  }
+}
+
+function readFullySync(fd: number, buf: Uint8Array, position: number, file: string): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = fs.readSync(fd, buf, done, buf.length - done, position + done);
+    if (n === 0) {
+      throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
+    }
+    done += n;
+  }
+}
+
+/** Reads and validates `file`'s header from an open handle. */
+async function headerFromHandle(fh: fsp.FileHandle, file: string): Promise<SafetensorsHeader> {
+  const st = await fh.stat();
+  checkRegular(file, st);
+  const prefix = new Uint8Array(Math.min(8, st.size));
+  await readFully(fh, prefix, 0, file);
+  const n = headerLengthOf(prefix, st.size, file);
+  const buf = new Uint8Array(8 + n);
+  buf.set(prefix);
+  await readFully(fh, buf.subarray(8), 8, file);
+  return parseSafetensorsHeader(buf, st.size, file);
+}
+
+/** Reads and validates the header of `file` (reads 8 + N bytes only). */
+export async function readSafetensorsHeader(file: string): Promise<SafetensorsHeader> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    checkRegular(file, await fsp.stat(file));
+    fh = await fsp.open(file, 'r');
+    return await headerFromHandle(fh, file);
+  } catch (e) {
+    throw fsError(file, e);
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Synchronous {@link readSafetensorsHeader}. */
+export function readSafetensorsHeaderSync(file: string): SafetensorsHeader {
+  let fd: number | undefined;
+  try {
+    checkRegular(file, fs.statSync(file));
+    fd = fs.openSync(file, 'r');
+    const st = fs.fstatSync(fd);
+    checkRegular(file, st);
+    const prefix = new Uint8Array(Math.min(8, st.size));
+    readFullySync(fd, prefix, 0, file);
+    const n = headerLengthOf(prefix, st.size, file);
+    const buf = new Uint8Array(8 + n);
+    buf.set(prefix);
+    readFullySync(fd, buf.subarray(8), 8, file);
+    return parseSafetensorsHeader(buf, st.size, file);
+  } catch (e) {
+    throw fsError(file, e);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** Reads one tensor's bytes (`info.byteLength` bytes at `info.dataOffset`) without loading the file. */
+export async function readTensorBytes(file: string, info: TensorInfo): Promise<Uint8Array> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(file, 'r');
+    const out = new Uint8Array(info.byteLength);
+    await readFully(fh, out, info.dataOffset, file);
+    return out;
+  } catch (e) {
+    throw fsError(file, e);
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Synchronous {@link readTensorBytes}. */
+export function readTensorBytesSync(file: string, info: TensorInfo): Uint8Array {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const out = new Uint8Array(info.byteLength);
+    readFullySync(fd, out, info.dataOffset, file);
+    return out;
+  } catch (e) {
+    throw fsError(file, e);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
+ * An open safetensors file for many reads through one descriptor (prepare reads hundreds
+ * of tensors per shard). Close it when done.
+ */
+export class SafetensorsReader {
+  private constructor(
+    readonly file: string,
+    readonly header: SafetensorsHeader,
+    private readonly fh: fsp.FileHandle,
+  ) {}
+
+  /** Opens `file` and validates its header. */
+  static async open(file: string): Promise<SafetensorsReader> {
+    let fh: fsp.FileHandle | undefined;
+    try {
+      checkRegular(file, await fsp.stat(file));
+      fh = await fsp.open(file, 'r');
+      return new SafetensorsReader(file, await headerFromHandle(fh, file), fh);
+    } catch (e) {
+      await fh?.close().catch(() => undefined);
+      throw fsError(file, e);
+    }
+  }
+
+  /** Info of `key`, or undefined. */
+  info(key: string): TensorInfo | undefined {
+    return this.header.tensors.get(key);
+  }
+
+  /**
+   * Reads a tensor (by key or info), or `length` bytes of it from byte `start` (relative
+   * to the tensor) into `into` when given — for chunked streaming of large tensors.
+   */
+  async read(keyOrInfo: string | TensorInfo, range?: { start: number; length: number; into?: Uint8Array }): Promise<Uint8Array> {
+    const info = typeof keyOrInfo === 'string' ? this.info(keyOrInfo) : keyOrInfo;
+    if (!info) throw new FormatError(this.file, `has no tensor ${JSON.stringify(keyOrInfo)}`);
+    const start = range?.start ?? 0;
+    const length = range?.length ?? info.byteLength - start;
+    if (start < 0 || length < 0 || start + length > info.byteLength) {
+      throw new RangeError(`bytes ${start}..${start + length} are outside tensor ${info.key} (${info.byteLength} bytes)`);
+    }
+    const out = range?.into ? range.into.subarray(0, length) : new Uint8Array(length);
+    if (out.length < length) throw new RangeError(`target buffer of ${out.length} bytes is smaller than ${length}`);
+    await readFully(this.fh, out, info.dataOffset + start, this.file);
+    return out;
+  }
+
+  /** Closes the descriptor (idempotent). */
+  async close(): Promise<void> {
+    await this.fh.close().catch(() => undefined);
+  }
+}

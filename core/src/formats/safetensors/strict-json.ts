@@ -1,0 +1,96 @@
+/**
+ * Strict JSON for file headers: `JSON.parse` for the grammar (it rejects comments and
+ * trailing commas, which jsonc-parser would forgive) plus a jsonc-parser scan that rejects
+ * duplicate keys (JSON.parse silently keeps the last one, so a header could name a tensor
+ * twice with different offsets) and records where each top-level property starts.
+ */
+import { visit } from 'jsonc-parser';
+import { FormatError } from '../../errors';
+
+/** Result of {@link parseStrictJson}. */
+export interface StrictJson {
+  value: unknown;
+  /** Character offset of each top-level property name, in document order. */
+  topLevel: Map<string, number>;
+  /** Character offset of each property name of each second-level object, by parent key. */
+  secondLevel: Map<string, Map<string, number>>;
+}
+
+/**
+ * Parses `text` strictly. Errors become `FormatError(file, …, byte)` where the byte is
+ * `base` plus the UTF-8 offset of the problem in `text`.
+ */
+export function parseStrictJson(text: string, file: string, what: string, base = 0): StrictJson {
+  const byteAt = (charOffset: number) => base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const msg = (e as Error).message;
+    const m = /position (\d+)/.exec(msg);
+    const first = msg.split('\n')[0]!;
+    const detail = first.length > 200 ? `${first.slice(0, 200)}…` : first;
+    throw new FormatError(file, `${what} is not valid JSON: ${detail}`, m ? byteAt(Number(m[1])) : undefined);
+  }
+  const topLevel = new Map<string, number>();
+  const secondLevel = new Map<string, Map<string, number>>();
+  // One set of seen keys per open object; arrays push a placeholder so nesting stays aligned.
+  const stack: (Set<string> | null)[] = [];
+  const path: string[] = [];
+  let pendingKey: string | undefined;
+  let duplicate: { key: string; offset: number } | undefined;
+  visit(text, {
+    onObjectBegin: () => {
+      if (stack.length > 0) path.push(pendingKey ?? '');
+      stack.push(new Set());
+      pendingKey = undefined;
+    },
+    onObjectEnd: () => {
+      stack.pop();
+      path.pop();
+    },
+    onArrayBegin: () => {
+      if (stack.length > 0) path.push(pendingKey ?? '');
+      stack.push(null);
+      pendingKey = undefined;
+    },
+    onArrayEnd: () => {
+      stack.pop();
+      path.pop();
+    },
+    onObjectProperty: (key, offset) => {
+      const seen = stack[stack.length - 1];
+      pendingKey = key;
+      if (!seen || duplicate) return;
+      if (seen.has(key)) {
+        duplicate = { key, offset };
+        return;
+      }
+      seen.add(key);
+      if (stack.length === 1) topLevel.set(key, offset);
+      else if (stack.length === 2 && path.length === 1) {
+        const parent = path[0]!;
+        let m = secondLevel.get(parent);
+        if (!m) secondLevel.set(parent, (m = new Map()));
+        m.set(key, offset);
+      }
+    },
+    onLiteralValue: () => {
+      pendingKey = undefined;
+    },
+  });
+  if (duplicate) {
+    throw new FormatError(file, `${what} has the key ${JSON.stringify(duplicate.key)} twice`, byteAt(duplicate.offset));
+  }
+  return { value, topLevel, secondLevel };
+}
+
+/** True for a plain JSON object (not null, not an array). */
+export function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Byte offset (from `base`) of character `charOffset` of `text`, or undefined. */
+export function byteOffsetIn(text: string, charOffset: number | undefined, base: number): number | undefined {
+  return charOffset === undefined ? undefined : base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
+}

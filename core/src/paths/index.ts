@@ -1,0 +1,33 @@
+/**
+ * Path policy — the one module every reader and writer uses.
+ *
+ * Reads: {@link resolveReadPath} (spec `files[].path`, ONNX external-data `location`).
+ * Writes: {@link createOutputGuard} for an output directory, {@link atomicWriteFile},
+ * {@link atomicReplaceDir} and friends for crash-safe replacement.
+ */
+export { PathPolicyError, printable, type PathPolicyCode } from './policy-error';
+export {
+  MAX_PATH_BYTES,
+  MAX_SEGMENT_BYTES,
+  checkReadPathText,
+  effectiveRoots,
+  isInside,
+  realPathOf,
+  resolveReadPath,
+  tryResolveReadPath,
+  validatePathText,
+  type ReadPath,
+} from './read-policy';
+export { createOutputGuard, type OutputGuard, type OutputGuardOptions } from './output-guard';
+export {
+  TEMP_NAME_RE,
+  atomicReplaceDir,
+  atomicWriteFile,
+  atomicWriteFileSync,
+  commitTempFile,
+  fsyncDir,
+  fsyncDirSync,
+  makeTempSiblingDir,
+  removeStaleTemps,
+  tempPathFor,
+} from './atomic';

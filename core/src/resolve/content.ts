@@ -1,0 +1,175 @@
+/**
+ * Content comparison of tensors stored in files, in bounded memory.
+ *
+ * A legacy `torch.onnx.export` with constant folding renames Linear weights to
+ * `onnx::MatMul_N` and stores `W.T`; only the values can say which checkpoint tensor such an
+ * initializer is. Values are compared after widening to f32 (bf16/f16 → f32 is exact), so a
+ * bf16 checkpoint matches the f32 initializers an fp32 export embedded.
+ *
+ * The digest is a *multiset* hash (a sum of mixed bit patterns), so it is the same for a
+ * tensor and its transpose: one digest per candidate finds both orientations, and an exact
+ * streaming comparison then decides which one it is.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
+
+/** A tensor's bytes somewhere in a file. */
+export interface TensorSource {
+  file: string;
+  /** Absolute offset of the first data byte. */
+  offset: number;
+  byteLength: number;
+  dtype: DType;
+  shape: number[];
+}
+
+const WIDENS_TO_F32: ReadonlySet<DType> = new Set<DType>(['F32', 'F16', 'BF16']);
+
+/** Number of elements of a shape (1 for a scalar). */
+export function numel(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/**
+ * True when both tensors' values can be compared exactly: both widen to f32 without loss,
+ * or they share one dtype (compared byte for byte).
+ */
+export function comparable(a: DType, b: DType): boolean {
+  return a === b || (WIDENS_TO_F32.has(a) && WIDENS_TO_F32.has(b));
+}
+
+/** Reads ranges of one file through one handle. */
+class RangeReader {
+  private constructor(private readonly fh: FileHandle) {}
+  static async open(file: string): Promise<RangeReader> {
+    return new RangeReader(await open(file, 'r'));
+  }
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    const buf = new Uint8Array(length);
+    let done = 0;
+    while (done < length) {
+      const { bytesRead } = await this.fh.read(buf, done, length - done, offset + done);
+      if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${offset + done}`);
+      done += bytesRead;
+    }
+    return buf;
+  }
+  close(): Promise<void> {
+    return this.fh.close();
+  }
+}
+
+/** Element values as 32-bit patterns (f32 bits for floats, raw words otherwise). */
+function words(bytes: Uint8Array, dtype: DType): Uint32Array {
+  if (WIDENS_TO_F32.has(dtype)) {
+    const f = toFloat32(bytes, dtype);
+    return new Uint32Array(f.buffer, f.byteOffset, f.length);
+  }
+  // Non-float tensors are compared byte for byte; pad to whole words.
+  const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+  padded.set(bytes);
+  return new Uint32Array(padded.buffer);
+}
+
+function mixA(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+function mixB(x: number): number {
+  x = Math.imul(x ^ 0x9e3779b9, 0x27d4eb2f);
+  x ^= x >>> 15;
+  x = Math.imul(x, 0x165667b1);
+  return (x ^ (x >>> 13)) >>> 0;
+}
+
+/** Chunk size for streaming reads: whole elements, about `budget` bytes. */
+function chunkLength(elemSize: number, budget: number): number {
+  return Math.max(elemSize, Math.floor(budget / elemSize) * elemSize);
+}
+
+/**
+ * Order-independent digest of a tensor's values, computed streaming in chunks of at most
+ * `chunkBytes`. Equal for a tensor and any permutation of it (in particular its transpose).
+ */
+export async function multisetDigest(src: TensorSource, chunkBytes = 4 << 20): Promise<string> {
+  const reader = await RangeReader.open(src.file);
+  try {
+    let a = 0;
+    let b = 0;
+    let n = 0;
+    const step = chunkLength(DTYPE_SIZE[src.dtype], chunkBytes);
+    for (let off = 0; off < src.byteLength; off += step) {
+      const w = words(await reader.read(src.offset + off, Math.min(step, src.byteLength - off)), src.dtype);
+      for (let i = 0; i < w.length; i++) {
+        a = (a + mixA(w[i]!)) >>> 0;
+        b = (b + mixB(w[i]!)) >>> 0;
+      }
+      n += w.length;
+    }
+    const family = WIDENS_TO_F32.has(src.dtype) ? 'f' : src.dtype;
+    return `${family}:${n}:${a.toString(16)}:${b.toString(16)}`;
+  } finally {
+    await reader.close();
+  }
+}
+
+function equalWords(x: Uint32Array, y: Uint32Array): boolean {
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** True when `a` and `b` hold the same values in the same order. */
+export async function sameValues(a: TensorSource, b: TensorSource, chunkBytes = 4 << 20): Promise<boolean> {
+  if (!comparable(a.dtype, b.dtype) || numel(a.shape) !== numel(b.shape)) return false;
+  const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
+  try {
+    const total = numel(a.shape);
+    const step = Math.max(1, Math.floor(chunkBytes / 4));
+    for (let e = 0; e < total; e += step) {
+      const n = Math.min(step, total - e);
+      const sa = DTYPE_SIZE[a.dtype];
+      const sb = DTYPE_SIZE[b.dtype];
+      const wa = words(await ra.read(a.offset + e * sa, n * sa), a.dtype);
+      const wb = words(await rb.read(b.offset + e * sb, n * sb), b.dtype);
+      if (!equalWords(wa, wb)) return false;
+    }
+    return true;
+  } finally {
+    await Promise.all([ra.close(), rb.close()]);
+  }
+}
+
+/**
+ * True when 2-D `a` ([r, c]) equals the transpose of 2-D `b` ([c, r]). `a` is streamed in
+ * blocks of rows; for each block the matching column segment of every row of `b` is read,
+ * so memory stays near `chunkBytes` whatever the tensors' sizes.
+ */
+export async function sameValuesTransposed(a: TensorSource, b: TensorSource, chunkBytes = 4 << 20): Promise<boolean> {
+  if (a.shape.length !== 2 || b.shape.length !== 2) return false;
+  const [r, c] = a.shape as [number, number];
+  if (b.shape[0] !== c || b.shape[1] !== r || !comparable(a.dtype, b.dtype)) return false;
+  const sa = DTYPE_SIZE[a.dtype];
+  const sb = DTYPE_SIZE[b.dtype];
+  const rows = Math.max(1, Math.min(r, Math.floor(chunkBytes / Math.max(1, c * 4))));
+  const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
+  try {
+    for (let i0 = 0; i0 < r; i0 += rows) {
+      const n = Math.min(rows, r - i0);
+      // a[i0 .. i0+n, :] is contiguous.
+      const wa = words(await ra.read(a.offset + i0 * c * sa, n * c * sa), a.dtype);
+      for (let j = 0; j < c; j++) {
+        // b[j, i0 .. i0+n] is contiguous too; it must equal column j of the block of a.
+        const wb = words(await rb.read(b.offset + (j * r + i0) * sb, n * sb), b.dtype);
+        for (let k = 0; k < n; k++) if (wa[k * c + j] !== wb[k]) return false;
+      }
+    }
+    return true;
+  } finally {
+    await Promise.all([ra.close(), rb.close()]);
+  }
+}

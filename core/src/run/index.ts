@@ -1,0 +1,44 @@
+/**
+ * `run`: opens the latest compile of an export directory (from its compile.json) or a bound
+ * `.onnx` given directly, and hands back a {@link Runner}.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PipelineError, UsageError } from '../errors';
+import { parseWireModel } from '../compile/onnx-wire';
+import { COMPILE_RECORD, readCompileRecord } from '../compile/record';
+import { createRunner, type Runner, type RunnerOptions } from './runner';
+
+export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
+export { loadOrt } from './ort-loader';
+
+/** The runnable ONNX for a target: a `.onnx` file itself, or the ort artifact recorded in `<dir>/compile.json`. */
+export function resolveRunnable(target: string): string {
+  const abs = path.resolve(target);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(abs);
+  } catch {
+    throw new UsageError(`${target}: no such file or directory`);
+  }
+  if (st.isFile()) {
+    if (!abs.endsWith('.onnx')) throw new UsageError(`${target}: not an .onnx file or an export directory`);
+    return abs;
+  }
+  const rec = readCompileRecord(abs);
+  if (!rec) throw new PipelineError(`${target}: no ${COMPILE_RECORD} (run weight-spec compile ${target} first)`);
+  if (rec.backend !== 'ort' || !rec.artifacts.model) {
+    throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: the latest compile used the ${rec.backend} backend; only ort artifacts run here (compile with --backend ort)`);
+  }
+  if (!fs.existsSync(rec.artifacts.model)) {
+    throw new PipelineError(`${rec.artifacts.model}: compiled model is missing (run weight-spec compile ${target} again)`);
+  }
+  return rec.artifacts.model;
+}
+
+/** Opens a runner on an export directory (its latest ort compile) or a compiled `.onnx`. */
+export async function openRunner(compiledOrExportDir: string, opts: RunnerOptions = {}): Promise<Runner> {
+  const model = resolveRunnable(compiledOrExportDir);
+  const m = parseWireModel(fs.readFileSync(model), model);
+  return createRunner(model, m.inputs, m.outputs, opts);
+}

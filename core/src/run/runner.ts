@@ -1,0 +1,257 @@
+/**
+ * Runs a bound model with ONNX Runtime. The graph's inputs decide how:
+ *
+ * - full-sequence graphs (`input_ids`, optionally `attention_mask`/`position_ids`, no cache):
+ *   one forward over all ids; `logits` `[batch, seq, vocab]` gives a row per position (a graph
+ *   that returns only the last position is run once per prefix).
+ * - QEfficient KV graphs (`input_ids`, `position_ids`, `past_key.{i}`/`past_value.{i}`
+ *   `[batch, n_kv, ctx_len, head_dim]`, optional `batch_index`): logits for the last valid
+ *   position, `*_RetainedState` outputs fed back as the next step's cache. A fixed sequence
+ *   dim is filled with padding at position -1, as QEfficient's generation does.
+ *
+ * Session options come from measurements (bench/compile.bench.mjs, 378 MiB of f32 weights,
+ * Gather + 8 Gemm/MatMul, onnxruntime-node 1.30): by default ORT prepacks MatMul/Gemm
+ * weights into private memory (peak +137 MiB anonymous, session creation 190–250 ms);
+ * with `session.disable_prepacking=1` anonymous memory stays at +8 MiB and creation takes
+ * ~20 ms — the weights stay file-backed pages of the safetensors files. Graph optimization
+ * level and the CPU arena made no measurable memory difference. Prepacking is ~1.5× faster
+ * per token, so `prepack: true` turns it back on.
+ */
+import { PipelineError } from '../errors';
+import { toFloat32 } from '../formats/dtype';
+import type { WireValueInfo } from '../compile/onnx-wire';
+import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from './ort-loader';
+
+/** Options of the runner. */
+export interface RunnerOptions {
+  /** Keep ORT's weight prepacking (faster, but copies MatMul weights into RAM). */
+  prepack?: boolean;
+  /** onnxruntime-node location (else WEIGHT_SPEC_ORT_PATH, else normal resolution). */
+  ortPath?: string;
+  /** KV graphs with a symbolic ctx_len: cache length to allocate (default: what the call needs). */
+  ctxLen?: number;
+}
+
+/** Timing of one generation. */
+export interface GenerateStats {
+  tokens: number[];
+  /** Milliseconds from the call to the first new token. */
+  ttftMs: number;
+  /** New tokens per second after the first (all tokens when only one). */
+  tokensPerSecond: number;
+  totalMs: number;
+}
+
+/** A loaded model. */
+export interface Runner {
+  readonly kind: 'full' | 'kv';
+  readonly model: string;
+  /** Logits predicting token t+1 for every t of `ids` (one row per id). */
+  logits(ids: number[]): Promise<number[][]>;
+  /** Greedy decode of `n` new tokens after `ids`. */
+  generate(ids: number[], n: number): Promise<number[]>;
+  /** {@link Runner.generate} with timings. */
+  generateWithStats(ids: number[], n: number): Promise<GenerateStats>;
+  close(): Promise<void>;
+}
+
+const ELEM_NAMES: Record<number, string> = { 1: 'float32', 6: 'int32', 7: 'int64', 10: 'float16', 11: 'float64', 9: 'bool' };
+
+function intTensor(ort: OrtModule, elemType: number, values: number[], dims: number[]): OrtTensor {
+  if (elemType === 6) return new ort.Tensor('int32', Int32Array.from(values), dims);
+  return new ort.Tensor('int64', BigInt64Array.from(values.map((v) => BigInt(v))), dims);
+}
+
+function zeros(ort: OrtModule, info: WireValueInfo, dims: number[]): OrtTensor {
+  const n = dims.reduce((a, b) => a * b, 1);
+  if (info.elemType === 1) return new ort.Tensor('float32', new Float32Array(n), dims);
+  if (info.elemType === 10) return new ort.Tensor('float16', new Uint16Array(n), dims);
+  throw new PipelineError(`cache input "${info.name}" has element type ${ELEM_NAMES[info.elemType] ?? info.elemType}; expected float32 or float16`);
+}
+
+/** Float rows of a logits tensor `[batch, seq, vocab]` (or `[batch, vocab]`) for batch row 0. */
+export function logitRows(t: OrtTensor): Float32Array[] {
+  let data: Float32Array;
+  if (t.type === 'float32') data = t.data as Float32Array;
+  else if (t.type === 'float16') {
+    const u = t.data as Uint16Array;
+    data = toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
+  } else if (t.type === 'float64') data = Float32Array.from(t.data as Float64Array);
+  else throw new PipelineError(`logits have type ${t.type}; expected a float type`);
+  const d = t.dims;
+  const vocab = d[d.length - 1]!;
+  const seq = d.length >= 3 ? d[d.length - 2]! : 1;
+  const rows: Float32Array[] = [];
+  for (let s = 0; s < seq; s++) rows.push(data.subarray(s * vocab, (s + 1) * vocab));
+  return rows;
+}
+
+/** Index of the largest value (first on ties, like torch.argmax). */
+export function argmax(row: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  return best;
+}
+
+const fixed = (d: number | string | undefined): number | undefined => (typeof d === 'number' && d > 0 ? d : undefined);
+
+/** Opens a session on `model` and returns the runner for its kind of graph. */
+export async function createRunner(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], opts: RunnerOptions = {}): Promise<Runner> {
+  const ort = loadOrt(opts.ortPath);
+  const sessionOptions: Record<string, unknown> = opts.prepack ? {} : { extra: { session: { disable_prepacking: '1' } } };
+  let session: OrtSession;
+  try {
+    session = await ort.InferenceSession.create(model, sessionOptions);
+  } catch (e) {
+    throw new PipelineError(`${model}: ONNX Runtime cannot load it: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const byName = new Map(inputs.map((i) => [i.name, i]));
+  const ids = byName.get('input_ids');
+  if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
+  const logitsName = outputs.find((o) => o.name === 'logits')?.name ?? session.outputNames[0]!;
+  const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
+  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name)]);
+  const unknown = inputs.filter((i) => !known.has(i.name));
+  if (unknown.length) {
+    throw new PipelineError(`${model}: unbound graph input(s) ${unknown.map((u) => u.name).join(', ')} (not a weight in the spec, not a known model input)`);
+  }
+  const batch = fixed(ids.dims[0]) ?? 1;
+  const seqFixed = fixed(ids.dims[1]);
+  const run = async (feeds: Record<string, OrtTensor>) => {
+    try {
+      return await session.run(feeds);
+    } catch (e) {
+      throw new PipelineError(`${model}: inference failed: ${(e as Error).message.split('\n')[0]}`);
+    }
+  };
+  const rowsOf = (v: number[]) => Array.from({ length: batch }, () => v).flat();
+
+  if (cache.length === 0) {
+    const forward = async (tokens: number[]): Promise<Float32Array[]> => {
+      const dims = [batch, tokens.length];
+      const feeds: Record<string, OrtTensor> = { input_ids: intTensor(ort, ids.elemType, rowsOf(tokens), dims) };
+      const pos = byName.get('position_ids');
+      if (pos) feeds.position_ids = intTensor(ort, pos.elemType, rowsOf(tokens.map((_, k) => k)), dims);
+      const mask = byName.get('attention_mask');
+      if (mask) feeds.attention_mask = intTensor(ort, mask.elemType, rowsOf(tokens.map(() => 1)), dims);
+      return logitRows((await run(feeds))[logitsName]!);
+    };
+    const lastLogits = async (tokens: number[]) => {
+      const rows = await forward(tokens);
+      return rows[rows.length - 1]!;
+    };
+    return makeRunner('full', model, session, async (tokens) => {
+      const rows = await forward(tokens);
+      if (rows.length === tokens.length) return rows.map((r) => Array.from(r));
+      const out: number[][] = [];
+      for (let t = 1; t <= tokens.length; t++) out.push(Array.from(await lastLogits(tokens.slice(0, t))));
+      return out;
+    }, async (tokens, n, onFirst) => {
+      const seq = [...tokens];
+      const gen: number[] = [];
+      for (let k = 0; k < n; k++) {
+        const next = argmax(await lastLogits(seq));
+        gen.push(next);
+        seq.push(next);
+        if (k === 0) onFirst();
+      }
+      return gen;
+    });
+  }
+
+  // KV-cache graph.
+  const pos = byName.get('position_ids');
+  if (!pos) throw new PipelineError(`${model}: the graph has past_key/past_value inputs but no position_ids`);
+  const bIndex = byName.get('batch_index');
+  const c0 = cache[0]!;
+  const nKv = fixed(c0.dims[1]);
+  const headDim = fixed(c0.dims[3]);
+  if (c0.dims.length !== 4 || nKv === undefined || headDim === undefined) {
+    throw new PipelineError(`${model}: cache input ${c0.name} has shape [${c0.dims.join(', ')}]; expected [batch, n_kv_heads, ctx_len, head_dim] with fixed heads and head_dim`);
+  }
+  const cacheBatch = fixed(c0.dims[0]) ?? batch;
+  const ctxFixed = fixed(c0.dims[2]);
+
+  const newState = (need: number) => {
+    const ctx = ctxFixed ?? opts.ctxLen ?? need;
+    if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
+    const state: Record<string, OrtTensor> = {};
+    for (const c of cache) state[c.name] = zeros(ort, c, [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]);
+    return state;
+  };
+  /** Feeds `tokens` at positions start…; returns the logits of the last one. */
+  const step = async (state: Record<string, OrtTensor>, tokens: number[], start: number): Promise<Float32Array> => {
+    const len = seqFixed ?? tokens.length;
+    let last: Float32Array | undefined;
+    for (let at = 0; at < tokens.length; at += len) {
+      const chunk = tokens.slice(at, at + len);
+      const padded = chunk.concat(Array(len - chunk.length).fill(0));
+      const positions = padded.map((_, k) => (k < chunk.length ? start + at + k : -1));
+      const feeds: Record<string, OrtTensor> = {
+        ...state,
+        input_ids: intTensor(ort, ids.elemType, rowsOf(padded), [batch, len]),
+        position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]),
+      };
+      if (bIndex) feeds.batch_index = intTensor(ort, bIndex.elemType, Array(batch).fill(0), [batch, 1]);
+      const out = await run(feeds);
+      for (const c of cache) {
+        const r = out[`${c.name}_RetainedState`];
+        if (!r) throw new PipelineError(`${model}: output ${c.name}_RetainedState is missing`);
+        state[c.name] = r;
+      }
+      const rows = logitRows(out[logitsName]!);
+      // QEfficient graphs return the last valid position; a graph returning every position gives rows[chunk-1].
+      last = rows.length === len ? rows[chunk.length - 1]! : rows[rows.length - 1]!;
+    }
+    return last!;
+  };
+  return makeRunner('kv', model, session, async (tokens) => {
+    const state = newState(tokens.length);
+    const out: number[][] = [];
+    for (let t = 0; t < tokens.length; t++) out.push(Array.from(await step(state, [tokens[t]!], t)));
+    return out;
+  }, async (tokens, n, onFirst) => {
+    const state = newState(tokens.length + n);
+    const gen: number[] = [];
+    let next = argmax(await step(state, tokens, 0));
+    for (let k = 0; k < n; k++) {
+      gen.push(next);
+      if (k === 0) onFirst();
+      if (k + 1 < n) next = argmax(await step(state, [next], tokens.length + k));
+    }
+    return gen;
+  });
+}
+
+function makeRunner(
+  kind: 'full' | 'kv',
+  model: string,
+  session: OrtSession,
+  logits: (ids: number[]) => Promise<number[][]>,
+  decode: (ids: number[], n: number, onFirst: () => void) => Promise<number[]>,
+): Runner {
+  const check = (ids: number[]) => {
+    if (ids.length === 0) throw new PipelineError('no input ids given');
+  };
+  const generateWithStats = async (ids: number[], n: number): Promise<GenerateStats> => {
+    check(ids);
+    const t0 = performance.now();
+    let first = t0;
+    const tokens = n > 0 ? await decode(ids, n, () => (first = performance.now())) : [];
+    const end = performance.now();
+    const ttftMs = first - t0;
+    const rest = end - first;
+    const tokensPerSecond = n > 1 && rest > 0 ? ((n - 1) * 1000) / rest : n > 0 ? (n * 1000) / Math.max(end - t0, 1e-3) : 0;
+    return { tokens, ttftMs, tokensPerSecond, totalMs: end - t0 };
+  };
+  return {
+    kind,
+    model,
+    logits: async (ids) => (check(ids), logits(ids)),
+    generate: async (ids, n) => (await generateWithStats(ids, n)).tokens,
+    generateWithStats,
+    close: async () => {
+      await session.release?.();
+    },
+  };
+}

@@ -1,0 +1,11 @@
+/**
+ * weight_spec.json: read every QEfficient version (v1…v6) with source offsets, write v5
+ * byte-for-byte like QEfficient, embed/extract the spec in ONNX metadata.
+ */
+export * from './types';
+export { parseSpecText, readSpec, specFromText, type ParsedSpec } from './parse';
+export { writeSpecText, writeSpec, specMetadataValue, specDocument, writeFileAtomic } from './write';
+export { embedSpec, extractSpec, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
+export { SpecOffsets, pathKey, formatPath } from './offsets';
+export { pyJsonDumps, pyString, pyNumber, codePointCompare } from './py-json';
+export { SpecSchema, InputSchema, LocationSchema, FileEntrySchema, QuantizationSchema } from './schema';

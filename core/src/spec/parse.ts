@@ -1,0 +1,221 @@
+/**
+ * Parsing weight_spec.json text into a normalized {@link WeightSpec} with source offsets.
+ * `parseSpecText` never throws: JSON syntax errors and schema violations come back as
+ * {@link Problem} values whose ranges point at the offending text.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
+import { FormatError, oneLine, type Problem } from '../errors';
+import { formatPath, SpecOffsets } from './offsets';
+import { SpecSchema, type RawInput, type RawSpec } from './schema';
+import {
+  LATEST_SPEC_VERSION,
+  type JsonPath,
+  type SpecFile,
+  type SpecInput,
+  type SpecSources,
+  type WeightSpec,
+} from './types';
+
+/** The result of {@link parseSpecText}. `spec` is absent when the text is not a usable spec. */
+export interface ParsedSpec {
+  spec?: WeightSpec;
+  problems: Problem[];
+  offsets: SpecOffsets;
+  /** Source-document paths of each normalized file/input (present with `spec`). */
+  sources?: SpecSources;
+  /** The jsonc-parser tree (for completion/hover in the language server). */
+  tree?: Node;
+}
+
+/** Parses spec text; `file` is used in messages only. Never throws. */
+export function parseSpecText(text: string, file: string): ParsedSpec {
+  try {
+    return parseUnsafe(text, file);
+  } catch (err) {
+    // A bug must not take the language server down: report it as a problem on the document.
+    return {
+      problems: [{ code: 'internal', severity: 'error', message: `cannot parse ${file}: ${oneLine(err)}`, path: [] }],
+      offsets: new SpecOffsets(),
+    };
+  }
+}
+
+/** Deepest nesting accepted; jsonc-parser and the offset walk recurse per level (fuzz finding). */
+const MAX_JSON_DEPTH = 1000;
+
+/** Offset where `[`/`{` nesting (outside strings) first exceeds `max`, or -1. */
+function tooDeepAt(text: string, max: number): number {
+  let depth = 0;
+  let inStr = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inStr) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inStr = false;
+    } else if (c === 0x22) inStr = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return i;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return -1;
+}
+
+function parseUnsafe(text: string, file: string): ParsedSpec {
+  const deepAt = tooDeepAt(text, MAX_JSON_DEPTH);
+  if (deepAt >= 0) {
+    return {
+      problems: [{ code: 'json-syntax', severity: 'error', message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, path: [], range: { start: deepAt, end: deepAt + 1 } }],
+      offsets: new SpecOffsets(),
+    };
+  }
+  const errors: ParseError[] = [];
+  const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const offsets = new SpecOffsets(tree);
+  const problems: Problem[] = [];
+  for (const e of errors) {
+    problems.push({
+      code: 'json-syntax',
+      severity: 'error',
+      message: `invalid JSON: ${syntaxMessage(e)}`,
+      path: [],
+      // Clamped: an error at end of input must not point past the text (fuzz finding).
+      range: { start: Math.min(e.offset, text.length), end: Math.min(text.length, e.offset + Math.max(1, e.length)) },
+    });
+  }
+  if (!tree || errors.length > 0) {
+    if (!tree && errors.length === 0) {
+      problems.push({ code: 'json-syntax', severity: 'error', message: 'the file is empty', path: [], range: { start: 0, end: 0 } });
+    }
+    return { problems, offsets, tree };
+  }
+  for (const d of offsets.duplicates) {
+    problems.push({
+      code: 'schema',
+      severity: 'warning',
+      message: `${formatPath(d.path)}: duplicate property (the last one is used)`,
+      path: d.path,
+      range: d.range,
+    });
+  }
+  const raw: unknown = getNodeValue(tree);
+  const result = SpecSchema.safeParse(raw);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const p = issue.path.filter((x): x is string | number => typeof x !== 'symbol');
+      const missing = !offsets.value(p);
+      const last = p[p.length - 1];
+      const message = missing && typeof last === 'string' ? `missing required field "${last}"` : issue.message;
+      const where = missing ? p.slice(0, -1) : p;
+      problems.push({
+        code: 'schema',
+        severity: 'error',
+        message: `${formatPath(where)}: ${message}`,
+        path: p,
+        range: offsets.anchor(p),
+      });
+    }
+    return { problems, offsets, tree };
+  }
+  const { spec, sources } = normalize(result.data, raw as Record<string, unknown>);
+  if (spec.version > LATEST_SPEC_VERSION) {
+    problems.push({
+      code: 'spec-version',
+      severity: 'warning',
+      message: `version ${spec.version} is newer than this tool knows (${LATEST_SPEC_VERSION}); reading it as v${LATEST_SPEC_VERSION}`,
+      path: ['version'],
+      range: offsets.value(['version']),
+    });
+  }
+  return { spec, problems, offsets, sources, tree };
+}
+
+function syntaxMessage(e: ParseError): string {
+  const code = printParseErrorCode(e.error);
+  return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
+const LEGACY_TOP = new Set(['checkpoint_files', 'weights_root', 'checkpoint_base_dir']);
+
+/** Turns any version's validated document into the v5-shaped {@link WeightSpec}. */
+function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: WeightSpec; sources: SpecSources } {
+  const listKey = raw.files !== undefined ? 'files' : 'checkpoint_files';
+  const list = (raw.files ?? raw.checkpoint_files)!;
+  const base = raw.weights_root ?? raw.checkpoint_base_dir;
+  const rawDoc = raw as Record<string, unknown>;
+  const rawList = source[listKey] as unknown[];
+  const sources: SpecSources = { files: [], inputs: [] };
+
+  const files: SpecFile[] = list.map((entry, i) => {
+    const wasString = typeof rawList[i] === 'string';
+    const node: JsonPath = [listKey, i];
+    sources.files.push({
+      node,
+      path: wasString ? node : [...node, 'path'],
+      format: !wasString && entry.format !== undefined ? [...node, 'format'] : undefined,
+    });
+    const p = base !== undefined && !isAbsolutePath(entry.path) ? path.posix.join(base, entry.path) : entry.path;
+    return { ...entry, path: p, format: entry.format ?? 'safetensors' };
+  });
+
+  const tied = tiedMap(raw.tied_weights);
+  const inputs: SpecInput[] = raw.inputs.map((input: RawInput, i) => {
+    const node: JsonPath = ['inputs', i];
+    const name = input.name ?? input.fqn!;
+    const namePath: JsonPath = input.name !== undefined ? [...node, 'name'] : [...node, 'fqn'];
+    if (input.location) {
+      sources.inputs.push({ node, name: namePath, key: [...node, 'location', 'key'], file: [...node, 'location', 'file'] });
+      return { ...input, name, location: input.location } as SpecInput;
+    }
+    // v1 without a location: the fqn (or what it is tied to) is the key.
+    const key = tied.get(input.fqn!) ?? tied.get(name) ?? input.fqn!;
+    const fileIdx = input.file ?? (files.length === 1 ? 0 : -1);
+    sources.inputs.push({ node, name: namePath, key: [...node, 'fqn'], file: input.file !== undefined ? [...node, 'file'] : node });
+    const { file: _file, ...rest } = input;
+    return { ...rest, name, location: { file: fileIdx, key } } as SpecInput;
+  });
+
+  const extras: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(rawDoc)) {
+    if (!LEGACY_TOP.has(k) && k !== 'files' && k !== 'inputs') extras[k] = v;
+  }
+  const spec: WeightSpec = { ...extras, version: raw.version, files, inputs };
+  return { spec, sources };
+}
+
+function tiedMap(t: RawSpec['tied_weights']): Map<string, string> {
+  const m = new Map<string, string>();
+  if (Array.isArray(t)) for (const [a, b] of t) m.set(a, b);
+  else if (t) for (const [a, b] of Object.entries(t)) m.set(a, b);
+  return m;
+}
+
+function isAbsolutePath(p: string): boolean {
+  return path.posix.isAbsolute(p) || path.win32.isAbsolute(p);
+}
+
+/**
+ * Reads and parses a spec file; raises one {@link FormatError} naming the file and the first
+ * error (with its byte offset) when the file is unreadable or not a valid spec.
+ */
+export async function readSpec(file: string): Promise<WeightSpec> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new FormatError(file, `cannot read: ${oneLine(err)}`);
+  }
+  return specFromText(text, file);
+}
+
+/** Like {@link readSpec} for text already in memory. Throws {@link FormatError} on errors. */
+export function specFromText(text: string, file: string): WeightSpec {
+  const parsed = parseSpecText(text, file);
+  const first = parsed.problems.find((p) => p.severity === 'error');
+  if (first || !parsed.spec) {
+    const byte = first?.range ? Buffer.byteLength(text.slice(0, first.range.start), 'utf8') : undefined;
+    throw new FormatError(file, first?.message ?? 'not a weight spec', byte);
+  }
+  return parsed.spec;
+}

@@ -1,0 +1,141 @@
+/**
+ * Test data for the compile/run tests, made in code from a fixture's legacy.onnx: the graph
+ * with every initializer turned into a graph input (a weight-free graph), a "prepared"
+ * directory holding those initializers' bytes in safetensors shards, and a v5
+ * weight_spec.json mapping each input to its tensor. The export directory reaches the
+ * prepared directory through a symlink, as in QEfficient's layout.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { scanFields, WireWriter, parseWireModel } from '../src/compile/onnx-wire';
+import { convertFloat, type DType } from '../src/formats/dtype';
+import { writeSpecText, type WeightSpec } from '../src/spec';
+
+/** One initializer of a legacy model. */
+export interface LegacyTensor {
+  name: string;
+  dataType: number;
+  dims: number[];
+  raw: Uint8Array;
+}
+
+/** Reads every initializer (torch.onnx.export stores them as raw_data). */
+export function legacyInitializers(bytes: Uint8Array): LegacyTensor[] {
+  const m = parseWireModel(bytes, 'legacy.onnx');
+  const out: LegacyTensor[] = [];
+  for (const g of m.graphFields) {
+    if (g.field !== 5 || g.wire !== 2) continue;
+    const t: LegacyTensor = { name: '', dataType: 0, dims: [], raw: new Uint8Array() };
+    for (const f of scanFields(bytes, g.vStart, g.vEnd, 'legacy.onnx')) {
+      if (f.field === 1 && f.wire === 0) t.dims.push(f.int!);
+      else if (f.field === 2) t.dataType = f.int!;
+      else if (f.field === 8) t.name = Buffer.from(bytes.subarray(f.vStart, f.vEnd)).toString('utf8');
+      else if (f.field === 9) t.raw = bytes.slice(f.vStart, f.vEnd);
+      else throw new Error(`initializer field ${f.field} not handled by the test helper`);
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+function valueInfo(name: string, elemType: number, dims: (number | string)[]): Uint8Array {
+  const shape = new WireWriter();
+  for (const d of dims) shape.bytes(1, typeof d === 'number' ? new WireWriter().int(1, d).finish() : new WireWriter().string(2, d).finish());
+  const tensorType = new WireWriter().int(1, elemType).bytes(2, shape.finish()).finish();
+  return new WireWriter().string(1, name).bytes(2, new WireWriter().bytes(1, tensorType).finish()).finish();
+}
+
+/** The legacy graph with its initializers replaced by graph inputs of the same name, type and shape. */
+export function weightFreeGraph(bytes: Uint8Array, inits: LegacyTensor[], inputType?: (t: LegacyTensor) => number): Uint8Array {
+  const m = parseWireModel(bytes, 'legacy.onnx');
+  const g = new WireWriter();
+  for (const f of m.graphFields) if (!(f.field === 5 && f.wire === 2)) g.raw(bytes.subarray(f.start, f.end));
+  for (const t of inits) g.bytes(11, valueInfo(t.name, inputType ? inputType(t) : t.dataType, t.dims));
+  const w = new WireWriter();
+  for (const f of m.fields) {
+    if (f === m.graph) w.bytes(7, g.finish());
+    else w.raw(bytes.subarray(f.start, f.end));
+  }
+  return w.finish();
+}
+
+/** Writes a safetensors file (header padded to 8 bytes); returns the data start. */
+export function writeSafetensorsFile(file: string, tensors: { key: string; dtype: DType; shape: number[]; data: Uint8Array }[]): number {
+  const header: Record<string, unknown> = {};
+  let off = 0;
+  for (const t of tensors) {
+    header[t.key] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + t.data.length] };
+    off += t.data.length;
+  }
+  let h = Buffer.from(JSON.stringify(header));
+  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.length));
+  fs.writeFileSync(file, Buffer.concat([len, h, ...tensors.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength))]));
+  return 8 + h.length;
+}
+
+/** A made export: directories and what went into them. */
+export interface MadeExport {
+  root: string;
+  exportDir: string;
+  preparedDir: string;
+  specPath: string;
+  inits: LegacyTensor[];
+  weightBytes: number;
+}
+
+/**
+ * Builds `<root>/export` (model.onnx, weight_spec.json, symlink `prepared` → `<root>/prepared`)
+ * and `<root>/prepared` (two shards `base-0000/0001.safetensors` in `dtype`).
+ */
+export function makeLegacyExport(legacyOnnx: string, root: string, dtype: DType = 'F32', name = 'tiny'): MadeExport {
+  const bytes = fs.readFileSync(legacyOnnx);
+  const inits = legacyInitializers(bytes);
+  const exportDir = path.join(root, 'export');
+  const preparedDir = path.join(root, 'prepared');
+  fs.mkdirSync(exportDir, { recursive: true });
+  fs.mkdirSync(preparedDir, { recursive: true });
+  const half = Math.ceil(inits.length / 2);
+  const shards = [inits.slice(0, half), inits.slice(half)];
+  let weightBytes = 0;
+  shards.forEach((part, i) => {
+    const tensors = part.map((t) => {
+      if (t.dataType !== 1) throw new Error(`${t.name}: test helper expects float32 initializers`);
+      const data = dtype === 'F32' ? t.raw : convertFloat(t.raw, 'F32', dtype);
+      weightBytes += data.length;
+      return { key: `w.${t.name}`, dtype, shape: t.dims, data };
+    });
+    writeSafetensorsFile(path.join(preparedDir, `base-000${i}.safetensors`), tensors);
+  });
+  fs.symlinkSync(preparedDir, path.join(exportDir, 'prepared'));
+  fs.writeFileSync(path.join(exportDir, 'model.onnx'), weightFreeGraph(bytes, inits));
+  const spec: WeightSpec = {
+    version: 5,
+    files: shards.map((_, i) => ({ format: 'safetensors', path: `prepared/base-000${i}.safetensors` })),
+    inputs: inits.map((t, k) => ({ name: t.name, location: { file: k < half ? 0 : 1, key: `w.${t.name}` } })),
+    model_id: preparedDir,
+    model_name: name,
+  };
+  const specPath = path.join(exportDir, 'weight_spec.json');
+  fs.writeFileSync(specPath, writeSpecText(spec));
+  return { root, exportDir, preparedDir, specPath, inits, weightBytes };
+}
+
+/** reference.json of a fixture family. */
+export interface Reference {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
+
+/** Largest |a - b| over two logit matrices of the same shape (throws on a shape mismatch). */
+export function maxAbsDiff(a: number[][], b: number[][]): number {
+  if (a.length !== b.length) throw new Error(`row count ${a.length} vs ${b.length}`);
+  let m = 0;
+  a.forEach((row, i) => {
+    if (row.length !== b[i]!.length) throw new Error(`row ${i}: ${row.length} vs ${b[i]!.length} columns`);
+    row.forEach((v, j) => (m = Math.max(m, Math.abs(v - b[i]![j]!))));
+  });
+  return m;
+}

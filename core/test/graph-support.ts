@@ -1,0 +1,175 @@
+/**
+ * Test support for the graph builder: loads fixture checkpoints (real safetensors files),
+ * stacks MoE experts into the prepared layout, and drives a built graph through ONNX Runtime
+ * with the weights fed as inputs — one token per call, prefill + decode, or batched slots.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
+import { f32ToF16Bits } from '../src/export/graph/builder';
+
+/** A float tensor in memory. */
+export interface F32 {
+  shape: number[];
+  data: Float32Array;
+}
+
+/** Reads every tensor of the safetensors files in `dir` as float32 (bf16/f16/f32 sources). */
+export function loadCheckpoint(dir: string): Map<string, F32> {
+  const out = new Map<string, F32>();
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort()) {
+    const buf = readFileSync(path.join(dir, f));
+    const n = Number(buf.readBigUInt64LE(0));
+    const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+    for (const [key, t] of Object.entries(header)) {
+      if (key === '__metadata__') continue;
+      const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
+      out.set(key, { shape: t.shape, data: toF32(bytes, t.dtype) });
+    }
+  }
+  return out;
+}
+
+function toF32(b: Uint8Array, dtype: string): Float32Array {
+  const u8 = Uint8Array.from(b); // aligned copy
+  if (dtype === 'F32') return new Float32Array(u8.buffer);
+  const u16 = new Uint16Array(u8.buffer);
+  const out = new Float32Array(u16.length);
+  const u32 = new Uint32Array(out.buffer);
+  if (dtype === 'BF16') {
+    for (let i = 0; i < u16.length; i++) u32[i] = u16[i]! << 16;
+    return out;
+  }
+  if (dtype === 'F16') {
+    for (let i = 0; i < u16.length; i++) out[i] = f16ToF32(u16[i]!);
+    return out;
+  }
+  throw new Error(`unsupported dtype ${dtype}`);
+}
+
+/** Half-precision bits → number. */
+export function f16ToF32(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+/**
+ * Mixtral/Qwen-MoE experts → the prepared layout (docs/ARCHITECTURE.md "Prepared layout"):
+ * `<m>.moe_weights.{gate,up,down}` stacked over experts in expert order.
+ */
+export function stackExperts(w: Map<string, F32>): Map<string, F32> {
+  const out = new Map<string, F32>();
+  const groups = new Map<string, Map<number, Map<string, F32>>>();
+  for (const [k, t] of w) {
+    const m = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/.exec(k);
+    if (!m) {
+      out.set(k, t);
+      continue;
+    }
+    const role = { w1: 'gate', gate_proj: 'gate', w3: 'up', up_proj: 'up', w2: 'down', down_proj: 'down' }[m[3]!]!;
+    const byE = groups.get(`${m[1]}|${role}`) ?? new Map();
+    groups.set(`${m[1]}|${role}`, byE);
+    byE.set(Number(m[2]), new Map([[role, t]]));
+  }
+  for (const [k, byE] of groups) {
+    const [mod, role] = k.split('|') as [string, string];
+    const n = byE.size;
+    const first = byE.get(0)!.get(role)!;
+    const data = new Float32Array(n * first.data.length);
+    for (let e = 0; e < n; e++) data.set(byE.get(e)!.get(role)!.data, e * first.data.length);
+    out.set(`${mod}.moe_weights.${role}`, { shape: [n, ...first.shape], data });
+  }
+  return out;
+}
+
+/** Rounds weights to float16 (as prepare --dtype float16 would) and returns half bits. */
+export function toHalf(t: F32): Uint16Array {
+  return Uint16Array.from(t.data, (v) => f32ToF16Bits(v));
+}
+
+/** A session over a built graph with weights bound as inputs. */
+export class GraphRunner {
+  private constructor(
+    readonly session: ort.InferenceSession,
+    readonly g: BuiltGraph,
+    private readonly weights: Record<string, ort.Tensor>,
+    readonly half: boolean,
+  ) {}
+
+  /** Opens `g` with `weights` (keys = graph input names). */
+  static async open(g: BuiltGraph, weights: Map<string, F32>, half = false): Promise<GraphRunner> {
+    const session = await ort.InferenceSession.create(encodeBuiltModel(g.model));
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const w of g.weights) {
+      const t = weights.get(w.name);
+      if (!t) throw new Error(`checkpoint lacks ${w.name}`);
+      if (JSON.stringify(t.shape) !== JSON.stringify(w.shape)) throw new Error(`${w.name}: shape ${t.shape} != ${w.shape}`);
+      feeds[w.name] = half ? new ort.Tensor('float16', toHalf(t), t.shape) : new ort.Tensor('float32', t.data, t.shape);
+    }
+    return new GraphRunner(session, g, feeds, half);
+  }
+
+  /** A zeroed cache: one [past_key, past_value] pair per layer. */
+  emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
+    const n = batch * nKv * ctx * hd;
+    return Array.from({ length: 2 * this.g.layers }, () =>
+      this.half ? new ort.Tensor('float16', new Uint16Array(n), [batch, nKv, ctx, hd]) : new ort.Tensor('float32', new Float32Array(n), [batch, nKv, ctx, hd]),
+    );
+  }
+
+  /** One call: ids/positions `[B][S]`; returns logits `[B][V]` and the new cache. */
+  async step(ids: number[][], pos: number[][], cache: ort.Tensor[], batchIndex?: number[]): Promise<{ logits: number[][]; cache: ort.Tensor[] }> {
+    const B = ids.length;
+    const S = ids[0]!.length;
+    const feeds: Record<string, ort.Tensor> = { ...this.weights };
+    feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids.flat().map(BigInt)), [B, S]);
+    feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [B, S]);
+    if (batchIndex) feeds.batch_index = new ort.Tensor('int64', BigInt64Array.from(batchIndex.map(BigInt)), [B, 1]);
+    for (let i = 0; i < this.g.layers; i++) {
+      feeds[`past_key.${i}`] = cache[2 * i]!;
+      feeds[`past_value.${i}`] = cache[2 * i + 1]!;
+    }
+    const r = await this.session.run(feeds);
+    const lg = r.logits!;
+    const V = lg.dims[2]!;
+    const data = lg.data as Float32Array;
+    const logits = Array.from({ length: B }, (_, b) => Array.from(data.subarray(b * V, (b + 1) * V)));
+    const next: ort.Tensor[] = [];
+    for (let i = 0; i < this.g.layers; i++) next.push(r[`past_key.${i}_RetainedState`]!, r[`past_value.${i}_RetainedState`]!);
+    return { logits, cache: next };
+  }
+
+  /** Logits for every position of `ids`, feeding one token per call through the cache. */
+  async tokenByToken(ids: number[], cache: ort.Tensor[], start = 0): Promise<{ rows: number[][]; cache: ort.Tensor[] }> {
+    const rows: number[][] = [];
+    for (let t = 0; t < ids.length; t++) {
+      const r = await this.step([[ids[t]!]], [[start + t]], cache);
+      rows.push(r.logits[0]!);
+      cache = r.cache;
+    }
+    return { rows, cache };
+  }
+}
+
+/** max |a − b| over two row sets of equal shape. */
+export function maxAbsDiff(a: number[][], b: number[][]): number {
+  if (a.length !== b.length) throw new Error(`row count ${a.length} != ${b.length}`);
+  let m = 0;
+  a.forEach((row, i) => {
+    if (row.length !== b[i]!.length) throw new Error(`row ${i}: ${row.length} != ${b[i]!.length}`);
+    row.forEach((v, j) => (m = Math.max(m, Math.abs(v - b[i]![j]!))));
+  });
+  return m;
+}
+
+/** Index of the largest value. */
+export function argmax(row: number[]): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  return best;
+}
