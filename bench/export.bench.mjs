@@ -39,14 +39,26 @@ function run(name) {
   return { name, seconds, rssMb, mib, nodes: report.graph.nodes, inputs: report.weights.count };
 }
 
+/** Baseline measured in the same run: the CLI doing nothing (`--version`), i.e. Node + bundle start-up. */
+function baseline() {
+  const t0 = process.hrtime.bigint();
+  const r = haveTime
+    ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, cli, '--version'], { encoding: 'utf8' })
+    : spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' });
+  return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN };
+}
+
 try {
+  const base = baseline();
   const rows = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b'].map(run).filter(Boolean);
   console.log('export --config (wall incl. node start-up; peak RSS of the CLI process)');
+  console.log(`  baseline (weight-spec --version, same run): ${base.seconds.toFixed(3)} s, ${Number.isNaN(base.rssMb) ? 'n/a' : base.rssMb.toFixed(0)} MB RSS`);
   for (const r of rows) {
     console.log(`  ${r.name.padEnd(14)} ${r.seconds.toFixed(3).padStart(7)} s  ${Number.isNaN(r.rssMb) ? '   n/a' : r.rssMb.toFixed(0).padStart(4)} MB RSS  model.onnx ${r.mib.toFixed(2).padStart(6)} MiB  ${r.nodes} nodes, ${r.inputs} weight inputs`);
   }
   const q = rows.find((r) => r.name === 'qwen3-30b-a3b');
   if (q) {
+    console.log(`  qwen3-30b-a3b export work over the baseline: ${(q.seconds - base.seconds).toFixed(3)} s, ${(q.rssMb - base.rssMb).toFixed(0)} MB (${(q.seconds / base.seconds).toFixed(1)}x the start-up time)`);
     console.log(`  qwen3-30b-a3b vs seed (QEfficient, PyTorch meta trace): ${q.seconds.toFixed(3)} s vs ${SEED.seconds} s (${(SEED.seconds / q.seconds).toFixed(0)}x faster), ` +
       `${q.mib.toFixed(2)} MiB vs ${SEED.mib} MiB (${(SEED.mib / q.mib).toFixed(0)}x smaller)`);
     const misses = [];

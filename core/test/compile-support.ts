@@ -30,7 +30,8 @@ export function legacyInitializers(bytes: Uint8Array): LegacyTensor[] {
       if (f.field === 1 && f.wire === 0) t.dims.push(f.int!);
       else if (f.field === 2) t.dataType = f.int!;
       else if (f.field === 8) t.name = Buffer.from(bytes.subarray(f.vStart, f.vEnd)).toString('utf8');
-      else if (f.field === 9) t.raw = bytes.slice(f.vStart, f.vEnd);
+      // A real copy (Buffer#slice would share memory and keep an unaligned offset).
+      else if (f.field === 9) t.raw = new Uint8Array(bytes.subarray(f.vStart, f.vEnd));
       else throw new Error(`initializer field ${f.field} not handled by the test helper`);
     }
     out.push(t);
@@ -138,4 +139,80 @@ export function maxAbsDiff(a: number[][], b: number[][]): number {
     row.forEach((v, j) => (m = Math.max(m, Math.abs(v - b[i]![j]!))));
   });
   return m;
+}
+
+/** A synthetic export: `logits = Gemm(…Gemm(Gather(embed, ids), w0ᵀ)…, w{L-1}ᵀ)` with f32 weights (hidden = "vocab" of the output). */
+export interface SyntheticExport {
+  exportDir: string;
+  preparedDir: string;
+  weights: Map<string, { shape: number[]; data: Float32Array }>;
+  weightBytes: number;
+  /** The graph's output for `ids`, computed here in float64. */
+  expected(ids: number[]): number[][];
+}
+
+/** Builds a weight-free synthetic graph + prepared dir (one shard) + spec under `root`. */
+export function makeSyntheticExport(root: string, hidden = 256, vocab = 2000, layers = 4): SyntheticExport {
+  const exportDir = path.join(root, 'export');
+  const preparedDir = path.join(root, 'prepared');
+  fs.mkdirSync(exportDir, { recursive: true });
+  fs.mkdirSync(preparedDir, { recursive: true });
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 - 0.5) * 0.2;
+  const weights = new Map<string, { shape: number[]; data: Float32Array }>();
+  const mk = (name: string, shape: number[]) => {
+    const data = new Float32Array(shape[0]! * shape[1]!);
+    for (let i = 0; i < data.length; i++) data[i] = rnd();
+    weights.set(name, { shape, data });
+  };
+  mk('model.embed.weight', [vocab, hidden]);
+  for (let i = 0; i < layers; i++) mk(`model.layers.${i}.proj.weight`, [hidden, hidden]);
+  // opset 11: Unsqueeze still takes `axes` as an attribute, so the graph needs no constants.
+  const node = (op: string, ins: string[], out: string, attrs: [string, number | number[]][] = []) => {
+    const n = new WireWriter();
+    for (const i of ins) n.string(1, i);
+    n.string(2, out).string(4, op);
+    for (const [k, v] of attrs) {
+      const a = new WireWriter().string(1, k);
+      if (Array.isArray(v)) {
+        for (const x of v) a.int(8, x);
+        a.int(20, 7);
+      } else a.int(3, v).int(20, 2);
+      n.bytes(5, a.finish());
+    }
+    return n.finish();
+  };
+  const g = new WireWriter();
+  g.bytes(1, node('Gather', ['model.embed.weight', 'input_ids'], 'e'));
+  g.bytes(1, node('Flatten', ['e'], 'x0', [['axis', 2]]));
+  for (let i = 0; i < layers; i++) g.bytes(1, node('Gemm', [`x${i}`, `model.layers.${i}.proj.weight`], `x${i + 1}`, [['transB', 1]]));
+  g.bytes(1, node('Unsqueeze', [`x${layers}`], 'logits', [['axes', [0]]]));
+  g.string(2, 'synthetic');
+  g.bytes(11, valueInfo('input_ids', 7, [1, 'seq']));
+  for (const [name, w] of weights) g.bytes(11, valueInfo(name, 1, w.shape));
+  g.bytes(12, valueInfo('logits', 1, [1, 'seq', hidden]));
+  const model = new WireWriter().int(1, 7).bytes(8, new WireWriter().string(1, '').int(2, 11).finish()).bytes(7, g.finish()).finish();
+  fs.writeFileSync(path.join(exportDir, 'model.onnx'), model);
+  const tensors = [...weights].map(([key, w]) => ({ key, dtype: 'F32' as DType, shape: w.shape, data: new Uint8Array(w.data.buffer) }));
+  writeSafetensorsFile(path.join(preparedDir, 'base-0000.safetensors'), tensors);
+  fs.symlinkSync(preparedDir, path.join(exportDir, 'prepared'));
+  const spec: WeightSpec = {
+    version: 5,
+    files: [{ format: 'safetensors', path: 'prepared/base-0000.safetensors' }],
+    inputs: [...weights.keys()].map((k) => ({ name: k, location: { file: 0, key: k } })),
+    model_id: preparedDir,
+    model_name: 'synthetic',
+  };
+  fs.writeFileSync(path.join(exportDir, 'weight_spec.json'), writeSpecText(spec));
+  const expected = (ids: number[]) =>
+    ids.map((id) => {
+      const e = weights.get('model.embed.weight')!.data;
+      let x = Array.from(e.subarray(id * hidden, (id + 1) * hidden));
+      for (let i = 0; i < layers; i++) {
+        const w = weights.get(`model.layers.${i}.proj.weight`)!.data;
+        x = Array.from({ length: hidden }, (_, o) => x.reduce((s, v, k) => s + v * w[o * hidden + k]!, 0));
+      }
+      return x;
+    });
+  return { exportDir, preparedDir, weights, weightBytes: tensors.reduce((s, t) => s + t.data.length, 0), expected };
 }

@@ -38,14 +38,20 @@ function report(name: string, d: fc.RunDetails<unknown>): void {
 export function runFuzz<T>(name: string, runs: number, arb: fc.Arbitrary<T>, pred: (v: T) => void): void {
   const d = fc.check(fc.property(arb, (v) => { pred(v); }), params(name, runs));
   report(name, d as fc.RunDetails<unknown>);
-  if (d.failed) throw new Error(`${name}: ${fc.defaultReportMessage(d)}`);
+  if (d.failed) throw failure(name, d as fc.RunDetails<unknown>);
 }
 
 /** Async form of {@link runFuzz}. */
 export async function runFuzzAsync<T>(name: string, runs: number, arb: fc.Arbitrary<T>, pred: (v: T) => Promise<void>): Promise<void> {
   const d = await fc.check(fc.asyncProperty(arb, async (v) => { await pred(v); }), params(name, runs));
   report(name, d as fc.RunDetails<unknown>);
-  if (d.failed) throw new Error(`${name}: ${fc.defaultReportMessage(d)}`);
+  if (d.failed) throw failure(name, d as fc.RunDetails<unknown>);
+}
+
+function failure(name: string, d: fc.RunDetails<unknown>): Error {
+  const cause = d.errorInstance instanceof Error ? `${d.errorInstance.name}: ${d.errorInstance.message}` : String(d.errorInstance);
+  const ce = fc.stringify(d.counterexample);
+  return new Error(`${name} failed (seed ${d.seed}, path ${d.counterexamplePath}): ${cause}\ncounterexample: ${ce.length > 4000 ? `${ce.slice(0, 4000)}…` : ce}`);
 }
 
 /**

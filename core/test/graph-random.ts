@@ -74,7 +74,8 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     put(`${a}.o_proj.weight`, [H, nh * hd], 1 / Math.sqrt(nh * hd));
     if (cfg.attention_bias && t !== 'qwen2') put(`${a}.o_proj.bias`, [H], 0.1);
     if (t.startsWith('qwen3')) { normW(`${a}.q_norm.weight`, hd); normW(`${a}.k_norm.weight`, hd); }
-    if (t === 'mixtral' || t === 'qwen3_moe') {
+    const sparse = t === 'mixtral' || (t === 'qwen3_moe' && !(cfg.mlp_only_layers ?? []).includes(l) && (l + 1) % (cfg.decoder_sparse_step ?? 1) === 0);
+    if (sparse) {
       const E = cfg.num_local_experts ?? cfg.num_experts, mi = cfg.moe_intermediate_size ?? I;
       const mp = t === 'mixtral' ? `${p}.block_sparse_moe` : `${p}.mlp`;
       const [g, u, d] = t === 'mixtral' ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj'];
@@ -102,6 +103,8 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
   qwen3: { model_type: 'qwen3', vocab_size: 96, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 1, head_dim: 16, rms_norm_eps: 1e-6, rope_theta: 1000000.0, attention_bias: false, tie_word_embeddings: true, hidden_act: 'silu' },
   gemma: { model_type: 'gemma', vocab_size: 96, hidden_size: 48, intermediate_size: 96, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 32, rms_norm_eps: 1e-6, rope_theta: 10000.0, hidden_act: 'gelu', hidden_activation: 'gelu_pytorch_tanh' },
   qwen3_moe: { model_type: 'qwen3_moe', vocab_size: 96, hidden_size: 32, intermediate_size: 64, moe_intermediate_size: 24, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8, rms_norm_eps: 1e-6, rope_theta: 1000000.0, num_experts: 6, num_experts_per_tok: 2, norm_topk_prob: true, decoder_sparse_step: 1, mlp_only_layers: [], tie_word_embeddings: false, hidden_act: 'silu' },
+  // dense layer 0 (mlp_only_layers), norm_topk_prob off, MQA
+  'qwen3_moe-mixed': { model_type: 'qwen3_moe', vocab_size: 64, hidden_size: 32, intermediate_size: 40, moe_intermediate_size: 16, num_hidden_layers: 3, num_attention_heads: 4, num_key_value_heads: 1, head_dim: 8, rms_norm_eps: 1e-6, rope_theta: 10000.0, num_experts: 5, num_experts_per_tok: 3, norm_topk_prob: false, decoder_sparse_step: 1, mlp_only_layers: [0], tie_word_embeddings: true, hidden_act: 'silu' },
   'llama-rope-llama3': { model_type: 'llama', vocab_size: 96, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-5, rope_theta: 500000.0, rope_scaling: { rope_type: 'llama3', factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 64 }, tie_word_embeddings: false, hidden_act: 'silu' },
   'llama-rope-linear': { model_type: 'llama', vocab_size: 96, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, rms_norm_eps: 1e-5, rope_theta: 10000.0, rope_scaling: { type: 'linear', factor: 4.0 }, attention_bias: true, mlp_bias: true, tie_word_embeddings: false, hidden_act: 'silu' },
   // Phi-3 with LongRoPE and partial rotary dims: 11 tokens > original_max 8 → the long factors

@@ -56,6 +56,24 @@ describe('exported graphs are structurally sound', () => {
   });
 });
 
+describe('config fields map to the architecture', () => {
+  it('rope_parameters (newer HF configs) means the same as rope_theta + rope_scaling', () => {
+    const old = SYNTHETIC_CONFIGS['llama-rope-llama3']!;
+    const { rope_scaling, rope_theta, ...rest } = old as Record<string, unknown>;
+    const newer = { ...rest, rope_parameters: { ...(rope_scaling as object), rope_theta } };
+    expect(archFromConfig(newer, 'c').rope).toEqual(archFromConfig(old, 'c').rope);
+  });
+  it('qwen3_moe: mlp_only_layers and decoder_sparse_step choose dense layers', () => {
+    const cfg = { ...SYNTHETIC_CONFIGS.qwen3_moe!, num_hidden_layers: 4, decoder_sparse_step: 2, mlp_only_layers: [3] };
+    expect(archFromConfig(cfg, 'c').layers.map((l) => l.mlp.kind)).toEqual(['gated', 'moe', 'gated', 'gated']);
+  });
+  it('GPT-2 keys follow the checkpoint: transformer. prefix by default, none when the checkpoint has none', () => {
+    const cfg = SYNTHETIC_CONFIGS['gpt2-prefixed']!;
+    expect(archFromConfig(cfg, 'c').embed).toBe('transformer.wte.weight');
+    expect(archFromConfig(cfg, 'c', { keys: new Set(['wte.weight', 'wpe.weight']) }).embed).toBe('wte.weight');
+  });
+});
+
 describe('configs the builder does not implement are refused with one line', () => {
   const llama = SYNTHETIC_CONFIGS['llama-rope-llama3']!;
   const cases: [string, Record<string, unknown>, RegExp][] = [

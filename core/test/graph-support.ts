@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
-import { f32ToF16Bits } from '../src/export/graph/builder';
+import { fromFloat32, toFloat32, type DType } from '../src/formats/dtype';
 
 /** A float tensor in memory. */
 export interface F32 {
@@ -32,30 +32,7 @@ export function loadCheckpoint(dir: string): Map<string, F32> {
 }
 
 function toF32(b: Uint8Array, dtype: string): Float32Array {
-  const u8 = Uint8Array.from(b); // aligned copy
-  if (dtype === 'F32') return new Float32Array(u8.buffer);
-  const u16 = new Uint16Array(u8.buffer);
-  const out = new Float32Array(u16.length);
-  const u32 = new Uint32Array(out.buffer);
-  if (dtype === 'BF16') {
-    for (let i = 0; i < u16.length; i++) u32[i] = u16[i]! << 16;
-    return out;
-  }
-  if (dtype === 'F16') {
-    for (let i = 0; i < u16.length; i++) out[i] = f16ToF32(u16[i]!);
-    return out;
-  }
-  throw new Error(`unsupported dtype ${dtype}`);
-}
-
-/** Half-precision bits → number. */
-export function f16ToF32(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return s * m * 2 ** -24;
-  if (e === 31) return m ? NaN : s * Infinity;
-  return s * (1 + m / 1024) * 2 ** (e - 15);
+  return toFloat32(Uint8Array.from(b), dtype as DType);
 }
 
 /**
@@ -89,7 +66,8 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
 
 /** Rounds weights to float16 (as prepare --dtype float16 would) and returns half bits. */
 export function toHalf(t: F32): Uint16Array {
-  return Uint16Array.from(t.data, (v) => f32ToF16Bits(v));
+  const b = fromFloat32(t.data, 'F16');
+  return new Uint16Array(b.buffer, b.byteOffset, b.length / 2);
 }
 
 /** A session over a built graph with weights bound as inputs. */

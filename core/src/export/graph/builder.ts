@@ -7,6 +7,7 @@
  * The output is a plain object in the `toObject` shape the ONNX codec (`formats/onnx`) uses:
  * camelCase fields, int64 as number, bytes as Uint8Array, enums as numbers.
  */
+import { doubleToHalfBits } from '../../formats/dtype';
 
 /** Element types the builder emits (ONNX TensorProto.DataType values). */
 export const ELEM = { float32: 1, int32: 6, int64: 7, bool: 9, float16: 10 } as const;
@@ -93,35 +94,10 @@ export function tensorOf(elem: Elem, dims: number[], values: ArrayLike<number>):
     case 'int64': bytes = new Uint8Array(BigInt64Array.from(Array.from(values, (x) => BigInt(x))).buffer); break;
     case 'int32': bytes = new Uint8Array(Int32Array.from(values).buffer); break;
     case 'bool': bytes = Uint8Array.from(values, (x) => (x ? 1 : 0)); break;
-    case 'float16': bytes = new Uint8Array(Uint16Array.from(values, f32ToF16Bits).buffer); break;
+    // one RNE rounding from the double (as torch.tensor(x, dtype=float16) does)
+    case 'float16': bytes = new Uint8Array(Uint16Array.from(values, doubleToHalfBits).buffer); break;
   }
   return { dims, dataType: ELEM[elem], rawData: bytes };
-}
-
-/** IEEE half bits of `v` (round to nearest even), for float16 constants. */
-export function f32ToF16Bits(v: number): number {
-  const f = new Float32Array([v]);
-  const x = new Uint32Array(f.buffer)[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && (h & 1))) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
-  return sign | h;
 }
 
 function valueInfo(name: string, elem: Elem, dims: Dim[]): ValueInfoObj {

@@ -7,3 +7,4 @@ export { allowedGlobal, decodeStateDict, validateTensor, STORAGE_DTYPES, BIN_DTY
 export { unpickle, type UnpickleHooks, type UnpickleLimits } from './unpickler';
 export { ZipReader, type ZipEntry } from './zip';
 export * from './values';
+export { convertBinCheckpoint, safetensorsNameFor, SIDECARS, type ConvertOptions, type ConvertResult } from './convert';

@@ -32,6 +32,10 @@ export function parseStrictJson(text: string, file: string, what: string, base =
     const detail = first.length > 200 ? `${first.slice(0, 200)}…` : first;
     throw new FormatError(file, `${what} is not valid JSON: ${detail}`, m ? byteAt(Number(m[1])) : undefined);
   }
+  // jsonc-parser's visit recurses once per nesting level; refuse depths that would overflow
+  // the stack (fuzz finding: 100k nested arrays threw RangeError). Headers nest 3 levels.
+  const deep = nestingBeyond(text, 1000);
+  if (deep >= 0) throw new FormatError(file, `${what} nests deeper than 1000 levels`, byteAt(deep));
   const topLevel = new Map<string, number>();
   const secondLevel = new Map<string, Map<string, number>>();
   // One set of seen keys per open object; arrays push a placeholder so nesting stays aligned.
@@ -93,4 +97,21 @@ export function isJsonObject(v: unknown): v is Record<string, unknown> {
 /** Byte offset (from `base`) of character `charOffset` of `text`, or undefined. */
 export function byteOffsetIn(text: string, charOffset: number | undefined, base: number): number | undefined {
   return charOffset === undefined ? undefined : base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
+}
+
+/** Character offset where `[`/`{` nesting outside strings first exceeds `max`, or -1. */
+function nestingBeyond(text: string, max: number): number {
+  let depth = 0;
+  let inStr = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inStr) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inStr = false;
+    } else if (c === 0x22) inStr = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return i;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return -1;
 }

@@ -1,0 +1,151 @@
+/**
+ * `weight-spec export --onnx`: a legacy ONNX with embedded weights plus its safetensors
+ * checkpoint → a weight-free `model.onnx`, `weight_spec.json` (v5, against the layout prepare
+ * will write) and `export-report.json`. Initializers are resolved by name and content
+ * (core/src/resolve); resolved ones become graph inputs named by their prepared keys.
+ */
+import path from 'node:path';
+import { DTYPE_SIZE, onnxTypeOf, type DtypeName } from '../../formats/dtype';
+import { Checkpoint } from '../../formats/safetensors';
+import { PipelineError } from '../../errors';
+import { planPrepare } from '../../prepare';
+import { isAllowedUnresolved, resolveInitializers, type InitializerInput, type KeyTensor, type Resolution } from '../../resolve';
+import type { WeightSpec } from '../../spec';
+import { writeExport, type ExportWritten } from '../write-export';
+import { scanLegacyModel, type LegacyModel } from './legacy-model';
+import { assembleModel, type NewInput, type Rebuild } from './rewrite';
+import { preparedLocation } from './prepared-location';
+
+/** Options of {@link exportFromOnnx}. */
+export interface FromOnnxOptions {
+  onnx: string;
+  checkpoint: string;
+  out: string;
+  /** The dtype the checkpoint will be prepared in (default float32). */
+  dtype?: DtypeName;
+  /** Keep large unresolved initializers embedded instead of failing. */
+  allowUnresolved?: boolean;
+  /** Memory for streaming reads (default 256 MiB). */
+  maxRamMb?: number;
+  /** Extra read roots for external data. */
+  roots?: string[];
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** What was exported. */
+export interface FromOnnxResult {
+  written: ExportWritten;
+  resolutions: Resolution[];
+  unresolved: Resolution[];
+  preparedDir: string;
+}
+
+/** An unresolved initializer is a weight (an error) rather than a constant when it looks like one. */
+function looksLikeWeight(r: Resolution): boolean {
+  if (isAllowedUnresolved(r.name)) return false;
+  const bytes = r.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZE[r.dtype];
+  return /\.(weight|bias)$/.test(r.name) || /^onnx::(MatMul|Gemm|Conv)_/.test(r.name) || bytes >= 1 << 20;
+}
+
+/** Converts a legacy ONNX into a weight-free export. */
+export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult> {
+  const started = Date.now();
+  const dtype = o.dtype ?? 'float32';
+  const ckpt = await Checkpoint.open(o.checkpoint);
+  const config = (await ckpt.config()) ?? {};
+  const plan = await planPrepare({ checkpoint: o.checkpoint, dtype });
+  const model: LegacyModel = scanLegacyModel(o.onnx, o.roots);
+  try {
+    const chunkBytes = Math.max(1 << 16, Math.min(64 << 20, Math.floor(((o.maxRamMb ?? 256) << 20) / 8)));
+    const inits: InitializerInput[] = model.initializers
+      .filter((i) => i.dtype && i.file !== undefined)
+      .map((i) => ({ name: i.name, dtype: i.dtype!, shape: i.dims, file: i.file!, offset: i.offset!, byteLength: i.byteLength }));
+    const tensors: KeyTensor[] = ckpt.keys().map((key) => {
+      const t = ckpt.get(key)!;
+      return { key, dtype: t.dtype, shape: t.shape, file: t.file, offset: t.dataOffset, byteLength: t.byteLength };
+    });
+    const resolutions = await resolveInitializers(inits, tensors, { config, chunkBytes, onProgress: o.onProgress });
+    const unresolved = resolutions.filter((r) => !r.key);
+    const fatal = unresolved.filter(looksLikeWeight);
+    if (fatal.length && !o.allowUnresolved) {
+      const first = fatal[0]!;
+      throw new PipelineError(
+        `${o.onnx}: ${fatal.length} weight initializer(s) match no tensor of ${o.checkpoint}, e.g. "${first.name}" ${JSON.stringify(first.shape)} (${first.note}); pass --allow-unresolved to keep them embedded`,
+      );
+    }
+
+    // Map each resolved key to the prepared layout and plan the rebuild of each initializer.
+    const rebuilds: Rebuild[] = [];
+    const inputs = new Map<string, NewInput & { file: string }>();
+    const graphType = new Map(model.initializers.map((i) => [i.name, i]));
+    for (const r of resolutions) {
+      if (!r.key) continue;
+      const loc = preparedLocation(r.key, plan);
+      const init = graphType.get(r.name)!;
+      if (!inputs.has(loc.key)) {
+        inputs.set(loc.key, { name: loc.key, elemType: onnxTypeOf(loc.dtype), dims: loc.shape, file: loc.file });
+      }
+      const fromShape = loc.expert !== undefined ? loc.shape.slice(1) : loc.shape;
+      const oriented = r.transposed ? [...fromShape].reverse() : fromShape;
+      const sameDims = oriented.length === init.dims.length && oriented.every((d, i) => d === init.dims[i]);
+      rebuilds.push({
+        name: r.name,
+        input: loc.key,
+        gather: loc.expert,
+        transpose: r.transposed || undefined,
+        reshape: sameDims ? undefined : init.dims,
+        castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
+      });
+    }
+    const drop = new Set(rebuilds.map((r) => r.name));
+    const newInputs = [...inputs.values()];
+
+    const linkName = path.basename(plan.outDir);
+    const files = [...new Set(newInputs.map((i) => i.file))].sort();
+    const spec: WeightSpec = {
+      files: files.map((f) => ({ format: 'safetensors', path: `${linkName}/${f}` })),
+      inputs: newInputs.map((i) => ({ location: { file: files.indexOf(i.file), key: i.name }, name: i.name })),
+      model_id: plan.outDir,
+      model_name: typeof config.model_type === 'string' ? `${path.basename(path.resolve(o.checkpoint))}` : path.basename(o.onnx, '.onnx'),
+      version: 5,
+    };
+    const byStrategy: Record<string, number> = {};
+    for (const r of resolutions) if (r.strategy) byStrategy[r.strategy] = (byStrategy[r.strategy] ?? 0) + 1;
+    const weightBytes = resolutions.filter((r) => r.key).reduce((a, r) => a + r.shape.reduce((x, y) => x * y, 1) * DTYPE_SIZE[r.dtype], 0);
+    const written = await writeExport({
+      outDir: o.out,
+      model,
+      metadataOf: (m) => m.metadata,
+      encode: (m, props) =>
+        assembleModel(m, drop, rebuilds, newInputs, props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' }))),
+      spec,
+      links: { [linkName]: plan.outDir },
+      report: {
+        kind: 'onnx',
+        source: { onnx: path.resolve(o.onnx), checkpoint: path.resolve(o.checkpoint) },
+        options: { dtype, allow_unresolved: !!o.allowUnresolved },
+        prepared: { dir: plan.outDir, fingerprint: plan.fingerprint },
+        inputs: resolutions
+          .filter((r) => r.key)
+          .map((r) => ({
+            initializer: r.name,
+            key: r.key,
+            input: preparedLocation(r.key!, plan).key,
+            strategy: r.strategy,
+            transposed: r.transposed,
+            dtype: r.dtype,
+            shape: r.shape,
+            bytes: r.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZE[r.dtype],
+            ...(r.note ? { note: r.note } : {}),
+          })),
+        unresolved: unresolved.map((r) => ({ name: r.name, dtype: r.dtype, shape: r.shape, note: r.note })),
+        totals: { initializers: resolutions.length, resolved: resolutions.length - unresolved.length, inputs: newInputs.length, weight_bytes: weightBytes, by_strategy: byStrategy },
+        seconds: (Date.now() - started) / 1000,
+      },
+    });
+    return { written, resolutions, unresolved, preparedDir: plan.outDir };
+  } finally {
+    model.wire.close();
+  }
+}
+

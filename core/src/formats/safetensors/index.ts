@@ -1,0 +1,30 @@
+/**
+ * safetensors: a header reader that trusts nothing, reads by offset, a streaming atomic
+ * writer and a checkpoint view over sharded, single-file and directory layouts.
+ */
+export {
+  MAX_HEADER_BYTES,
+  elementCount,
+  headerLengthOf,
+  parseSafetensorsHeader,
+  type SafetensorsHeader,
+  type TensorInfo,
+} from './header';
+export {
+  SafetensorsReader,
+  readSafetensorsHeader,
+  readSafetensorsHeaderSync,
+  readTensorBytes,
+  readTensorBytesSync,
+} from './read';
+export {
+  SafetensorsWriter,
+  buildSafetensorsHeader,
+  serializeSafetensors,
+  writeSafetensors,
+  type PlannedHeader,
+  type TensorData,
+  type TensorEntry,
+} from './writer';
+export { Checkpoint, INDEX_FILE, badShardName, type CheckpointLayout, type CheckpointTensor } from './checkpoint';
+export { parseStrictJson, type StrictJson } from './strict-json';

@@ -1,0 +1,242 @@
+/**
+ * The streaming safetensors writer. The header is computed from the declared entries before
+ * any data exists (so tensors can be produced one at a time and never held together), then
+ * tensors are appended in declared order into a temp file beside the target, which is
+ * fsynced and atomically renamed into place. A crash or abort() leaves no file that looks
+ * complete.
+ */
+import fsp from 'node:fs/promises';
+import { PipelineError } from '../../errors';
+import { commitTempFile, tempPathFor } from '../../paths';
+import { DTYPE_SIZE, isDType, type DType } from '../dtype';
+import { MAX_HEADER_BYTES, elementCount } from './header';
+
+/** A tensor the writer will receive: its key, dtype and shape. */
+export interface TensorEntry {
+  key: string;
+  dtype: DType;
+  shape: number[];
+}
+
+/** A tensor with its bytes, for {@link writeSafetensors}. */
+export interface TensorData extends TensorEntry {
+  data: Uint8Array;
+}
+
+/** The header bytes (8-byte length + padded JSON) and each entry's data range. */
+export interface PlannedHeader {
+  bytes: Uint8Array;
+  /** Byte length of each entry, in declared order. */
+  sizes: number[];
+  /** Total bytes of the data region. */
+  dataSize: number;
+}
+
+/**
+ * Builds the header for `entries` in declared order: `{"__metadata__":…, key: {dtype,
+ * shape, data_offsets}}`, padded with spaces so the data starts 8-byte aligned (as the Rust
+ * safetensors does). Throws PipelineError on invalid entries (`file` names the output).
+ */
+export function buildSafetensorsHeader(entries: readonly TensorEntry[], metadata: Record<string, string> | undefined, file = '<memory>'): PlannedHeader {
+  const fail = (what: string) => new PipelineError(`${file}: ${what}`);
+  const header: Record<string, unknown> = {};
+  if (metadata) {
+    const m: Record<string, string> = {};
+    for (const [k, v] of Object.entries(metadata)) {
+      if (typeof v !== 'string') throw fail(`metadata value for ${JSON.stringify(k)} is not a string`);
+      m[k] = v;
+    }
+    header.__metadata__ = m;
+  }
+  const seen = new Set<string>();
+  const sizes: number[] = [];
+  let offset = 0;
+  for (const e of entries) {
+    if (typeof e.key !== 'string' || e.key === '' || e.key === '__metadata__') throw fail(`invalid tensor key ${JSON.stringify(e.key)}`);
+    if (seen.has(e.key)) throw fail(`tensor ${JSON.stringify(e.key)} declared twice`);
+    seen.add(e.key);
+    if (!isDType(e.dtype)) throw fail(`tensor ${JSON.stringify(e.key)}: unknown dtype ${JSON.stringify(e.dtype)}`);
+    if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw fail(`tensor ${JSON.stringify(e.key)}: shape ${JSON.stringify(e.shape)} is not a list of non-negative integers`);
+    }
+    const size = elementCount(e.shape) * DTYPE_SIZE[e.dtype];
+    if (!Number.isSafeInteger(size) || !Number.isSafeInteger(offset + size)) throw fail(`tensor ${JSON.stringify(e.key)} is too large`);
+    // Defined with defineProperty so a key like "__proto__" becomes a real entry.
+    Object.defineProperty(header, e.key, {
+      value: { dtype: e.dtype, shape: [...e.shape], data_offsets: [offset, offset + size] },
+      enumerable: true, writable: true, configurable: true,
+    });
+    sizes.push(size);
+    offset += size;
+  }
+  let json = Buffer.from(JSON.stringify(header), 'utf8');
+  const pad = (8 - (json.length % 8)) % 8;
+  if (pad) json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
+  if (json.length > MAX_HEADER_BYTES) throw fail(`header of ${json.length} bytes exceeds the ${MAX_HEADER_BYTES}-byte limit`);
+  const bytes = new Uint8Array(8 + json.length);
+  new DataView(bytes.buffer).setBigUint64(0, BigInt(json.length), true);
+  bytes.set(json, 8);
+  return { bytes, sizes, dataSize: offset };
+}
+
+/** Streams one safetensors file: header first, tensors appended in declared order. */
+export class SafetensorsWriter {
+  private index = 0;
+  /** Bytes of the current entry already written (for {@link writePart}). */
+  private partial = 0;
+  private position: number;
+  private state: 'open' | 'done' | 'aborted' = 'open';
+  private busy = false;
+
+  private constructor(
+    /** The final path. */
+    readonly file: string,
+    /** The temp file being written (renamed to `file` by finish()). */
+    readonly tempFile: string,
+    private readonly entries: readonly TensorEntry[],
+    private readonly plan: PlannedHeader,
+    private readonly fh: fsp.FileHandle,
+  ) {
+    this.position = plan.bytes.length;
+  }
+
+  /** Creates the temp file beside `file` and writes the header. */
+  static async open(file: string, entries: TensorEntry[], metadata?: Record<string, string>): Promise<SafetensorsWriter> {
+    const plan = buildSafetensorsHeader(entries, metadata, file);
+    const tmp = tempPathFor(file);
+    const fh = await fsp.open(tmp, 'wx', 0o644);
+    const w = new SafetensorsWriter(file, tmp, entries.map((e) => ({ key: e.key, dtype: e.dtype, shape: [...e.shape] })), plan, fh);
+    try {
+      await w.writeAt(plan.bytes, 0);
+    } catch (e) {
+      await w.abort();
+      throw e;
+    }
+    return w;
+  }
+
+  /** Total file size once finished. */
+  get size(): number {
+    return this.plan.bytes.length + this.plan.dataSize;
+  }
+
+  /** The key the writer expects next, or undefined when all are written. */
+  get next(): string | undefined {
+    return this.entries[this.index]?.key;
+  }
+
+  /** Writes all of `key`'s bytes; `key` must be the next declared entry and `bytes` its exact size. */
+  async write(key: string, bytes: Uint8Array): Promise<void> {
+    this.expect(key);
+    const want = this.plan.sizes[this.index]!;
+    if (this.partial !== 0 || bytes.byteLength !== want) {
+      throw this.fail(`tensor ${JSON.stringify(key)} got ${bytes.byteLength} bytes, declared ${want}${this.partial ? ` (${this.partial} already written)` : ''}`);
+    }
+    await this.append(bytes, want);
+  }
+
+  /** Appends a chunk of `key`'s bytes (for tensors streamed in pieces); must not exceed its size. */
+  async writePart(key: string, bytes: Uint8Array): Promise<void> {
+    this.expect(key);
+    const want = this.plan.sizes[this.index]!;
+    if (this.partial + bytes.byteLength > want) {
+      throw this.fail(`tensor ${JSON.stringify(key)} got ${this.partial + bytes.byteLength} bytes, declared ${want}`);
+    }
+    await this.append(bytes, want);
+  }
+
+  /** Checks every tensor was written, fsyncs, and renames the temp file to its final name. */
+  async finish(): Promise<void> {
+    if (this.state !== 'open') throw this.fail(`finish() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
+    if (this.index < this.entries.length) {
+      const e = this.entries[this.index]!;
+      const err = this.fail(`finish() with ${this.entries.length - this.index} tensor(s) unwritten, first ${JSON.stringify(e.key)}`);
+      await this.abort();
+      throw err;
+    }
+    try {
+      await this.fh.sync();
+      await this.fh.close();
+      await commitTempFile(this.tempFile, this.file);
+      this.state = 'done';
+    } catch (e) {
+      await this.abort();
+      throw e;
+    }
+  }
+
+  /** Closes and removes the temp file (idempotent; a no-op after finish()). */
+  async abort(): Promise<void> {
+    if (this.state !== 'open') return;
+    this.state = 'aborted';
+    await this.fh.close().catch(() => undefined);
+    await fsp.rm(this.tempFile, { force: true }).catch(() => undefined);
+  }
+
+  private expect(key: string): void {
+    if (this.state !== 'open') throw this.fail(`write after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
+    if (this.busy) throw this.fail('concurrent write (await each write before the next)');
+    const want = this.entries[this.index];
+    if (!want) throw this.fail(`tensor ${JSON.stringify(key)} written but all declared tensors are done`);
+    if (want.key !== key) throw this.fail(`tensor ${JSON.stringify(key)} written out of order; expected ${JSON.stringify(want.key)}`);
+  }
+
+  private async append(bytes: Uint8Array, want: number): Promise<void> {
+    this.busy = true;
+    try {
+      await this.writeAt(bytes, this.position);
+    } catch (e) {
+      this.busy = false;
+      await this.abort();
+      throw e;
+    }
+    this.busy = false;
+    this.position += bytes.byteLength;
+    this.partial += bytes.byteLength;
+    if (this.partial === want) {
+      this.index++;
+      this.partial = 0;
+    }
+  }
+
+  private async writeAt(bytes: Uint8Array, position: number): Promise<void> {
+    let done = 0;
+    while (done < bytes.byteLength) {
+      const { bytesWritten } = await this.fh.write(bytes, done, bytes.byteLength - done, position + done);
+      if (bytesWritten <= 0) throw this.fail(`write returned ${bytesWritten} at byte ${position + done}`);
+      done += bytesWritten;
+    }
+  }
+
+  private fail(what: string): PipelineError {
+    return new PipelineError(`${this.file}: ${what}`);
+  }
+}
+
+/** Writes a whole safetensors file atomically (tensors in the given order). */
+export async function writeSafetensors(file: string, tensors: TensorData[], metadata?: Record<string, string>): Promise<void> {
+  const w = await SafetensorsWriter.open(file, tensors, metadata);
+  try {
+    for (const t of tensors) await w.write(t.key, t.data);
+    await w.finish();
+  } catch (e) {
+    await w.abort();
+    throw e;
+  }
+}
+
+/** The bytes of a safetensors file in memory (tests, small sidecars). */
+export function serializeSafetensors(tensors: TensorData[], metadata?: Record<string, string>): Uint8Array {
+  const plan = buildSafetensorsHeader(tensors, metadata);
+  const out = new Uint8Array(plan.bytes.length + plan.dataSize);
+  out.set(plan.bytes);
+  let pos = plan.bytes.length;
+  tensors.forEach((t, i) => {
+    if (t.data.byteLength !== plan.sizes[i]) {
+      throw new PipelineError(`<memory>: tensor ${JSON.stringify(t.key)} has ${t.data.byteLength} bytes, shape needs ${plan.sizes[i]}`);
+    }
+    out.set(t.data, pos);
+    pos += t.data.byteLength;
+  });
+  return out;
+}

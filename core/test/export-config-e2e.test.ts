@@ -1,0 +1,72 @@
+/**
+ * The issue's acceptance path through the real CLI for every fixture family:
+ * export --config → prepare → compile (ORT) → run --dump-logits (fed through the KV cache one
+ * id at a time) against reference.json, greedy run --max-new-tokens 5 against generated_ids,
+ * float32 (≤ 1e-4) and float16 (≤ 2e-2); and --phase prefill / decode graphs over one
+ * prepared checkpoint giving the logits of `both`.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { maxAbsDiff } from './graph-support';
+
+const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-e2e-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function ws(...args: string[]): string {
+  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
+  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+
+describeFixtures('export --config → prepare → compile → run equals the fixtures', () => {
+  for (const fam of LEGACY_FAMILIES) {
+    for (const dtype of ['float32', 'float16'] as const) {
+      it(`${fam} ${dtype}`, () => {
+        const src = path.join(fixturesDir(), fam);
+        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+        const prepared = path.join(tmp, `${fam}-qeff-prepared-${dtype}`);
+        const out = path.join(tmp, `${fam}-${dtype}-export`);
+        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
+        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        ws('compile', out, '--prepared', prepared);
+        const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+        const dump = path.join(tmp, `${fam}-${dtype}-logits.json`);
+        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+        expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
+        if (dtype === 'float32') {
+          const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+          expect(gen).toBe(ref.generated_ids.join(','));
+        }
+      });
+    }
+  }
+
+  it('--phase prefill and --phase decode graphs over one prepared checkpoint give the logits of both', () => {
+    const src = path.join(fixturesDir(), 'mixtral');
+    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+    const prepared = path.join(tmp, 'phase-qeff-prepared-float32');
+    ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+    const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    const specs: string[] = [];
+    for (const phase of ['prefill', 'decode', 'both']) {
+      const out = path.join(tmp, `phase-${phase}`);
+      ws('export', '--config', src, '--out', out, '--phase', phase, '--ctx-len', '32');
+      ws('compile', out, '--prepared', prepared);
+      specs.push(readFileSync(path.join(out, 'weight_spec.json'), 'utf8'));
+      const dump = path.join(tmp, `phase-${phase}.json`);
+      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+      expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
+    }
+    expect(specs[0]).toBe(specs[2]);
+    expect(specs[1]).toBe(specs[2]);
+  });
+});
