@@ -49,10 +49,10 @@ describe('companion ONNX checks', () => {
     expect(problems.map((p) => p.code).sort()).toEqual(
       ['dtype-mismatch', 'name-not-in-onnx', 'onnx-input-unmapped', 'onnx-input-unmapped', 'shape-mismatch'].sort(),
     );
-    // Ranges point at the spec text that is wrong.
-    expect(byCode['shape-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.q_proj.weight"', 1));
+    // Ranges point at the spec text that is wrong: the key for tensor facts, the name for names.
+    expect(byCode['shape-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.q_proj.weight"', 0));
     expect(byCode['shape-mismatch']!.message).toContain('[4, 8]');
-    expect(byCode['dtype-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.k_proj.weight"', 1));
+    expect(byCode['dtype-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.k_proj.weight"', 0));
     expect(byCode['dtype-mismatch']!.message).toMatch(/F16 in model\.onnx but .* is F32; run `weight-spec prepare --checkpoint \S+ --dtype float16`/);
     expect(byCode['dtype-mismatch']!.data).toMatchObject({ expected: 'F16', actual: 'F32', prepareDtype: 'float16' });
     expect(byCode['name-not-in-onnx']!.range).toEqual(rangeOf(text, '"model.norm.weight"', 1));

@@ -167,43 +167,106 @@ describe('f16', () => {
   });
 
   it('matches a nearest-value oracle on 200k random and boundary f32 values', () => {
-    // Oracle: finite non-negative halves 0x0000..0x7bff are increasing in their bits.
-    const halves = toFloat32(new Uint8Array(new Uint16Array(0x7c00).map((_, i) => i).buffer), 'F16');
-    const oracle = (x: number): number => {
-      const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-      const a = Math.abs(x);
-      if (a >= 65520) return sign | 0x7c00;
-      let lo = 0;
-      let hi = 0x7bff;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (halves[mid]! <= a) lo = mid;
-        else hi = mid - 1;
-      }
-      if (halves[lo] === a || lo === 0x7bff) return sign | lo;
-      const dLo = a - halves[lo]!;
-      const dHi = halves[lo + 1]! - a;
-      return sign | (dLo < dHi ? lo : dHi < dLo ? lo + 1 : lo % 2 === 0 ? lo : lo + 1);
-    };
-    let seed = 12345;
-    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
-    const bits = new Uint32Array(200_000);
-    for (let i = 0; i < bits.length; i++) {
-      // Mostly exponents near the half range so rounding paths are exercised.
-      const r = rand();
-      bits[i] = i % 4 === 0 ? r : (r & 0x807fffff) | ((100 + (rand() % 50)) << 23);
-    }
+    const oracle = nearestOracle('F16');
+    const bits = randomF32Bits(200_000, 100, 50);
     for (let i = 0; i < 4000; i++) bits[i] = (0x477fe000 + i) >>> 0; // around 65504..65520
-    const vals = new Float32Array(bits.buffer);
-    const got = new Uint16Array(fromFloat32(vals, 'F16').buffer);
-    for (let i = 0; i < vals.length; i++) {
-      const v = vals[i]!;
-      if (Number.isNaN(v)) continue;
-      const want = oracle(v);
-      if (got[i] !== want) throw new Error(`f32 0x${bits[i]!.toString(16)} → 0x${got[i]!.toString(16)}, expected 0x${want.toString(16)}`);
-    }
+    checkAgainst(oracle, new Float32Array(bits.buffer), new Uint16Array(fromFloat32(new Float32Array(bits.buffer), 'F16').buffer));
+  });
+
+  it('F64 → F16 matches the oracle on 100k random doubles', () => {
+    const oracle = nearestOracle('F16');
+    const vals = withTies(randomDoubles(100_000, -26, 17), 'F16');
+    checkAgainst(oracle, vals, new Uint16Array(convertFloat(new Uint8Array(vals.buffer), 'F64', 'F16').buffer));
   });
 });
+
+describe('bf16 against the oracle', () => {
+  it('F32 → BF16 on 200k random f32 values', () => {
+    const bits = randomF32Bits(200_000, 0, 255);
+    checkAgainst(nearestOracle('BF16'), new Float32Array(bits.buffer), new Uint16Array(fromFloat32(new Float32Array(bits.buffer), 'BF16').buffer));
+  });
+  it('F64 → BF16 on 100k random doubles', () => {
+    const vals = withTies(randomDoubles(100_000, -135, 129), 'BF16');
+    checkAgainst(nearestOracle('BF16'), vals, new Uint16Array(convertFloat(new Uint8Array(vals.buffer), 'F64', 'BF16').buffer));
+  });
+});
+
+/**
+ * Independent RNE oracle: the finite non-negative values of a 16-bit format, in bit order
+ * (which is value order), searched for the nearest; ties go to the even bit pattern;
+ * beyond max + half an ulp → Inf.
+ */
+function nearestOracle(d: 'F16' | 'BF16'): (x: number) => number {
+  const maxBits = d === 'F16' ? 0x7bff : 0x7f7f;
+  const inf = d === 'F16' ? 0x7c00 : 0x7f80;
+  // Half an ulp above max: f16 max 65504 + 16; bf16 max (2 − 2^-7)·2^127 + 2^119.
+  const overflowAt = d === 'F16' ? 65520 : (2 - 2 ** -7) * 2 ** 127 + 2 ** 119;
+  const table = toFloat32(new Uint8Array(new Uint16Array(maxBits + 1).map((_, i) => i).buffer), d);
+  return (x: number) => {
+    const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
+    const a = Math.abs(x);
+    if (a >= overflowAt) return sign | inf;
+    let lo = 0;
+    let hi = maxBits;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (table[mid]! <= a) lo = mid;
+      else hi = mid - 1;
+    }
+    if (table[lo] === a || lo === maxBits) return sign | lo;
+    const dLo = a - table[lo]!;
+    const dHi = table[lo + 1]! - a;
+    return sign | (dLo < dHi ? lo : dHi < dLo ? lo + 1 : lo % 2 === 0 ? lo : lo + 1);
+  };
+}
+
+function checkAgainst(oracle: (x: number) => number, vals: ArrayLike<number>, got: Uint16Array): void {
+  for (let i = 0; i < vals.length; i++) {
+    const v = vals[i]!;
+    if (Number.isNaN(v)) continue;
+    const want = oracle(v);
+    if (got[i] !== want) throw new Error(`${v} → 0x${got[i]!.toString(16)}, expected 0x${want.toString(16)}`);
+  }
+}
+
+let seed = 12345;
+const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+
+/** Random f32 bit patterns; 3 in 4 get an exponent in [e0, e0 + span) to hit the rounding paths. */
+function randomF32Bits(n: number, e0: number, span: number): Uint32Array {
+  const bits = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = rand();
+    bits[i] = i % 4 === 0 ? r : ((r & 0x807fffff) | ((e0 + (rand() % span)) << 23)) >>> 0;
+  }
+  return bits;
+}
+
+/** Overwrites 3 in 4 of `vals` with exact midpoints of neighbours of `d`, and just above/below them. */
+function withTies(vals: Float64Array, d: 'F16' | 'BF16'): Float64Array {
+  const maxBits = d === 'F16' ? 0x7bff : 0x7f7f;
+  const table = toFloat32(new Uint8Array(new Uint16Array(maxBits + 1).map((_, i) => i).buffer), d);
+  for (let i = 0; i < vals.length; i += 4) {
+    const b = rand() % maxBits;
+    const mid = (table[b]! + table[b + 1]!) / 2;
+    const nudge = mid * 2 ** -40;
+    vals[i] = mid;
+    vals[i + 1] = -mid;
+    vals[i + 2] = mid + nudge;
+    vals[i + 3] = mid - nudge;
+  }
+  return vals;
+}
+
+/** Random doubles with binary exponents in [lo, hi), random signs and 52-bit mantissas. */
+function randomDoubles(n: number, lo: number, hi: number): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const m = 1 + (rand() * 2 ** 20 + (rand() >>> 12)) / 2 ** 52;
+    out[i] = (rand() & 1 ? -1 : 1) * m * 2 ** (lo + (rand() % (hi - lo)));
+  }
+  return out;
+}
 
 describe('convertFloat', () => {
   it('rounds F64 once (no double rounding through f32)', () => {

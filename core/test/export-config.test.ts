@@ -13,7 +13,8 @@ import { exportFromConfig } from '../src/export/graph/export-config';
 import { parseSpecText, specMetadataValue, SPEC_METADATA_KEY } from '../src/spec';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
-import { maxAbsDiff, stackExperts } from './graph-support';
+import { loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
+import { writeSafetensors } from '../src/formats/safetensors';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-config-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -55,21 +56,6 @@ function onnxMetadata(bytes: Uint8Array): Map<string, string> {
     out.set(key, value);
   }
   return out;
-}
-
-/** Writes safetensors files (F32) holding `tensors` for each file of the spec. */
-function writeShard(file: string, tensors: [string, { shape: number[]; data: Float32Array }][]): void {
-  const header: Record<string, unknown> = {};
-  let off = 0;
-  for (const [k, t] of tensors) {
-    header[k] = { dtype: 'F32', shape: t.shape, data_offsets: [off, off + t.data.byteLength] };
-    off += t.data.byteLength;
-  }
-  let h = Buffer.from(JSON.stringify(header));
-  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(h.length));
-  writeFileSync(file, Buffer.concat([len, h, ...tensors.map(([, t]) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength))]));
 }
 
 describe('export --config writes a complete, consistent export directory', () => {
@@ -114,9 +100,10 @@ describe('export --config writes a complete, consistent export directory', () =>
       const byFile = new Map<number, [string, { shape: number[]; data: Float32Array }][]>();
       for (const i of spec.inputs) byFile.set(i.location.file, [...(byFile.get(i.location.file) ?? []), [i.location.key, weights.get(i.location.key)!]]);
       mkdirSync(prepared, { recursive: true });
-      for (const [f, ts] of byFile) writeShard(path.join(out, spec.files[f]!.path), ts);
-      const { loadCheckpoint } = await import('./graph-support');
-      const onDisk = loadCheckpoint(prepared);
+      for (const [f, ts] of byFile) {
+        await writeSafetensors(path.join(out, spec.files[f]!.path), ts.map(([key, t]) => ({ key, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })));
+      }
+      const onDisk = await loadCheckpoint(prepared);
       const a = r.arch;
       const feeds: Record<string, ort.Tensor> = {};
       for (const i of spec.inputs) {

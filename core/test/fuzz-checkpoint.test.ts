@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { isInside } from '../src/paths';
-import { mutated, outcomeAsync, runFuzzAsync } from './fuzz-harness';
+import { mutated, outcomeAsync, runFuzzAsync, tally } from './fuzz-harness';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-ck-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -77,6 +77,7 @@ const caseArb = fc.record({
 describe('checkpoint view fuzz', () => {
   it('opens or refuses hostile indexes and mutated shards (seeded)', async () => {
     let n = 0;
+    tally.reset();
     await runFuzzAsync('checkpoint-index', 700, caseArb, async ({ index, shardA }) => {
       const dir = path.join(root, `ck${n++ % 4}`);
       fs.rmSync(dir, { recursive: true, force: true });
@@ -94,6 +95,8 @@ describe('checkpoint view fuzz', () => {
         expect((await ck.read(k)).length).toBe(t.byteLength);
       }
     });
+    expect(tally.ok).toBeGreaterThan(20);
+    expect(tally.refused).toBeGreaterThan(20);
   });
 
   it('accepts the unmodified checkpoint (the fuzz baseline is valid)', async () => {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN_DTYPE_SIZE, decodeStateDict, openTorchBin } from '../src/formats/pickle';
-import { mutated, outcome, outcomeAsync, runFuzz, runFuzzAsync } from './fuzz-harness';
+import { mutated, outcome, outcomeAsync, runFuzz, runFuzzAsync, tally } from './fuzz-harness';
 import { buildTorchBin, stateDictPickle, type TensorDesc } from './pickle-build';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-bin-'));
@@ -68,7 +68,10 @@ function checkDecoded(pkl: Uint8Array): void {
 
 describe('.bin reader fuzz', () => {
   it('decodes or refuses mutated state-dict pickles (seeded)', () => {
+    tally.reset();
     runFuzz('pickle-mutations', 1200, mutated(pickles), checkDecoded);
+    expect(tally.ok).toBeGreaterThan(20);
+    expect(tally.refused).toBeGreaterThan(50);
   });
 
   it('decodes or refuses random opcode soups (seeded)', () => {
@@ -85,6 +88,7 @@ describe('.bin reader fuzz', () => {
       return buildTorchBin(stateDictPickle(ds, 2), storages, { zip64 });
     });
     let i = 0;
+    tally.reset();
     await runFuzzAsync('bin-zip-mutations', 400, mutated(good), async (bytes) => {
       const f = path.join(tmp, `f${i++ % 8}.bin`);
       fs.writeFileSync(f, bytes);
@@ -98,5 +102,7 @@ describe('.bin reader fuzz', () => {
       });
       void r;
     });
+    expect(tally.ok).toBeGreaterThan(20);
+    expect(tally.refused).toBeGreaterThan(20);
   });
 });

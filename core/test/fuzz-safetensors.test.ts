@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FormatError } from '../src/errors';
 import { parseSafetensorsHeader, readSafetensorsHeader, type SafetensorsHeader } from '../src/formats/safetensors';
-import { mutated, outcome, outcomeAsync, runFuzz } from './fuzz-harness';
+import { mutated, outcome, outcomeAsync, runFuzz, tally } from './fuzz-harness';
 
 const FILE = 'fuzz.safetensors';
 const SIZE: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
@@ -109,10 +109,15 @@ function parse(img: Uint8Array): void {
 
 describe('safetensors reader fuzz', () => {
   it('parses or refuses mutated files (seeded)', () => {
+    tally.reset();
     runFuzz('safetensors-mutations', 2000, mutated(validFile), parse);
+    expect(tally.ok).toBeGreaterThan(100);
+    expect(tally.refused).toBeGreaterThan(100);
   });
   it('refuses structural lies in the header (seeded)', () => {
+    tally.reset();
     runFuzz('safetensors-lies', 800, fc.oneof(liedFile, textTricks, lengthLies), parse);
+    expect(tally.refused).toBeGreaterThan(400);
   });
 
   it('rejects a claimed 2^60-byte tensor from the header, and a 2^60 header length, without allocating', async () => {

@@ -94,7 +94,15 @@ const mutatedText = specDoc.chain((doc) => {
 
 describe('spec parser fuzz', () => {
   it('answers every mutated document with well-formed problems (seeded)', () => {
-    runFuzz('spec-mutations', 3000, mutatedText, (t) => { check(t); });
+    let specs = 0;
+    let rejected = 0;
+    runFuzz('spec-mutations', 3000, mutatedText, (t) => {
+      if (check(t).spec) specs++;
+      else rejected++;
+    });
+    // The generator must reach both outcomes, or the campaign proves nothing.
+    expect(specs).toBeGreaterThan(100);
+    expect(rejected).toBeGreaterThan(100);
   });
 
   it('reports duplicate keys, NaN/Infinity and unicode keys as problems, not crashes', () => {

@@ -3,11 +3,10 @@
  * stacks MoE experts into the prepared layout, and drives a built graph through ONNX Runtime
  * with the weights fed as inputs — one token per call, prefill + decode, or batched slots.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
-import { fromFloat32, toFloat32, type DType } from '../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../src/formats/dtype';
+import { Checkpoint } from '../src/formats/safetensors';
 
 /** A float tensor in memory. */
 export interface F32 {
@@ -15,24 +14,12 @@ export interface F32 {
   data: Float32Array;
 }
 
-/** Reads every tensor of the safetensors files in `dir` as float32 (bf16/f16/f32 sources). */
-export function loadCheckpoint(dir: string): Map<string, F32> {
+/** Reads every tensor of the checkpoint in `dir` as float32 (bf16/f16/f32 sources), via the safetensors module. */
+export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
+  const ck = await Checkpoint.open(dir);
   const out = new Map<string, F32>();
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort()) {
-    const buf = readFileSync(path.join(dir, f));
-    const n = Number(buf.readBigUInt64LE(0));
-    const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-    for (const [key, t] of Object.entries(header)) {
-      if (key === '__metadata__') continue;
-      const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
-      out.set(key, { shape: t.shape, data: toF32(bytes, t.dtype) });
-    }
-  }
+  for (const t of ck.tensors()) out.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
   return out;
-}
-
-function toF32(b: Uint8Array, dtype: string): Float32Array {
-  return toFloat32(Uint8Array.from(b), dtype as DType);
 }
 
 /**

@@ -14,23 +14,23 @@ import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from '.
 interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
 const CTX = 32;
 
-function fixture(fam: string) {
+async function fixture(fam: string) {
   const dir = path.join(fixturesDir(), fam);
   const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-  const raw = loadCheckpoint(dir);
+  const raw = await loadCheckpoint(dir);
   const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
   return { dir, cfg, raw, prepared: stackExperts(raw), ref, ids: [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] };
 }
 
 describeFixtures('graph builder vs fixture reference logits', () => {
   for (const fam of LEGACY_FAMILIES) {
-    it(`${fam}: the float64 reference forward reproduces reference.json (validates the judge)`, () => {
-      const f = fixture(fam);
+    it(`${fam}: the float64 reference forward reproduces reference.json (validates the judge)`, async () => {
+      const f = await fixture(fam);
       expect(maxAbsDiff(referenceForward(f.cfg, f.raw, f.ids), f.ref.logits)).toBeLessThanOrEqual(1e-4);
     });
 
     it(`${fam}: token-at-a-time logits match, greedy decode reproduces generated_ids`, async () => {
-      const f = fixture(fam);
+      const f = await fixture(fam);
       const a = archFromConfig(f.cfg, path.join(f.dir, 'config.json'), { keys: new Set(f.prepared.keys()) });
       const g = buildCausalLM(a, { dtype: 'float32', ctxLen: CTX });
       expect(checkGraph(g.model)).toEqual([]);
@@ -50,7 +50,7 @@ describeFixtures('graph builder vs fixture reference logits', () => {
     });
 
     it(`${fam}: prefill then decode equals one token at a time; prefill/decode phase graphs equal both`, async () => {
-      const f = fixture(fam);
+      const f = await fixture(fam);
       const a = archFromConfig(f.cfg, 'config.json', { keys: new Set(f.prepared.keys()) });
       const both = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX }), f.prepared);
       const pre = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX, phase: 'prefill' }), f.prepared);
@@ -65,7 +65,7 @@ describeFixtures('graph builder vs fixture reference logits', () => {
     });
 
     it(`${fam}: padded batch prefill (position -1 padding) gives each row its last valid logits`, async () => {
-      const f = fixture(fam);
+      const f = await fixture(fam);
       const a = archFromConfig(f.cfg, 'config.json', { keys: new Set(f.prepared.keys()) });
       const r = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX }), f.prepared);
       const n = f.ref.input_ids.length;
@@ -77,7 +77,7 @@ describeFixtures('graph builder vs fixture reference logits', () => {
     });
 
     it(`${fam}: continuous batching, two sequences in different cache slots`, async () => {
-      const f = fixture(fam);
+      const f = await fixture(fam);
       const a = archFromConfig(f.cfg, 'config.json', { keys: new Set(f.prepared.keys()) });
       const r = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX, continuousBatching: true, batchSize: 3 }), f.prepared);
       const A = f.ids;
@@ -102,7 +102,7 @@ describeFixtures('graph builder vs fixture reference logits', () => {
     });
 
     it(`${fam}: --dtype float16 stays within 2e-2 of the reference`, async () => {
-      const f = fixture(fam);
+      const f = await fixture(fam);
       const a = archFromConfig(f.cfg, 'config.json', { keys: new Set(f.prepared.keys()) });
       const r = await GraphRunner.open(buildCausalLM(a, { dtype: 'float16', ctxLen: CTX }), f.prepared, true);
       const { rows } = await r.tokenByToken(f.ids, r.emptyCache(1, a.nKv, CTX, a.headDim));

@@ -12,6 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { compile } from '../src/compile';
 import { parseWireModel } from '../src/compile/onnx-wire';
 import { SPEC_METADATA_KEY } from '../src/spec';
+import { exportFromConfig } from '../src/export/graph/export-config';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { makeSyntheticExport } from './compile-support';
 
 const roots: string[] = [];
@@ -104,5 +106,35 @@ describe('qaic backend', () => {
     await expect(compile(made.exportDir, { backend: 'qaic', env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin }, stderr: sink })).rejects.toThrow(
       /^qaic-compile exited with code 3; command: /,
     );
+  });
+});
+
+describeFixtures('qaic --dry-run on a fixture export (llama, config exporter)', () => {
+  it('equals the command QEfficient builds for a 2-layer causal LM with ctx_len 64', async () => {
+    const root = tmp();
+    const model = path.join(root, 'llama');
+    fs.mkdirSync(model);
+    fs.copyFileSync(path.join(fixturesDir(), 'llama', 'config.json'), path.join(model, 'config.json'));
+    const exp = path.join(root, 'export');
+    await exportFromConfig({ config: model, out: exp, ctxLen: 64 });
+    const env = { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: '' };
+    const res = await compile(exp, { backend: 'qaic', dryRun: true, env, qaic: { numCores: 16, mxfp6Matmul: true, mxint8KvCache: true } });
+    const dir = path.join(exp, `qpc-${res.record.fingerprint.slice(0, 16)}`);
+    // The exporter already embeds the spec, so model.onnx itself is handed over.
+    expect(res.command).toEqual([
+      '/opt/qti-aic/exec/qaic-compile',
+      '-aic-hw',
+      '-aic-hw-version=ai100',
+      `-m=${exp}/model.onnx`,
+      '-compile-only',
+      '-retained-state',
+      '-convert-to-fp16',
+      '-mxfp6-matmul',
+      '-aic-num-cores=16',
+      `-network-specialization-config=${dir}/specializations.json`,
+      `-custom-IO-list-file=${dir}/custom_io.yaml`,
+      `-aic-binary-dir=${dir}/qpc`,
+    ]);
+    expect(fs.existsSync(dir)).toBe(false);
   });
 });

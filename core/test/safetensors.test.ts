@@ -220,3 +220,56 @@ describe('SafetensorsReader', () => {
     await expect(readTensorBytes(file, last)).rejects.toThrow(new RegExp(`${file}: file ended at byte`));
   });
 });
+
+describe('Checkpoint layouts made here', () => {
+  it('a directory of shards without an index', async () => {
+    const dir = path.dirname(fresh());
+    await writeSafetensors(path.join(dir, 'part-2.safetensors'), [sample[3]!]);
+    await writeSafetensors(path.join(dir, 'part-1.safetensors'), [sample[0]!, sample[1]!]);
+    const ck = await Checkpoint.open(dir);
+    expect(ck.layout).toBe('directory');
+    expect(ck.files).toEqual([path.join(dir, 'part-1.safetensors'), path.join(dir, 'part-2.safetensors')]);
+    expect(ck.keys()).toEqual([sample[0]!.key, sample[1]!.key, sample[3]!.key]);
+    expect(ck.fileOf('ids')).toBe(path.join(dir, 'part-2.safetensors'));
+    expect(await ck.read('ids')).toEqual(sample[3]!.data);
+    expect(ck.totalBytes()).toBe(30 + 4 + 24);
+    expect(await ck.config()).toBeUndefined();
+  });
+
+  it('an index with shards in a subdirectory and through a symlink', async () => {
+    const dir = path.dirname(fresh());
+    fs.mkdirSync(path.join(dir, 'sub'));
+    await writeSafetensors(path.join(dir, 'sub', 'a.safetensors'), [sample[0]!]);
+    const elsewhere = path.dirname(fresh());
+    await writeSafetensors(path.join(elsewhere, 'blob'), [sample[1]!]);
+    fs.symlinkSync(path.join(elsewhere, 'blob'), path.join(dir, 'b.safetensors'));
+    const weight_map = { [sample[0]!.key]: 'sub/a.safetensors', [sample[1]!.key]: 'b.safetensors' };
+    fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 34 }, weight_map }));
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ model_type: 'llama', hidden_size: 8 }));
+    const ck = await Checkpoint.open(dir);
+    expect(ck.layout).toBe('index');
+    expect(ck.indexMetadata).toEqual({ total_size: 34 });
+    expect(ck.get('scalar')?.file).toBe(path.join(dir, 'b.safetensors'));
+    expect(await ck.read('scalar')).toEqual(sample[1]!.data);
+    expect(await ck.config()).toEqual({ model_type: 'llama', hidden_size: 8 });
+    expect(ck.has('nope')).toBe(false);
+    expect(ck.get('toString')).toBeUndefined();
+  });
+});
+
+describe('header layout with metadata', () => {
+  it('puts __metadata__ first, as the Rust writer does', () => {
+    const out = serializeSafetensors([{ key: 'b', dtype: 'U8', shape: [1, 1], data: new Uint8Array([7]) }], { format: 'pt' });
+    const json = '{"__metadata__":{"format":"pt"},"b":{"dtype":"U8","shape":[1,1],"data_offsets":[0,1]}}'; // 86 → pad 2
+    expect(json.length).toBe(86);
+    expect(Buffer.from(out).subarray(8).toString('latin1')).toBe(`${json}  \x07`);
+    expect(Buffer.from(out).readBigUInt64LE(0)).toBe(88n);
+  });
+});
+
+describe('writer I/O errors', () => {
+  it('names the output when its directory does not exist', async () => {
+    const file = path.join(tmp, 'no-such-dir', 'x.safetensors');
+    await expect(writeSafetensors(file, [sample[1]!])).rejects.toThrow(`${file}: cannot create (ENOENT)`);
+  });
+});

@@ -45,12 +45,14 @@ export function usage(): string {
 
 /** Usage text of one command. */
 export function commandUsage(c: CommandSpec): string {
-  const flags = describeFlags(c.flags);
+  const flags = describeFlags({ ...c.flags, help: { type: 'boolean', description: 'show this help' } });
   return [
     ...c.synopsis.map((s, i) => `${i === 0 ? 'usage:' : '      '} weight-spec ${s}`),
     '',
     c.summary,
-    ...(flags.length ? ['', 'options:', ...flags, '  --help  show this help'] : ['', 'options:', '  --help  show this help']),
+    '',
+    'options:',
+    ...flags,
     ...(c.details?.length ? ['', ...c.details] : []),
   ].join('\n');
 }

@@ -53,9 +53,9 @@ export function computeFingerprint(inp: ExportInputs, loc: PreparedLocation, bac
   return { parts, value: sha256(`${parts.graph}\n${parts.spec}\n${parts.prepared}\n${parts.options}`) };
 }
 
-/** Names the inputs that differ between a record and a new fingerprint (for the "recompiling: …" line). */
+/** Names the inputs that differ between a record and a new fingerprint (empty when there is no record). */
 export function changedParts(rec: CompileRecord | undefined, fp: Fingerprint): string[] {
-  if (!rec) return ['no previous compile'];
+  if (!rec) return [];
   const out: string[] = [];
   for (const k of ['graph', 'spec', 'prepared', 'options'] as const) if (rec.inputs?.[k] !== fp.parts[k]) out.push(k);
   return out;

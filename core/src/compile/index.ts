@@ -14,9 +14,11 @@ import { PipelineError } from '../errors';
 import { bindOrt } from './bind-ort';
 import { changedParts, computeFingerprint, PREPARED_MANIFEST, PREPARED_SENTINEL, type Fingerprint } from './fingerprint';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
-import { shellLine, type QaicOptions } from './qaic-command';
+import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
 import { readCompileRecord, writeCompileRecord, type CompileRecord } from './record';
+import { loadOrt } from '../run/ort-loader';
+import { ortSessionOptions } from '../run/session-options';
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
 export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
@@ -31,6 +33,8 @@ export interface CompileOptions {
   dryRun?: boolean;
   /** ort: hard-link the shards into `<export dir>/compiled/` instead of writing into the prepared directory. */
   links?: boolean;
+  /** ort: load the bound model once in ONNX Runtime so a refusal shows at compile time (default true). */
+  verify?: boolean;
   /** Recompile even when the fingerprint is unchanged. */
   force?: boolean;
   qaic?: QaicOptions;
@@ -45,7 +49,7 @@ export interface CompileResult {
   record: CompileRecord;
   /** True when nothing changed and the previous artifact was kept. */
   upToDate: boolean;
-  /** What changed since the previous compile (empty when up to date). */
+  /** What changed since the previous compile (empty when up to date or when there was none). */
   changed: string[];
   /** qaic: the command line (always set for the qaic backend, also in dry runs). */
   command?: string[];
@@ -100,6 +104,28 @@ async function compileOrt(inp: ExportInputs, loc: PreparedLocation, fp: Fingerpr
   };
 }
 
+/**
+ * Creates (and releases) one ORT session on the bound model: ORT checks every external-data
+ * location and shape there. Without onnxruntime-node the artifact is kept unverified.
+ */
+async function verifyOrt(model: string, env: NodeJS.ProcessEnv | undefined, log: (l: string) => void): Promise<boolean> {
+  let ort;
+  try {
+    ort = loadOrt(undefined, env);
+  } catch (e) {
+    log(`compile: not verified (${(e as Error).message})`);
+    return false;
+  }
+  try {
+    const s = await ort.InferenceSession.create(model, ortSessionOptions());
+    await s.release?.();
+    return true;
+  } catch (e) {
+    fs.rmSync(model, { force: true });
+    throw new PipelineError(`${model}: ONNX Runtime refuses the bound model: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
 /** Compiles `exportDir` (see the module comment). */
 export async function compile(exportDir: string, opts: CompileOptions): Promise<CompileResult> {
   const t0 = performance.now();
@@ -120,6 +146,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     : computeFingerprint(inp, { dir: '', files: [], rel: [] }, backend, options);
   const prev = readCompileRecord(inp.exportDir);
   const changed = changedParts(prev, fp);
+  if (opts.force && prev && changed.length === 0) changed.push('forced');
   const done = (record: CompileRecord, upToDate: boolean, extra: Partial<CompileResult> = {}): CompileResult => ({
     record,
     upToDate,
@@ -144,16 +171,15 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactsExist(prev)) {
       return done(prev, true, { command: prev.command });
     }
-    log(`compile: running ${shellLine(job.plan.command)}`);
-    await runQaic(job, opts.stderr ?? process.stderr);
+    await runQaic(job, opts.stderr ?? process.stderr, log);
     await writeCompileRecord(inp.exportDir, record);
     return done(record, false, { command: job.plan.command });
   }
 
   if (!loc) throw new PipelineError(`${inp.exportDir}: no prepared weights found`);
   if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactsExist(prev)) return done(prev, true);
-  log(`compile: binding ${inp.spec.inputs.length} weights from ${loc.dir} (${changed.join(', ')} changed)`);
   const record = await compileOrt(inp, loc, fp, !!opts.links, source);
+  if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
   dropOldArtifact(prev, record);
   return done(record, false);

@@ -73,11 +73,12 @@ function isExecutable(file: string): boolean {
 }
 
 /** Runs a planned job. Without the SDK: one line naming the binary and the command. */
-export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream): Promise<void> {
+export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: (line: string) => void = () => undefined): Promise<void> {
   const bin = job.plan.command[0]!;
   if (!isExecutable(bin)) {
     throw new PipelineError(`qaic-compile not found at ${bin} (QAIC SDK not installed); would run: ${shellLine(job.plan.command)}`);
   }
+  log(`compile: running ${shellLine(job.plan.command)}`);
   if (job.onnxBytes) await atomicWriteFile(job.onnx, job.onnxBytes);
   fs.mkdirSync(job.plan.compileDir, { recursive: true });
   // QEfficient removes a binary directory without programqpc.bin (a failed earlier run) and starts over.

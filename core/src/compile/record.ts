@@ -27,6 +27,8 @@ export interface CompileRecord {
   command?: string[];
   /** Weight bytes bound and the artifact's own size, for the "no copy" claim. */
   stats?: { weightBytes: number; artifactBytes: number; initializers: number };
+  /** ort: an ONNX Runtime session was created on the artifact at compile time. */
+  verified?: boolean;
   createdAt: string;
 }
 

@@ -100,11 +100,11 @@ function asBytes(a: ArrayBufferView): Uint8Array {
 // ---------------------------------------------------------------------------------------
 // Decoding small floats (exact)
 
-let f16Table: Uint32Array | undefined;
+let f16Table: Int32Array | undefined;
 /** All 65536 half-precision values as f32 bit patterns (256 KiB, built on first use). */
-function halfTable(): Uint32Array {
+function halfTable(): Int32Array {
   if (f16Table) return f16Table;
-  f16Table = new Uint32Array(65536);
+  f16Table = new Int32Array(65536);
   for (let h = 0; h < 65536; h++) f16Table[h] = halfBitsToFloatBits(h);
   return f16Table;
 }
@@ -165,14 +165,15 @@ export function toFloat32(bytes: Uint8Array, from: DType): Float32Array {
       return view(bytes, 4, Float32Array, from).slice();
     case 'BF16': {
       const src = view(bytes, 2, Uint16Array, from);
-      const out = new Uint32Array(src.length);
+      // Int32 (not Uint32) output keeps the shifted bits a small integer for V8: 2× faster.
+      const out = new Int32Array(src.length);
       for (let i = 0; i < src.length; i++) out[i] = src[i]! << 16;
       return new Float32Array(out.buffer);
     }
     case 'F16': {
       const src = view(bytes, 2, Uint16Array, from);
       const table = halfTable();
-      const out = new Uint32Array(src.length);
+      const out = new Int32Array(src.length);
       for (let i = 0; i < src.length; i++) out[i] = table[src[i]!]!;
       return new Float32Array(out.buffer);
     }
@@ -252,11 +253,15 @@ function rintEven(q: number): number {
   return q + TWO52 - TWO52;
 }
 
-interface MiniFloat { expBits: number; mantBits: number; bias: number; ieeeInf: boolean; max: number }
-const E4M3: MiniFloat = { expBits: 4, mantBits: 3, bias: 7, ieeeInf: false, max: 448 };
-const E5M2: MiniFloat = { expBits: 5, mantBits: 2, bias: 15, ieeeInf: true, max: 57344 };
-const HALF: MiniFloat = { expBits: 5, mantBits: 10, bias: 15, ieeeInf: true, max: 65504 };
-const BF16: MiniFloat = { expBits: 8, mantBits: 7, bias: 127, ieeeInf: true, max: 3.3895313892515355e38 };
+interface MiniFloat { expBits: number; mantBits: number; bias: number; ieeeInf: boolean; max: number; overflowAt: number }
+/** A format whose largest finite value is `max` = 2^maxExp · (1 + …); overflowAt = max + ulp/2. */
+function mini(expBits: number, mantBits: number, bias: number, ieeeInf: boolean, max: number, maxExp: number): MiniFloat {
+  return { expBits, mantBits, bias, ieeeInf, max, overflowAt: max + 2 ** (maxExp - mantBits - 1) };
+}
+const E4M3 = mini(4, 3, 7, false, 448, 8); // 448 + 16 = 464
+const E5M2 = mini(5, 2, 15, true, 57344, 15); // 57344 + 4096
+const HALF = mini(5, 10, 15, true, 65504, 15); // 65504 + 16 = 65520
+const BF16 = mini(8, 7, 127, true, 3.3895313892515355e38, 127); // + 2^119
 
 /**
  * Encodes one double into a small float format with a single RNE rounding (used where the
@@ -273,9 +278,7 @@ function encodeMini(x: number, f: MiniFloat): number {
   // Smallest value that rounds past max: max + half an ulp of max. For F16/BF16/E5M2 max's
   // mantissa is odd, so the tie rounds up (to Inf); for E4M3 the tie goes to NaN, as in
   // torch's float8_e4m3fn cast (which maps |x| ≥ 464 to NaN).
-  const ulpMax = 2 ** (Math.floor(Math.log2(f.max)) - f.mantBits);
-  const overflow = a >= f.max + ulpMax / 2;
-  if (overflow) return f.ieeeInf ? sign | (expMask << f.mantBits) : sign | nanBits;
+  if (a >= f.overflowAt) return f.ieeeInf ? sign | (expMask << f.mantBits) : sign | nanBits;
   const minNormalExp = 1 - f.bias;
   if (a < 2 ** minNormalExp) {
     const k = rintEven(a * 2 ** (f.mantBits - minNormalExp));
@@ -316,7 +319,8 @@ export function fromFloat32(values: Float32Array, to: DType): Uint8Array {
       return asBytes(Float64Array.from(values));
     case 'BF16':
     case 'F16': {
-      const src = new Uint32Array(values.buffer, values.byteOffset, values.length);
+      // Signed views keep the bit arithmetic in V8's small-integer range (no heap doubles).
+      const src = new Int32Array(values.buffer, values.byteOffset, values.length);
       const out = new Uint16Array(src.length);
       if (to === 'BF16') for (let i = 0; i < src.length; i++) out[i] = floatBitsToBf16Bits(src[i]!);
       else for (let i = 0; i < src.length; i++) out[i] = floatBitsToHalfBits(src[i]!);
@@ -370,7 +374,8 @@ export function convertFloat(bytes: Uint8Array, from: DType, to: DType): Uint8Ar
   if (from === 'F16' && to === 'BF16') {
     const src = view(bytes, 2, Uint16Array, from);
     const out = new Uint16Array(src.length);
-    for (let i = 0; i < src.length; i++) out[i] = floatBitsToBf16Bits(halfBitsToFloatBits(src[i]!));
+    const table = halfTable();
+    for (let i = 0; i < src.length; i++) out[i] = floatBitsToBf16Bits(table[src[i]!]!);
     return asBytes(out);
   }
   if (from === 'F32') return fromFloat32(view(bytes, 4, Float32Array, from), to);

@@ -8,19 +8,12 @@
  *   `[batch, n_kv, ctx_len, head_dim]`, optional `batch_index`): logits for the last valid
  *   position, `*_RetainedState` outputs fed back as the next step's cache. A fixed sequence
  *   dim is filled with padding at position -1, as QEfficient's generation does.
- *
- * Session options come from measurements (bench/compile.bench.mjs, 378 MiB of f32 weights,
- * Gather + 8 Gemm/MatMul, onnxruntime-node 1.30): by default ORT prepacks MatMul/Gemm
- * weights into private memory (peak +137 MiB anonymous, session creation 190–250 ms);
- * with `session.disable_prepacking=1` anonymous memory stays at +8 MiB and creation takes
- * ~20 ms — the weights stay file-backed pages of the safetensors files. Graph optimization
- * level and the CPU arena made no measurable memory difference. Prepacking is ~1.5× faster
- * per token, so `prepack: true` turns it back on.
  */
 import { PipelineError } from '../errors';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../compile/onnx-wire';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from './ort-loader';
+import { ortSessionOptions } from './session-options';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -98,10 +91,9 @@ const fixed = (d: number | string | undefined): number | undefined => (typeof d 
 /** Opens a session on `model` and returns the runner for its kind of graph. */
 export async function createRunner(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], opts: RunnerOptions = {}): Promise<Runner> {
   const ort = loadOrt(opts.ortPath);
-  const sessionOptions: Record<string, unknown> = opts.prepack ? {} : { extra: { session: { disable_prepacking: '1' } } };
   let session: OrtSession;
   try {
-    session = await ort.InferenceSession.create(model, sessionOptions);
+    session = await ort.InferenceSession.create(model, ortSessionOptions(opts.prepack));
   } catch (e) {
     throw new PipelineError(`${model}: ONNX Runtime cannot load it: ${(e as Error).message.split('\n')[0]}`);
   }

@@ -57,7 +57,7 @@ export const checkCommand = defineCommand({
     if (args.flags.json) {
       println(io.stdout, JSON.stringify(problems.map(problemJson), null, 2));
     } else {
-      const shown = path.relative(io.cwd, file) || file;
+      const shown = args.positionals[0]!;
       for (const p of problems) {
         const at = p.range ? lineColumn(text, p.range.start) : { line: 1, column: 1 };
         println(io.stdout, `${shown}:${at.line}:${at.column}: ${p.severity} [${p.code}] ${p.message}`);

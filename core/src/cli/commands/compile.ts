@@ -25,6 +25,7 @@ export const compileCommand = defineCommand({
     backend: { type: 'string', placeholder: '<backend>', choices: ['ort', 'qaic'], description: 'compiler backend (default ort)' },
     prepared: { type: 'string', placeholder: '<dir>', description: 'prepared checkpoint to bind' },
     force: { type: 'boolean', description: 'recompile even when nothing changed' },
+    'no-verify': { type: 'boolean', description: 'ort: do not load the bound model in ONNX Runtime at compile time' },
     'link-shards': { type: 'boolean', description: 'ort: hard-link the shards into <export dir>/compiled/ instead of writing into the prepared directory' },
     'dry-run': { type: 'boolean', description: 'qaic: print the qaic-compile command, run nothing' },
     'num-cores': { type: 'int', placeholder: '<N>', description: 'qaic: -aic-num-cores (default 16)' },
@@ -48,6 +49,7 @@ export const compileCommand = defineCommand({
       dryRun: f['dry-run'],
       force: f.force,
       links: f['link-shards'],
+      verify: !f['no-verify'],
       env: io.env,
       stderr: io.stderr,
       log: (l) => println(io.stderr, l),
@@ -78,7 +80,8 @@ export const compileCommand = defineCommand({
     const what = s
       ? `${s.initializers} weights (${formatBytes(s.weightBytes)}) bound in place, artifact ${formatBytes(s.artifactBytes)}`
       : 'qpc written';
-    println(io.stdout, `compile: ${rec.backend} → ${artifact} (${what}; ${res.changed.join(', ')} changed; ${ms})`);
+    const why = res.changed[0] === 'forced' ? 'forced' : res.changed.length ? `${res.changed.join(', ')} changed` : 'first compile';
+    println(io.stdout, `compile: ${rec.backend} → ${artifact} (${what}; ${why}; ${ms})`);
     return 0;
   },
 });

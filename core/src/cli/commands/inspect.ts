@@ -26,15 +26,16 @@ export interface TensorRow {
 /** Tensors of a checkpoint in storage order (shard order, then data offset). */
 export async function checkpointRows(target: string): Promise<{ files: string[]; rows: TensorRow[]; dir: string }> {
   const ck = await Checkpoint.open(target);
-  const rows: TensorRow[] = [];
-  for (const file of ck.files) {
-    const h = ck.headers.get(file);
-    if (!h) continue;
-    const tensors = [...h.tensors.values()].sort((a, b) => a.begin - b.begin || (a.key < b.key ? -1 : 1));
-    for (const t of tensors) {
-      rows.push({ key: t.key, dtype: t.dtype, shape: t.shape, shard: path.relative(ck.dir, file) || path.basename(file), bytes: t.byteLength });
-    }
-  }
+  const order = new Map(ck.files.map((f, i) => [f, i]));
+  // The checkpoint's tensors (for an index: the keys it maps), by shard then data offset.
+  const tensors = ck.tensors().sort((a, b) => order.get(a.file)! - order.get(b.file)! || a.begin - b.begin);
+  const rows: TensorRow[] = tensors.map((t) => ({
+    key: t.key,
+    dtype: t.dtype,
+    shape: t.shape,
+    shard: path.relative(ck.dir, t.file) || path.basename(t.file),
+    bytes: t.byteLength,
+  }));
   return { files: ck.files, rows, dir: ck.dir };
 }
 

@@ -21,6 +21,20 @@ export type CheckpointLayout = 'index' | 'single' | 'directory';
 /** A tensor of a checkpoint: its header info plus the absolute file holding it. */
 export type CheckpointTensor = TensorInfo & { file: string };
 
+/** Runs `fn` over `items` with at most `limit` in flight (thousands of shards must not hit EMFILE). */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 /** One file, size-bounded, as text (index.json, config.json). */
 async function readJsonText(file: string): Promise<string> {
   let st: fs.Stats;
@@ -96,7 +110,7 @@ export class Checkpoint {
   }
 
   private static async fromFiles(dir: string, files: string[], layout: CheckpointLayout): Promise<Checkpoint> {
-    const list = await Promise.all(files.map((f) => readSafetensorsHeader(f)));
+    const list = await mapLimited(files, 16, (f) => readSafetensorsHeader(f));
     const headers = new Map<string, SafetensorsHeader>();
     const where = new Map<string, string>();
     for (const h of list) {
@@ -138,15 +152,13 @@ export class Checkpoint {
       shardOf.set(key, abs);
     }
     const headers = new Map<string, SafetensorsHeader>();
-    await Promise.all(
-      files.map(async (f) => {
-        if (!fs.existsSync(f)) {
-          const key = [...shardOf].find(([, s]) => s === f)![0];
-          throw new FormatError(indexFile, `shard ${JSON.stringify(path.relative(dir, f))} (for ${JSON.stringify(key)}) does not exist`, keyAt(key));
-        }
-        headers.set(f, await readSafetensorsHeader(f));
-      }),
-    );
+    for (const f of files) {
+      if (!fs.existsSync(f)) {
+        const key = [...shardOf].find(([, s]) => s === f)![0];
+        throw new FormatError(indexFile, `shard ${JSON.stringify(path.relative(dir, f))} (for ${JSON.stringify(key)}) does not exist`, keyAt(key));
+      }
+    }
+    await mapLimited(files, 16, async (f) => headers.set(f, await readSafetensorsHeader(f)));
     for (const [key, f] of shardOf) {
       if (!headers.get(f)!.tensors.has(key)) {
         throw new FormatError(indexFile, `weight_map maps ${JSON.stringify(key)} to ${JSON.stringify(path.relative(dir, f))}, which has no such tensor`, keyAt(key));

@@ -86,6 +86,7 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   }
   const { value, topLevel } = parseStrictJson(text, file, 'header', 8);
   if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
+  // Byte offsets are computed only for an error (each costs a scan of the text before it).
   const at = (key: string) => byteOffsetIn(text, topLevel.get(key), 8);
 
   const dataStart = 8 + headerLength;
@@ -94,10 +95,10 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   const tensors: TensorInfo[] = [];
   for (const [key, entry] of Object.entries(value)) {
     if (key === '__metadata__') {
-      metadata = parseMetadata(entry, file, at(key));
+      metadata = parseMetadata(entry, file, () => at(key));
       continue;
     }
-    tensors.push(parseEntry(key, entry, file, dataStart, dataSize, at(key)));
+    tensors.push(parseEntry(key, entry, file, dataStart, dataSize, () => at(key)));
   }
 
   // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
@@ -109,12 +110,12 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
       const other = tensors.find((o) => o !== t && o.end > t.begin && o.begin <= t.begin);
       throw new FormatError(
         file,
-        `tensor ${JSON.stringify(t.key)} data_offsets [${t.begin}, ${t.end}] overlap ${other ? JSON.stringify(other.key) : 'another tensor'}`,
+        `tensor ${q(t.key)} data_offsets [${t.begin}, ${t.end}] overlap ${other ? q(other.key) : 'another tensor'}`,
         at(t.key),
       );
     }
     if (t.begin > pos) {
-      throw new FormatError(file, `gap in the data region: bytes ${pos}..${t.begin} belong to no tensor (before ${JSON.stringify(t.key)})`, at(t.key));
+      throw new FormatError(file, `gap in the data region: bytes ${pos}..${t.begin} belong to no tensor (before ${q(t.key)})`, at(t.key));
     }
     pos = t.end;
   }
@@ -130,20 +131,20 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   return { file, fileSize, headerLength, dataStart, tensors: map, ...(metadata ? { metadata } : {}) };
 }
 
-function parseMetadata(entry: unknown, file: string, byte: number | undefined): Record<string, string> {
-  if (!isJsonObject(entry)) throw new FormatError(file, '__metadata__ must be an object of strings', byte);
+function parseMetadata(entry: unknown, file: string, byte: () => number | undefined): Record<string, string> {
+  if (!isJsonObject(entry)) throw new FormatError(file, '__metadata__ must be an object of strings', byte());
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(entry)) {
     if (typeof v !== 'string') {
-      throw new FormatError(file, `__metadata__ value for ${JSON.stringify(k)} is ${describe(v)}, not a string`, byte);
+      throw new FormatError(file, `__metadata__ value for ${q(k)} is ${describe(v)}, not a string`, byte());
     }
     out[k] = v;
   }
   return { ...out };
 }
 
-function parseEntry(key: string, entry: unknown, file: string, dataStart: number, dataSize: number, byte: number | undefined): TensorInfo {
-  const bad = (what: string) => new FormatError(file, `tensor ${JSON.stringify(key)}: ${what}`, byte);
+function parseEntry(key: string, entry: unknown, file: string, dataStart: number, dataSize: number, byte: () => number | undefined): TensorInfo {
+  const bad = (what: string) => new FormatError(file, `tensor ${q(key)}: ${what}`, byte());
   if (!isJsonObject(entry)) throw bad(`entry is ${describe(entry)}, not an object`);
   const { dtype, shape, data_offsets: offsets } = entry;
   if (!isDType(dtype)) throw bad(`unknown dtype ${JSON.stringify(dtype) ?? 'undefined'}`);
@@ -172,6 +173,11 @@ function parseEntry(key: string, entry: unknown, file: string, dataStart: number
     throw bad(`shape ${JSON.stringify(shape)} × ${dtype} (${DTYPE_SIZE[dtype]} bytes) needs ${expected} bytes but data_offsets [${b}, ${e}] span ${e - b}`);
   }
   return { key, dtype, shape: shape as number[], dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
+}
+
+/** A key quoted for a one-line message (hostile keys can be megabytes long). */
+function q(key: string): string {
+  return JSON.stringify(key.length > 120 ? `${key.slice(0, 120)}…` : key);
 }
 
 /** A short description of a JSON value for messages. */

@@ -25,10 +25,13 @@ function checkRegular(file: string, st: fs.Stats): void {
   if (!st.isFile()) throw new FormatError(file, 'is not a regular file');
 }
 
+/** Largest single read/write call (Node refuses lengths above 2 GiB − 1 per call). */
+export const IO_CHUNK = 1 << 30;
+
 async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, file: string): Promise<void> {
   let done = 0;
   while (done < buf.length) {
-    const { bytesRead } = await fh.read(buf, done, buf.length - done, position + done);
+    const { bytesRead } = await fh.read(buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
     if (bytesRead === 0) {
       throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
     }
@@ -39,7 +42,7 @@ async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, 
 function readFullySync(fd: number, buf: Uint8Array, position: number, file: string): void {
   let done = 0;
   while (done < buf.length) {
-    const n = fs.readSync(fd, buf, done, buf.length - done, position + done);
+    const n = fs.readSync(fd, buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
     if (n === 0) {
       throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
     }

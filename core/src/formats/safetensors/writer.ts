@@ -10,6 +10,7 @@ import { PipelineError } from '../../errors';
 import { commitTempFile, tempPathFor } from '../../paths';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
 import { MAX_HEADER_BYTES, elementCount } from './header';
+import { IO_CHUNK } from './read';
 
 /** A tensor the writer will receive: its key, dtype and shape. */
 export interface TensorEntry {
@@ -104,7 +105,9 @@ export class SafetensorsWriter {
   static async open(file: string, entries: TensorEntry[], metadata?: Record<string, string>): Promise<SafetensorsWriter> {
     const plan = buildSafetensorsHeader(entries, metadata, file);
     const tmp = tempPathFor(file);
-    const fh = await fsp.open(tmp, 'wx', 0o644);
+    const fh = await fsp.open(tmp, 'wx', 0o644).catch((e: unknown) => {
+      throw ioError(file, 'cannot create', e);
+    });
     const w = new SafetensorsWriter(file, tmp, entries.map((e) => ({ key: e.key, dtype: e.dtype, shape: [...e.shape] })), plan, fh);
     try {
       await w.writeAt(plan.bytes, 0);
@@ -161,7 +164,7 @@ export class SafetensorsWriter {
       this.state = 'done';
     } catch (e) {
       await this.abort();
-      throw e;
+      throw ioError(this.file, 'cannot finish', e);
     }
   }
 
@@ -202,7 +205,11 @@ export class SafetensorsWriter {
   private async writeAt(bytes: Uint8Array, position: number): Promise<void> {
     let done = 0;
     while (done < bytes.byteLength) {
-      const { bytesWritten } = await this.fh.write(bytes, done, bytes.byteLength - done, position + done);
+      const { bytesWritten } = await this.fh
+        .write(bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done)
+        .catch((e: unknown) => {
+          throw ioError(this.file, 'cannot write', e);
+        });
       if (bytesWritten <= 0) throw this.fail(`write returned ${bytesWritten} at byte ${position + done}`);
       done += bytesWritten;
     }
@@ -211,6 +218,13 @@ export class SafetensorsWriter {
   private fail(what: string): PipelineError {
     return new PipelineError(`${this.file}: ${what}`);
   }
+}
+
+/** An fs error (ENOSPC, EACCES …) as a one-line PipelineError naming the output file. */
+function ioError(file: string, what: string, e: unknown): Error {
+  if (e instanceof PipelineError) return e;
+  const err = e as NodeJS.ErrnoException;
+  return new PipelineError(`${file}: ${what} (${err.code ?? err.message})`);
 }
 
 /** Writes a whole safetensors file atomically (tensors in the given order). */

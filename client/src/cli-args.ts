@@ -1,0 +1,167 @@
+/**
+ * Argument lists for the bundled CLI (`dist/cli.js`), built in one place so that commands and
+ * tasks run exactly what a user would type (see the CLI contract in DESIGN.md). Pure: no
+ * `vscode` import, unit-tested in client/test.
+ */
+
+/** dtypes the CLI's prepare accepts (export takes the first two). */
+export const DTYPES = ['float32', 'float16', 'bfloat16'] as const;
+export type Dtype = (typeof DTYPES)[number];
+export type Backend = 'ort' | 'qaic';
+
+/** `export --config <dir>` or `export --onnx <file> --checkpoint <dir>`. */
+export interface ExportOptions {
+  config?: string;
+  onnx?: string;
+  checkpoint?: string;
+  out: string;
+  dtype?: 'float32' | 'float16';
+  ctxLen?: number;
+}
+
+/** `prepare --checkpoint <dir> --dtype …`. */
+export interface PrepareOptions {
+  checkpoint: string;
+  dtype: Dtype;
+  out?: string;
+  maxRamGb?: number;
+  /** Expert-parallel packing: pipeline stages P and parallel experts E. */
+  expertParallel?: { stages: number; experts: number };
+}
+
+/** `compile <export dir> …`. */
+export interface CompileOptions {
+  exportDir: string;
+  backend?: Backend;
+  prepared?: string;
+  force?: boolean;
+}
+
+/** `run <export dir> --input-ids …`. */
+export interface RunOptions {
+  target: string;
+  inputIds: number[];
+  maxNewTokens?: number;
+}
+
+export function exportArgs(o: ExportOptions): string[] {
+  const a = ['export'];
+  if (o.config !== undefined) a.push('--config', o.config);
+  else if (o.onnx !== undefined) {
+    a.push('--onnx', o.onnx);
+    if (o.checkpoint !== undefined) a.push('--checkpoint', o.checkpoint);
+  } else throw new Error('export needs a model folder (config.json) or an ONNX file');
+  a.push('--out', o.out);
+  if (o.config !== undefined && o.dtype) a.push('--dtype', o.dtype);
+  if (o.config !== undefined && o.ctxLen !== undefined) a.push('--ctx-len', String(o.ctxLen));
+  return a;
+}
+
+export function prepareArgs(o: PrepareOptions): string[] {
+  const a = ['prepare', '--checkpoint', o.checkpoint, '--dtype', o.dtype];
+  if (o.out) a.push('--out', o.out);
+  if (o.maxRamGb !== undefined && o.maxRamGb > 0) a.push('--max-ram-gb', String(o.maxRamGb));
+  if (o.expertParallel) {
+    a.push('--moe-flavour', 'expert_parallel', '--pipeline-stages', String(o.expertParallel.stages), '--parallel-experts', String(o.expertParallel.experts));
+  }
+  return a;
+}
+
+export function compileArgs(o: CompileOptions): string[] {
+  const a = ['compile', o.exportDir];
+  if (o.backend) a.push('--backend', o.backend);
+  if (o.prepared) a.push('--prepared', o.prepared);
+  if (o.force) a.push('--force');
+  return a;
+}
+
+export function runArgs(o: RunOptions): string[] {
+  const a = ['run', o.target, '--input-ids', o.inputIds.join(',')];
+  if (o.maxNewTokens !== undefined) a.push('--max-new-tokens', String(o.maxNewTokens));
+  return a;
+}
+
+/** Parses `3, 17,5` into token ids; undefined when any part is not a non-negative integer. */
+export function parseTokenIds(text: string): number[] | undefined {
+  const parts = text.split(/[\s,]+/).filter((s) => s !== '');
+  if (parts.length === 0) return undefined;
+  const ids = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : NaN));
+  return ids.every((n) => Number.isSafeInteger(n)) ? ids : undefined;
+}
+
+/** Validates expert-parallel P/E: positive integers, E divisible by P is the CLI's to check. */
+export function parseExpertParallel(text: string): { stages: number; experts: number } | undefined {
+  const m = /^\s*(\d+)\s*[/x,: ]\s*(\d+)\s*$/.exec(text);
+  if (!m) return undefined;
+  const stages = Number(m[1]);
+  const experts = Number(m[2]);
+  return stages > 0 && experts > 0 ? { stages, experts } : undefined;
+}
+
+/** A `weight-spec` task definition as written in tasks.json. */
+export interface WeightSpecTaskDefinition {
+  type: 'weight-spec';
+  command: 'export' | 'prepare' | 'compile';
+  /** export: model folder with config.json. */
+  config?: string;
+  /** export: legacy ONNX (with `checkpoint`). */
+  onnx?: string;
+  /** prepare: source checkpoint; export --onnx: the checkpoint folder. */
+  checkpoint?: string;
+  /** compile: the export directory. */
+  exportDir?: string;
+  out?: string;
+  dtype?: Dtype;
+  maxRamGb?: number;
+  backend?: Backend;
+  prepared?: string;
+}
+
+/** CLI arguments of a task definition; throws a one-line Error naming the missing field. */
+export function taskArgs(d: WeightSpecTaskDefinition, defaults: { dtype?: Dtype; maxRamGb?: number; backend?: Backend } = {}): string[] {
+  const need = (v: string | undefined, field: string): string => {
+    if (!v) throw new Error(`weight-spec task "${d.command}" needs "${field}"`);
+    return v;
+  };
+  switch (d.command) {
+    case 'export': {
+      const dtype = d.dtype ?? defaults.dtype;
+      return exportArgs({
+        ...(d.onnx ? { onnx: d.onnx, checkpoint: need(d.checkpoint, 'checkpoint') } : { config: need(d.config, 'config') }),
+        out: need(d.out, 'out'),
+        ...(dtype === 'float32' || dtype === 'float16' ? { dtype } : {}),
+      });
+    }
+    case 'prepare':
+      return prepareArgs({
+        checkpoint: need(d.checkpoint, 'checkpoint'),
+        dtype: d.dtype ?? defaults.dtype ?? 'float32',
+        ...(d.out ? { out: d.out } : {}),
+        ...((d.maxRamGb ?? defaults.maxRamGb) ? { maxRamGb: d.maxRamGb ?? defaults.maxRamGb } : {}),
+      });
+    case 'compile':
+      return compileArgs({ exportDir: need(d.exportDir, 'exportDir'), backend: d.backend ?? defaults.backend ?? 'ort', ...(d.prepared ? { prepared: d.prepared } : {}) });
+    default:
+      throw new Error(`weight-spec task: unknown command "${String((d as { command?: unknown }).command)}" (export, prepare or compile)`);
+  }
+}
+
+/**
+ * The CLI's one-line failure, `weight-spec: <file>: <message>` (also the problem matcher's
+ * pattern in package.json — a unit test keeps the two equal).
+ */
+export const CLI_ERROR_PATTERN = '^weight-spec: (?:error: )?((?:/|[A-Za-z]:\\\\)[^:]+?): (.*)$';
+
+/** Splits a CLI error line into file and message (undefined when it names no file). */
+export function parseCliError(line: string): { file: string; message: string } | undefined {
+  const m = new RegExp(CLI_ERROR_PATTERN).exec(line.trim());
+  return m ? { file: m[1]!, message: m[2]! } : undefined;
+}
+
+/** Percentage in a CLI progress line (`prepare: 42% (…)`), else undefined. */
+export function parseProgressLine(line: string): { label: string; percent: number; detail: string } | undefined {
+  const m = /^([\w .-]+): (\d{1,3})% (.*)$/.exec(line.trim());
+  if (!m) return undefined;
+  const percent = Number(m[2]);
+  return percent <= 100 ? { label: m[1]!, percent, detail: m[3]! } : undefined;
+}

@@ -1,0 +1,87 @@
+/**
+ * Turns a command's first argument (a Uri from the explorer or a code lens, a file: URI string,
+ * or a plain path) into a file-system path, and finds the folders the commands work on.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { isSpecFile } from './spec-state';
+
+/** The path behind `arg`, else the active editor's file, else undefined. */
+export function targetPath(arg: unknown, useActiveEditor = true): string | undefined {
+  if (arg instanceof vscode.Uri) return arg.fsPath;
+  if (arg && typeof arg === 'object' && 'fsPath' in arg && typeof (arg as { fsPath: unknown }).fsPath === 'string') {
+    return (arg as { fsPath: string }).fsPath;
+  }
+  if (typeof arg === 'string' && arg !== '') {
+    return /^[a-z][\w+.-]*:/i.test(arg) && !/^[a-z]:[\\/]/i.test(arg) ? vscode.Uri.parse(arg).fsPath : path.resolve(arg);
+  }
+  if (useActiveEditor) {
+    const doc = vscode.window.activeTextEditor?.document;
+    if (doc && doc.uri.scheme === 'file') return doc.uri.fsPath;
+  }
+  return undefined;
+}
+
+/** The options object passed as second argument (not an explorer multi-select array). */
+export function optionsArg<T extends object>(arg: unknown): Partial<T> {
+  return arg && typeof arg === 'object' && !Array.isArray(arg) && !(arg instanceof vscode.Uri) ? (arg as Partial<T>) : {};
+}
+
+export function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The export directory for a spec, a model.onnx or a folder. */
+export function exportDirOf(p: string): string {
+  if (isDir(p)) return p;
+  return path.dirname(p);
+}
+
+/** The spec file of an export directory (or `p` itself when it is a spec). */
+export function specOf(p: string): string | undefined {
+  if (isSpecFile(p)) return p;
+  const dir = exportDirOf(p);
+  const f = path.join(dir, 'weight_spec.json');
+  if (fs.existsSync(f)) return f;
+  const any = fs.existsSync(dir) ? fs.readdirSync(dir).find((n) => n.endsWith('.weight_spec.json')) : undefined;
+  return any ? path.join(dir, any) : undefined;
+}
+
+/** Asks for one folder. */
+export async function pickFolder(title: string, defaultPath?: string): Promise<string | undefined> {
+  const r = await vscode.window.showOpenDialog({
+    title,
+    canSelectFiles: false,
+    canSelectFolders: true,
+    canSelectMany: false,
+    ...(defaultPath ? { defaultUri: vscode.Uri.file(defaultPath) } : {}),
+  });
+  return r?.[0]?.fsPath;
+}
+
+/** Asks for one file with the given extensions. */
+export async function pickFile(title: string, filters: Record<string, string[]>, defaultPath?: string): Promise<string | undefined> {
+  const r = await vscode.window.showOpenDialog({
+    title,
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+    filters,
+    ...(defaultPath ? { defaultUri: vscode.Uri.file(defaultPath) } : {}),
+  });
+  return r?.[0]?.fsPath;
+}
+
+/** Reads config.json beside a checkpoint, if any. */
+export function readConfig(dir: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * The fast, metadata-only view of an ONNX file: graph inputs/outputs, initializers (with
+ * where their bytes are), opsets, metadata, node and op-type counts — from one walk over the
+ * protobuf wire format by positional reads. Tensor payloads (raw_data) are skipped by offset,
+ * never read, so a multi-GB model is summarized in about a megabyte of memory.
+ */
+import { dtypeOfOnnx, type DType } from '../dtype';
+import { sniffNonOnnx } from './sniff';
+import { MAX_IR_VERSION, rawByteLength } from './types';
+import { FileReader, WIRE, type FieldHead } from './wire-reader';
+import { FormatError } from '../../errors';
+
+/** A graph input or output. */
+export interface ValueSummary {
+  name: string;
+  /** The safetensors-style dtype of `elemType`, when it has one. */
+  dtype?: DType;
+  /** TensorProto.DataType of the tensor type; 0 when not a tensor type or not given. */
+  elemType: number;
+  /** Fixed dims as numbers, symbolic dims by name (`''` when a dim has neither). */
+  dims: (number | string)[];
+  /** False when the type carries no shape at all (rank unknown; `dims` is then empty). */
+  hasShape: boolean;
+}
+
+/** An initializer and where its bytes are. */
+export interface InitializerSummary {
+  name: string;
+  dtype?: DType;
+  dataType: number;
+  dims: number[];
+  /** raw_data in this file, typed fields (float_data, int64_data, …) or an external file. */
+  storage: 'raw' | 'typed' | 'external';
+  /** Absolute offset of raw_data's bytes in this file (storage 'raw'). */
+  byteOffset?: number;
+  /** Bytes of the tensor's data (raw_data length, external length, or dims × element size). */
+  byteLength: number;
+  /** external_data entries (storage 'external'); `length` is -1 when the entry is absent. */
+  external?: { location: string; offset: number; length: number };
+  /** The serialized TensorProto's span in this file (for typed tensors: decode just it). */
+  messageOffset: number;
+  messageLength: number;
+}
+
+/** What {@link summarizeOnnx} reports. */
+export interface OnnxSummary {
+  file: string;
+  fileSize: number;
+  irVersion: number;
+  /** `producer_name` and `producer_version` joined by a space, when given. */
+  producer?: string;
+  producerName?: string;
+  producerVersion?: string;
+  graphName?: string;
+  opsets: { domain: string; version: number }[];
+  inputs: ValueSummary[];
+  outputs: ValueSummary[];
+  initializers: InitializerSummary[];
+  metadata: Record<string, string>;
+  /** Nodes of the main graph (subgraphs of If/Loop are not counted). */
+  nodeCount: number;
+  /** Node count per op type (`domain:op` outside the default domain). */
+  opTypes: Record<string, number>;
+  /** For each graph input/initializer name: the distinct op types of nodes consuming it. */
+  consumers: Record<string, string[]>;
+}
+
+function opKey(domain: string, op: string): string {
+  return domain === '' || domain === 'ai.onnx' ? op : `${domain}:${op}`;
+}
+
+function pairs(r: FileReader, h: FieldHead, msg: string): [string, string] {
+  r.expect(h, WIRE.LEN, msg, 'entry');
+  let key = '';
+  let value = '';
+  r.each(h.vStart, h.vEnd, 'StringStringEntryProto', (e) => {
+    if (e.field === 1 || e.field === 2) {
+      r.expect(e, WIRE.LEN, 'StringStringEntryProto', e.field === 1 ? 'key' : 'value');
+      if (e.field === 1) key = r.string(e.vStart, e.vEnd);
+      else value = r.string(e.vStart, e.vEnd);
+    }
+  });
+  return [key, value];
+}
+
+function str(r: FileReader, h: FieldHead, msg: string, name: string): string {
+  r.expect(h, WIRE.LEN, msg, name);
+  return r.string(h.vStart, h.vEnd);
+}
+
+function shapeOf(r: FileReader, h: FieldHead): (number | string)[] {
+  const dims: (number | string)[] = [];
+  r.each(h.vStart, h.vEnd, 'TensorShapeProto', (d) => {
+    if (d.field !== 1) return;
+    r.expect(d, WIRE.LEN, 'TensorShapeProto', 'dim');
+    let dim: number | string = '';
+    r.each(d.vStart, d.vEnd, 'Dimension', (x) => {
+      if (x.field === 1) {
+        r.expect(x, WIRE.VARINT, 'Dimension', 'dim_value');
+        dim = x.int;
+      } else if (x.field === 2) {
+        dim = str(r, x, 'Dimension', 'dim_param');
+      }
+    });
+    dims.push(dim);
+  });
+  return dims;
+}
+
+function valueInfo(r: FileReader, h: FieldHead, what: string): ValueSummary {
+  r.expect(h, WIRE.LEN, 'GraphProto', what);
+  const v: ValueSummary = { name: '', elemType: 0, dims: [], hasShape: false };
+  r.each(h.vStart, h.vEnd, 'ValueInfoProto', (f) => {
+    if (f.field === 1) v.name = str(r, f, 'ValueInfoProto', 'name');
+    if (f.field !== 2) return;
+    r.expect(f, WIRE.LEN, 'ValueInfoProto', 'type');
+    r.each(f.vStart, f.vEnd, 'TypeProto', (t) => {
+      if (t.field !== 1) return; // sequence/map/optional/sparse types keep elemType 0
+      r.expect(t, WIRE.LEN, 'TypeProto', 'tensor_type');
+      r.each(t.vStart, t.vEnd, 'TypeProto.Tensor', (x) => {
+        if (x.field === 1) {
+          r.expect(x, WIRE.VARINT, 'TypeProto.Tensor', 'elem_type');
+          v.elemType = x.int;
+        } else if (x.field === 2) {
+          r.expect(x, WIRE.LEN, 'TypeProto.Tensor', 'shape');
+          v.dims = shapeOf(r, x);
+          v.hasShape = true;
+        }
+      });
+    });
+  });
+  const dtype = dtypeOfOnnx(v.elemType);
+  if (dtype) v.dtype = dtype;
+  return v;
+}
+
+/** Element count a typed field holds, counted without decoding values. */
+function typedCount(r: FileReader, t: FieldHead): number {
+  if (t.wire === WIRE.I32) return 1;
+  if (t.wire === WIRE.I64) return 1;
+  if (t.wire === WIRE.VARINT) return 1;
+  if (t.field === 4) return (t.vEnd - t.vStart) / 4; // packed float
+  if (t.field === 10) return (t.vEnd - t.vStart) / 8; // packed double
+  let n = 0;
+  for (let p = t.vStart; p < t.vEnd; p++) if ((r.byte(p) & 0x80) === 0) n++;
+  return n;
+}
+
+function initializer(r: FileReader, h: FieldHead): InitializerSummary {
+  r.expect(h, WIRE.LEN, 'GraphProto', 'initializer');
+  const M = 'TensorProto';
+  const t: InitializerSummary = {
+    name: '', dataType: 0, dims: [], storage: 'typed', byteLength: 0,
+    messageOffset: h.vStart, messageLength: h.vEnd - h.vStart,
+  };
+  let raw: FieldHead | undefined;
+  let typed = 0;
+  let strings = 0;
+  let location = 0;
+  const ext: Record<string, string> = Object.create(null);
+  r.each(h.vStart, h.vEnd, M, (f) => {
+    switch (f.field) {
+      case 1: t.dims.push(...r.ints(f, M, 'dims')); break;
+      case 2: r.expect(f, WIRE.VARINT, M, 'data_type'); t.dataType = f.int; break;
+      case 8: t.name = str(r, f, M, 'name'); break;
+      case 9: r.expect(f, WIRE.LEN, M, 'raw_data'); raw = f; break;
+      case 6: r.expect(f, WIRE.LEN, M, 'string_data'); strings += f.vEnd - f.vStart; typed++; break;
+      case 4: case 5: case 7: case 10: case 11: typed += typedCount(r, f); break;
+      case 13: { const [k, v] = pairs(r, f, M); ext[k] = v; break; }
+      case 14: r.expect(f, WIRE.VARINT, M, 'data_location'); location = f.int; break;
+      default: break;
+    }
+  });
+  const where = () => `initializer "${t.name}"`;
+  if (t.dims.some((d) => d < 0 || !Number.isSafeInteger(d))) r.fail(`${where()} has invalid dims [${t.dims.join(', ')}]`, h.vStart);
+  const count = t.dims.reduce((a, b) => a * b, 1);
+  const expected = rawByteLength(t.dataType, count);
+  const dtype = dtypeOfOnnx(t.dataType);
+  if (dtype) t.dtype = dtype;
+  if (location === 1 || Object.keys(ext).length > 0) {
+    t.storage = 'external';
+    if (!ext.location) r.fail(`${where()} stores its data externally but names no location`, h.vStart);
+    const num = (k: string, dflt: number) => {
+      if (ext[k] === undefined) return dflt;
+      if (!/^\d+$/.test(ext[k]!)) r.fail(`${where()}: external_data ${k} "${ext[k]}" is not a non-negative integer`, h.vStart);
+      return Number(ext[k]);
+    };
+    t.external = { location: ext.location!, offset: num('offset', 0), length: num('length', -1) };
+    t.byteLength = t.external.length >= 0 ? t.external.length : (expected ?? 0);
+    if (t.external.length >= 0 && expected !== undefined && t.external.length !== expected) {
+      r.fail(`${where()}: external length ${t.external.length} but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected} bytes`, h.vStart);
+    }
+  } else if (raw) {
+    t.storage = 'raw';
+    t.byteOffset = raw.vStart;
+    t.byteLength = raw.vEnd - raw.vStart;
+    if (expected !== undefined && t.byteLength !== expected) {
+      r.fail(`${where()}: raw_data has ${t.byteLength} bytes but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected}`, raw.vStart);
+    }
+  } else {
+    t.byteLength = t.dataType === 8 ? strings : (expected ?? 0);
+    const want = t.dataType === 14 || t.dataType === 15 ? 2 * count : count;
+    if (t.dataType !== 8 && expected !== undefined && typed !== want && !(t.dataType >= 21 && t.dataType <= 23)) {
+      r.fail(`${where()}: typed data holds ${typed} values but dims [${t.dims.join(', ')}] need ${want}`, h.vStart);
+    }
+  }
+  return t;
+}
+
+interface GraphAcc {
+  s: OnnxSummary;
+  uses: Map<string, Set<string>>;
+}
+
+function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
+  r.expect(h, WIRE.LEN, 'GraphProto', 'node');
+  const inputs: string[] = [];
+  let op = '';
+  let domain = '';
+  r.each(h.vStart, h.vEnd, 'NodeProto', (f) => {
+    if (f.field === 1) inputs.push(str(r, f, 'NodeProto', 'input'));
+    else if (f.field === 4) op = str(r, f, 'NodeProto', 'op_type');
+    else if (f.field === 7) domain = str(r, f, 'NodeProto', 'domain');
+  });
+  const key = opKey(domain, op);
+  acc.s.nodeCount++;
+  acc.s.opTypes[key] = (acc.s.opTypes[key] ?? 0) + 1;
+  for (const name of inputs) {
+    if (name === '') continue;
+    let set = acc.uses.get(name);
+    if (!set) acc.uses.set(name, (set = new Set()));
+    set.add(key);
+  }
+}
+
+function graph(r: FileReader, h: FieldHead, acc: GraphAcc): void {
+  r.expect(h, WIRE.LEN, 'ModelProto', 'graph');
+  r.each(h.vStart, h.vEnd, 'GraphProto', (f) => {
+    switch (f.field) {
+      case 1: node(r, f, acc); break;
+      case 2: acc.s.graphName = str(r, f, 'GraphProto', 'name'); break;
+      case 5: acc.s.initializers.push(initializer(r, f)); break;
+      case 11: acc.s.inputs.push(valueInfo(r, f, 'input')); break;
+      case 12: acc.s.outputs.push(valueInfo(r, f, 'output')); break;
+      default: break;
+    }
+  });
+}
+
+/** Summarizes `r`'s file; see {@link summarizeOnnx}. */
+function summarizeReader(r: FileReader): OnnxSummary {
+  const s: OnnxSummary = {
+    file: r.file, fileSize: r.size, irVersion: 0, opsets: [], inputs: [], outputs: [], initializers: [],
+    metadata: Object.create(null), nodeCount: 0, opTypes: Object.create(null), consumers: Object.create(null),
+  };
+  const acc: GraphAcc = { s, uses: new Map() };
+  let sawGraph = false;
+  let sawIr = false;
+  const M = 'ModelProto';
+  r.each(0, r.size, M, (f) => {
+    switch (f.field) {
+      case 1: r.expect(f, WIRE.VARINT, M, 'ir_version'); s.irVersion = f.int; sawIr = true; break;
+      case 2: s.producerName = str(r, f, M, 'producer_name'); break;
+      case 3: s.producerVersion = str(r, f, M, 'producer_version'); break;
+      case 7: graph(r, f, acc); sawGraph = true; break;
+      case 8: {
+        r.expect(f, WIRE.LEN, M, 'opset_import');
+        const o = { domain: '', version: 0 };
+        r.each(f.vStart, f.vEnd, 'OperatorSetIdProto', (x) => {
+          if (x.field === 1) o.domain = str(r, x, 'OperatorSetIdProto', 'domain');
+          else if (x.field === 2) { r.expect(x, WIRE.VARINT, 'OperatorSetIdProto', 'version'); o.version = x.int; }
+        });
+        s.opsets.push(o);
+        break;
+      }
+      case 14: { const [k, v] = pairs(r, f, M); s.metadata[k] = v; break; }
+      default: break;
+    }
+  });
+  if (!sawGraph) r.fail('not an ONNX model: ModelProto has no graph');
+  if (!sawIr) r.fail('not an ONNX model: ModelProto has no ir_version');
+  if (!Number.isInteger(s.irVersion) || s.irVersion < 1 || s.irVersion > MAX_IR_VERSION) {
+    r.fail(`not an ONNX model: implausible ir_version ${s.irVersion}`);
+  }
+  const producer = [s.producerName, s.producerVersion].filter((x) => x).join(' ');
+  if (producer) s.producer = producer;
+  for (const name of [...s.inputs.map((v) => v.name), ...s.initializers.map((t) => t.name)]) {
+    s.consumers[name] = [...(acc.uses.get(name) ?? [])];
+  }
+  return s;
+}
+
+/**
+ * Walks a whole model through `r` (also the structural validation `decodeModel` runs before
+ * protobufjs, which does not check wire types of known fields). Closes `r`.
+ */
+export function summarizeWith(r: FileReader): OnnxSummary {
+  try {
+    if (r.size === 0) r.fail('the file is empty, not an ONNX model');
+    try {
+      return summarizeReader(r);
+    } catch (err) {
+      // A non-ONNX file usually fails on its first bytes: say what it looks like instead.
+      const sniffed = err instanceof FormatError ? sniffNonOnnx(r.bytes(0, Math.min(64, r.size)), r.size) : undefined;
+      if (sniffed) throw new FormatError(r.file, sniffed);
+      throw err;
+    }
+  } finally {
+    r.close();
+  }
+}
+
+/** Synchronous {@link summarizeOnnx}. */
+export function summarizeOnnxSync(file: string): OnnxSummary {
+  return summarizeWith(FileReader.open(file));
+}
+
+/**
+ * The metadata-only summary of an ONNX file, read by positional reads through a 1 MB window:
+ * memory stays about constant whatever the file's size. Corrupt input (truncated varints,
+ * lengths past the enclosing message or the file, wrong wire types for known fields, groups,
+ * raw_data sizes that contradict dims) raises one FormatError naming the file and the byte.
+ */
+export async function summarizeOnnx(file: string): Promise<OnnxSummary> {
+  return summarizeOnnxSync(file);
+}

@@ -1,0 +1,221 @@
+/**
+ * A protobuf wire-format reader over a file, by positional reads through a small window, so
+ * a message can be walked field by field and a length-delimited payload (raw_data of a
+ * multi-GB initializer) skipped by moving the position — its bytes are never read.
+ *
+ * Every length is checked against the end of its enclosing message before it is trusted;
+ * a corrupt file raises one {@link FormatError} naming the file and the byte.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { FormatError } from '../../errors';
+
+const WINDOW = 1 << 20;
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+/** Wire types of the protobuf encoding. */
+export const WIRE = { VARINT: 0, I64: 1, LEN: 2, SGROUP: 3, EGROUP: 4, I32: 5 } as const;
+
+/** One field of a message: its tag at `start`; value bytes `[vStart, vEnd)`. */
+export interface FieldHead {
+  field: number;
+  wire: number;
+  start: number;
+  vStart: number;
+  vEnd: number;
+  /** The varint value (wire type 0 only), int64 two's complement read as a signed number. */
+  int: number;
+}
+
+/** Positional, windowed reads of one open file (or of bytes already in memory). */
+export class FileReader {
+  readonly size: number;
+  private fd: number;
+  private win: Uint8Array = Buffer.allocUnsafe(0);
+  private winStart = 0;
+
+  private constructor(readonly file: string, fd: number, bytes?: Uint8Array) {
+    this.fd = fd;
+    if (bytes) {
+      this.win = bytes;
+      this.size = bytes.length;
+    } else {
+      this.size = fstatSync(fd).size;
+    }
+  }
+
+  /** A reader over bytes in memory; `file` names them in errors. */
+  static fromBytes(bytes: Uint8Array, file: string): FileReader {
+    return new FileReader(file, -1, bytes);
+  }
+
+  /** Opens `file` for reading; an unreadable file is a FormatError. */
+  static open(file: string): FileReader {
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch (err) {
+      throw new FormatError(file, `cannot read: ${(err as Error).message.split('\n')[0]}`);
+    }
+    try {
+      return new FileReader(file, fd);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  }
+
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+
+  /** Raises a FormatError at `byte`. */
+  fail(detail: string, byte?: number): never {
+    throw new FormatError(this.file, detail, byte);
+  }
+
+  private fill(pos: number): void {
+    if (this.fd < 0) this.fail('read past the end of the data', pos);
+    if (this.win.length < WINDOW) this.win = Buffer.allocUnsafe(WINDOW);
+    const n = readSync(this.fd, this.win, 0, Math.min(WINDOW, this.size - pos), pos);
+    this.winStart = pos;
+    this.win = n === WINDOW ? this.win : this.win.subarray(0, n);
+  }
+
+  /** The byte at `pos` (`pos < size` is the caller's check). */
+  byte(pos: number): number {
+    const i = pos - this.winStart;
+    if (i < 0 || i >= this.win.length) {
+      this.fill(pos);
+      return this.win[0]!;
+    }
+    return this.win[i]!;
+  }
+
+  /** A fresh copy of `[start, end)`. */
+  bytes(start: number, end: number): Uint8Array {
+    const len = end - start;
+    const out = new Uint8Array(len);
+    if (start >= this.winStart && end <= this.winStart + this.win.length) {
+      out.set(this.win.subarray(start - this.winStart, end - this.winStart));
+      return out;
+    }
+    if (this.fd < 0) this.fail(`read of [${start}, ${end}) past the end of the data`, start);
+    let done = 0;
+    while (done < len) {
+      const n = readSync(this.fd, out, done, len - done, start + done);
+      if (n <= 0) this.fail(`file ended while reading ${len} bytes`, start + done);
+      done += n;
+    }
+    return out;
+  }
+
+  /** `[start, end)` as UTF-8 text. */
+  string(start: number, end: number): string {
+    return utf8.decode(this.bytes(start, end));
+  }
+
+  /**
+   * Reads a varint at `pos` that must end before `end`. Returns `[value, next]`. Values past
+   * 2^53 lose precision (no ONNX count or size gets there); 10-byte negatives are int64.
+   */
+  varint(pos: number, end: number, what: string): [number, number] {
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 10; i++) {
+      if (pos + i >= end) {
+        this.fail(`truncated varint (${what})${end >= this.size ? ': the file ends inside it' : ''}`, pos + i);
+      }
+      const b = this.byte(pos + i);
+      if (i === 9 && b > 1) this.fail(`varint longer than 64 bits (${what})`, pos);
+      result += (b & 0x7f) * mul;
+      mul *= 128;
+      if ((b & 0x80) === 0) {
+        if (i === 9 && b === 1) result = Number(BigInt.asIntN(64, this.bigVarint(pos)));
+        return [result, pos + i + 1];
+      }
+    }
+    return this.fail(`varint longer than 10 bytes (${what})`, pos);
+  }
+
+  private bigVarint(pos: number): bigint {
+    let v = 0n;
+    for (let i = 0; i < 10; i++) v |= BigInt(this.byte(pos + i) & 0x7f) << BigInt(7 * i);
+    return v;
+  }
+
+  /**
+   * Reads the field whose tag starts at `pos` inside a message ending at `end`. `msg` names
+   * the message for error text. Groups and invalid wire types are errors (ONNX uses neither).
+   */
+  field(pos: number, end: number, msg: string): FieldHead {
+    const [tag, p] = this.varint(pos, end, `${msg} field tag`);
+    const field = Math.floor(tag / 8);
+    const wire = tag % 8;
+    if (field === 0 || tag > 0xffffffff) this.fail(`invalid field number ${field} in ${msg}`, pos);
+    const head: FieldHead = { field, wire, start: pos, vStart: p, vEnd: p, int: 0 };
+    switch (wire) {
+      case WIRE.VARINT: {
+        const [v, q] = this.varint(p, end, `${msg} field ${field}`);
+        head.int = v;
+        head.vEnd = q;
+        break;
+      }
+      case WIRE.I64:
+      case WIRE.I32: {
+        head.vEnd = p + (wire === WIRE.I64 ? 8 : 4);
+        if (head.vEnd > end) this.pastEnd(msg, field, head.vEnd - p, p, end);
+        break;
+      }
+      case WIRE.LEN: {
+        const [len, q] = this.varint(p, end, `${msg} field ${field} length`);
+        if (len < 0) this.fail(`negative length in ${msg} field ${field}`, p);
+        head.vStart = q;
+        head.vEnd = q + len;
+        if (head.vEnd > end) this.pastEnd(msg, field, len, q, end);
+        break;
+      }
+      case WIRE.SGROUP:
+      case WIRE.EGROUP:
+        this.fail(`${msg} field ${field} uses protobuf groups (wire type ${wire}), which ONNX never writes`, pos);
+        break;
+      default:
+        this.fail(`invalid wire type ${wire} in ${msg} field ${field}`, pos);
+    }
+    return head;
+  }
+
+  private pastEnd(msg: string, field: number, len: number, at: number, end: number): never {
+    const where = end >= this.size ? `the file ends at byte ${this.size}` : `the enclosing ${msg} ends at byte ${end}`;
+    return this.fail(`${msg} field ${field} claims ${len} bytes but ${where} (truncated or corrupt)`, at);
+  }
+
+  /** Fails unless `h` has wire type `wire` (a known field with the wrong encoding). */
+  expect(h: FieldHead, wire: number, msg: string, name: string): void {
+    if (h.wire !== wire) this.fail(`${msg}.${name} (field ${h.field}) has wire type ${h.wire}, expected ${wire}`, h.start);
+  }
+
+  /** Calls `fn` for each field of the message `[start, end)`. */
+  each(start: number, end: number, msg: string, fn: (h: FieldHead) => void): void {
+    let pos = start;
+    while (pos < end) {
+      const h = this.field(pos, end, msg);
+      fn(h);
+      pos = h.vEnd;
+    }
+  }
+
+  /** Varints of a packed (wire 2) or single (wire 0) repeated integer field. */
+  ints(h: FieldHead, msg: string, name: string): number[] {
+    if (h.wire === WIRE.VARINT) return [h.int];
+    this.expect(h, WIRE.LEN, msg, name);
+    const out: number[] = [];
+    let pos = h.vStart;
+    while (pos < h.vEnd) {
+      const [v, q] = this.varint(pos, h.vEnd, `${msg}.${name}`);
+      out.push(v);
+      pos = q;
+    }
+    return out;
+  }
+}

