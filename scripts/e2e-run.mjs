@@ -2,7 +2,9 @@
 // builds a fixture workspace in a temp dir from ../shared/fixtures, runs the suites inside a real
 // VS Code (code-server + Chromium) through @vscode/test-electron's runTests, then checks the
 // packaged .vsix installed into a fresh code-server (Problems panel screenshot), and prints the
-// closing `N passed, N failed` line. Options: --skip-ui, --only-ui; env WEIGHT_SPEC_E2E_GREP.
+// closing `N passed, N failed` line. Options: --skip-ui, --only-ui; env WEIGHT_SPEC_E2E_GREP
+// (mocha grep), WEIGHT_SPEC_E2E_KEEP (keep work files), WEIGHT_SPEC_E2E_SCREENSHOT (copy the
+// Problems-panel PNG there), WEIGHT_SPEC_E2E_VSCODE (see below).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -38,6 +40,8 @@ await build({
   mainFields: ['module', 'main'],
   logLevel: 'warning',
 });
+// Type-check the suites (esbuild only strips types).
+execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'test/e2e'], { stdio: 'inherit' });
 const suiteDir = path.join(REPO_ROOT, 'test', 'e2e', 'suite');
 await build({
   entryPoints: fs.readdirSync(suiteDir).filter((f) => f.endsWith('.ts')).map((f) => path.join(suiteDir, f)),
@@ -72,8 +76,14 @@ if (!argv.has('--only-ui')) {
   const iv = setInterval(pump, 500);
   try {
     await runTests({
-      vscodeExecutablePath: path.join(REPO_ROOT, 'test', 'e2e', 'code-server-adapter.mjs'),
-      extensionDevelopmentPath: REPO_ROOT,
+      // The adapter runs code-server + Chromium. WEIGHT_SPEC_E2E_VSCODE=download lets
+      // test-electron fetch a desktop VS Code instead (where one can be downloaded); any other
+      // value is taken as the path of a VS Code executable.
+      ...(process.env.WEIGHT_SPEC_E2E_VSCODE === 'download'
+        ? {}
+        : { vscodeExecutablePath: process.env.WEIGHT_SPEC_E2E_VSCODE || path.join(REPO_ROOT, 'test', 'e2e', 'code-server-adapter.mjs') }),
+      // WEIGHT_SPEC_E2E_EXT_ROOT: run another copy of the extension (development of the harness).
+      extensionDevelopmentPath: process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT,
       extensionTestsPath: path.join(buildDir, 'suite', 'index.js'),
       launchArgs: [ws.dir, `--user-data-dir=${path.join(scratch, 'user-data')}`, `--extensions-dir=${path.join(scratch, 'extensions')}`],
       extensionTestsEnv: {

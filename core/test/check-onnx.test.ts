@@ -91,3 +91,15 @@ describe('companion ONNX checks', () => {
     expect(problems[0]!.message).toContain('model.onnx');
   });
 });
+
+describe('explicit companion', () => {
+  it('a user-given --onnx outside the spec directory is used (only spec paths are confined)', async () => {
+    const { file, text } = setup(matchingInputs());
+    const other = tempDir('ws-onnx-other-');
+    const model = path.join(other, 'elsewhere.onnx');
+    writeFileSync(model, onnxBytes(matchingInputs().filter((v) => v.name !== 'model.norm.weight'), outputs));
+    const problems = await checkSpec(file, text, { onnx: model });
+    expect(problems.map((p) => p.code)).toEqual(['name-not-in-onnx']);
+    expect(problems[0]!.message).toContain('elsewhere.onnx');
+  });
+});

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
-import { tempDir } from './check-helpers';
+import { ELEM, onnxBytes, tempDir } from './check-helpers';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -55,6 +55,22 @@ describe('exit codes and usage', () => {
     const i = cli(['inspect', '/nonexistent/dir']);
     expect(i.code).toBe(1);
     expect(i.stderr.trim().split('\n')).toHaveLength(1);
+  });
+  it('inspect on an export directory (graphs, no checkpoint) lists its ONNX files', () => {
+    const dir = tempDir('ws-cli-');
+    writeFileSync(path.join(dir, 'model.onnx'), onnxBytes([{ name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] }, { name: 'w', elem: ELEM.FLOAT, dims: [2, 3] }], [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 7] }], { note: 'x' }));
+    writeFileSync(path.join(dir, 'weight_spec.json'), '{}');
+    const r = cli(['inspect', dir, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const [s] = JSON.parse(r.stdout);
+    expect(s.inputs).toEqual([
+      expect.objectContaining({ name: 'input_ids', dtype: 'I64', elemType: 7, dims: ['batch', 'seq'] }),
+      expect.objectContaining({ name: 'w', dtype: 'F32', elemType: 1, dims: [2, 3] }),
+    ]);
+    expect(s.metadata).toEqual({ note: 'x' });
+    const t = cli(['inspect', dir]);
+    expect(t.stdout).toMatch(/^\s+w\s+F32\s+\[2, 3\]$/m);
+    expect(t.stdout).toContain('note = x');
   });
   it('a corrupt safetensors file is exit 1 naming the file', () => {
     const dir = tempDir('ws-cli-');

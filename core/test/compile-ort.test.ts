@@ -142,6 +142,26 @@ describeFixtures('ort backend on legacy-derived weight-free graphs', () => {
     await expect(compile(made.exportDir, { backend: 'ort' })).rejects.toThrow(/input "not\.in\.graph" is not an input of model\.onnx/);
   });
 
+  it('a read-only prepared directory is left untouched: shards are hard-linked beside the model', async () => {
+    const made = makeLegacyExport(legacy('qwen2'), tmp());
+    fs.chmodSync(made.preparedDir, 0o555);
+    try {
+      const before = fs.readdirSync(made.preparedDir).sort();
+      const { record } = await compile(made.exportDir, { backend: 'ort' });
+      expect(fs.readdirSync(made.preparedDir).sort()).toEqual(before);
+      expect(path.dirname(record.artifacts.model!)).toBe(path.join(made.exportDir, 'compiled'));
+      const ref = reference('qwen2');
+      const runner = await openRunner(made.exportDir);
+      try {
+        expect(await runner.generate(ref.input_ids, 2)).toEqual(ref.generated_ids.slice(0, 2));
+      } finally {
+        await runner.close();
+      }
+    } finally {
+      fs.chmodSync(made.preparedDir, 0o755);
+    }
+  });
+
   it('--prepared binds another copy; the hard-link layout runs too', async () => {
     const made = makeLegacyExport(legacy('gpt2'), tmp());
     const copy = path.join(made.root, 'copy');

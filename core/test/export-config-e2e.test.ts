@@ -1,16 +1,21 @@
 /**
- * The issue's acceptance path through the real CLI for every fixture family:
+ * The issue's acceptance path through the real CLI for every fixture family (and for the
+ * other families on bf16 checkpoints made in code, judged by the float64 reference):
  * export --config → prepare → compile (ORT) → run --dump-logits (fed through the KV cache one
  * id at a time) against reference.json, greedy run --max-new-tokens 5 against generated_ids,
  * float32 (≤ 1e-4) and float16 (≤ 2e-2); and --phase prefill / decode graphs over one
  * prepared checkpoint giving the logits of `both`.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { fromFloat32 } from '../src/formats/dtype';
+import { writeSafetensors } from '../src/formats/safetensors';
+import { referenceForward } from './graph-reference';
+import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
@@ -47,6 +52,31 @@ describeFixtures('export --config → prepare → compile → run equals the fix
         }
       });
     }
+  }
+
+  // families without fixtures: bf16 checkpoints made in code, judged by the float64 reference
+  for (const name of ['mistral', 'qwen3', 'gemma', 'qwen3_moe', 'llama-rope-llama3', 'gpt2-prefixed']) {
+    it(`${name} (checkpoint made in code) float32 and float16`, async () => {
+      const cfg = SYNTHETIC_CONFIGS[name]!;
+      const src = path.join(tmp, `synthetic-${name}`);
+      mkdirSync(src, { recursive: true });
+      writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
+      const raw = randomCheckpoint(cfg, 11);
+      await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+      const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
+      const ref = referenceForward(cfg, raw, ids);
+      for (const dtype of ['float32', 'float16']) {
+        const prepared = path.join(tmp, `synthetic-${name}-qeff-prepared-${dtype}`);
+        const out = path.join(tmp, `synthetic-${name}-${dtype}-export`);
+        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
+        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        ws('compile', out, '--prepared', prepared);
+        const dump = path.join(tmp, `synthetic-${name}-${dtype}.json`);
+        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+        expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
+      }
+    });
   }
 
   it('--phase prefill and --phase decode graphs over one prepared checkpoint give the logits of both', () => {

@@ -15,6 +15,7 @@ import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 import { writeSafetensors } from '../src/formats/safetensors';
+import { decodeModel } from '../src/formats/onnx';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-config-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -26,36 +27,9 @@ function modelDir(name: string, cfg: Record<string, unknown>): string {
   return d;
 }
 
-/** metadata_props (field 14) of a ModelProto, read straight from the protobuf bytes. */
+/** metadata_props of an ONNX model, via the project's onnx.proto codec. */
 function onnxMetadata(bytes: Uint8Array): Map<string, string> {
-  let i = 0;
-  const varint = (): number => {
-    let v = 0, m = 1, b: number;
-    do { b = bytes[i++]!; v += (b & 0x7f) * m; m *= 128; } while (b & 0x80);
-    return v;
-  };
-  const out = new Map<string, string>();
-  const dec = new TextDecoder();
-  while (i < bytes.length) {
-    const tag = varint();
-    const wire = tag & 7;
-    if (wire === 0) { varint(); continue; }
-    if (wire === 5) { i += 4; continue; }
-    if (wire === 1) { i += 8; continue; }
-    const len = varint();
-    const start = i;
-    i += len;
-    if (tag >>> 3 !== 14) continue;
-    let j = start, key = '', value = '';
-    while (j < start + len) {
-      const t = bytes[j++]!; let l = 0, m = 1, b: number;
-      do { b = bytes[j++]!; l += (b & 0x7f) * m; m *= 128; } while (b & 0x80);
-      const s = dec.decode(bytes.subarray(j, j + l)); j += l;
-      if (t >>> 3 === 1) key = s; else value = s;
-    }
-    out.set(key, value);
-  }
-  return out;
+  return new Map((decodeModel(bytes, 'model.onnx').metadataProps ?? []).map((p) => [p.key ?? '', p.value ?? '']));
 }
 
 describe('export --config writes a complete, consistent export directory', () => {

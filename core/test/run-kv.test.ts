@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { compile } from '../src/compile';
+import { compile, parseWireModel } from '../src/compile';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { convertFloat } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
@@ -24,7 +24,10 @@ afterAll(() => {
 });
 
 /** Exports `fam` from its config into `<tmp>/export`, writes the f32 copy where the spec points. */
-async function kvExport(fam: string, opts: { ctxLen?: number } = {}): Promise<string> {
+async function kvExport(
+  fam: string,
+  opts: { ctxLen?: number; phase?: 'both' | 'prefill' | 'decode'; continuousBatching?: boolean; batchSize?: number } = {},
+): Promise<string> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-kv-'));
   roots.push(root);
   const modelDir = path.join(root, fam);
@@ -72,6 +75,37 @@ describeFixtures('runner on KV-cache graphs', () => {
       }
     });
   }
+
+  it('a decode-phase graph (fixed seq_len) is fed one id per step, prefill included', async () => {
+    const exp = await kvExport('llama', { ctxLen: 16, phase: 'decode' });
+    const ids = parseWireModel(fs.readFileSync(path.join(exp, 'model.onnx')), 'model.onnx').inputs.find((i) => i.name === 'input_ids')!;
+    expect(ids.dims[1]).toBe(1);
+    await compile(exp, { backend: 'ort' });
+    const r = ref('llama');
+    const runner = await openRunner(exp);
+    try {
+      expect(runner.kind).toBe('kv');
+      expect(await runner.generate(r.input_ids, 5)).toEqual(r.generated_ids);
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it('a continuous-batching graph (batch_index, full-batch cache) decodes through slot 0', async () => {
+    const exp = await kvExport('qwen2', { ctxLen: 16, continuousBatching: true, batchSize: 3 });
+    const names = parseWireModel(fs.readFileSync(path.join(exp, 'model.onnx')), 'model.onnx').inputs.map((i) => i.name);
+    expect(names).toContain('batch_index');
+    await compile(exp, { backend: 'ort' });
+    const r = ref('qwen2');
+    const runner = await openRunner(exp);
+    try {
+      const ids = [...r.input_ids, ...r.generated_ids.slice(0, -1)];
+      expect(maxAbsDiff(await runner.logits(ids), r.logits)).toBeLessThanOrEqual(1e-4);
+      expect(await runner.generate(r.input_ids, 5)).toEqual(r.generated_ids);
+    } finally {
+      await runner.close();
+    }
+  });
 
   it('a symbolic ctx_len is sized to the call; a fixed one too small is a clear error', async () => {
     const exp = await kvExport('llama');

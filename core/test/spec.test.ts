@@ -4,9 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FormatError } from '../src/errors';
+import { decodeModel, encodeModel } from '../src/formats/onnx';
 import {
   embedSpec,
+  embedSpecInModel,
   extractSpec,
+  extractSpecFromModel,
   parseSpecText,
   pyJsonDumps,
   readSpec,
@@ -219,6 +222,20 @@ describe('ONNX metadata embedding', () => {
   });
 });
 
+describeFixtures('ONNX metadata embedding in a real model', () => {
+  it('survives an ONNX encode/decode round trip (real codec, fixture model)', () => {
+    const file = path.join(fixturesDir(), 'llama', 'legacy.onnx');
+    const model = decodeModel(readFileSync(file), file);
+    expect(extractSpecFromModel(model, file)).toBeUndefined();
+    const spec: WeightSpec = { version: 5, files: [{ path: 'a.safetensors', format: 'safetensors' }], inputs: [{ name: 'w\u00e9', location: { file: 0, key: 'k' } }] };
+    const withSpec = embedSpecInModel(model, spec);
+    const back = decodeModel(encodeModel(withSpec), file);
+    const entry = back.metadataProps!.find((p) => p.key === SPEC_METADATA_KEY)!;
+    expect(entry.value).toBe(specMetadataValue(spec));
+    expect(extractSpecFromModel(back, file)).toEqual(spec);
+  });
+});
+
 describe('file I/O', () => {
   it('writeSpec is atomic and leaves no temp file; readSpec reads it back', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-spec-'));
@@ -238,5 +255,16 @@ describe('file I/O', () => {
     await expect(readSpec(file)).rejects.toThrow(new RegExp(`bad\\.json: inputs\\[0\\]\\.name: .*\\(at byte ${text.indexOf('3}')}\\)`));
     await expect(readSpec(path.join(dir, 'missing.json'))).rejects.toThrow(FormatError);
     expect(existsSync(path.join(dir, 'missing.json'))).toBe(false);
+  });
+});
+
+describe('hostile JSON', () => {
+  it('"__proto__" is an ordinary property (kept, not a prototype switch)', () => {
+    const text = '{"version": 5, "files": ["a"], "inputs": [], "__proto__": {"model_name": "evil"}}';
+    const s = parseSpecText(text, 'x').spec!;
+    expect(s.model_name).toBeUndefined();
+    expect(Object.getPrototypeOf(s)).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(s, '__proto__')).toBe(true);
+    expect(writeSpecText(s)).toContain('"__proto__": {\n    "model_name": "evil"\n  }');
   });
 });

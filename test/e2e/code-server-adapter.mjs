@@ -52,9 +52,9 @@ try {
   const launched = await launchBrowser();
   browser = launched.browser;
   const page = launched.page;
-  const exitCode = new Promise((resolve) => {
-    void page.exposeFunction('codeAutomationExit', (c) => resolve(Number(c)));
-  });
+  let reportExit;
+  const exitCode = new Promise((resolve) => (reportExit = resolve));
+  await page.exposeFunction('codeAutomationExit', (c) => reportExit(Number(c)));
   const consoleLog = fs.createWriteStream(path.join(scratch, 'browser-console.log'));
   page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
   page.on('pageerror', (e) => consoleLog.write(`[pageerror] ${e.message}\n`));

@@ -1,2 +1,106 @@
-// placeholder, replaced below
-export async function runUiCheck() { return { passed: 0, failed: 0 }; }
+// The user's view: packages the .vsix (npm run package's vsce call), installs it into a fresh
+// code-server with --install-extension, opens the fixture workspace and the spec with a bad key
+// in Chromium, opens the Problems panel, screenshots it and checks that our diagnostic is shown.
+// Each check prints `✓`/`✗` and counts towards the closing `N passed, N failed`.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startCodeServer, workbenchUrl } from './harness.mjs';
+import { makeWorkspace } from './workspace.mjs';
+import { checkVsix } from './vsix.mjs';
+
+/** Width and height from a PNG's IHDR (and that the signature is right). */
+export function pngSize(file) {
+  const b = fs.readFileSync(file);
+  const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  if (b.length < 24 || !b.subarray(0, 8).equals(sig) || b.toString('latin1', 12, 16) !== 'IHDR') throw new Error(`${file} is not a PNG`);
+  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20), bytes: b.length };
+}
+
+export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT } = {}) {
+  fs.mkdirSync(dir, { recursive: true });
+  let passed = 0;
+  let failed = 0;
+  const check = async (title, fn) => {
+    const t0 = Date.now();
+    try {
+      const note = await fn();
+      passed++;
+      console.log(`  ✓ ${title} (${Date.now() - t0} ms)${note ? ` — ${note}` : ''}`);
+      return true;
+    } catch (e) {
+      failed++;
+      console.log(`  ✗ ${title}\n      ${e instanceof Error ? e.message : String(e)}`);
+      return false;
+    }
+  };
+  console.log('packaged extension in code-server (Playwright)');
+  const vsix = path.join(dir, 'weight-spec.vsix');
+  const packaged = await check('npm run package makes a .vsix under 15 MB with only the allowed files', async () => {
+    execFileSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--out', vsix], {
+      cwd: extensionRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const r = await checkVsix(vsix);
+    return `${(r.bytes / 1024).toFixed(0)} KiB, ${r.files.length} files`;
+  });
+  if (!packaged) return { passed, failed: failed + 1 };
+
+  const profile = makeProfile(path.join(dir, 'profile'));
+  await check('code-server --install-extension installs the .vsix', async () => {
+    codeServerCli(profile, ['--install-extension', vsix]);
+    const installed = fs.readdirSync(profile.extensionsDir).filter((n) => n.startsWith('weight-spec.weight-spec-'));
+    if (installed.length !== 1) throw new Error(`extensions dir holds ${JSON.stringify(fs.readdirSync(profile.extensionsDir))}`);
+    for (const f of ['dist/extension.js', 'dist/server.js', 'dist/cli.js', 'syntaxes/weight-spec.tmLanguage.json']) {
+      if (!fs.existsSync(path.join(profile.extensionsDir, installed[0], f))) throw new Error(`installed extension lacks ${f}`);
+    }
+    return installed[0];
+  });
+
+  const ws = makeWorkspace(path.join(dir, 'workspace'));
+  let server;
+  let browser;
+  try {
+    server = await startCodeServer(profile);
+    const launched = await launchBrowser();
+    browser = launched.browser;
+    const page = launched.page;
+    await page.goto(workbenchUrl(server, ws.dir));
+    await page.waitForSelector('.monaco-workbench .part.editor', { timeout: 60_000 });
+    const shot = path.join(dir, 'problems-panel.png');
+    await check('the Problems panel shows the key-missing diagnostic of the installed extension (screenshot)', async () => {
+      // Quick Open the spec, then the Problems panel.
+      await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => {});
+      await page.keyboard.press('Control+P');
+      await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
+      await page.keyboard.type(path.basename(ws.badSpec));
+      await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      await page.waitForSelector(`.tab[aria-label*="${path.basename(ws.badSpec)}"]`, { timeout: 15_000 });
+      await page.keyboard.press('Control+Shift+M');
+      const panel = page.locator('.markers-panel');
+      await panel.waitFor({ state: 'visible', timeout: 15_000 });
+      // The row appears once the server has published the diagnostic.
+      const row = panel.locator('.monaco-list-row', { hasText: ws.badKey });
+      await row.first().waitFor({ state: 'visible', timeout: 90_000 });
+      const text = await panel.innerText();
+      await page.locator('.part.panel').screenshot({ path: shot });
+      const size = pngSize(shot);
+      if (!text.includes(ws.badKey)) throw new Error(`panel text lacks ${ws.badKey}: ${text}`);
+      if (!text.includes('key-missing')) throw new Error(`panel text shows no key-missing code: ${text}`);
+      if (!text.includes(path.basename(ws.badSpec))) throw new Error(`panel text lacks the file name: ${text}`);
+      if (size.width < 300 || size.height < 80) throw new Error(`screenshot is ${size.width}x${size.height}`);
+      // Each row's text as shown; the screenshot file stays beside the run (kept on failure).
+      return `${size.width}x${size.height} PNG, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
+    });
+    if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
+  } catch (e) {
+    failed++;
+    console.log(`  ✗ code-server + Chromium session\n      ${e instanceof Error ? e.message : String(e)}`);
+  } finally {
+    await browser?.close().catch(() => {});
+    await killGroup(server?.child.pid);
+  }
+  console.log(`packaged extension: ${passed} checks passed, ${failed} failed`);
+  return { passed, failed };
+}

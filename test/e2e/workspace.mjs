@@ -37,5 +37,5 @@ export function makeWorkspace(dir) {
   fs.writeFileSync(badSpec, JSON.stringify(spec, null, 2));
   fs.mkdirSync(path.join(dir, '.vscode'), { recursive: true });
   fs.writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'weightSpec.defaultDtype': 'float32' }, null, 2));
-  return { dir, llama, badSpec, goodKey: GOOD_KEY, badKey: BAD_KEY };
+  return { dir, llama, badSpec, goodKey: GOOD_KEY, badKey: BAD_KEY, reference: path.join(src, 'reference.json') };
 }

@@ -12,7 +12,6 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import type { OnnxSummary } from '../formats/onnx';
-import { tryResolveReadPath } from '../paths';
 import { SPEC_METADATA_KEY } from '../spec/types';
 import { specMetadataValue } from '../spec/write';
 import { report, type CheckContext } from './context';
@@ -57,19 +56,12 @@ function safeMetadataValue(ctx: CheckContext): string | undefined {
   }
 }
 
-/** Runs the ONNX checks; `explicit` is a user-given companion path (relative to the spec). */
+/**
+ * Runs the ONNX checks. `explicit` is a companion the *user* named (`--onnx`, relative to the
+ * spec's directory): trusted like any command-line path, unlike paths written in the spec.
+ */
 export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): Promise<void> {
-  let file: string | undefined;
-  if (explicit !== undefined) {
-    const r = tryResolveReadPath(ctx.specDir, explicit, ctx.roots);
-    if (!r.ok) {
-      report(ctx, r.error.code, 'error', [], r.error.message);
-      return;
-    }
-    file = r.value.abs;
-  } else {
-    file = await findCompanionOnnx(ctx);
-  }
+  const file = explicit !== undefined ? path.resolve(ctx.specDir, explicit) : await findCompanionOnnx(ctx);
   if (!file) return;
   let summary: OnnxSummary;
   try {

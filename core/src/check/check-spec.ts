@@ -15,7 +15,7 @@ import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
 import { checkPrepared, looksPrepared } from './prepared';
-import { closestNames, didYouMean } from './suggest';
+import { didYouMean, KeyIndex, keyIndexOf } from './suggest';
 import { checkInputFacts } from './facts';
 
 /**
@@ -101,7 +101,8 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
 /** File index, key presence and name uniqueness for every input. */
 function checkInputs(ctx: CheckContext): void {
   const firstByName = new Map<string, number>();
-  const suggestionsBudget = { left: 200 };
+  // Full edit-distance scans over a file's keys are rationed; index lookups are not.
+  const suggestionsBudget = { left: 10 };
   for (const [i, input] of ctx.spec.inputs.entries()) {
     const src = ctx.sources.inputs[i]!;
     const prev = firstByName.get(input.name);
@@ -135,7 +136,8 @@ function checkInputs(ctx: CheckContext): void {
         { file: other });
       continue;
     }
-    const suggestions = suggestionsBudget.left-- > 0 ? closestNames(key, header.tensors.keys()) : [];
+    const index = keyIndexOf(header.tensors, () => header.tensors.keys());
+    const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
     report(ctx, 'key-missing', 'error', src.key,
       `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}`, { suggestions });
   }
@@ -152,6 +154,6 @@ function checkUnindexedKey(ctx: CheckContext, i: number, budget: { left: number 
   }
   if (ctx.files.some((s) => !s.header)) return; // an unreadable file may hold it
   const all = ctx.files.flatMap((s) => [...s.header!.tensors.keys()]);
-  const suggestions = budget.left-- > 0 ? closestNames(key, all) : [];
+  const suggestions = new KeyIndex(all).closest(key, 3, () => budget.left-- > 0);
   report(ctx, 'key-missing', 'error', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, { suggestions });
 }

@@ -5,7 +5,7 @@
 export { checkSpec } from './check-spec';
 export type { CheckOptions } from './context';
 export { HeaderCache, defaultHeaderCache } from './header-cache';
-export { closestNames, boundedEditDistance, commonSuffixSegments } from './suggest';
+export { closestNames, boundedEditDistance, commonSuffixSegments, KeyIndex, keyIndexOf } from './suggest';
 export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';
 export { dtypeFromName } from './facts';
 export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared';

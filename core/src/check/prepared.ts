@@ -8,8 +8,9 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { report, type CheckContext } from './context';
 
-/** Manifest and sentinel names of a prepared checkpoint (QEfficient's). */
+/** Manifest of a prepared checkpoint (QEfficient's name). */
 export const PREPARED_MANIFEST = '.checkpoint_prepared.json';
+/** Sentinel written last by prepare: its absence means an unfinished prepare. */
 export const PREPARED_SENTINEL = '.checkpoint_prepared';
 
 /** True when `file` lies in a directory named like a prepared checkpoint. */

@@ -46,10 +46,11 @@ function prefixVariant(wanted: string, cand: string): boolean {
 
 /**
  * The closest `limit` candidates to `wanted`, best first. A candidate must be within an edit
- * distance of about a third of the name's length (at least 3), or be a prefix variant.
+ * distance of about a third of the name's length (at least 3), or be a prefix variant
+ * (`anyDistance` drops the bound, for candidates already known to be near).
  */
-export function closestNames(wanted: string, candidates: Iterable<string>, limit = 3): string[] {
-  const max = Math.max(3, Math.ceil(wanted.length / 3));
+export function closestNames(wanted: string, candidates: Iterable<string>, limit = 3, anyDistance = false): string[] {
+  const max = anyDistance ? Number.MAX_SAFE_INTEGER : Math.max(3, Math.ceil(wanted.length / 3));
   const scored: { name: string; variant: boolean; dist: number; sfx: number }[] = [];
   for (const cand of candidates) {
     if (cand === wanted) continue;
@@ -71,6 +72,76 @@ export function closestNames(wanted: string, candidates: Iterable<string>, limit
     if (out.length >= limit) break;
   }
   return out;
+}
+
+/**
+ * An index over a checkpoint's keys that finds likely fixes without comparing the wanted
+ * name with every key: keys differing in exactly one dot-segment (a typo in `gate_prj`, a
+ * wrong layer number, `q_proj` for `k_proj`) and prefix variants come from hash lookups;
+ * only when those find nothing does a caller fall back to a full edit-distance scan.
+ */
+export class KeyIndex {
+  private readonly oneOff = new Map<string, string[]>();
+  private readonly bySuffix = new Map<string, string[]>();
+  private readonly set: Set<string>;
+  readonly keys: string[];
+
+  constructor(keys: Iterable<string>) {
+    this.keys = [...keys];
+    this.set = new Set(this.keys);
+    for (const k of this.keys) {
+      const seg = k.split('.');
+      for (let j = 0; j < seg.length; j++) push(this.oneOff, maskAt(seg, j), k);
+      for (let j = 1; j < seg.length; j++) push(this.bySuffix, seg.slice(j).join('.'), k);
+    }
+  }
+
+  /** Candidates found by lookups only (may be empty). */
+  nearby(wanted: string): string[] {
+    const seg = wanted.split('.');
+    const out = new Set<string>();
+    for (let j = 0; j < seg.length; j++) for (const k of this.oneOff.get(maskAt(seg, j)) ?? []) out.add(k);
+    for (const k of this.bySuffix.get(wanted) ?? []) out.add(k); // the key has an extra prefix
+    for (let j = 1; j < seg.length; j++) {
+      const tail = seg.slice(j).join('.');
+      if (this.set.has(tail)) out.add(tail); // the wanted name has an extra prefix
+    }
+    out.delete(wanted);
+    return [...out];
+  }
+
+  /**
+   * The closest keys to `wanted`. `allowScan` permits the full edit-distance scan when the
+   * lookups find nothing (callers ration it: a spec with 10 000 wrong keys must stay fast).
+   */
+  closest(wanted: string, limit = 3, allowScan: boolean | (() => boolean) = true): string[] {
+    const near = this.nearby(wanted);
+    if (near.length > 0) return closestNames(wanted, near, limit, true);
+    const scan = typeof allowScan === 'function' ? allowScan() : allowScan;
+    return scan ? closestNames(wanted, this.keys, limit) : [];
+  }
+}
+
+function maskAt(seg: string[], j: number): string {
+  return `${j}\u0000${seg.length}\u0000${seg.slice(0, j).join('.')}\u0000${seg.slice(j + 1).join('.')}`;
+}
+
+function push(m: Map<string, string[]>, k: string, v: string): void {
+  const list = m.get(k);
+  if (list) list.push(v);
+  else m.set(k, [v]);
+}
+
+const indexes = new WeakMap<object, KeyIndex>();
+
+/** The {@link KeyIndex} of a key collection (e.g. a header's tensor map), built once. */
+export function keyIndexOf(owner: object, keys: () => Iterable<string>): KeyIndex {
+  let idx = indexes.get(owner);
+  if (!idx) {
+    idx = new KeyIndex(keys());
+    indexes.set(owner, idx);
+  }
+  return idx;
 }
 
 /** `; did you mean "a"?` (or `"a" or "b"`), empty without suggestions. */

@@ -19,12 +19,19 @@ export interface Progress {
   fail(): void;
 }
 
+/** Where progress is drawn (a command's `io.stderr`). */
+export type ProgressStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+function isStream(x: ProgressOptions | ProgressStream): x is ProgressStream {
+  return typeof (x as { write?: unknown }).write === 'function';
+}
+
 /** Options of {@link createProgress}. */
 export interface ProgressOptions {
   total?: number;
   /** `bytes` shows sizes (KiB/MiB/GiB); `items` plain counts. */
   unit?: 'bytes' | 'items';
-  stream?: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stream?: ProgressStream;
   /** Interval between plain lines when not on a terminal (default 5 s). */
   plainIntervalMs?: number;
   /** Clock for tests. */
@@ -44,11 +51,13 @@ export function formatBytes(n: number): string {
 }
 
 /**
- * Starts a progress display for `label`, drawing to stderr (or `opts.stream`): a bar when the
+ * Starts a progress display for `label`, drawing to stderr (or the given stream /
+ * `opts.stream`, e.g. a command's `io.stderr`): a bar when the
  * stream is a TTY (and `WEIGHT_SPEC_PROGRESS` is not `plain`), periodic lines otherwise
  * (`WEIGHT_SPEC_PROGRESS=off` silences it).
  */
-export function createProgress(label: string, opts: ProgressOptions = {}): Progress {
+export function createProgress(label: string, optsOrStream: ProgressOptions | ProgressStream = {}): Progress {
+  const opts: ProgressOptions = isStream(optsOrStream) ? { stream: optsOrStream } : optsOrStream;
   const stream = opts.stream ?? process.stderr;
   const mode = process.env.WEIGHT_SPEC_PROGRESS;
   const tty = Boolean(stream.isTTY) && mode !== 'plain';

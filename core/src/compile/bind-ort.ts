@@ -89,8 +89,14 @@ export function planInitializers(
   return { inits, weightBytes };
 }
 
+/**
+ * True when the tool may add a file to `dir`: its owner-write bit is set (so a directory made
+ * read-only on purpose, like shared fixtures, stays untouched even for root) and access(2)
+ * agrees (read-only file systems, other users' directories).
+ */
 function canWriteIn(dir: string): boolean {
   try {
+    if ((fs.statSync(dir).mode & 0o200) === 0) return false;
     fs.accessSync(dir, fs.constants.W_OK);
     return true;
   } catch {

@@ -130,8 +130,26 @@ async function verifyOrt(model: string, env: NodeJS.ProcessEnv | undefined, log:
 export async function compile(exportDir: string, opts: CompileOptions): Promise<CompileResult> {
   const t0 = performance.now();
   const log = opts.log ?? (() => undefined);
-  const inp = readExportInputs(exportDir);
   const backend = opts.backend;
+  const optionsOf = (loc: PreparedLocation | undefined) =>
+    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links };
+  const prev = readCompileRecord(path.resolve(exportDir));
+  // Fast path: nothing changed → no schema validation, no graph parse; any doubt → full path.
+  if (prev && !opts.force && !opts.dryRun) {
+    try {
+      const q = readExportInputs(exportDir, true);
+      if (q) {
+        const qloc = locatePrepared(q, opts.prepared);
+        const qfp = computeFingerprint(q, qloc, backend, optionsOf(qloc));
+        if (prev.backend === backend && prev.fingerprint === qfp.value && artifactsExist(prev)) {
+          return { record: prev, upToDate: true, changed: [], command: prev.command, ms: performance.now() - t0 };
+        }
+      }
+    } catch {
+      /* the full path below reports the problem properly */
+    }
+  }
+  const inp = readExportInputs(exportDir);
   let loc: PreparedLocation | undefined;
   try {
     loc = locatePrepared(inp, opts.prepared);
@@ -140,11 +158,10 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
   const source = loc ? checkPrepared(loc) : undefined;
-  const options = backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links };
+  const options = optionsOf(loc);
   const fp: Fingerprint = loc
     ? computeFingerprint(inp, loc, backend, options)
     : computeFingerprint(inp, { dir: '', files: [], rel: [] }, backend, options);
-  const prev = readCompileRecord(inp.exportDir);
   const changed = changedParts(prev, fp);
   if (opts.force && prev && changed.length === 0) changed.push('forced');
   const done = (record: CompileRecord, upToDate: boolean, extra: Partial<CompileResult> = {}): CompileResult => ({

@@ -4,9 +4,10 @@
  *
  * The spec's `files[].path` are relative to the export directory (QEfficient symlinks the
  * prepared directory there; the link is followed). The prepared directory is `--prepared`
- * when given, else the directory holding the first spec file, else the spec's `model_id`. With `--prepared`, a spec file that does not resolve inside that
- * directory is looked up there by its path below the prepared directory's name, then by
- * its base name — so a spec written for one prepared copy binds to another.
+ * when given, else the directory holding the first spec file, else the spec's `model_id`
+ * (QEfficient's absolute prepared directory). A spec file that does not resolve inside the
+ * prepared directory is looked up there by its path below the prepared directory's name,
+ * then by its base name — so a spec written for one prepared copy binds to another.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,8 +35,15 @@ export interface PreparedLocation {
 /** Spec file names an export directory may hold, in the order they are tried. */
 const SPEC_NAMES = ['weight_spec.json'];
 
-/** Reads `<export dir>/model.onnx` (or the single `.onnx` there) and its `weight_spec.json`. */
-export function readExportInputs(exportDirArg: string): ExportInputs {
+/**
+ * Reads `<export dir>/model.onnx` (or the single `.onnx` there) and its `weight_spec.json`.
+ * With `quick`, the spec is only `JSON.parse`d (files and model_id are all that locating the
+ * weights needs) — the up-to-date check then costs no schema validation; it returns
+ * undefined when the text is not a plain v5-shaped spec, and the caller does the full read.
+ */
+export function readExportInputs(exportDirArg: string, quick?: false): ExportInputs;
+export function readExportInputs(exportDirArg: string, quick: true): ExportInputs | undefined;
+export function readExportInputs(exportDirArg: string, quick = false): ExportInputs | undefined {
   const exportDir = path.resolve(exportDirArg);
   let st: fs.Stats;
   try {
@@ -56,8 +64,21 @@ export function readExportInputs(exportDirArg: string): ExportInputs {
   if (!specName) throw new PipelineError(`${exportDir}: no weight_spec.json (export the model first)`);
   const specPath = path.join(exportDir, specName);
   const specText = fs.readFileSync(specPath, 'utf8');
-  const spec = specFromText(specText, specPath);
+  const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
+  if (!spec) return undefined;
   return { exportDir, onnxPath, onnxBytes: fs.readFileSync(onnxPath), specPath, specText, spec };
+}
+
+/** The spec's `files` and `model_id` by plain JSON.parse, or undefined when it does not look like v4+. */
+function quickSpec(text: string): WeightSpec | undefined {
+  try {
+    const raw = JSON.parse(text) as Partial<WeightSpec>;
+    if (typeof raw.version !== 'number' || raw.version < 4 || !Array.isArray(raw.files) || !Array.isArray(raw.inputs)) return undefined;
+    if (!raw.files.every((f) => f && typeof f.path === 'string' && typeof f.format === 'string')) return undefined;
+    return { version: raw.version, files: raw.files, inputs: [], model_id: typeof raw.model_id === 'string' ? raw.model_id : undefined };
+  } catch {
+    return undefined;
+  }
 }
 
 function realOrUndefined(p: string): string | undefined {

@@ -159,9 +159,11 @@ function alive(pid: number): boolean {
 /**
  * Removes leftovers of killed runs in `dir`: entries named `*.tmp-<pid>-<hex>` or
  * `*.old-<pid>-<hex>` whose pid is no longer running (or is this process's, when
- * `includeOwn`). Returns the removed paths. A re-run calls this before writing.
+ * `includeOwn`), and whose name starts with `prefix` when given (e.g. `out.` to clean only
+ * the temp siblings of `out` in its parent). Returns the removed paths. A re-run calls this
+ * before writing.
  */
-export async function removeStaleTemps(dir: string, includeOwn = false): Promise<string[]> {
+export async function removeStaleTemps(dir: string, includeOwn = false, prefix?: string): Promise<string[]> {
   let names: string[];
   try {
     names = await fsp.readdir(dir);
@@ -171,7 +173,7 @@ export async function removeStaleTemps(dir: string, includeOwn = false): Promise
   const removed: string[] = [];
   for (const n of names) {
     const m = TEMP_NAME_RE.exec(n);
-    if (!m) continue;
+    if (!m || (prefix !== undefined && !n.startsWith(prefix))) continue;
     const pid = Number(m[2]);
     if (pid === process.pid ? !includeOwn : alive(pid)) continue;
     const p = path.join(dir, n);

@@ -5,6 +5,7 @@
  * shape) so they need nothing from the ONNX codec itself.
  */
 import { FormatError } from '../errors';
+import type { ModelProto } from '../formats/onnx';
 import { parseSpecText, type ParsedSpec } from './parse';
 import { SPEC_METADATA_KEY, type WeightSpec } from './types';
 import { specMetadataValue } from './write';
@@ -59,4 +60,14 @@ export function extractSpec(props: readonly MetadataEntry[] | undefined, file: s
     throw new FormatError(file, `metadata ${SPEC_METADATA_KEY} is not a valid weight spec: ${err?.message ?? 'unreadable'}`);
   }
   return parsed.spec;
+}
+
+/** A copy of `model` whose metadata carries `spec` (QEfficient's `com.qti.aisw.extdata`). */
+export function embedSpecInModel(model: ModelProto, spec: WeightSpec): ModelProto {
+  return { ...model, metadataProps: embedSpec(model.metadataProps, spec) as ModelProto['metadataProps'] };
+}
+
+/** The spec embedded in `model` (read from `file`), or undefined; FormatError when broken. */
+export function extractSpecFromModel(model: ModelProto, file: string): WeightSpec | undefined {
+  return extractSpec(model.metadataProps, file);
 }

@@ -4,8 +4,8 @@
  */
 export * from './types';
 export { parseSpecText, readSpec, specFromText, type ParsedSpec } from './parse';
-export { writeSpecText, writeSpec, specMetadataValue, specDocument, writeFileAtomic } from './write';
-export { embedSpec, extractSpec, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
+export { writeSpecText, writeSpec, specMetadataValue, specDocument } from './write';
+export { embedSpec, embedSpecInModel, extractSpec, extractSpecFromModel, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
 export { SpecOffsets, pathKey, formatPath } from './offsets';
 export { pyJsonDumps, pyString, pyNumber, codePointCompare } from './py-json';
 export { SpecSchema, InputSchema, LocationSchema, FileEntrySchema, QuantizationSchema } from './schema';

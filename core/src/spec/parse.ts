@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
+import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
 import { formatPath, SpecOffsets } from './offsets';
 import { SpecSchema, type RawInput, type RawSpec } from './schema';
@@ -99,7 +99,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       range: d.range,
     });
   }
-  const raw: unknown = getNodeValue(tree);
+  const raw: unknown = nodeValue(tree);
   const result = SpecSchema.safeParse(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
@@ -129,6 +129,28 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
     });
   }
   return { spec, problems, offsets, sources, tree };
+}
+
+/**
+ * The plain value of a tree node, like JSON.parse: `"__proto__"` becomes an own property
+ * (jsonc-parser's getNodeValue assigns it, which would swap the object's prototype).
+ */
+function nodeValue(n: Node): unknown {
+  switch (n.type) {
+    case 'object': {
+      const o: Record<string, unknown> = {};
+      for (const prop of n.children ?? []) {
+        const [k, v] = prop.children ?? [];
+        if (!k || !v) continue;
+        Object.defineProperty(o, String(k.value), { value: nodeValue(v), enumerable: true, writable: true, configurable: true });
+      }
+      return o;
+    }
+    case 'array':
+      return (n.children ?? []).map(nodeValue);
+    default:
+      return n.value;
+  }
 }
 
 function syntaxMessage(e: ParseError): string {
@@ -177,8 +199,12 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
   });
 
   const extras: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(rawDoc)) {
-    if (!LEGACY_TOP.has(k) && k !== 'files' && k !== 'inputs') extras[k] = v;
+  // Unknown fields come from the source document (zod's copy would turn "__proto__" into a
+  // prototype); known ones from the validated copy.
+  for (const [k, v] of Object.entries(source)) {
+    if (LEGACY_TOP.has(k) || k === 'files' || k === 'inputs') continue;
+    const value = Object.prototype.hasOwnProperty.call(rawDoc, k) ? rawDoc[k] : v;
+    Object.defineProperty(extras, k, { value, enumerable: true, writable: true, configurable: true });
   }
   const spec: WeightSpec = { ...extras, version: raw.version, files, inputs };
   return { spec, sources };

@@ -102,4 +102,5 @@ export const SpecSchema = z
 
 /** The raw (validated, not yet normalized) document. */
 export type RawSpec = z.infer<typeof SpecSchema>;
+/** One raw `inputs[]` entry. */
 export type RawInput = z.infer<typeof InputSchema>;

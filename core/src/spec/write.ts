@@ -4,10 +4,8 @@
  * ends in `}`), non-ASCII escaped. The ONNX metadata copy is the compact form
  * (`separators=(",", ":")`, sorted keys).
  */
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { PipelineError } from '../errors';
+import { atomicWriteFile } from '../paths';
 import { pyJsonDumps } from './py-json';
 import { WRITE_SPEC_VERSION, type WeightSpec } from './types';
 
@@ -38,21 +36,5 @@ export function specMetadataValue(spec: WeightSpec): string {
 
 /** Writes `spec` to `file` atomically (temp file in the same directory, fsync, rename). */
 export async function writeSpec(file: string, spec: WeightSpec): Promise<void> {
-  await writeFileAtomic(file, writeSpecText(spec));
-}
-
-/** Atomic text write: `<name>.tmp-<pid>-<rand>` beside the target, fsync, rename. */
-export async function writeFileAtomic(file: string, text: string): Promise<void> {
-  const tmp = path.join(path.dirname(file), `${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const fh = await open(tmp, 'wx');
-  try {
-    await fh.writeFile(text, 'utf8');
-    await fh.sync();
-    await fh.close();
-    await rename(tmp, file);
-  } catch (err) {
-    await fh.close().catch(() => undefined);
-    await rm(tmp, { force: true });
-    throw err;
-  }
+  await atomicWriteFile(file, writeSpecText(spec));
 }

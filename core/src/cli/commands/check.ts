@@ -26,6 +26,7 @@ export function problemJson(p: Problem): { code: string; severity: string; messa
   return { code: p.code, severity: p.severity, message: p.message, path: p.path, range: p.range ? { start: p.range.start, end: p.range.end } : null };
 }
 
+/** The `check` command. */
 export const checkCommand = defineCommand({
   name: 'check',
   summary: 'check a weight_spec.json against its checkpoint files and companion ONNX',

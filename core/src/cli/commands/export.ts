@@ -4,7 +4,10 @@
  * embedded weights (`--onnx`, {@link exportOnnx}). Exactly one of the two is given.
  */
 import path from 'node:path';
-import { PipelineError, UsageError } from '../../errors';
+import { UsageError } from '../../errors';
+import type { DtypeName } from '../../formats/dtype';
+import { exportFromOnnx, fromOnnxSummary } from '../../export/from-onnx';
+import { createProgress } from '../progress';
 import { exportFromConfig } from '../../export/graph/export-config';
 import { planLayout } from '../../export/graph/plan-layout';
 import type { ParsedArgs } from '../args';
@@ -20,6 +23,10 @@ const flags = {
   'batch-size': { type: 'int', placeholder: '<B>', description: 'batch size (the full cache batch with --continuous-batching; default symbolic)' },
   'continuous-batching': { type: 'boolean', description: 'add batch_index and a full-batch KV cache (with --config)' },
   phase: { type: 'string', placeholder: '<phase>', choices: ['both', 'prefill', 'decode'], description: 'one graph for both phases (default), or the prefill / decode specialization' },
+  'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
+  'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
+  'max-ram-mb': { type: 'int', placeholder: '<MB>', description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)' },
+  root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'extra directory external data may be read from (with --onnx)' },
 } as const;
 
 type ExportArgs = ParsedArgs<typeof flags>;
@@ -44,10 +51,29 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   return 0;
 }
 
-/** `export --onnx`: legacy ONNX → weight-free ONNX (the from-ONNX exporter fills this in). */
-export async function exportOnnx(args: ExportArgs, _io: CliIO): Promise<number> {
-  void args;
-  throw new PipelineError('export --onnx is not implemented yet');
+/** `export --onnx`: legacy ONNX with embedded weights → weight-free ONNX + spec. */
+export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
+  const f = args.flags;
+  if (f.checkpoint === undefined) throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');
+  const progress = createProgress('resolving initializers', { stream: io.stderr, unit: 'items' });
+  try {
+    const r = await exportFromOnnx({
+      onnx: path.resolve(io.cwd, f.onnx!),
+      checkpoint: path.resolve(io.cwd, f.checkpoint),
+      out: path.resolve(io.cwd, f.out),
+      dtype: (f['prepared-dtype'] ?? 'float32') as DtypeName,
+      allowUnresolved: f['allow-unresolved'],
+      ...(f['max-ram-mb'] !== undefined ? { maxRamMb: f['max-ram-mb'] } : {}),
+      roots: f.root.map((r) => path.resolve(io.cwd, r)),
+      onProgress: (done, total) => progress.update(done, total),
+    });
+    progress.done(`${r.resolutions.length - r.unresolved.length}/${r.resolutions.length} resolved`);
+    for (const line of fromOnnxSummary(r)) println(io.stdout, line);
+    return 0;
+  } catch (e) {
+    progress.fail();
+    throw e;
+  }
 }
 
 export const exportCommand = defineCommand({

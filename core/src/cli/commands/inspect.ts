@@ -5,7 +5,7 @@
  * prints its opsets, inputs, outputs, initializers and metadata. `--json` prints the same as
  * data.
  */
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine } from '../../errors';
 import { Checkpoint } from '../../formats/safetensors';
@@ -84,11 +84,15 @@ function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): voi
   for (const [k, v] of meta) println(io.stdout, `  ${k} = ${full ? v : clip(v, 100)}`);
 }
 
+/** The `inspect` command. */
 export const inspectCommand = defineCommand({
   name: 'inspect',
   summary: 'list the tensors of a safetensors checkpoint or the interface of an ONNX file',
   synopsis: ['inspect <file.safetensors|model.safetensors.index.json|dir|file.onnx> [--json] [--full]'],
-  details: ['Reads headers only; a directory is read as a checkpoint (index, single file or shards).'],
+  details: [
+    'Reads headers only. A directory is read as a checkpoint (index, single file or shards);',
+    'one with ONNX files and no safetensors (an export directory) lists its graphs.',
+  ],
   flags: {
     json: { type: 'boolean', description: 'print the listing as JSON' },
     full: { type: 'boolean', description: 'do not shorten long metadata values' },
@@ -108,6 +112,20 @@ export const inspectCommand = defineCommand({
       if (args.flags.json) println(io.stdout, JSON.stringify(s, null, 2));
       else printOnnx(io, given, s, args.flags.full);
       return 0;
+    }
+    if (isDir) {
+      // An export directory (graphs, no checkpoint): show its ONNX files.
+      const names = (await readdir(target)).sort();
+      const onnx = names.filter((n) => n.toLowerCase().endsWith('.onnx'));
+      if (onnx.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
+        const summaries = await Promise.all(onnx.map((n) => summarizeOnnx(path.join(target, n))));
+        if (args.flags.json) println(io.stdout, JSON.stringify(summaries, null, 2));
+        else summaries.forEach((s, i) => {
+          if (i > 0) println(io.stdout);
+          printOnnx(io, path.join(given, onnx[i]!), s, args.flags.full);
+        });
+        return 0;
+      }
     }
     const { files, rows, dir } = await checkpointRows(target);
     if (args.flags.json) {

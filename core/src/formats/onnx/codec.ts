@@ -11,9 +11,8 @@ import { FormatError, oneLine } from '../../errors';
 import { atomicWriteFile } from '../../paths/atomic';
 import { ONNX_PROTO } from './schema';
 import { sniffNonOnnx } from './sniff';
-import { summarizeWith } from './summary';
+import { summarizeOnnxBytes } from './summary';
 import { MAX_IR_VERSION, type ModelProto, type TensorProto } from './types';
-import { FileReader } from './wire-reader';
 
 let root: protobuf.Root | undefined;
 
@@ -40,7 +39,7 @@ function decodeFailure(err: unknown, bytes: Uint8Array, file: string, what: stri
   const msg = oneLine(err);
   const sniffed = sniffNonOnnx(bytes.subarray(0, 64), bytes.length);
   if (sniffed) return new FormatError(file, sniffed);
-  if (err instanceof RangeError && /call stack/i.test(msg)) return new FormatError(file, `not an ONNX ${what}: messages nested too deeply`);
+  if (/max depth exceeded|call stack/i.test(msg)) return new FormatError(file, `not an ONNX ${what}: messages nested too deeply`);
   const detail = msg.replace(/^index out of range: (\d+) \+ (\d+) > (\d+)$/, 'a field of $2 bytes at byte $1 runs past the end ($3 bytes)');
   return new FormatError(file, `not an ONNX ${what}: ${detail}`, byteOf(msg));
 }
@@ -53,7 +52,7 @@ function decodeFailure(err: unknown, bytes: Uint8Array, file: string, what: stri
  * that contradicts its dims is refused the same way by both paths.
  */
 export function decodeModel(bytes: Uint8Array, file: string): ModelProto {
-  summarizeWith(FileReader.fromBytes(bytes, file));
+  summarizeOnnxBytes(bytes, file);
   const T = messageType('ModelProto');
   let model: ModelProto;
   try {

@@ -9,7 +9,7 @@ export type {
 } from './types';
 export { AttributeType, MAX_IR_VERSION, TensorDataType, elementSize, rawByteLength } from './types';
 export { decodeModel, decodeTensor, encodeModel, readModel, writeModel, messageType, onnxRoot } from './codec';
-export { summarizeOnnx, summarizeOnnxSync, type InitializerSummary, type OnnxSummary, type ValueSummary } from './summary';
+export { summarizeOnnx, summarizeOnnxBytes, summarizeOnnxSync, type InitializerSummary, type OnnxSummary, type ValueSummary } from './summary';
 export { readInitializerBytes, externalDataPath } from './initializer-bytes';
 export {
   externalTensor, getMetadata, makeAttribute, makeNode, makeTensor, makeValueInfo, metadataRecord, setMetadata,

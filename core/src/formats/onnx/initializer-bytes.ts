@@ -9,6 +9,7 @@ import { FormatError, oneLine } from '../../errors';
 import { tensorBytes } from './builders';
 import { decodeTensor } from './codec';
 import type { InitializerSummary } from './summary';
+import { quoted } from './wire-reader';
 
 async function readRange(file: string, offset: number, length: number | undefined, what: string): Promise<Uint8Array> {
   let fh;
@@ -43,7 +44,7 @@ async function readRange(file: string, offset: number, length: number | undefine
 export function externalDataPath(modelFile: string, location: string): string {
   const parts = location.split(/[\\/]+/);
   if (location === '' || path.isAbsolute(location) || /^[a-zA-Z]:/.test(location) || parts.includes('..')) {
-    throw new FormatError(modelFile, `external data location "${location}" must be a relative path inside the model's directory`);
+    throw new FormatError(modelFile, `external data location ${quoted(location)} must be a relative path inside the model's directory`);
   }
   return path.join(path.dirname(modelFile), location);
 }
@@ -53,7 +54,7 @@ export function externalDataPath(modelFile: string, location: string): string {
  * offset: only that tensor's bytes are read.
  */
 export async function readInitializerBytes(file: string, init: InitializerSummary): Promise<Uint8Array> {
-  const what = `initializer "${init.name}"`;
+  const what = `initializer ${quoted(init.name)}`;
   if (init.storage === 'raw') return readRange(file, init.byteOffset!, init.byteLength, what);
   if (init.storage === 'external') {
     const ext = init.external!;

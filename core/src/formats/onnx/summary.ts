@@ -7,7 +7,7 @@
 import { dtypeOfOnnx, type DType } from '../dtype';
 import { sniffNonOnnx } from './sniff';
 import { MAX_IR_VERSION, rawByteLength } from './types';
-import { FileReader, WIRE, type FieldHead } from './wire-reader';
+import { fieldLabel, FileReader, quoted, WIRE, type FieldHead } from './wire-reader';
 import { FormatError } from '../../errors';
 
 /** A graph input or output. */
@@ -61,7 +61,10 @@ export interface OnnxSummary {
   nodeCount: number;
   /** Node count per op type (`domain:op` outside the default domain). */
   opTypes: Record<string, number>;
-  /** For each graph input/initializer name: the distinct op types of nodes consuming it. */
+  /**
+   * For each graph input/initializer name: the distinct op types of main-graph nodes consuming
+   * it (uses inside If/Loop subgraphs are not seen: attributes are skipped unread).
+   */
   consumers: Record<string, string[]>;
 }
 
@@ -139,8 +142,12 @@ function typedCount(r: FileReader, t: FieldHead): number {
   if (t.wire === WIRE.I32) return 1;
   if (t.wire === WIRE.I64) return 1;
   if (t.wire === WIRE.VARINT) return 1;
-  if (t.field === 4) return (t.vEnd - t.vStart) / 4; // packed float
-  if (t.field === 10) return (t.vEnd - t.vStart) / 8; // packed double
+  if (t.field === 4 || t.field === 10) {
+    const width = t.field === 4 ? 4 : 8;
+    const n = t.vEnd - t.vStart;
+    if (n % width !== 0) r.fail(`${fieldLabel('TensorProto', t.field)} is ${n} bytes, not a whole number of ${width}-byte values`, t.vStart);
+    return n / width;
+  }
   let n = 0;
   for (let p = t.vStart; p < t.vEnd; p++) if ((r.byte(p) & 0x80) === 0) n++;
   return n;
@@ -171,7 +178,7 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
       default: break;
     }
   });
-  const where = () => `initializer "${t.name}"`;
+  const where = () => (t.name ? `initializer ${quoted(t.name)}` : `an unnamed initializer`);
   if (t.dims.some((d) => d < 0 || !Number.isSafeInteger(d))) r.fail(`${where()} has invalid dims [${t.dims.join(', ')}]`, h.vStart);
   const count = t.dims.reduce((a, b) => a * b, 1);
   const expected = rawByteLength(t.dataType, count);
@@ -182,7 +189,7 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
     if (!ext.location) r.fail(`${where()} stores its data externally but names no location`, h.vStart);
     const num = (k: string, dflt: number) => {
       if (ext[k] === undefined) return dflt;
-      if (!/^\d+$/.test(ext[k]!)) r.fail(`${where()}: external_data ${k} "${ext[k]}" is not a non-negative integer`, h.vStart);
+      if (!/^\d+$/.test(ext[k]!)) r.fail(`${where()}: external_data ${k} ${quoted(ext[k]!)} is not a non-negative integer`, h.vStart);
       return Number(ext[k]);
     };
     t.external = { location: ext.location!, offset: num('offset', 0), length: num('length', -1) };
@@ -209,7 +216,8 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
 
 interface GraphAcc {
   s: OnnxSummary;
-  uses: Map<string, Set<string>>;
+  /** Op types consuming each name, in first-use order. */
+  uses: Map<string, string | string[]>;
 }
 
 function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
@@ -225,11 +233,15 @@ function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   const key = opKey(domain, op);
   acc.s.nodeCount++;
   acc.s.opTypes[key] = (acc.s.opTypes[key] ?? 0) + 1;
+  // Most names are intermediate values used once: keep a plain string until a second op
+  // type appears (a Set per name made GC dominate on 200k-node graphs).
   for (const name of inputs) {
     if (name === '') continue;
-    let set = acc.uses.get(name);
-    if (!set) acc.uses.set(name, (set = new Set()));
-    set.add(key);
+    const seen = acc.uses.get(name);
+    if (seen === undefined) acc.uses.set(name, key);
+    else if (typeof seen === 'string') {
+      if (seen !== key) acc.uses.set(name, [seen, key]);
+    } else if (!seen.includes(key)) seen.push(key);
   }
 }
 
@@ -285,7 +297,8 @@ function summarizeReader(r: FileReader): OnnxSummary {
   const producer = [s.producerName, s.producerVersion].filter((x) => x).join(' ');
   if (producer) s.producer = producer;
   for (const name of [...s.inputs.map((v) => v.name), ...s.initializers.map((t) => t.name)]) {
-    s.consumers[name] = [...(acc.uses.get(name) ?? [])];
+    const seen = acc.uses.get(name);
+    s.consumers[name] = seen === undefined ? [] : typeof seen === 'string' ? [seen] : [...seen];
   }
   return s;
 }
@@ -308,6 +321,11 @@ export function summarizeWith(r: FileReader): OnnxSummary {
   } finally {
     r.close();
   }
+}
+
+/** The summary of a model already in memory (`file` names it in errors). */
+export function summarizeOnnxBytes(bytes: Uint8Array, file: string): OnnxSummary {
+  return summarizeWith(FileReader.fromBytes(bytes, file));
 }
 
 /** Synchronous {@link summarizeOnnx}. */

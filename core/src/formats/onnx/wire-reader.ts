@@ -10,10 +10,37 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { FormatError } from '../../errors';
 
 const WINDOW = 1 << 20;
+const JUMP_WINDOW = 16 << 10;
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
 /** Wire types of the protobuf encoding. */
 export const WIRE = { VARINT: 0, I64: 1, LEN: 2, SGROUP: 3, EGROUP: 4, I32: 5 } as const;
+
+/** Names of the onnx.proto fields the walk meets, for error text ("ModelProto.graph (field 7)"). */
+const FIELD_NAMES: Record<string, Record<number, string>> = {
+  ModelProto: { 1: 'ir_version', 2: 'producer_name', 3: 'producer_version', 4: 'domain', 5: 'model_version', 6: 'doc_string', 7: 'graph', 8: 'opset_import', 14: 'metadata_props', 20: 'training_info', 25: 'functions' },
+  GraphProto: { 1: 'node', 2: 'name', 5: 'initializer', 10: 'doc_string', 11: 'input', 12: 'output', 13: 'value_info', 14: 'quantization_annotation', 15: 'sparse_initializer', 16: 'metadata_props' },
+  NodeProto: { 1: 'input', 2: 'output', 3: 'name', 4: 'op_type', 5: 'attribute', 6: 'doc_string', 7: 'domain', 8: 'overload', 9: 'metadata_props' },
+  TensorProto: { 1: 'dims', 2: 'data_type', 3: 'segment', 4: 'float_data', 5: 'int32_data', 6: 'string_data', 7: 'int64_data', 8: 'name', 9: 'raw_data', 10: 'double_data', 11: 'uint64_data', 12: 'doc_string', 13: 'external_data', 14: 'data_location', 16: 'metadata_props' },
+  ValueInfoProto: { 1: 'name', 2: 'type', 3: 'doc_string', 4: 'metadata_props' },
+  TypeProto: { 1: 'tensor_type', 4: 'sequence_type', 5: 'map_type', 6: 'denotation', 8: 'sparse_tensor_type', 9: 'optional_type' },
+  'TypeProto.Tensor': { 1: 'elem_type', 2: 'shape' },
+  TensorShapeProto: { 1: 'dim' },
+  Dimension: { 1: 'dim_value', 2: 'dim_param', 3: 'denotation' },
+  OperatorSetIdProto: { 1: 'domain', 2: 'version' },
+  StringStringEntryProto: { 1: 'key', 2: 'value' },
+};
+
+/** A name from the file for a one-line message: JSON-quoted (control characters escaped), at most 80 chars. */
+export function quoted(s: string): string {
+  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+}
+
+/** `ModelProto.graph (field 7)`, or `ModelProto field 99` for a field the walk does not know. */
+export function fieldLabel(msg: string, field: number): string {
+  const name = FIELD_NAMES[msg]?.[field];
+  return name ? `${msg}.${name} (field ${field})` : `${msg} field ${field}`;
+}
 
 /** One field of a message: its tag at `start`; value bytes `[vStart, vEnd)`. */
 export interface FieldHead {
@@ -31,6 +58,7 @@ export class FileReader {
   readonly size: number;
   private fd: number;
   private win: Uint8Array = Buffer.allocUnsafe(0);
+  private buf: Buffer | undefined;
   private winStart = 0;
 
   private constructor(readonly file: string, fd: number, bytes?: Uint8Array) {
@@ -75,11 +103,20 @@ export class FileReader {
   }
 
   private fill(pos: number): void {
-    if (this.fd < 0) this.fail('read past the end of the data', pos);
-    if (this.win.length < WINDOW) this.win = Buffer.allocUnsafe(WINDOW);
-    const n = readSync(this.fd, this.win, 0, Math.min(WINDOW, this.size - pos), pos);
+    if (this.fd < 0 || pos >= this.size) this.fail('read past the end of the data', pos);
+    // Sequential scanning (a graph's nodes) reads big windows; a jump past a skipped payload
+    // reads a small one, so a model with thousands of large tensors costs KBs per tensor.
+    const sequential = pos === this.winStart + this.win.length;
+    this.buf ??= Buffer.allocUnsafe(WINDOW);
+    const want = Math.min(sequential ? WINDOW : JUMP_WINDOW, this.size - pos);
+    let n = 0;
+    while (n < want) {
+      const got = readSync(this.fd, this.buf, n, want - n, pos + n);
+      if (got <= 0) this.fail('the file ended early (was it truncated while being read?)', pos + n);
+      n += got;
+    }
     this.winStart = pos;
-    this.win = n === WINDOW ? this.win : this.win.subarray(0, n);
+    this.win = this.buf.subarray(0, n);
   }
 
   /** The byte at `pos` (`pos < size` is the caller's check). */
@@ -110,8 +147,21 @@ export class FileReader {
     return out;
   }
 
-  /** `[start, end)` as UTF-8 text. */
+  /** `[start, end)` as UTF-8 text (invalid sequences become U+FFFD). */
   string(start: number, end: number): string {
+    const len = end - start;
+    if (len > 0 && len <= 64) {
+      // Names are short and mostly ASCII: build them from the window without TextDecoder.
+      if (start < this.winStart || end > this.winStart + this.win.length) this.byte(start);
+      if (end <= this.winStart + this.win.length) {
+        const w = this.win;
+        const o = start - this.winStart;
+        let ascii = true;
+        for (let i = 0; i < len; i++) if (w[o + i]! >= 0x80) { ascii = false; break; }
+        if (ascii) return String.fromCharCode.apply(null, w.subarray(o, o + len) as unknown as number[]);
+        return utf8.decode(w.subarray(o, o + len));
+      }
+    }
     return utf8.decode(this.bytes(start, end));
   }
 
@@ -156,7 +206,7 @@ export class FileReader {
     const head: FieldHead = { field, wire, start: pos, vStart: p, vEnd: p, int: 0 };
     switch (wire) {
       case WIRE.VARINT: {
-        const [v, q] = this.varint(p, end, `${msg} field ${field}`);
+        const [v, q] = this.varint(p, end, fieldLabel(msg, field));
         head.int = v;
         head.vEnd = q;
         break;
@@ -168,8 +218,8 @@ export class FileReader {
         break;
       }
       case WIRE.LEN: {
-        const [len, q] = this.varint(p, end, `${msg} field ${field} length`);
-        if (len < 0) this.fail(`negative length in ${msg} field ${field}`, p);
+        const [len, q] = this.varint(p, end, `length of ${fieldLabel(msg, field)}`);
+        if (len < 0) this.fail(`negative length of ${fieldLabel(msg, field)}`, p);
         head.vStart = q;
         head.vEnd = q + len;
         if (head.vEnd > end) this.pastEnd(msg, field, len, q, end);
@@ -177,17 +227,17 @@ export class FileReader {
       }
       case WIRE.SGROUP:
       case WIRE.EGROUP:
-        this.fail(`${msg} field ${field} uses protobuf groups (wire type ${wire}), which ONNX never writes`, pos);
+        this.fail(`${fieldLabel(msg, field)} uses protobuf groups (wire type ${wire}), which ONNX never writes`, pos);
         break;
       default:
-        this.fail(`invalid wire type ${wire} in ${msg} field ${field}`, pos);
+        this.fail(`invalid wire type ${wire} in ${fieldLabel(msg, field)}`, pos);
     }
     return head;
   }
 
   private pastEnd(msg: string, field: number, len: number, at: number, end: number): never {
-    const where = end >= this.size ? `the file ends at byte ${this.size}` : `the enclosing ${msg} ends at byte ${end}`;
-    return this.fail(`${msg} field ${field} claims ${len} bytes but ${where} (truncated or corrupt)`, at);
+    const where = at + len > this.size ? `the file ends at byte ${this.size}` : `the enclosing ${msg} ends at byte ${end}`;
+    return this.fail(`${fieldLabel(msg, field)} claims ${len} bytes but ${where} (truncated or corrupt)`, at);
   }
 
   /** Fails unless `h` has wire type `wire` (a known field with the wrong encoding). */

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { FormatError, UsageError } from '../../errors';
+import { FormatError, PipelineError, UsageError } from '../../errors';
 import { atomicReplaceDir, createOutputGuard, makeTempSiblingDir, removeStaleTemps, resolveReadPath } from '../../paths';
 import { SafetensorsWriter } from '../safetensors';
 import { openTorchBin } from './torch-bin';
@@ -95,6 +95,8 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
 
   const existing = fs.existsSync(finalOut) ? fs.readdirSync(finalOut) : undefined;
   const fresh = existing === undefined || existing.length === 0;
+  // Repair after a killed run: its temp sibling (or in-place temp files) are removed first.
+  await removeStaleTemps(path.dirname(finalOut), false, `${path.basename(finalOut)}.`);
   if (!fresh) await removeStaleTemps(finalOut);
   const work = fresh ? await makeTempSiblingDir(finalOut) : finalOut;
   const guard = createOutputGuard(work, { owned: opts.overwrite ? [...outNames, indexName, ...SIDECARS] : [] });
@@ -147,6 +149,16 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
     return result;
   } catch (e) {
     if (fresh) await fsp.rm(work, { recursive: true, force: true });
-    throw e;
+    throw diskError(e, finalOut);
   }
+}
+
+/** Disk-full and file-size-limit failures become one clear line naming the output. */
+function diskError(e: unknown, out: string): unknown {
+  // The safetensors writer reports errno codes inside its own PipelineError message.
+  const msg = e instanceof Error ? e.message : '';
+  const code = (e as NodeJS.ErrnoException)?.code ?? /\b(ENOSPC|EDQUOT|EFBIG)\b/.exec(msg)?.[1];
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new PipelineError(`${out}: no space left on the device while writing the converted checkpoint (nothing was kept)`);
+  if (code === 'EFBIG') return new PipelineError(`${out}: file size limit reached while writing the converted checkpoint (nothing was kept)`);
+  return e;
 }

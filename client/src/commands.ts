@@ -1,0 +1,208 @@
+/**
+ * The command palette / explorer / code-lens commands. Each takes the target as first argument
+ * (Uri, file: URI string or path; the active editor's file otherwise) and, optionally, an
+ * options object that skips the prompts (used by scripts and tests). All work is done by the
+ * bundled CLI; each command resolves to its RunResult (or undefined when the user backed out).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import {
+  compileArgs,
+  DTYPES,
+  exportArgs,
+  parseExpertParallel,
+  parseTokenIds,
+  prepareArgs,
+  runArgs,
+  type Backend,
+  type Dtype,
+  type ExportOptions,
+  type PrepareOptions,
+} from './cli-args';
+import type { CliRunner, RunResult } from './runner';
+import { settings } from './settings';
+import { isSpecFile, specInfo } from './spec-state';
+import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath } from './targets';
+
+const LAST_EXPORT = 'weightSpec.lastExport';
+
+/** Called after every command so the status bar can re-read the state. */
+export type AfterRun = () => void;
+
+export type CommandResult = (RunResult & { out?: string; text?: string }) | undefined;
+
+/** Registers weightSpec.export/prepare/compile/recompile/run/inspect. */
+export function registerCommands(context: vscode.ExtensionContext, runner: CliRunner, after: AfterRun): void {
+  const reg = (id: string, fn: (arg?: unknown, opt?: unknown) => Promise<CommandResult>) =>
+    context.subscriptions.push(
+      vscode.commands.registerCommand(id, async (arg?: unknown, opt?: unknown) => {
+        try {
+          return await fn(arg, opt);
+        } catch (e) {
+          const msg = e instanceof Error ? e.message : String(e);
+          runner.log.error(`${id}: ${msg}`);
+          void vscode.window.showErrorMessage(`Weight Spec: ${msg}`);
+          return undefined;
+        } finally {
+          after();
+        }
+      }),
+    );
+  reg('weightSpec.export', (a, o) => exportCommand(context, runner, a, optionsArg<ExportOptions>(o)));
+  reg('weightSpec.prepare', (a, o) => prepareCommand(runner, a, optionsArg<PrepareOptions>(o)));
+  reg('weightSpec.compile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), false));
+  reg('weightSpec.recompile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), true));
+  reg('weightSpec.run', (a, o) => runCommand(runner, a, optionsArg<{ inputIds: number[]; maxNewTokens: number }>(o)));
+  reg('weightSpec.inspect', (a) => inspectCommand(runner, a));
+}
+
+async function exportCommand(context: vscode.ExtensionContext, runner: CliRunner, arg: unknown, o: Partial<ExportOptions>): Promise<CommandResult> {
+  const last = context.workspaceState.get<{ mode: 'config' | 'onnx'; source: string; checkpoint?: string; out: string }>(LAST_EXPORT);
+  let source = o.config ?? o.onnx ?? targetPath(arg, false);
+  if (source && !isDir(source) && path.basename(source) !== 'config.json' && !source.endsWith('.onnx')) {
+    throw new Error(`export needs a model folder, its config.json or a legacy .onnx, not ${source}`);
+  }
+  if (!source) {
+    const mode = await vscode.window.showQuickPick(
+      [
+        { label: 'From a model folder (config.json)', mode: 'config' as const },
+        { label: 'From an ONNX file with weights + its checkpoint folder', mode: 'onnx' as const },
+      ].sort((a, b) => (a.mode === last?.mode ? -1 : b.mode === last?.mode ? 1 : 0)),
+      { title: 'Weight Spec: Export Weight-Free ONNX' },
+    );
+    if (!mode) return undefined;
+    source =
+      mode.mode === 'config'
+        ? await pickFolder('Model folder with config.json', last?.mode === 'config' ? last.source : undefined)
+        : await pickFile('Legacy ONNX with embedded weights', { ONNX: ['onnx'] }, last?.mode === 'onnx' ? last.source : undefined);
+    if (!source) return undefined;
+  }
+  const isOnnx = source.endsWith('.onnx') && !isDir(source);
+  const modelDir = isOnnx ? path.dirname(source) : isDir(source) ? source : path.dirname(source);
+  if (!isOnnx && !fs.existsSync(path.join(modelDir, 'config.json'))) throw new Error(`${modelDir} has no config.json`);
+  let checkpoint = o.checkpoint;
+  if (isOnnx && !checkpoint) {
+    checkpoint = await pickFolder('Checkpoint folder (safetensors) the ONNX weights come from', last?.checkpoint ?? modelDir);
+    if (!checkpoint) return undefined;
+  }
+  const stem = isOnnx ? path.basename(source, '.onnx') : path.basename(modelDir);
+  const defaultOut = last && last.source === source ? last.out : path.join(path.dirname(modelDir), `${stem}-weight-free`);
+  const out = o.out ?? (await vscode.window.showInputBox({ title: 'Output folder for model.onnx and weight_spec.json', value: defaultOut, ignoreFocusOut: true }));
+  if (!out) return undefined;
+  const s = settings(vscode.Uri.file(modelDir));
+  const dtype = o.dtype ?? (s.defaultDtype === 'float16' ? 'float16' : 'float32');
+  const args = exportArgs(isOnnx ? { onnx: source, checkpoint: checkpoint!, out } : { config: modelDir, out, dtype, ...(o.ctxLen ? { ctxLen: o.ctxLen } : {}) });
+  await context.workspaceState.update(LAST_EXPORT, { mode: isOnnx ? 'onnx' : 'config', source, ...(checkpoint ? { checkpoint } : {}), out });
+  const r = await runner.run(`Exporting ${stem}`, args, { cwd: modelDir });
+  if (r?.ok) {
+    const spec = path.join(path.resolve(modelDir, out), 'weight_spec.json');
+    if (fs.existsSync(spec) && o.out === undefined) void vscode.window.showTextDocument(vscode.Uri.file(spec), { preview: true });
+  }
+  return r && { ...r, out: path.resolve(modelDir, out) };
+}
+
+async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<PrepareOptions>): Promise<CommandResult> {
+  const target = o.checkpoint ?? targetPath(arg);
+  let checkpoint: string | undefined;
+  let out = o.out;
+  let dtype = o.dtype;
+  if (target && isSpecFile(target) && !o.checkpoint) {
+    const info = specInfo(target);
+    checkpoint = info.sourceCheckpoint;
+    out ??= info.preparedDir;
+    if (!dtype && DTYPES.includes(info.dtype as Dtype)) dtype = info.dtype as Dtype;
+    if (!checkpoint) checkpoint = await pickFolder('Source checkpoint (safetensors) to prepare for this spec', info.dir);
+  } else if (target) {
+    checkpoint = isDir(target) ? target : path.dirname(target);
+  } else {
+    checkpoint = await pickFolder('Checkpoint folder (safetensors) to prepare');
+  }
+  if (!checkpoint) return undefined;
+  const s = settings(vscode.Uri.file(checkpoint));
+  if (!dtype) {
+    const pick = await vscode.window.showQuickPick(
+      DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) => (a.label === s.defaultDtype ? -1 : 0)),
+      { title: 'Prepare: target dtype' },
+    );
+    if (!pick) return undefined;
+    dtype = pick.label as Dtype;
+  }
+  let expertParallel = o.expertParallel;
+  const cfg = readConfig(checkpoint);
+  const experts = cfg && (cfg.num_local_experts ?? cfg.num_experts);
+  if (!expertParallel && typeof experts === 'number' && experts > 1 && Object.keys(o).length === 0) {
+    const text = await vscode.window.showInputBox({
+      title: `Expert-parallel packing for ${experts} experts: pipeline stages P / parallel experts E (empty: none)`,
+      placeHolder: 'e.g. 2/4',
+      validateInput: (v) => (v.trim() === '' || parseExpertParallel(v) ? undefined : 'two positive integers, P/E'),
+    });
+    if (text === undefined) return undefined;
+    if (text.trim() !== '') expertParallel = parseExpertParallel(text);
+  }
+  const maxRamGb = o.maxRamGb ?? (s.maxRamGb > 0 ? s.maxRamGb : undefined);
+  const args = prepareArgs({ checkpoint, dtype, ...(out ? { out } : {}), ...(maxRamGb ? { maxRamGb } : {}), ...(expertParallel ? { expertParallel } : {}) });
+  const r = await runner.run(`Preparing ${path.basename(checkpoint)} (${dtype})`, args, { cwd: checkpoint });
+  return r && { ...r, ...(out ? { out } : {}) };
+}
+
+async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ backend: Backend; prepared: string }>, force: boolean): Promise<CommandResult> {
+  let target = targetPath(arg);
+  if (target && !specOf(target)) {
+    if (arg !== undefined) throw new Error(`${target} is not an export folder (no weight_spec.json there)`);
+    target = undefined;
+  }
+  target ??= await pickFolder('Export folder (model.onnx + weight_spec.json) to compile');
+  if (!target) return undefined;
+  const exportDir = exportDirOf(target);
+  const s = settings(vscode.Uri.file(exportDir));
+  const backend = o.backend ?? s.compileBackend;
+  const args = compileArgs({ exportDir, backend, ...(o.prepared ? { prepared: o.prepared } : {}), force });
+  const r = await runner.run(`${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`, args, {
+    needOrt: backend === 'ort',
+    cwd: exportDir,
+  });
+  return r && { ...r, out: exportDir };
+}
+
+async function runCommand(runner: CliRunner, arg: unknown, o: Partial<{ inputIds: number[]; maxNewTokens: number }>): Promise<CommandResult> {
+  let target = targetPath(arg);
+  if (!target) target = await pickFolder('Compiled export folder to run');
+  if (!target) return undefined;
+  const runTarget = target.endsWith('.onnx') && !isSpecFile(target) ? target : exportDirOf(target);
+  let ids = o.inputIds;
+  if (!ids) {
+    const text = await vscode.window.showInputBox({
+      title: 'Token ids to feed (greedy tokens come out)',
+      placeHolder: '1, 15, 7',
+      validateInput: (v) => (parseTokenIds(v) ? undefined : 'comma-separated non-negative integers'),
+    });
+    if (text === undefined) return undefined;
+    ids = parseTokenIds(text);
+  }
+  if (!ids) return undefined;
+  const r = await runner.run(`Running ${path.basename(runTarget)}`, runArgs({ target: runTarget, inputIds: ids, ...(o.maxNewTokens ? { maxNewTokens: o.maxNewTokens } : {}) }), {
+    needOrt: true,
+    announce: false,
+  });
+  if (r?.ok) {
+    const text = r.stdout.trim();
+    runner.log.info(`run output:\n${text}`);
+    void vscode.window.showInformationMessage(`Weight Spec run: ${text.split('\n').pop() ?? ''}`, 'Show Log').then((b) => {
+      if (b) runner.log.show(true);
+    });
+  }
+  return r && { ...r, text: r.stdout };
+}
+
+async function inspectCommand(runner: CliRunner, arg: unknown): Promise<CommandResult> {
+  let file = targetPath(arg);
+  if (!file) file = await pickFile('File to inspect', { 'Tensors': ['safetensors', 'onnx'] });
+  if (!file) return undefined;
+  const r = await runner.run(`Inspecting ${path.basename(file)}`, ['inspect', file], { announce: false });
+  if (r?.ok) {
+    const doc = await vscode.workspace.openTextDocument({ content: `# weight-spec inspect ${file}\n\n${r.stdout}`, language: 'plaintext' });
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+  return r && { ...r, text: r.stdout };
+}

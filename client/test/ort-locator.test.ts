@@ -1,0 +1,48 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { locateOrt, ortPackageDir, storagePrefix } from '../src/ort-locator';
+
+const repo = path.resolve(__dirname, '..', '..');
+const realOrt = path.join(repo, 'node_modules', 'onnxruntime-node');
+
+function fakePackage(dir: string, name = 'onnxruntime-node'): string {
+  fs.mkdirSync(path.join(dir, 'dist'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '9.9.9' }));
+  fs.writeFileSync(path.join(dir, 'dist', 'index.js'), '');
+  return dir;
+}
+
+describe('locateOrt', () => {
+  it('finds the real onnxruntime-node of this checkout from the package dir, an entry file or node_modules', () => {
+    expect(ortPackageDir(realOrt)).toBe(realOrt);
+    expect(ortPackageDir(path.join(repo, 'node_modules'))).toBe(realOrt);
+    const entry = JSON.parse(fs.readFileSync(path.join(realOrt, 'package.json'), 'utf8')).main as string;
+    expect(ortPackageDir(path.join(realOrt, entry))).toBe(realOrt);
+    expect(locateOrt({ setting: realOrt, workspaceFolders: [], storageDir: '/nonexistent' })).toMatchObject({ dir: realOrt, source: 'setting', version: '1.30.0' });
+  });
+
+  it('setting first, then workspace, extension dir and storage, in that order', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-ort-'));
+    const ws = path.join(root, 'ws');
+    const ext = path.join(root, 'ext');
+    const storage = path.join(root, 'storage');
+    const search = { workspaceFolders: [path.join(root, 'empty'), ws], extensionDir: ext, storageDir: storage };
+    expect(locateOrt(search)).toBeUndefined();
+    const inStorage = fakePackage(path.join(storagePrefix(storage), 'node_modules', 'onnxruntime-node'));
+    expect(locateOrt(search)).toMatchObject({ dir: inStorage, source: 'storage' });
+    const inExt = fakePackage(path.join(ext, 'node_modules', 'onnxruntime-node'));
+    expect(locateOrt(search)).toMatchObject({ dir: inExt, source: 'extension' });
+    const inWs = fakePackage(path.join(ws, 'node_modules', 'onnxruntime-node'));
+    expect(locateOrt(search)).toMatchObject({ dir: inWs, source: 'workspace', version: '9.9.9' });
+    expect(locateOrt({ ...search, setting: realOrt })).toMatchObject({ dir: realOrt, source: 'setting' });
+  });
+
+  it('a setting that holds no onnxruntime-node is an error, not a silent fallback', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-ort-'));
+    const other = fakePackage(path.join(root, 'not-ort'), 'left-pad');
+    const r = locateOrt({ setting: other, workspaceFolders: [repo], storageDir: root });
+    expect(r).toEqual({ error: `weightSpec.onnxRuntimePath: ${other} holds no onnxruntime-node package` });
+  });
+});

@@ -1,0 +1,50 @@
+// Packages the extension with vsce (as `npm run package` does) and checks the .vsix holds the
+// bundled dist, manifest, grammar, language configuration, README and LICENSE — and nothing
+// else: no sources, tests, fixtures, node_modules or onnxruntime-node — and stays < 15 MB.
+// The zip is read with core's own ZipReader.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ZipReader } from '../../core/src/formats/pickle/zip';
+// @ts-expect-error plain ESM helper shared with the e2e run
+import { VSIX_FILES, VSIX_MAX_BYTES } from '../../test/e2e/vsix.mjs';
+
+const repo = path.resolve(__dirname, '..', '..');
+// The bundle entry points; until every one is written (parts are built in parallel) the
+// package cannot be complete, and this test is skipped with a notice instead of passing.
+const ENTRIES = ['core/src/cli/main.ts', 'server/src/main.ts', 'client/src/extension.ts', 'core/src/prepare/worker.ts'];
+const missingEntries = ENTRIES.filter((e) => !fs.existsSync(path.join(repo, e)));
+if (missingEntries.length) console.warn(`[weight-spec] .vsix test skipped: ${missingEntries.join(', ')} not written yet`);
+
+describe('the packaged .vsix', () => {
+  it.skipIf(missingEntries.length > 0)('holds exactly the allow-listed files and is under 15 MB', async () => {
+    for (const f of ['extension.js', 'server.js', 'cli.js', 'prepare-worker.js']) {
+      expect(fs.existsSync(path.join(repo, 'dist', f)), `dist/${f} must be built before packaging (npm run build)`).toBe(true);
+    }
+    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-vsix-')), 'weight-spec.vsix');
+    execFileSync(path.join(repo, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--out', out], {
+      cwd: repo,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(fs.statSync(out).size).toBeLessThan(VSIX_MAX_BYTES);
+    const zip = await ZipReader.open(out);
+    try {
+      const names = [...zip.entries.keys()].sort();
+      expect(names).toEqual([...(VSIX_FILES as string[])].sort());
+      // The manifest inside is ours, with the grammar and main entry point.
+      const pkg = JSON.parse(Buffer.from(await zip.readChecked(zip.entries.get('extension/package.json')!, 1 << 20)).toString('utf8'));
+      expect(pkg.main).toBe('./dist/extension.js');
+      expect(pkg.contributes.grammars[0].path).toBe('./syntaxes/weight-spec.tmLanguage.json');
+    } finally {
+      await zip.close();
+    }
+  }, 120_000);
+
+  it('.vscodeignore is an allow-list (ignores everything, then re-includes)', () => {
+    const lines = fs.readFileSync(path.join(repo, '.vscodeignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    expect(lines[0]).toBe('**');
+    expect(lines.slice(1).every((l) => l.startsWith('!'))).toBe(true);
+  });
+});

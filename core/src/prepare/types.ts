@@ -1,0 +1,114 @@
+/**
+ * The data a prepare plan is made of. A plan is a list of {@link Task}s; each task reads
+ * source tensors (refs at stage `source`), passes each output tensor through its stages
+ * (e.g. `stacked` → `packed` → `final`) in memory, and writes one output file. Everything
+ * here is plain JSON-serializable data: tasks are posted to worker threads as they are.
+ */
+import type { DType, DtypeName } from '../formats/dtype';
+
+/** A logical tensor at one stage of its transformation. */
+export interface TensorRef {
+  key: string;
+  stage: string;
+}
+
+/** Where a source tensor's bytes are (absolute file + absolute byte offset). */
+export interface SourceTensor {
+  key: string;
+  file: string;
+  dtype: DType;
+  shape: number[];
+  offset: number;
+  byteLength: number;
+}
+
+/**
+ * How one slot (expert slice) of a stacked output tensor is produced. `whole`: a whole
+ * source tensor; `range`: a byte range of a source tensor (fused splits); `mxfp4`: the
+ * dequantized rows of one expert (`parity` 0/1 keeps every other row, GPT-OSS gate/up);
+ * `columns`: every other column of a 2-D source row (interleaved biases).
+ */
+export type SlicePlan =
+  | { kind: 'whole'; src: string }
+  | { kind: 'range'; src: string; start: number; length: number }
+  | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
+  | { kind: 'columns'; src: string; row: number; parity: 0 | 1 };
+
+/** One tensor a task writes, with the recipe for its bytes. */
+export interface OutputTensor {
+  key: string;
+  dtype: DType;
+  shape: number[];
+  /** Stages the tensor passes, first `source`, last `final` (for the plan and traces). */
+  stages: string[];
+  /** `convert`: one source tensor, converted in chunks; `slots`: concatenated slices. */
+  recipe: { kind: 'convert'; src: string } | { kind: 'slots'; slots: SlicePlan[] };
+  /**
+   * When set, this tensor is computed together with the named sibling from the same source
+   * reads (GPT-OSS gate/up share each expert's blocks): the sibling's bytes are kept in
+   * memory while this one streams, then written, so every source byte is read once.
+   */
+  pairedWith?: string;
+}
+
+/** A unit of work: reads some source tensors, writes exactly one output file. */
+export interface Task {
+  id: string;
+  /** Transform that declared it (`dense`, `moe-stack`, `fused-split`, `mxfp4`). */
+  transform: string;
+  /** Transform parameters that change the bytes (dtype, P/E, …). */
+  params: Record<string, unknown>;
+  inputs: TensorRef[];
+  outputs: TensorRef[];
+  /** Absolute source files the task reads. */
+  sourceFiles: string[];
+  /** Output file name, relative to the prepared directory. */
+  file: string;
+  /** Upper bound of the bytes the task holds at once (buffers in flight). */
+  peakBytes: number;
+  /** Bytes the task writes (tensor data). */
+  outBytes: number;
+  /** Source tensors by key. */
+  sources: Record<string, SourceTensor>;
+  /** Output tensors in file order. */
+  tensors: OutputTensor[];
+}
+
+/** Options shared by {@link planPrepare} and runPrepare. */
+export interface PrepareOptions {
+  /** Checkpoint directory, index file, or single safetensors file. */
+  checkpoint: string;
+  dtype: DtypeName;
+  /** `expert_parallel` packs stacked experts as view(P, E/P, …).transpose(0, 1). */
+  moeFlavour?: 'expert_parallel';
+  pipelineStages?: number;
+  parallelExperts?: number;
+  /** Output directory (default `<parent>/<name>-prepared-<dtype>-<hash>`). */
+  out?: string;
+  /** RAM budget in bytes; a task above it fails at planning. */
+  budgetBytes?: number;
+}
+
+/** A planned prepared tensor (what export writes its spec against). */
+export interface PlannedTensor {
+  file: string;
+  dtype: DType;
+  shape: number[];
+}
+
+/** The plan: tasks, where each key lands, the fingerprint and the output directory. */
+export interface PreparePlan {
+  fingerprint: string;
+  outDir: string;
+  /** The source checkpoint directory (absolute). */
+  source: string;
+  dtype: DtypeName;
+  tasks: Task[];
+  outputs: Map<string, PlannedTensor>;
+  /** Source safetensors files with size and mtime (part of the fingerprint). */
+  sourceFiles: { path: string; size: number; mtimeMs: number }[];
+  /** Expert-parallel packing, when asked for. */
+  expertParallel?: { stages: number; experts: number };
+  /** Sum of the tasks' output bytes. */
+  totalBytes: number;
+}

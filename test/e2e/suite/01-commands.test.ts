@@ -1,0 +1,138 @@
+import * as assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { api, cli, listFiles, REPO, workspace } from './helpers';
+
+const COMMANDS = ['weightSpec.export', 'weightSpec.prepare', 'weightSpec.compile', 'weightSpec.recompile', 'weightSpec.run', 'weightSpec.inspect'];
+
+type Result = { ok: boolean; out?: string; text?: string; errorLine?: string; stderr?: string } | undefined;
+
+function assertOk(r: Result, what: string): asserts r is NonNullable<Result> {
+  assert.ok(r, `${what}: the command returned nothing`);
+  assert.ok(r.ok, `${what} failed: ${r.errorLine ?? r.stderr}`);
+}
+
+describe('commands and tasks', () => {
+  const ws = workspace();
+  const exportDir = path.join(ws.dir, 'export-llama');
+  const spec = path.join(exportDir, 'weight_spec.json');
+
+  before(async () => {
+    await api();
+    // compile --backend ort needs onnxruntime-node: the setting points at this checkout's copy.
+    await vscode.workspace.getConfiguration('weightSpec').update('onnxRuntimePath', path.join(REPO, 'node_modules', 'onnxruntime-node'), vscode.ConfigurationTarget.Workspace);
+  });
+
+  it('registers every command', async () => {
+    const all = await vscode.commands.getCommands(true);
+    for (const c of COMMANDS) assert.ok(all.includes(c), `${c} is not registered`);
+  });
+
+  it('the task provider lists export and prepare for the model folder, each running the bundled CLI', async () => {
+    const tasks = await vscode.tasks.fetchTasks({ type: 'weight-spec' });
+    const byName = new Map(tasks.map((t) => [t.name, t]));
+    const exp = byName.get('export llama');
+    const prep = byName.get('prepare llama');
+    assert.ok(exp && prep, `tasks: ${[...byName.keys()].join(', ')}`);
+    const ex = exp.execution as vscode.ProcessExecution;
+    assert.ok(ex instanceof vscode.ProcessExecution || 'process' in ex, 'export runs as a process');
+    assert.equal(ex.process, process.execPath);
+    assert.deepEqual(ex.args, [path.join(REPO, 'dist', 'cli.js'), 'export', '--config', ws.llama, '--out', path.join(ws.dir, 'llama-weight-free'), '--dtype', 'float32']);
+    assert.deepEqual((prep.execution as vscode.ProcessExecution).args.slice(1), ['prepare', '--checkpoint', ws.llama, '--dtype', 'float32']);
+    assert.deepEqual(exp.problemMatchers, ['$weight-spec']);
+    assert.equal(exp.definition.type, 'weight-spec');
+  });
+
+  it('Export on config.json writes what `weight-spec export --config` writes', async () => {
+    const r = (await vscode.commands.executeCommand('weightSpec.export', vscode.Uri.file(path.join(ws.llama, 'config.json')), { out: exportDir })) as Result;
+    assertOk(r, 'export');
+    const byCli = path.join(ws.dir, 'cli-export-llama');
+    cli(['export', '--config', ws.llama, '--out', byCli, '--dtype', 'float32']);
+    assert.deepEqual(listFiles(exportDir), listFiles(byCli));
+    assert.ok(fs.existsSync(spec) && fs.existsSync(path.join(exportDir, 'model.onnx')) && fs.existsSync(path.join(exportDir, 'export-report.json')));
+    assert.equal(fs.readFileSync(spec, 'utf8'), fs.readFileSync(path.join(byCli, 'weight_spec.json'), 'utf8'));
+    assert.ok(fs.readFileSync(path.join(exportDir, 'model.onnx')).equals(fs.readFileSync(path.join(byCli, 'model.onnx'))), 'model.onnx differs from the CLI');
+  });
+
+  it('the status bar shows "not prepared" for the exported spec and opens Prepare', async () => {
+    await vscode.window.showTextDocument(vscode.Uri.file(spec));
+    const s = (await api()).status();
+    assert.match(s.text, /Weight Spec: not prepared/);
+    assert.equal(s.visibleCommand, 'weightSpec.prepare');
+  });
+
+  it('Prepare on the spec prepares its source checkpoint as `weight-spec prepare` does', async () => {
+    const report = JSON.parse(fs.readFileSync(path.join(exportDir, 'export-report.json'), 'utf8')) as { prepared: { dir: string } };
+    const r = (await vscode.commands.executeCommand('weightSpec.prepare', vscode.Uri.file(spec).toString())) as Result;
+    assertOk(r, 'prepare');
+    const prepared = report.prepared.dir;
+    assert.ok(fs.existsSync(path.join(prepared, '.checkpoint_prepared')), `${prepared} has no sentinel`);
+    const byCli = path.join(ws.dir, 'cli-prepared');
+    cli(['prepare', '--checkpoint', ws.llama, '--dtype', 'float32', '--out', byCli]);
+    assert.deepEqual(listFiles(prepared), listFiles(byCli));
+    for (const f of listFiles(byCli).filter((n) => n.endsWith('.safetensors'))) {
+      assert.ok(fs.readFileSync(path.join(prepared, f)).equals(fs.readFileSync(path.join(byCli, f))), `${f} differs from the CLI's`);
+    }
+    assert.match((await api()).status().text, /Weight Spec: prepared/);
+  });
+
+  it('Compile (ort) binds the export and records compile.json', async () => {
+    const r = (await vscode.commands.executeCommand('weightSpec.compile', vscode.Uri.file(spec), { backend: 'ort' })) as Result;
+    assertOk(r, 'compile');
+    const rec = JSON.parse(fs.readFileSync(path.join(exportDir, 'compile.json'), 'utf8')) as { backend: string; artifacts: { model?: string } };
+    assert.equal(rec.backend, 'ort');
+    assert.ok(rec.artifacts.model && fs.existsSync(rec.artifacts.model), `artifact ${rec.artifacts.model} missing`);
+    assert.match((await api()).status().text, /Weight Spec: compiled/);
+    // The CLI compiling its own export against its own prepared copy builds the same files.
+    const cliPrepared = path.join(ws.dir, 'cli-prepared');
+    const before = listFiles(cliPrepared);
+    cli(['compile', path.join(ws.dir, 'cli-export-llama'), '--backend', 'ort', '--prepared', cliPrepared]);
+    const prepared = path.dirname(rec.artifacts.model);
+    assert.deepEqual(listFiles(prepared), listFiles(cliPrepared));
+    assert.ok(listFiles(cliPrepared).length > before.length, 'compile added files to the prepared dir');
+  });
+
+  it('Run feeds token ids and returns the greedy tokens of the reference', async () => {
+    const ref = JSON.parse(fs.readFileSync(ws.reference, 'utf8')) as { input_ids: number[]; generated_ids: number[] };
+    const n = ref.generated_ids.length;
+    const r = (await vscode.commands.executeCommand('weightSpec.run', vscode.Uri.file(spec), { inputIds: ref.input_ids, maxNewTokens: n })) as Result;
+    assertOk(r, 'run');
+    assert.equal(r.text?.trim(), ref.generated_ids.join(','));
+  });
+
+  it('the task provider offers compile for the export folder', async () => {
+    const tasks = await vscode.tasks.fetchTasks({ type: 'weight-spec' });
+    const t = tasks.find((x) => x.name === 'compile export-llama');
+    assert.ok(t, `tasks: ${tasks.map((x) => x.name).join(', ')}`);
+    const ex = t.execution as vscode.ProcessExecution;
+    assert.deepEqual(ex.args.slice(1), ['compile', exportDir, '--backend', 'ort']);
+    assert.equal(ex.options?.env?.WEIGHT_SPEC_ORT_PATH, path.join(REPO, 'node_modules', 'onnxruntime-node'));
+  });
+
+  it('running the provided export task (a ProcessExecution of the CLI) exits 0 and writes the export', async () => {
+    const task = (await vscode.tasks.fetchTasks({ type: 'weight-spec' })).find((t) => t.name === 'export llama');
+    assert.ok(task);
+    const out = path.join(ws.dir, 'llama-weight-free');
+    const ended = new Promise<number | undefined>((resolve) => {
+      const sub = vscode.tasks.onDidEndTaskProcess((e) => {
+        if (e.execution.task.name !== 'export llama') return;
+        sub.dispose();
+        resolve(e.exitCode);
+      });
+    });
+    await vscode.tasks.executeTask(task);
+    assert.equal(await ended, 0);
+    assert.equal(fs.readFileSync(path.join(out, 'weight_spec.json'), 'utf8'), fs.readFileSync(spec, 'utf8'));
+  });
+
+  it('Inspect shows the tensors of a safetensors file', async () => {
+    const shard = path.join(ws.llama, 'model-00001-of-00002.safetensors');
+    const r = (await vscode.commands.executeCommand('weightSpec.inspect', vscode.Uri.file(shard))) as Result;
+    assertOk(r, 'inspect');
+    assert.ok(r.text?.includes(ws.goodKey), 'the table lists model.embed_tokens.weight');
+    assert.equal(r.text, cli(['inspect', shard]));
+    const doc = vscode.window.activeTextEditor?.document;
+    assert.ok(doc?.getText().includes(ws.goodKey), 'the table is shown in an editor');
+  });
+});

@@ -1,0 +1,67 @@
+import * as assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { api, cli, codeOf, hoverText, safetensorsHeader, serverPath, waitForDiagnostics, workspace } from './helpers';
+
+describe('language server in VS Code', () => {
+  const ws = workspace();
+  const bad = vscode.Uri.file(ws.badSpec);
+
+  before(async function () {
+    const server = serverPath();
+    if (!fs.existsSync(server)) throw new Error(`${server} is missing: the language server is not built`);
+    await api();
+  });
+
+  it('a spec with a misspelt key gets a key-missing diagnostic on the key string', async () => {
+    const doc = await vscode.workspace.openTextDocument(bad);
+    await vscode.window.showTextDocument(doc);
+    assert.equal(doc.languageId, 'weight-spec');
+    const diags = await waitForDiagnostics(bad, (d) => d.some((x) => codeOf(x) === 'key-missing'));
+    const d = diags.find((x) => codeOf(x) === 'key-missing')!;
+    assert.equal(d.severity, vscode.DiagnosticSeverity.Error);
+    assert.equal(doc.getText(d.range), JSON.stringify(ws.badKey));
+    assert.ok(d.message.includes(ws.badKey), d.message);
+    // The good key right above it is not flagged.
+    const goodAt = doc.getText().indexOf(JSON.stringify(ws.goodKey));
+    assert.ok(!diags.some((x) => x.range.contains(doc.positionAt(goodAt + 2))), 'the existing key is flagged');
+  });
+
+  it('hover on a key shows its dtype and shape from the safetensors header', async () => {
+    const doc = await vscode.workspace.openTextDocument(bad);
+    const at = doc.positionAt(doc.getText().indexOf(JSON.stringify(ws.goodKey)) + 3);
+    const hovers = (await vscode.commands.executeCommand('vscode.executeHoverProvider', bad, at)) as vscode.Hover[];
+    const text = hoverText(hovers);
+    const t = safetensorsHeader(path.join(ws.llama, 'model-00001-of-00002.safetensors'))[ws.goodKey]!;
+    assert.ok(text.includes(t.dtype), `hover has no dtype ${t.dtype}: ${text}`);
+    const shape = t.shape.join('[^0-9]+');
+    assert.match(text, new RegExp(`${shape}`), `hover has no shape ${JSON.stringify(t.shape)}: ${text}`);
+  });
+
+  it('code lenses offer Prepare checkpoint, Compile and Inspect ONNX, invoking our commands with the spec', async () => {
+    const dir = path.join(ws.dir, 'lens-export');
+    cli(['export', '--config', ws.llama, '--out', dir]);
+    const uri = vscode.Uri.file(path.join(dir, 'weight_spec.json'));
+    await vscode.window.showTextDocument(uri);
+    const want = ['Prepare checkpoint', 'Inspect ONNX'];
+    let lenses: vscode.CodeLens[] = [];
+    // The server answers code-lens requests itself; a request sent before it has the document
+    // open can come back empty, so ask again (each attempt is a full round trip, no timer).
+    for (let i = 0; i < 20; i++) {
+      lenses = ((await vscode.commands.executeCommand('vscode.executeCodeLensProvider', uri, 10)) as vscode.CodeLens[]) ?? [];
+      const titles = lenses.map((l) => l.command?.title ?? '');
+      if (want.every((w) => titles.some((t) => t.includes(w))) && titles.some((t) => /Compile|Re-run compile/.test(t))) break;
+    }
+    const titles = lenses.map((l) => l.command?.title ?? '');
+    for (const w of want) assert.ok(titles.some((t) => t.includes(w)), `no "${w}" lens in ${JSON.stringify(titles)}`);
+    assert.ok(titles.some((t) => /Compile|Re-run compile/.test(t)), `no Compile lens in ${JSON.stringify(titles)}`);
+    const ours = lenses.filter((l) => l.command?.command.startsWith('weightSpec.'));
+    assert.ok(ours.length >= 3, `lenses invoke ${JSON.stringify(lenses.map((l) => l.command?.command))}`);
+    for (const l of ours) {
+      const arg = l.command!.arguments?.[0] as vscode.Uri | string | undefined;
+      const p = arg instanceof vscode.Uri ? arg.fsPath : typeof arg === 'string' ? (arg.startsWith('file:') ? vscode.Uri.parse(arg).fsPath : arg) : '';
+      assert.ok(p.startsWith(dir), `${l.command!.command} gets ${String(arg)}`);
+    }
+  });
+});
