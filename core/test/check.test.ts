@@ -155,8 +155,19 @@ describe('checks against checkpoints made here', () => {
     const r1 = await checkSpec(file, t);
     expect(r1.map((p) => p.code)).toEqual(['not-prepared']);
     expect(r1[0]!.range).toEqual(rangeOf(t, '"src-qeff-prepared-float32/base-0000.safetensors"'));
-    writeFileSync(path.join(prep, '.checkpoint_prepared.json'), JSON.stringify({ version: 1, source: path.join(dir, 'src'), source_files: [{ path: 'model.safetensors', size: readFileSync(src).length, mtime_ms: 1000 }] }));
-    writeFileSync(path.join(prep, '.checkpoint_prepared'), '');
+    // A manifest in prepare's format (core/src/prepare/manifest.ts); the sentinel holds the fingerprint.
+    const fingerprint = 'ab'.repeat(32);
+    const out = path.join(prep, 'base-0000.safetensors');
+    writeFileSync(path.join(prep, '.checkpoint_prepared.json'), JSON.stringify({
+      version: 1, tool: 'weight-spec', source: path.join(dir, 'src'), target_dtype: 'float32', fingerprint,
+      moe_prefill_flavour: null, expert_parallel: null,
+      source_files: [{ path: 'model.safetensors', size: readFileSync(src).length, mtime_ms: 1000 }],
+      transforms: [], tasks: [], output_files: [{ path: 'base-0000.safetensors', size: readFileSync(out).length }],
+      sidecars: [], created_at: new Date(0).toISOString(),
+    }));
+    writeFileSync(path.join(prep, '.checkpoint_prepared'), 'cd'.repeat(32));
+    expect((await checkSpec(file, t)).map((p) => p.code)).toEqual(['not-prepared']); // sentinel ≠ fingerprint
+    writeFileSync(path.join(prep, '.checkpoint_prepared'), fingerprint);
     utimesSync(src, 1, 1); // mtime 1 s = 1000 ms: matches the manifest
     expect(await checkSpec(file, t)).toEqual([]);
     utimesSync(src, 50, 50);

@@ -118,9 +118,11 @@ describe('converter under faults', () => {
     const out = path.join(tmp, 'existing');
     fs.mkdirSync(out);
     fs.writeFileSync(path.join(out, 'notes.txt'), 'keep me');
+    const first = await runChild(script, [bin, out, 'overwrite']);
+    expect(first.code).toBe(0);
     let killed = 0;
     for (let k = 0; k < 6; k++) {
-      const r = await runChild(script, [bin, out, 'overwrite'], { killAfterMs: 100 + next(500) });
+      const r = await runChild(script, [bin, out, 'overwrite'], { killAfterMs: next(first.ms) });
       if (r.signal === 'SIGKILL') killed++;
       state(out); // complete or absent; a partial model.safetensors fails here
       expect(fs.readFileSync(path.join(out, 'notes.txt'), 'utf8')).toBe('keep me');

@@ -110,12 +110,14 @@ describe('builders', () => {
       },
       functions: [{ name: 'Twice', domain: 'local', input: ['x'], output: ['y'], node: [makeNode('Add', ['x', 'x'], ['y'])], opsetImport: [{ domain: '', version: 21 }] }],
       metadataProps: [{ key: 'a', value: '1' }],
+      configuration: [{ name: 'two-cards', numDevices: 2, device: ['qaic:0', 'qaic:1'] }],
     };
     const back = decodeModel(encodeModel(m), 'mem.onnx');
     expect(decodeModel(encodeModel(back), 'mem.onnx')).toEqual(back);
     expect(back.functions![0]!.node![0]!.opType).toBe('Add');
     expect(back.graph!.node![0]!.attribute![0]!.g!.node![0]!.opType).toBe('Identity');
     expect(back.graph!.sparseInitializer![0]!.dims).toEqual([8]);
+    expect(back.configuration).toEqual([{ name: 'two-cards', numDevices: 2, device: ['qaic:0', 'qaic:1'] }]);
     expect(back.graph!.output![0]!.type!.tensorType!.shape).toBeUndefined();
   });
 
@@ -145,11 +147,13 @@ describe('metadata, files', () => {
     expect(fs.readdirSync(tmp).filter((n) => n.includes('.tmp-'))).toEqual([]);
     await expect(readModel(path.join(tmp, 'missing.onnx'))).rejects.toThrow(FormatError);
     await expect(summarizeOnnx(path.join(tmp, 'missing.onnx'))).rejects.toThrow(/missing\.onnx: cannot read/);
+    await expect(summarizeOnnx(tmp)).rejects.toThrow(/is a directory, not an ONNX file/);
+    await expect(summarizeOnnx(tmp)).rejects.toBeInstanceOf(FormatError);
   });
 
   test('unknown (newer) fields are skipped by the summary and the decoder', async () => {
     const file = path.join(tmp, 'newer.onnx');
-    const bytes = Buffer.concat([Buffer.from(encodeModel({ irVersion: 11, graph: { name: 'g' } })), Buffer.from([0xd0, 0x01, 0x05, 0xd2, 0x01, 0x01, 0x00])]);
+    const bytes = Buffer.concat([Buffer.from(encodeModel({ irVersion: 11, graph: { name: 'g' } })), Buffer.from([0x98, 0x06, 0x05, 0x9a, 0x06, 0x01, 0x00]) /* field 99: varint, then bytes */]);
     fs.writeFileSync(file, bytes);
     expect((await summarizeOnnx(file)).graphName).toBe('g');
     expect(decodeModel(bytes, file).graph!.name).toBe('g');

@@ -60,18 +60,19 @@ function safeMetadataValue(ctx: CheckContext): string | undefined {
  * Runs the ONNX checks. `explicit` is a companion the *user* named (`--onnx`, relative to the
  * spec's directory): trusted like any command-line path, unlike paths written in the spec.
  */
-export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): Promise<void> {
+export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): Promise<{ file: string; summary?: OnnxSummary } | undefined> {
   const file = explicit !== undefined ? path.resolve(ctx.specDir, explicit) : await findCompanionOnnx(ctx);
-  if (!file) return;
+  if (!file) return undefined;
   let summary: OnnxSummary;
   try {
     summary = await ctx.cache.onnx(file);
   } catch (err) {
     const detail = err instanceof FormatError ? err.message : `${file}: ${oneLine(err)}`;
     report(ctx, 'onnx-unreadable', 'error', ['inputs'], `companion ONNX cannot be read: ${detail}`);
-    return;
+    return { file };
   }
   checkAgainstSummary(ctx, file, summary);
+  return { file, summary };
 }
 
 /** Names, mapping, shape and dtype of the spec's inputs against one ONNX summary. */

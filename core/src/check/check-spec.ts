@@ -10,7 +10,8 @@
 import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../errors';
 import { tryResolveReadPath } from '../paths';
-import { parseSpecText } from '../spec/parse';
+import { parseSpecText, type ParsedSpec } from '../spec/parse';
+import type { OnnxSummary } from '../formats/onnx';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
@@ -23,8 +24,25 @@ import { checkInputFacts } from './facts';
  * files it names and its companion ONNX. Resolves to every problem found, in document order.
  */
 export async function checkSpec(specFile: string, text: string, opts: CheckOptions = {}): Promise<Problem[]> {
-  const parsed = parseSpecText(text, specFile);
-  if (!parsed.spec || !parsed.sources) return sortProblems(parsed.problems);
+  return (await checkParsedSpec(specFile, parseSpecText(text, specFile), opts)).problems;
+}
+
+/** What one check found, with the facts it read (for hover, completion and inlay hints). */
+export interface CheckRun {
+  problems: Problem[];
+  parsed: ParsedSpec;
+  /** Per `files[]` entry: absolute path and header when readable (empty without a spec). */
+  files: FileState[];
+  /** The companion ONNX that was checked against, and its summary when readable. */
+  onnx?: { file: string; summary?: OnnxSummary };
+}
+
+/**
+ * {@link checkSpec} on an already parsed document (the language server re-uses or patches
+ * the previous parse, see session.ts). Same passes, same problems.
+ */
+export async function checkParsedSpec(specFile: string, parsed: ParsedSpec, opts: CheckOptions = {}): Promise<CheckRun> {
+  if (!parsed.spec || !parsed.sources) return { problems: sortProblems(parsed.problems), parsed, files: [] };
   const specDir = path.dirname(path.resolve(specFile));
   const ctx: CheckContext = {
     specFile: path.resolve(specFile),
@@ -38,19 +56,20 @@ export async function checkSpec(specFile: string, text: string, opts: CheckOptio
     files: [],
     problems: [...parsed.problems],
   };
+  let onnx: CheckRun['onnx'];
   try {
     await checkFiles(ctx);
     throwIfAborted(ctx);
     checkInputs(ctx);
     await checkPrepared(ctx);
     throwIfAborted(ctx);
-    if (opts.onnx !== false) await checkCompanionOnnx(ctx, opts.onnx);
+    if (opts.onnx !== false) onnx = await checkCompanionOnnx(ctx, opts.onnx);
   } catch (err) {
     if (opts.signal?.aborted) throw err;
     // A bug in a pass must not hide what was found so far, nor crash the server.
     ctx.problems.push({ code: 'internal', severity: 'error', message: `check failed: ${oneLine(err)}`, path: [] });
   }
-  return sortProblems(ctx.problems);
+  return { problems: sortProblems(ctx.problems), parsed, files: ctx.files, ...(onnx ? { onnx } : {}) };
 }
 
 function sortProblems(problems: Problem[]): Problem[] {

@@ -9,3 +9,5 @@ export { closestNames, boundedEditDistance, commonSuffixSegments, KeyIndex, keyI
 export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';
 export { dtypeFromName } from './facts';
 export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared';
+export { checkParsedSpec, type CheckRun } from './check-spec';
+export { SpecCheckSession, type SessionOptions } from './session';

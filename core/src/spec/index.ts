@@ -9,3 +9,4 @@ export { embedSpec, embedSpecInModel, extractSpec, extractSpecFromModel, parseEm
 export { SpecOffsets, pathKey, formatPath } from './offsets';
 export { pyJsonDumps, pyString, pyNumber, codePointCompare } from './py-json';
 export { SpecSchema, InputSchema, LocationSchema, FileEntrySchema, QuantizationSchema } from './schema';
+export { patchParsedSpec, diffTexts, type PatchResult, type TextEdit as SpecTextEdit } from './patch';

@@ -8,7 +8,11 @@ import type { JsonPath, SpecOffsetsView } from './types';
 
 /** Encodes a JSON path as a string key (JSON-pointer escaping), e.g. `inputs/3/location/key`. */
 export function pathKey(path: JsonPath): string {
-  return path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+  return path.map((p) => escapeSegment(String(p))).join('/');
+}
+
+function escapeSegment(s: string): string {
+  return s.includes('~') || s.includes('/') ? s.replace(/~/g, '~0').replace(/\//g, '~1') : s;
 }
 
 /** Formats a JSON path for messages: `inputs[3].location.key`. */
@@ -21,6 +25,9 @@ export function formatPath(path: JsonPath): string {
   }
   return s || '(document)';
 }
+
+/** Pending edits {@link SpecOffsets.shift} keeps before folding them into the stored ranges. */
+const MAX_PENDING_SHIFTS = 256;
 
 /** A duplicated property name in one object (the later one wins, as in Python's json). */
 export interface DuplicateProperty {
@@ -39,36 +46,89 @@ export class SpecOffsets implements SpecOffsetsView {
   readonly duplicates: DuplicateProperty[] = [];
 
   constructor(readonly root?: Node) {
-    if (root) this.walk(root, []);
+    if (root) this.walk(root, '', []);
   }
 
-  private walk(node: Node, path: JsonPath): void {
-    this.values.set(pathKey(path), { start: node.offset, end: node.offset + node.length });
+  // Keys are built by appending to the parent's key (same strings as pathKey): a 20 000-input
+  // spec has ~200 000 nodes, and re-encoding every full path made this the slowest part of a parse.
+  private walk(node: Node, key: string, path: JsonPath): void {
+    this.values.set(key, { start: node.offset, end: node.offset + node.length });
+    const prefix = path.length === 0 ? '' : key + '/';
     if (node.type === 'object') {
+      const children = node.children;
+      if (!children) return;
       const seen = new Set<string>();
-      for (const prop of node.children ?? []) {
-        const [k, v] = prop.children ?? [];
+      for (const prop of children) {
+        const k = prop.children?.[0];
+        const v = prop.children?.[1];
         if (!k || typeof k.value !== 'string') continue;
-        const child = [...path, k.value];
+        const name = k.value;
+        const childKey = prefix + escapeSegment(name);
         const keyRange = { start: k.offset, end: k.offset + k.length };
-        if (seen.has(k.value)) this.duplicates.push({ path: child, range: keyRange });
-        seen.add(k.value);
-        this.keys.set(pathKey(child), keyRange);
-        if (v) this.walk(v, child);
+        path.push(name);
+        if (seen.has(name)) this.duplicates.push({ path: [...path], range: keyRange });
+        seen.add(name);
+        this.keys.set(childKey, keyRange);
+        if (v) this.walk(v, childKey, path);
+        path.pop();
       }
     } else if (node.type === 'array') {
-      (node.children ?? []).forEach((c, i) => this.walk(c, [...path, i]));
+      const children = node.children;
+      if (!children) return;
+      for (let i = 0; i < children.length; i++) {
+        path.push(i);
+        this.walk(children[i]!, prefix + i, path);
+        path.pop();
+      }
     }
+  }
+
+  /**
+   * Edits applied since the maps were built, oldest first: an edit that ended at `from` (in
+   * the text of its time, inside one string token) changed the length by `delta`. Lookups
+   * map stored ranges through them, so an edit costs O(1) instead of rewriting ~200 000
+   * ranges; past {@link MAX_PENDING_SHIFTS} they are folded into the maps once.
+   */
+  private readonly shifts: { from: number; delta: number }[] = [];
+
+  /**
+   * Moves every range at or after `from` by `delta` (an edit of `delta` characters ended at
+   * `from` in the old text, inside one string token): ranges that end after it grow, later ones
+   * move. Ranges handed out earlier are never mutated.
+   */
+  shift(from: number, delta: number): void {
+    if (delta === 0) return;
+    this.shifts.push({ from, delta });
+    if (this.shifts.length > MAX_PENDING_SHIFTS) this.foldShifts();
+  }
+
+  private foldShifts(): void {
+    for (const m of [this.values, this.keys]) for (const [k, r] of m) m.set(k, this.mapRange(r));
+    for (const d of this.duplicates) d.range = this.mapRange(d.range);
+    this.shifts.length = 0;
+  }
+
+  private mapRange(r: OffsetRange): OffsetRange {
+    if (this.shifts.length === 0) return r;
+    let { start, end } = r;
+    for (const s of this.shifts) {
+      if (end < s.from) continue;
+      if (start >= s.from) start += s.delta;
+      end += s.delta;
+    }
+    return start === r.start && end === r.end ? r : { start, end };
   }
 
   /** Range of the value at `path` (strings include their quotes). */
   value(path: JsonPath): OffsetRange | undefined {
-    return this.values.get(pathKey(path));
+    const r = this.values.get(pathKey(path));
+    return r && this.mapRange(r);
   }
 
   /** Range of the property name whose value is at `path`. */
   key(path: JsonPath): OffsetRange | undefined {
-    return this.keys.get(pathKey(path));
+    const r = this.keys.get(pathKey(path));
+    return r && this.mapRange(r);
   }
 
   /** The deepest existing prefix of `path` with its value range. */

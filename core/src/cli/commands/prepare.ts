@@ -1,11 +1,15 @@
 /**
  * `weight-spec prepare`: turn a checkpoint into the layout and dtype the graph expects
- * (dtype conversion, MoE stacking, MXFP4 dequant, expert-parallel packing).
- *
- * Not implemented yet: the prepare issue fills in `run` (flags below are the CLI contract).
+ * (dtype conversion, MoE stacking, fused splits, MXFP4 dequant, expert-parallel packing)
+ * through the planned, RAM-budgeted pipeline in core/src/prepare. Prints the prepared
+ * directory (last stdout line); an unchanged plan is a no-op and says so.
  */
-import { PipelineError } from '../../errors';
-import { defineCommand } from '../command';
+import path from 'node:path';
+import { UsageError } from '../../errors';
+import { runPrepare } from '../../prepare';
+import type { DtypeName } from '../../formats/dtype';
+import { defineCommand, println } from '../command';
+import { createProgress, formatBytes } from '../progress';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
@@ -13,17 +17,53 @@ export const prepareCommand = defineCommand({
   synopsis: [
     'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P --parallel-experts E]',
   ],
+  details: [
+    'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
+    'read once and written once. The output (default <parent>/<name>-prepared-<dtype>-<plan hash>) gets',
+    'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
+  ],
   flags: {
     checkpoint: { type: 'string', placeholder: '<dir>', description: 'source safetensors checkpoint', required: true },
     dtype: { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'target dtype', required: true },
-    out: { type: 'string', placeholder: '<dir>', description: 'output directory (default <checkpoint>-qeff-prepared-<dtype> beside the source)' },
-    'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget (default 80% of available)' },
+    out: { type: 'string', placeholder: '<dir>', description: 'output directory (default <parent>/<name>-prepared-<dtype>-<hash> beside the source)' },
+    'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
     'parallel-experts': { type: 'int', placeholder: '<E>', description: 'parallelized experts (expert_parallel)' },
   },
   positionals: { min: 0, max: 0, names: [] },
-  async run() {
-    throw new PipelineError('prepare is not implemented yet');
+  async run(args, io) {
+    const f = args.flags;
+    const gb = f['max-ram-gb'];
+    if (gb !== undefined && !(gb > 0)) throw new UsageError('prepare: --max-ram-gb must be a positive number');
+    const progress = createProgress('prepare', { unit: 'bytes', stream: io.stderr });
+    let result;
+    try {
+      result = await runPrepare({
+        checkpoint: path.resolve(io.cwd, f.checkpoint),
+        dtype: f.dtype as DtypeName,
+        ...(f.out ? { out: path.resolve(io.cwd, f.out) } : {}),
+        ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),
+        ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
+        ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
+        ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
+        onProgress: (p) => progress.update(p.bytesDone, p.bytesTotal, `${p.tasksDone}/${p.tasksTotal} tasks`),
+      });
+    } catch (e) {
+      progress.fail();
+      throw e;
+    }
+    const ms = result.ms < 10 ? result.ms.toFixed(1) : result.ms.toFixed(0);
+    const fp = result.fingerprint.slice(0, 12);
+    if (result.upToDate) {
+      progress.fail();
+      println(io.stdout, `prepare: up to date (fingerprint ${fp}, nothing changed; ${ms} ms)`);
+    } else {
+      progress.done(`${formatBytes(result.plan.totalBytes)} in ${result.plan.tasks.length} tasks`);
+      const tensors = result.plan.outputs.size;
+      println(io.stdout, `prepare: ${tensors} tensors (${formatBytes(result.plan.totalBytes)}, ${result.plan.dtype}) in ${result.plan.tasks.length} files, budget ${formatBytes(result.budgetBytes)} (fingerprint ${fp}; ${ms} ms)`);
+    }
+    println(io.stdout, result.outDir);
+    return 0;
   },
 });

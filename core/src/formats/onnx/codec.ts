@@ -10,9 +10,9 @@ import protobuf from 'protobufjs';
 import { FormatError, oneLine } from '../../errors';
 import { atomicWriteFile } from '../../paths/atomic';
 import { ONNX_PROTO } from './schema';
-import { sniffNonOnnx } from './sniff';
 import { summarizeOnnxBytes } from './summary';
 import { MAX_IR_VERSION, type ModelProto, type TensorProto } from './types';
+import { sniffNonOnnx } from './wire-reader';
 
 let root: protobuf.Root | undefined;
 

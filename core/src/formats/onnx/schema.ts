@@ -3,8 +3,11 @@
  *
  * Source: the official `onnx/onnx.proto` (onnx/onnx, commit 64209faab4da3d679f2d46c7f725f6f2b779279b,
  * IR version 10: UINT4/INT4, `overload`, `metadata_props` on nodes, graphs, tensors and value
- * infos), with the TensorProto.DataType values later releases added — FLOAT4E2M1 = 23
- * (onnx 1.17) and FLOAT8E8M0 = 24 (onnx 1.18), and the Version enum's names for IR 10 / 11. Comments are dropped to keep the bundle small;
+ * infos), brought up to onnx 1.18 (IR 11): TensorProto.DataType FLOAT4E2M1 = 23 (1.17) and
+ * FLOAT8E8M0 = 24, the multi-device messages (ModelProto.configuration = 26,
+ * NodeProto.device_configurations = 10, DeviceConfigurationProto, NodeDeviceConfigurationProto,
+ * ShardingSpecProto, ShardedDimProto, SimpleShardedDimProto, IntIntListEntryProto) and the
+ * Version enum's names for IR 10 / 11. Comments are dropped to keep the bundle small;
  * field names, numbers, types and labels are exactly the official ones. Kept as a TS module
  * so esbuild bundles it and nothing is looked up on disk at run time.
  */
@@ -84,6 +87,38 @@ message NodeProto {
   repeated AttributeProto attribute = 5;
   optional string doc_string = 6;
   repeated StringStringEntryProto metadata_props = 9;
+  repeated NodeDeviceConfigurationProto device_configurations = 10;
+}
+
+message IntIntListEntryProto {
+  optional int64 key = 1;
+  repeated int64 value = 2;
+}
+
+message NodeDeviceConfigurationProto {
+  optional string configuration_id = 1;
+  repeated ShardingSpecProto sharding_spec = 2;
+  optional int32 pipeline_stage = 3;
+}
+
+message ShardingSpecProto {
+  optional string tensor_name = 1;
+  repeated int64 device = 2;
+  repeated IntIntListEntryProto index_to_device_group_map = 3;
+  repeated ShardedDimProto sharded_dim = 4;
+}
+
+message ShardedDimProto {
+  optional int64 axis = 1;
+  repeated SimpleShardedDimProto simple_sharding = 2;
+}
+
+message SimpleShardedDimProto {
+  oneof dim {
+    int64 dim_value = 1;
+    string dim_param = 2;
+  }
+  optional int64 num_shards = 3;
 }
 
 message TrainingInfoProto {
@@ -105,6 +140,13 @@ message ModelProto {
   repeated StringStringEntryProto metadata_props = 14;
   repeated TrainingInfoProto training_info = 20;
   repeated FunctionProto functions = 25;
+  repeated DeviceConfigurationProto configuration = 26;
+}
+
+message DeviceConfigurationProto {
+  optional string name = 1;
+  optional int32 num_devices = 2;
+  repeated string device = 3;
 }
 
 message StringStringEntryProto {

@@ -5,9 +5,8 @@
  * never read, so a multi-GB model is summarized in about a megabyte of memory.
  */
 import { dtypeOfOnnx, type DType } from '../dtype';
-import { sniffNonOnnx } from './sniff';
 import { MAX_IR_VERSION, rawByteLength } from './types';
-import { fieldLabel, FileReader, quoted, WIRE, type FieldHead } from './wire-reader';
+import { fieldLabel, FileReader, quoted, sniffNonOnnx, WIRE, type FieldHead } from './wire-reader';
 import { FormatError } from '../../errors';
 
 /** A graph input or output. */
@@ -167,7 +166,7 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
   const ext: Record<string, string> = Object.create(null);
   r.each(h.vStart, h.vEnd, M, (f) => {
     switch (f.field) {
-      case 1: t.dims.push(...r.ints(f, M, 'dims')); break;
+      case 1: for (const d of r.ints(f, M, 'dims')) t.dims.push(d); break;
       case 2: r.expect(f, WIRE.VARINT, M, 'data_type'); t.dataType = f.int; break;
       case 8: t.name = str(r, f, M, 'name'); break;
       case 9: r.expect(f, WIRE.LEN, M, 'raw_data'); raw = f; break;
@@ -216,12 +215,15 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
 
 interface GraphAcc {
   s: OnnxSummary;
-  /** Op types consuming each name, in first-use order. */
+  /** Op types consuming each graph input/initializer name, in first-use order. */
   uses: Map<string, string | string[]>;
+  /** Spans `[start, end)` of the main graph's NodeProtos, walked once the names are known. */
+  nodes: number[];
+  known: Set<string>;
 }
 
+/** Counts one node and records its uses of `acc.known` names. */
 function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
-  r.expect(h, WIRE.LEN, 'GraphProto', 'node');
   const inputs: string[] = [];
   let op = '';
   let domain = '';
@@ -233,10 +235,9 @@ function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   const key = opKey(domain, op);
   acc.s.nodeCount++;
   acc.s.opTypes[key] = (acc.s.opTypes[key] ?? 0) + 1;
-  // Most names are intermediate values used once: keep a plain string until a second op
-  // type appears (a Set per name made GC dominate on 200k-node graphs).
+  // Usually one op type per weight: a plain string until a second one appears.
   for (const name of inputs) {
-    if (name === '') continue;
+    if (name === '' || !acc.known.has(name)) continue; // '' = an omitted optional input
     const seen = acc.uses.get(name);
     if (seen === undefined) acc.uses.set(name, key);
     else if (typeof seen === 'string') {
@@ -249,7 +250,7 @@ function graph(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   r.expect(h, WIRE.LEN, 'ModelProto', 'graph');
   r.each(h.vStart, h.vEnd, 'GraphProto', (f) => {
     switch (f.field) {
-      case 1: node(r, f, acc); break;
+      case 1: r.expect(f, WIRE.LEN, 'GraphProto', 'node'); acc.nodes.push(f.vStart, f.vEnd); break;
       case 2: acc.s.graphName = str(r, f, 'GraphProto', 'name'); break;
       case 5: acc.s.initializers.push(initializer(r, f)); break;
       case 11: acc.s.inputs.push(valueInfo(r, f, 'input')); break;
@@ -265,7 +266,7 @@ function summarizeReader(r: FileReader): OnnxSummary {
     file: r.file, fileSize: r.size, irVersion: 0, opsets: [], inputs: [], outputs: [], initializers: [],
     metadata: Object.create(null), nodeCount: 0, opTypes: Object.create(null), consumers: Object.create(null),
   };
-  const acc: GraphAcc = { s, uses: new Map() };
+  const acc: GraphAcc = { s, uses: new Map(), nodes: [], known: new Set() };
   let sawGraph = false;
   let sawIr = false;
   const M = 'ModelProto';
@@ -294,9 +295,19 @@ function summarizeReader(r: FileReader): OnnxSummary {
   if (!Number.isInteger(s.irVersion) || s.irVersion < 1 || s.irVersion > MAX_IR_VERSION) {
     r.fail(`not an ONNX model: implausible ir_version ${s.irVersion}`);
   }
+  // Nodes come first in the wire but only uses of inputs/initializers matter: walk them now
+  // (recording every intermediate value's consumers made GC dominate on 200k-node graphs).
+  const names = [...s.inputs.map((v) => v.name), ...s.initializers.map((t) => t.name)];
+  acc.known = new Set(names);
+  const head: FieldHead = { field: 1, wire: WIRE.LEN, start: 0, vStart: 0, vEnd: 0, int: 0 };
+  for (let i = 0; i < acc.nodes.length; i += 2) {
+    head.vStart = acc.nodes[i]!;
+    head.vEnd = acc.nodes[i + 1]!;
+    node(r, head, acc);
+  }
   const producer = [s.producerName, s.producerVersion].filter((x) => x).join(' ');
   if (producer) s.producer = producer;
-  for (const name of [...s.inputs.map((v) => v.name), ...s.initializers.map((t) => t.name)]) {
+  for (const name of names) {
     const seen = acc.uses.get(name);
     s.consumers[name] = seen === undefined ? [] : typeof seen === 'string' ? [seen] : [...seen];
   }

@@ -106,6 +106,8 @@ export interface NodeProto {
   attribute?: AttributeProto[];
   docString?: string;
   metadataProps?: StringStringEntryProto[];
+  /** onnx 1.18 multi-device configuration (kept as data). */
+  deviceConfigurations?: unknown[];
 }
 
 /** `TensorAnnotation`. */
@@ -157,6 +159,8 @@ export interface ModelProto {
   metadataProps?: StringStringEntryProto[];
   trainingInfo?: unknown[];
   functions?: FunctionProto[];
+  /** onnx 1.18 multi-device configurations: `{name, numDevices, device[]}`. */
+  configuration?: { name?: string; numDevices?: number; device?: string[] }[];
 }
 
 /** Highest IR version a reader can sensibly meet (onnx 1.18 writes 11); leaves room for new releases. */

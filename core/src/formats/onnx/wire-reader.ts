@@ -67,7 +67,9 @@ export class FileReader {
       this.win = bytes;
       this.size = bytes.length;
     } else {
-      this.size = fstatSync(fd).size;
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw new FormatError(file, st.isDirectory() ? 'is a directory, not an ONNX file' : 'is not a regular file');
+      this.size = st.size;
     }
   }
 
@@ -92,6 +94,7 @@ export class FileReader {
     }
   }
 
+  /** Closes the file (a no-op for in-memory bytes). */
   close(): void {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
@@ -111,12 +114,20 @@ export class FileReader {
     const want = Math.min(sequential ? WINDOW : JUMP_WINDOW, this.size - pos);
     let n = 0;
     while (n < want) {
-      const got = readSync(this.fd, this.buf, n, want - n, pos + n);
+      const got = this.read(this.buf, n, want - n, pos + n);
       if (got <= 0) this.fail('the file ended early (was it truncated while being read?)', pos + n);
       n += got;
     }
     this.winStart = pos;
     this.win = this.buf.subarray(0, n);
+  }
+
+  private read(into: Uint8Array, at: number, len: number, pos: number): number {
+    try {
+      return readSync(this.fd, into, at, len, pos);
+    } catch (err) {
+      return this.fail(`cannot read: ${(err as Error).message.split('\n')[0]}`, pos);
+    }
   }
 
   /** The byte at `pos` (`pos < size` is the caller's check). */
@@ -140,7 +151,7 @@ export class FileReader {
     if (this.fd < 0) this.fail(`read of [${start}, ${end}) past the end of the data`, start);
     let done = 0;
     while (done < len) {
-      const n = readSync(this.fd, out, done, len - done, start + done);
+      const n = this.read(out, done, len - done, start + done);
       if (n <= 0) this.fail(`file ended while reading ${len} bytes`, start + done);
       done += n;
     }
@@ -165,27 +176,34 @@ export class FileReader {
     return utf8.decode(this.bytes(start, end));
   }
 
+  /** Position after the last {@link varint}. */
+  next = 0;
+
   /**
-   * Reads a varint at `pos` that must end before `end`. Returns `[value, next]`. Values past
-   * 2^53 lose precision (no ONNX count or size gets there); 10-byte negatives are int64.
+   * Reads a varint at `pos` that must end before `end`; the position after it is left in
+   * {@link next}. `msg`/`field`/`kind` only name it in errors (built on failure: this is the
+   * hot path). Values past 2^53 lose precision (no ONNX count or size gets there); 10-byte
+   * negatives are int64.
    */
-  varint(pos: number, end: number, what: string): [number, number] {
+  varint(pos: number, end: number, msg: string, field: number, kind: 'tag' | 'value' | 'length'): number {
+    const what = () => (kind === 'tag' ? `${msg} field tag` : kind === 'length' ? `length of ${fieldLabel(msg, field)}` : fieldLabel(msg, field));
     let result = 0;
     let mul = 1;
     for (let i = 0; i < 10; i++) {
       if (pos + i >= end) {
-        this.fail(`truncated varint (${what})${end >= this.size ? ': the file ends inside it' : ''}`, pos + i);
+        this.fail(`truncated varint (${what()})${end >= this.size ? ': the file ends inside it' : ''}`, pos + i);
       }
       const b = this.byte(pos + i);
-      if (i === 9 && b > 1) this.fail(`varint longer than 64 bits (${what})`, pos);
+      if (i === 9 && b > 1) this.fail(`varint longer than 64 bits (${what()})`, pos);
       result += (b & 0x7f) * mul;
       mul *= 128;
       if ((b & 0x80) === 0) {
         if (i === 9 && b === 1) result = Number(BigInt.asIntN(64, this.bigVarint(pos)));
-        return [result, pos + i + 1];
+        this.next = pos + i + 1;
+        return result;
       }
     }
-    return this.fail(`varint longer than 10 bytes (${what})`, pos);
+    return this.fail(`varint longer than 10 bytes (${what()})`, pos);
   }
 
   private bigVarint(pos: number): bigint {
@@ -199,16 +217,16 @@ export class FileReader {
    * the message for error text. Groups and invalid wire types are errors (ONNX uses neither).
    */
   field(pos: number, end: number, msg: string): FieldHead {
-    const [tag, p] = this.varint(pos, end, `${msg} field tag`);
+    const tag = this.varint(pos, end, msg, 0, 'tag');
+    const p = this.next;
     const field = Math.floor(tag / 8);
     const wire = tag % 8;
     if (field === 0 || tag > 0xffffffff) this.fail(`invalid field number ${field} in ${msg}`, pos);
     const head: FieldHead = { field, wire, start: pos, vStart: p, vEnd: p, int: 0 };
     switch (wire) {
       case WIRE.VARINT: {
-        const [v, q] = this.varint(p, end, fieldLabel(msg, field));
-        head.int = v;
-        head.vEnd = q;
+        head.int = this.varint(p, end, msg, field, 'value');
+        head.vEnd = this.next;
         break;
       }
       case WIRE.I64:
@@ -218,7 +236,8 @@ export class FileReader {
         break;
       }
       case WIRE.LEN: {
-        const [len, q] = this.varint(p, end, `length of ${fieldLabel(msg, field)}`);
+        const len = this.varint(p, end, msg, field, 'length');
+        const q = this.next;
         if (len < 0) this.fail(`negative length of ${fieldLabel(msg, field)}`, p);
         head.vStart = q;
         head.vEnd = q + len;
@@ -262,10 +281,30 @@ export class FileReader {
     const out: number[] = [];
     let pos = h.vStart;
     while (pos < h.vEnd) {
-      const [v, q] = this.varint(pos, h.vEnd, `${msg}.${name}`);
-      out.push(v);
-      pos = q;
+      out.push(this.varint(pos, h.vEnd, msg, h.field, 'value'));
+      pos = this.next;
     }
     return out;
   }
+}
+
+// A file that fails to parse is often another format: name it so the error says "this is a
+// JSON file" rather than only "invalid wire type 3".
+
+/** A short description of a non-ONNX file's content, or undefined when nothing is recognized. */
+export function sniffNonOnnx(head: Uint8Array, fileSize: number): string | undefined {
+  if (fileSize === 0) return 'the file is empty';
+  let i = 0;
+  while (i < head.length && (head[i] === 0x20 || head[i] === 0x0a || head[i] === 0x0d || head[i] === 0x09)) i++;
+  if (head[i] === 0xef && head[i + 1] === 0xbb && head[i + 2] === 0xbf) i += 3;
+  if (head[i] === 0x7b || head[i] === 0x5b) return 'looks like a JSON file, not an ONNX protobuf';
+  if (head.length >= 9 && head[8] === 0x7b) {
+    const n = Number(new DataView(head.buffer, head.byteOffset, 8).getBigUint64(0, true));
+    if (n > 0 && n + 8 <= fileSize) return 'looks like a safetensors file, not an ONNX protobuf';
+  }
+  if (head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) {
+    return 'looks like a zip archive (a torch .bin/.pt?), not an ONNX protobuf';
+  }
+  if (head[0] === 0x80 && head[1] !== undefined && head[1] <= 5) return 'looks like a Python pickle, not an ONNX protobuf';
+  return undefined;
 }

@@ -1,0 +1,60 @@
+/**
+ * Peak-memory estimates of tasks. A task produces its output tensors one after another, so
+ * its peak is the largest working set of one tensor: for a streamed conversion two chunks
+ * in flight (input + output, double-buffered, plus an f32 temporary); for a stacked tensor
+ * one expert slice's input, f32 intermediate and output; for a paired tensor (GPT-OSS
+ * gate/up) additionally the whole sibling, held until it is written.
+ */
+import { DTYPE_SIZE } from '../formats/dtype';
+import { elementCount } from '../formats/safetensors';
+import { CHUNK_ELEMS } from './kernels';
+import type { OutputTensor, SlicePlan, SourceTensor } from './types';
+
+/** Human-readable byte size (`1.5 GiB`). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: number, sliceElems: number, paired: boolean): number {
+  const out = sliceElems * outSize * (paired ? 2 : 1);
+  switch (s.kind) {
+    case 'whole': {
+      const t = srcs[s.src]!;
+      return t.byteLength + sliceElems * 4 + out;
+    }
+    case 'range':
+      return s.length + sliceElems * 4 + out;
+    case 'mxfp4': {
+      const b = srcs[s.blocks]!;
+      const [, R, G] = b.shape as [number, number, number];
+      return R * G * 17 + R * G * 32 * 4 * 2 + out;
+    }
+    case 'columns': {
+      const t = srcs[s.src]!;
+      return (t.byteLength / t.shape[0]!) * 2 + out;
+    }
+  }
+}
+
+/** Estimated peak bytes while producing `t` (siblings looked up in `byKey`). */
+export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>, byKey: Map<string, OutputTensor>): number {
+  const outSize = DTYPE_SIZE[t.dtype];
+  if (t.recipe.kind === 'convert') {
+    const s = srcs[t.recipe.src]!;
+    const chunk = Math.min(elementCount(s.shape), CHUNK_ELEMS);
+    return chunk * (2 * DTYPE_SIZE[s.dtype] + 2 * outSize + 4);
+  }
+  const slots = t.recipe.slots;
+  const sliceElems = slots.length ? elementCount(t.shape) / slots.length : 0;
+  const paired = t.pairedWith !== undefined;
+  const working = Math.max(0, ...slots.map((s) => sliceBytes(s, srcs, outSize, sliceElems, paired)));
+  const sibling = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
+  return working + (sibling ? elementCount(sibling.shape) * DTYPE_SIZE[sibling.dtype] : 0);
+}

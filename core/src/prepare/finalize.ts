@@ -1,0 +1,106 @@
+/**
+ * Finalization, owned by the pipeline alone: in the temp directory the tasks wrote into,
+ * write `model.safetensors.index.json`, copy the sidecars, write the strict manifest and,
+ * last, the sentinel; then rename the whole directory into place. A run killed at any
+ * moment leaves at most a `*.tmp-<pid>-*` sibling (removed by the next run), never a
+ * directory that looks prepared.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PipelineError } from '../errors';
+import { INDEX_FILE } from '../formats/safetensors';
+import { atomicReplaceDir, atomicWriteFile, fsyncDir, TEMP_NAME_RE } from '../paths';
+import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
+import { isSidecar } from './sidecars';
+import type { PreparePlan } from './types';
+
+/** The manifest of `plan` once its files exist in `dir`. */
+async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[]): Promise<PreparedManifest> {
+  const files = [...new Set(plan.tasks.map((t) => t.file))];
+  const output_files = await Promise.all(files.map(async (f) => ({ path: f, size: (await fs.stat(path.join(dir, f))).size })));
+  const transforms = new Map<string, { id: string; tasks: number; params: Record<string, unknown> }>();
+  for (const t of plan.tasks) {
+    const e = transforms.get(t.transform) ?? { id: t.transform, tasks: 0, params: { dtype: plan.dtype, ...(plan.expertParallel ? { pipelineStages: plan.expertParallel.stages, parallelExperts: plan.expertParallel.experts } : {}) } };
+    e.tasks++;
+    transforms.set(t.transform, e);
+  }
+  return {
+    version: MANIFEST_VERSION,
+    tool: 'weight-spec',
+    source: plan.source,
+    target_dtype: plan.dtype,
+    fingerprint: plan.fingerprint,
+    moe_prefill_flavour: plan.expertParallel ? 'expert_parallel' : null,
+    expert_parallel: plan.expertParallel ? { pipeline_stages: plan.expertParallel.stages, parallel_experts: plan.expertParallel.experts } : null,
+    source_files: plan.sourceFiles.map((f) => ({ path: f.path, size: f.size, mtime_ms: f.mtimeMs })),
+    transforms: [...transforms.values()],
+    tasks: plan.tasks.map((t) => ({ id: t.id, transform: t.transform, params: t.params, file: t.file, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) })),
+    output_files,
+    sidecars,
+    created_at: new Date().toISOString(),
+  };
+}
+
+/** Copies `src` to `dst` and fsyncs the copy. */
+async function copySynced(src: string, dst: string): Promise<void> {
+  await fs.copyFile(src, dst);
+  const fh = await fs.open(dst, 'r+');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes index, sidecars, manifest and sentinel into `tmpDir`, then renames it to `plan.outDir`. */
+export async function finalizePrepared(plan: PreparePlan, tmpDir: string): Promise<void> {
+  const weightMap: Record<string, string> = {};
+  for (const k of [...plan.outputs.keys()].sort()) weightMap[k] = plan.outputs.get(k)!.file;
+  const index = { metadata: { total_size: plan.totalBytes }, weight_map: weightMap };
+  await atomicWriteFile(path.join(tmpDir, INDEX_FILE), JSON.stringify(index, null, 2) + '\n');
+  const sidecars = plan.sourceFiles.map((f) => f.path).filter((p) => !p.includes('/') && isSidecar(p));
+  for (const s of sidecars) await copySynced(path.join(plan.source, s), path.join(tmpDir, s));
+  const manifest = await buildManifest(plan, tmpDir, sidecars);
+  await atomicWriteFile(path.join(tmpDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
+  await atomicWriteFile(path.join(tmpDir, SENTINEL_FILE), plan.fingerprint + '\n');
+  await fsyncDir(tmpDir);
+  await atomicReplaceDir(tmpDir, plan.outDir);
+}
+
+/**
+ * Refuses to replace an existing `outDir` that is not a prepared checkpoint (a user's
+ * folder), unless it is empty.
+ */
+export async function checkReplaceable(outDir: string): Promise<void> {
+  const st = await fs.lstat(outDir).catch(() => undefined);
+  if (!st) return;
+  if (st.isSymbolicLink()) throw new PipelineError(`${outDir}: output directory is a symlink; pass its target instead`);
+  if (!st.isDirectory()) throw new PipelineError(`${outDir}: exists and is not a directory`);
+  const names = await fs.readdir(outDir);
+  if (names.length === 0 || names.includes(MANIFEST_FILE)) return;
+  throw new PipelineError(`${outDir}: exists and is not a prepared checkpoint (no ${MANIFEST_FILE}); refusing to replace it`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes `<outDir>.tmp-<pid>-*` / `.old-…` leftovers of killed runs (dead pids only). */
+export async function removeLeftovers(outDir: string): Promise<string[]> {
+  const parent = path.dirname(outDir);
+  const base = path.basename(outDir);
+  const removed: string[] = [];
+  for (const n of await fs.readdir(parent).catch(() => [] as string[])) {
+    const m = TEMP_NAME_RE.exec(n);
+    if (!m || n.slice(0, m.index) !== base) continue;
+    if (alive(Number(m[2]))) continue;
+    await fs.rm(path.join(parent, n), { recursive: true, force: true });
+    removed.push(path.join(parent, n));
+  }
+  return removed;
+}

@@ -1,0 +1,23 @@
+/**
+ * prepare: a planned, memory-bounded checkpoint pipeline. {@link planPrepare} (headers
+ * only) says which keys, shapes and files prepare will write — export uses it before prepare
+ * runs; {@link runPrepare} executes the plan in worker threads and finalizes atomically.
+ */
+export { BASE_SHARD_BYTES, planPrepare } from './planner';
+export { runPrepare, type PrepareResult, type RunPrepareOptions } from './run-prepare';
+export { availableMemory, defaultBudgetBytes, defaultWorkerPath, runTasks, type ExecutorOptions, type ExecutorResult, type PrepareProgress } from './executor';
+export { executeTask, type TaskStats } from './run-task';
+export {
+  MANIFEST_FILE,
+  MANIFEST_VERSION,
+  SENTINEL_FILE,
+  isPreparedUpToDate,
+  parsePreparedManifest,
+  preparedStatus,
+  readPreparedManifest,
+  type PreparedManifest,
+  type PreparedStatus,
+} from './manifest';
+export { planFingerprint, shortHash, PREPARE_FORMAT_VERSION } from './fingerprint';
+export { dequantMxfp4, makeConverter, FP4_VALUES } from './kernels';
+export type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SlicePlan, SourceTensor, Task, TensorRef } from './types';

@@ -1,0 +1,136 @@
+/**
+ * The arithmetic of prepare, on raw little-endian bytes: dtype conversion with lookup
+ * tables for the 16-bit ↔ 16-bit cases (a bf16 → f16 checkpoint is one table load per
+ * element, exact RNE), MXFP4 dequantization, and row/column selection. Pure functions, used
+ * by the worker threads.
+ */
+import { PipelineError } from '../errors';
+import { convertFloat, DTYPE_SIZE, floatBitsToBf16Bits, floatBitsToHalfBits, fromFloat32, halfBitsToFloatBits, type DType } from '../formats/dtype';
+
+/** Elements per chunk of a streamed dense conversion (32 MiB of bf16). */
+export const CHUNK_ELEMS = 16 * 1024 * 1024;
+
+/** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
+export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;
+
+let bf16ToF16: Uint16Array | undefined;
+let f16ToBf16: Uint16Array | undefined;
+
+function table16(from: DType, to: DType): Uint16Array | undefined {
+  if (from === 'BF16' && to === 'F16') {
+    if (!bf16ToF16) {
+      bf16ToF16 = new Uint16Array(65536);
+      for (let b = 0; b < 65536; b++) bf16ToF16[b] = floatBitsToHalfBits(b << 16);
+    }
+    return bf16ToF16;
+  }
+  if (from === 'F16' && to === 'BF16') {
+    if (!f16ToBf16) {
+      f16ToBf16 = new Uint16Array(65536);
+      for (let h = 0; h < 65536; h++) f16ToBf16[h] = floatBitsToBf16Bits(halfBitsToFloatBits(h) | 0);
+    }
+    return f16ToBf16;
+  }
+  return undefined;
+}
+
+function u16(b: Uint8Array): Uint16Array {
+  return new Uint16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
+}
+
+/** A converter from one dtype to another (identity copy when equal; non-floats must be equal). */
+export function makeConverter(from: DType, to: DType): Converter {
+  const outSize = DTYPE_SIZE[to];
+  const inSize = DTYPE_SIZE[from];
+  const sized = (src: Uint8Array, dst?: Uint8Array) => {
+    const want = (src.byteLength / inSize) * outSize;
+    if (dst && dst.byteLength !== want) throw new PipelineError(`converter: output buffer of ${dst.byteLength} bytes, need ${want}`);
+    return dst ?? new Uint8Array(want);
+  };
+  if (from === to) {
+    return (src, dst) => {
+      const out = sized(src, dst);
+      out.set(src);
+      return out;
+    };
+  }
+  const table = table16(from, to);
+  const aligned = (b: Uint8Array) => (b.byteOffset % 2 === 0 ? b : b.slice());
+  if (table) {
+    return (src, dst) => {
+      const out = sized(src, dst);
+      const s = u16(aligned(src));
+      const d = u16(out);
+      for (let i = 0; i < s.length; i++) d[i] = table[s[i]!]!;
+      return out;
+    };
+  }
+  if (from === 'BF16' && to === 'F32') {
+    return (src, dst) => {
+      const out = sized(src, dst);
+      const s = u16(aligned(src));
+      const d = new Int32Array(out.buffer, out.byteOffset, s.length);
+      for (let i = 0; i < s.length; i++) d[i] = s[i]! << 16;
+      return out;
+    };
+  }
+  return (src, dst) => {
+    const bytes = convertFloat(src, from, to);
+    if (!dst) return bytes;
+    sized(src, dst).set(bytes);
+    return dst;
+  };
+}
+
+/** HF's FP4 (e2m1) value table. */
+export const FP4_VALUES = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
+
+/**
+ * Dequantizes `rows` MXFP4 rows: `blocks` `[rows, G, 16]` bytes, `scales` `[rows, G]` →
+ * f32 `[rows, G·32]`. As torch.ldexp in f32 does, the scale is `float32(2^(s−127))`
+ * multiplied in (so s = 255 gives ±Inf, and NaN for a zero).
+ */
+export function dequantMxfp4(blocks: Uint8Array, scales: Uint8Array, rows: number, groups: number): Float32Array {
+  if (blocks.length !== rows * groups * 16 || scales.length !== rows * groups) {
+    throw new PipelineError(`MXFP4: ${blocks.length} block bytes / ${scales.length} scales do not fit ${rows}×${groups} groups`);
+  }
+  const factor = new Float32Array(256);
+  for (let s = 0; s < 256; s++) factor[s] = Math.fround(2 ** (s - 127));
+  // Every (nibble, scale) product in f32, so the inner loop is two table loads.
+  const lut = new Float32Array(16 * 256);
+  for (let s = 0; s < 256; s++) for (let v = 0; v < 16; v++) lut[s * 16 + v] = FP4_VALUES[v]! * factor[s]!;
+  const out = new Float32Array(rows * groups * 32);
+  const n = rows * groups;
+  for (let g = 0; g < n; g++) {
+    const base = scales[g]! * 16;
+    const bo = g * 16;
+    const oo = g * 32;
+    for (let j = 0; j < 16; j++) {
+      const b = blocks[bo + j]!;
+      out[oo + 2 * j] = lut[base + (b & 15)]!;
+      out[oo + 2 * j + 1] = lut[base + (b >>> 4)]!;
+    }
+  }
+  return out;
+}
+
+/** Rows `parity::2` of a `[rows, cols]` f32 matrix. */
+export function everyOtherRow(m: Float32Array, rows: number, cols: number, parity: 0 | 1): Float32Array {
+  const out = new Float32Array((rows >> 1) * cols);
+  for (let r = parity, o = 0; r < rows; r += 2, o += cols) out.set(m.subarray(r * cols, (r + 1) * cols), o);
+  return out;
+}
+
+/** Elements `parity::2` of `bytes` (elements of `size` bytes). */
+export function everyOtherElement(bytes: Uint8Array, size: number, parity: 0 | 1): Uint8Array {
+  const n = bytes.byteLength / size;
+  const out = new Uint8Array((n >> 1) * size);
+  for (let i = parity, o = 0; i < n; i += 2, o += size) out.set(bytes.subarray(i * size, (i + 1) * size), o);
+  return out;
+}
+
+/** f32 values → bytes of `to` (RNE). */
+export function encodeF32(values: Float32Array, to: DType): Uint8Array {
+  if (to === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  return fromFloat32(values, to);
+}

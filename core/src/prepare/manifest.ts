@@ -1,0 +1,118 @@
+/**
+ * The prepared checkpoint's manifest `.checkpoint_prepared.json` (strict: unknown fields
+ * are an error) and sentinel `.checkpoint_prepared` (written last; it holds the plan
+ * fingerprint). {@link preparedStatus} is what the language server, compile and the
+ * no-op check of prepare use to tell prepared / stale / not prepared.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { FormatError, oneLine } from '../errors';
+
+/** Manifest file name (QEfficient's). */
+export const MANIFEST_FILE = '.checkpoint_prepared.json';
+/** Sentinel file name, written last. */
+export const SENTINEL_FILE = '.checkpoint_prepared';
+/** Manifest format version. */
+export const MANIFEST_VERSION = 1;
+
+const fileFact = z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative(), mtime_ms: z.number() });
+const manifestSchema = z.strictObject({
+  version: z.literal(MANIFEST_VERSION),
+  tool: z.literal('weight-spec'),
+  source: z.string().min(1),
+  target_dtype: z.enum(['float32', 'float16', 'bfloat16']),
+  fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
+  moe_prefill_flavour: z.literal('expert_parallel').nullable(),
+  expert_parallel: z.strictObject({ pipeline_stages: z.number().int().positive(), parallel_experts: z.number().int().positive() }).nullable(),
+  source_files: z.array(fileFact),
+  transforms: z.array(z.strictObject({ id: z.string(), tasks: z.number().int().nonnegative(), params: z.record(z.string(), z.unknown()) })),
+  tasks: z.array(z.strictObject({
+    id: z.string(),
+    transform: z.string(),
+    params: z.record(z.string(), z.unknown()),
+    file: z.string(),
+    inputs: z.array(z.string()),
+    outputs: z.array(z.string()),
+  })),
+  output_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })),
+  sidecars: z.array(z.string()),
+  created_at: z.string(),
+});
+
+/** The manifest, as written. */
+export type PreparedManifest = z.infer<typeof manifestSchema>;
+
+/** Validates manifest data (throws FormatError naming `file` and the first problem). */
+export function parsePreparedManifest(value: unknown, file: string): PreparedManifest {
+  const r = manifestSchema.safeParse(value);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new FormatError(file, `invalid prepared manifest: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return r.data;
+}
+
+/** Reads and validates `<dir>/.checkpoint_prepared.json` (FormatError when absent or invalid). */
+export async function readPreparedManifest(dir: string): Promise<PreparedManifest> {
+  const file = path.join(dir, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    throw new FormatError(file, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist (not a prepared checkpoint)' : `cannot read (${oneLine(e)})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new FormatError(file, `is not valid JSON (${oneLine(e)})`);
+  }
+  return parsePreparedManifest(value, file);
+}
+
+/** State of a prepared directory. */
+export interface PreparedStatus {
+  state: 'prepared' | 'stale' | 'not-prepared';
+  /** Why it is not `prepared` (one line). */
+  reason?: string;
+  manifest?: PreparedManifest;
+}
+
+/**
+ * Checks a prepared directory: sentinel present and equal to the manifest's fingerprint,
+ * every output file present with its recorded size (else `not-prepared`), every source
+ * file unchanged in size and mtime (else `stale`).
+ */
+export async function preparedStatus(dir: string): Promise<PreparedStatus> {
+  let sentinel: string;
+  try {
+    sentinel = (await fs.readFile(path.join(dir, SENTINEL_FILE), 'utf8')).trim();
+  } catch {
+    return { state: 'not-prepared', reason: `${dir} has no ${SENTINEL_FILE} sentinel (prepare never finished there)` };
+  }
+  let manifest: PreparedManifest;
+  try {
+    manifest = await readPreparedManifest(dir);
+  } catch (e) {
+    return { state: 'not-prepared', reason: oneLine(e) };
+  }
+  if (sentinel !== manifest.fingerprint) return { state: 'not-prepared', reason: `${path.join(dir, SENTINEL_FILE)} does not match the manifest's fingerprint`, manifest };
+  for (const f of manifest.output_files) {
+    const st = await fs.stat(path.join(dir, f.path)).catch(() => undefined);
+    if (!st || st.size !== f.size) return { state: 'not-prepared', reason: `${path.join(dir, f.path)} is ${st ? `${st.size} bytes, manifest says ${f.size}` : 'missing'}`, manifest };
+  }
+  for (const f of manifest.source_files) {
+    const abs = path.resolve(manifest.source, f.path);
+    const st = await fs.stat(abs).catch(() => undefined);
+    if (!st) return { state: 'stale', reason: `source ${abs} no longer exists`, manifest };
+    if (st.size !== f.size) return { state: 'stale', reason: `source ${abs} changed size (${f.size} → ${st.size} bytes)`, manifest };
+    if (Math.abs(st.mtimeMs - f.mtime_ms) > 1e-3) return { state: 'stale', reason: `source ${abs} was modified after prepare`, manifest };
+  }
+  return { state: 'prepared', manifest };
+}
+
+/** True when `dir` is a complete prepared checkpoint whose sources are unchanged. */
+export async function isPreparedUpToDate(dir: string): Promise<boolean> {
+  return (await preparedStatus(dir)).state === 'prepared';
+}

@@ -1,0 +1,172 @@
+/**
+ * The prepare planner. Reads only safetensors headers (and config.json), lets each
+ * transform claim the keys it consumes, and turns the result into tasks: one grouped task
+ * per MoE layer (its stacked, packed, converted experts in `experts-layer-NNNNN.safetensors`)
+ * and one task per dense shard (`base-NNNN.safetensors`). Export calls this before prepare
+ * ever runs to learn where each key will be.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PipelineError, UsageError } from '../errors';
+import { DTYPE_SIZE, dtypeOfName, isDtypeName, isFloat, type DType } from '../formats/dtype';
+import { Checkpoint, elementCount } from '../formats/safetensors';
+import { formatBytes, peakOfTensor } from './estimate';
+import { planFingerprint, shortHash } from './fingerprint';
+import { sidecarNames } from './sidecars';
+import { isFusedDown, planFusedSplit } from './transforms/fused-split';
+import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
+import { planMoeStack } from './transforms/moe-stack';
+import { planMxfp4 } from './transforms/mxfp4';
+import type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SourceTensor, Task } from './types';
+
+/** Dense output shard size limit (the graph builder's derived layout uses the same). */
+export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
+
+/** Validates the options (UsageError for a bad combination). */
+function checkOptions(o: PrepareOptions): { stages: number; experts: number } | undefined {
+  if (!isDtypeName(o.dtype)) throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
+  const hasPE = o.pipelineStages !== undefined || o.parallelExperts !== undefined;
+  if (!o.moeFlavour) {
+    if (hasPE) throw new UsageError('prepare: --pipeline-stages/--parallel-experts need --moe-flavour expert_parallel');
+    return undefined;
+  }
+  if (o.moeFlavour !== 'expert_parallel') throw new UsageError(`prepare: unknown --moe-flavour ${JSON.stringify(o.moeFlavour)} (expert_parallel)`);
+  const P = o.pipelineStages;
+  const E = o.parallelExperts;
+  if (!Number.isInteger(P) || P! < 1 || !Number.isInteger(E) || E! < 1) {
+    throw new UsageError('prepare: --moe-flavour expert_parallel needs --pipeline-stages P and --parallel-experts E (positive integers)');
+  }
+  return { stages: P!, experts: E! };
+}
+
+/** The expert count config.json declares, if any. */
+function configuredExperts(config: Record<string, unknown> | undefined): number | undefined {
+  const n = config?.num_local_experts ?? config?.num_experts;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+function finalDtype(src: DType, target: DType): DType {
+  return isFloat(src) ? target : src;
+}
+
+/** Plans the prepared checkpoint (headers only). See {@link PreparePlan}. */
+export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
+  const ep = checkOptions(opts);
+  const target = dtypeOfName(opts.dtype);
+  const ckpt = await Checkpoint.open(opts.checkpoint);
+  const config = await ckpt.config();
+  const sources = new Map<string, SourceTensor>();
+  for (const t of ckpt.tensors()) {
+    sources.set(t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength });
+  }
+
+  // MoE transforms claim their keys; the rest stays dense.
+  const configured = configuredExperts(config);
+  let groups: MoeGroup[] = [...planMxfp4(sources, configured), ...planFusedSplit(sources, configured), ...planMoeStack(sources, configured)];
+  const claimed = new Map<string, string>();
+  for (const g of groups) {
+    for (const k of g.inputs) {
+      const prev = claimed.get(k);
+      if (prev) throw new PipelineError(`${k}: claimed by two MoE groups (${prev}, ${g.module})`);
+      claimed.set(k, g.module);
+    }
+  }
+  if (ep) {
+    if (groups.length === 0) throw new UsageError(`prepare: --moe-flavour expert_parallel, but ${ckpt.dir} has no MoE experts to pack`);
+    groups = groups.map((g) => packExpertParallel(g, ep.stages, ep.experts));
+  }
+
+  const tasks: Task[] = [];
+  const byLayer = new Map<number, MoeGroup[]>();
+  groups.forEach((g, i) => {
+    const layer = layerOf(g.module) ?? 100000 + i;
+    byLayer.set(layer, [...(byLayer.get(layer) ?? []), g]);
+  });
+  for (const layer of [...byLayer.keys()].sort((a, b) => a - b)) {
+    const gs = byLayer.get(layer)!;
+    const tensors: OutputTensor[] = gs.flatMap((g) => g.tensors.map((t) => ({ ...t, dtype: finalDtype(t.dtype, target), stages: [...t.stages, 'final'] })));
+    const inputs = gs.flatMap((g) => g.inputs);
+    tasks.push(makeTask({
+      id: `experts:layer-${layer}`,
+      transform: [...new Set(gs.map((g) => g.transform))].join('+'),
+      params: { dtype: opts.dtype, ...(ep ? { pipelineStages: ep.stages, parallelExperts: ep.experts } : {}), modules: gs.map((g) => g.module) },
+      file: `experts-layer-${String(layer).padStart(5, '0')}.safetensors`,
+      inputs,
+      tensors,
+      sources,
+    }));
+  }
+
+  // Dense keys, in checkpoint order, into base shards.
+  let shard: { keys: string[]; bytes: number } = { keys: [], bytes: 0 };
+  const shards = [shard];
+  for (const [key, s] of sources) {
+    if (claimed.has(key) || isFusedDown(key, sources)) continue;
+    const bytes = elementCount(s.shape) * DTYPE_SIZE[finalDtype(s.dtype, target)];
+    if (shard.keys.length > 0 && shard.bytes + bytes > BASE_SHARD_BYTES) shards.push((shard = { keys: [], bytes: 0 }));
+    shard.keys.push(key);
+    shard.bytes += bytes;
+  }
+  shards.forEach((sh, i) => {
+    if (sh.keys.length === 0) return;
+    const tensors: OutputTensor[] = sh.keys.map((key) => {
+      const s = sources.get(key)!;
+      return { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } };
+    });
+    const file = `base-${String(i).padStart(4, '0')}.safetensors`;
+    tasks.push(makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources }));
+  });
+
+  if (opts.budgetBytes !== undefined) {
+    for (const t of tasks) {
+      if (t.peakBytes > opts.budgetBytes) {
+        throw new PipelineError(`task ${t.id} (${t.file}) needs an estimated ${formatBytes(t.peakBytes)} at once, over the RAM budget of ${formatBytes(opts.budgetBytes)}; raise --max-ram-gb`);
+      }
+    }
+  }
+
+  const outputs = new Map<string, PlannedTensor>();
+  for (const t of tasks) for (const x of t.tensors) outputs.set(x.key, { file: t.file, dtype: x.dtype, shape: x.shape });
+
+  const extra = [...(ckpt.indexFile ? [ckpt.indexFile] : []), ...(await sidecarNames(ckpt.dir)).map((n) => path.join(ckpt.dir, n))];
+  const sourceFiles = await Promise.all(
+    [...new Set([...ckpt.files, ...extra])].map(async (f) => {
+      const st = await fs.stat(f);
+      return { path: path.relative(ckpt.dir, f), size: st.size, mtimeMs: st.mtimeMs };
+    }),
+  );
+  const fingerprint = planFingerprint({ sourceFiles, dtype: opts.dtype, expertParallel: ep, tasks });
+  const name = path.basename(ckpt.dir);
+  const outDir = opts.out ? path.resolve(opts.out) : path.join(path.dirname(ckpt.dir), `${name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
+  if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
+  return {
+    fingerprint,
+    outDir,
+    source: ckpt.dir,
+    dtype: opts.dtype,
+    tasks,
+    outputs,
+    sourceFiles,
+    ...(ep ? { expertParallel: ep } : {}),
+    totalBytes: tasks.reduce((a, t) => a + t.outBytes, 0),
+  };
+}
+
+function makeTask(p: { id: string; transform: string; params: Record<string, unknown>; file: string; inputs: string[]; tensors: OutputTensor[]; sources: Map<string, SourceTensor> }): Task {
+  const srcs: Record<string, SourceTensor> = {};
+  for (const k of p.inputs) srcs[k] = p.sources.get(k)!;
+  const byKey = new Map(p.tensors.map((t) => [t.key, t]));
+  return {
+    id: p.id,
+    transform: p.transform,
+    params: p.params,
+    inputs: p.inputs.map((key) => ({ key, stage: 'source' })),
+    outputs: p.tensors.map((t) => ({ key: t.key, stage: 'final' })),
+    sourceFiles: [...new Set(p.inputs.map((k) => srcs[k]!.file))],
+    file: p.file,
+    peakBytes: Math.max(0, ...p.tensors.map((t) => peakOfTensor(t, srcs, byKey))),
+    outBytes: p.tensors.reduce((a, t) => a + elementCount(t.shape) * DTYPE_SIZE[t.dtype], 0),
+    sources: srcs,
+    tensors: p.tensors,
+  };
+}

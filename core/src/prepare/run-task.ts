@@ -1,0 +1,186 @@
+/**
+ * Executes one task: validates that every source tensor is still where the plan says (so a
+ * missing or changed key fails before anything is written), then produces the output
+ * tensors in file order into one streaming safetensors writer. Dense tensors stream in
+ * chunks with the next read and the previous write in flight while a chunk converts; MoE
+ * tensors are built one expert slice at a time. Every source byte is read once and every
+ * output byte written once; the stats prove it.
+ */
+import path from 'node:path';
+import { PipelineError } from '../errors';
+import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
+import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, makeConverter, type Converter } from './kernels';
+import type { OutputTensor, SlicePlan, SourceTensor, Task } from './types';
+
+/** What a task did: bytes read per source key, written per output key, each output's stages. */
+export interface TaskStats {
+  readBytes: Record<string, number>;
+  writtenBytes: Record<string, number>;
+  stages: Record<string, string[]>;
+  ms: number;
+}
+
+class Sources {
+  readonly readBytes: Record<string, number> = {};
+  private constructor(private readonly task: Task, private readonly readers: Map<string, SafetensorsReader>) {}
+
+  /** Opens every source file and checks each planned tensor against its header. */
+  static async open(task: Task): Promise<Sources> {
+    const readers = new Map<string, SafetensorsReader>();
+    const s = new Sources(task, readers);
+    try {
+      for (const f of task.sourceFiles) readers.set(f, await SafetensorsReader.open(f));
+      for (const t of Object.values(task.sources)) {
+        const info = readers.get(t.file)?.info(t.key);
+        if (!info) throw new PipelineError(`${t.file}: tensor "${t.key}" (needed by task ${task.id}) is missing; nothing was written — re-run prepare`);
+        if (info.dtype !== t.dtype || info.dataOffset !== t.offset || info.byteLength !== t.byteLength || info.shape.join() !== t.shape.join()) {
+          throw new PipelineError(`${t.file}: tensor "${t.key}" changed since planning; nothing was written — re-run prepare`);
+        }
+      }
+    } catch (e) {
+      await s.close();
+      throw e;
+    }
+    return s;
+  }
+
+  src(key: string): SourceTensor {
+    return this.task.sources[key]!;
+  }
+
+  async read(key: string, start: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+    const t = this.src(key);
+    const r = this.readers.get(t.file)!;
+    const out = await r.read(r.info(key)!, { start, length, ...(into ? { into } : {}) });
+    this.readBytes[key] = (this.readBytes[key] ?? 0) + length;
+    return out;
+  }
+
+  async close(): Promise<void> {
+    for (const r of this.readers.values()) await r.close();
+  }
+}
+
+/** Runs `task`, writing `<outDir>/<task.file>`; `onBytes` is told about every write. */
+export async function executeTask(task: Task, outDir: string, onBytes: (n: number) => void = () => undefined): Promise<TaskStats> {
+  const started = Date.now();
+  const src = await Sources.open(task);
+  let writer: SafetensorsWriter | undefined;
+  const writtenBytes: Record<string, number> = {};
+  const stages: Record<string, string[]> = {};
+  try {
+    writer = await SafetensorsWriter.open(path.join(outDir, task.file), task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })));
+    const w = writer;
+    const write = async (key: string, bytes: Uint8Array) => {
+      await w.writePart(key, bytes);
+      writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
+      onBytes(bytes.byteLength);
+    };
+    const stash = new Map<string, Uint8Array[]>();
+    const byKey = new Map(task.tensors.map((t) => [t.key, t]));
+    for (const t of task.tensors) {
+      stages[t.key] = t.stages;
+      const kept = stash.get(t.key);
+      if (kept) {
+        stash.delete(t.key);
+        for (const part of kept) await write(t.key, part);
+      } else if (t.recipe.kind === 'convert') {
+        await streamConvert(t, t.recipe.src, src, write);
+      } else {
+        const sib = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
+        const parts: Uint8Array[] = [];
+        if (sib) stash.set(sib.key, parts);
+        for (const slot of t.recipe.slots) {
+          const r = await produceSlot(slot, t, sib, src);
+          await write(t.key, r.main);
+          if (r.sibling) parts.push(r.sibling);
+        }
+      }
+      if (elementCount(t.shape) * DTYPE_SIZE[t.dtype] === 0) writtenBytes[t.key] ??= 0;
+    }
+    await writer.finish();
+    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started };
+  } catch (e) {
+    await writer?.abort();
+    throw e;
+  } finally {
+    await src.close();
+  }
+}
+
+/** Streams one dense tensor through its converter, with one read and one write in flight. */
+async function streamConvert(t: OutputTensor, key: string, src: Sources, write: (k: string, b: Uint8Array) => Promise<void>): Promise<void> {
+  const s = src.src(key);
+  const inSize = DTYPE_SIZE[s.dtype];
+  const outSize = DTYPE_SIZE[t.dtype];
+  const n = elementCount(s.shape);
+  const conv = makeConverter(s.dtype, t.dtype);
+  if (n === 0) return;
+  const chunk = Math.min(n, CHUNK_ELEMS);
+  const ins = [new Uint8Array(chunk * inSize), new Uint8Array(chunk * inSize)];
+  const outs = [new Uint8Array(chunk * outSize), new Uint8Array(chunk * outSize)];
+  const chunks = Math.ceil(n / chunk);
+  const readChunk = (i: number) => {
+    const elems = Math.min(chunk, n - i * chunk);
+    return src.read(key, i * chunk * inSize, elems * inSize, ins[i % 2]!.subarray(0, elems * inSize));
+  };
+  let next = readChunk(0);
+  let pending: Promise<void> = Promise.resolve();
+  try {
+    for (let i = 0; i < chunks; i++) {
+      const inb = await next;
+      if (i + 1 < chunks) next = readChunk(i + 1);
+      const out = conv(inb, outs[i % 2]!.subarray(0, (inb.byteLength / inSize) * outSize));
+      await pending;
+      pending = write(t.key, out);
+    }
+  } finally {
+    await pending.catch(() => undefined);
+    await next.catch(() => undefined);
+  }
+  await pending;
+}
+
+const converters = new Map<string, Converter>();
+function converter(from: DType, to: DType): Converter {
+  const k = `${from}>${to}`;
+  let c = converters.get(k);
+  if (!c) converters.set(k, (c = makeConverter(from, to)));
+  return c;
+}
+
+/** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
+async function produceSlot(slot: SlicePlan, t: OutputTensor, sib: OutputTensor | undefined, src: Sources): Promise<{ main: Uint8Array; sibling?: Uint8Array }> {
+  switch (slot.kind) {
+    case 'whole': {
+      const s = src.src(slot.src);
+      return { main: converter(s.dtype, t.dtype)(await src.read(slot.src, 0, s.byteLength)) };
+    }
+    case 'range': {
+      const s = src.src(slot.src);
+      return { main: converter(s.dtype, t.dtype)(await src.read(slot.src, slot.start, slot.length)) };
+    }
+    case 'columns': {
+      const s = src.src(slot.src);
+      const rowBytes = s.byteLength / s.shape[0]!;
+      const row = await src.read(slot.src, slot.row * rowBytes, rowBytes);
+      const size = DTYPE_SIZE[s.dtype];
+      const main = converter(s.dtype, t.dtype)(everyOtherElement(row, size, slot.parity));
+      if (!sib) return { main };
+      return { main, sibling: converter(s.dtype, sib.dtype)(everyOtherElement(row, size, slot.parity === 0 ? 1 : 0)) };
+    }
+    case 'mxfp4': {
+      const b = src.src(slot.blocks);
+      const [, R, G] = b.shape as [number, number, number];
+      const blocks = await src.read(slot.blocks, slot.expert * R * G * 16, R * G * 16);
+      const scales = await src.read(slot.scales, slot.expert * R * G, R * G);
+      const f32 = dequantMxfp4(blocks, scales, R, G);
+      if (slot.parity === undefined) return { main: encodeF32(f32, t.dtype) };
+      const cols = G * 32;
+      const main = encodeF32(everyOtherRow(f32, R, cols, slot.parity), t.dtype);
+      if (!sib) return { main };
+      return { main, sibling: encodeF32(everyOtherRow(f32, R, cols, slot.parity === 0 ? 1 : 0), sib.dtype) };
+    }
+  }
+}

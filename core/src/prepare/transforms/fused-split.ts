@@ -1,0 +1,74 @@
+/**
+ * Fused-expert split: `<m>.experts.gate_up_proj [E, 2I, H]` (+ `<m>.experts.down_proj
+ * [E, H, I]`) and GraniteMoE's `<m>.input_linear.weight [E, 2I, H]` /
+ * `<m>.output_linear.weight [E, H, I]` become `<m>.moe_weights.{gate,up,down}`: gate is
+ * each expert's first I rows, up the last I rows (GraniteMoE's `chunk(2, dim=-1)` order),
+ * down is taken as it is. Each source byte is read once (gate and up read disjoint ranges).
+ */
+import { PipelineError } from '../../errors';
+import { DTYPE_SIZE, isFloat } from '../../formats/dtype';
+import type { SlicePlan, SourceTensor } from '../types';
+import { checkExpertCount, need, stacked, type MoeGroup } from './moe-common';
+
+/** `<m>.experts.gate_up_proj` (optionally `.weight`), not GPT-OSS's `_blocks` variant. */
+export const FUSED_GATE_UP = /^(.*)\.experts\.gate_up_proj(\.weight)?$/;
+/** GraniteMoE's fused input projection. */
+export const GRANITE_INPUT = /^(.*)\.input_linear\.weight$/;
+
+function split(module: string, fused: SourceTensor, down: SourceTensor, configured: number | undefined, transform: string): MoeGroup {
+  if (!isFloat(fused.dtype) || !isFloat(down.dtype)) throw new PipelineError(`${fused.key}: fused experts must be float tensors (got ${fused.dtype}, ${down.dtype})`);
+  if (fused.shape.length !== 3 || fused.shape[1]! % 2 !== 0) {
+    throw new PipelineError(`${fused.key}: shape ${JSON.stringify(fused.shape)} is not [E, 2I, H]`);
+  }
+  const [E, twoI, H] = fused.shape as [number, number, number];
+  const I = twoI / 2;
+  if (down.shape.length !== 3 || down.shape[0] !== E || down.shape[1] !== H || down.shape[2] !== I) {
+    throw new PipelineError(`${down.key}: shape ${JSON.stringify(down.shape)} is not [E, H, I] = ${JSON.stringify([E, H, I])} (from ${fused.key})`);
+  }
+  checkExpertCount(E, configured, module);
+  const rowBytes = H * DTYPE_SIZE[fused.dtype];
+  const expertBytes = twoI * rowBytes;
+  const half = (h: 0 | 1): SlicePlan[] =>
+    Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: fused.key, start: e * expertBytes + h * I * rowBytes, length: I * rowBytes }));
+  const downBytes = H * I * DTYPE_SIZE[down.dtype];
+  const downSlots: SlicePlan[] = Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: down.key, start: e * downBytes, length: downBytes }));
+  return {
+    module,
+    transform,
+    experts: E,
+    inputs: [fused.key, down.key],
+    tensors: [
+      stacked(`${module}.moe_weights.gate`, 'split', fused.dtype, [I, H], half(0)),
+      stacked(`${module}.moe_weights.up`, 'split', fused.dtype, [I, H], half(1)),
+      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [H, I], downSlots),
+    ],
+  };
+}
+
+/** Finds fused gate/up experts (generic and GraniteMoE) among `sources`. */
+export function planFusedSplit(sources: Map<string, SourceTensor>, configured?: number): MoeGroup[] {
+  const groups: MoeGroup[] = [];
+  for (const key of sources.keys()) {
+    let m = FUSED_GATE_UP.exec(key);
+    if (m) {
+      const module = m[1]!;
+      const downKey = `${module}.experts.down_proj${m[2] ?? ''}`;
+      groups.push(split(module, sources.get(key)!, need(sources, downKey, module), configured, 'fused-split'));
+      continue;
+    }
+    m = GRANITE_INPUT.exec(key);
+    if (m) {
+      const module = m[1]!;
+      groups.push(split(module, sources.get(key)!, need(sources, `${module}.output_linear.weight`, module), configured, 'fused-split'));
+    }
+  }
+  return groups;
+}
+
+/** True for a down projection consumed by a fused group (so it is not also planned dense). */
+export function isFusedDown(key: string, sources: Map<string, SourceTensor>): boolean {
+  const d = /^(.*)\.experts\.down_proj(\.weight)?$/.exec(key);
+  if (d) return sources.has(`${d[1]}.experts.gate_up_proj${d[2] ?? ''}`);
+  const g = /^(.*)\.output_linear\.weight$/.exec(key);
+  return g ? sources.has(`${g[1]}.input_linear.weight`) : false;
+}

@@ -1,0 +1,60 @@
+/**
+ * Per-expert MoE stacking: Mixtral `…block_sparse_moe.experts.N.{w1,w3,w2}.weight` and
+ * Qwen-MoE `…mlp.experts.N.{gate_proj,up_proj,down_proj}.weight` become
+ * `<module>.moe_weights.{gate,up,down}` = the experts' `[out, in]` weights stacked over
+ * experts in expert order (never file order).
+ */
+import { PipelineError } from '../../errors';
+import { isFloat } from '../../formats/dtype';
+import type { SourceTensor } from '../types';
+import { checkExpertCount, need, sameShape, stacked, type MoeGroup } from './moe-common';
+
+/** Matches one expert's linear weight; groups: module, expert index, projection name. */
+export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
+
+const ROLE: Record<string, 'gate' | 'up' | 'down'> = { w1: 'gate', w3: 'up', w2: 'down', gate_proj: 'gate', up_proj: 'up', down_proj: 'down' };
+
+/** Finds the per-expert groups among `sources`; `configured` is config.json's expert count. */
+export function planMoeStack(sources: Map<string, SourceTensor>, configured?: number): MoeGroup[] {
+  const modules = new Map<string, { experts: Set<number>; names: Map<string, Set<string>> }>();
+  for (const key of sources.keys()) {
+    const m = PER_EXPERT_KEY.exec(key);
+    if (!m) continue;
+    const mod = modules.get(m[1]!) ?? { experts: new Set(), names: new Map() };
+    modules.set(m[1]!, mod);
+    mod.experts.add(Number(m[2]));
+    const role = ROLE[m[3]!]!;
+    const set = mod.names.get(role) ?? new Set<string>();
+    set.add(m[3]!);
+    mod.names.set(role, set);
+  }
+  const groups: MoeGroup[] = [];
+  for (const [module, mod] of modules) {
+    const count = Math.max(...mod.experts) + 1;
+    checkExpertCount(count, configured, module);
+    const inputs: string[] = [];
+    const tensors = (['gate', 'up', 'down'] as const).map((role) => {
+      const names = mod.names.get(role);
+      if (!names) throw new PipelineError(`${module}: required tensor "${module}.experts.0.${role === 'gate' ? 'w1' : role === 'up' ? 'w3' : 'w2'}.weight" (or ${role}_proj) is missing from the checkpoint (the grouped task cannot run without every key of its group)`);
+      if (names.size > 1) throw new PipelineError(`${module}: experts mix ${[...names].join(' and ')} names for the ${role} projection`);
+      const name = [...names][0]!;
+      const keys = Array.from({ length: count }, (_, e) => `${module}.experts.${e}.${name}.weight`);
+      const first = need(sources, keys[0]!, module);
+      for (const k of keys) {
+        const t = need(sources, k, module);
+        if (!isFloat(t.dtype)) throw new PipelineError(`${k}: dtype ${t.dtype} is not a float type; cannot stack it`);
+        if (t.dtype !== first.dtype || !sameShape(t.shape, first.shape) || t.shape.length !== 2) {
+          throw new PipelineError(`${k}: ${t.dtype} ${JSON.stringify(t.shape)} differs from ${keys[0]} (${first.dtype} ${JSON.stringify(first.shape)}); experts must agree`);
+        }
+        inputs.push(k);
+      }
+      return stacked(`${module}.moe_weights.${role}`, 'stacked', first.dtype, first.shape, keys.map((src) => ({ kind: 'whole' as const, src })));
+    });
+    const [g, u, d] = tensors;
+    if (!sameShape(g!.shape, u!.shape) || g!.shape[1] !== d!.shape[2] || g!.shape[2] !== d!.shape[1]) {
+      throw new PipelineError(`${module}: expert shapes gate ${JSON.stringify(g!.shape.slice(1))}, up ${JSON.stringify(u!.shape.slice(1))}, down ${JSON.stringify(d!.shape.slice(1))} do not form an MLP ([I, H], [I, H], [H, I])`);
+    }
+    groups.push({ module, transform: 'moe-stack', experts: count, inputs, tensors });
+  }
+  return groups;
+}
