@@ -7,7 +7,7 @@ import type { OffsetRange } from '../errors';
 import type { JsonPath, SpecOffsetsView } from './types';
 
 /** Encodes a JSON path as a string key (JSON-pointer escaping), e.g. `inputs/3/location/key`. */
-export function pathKey(path: JsonPath): string {
+export function pathKey(path: Readonly<JsonPath>): string {
   return path.map((p) => escapeSegment(String(p))).join('/');
 }
 
@@ -16,7 +16,7 @@ function escapeSegment(s: string): string {
 }
 
 /** Formats a JSON path for messages: `inputs[3].location.key`. */
-export function formatPath(path: JsonPath): string {
+export function formatPath(path: Readonly<JsonPath>): string {
   let s = '';
   for (const p of path) {
     if (typeof p === 'number') s += `[${p}]`;
@@ -120,19 +120,19 @@ export class SpecOffsets implements SpecOffsetsView {
   }
 
   /** Range of the value at `path` (strings include their quotes). */
-  value(path: JsonPath): OffsetRange | undefined {
+  value(path: Readonly<JsonPath>): OffsetRange | undefined {
     const r = this.values.get(pathKey(path));
     return r && this.mapRange(r);
   }
 
   /** Range of the property name whose value is at `path`. */
-  key(path: JsonPath): OffsetRange | undefined {
+  key(path: Readonly<JsonPath>): OffsetRange | undefined {
     const r = this.keys.get(pathKey(path));
     return r && this.mapRange(r);
   }
 
   /** The deepest existing prefix of `path` with its value range. */
-  nearest(path: JsonPath): { path: JsonPath; range: OffsetRange } | undefined {
+  nearest(path: Readonly<JsonPath>): { path: JsonPath; range: OffsetRange } | undefined {
     for (let n = path.length; n >= 0; n--) {
       const p = path.slice(0, n);
       const range = this.value(p);
@@ -146,7 +146,7 @@ export class SpecOffsets implements SpecOffsetsView {
    * field or a container, the property name that holds it (or its opening bracket), so a
    * problem about a large object does not underline the whole document.
    */
-  anchor(path: JsonPath): OffsetRange | undefined {
+  anchor(path: Readonly<JsonPath>): OffsetRange | undefined {
     const near = this.nearest(path);
     if (!near) return undefined;
     const exact = near.path.length === path.length;
@@ -156,7 +156,7 @@ export class SpecOffsets implements SpecOffsetsView {
     return this.key(near.path) ?? { start: near.range.start, end: near.range.start + 1 };
   }
 
-  private nodeAt(path: JsonPath): Node | undefined {
+  private nodeAt(path: Readonly<JsonPath>): Node | undefined {
     let node = this.root;
     for (const seg of path) {
       if (!node) return undefined;

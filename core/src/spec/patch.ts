@@ -48,7 +48,7 @@ export interface PatchResult {
   field: 'name' | 'key';
 }
 
-function samePath(a: JsonPath, b: JsonPath): boolean {
+function samePath(a: Readonly<JsonPath>, b: Readonly<JsonPath>): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 

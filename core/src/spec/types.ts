@@ -91,13 +91,13 @@ export interface SpecSources {
 /** Value and property-name ranges for JSON paths of one document. */
 export interface SpecOffsetsView {
   /** Range of the value at `path` (strings include their quotes), if it exists. */
-  value(path: JsonPath): OffsetRange | undefined;
+  value(path: Readonly<JsonPath>): OffsetRange | undefined;
   /** Range of the property name (with quotes) whose value is at `path`, if any. */
-  key(path: JsonPath): OffsetRange | undefined;
+  key(path: Readonly<JsonPath>): OffsetRange | undefined;
   /** The deepest existing prefix of `path` and its value range. */
-  nearest(path: JsonPath): { path: JsonPath; range: OffsetRange } | undefined;
+  nearest(path: Readonly<JsonPath>): { path: JsonPath; range: OffsetRange } | undefined;
   /** A short range to flag `path` with (the scalar value, else the property name holding it). */
-  anchor(path: JsonPath): OffsetRange | undefined;
+  anchor(path: Readonly<JsonPath>): OffsetRange | undefined;
 }
 
 /** The role of an input (`"weight"` when the spec does not say). */

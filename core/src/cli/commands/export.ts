@@ -25,6 +25,7 @@ const flags = {
   phase: { type: 'string', placeholder: '<phase>', choices: ['both', 'prefill', 'decode'], description: 'one graph for both phases (default), or the prefill / decode specialization' },
   'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
   'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
+  'keep-names': { type: 'boolean', description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)' },
   'max-ram-mb': { type: 'int', placeholder: '<MB>', description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)' },
   root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'extra directory external data may be read from (with --onnx)' },
 } as const;
@@ -63,6 +64,7 @@ export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
       out: path.resolve(io.cwd, f.out),
       dtype: (f['prepared-dtype'] ?? 'float32') as DtypeName,
       allowUnresolved: f['allow-unresolved'],
+      keepNames: f['keep-names'],
       ...(f['max-ram-mb'] !== undefined ? { maxRamMb: f['max-ram-mb'] } : {}),
       roots: f.root.map((r) => path.resolve(io.cwd, r)),
       onProgress: (done, total) => progress.update(done, total),

@@ -27,6 +27,8 @@ export interface FromOnnxOptions {
   allowUnresolved?: boolean;
   /** Memory for streaming reads (default 256 MiB). */
   maxRamMb?: number;
+  /** Keep node names, doc strings and intermediate value names (default: compacted). */
+  keepNames?: boolean;
   /** Extra read roots for external data. */
   roots?: string[];
   onProgress?: (done: number, total: number) => void;
@@ -117,13 +119,13 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       model,
       metadataOf: (m) => m.metadata,
       encode: (m, props) =>
-        assembleModel(m, drop, rebuilds, newInputs, props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' }))),
+        assembleModel(m, drop, rebuilds, newInputs, props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' })), !o.keepNames),
       spec,
       links: { [linkName]: plan.outDir },
       report: {
         kind: 'onnx',
         source: { onnx: path.resolve(o.onnx), checkpoint: path.resolve(o.checkpoint) },
-        options: { dtype, allow_unresolved: !!o.allowUnresolved },
+        options: { dtype, allow_unresolved: !!o.allowUnresolved, keep_names: !!o.keepNames },
         prepared: { dir: plan.outDir, fingerprint: plan.fingerprint },
         inputs: resolutions
           .filter((r) => r.key)

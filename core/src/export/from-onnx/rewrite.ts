@@ -7,6 +7,8 @@
  * model is copied as it was, so unknown or newer fields survive.
  */
 import { WireWriter } from '../../compile/onnx-wire';
+import { PipelineError } from '../../errors';
+import { createCompactor } from './compact';
 import type { FileField } from './file-wire';
 import type { LegacyModel } from './legacy-model';
 
@@ -90,7 +92,13 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       });
     }
     if (r.castTo !== undefined) steps.push((out) => nodes.push(node('Cast', [cur], [out], `${tag}/Cast`, [attrInt('to', r.castTo!)])));
-    if (steps.length === 0) steps.push((out) => nodes.push(node('Identity', [cur], [out], `${tag}/Identity`)));
+    if (steps.length === 0) {
+      // The input already is the tensor the graph consumes (same name, dtype and layout).
+      if (r.name === r.input) return;
+      steps.push((out) => nodes.push(node('Identity', [cur], [out], `${tag}/Identity`)));
+    } else if (r.name === r.input) {
+      throw new PipelineError(`initializer "${r.name}" has its checkpoint key's name but a different layout; it cannot be rebuilt under the same name`);
+    }
     steps.forEach((step, i) => {
       const out = i === steps.length - 1 ? r.name : `${tag}/${i}`;
       step(out);
@@ -112,11 +120,13 @@ export function assembleModel(
   rebuilds: readonly Rebuild[],
   inputs: readonly NewInput[],
   metadata: readonly { key: string; value: string }[],
+  compact = true,
 ): Uint8Array {
   const w = m.wire;
   const copy = (f: FileField): Uint8Array => w.bytes(f.start, f.end);
   const { nodes, constants } = rebuildNodes(rebuilds);
   const inputNames = new Set(inputs.map((i) => i.name));
+  const compactor = compact && !m.graphFields.some((f) => f.field === 15) ? createCompactor(w, m.graphFields.filter((f) => f.field === 1 && f.wire === 2), interfaceNames(m, inputNames)) : undefined;
   const g = new WireWriter();
   for (const n of nodes) g.bytes(1, n);
   let initIndex = 0;
@@ -127,6 +137,14 @@ export function assembleModel(
     } else if (f.field === 11 && f.wire === 2) {
       const name = m.inputNames[inputIndex++]!;
       if (drop.has(name) || inputNames.has(name)) continue;
+    } else if (compactor && f.field === 1 && f.wire === 2) {
+      g.bytes(1, compactor.node(f));
+      continue;
+    } else if (compactor && f.field === 13 && f.wire === 2) {
+      g.bytes(13, compactor.valueInfo(f));
+      continue;
+    } else if (compactor && f.field === 10) {
+      continue; // the graph's doc_string
     }
     g.raw(copy(f));
   }
@@ -141,4 +159,15 @@ export function assembleModel(
   }
   for (const { key, value } of metadata) out.bytes(14, new WireWriter().string(1, key).string(2, value).finish());
   return out.finish();
+}
+
+/** Names a compaction must keep: the graph's inputs, outputs and initializers, and new inputs. */
+function interfaceNames(m: LegacyModel, inputs: ReadonlySet<string>): Set<string> {
+  const keep = new Set<string>([...inputs, ...m.inputNames, ...m.initializers.map((i) => i.name)]);
+  for (const f of m.graphFields) {
+    if (f.field !== 12 || f.wire !== 2) continue;
+    const name = m.wire.fields(f.vStart, f.vEnd).find((x) => x.field === 1 && x.wire === 2);
+    if (name) keep.add(m.wire.string(name));
+  }
+  return keep;
 }

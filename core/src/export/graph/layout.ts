@@ -9,6 +9,7 @@
  */
 import path from 'node:path';
 import { PipelineError } from '../../errors';
+import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
 
 /** One planned tensor of the prepared checkpoint. */
@@ -28,8 +29,8 @@ export interface PreparedLayout {
   source: 'plan' | 'config';
 }
 
-/** Dense shard size limit of a derived layout. */
-export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
+/** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */
+export { BASE_SHARD_BYTES };
 
 /** QEfficient's prepared directory: `<parent>/<name>-qeff-prepared-<dtype>` beside the source. */
 export function preparedDirFor(modelDir: string, dtype: string): string {

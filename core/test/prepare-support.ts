@@ -1,0 +1,92 @@
+/**
+ * Shared helpers of the prepare tests: checkpoints built in code (real safetensors files on
+ * disk, sharded with an index), the worker bundled from the current source, and readers.
+ */
+import { buildSync } from 'esbuild';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DType } from '../src/formats/dtype';
+import { Checkpoint, writeSafetensors, type TensorData } from '../src/formats/safetensors';
+import { REPO_ROOT } from '../../test/support/fixtures';
+
+let bundled: string | undefined;
+/** dist-style worker bundle of core/src/prepare/worker.ts, built once per test process. */
+export function workerPath(): string {
+  if (bundled) return bundled;
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-worker-')), 'prepare-worker.js');
+  buildSync({ entryPoints: [path.join(REPO_ROOT, 'core/src/prepare/worker.ts')], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error', mainFields: ['module', 'main'] });
+  bundled = out;
+  return out;
+}
+
+/** A fresh temp dir. */
+export function tempDir(prefix = 'ws-prep-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Deterministic pseudo-random generator (mulberry32). */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `n` random bf16 values (bit patterns of finite numbers in ±4) as bytes. */
+export function randomBf16(n: number, seed: number): Uint8Array {
+  const r = rng(seed);
+  const f = new Float32Array(n);
+  for (let i = 0; i < n; i++) f[i] = (r() - 0.5) * 8;
+  const u = new Uint32Array(f.buffer);
+  const out = new Uint16Array(n);
+  for (let i = 0; i < n; i++) out[i] = u[i]! >>> 16;
+  return new Uint8Array(out.buffer);
+}
+
+/** A tensor for {@link writeCheckpoint}: random bf16 unless `data` is given. */
+export function t(key: string, shape: number[], seed: number, dtype: DType = 'BF16', data?: Uint8Array): TensorData {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return { key, dtype, shape, data: data ?? (dtype === 'BF16' ? randomBf16(n, seed) : new Uint8Array(n * 4)) };
+}
+
+/**
+ * Writes an HF-style checkpoint: `shards` lists the tensors of each shard
+ * (`model-0000i-of-0000n.safetensors`), plus the index and config.json.
+ */
+export async function writeCheckpoint(dir: string, shards: TensorData[][], config: Record<string, unknown> = {}): Promise<void> {
+  fs.mkdirSync(dir, { recursive: true });
+  const weightMap: Record<string, string> = {};
+  for (const [i, tensors] of shards.entries()) {
+    const name = shards.length === 1 ? 'model.safetensors' : `model-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`;
+    await writeSafetensors(path.join(dir, name), tensors, { format: 'pt' });
+    for (const x of tensors) weightMap[x.key] = name;
+  }
+  if (shards.length > 1) fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+}
+
+/** Bytes of `key` in a (prepared) checkpoint directory. */
+export async function readKey(dir: string, key: string): Promise<Uint8Array> {
+  const c = await Checkpoint.open(dir);
+  return c.read(key);
+}
+
+/** u16 view. */
+export function u16(b: Uint8Array): Uint16Array {
+  return new Uint16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+
+/** Equal bytes? (fast, with a readable failure) */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+/** Concatenation. */
+export function concat(parts: Uint8Array[]): Uint8Array {
+  return new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
+}

@@ -1,0 +1,76 @@
+/**
+ * Completion inside `location.key` strings (the keys of the referenced file) and `name`
+ * strings (the companion graph's weight inputs). Works on half-typed documents: the cursor's
+ * JSON path comes from jsonc-parser's scanner, the candidates from the last good check.
+ */
+import { getLocation } from 'jsonc-parser';
+import { CompletionItemKind, type CompletionItem, type CompletionList } from 'vscode-languageserver/node';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
+import { RUNTIME_INPUT, type CheckRun } from '../../core/src/check';
+import { rangeOf } from './diagnostics';
+import { shapeText } from './locate';
+
+/** Items offered at most (VS Code filters them further as the user types). */
+const MAX_ITEMS = 5000;
+
+/** Completion at `offset`, or null when the cursor is not in a key or name string. */
+export function completionAt(doc: TextDocument, run: CheckRun | undefined, offset: number): CompletionList | null {
+  if (!run) return null;
+  const text = doc.getText();
+  const loc = getLocation(text, offset);
+  const p = loc.path;
+  if (loc.isAtPropertyKey || p[0] !== 'inputs' || typeof p[1] !== 'number') return null;
+  const node = loc.previousNode;
+  const inString = node && node.type === 'string' && node.offset < offset && offset <= node.offset + node.length;
+  const replace = inString ? rangeOf(doc, { start: node.offset, end: node.offset + node.length }) : undefined;
+  const items: CompletionItem[] = [];
+  const add = (label: string, detail: string, kind: CompletionItemKind, sort: string) => {
+    if (items.length >= MAX_ITEMS) return;
+    const quoted = JSON.stringify(label);
+    items.push({
+      label,
+      kind,
+      detail,
+      sortText: sort + label,
+      filterText: replace ? quoted : label,
+      ...(replace ? { textEdit: { range: replace, newText: quoted } } : { insertText: quoted }),
+    });
+  };
+  const spec = run.parsed.spec;
+  if (p.length === 4 && p[2] === 'location' && p[3] === 'key') {
+    const fromDoc = fileIndexNear(text, offset);
+    const fi = fromDoc ?? spec?.inputs[p[1]]?.location.file;
+    const files = fi !== undefined && fi >= 0 && run.files[fi]?.header ? [fi] : run.files.map((_, j) => j);
+    const name = spec?.inputs[p[1]]?.name;
+    for (const j of files) {
+      const h = run.files[j]?.header;
+      if (!h) continue;
+      for (const info of h.tensors.values()) {
+        add(info.key, `${info.dtype} ${shapeText(info.shape)} · files[${j}]`, CompletionItemKind.Value, info.key === name ? '0' : '1');
+      }
+    }
+  } else if (p.length === 3 && p[2] === 'name') {
+    const inputs = run.onnx?.summary?.inputs ?? [];
+    const used = new Set(spec?.inputs.map((i) => i.name));
+    for (const v of inputs) {
+      if (RUNTIME_INPUT.test(v.name)) continue;
+      add(v.name, `${v.dtype ?? ''} ${shapeText(v.dims)}${used.has(v.name) ? ' · mapped' : ''}`, CompletionItemKind.Field, used.has(v.name) ? '1' : '0');
+    }
+  } else {
+    return null;
+  }
+  return { isIncomplete: items.length >= MAX_ITEMS, items };
+}
+
+/**
+ * `location.file` as written next to the cursor in the (possibly half-typed) text: the
+ * enclosing `{…}` of the location object is searched for `"file": N`.
+ */
+function fileIndexNear(text: string, offset: number): number | undefined {
+  const open = text.lastIndexOf('{', offset);
+  const close = text.indexOf('}', offset);
+  if (open < 0) return undefined;
+  const body = text.slice(open, close < 0 ? Math.min(text.length, offset + 400) : close);
+  const hit = /"file"\s*:\s*(\d+)/.exec(body);
+  return hit ? Number(hit[1]) : undefined;
+}

@@ -1,0 +1,88 @@
+/**
+ * Hover: on a key — dtype, shape, bytes, shard file, byte range and the ONNX input/ops that
+ * use it; on a name — the graph input's dtype/shape; on a file path — size, tensor count and
+ * header metadata. Everything comes from the facts the last check read.
+ */
+import path from 'node:path';
+import type { Hover } from 'vscode-languageserver/node';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
+import type { CheckRun } from '../../core/src/check';
+import { rangeOf } from './diagnostics';
+import { graphInput, shapeText, targetAt, tensorOf } from './locate';
+
+const n = (x: number) => x.toLocaleString('en-US');
+
+function bytesText(b: number): string {
+  if (b < 1024) return `${b} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = b / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]} (${n(b)} bytes)`;
+}
+
+function onnxLines(run: CheckRun, name: string): string[] {
+  const s = run.onnx?.summary;
+  if (!s) return [];
+  const onnxName = path.basename(run.onnx!.file);
+  const gi = graphInput(run, name);
+  if (!gi) return [`ONNX: \`${name}\` is not an input of \`${onnxName}\``];
+  const ops = s.consumers[name] ?? [];
+  return [
+    `ONNX input \`${name}\` of \`${onnxName}\`: \`${gi.dtype ?? `type ${gi.elemType}`}\` \`${shapeText(gi.dims)}\``,
+    ops.length ? `used by: ${ops.map((o) => `\`${o}\``).join(', ')}` : 'used by no node of the main graph',
+  ];
+}
+
+/** The hover for `offset` of `doc`, or null. */
+export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover | null {
+  const t = targetAt(run, offset);
+  const spec = run.parsed.spec;
+  if (!t || !spec) return null;
+  const lines: string[] = [];
+  if (t.kind === 'key') {
+    const input = spec.inputs[t.input]!;
+    const hit = tensorOf(run, t.input);
+    lines.push(`**\`${input.location.key}\`**`);
+    if (hit) {
+      const { info, file } = hit;
+      const abs = run.files[file]!.abs!;
+      lines.push(
+        `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
+        `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)`,
+        `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
+      );
+    } else {
+      lines.push('not found in the checkpoint (see the diagnostic)');
+    }
+    lines.push(...onnxLines(run, input.name));
+  } else if (t.kind === 'name') {
+    const input = spec.inputs[t.input]!;
+    lines.push(`**\`${input.name}\`** (graph input)`);
+    if (run.onnx?.summary) lines.push(...onnxLines(run, input.name));
+    else lines.push(run.onnx ? `companion ONNX \`${path.basename(run.onnx.file)}\` is unreadable` : 'no companion ONNX beside the spec');
+    const hit = tensorOf(run, t.input);
+    if (hit) lines.push(`weights: \`${hit.info.key}\` \`${hit.info.dtype}\` \`${shapeText(hit.info.shape)}\``);
+  } else {
+    const f = spec.files[t.file]!;
+    const st = run.files[t.file];
+    lines.push(`**\`${f.path}\`** (${f.format})`);
+    if (st?.abs) lines.push(`resolved: \`${st.abs}\``);
+    const h = st?.header;
+    if (h) {
+      lines.push(`${bytesText(h.fileSize)} · ${n(h.tensors.size)} tensors · header ${n(h.headerLength)} bytes`);
+      const meta = Object.entries(h.metadata ?? {});
+      if (meta.length) {
+        lines.push('metadata:');
+        for (const [k, v] of meta.slice(0, 12)) lines.push(`- \`${k}\`: ${v.length > 80 ? `${v.slice(0, 80)}…` : v}`);
+        if (meta.length > 12) lines.push(`- … ${meta.length - 12} more`);
+      }
+    } else {
+      lines.push('not readable (see the diagnostic)');
+    }
+  }
+  return { contents: { kind: 'markdown', value: lines.join('\n\n') }, range: rangeOf(doc, t.range) };
+}

@@ -1,0 +1,76 @@
+/**
+ * Document symbols: the top-level fields, `files`, and `inputs` grouped by layer
+ * (`…layers.N.…`, `…h.N.…`, `…blocks.N.…`), so the outline of a 20 000-input spec stays navigable.
+ */
+import { SymbolKind, type DocumentSymbol } from 'vscode-languageserver/node';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
+import type { OffsetRange } from '../../core/src/errors';
+import type { ParsedSpec } from '../../core/src/spec';
+import { rangeOf } from './diagnostics';
+
+const LAYER = /(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\./;
+
+/** The layer number a parameter name belongs to, if any. */
+export function layerOf(name: string): number | undefined {
+  const m = LAYER.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+function span(ranges: OffsetRange[]): OffsetRange {
+  return { start: Math.min(...ranges.map((r) => r.start)), end: Math.max(...ranges.map((r) => r.end)) };
+}
+
+/** The outline of a parsed spec (empty when it did not parse). */
+export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): DocumentSymbol[] {
+  const { spec, sources, offsets } = parsed;
+  if (!spec || !sources) return [];
+  const out: DocumentSymbol[] = [];
+  const sym = (name: string, kind: SymbolKind, r: OffsetRange, sel: OffsetRange, detail?: string, children?: DocumentSymbol[]): DocumentSymbol => ({
+    name: name || '(empty)',
+    kind,
+    range: rangeOf(doc, r),
+    selectionRange: rangeOf(doc, sel),
+    ...(detail ? { detail } : {}),
+    ...(children ? { children } : {}),
+  });
+  for (const k of ['version', 'model_name', 'model_id']) {
+    const r = offsets.value([k]);
+    const kr = offsets.key([k]);
+    if (r && kr) out.push(sym(k, SymbolKind.Property, { start: kr.start, end: r.end }, kr, String(spec[k] ?? '')));
+  }
+  const filesKey = offsets.key([sources.files[0]?.node[0] ?? 'files']);
+  const fileSyms = spec.files.map((f, j) => {
+    const src = sources.files[j]!;
+    const r = offsets.value(src.node) ?? offsets.value(src.path)!;
+    return sym(f.path, SymbolKind.File, r, offsets.value(src.path) ?? r, `files[${j}] · ${f.format}`);
+  });
+  const filesRange = offsets.value([sources.files[0]?.node[0] ?? 'files']);
+  if (filesRange && filesKey) out.push(sym('files', SymbolKind.Array, { start: filesKey.start, end: filesRange.end }, filesKey, `${spec.files.length}`, fileSyms));
+
+  const groups = new Map<string, { layer: number; items: DocumentSymbol[]; ranges: OffsetRange[] }>();
+  for (const [i, input] of spec.inputs.entries()) {
+    const src = sources.inputs[i]!;
+    const r = offsets.value(src.node);
+    if (!r) continue;
+    const sel = offsets.value(src.name) ?? r;
+    const layer = layerOf(input.name);
+    const g = layer === undefined ? 'other' : `layer ${layer}`;
+    let group = groups.get(g);
+    if (!group) groups.set(g, (group = { layer: layer ?? -1, items: [], ranges: [] }));
+    const detail = input.location.key === input.name ? `files[${input.location.file}]` : `${input.location.key} · files[${input.location.file}]`;
+    group.items.push(sym(input.name, SymbolKind.Field, r, sel, detail));
+    group.ranges.push(r);
+  }
+  const inputsKey = offsets.key(['inputs']);
+  const inputsRange = offsets.value(['inputs']);
+  if (inputsKey && inputsRange) {
+    const children = [...groups.entries()]
+      .sort((a, b) => a[1].layer - b[1].layer)
+      .map(([name, g]) => {
+        const r = span(g.ranges);
+        return sym(name, SymbolKind.Namespace, r, { start: r.start, end: r.start + 1 }, `${g.items.length} inputs`, g.items);
+      });
+    out.push(sym('inputs', SymbolKind.Array, { start: inputsKey.start, end: inputsRange.end }, inputsKey, `${spec.inputs.length}`, children));
+  }
+  return out;
+}
