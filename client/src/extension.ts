@@ -29,12 +29,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Weight
   context.subscriptions.push(log);
   try {
     const runner = new CliRunner(context, log);
-    const status = new SpecStatusBar();
+    const status = new SpecStatusBar(log);
     context.subscriptions.push(status);
     registerCommands(context, runner, () => status.refresh());
     context.subscriptions.push(vscode.tasks.registerTaskProvider(TASK_TYPE, new WeightSpecTaskProvider(context, log)));
     log.info(`activated (${context.extension.packageJSON.version as string}, CLI ${runner.cliPath})`);
     client = await startLanguageClient(context, log);
+    if (client) status.attach(client);
     return {
       cliPath: runner.cliPath,
       status: () => ({

@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { CompileState } from '../../core/src/protocol';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
 
@@ -99,4 +100,20 @@ export function stateAction(state: SpecState): { label: string; command: string;
 export function isSpecFile(file: string): boolean {
   const b = path.basename(file);
   return b === 'weight_spec.json' || b.endsWith('.weight_spec.json');
+}
+
+/**
+ * Combines the on-disk view with the language server's compile state (by fingerprint, from
+ * `weightSpec/specState`), which wins when there is one.
+ */
+export function mergeState(disk: SpecInfo, server: { compile: { state: CompileState } } | undefined): SpecState {
+  if (!server) return disk.state;
+  switch (server.compile.state) {
+    case 'up-to-date':
+      return 'compiled';
+    case 'stale':
+      return 'stale';
+    default:
+      return disk.state === 'not-prepared' ? 'not-prepared' : 'prepared';
+  }
 }

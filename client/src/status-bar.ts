@@ -1,19 +1,27 @@
 /**
  * Status-bar item for the active spec: "Weight Spec: not prepared / prepared / compiled /
  * stale"; clicking it opens the matching action (prepare, compile, run, re-run compile) on
- * that spec. Re-read when the editor changes, a spec is saved, a command finished, or one of
- * the files the state comes from changes on disk.
+ * that spec. The state is read from disk at once (spec-state.ts) and, while the language server
+ * runs, refined by its `weightSpec/specState` answer (compile state by fingerprint, problem
+ * counts). Re-read when the editor changes, a spec is saved, a command finished, the server
+ * says the state changed, or one of the files the state comes from changes on disk.
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { isSpecFile, specInfo, stateAction, type SpecInfo } from './spec-state';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import { SPEC_STATE_CHANGED_NOTIFICATION, SPEC_STATE_REQUEST, type SpecStateChangedParams, type SpecStateParams, type SpecStateResult } from '../../core/src/protocol';
+import { isSpecFile, mergeState, specInfo, stateAction, type SpecInfo, type SpecState } from './spec-state';
+
+const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
 
 export class SpecStatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;
   private readonly subs: vscode.Disposable[] = [];
   private current?: SpecInfo;
+  private client?: LanguageClient;
+  private generation = 0;
 
-  constructor() {
+  constructor(private readonly log?: vscode.LogOutputChannel) {
     this.item = vscode.window.createStatusBarItem('weightSpec.state', vscode.StatusBarAlignment.Left, 50);
     this.item.name = 'Weight Spec';
     const w = vscode.workspace.createFileSystemWatcher('**/{compile.json,.checkpoint_prepared,export-report.json}');
@@ -30,6 +38,17 @@ export class SpecStatusBar implements vscode.Disposable {
     this.refresh();
   }
 
+  /** Lets the status bar ask the running server (and follow its change notifications). */
+  attach(client: LanguageClient): void {
+    this.client = client;
+    this.subs.push(
+      client.onNotification(SPEC_STATE_CHANGED_NOTIFICATION, (p: SpecStateChangedParams) => {
+        if (this.current && vscode.Uri.file(this.current.spec).toString() === p.uri) this.refresh();
+      }),
+    );
+    this.refresh();
+  }
+
   /** The state shown now (undefined when no spec is active). */
   get info(): SpecInfo | undefined {
     return this.current;
@@ -38,7 +57,7 @@ export class SpecStatusBar implements vscode.Disposable {
   refresh(): void {
     const doc = vscode.window.activeTextEditor?.document;
     if (!doc || doc.uri.scheme !== 'file' || !isSpecFile(doc.uri.fsPath)) {
-      // Keep showing the last spec while another kind of editor (the log, a settings page) is active.
+      // Keep showing the last spec while a non-text view (the log, a settings page) is active.
       if (this.current && !doc) return;
       this.current = undefined;
       this.item.hide();
@@ -46,11 +65,32 @@ export class SpecStatusBar implements vscode.Disposable {
     }
     const info = specInfo(doc.uri.fsPath);
     this.current = info;
+    this.show(info, undefined, doc.uri);
+    const client = this.client;
+    if (!client?.isRunning()) return;
+    const gen = ++this.generation;
+    client.sendRequest<SpecStateResult | null>(SPEC_STATE_REQUEST, { uri: doc.uri.toString() } satisfies SpecStateParams).then(
+      (r) => {
+        if (gen !== this.generation || !r || this.current?.spec !== info.spec) return;
+        const merged = { ...info, state: mergeState(info, r) };
+        this.current = merged;
+        this.show(merged, r, doc.uri);
+      },
+      (e: unknown) => this.log?.warn(`weightSpec/specState: ${e instanceof Error ? e.message : String(e)}`),
+    );
+  }
+
+  private show(info: SpecInfo, server: SpecStateResult | undefined, uri: vscode.Uri): void {
     const a = stateAction(info.state);
-    const icon = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' }[info.state];
-    this.item.text = `${icon} Weight Spec: ${a.label}`;
-    this.item.tooltip = `${path.basename(info.spec)}: ${a.tooltip}${info.preparedDir ? `\nprepared checkpoint: ${info.preparedDir}` : ''}`;
-    this.item.command = { title: a.label, command: a.command, arguments: [doc.uri] };
+    this.item.text = `${ICONS[info.state]} Weight Spec: ${a.label}`;
+    const lines = [`${path.basename(info.spec)}: ${a.tooltip}`];
+    if (info.preparedDir) lines.push(`prepared checkpoint: ${info.preparedDir}`);
+    if (server) {
+      lines.push(`${server.errors} error(s), ${server.warnings} warning(s)${server.codes.length ? `: ${server.codes.join(', ')}` : ''}`);
+      if (server.compile.changed?.length) lines.push(`changed since compile: ${server.compile.changed.join(', ')}`);
+    }
+    this.item.tooltip = lines.join('\n');
+    this.item.command = { title: a.label, command: a.command, arguments: [uri] };
     this.item.show();
   }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../src/spec-state';
+import { isSpecFile, mergeState, preparedDirOfSpec, specInfo, stateAction } from '../src/spec-state';
 
 function exportDir(): { dir: string; spec: string; prepared: string; source: string } {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-state-'));
@@ -78,5 +78,18 @@ describe('specInfo', () => {
     expect(isSpecFile('/a/b.weight_spec.json')).toBe(true);
     expect(isSpecFile('/a/weight_spec.json.bak')).toBe(false);
     expect(isSpecFile('/a/config.json')).toBe(false);
+  });
+});
+
+describe('mergeState', () => {
+  it("the server's fingerprint verdict wins over file times; preparedness stays the disk's", () => {
+    const e = exportDir();
+    const disk = specInfo(e.spec);
+    expect(disk.state).toBe('not-prepared');
+    expect(mergeState(disk, undefined)).toBe('not-prepared');
+    expect(mergeState(disk, { compile: { state: 'never-compiled' } })).toBe('not-prepared');
+    expect(mergeState({ ...disk, state: 'compiled' }, { compile: { state: 'never-compiled' } })).toBe('prepared');
+    expect(mergeState({ ...disk, state: 'compiled' }, { compile: { state: 'stale' } })).toBe('stale');
+    expect(mergeState({ ...disk, state: 'stale' }, { compile: { state: 'up-to-date' } })).toBe('compiled');
   });
 });

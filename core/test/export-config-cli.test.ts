@@ -40,7 +40,7 @@ describe('weight-spec export --config (CLI)', () => {
     mkdirSync(bad);
     writeFileSync(path.join(bad, 'config.json'), JSON.stringify({ ...SYNTHETIC_CONFIGS.qwen3, rope_scaling: { rope_type: 'yarn', factor: 4 } }));
     const r = run('--config', bad, '--out', 'bad-out');
-    expect(r.status).not.toBe(0);
+    expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/bad\/config\.json: rope_scaling type "yarn" is not supported/);
     expect(existsSync(path.join(tmp, 'bad-out', 'model.onnx'))).toBe(false);

@@ -31,9 +31,11 @@ class Sources {
     const s = new Sources(task, readers);
     try {
       for (const f of task.sourceFiles) readers.set(f, await SafetensorsReader.open(f));
-      for (const t of Object.values(task.sources)) {
-        const info = readers.get(t.file)?.info(t.key);
-        if (!info) throw new PipelineError(`${t.file}: tensor "${t.key}" (needed by task ${task.id}) is missing; nothing was written — re-run prepare`);
+      const all = Object.values(task.sources);
+      const missing = all.find((t) => !readers.get(t.file)?.info(t.key));
+      if (missing) throw new PipelineError(`${missing.file}: tensor "${missing.key}" (needed by task ${task.id}) is missing; nothing was written — re-run prepare`);
+      for (const t of all) {
+        const info = readers.get(t.file)!.info(t.key)!;
         if (info.dtype !== t.dtype || info.dataOffset !== t.offset || info.byteLength !== t.byteLength || info.shape.join() !== t.shape.join()) {
           throw new PipelineError(`${t.file}: tensor "${t.key}" changed since planning; nothing was written — re-run prepare`);
         }

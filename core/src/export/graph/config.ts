@@ -4,7 +4,7 @@
  * implement are refused with one line naming the file and the field.
  */
 import { z } from 'zod';
-import { UsageError } from '../../errors';
+import { FormatError } from '../../errors';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
@@ -70,25 +70,25 @@ export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
-/** Parses with `schema`, turning the first zod issue into a one-line UsageError. */
+/** Parses with `schema`, turning the first zod issue into a one-line FormatError naming the file. */
 export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): T {
   const r = schema.safeParse(raw);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const where = issue.path.length ? `"${issue.path.join('.')}"` : 'config';
-  throw new UsageError(`${file}: ${where}: ${issue.message}`);
+  throw new FormatError(file, `${where}: ${issue.message}`);
 }
 
 /** The config's model_type, refused unless supported. */
 export function modelTypeOf(raw: unknown, file: string): ModelType {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${file}: not a JSON object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError(file, `not a JSON object`);
   const t = (raw as Record<string, unknown>).model_type;
-  if (typeof t !== 'string') throw new UsageError(`${file}: "model_type" is missing`);
+  if (typeof t !== 'string') throw new FormatError(file, `"model_type" is missing`);
   if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(t)) {
-    throw new UsageError(`${file}: model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
+    throw new FormatError(file, `model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
   }
   if ((raw as Record<string, unknown>).quantization_config != null) {
-    throw new UsageError(`${file}: "quantization_config" is set; quantized checkpoints are not supported by --config export`);
+    throw new FormatError(file, `"quantization_config" is set; quantized checkpoints are not supported by --config export`);
   }
   return t as ModelType;
 }
@@ -110,11 +110,11 @@ export function actOf(name: string, file: string, field: string): 'silu' | 'gelu
       return fail();
   }
   function fail(): never {
-    throw new UsageError(`${file}: "${field}" = "${name}" is not a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)`);
+    throw new FormatError(file, `"${field}" = "${name}" is not a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)`);
   }
 }
 
 /** Throws a one-line refusal for a field whose value the builder does not implement. */
 export function refuse(file: string, field: string, why: string): never {
-  throw new UsageError(`${file}: "${field}" ${why}; refusing to build a graph with different math`);
+  throw new FormatError(file, `"${field}" ${why}; refusing to build a graph with different math`);
 }

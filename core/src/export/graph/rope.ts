@@ -3,7 +3,7 @@
  * linear, llama3), cos/sin from `position_ids` (float32, as HF computes them with autocast off),
  * and `rotate_half` application with optional partial rotary dims.
  */
-import { UsageError } from '../../errors';
+import { FormatError } from '../../errors';
 import type { RopeSpec } from './arch';
 import { cast, split, unsqueeze, type Ctx } from './ops';
 
@@ -35,7 +35,7 @@ export function ropeSpec(
   const need = (k: keyof RopeScaling): number => {
     const v = scaling?.[k];
     if (typeof v !== 'number' || !Number.isFinite(v)) {
-      throw new UsageError(`${file}: rope_scaling type "${type}" needs a numeric "${String(k)}"`);
+      throw new FormatError(file, `rope_scaling type "${type}" needs a numeric "${String(k)}"`);
     }
     return v;
   };
@@ -70,8 +70,9 @@ export function ropeSpec(
     case 'su':
       return longRope(theta, rotaryDim, scaling!, file, positions ?? {});
     default:
-      throw new UsageError(
-        `${file}: rope_scaling type "${type}" is not supported (supported: default, linear, llama3, longrope); refusing to build a graph with different position math`,
+      throw new FormatError(
+        file,
+        `rope_scaling type "${type}" is not supported (supported: default, linear, llama3, longrope); refusing to build a graph with different position math`,
       );
   }
   return { invFreq: invFreq.map((f) => Math.fround(f)), rotaryDim, attentionScale: 1 };
@@ -86,14 +87,14 @@ function longRope(theta: number, dim: number, s: RopeScaling, file: string, p: {
   const factors = (k: 'short_factor' | 'long_factor'): number[] => {
     const v = s[k];
     if (!Array.isArray(v) || v.length !== dim / 2 || !v.every((x) => typeof x === 'number' && x > 0)) {
-      throw new UsageError(`${file}: rope_scaling "${k}" must be ${dim / 2} positive numbers (rotary dim / 2)`);
+      throw new FormatError(file, `rope_scaling "${k}" must be ${dim / 2} positive numbers (rotary dim / 2)`);
     }
     return v as number[];
   };
   const short = factors('short_factor');
   const long = factors('long_factor');
   const originalMax = p.originalMax ?? p.max;
-  if (!originalMax) throw new UsageError(`${file}: longrope needs "original_max_position_embeddings" or "max_position_embeddings"`);
+  if (!originalMax) throw new FormatError(file, `longrope needs "original_max_position_embeddings" or "max_position_embeddings"`);
   const factor = p.originalMax !== undefined && p.max !== undefined ? p.max / p.originalMax : typeof s.factor === 'number' ? s.factor : 1;
   const given = s.attention_factor;
   const attentionScale = typeof given === 'number' ? given : factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(originalMax));

@@ -1,0 +1,96 @@
+/**
+ * Crash safety of `weight-spec prepare` (the real CLI, spawned): SIGKILL at several moments
+ * never leaves a directory with a sentinel whose contents are incomplete, and the next run
+ * completes and cleans the leftovers up.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Checkpoint } from '../src/formats/safetensors';
+import { planPrepare, preparedStatus } from '../src/prepare';
+import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDir, writeCheckpoint } from './prepare-support';
+
+const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+
+function run(args: string[], killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    const timer = killAfterMs !== undefined ? setTimeout(() => p.kill('SIGKILL'), killAfterMs) : undefined;
+    p.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Every directory beside the source that carries a sentinel must be complete and readable. */
+async function checkNoFalsePrepared(parent: string, expectedKeys: string[]): Promise<number> {
+  let complete = 0;
+  for (const name of fs.readdirSync(parent)) {
+    const dir = path.join(parent, name);
+    if (!fs.statSync(dir).isDirectory() || !fs.existsSync(path.join(dir, '.checkpoint_prepared'))) continue;
+    expect((await preparedStatus(dir)).state, `${dir} has a sentinel`).toBe('prepared');
+    const ck = await Checkpoint.open(dir);
+    expect(ck.keys().sort()).toEqual(expectedKeys);
+    for (const f of ck.files) expect(fs.statSync(f).size).toBe(ck.headers.get(f)!.fileSize);
+    complete++;
+  }
+  return complete;
+}
+
+describe('prepare CLI: SIGKILL safety', () => {
+  let src: string;
+  let parent: string;
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'inherit' });
+    parent = tempDir('ws-kill-');
+    src = path.join(parent, 'ckpt');
+    const H = 1024;
+    const shard = (i: number) => Array.from({ length: 6 }, (_, j) => ({ key: `model.layers.${i}.mlp.proj${j}.weight`, dtype: 'BF16' as const, shape: [4096, H], data: new Uint8Array(randomBytes(4096 * H * 2)) }));
+    const experts = Array.from({ length: 4 }, (_, e) => ['w1', 'w3', 'w2'].map((w) => ({ key: `model.layers.9.block_sparse_moe.experts.${e}.${w}.weight`, dtype: 'BF16' as const, shape: [1024, 1024], data: new Uint8Array(randomBytes(1024 * 1024 * 2)) }))).flat();
+    await writeCheckpoint(src, [shard(0), shard(1), [...shard(2), ...experts]], { model_type: 'mixtral', num_local_experts: 4 });
+  });
+
+  it('never leaves a sentinel over incomplete contents; the next run completes', async () => {
+    const plan = await planPrepare({ checkpoint: src, dtype: 'float32' });
+    const keys = [...plan.outputs.keys()].sort();
+    const t0 = Date.now();
+    const full = await run(['prepare', '--checkpoint', src, '--dtype', 'float32', '--out', path.join(parent, 'timing')]);
+    const duration = Date.now() - t0;
+    expect(full.code, full.stderr).toBe(0);
+    fs.rmSync(path.join(parent, 'timing'), { recursive: true });
+    const args = ['prepare', '--checkpoint', src, '--dtype', 'float32'];
+    let killed = 0;
+    let midWork = 0;
+    // From process start-up through planning, conversion and finalization.
+    for (const frac of [0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97]) {
+      const before = new Set(fs.readdirSync(parent));
+      const r = await run(args, Math.round(duration * frac));
+      if (r.signal === 'SIGKILL') killed++;
+      // A temp directory this run created and left behind: it was killed in the middle of the work.
+      if (fs.readdirSync(parent).some((n) => n.includes('.tmp-') && !before.has(n))) midWork++;
+      await checkNoFalsePrepared(parent, keys);
+      if (r.code === 0) {
+        // Finished before the kill: the directory is complete; remove it to kill a fresh run again.
+        fs.rmSync(plan.outDir, { recursive: true });
+      }
+    }
+    expect(killed).toBeGreaterThanOrEqual(4);
+    expect(midWork).toBeGreaterThanOrEqual(2);
+    const last = await run(args);
+    expect(last.code, last.stderr).toBe(0);
+    expect(last.stdout.trim().split('\n').pop()).toBe(plan.outDir);
+    expect(await checkNoFalsePrepared(parent, keys)).toBe(1);
+    // Leftovers of the killed runs are gone.
+    expect(fs.readdirSync(parent).filter((n) => /\.(tmp|old)-\d+-/.test(n))).toEqual([]);
+    const again = await run(args);
+    expect(again.stdout).toMatch(/^prepare: up to date/);
+  }, 120_000);
+});

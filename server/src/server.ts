@@ -1,0 +1,222 @@
+/**
+ * The weight_spec.json language server: a thin adapter over core. `createServer(connection)`
+ * wires every LSP feature onto a connection (stdio/IPC in main.ts, in-memory streams in the
+ * tests). Diagnostics are exactly core's problems (the `weight-spec check` output).
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  CodeActionKind,
+  CodeLensRefreshRequest,
+  TextDocumentSyncKind,
+  type Connection,
+  type InitializeParams,
+  type InitializeResult,
+} from 'vscode-languageserver/node';
+import type { CheckRun } from '../../core/src/check';
+import {
+  SPEC_STATE_CHANGED_NOTIFICATION,
+  SPEC_STATE_REQUEST,
+  type ServerInitOptions,
+  type SpecStateParams,
+  type SpecStateResult,
+} from '../../core/src/protocol';
+import { codeActions } from './code-actions';
+import { codeLenses } from './code-lens';
+import { completionAt } from './completion';
+import { compileStateOf } from './compile-state';
+import { offsetsOf } from './diagnostics';
+import { SpecDocuments, uriToPath, type SpecDoc } from './documents';
+import { formatDocument } from './formatting';
+import { connectionLog, guarded, guardedNotification } from './guard';
+import { hoverAt } from './hover';
+import { inlayHints } from './inlay-hints';
+import { documentSymbols } from './symbols';
+import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './watch';
+
+/** Options of {@link createServer} (tests lower the debounce; initializationOptions override). */
+export interface ServerOptions {
+  debounceMs?: number;
+}
+
+/** Handle on a running server (for tests). */
+export interface WeightSpecServer {
+  documents: SpecDocuments;
+}
+
+/** Registers all handlers on `connection` (the caller calls `connection.listen()`). */
+export function createServer(connection: Connection, options: ServerOptions = {}): WeightSpecServer {
+  const log = connectionLog(connection);
+  const deps = new Map<string, Dependencies>();
+  const watches = new WatchRegistry(connection, log);
+  let codeLensRefresh = false;
+  let inlayRefresh = false;
+  const documents: SpecDocuments = new SpecDocuments(connection, log, {
+    checked(d, run) {
+      deps.set(d.uri, dependenciesOf(d.file, run));
+      watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
+      void connection.sendNotification(SPEC_STATE_CHANGED_NOTIFICATION, { uri: d.uri }).catch(() => undefined);
+    },
+    closed(d) {
+      deps.delete(d.uri);
+      watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
+    },
+  });
+  if (options.debounceMs !== undefined) documents.debounceMs = options.debounceMs;
+
+  /** The check of the current text of `uri` (undefined when not open or superseded repeatedly). */
+  const runOf = async (uri: string): Promise<{ d: SpecDoc; run: CheckRun } | undefined> => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const d = documents.docs.get(uri);
+      if (!d) return undefined;
+      const run = await documents.ready(d);
+      if (run && documents.docs.get(uri) === d) return { d, run };
+    }
+    return undefined;
+  };
+
+  connection.onInitialize((params: InitializeParams): InitializeResult => {
+    try {
+      const init = (params.initializationOptions ?? {}) as ServerInitOptions;
+      const roots = Array.isArray(init.roots) ? init.roots.filter((r): r is string => typeof r === 'string') : [];
+      for (const f of params.workspaceFolders ?? []) {
+        const p = uriToPath(f.uri);
+        if (p) roots.push(p);
+      }
+      if (params.rootUri) {
+        const p = uriToPath(params.rootUri);
+        if (p) roots.push(p);
+      }
+      documents.roots = [...new Set(roots)];
+      if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
+      const ws = params.capabilities.workspace;
+      watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
+      watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
+      codeLensRefresh = !!ws?.codeLens?.refreshSupport;
+      inlayRefresh = !!ws?.inlayHint?.refreshSupport;
+    } catch (err) {
+      log.error(`initialize: ${String(err)}`);
+    }
+    return {
+      capabilities: {
+        textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental },
+        hoverProvider: true,
+        completionProvider: { triggerCharacters: ['"', '.'] },
+        documentSymbolProvider: true,
+        inlayHintProvider: true,
+        documentFormattingProvider: true,
+        codeLensProvider: { resolveProvider: false },
+        codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
+      },
+      serverInfo: { name: 'weight-spec', version: '0.1.0' },
+    };
+  });
+
+  connection.onDidOpenTextDocument(guardedNotification(log, 'didOpen', (p) => {
+    documents.open(p.textDocument.uri, p.textDocument.languageId, p.textDocument.version, p.textDocument.text);
+  }));
+  connection.onDidChangeTextDocument(guardedNotification(log, 'didChange', (p) => {
+    documents.change(p.textDocument.uri, p.textDocument.version, p.contentChanges);
+  }));
+  connection.onDidCloseTextDocument(guardedNotification(log, 'didClose', (p) => documents.close(p.textDocument.uri)));
+  connection.onDidSaveTextDocument(guardedNotification(log, 'didSave', (p) => {
+    // compile.json's spec fingerprint uses the saved file: refresh the lens state.
+    const d = documents.docs.get(p.textDocument.uri);
+    if (d && codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+  }));
+
+  connection.onDidChangeWatchedFiles(guardedNotification(log, 'didChangeWatchedFiles', (p) => {
+    const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
+    if (changed.length === 0) return;
+    documents.recheckAll((d) => changed.some((c) => affects(deps.get(d.uri), c)));
+    if (codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+    if (inlayRefresh) void connection.languages.inlayHint.refresh().catch(() => undefined);
+  }));
+
+  connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
+    const roots = (p.settings as { weightSpec?: { roots?: unknown } } | undefined)?.weightSpec?.roots;
+    if (Array.isArray(roots)) {
+      const extra = roots.filter((r): r is string => typeof r === 'string');
+      documents.roots = [...new Set([...documents.roots, ...extra])];
+      documents.cache.clear();
+      documents.recheckAll();
+    }
+  }));
+
+  connection.onHover(guarded(log, 'hover', null, async (p) => {
+    const r = await runOf(p.textDocument.uri);
+    if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
+    return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
+  }));
+
+  connection.onCompletion(guarded(log, 'completion', null, async (p) => {
+    const d = documents.docs.get(p.textDocument.uri);
+    if (!d) return null;
+    const r = await runOf(p.textDocument.uri);
+    // Half-typed text may not parse: keys and names then come from the last good check.
+    const run = r?.run.parsed.spec ? r.run : d.published?.run.parsed.spec ? d.published.run : r?.run;
+    return completionAt(d.doc, run, d.doc.offsetAt(p.position));
+  }));
+
+  connection.onDocumentSymbol(guarded(log, 'documentSymbol', [], async (p) => {
+    const r = await runOf(p.textDocument.uri);
+    return r ? documentSymbols(r.d.doc, r.run.parsed) : [];
+  }));
+
+  connection.languages.inlayHint.on(guarded(log, 'inlayHint', [], async (p) => {
+    const r = await runOf(p.textDocument.uri);
+    if (!r || r.d.session.last?.text !== r.d.doc.getText()) return [];
+    return inlayHints(r.d.doc, r.run, offsetsOf(r.d.doc, p.range));
+  }));
+
+  connection.onDocumentFormatting(guarded(log, 'formatting', [], (p) => {
+    const d = documents.docs.get(p.textDocument.uri);
+    return d ? formatDocument(d.doc, p.options.insertFinalNewline === true) : [];
+  }));
+
+  connection.onCodeAction(guarded(log, 'codeAction', [], async (p) => {
+    const r = await runOf(p.textDocument.uri);
+    return r ? codeActions(r.d.doc, r.run, p.context.diagnostics) : [];
+  }));
+
+  connection.onCodeLens(guarded(log, 'codeLens', [], async (p) => {
+    const d = documents.docs.get(p.textDocument.uri);
+    const file = d?.file || uriToPath(p.textDocument.uri);
+    const run = d?.published?.run ?? (d ? (await runOf(p.textDocument.uri))?.run : undefined);
+    return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run);
+  }));
+
+  connection.onRequest(SPEC_STATE_REQUEST, guarded(log, SPEC_STATE_REQUEST, null as SpecStateResult | null, async (p: SpecStateParams) => {
+    const r = await runOf(p.uri);
+    if (!r) return null;
+    const { run, d } = r;
+    const errors = run.problems.filter((x) => x.severity === 'error').length;
+    const spec = run.parsed.spec;
+    return {
+      uri: p.uri,
+      ...(d.published ? { version: d.published.version } : {}),
+      errors,
+      warnings: run.problems.length - errors,
+      codes: [...new Set(run.problems.map((x) => x.code))].sort(),
+      inputs: spec?.inputs.length ?? 0,
+      files: (spec?.files ?? []).map((f, i) => ({
+        path: f.path,
+        ...(run.files[i]?.abs ? { abs: run.files[i]!.abs } : {}),
+        readable: !!run.files[i]?.header,
+        ...(run.files[i]?.header ? { tensors: run.files[i]!.header!.tensors.size } : {}),
+      })),
+      ...(run.onnx ? { onnx: run.onnx.file } : {}),
+      compile: d.file ? compileStateOf(d.file) : { state: 'never-compiled' },
+    } satisfies SpecStateResult;
+  }));
+
+  connection.onShutdown(() => {
+    for (const uri of [...documents.docs.keys()]) documents.close(uri);
+  });
+
+  return { documents };
+}
+
+/** `file:` URI → path (re-exported for tests). */
+export function pathOfUri(uri: string): string {
+  return fileURLToPath(uri);
+}

@@ -1,0 +1,91 @@
+/**
+ * Watches the files open specs depend on — their checkpoint files, companion ONNX, prepared
+ * manifests/sentinels and compile.json — by registering `workspace/didChangeWatchedFiles`
+ * watchers for the directories that hold them (dynamically, as the set changes), and maps a
+ * change back to the specs to re-validate. Core's header cache re-reads a file only when its
+ * size, mtime or inode changed, so a re-validation after a change costs just that file.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  DidChangeWatchedFilesNotification,
+  WatchKind,
+  type Connection,
+  type Disposable,
+  type FileSystemWatcher,
+} from 'vscode-languageserver/node';
+import type { CheckRun } from '../../core/src/check';
+import { oneLine } from '../../core/src/errors';
+import type { Log } from './guard';
+
+/** Files and directories one spec depends on. */
+export interface Dependencies {
+  files: Set<string>;
+  dirs: Set<string>;
+}
+
+/** The dependencies of a spec from its last check. */
+export function dependenciesOf(specFile: string, run: CheckRun): Dependencies {
+  const files = new Set<string>();
+  const dirs = new Set<string>();
+  if (specFile) dirs.add(path.dirname(specFile)); // companion ONNX, compile.json, new files
+  for (const f of run.files) {
+    if (!f.abs) continue;
+    files.add(f.abs);
+    dirs.add(path.dirname(f.abs)); // prepared manifest and sentinel live beside the shards
+  }
+  if (run.onnx) {
+    files.add(run.onnx.file);
+    dirs.add(path.dirname(run.onnx.file));
+  }
+  return { files, dirs };
+}
+
+/** True when a changed path matters to a spec with these dependencies. */
+export function affects(deps: Dependencies | undefined, changed: string): boolean {
+  if (!deps) return false;
+  return deps.files.has(changed) || deps.dirs.has(path.dirname(changed));
+}
+
+/** Keeps one dynamic registration of watchers covering every dependency directory. */
+export class WatchRegistry {
+  private registered = '';
+  private disposable?: Promise<Disposable | undefined>;
+  /** Set from the client's capabilities at initialize. */
+  dynamic = false;
+  relativePatterns = false;
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly log: Log,
+  ) {}
+
+  /** Registers watchers for exactly `dirs` (no-op when unchanged or unsupported). */
+  update(dirs: Iterable<string>): void {
+    if (!this.dynamic) return;
+    const list = [...new Set(dirs)].sort();
+    const key = list.join('\n');
+    if (key === this.registered) return;
+    this.registered = key;
+    const previous = this.disposable;
+    const watchers: FileSystemWatcher[] = list.map((d) =>
+      this.relativePatterns
+        ? { globPattern: { baseUri: pathToFileURL(d).toString(), pattern: '*' }, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete }
+        : { globPattern: `${d.replace(/[\\[\]{}*?]/g, (c) => `[${c}]`)}/*`, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete },
+    );
+    this.disposable = (async () => {
+      try {
+        (await previous)?.dispose();
+      } catch {
+        /* already gone */
+      }
+      if (watchers.length === 0) return undefined;
+      try {
+        return await this.connection.client.register(DidChangeWatchedFilesNotification.type, { watchers });
+      } catch (err) {
+        this.log.error(`registering file watchers failed: ${oneLine(err)}`);
+        return undefined;
+      }
+    })();
+  }
+}
