@@ -110,8 +110,7 @@ describeFixtures('acceptance: export → prepare float32 → compile → run (CL
         const prepared = path.join(root, 'prepared');
         const fx = path.join(fixturesDir(), fam);
         const e = cli(how === 'onnx' ? ['export', '--onnx', path.join(fx, 'legacy.onnx'), '--checkpoint', fx, '--out', exp] : ['export', '--config', fx, '--out', exp]);
-        expect(e.stderr).toBe('');
-        expect(e.code).toBe(0);
+        expect(e.code, e.stderr).toBe(0);
         const p = cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]);
         expect(p.code, p.stderr).toBe(0);
         const c = cli(['compile', exp, '--prepared', prepared]);

@@ -86,7 +86,7 @@ describe('export --config writes a complete, consistent export directory', () =>
       }
       const ids = [3, 9, 27, 14, 5, 30, 11];
       const ref = referenceForward(cfg, randomCheckpoint(cfg, 3), ids);
-      let cache = Array.from({ length: 2 * a.layers.length }, () => new ort.Tensor('float32', new Float32Array(a.nKv * 16 * a.headDim), [1, a.nKv, 16, a.headDim]));
+      let cache: ort.Tensor[] = Array.from({ length: 2 * a.layers.length }, () => new ort.Tensor('float32', new Float32Array(a.nKv * 16 * a.headDim), [1, a.nKv, 16, a.headDim]));
       const rows: number[][] = [];
       for (let t = 0; t < ids.length; t++) {
         const res = await session.run({
@@ -133,6 +133,15 @@ describe('export --config writes a complete, consistent export directory', () =>
     await expect(exportFromConfig({ config: dir, out: foreign })).rejects.toThrow(/model\.onnx exists and was not made by weight-spec export/);
     expect(readFileSync(path.join(foreign, 'model.onnx'), 'utf8')).toBe('not ours');
     expect(existsSync(path.join(foreign, 'export-report.json'))).toBe(false);
+  });
+
+  it('--config may name the config.json file itself', async () => {
+    const dir = modelDir('by-file', SYNTHETIC_CONFIGS.gemma!);
+    const out = path.join(tmp, 'by-file-out');
+    await exportFromConfig({ config: path.join(dir, 'config.json'), out });
+    const spec = parseSpecText(readFileSync(path.join(out, 'weight_spec.json'), 'utf8'), 's').spec!;
+    expect(spec.model_name).toBe('by-file');
+    expect(spec.inputs.map((i) => i.name)).not.toContain('lm_head.weight'); // Gemma ties the head
   });
 
   it('bad inputs fail with one line naming the file', async () => {

@@ -44,6 +44,7 @@ export function makeProfile(dir, { userDataDir, extensionsDir } = {}) {
     'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,
     'chat.disableAIFeatures': true,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
     'telemetry.telemetryLevel': 'off',
     'update.mode': 'none',
     'extensions.autoUpdate': false,

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startCodeServer, workbenchUrl } from './harness.mjs';
 import { makeWorkspace } from './workspace.mjs';
 import { checkVsix } from './vsix.mjs';
@@ -15,6 +16,65 @@ export function pngSize(file) {
   const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
   if (b.length < 24 || !b.subarray(0, 8).equals(sig) || b.toString('latin1', 12, 16) !== 'IHDR') throw new Error(`${file} is not a PNG`);
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20), bytes: b.length };
+}
+
+/** Decodes an 8-bit, non-interlaced RGB/RGBA PNG (what Chromium writes) into RGBA pixels. */
+export function decodePng(file) {
+  const b = fs.readFileSync(file);
+  const { width, height } = pngSize(file);
+  const depth = b[24];
+  const colorType = b[25];
+  if (depth !== 8 || (colorType !== 2 && colorType !== 6) || b[28] !== 0) throw new Error(`${file}: unsupported PNG (depth ${depth}, color type ${colorType})`);
+  const idat = [];
+  for (let p = 8; p < b.length; ) {
+    const len = b.readUInt32BE(p);
+    const type = b.toString('latin1', p + 4, p + 8);
+    if (type === 'IDAT') idat.push(b.subarray(p + 8, p + 8 + len));
+    p += 12 + len;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const bpp = colorType === 6 ? 4 : 3;
+  const stride = width * bpp;
+  const px = Buffer.alloc(width * height * 4);
+  const prev = Buffer.alloc(stride);
+  const cur = Buffer.alloc(stride);
+  for (let y = 0; y < height; y++) {
+    const f = raw[y * (stride + 1)];
+    raw.copy(cur, 0, y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= bpp ? cur[i - bpp] : 0;
+      const up = prev[i];
+      const c = i >= bpp ? prev[i - bpp] : 0;
+      let v = cur[i];
+      if (f === 1) v += a;
+      else if (f === 2) v += up;
+      else if (f === 3) v += (a + up) >> 1;
+      else if (f === 4) {
+        const pa = Math.abs(up - c), pb = Math.abs(a - c), pc = Math.abs(a + up - 2 * c);
+        v += pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
+      }
+      cur[i] = v & 0xff;
+    }
+    for (let x = 0; x < width; x++) {
+      const o = (y * width + x) * 4;
+      px[o] = cur[x * bpp];
+      px[o + 1] = cur[x * bpp + 1];
+      px[o + 2] = cur[x * bpp + 2];
+      px[o + 3] = bpp === 4 ? cur[x * bpp + 3] : 255;
+    }
+    cur.copy(prev);
+  }
+  return { width, height, px };
+}
+
+/** Pixels that look like VS Code's error red (the severity icon of an error row). */
+export function errorRedPixels(img) {
+  let n = 0;
+  for (let i = 0; i < img.px.length; i += 4) {
+    const [r, g, bl] = [img.px[i], img.px[i + 1], img.px[i + 2]];
+    if (r > 180 && g < 90 && bl < 90) n++;
+  }
+  return n;
 }
 
 export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT } = {}) {
@@ -90,8 +150,12 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       if (!text.includes('key-missing')) throw new Error(`panel text shows no key-missing code: ${text}`);
       if (!text.includes(path.basename(ws.badSpec))) throw new Error(`panel text lacks the file name: ${text}`);
       if (size.width < 300 || size.height < 80) throw new Error(`screenshot is ${size.width}x${size.height}`);
+      // The picture itself: the error row's red severity icon is drawn (a panel without our
+      // error has none of that red).
+      const red = errorRedPixels(decodePng(shot));
+      if (red < 15) throw new Error(`the screenshot shows no error icon (${red} red pixels): ${shot}`);
       // Each row's text as shown; the screenshot file stays beside the run (kept on failure).
-      return `${size.width}x${size.height} PNG, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
+      return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
     });
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
   } catch (e) {

@@ -112,7 +112,8 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
     if (gi.dtype && gi.dtype !== info.dtype) {
       const want = prepareDtypeName(gi.dtype);
       const dir = path.dirname(ctx.files[fi]!.abs!);
-      report(ctx, 'dtype-mismatch', 'error', src.key,
+      // A warning (issue #7): the graph is right, the checkpoint needs `prepare --dtype`.
+      report(ctx, 'dtype-mismatch', 'warning', src.key,
         `"${input.name}" is ${gi.dtype} in ${onnxName} but "${info.key}" is ${info.dtype}` +
           (want ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint` : ''),
         { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) });

@@ -8,14 +8,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ExportInputs, PreparedLocation } from './locate';
+import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { sha256, type CompileRecord } from './record';
 
 /** Bump when the artifact layout changes, so old compiles are redone. */
 export const COMPILE_FORMAT = 'weight-spec-compile/1';
 
-/** Prepare's manifest and sentinel names (docs/ARCHITECTURE.md, prepared layout). */
-export const PREPARED_MANIFEST = '.checkpoint_prepared.json';
-export const PREPARED_SENTINEL = '.checkpoint_prepared';
 
 /** The parts and the whole. */
 export interface Fingerprint {
@@ -27,11 +25,11 @@ export interface Fingerprint {
 export function preparedState(loc: PreparedLocation): Record<string, unknown> {
   let manifest: string | null = null;
   try {
-    manifest = sha256(fs.readFileSync(path.join(loc.dir, PREPARED_MANIFEST)));
+    manifest = sha256(fs.readFileSync(path.join(loc.dir, MANIFEST_FILE)));
   } catch {
     manifest = null;
   }
-  const sentinel = fs.existsSync(path.join(loc.dir, PREPARED_SENTINEL));
+  const sentinel = fs.existsSync(path.join(loc.dir, SENTINEL_FILE));
   const files = loc.files.map((f, i) => {
     const st = fs.statSync(f);
     return { rel: loc.rel[i], size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };

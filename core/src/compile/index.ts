@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { bindOrt } from './bind-ort';
-import { changedParts, computeFingerprint, PREPARED_MANIFEST, PREPARED_SENTINEL, type Fingerprint } from './fingerprint';
+import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
+import { changedParts, computeFingerprint, type Fingerprint } from './fingerprint';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
@@ -57,19 +58,18 @@ export interface CompileResult {
   ms: number;
 }
 
-/** Checks prepare's sentinel: a manifest without its sentinel is a prepare that did not finish. */
-function checkPrepared(loc: PreparedLocation): string | undefined {
-  const manifest = path.join(loc.dir, PREPARED_MANIFEST);
-  if (!fs.existsSync(manifest)) return undefined;
-  if (!fs.existsSync(path.join(loc.dir, PREPARED_SENTINEL))) {
-    throw new PipelineError(`${loc.dir}: prepare did not finish (no ${PREPARED_SENTINEL}); run weight-spec prepare again`);
-  }
-  try {
-    const m = JSON.parse(fs.readFileSync(manifest, 'utf8')) as { source?: unknown };
-    return typeof m.source === 'string' ? m.source : undefined;
-  } catch {
-    throw new PipelineError(`${manifest}: not valid JSON; run weight-spec prepare again`);
-  }
+/**
+ * Checks the prepared directory with prepare's own status: an unfinished or damaged prepare
+ * is an error; a prepare whose source checkpoint changed since is a warning (the prepared
+ * files are still self-consistent). A directory without a manifest is a plain checkpoint and
+ * is bound as it is. Returns the source checkpoint (named in dtype errors).
+ */
+async function checkPrepared(loc: PreparedLocation, log: (line: string) => void): Promise<string | undefined> {
+  if (!fs.existsSync(path.join(loc.dir, MANIFEST_FILE))) return undefined;
+  const st = await preparedStatus(loc.dir);
+  if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
+  if (st.state === 'stale') log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
+  return st.manifest?.source;
 }
 
 function artifactsExist(rec: CompileRecord): boolean {
@@ -157,7 +157,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     // A dry run only prints the command; it needs no prepared weights.
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
-  const source = loc ? checkPrepared(loc) : undefined;
+  const source = loc ? await checkPrepared(loc, log) : undefined;
   const options = optionsOf(loc);
   const fp: Fingerprint = loc
     ? computeFingerprint(inp, loc, backend, options)

@@ -173,3 +173,46 @@ export async function sameValuesTransposed(a: TensorSource, b: TensorSource, chu
     await Promise.all([ra.close(), rb.close()]);
   }
 }
+
+/** An exact elementwise relation `init = ckpt + add` or `init = ckpt × mul` (in f32). */
+export interface Affine {
+  add?: number;
+  mul?: number;
+}
+
+/** Largest tensor {@link affineRelation} reads whole (norm weights and biases are far smaller). */
+export const AFFINE_MAX_ELEMENTS = 1 << 20;
+
+async function readF32(src: TensorSource): Promise<Float32Array> {
+  const r = await RangeReader.open(src.file);
+  try {
+    return toFloat32(await r.read(src.offset, src.byteLength), src.dtype);
+  } finally {
+    await r.close();
+  }
+}
+
+/**
+ * Finds a constant `c` with `init[i] == fround(ckpt[i] + c)` for every i (or `× c`), the
+ * form constant folding leaves for norms such as Gemma's `(1 + weight)`. Exact f32
+ * equality over every element is required, so a chance fit is not a risk in practice.
+ */
+export async function affineRelation(init: TensorSource, ckpt: TensorSource): Promise<Affine | undefined> {
+  const n = numel(init.shape);
+  if (n !== numel(ckpt.shape) || n < 4 || n > AFFINE_MAX_ELEMENTS) return undefined;
+  if (!WIDENS_TO_F32.has(init.dtype) || !WIDENS_TO_F32.has(ckpt.dtype)) return undefined;
+  const [b, a] = [await readF32(init), await readF32(ckpt)];
+  const holds = (f: (x: number) => number): boolean => {
+    for (let i = 0; i < n; i++) if (Math.fround(f(a[i]!)) !== b[i]) return false;
+    return true;
+  };
+  for (const c of new Set([1, Math.fround(b[0]! - a[0]!)])) {
+    if (c !== 0 && Number.isFinite(c) && holds((x) => x + c)) return { add: c };
+  }
+  const i0 = a.findIndex((x) => x !== 0);
+  if (i0 >= 0) {
+    const c = Math.fround(b[i0]! / a[i0]!);
+    if (c !== 1 && c !== 0 && Number.isFinite(c) && holds((x) => x * c)) return { mul: c };
+  }
+  return undefined;
+}

@@ -6,6 +6,7 @@
  */
 import { isFloat, type DType } from '../formats/dtype';
 import {
+  affineRelation,
   comparable,
   multisetDigest,
   numel,
@@ -17,7 +18,7 @@ import { isAllowedUnresolved, proposeByName, type Strategy } from './name-strate
 
 export { isAllowedUnresolved, proposeByName, baseModelPrefix, ALLOWED_UNRESOLVED } from './name-strategies';
 export type { Strategy } from './name-strategies';
-export { multisetDigest, sameValues, sameValuesTransposed, numel, type TensorSource } from './content';
+export { affineRelation, multisetDigest, sameValues, sameValuesTransposed, numel, type Affine, type TensorSource } from './content';
 
 /** An ONNX initializer whose bytes can be read from a file. */
 export interface InitializerInput extends TensorSource {
@@ -38,6 +39,8 @@ export interface Resolution {
   strategy?: Strategy;
   /** The initializer holds the transpose of the checkpoint tensor (2-D only). */
   transposed: boolean;
+  /** The initializer is the checkpoint tensor plus (or times) a constant folded in by the export. */
+  affine?: { add?: number; mul?: number };
   /** Why it stayed unresolved, or what was odd about the match. */
   note?: string;
 }
@@ -132,10 +135,28 @@ export async function resolveInitializers(
         break;
       }
     }
+    if (!res.key && init.dtype === 'F32' && init.shape.length === 1) await resolveAffine(init, res, tensors, used);
     if (!res.key && !res.note) {
       res.note = isAllowedUnresolved(init.name) ? 'allowed to stay embedded' : 'no checkpoint tensor holds these values';
     }
     opts.onProgress?.(++done, inits.length);
   }
   return results;
+}
+
+/**
+ * Last resort for 1-D initializers: a checkpoint vector that equals it up to a folded
+ * constant (`onnx::Add_N` = 1 + weight for Gemma-style norms). Unused keys are tried first.
+ */
+async function resolveAffine(init: InitializerInput, res: Resolution, tensors: readonly KeyTensor[], used: Set<string>): Promise<void> {
+  const n = numel(init.shape);
+  const candidates = tensors.filter((t) => isFloat(t.dtype) && t.shape.length === 1 && t.shape[0] === n);
+  const ordered = [...candidates.filter((t) => !used.has(t.key)), ...candidates.filter((t) => used.has(t.key))];
+  for (const t of ordered) {
+    const affine = await affineRelation(init, t);
+    if (!affine) continue;
+    Object.assign(res, { key: t.key, strategy: 'content-affine', transposed: false, affine, note: undefined });
+    used.add(t.key);
+    return;
+  }
 }

@@ -15,7 +15,8 @@ export type Strategy =
   | 'gate-router'
   | 'tied'
   | 'content'
-  | 'content-transposed';
+  | 'content-transposed'
+  | 'content-affine';
 
 /** Names that may stay unresolved (rotary caches and scale constants are not weights). */
 export const ALLOWED_UNRESOLVED = [

@@ -97,6 +97,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         transpose: r.transposed || undefined,
         reshape: sameDims ? undefined : init.dims,
         castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
+        affine: r.affine,
       });
     }
     const drop = new Set(rebuilds.map((r) => r.name));
@@ -135,6 +136,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
             input: preparedLocation(r.key!, plan).key,
             strategy: r.strategy,
             transposed: r.transposed,
+            ...(r.affine ? { affine: r.affine } : {}),
             dtype: r.dtype,
             shape: r.shape,
             bytes: r.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZE[r.dtype],

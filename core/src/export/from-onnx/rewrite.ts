@@ -25,6 +25,8 @@ export interface Rebuild {
   reshape?: number[];
   /** ONNX elem type to cast to when the prepared dtype differs from the graph's. */
   castTo?: number;
+  /** A constant the legacy export folded in (f32 graphs only): `+ add` or `× mul`, last. */
+  affine?: { add?: number; mul?: number };
 }
 
 /** A new graph input. */
@@ -92,6 +94,14 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       });
     }
     if (r.castTo !== undefined) steps.push((out) => nodes.push(node('Cast', [cur], [out], `${tag}/Cast`, [attrInt('to', r.castTo!)])));
+    for (const [op, c] of [['Add', r.affine?.add], ['Mul', r.affine?.mul]] as const) {
+      if (c === undefined) continue;
+      steps.push((out) => {
+        const raw = new Uint8Array(new Float32Array([c]).buffer);
+        constants.push(new WireWriter().int(2, 1).string(8, `${tag}/${op}_const`).bytes(9, raw).finish());
+        nodes.push(node(op, [cur, `${tag}/${op}_const`], [out], `${tag}/${op}`));
+      });
+    }
     if (steps.length === 0) {
       // The input already is the tensor the graph consumes (same name, dtype and layout).
       if (r.name === r.input) return;

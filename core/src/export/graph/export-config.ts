@@ -143,7 +143,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     written,
     [
       ['graph', `${built.model.graph.node.length} nodes, opset 18, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
-      ['weights', `${built.weights.length} inputs, ${(weightElems / 1e9).toFixed(2)} B params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
+      ['weights', `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
       ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
     ],
     withCheckpoint

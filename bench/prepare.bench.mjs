@@ -1,0 +1,108 @@
+// Benchmark (issue 4): `weight-spec prepare` bf16 → f16 of a generated ≥ 2 GB sharded checkpoint
+// against `cp` of the same files, measured in the same run (alternating, best of 2 each).
+// Targets: throughput ≥ 0.7 × cp's, peak RSS below the RAM budget (--max-ram-gb). Prints the numbers.
+// Run after `node scripts/bundle.mjs` (npm run bench does). WS_PREPARE_BENCH_GB overrides the size.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cli = path.join(root, 'dist', 'cli.js');
+if (!existsSync(cli) || !existsSync(path.join(root, 'dist', 'prepare-worker.js'))) {
+  console.error('prepare.bench: dist/cli.js or dist/prepare-worker.js missing; run `node scripts/bundle.mjs` first');
+  process.exit(1);
+}
+const GB = Number(process.env.WS_PREPARE_BENCH_GB ?? 2.2);
+const BUDGET_GB = 1;
+const TARGET_RATIO = 0.7;
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-prepare-bench-'));
+const src = path.join(tmp, 'ckpt');
+mkdirSync(src);
+
+// ---- generate: 5 shards of [4096, 4096] bf16 tensors (32 MiB each), header written by hand
+const SHARDS = 5;
+const tensorBytes = 4096 * 4096 * 2;
+const perShard = Math.max(1, Math.round((GB * 1e9) / SHARDS / tensorBytes));
+const noise = randomBytes(tensorBytes);
+// Keep values finite and varied: clear the exponent's top bit of every bf16.
+for (let i = 1; i < noise.length; i += 2) noise[i] &= 0xbf;
+const weightMap = {};
+for (let s = 0; s < SHARDS; s++) {
+  const name = `model-${String(s + 1).padStart(5, '0')}-of-${String(SHARDS).padStart(5, '0')}.safetensors`;
+  const header = { __metadata__: { format: 'pt' } };
+  for (let k = 0; k < perShard; k++) {
+    const key = `model.layers.${s * perShard + k}.mlp.proj.weight`;
+    header[key] = { dtype: 'BF16', shape: [4096, 4096], data_offsets: [k * tensorBytes, (k + 1) * tensorBytes] };
+    weightMap[key] = name;
+  }
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  const fd = openSync(path.join(src, name), 'w');
+  writeSync(fd, len);
+  writeSync(fd, json);
+  for (let k = 0; k < perShard; k++) {
+    noise[0] = k & 0xff; // tensors differ
+    writeSync(fd, noise);
+  }
+  closeSync(fd);
+}
+writeFileSync(path.join(src, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+writeFileSync(path.join(src, 'config.json'), JSON.stringify({ model_type: 'llama' }));
+spawnSync('sync');
+const files = Object.values(weightMap).filter((v, i, a) => a.indexOf(v) === i);
+const bytes = files.reduce((a, f) => a + statSync(path.join(src, f)).size, 0);
+
+function timed(cmd, args) {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (r.status !== 0) {
+    console.error(`prepare.bench: ${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
+    process.exit(1);
+  }
+  return { s, rssKb: Number(r.stderr.trim().split('\n').pop()), stdout: r.stdout };
+}
+
+const cpRuns = [];
+const prepRuns = [];
+for (let round = 0; round < 2; round++) {
+  const cpDir = path.join(tmp, `cp-${round}`);
+  mkdirSync(cpDir);
+  cpRuns.push(timed('cp', [...files.map((f) => path.join(src, f)), cpDir]));
+  rmSync(cpDir, { recursive: true });
+  spawnSync('sync');
+  const out = path.join(tmp, `prepared-${round}`);
+  prepRuns.push(timed(process.execPath, [cli, 'prepare', '--checkpoint', src, '--dtype', 'float16', '--out', out, '--max-ram-gb', String(BUDGET_GB)]));
+  if (round === 0) {
+    // Spot check: the output is a valid prepared checkpoint of the same size in f16.
+    const shard = path.join(out, 'base-0000.safetensors');
+    if (!existsSync(path.join(out, '.checkpoint_prepared')) || statSync(shard).size < bytes * 0.9) {
+      console.error('prepare.bench: prepared output incomplete');
+      process.exit(1);
+    }
+  }
+  rmSync(out, { recursive: true });
+  spawnSync('sync');
+}
+const best = (runs) => runs.reduce((a, b) => (b.s < a.s ? b : a));
+const cp = best(cpRuns);
+const prep = best(prepRuns);
+const mbps = (s) => bytes / s / 1e6;
+const ratio = mbps(prep.s) / mbps(cp.s);
+const peakRssMb = Math.max(...prepRuns.map((r) => r.rssKb)) / 1024;
+const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
+console.log(`checkpoint: ${(bytes / 1e9).toFixed(2)} GB bf16 in ${files.length} shards (${tmp})`);
+console.log(`cp:       ${cp.s.toFixed(2)} s  ${mbps(cp.s).toFixed(0)} MB/s   (runs: ${cpRuns.map((r) => r.s.toFixed(2)).join(', ')} s)`);
+console.log(`prepare:  ${prep.s.toFixed(2)} s  ${mbps(prep.s).toFixed(0)} MB/s   (runs: ${prepRuns.map((r) => r.s.toFixed(2)).join(', ')} s; bf16 → f16, fsynced)`);
+console.log(`ratio:    ${ratio.toFixed(2)} × cp throughput (target ≥ ${TARGET_RATIO})`);
+console.log(`peak RSS: ${peakRssMb.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB, --max-ram-gb ${BUDGET_GB})`);
+rmSync(tmp, { recursive: true, force: true });
+let ok = true;
+if (ratio < TARGET_RATIO) { console.error(`prepare.bench: throughput ratio ${ratio.toFixed(2)} is below ${TARGET_RATIO}`); ok = false; }
+if (peakRssMb >= budgetMb) { console.error(`prepare.bench: peak RSS ${peakRssMb.toFixed(0)} MiB is not below the budget ${budgetMb.toFixed(0)} MiB`); ok = false; }
+process.exit(ok ? 0 : 1);

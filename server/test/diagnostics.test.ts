@@ -1,0 +1,194 @@
+// Each diagnostic kind: a valid spec is edited (over LSP) into the faulty state; the test
+// asserts the code, the exact range (the offending string) and the message. Each quick fix,
+// applied, removes its diagnostic.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CodeAction, Diagnostic } from 'vscode-languageserver-protocol';
+import { applyEdits, startInMemory, textOf, type TestClient } from './harness';
+import { makeWorkspace, preparedCopy, type SpecJson } from './workspace';
+
+describe('diagnostics and quick fixes', () => {
+  let client: TestClient;
+  let ws: ReturnType<typeof makeWorkspace>;
+  let uri: string;
+
+  beforeAll(async () => {
+    client = await startInMemory();
+    ws = makeWorkspace();
+    const opened = await client.open(ws.specFile);
+    uri = opened.uri;
+  });
+  afterAll(() => client.close());
+
+  /** Edits the document to `mutate(valid spec)`; returns the diagnostics and the text. */
+  async function faulty(mutate: (s: SpecJson) => void): Promise<{ text: string; diags: Diagnostic[] }> {
+    const s = ws.spec();
+    mutate(s);
+    const text = ws.text(s);
+    const diags = await client.replace(uri, text);
+    return { text, diags };
+  }
+  const codes = (d: Diagnostic[]) => d.map((x) => String(x.code)).sort();
+  async function fixes(d: Diagnostic): Promise<CodeAction[]> {
+    return client.request<CodeAction[]>('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+  }
+  async function applyFix(a: CodeAction): Promise<Diagnostic[]> {
+    const text = applyEdits(client.text(uri), a.edit!.changes![uri]!);
+    return client.replace(uri, text);
+  }
+
+  it('the valid workspace spec has no diagnostics', async () => {
+    expect(await client.replace(uri, ws.text(ws.spec()))).toEqual([]);
+  });
+
+  it('json-syntax and schema errors', async () => {
+    const broken = ws.text(ws.spec()).replace('"model_name": "tiny"', '"model_name": "tiny",');
+    const d1 = await client.replace(uri, broken);
+    expect(d1.length).toBeGreaterThan(0);
+    expect(new Set(codes(d1))).toEqual(new Set(['json-syntax']));
+    expect(d1[0]!.message).toMatch(/^invalid JSON: /);
+    const { text, diags } = await faulty((s) => (s.version = 'five'));
+    expect(codes(diags)).toEqual(['schema']);
+    expect(textOf(text, diags[0]!.range)).toBe('"five"');
+    expect(diags[0]!.message).toMatch(/^version: /);
+    expect(diags[0]!.severity).toBe(1);
+  });
+
+  it('file-missing on the path string', async () => {
+    const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/nope.safetensors'));
+    expect(codes(diags)).toEqual(['file-missing']);
+    expect(textOf(text, diags[0]!.range)).toBe('"ckpt/nope.safetensors"');
+    expect(diags[0]!.message).toContain('ckpt/nope.safetensors does not exist');
+  });
+
+  it('file-not-safetensors on the path string', async () => {
+    writeFileSync(path.join(ws.dir, 'ckpt', 'garbage.safetensors'), Buffer.from('this is not a safetensors file at all'));
+    const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/garbage.safetensors'));
+    expect(codes(diags)).toEqual(['file-not-safetensors']);
+    expect(textOf(text, diags[0]!.range)).toBe('"ckpt/garbage.safetensors"');
+    expect(diags[0]!.message).toMatch(/^ckpt\/garbage\.safetensors is not a valid safetensors file: /);
+  });
+
+  it('path-outside-root for a path leaving the spec directory', async () => {
+    const { text, diags } = await faulty((s) => (s.files[1]!.path = '../../../etc/passwd'));
+    expect(codes(diags)).toEqual(['path-outside-root']);
+    expect(textOf(text, diags[0]!.range)).toBe('"../../../etc/passwd"');
+  });
+
+  it('file-index when location.file is out of range', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[4]!.location.file = 7));
+    expect(codes(diags)).toEqual(['file-index']);
+    expect(textOf(text, diags[0]!.range)).toBe('7');
+    expect(diags[0]!.message).toBe('inputs[4].location.file is 7 but the spec lists 2 files (valid: 0..1)');
+  });
+
+  it('key-missing with suggestions; the quick fix removes it', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[1]!.location.key = 'model.layers.0.self_attn.q_prj.weight'));
+    expect(codes(diags)).toEqual(['key-missing']);
+    const d = diags[0]!;
+    expect(textOf(text, d.range)).toBe('"model.layers.0.self_attn.q_prj.weight"');
+    expect(d.message).toBe('key "model.layers.0.self_attn.q_prj.weight" is not in ckpt/a.safetensors; did you mean "model.layers.0.self_attn.q_proj.weight" or "model.layers.0.self_attn.k_proj.weight"?');
+    const actions = await fixes(d);
+    expect(actions.map((a) => a.title)).toEqual(['Change key to "model.layers.0.self_attn.q_proj.weight"', 'Change key to "model.layers.0.self_attn.k_proj.weight"']);
+    expect(await applyFix(actions[0]!)).toEqual([]);
+  });
+
+  it('key-in-other-file names the file; the quick fix changes location.file', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[3]!.location.file = 0));
+    expect(codes(diags)).toEqual(['key-in-other-file']);
+    const d = diags[0]!;
+    expect(textOf(text, d.range)).toBe('"model.norm.weight"');
+    expect(text.slice(0, text.indexOf('"model.norm.weight"')).includes('"file": 0')).toBe(true);
+    expect(d.message).toBe('key "model.norm.weight" is not in ckpt/a.safetensors (files[0]) but in ckpt/b.safetensors (files[1]); set location.file to 1');
+    const actions = await fixes(d);
+    expect(actions.map((a) => a.title)).toEqual(['Set location.file to 1 (ckpt/b.safetensors)']);
+    expect(await applyFix(actions[0]!)).toEqual([]);
+  });
+
+  it('duplicate-name on the second name', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[4]!.name = 'model.norm.weight'));
+    // lm_head.weight is then unmapped in the graph and the renamed input's tensor has the
+    // wrong shape for model.norm.weight, which the server also says.
+    expect(codes(diags)).toEqual(['duplicate-name', 'onnx-input-unmapped', 'shape-mismatch']);
+    const d = diags.find((x) => x.code === 'duplicate-name')!;
+    expect(d.range.start.line).toBe(textOf(text, { start: { line: 0, character: 0 }, end: d.range.start }).split('\n').length - 1);
+    expect(textOf(text, d.range)).toBe('"model.norm.weight"');
+    expect(text.split('\n')[d.range.start.line]).toContain('"name": "model.norm.weight"');
+    expect(text.indexOf('"name": "model.norm.weight"')).toBeLessThan(text.lastIndexOf('"name": "model.norm.weight"'));
+    expect(d.message).toBe('input name "model.norm.weight" is already used by inputs[3]');
+  });
+
+  it('name-not-in-onnx with suggestions; the quick fix removes it', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[3]!.name = 'model.norm.weigth'));
+    expect(codes(diags)).toEqual(['name-not-in-onnx', 'onnx-input-unmapped']);
+    const d = diags.find((x) => x.code === 'name-not-in-onnx')!;
+    expect(textOf(text, d.range)).toBe('"model.norm.weigth"');
+    expect(d.message).toBe('"model.norm.weigth" is not an input of model.onnx; did you mean "model.norm.weight"?');
+    const actions = await fixes(d);
+    expect(actions[0]!.title).toBe('Change name to "model.norm.weight"');
+    expect(await applyFix(actions[0]!)).toEqual([]);
+  });
+
+  it('onnx-input-unmapped (warning) for a graph weight input without entry', async () => {
+    const { text, diags } = await faulty((s) => s.inputs.splice(4, 1));
+    expect(codes(diags)).toEqual(['onnx-input-unmapped']);
+    expect(diags[0]!.severity).toBe(2);
+    expect(textOf(text, diags[0]!.range)).toBe('"inputs"');
+    expect(diags[0]!.message).toBe('graph input "lm_head.weight" of model.onnx has no entry in the spec (the compiler cannot bind it)');
+  });
+
+  it('shape-mismatch between graph input and checkpoint tensor', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[1]!.location.key = 'model.layers.0.self_attn.k_proj.weight'));
+    expect(codes(diags)).toEqual(['shape-mismatch']);
+    expect(diags[0]!.severity).toBe(1);
+    expect(textOf(text, diags[0]!.range)).toBe('"model.layers.0.self_attn.k_proj.weight"');
+    expect(text.split('\n')[diags[0]!.range.start.line + 2]).toContain('model.layers.0.self_attn.q_proj.weight');
+    expect(diags[0]!.message).toBe('"model.layers.0.self_attn.q_proj.weight" is [4, 4] in model.onnx but "model.layers.0.self_attn.k_proj.weight" has shape [2, 4]');
+  });
+
+  it('dtype-mismatch (warning) names the prepare --dtype that fixes it', async () => {
+    const { text, diags } = await faulty((s) => (s.inputs[0]!.location.key = 'model.embed_tokens.weight.f16'));
+    expect(codes(diags)).toEqual(['dtype-mismatch']);
+    expect(diags[0]!.severity).toBe(2);
+    expect(textOf(text, diags[0]!.range)).toBe('"model.embed_tokens.weight.f16"');
+    expect(diags[0]!.message).toMatch(/^"model\.embed_tokens\.weight" is F32 in model\.onnx but "model\.embed_tokens\.weight\.f16" is F16; run `weight-spec prepare --checkpoint \S+ --dtype float32`/);
+  });
+
+  it('not-prepared: a prepared directory that does not exist yet', async () => {
+    const { text, diags } = await faulty((s) => (s.files[0]!.path = 'tiny-qeff-prepared-float32/a.safetensors'));
+    expect(codes(diags)).toEqual(['not-prepared']);
+    expect(textOf(text, diags[0]!.range)).toBe('"tiny-qeff-prepared-float32/a.safetensors"');
+    expect(diags[0]!.message).toContain('run `weight-spec prepare`');
+  });
+
+  it('not-prepared: a prepared directory without its sentinel (unfinished prepare)', async () => {
+    preparedCopy(ws.dir, 'half-qeff-prepared-float32', { sentinel: false });
+    const { text, diags } = await faulty((s) => (s.files[0]!.path = 'half-qeff-prepared-float32/a.safetensors'));
+    expect(codes(diags)).toEqual(['not-prepared']);
+    expect(textOf(text, diags[0]!.range)).toBe('"half-qeff-prepared-float32/a.safetensors"');
+    expect(diags[0]!.message).toContain('no .checkpoint_prepared sentinel');
+  });
+
+  it('prepared-stale (warning) when the manifest no longer matches its source', async () => {
+    preparedCopy(ws.dir, 'old-qeff-prepared-float32', { sentinel: true, sourceSize: 12345 });
+    const { text, diags } = await faulty((s) => (s.files[0]!.path = 'old-qeff-prepared-float32/a.safetensors'));
+    expect(codes(diags)).toEqual(['prepared-stale']);
+    expect(diags[0]!.severity).toBe(2);
+    expect(textOf(text, diags[0]!.range)).toBe('"old-qeff-prepared-float32/a.safetensors"');
+    expect(diags[0]!.message).toMatch(/is stale: source .*a\.safetensors changed size \(12345 → \d+ bytes\)/);
+  });
+
+  it('the same problems as `weight-spec check` (core checkSpec) for a faulty text', async () => {
+    const { checkSpec } = await import('../../core/src/check');
+    const { text, diags } = await faulty((s) => {
+      s.inputs[1]!.location.key = 'model.layers.0.self_attn.q_prj.weight';
+      s.inputs[3]!.location.file = 0;
+      s.inputs[4]!.name = 'model.norm.weight';
+    });
+    const problems = await checkSpec(ws.specFile, text);
+    expect(diags.map((d) => [d.code, d.message, textOf(text, d.range)])).toEqual(
+      problems.map((p) => [p.code, p.message, p.range ? text.slice(p.range.start, p.range.end) : text.slice(0, 1)]),
+    );
+  });
+});

@@ -1,0 +1,114 @@
+// Completion, code lenses, formatting, watching and cancellation over real JSON-RPC.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CodeLens, CompletionList, Hover } from 'vscode-languageserver-protocol';
+import { writeTensors } from '../../core/test/check-helpers';
+import { applyEdits, positionOf, startInMemory, type TestClient } from './harness';
+import { makeWorkspace } from './workspace';
+
+describe('language features on a workspace spec', () => {
+  let client: TestClient;
+  let ws: ReturnType<typeof makeWorkspace>;
+  let uri: string;
+  beforeAll(async () => {
+    client = await startInMemory();
+    ws = makeWorkspace();
+    uri = (await client.open(ws.specFile)).uri;
+  });
+  afterAll(() => client.close());
+
+  it('completes keys of the referenced file inside location.key', async () => {
+    const text = ws.text(ws.spec());
+    await client.replace(uri, text);
+    const at = text.indexOf('"key": "model.norm.weight"') + 9;
+    const list = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(text, at) });
+    expect(list.items.map((i) => i.label).sort()).toEqual(['lm_head.weight', 'model.norm.weight']); // files[1] only
+    const item = list.items.find((i) => i.label === 'lm_head.weight')!;
+    expect(item.detail).toBe('F32 [16, 4] · files[1]');
+    expect(item.textEdit).toMatchObject({ newText: '"lm_head.weight"' });
+  });
+
+  it('completes graph input names inside name', async () => {
+    const text = ws.text(ws.spec());
+    await client.replace(uri, text);
+    const at = text.indexOf('"name": "lm_head.weight"') + 10;
+    const list = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(text, at) });
+    const labels = list.items.map((i) => i.label);
+    expect(labels).toContain('model.norm.weight');
+    expect(labels).not.toContain('input_ids'); // runtime inputs are not weights
+  });
+
+  it('hover on a name shows the graph input, on a path the file facts', async () => {
+    const text = ws.text(ws.spec());
+    await client.replace(uri, text);
+    const onName = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('"name": "lm_head.weight"') + 11) });
+    expect((onName.contents as { value: string }).value).toContain('ONNX input `lm_head.weight` of `model.onnx`: `F32` `[16, 4]`');
+    const onFile = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt/b.safetensors') + 2) });
+    expect((onFile.contents as { value: string }).value).toContain('2 tensors');
+  });
+
+  it('code lenses: Prepare checkpoint, Compile (never compiled), Inspect ONNX with the right arguments', async () => {
+    const lenses = await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
+    expect(lenses.map((l) => l.command!.title)).toEqual(['Prepare checkpoint', 'Compile (never compiled)', 'Inspect ONNX']);
+    expect(lenses.map((l) => l.command!.command)).toEqual(['weightSpec.prepare', 'weightSpec.compile', 'weightSpec.inspect']);
+    expect(lenses[0]!.command!.arguments).toEqual([uri]);
+    expect(lenses[1]!.command!.arguments).toEqual([uri]);
+    expect(lenses[2]!.command!.arguments).toEqual([pathToFileURL(path.join(ws.dir, 'model.onnx')).toString()]);
+  });
+
+  it('formats a spec as QEfficient writes it (indent 2, sorted keys, no trailing newline)', async () => {
+    const messy = JSON.stringify(ws.spec());
+    await client.replace(uri, messy);
+    const edits = await client.request<{ range: never; newText: string }[]>('textDocument/formatting', { textDocument: { uri }, options: { tabSize: 4, insertSpaces: true } });
+    const out = applyEdits(messy, edits);
+    expect(out.startsWith('{\n  "files": [\n    {\n      "format": "safetensors",\n      "path": "ckpt/a.safetensors"\n    },')).toBe(true);
+    expect(out.endsWith('\n  "version": 5\n}')).toBe(true);
+    expect(JSON.parse(out)).toEqual(ws.spec());
+    expect(await client.replace(uri, out)).toEqual([]);
+  });
+
+  it('re-validates when a referenced file changes on disk (didChangeWatchedFiles)', async () => {
+    expect(client.registrations.some((r) => (r as { method: string }).method === 'workspace/didChangeWatchedFiles')).toBe(true);
+    expect(await client.replace(uri, ws.text(ws.spec()))).toEqual([]);
+    const b = path.join(ws.dir, 'ckpt', 'b.safetensors');
+    writeTensors(b, [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }]); // lm_head.weight gone
+    const next = client.nextDiagnostics(uri);
+    client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(b).toString(), type: 2 }] });
+    const diags = await next;
+    expect(diags.map((d) => d.code)).toEqual(['key-missing']);
+    writeTensors(b, [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }, { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] }]);
+    const again = client.nextDiagnostics(uri);
+    client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(b).toString(), type: 2 }] });
+    expect(await again).toEqual([]);
+  });
+
+  it('a burst of edits: older checks are cancelled, the newest version gets its diagnostics', async () => {
+    const base = ws.text(ws.spec());
+    await client.replace(uri, base);
+    const key = '"model.norm.weight"';
+    const at = base.indexOf(key, base.indexOf('"key"')) ;
+    const keyAt = base.indexOf(`"key": ${key}`) + 8;
+    void at;
+    const pending: Promise<unknown>[] = [];
+    for (let k = 0; k < 20; k++) pending.push(client.edit(uri, keyAt + 1, keyAt + 1, 'x'));
+    const last = await pending[pending.length - 1];
+    expect((last as { code: string }[]).map((d) => d.code)).toEqual(['key-missing']);
+    expect(client.text(uri)).toContain(`"key": "${'x'.repeat(20)}model.norm.weight"`);
+    expect(client.server!.documents.docs.get(uri)!.published!.version).toBe(client.version(uri));
+  });
+
+  it('the specState request reports counts, files, ONNX and compile state', async () => {
+    await client.replace(uri, ws.text(ws.spec()));
+    const st = await client.request<Record<string, unknown>>('weightSpec/specState', { uri });
+    expect(st).toMatchObject({ uri, errors: 0, warnings: 0, inputs: 5, onnx: path.join(ws.dir, 'model.onnx'), compile: { state: 'never-compiled' } });
+    expect((st.files as unknown[]).length).toBe(2);
+  });
+
+  it('stays quiet about a broken compile.json (never compiled)', async () => {
+    writeFileSync(path.join(ws.dir, 'compile.json'), '{broken');
+    const lenses = await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
+    expect(lenses.map((l) => l.command!.title)).toContain('Compile (never compiled)');
+  });
+});

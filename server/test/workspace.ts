@@ -1,0 +1,72 @@
+// A small spec workspace made in code: two safetensors shards, a companion ONNX whose weight
+// inputs match them, and a v5 spec — valid as written; tests edit it into faulty states.
+import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ELEM, onnxBytes, tempDir, writeTensors, type TestValue } from '../../core/test/check-helpers';
+
+export interface SpecInputJson { name: string; location: { file: number; key: string } }
+export interface SpecJson { files: { format: string; path: string }[]; inputs: SpecInputJson[]; model_name: string; version: number | string }
+
+/** Creates the workspace; `spec()` returns a fresh copy of the valid spec. */
+export function makeWorkspace(): { dir: string; specFile: string; spec: () => SpecJson; text: (s: SpecJson) => string } {
+  const dir = tempDir('ws-lsp-');
+  writeTensors(path.join(dir, 'ckpt', 'a.safetensors'), [
+    { key: 'model.embed_tokens.weight', dtype: 'F32', shape: [16, 4] },
+    { key: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F32', shape: [4, 4] },
+    { key: 'model.layers.0.self_attn.k_proj.weight', dtype: 'F32', shape: [2, 4] },
+    { key: 'model.embed_tokens.weight.f16', dtype: 'F16', shape: [16, 4] },
+  ]);
+  writeTensors(path.join(dir, 'ckpt', 'b.safetensors'), [
+    { key: 'model.norm.weight', dtype: 'F32', shape: [4] },
+    { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] },
+  ]);
+  const inputs: TestValue[] = [
+    { name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] },
+    { name: 'model.embed_tokens.weight', elem: ELEM.FLOAT, dims: [16, 4] },
+    { name: 'model.layers.0.self_attn.q_proj.weight', elem: ELEM.FLOAT, dims: [4, 4] },
+    { name: 'model.layers.0.self_attn.k_proj.weight', elem: ELEM.FLOAT, dims: [2, 4] },
+    { name: 'model.norm.weight', elem: ELEM.FLOAT, dims: [4] },
+    { name: 'lm_head.weight', elem: ELEM.FLOAT, dims: [16, 4] },
+  ];
+  writeFileSync(path.join(dir, 'model.onnx'), onnxBytes(inputs, [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 16] }]));
+  const input = (name: string, file: number, key = name): SpecInputJson => ({ location: { file, key }, name });
+  const spec = (): SpecJson => ({
+    files: [
+      { format: 'safetensors', path: 'ckpt/a.safetensors' },
+      { format: 'safetensors', path: 'ckpt/b.safetensors' },
+    ],
+    inputs: [
+      input('model.embed_tokens.weight', 0),
+      input('model.layers.0.self_attn.q_proj.weight', 0),
+      input('model.layers.0.self_attn.k_proj.weight', 0),
+      input('model.norm.weight', 1),
+      input('lm_head.weight', 1),
+    ],
+    model_name: 'tiny',
+    version: 5,
+  });
+  const specFile = path.join(dir, 'model.weight_spec.json');
+  const text = (s: SpecJson) => JSON.stringify(s, null, 2);
+  writeFileSync(specFile, text(spec()));
+  return { dir, specFile, spec, text };
+}
+
+const FINGERPRINT = 'ab'.repeat(32);
+
+/** A prepared directory `<dir>/<name>` holding a copy of ckpt/a.safetensors, a manifest and (optionally) the sentinel. */
+export function preparedCopy(dir: string, name: string, opts: { sentinel: boolean; sourceSize?: number }): void {
+  const p = path.join(dir, name);
+  mkdirSync(p, { recursive: true });
+  copyFileSync(path.join(dir, 'ckpt', 'a.safetensors'), path.join(p, 'a.safetensors'));
+  const src = path.join(dir, 'ckpt', 'a.safetensors');
+  // A manifest in prepare's format (core/src/prepare/manifest.ts).
+  writeFileSync(path.join(p, '.checkpoint_prepared.json'), JSON.stringify({
+    version: 1, tool: 'weight-spec', source: path.join(dir, 'ckpt'), target_dtype: 'float32', fingerprint: FINGERPRINT,
+    moe_prefill_flavour: null, expert_parallel: null,
+    source_files: [{ path: 'a.safetensors', size: opts.sourceSize ?? statSync(src).size, mtime_ms: statSync(src).mtimeMs }],
+    transforms: [], tasks: [], output_files: [{ path: 'a.safetensors', size: statSync(path.join(p, 'a.safetensors')).size }],
+    sidecars: [], created_at: new Date(0).toISOString(),
+  }));
+  // The sentinel holds the manifest's fingerprint (core/src/prepare/manifest.ts).
+  if (opts.sentinel) writeFileSync(path.join(p, '.checkpoint_prepared'), FINGERPRINT);
+}
