@@ -1,8 +1,8 @@
 /**
  * `weight-spec compile` and `weight-spec run` as a user runs them (`node dist/cli.js`): the
  * messages, exit codes and files of the contract, on exports made in code from the fixtures
- * (compile-support.ts), and — once the exporters and prepare exist — the full pipeline of the
- * acceptance criteria: export → prepare float32 → compile → run against reference.json.
+ * (compile-support.ts), and the full pipeline of the acceptance criteria for every family
+ * and both exporters: export → prepare float32 → compile → run against reference.json.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -94,17 +94,10 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
   });
 });
 
-/** True when the pipeline steps this block needs are implemented in the built CLI. */
-function pipelineReady(): boolean {
-  const src = (p: string) => (fs.existsSync(path.join(REPO_ROOT, p)) ? fs.readFileSync(path.join(REPO_ROOT, p), 'utf8') : 'not implemented yet');
-  return !/not implemented yet/.test(src('core/src/cli/commands/prepare.ts') + src('core/src/cli/commands/export.ts'));
-}
-
 describeFixtures('acceptance: export → prepare float32 → compile → run (CLI)', () => {
-  const ready = pipelineReady();
   for (const fam of LEGACY_FAMILIES) {
     for (const how of ['onnx', 'config'] as const) {
-      it.skipIf(!ready)(`${fam} (export --${how}): --dump-logits equals reference.json ≤ 1e-4; --max-new-tokens 5 reproduces generated_ids`, () => {
+      it(`${fam} (export --${how}): --dump-logits equals reference.json ≤ 1e-4; --max-new-tokens 5 reproduces generated_ids`, () => {
         const root = tmp();
         const exp = path.join(root, 'export');
         const prepared = path.join(root, 'prepared');

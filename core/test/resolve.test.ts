@@ -135,4 +135,18 @@ describe('resolveInitializers on files', () => {
     expect(nat).toMatchObject({ key: 'sq', transposed: false });
     expect(tr).toMatchObject({ key: 'sq', transposed: true });
   });
+
+  it('finds a norm folded with a constant (1 + w, as Gemma exports) and says which constant', async () => {
+    const g = randomBf16(16);
+    const other = randomBf16(16);
+    const tensors = await checkpoint([
+      ['model.layers.0.input_layernorm.weight', [16], other],
+      ['model.layers.0.post_attention_layernorm.weight', [16], g],
+    ]);
+    const folded = g.map((v) => Math.fround(v + 1));
+    const scaled = g.map((v) => Math.fround(v * 0.125));
+    const res = await resolveInitializers([initializer('onnx::Mul_3', [16], folded), initializer('onnx::Mul_4', [16], scaled)], tensors);
+    expect(res[0]).toMatchObject({ key: 'model.layers.0.post_attention_layernorm.weight', strategy: 'content-affine', affine: { add: 1 } });
+    expect(res[1]).toMatchObject({ key: 'model.layers.0.post_attention_layernorm.weight', strategy: 'content-affine', affine: { mul: 0.125 } });
+  });
 });
