@@ -59,6 +59,9 @@ let passed = 0;
 let failed = 0;
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'weight-spec-e2e-'));
 
+const adapter = path.join(REPO_ROOT, 'test', 'e2e', 'code-server-adapter.mjs');
+fs.chmodSync(adapter, 0o755); // runTests spawns it directly, as it would spawn VS Code
+
 if (!argv.has('--only-ui')) {
   const ws = makeWorkspace(path.join(scratch, 'workspace'));
   const report = path.join(scratch, 'report.txt');
@@ -81,7 +84,7 @@ if (!argv.has('--only-ui')) {
       // value is taken as the path of a VS Code executable.
       ...(process.env.WEIGHT_SPEC_E2E_VSCODE === 'download'
         ? {}
-        : { vscodeExecutablePath: process.env.WEIGHT_SPEC_E2E_VSCODE || path.join(REPO_ROOT, 'test', 'e2e', 'code-server-adapter.mjs') }),
+        : { vscodeExecutablePath: process.env.WEIGHT_SPEC_E2E_VSCODE || adapter }),
       // WEIGHT_SPEC_E2E_EXT_ROOT: run another copy of the extension (development of the harness).
       extensionDevelopmentPath: process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT,
       extensionTestsPath: path.join(buildDir, 'suite', 'index.js'),

@@ -123,6 +123,23 @@ describeFixtures('acceptance: export → prepare float32 → compile → run (CL
   }
 });
 
+describeFixtures('compile checks the prepared directory with prepare\'s status', () => {
+  it('an unfinished prepare (no sentinel) is one clear error; a finished one compiles', () => {
+    const root = tmp();
+    const exp = path.join(root, 'export');
+    const prepared = path.join(root, 'prepared');
+    const fx = path.join(fixturesDir(), 'llama');
+    expect(cli(['export', '--config', fx, '--out', exp]).code).toBe(0);
+    expect(cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]).code).toBe(0);
+    fs.renameSync(path.join(prepared, '.checkpoint_prepared'), path.join(root, 'sentinel'));
+    const bad = cli(['compile', exp, '--prepared', prepared]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^weight-spec: .*has no \.checkpoint_prepared sentinel .*; run weight-spec prepare again\n$/);
+    fs.renameSync(path.join(root, 'sentinel'), path.join(prepared, '.checkpoint_prepared'));
+    expect(cli(['compile', exp, '--prepared', prepared]).code).toBe(0);
+  });
+});
+
 describe('help', () => {
   it('compile and run document their flags', () => {
     const c = cli(['compile', '--help']);

@@ -51,7 +51,7 @@ describe('prepare: dense dtype conversion', () => {
     const ids = new BigInt64Array([1n, -2n, 3n]);
     await writeCheckpoint(src, [
       [t('model.embed_tokens.weight', [64, 32], 1), t('special', [12], 0, 'F32', new Uint8Array(special.buffer))],
-      [t('model.norm.weight', [32], 2), t('position_ids', [3], 0, 'I64', new Uint8Array(ids.buffer))],
+      [t('model.norm.weight', [32], 2), t('position_ids', [3], 0, 'I64', new Uint8Array(ids.buffer)), t('odd', [7], 3)],
     ], { model_type: 'llama' });
     fs.writeFileSync(path.join(src, 'tokenizer.json'), '{}');
     const res = await prepare(src, 'float16');
@@ -61,10 +61,14 @@ describe('prepare: dense dtype conversion', () => {
 
     const ck = await Checkpoint.open(out);
     expect(ck.layout).toBe('index');
-    expect(ck.keys().sort()).toEqual(['model.embed_tokens.weight', 'model.norm.weight', 'position_ids', 'special']);
+    expect(ck.keys().sort()).toEqual(['model.embed_tokens.weight', 'model.norm.weight', 'odd', 'position_ids', 'special']);
     const index = JSON.parse(fs.readFileSync(path.join(out, 'model.safetensors.index.json'), 'utf8'));
-    expect(Object.values(index.weight_map)).toEqual(['base-0000.safetensors', 'base-0000.safetensors', 'base-0000.safetensors', 'base-0000.safetensors']);
-    expect(index.metadata.total_size).toBe(64 * 32 * 2 + 12 * 2 + 32 * 2 + 3 * 8);
+    // One base shard per source shard, keys sorted in the index.
+    expect(index.weight_map).toEqual({
+      'model.embed_tokens.weight': 'base-0000.safetensors', 'model.norm.weight': 'base-0001.safetensors', odd: 'base-0001.safetensors',
+      position_ids: 'base-0001.safetensors', special: 'base-0000.safetensors',
+    });
+    expect(index.metadata.total_size).toBe(64 * 32 * 2 + 12 * 2 + 32 * 2 + 3 * 8 + 7 * 2);
     for (const sidecar of ['config.json', 'tokenizer.json']) expect(fs.existsSync(path.join(out, sidecar))).toBe(true);
 
     expect(ck.get('special')!.dtype).toBe('F16');
@@ -75,6 +79,8 @@ describe('prepare: dense dtype conversion', () => {
     const outEmb = u16(await ck.read('model.embed_tokens.weight'));
     const want = Uint16Array.from(srcEmb, (b) => refHalf(bf16ToNumber(b)));
     expect(outEmb).toEqual(want);
+    const odd = u16(await readKey(src, 'odd'));
+    expect([...u16(await ck.read('odd'))]).toEqual([...odd].map((b) => refHalf(bf16ToNumber(b))));
   });
 
   it('widens bf16 to f32 exactly', async () => {

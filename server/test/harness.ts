@@ -28,6 +28,10 @@ export interface TestClient {
   version(uri: string): number;
   request<R>(method: string, params: unknown): Promise<R>;
   notify(method: string, params: unknown): void;
+  /** Every publishDiagnostics received: uri, version and count, in order. */
+  published: { uri: string; version?: number; count: number }[];
+  /** Sends one incremental change without waiting for diagnostics. */
+  editNoWait(uri: string, start: number, end: number, newText: string): void;
   /** Registrations the server asked for (client/registerCapability). */
   registrations: unknown[];
   close(): void;
@@ -71,7 +75,9 @@ export async function connectClient(
   const latest = new Map<string, { version?: number; diagnostics: Diagnostic[] }>();
   let waiters: Waiter[] = [];
   const registrations: unknown[] = [];
+  const published: { uri: string; version?: number; count: number }[] = [];
   rpc.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => {
+    published.push({ uri: p.uri, version: p.version, count: p.diagnostics.length });
     latest.set(p.uri, { version: p.version, diagnostics: p.diagnostics });
     const ready = waiters.filter((w) => w.uri === p.uri && (w.version === undefined || w.version === p.version));
     waiters = waiters.filter((w) => !ready.includes(w));
@@ -106,6 +112,14 @@ export async function connectClient(
     rpc,
     server: opts.server,
     registrations,
+    published,
+    editNoWait(uri, start, end, newText) {
+      const d = docs.get(uri)!;
+      const range = { start: positionOf(d.text, start), end: positionOf(d.text, end) };
+      d.text = d.text.slice(0, start) + newText + d.text.slice(end);
+      d.version++;
+      void rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: d.version }, contentChanges: [{ range, text: newText }] }).catch(() => undefined);
+    },
     async open(file, text) {
       const t = text ?? readFileSync(file, 'utf8');
       const uri = pathToFileURL(file).toString();
@@ -135,7 +149,7 @@ export async function connectClient(
     text: (uri) => docs.get(uri)!.text,
     version: (uri) => docs.get(uri)!.version,
     request: (method, params) => rpc.sendRequest(method, params),
-    notify: (method, params) => void rpc.sendNotification(method, params),
+    notify: (method, params) => void rpc.sendNotification(method, params).catch(() => undefined),
     close: () => rpc.dispose(),
   };
   return client;

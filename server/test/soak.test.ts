@@ -132,10 +132,14 @@ describe('language server soak', () => {
     let seed = 12345;
     const rnd = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
     const times: number[] = [];
+    const slow: string[] = [];
+    let opNow = 0;
     const timed = async (method: string, params: unknown) => {
       const t0 = performance.now();
       await conn.sendRequest(method, params);
-      times.push(performance.now() - t0);
+      const ms = performance.now() - t0;
+      times.push(ms);
+      if (ms > 300) slow.push(`${method.split('/')[1]}@${opNow}:${ms.toFixed(0)}ms`);
     };
     const lineOfKey = (i: number) => 11 + 7 * i; // JSON.stringify indent 2: line of `"key": …` of input i
     let heapAt100 = 0;
@@ -143,6 +147,7 @@ describe('language server soak', () => {
     let checks = 0;
 
     for (let op = 0; op < OPS; op++) {
+      opNow = op;
       if (op === 100) heapAt100 = await heap();
       if (op === 700 || op === 900) {
         // A referenced file breaks (and is later repaired) mid-run.
@@ -188,9 +193,11 @@ describe('language server soak', () => {
     await diagnosticsWhere(uri, (d) => missingOf(d) === broken.size, `exactly ${broken.size} key-missing errors at the end`);
     const heapEnd = await heap();
     const max = Math.max(...times);
+    const sorted = [...times].sort((x, y) => x - y);
+    const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(0);
     const ratio = heapEnd / heapAt100;
     console.log(
-      `[soak] ${OPS} ops, ${N_INPUTS} inputs, ${times.length} requests (max ${max.toFixed(0)} ms, mean ${(times.reduce((a, b) => a + b, 0) / times.length).toFixed(1)} ms), ` +
+      `[soak] ${OPS} ops, ${N_INPUTS} inputs, ${times.length} requests (p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, p99 ${pct(0.99)} ms, max ${max.toFixed(0)} ms; >300 ms: ${slow.join(' ') || 'none'}), ` +
         `${checks} diagnostic checks; heap after 100 ops ${(heapAt100 / 2 ** 20).toFixed(1)} MiB, after run ${(heapEnd / 2 ** 20).toFixed(1)} MiB (×${ratio.toFixed(2)})`,
     );
     expect(max).toBeLessThan(1000);

@@ -38,6 +38,37 @@ function u16(b: Uint8Array): Uint16Array {
   return new Uint16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
 }
 
+/**
+ * `dst[i] = table[src[i]]` over 16-bit elements, two at a time through 32-bit views (half
+ * the loads and stores of the 16-bit loop; this loop is the whole cost of bf16 → f16).
+ */
+function lookupPairs(src: Uint8Array, dst: Uint8Array, table: Uint16Array): void {
+  const pairs = src.byteLength >> 2;
+  const s32 = new Uint32Array(src.buffer, src.byteOffset, pairs);
+  if (dst.byteOffset % 4 === 0) {
+    const d32 = new Uint32Array(dst.buffer, dst.byteOffset, pairs);
+    for (let i = 0; i < pairs; i++) {
+      const v = s32[i]!;
+      d32[i] = table[v & 0xffff]! | (table[v >>> 16]! << 16);
+    }
+  } else {
+    const d = u16(dst.byteOffset % 2 === 0 ? dst : new Uint8Array(dst.byteLength));
+    for (let i = 0; i < pairs; i++) {
+      const v = s32[i]!;
+      d[2 * i] = table[v & 0xffff]!;
+      d[2 * i + 1] = table[v >>> 16]!;
+    }
+    if (d.buffer !== dst.buffer) dst.set(new Uint8Array(d.buffer, 0, pairs * 4));
+  }
+  if (src.byteLength & 2) {
+    const last = (src.byteLength >> 1) - 1;
+    const v = src[last * 2]! | (src[last * 2 + 1]! << 8);
+    const r = table[v]!;
+    dst[last * 2] = r & 0xff;
+    dst[last * 2 + 1] = r >>> 8;
+  }
+}
+
 /** A converter from one dtype to another (identity copy when equal; non-floats must be equal). */
 export function makeConverter(from: DType, to: DType): Converter {
   const outSize = DTYPE_SIZE[to];
@@ -59,9 +90,8 @@ export function makeConverter(from: DType, to: DType): Converter {
   if (table) {
     return (src, dst) => {
       const out = sized(src, dst);
-      const s = u16(aligned(src));
-      const d = u16(out);
-      for (let i = 0; i < s.length; i++) d[i] = table[s[i]!]!;
+      const a = src.byteOffset % 4 === 0 ? src : src.slice();
+      lookupPairs(a, out, table);
       return out;
     };
   }

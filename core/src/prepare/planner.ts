@@ -97,18 +97,19 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
     }));
   }
 
-  // Dense keys, in checkpoint order, into base shards.
-  let shard: { keys: string[]; bytes: number } = { keys: [], bytes: 0 };
+  // Dense keys, in checkpoint order, into base shards: one per source shard (so the tasks
+  // can run in parallel), split where a shard would pass BASE_SHARD_BYTES.
+  let shard: { keys: string[]; bytes: number; from?: string } = { keys: [], bytes: 0 };
   const shards = [shard];
   for (const [key, s] of sources) {
     if (claimed.has(key) || isFusedDown(key, sources)) continue;
     const bytes = elementCount(s.shape) * DTYPE_SIZE[finalDtype(s.dtype, target)];
-    if (shard.keys.length > 0 && shard.bytes + bytes > BASE_SHARD_BYTES) shards.push((shard = { keys: [], bytes: 0 }));
+    if (shard.keys.length > 0 && (shard.from !== s.file || shard.bytes + bytes > BASE_SHARD_BYTES)) shards.push((shard = { keys: [], bytes: 0 }));
+    shard.from = s.file;
     shard.keys.push(key);
     shard.bytes += bytes;
   }
-  shards.forEach((sh, i) => {
-    if (sh.keys.length === 0) return;
+  shards.filter((sh) => sh.keys.length > 0).forEach((sh, i) => {
     const tensors: OutputTensor[] = sh.keys.map((key) => {
       const s = sources.get(key)!;
       return { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } };

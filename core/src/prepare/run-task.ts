@@ -111,6 +111,17 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
   }
 }
 
+/**
+ * Chunk buffers, kept for the worker's lifetime: fresh 32 MiB allocations cost page faults
+ * (and zeroing) on every tensor, which is a large share of a conversion's time.
+ */
+const pool: Uint8Array[] = [];
+function buffer(slot: number, size: number): Uint8Array {
+  let b = pool[slot];
+  if (!b || b.byteLength < size) pool[slot] = b = new Uint8Array(Math.max(size, Math.min(CHUNK_ELEMS * 4, size * 2)));
+  return b.subarray(0, size);
+}
+
 /** Streams one dense tensor through its converter, with one read and one write in flight. */
 async function streamConvert(t: OutputTensor, key: string, src: Sources, write: (k: string, b: Uint8Array) => Promise<void>): Promise<void> {
   const s = src.src(key);
@@ -120,8 +131,8 @@ async function streamConvert(t: OutputTensor, key: string, src: Sources, write: 
   const conv = makeConverter(s.dtype, t.dtype);
   if (n === 0) return;
   const chunk = Math.min(n, CHUNK_ELEMS);
-  const ins = [new Uint8Array(chunk * inSize), new Uint8Array(chunk * inSize)];
-  const outs = [new Uint8Array(chunk * outSize), new Uint8Array(chunk * outSize)];
+  const ins = [buffer(0, chunk * inSize), buffer(1, chunk * inSize)];
+  const outs = [buffer(2, chunk * outSize), buffer(3, chunk * outSize)];
   const chunks = Math.ceil(n / chunk);
   const readChunk = (i: number) => {
     const elems = Math.min(chunk, n - i * chunk);
