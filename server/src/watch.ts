@@ -7,11 +7,13 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { randomUUID } from 'node:crypto';
 import {
   DidChangeWatchedFilesNotification,
+  RegistrationRequest,
+  UnregistrationRequest,
   WatchKind,
   type Connection,
-  type Disposable,
   type FileSystemWatcher,
 } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
@@ -50,7 +52,8 @@ export function affects(deps: Dependencies | undefined, changed: string): boolea
 /** Keeps one dynamic registration of watchers covering every dependency directory. */
 export class WatchRegistry {
   private registered = '';
-  private disposable?: Promise<Disposable | undefined>;
+  /** The id of the current registration (settled in order: each update awaits the previous). */
+  private current: Promise<string | undefined> = Promise.resolve(undefined);
   /** Set from the client's capabilities at initialize. */
   dynamic = false;
   relativePatterns = false;
@@ -67,21 +70,27 @@ export class WatchRegistry {
     const key = list.join('\n');
     if (key === this.registered) return;
     this.registered = key;
-    const previous = this.disposable;
+    const previous = this.current;
     const watchers: FileSystemWatcher[] = list.map((d) =>
       this.relativePatterns
         ? { globPattern: { baseUri: pathToFileURL(d).toString(), pattern: '*' }, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete }
         : { globPattern: `${d.replace(/[\\[\]{}*?]/g, (c) => `[${c}]`)}/*`, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete },
     );
-    this.disposable = (async () => {
+    const method = DidChangeWatchedFilesNotification.type.method;
+    // Raw (un)registration requests: the library's Disposable logs through a console that
+    // throws once the connection is gone, which would surface as an unhandled rejection.
+    this.current = (async () => {
+      const old = await previous;
       try {
-        (await previous)?.dispose();
+        if (old) await this.connection.sendRequest(UnregistrationRequest.type, { unregisterations: [{ id: old, method }] });
       } catch {
-        /* already gone */
+        /* the client forgot it already, or the connection is gone */
       }
       if (watchers.length === 0) return undefined;
+      const id = randomUUID();
       try {
-        return await this.connection.client.register(DidChangeWatchedFilesNotification.type, { watchers });
+        await this.connection.sendRequest(RegistrationRequest.type, { registrations: [{ id, method, registerOptions: { watchers } }] });
+        return id;
       } catch (err) {
         this.log.error(`registering file watchers failed: ${oneLine(err)}`);
         return undefined;

@@ -77,6 +77,31 @@ export function errorRedPixels(img) {
   return n;
 }
 
+/** A 1 GiB bf16 checkpoint (8 tensors), big enough that preparing it takes seconds. */
+export function writeBigCheckpoint(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const rows = 4096;
+  const cols = 16384;
+  const header = {};
+  let off = 0;
+  for (let i = 0; i < 8; i++) {
+    const len = rows * cols * 2;
+    header[`model.layers.${i}.mlp.down_proj.weight`] = { dtype: 'BF16', shape: [rows, cols], data_offsets: [off, off + len] };
+    off += len;
+  }
+  let h = Buffer.from(JSON.stringify(header));
+  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
+  const fd = fs.openSync(path.join(dir, 'model.safetensors'), 'w');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.length));
+  fs.writeSync(fd, len);
+  fs.writeSync(fd, h);
+  const chunk = Buffer.alloc(64 << 20);
+  for (let i = 1; i < chunk.length; i += 2) chunk[i] = 0x3f; // bf16 0x3f00 = 0.5
+  for (let w = 0; w < off; w += chunk.length) fs.writeSync(fd, chunk);
+  fs.closeSync(fd);
+}
+
 export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   let passed = 0;
@@ -158,6 +183,34 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
     });
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
+    await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
+      const big = path.join(ws.dir, 'big');
+      const out = `${big}-qeff-prepared-float32`;
+      writeBigCheckpoint(big);
+      await page.keyboard.press('Control+Shift+E');
+      const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
+      await row.click();
+      const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
+      await file.waitFor({ state: 'visible', timeout: 15_000 });
+      await file.click({ button: 'right' });
+      await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().click({ timeout: 15_000 });
+      await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
+      await page.keyboard.type('float32');
+      await page.keyboard.press('Enter');
+      // The notification: title, then "NN% prepare: …" once the CLI reports (every 5 s).
+      const toast = page.locator('.notification-toast', { hasText: 'Preparing big' });
+      await toast.waitFor({ state: 'visible', timeout: 30_000 });
+      await toast.locator('.notification-list-item-message', { hasText: /\d+%/ }).waitFor({ timeout: 60_000 });
+      const shown = (await toast.innerText()).replace(/\s+/g, ' ');
+      await page.screenshot({ path: path.join(dir, 'progress.png') });
+      await toast.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      await page.locator('.notification-toast', { hasText: 'cancelled' }).waitFor({ timeout: 30_000 });
+      if (fs.existsSync(path.join(out, '.checkpoint_prepared'))) throw new Error(`${out} has its sentinel after Cancel`);
+      const left = fs.existsSync(out) ? fs.readdirSync(out) : [];
+      if (left.some((n) => n === '.checkpoint_prepared.json' || n === 'model.safetensors.index.json')) throw new Error(`${out} looks complete: ${left.join(', ')}`);
+      fs.rmSync(big, { recursive: true, force: true });
+      return `notification read "${shown.slice(0, 90)}"; after Cancel ${out} ${fs.existsSync(out) ? `holds ${JSON.stringify(left)}` : 'does not exist'}`;
+    });
   } catch (e) {
     failed++;
     console.log(`  ✗ code-server + Chromium session\n      ${e instanceof Error ? e.message : String(e)}`);

@@ -43,11 +43,11 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
   let packedFloats: FileField | undefined;
   const external: Record<string, string> = {};
   let dataLocation = 0;
-  for (const t of w.fields(f.vStart, f.vEnd)) {
+  for (const t of w.fields(f.vStart, f.vEnd, 'TensorProto')) {
     if (t.field === 1 && t.wire === 0) dims.push(t.int!);
     else if (t.field === 1 && t.wire === 2) {
       for (let p = t.vStart; p < t.vEnd; ) {
-        const [v, next] = w.varint(p);
+        const [v, next] = w.varint(p, t.vEnd);
         dims.push(v);
         p = next;
       }
@@ -59,7 +59,7 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
     else if (t.field === 13 && t.wire === 2) {
       let k = '';
       let v = '';
-      for (const e of w.fields(t.vStart, t.vEnd)) {
+      for (const e of w.fields(t.vStart, t.vEnd, 'StringStringEntryProto')) {
         if (e.field === 1) k = w.string(e);
         else if (e.field === 2) v = w.string(e);
       }
@@ -96,10 +96,10 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
 export function scanLegacyModel(file: string, roots?: string[]): LegacyModel {
   const wire = FileWire.open(file);
   try {
-    const fields = wire.fields(0, wire.size);
+    const fields = wire.fields(0, wire.size, 'ModelProto');
     const graph = fields.find((f) => f.field === 7 && f.wire === 2);
     if (!graph) throw new FormatError(file, 'not an ONNX model (no graph)');
-    const graphFields = wire.fields(graph.vStart, graph.vEnd);
+    const graphFields = wire.fields(graph.vStart, graph.vEnd, 'GraphProto');
     const dir = path.dirname(path.resolve(file));
     const initializers: LegacyInitializer[] = [];
     const inputNames: string[] = [];
