@@ -1,5 +1,6 @@
 // Benchmark (issue 4): `weight-spec prepare` bf16 → f16 of a generated ≥ 2 GB sharded checkpoint
-// against `cp` of the same files, measured in the same run (alternating, best of 2 each).
+// against `cp` of the same files, measured in the same run: 3 rounds of cp then prepare, ratio = the
+// median over rounds of cp time / prepare time (neighbouring runs see the same machine load).
 // Targets: throughput ≥ 0.7 × cp's, peak RSS below the RAM budget (--max-ram-gb). Prints the numbers.
 // Run after `node scripts/bundle.mjs` (npm run bench does). WS_PREPARE_BENCH_GB overrides the size.
 import { spawnSync } from 'node:child_process';
@@ -70,7 +71,8 @@ function timed(cmd, args) {
 
 const cpRuns = [];
 const prepRuns = [];
-for (let round = 0; round < 2; round++) {
+const ROUNDS = Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 3);
+for (let round = 0; round < ROUNDS; round++) {
   const cpDir = path.join(tmp, `cp-${round}`);
   mkdirSync(cpDir);
   cpRuns.push(timed('cp', [...files.map((f) => path.join(src, f)), cpDir]));
@@ -89,17 +91,18 @@ for (let round = 0; round < 2; round++) {
   rmSync(out, { recursive: true });
   spawnSync('sync');
 }
-const best = (runs) => runs.reduce((a, b) => (b.s < a.s ? b : a));
-const cp = best(cpRuns);
-const prep = best(prepRuns);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const cp = { s: median(cpRuns.map((r) => r.s)) };
+const prep = { s: median(prepRuns.map((r) => r.s)) };
 const mbps = (s) => bytes / s / 1e6;
-const ratio = mbps(prep.s) / mbps(cp.s);
+const ratios = cpRuns.map((c, i) => c.s / prepRuns[i].s);
+const ratio = median(ratios);
 const peakRssMb = Math.max(...prepRuns.map((r) => r.rssKb)) / 1024;
 const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
-console.log(`checkpoint: ${(bytes / 1e9).toFixed(2)} GB bf16 in ${files.length} shards (${tmp})`);
-console.log(`cp:       ${cp.s.toFixed(2)} s  ${mbps(cp.s).toFixed(0)} MB/s   (runs: ${cpRuns.map((r) => r.s.toFixed(2)).join(', ')} s)`);
-console.log(`prepare:  ${prep.s.toFixed(2)} s  ${mbps(prep.s).toFixed(0)} MB/s   (runs: ${prepRuns.map((r) => r.s.toFixed(2)).join(', ')} s; bf16 → f16, fsynced)`);
-console.log(`ratio:    ${ratio.toFixed(2)} × cp throughput (target ≥ ${TARGET_RATIO})`);
+console.log(`checkpoint: ${(bytes / 1e9).toFixed(2)} GB bf16 in ${files.length} shards (${tmp}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores`);
+console.log(`cp:       median ${cp.s.toFixed(2)} s  ${mbps(cp.s).toFixed(0)} MB/s   (runs: ${cpRuns.map((r) => r.s.toFixed(2)).join(', ')} s)`);
+console.log(`prepare:  median ${prep.s.toFixed(2)} s  ${mbps(prep.s).toFixed(0)} MB/s   (runs: ${prepRuns.map((r) => r.s.toFixed(2)).join(', ')} s; bf16 → f16, fsynced)`);
+console.log(`ratio:    ${ratio.toFixed(2)} × cp throughput (median of rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; target ≥ ${TARGET_RATIO})`);
 console.log(`peak RSS: ${peakRssMb.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB, --max-ram-gb ${BUDGET_GB})`);
 rmSync(tmp, { recursive: true, force: true });
 let ok = true;

@@ -33,8 +33,8 @@ export interface CliResult {
 export interface CliHandlers {
   /** Every stderr/stdout line as it arrives. */
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
-  /** A progress percentage (0–100) with its label and detail. */
-  onProgress?: (percent: number, message: string) => void;
+  /** A progress percentage (0–100) with the line's detail and label (`prepare`, `export`, …). */
+  onProgress?: (percent: number, detail: string, label: string) => void;
 }
 
 /** Environment that makes an Electron binary behave as Node and keeps progress lines plain. */
@@ -72,7 +72,7 @@ export function runCli(launch: CliLaunch, args: readonly string[], handlers: Cli
       handlers.onLine?.(line, stream);
       if (stream === 'stderr') {
         const p = parseProgressLine(line);
-        if (p) handlers.onProgress?.(p.percent, `${p.label}: ${p.detail}`);
+        if (p) handlers.onProgress?.(p.percent, p.detail, p.label);
       }
     };
     child.stdout.setEncoding('utf8').on('data', (c: string) => feed('stdout', c));

@@ -125,11 +125,11 @@ export class CliRunner {
           { node: this.node, cli: this.cliPath, env, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
           args,
           {
-            onLine: (line, stream) => (stream === 'stderr' ? this.log.info(`  ${line}`) : this.log.info(`  ${line}`)),
-            onProgress: (percent, message) => {
+            onLine: (line) => this.log.info(`  ${line}`),
+            onProgress: (percent, detail) => {
               const inc = Math.max(0, percent - last);
               last = Math.max(last, percent);
-              progress.report({ increment: inc, message: `${percent}% ${message}` });
+              progress.report({ increment: inc, message: `${percent}% ${detail}` });
             },
           },
           ac.signal,

@@ -173,6 +173,14 @@ describe('atomic writes', () => {
     expect(listing(out)).toEqual(['f']);
   });
 
+  it('a failed atomic write is one line naming the file, keeping the errno code', async () => {
+    const f = path.join(tmp, 'no-such-dir', 'f.json');
+    const err = (await atomicWriteFile(f, 'x').catch((e: unknown) => e)) as Error & { code?: string };
+    expect(err.message).toBe(`${f}: cannot write: directory does not exist (ENOENT)`);
+    expect(err.code).toBe('ENOENT');
+    expect(() => atomicWriteFileSync(f, 'x')).toThrow(`${f}: cannot write`);
+  });
+
   it('atomicReplaceDir installs a new tree and replaces an old one completely', async () => {
     const a = await makeTempSiblingDir(out);
     fs.writeFileSync(path.join(a, 'one'), '1');

@@ -32,7 +32,7 @@ async function moeCheckpoint(dir: string, o: { layers?: number; E?: number; I?: 
 }
 
 describe('prepare plan: fingerprints', () => {
-  it('different P/E → different hashes and directories; same options → same hash', async () => {
+  it('different P/E → different hashes (and directories); same options → same hash', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { E: 4 });
     const opts = { checkpoint: src, dtype: 'float16' as const };
@@ -61,7 +61,7 @@ describe('prepare plan: fingerprints', () => {
 });
 
 describe('prepare plan: staged tensors, grouped tasks', () => {
-  it('one key goes through several stages (stacked → packed → final) inside one task before its single write', async () => {
+  it('one key through several stages before its single write: stacked → packed → final inside one task', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 1 });
     const res = await runPrepare({ checkpoint: src, dtype: 'float16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4, workerPath: workerPath() });
@@ -79,6 +79,20 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     expect(fs.readdirSync(res.outDir).sort()).toEqual(['.checkpoint_prepared', '.checkpoint_prepared.json', 'base-0000.safetensors', 'config.json', 'experts-layer-00000.safetensors', 'model.safetensors.index.json']);
   });
 
+  it('reports progress: bytes and tasks, monotonic, ending at the totals', async () => {
+    const src = path.join(tempDir(), 'moe');
+    await moeCheckpoint(src, { layers: 3 });
+    const seen: { bytesDone: number; bytesTotal: number; tasksDone: number; tasksTotal: number }[] = [];
+    const res = await runPrepare({ checkpoint: src, dtype: 'float32', workerPath: workerPath(), onProgress: (p) => seen.push(p) });
+    const last = seen[seen.length - 1]!;
+    expect(last).toEqual({ bytesDone: res.plan.totalBytes, bytesTotal: res.plan.totalBytes, tasksDone: 4, tasksTotal: 4 });
+    for (let i = 1; i < seen.length; i++) {
+      expect(seen[i]!.bytesDone).toBeGreaterThanOrEqual(seen[i - 1]!.bytesDone);
+      expect(seen[i]!.tasksDone).toBeGreaterThanOrEqual(seen[i - 1]!.tasksDone);
+    }
+    expect(seen[0]).toMatchObject({ bytesDone: 0, tasksDone: 0 });
+  });
+
   it('grouped task waits for all its keys: one task per layer spanning every shard, experts in index order', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 2 });
@@ -94,7 +108,7 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     expect(sameBytes(await readKey(res.outDir, `${m(1)}.moe_weights.up`), concat(parts))).toBe(true);
   });
 
-  it('a missing key of a group fails before anything is written', async () => {
+  it('missing group key fails before any write (at planning)', async () => {
     const root = tempDir();
     const src = path.join(root, 'moe');
     await moeCheckpoint(src, { drop: `${m(1)}.experts.2.w3.weight` });
@@ -102,7 +116,7 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     expect(fs.readdirSync(root)).toEqual(['moe']);
   });
 
-  it('a group key that disappears after planning fails in the worker before its file is opened', async () => {
+  it('missing group key fails before any write (key gone after planning: the worker checks first)', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 1 });
     const plan = await planPrepare({ checkpoint: src, dtype: 'float16' });
@@ -121,7 +135,7 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
 });
 
 describe('prepare executor: RAM budget', () => {
-  it('admits tasks only while the sum of their peak estimates fits the budget', async () => {
+  it('budget limits concurrency (observed peak of admitted bytes ≤ budget)', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 4, I: 64, H: 64, dense: false });
     const plan = await planPrepare({ checkpoint: src, dtype: 'float16' });
@@ -136,7 +150,7 @@ describe('prepare executor: RAM budget', () => {
     expect(roomy.executor!.maxConcurrent).toBe(2);
   });
 
-  it('a task above the budget fails at planning, naming the task and both sizes', async () => {
+  it('one task above the budget → clear error at planning, naming the task and both sizes', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 1 });
     const plan = await planPrepare({ checkpoint: src, dtype: 'float16' });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
+import { CHUNK_ELEMS } from '../src/prepare/kernels';
 import { concat, readKey, sameBytes, t, tempDir, u16, workerPath, writeCheckpoint } from './prepare-support';
 
 /** Independent f64 → f16 RNE reference (value arithmetic, not bit tricks). */
@@ -43,7 +44,7 @@ async function prepare(dir: string, dtype: 'float32' | 'float16' | 'bfloat16', e
 }
 
 describe('prepare: dense dtype conversion', () => {
-  it('converts floats (RNE), keeps integers, writes a valid index', async () => {
+  it('dense dtype conversion + valid index: floats RNE, integers kept, index and sidecars written', async () => {
     const root = tempDir();
     const src = path.join(root, 'dense');
     const special = new Float32Array([1, 65504, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 65520, 2 ** -24, 2 ** -25, 3 * 2 ** -26, -0, -1.5, 1e-8, 70000]);
@@ -83,18 +84,26 @@ describe('prepare: dense dtype conversion', () => {
     expect([...u16(await ck.read('odd'))]).toEqual([...odd].map((b) => refHalf(bf16ToNumber(b))));
   });
 
-  it('widens bf16 to f32 exactly', async () => {
+  it('widens bf16 to f32 exactly, also for tensors streamed in several chunks', async () => {
     const src = path.join(tempDir(), 'w');
-    await writeCheckpoint(src, [[t('a', [1000], 7)]]);
+    const big = CHUNK_ELEMS + 1027; // two chunks, an odd tail
+    await writeCheckpoint(src, [[t('a', [1000], 7), t('big', [big], 8)]]);
     const res = await prepare(src, 'float32');
-    const got = new Uint32Array((await readKey(res.outDir, 'a')).slice().buffer);
-    const bits = u16(await readKey(src, 'a'));
-    expect([...got]).toEqual([...bits].map((b) => (b << 16) >>> 0));
+    for (const key of ['a', 'big']) {
+      const got = new Uint32Array((await readKey(res.outDir, key)).slice().buffer);
+      const bits = u16(await readKey(src, key));
+      expect(got.length).toBe(bits.length);
+      expect(got.every((g, i) => g === ((bits[i]! << 16) >>> 0))).toBe(true);
+    }
+    const half = await prepare(src, 'float16');
+    const got = u16(await readKey(half.outDir, 'big'));
+    const bits = u16(await readKey(src, 'big'));
+    for (const i of [0, 1, CHUNK_ELEMS - 1, CHUNK_ELEMS, CHUNK_ELEMS + 1, big - 1]) expect(got[i]).toBe(refHalf(bf16ToNumber(bits[i]!)));
   });
 });
 
 describe('prepare: per-expert stacking', () => {
-  it('stacks Qwen-MoE gate_proj/up_proj/down_proj into canonical moe_weights keys in expert order', async () => {
+  it('per-expert stacking writes canonical keys: Qwen-MoE gate_proj/up_proj/down_proj → moe_weights in expert order', async () => {
     const src = path.join(tempDir(), 'qwen-moe');
     const E = 3, I = 8, H = 4;
     const m = 'model.layers.0.mlp';
@@ -138,14 +147,14 @@ describe('prepare: fused split', () => {
     expect(ck.has(fusedKey) || ck.has(downKey)).toBe(false);
   }
 
-  it('splits Mixtral-style experts.gate_up_proj [E, 2I, H] into gate (first I rows) and up', async () => {
+  it('fused split, Mixtral-style experts.gate_up_proj [E, 2I, H]: gate = first I rows, up = the rest', async () => {
     const src = path.join(tempDir(), 'fused');
     const m = 'model.layers.0.block_sparse_moe';
     await writeCheckpoint(src, [[t(`${m}.experts.gate_up_proj`, [E, 2 * I, H], 1), t(`${m}.experts.down_proj`, [E, H, I], 2), t(`${m}.gate.weight`, [E, H], 3)]]);
     await checkSplit(src, `${m}.experts.gate_up_proj`, `${m}.experts.down_proj`, m);
   });
 
-  it('splits GraniteMoE input_linear [E, 2I, H] / output_linear [E, H, I]', async () => {
+  it('fused split, GraniteMoE-style input_linear [E, 2I, H] / output_linear [E, H, I]', async () => {
     const src = path.join(tempDir(), 'granite');
     const m = 'model.layers.0.block_sparse_moe';
     await writeCheckpoint(src, [[t(`${m}.input_linear.weight`, [E, 2 * I, H], 4), t(`${m}.output_linear.weight`, [E, H, I], 5), t(`${m}.router.layer.weight`, [E, H], 6)]], { model_type: 'granitemoe', num_local_experts: E });
@@ -154,7 +163,7 @@ describe('prepare: fused split', () => {
 });
 
 describe('prepare: MXFP4 dequant and interleaved split', () => {
-  it('dequantizes hand-made blocks and splits rows 0::2 / 1::2 into gate / up, biases alike', async () => {
+  it('MXFP4 dequant/split: hand-made blocks, rows 0::2 / 1::2 → gate / up, biases alike', async () => {
     // H = 32 and I = 32 (one 32-value group per row): gate_up has 2I = 64 rows, down H = 32.
     const E = 1, I = 32, H = 32;
     const m = 'model.layers.0.mlp';

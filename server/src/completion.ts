@@ -10,8 +10,11 @@ import { RUNTIME_INPUT, type CheckRun } from '../../core/src/check';
 import { rangeOf } from './diagnostics';
 import { shapeText } from './locate';
 
-/** Items offered at most (VS Code filters them further as the user types). */
-const MAX_ITEMS = 5000;
+/**
+ * Items offered at most; past it the list is marked incomplete and VS Code asks again as the
+ * user types (candidates are pre-filtered by what is already typed in the string).
+ */
+const MAX_ITEMS = 1000;
 
 /** Completion at `offset`, or null when the cursor is not in a key or name string. */
 export function completionAt(doc: TextDocument, run: CheckRun | undefined, offset: number): CompletionList | null {
@@ -23,9 +26,15 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
   const node = loc.previousNode;
   const inString = node && node.type === 'string' && node.offset < offset && offset <= node.offset + node.length;
   const replace = inString ? rangeOf(doc, { start: node.offset, end: node.offset + node.length }) : undefined;
+  const typed = inString ? text.slice(node.offset + 1, offset).toLowerCase() : '';
   const items: CompletionItem[] = [];
+  let capped = false;
   const add = (label: string, detail: string, kind: CompletionItemKind, sort: string) => {
-    if (items.length >= MAX_ITEMS) return;
+    if (typed && !label.toLowerCase().includes(typed)) return;
+    if (items.length >= MAX_ITEMS) {
+      capped = true;
+      return;
+    }
     const quoted = JSON.stringify(label);
     items.push({
       label,
@@ -59,7 +68,7 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
   } else {
     return null;
   }
-  return { isIncomplete: items.length >= MAX_ITEMS, items };
+  return { isIncomplete: capped, items };
 }
 
 /**

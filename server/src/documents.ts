@@ -70,6 +70,9 @@ export class SpecDocuments {
     const d = this.docs.get(uri);
     if (!d) return;
     d.doc = TextDocument.update(d.doc, changes, version);
+    // Keep the parse one edit behind at most (cheap when it is a key/name edit); the check
+    // itself waits for the debounce.
+    d.session.advance(d.doc.getText());
     this.schedule(d, this.debounceMs);
   }
 

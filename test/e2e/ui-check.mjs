@@ -185,7 +185,6 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
     await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
       const big = path.join(ws.dir, 'big');
-      const out = `${big}-qeff-prepared-float32`;
       writeBigCheckpoint(big);
       await page.keyboard.press('Control+Shift+E');
       const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
@@ -197,19 +196,34 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
       await page.keyboard.type('float32');
       await page.keyboard.press('Enter');
-      // The notification: title, then "NN% prepare: …" once the CLI reports (every 5 s).
-      const toast = page.locator('.notification-toast', { hasText: 'Preparing big' });
-      await toast.waitFor({ state: 'visible', timeout: 30_000 });
-      await toast.locator('.notification-list-item-message', { hasText: /\d+%/ }).waitFor({ timeout: 60_000 });
-      const shown = (await toast.innerText()).replace(/\s+/g, ' ');
+      // The progress notification (in the notification center: headless Chromium has no
+      // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
+      // the CLI reports (plain lines every 5 s).
+      await page.locator('[id="status.notifications"]').click();
+      const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
+      await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
+        await page.screenshot({ path: path.join(dir, 'progress-failure.png') });
+        throw e;
+      });
+      await item.filter({ hasText: /[1-9]\d*%/ }).waitFor({ timeout: 60_000 });
+      const shown = (await item.innerText()).replace(/\s+/g, ' ');
       await page.screenshot({ path: path.join(dir, 'progress.png') });
-      await toast.locator('.monaco-button', { hasText: 'Cancel' }).click();
-      await page.locator('.notification-toast', { hasText: 'cancelled' }).waitFor({ timeout: 30_000 });
-      if (fs.existsSync(path.join(out, '.checkpoint_prepared'))) throw new Error(`${out} has its sentinel after Cancel`);
-      const left = fs.existsSync(out) ? fs.readdirSync(out) : [];
-      if (left.some((n) => n === '.checkpoint_prepared.json' || n === 'model.safetensors.index.json')) throw new Error(`${out} looks complete: ${left.join(', ')}`);
+      await item.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      // The runner reports "cancelled" once the killed CLI has exited.
+      if (!(await page.locator('.notifications-center').isVisible())) await page.locator('[id="status.notifications"]').click();
+      await page.locator('.notification-list-item', { hasText: 'cancelled' }).first().waitFor({ timeout: 30_000 });
+      // Nothing that looks complete: no prepared dir with its sentinel or manifest; what is left
+      // are temp names (*.tmp-<pid>-…) that a re-run removes.
+      const outs = fs.readdirSync(ws.dir).filter((n) => n.startsWith('big-'));
+      const left = outs.map((d) => `${d}/{${fs.readdirSync(path.join(ws.dir, d)).join(',')}}`);
+      for (const d of outs) {
+        const names = fs.readdirSync(path.join(ws.dir, d));
+        if (names.includes('.checkpoint_prepared')) throw new Error(`${d} has its sentinel after Cancel`);
+        if (!d.includes('.tmp-') && names.some((n) => !n.includes('.tmp-'))) throw new Error(`${d} looks complete after Cancel: ${names.join(', ')}`);
+      }
       fs.rmSync(big, { recursive: true, force: true });
-      return `notification read "${shown.slice(0, 90)}"; after Cancel ${out} ${fs.existsSync(out) ? `holds ${JSON.stringify(left)}` : 'does not exist'}`;
+      for (const d of outs) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
+      return `notification read "${shown.slice(0, 80)}"; left after Cancel: ${JSON.stringify(left)}`;
     });
   } catch (e) {
     failed++;

@@ -52,6 +52,24 @@ export class SpecCheckSession {
     return this.parsed;
   }
 
+  /**
+   * Follows an edit cheaply: patches the parse when `text` differs from the session's text by
+   * a plain name/key edit, and does nothing otherwise (the next {@link parse} parses then).
+   * Called on every keystroke so that each patch sees one edit, not several accumulated ones.
+   */
+  advance(text: string): boolean {
+    if (!this.parsed || this.text === undefined || this.text === text) return false;
+    try {
+      const r = patchParsedSpec(this.parsed, this.text, text);
+      if (!r) return false;
+      this.parsed = r.parsed;
+      this.text = text;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Checks `text`; rejects only when `signal` aborts (a newer edit superseded this one). */
   async check(text: string, signal?: AbortSignal): Promise<CheckRun> {
     const parsed = this.parse(text);

@@ -11,15 +11,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { bindOrt } from './bind-ort';
 import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
+import { loadOrt } from '../run/ort-loader';
+import { ortSessionOptions } from '../run/session-options';
+import { bindOrt } from './bind-ort';
 import { changedParts, computeFingerprint, type Fingerprint } from './fingerprint';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
 import { readCompileRecord, writeCompileRecord, type CompileRecord } from './record';
-import { loadOrt } from '../run/ort-loader';
-import { ortSessionOptions } from '../run/session-options';
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
 export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
@@ -157,7 +157,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     // A dry run only prints the command; it needs no prepared weights.
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
-  const source = loc ? await checkPrepared(loc, log) : undefined;
+  const source = loc && !opts.dryRun ? await checkPrepared(loc, log) : undefined;
   const options = optionsOf(loc);
   const fp: Fingerprint = loc
     ? computeFingerprint(inp, loc, backend, options)

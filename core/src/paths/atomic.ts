@@ -8,10 +8,32 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { PipelineError } from '../errors';
 import { PathPolicyError } from './policy-error';
 
 /** Matches names made by {@link tempPathFor} / {@link atomicReplaceDir}: `<name>.tmp-<pid>-<hex>`, `.old-…`. */
 export const TEMP_NAME_RE = /\.(tmp|old)-(\d+)-([0-9a-f]{8})$/;
+
+const REASONS: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file size limit reached',
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOENT: 'directory does not exist',
+};
+
+/**
+ * A write failure as one line naming the file (fs errors name only the syscall, e.g.
+ * "EFBIG: file too large, write"). The errno `code` is kept for callers that test it.
+ */
+export function writeError(file: string, e: unknown): Error {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  if (!code || e instanceof PipelineError) return e as Error;
+  const reason = REASONS[code] ?? String((e as Error).message).split('\n')[0];
+  return Object.assign(new PipelineError(`${file}: cannot write: ${reason} (${code})`), { code });
+}
 
 /** A fresh temp name beside `file`: `<file>.tmp-<pid>-<random>`. */
 export function tempPathFor(file: string): string {
@@ -73,7 +95,7 @@ export async function atomicWriteFile(file: string, data: Uint8Array | string, m
   } catch (e) {
     await fh?.close().catch(() => undefined);
     await fsp.rm(tmp, { force: true }).catch(() => undefined);
-    throw e;
+    throw writeError(file, e);
   }
 }
 
@@ -92,7 +114,7 @@ export function atomicWriteFileSync(file: string, data: Uint8Array | string, mod
   } catch (e) {
     if (fd !== undefined) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
-    throw e;
+    throw writeError(file, e);
   }
 }
 

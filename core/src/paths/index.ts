@@ -30,4 +30,5 @@ export {
   makeTempSiblingDir,
   removeStaleTemps,
   tempPathFor,
+  writeError,
 } from './atomic';

@@ -88,7 +88,8 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   const slots = inThread ? 1 : wanted;
   const workers: Worker[] = [];
   const idle: Worker[] = [];
-  const queue = [...tasks];
+  // Largest first (LPT): the last round then holds small tasks, so no worker idles long.
+  const queue = [...tasks].sort((a, b) => b.outBytes - a.outBytes);
   report();
 
   const runOn = (task: Task, w: Worker | undefined): Promise<TaskStats> => {

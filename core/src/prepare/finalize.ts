@@ -11,8 +11,24 @@ import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
 import { atomicReplaceDir, atomicWriteFile, fsyncDir, TEMP_NAME_RE } from '../paths';
 import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
-import { isSidecar } from './sidecars';
 import type { PreparePlan } from './types';
+
+/** Sidecars: files copied beside the prepared shards so the directory is a complete HF model folder. */
+const EXACT = new Set(['config.json', 'generation_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json', 'vocab.json', 'merges.txt', 'added_tokens.json']);
+
+/** True for a sidecar file name (`tokenizer*` included). */
+export function isSidecar(name: string): boolean {
+  return EXACT.has(name) || name.startsWith('tokenizer');
+}
+
+/** Sidecar files present (regular files only) in `dir`, sorted. */
+export async function sidecarNames(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    if (e.isFile() && isSidecar(e.name)) out.push(e.name);
+  }
+  return out.sort();
+}
 
 /** The manifest of `plan` once its files exist in `dir`. */
 async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[]): Promise<PreparedManifest> {

@@ -12,7 +12,7 @@ import { DTYPE_SIZE, dtypeOfName, isDtypeName, isFloat, type DType } from '../fo
 import { Checkpoint, elementCount } from '../formats/safetensors';
 import { formatBytes, peakOfTensor } from './estimate';
 import { planFingerprint, shortHash } from './fingerprint';
-import { sidecarNames } from './sidecars';
+import { sidecarNames } from './finalize';
 import { isFusedDown, planFusedSplit } from './transforms/fused-split';
 import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';

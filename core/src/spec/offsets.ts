@@ -36,58 +36,58 @@ export interface DuplicateProperty {
 }
 
 /**
- * Offsets of all values and property names of one parsed document. Lookups are by JSON path;
- * the map is built once (a spec with 10 000 inputs has ~60 000 entries).
+ * Offsets of all values and property names of one parsed document. Lookups walk the jsonc
+ * tree along the path (array steps are O(1), object steps scan that object's properties), so
+ * nothing is built per node up front: a 20 000-input spec has ~200 000 nodes, and a map of
+ * every path was the slowest part of a parse and most of its garbage.
  */
 export class SpecOffsets implements SpecOffsetsView {
-  private readonly values = new Map<string, OffsetRange>();
-  private readonly keys = new Map<string, OffsetRange>();
   /** Properties that appear twice in the same object. */
   readonly duplicates: DuplicateProperty[] = [];
 
   constructor(readonly root?: Node) {
-    if (root) this.walk(root, '', []);
+    if (root) this.findDuplicates(root, []);
   }
 
-  // Keys are built by appending to the parent's key (same strings as pathKey): a 20 000-input
-  // spec has ~200 000 nodes, and re-encoding every full path made this the slowest part of a parse.
-  private walk(node: Node, key: string, path: JsonPath): void {
-    this.values.set(key, { start: node.offset, end: node.offset + node.length });
-    const prefix = path.length === 0 ? '' : key + '/';
+  private findDuplicates(node: Node, path: JsonPath): void {
+    const children = node.children;
+    if (!children) return;
     if (node.type === 'object') {
-      const children = node.children;
-      if (!children) return;
-      const seen = new Set<string>();
-      for (const prop of children) {
+      const seen = children.length > 8 ? new Set<string>() : undefined;
+      for (let j = 0; j < children.length; j++) {
+        const prop = children[j]!;
         const k = prop.children?.[0];
-        const v = prop.children?.[1];
         if (!k || typeof k.value !== 'string') continue;
         const name = k.value;
-        const childKey = prefix + escapeSegment(name);
-        const keyRange = { start: k.offset, end: k.offset + k.length };
+        let dup = false;
+        if (seen) {
+          dup = seen.has(name);
+          seen.add(name);
+        } else {
+          for (let q = 0; q < j && !dup; q++) dup = children[q]!.children?.[0]?.value === name;
+        }
         path.push(name);
-        if (seen.has(name)) this.duplicates.push({ path: [...path], range: keyRange });
-        seen.add(name);
-        this.keys.set(childKey, keyRange);
-        if (v) this.walk(v, childKey, path);
+        if (dup) this.duplicates.push({ path: [...path], range: { start: k.offset, end: k.offset + k.length } });
+        const v = prop.children?.[1];
+        if (v?.children) this.findDuplicates(v, path);
         path.pop();
       }
     } else if (node.type === 'array') {
-      const children = node.children;
-      if (!children) return;
       for (let i = 0; i < children.length; i++) {
+        const c = children[i]!;
+        if (!c.children) continue;
         path.push(i);
-        this.walk(children[i]!, prefix + i, path);
+        this.findDuplicates(c, path);
         path.pop();
       }
     }
   }
 
   /**
-   * Edits applied since the maps were built, oldest first: an edit that ended at `from` (in
+   * Edits applied since the tree was parsed, oldest first: an edit that ended at `from` (in
    * the text of its time, inside one string token) changed the length by `delta`. Lookups
-   * map stored ranges through them, so an edit costs O(1) instead of rewriting ~200 000
-   * ranges; past {@link MAX_PENDING_SHIFTS} they are folded into the maps once.
+   * map the tree's ranges through them, so an edit costs O(1); past
+   * {@link MAX_PENDING_SHIFTS} they are folded into the tree's nodes once.
    */
   private readonly shifts: { from: number; delta: number }[] = [];
 
@@ -103,7 +103,15 @@ export class SpecOffsets implements SpecOffsetsView {
   }
 
   private foldShifts(): void {
-    for (const m of [this.values, this.keys]) for (const [k, r] of m) m.set(k, this.mapRange(r));
+    const stack: Node[] = this.root ? [this.root] : [];
+    while (stack.length > 0) {
+      const n = stack.pop()! as { offset: number; length: number; colonOffset?: number; children?: Node[] };
+      const r = this.mapRange({ start: n.offset, end: n.offset + n.length });
+      n.offset = r.start;
+      n.length = r.end - r.start;
+      if (n.colonOffset !== undefined) n.colonOffset = this.mapRange({ start: n.colonOffset, end: n.colonOffset }).start;
+      if (n.children) for (const c of n.children) stack.push(c);
+    }
     for (const d of this.duplicates) d.range = this.mapRange(d.range);
     this.shifts.length = 0;
   }
@@ -119,16 +127,21 @@ export class SpecOffsets implements SpecOffsetsView {
     return start === r.start && end === r.end ? r : { start, end };
   }
 
+  private range(n: Node | undefined): OffsetRange | undefined {
+    return n ? this.mapRange({ start: n.offset, end: n.offset + n.length }) : undefined;
+  }
+
   /** Range of the value at `path` (strings include their quotes). */
   value(path: Readonly<JsonPath>): OffsetRange | undefined {
-    const r = this.values.get(pathKey(path));
-    return r && this.mapRange(r);
+    return this.range(this.nodeAt(path));
   }
 
   /** Range of the property name whose value is at `path`. */
   key(path: Readonly<JsonPath>): OffsetRange | undefined {
-    const r = this.keys.get(pathKey(path));
-    return r && this.mapRange(r);
+    if (path.length === 0) return undefined;
+    const parent = this.nodeAt(path.slice(0, -1));
+    if (parent?.type !== 'object') return undefined;
+    return this.range(lastProperty(parent, path[path.length - 1]!)?.children?.[0]);
   }
 
   /** The deepest existing prefix of `path` with its value range. */
@@ -160,12 +173,19 @@ export class SpecOffsets implements SpecOffsetsView {
     let node = this.root;
     for (const seg of path) {
       if (!node) return undefined;
-      if (node.type === 'array' && typeof seg === 'number') node = node.children?.[seg];
-      else if (node.type === 'object') {
-        const props = (node.children ?? []).filter((p) => p.children?.[0]?.value === seg);
-        node = props[props.length - 1]?.children?.[1];
-      } else return undefined;
+      if (node.type === 'array') node = typeof seg === 'number' ? node.children?.[seg] : undefined;
+      else if (node.type === 'object') node = lastProperty(node, seg)?.children?.[1];
+      else return undefined;
     }
     return node;
   }
+}
+
+/** The last property of `obj` named `name` (the one JSON.parse keeps), if any. */
+function lastProperty(obj: Node, name: string | number): Node | undefined {
+  const props = obj.children ?? [];
+  for (let j = props.length - 1; j >= 0; j--) {
+    if (props[j]!.children?.[0]?.value === name) return props[j];
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 /**
- * Crash safety of `weight-spec prepare` (the real CLI, spawned): SIGKILL at several moments
- * never leaves a directory with a sentinel whose contents are incomplete, and the next run
- * completes and cleans the leftovers up.
+ * `weight-spec prepare`, the real CLI spawned: output and exit codes, and crash safety —
+ * SIGKILL at several moments never leaves a directory with a sentinel whose contents are
+ * incomplete, and the next run completes and cleans the leftovers up.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { planPrepare, preparedStatus } from '../src/prepare';
 import { REPO_ROOT } from '../../test/support/fixtures';
-import { tempDir, writeCheckpoint } from './prepare-support';
+import { t, tempDir, writeCheckpoint } from './prepare-support';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -45,11 +45,43 @@ async function checkNoFalsePrepared(parent: string, expectedKeys: string[]): Pro
   return complete;
 }
 
+beforeAll(() => {
+  execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'inherit' });
+});
+
+describe('prepare CLI', () => {
+  it('prints the prepared directory, says when nothing changed, and fails with one line', async () => {
+    const parent = tempDir('ws-cli-');
+    const src = path.join(parent, 'tiny');
+    await writeCheckpoint(src, [[t('model.embed_tokens.weight', [16, 8], 1), t('model.layers.0.mlp.experts.0.gate_proj.weight', [4, 8], 2), t('model.layers.0.mlp.experts.0.up_proj.weight', [4, 8], 3), t('model.layers.0.mlp.experts.0.down_proj.weight', [8, 4], 4)]]);
+    const first = await run(['prepare', '--checkpoint', src, '--dtype', 'float16']);
+    expect(first.code, first.stderr).toBe(0);
+    const dir = first.stdout.trim().split('\n').pop()!;
+    expect(path.dirname(dir)).toBe(parent);
+    expect(path.basename(dir)).toMatch(/^tiny-prepared-float16-[0-9a-f]{10}$/);
+    expect(fs.existsSync(path.join(dir, '.checkpoint_prepared'))).toBe(true);
+    const second = await run(['prepare', '--checkpoint', src, '--dtype', 'float16']);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/^prepare: up to date \(fingerprint [0-9a-f]{12}, nothing changed; [\d.]+ ms\)\n/);
+    expect(second.stdout.trim().split('\n').pop()).toBe(dir);
+
+    const usage = await run(['prepare', '--checkpoint', src, '--dtype', 'float16', '--pipeline-stages', '2']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^weight-spec: prepare: --pipeline-stages\/--parallel-experts need --moe-flavour expert_parallel/);
+    const over = await run(['prepare', '--checkpoint', src, '--dtype', 'float32', '--max-ram-gb', '0.0000001']);
+    expect(over.code).toBe(1);
+    expect(over.stderr.trim().split('\n')).toHaveLength(1);
+    expect(over.stderr).toMatch(/^weight-spec: task .* needs an estimated .* over the RAM budget of 107 B; raise --max-ram-gb/);
+    const missing = await run(['prepare', '--checkpoint', path.join(parent, 'nope'), '--dtype', 'float16']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^weight-spec: .*nope: does not exist/);
+  });
+});
+
 describe('prepare CLI: SIGKILL safety', () => {
   let src: string;
   let parent: string;
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'inherit' });
     parent = tempDir('ws-kill-');
     src = path.join(parent, 'ckpt');
     const H = 1024;

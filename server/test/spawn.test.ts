@@ -1,0 +1,49 @@
+// The bundled server (dist/server.js --stdio), spawned as the extension would, over real
+// JSON-RPC on its stdio: initialize, diagnostics, hover, shutdown/exit.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../test/support/fixtures';
+import { connectClient, positionOf, type TestClient } from './harness';
+import { makeWorkspace } from './workspace';
+
+describe('dist/server.js --stdio', () => {
+  let child: ChildProcess;
+  let client: TestClient;
+  let exited: Promise<number | null>;
+  let stderr = '';
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'pipe' });
+    child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'server.js'), '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    client = await connectClient(child.stdin!, child.stdout!);
+  });
+  afterAll(() => {
+    client?.close();
+    if (child && child.exitCode === null) child.kill();
+  });
+
+  it('publishes key-missing on the key string and answers hover', async () => {
+    const ws = makeWorkspace();
+    const s = ws.spec();
+    s.inputs[1]!.location.key = 'model.layers.0.self_attn.q_prj.weight';
+    const text = ws.text(s);
+    const { uri, diagnostics } = await client.open(ws.specFile, text);
+    expect(diagnostics.map((d) => d.code)).toEqual(['key-missing']);
+    const at = text.indexOf('"model.layers.0.self_attn.q_prj.weight"');
+    expect(diagnostics[0]!.range.start).toEqual(positionOf(text, at));
+    expect(diagnostics[0]!.range.end).toEqual(positionOf(text, at + '"model.layers.0.self_attn.q_prj.weight"'.length));
+    const hover = await client.request<{ contents: { value: string } }>('textDocument/hover', {
+      textDocument: { uri }, position: positionOf(text, text.indexOf('"key": "model.norm.weight"') + 10),
+    });
+    expect(hover.contents.value).toContain('dtype `F32` · shape `[4]`');
+  });
+
+  it('shuts down and exits with code 0', async () => {
+    await client.request('shutdown', null);
+    client.notify('exit', null);
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+  });
+});
