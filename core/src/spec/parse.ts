@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
+import { fastParseTree } from './fast-tree';
 import { formatPath, SpecOffsets } from './offsets';
 import { SpecSchema, type RawInput, type RawSpec } from './schema';
 import {
@@ -71,7 +72,16 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
     };
   }
   const errors: ParseError[] = [];
-  const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  // Strict JSON (the common case) is parsed by JSON.parse and a token-boundary tree builder;
+  // anything else goes through jsonc-parser, whose error recovery gives the diagnostics.
+  let strict: { value: unknown } | undefined;
+  try {
+    strict = { value: JSON.parse(text) };
+  } catch {
+    strict = undefined;
+  }
+  const tree = (strict ? fastParseTree(text) : undefined)
+    ?? parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
   const offsets = new SpecOffsets(tree);
   const problems: Problem[] = [];
   for (const e of errors) {
@@ -99,14 +109,9 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       range: d.range,
     });
   }
-  // The text parsed without errors, so JSON.parse gives the same value (own "__proto__"
-  // properties included) several times faster than rebuilding it from the tree.
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    raw = nodeValue(tree);
-  }
+  // JSON.parse's value equals the tree's (own "__proto__" properties included), and is
+  // several times faster than rebuilding it from the tree.
+  const raw: unknown = strict ? strict.value : nodeValue(tree);
   const result = SpecSchema.safeParse(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
-import { atomicReplaceDir, createOutputGuard, makeTempSiblingDir, removeStaleTemps, resolveReadPath } from '../../paths';
+import { atomicReplaceDir, createOutputGuard, makeTempSiblingDir, printable, removeStaleTemps, resolveReadPath } from '../../paths';
 import { SafetensorsWriter } from '../safetensors';
 import { openTorchBin } from './torch-bin';
 
@@ -111,7 +111,7 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
       for (let i = 0; i < bins.length; i++) {
         const bin = bins[i]!;
         for (const t of bin.tensors) {
-          if (weightMap[t.key] !== undefined) throw new FormatError(bin.file, `tensor ${t.key} also appears in ${weightMap[t.key]}`);
+          if (weightMap[t.key] !== undefined) throw new FormatError(bin.file, `tensor "${printable(t.key)}" also appears in ${weightMap[t.key]}`);
           weightMap[t.key] = outNames[i]!;
         }
         const target = guard.target(outNames[i]!);

@@ -5,6 +5,7 @@
  * offset/shape/stride against its storage before any byte is read.
  */
 import { FormatError } from '../../errors';
+import { printable } from '../../paths';
 import { unpickle } from './unpickler';
 import { PyDict, PyGlobal, PyTuple, describe, isStorageRef, isTensorRef, type BinDType, type PyValue, type StorageRef, type TensorRef } from './values';
 
@@ -143,16 +144,16 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
 /** Validates a tensor against its storage and computes the byte span to read. */
 export function validateTensor(key: string, t: TensorRef, file: string, at: number): BinTensor {
   const s = t.storage;
-  if (s.dtype === undefined) throw new FormatError(file, `tensor ${key} uses an untyped storage; re-save the state dict with typed tensors`, at);
+  if (s.dtype === undefined) throw new FormatError(file, `tensor "${printable(key)}" uses an untyped storage; re-save the state dict with typed tensors`, at);
   const es = BIN_DTYPE_SIZE[s.dtype];
   let numel = 1;
   for (const d of t.shape) {
     numel *= d;
-    if (!Number.isSafeInteger(numel)) throw new FormatError(file, `tensor ${key} claims an impossible shape [${t.shape.join(', ')}]`, at);
+    if (!Number.isSafeInteger(numel)) throw new FormatError(file, `tensor "${printable(key)}" claims an impossible shape [${t.shape.join(', ')}]`, at);
   }
   const byteLength = numel * es;
   const storageBytes = s.numel * es;
-  if (!Number.isSafeInteger(byteLength) || !Number.isSafeInteger(storageBytes)) throw new FormatError(file, `tensor ${key} is too large`, at);
+  if (!Number.isSafeInteger(byteLength) || !Number.isSafeInteger(storageBytes)) throw new FormatError(file, `tensor "${printable(key)}" is too large`, at);
   let contiguous = true;
   let expect = 1;
   for (let i = t.shape.length - 1; i >= 0; i--) {
@@ -163,7 +164,7 @@ export function validateTensor(key: string, t: TensorRef, file: string, at: numb
   if (numel > 0) {
     for (let i = 0; i < t.shape.length; i++) lastElem += (t.shape[i]! - 1) * t.stride[i]!;
     if (!Number.isSafeInteger(lastElem) || lastElem >= s.numel) {
-      throw new FormatError(file, `tensor ${key} [${t.shape.join(', ')}] at offset ${t.offset} with stride (${t.stride.join(', ')}) reaches past its storage of ${s.numel} elements`, at);
+      throw new FormatError(file, `tensor "${printable(key)}" [${t.shape.join(', ')}] at offset ${t.offset} with stride (${t.stride.join(', ')}) reaches past its storage of ${s.numel} elements`, at);
     }
   }
   if (numel === 0) contiguous = true;
