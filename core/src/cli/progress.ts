@@ -4,6 +4,7 @@
  * logs, the extension's task output) it prints a plain line every few seconds instead, so
  * logs stay readable and no control characters end up in them. stdout is never touched.
  */
+import { formatBytes } from '../format';
 
 /** A running progress display. */
 export interface Progress {
@@ -38,17 +39,6 @@ export interface ProgressOptions {
   now?: () => number;
 }
 
-/** Human-readable byte size: `12.3 MiB`. */
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 /**
  * Starts a progress display for `label`, drawing to stderr (or the given stream /
@@ -135,3 +125,5 @@ export function createProgress(label: string, optsOrStream: ProgressOptions | Pr
     },
   };
 }
+
+export { formatBytes };

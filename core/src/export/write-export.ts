@@ -11,6 +11,7 @@
  * is atomic. Artifacts of an earlier export (recognized by its report) may be replaced; any
  * other existing file is refused.
  */
+import { formatBytes } from '../format';
 import { existsSync, readFileSync } from 'node:fs';
 import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -112,13 +113,6 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   return { modelFile, specFile, reportFile, modelBytes: bytes.length, specBytes: Buffer.byteLength(specText), links, report };
 }
 
-/** `12.3 MiB`-style size. */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(2)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
 
 /**
  * The one-screen stdout summary: a title, aligned `label  value` rows, and next steps.
@@ -133,3 +127,5 @@ export function exportSummary(title: string, w: ExportWritten, rows: [string, st
   const width = Math.max(...all.map(([k]) => k.length));
   return [title, ...all.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ...(next.length ? ['next:', ...next.map((n) => `  ${n}`)] : [])];
 }
+
+export { formatBytes };

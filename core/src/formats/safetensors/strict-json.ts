@@ -1,10 +1,9 @@
 /**
  * Strict JSON for file headers: `JSON.parse` for the grammar (it rejects comments and
- * trailing commas, which jsonc-parser would forgive) plus a jsonc-parser scan that rejects
+ * trailing commas, which jsonc-parser would forgive) plus a token scan that rejects
  * duplicate keys (JSON.parse silently keeps the last one, so a header could name a tensor
  * twice with different offsets) and records where each top-level property starts.
  */
-import { visit } from 'jsonc-parser';
 import { FormatError } from '../../errors';
 
 /** Result of {@link parseStrictJson}. */
@@ -38,51 +37,7 @@ export function parseStrictJson(text: string, file: string, what: string, base =
   if (deep >= 0) throw new FormatError(file, `${what} nests deeper than 1000 levels`, byteAt(deep));
   const topLevel = new Map<string, number>();
   const secondLevel = new Map<string, Map<string, number>>();
-  // One set of seen keys per open object; arrays push a placeholder so nesting stays aligned.
-  const stack: (Set<string> | null)[] = [];
-  const path: string[] = [];
-  let pendingKey: string | undefined;
-  let duplicate: { key: string; offset: number } | undefined;
-  visit(text, {
-    onObjectBegin: () => {
-      if (stack.length > 0) path.push(pendingKey ?? '');
-      stack.push(new Set());
-      pendingKey = undefined;
-    },
-    onObjectEnd: () => {
-      stack.pop();
-      path.pop();
-    },
-    onArrayBegin: () => {
-      if (stack.length > 0) path.push(pendingKey ?? '');
-      stack.push(null);
-      pendingKey = undefined;
-    },
-    onArrayEnd: () => {
-      stack.pop();
-      path.pop();
-    },
-    onObjectProperty: (key, offset) => {
-      const seen = stack[stack.length - 1];
-      pendingKey = key;
-      if (!seen || duplicate) return;
-      if (seen.has(key)) {
-        duplicate = { key, offset };
-        return;
-      }
-      seen.add(key);
-      if (stack.length === 1) topLevel.set(key, offset);
-      else if (stack.length === 2 && path.length === 1) {
-        const parent = path[0]!;
-        let m = secondLevel.get(parent);
-        if (!m) secondLevel.set(parent, (m = new Map()));
-        m.set(key, offset);
-      }
-    },
-    onLiteralValue: () => {
-      pendingKey = undefined;
-    },
-  });
+  const duplicate = scanKeys(text, topLevel, secondLevel);
   if (duplicate) {
     throw new FormatError(file, `${what} has the key ${JSON.stringify(duplicate.key)} twice`, byteAt(duplicate.offset));
   }
@@ -114,4 +69,77 @@ function nestingBeyond(text: string, max: number): number {
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
   return -1;
+}
+
+/** An open object or array during {@link scanKeys}. */
+interface Frame {
+  object: boolean;
+  /** Keys seen so far (a list while small: most header objects have three). */
+  keys: string[] | Set<string>;
+  /** The property name this container is the value of ('' for array elements and the root). */
+  name: string;
+}
+
+/**
+ * One pass over text that JSON.parse accepted: finds every property name (a string token
+ * right after `{` or `,` inside an object), records top- and second-level offsets and returns
+ * the first duplicate key. A hand-written scan: a general tokenizer with callbacks was most
+ * of the cost of reading a 20 000-tensor header.
+ */
+function scanKeys(text: string, topLevel: Map<string, number>, secondLevel: Map<string, Map<string, number>>): { key: string; offset: number } | undefined {
+  const frames: Frame[] = [];
+  let prev = 0; // last significant character outside strings
+  let pendingKey: string | undefined;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let k = i + 1;
+      let escaped = false;
+      for (;;) {
+        const d = text.charCodeAt(k);
+        if (d === 0x22 || k >= n) break;
+        if (d === 0x5c) {
+          escaped = true;
+          k += 2;
+        } else k++;
+      }
+      const top = frames[frames.length - 1];
+      if (top?.object && (prev === 0x7b || prev === 0x2c)) {
+        const key = escaped ? (JSON.parse(text.slice(i, k + 1)) as string) : text.slice(i + 1, k);
+        let dup: boolean;
+        if (Array.isArray(top.keys)) {
+          dup = top.keys.includes(key);
+          top.keys.push(key);
+          if (top.keys.length > 8) top.keys = new Set(top.keys);
+        } else {
+          dup = top.keys.has(key);
+          top.keys.add(key);
+        }
+        if (dup) return { key, offset: i };
+        if (frames.length === 1) topLevel.set(key, i);
+        else if (frames.length === 2 && frames[0]!.object) {
+          const parent = top.name;
+          let m = secondLevel.get(parent);
+          if (!m) secondLevel.set(parent, (m = new Map()));
+          m.set(key, i);
+        }
+        pendingKey = key;
+      }
+      prev = 0x22;
+      i = k;
+    } else if (c === 0x7b || c === 0x5b) {
+      frames.push({ object: c === 0x7b, keys: [], name: frames.length > 0 && frames[frames.length - 1]!.object ? pendingKey ?? '' : '' });
+      pendingKey = undefined;
+      prev = c;
+    } else if (c === 0x7d || c === 0x5d) {
+      frames.pop();
+      pendingKey = undefined;
+      prev = c;
+    } else if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
+      if (c === 0x2c) pendingKey = undefined;
+      prev = c;
+    }
+  }
+  return undefined;
 }
