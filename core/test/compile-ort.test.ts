@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compile } from '../src/compile';
-import { parseWireModel, scanFields } from '../src/compile/onnx-wire';
+import { parseWireModel, scanFields } from '../src/formats/onnx/wire-model';
 import { openRunner } from '../src/run';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { makeLegacyExport, makeSyntheticExport, maxAbsDiff, type Reference } from './compile-support';

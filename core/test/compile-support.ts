@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { scanFields, WireWriter, parseWireModel } from '../src/compile/onnx-wire';
+import { scanFields, WireWriter, parseWireModel } from '../src/formats/onnx/wire-model';
 import { convertFloat, type DType } from '../src/formats/dtype';
 import { writeSpecText, type WeightSpec } from '../src/spec';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compile } from '../src/compile';
-import { parseWireModel } from '../src/compile/onnx-wire';
+import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { SPEC_METADATA_KEY } from '../src/spec';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';

@@ -8,6 +8,7 @@ import type { CodeLens } from 'vscode-languageserver-protocol';
 import { tempDir } from '../../core/test/check-helpers';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { startInMemory, type TestClient } from './harness';
+import { bundleServer } from './support';
 
 const cli = (args: string[]) => execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
 
@@ -15,7 +16,7 @@ describeFixtures('a spec from our own export', () => {
   let client: TestClient;
   let dir: string;
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'pipe' });
+    await bundleServer(REPO_ROOT); // and dist/cli.js when the whole bundle builds
     dir = tempDir('ws-lsp-export-');
     // The prepared checkpoint lands beside its source: work on a copy (fixtures are read-only).
     cpSync(path.join(fixturesDir(), 'llama'), path.join(dir, 'llama'), { recursive: true });

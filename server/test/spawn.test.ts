@@ -1,10 +1,11 @@
 // The bundled server (dist/server.js --stdio), spawned as the extension would, over real
 // JSON-RPC on its stdio: initialize, diagnostics, hover, shutdown/exit.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { connectClient, positionOf, type TestClient } from './harness';
+import { bundleServer } from './support';
 import { makeWorkspace } from './workspace';
 
 describe('dist/server.js --stdio', () => {
@@ -13,7 +14,7 @@ describe('dist/server.js --stdio', () => {
   let exited: Promise<number | null>;
   let stderr = '';
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'pipe' });
+    await bundleServer(REPO_ROOT);
     child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'server.js'), '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));

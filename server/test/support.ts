@@ -15,3 +15,23 @@ export function safetensorsHeaderJson(file: string): Record<string, unknown> {
     closeSync(fd);
   }
 }
+
+/**
+ * Builds dist/server.js from the current sources: `node scripts/bundle.mjs` (all entries);
+ * when another entry does not build right now (parallel work in progress), the server entry
+ * alone with the same esbuild options, so the test still runs the server as shipped.
+ */
+export async function bundleServer(root: string): Promise<void> {
+  const { execFileSync } = await import('node:child_process');
+  try {
+    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'pipe' });
+  } catch (err) {
+    console.warn(`[server tests] scripts/bundle.mjs failed (${String((err as { stderr?: Buffer }).stderr ?? err).split('\n').find((l) => l.includes('ERROR')) ?? 'error'}); bundling dist/server.js alone`);
+    const { build } = await import('esbuild');
+    await build({
+      absWorkingDir: root, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning',
+      external: ['vscode', 'onnxruntime-node'], mainFields: ['module', 'main'],
+      entryPoints: ['server/src/main.ts'], outfile: 'dist/server.js',
+    });
+  }
+}

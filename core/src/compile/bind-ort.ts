@@ -18,7 +18,7 @@ import { dtypeOfOnnx, nameOfDtype } from '../formats/dtype';
 import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
 import { atomicWriteFile } from '../paths';
 import type { ExportInputs, PreparedLocation } from './locate';
-import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from './onnx-wire';
+import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from '../formats/onnx/wire-model';
 
 /** What {@link bindOrt} produced. */
 export interface OrtBinding {

@@ -23,7 +23,7 @@ import { readCompileRecord, writeCompileRecord, type CompileRecord } from './rec
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
 export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
-export { parseWireModel, type WireModel, type WireValueInfo } from './onnx-wire';
+export { parseWireModel, type WireModel, type WireValueInfo } from '../formats/onnx/wire-model';
 
 /** Options of {@link compile}. */
 export interface CompileOptions {

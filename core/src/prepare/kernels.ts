@@ -7,8 +7,8 @@
 import { PipelineError } from '../errors';
 import { convertFloat, DTYPE_SIZE, floatBitsToBf16Bits, floatBitsToHalfBits, fromFloat32, halfBitsToFloatBits, type DType } from '../formats/dtype';
 
-/** Elements per chunk of a streamed dense conversion (4 MiB of bf16: read, convert and write stay in cache). */
-export const CHUNK_ELEMS = 512 * 1024;
+/** Elements per chunk of a streamed dense conversion (512 KiB of bf16: read, convert and write stay in cache; measured best here). */
+export const CHUNK_ELEMS = 256 * 1024;
 
 /** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
 export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
-import { parseWireModel } from '../compile/onnx-wire';
+import { parseWireModel } from '../formats/onnx/wire-model';
 import { COMPILE_RECORD, readCompileRecord } from '../compile/record';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
 

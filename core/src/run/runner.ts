@@ -11,7 +11,7 @@
  */
 import { PipelineError } from '../errors';
 import { toFloat32 } from '../formats/dtype';
-import type { WireValueInfo } from '../compile/onnx-wire';
+import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from './ort-loader';
 import { ortSessionOptions } from './session-options';
 

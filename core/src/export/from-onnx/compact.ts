@@ -7,7 +7,7 @@
  * names; graph inputs, outputs and initializers keep theirs. Graphs with subgraphs (If,
  * Loop, Scan) are left as they are, since a subgraph may name outer values.
  */
-import { WireWriter } from '../../compile/onnx-wire';
+import { WireWriter } from '../../formats/onnx/wire-model';
 import type { FileField, FileWire } from './file-wire';
 
 /** Renames intermediate values; `undefined` when the graph cannot be compacted safely. */

@@ -6,7 +6,7 @@
  * rank differs, Cast where the prepared dtype is not the graph's). Every other byte of the
  * model is copied as it was, so unknown or newer fields survive.
  */
-import { WireWriter } from '../../compile/onnx-wire';
+import { WireWriter } from '../../formats/onnx/wire-model';
 import { PipelineError } from '../../errors';
 import { createCompactor } from './compact';
 import type { FileField } from './file-wire';

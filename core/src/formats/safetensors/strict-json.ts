@@ -118,7 +118,7 @@ function scanKeys(text: string, topLevel: Map<string, number>, secondLevel: Map<
         }
         if (dup) return { key, offset: i };
         if (frames.length === 1) topLevel.set(key, i);
-        else if (frames.length === 2 && frames[0]!.object) {
+        else if (frames.length === 2) {
           const parent = top.name;
           let m = secondLevel.get(parent);
           if (!m) secondLevel.set(parent, (m = new Map()));

@@ -1,5 +1,5 @@
 /**
- * Byte-level view of an ONNX ModelProto for the compile step.
+ * Byte-level view of an ONNX ModelProto held in memory (the compile step's binder, the runner).
  *
  * Binding a weight-free graph only has to (a) read the graph's inputs, (b) drop the weight
  * inputs and (c) append initializers that point at external data. Doing that on the protobuf
@@ -8,7 +8,8 @@
  * decode/encode of a large graph would build millions of objects. Field numbers are
  * onnx.proto's (ModelProto.graph = 7, GraphProto.input = 11, …).
  */
-import { FormatError } from '../errors';
+import { FormatError } from '../../errors';
+import { FileReader } from './wire-reader';
 
 /** One top-level field of a message: `[start, end)` spans the tag; `[vStart, vEnd)` the value. */
 export interface WireField {
@@ -46,52 +47,12 @@ export interface WireModel {
 const dec = new TextDecoder('utf-8', { fatal: false });
 const enc = new TextEncoder();
 
-function readVarint(buf: Uint8Array, pos: number, file: string): [number, number] {
-  let result = 0;
-  let mul = 1;
-  for (let i = 0; i < 10; i++) {
-    if (pos >= buf.length) throw new FormatError(file, 'truncated varint', pos);
-    const b = buf[pos++]!;
-    if (i < 8) result += (b & 0x7f) * mul;
-    mul *= 128;
-    if ((b & 0x80) === 0) return [result, pos];
-  }
-  throw new FormatError(file, 'varint longer than 10 bytes', pos);
-}
-
-/** Splits `buf[start, end)` into its top-level protobuf fields. */
-export function scanFields(buf: Uint8Array, start: number, end: number, file: string): WireField[] {
+/** Splits `buf[start, end)` into its top-level protobuf fields (validated like the summary path). */
+export function scanFields(buf: Uint8Array, start: number, end: number, file: string, msg = 'message'): WireField[] {
   const out: WireField[] = [];
-  let pos = start;
-  while (pos < end) {
-    const fStart = pos;
-    const [tag, p1] = readVarint(buf, pos, file);
-    pos = p1;
-    const field = Math.floor(tag / 8);
-    const wire = tag & 7;
-    if (field === 0) throw new FormatError(file, 'protobuf field number 0', fStart);
-    let vStart = pos;
-    let vEnd: number;
-    let int: number | undefined;
-    if (wire === 0) {
-      const [v, p2] = readVarint(buf, pos, file);
-      int = v;
-      vEnd = p2;
-    } else if (wire === 1) {
-      vEnd = pos + 8;
-    } else if (wire === 2) {
-      const [len, p2] = readVarint(buf, pos, file);
-      vStart = p2;
-      vEnd = p2 + len;
-    } else if (wire === 5) {
-      vEnd = pos + 4;
-    } else {
-      throw new FormatError(file, `unsupported protobuf wire type ${wire}`, fStart);
-    }
-    if (vEnd > end) throw new FormatError(file, `protobuf field ${field} runs past its message`, fStart);
-    pos = vEnd;
-    out.push({ field, wire, start: fStart, end: vEnd, vStart, vEnd, int });
-  }
+  FileReader.fromBytes(buf, file).each(start, end, msg, (h) =>
+    out.push({ field: h.field, wire: h.wire, start: h.start, end: h.vEnd, vStart: h.vStart, vEnd: h.vEnd, int: h.wire === 0 ? h.int : undefined }),
+  );
   return out;
 }
 
