@@ -119,7 +119,7 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
 }
 
 /** Bytes written between background flushes. */
-const FLUSH_EVERY = 1e15;
+const FLUSH_EVERY = 64 * 1024 * 1024;
 
 /**
  * Starts writeback of the output while the task goes on: every {@link FLUSH_EVERY} bytes an

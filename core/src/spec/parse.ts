@@ -3,6 +3,7 @@
  * `parseSpecText` never throws: JSON syntax errors and schema violations come back as
  * {@link Problem} values whose ranges point at the offending text.
  */
+import { nestingBeyond } from '../formats/json-depth';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
@@ -46,25 +47,9 @@ export function parseSpecText(text: string, file: string): ParsedSpec {
 /** Deepest nesting accepted; jsonc-parser and the offset walk recurse per level (fuzz finding). */
 const MAX_JSON_DEPTH = 1000;
 
-/** Offset where `[`/`{` nesting (outside strings) first exceeds `max`, or -1. */
-function tooDeepAt(text: string, max: number): number {
-  let depth = 0;
-  let inStr = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inStr) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inStr = false;
-    } else if (c === 0x22) inStr = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return i;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return -1;
-}
 
 function parseUnsafe(text: string, file: string): ParsedSpec {
-  const deepAt = tooDeepAt(text, MAX_JSON_DEPTH);
+  const deepAt = nestingBeyond(text, MAX_JSON_DEPTH);
   if (deepAt >= 0) {
     return {
       problems: [{ code: 'json-syntax', severity: 'error', message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, path: [], range: { start: deepAt, end: deepAt + 1 } }],

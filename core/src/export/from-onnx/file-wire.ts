@@ -3,18 +3,11 @@
  * the ONNX module's validated positional reader, so payloads such as `raw_data` are never
  * read; only tags, lengths and the small fields asked for are.
  */
+import type { WireField } from '../../formats/onnx/wire-model';
 import { FileReader } from '../../formats/onnx/wire-reader';
 
-/** One field of a message in the file: `[start, end)` spans tag and value; `[vStart, vEnd)` the value. */
-export interface FileField {
-  field: number;
-  wire: number;
-  start: number;
-  end: number;
-  vStart: number;
-  vEnd: number;
-  int?: number;
-}
+/** One field of a message in the file (the same shape as the in-memory view's fields). */
+export type FileField = WireField;
 
 /** A read-only ONNX file, addressed by fields. */
 export class FileWire {

@@ -4,6 +4,7 @@
  * duplicate keys (JSON.parse silently keeps the last one, so a header could name a tensor
  * twice with different offsets) and records where each top-level property starts.
  */
+import { nestingBeyond } from '../json-depth';
 import { FormatError } from '../../errors';
 
 /** Result of {@link parseStrictJson}. */
@@ -54,22 +55,6 @@ export function byteOffsetIn(text: string, charOffset: number | undefined, base:
   return charOffset === undefined ? undefined : base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
 }
 
-/** Character offset where `[`/`{` nesting outside strings first exceeds `max`, or -1. */
-function nestingBeyond(text: string, max: number): number {
-  let depth = 0;
-  let inStr = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inStr) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inStr = false;
-    } else if (c === 0x22) inStr = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return i;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return -1;
-}
 
 /** An open object or array during {@link scanKeys}. */
 interface Frame {
