@@ -98,8 +98,9 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     state.abs = resolved.value.abs;
     if (!resolved.value.exists) {
       if (looksPrepared(state.abs)) {
-        report(ctx, 'not-prepared', 'error', src.path,
-          `${f.path} does not exist: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
+        // A normal state between export and prepare, not a broken spec: a warning.
+        report(ctx, 'not-prepared', 'warning', src.path,
+          `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
       } else {
         report(ctx, 'file-missing', 'error', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
       }

@@ -1,6 +1,6 @@
 /**
  * Prepared-checkpoint checks: a spec that points into a prepared directory (one with a
- * `.checkpoint_prepared.json` manifest, or named `…-qeff-prepared-<dtype>`) needs it to be
+ * `.checkpoint_prepared.json` manifest, or named like one) needs it to be
  * complete and current. What "complete and current" means is prepare's own
  * {@link preparedStatus} (sentinel written last and equal to the manifest's fingerprint,
  * outputs present, sources unchanged in size and mtime), so the checker, compile and
@@ -16,9 +16,13 @@ export const PREPARED_MANIFEST = MANIFEST_FILE;
 /** Sentinel written last by prepare: its absence means an unfinished prepare. */
 export const PREPARED_SENTINEL = SENTINEL_FILE;
 
-/** True when `file` lies in a directory named like a prepared checkpoint. */
+/**
+ * True when `file` lies in a directory named like a prepared checkpoint: QEfficient's
+ * `<name>-qeff-prepared-<dtype>` or prepare's `<name>-prepared-<dtype>-<hash>`.
+ */
 export function looksPrepared(file: string): boolean {
-  return /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(path.dirname(file)));
+  const dir = path.basename(path.dirname(file));
+  return /-qeff-prepared-[A-Za-z0-9_]+$/.test(dir) || /-prepared-(float32|float16|bfloat16)-[0-9a-f]{6,}$/.test(dir);
 }
 
 async function exists(p: string): Promise<boolean> {
