@@ -71,6 +71,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
     const st = run.files[t.file];
     lines.push(`**\`${f.path}\`** (${f.format})`);
     if (st?.abs) lines.push(`resolved: \`${st.abs}\``);
+    if (st?.real) lines.push(`through a symlink to: \`${st.real}\``);
     const h = st?.header;
     if (h) {
       lines.push(`${bytesText(h.fileSize)} · ${n(h.tensors.size)} tensors · header ${n(h.headerLength)} bytes`);

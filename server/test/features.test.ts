@@ -1,5 +1,5 @@
 // Completion, code lenses, formatting, watching and cancellation over real JSON-RPC.
-import { writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +47,20 @@ describe('language features on a workspace spec', () => {
     expect((onName.contents as { value: string }).value).toContain('ONNX input `lm_head.weight` of `model.onnx`: `F32` `[16, 4]`');
     const onFile = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt/b.safetensors') + 2) });
     expect((onFile.contents as { value: string }).value).toContain('2 tensors');
+  });
+
+  it('hover on a path that goes through a symlink (QEfficient links the prepared dir) shows where it leads', async () => {
+    // ckpt-link → ckpt, as QEfficient links the prepared directory beside the ONNX.
+    const link = path.join(ws.dir, 'ckpt-link');
+    if (!existsSync(link)) symlinkSync(path.join(ws.dir, 'ckpt'), link);
+    const s = ws.spec();
+    s.files[1]!.path = 'ckpt-link/b.safetensors';
+    const text = ws.text(s);
+    await client.replace(uri, text);
+    const onFile = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt-link/b.safetensors') + 2) });
+    const value = (onFile.contents as { value: string }).value;
+    expect(value).toContain(`through a symlink to: \`${path.join(realpathSync(ws.dir), 'ckpt', 'b.safetensors')}\``);
+    expect(value).toContain('2 tensors');
   });
 
   it('code lenses: Prepare checkpoint, Compile (never compiled), Inspect ONNX with the right arguments', async () => {

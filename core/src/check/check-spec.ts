@@ -96,6 +96,7 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
       continue;
     }
     state.abs = resolved.value.abs;
+    if (resolved.value.viaSymlink) state.real = resolved.value.real;
     if (!resolved.value.exists) {
       if (looksPrepared(state.abs)) {
         // A normal state between export and prepare, not a broken spec: a warning.

@@ -27,6 +27,8 @@ export interface CheckOptions {
 export interface FileState {
   /** Absolute path (absent when the path was refused). */
   abs?: string;
+  /** Where the path leads when a symlink is on the way (QEfficient links the prepared dir). */
+  real?: string;
   /** The parsed header when the file is a readable safetensors file. */
   header?: SafetensorsHeader;
 }

@@ -19,3 +19,56 @@ export function nestingBeyond(text: string, max: number): number {
   }
   return -1;
 }
+
+/** What {@link scanJsonShape} found. */
+export interface JsonShape {
+  /** As {@link nestingBeyond}: where nesting first exceeds `max`, or -1 (the scan stops there). */
+  deepAt: number;
+  /** `:` characters outside strings: in valid JSON, exactly the number of property names. */
+  properties: number;
+}
+
+/**
+ * {@link nestingBeyond} and a count of property names in one pass. For text JSON.parse
+ * accepted, `properties === ownKeyCount(JSON.parse(text))` exactly when no object repeats a
+ * key (JSON.parse keeps one property per repeated name), so duplicate detection needs no
+ * tokenizer and no per-key allocation in the common case.
+ */
+export function scanJsonShape(text: string, max: number): JsonShape {
+  let depth = 0;
+  let properties = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string (valid JSON: it is terminated).
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x3a) properties++;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return { deepAt: i, properties };
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return { deepAt: -1, properties };
+}
+
+/** The number of own properties of every object in a JSON.parse value, nested ones included. */
+export function ownKeyCount(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return 0;
+  let n = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) n += ownKeyCount(v[i]);
+    return n;
+  }
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o);
+  n = keys.length;
+  for (let i = 0; i < keys.length; i++) {
+    const x = o[keys[i]!];
+    if (typeof x === 'object' && x !== null) n += ownKeyCount(x);
+  }
+  return n;
+}

@@ -129,16 +129,17 @@ export class Checkpoint {
   private static async fromIndex(indexFile: string): Promise<Checkpoint> {
     const dir = path.dirname(indexFile);
     const text = await readJsonText(indexFile);
-    const { value, topLevel, secondLevel } = parseStrictJson(text, indexFile, 'index');
+    const json = parseStrictJson(text, indexFile, 'index');
+    const value = json.value;
     if (!isJsonObject(value)) throw new FormatError(indexFile, 'index JSON is not an object', 0);
     const map = value.weight_map;
     if (map === undefined) throw new FormatError(indexFile, 'index has no "weight_map"', 0);
-    if (!isJsonObject(map)) throw new FormatError(indexFile, '"weight_map" is not an object', byteOffsetIn(text, topLevel.get('weight_map'), 0));
+    if (!isJsonObject(map)) throw new FormatError(indexFile, '"weight_map" is not an object', byteOffsetIn(text, json.topLevel.get('weight_map'), 0));
     const meta = value.metadata;
     if (meta !== undefined && meta !== null && !isJsonObject(meta)) {
-      throw new FormatError(indexFile, '"metadata" is not an object', byteOffsetIn(text, topLevel.get('metadata'), 0));
+      throw new FormatError(indexFile, '"metadata" is not an object', byteOffsetIn(text, json.topLevel.get('metadata'), 0));
     }
-    const keyAt = (k: string) => byteOffsetIn(text, secondLevel.get('weight_map')?.get(k), 0);
+    const keyAt = (k: string) => byteOffsetIn(text, json.secondLevel.get('weight_map')?.get(k), 0);
     const shardOf = new Map<string, string>();
     const files: string[] = [];
     for (const [key, shard] of Object.entries(map)) {

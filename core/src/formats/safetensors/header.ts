@@ -84,16 +84,20 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   if (!text.startsWith('{')) {
     throw new FormatError(file, `header does not start with "{" (found ${JSON.stringify(text.slice(0, 16))})`, 8);
   }
-  const { value, topLevel } = parseStrictJson(text, file, 'header', 8);
+  const json = parseStrictJson(text, file, 'header', 8);
+  const value = json.value;
   if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
   // Byte offsets are computed only for an error (each costs a scan of the text before it).
-  const at = (key: string) => byteOffsetIn(text, topLevel.get(key), 8);
+  const at = (key: string) => byteOffsetIn(text, json.topLevel.get(key), 8);
 
   const dataStart = 8 + headerLength;
   const dataSize = fileSize - dataStart;
   let metadata: Record<string, string> | undefined;
   const tensors: TensorInfo[] = [];
-  for (const [key, entry] of Object.entries(value)) {
+  const keys = Object.keys(value);
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
+    const entry = value[key];
     if (key === '__metadata__') {
       metadata = parseMetadata(entry, file, () => at(key));
       continue;
@@ -150,7 +154,8 @@ function parseEntry(key: string, entry: unknown, file: string, dataStart: number
   if (!isDType(dtype)) throw bad(`unknown dtype ${JSON.stringify(dtype) ?? 'undefined'}`);
   if (!Array.isArray(shape)) throw bad(`shape is ${describe(shape)}, not an array`);
   let elements = 1;
-  for (const [i, d] of shape.entries()) {
+  for (let i = 0; i < shape.length; i++) {
+    const d: unknown = shape[i];
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
       throw bad(`shape[${i}] is ${describe(d)}, not a non-negative integer`);
     }
@@ -160,11 +165,8 @@ function parseEntry(key: string, entry: unknown, file: string, dataStart: number
   const expected = elements * DTYPE_SIZE[dtype];
   if (!Array.isArray(offsets) || offsets.length !== 2) throw bad(`data_offsets is ${describe(offsets)}, not [begin, end]`);
   const [begin, end] = offsets as unknown[];
-  for (const [name, v] of [['begin', begin], ['end', end]] as const) {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-      throw bad(`data_offsets ${name} is ${describe(v)}, not a non-negative integer`);
-    }
-  }
+  if (!isOffset(begin)) throw bad(`data_offsets begin is ${describe(begin)}, not a non-negative integer`);
+  if (!isOffset(end)) throw bad(`data_offsets end is ${describe(end)}, not a non-negative integer`);
   const b = begin as number;
   const e = end as number;
   if (e < b) throw bad(`data_offsets [${b}, ${e}] end before they begin`);
@@ -173,6 +175,10 @@ function parseEntry(key: string, entry: unknown, file: string, dataStart: number
     throw bad(`shape ${JSON.stringify(shape)} × ${dtype} (${DTYPE_SIZE[dtype]} bytes) needs ${expected} bytes but data_offsets [${b}, ${e}] span ${e - b}`);
   }
   return { key, dtype, shape: shape as number[], dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
+}
+
+function isOffset(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
 /** A key quoted for a one-line message (hostile keys can be megabytes long). */

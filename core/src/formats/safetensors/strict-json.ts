@@ -4,13 +4,13 @@
  * duplicate keys (JSON.parse silently keeps the last one, so a header could name a tensor
  * twice with different offsets) and records where each top-level property starts.
  */
-import { nestingBeyond } from '../json-depth';
+import { ownKeyCount, scanJsonShape } from '../json-depth';
 import { FormatError } from '../../errors';
 
 /** Result of {@link parseStrictJson}. */
 export interface StrictJson {
   value: unknown;
-  /** Character offset of each top-level property name, in document order. */
+  /** Character offset of each top-level property name, in document order (computed on first access). */
   topLevel: Map<string, number>;
   /** Character offset of each property name of each second-level object, by parent key. */
   secondLevel: Map<string, Map<string, number>>;
@@ -34,15 +34,31 @@ export function parseStrictJson(text: string, file: string, what: string, base =
   }
   // jsonc-parser's visit recurses once per nesting level; refuse depths that would overflow
   // the stack (fuzz finding: 100k nested arrays threw RangeError). Headers nest 3 levels.
-  const deep = nestingBeyond(text, 1000);
-  if (deep >= 0) throw new FormatError(file, `${what} nests deeper than 1000 levels`, byteAt(deep));
-  const topLevel = new Map<string, number>();
-  const secondLevel = new Map<string, Map<string, number>>();
-  const duplicate = scanKeys(text, topLevel, secondLevel);
-  if (duplicate) {
-    throw new FormatError(file, `${what} has the key ${JSON.stringify(duplicate.key)} twice`, byteAt(duplicate.offset));
-  }
-  return { value, topLevel, secondLevel };
+  const shape = scanJsonShape(text, 1000);
+  if (shape.deepAt >= 0) throw new FormatError(file, `${what} nests deeper than 1000 levels`, byteAt(shape.deepAt));
+  // The key scan (offsets, first duplicate) runs only when the property count says some key
+  // repeats, or when a caller asks for offsets (to name a byte in an error).
+  let scanned: { topLevel: Map<string, number>; secondLevel: Map<string, Map<string, number>> } | undefined;
+  const scan = () => {
+    if (!scanned) {
+      scanned = { topLevel: new Map(), secondLevel: new Map() };
+      const duplicate = scanKeys(text, scanned.topLevel, scanned.secondLevel);
+      if (duplicate) {
+        throw new FormatError(file, `${what} has the key ${JSON.stringify(duplicate.key)} twice`, byteAt(duplicate.offset));
+      }
+    }
+    return scanned;
+  };
+  if (shape.properties !== ownKeyCount(value)) scan();
+  return {
+    value,
+    get topLevel() {
+      return scan().topLevel;
+    },
+    get secondLevel() {
+      return scan().secondLevel;
+    },
+  };
 }
 
 /** True for a plain JSON object (not null, not an array). */
