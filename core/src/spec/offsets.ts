@@ -44,9 +44,37 @@ export interface DuplicateProperty {
 export class SpecOffsets implements SpecOffsetsView {
   /** Properties that appear twice in the same object. */
   readonly duplicates: DuplicateProperty[] = [];
+  private tree?: Node;
+  private build?: () => Node | undefined;
 
-  constructor(readonly root?: Node) {
-    if (root) this.findDuplicates(root, []);
+  /**
+   * `root` is the document's tree, or a function that builds it on first use (a 20 000-input
+   * spec's tree is ~200 000 nodes: a check that reports nothing never needs it). With a
+   * builder, `noDuplicates` says the caller proved no object repeats a key; otherwise the
+   * tree is built at once to find them.
+   */
+  constructor(root?: Node | (() => Node | undefined), noDuplicates = false) {
+    if (typeof root === 'function') this.build = root;
+    else this.tree = root;
+    if (!noDuplicates || !this.build) {
+      const r = this.root;
+      if (r) this.findDuplicates(r, []);
+    }
+  }
+
+  /** The jsonc-parser tree (built now if it was deferred). */
+  get root(): Node | undefined {
+    if (this.build) {
+      const b = this.build;
+      this.build = undefined;
+      this.tree = b();
+    }
+    return this.tree;
+  }
+
+  /** Builds a deferred tree now (e.g. while the editor is idle, before the first lookup). */
+  prepare(): void {
+    void this.root;
   }
 
   private findDuplicates(node: Node, path: JsonPath): void {
@@ -103,7 +131,8 @@ export class SpecOffsets implements SpecOffsetsView {
   }
 
   private foldShifts(): void {
-    const stack: Node[] = this.root ? [this.root] : [];
+    const root = this.root;
+    const stack: Node[] = root ? [root] : [];
     while (stack.length > 0) {
       const n = stack.pop()! as { offset: number; length: number; colonOffset?: number; children?: Node[] };
       const r = this.mapRange({ start: n.offset, end: n.offset + n.length });
