@@ -33,33 +33,45 @@ function transpose(v: Float32Array, r: number, c: number): Float32Array {
 
 const f32 = (v: Float32Array) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 
-/** Writes `dir/model.safetensors`, `dir/config.json` and `dir/legacy.onnx` with `layers` n×n weights. */
-async function makeLegacy(dir: string, n: number, layers: number): Promise<void> {
+/**
+ * Writes `dir/model.safetensors`, `dir/config.json` and legacy ONNX files with `layers` n×n
+ * weights: `legacy.onnx` uses every layer; `graphs` names more files using a subset each
+ * (several graphs over one checkpoint, as a VLM's encoder and decoder are).
+ */
+async function makeLegacy(dir: string, n: number, layers: number, graphs: Record<string, number[]> = {}): Promise<void> {
   const tensors = [];
-  const inits = [];
-  const nodes = [];
-  let cur = 'x';
+  const weights: { w: Float32Array; g: Float32Array }[] = [];
   for (let l = 0; l < layers; l++) {
     const w = bf16Values(n * n, 1 / Math.sqrt(n)); // torch Linear weight [out, in]
     const g = bf16Values(n, 1);
+    weights.push({ w, g });
     tensors.push({ key: `model.layers.${l}.mlp.down_proj.weight`, dtype: 'BF16' as const, shape: [n, n], data: fromFloat32(w, 'BF16') });
     tensors.push({ key: `model.layers.${l}.post_attention_layernorm.weight`, dtype: 'BF16' as const, shape: [n], data: fromFloat32(g, 'BF16') });
-    inits.push(makeTensor(`onnx::MatMul_${100 + l}`, 'F32', [n, n], f32(transpose(w, n, n))));
-    // Odd layers fold a Gemma-style norm: the export stores (1 + weight), computed in f32.
-    const folded = l % 2 === 1 ? g.map((v) => Math.fround(v + 1)) : g;
-    inits.push(makeTensor(`onnx::Mul_${200 + l}`, 'F32', [n], f32(folded)));
-    nodes.push(makeNode('MatMul', [cur, `onnx::MatMul_${100 + l}`], [`/l${l}/MatMul_output_0`], [], `/l${l}/MatMul`));
-    nodes.push(makeNode('Mul', [`/l${l}/MatMul_output_0`, `onnx::Mul_${200 + l}`], [`/l${l}/Mul_output_0`], [], `/l${l}/Mul`));
-    cur = `/l${l}/Mul_output_0`;
   }
-  nodes.push(makeNode('Identity', [cur], ['y']));
-  const model: ModelProto = {
-    irVersion: 7,
-    producerName: 'pytorch',
-    opsetImport: [{ domain: '', version: 14 }],
-    graph: { name: 'legacy', node: nodes, initializer: inits, input: [makeValueInfo('x', 'F32', [1, n])], output: [makeValueInfo('y', 'F32', [1, n])] },
-  };
-  writeFileSync(path.join(dir, 'legacy.onnx'), encodeModel(model));
+  const all = Array.from({ length: layers }, (_, l) => l);
+  for (const [file, use] of Object.entries({ 'legacy.onnx': all, ...graphs })) {
+    const inits = [];
+    const nodes = [];
+    let cur = 'x';
+    for (const l of use) {
+      const { w, g } = weights[l]!;
+      inits.push(makeTensor(`onnx::MatMul_${100 + l}`, 'F32', [n, n], f32(transpose(w, n, n))));
+      // Odd layers fold a Gemma-style norm: the export stores (1 + weight), computed in f32.
+      const folded = l % 2 === 1 ? g.map((v) => Math.fround(v + 1)) : g;
+      inits.push(makeTensor(`onnx::Mul_${200 + l}`, 'F32', [n], f32(folded)));
+      nodes.push(makeNode('MatMul', [cur, `onnx::MatMul_${100 + l}`], [`/l${l}/MatMul_output_0`], [], `/l${l}/MatMul`));
+      nodes.push(makeNode('Mul', [`/l${l}/MatMul_output_0`, `onnx::Mul_${200 + l}`], [`/l${l}/Mul_output_0`], [], `/l${l}/Mul`));
+      cur = `/l${l}/Mul_output_0`;
+    }
+    nodes.push(makeNode('Identity', [cur], ['y']));
+    const model: ModelProto = {
+      irVersion: 7,
+      producerName: 'pytorch',
+      opsetImport: [{ domain: '', version: 14 }],
+      graph: { name: 'legacy', node: nodes, initializer: inits, input: [makeValueInfo('x', 'F32', [1, n])], output: [makeValueInfo('y', 'F32', [1, n])] },
+    };
+    writeFileSync(path.join(dir, file), encodeModel(model));
+  }
   writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ model_type: 'llama', tie_word_embeddings: false }));
   await writeSafetensors(path.join(dir, 'model.safetensors'), tensors);
 }
@@ -128,5 +140,25 @@ describe('export --onnx on a legacy-style model made in code', () => {
     console.log(`export --onnx: ${weightBytes >> 20} MiB of weights, peak RSS ${(r.maxRss / 2 ** 20).toFixed(1)} MiB (baseline ${(base.maxRss / 2 ** 20).toFixed(1)} MiB)`);
     // Loading the legacy weights (or one f32 copy of the checkpoint) would alone exceed this.
     expect(growth).toBeLessThan(weightBytes / 2);
+  });
+
+  it('gives several graphs over one checkpoint each its own spec over the same prepared files', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-legacy-shared-'));
+    const ckpt = path.join(dir, 'ckpt');
+    spawnSync('mkdir', ['-p', ckpt]);
+    const n = 16;
+    await makeLegacy(ckpt, n, 4, { 'encoder.onnx': [0, 1], 'decoder.onnx': [2, 3] });
+    const specs = [];
+    for (const g of ['encoder', 'decoder']) {
+      const out = path.join(dir, g);
+      const r = spawnSync(process.execPath, [CLI, 'export', '--onnx', path.join(ckpt, `${g}.onnx`), '--checkpoint', ckpt, '--out', out], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      specs.push(JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')));
+    }
+    expect(specs[0].files).toEqual(specs[1].files);
+    expect(specs[0].model_id).toBe(specs[1].model_id);
+    const keys = (s: { inputs: { location: { key: string } }[] }) => s.inputs.map((i) => i.location.key).sort();
+    expect(keys(specs[0])).toEqual(['model.layers.0.mlp.down_proj.weight', 'model.layers.0.post_attention_layernorm.weight', 'model.layers.1.mlp.down_proj.weight', 'model.layers.1.post_attention_layernorm.weight']);
+    expect(keys(specs[1])).toEqual(['model.layers.2.mlp.down_proj.weight', 'model.layers.2.post_attention_layernorm.weight', 'model.layers.3.mlp.down_proj.weight', 'model.layers.3.post_attention_layernorm.weight']);
   });
 });

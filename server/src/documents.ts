@@ -151,6 +151,11 @@ export class SpecDocuments {
     } catch (err) {
       this.log.error(`publishing diagnostics of ${d.uri} failed: ${oneLine(err)}`);
     }
+    // Offsets (hover, inlay hints, the next edit's patch) need the document's tree, which the
+    // parse defers: build it once the diagnostics are out, unless an edit came first.
+    setImmediate(() => {
+      if (d.published?.run === run) run.parsed.offsets.prepare();
+    });
     try {
       this.hooks.checked?.(d, run);
     } catch (err) {

@@ -11,7 +11,7 @@
  * streaming comparison then decides which one it is.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, halfBitsToFloatBits, toFloat32, type DType } from '../formats/dtype';
 
 /** A tensor's bytes somewhere in a file. */
 export interface TensorSource {
@@ -38,14 +38,15 @@ export function comparable(a: DType, b: DType): boolean {
   return a === b || (WIDENS_TO_F32.has(a) && WIDENS_TO_F32.has(b));
 }
 
-/** Reads ranges of one file through one handle. */
+/** Reads ranges of one file through one handle, into a buffer the caller reuses. */
 class RangeReader {
   private constructor(private readonly fh: FileHandle) {}
   static async open(file: string): Promise<RangeReader> {
     return new RangeReader(await open(file, 'r'));
   }
-  async read(offset: number, length: number): Promise<Uint8Array> {
-    const buf = new Uint8Array(length);
+  /** Fills `into[0, length)` from `offset` (a new buffer when `into` is absent) and returns that part. */
+  async read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+    const buf = into ? into.subarray(0, length) : new Uint8Array(length);
     let done = 0;
     while (done < length) {
       const { bytesRead } = await this.fh.read(buf, done, length - done, offset + done);
@@ -59,16 +60,28 @@ class RangeReader {
   }
 }
 
-/** Element values as 32-bit patterns (f32 bits for floats, raw words otherwise). */
-function words(bytes: Uint8Array, dtype: DType): Uint32Array {
-  if (WIDENS_TO_F32.has(dtype)) {
-    const f = toFloat32(bytes, dtype);
-    return new Uint32Array(f.buffer, f.byteOffset, f.length);
+/**
+ * Element values as 32-bit patterns, read through a view of `bytes` (no copy, so streaming
+ * a large tensor allocates nothing per chunk): f32 bits for floats (bf16/f16 widened
+ * exactly), raw bytes for other dtypes. `bytes` must start at a 4-byte-aligned offset.
+ */
+interface Words {
+  n: number;
+  at(i: number): number;
+}
+
+function words(bytes: Uint8Array, dtype: DType): Words {
+  if (dtype === 'F32') {
+    const u = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
+    return { n: u.length, at: (i) => u[i]! };
   }
-  // Non-float tensors are compared byte for byte; pad to whole words.
-  const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
-  padded.set(bytes);
-  return new Uint32Array(padded.buffer);
+  if (dtype === 'BF16' || dtype === 'F16') {
+    const u = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 1);
+    return dtype === 'BF16'
+      ? { n: u.length, at: (i) => (u[i]! << 16) >>> 0 }
+      : { n: u.length, at: (i) => halfBitsToFloatBits(u[i]!) >>> 0 };
+  }
+  return { n: bytes.length, at: (i) => bytes[i]! };
 }
 
 function mixA(x: number): number {
@@ -102,13 +115,15 @@ export async function multisetDigest(src: TensorSource, chunkBytes = 4 << 20): P
     let b = 0;
     let n = 0;
     const step = chunkLength(DTYPE_SIZE[src.dtype], chunkBytes);
+    const buf = new Uint8Array(Math.min(step, src.byteLength));
     for (let off = 0; off < src.byteLength; off += step) {
-      const w = words(await reader.read(src.offset + off, Math.min(step, src.byteLength - off)), src.dtype);
-      for (let i = 0; i < w.length; i++) {
-        a = (a + mixA(w[i]!)) >>> 0;
-        b = (b + mixB(w[i]!)) >>> 0;
+      const w = words(await reader.read(src.offset + off, Math.min(step, src.byteLength - off), buf), src.dtype);
+      for (let i = 0; i < w.n; i++) {
+        const x = w.at(i);
+        a = (a + mixA(x)) >>> 0;
+        b = (b + mixB(x)) >>> 0;
       }
-      n += w.length;
+      n += w.n;
     }
     const family = WIDENS_TO_F32.has(src.dtype) ? 'f' : src.dtype;
     return `${family}:${n}:${a.toString(16)}:${b.toString(16)}`;
@@ -117,9 +132,9 @@ export async function multisetDigest(src: TensorSource, chunkBytes = 4 << 20): P
   }
 }
 
-function equalWords(x: Uint32Array, y: Uint32Array): boolean {
-  if (x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+function equalWords(x: Words, y: Words): boolean {
+  if (x.n !== y.n) return false;
+  for (let i = 0; i < x.n; i++) if (x.at(i) !== y.at(i)) return false;
   return true;
 }
 
@@ -129,13 +144,14 @@ export async function sameValues(a: TensorSource, b: TensorSource, chunkBytes = 
   const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
   try {
     const total = numel(a.shape);
-    const step = Math.max(1, Math.floor(chunkBytes / 4));
+    const step = Math.max(1, Math.min(total, Math.floor(chunkBytes / 4)));
+    const sa = DTYPE_SIZE[a.dtype];
+    const sb = DTYPE_SIZE[b.dtype];
+    const [ba, bb] = [new Uint8Array(step * sa), new Uint8Array(step * sb)];
     for (let e = 0; e < total; e += step) {
       const n = Math.min(step, total - e);
-      const sa = DTYPE_SIZE[a.dtype];
-      const sb = DTYPE_SIZE[b.dtype];
-      const wa = words(await ra.read(a.offset + e * sa, n * sa), a.dtype);
-      const wb = words(await rb.read(b.offset + e * sb, n * sb), b.dtype);
+      const wa = words(await ra.read(a.offset + e * sa, n * sa, ba), a.dtype);
+      const wb = words(await rb.read(b.offset + e * sb, n * sb, bb), b.dtype);
       if (!equalWords(wa, wb)) return false;
     }
     return true;
@@ -158,14 +174,15 @@ export async function sameValuesTransposed(a: TensorSource, b: TensorSource, chu
   const rows = Math.max(1, Math.min(r, Math.floor(chunkBytes / Math.max(1, c * 4))));
   const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
   try {
+    const [ba, bb] = [new Uint8Array(rows * c * sa), new Uint8Array(rows * sb)];
     for (let i0 = 0; i0 < r; i0 += rows) {
       const n = Math.min(rows, r - i0);
       // a[i0 .. i0+n, :] is contiguous.
-      const wa = words(await ra.read(a.offset + i0 * c * sa, n * c * sa), a.dtype);
+      const wa = words(await ra.read(a.offset + i0 * c * sa, n * c * sa, ba), a.dtype);
       for (let j = 0; j < c; j++) {
         // b[j, i0 .. i0+n] is contiguous too; it must equal column j of the block of a.
-        const wb = words(await rb.read(b.offset + (j * r + i0) * sb, n * sb), b.dtype);
-        for (let k = 0; k < n; k++) if (wa[k * c + j] !== wb[k]) return false;
+        const wb = words(await rb.read(b.offset + (j * r + i0) * sb, n * sb, bb), b.dtype);
+        for (let k = 0; k < n; k++) if (wa.at(k * c + j) !== wb.at(k)) return false;
       }
     }
     return true;

@@ -3,7 +3,7 @@
  * `parseSpecText` never throws: JSON syntax errors and schema violations come back as
  * {@link Problem} values whose ranges point at the offending text.
  */
-import { nestingBeyond } from '../formats/json-depth';
+import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
@@ -44,12 +44,15 @@ export function parseSpecText(text: string, file: string): ParsedSpec {
   }
 }
 
+const PARSE_OPTIONS = { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false };
+
 /** Deepest nesting accepted; jsonc-parser and the offset walk recurse per level (fuzz finding). */
 const MAX_JSON_DEPTH = 1000;
 
 
 function parseUnsafe(text: string, file: string): ParsedSpec {
-  const deepAt = nestingBeyond(text, MAX_JSON_DEPTH);
+  const shape = scanJsonShape(text, MAX_JSON_DEPTH);
+  const deepAt = shape.deepAt;
   if (deepAt >= 0) {
     return {
       problems: [{ code: 'json-syntax', severity: 'error', message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, path: [], range: { start: deepAt, end: deepAt + 1 } }],
@@ -57,17 +60,26 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
     };
   }
   const errors: ParseError[] = [];
-  // Strict JSON (the common case) is parsed by JSON.parse and a token-boundary tree builder;
-  // anything else goes through jsonc-parser, whose error recovery gives the diagnostics.
+  // Strict JSON (the common case) is parsed by JSON.parse; its tree (token-boundary builder)
+  // is built only when an offset is first asked for, and duplicate keys are ruled out by
+  // counting properties. Anything else goes through jsonc-parser, whose error recovery gives
+  // the diagnostics.
   let strict: { value: unknown } | undefined;
   try {
     strict = { value: JSON.parse(text) };
   } catch {
     strict = undefined;
   }
-  const tree = (strict ? fastParseTree(text) : undefined)
-    ?? parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
-  const offsets = new SpecOffsets(tree);
+  let offsets: SpecOffsets;
+  let tree: Node | undefined;
+  if (strict) {
+    const noDuplicates = shape.properties === ownKeyCount(strict.value);
+    // Valid JSON: jsonc-parser (the fallback, never expected) reports no errors on it.
+    offsets = new SpecOffsets(() => fastParseTree(text) ?? parseTree(text, [], PARSE_OPTIONS), noDuplicates);
+  } else {
+    tree = parseTree(text, errors, PARSE_OPTIONS);
+    offsets = new SpecOffsets(tree);
+  }
   const problems: Problem[] = [];
   for (const e of errors) {
     problems.push({
@@ -79,7 +91,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       range: { start: Math.min(e.offset, text.length), end: Math.min(text.length, e.offset + Math.max(1, e.length)) },
     });
   }
-  if (!tree || errors.length > 0) {
+  if (!strict && (!tree || errors.length > 0)) {
     if (!tree && errors.length === 0) {
       problems.push({ code: 'json-syntax', severity: 'error', message: 'the file is empty', path: [], range: { start: 0, end: 0 } });
     }
@@ -96,7 +108,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   }
   // JSON.parse's value equals the tree's (own "__proto__" properties included), and is
   // several times faster than rebuilding it from the tree.
-  const raw: unknown = strict ? strict.value : nodeValue(tree);
+  const raw: unknown = strict ? strict.value : nodeValue(tree!);
   const result = SpecSchema.safeParse(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
@@ -113,7 +125,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
         range: offsets.anchor(p),
       });
     }
-    return { problems, offsets, tree };
+    return withTree({ problems, offsets }, offsets, tree);
   }
   const { spec, sources } = normalize(result.data, raw as Record<string, unknown>);
   if (spec.version > LATEST_SPEC_VERSION) {
@@ -125,7 +137,28 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       range: offsets.value(['version']),
     });
   }
-  return { spec, problems, offsets, sources, tree };
+  return withTree({ spec, problems, offsets, sources }, offsets, tree);
+}
+
+/**
+ * `parsed.tree`: the given tree, or the offsets' (deferred) one on first read. Assignable, as
+ * a plain field would be (patch.ts drops it after an edit).
+ */
+function withTree(parsed: ParsedSpec, offsets: SpecOffsets, tree: Node | undefined): ParsedSpec {
+  if (tree) {
+    parsed.tree = tree;
+    return parsed;
+  }
+  let set: { tree: Node | undefined } | undefined;
+  Object.defineProperty(parsed, 'tree', {
+    enumerable: true,
+    configurable: true,
+    get: () => (set ? set.tree : offsets.root),
+    set: (v: Node | undefined) => {
+      set = { tree: v };
+    },
+  });
+  return parsed;
 }
 
 /**
