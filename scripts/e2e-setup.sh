@@ -36,7 +36,10 @@ if [ "$(cat "$E2E/code-server/.installed" 2>/dev/null || true)" != "$CS_VER" ] |
   mkdir -p "$E2E/code-server"
   # npm's own script runs under whichever node is first on PATH: Node 24, so that code-server's
   # native modules build against it (npm_config_nodedir gives node-gyp its headers).
-  flock /tmp/npm.lock env ONNXRUNTIME_NODE_INSTALL=skip PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" \
+  # Under `npm run test:e2e` the outer npm (on Node 20) exports npm_config_user_agent, which
+  # the inner npm would inherit as its config: code-server's postinstall reads the Node major
+  # version from it and would refuse. Unset it so the inner npm reports Node 24.
+  flock /tmp/npm.lock env -u npm_config_user_agent ONNXRUNTIME_NODE_INSTALL=skip PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" \
     npm install --prefix "$E2E/code-server" --no-save --no-audit --no-fund --loglevel=error \
     --unsafe-perm "code-server@$CS_VER"
   echo "$CS_VER" > "$E2E/code-server/.installed"

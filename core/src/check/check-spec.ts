@@ -12,6 +12,7 @@ import { FormatError, oneLine, type Problem } from '../errors';
 import { tryResolveReadPath } from '../paths';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
+import type { SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
@@ -79,8 +80,12 @@ function sortProblems(problems: Problem[]): Problem[] {
     .map((x) => x.p);
 }
 
-/** Resolves, stats and reads the header of every `files[]` entry. */
+/**
+ * Resolves, stats and reads the header of every `files[]` entry. The reads of all shards are
+ * started together (their I/O overlaps); results are taken in `files[]` order.
+ */
 async function checkFiles(ctx: CheckContext): Promise<void> {
+  const reads: (Promise<SafetensorsHeader> | undefined)[] = [];
   for (const [i, f] of ctx.spec.files.entries()) {
     throwIfAborted(ctx);
     const src = ctx.sources.files[i]!;
@@ -107,8 +112,18 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
       }
       continue;
     }
+    const read = ctx.cache.header(state.abs);
+    read.catch(() => undefined); // handled below; an abort must not leave it unobserved
+    reads[i] = read;
+  }
+  for (const [i, f] of ctx.spec.files.entries()) {
+    const read = reads[i];
+    if (!read) continue;
+    throwIfAborted(ctx);
+    const src = ctx.sources.files[i]!;
+    const state = ctx.files[i]!;
     try {
-      state.header = await ctx.cache.header(state.abs);
+      state.header = await read;
     } catch (err) {
       if (err instanceof FormatError) {
         report(ctx, 'file-not-safetensors', 'error', src.path, `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`);

@@ -2,7 +2,9 @@
  * Source offsets for every JSON path of a document, taken from jsonc-parser's tree, so that a
  * diagnostic found on the *parsed* value can point at the exact text that produced it.
  */
-import type { Node } from 'jsonc-parser';
+import { parseTree, type Node } from 'jsonc-parser';
+import { fastParseTree } from './fast-tree';
+import { OBJECT, OffsetIndex, SCALAR } from './offset-index';
 import type { OffsetRange } from '../errors';
 import type { JsonPath, SpecOffsetsView } from './types';
 
@@ -36,45 +38,55 @@ export interface DuplicateProperty {
 }
 
 /**
- * Offsets of all values and property names of one parsed document. Lookups walk the jsonc
- * tree along the path (array steps are O(1), object steps scan that object's properties), so
- * nothing is built per node up front: a 20 000-input spec has ~200 000 nodes, and a map of
- * every path was the slowest part of a parse and most of its garbage.
+ * Offsets of all values and property names of one parsed document. Two representations: a
+ * jsonc-parser tree (documents with syntax errors or duplicate keys), or, for strict JSON, a
+ * compact {@link OffsetIndex} built on first lookup (a 20 000-input spec has ~140 000 values;
+ * a tree of node objects for them was the slowest part of a cold check and most of its
+ * garbage, and a check that reports nothing needs no offsets at all). Lookups walk along the
+ * path: array steps are O(1), object steps scan that object's properties.
  */
 export class SpecOffsets implements SpecOffsetsView {
   /** Properties that appear twice in the same object. */
   readonly duplicates: DuplicateProperty[] = [];
   private tree?: Node;
-  private build?: () => Node | undefined;
+  private ix?: OffsetIndex;
+  /** Text whose index is still to be built. */
+  private ixText?: string;
 
-  /**
-   * `root` is the document's tree, or a function that builds it on first use (a 20 000-input
-   * spec's tree is ~200 000 nodes: a check that reports nothing never needs it). With a
-   * builder, `noDuplicates` says the caller proved no object repeats a key; otherwise the
-   * tree is built at once to find them.
-   */
-  constructor(root?: Node | (() => Node | undefined), noDuplicates = false) {
-    if (typeof root === 'function') this.build = root;
-    else this.tree = root;
-    if (!noDuplicates || !this.build) {
-      const r = this.root;
-      if (r) this.findDuplicates(r, []);
-    }
+  constructor(root?: Node) {
+    this.tree = root;
+    if (root) this.findDuplicates(root, []);
   }
 
-  /** The jsonc-parser tree (built now if it was deferred). */
+  /**
+   * Offsets of strict JSON `text` in which, as the caller proved, no object repeats a key
+   * (so there are no {@link duplicates}); the index is built on first use.
+   */
+  static ofStrictJson(text: string): SpecOffsets {
+    const o = new SpecOffsets();
+    o.ixText = text;
+    return o;
+  }
+
+  /** The jsonc-parser tree (tree representation only). */
   get root(): Node | undefined {
-    if (this.build) {
-      const b = this.build;
-      this.build = undefined;
-      this.tree = b();
-    }
     return this.tree;
   }
 
-  /** Builds a deferred tree now (e.g. while the editor is idle, before the first lookup). */
+  /** Builds a deferred index now (e.g. while the editor is idle, before the first lookup). */
   prepare(): void {
-    void this.root;
+    void this.index;
+  }
+
+  private get index(): OffsetIndex | undefined {
+    if (this.ixText !== undefined) {
+      const text = this.ixText;
+      this.ixText = undefined;
+      this.ix = OffsetIndex.build(text);
+      // Never expected for strict JSON; a tree gives the same offsets.
+      if (!this.ix) this.tree = fastParseTree(text) ?? parseTree(text);
+    }
+    return this.ix;
   }
 
   private findDuplicates(node: Node, path: JsonPath): void {
@@ -131,7 +143,17 @@ export class SpecOffsets implements SpecOffsetsView {
   }
 
   private foldShifts(): void {
-    const root = this.root;
+    const ix = this.index;
+    if (ix) {
+      for (let n = 0; n < ix.count; n++) {
+        const r = this.mapRange({ start: ix.start[n]!, end: ix.end[n]! });
+        ix.start[n] = r.start;
+        ix.end[n] = r.end;
+        const k = ix.keyStart[n]!;
+        if (k >= 0) ix.keyStart[n] = this.mapRange({ start: k, end: k + ix.keyLength[n]! }).start;
+      }
+    }
+    const root = this.tree;
     const stack: Node[] = root ? [root] : [];
     while (stack.length > 0) {
       const n = stack.pop()! as { offset: number; length: number; colonOffset?: number; children?: Node[] };
@@ -162,12 +184,25 @@ export class SpecOffsets implements SpecOffsetsView {
 
   /** Range of the value at `path` (strings include their quotes). */
   value(path: Readonly<JsonPath>): OffsetRange | undefined {
+    const ix = this.index;
+    if (ix) {
+      const n = indexAt(ix, path);
+      return n < 0 ? undefined : this.mapRange({ start: ix.start[n]!, end: ix.end[n]! });
+    }
     return this.range(this.nodeAt(path));
   }
 
   /** Range of the property name whose value is at `path`. */
   key(path: Readonly<JsonPath>): OffsetRange | undefined {
     if (path.length === 0) return undefined;
+    const ix = this.index;
+    if (ix) {
+      const parent = indexAt(ix, path.slice(0, -1));
+      const n = parent < 0 || ix.kind[parent] !== OBJECT ? -1 : ix.child(parent, path[path.length - 1]!);
+      if (n < 0) return undefined;
+      const k = ix.keyStart[n]!;
+      return this.mapRange({ start: k, end: k + ix.keyLength[n]! });
+    }
     const parent = this.nodeAt(path.slice(0, -1));
     if (parent?.type !== 'object') return undefined;
     return this.range(lastProperty(parent, path[path.length - 1]!)?.children?.[0]);
@@ -192,10 +227,19 @@ export class SpecOffsets implements SpecOffsetsView {
     const near = this.nearest(path);
     if (!near) return undefined;
     const exact = near.path.length === path.length;
-    const node = this.nodeAt(near.path);
-    const container = node?.type === 'object' || node?.type === 'array';
+    const container = this.isContainer(near.path);
     if (exact && !container) return near.range;
     return this.key(near.path) ?? { start: near.range.start, end: near.range.start + 1 };
+  }
+
+  private isContainer(path: Readonly<JsonPath>): boolean {
+    const ix = this.index;
+    if (ix) {
+      const n = indexAt(ix, path);
+      return n >= 0 && ix.kind[n] !== SCALAR;
+    }
+    const node = this.nodeAt(path);
+    return node?.type === 'object' || node?.type === 'array';
   }
 
   private nodeAt(path: Readonly<JsonPath>): Node | undefined {
@@ -208,6 +252,13 @@ export class SpecOffsets implements SpecOffsetsView {
     }
     return node;
   }
+}
+
+/** The value at `path` in `ix` (-1 if none). */
+function indexAt(ix: OffsetIndex, path: Readonly<JsonPath>): number {
+  let n = 0;
+  for (let j = 0; j < path.length && n >= 0; j++) n = ix.child(n, path[j]!);
+  return n;
 }
 
 /** The last property of `obj` named `name` (the one JSON.parse keeps), if any. */

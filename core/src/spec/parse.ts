@@ -10,7 +10,8 @@ import { parseTree, printParseErrorCode, type Node, type ParseError } from 'json
 import { FormatError, oneLine, type Problem } from '../errors';
 import { fastParseTree } from './fast-tree';
 import { formatPath, SpecOffsets } from './offsets';
-import { SpecSchema, type RawInput, type RawSpec } from './schema';
+import { parseSpecSchema } from './fast-schema';
+import type { RawInput, RawSpec } from './schema';
 import {
   LATEST_SPEC_VERSION,
   type JsonPath,
@@ -72,10 +73,13 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   }
   let offsets: SpecOffsets;
   let tree: Node | undefined;
-  if (strict) {
-    const noDuplicates = shape.properties === ownKeyCount(strict.value);
+  if (strict && shape.properties === ownKeyCount(strict.value)) {
+    // No object repeats a key (see scanJsonShape): a compact index, built on first lookup.
+    offsets = SpecOffsets.ofStrictJson(text);
+  } else if (strict) {
     // Valid JSON: jsonc-parser (the fallback, never expected) reports no errors on it.
-    offsets = new SpecOffsets(() => fastParseTree(text) ?? parseTree(text, [], PARSE_OPTIONS), noDuplicates);
+    tree = fastParseTree(text) ?? parseTree(text, [], PARSE_OPTIONS);
+    offsets = new SpecOffsets(tree);
   } else {
     tree = parseTree(text, errors, PARSE_OPTIONS);
     offsets = new SpecOffsets(tree);
@@ -109,7 +113,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   // JSON.parse's value equals the tree's (own "__proto__" properties included), and is
   // several times faster than rebuilding it from the tree.
   const raw: unknown = strict ? strict.value : nodeValue(tree!);
-  const result = SpecSchema.safeParse(raw);
+  const result = parseSpecSchema(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const p = issue.path.filter((x): x is string | number => typeof x !== 'symbol');
@@ -125,7 +129,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
         range: offsets.anchor(p),
       });
     }
-    return withTree({ problems, offsets }, offsets, tree);
+    return withTree({ problems, offsets }, text, tree);
   }
   const { spec, sources } = normalize(result.data, raw as Record<string, unknown>);
   if (spec.version > LATEST_SPEC_VERSION) {
@@ -137,14 +141,14 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       range: offsets.value(['version']),
     });
   }
-  return withTree({ spec, problems, offsets, sources }, offsets, tree);
+  return withTree({ spec, problems, offsets, sources }, text, tree);
 }
 
 /**
- * `parsed.tree`: the given tree, or the offsets' (deferred) one on first read. Assignable, as
- * a plain field would be (patch.ts drops it after an edit).
+ * `parsed.tree`: the given tree, or (strict JSON indexed by offsets) one built from `text` on
+ * first read. Assignable, as a plain field would be (patch.ts drops it after an edit).
  */
-function withTree(parsed: ParsedSpec, offsets: SpecOffsets, tree: Node | undefined): ParsedSpec {
+function withTree(parsed: ParsedSpec, text: string, tree: Node | undefined): ParsedSpec {
   if (tree) {
     parsed.tree = tree;
     return parsed;
@@ -153,7 +157,7 @@ function withTree(parsed: ParsedSpec, offsets: SpecOffsets, tree: Node | undefin
   Object.defineProperty(parsed, 'tree', {
     enumerable: true,
     configurable: true,
-    get: () => (set ? set.tree : offsets.root),
+    get: () => (set ??= { tree: fastParseTree(text) ?? parseTree(text, [], PARSE_OPTIONS) }).tree,
     set: (v: Node | undefined) => {
       set = { tree: v };
     },
