@@ -64,6 +64,7 @@ function timed(cmd, args) {
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) {
     console.error(`prepare.bench: ${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
+    rmSync(tmp, { recursive: true, force: true });
     process.exit(1);
   }
   return { s, rssKb: Number(r.stderr.trim().split('\n').pop()), stdout: r.stdout };
@@ -90,6 +91,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const written = readdirSync(out).filter((f) => f.startsWith('base-')).reduce((a, f) => a + statSync(path.join(out, f)).size, 0);
     if (!existsSync(path.join(out, '.checkpoint_prepared')) || written < bytes * 0.99) {
       console.error('prepare.bench: prepared output incomplete');
+      rmSync(tmp, { recursive: true, force: true });
       process.exit(1);
     }
   }

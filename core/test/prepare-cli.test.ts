@@ -7,11 +7,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { planPrepare, preparedStatus } from '../src/prepare';
 import { REPO_ROOT } from '../../test/support/fixtures';
-import { t, tempDir, writeCheckpoint } from './prepare-support';
+import { cleanupTemps, t, tempDir, writeCheckpoint } from './prepare-support';
+
+afterAll(cleanupTemps);
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -51,7 +53,7 @@ beforeAll(() => {
 
 describe('prepare CLI', () => {
   it('prints the prepared directory, says when nothing changed, and fails with one line', async () => {
-    const parent = tempDir('ws-cli-');
+    const parent = tempDir('ws-prep-cli-');
     const src = path.join(parent, 'tiny');
     await writeCheckpoint(src, [[t('model.embed_tokens.weight', [16, 8], 1), t('model.layers.0.mlp.experts.0.gate_proj.weight', [4, 8], 2), t('model.layers.0.mlp.experts.0.up_proj.weight', [4, 8], 3), t('model.layers.0.mlp.experts.0.down_proj.weight', [8, 4], 4)]]);
     const first = await run(['prepare', '--checkpoint', src, '--dtype', 'float16']);
@@ -82,7 +84,7 @@ describe('prepare CLI: SIGKILL safety', () => {
   let src: string;
   let parent: string;
   beforeAll(async () => {
-    parent = tempDir('ws-kill-');
+    parent = tempDir('ws-prep-kill-');
     src = path.join(parent, 'ckpt');
     const H = 1024;
     const shard = (i: number) => Array.from({ length: 6 }, (_, j) => ({ key: `model.layers.${i}.mlp.proj${j}.weight`, dtype: 'BF16' as const, shape: [4096, H], data: new Uint8Array(randomBytes(4096 * H * 2)) }));

@@ -5,11 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { planPrepare, runPrepare } from '../src/prepare';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { concat, readKey, sameBytes, tempDir, workerPath } from './prepare-support';
+import { cleanupTemps, concat, readKey, sameBytes, tempDir, workerPath } from './prepare-support';
+
+afterAll(cleanupTemps);
 
 /** Rows `parity::2` of each expert of an f32 `[E, R, C]` tensor. */
 function rows(bytes: Uint8Array, E: number, R: number, C: number, parity: 0 | 1): Float32Array {

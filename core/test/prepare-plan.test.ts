@@ -4,10 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { executeTask, isPreparedUpToDate, planPrepare, preparedStatus, readPreparedManifest, runPrepare } from '../src/prepare';
-import { concat, readKey, sameBytes, t, tempDir, workerPath, writeCheckpoint } from './prepare-support';
+import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, workerPath, writeCheckpoint } from './prepare-support';
+
+afterAll(cleanupTemps);
 
 const m = (l: number) => `model.layers.${l}.block_sparse_moe`;
 
@@ -91,6 +93,16 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
       expect(seen[i]!.tasksDone).toBeGreaterThanOrEqual(seen[i - 1]!.tasksDone);
     }
     expect(seen[0]).toMatchObject({ bytesDone: 0, tasksDone: 0 });
+  });
+
+  it('runs the same plan in this thread (workers: 0) with identical output files', async () => {
+    const root = tempDir();
+    const src = path.join(root, 'moe');
+    await moeCheckpoint(src, { layers: 2 });
+    const a = await runPrepare({ checkpoint: src, dtype: 'float16', out: path.join(root, 'a'), workerPath: workerPath() });
+    const b = await runPrepare({ checkpoint: src, dtype: 'float16', out: path.join(root, 'b'), workers: 0 });
+    expect(b.executor!.maxConcurrent).toBe(1);
+    for (const t of a.plan.tasks) expect(sameBytes(fs.readFileSync(path.join(a.outDir, t.file)), fs.readFileSync(path.join(b.outDir, t.file)))).toBe(true);
   });
 
   it('grouped task waits for all its keys: one task per layer spanning every shard, experts in index order', async () => {

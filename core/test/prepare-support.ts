@@ -14,15 +14,24 @@ let bundled: string | undefined;
 /** dist-style worker bundle of core/src/prepare/worker.ts, built once per test process. */
 export function workerPath(): string {
   if (bundled) return bundled;
-  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-worker-')), 'prepare-worker.js');
+  const out = path.join(tempDir('ws-prep-worker-'), 'prepare-worker.js');
   buildSync({ entryPoints: [path.join(REPO_ROOT, 'core/src/prepare/worker.ts')], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error', mainFields: ['module', 'main'] });
   bundled = out;
   return out;
 }
 
-/** A fresh temp dir. */
+const made: string[] = [];
+/** Removes the temp dirs made so far (each test file calls it in afterAll). */
+export function cleanupTemps(): void {
+  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  bundled = undefined;
+}
+
+/** A fresh temp dir, removed after the test file. */
 export function tempDir(prefix = 'ws-prep-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(d);
+  return d;
 }
 
 /** Deterministic pseudo-random generator (mulberry32). */

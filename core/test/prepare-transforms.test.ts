@@ -5,11 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
-import { concat, readKey, sameBytes, t, tempDir, u16, workerPath, writeCheckpoint } from './prepare-support';
+import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, u16, workerPath, writeCheckpoint } from './prepare-support';
+
+afterAll(cleanupTemps);
 
 /** Independent f64 → f16 RNE reference (value arithmetic, not bit tricks). */
 function refHalf(x: number): number {

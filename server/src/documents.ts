@@ -151,10 +151,13 @@ export class SpecDocuments {
     } catch (err) {
       this.log.error(`publishing diagnostics of ${d.uri} failed: ${oneLine(err)}`);
     }
-    // Offsets (hover, inlay hints, the next edit's patch) need the document's tree, which the
-    // parse defers: build it once the diagnostics are out, unless an edit came first.
+    // Offsets (hover, inlay hints, the next edit's patch) need the document's offset index,
+    // which the parse defers, and every position conversion needs the text's line table:
+    // build both once the diagnostics are out, unless an edit came first.
     setImmediate(() => {
-      if (d.published?.run === run) run.parsed.offsets.prepare();
+      if (d.published?.run !== run || d.doc.version !== version) return;
+      run.parsed.offsets.prepare();
+      d.doc.offsetAt({ line: 0, character: 0 });
     });
     try {
       this.hooks.checked?.(d, run);

@@ -41,12 +41,17 @@ export function scanJsonShape(text: string, max: number): JsonShape {
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // Skip the string (valid JSON: it is terminated).
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
+      // Skip the string with a native search for its closing quote: one not preceded by an
+      // odd run of backslashes. (Unterminated: nothing after it counts.)
+      let q = i;
+      for (;;) {
+        q = text.indexOf('"', q + 1);
+        if (q < 0) return { deepAt: -1, properties };
+        let b = q - 1;
+        while (b > i && text.charCodeAt(b) === 0x5c) b--;
+        if ((q - 1 - b) % 2 === 0) break;
       }
+      i = q;
     } else if (c === 0x3a) properties++;
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return { deepAt: i, properties };

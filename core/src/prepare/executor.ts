@@ -106,12 +106,16 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
         }
         w.off('message', onMessage);
         w.off('error', onError);
+        w.off('exit', onExit);
         if (m.type === 'done') resolve(m.stats);
         else reject(m.name === 'FormatError' || m.name === 'PipelineError' ? new PipelineError(m.message) : new PipelineError(`task ${task.id}: ${m.message}`));
       };
       const onError = (e: Error) => reject(new PipelineError(`task ${task.id}: worker failed: ${e.message}`));
+      // A worker that dies without a word (killed, out of memory) must not hang the run.
+      const onExit = (code: number) => reject(new PipelineError(`task ${task.id}: worker exited (code ${code}) before finishing`));
       w.on('message', onMessage);
       w.once('error', onError);
+      w.once('exit', onExit);
       w.postMessage({ type: 'run', task, outDir: opts.outDir } satisfies WorkerRequest);
     });
   };

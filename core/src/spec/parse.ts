@@ -219,9 +219,12 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
   const inputs: SpecInput[] = raw.inputs.map((input: RawInput, i) => {
     const node: JsonPath = ['inputs', i];
     const name = input.name ?? input.fqn!;
-    const namePath: JsonPath = input.name !== undefined ? [...node, 'name'] : [...node, 'fqn'];
+    const namePath: JsonPath = input.name !== undefined ? ['inputs', i, 'name'] : ['inputs', i, 'fqn'];
     if (input.location) {
-      sources.inputs.push({ node, name: namePath, key: [...node, 'location', 'key'], file: [...node, 'location', 'file'] });
+      sources.inputs.push({ node, name: namePath, key: ['inputs', i, 'location', 'key'], file: ['inputs', i, 'location', 'file'] });
+      // The validated input is a fresh object of our own (zod's or parseSpecSchema's copy):
+      // with its own name it already is the normalized input.
+      if (input.name !== undefined) return input as SpecInput;
       return { ...input, name, location: input.location } as SpecInput;
     }
     // v1 without a location: the fqn (or what it is tied to) is the key.
