@@ -191,9 +191,18 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await row.click();
       const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
       await file.waitFor({ state: 'visible', timeout: 15_000 });
-      await file.click({ button: 'right' });
-      await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().click({ timeout: 15_000 });
-      await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
+      // The context menu can open before the explorer has settled (a click then lands on a
+      // menu that is being replaced); try again, up to three times, until the dtype picker shows.
+      for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('Escape');
+        await file.click({ button: 'right' });
+        await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().click({ timeout: 15_000 });
+        const shown = await page
+          .waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 })
+          .then(() => true, () => false);
+        if (shown) break;
+        if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
+      }
       await page.keyboard.type('float32');
       await page.keyboard.press('Enter');
       // The progress notification (in the notification center: headless Chromium has no
