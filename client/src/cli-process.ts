@@ -40,7 +40,7 @@ export interface CliHandlers {
 /** Environment that makes an Electron binary behave as Node and keeps progress lines plain. */
 export function cliEnv(base: NodeJS.ProcessEnv, extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...base, ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', ...extra })) {
+  for (const [k, v] of Object.entries({ ...base, ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250', ...extra })) {
     if (v !== undefined) env[k] = v;
   }
   return env;

@@ -40,7 +40,7 @@ export class CliRunner {
   /** Environment for a CLI run: ORT location and qaic-compile path from the settings. */
   async env(opts: { needOrt?: boolean; resource?: vscode.Uri }): Promise<Record<string, string> | undefined> {
     const s = settings(opts.resource);
-    const env: Record<string, string> = { ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain' };
+    const env: Record<string, string> = { ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250' };
     if (s.qaicCompilePath) env.WEIGHT_SPEC_QAIC_COMPILE = s.qaicCompilePath;
     if (opts.needOrt) {
       const ort = await this.ensureOrt(opts.resource);

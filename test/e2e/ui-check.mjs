@@ -207,7 +207,7 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await page.keyboard.press('Enter');
       // The progress notification (in the notification center: headless Chromium has no
       // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
-      // the CLI reports (plain lines every 5 s).
+      // the CLI reports (the extension asks for a plain line every 250 ms).
       await page.locator('[id="status.notifications"]').click();
       const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
       await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {

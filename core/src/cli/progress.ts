@@ -44,7 +44,7 @@ export interface ProgressOptions {
  * Starts a progress display for `label`, drawing to stderr (or the given stream /
  * `opts.stream`, e.g. a command's `io.stderr`): a bar when the
  * stream is a TTY (and `WEIGHT_SPEC_PROGRESS` is not `plain`), periodic lines otherwise
- * (`WEIGHT_SPEC_PROGRESS=off` silences it).
+ * (`WEIGHT_SPEC_PROGRESS=off` silences it; `WEIGHT_SPEC_PROGRESS_INTERVAL_MS` sets the plain-line interval).
  */
 export function createProgress(label: string, optsOrStream: ProgressOptions | ProgressStream = {}): Progress {
   const opts: ProgressOptions = isStream(optsOrStream) ? { stream: optsOrStream } : optsOrStream;
@@ -53,7 +53,11 @@ export function createProgress(label: string, optsOrStream: ProgressOptions | Pr
   const tty = Boolean(stream.isTTY) && mode !== 'plain';
   const silent = mode === 'off';
   const now = opts.now ?? Date.now;
-  const interval = tty ? 100 : (opts.plainIntervalMs ?? 5000);
+  // WEIGHT_SPEC_PROGRESS_INTERVAL_MS lets a driver that reads the plain lines (the extension's
+  // progress notification) ask for them more often than a log wants them.
+  const envInterval = Number(process.env.WEIGHT_SPEC_PROGRESS_INTERVAL_MS);
+  const plainDefault = Number.isFinite(envInterval) && envInterval >= 50 ? envInterval : 5000;
+  const interval = tty ? 100 : (opts.plainIntervalMs ?? plainDefault);
   const started = now();
   let done = 0;
   let total = opts.total;
