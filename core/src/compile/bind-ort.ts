@@ -18,6 +18,7 @@ import { dtypeOfOnnx, nameOfDtype } from '../formats/dtype';
 import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
 import { atomicWriteFile } from '../paths';
 import type { ExportInputs, PreparedLocation } from './locate';
+import { SPEC_METADATA_KEY } from '../spec';
 import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from '../formats/onnx/wire-model';
 
 /** What {@link bindOrt} produced. */
@@ -145,7 +146,9 @@ export async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: Bi
     links = made.links;
   }
   const { inits, weightBytes } = planInitializers(m, inp, target, headers, opts.source);
-  const bytes = rewriteModel(m, { dropInputs: new Set(inits.map((i) => i.name)), initializers: inits });
+  // The embedded spec tells a compiler where the weights are; the bound model already says it
+  // in its initializers, so the copy is dropped (ONNX Runtime never reads it).
+  const bytes = rewriteModel(m, { dropInputs: new Set(inits.map((i) => i.name)), initializers: inits, dropMetadata: new Set([SPEC_METADATA_KEY]) });
   const model = path.join(modelDir, opts.fileName);
   await atomicWriteFile(model, bytes);
   return { model, modelDir, links, weightBytes, artifactBytes: bytes.length, initializers: inits.length };

@@ -200,12 +200,13 @@ export function encodeMetadataEntry(key: string, value: string): Uint8Array {
 
 /**
  * Rewrites a model: graph inputs named in `dropInputs` are removed, `initializers` appended
- * to the graph, metadata entries with a key in `setMetadata` replaced (or added). Every
+ * to the graph, metadata entries with a key in `setMetadata` replaced (or added) and those in
+ * `dropMetadata` removed. Every
  * other byte is copied as it was.
  */
 export function rewriteModel(
   m: WireModel,
-  opts: { dropInputs?: Set<string>; initializers?: ExternalInitializer[]; setMetadata?: Record<string, string> },
+  opts: { dropInputs?: Set<string>; initializers?: ExternalInitializer[]; setMetadata?: Record<string, string>; dropMetadata?: ReadonlySet<string> },
 ): Uint8Array {
   const b = m.bytes;
   const g = new WireWriter();
@@ -230,7 +231,7 @@ export function rewriteModel(
     }
     if (f.field === 14 && f.wire === 2) {
       const key = m.metadata[metaIndex++]!.key;
-      if (setKeys.has(key)) continue;
+      if (setKeys.has(key) || opts.dropMetadata?.has(key)) continue;
     }
     w.raw(b.subarray(f.start, f.end));
   }
