@@ -2,6 +2,7 @@
  * Shared helpers of the prepare tests: checkpoints built in code (real safetensors files on
  * disk, sharded with an index), the worker bundled from the current source, and readers.
  */
+import { rng } from '../src/demo/tiny-model';
 import { buildSync } from 'esbuild';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,17 +35,8 @@ export function tempDir(prefix = 'ws-prep-'): string {
   return d;
 }
 
-/** Deterministic pseudo-random generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic pseudo-random generator (mulberry32), shared with the demo model. */
+export { rng };
 
 /** `n` random bf16 values (bit patterns of finite numbers in ±4) as bytes. */
 export function randomBf16(n: number, seed: number): Uint8Array {

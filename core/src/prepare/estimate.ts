@@ -5,22 +5,13 @@
  * one expert slice's input, f32 intermediate and output; for a paired tensor (GPT-OSS
  * gate/up) additionally the whole sibling, held until it is written.
  */
+import { formatBytes } from '../format';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS } from './kernels';
 import type { OutputTensor, SlicePlan, SourceTensor } from './types';
 
-/** Human-readable byte size (`1.5 GiB`). */
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
+export { formatBytes };
 
 function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: number, sliceElems: number, paired: boolean): number {
   const out = sliceElems * outSize * (paired ? 2 : 1);
