@@ -169,7 +169,7 @@ export async function atomicReplaceDir(tmpDir: string, finalDir: string): Promis
 }
 
 /** True when a process with this pid exists (EPERM means it exists but is not ours). */
-function alive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -197,7 +197,7 @@ export async function removeStaleTemps(dir: string, includeOwn = false, prefix?:
     const m = TEMP_NAME_RE.exec(n);
     if (!m || (prefix !== undefined && !n.startsWith(prefix))) continue;
     const pid = Number(m[2]);
-    if (pid === process.pid ? !includeOwn : alive(pid)) continue;
+    if (pid === process.pid ? !includeOwn : processAlive(pid)) continue;
     const p = path.join(dir, n);
     await fsp.rm(p, { recursive: true, force: true });
     removed.push(p);

@@ -24,6 +24,7 @@ export {
   atomicReplaceDir,
   atomicWriteFile,
   atomicWriteFileSync,
+  processAlive,
   commitTempFile,
   fsyncDir,
   fsyncDirSync,

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
-import { atomicReplaceDir, atomicWriteFile, fsyncDir, TEMP_NAME_RE } from '../paths';
+import { atomicReplaceDir, atomicWriteFile, fsyncDir, processAlive, TEMP_NAME_RE } from '../paths';
 import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
 import type { PreparePlan } from './types';
 
@@ -97,14 +97,6 @@ export async function checkReplaceable(outDir: string): Promise<void> {
   throw new PipelineError(`${outDir}: exists and is not a prepared checkpoint (no ${MANIFEST_FILE}); refusing to replace it`);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Removes `<outDir>.tmp-<pid>-*` / `.old-…` leftovers of killed runs (dead pids only). */
 export async function removeLeftovers(outDir: string): Promise<string[]> {
@@ -114,7 +106,7 @@ export async function removeLeftovers(outDir: string): Promise<string[]> {
   for (const n of await fs.readdir(parent).catch(() => [] as string[])) {
     const m = TEMP_NAME_RE.exec(n);
     if (!m || n.slice(0, m.index) !== base) continue;
-    if (alive(Number(m[2]))) continue;
+    if (processAlive(Number(m[2]))) continue;
     await fs.rm(path.join(parent, n), { recursive: true, force: true });
     removed.push(path.join(parent, n));
   }
