@@ -20,6 +20,7 @@ import { atomicWriteFile } from '../paths';
 import type { ExportInputs, PreparedLocation } from './locate';
 import { SPEC_METADATA_KEY } from '../spec';
 import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from '../formats/onnx/wire-model';
+import { slimGraph } from '../formats/onnx/slim-graph';
 
 /** What {@link bindOrt} produced. */
 export interface OrtBinding {
@@ -44,6 +45,8 @@ export interface BindOptions {
   links?: boolean;
   /** Source checkpoint named in the dtype error ("run prepare --checkpoint <src> --dtype …"). */
   source?: string;
+  /** Keep node names, doc strings, value names and every Constant node (no slimming). */
+  keepNames?: boolean;
 }
 
 /** The initializers a spec and a set of headers give a graph, checked against its inputs. */
@@ -148,7 +151,14 @@ export async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: Bi
   const { inits, weightBytes } = planInitializers(m, inp, target, headers, opts.source);
   // The embedded spec tells a compiler where the weights are; the bound model already says it
   // in its initializers, so the copy is dropped (ONNX Runtime never reads it).
-  const bytes = rewriteModel(m, { dropInputs: new Set(inits.map((i) => i.name)), initializers: inits, dropMetadata: new Set([SPEC_METADATA_KEY]) });
+  // The bound model is for running: what only a reader of the graph uses goes (slim-graph.ts).
+  const slim = opts.keepNames ? undefined : slimGraph(m, new Set(inits.map((i) => i.name)), inp.onnxPath);
+  const bytes = rewriteModel(m, {
+    dropInputs: new Set(inits.map((i) => i.name)),
+    initializers: inits,
+    replace: slim?.replace,
+    dropMetadata: new Set([SPEC_METADATA_KEY]),
+  });
   const model = path.join(modelDir, opts.fileName);
   await atomicWriteFile(model, bytes);
   return { model, modelDir, links, weightBytes, artifactBytes: bytes.length, initializers: inits.length };

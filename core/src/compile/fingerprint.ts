@@ -12,7 +12,7 @@ import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { sha256, type CompileRecord } from './record';
 
 /** Bump when the artifact layout changes, so old compiles are redone. */
-export const COMPILE_FORMAT = 'weight-spec-compile/1';
+export const COMPILE_FORMAT = 'weight-spec-compile/2';
 
 
 /** The parts and the whole. */

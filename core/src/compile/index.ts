@@ -34,6 +34,8 @@ export interface CompileOptions {
   dryRun?: boolean;
   /** ort: hard-link the shards into `<export dir>/compiled/` instead of writing into the prepared directory. */
   links?: boolean;
+  /** ort: keep node names, value names and every Constant node in the bound model (default: slimmed). */
+  keepNames?: boolean;
   /** ort: load the bound model once in ONNX Runtime so a refusal shows at compile time (default true). */
   verify?: boolean;
   /** Recompile even when the fingerprint is unchanged. */
@@ -84,13 +86,19 @@ function dropOldArtifact(prev: CompileRecord | undefined, now: CompileRecord): v
   fs.rmSync(old, { force: true });
 }
 
-async function compileOrt(inp: ExportInputs, loc: PreparedLocation, fp: Fingerprint, links: boolean, source?: string): Promise<CompileRecord> {
+async function compileOrt(
+  inp: ExportInputs,
+  loc: PreparedLocation,
+  fp: Fingerprint,
+  o: { links: boolean; keepNames: boolean; source?: string },
+): Promise<CompileRecord> {
   const stem = (inp.spec.model_name || path.basename(inp.exportDir)).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80);
   const b = await bindOrt(inp, loc, {
     fileName: `compiled-${stem}-${fp.value.slice(0, 12)}.onnx`,
     fallbackDir: path.join(inp.exportDir, 'compiled'),
-    links,
-    source,
+    links: o.links,
+    keepNames: o.keepNames,
+    source: o.source,
   });
   return {
     version: 1,
@@ -132,7 +140,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
   const log = opts.log ?? (() => undefined);
   const backend = opts.backend;
   const optionsOf = (loc: PreparedLocation | undefined) =>
-    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links };
+    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links, keepNames: !!opts.keepNames };
   const prev = readCompileRecord(path.resolve(exportDir));
   // Fast path: nothing changed → no schema validation, no graph parse; any doubt → full path.
   if (prev && !opts.force && !opts.dryRun) {
@@ -195,7 +203,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
 
   if (!loc) throw new PipelineError(`${inp.exportDir}: no prepared weights found`);
   if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactsExist(prev)) return done(prev, true);
-  const record = await compileOrt(inp, loc, fp, !!opts.links, source);
+  const record = await compileOrt(inp, loc, fp, { links: !!opts.links, keepNames: !!opts.keepNames, source });
   if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
   dropOldArtifact(prev, record);

@@ -200,13 +200,19 @@ export function encodeMetadataEntry(key: string, value: string): Uint8Array {
 
 /**
  * Rewrites a model: graph inputs named in `dropInputs` are removed, `initializers` appended
- * to the graph, metadata entries with a key in `setMetadata` replaced (or added) and those in
- * `dropMetadata` removed. Every
- * other byte is copied as it was.
+ * to the graph, graph fields in `replace` replaced by the given value bytes (`null` drops the
+ * field), metadata entries with a key in `setMetadata` replaced (or added) and those in
+ * `dropMetadata` removed. Every other byte is copied as it was.
  */
 export function rewriteModel(
   m: WireModel,
-  opts: { dropInputs?: Set<string>; initializers?: ExternalInitializer[]; setMetadata?: Record<string, string>; dropMetadata?: ReadonlySet<string> },
+  opts: {
+    dropInputs?: Set<string>;
+    initializers?: ExternalInitializer[];
+    replace?: ReadonlyMap<WireField, Uint8Array | null>;
+    setMetadata?: Record<string, string>;
+    dropMetadata?: ReadonlySet<string>;
+  },
 ): Uint8Array {
   const b = m.bytes;
   const g = new WireWriter();
@@ -216,7 +222,10 @@ export function rewriteModel(
       const name = m.inputs[inputIndex++]!.name;
       if (opts.dropInputs?.has(name)) continue;
     }
-    g.raw(b.subarray(f.start, f.end));
+    const r = opts.replace?.get(f);
+    if (r === null) continue;
+    if (r !== undefined) g.bytes(f.field, r);
+    else g.raw(b.subarray(f.start, f.end));
   }
   for (const t of opts.initializers ?? []) g.bytes(5, encodeExternalTensor(t));
   const graphBytes = g.finish();

@@ -1,0 +1,174 @@
+/**
+ * Slimming of a graph for a runtime artifact (the compile step's bound model).
+ *
+ * Once the weights are external, what is left of a model is its structure, and most of that
+ * is for human readers: node names and doc strings, long intermediate value names
+ * (`/model/layers.0/self_attn/Mul_3_output_0`), and — in `torch.onnx.export` graphs — one
+ * `Constant` node per use of a scalar (a 4-layer Llama export holds 223 Constant nodes with
+ * 20 distinct values). A runtime needs none of it, so the bound model:
+ *
+ * - drops node names and doc strings (node fields 3 and 6) and the graph's doc string;
+ * - shares identical `Constant` nodes (same attributes, domain and metadata; no inputs, one
+ *   output that is not a graph output): the first stays, later ones are dropped and their
+ *   uses read the first one's output — ONNX graphs are topologically sorted, so the first
+ *   occurrence precedes every use of a later one;
+ * - gives intermediate values the shortest free names (base 36, in order of appearance).
+ *
+ * Graph inputs, outputs and initializers keep their names: they are the model's interface and
+ * the weights' link to weight_spec.json. A graph with subgraphs (If, Loop, Scan attributes)
+ * or quantization annotations may name values from elsewhere, so there only names and doc
+ * strings are dropped. The result computes exactly what the input does.
+ */
+import { WireWriter, scanFields, type WireField, type WireModel } from './wire-model';
+
+/** Node fields (onnx.proto NodeProto). */
+const NODE_INPUT = 1;
+const NODE_OUTPUT = 2;
+const NODE_NAME = 3;
+const NODE_OP_TYPE = 4;
+const NODE_ATTRIBUTE = 5;
+const NODE_DOC = 6;
+const NODE_DOMAIN = 7;
+/** Graph fields (GraphProto). */
+const GRAPH_NODE = 1;
+const GRAPH_DOC = 10;
+const GRAPH_VALUE_INFO = 13;
+const GRAPH_QUANT_ANNOTATION = 14;
+/** AttributeProto: g = 6, graphs = 11, type = 20 (GRAPH = 5, GRAPHS = 10). */
+const ATTR_G = 6;
+const ATTR_GRAPHS = 11;
+const ATTR_TYPE = 20;
+
+const dec = new TextDecoder('utf-8', { fatal: false });
+
+/** What {@link slimGraph} decided: replacement bytes per graph field (`null` = drop it). */
+export interface SlimResult {
+  replace: Map<WireField, Uint8Array | null>;
+  /** Constant nodes dropped as duplicates. */
+  sharedConstants: number;
+  /** Intermediate values renamed. */
+  renamed: number;
+}
+
+interface ParsedNode {
+  field: WireField;
+  parts: WireField[];
+  inputs: string[];
+  outputs: string[];
+  opType: string;
+  domain: string;
+}
+
+function parseNode(bytes: Uint8Array, f: WireField, file: string): ParsedNode {
+  const parts = scanFields(bytes, f.vStart, f.vEnd, file, 'node');
+  const s = (x: WireField) => dec.decode(bytes.subarray(x.vStart, x.vEnd));
+  const node: ParsedNode = { field: f, parts, inputs: [], outputs: [], opType: '', domain: '' };
+  for (const x of parts) {
+    if (x.wire !== 2) continue;
+    if (x.field === NODE_INPUT) node.inputs.push(s(x));
+    else if (x.field === NODE_OUTPUT) node.outputs.push(s(x));
+    else if (x.field === NODE_OP_TYPE) node.opType = s(x);
+    else if (x.field === NODE_DOMAIN) node.domain = s(x);
+  }
+  return node;
+}
+
+function hasSubgraph(bytes: Uint8Array, n: ParsedNode, file: string): boolean {
+  for (const a of n.parts) {
+    if (a.field !== NODE_ATTRIBUTE || a.wire !== 2) continue;
+    for (const x of scanFields(bytes, a.vStart, a.vEnd, file, 'attribute')) {
+      if ((x.field === ATTR_G || x.field === ATTR_GRAPHS) && x.wire === 2) return true;
+      if (x.field === ATTR_TYPE && x.wire === 0 && (x.int === 5 || x.int === 10)) return true;
+    }
+  }
+  return false;
+}
+
+/** The identity of a Constant node: every field but its output, name and doc string. */
+function constantKey(bytes: Uint8Array, n: ParsedNode): string | undefined {
+  if (n.opType !== 'Constant' || (n.domain !== '' && n.domain !== 'ai.onnx') || n.inputs.length > 0 || n.outputs.length !== 1) return undefined;
+  const kept = n.parts.filter((x) => x.field !== NODE_OUTPUT && x.field !== NODE_NAME && x.field !== NODE_DOC);
+  const w = new WireWriter();
+  for (const x of kept) w.raw(bytes.subarray(x.start, x.end));
+  return Buffer.from(w.finish()).toString('latin1');
+}
+
+/**
+ * Plans the slimming of `m`'s graph (see the module comment). `keep` names values that must
+ * keep their names besides the graph's inputs, outputs and initializers (e.g. initializers
+ * about to be added). The model itself is not changed; pass `replace` to `rewriteModel`.
+ */
+export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string): SlimResult {
+  const bytes = m.bytes;
+  const replace = new Map<WireField, Uint8Array | null>();
+  const nodes = m.graphFields.filter((f) => f.field === GRAPH_NODE && f.wire === 2).map((f) => parseNode(bytes, f, file));
+  const fixed = new Set<string>([...keep, ...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name), ...m.initializerNames, '']);
+  const renameAll =
+    !m.graphFields.some((f) => f.field === GRAPH_QUANT_ANNOTATION) && !nodes.some((n) => hasSubgraph(bytes, n, file));
+
+  // Shared constants: later duplicates read the first one's output.
+  const alias = new Map<string, string>();
+  const dropped = new Set<WireField>();
+  if (renameAll) {
+    const first = new Map<string, string>();
+    for (const n of nodes) {
+      const key = constantKey(bytes, n);
+      const out = n.outputs[0];
+      if (key === undefined || out === undefined || fixed.has(out)) continue;
+      const seen = first.get(key);
+      if (seen === undefined) first.set(key, out);
+      else {
+        alias.set(out, seen);
+        dropped.add(n.field);
+      }
+    }
+  }
+
+  const short = new Map<string, string>();
+  let counter = 0;
+  const rename = (name: string): string => {
+    if (!renameAll || fixed.has(name)) return name;
+    const target = alias.get(name) ?? name;
+    let s = short.get(target);
+    if (s === undefined) {
+      do s = (counter++).toString(36);
+      while (fixed.has(s));
+      short.set(target, s);
+    }
+    return s;
+  };
+
+  for (const n of nodes) {
+    if (dropped.has(n.field)) {
+      replace.set(n.field, null);
+      continue;
+    }
+    const w = new WireWriter();
+    for (const x of n.parts) {
+      if (x.field === NODE_NAME || x.field === NODE_DOC) continue;
+      if ((x.field === NODE_INPUT || x.field === NODE_OUTPUT) && x.wire === 2) w.string(x.field, rename(dec.decode(bytes.subarray(x.vStart, x.vEnd))));
+      else w.raw(bytes.subarray(x.start, x.end));
+    }
+    replace.set(n.field, w.finish());
+  }
+  for (const f of m.graphFields) {
+    if (f.field === GRAPH_DOC) replace.set(f, null);
+    else if (f.field === GRAPH_VALUE_INFO && f.wire === 2 && renameAll) {
+      const parts = scanFields(bytes, f.vStart, f.vEnd, file, 'value_info');
+      const nameField = parts.find((x) => x.field === 1 && x.wire === 2);
+      const name = nameField ? dec.decode(bytes.subarray(nameField.vStart, nameField.vEnd)) : '';
+      // The shape of a dropped duplicate is already given by its original's entry.
+      if (alias.has(name)) {
+        replace.set(f, null);
+        continue;
+      }
+      const w = new WireWriter();
+      for (const x of parts) {
+        if (x === nameField) w.string(1, rename(name));
+        else if (x.field !== 3) w.raw(bytes.subarray(x.start, x.end)); // 3 = doc_string
+      }
+      replace.set(f, w.finish());
+    }
+  }
+  return { replace, sharedConstants: dropped.size, renamed: short.size };
+}
