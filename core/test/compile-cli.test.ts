@@ -106,18 +106,33 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
   });
 });
 
+/** `export` (from legacy.onnx or config.json) and `prepare --dtype float32` of a fixture, through the CLI. */
+function exportAndPrepare(fam: string, how: 'onnx' | 'config'): { root: string; exp: string; prepared: string } {
+  const root = tmp();
+  const exp = path.join(root, 'export');
+  const prepared = path.join(root, 'prepared');
+  const fx = path.join(fixturesDir(), fam);
+  const e = cli(how === 'onnx' ? ['export', '--onnx', path.join(fx, 'legacy.onnx'), '--checkpoint', fx, '--out', exp] : ['export', '--config', fx, '--out', exp]);
+  expect(e.code, e.stderr).toBe(0);
+  const p = cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]);
+  expect(p.code, p.stderr).toBe(0);
+  return { root, exp, prepared };
+}
+
+/** `run --dump-logits` on the reference's ids (prompt + all but the last generated token): max |Δ| against reference.json. */
+function logitsError(fam: string, root: string, exp: string): number {
+  const r = ref(fam);
+  const out = path.join(root, 'logits.json');
+  const d = cli(['run', exp, '--input-ids', [...r.input_ids, ...r.generated_ids.slice(0, -1)].join(','), '--dump-logits', out]);
+  expect(d.code, d.stderr).toBe(0);
+  return maxAbsDiff((JSON.parse(fs.readFileSync(out, 'utf8')) as { logits: number[][] }).logits, r.logits);
+}
+
 describeFixtures('acceptance: export → prepare float32 → compile → run (CLI)', () => {
   for (const fam of LEGACY_FAMILIES) {
     for (const how of ['onnx', 'config'] as const) {
       it(`${fam} (export --${how}): --dump-logits equals reference.json ≤ 1e-4; --max-new-tokens 5 reproduces generated_ids`, () => {
-        const root = tmp();
-        const exp = path.join(root, 'export');
-        const prepared = path.join(root, 'prepared');
-        const fx = path.join(fixturesDir(), fam);
-        const e = cli(how === 'onnx' ? ['export', '--onnx', path.join(fx, 'legacy.onnx'), '--checkpoint', fx, '--out', exp] : ['export', '--config', fx, '--out', exp]);
-        expect(e.code, e.stderr).toBe(0);
-        const p = cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]);
-        expect(p.code, p.stderr).toBe(0);
+        const { root, exp, prepared } = exportAndPrepare(fam, how);
         const c = cli(['compile', exp, '--prepared', prepared]);
         expect(c.code, c.stderr).toBe(0);
         const rec = JSON.parse(fs.readFileSync(path.join(exp, 'compile.json'), 'utf8'));
@@ -127,11 +142,8 @@ describeFixtures('acceptance: export → prepare float32 → compile → run (CL
         expect(rec.stats.weightBytes).toBeLessThanOrEqual(weights);
         expect(rec.stats.weightBytes).toBeGreaterThan(0.9 * weights);
         expect(fs.statSync(rec.artifacts.model).size).toBeLessThanOrEqual(0.05 * weights);
+        expect(logitsError(fam, root, exp)).toBeLessThanOrEqual(1e-4);
         const r = ref(fam);
-        const out = path.join(root, 'logits.json');
-        const d = cli(['run', exp, '--input-ids', [...r.input_ids, ...r.generated_ids.slice(0, -1)].join(','), '--dump-logits', out]);
-        expect(d.code, d.stderr).toBe(0);
-        expect(maxAbsDiff((JSON.parse(fs.readFileSync(out, 'utf8')) as { logits: number[][] }).logits, r.logits)).toBeLessThanOrEqual(1e-4);
         const g = cli(['run', exp, '--input-ids', r.input_ids.join(','), '--max-new-tokens', '5']);
         expect(g.code, g.stderr).toBe(0);
         expect(g.stdout.trim()).toBe(r.generated_ids.join(','));
@@ -142,12 +154,7 @@ describeFixtures('acceptance: export → prepare float32 → compile → run (CL
 
 describeFixtures('compile --keep-names', () => {
   it('keeps the graph as exported (names, every Constant) and recompiles when the flag changes; the logits stay the reference', () => {
-    const root = tmp();
-    const exp = path.join(root, 'export');
-    const prepared = path.join(root, 'prepared');
-    const fx = path.join(fixturesDir(), 'qwen2');
-    expect(cli(['export', '--config', fx, '--out', exp]).code).toBe(0);
-    expect(cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]).code).toBe(0);
+    const { root, exp, prepared } = exportAndPrepare('qwen2', 'config');
     const nodeNames = () => {
       const rec = JSON.parse(fs.readFileSync(path.join(exp, 'compile.json'), 'utf8'));
       const g = decodeModel(fs.readFileSync(rec.artifacts.model), rec.artifacts.model).graph!;
@@ -161,21 +168,13 @@ describeFixtures('compile --keep-names', () => {
     const exported = decodeModel(fs.readFileSync(path.join(exp, 'model.onnx')), 'model.onnx').graph!.node!;
     expect(nodeNames()).toBe(exported.filter((n) => n.name).length);
     expect(nodeNames()).toBeGreaterThan(0);
-    const r = ref('qwen2');
-    const out = path.join(root, 'logits.json');
-    expect(cli(['run', exp, '--input-ids', [...r.input_ids, ...r.generated_ids.slice(0, -1)].join(','), '--dump-logits', out]).code).toBe(0);
-    expect(maxAbsDiff((JSON.parse(fs.readFileSync(out, 'utf8')) as { logits: number[][] }).logits, r.logits)).toBeLessThanOrEqual(1e-4);
+    expect(logitsError('qwen2', root, exp)).toBeLessThanOrEqual(1e-4);
   });
 });
 
 describeFixtures('compile checks the prepared directory with prepare\'s status', () => {
   it('an unfinished prepare (no sentinel) is one clear error; a finished one compiles', () => {
-    const root = tmp();
-    const exp = path.join(root, 'export');
-    const prepared = path.join(root, 'prepared');
-    const fx = path.join(fixturesDir(), 'llama');
-    expect(cli(['export', '--config', fx, '--out', exp]).code).toBe(0);
-    expect(cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]).code).toBe(0);
+    const { root, exp, prepared } = exportAndPrepare('llama', 'config');
     fs.renameSync(path.join(prepared, '.checkpoint_prepared'), path.join(root, 'sentinel'));
     const bad = cli(['compile', exp, '--prepared', prepared]);
     expect(bad.code).toBe(1);
