@@ -15,9 +15,9 @@
  * - gives intermediate values the shortest free names (base 36, in order of appearance).
  *
  * Graph inputs, outputs and initializers keep their names: they are the model's interface and
- * the weights' link to weight_spec.json. A graph with subgraphs (If, Loop, Scan attributes)
- * or quantization annotations may name values from elsewhere, so there only names and doc
- * strings are dropped. The result computes exactly what the input does.
+ * the weights' link to weight_spec.json. A graph with subgraphs (If, Loop, Scan attributes),
+ * quantization annotations or training info may name values from elsewhere, so there only
+ * names and doc strings are dropped. The result computes exactly what the input does.
  */
 import { WireWriter, scanFields, type WireField, type WireModel } from './wire-model';
 
@@ -34,6 +34,8 @@ const GRAPH_NODE = 1;
 const GRAPH_DOC = 10;
 const GRAPH_VALUE_INFO = 13;
 const GRAPH_QUANT_ANNOTATION = 14;
+/** ModelProto.training_info: its bindings name graph values. */
+const MODEL_TRAINING_INFO = 20;
 /** AttributeProto: g = 6, graphs = 11, type = 20 (GRAPH = 5, GRAPHS = 10). */
 const ATTR_G = 6;
 const ATTR_GRAPHS = 11;
@@ -104,7 +106,9 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
   const nodes = m.graphFields.filter((f) => f.field === GRAPH_NODE && f.wire === 2).map((f) => parseNode(bytes, f, file));
   const fixed = new Set<string>([...keep, ...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name), ...m.initializerNames, '']);
   const renameAll =
-    !m.graphFields.some((f) => f.field === GRAPH_QUANT_ANNOTATION) && !nodes.some((n) => hasSubgraph(bytes, n, file));
+    !m.fields.some((f) => f.field === MODEL_TRAINING_INFO) &&
+    !m.graphFields.some((f) => f.field === GRAPH_QUANT_ANNOTATION) &&
+    !nodes.some((n) => hasSubgraph(bytes, n, file));
 
   // Shared constants: later duplicates read the first one's output.
   const alias = new Map<string, string>();
