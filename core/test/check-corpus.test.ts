@@ -4,10 +4,10 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkSpec } from '../src/check';
 import { parseSpecText } from '../src/spec';
-import { tempDir, twoFileCheckpoint } from './check-helpers';
+import { tempDir, twoFileCheckpoint, type TwoFileSpec } from './check-helpers';
 
 let dir = '';
-let good: Record<string, unknown> = {};
+let good: TwoFileSpec | Record<string, unknown> = {};
 beforeAll(() => {
   dir = tempDir('ws-corpus-');
   good = twoFileCheckpoint(dir).spec;

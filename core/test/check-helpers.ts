@@ -3,6 +3,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { varint } from './wire-bytes';
 
 const SIZE: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1, I8: 1, BOOL: 1 };
 
@@ -36,12 +37,24 @@ export function writeTensors(file: string, tensors: { key: string; dtype: string
   return file;
 }
 
-/** A small two-file checkpoint in `dir/ckpt/` and a v5 spec text for it. */
-export function twoFileCheckpoint(dir: string): { spec: Record<string, unknown> } {
+/** The v5 spec {@link twoFileCheckpoint} writes beside its files. */
+export interface TwoFileSpec {
+  files: { format: string; path: string }[];
+  inputs: { name: string; location: { file: number; key: string } }[];
+  model_name: string;
+  version: number | string;
+}
+
+/**
+ * A small two-file checkpoint in `dir/ckpt/` and a v5 spec for it; `extraA` adds tensors to
+ * the first file that the spec does not map.
+ */
+export function twoFileCheckpoint(dir: string, extraA: { key: string; dtype: string; shape: number[] }[] = []): { spec: TwoFileSpec } {
   writeTensors(path.join(dir, 'ckpt', 'a.safetensors'), [
     { key: 'model.embed_tokens.weight', dtype: 'F32', shape: [16, 4] },
     { key: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F32', shape: [4, 4] },
     { key: 'model.layers.0.self_attn.k_proj.weight', dtype: 'F32', shape: [2, 4] },
+    ...extraA,
   ]);
   writeTensors(path.join(dir, 'ckpt', 'b.safetensors'), [
     { key: 'model.norm.weight', dtype: 'F32', shape: [4] },
@@ -79,16 +92,6 @@ export function rangeOf(text: string, needle: string, nth = 0): { start: number;
 
 // --- a minimal ONNX protobuf writer (wire format by hand, independent of core/src/formats/onnx)
 
-const varint = (n: number): number[] => {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return out;
-};
 const fieldVarint = (f: number, n: number) => Buffer.from([...varint(f * 8), ...varint(n)]);
 const fieldBytes = (f: number, b: Buffer | string) => {
   const buf = typeof b === 'string' ? Buffer.from(b, 'utf8') : b;

@@ -6,10 +6,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { decodeModel } from '../src/formats/onnx';
 import { readSafetensorsHeaderSync } from '../src/formats/safetensors';
 import { makeLegacyExport, makeSyntheticExport, maxAbsDiff, type Reference } from './compile-support';
@@ -21,17 +21,9 @@ function cli(args: string[], env: Record<string, string> = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const roots: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-cli-compile-'));
-  roots.push(d);
-  return d;
-}
+const tmp = tempDirs('ws-cli-compile-');
 beforeAll(() => {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does) before these tests`);
-});
-afterAll(() => {
-  for (const d of roots) fs.rmSync(d, { recursive: true, force: true });
 });
 
 /** Tensor data bytes of every safetensors file in a prepared directory. */

@@ -5,24 +5,16 @@
  * and the dtype/shape errors.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compile } from '../src/compile';
 import { parseWireModel, scanFields } from '../src/formats/onnx/wire-model';
 import { openRunner } from '../src/run';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { makeLegacyExport, makeSyntheticExport, maxAbsDiff, type Reference } from './compile-support';
 
-const tmpRoots: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-compile-'));
-  tmpRoots.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpRoots) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('ws-compile-');
 
 const legacy = (fam: string) => path.join(fixturesDir(), fam, 'legacy.onnx');
 const reference = (fam: string) => JSON.parse(fs.readFileSync(path.join(fixturesDir(), fam, 'reference.json'), 'utf8')) as Reference;

@@ -11,27 +11,14 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeModel, summarizeOnnx } from '../src/formats/onnx';
+import { len, sf, tag, varint, vf } from './wire-bytes';
 import { mutated, outcome, outcomeAsync, runFuzz, runFuzzAsync, tally } from './fuzz-harness';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-onnx-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// ---- protobuf wire encoding (varint, length-delimited) ----
-function varint(v: bigint | number): number[] {
-  let x = BigInt.asUintN(64, BigInt(v));
-  const out: number[] = [];
-  do {
-    let b = Number(x & 0x7fn);
-    x >>= 7n;
-    if (x) b |= 0x80;
-    out.push(b);
-  } while (x);
-  return out;
-}
-const tag = (field: number, wire: number) => varint((field << 3) | wire);
-const vf = (field: number, v: bigint | number) => [...tag(field, 0), ...varint(v)];
-const bf = (field: number, bytes: number[] | Uint8Array, lie?: bigint) => [...tag(field, 2), ...varint(lie ?? BigInt(bytes.length)), ...bytes];
-const sf = (field: number, s: string) => bf(field, [...Buffer.from(s, 'utf8')]);
+// ---- protobuf wire encoding (wire-bytes.ts) ----
+const bf = len;
 
 const DIMS = [0, 1, 2, 3, 7, 2 ** 31, 2 ** 53, 2 ** 60, -1];
 const dim = fc.oneof({ weight: 6, arbitrary: fc.nat(4) }, { weight: 1, arbitrary: fc.constantFrom(...DIMS) });

@@ -9,21 +9,11 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FormatError } from '../src/errors';
 import { decodeModel, encodeModel, makeNode, makeTensor, makeValueInfo, summarizeOnnxSync } from '../src/formats/onnx';
+import { len, tag, varint } from './wire-bytes';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-bad-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n >= 0x80) {
-    out.push((n % 0x80) | 0x80);
-    n = Math.floor(n / 0x80);
-  }
-  out.push(n);
-  return out;
-}
-const tag = (field: number, wire: number) => varint(field * 8 + wire);
-const len = (field: number, body: number[] | Uint8Array) => [...tag(field, 2), ...varint(body.length), ...body];
 const utf8 = (s: string) => [...Buffer.from(s)];
 const bytes = (...parts: (number[] | Uint8Array)[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
 

@@ -8,21 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readInitializerBytes, summarizeOnnx, summarizeOnnxSync } from '../src/formats/onnx';
+import { len, tag, varint } from './wire-bytes';
 
 const BIG = 300_000_000; // bytes of raw_data: 75M float32 values
 const MB = 1024 * 1024;
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n >= 0x80) {
-    out.push((n % 0x80) | 0x80);
-    n = Math.floor(n / 0x80);
-  }
-  out.push(n);
-  return out;
-}
-const tag = (field: number, wire: number) => varint(field * 8 + wire);
-const len = (field: number, body: number[]) => [...tag(field, 2), ...varint(body.length), ...body];
 const utf8 = (s: string) => [...Buffer.from(s)];
 
 /** TensorProto bytes up to (and including) raw_data's length prefix. */

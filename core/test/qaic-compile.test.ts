@@ -6,25 +6,17 @@
  * directory, the ONNX handed over embeds the spec, and a second compile is up to date.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compile } from '../src/compile';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { SPEC_METADATA_KEY } from '../src/spec';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { makeSyntheticExport } from './compile-support';
 
-const roots: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-qaic-'));
-  roots.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of roots) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('ws-qaic-');
 
 describe('qaic backend', () => {
   it('--dry-run: the command QEfficient would run, nothing written', async () => {

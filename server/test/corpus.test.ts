@@ -48,7 +48,7 @@ describe('robustness corpus', () => {
     expect(Array.isArray(diagnostics)).toBe(true);
     for (const d of diagnostics) {
       expect(typeof d.code).toBe('string');
-      expect(d.message.includes('\n')).toBe(false);
+      expect((typeof d.message === 'string' ? d.message : d.message.value).includes('\n')).toBe(false);
     }
     // The other handlers answer too.
     const pos = positionOf(text, Math.floor(text.length / 2));

@@ -2,24 +2,16 @@
 // inputs match them, and a v5 spec — valid as written; tests edit it into faulty states.
 import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ELEM, onnxBytes, tempDir, writeTensors, type TestValue } from '../../core/test/check-helpers';
+import { ELEM, onnxBytes, tempDir, twoFileCheckpoint, type TestValue, type TwoFileSpec } from '../../core/test/check-helpers';
 
-export interface SpecInputJson { name: string; location: { file: number; key: string } }
-export interface SpecJson { files: { format: string; path: string }[]; inputs: SpecInputJson[]; model_name: string; version: number | string }
+export type SpecJson = TwoFileSpec;
+export type SpecInputJson = TwoFileSpec['inputs'][number];
 
 /** Creates the workspace; `spec()` returns a fresh copy of the valid spec. */
 export function makeWorkspace(): { dir: string; specFile: string; spec: () => SpecJson; text: (s: SpecJson) => string } {
   const dir = tempDir('ws-lsp-');
-  writeTensors(path.join(dir, 'ckpt', 'a.safetensors'), [
-    { key: 'model.embed_tokens.weight', dtype: 'F32', shape: [16, 4] },
-    { key: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F32', shape: [4, 4] },
-    { key: 'model.layers.0.self_attn.k_proj.weight', dtype: 'F32', shape: [2, 4] },
-    { key: 'model.embed_tokens.weight.f16', dtype: 'F16', shape: [16, 4] },
-  ]);
-  writeTensors(path.join(dir, 'ckpt', 'b.safetensors'), [
-    { key: 'model.norm.weight', dtype: 'F32', shape: [4] },
-    { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] },
-  ]);
+  // The checker tests' checkpoint, plus an F16 tensor the quick fixes offer for dtype errors.
+  const valid = twoFileCheckpoint(dir, [{ key: 'model.embed_tokens.weight.f16', dtype: 'F16', shape: [16, 4] }]).spec;
   const inputs: TestValue[] = [
     { name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] },
     { name: 'model.embed_tokens.weight', elem: ELEM.FLOAT, dims: [16, 4] },
@@ -29,22 +21,7 @@ export function makeWorkspace(): { dir: string; specFile: string; spec: () => Sp
     { name: 'lm_head.weight', elem: ELEM.FLOAT, dims: [16, 4] },
   ];
   writeFileSync(path.join(dir, 'model.onnx'), onnxBytes(inputs, [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 16] }]));
-  const input = (name: string, file: number, key = name): SpecInputJson => ({ location: { file, key }, name });
-  const spec = (): SpecJson => ({
-    files: [
-      { format: 'safetensors', path: 'ckpt/a.safetensors' },
-      { format: 'safetensors', path: 'ckpt/b.safetensors' },
-    ],
-    inputs: [
-      input('model.embed_tokens.weight', 0),
-      input('model.layers.0.self_attn.q_proj.weight', 0),
-      input('model.layers.0.self_attn.k_proj.weight', 0),
-      input('model.norm.weight', 1),
-      input('lm_head.weight', 1),
-    ],
-    model_name: 'tiny',
-    version: 5,
-  });
+  const spec = (): SpecJson => structuredClone(valid);
   const specFile = path.join(dir, 'model.weight_spec.json');
   const text = (s: SpecJson) => JSON.stringify(s, null, 2);
   writeFileSync(specFile, text(spec()));
