@@ -10,7 +10,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { decodeModel } from '../src/formats/onnx';
+import { decodeModel, encodeModel } from '../src/formats/onnx';
 import { readSafetensorsHeaderSync } from '../src/formats/safetensors';
 import { makeLegacyExport, makeSyntheticExport, maxAbsDiff, type Reference } from './compile-support';
 
@@ -81,6 +81,25 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
     expect(noSdk.stdout).toBe('');
     expect(noSdk.stderr.split('\n').filter(Boolean)).toHaveLength(1);
     expect(noSdk.stderr).toMatch(/^weight-spec: qaic-compile not found at \/opt\/qti-aic\/exec\/qaic-compile \(QAIC SDK not installed\); would run: \/opt\/qti-aic\/exec\/qaic-compile -aic-hw /);
+  });
+
+  it('a graph ONNX Runtime refuses: one line naming model.onnx and the --keep-names hint; no artifact, no record', () => {
+    const made = makeSyntheticExport(tmp(), 32, 64, 2);
+    const onnx = path.join(made.exportDir, 'model.onnx');
+    const m = decodeModel(fs.readFileSync(onnx), onnx);
+    // A node reading a value nothing produces: valid protobuf, an invalid graph.
+    m.graph!.node!.push({ opType: 'Relu', input: ['/nowhere/output_0'], output: ['/stray/output_0'] });
+    fs.writeFileSync(onnx, encodeModel(m));
+    const r = cli(['compile', made.exportDir]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^weight-spec: .*\/export\/model\.onnx: ONNX Runtime refuses the graph bound to its weights: .* \(value names are shortened in the bound model; compile --keep-names keeps the exported ones\)\n$/);
+    expect(fs.existsSync(path.join(made.exportDir, 'compile.json'))).toBe(false);
+    expect(fs.readdirSync(made.preparedDir).filter((f) => f.startsWith('compiled-'))).toEqual([]);
+    const kept = cli(['compile', made.exportDir, '--keep-names']);
+    expect(kept.code).toBe(1);
+    expect(kept.stderr).toContain('/nowhere/output_0');
+    expect(kept.stderr).not.toContain('--keep-names');
   });
 
   it('bad input: one line, the right exit code', () => {

@@ -116,7 +116,12 @@ async function compileOrt(
  * Creates (and releases) one ORT session on the bound model: ORT checks every external-data
  * location and shape there. Without onnxruntime-node the artifact is kept unverified.
  */
-async function verifyOrt(model: string, env: NodeJS.ProcessEnv | undefined, log: (l: string) => void): Promise<boolean> {
+async function verifyOrt(
+  model: string,
+  graph: { onnxPath: string; slimmed: boolean },
+  env: NodeJS.ProcessEnv | undefined,
+  log: (l: string) => void,
+): Promise<boolean> {
   let ort;
   try {
     ort = loadOrt(undefined, env);
@@ -130,7 +135,12 @@ async function verifyOrt(model: string, env: NodeJS.ProcessEnv | undefined, log:
     return true;
   } catch (e) {
     fs.rmSync(model, { force: true });
-    throw new PipelineError(`${model}: ONNX Runtime refuses the bound model: ${(e as Error).message.split('\n')[0]}`);
+    // The fault is in the exported graph (the binder only adds initializers); say so, and how
+    // to see the graph's own value names where the bound model has shortened them.
+    const names = graph.slimmed ? ' (value names are shortened in the bound model; compile --keep-names keeps the exported ones)' : '';
+    throw new PipelineError(
+      `${graph.onnxPath}: ONNX Runtime refuses the graph bound to its weights: ${(e as Error).message.split('\n')[0]}${names}`,
+    );
   }
 }
 
@@ -204,7 +214,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
   if (!loc) throw new PipelineError(`${inp.exportDir}: no prepared weights found`);
   if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactsExist(prev)) return done(prev, true);
   const record = await compileOrt(inp, loc, fp, { links: !!opts.links, keepNames: !!opts.keepNames, source });
-  if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, opts.env, log);
+  if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
   dropOldArtifact(prev, record);
   return done(record, false);
