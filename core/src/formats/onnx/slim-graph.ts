@@ -48,8 +48,6 @@ export interface SlimResult {
   replace: Map<WireField, Uint8Array | null>;
   /** Constant nodes dropped as duplicates. */
   sharedConstants: number;
-  /** Intermediate values renamed. */
-  renamed: number;
 }
 
 interface ParsedNode {
@@ -174,5 +172,5 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
       replace.set(f, w.finish());
     }
   }
-  return { replace, sharedConstants: dropped.size, renamed: short.size };
+  return { replace, sharedConstants: dropped.size };
 }
