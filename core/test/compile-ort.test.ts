@@ -19,6 +19,16 @@ const tmp = tempDirs('ws-compile-');
 const legacy = (fam: string) => path.join(fixturesDir(), fam, 'legacy.onnx');
 const reference = (fam: string) => JSON.parse(fs.readFileSync(path.join(fixturesDir(), fam, 'reference.json'), 'utf8')) as Reference;
 
+/** `n` greedy tokens from the compiled export, prompted with the fixture's input_ids. */
+async function greedy(exportDir: string, fam: string, n: number): Promise<number[]> {
+  const runner = await openRunner(exportDir);
+  try {
+    return await runner.generate(reference(fam).input_ids, n);
+  } finally {
+    await runner.close();
+  }
+}
+
 /** External-data entries of every initializer of a bound model. */
 function externalEntries(model: string): { name: string; location: string; offset: number; length: number }[] {
   const bytes = fs.readFileSync(model);
@@ -144,13 +154,7 @@ describeFixtures('ort backend on legacy-derived weight-free graphs', () => {
       const { record } = await compile(made.exportDir, { backend: 'ort' });
       expect(fs.readdirSync(made.preparedDir).sort()).toEqual(before);
       expect(path.dirname(record.artifacts.model!)).toBe(path.join(made.exportDir, 'compiled'));
-      const ref = reference('qwen2');
-      const runner = await openRunner(made.exportDir);
-      try {
-        expect(await runner.generate(ref.input_ids, 2)).toEqual(ref.generated_ids.slice(0, 2));
-      } finally {
-        await runner.close();
-      }
+      expect(await greedy(made.exportDir, 'qwen2', 2)).toEqual(reference('qwen2').generated_ids.slice(0, 2));
     } finally {
       fs.chmodSync(made.preparedDir, 0o755);
     }
@@ -169,13 +173,7 @@ describeFixtures('ort backend on legacy-derived weight-free graphs', () => {
       expect(st.nlink).toBeGreaterThanOrEqual(2);
       expect(st.ino).toBe(fs.statSync(path.join(copy, e.location.replace(/^.*__/, ''))).ino);
     }
-    const ref = reference('gpt2');
-    const runner = await openRunner(made.exportDir);
-    try {
-      expect(await runner.generate(ref.input_ids, 3)).toEqual(ref.generated_ids.slice(0, 3));
-    } finally {
-      await runner.close();
-    }
+    expect(await greedy(made.exportDir, 'gpt2', 3)).toEqual(reference('gpt2').generated_ids.slice(0, 3));
   });
 });
 

@@ -5,8 +5,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeAction, Diagnostic } from 'vscode-languageserver-protocol';
-import { applyEdits, startInMemory, textOf, type TestClient } from './harness';
-import { makeWorkspace, preparedCopy, type SpecJson } from './workspace';
+import { applyEdits, textOf, type TestClient } from './harness';
+import { openWorkspace, preparedCopy, type makeWorkspace, type SpecJson } from './workspace';
 
 describe('diagnostics and quick fixes', () => {
   let client: TestClient;
@@ -14,10 +14,7 @@ describe('diagnostics and quick fixes', () => {
   let uri: string;
 
   beforeAll(async () => {
-    client = await startInMemory();
-    ws = makeWorkspace();
-    const opened = await client.open(ws.specFile);
-    uri = opened.uri;
+    ({ client, ws, uri } = await openWorkspace());
   });
   afterAll(() => client.close());
 

@@ -6,16 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeLens, CompletionList, Hover } from 'vscode-languageserver-protocol';
 import { writeTensors } from '../../core/test/check-helpers';
 import { applyEdits, positionOf, startInMemory, type TestClient } from './harness';
-import { makeWorkspace } from './workspace';
+import { makeWorkspace, openWorkspace } from './workspace';
 
 describe('language features on a workspace spec', () => {
   let client: TestClient;
   let ws: ReturnType<typeof makeWorkspace>;
   let uri: string;
   beforeAll(async () => {
-    client = await startInMemory();
-    ws = makeWorkspace();
-    uri = (await client.open(ws.specFile)).uri;
+    ({ client, ws, uri } = await openWorkspace());
   });
   afterAll(() => client.close());
 

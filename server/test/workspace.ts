@@ -3,6 +3,7 @@
 import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ELEM, onnxBytes, tempDir, twoFileCheckpoint, type TestValue, type TwoFileSpec } from '../../core/test/check-helpers';
+import { startInMemory, type TestClient } from './harness';
 
 export type SpecJson = TwoFileSpec;
 export type SpecInputJson = TwoFileSpec['inputs'][number];
@@ -26,6 +27,14 @@ export function makeWorkspace(): { dir: string; specFile: string; spec: () => Sp
   const text = (s: SpecJson) => JSON.stringify(s, null, 2);
   writeFileSync(specFile, text(spec()));
   return { dir, specFile, spec, text };
+}
+
+/** A server started in memory with a fresh {@link makeWorkspace} whose spec is open. */
+export async function openWorkspace(): Promise<{ client: TestClient; ws: ReturnType<typeof makeWorkspace>; uri: string }> {
+  const client = await startInMemory();
+  const ws = makeWorkspace();
+  const { uri } = await client.open(ws.specFile);
+  return { client, ws, uri };
 }
 
 const FINGERPRINT = 'ab'.repeat(32);
