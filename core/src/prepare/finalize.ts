@@ -7,10 +7,10 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
 import { atomicReplaceDir, atomicWriteFile, fsyncDir, processAlive, TEMP_NAME_RE } from '../paths';
 import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
+import { checkReplaceable } from './ownership';
 import type { PreparePlan } from './types';
 
 /** Sidecars: files copied beside the prepared shards so the directory is a complete HF model folder. */
@@ -33,7 +33,9 @@ export async function sidecarNames(dir: string): Promise<string[]> {
 /** The manifest of `plan` once its files exist in `dir`. */
 async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[]): Promise<PreparedManifest> {
   const files = [...new Set(plan.tasks.map((t) => t.file))];
-  const output_files = await Promise.all(files.map(async (f) => ({ path: f, size: (await fs.stat(path.join(dir, f))).size })));
+  const sized = (f: string) => fs.stat(path.join(dir, f)).then((st) => ({ path: f, size: st.size }));
+  const output_files = await Promise.all(files.map(sized));
+  const written_files = await Promise.all([INDEX_FILE, ...sidecars].map(sized));
   const transforms = new Map<string, { id: string; tasks: number; params: Record<string, unknown> }>();
   for (const t of plan.tasks) {
     const e = transforms.get(t.transform) ?? { id: t.transform, tasks: 0, params: { dtype: plan.dtype, ...(plan.expertParallel ? { pipelineStages: plan.expertParallel.stages, parallelExperts: plan.expertParallel.experts } : {}) } };
@@ -53,6 +55,7 @@ async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[])
     tasks: plan.tasks.map((t) => ({ id: t.id, transform: t.transform, params: t.params, file: t.file, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) })),
     output_files,
     sidecars,
+    written_files,
     created_at: new Date().toISOString(),
   };
 }
@@ -80,23 +83,10 @@ export async function finalizePrepared(plan: PreparePlan, tmpDir: string): Promi
   await atomicWriteFile(path.join(tmpDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
   await atomicWriteFile(path.join(tmpDir, SENTINEL_FILE), plan.fingerprint + '\n');
   await fsyncDir(tmpDir);
+  // Checked again right before the old folder goes: a file added there during the run is kept.
+  await checkReplaceable(plan.outDir, plan.source);
   await atomicReplaceDir(tmpDir, plan.outDir);
 }
-
-/**
- * Refuses to replace an existing `outDir` that is not a prepared checkpoint (a user's
- * folder), unless it is empty.
- */
-export async function checkReplaceable(outDir: string): Promise<void> {
-  const st = await fs.lstat(outDir).catch(() => undefined);
-  if (!st) return;
-  if (st.isSymbolicLink()) throw new PipelineError(`${outDir}: output directory is a symlink; pass its target instead`);
-  if (!st.isDirectory()) throw new PipelineError(`${outDir}: exists and is not a directory`);
-  const names = await fs.readdir(outDir);
-  if (names.length === 0 || names.includes(MANIFEST_FILE)) return;
-  throw new PipelineError(`${outDir}: exists and is not a prepared checkpoint (no ${MANIFEST_FILE}); refusing to replace it`);
-}
-
 
 /** Removes `<outDir>.tmp-<pid>-*` / `.old-…` leftovers of killed runs (dead pids only). */
 export async function removeLeftovers(outDir: string): Promise<string[]> {

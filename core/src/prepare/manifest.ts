@@ -37,6 +37,8 @@ const manifestSchema = z.strictObject({
   })),
   output_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })),
   sidecars: z.array(z.string()),
+  /** Every other file prepare wrote (index, sidecars) with its size: what a re-run may replace. */
+  written_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })).optional(),
   created_at: z.string(),
 });
 

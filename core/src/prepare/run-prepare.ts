@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs/promises';
 import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress } from './executor';
-import { checkReplaceable, finalizePrepared, removeLeftovers } from './finalize';
+import { finalizePrepared, removeLeftovers } from './finalize';
+import { checkApartFromSource, checkReplaceable, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
 import { makeTempSiblingDir } from '../paths';
 import { planPrepare } from './planner';
@@ -36,12 +37,23 @@ export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult
   const started = performance.now();
   const budgetBytes = opts.budgetBytes ?? defaultBudgetBytes();
   const plan = await planPrepare({ ...opts, budgetBytes });
+  // Refused before the lock is written beside it: an output folder inside (or around) the source.
+  checkApartFromSource(plan.outDir, plan.source);
+  const lock = await lockOutput(plan.outDir);
+  try {
+    return await runLocked(plan, opts, budgetBytes, started);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runLocked(plan: PreparePlan, opts: RunPrepareOptions, budgetBytes: number, started: number): Promise<PrepareResult> {
   const status = await preparedStatus(plan.outDir);
   const base = { outDir: plan.outDir, fingerprint: plan.fingerprint, plan, budgetBytes };
   if (status.state === 'prepared' && status.manifest?.fingerprint === plan.fingerprint) {
     return { ...base, upToDate: true, ms: performance.now() - started };
   }
-  await checkReplaceable(plan.outDir);
+  await checkReplaceable(plan.outDir, plan.source);
   await removeLeftovers(plan.outDir);
   const tmp = await makeTempSiblingDir(plan.outDir);
   try {
