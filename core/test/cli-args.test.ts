@@ -2,6 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors';
 import { parseArgs } from '../src/cli/args';
+import type { CliIO } from '../src/cli/command';
+import { main } from '../src/cli/main';
+import { closestWord, typoDistance } from '../src/check/suggest';
 import { createProgress, formatBytes } from '../src/cli/progress';
 import { table } from '../src/cli/table';
 
@@ -95,5 +98,61 @@ describe('createProgress', () => {
 describe('table', () => {
   it('pads columns, right-aligns numbers, leaves no trailing spaces', () => {
     expect(table(['k', 'n', 'x'], [['aaa', '1', ''], ['b', '22', 'z']], { right: [1] })).toEqual(['k     n  x', 'aaa   1', 'b    22  z']);
+  });
+});
+
+describe('did you mean (issue 15.5: real typos get a suggestion)', () => {
+  // Each row was a bare "unknown option"/"unknown command" before: the old prefix test only
+  // caught truncations of a flag.
+  const exportDefs = {
+    config: { type: 'string', description: 'c' },
+    out: { type: 'string', description: 'o' },
+    dtype: { type: 'string', description: 'd' },
+    'ctx-len': { type: 'int', description: 'c' },
+    'batch-size': { type: 'int', description: 'b' },
+    'continuous-batching': { type: 'boolean', description: 'cb' },
+  } as const;
+  const runDefs = {
+    'input-ids': { type: 'string', description: 'i' },
+    'max-new-tokens': { type: 'int', description: 'n' },
+    'dump-logits': { type: 'string', description: 'd' },
+  } as const;
+  it.each([
+    ['--ctx_len', exportDefs, 'ctx-len'], // underscore for dash
+    ['--dytpe', exportDefs, 'dtype'], // transposition
+    ['--dtpye', exportDefs, 'dtype'],
+    ['--otu', exportDefs, 'out'],
+    ['--batch_size', exportDefs, 'batch-size'],
+    ['--continous-batching', exportDefs, 'continuous-batching'], // dropped letter
+    ['--max-new-token', runDefs, 'max-new-tokens'], // missing plural
+    ['--input_ids', runDefs, 'input-ids'],
+    ['--dump-logit', runDefs, 'dump-logits'],
+    ['--inputids', runDefs, 'input-ids'],
+  ] as const)('%s suggests --%s', (word, defs, want) => {
+    expect(() => parseArgs([word, 'x'], defs, 't')).toThrow(`(did you mean --${want}?)`);
+  });
+  it('far-off words get no suggestion', () => {
+    expect(() => parseArgs(['--zzz'], exportDefs, 't')).toThrow(/unknown option --zzz$/);
+  });
+  it.each([
+    ['expor', 'export'],
+    ['exprot', 'export'],
+    ['prepar', 'prepare'],
+    ['complie', 'compile'],
+    ['inpsect', 'inspect'],
+    ['chek', 'check'],
+    ['rn', 'run'],
+  ])('command %s suggests %s', async (word, want) => {
+    const err: string[] = [];
+    const io = { stdout: { write: () => true }, stderr: { write: (s: string) => (err.push(s), true) }, cwd: process.cwd(), env: {} };
+    const code = await main([word], io as unknown as CliIO);
+    expect(code).toBe(2);
+    expect(err.join('')).toContain(`unknown command "${word}" (did you mean "${want}"?)`);
+  });
+  it('closestWord ignores case and separators and refuses distant words', () => {
+    expect(closestWord('CTX_LEN', ['ctx-len', 'dtype'])).toBe('ctx-len');
+    expect(closestWord('frobnicate', ['export', 'prepare', 'compile', 'run'])).toBeUndefined();
+    expect(typoDistance('dytpe', 'dtype', 2)).toBe(1);
+    expect(typoDistance('abc', 'xyz', 1)).toBe(2);
   });
 });

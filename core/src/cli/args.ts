@@ -4,6 +4,7 @@
  * repeated flags for `multiple`, and `--` to end flags. Anything unexpected is a
  * {@link UsageError} (exit code 2).
  */
+import { closestWord } from '../check/suggest';
 import { UsageError } from '../errors';
 
 /** How a flag's value is read. */
@@ -117,7 +118,7 @@ function convert(command: string, name: string, def: FlagDef, raw: string): stri
 }
 
 function suggestFlag(name: string, defs: FlagDefs): string {
-  const hit = Object.keys(defs).find((k) => k.startsWith(name) || name.startsWith(k));
+  const hit = closestWord(name, [...Object.keys(defs), 'help']);
   return hit ? ` (did you mean --${hit}?)` : '';
 }
 

@@ -3,6 +3,7 @@
  * 0 ok, 1 failure (one line `weight-spec: <message>` on stderr, never a stack trace),
  * 2 usage error (unknown command or flag, missing argument) with a short usage text.
  */
+import { closestWord } from '../check/suggest';
 import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
 import { describeFlags, parseArgs } from './args';
 import { println, type CliIO, type CommandSpec } from './command';
@@ -66,7 +67,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
   }
   if (name === '--help' || name === '-h' || name === 'help') {
     const c = rest[0] !== undefined ? COMMANDS.find((x) => x.name === rest[0]) : undefined;
-    if (rest[0] !== undefined && !c) return usageError(io, `unknown command "${rest[0]}"`, usage());
+    if (rest[0] !== undefined && !c) return usageError(io, unknownCommand(rest[0]), usage());
     println(io.stdout, c ? commandUsage(c) : usage());
     return 0;
   }
@@ -75,7 +76,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     return 0;
   }
   const cmd = COMMANDS.find((c) => c.name === name);
-  if (!cmd) return usageError(io, `unknown command "${name}"`, usage());
+  if (!cmd) return usageError(io, unknownCommand(name), usage());
   if (rest.includes('--help') || rest.includes('-h')) {
     const dd = rest.indexOf('--');
     const idx = Math.max(rest.indexOf('--help'), rest.indexOf('-h'));
@@ -100,6 +101,11 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     if (io.env.WEIGHT_SPEC_DEBUG && err instanceof Error && err.stack) println(io.stderr, err.stack);
     return 1;
   }
+}
+
+function unknownCommand(name: string): string {
+  const hit = closestWord(name, COMMANDS.map((c) => c.name));
+  return `unknown command "${name}"${hit ? ` (did you mean "${hit}"?)` : ''}`;
 }
 
 /** A refused path is a failure of the run (exit 1), not a mistake in the command line. */
