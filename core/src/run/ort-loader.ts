@@ -14,6 +14,8 @@ export interface OrtModule {
     create(path: string, options?: Record<string, unknown>): Promise<OrtSession>;
   };
   Tensor: new (type: string, data: unknown, dims: readonly number[]) => OrtTensor;
+  /** onnxruntime-common's global settings (the environment logger's level). */
+  env?: { logLevel?: string };
 }
 
 /** A session (onnxruntime-common's InferenceSession, as used here). */
@@ -60,6 +62,8 @@ export function loadOrt(ortPath?: string, env: NodeJS.ProcessEnv = process.env):
     );
   }
   if (!mod?.InferenceSession || !mod?.Tensor) throw new PipelineError(`${key}: not an onnxruntime-node module (no InferenceSession)`);
+  // The environment logger is separate from the sessions'; silence it too (see session-options.ts).
+  if (mod.env) mod.env.logLevel = 'fatal';
   cached = { key, mod };
   return mod;
 }

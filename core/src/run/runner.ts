@@ -100,7 +100,9 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
   const byName = new Map(inputs.map((i) => [i.name, i]));
   const ids = byName.get('input_ids');
   if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
-  const logitsName = outputs.find((o) => o.name === 'logits')?.name ?? session.outputNames[0]!;
+  const logitsOut = outputs.find((o) => o.name === 'logits');
+  const logitsName = logitsOut?.name ?? session.outputNames[0]!;
+  const vocab = fixed(logitsOut?.dims[logitsOut.dims.length - 1]);
   const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name)]);
   const unknown = inputs.filter((i) => !known.has(i.name));
@@ -132,7 +134,7 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
       const rows = await forward(tokens);
       return rows[rows.length - 1]!;
     };
-    return makeRunner('full', model, session, async (tokens) => {
+    return makeRunner('full', model, vocab, session, async (tokens) => {
       const rows = await forward(tokens);
       if (rows.length === tokens.length) return rows.map((r) => Array.from(r));
       const out: number[][] = [];
@@ -197,7 +199,7 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
     }
     return last!;
   };
-  return makeRunner('kv', model, session, async (tokens) => {
+  return makeRunner('kv', model, vocab, session, async (tokens) => {
     const state = newState(tokens.length);
     const out: number[][] = [];
     for (let t = 0; t < tokens.length; t++) out.push(Array.from(await step(state, [tokens[t]!], t)));
@@ -215,15 +217,30 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
   });
 }
 
+/**
+ * Refuses ids outside the vocabulary before ONNX Runtime sees them (its Gather would fail with
+ * an index error, or worse read a neighbouring row on some providers).
+ * @param vocab the logits' last dimension, when the graph fixes it
+ */
+export function checkTokenIds(ids: readonly number[], vocab: number | undefined, model: string): void {
+  if (vocab === undefined) return;
+  const bad = ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+  if (bad >= 0) {
+    throw new PipelineError(`token id ${ids[bad]} (position ${bad}) is outside the vocabulary of ${model}: ids must be 0…${vocab - 1} (${vocab} tokens)`);
+  }
+}
+
 function makeRunner(
   kind: 'full' | 'kv',
   model: string,
+  vocab: number | undefined,
   session: OrtSession,
   logits: (ids: number[]) => Promise<number[][]>,
   decode: (ids: number[], n: number, onFirst: () => void) => Promise<number[]>,
 ): Runner {
   const check = (ids: number[]) => {
     if (ids.length === 0) throw new PipelineError('no input ids given');
+    checkTokenIds(ids, vocab, model);
   };
   const generateWithStats = async (ids: number[], n: number): Promise<GenerateStats> => {
     check(ids);

@@ -28,7 +28,18 @@
  * for speed.
  */
 
-/** Options for `InferenceSession.create`: no memory pattern; prepacking off unless asked for. */
+/**
+ * ONNX Runtime's own logger writes ANSI-coloured lines straight to stderr (a failing Gather
+ * prints `[E:onnxruntime:…]` before our one-line error). Every failure is turned into a
+ * `weight-spec:` line by the caller, so the session logs only fatal errors.
+ */
+export const ORT_LOG_SEVERITY_FATAL = 4;
+
+/** Options for `InferenceSession.create`: no memory pattern; prepacking off unless asked for; ORT's logger silenced. */
 export function ortSessionOptions(prepack = false): Record<string, unknown> {
-  return { enableMemPattern: false, ...(prepack ? {} : { extra: { session: { disable_prepacking: '1' } } }) };
+  return {
+    enableMemPattern: false,
+    logSeverityLevel: ORT_LOG_SEVERITY_FATAL,
+    ...(prepack ? {} : { extra: { session: { disable_prepacking: '1' } } }),
+  };
 }
