@@ -1,20 +1,25 @@
 /**
  * The README's first command: `weight-spec demo` makes its own tiny model and runs export →
- * prepare → compile → check → run. This keeps that promise true.
+ * prepare → compile → check → run. This keeps that promise true, and the story it tells
+ * (issue 15.10): random weights, what to try next, and no temp files left behind.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 
-it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => {
-  const out = mkdtempSync(path.join(os.tmpdir(), 'ws-demo-'));
-  const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'demo', '--out', out, '--max-new-tokens', '4'], {
+const tmp = tempDirs('ws-demo-');
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], {
     encoding: 'utf8',
     env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
   });
+
+it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => {
+  const out = tmp();
+  const r = cli('demo', '--out', out, '--max-new-tokens', '4');
   expect(r.status, r.stderr).toBe(0);
   // The run step prints the generated ids on their own line: four ids in the tiny vocab.
   const ids = r.stdout.split('\n').find((l) => /^\d+(,\d+){3}$/.test(l));
@@ -24,4 +29,31 @@ it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => 
   expect(spec.version).toBe(5);
   expect(existsSync(path.join(out, 'tiny-llama-export', 'compile.json'))).toBe(true);
   expect(r.stdout).toContain('weight_spec.json: ok');
+  // The story: random weights, files kept where the user said, what to try next.
+  expect(r.stdout).toMatch(/random .*tokens are arbitrary/);
+  expect(r.stdout).toContain(`every file is in ${out}`);
+  expect(r.stdout).not.toContain('rm -rf');
+  for (const next of ['weight-spec export --config <model dir>', 'weight-spec inspect', 'weight-spec check', 'VS Code']) expect(r.stdout).toContain(next);
+
+  // Export's `next:` no longer suggests prepare once the checkpoint is prepared.
+  const again = cli('export', '--config', path.join(out, 'tiny-llama'), '--out', path.join(out, 'again'));
+  expect(again.status, again.stderr).toBe(0);
+  const next = again.stdout.slice(again.stdout.indexOf('next:'));
+  expect(next).not.toContain('weight-spec prepare');
+  expect(next).toContain('weight-spec compile');
+});
+
+it('by default the demo removes the temp directory it made; --keep keeps it and says how to remove it', () => {
+  const r = cli('demo', '--max-new-tokens', '1');
+  expect(r.status, r.stderr).toBe(0);
+  const removed = /removed its temp files \((.+?)\)/.exec(r.stdout)?.[1];
+  expect(removed, r.stdout).toBeDefined();
+  expect(existsSync(removed!)).toBe(false);
+
+  const k = cli('demo', '--keep', '--max-new-tokens', '1');
+  expect(k.status, k.stderr).toBe(0);
+  const kept = /remove them with: rm -rf (.+)/.exec(k.stdout)?.[1];
+  expect(kept, k.stdout).toBeDefined();
+  expect(existsSync(path.join(kept!, 'tiny-llama-export', 'weight_spec.json'))).toBe(true);
+  rmSync(kept!, { recursive: true, force: true });
 });

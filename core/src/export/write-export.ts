@@ -15,6 +15,7 @@ import { formatBytes } from '../format';
 import { existsSync, readFileSync } from 'node:fs';
 import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
+import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
 import { createOutputGuard, tempPathFor } from '../paths';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
@@ -126,6 +127,15 @@ export function exportSummary(title: string, w: ExportWritten, rows: [string, st
   ];
   const width = Math.max(...all.map(([k]) => k.length));
   return [title, ...all.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ...(next.length ? ['next:', ...next.map((n) => `  ${n}`)] : [])];
+}
+
+/**
+ * The `next:` steps, without the `weight-spec prepare` step when `preparedDir` already holds a
+ * complete, up-to-date prepared checkpoint (suggesting it again would redo nothing).
+ */
+export async function nextSteps(preparedDir: string, steps: string[]): Promise<string[]> {
+  if (!(await isPreparedUpToDate(preparedDir))) return steps;
+  return steps.filter((s) => !s.startsWith('weight-spec prepare '));
 }
 
 export { formatBytes };

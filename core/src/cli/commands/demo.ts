@@ -4,21 +4,36 @@
  * export from config.json → prepare float32 → compile (ONNX Runtime) → check → run.
  * Each step is the real CLI command, so the demo shows exactly what a user would type.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PipelineError } from '../../errors';
 import { writeTinyLlama } from '../../demo/tiny-model';
 import { defineCommand, println, type CliIO } from '../command';
 
+/** What a new user can try after the demo. */
+const NEXT = [
+  '',
+  'next, on your own model folder (a Hugging Face checkpoint with config.json):',
+  '  weight-spec export --config <model dir> --out <export dir>   then prepare, compile, run as above',
+  '  weight-spec inspect <model dir | file.safetensors | file.onnx>   what a checkpoint or graph holds (headers only)',
+  '  weight-spec check <export dir>/weight_spec.json               the editor\'s diagnostics, on the command line',
+  '  VS Code: install the extension (npm run package → weight-spec.vsix) for hover, quick fixes and code lenses on weight_spec.json',
+];
+
 type Main = (argv: readonly string[], io: CliIO) => Promise<number>;
 
 export const demoCommand = defineCommand({
   name: 'demo',
   summary: 'run the whole pipeline on a tiny model made on the spot',
-  synopsis: ['demo [--out <dir>] [--input-ids 1,5,9] [--max-new-tokens N]'],
+  synopsis: ['demo [--out <dir> | --keep] [--input-ids 1,5,9] [--max-new-tokens N]'],
+  details: [
+    'The model is random (seeded), so the generated tokens are arbitrary; the point is the pipeline.',
+    'Without --out the files go to a new temp directory that is removed at the end unless --keep is given.',
+  ],
   flags: {
-    out: { type: 'string', placeholder: '<dir>', description: 'where to put the demo files (default: a new temp directory)' },
+    out: { type: 'string', placeholder: '<dir>', description: 'where to put the demo files (kept; default: a temp directory removed at the end)' },
+    keep: { type: 'boolean', description: 'keep the temp directory and print how to remove it' },
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'prompt token ids (default 1,17,42,7)' },
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate (default 8)' },
   },
@@ -26,10 +41,14 @@ export const demoCommand = defineCommand({
   async run(args, io) {
     // Imported here: main.ts imports this file, so a top-level import would be circular.
     const { main } = (await import('../main')) as { main: Main };
-    const root = path.resolve(io.cwd, args.flags.out ?? mkdtempSync(path.join(os.tmpdir(), 'weight-spec-demo-')));
+    // Only a directory this run made itself (mkdtemp) is ever removed; --out is the user's.
+    const own = args.flags.out === undefined;
+    const keep = !own || args.flags.keep;
+    const root = own ? mkdtempSync(path.join(os.tmpdir(), 'weight-spec-demo-')) : path.resolve(io.cwd, args.flags.out!);
     const model = path.join(root, 'tiny-llama');
     const exported = path.join(root, 'tiny-llama-export');
     println(io.stdout, `demo: writing a tiny Llama checkpoint (2 layers, hidden 32, vocab 128, bf16) to ${model}`);
+    println(io.stdout, 'demo: its weights are random (seeded), so the generated tokens are arbitrary — the point is the pipeline');
     await writeTinyLlama(model);
     const steps: string[][] = [
       ['export', '--config', model, '--out', exported, '--ctx-len', '64'],
@@ -50,7 +69,15 @@ export const demoCommand = defineCommand({
       const code = await main(step, io);
       if (code !== 0) throw new PipelineError(`demo: step "weight-spec ${step[0]}" failed (exit ${code}); files are in ${root}`);
     }
-    println(io.stdout, `\ndemo: done — every file is in ${root}`);
+    println(io.stdout, '');
+    if (keep) {
+      println(io.stdout, `demo: done — every file is in ${root}`);
+      if (own) println(io.stdout, `demo: remove them with: rm -rf ${root}`);
+    } else {
+      rmSync(root, { recursive: true, force: true });
+      println(io.stdout, `demo: done — removed its temp files (${root}); --keep keeps them, --out <dir> puts them where you say`);
+    }
+    for (const line of NEXT) println(io.stdout, line);
     return 0;
   },
 });

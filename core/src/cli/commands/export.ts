@@ -70,7 +70,7 @@ export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
       onProgress: (done, total) => progress.update(done, total),
     });
     progress.done(`${r.resolutions.length - r.unresolved.length}/${r.resolutions.length} resolved`);
-    for (const line of fromOnnxSummary(r)) println(io.stdout, line);
+    for (const line of await fromOnnxSummary(r)) println(io.stdout, line);
     return 0;
   } catch (e) {
     progress.fail();

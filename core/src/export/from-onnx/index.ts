@@ -11,7 +11,7 @@ import { PipelineError } from '../../errors';
 import { planPrepare } from '../../prepare';
 import { isAllowedUnresolved, resolveInitializers, type InitializerInput, type KeyTensor, type Resolution } from '../../resolve';
 import type { WeightSpec } from '../../spec';
-import { exportSummary, formatBytes, writeExport, type ExportWritten } from '../write-export';
+import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
 import { preparedLocation } from './prepared-location';
@@ -155,7 +155,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
 
 
 /** The one-screen stdout summary of a legacy-ONNX export. */
-export function fromOnnxSummary(r: FromOnnxResult): string[] {
+export async function fromOnnxSummary(r: FromOnnxResult): Promise<string[]> {
   const totals = r.written.report.totals as { resolved: number; initializers: number; inputs: number; weight_bytes: number; by_strategy: Record<string, number> };
   const strategies = Object.entries(totals.by_strategy).map(([k, n]) => `${k} ${n}`).join(', ');
   return exportSummary(
@@ -167,6 +167,9 @@ export function fromOnnxSummary(r: FromOnnxResult): string[] {
       ['embedded', r.unresolved.length ? r.unresolved.map((u) => u.name).join(', ') : 'none'],
       ['prepared', r.preparedDir],
     ],
-    [`weight-spec prepare --checkpoint ${(r.written.report.source as { checkpoint: string }).checkpoint} --dtype ${(r.written.report.options as { dtype: string }).dtype}`, `weight-spec compile ${path.dirname(r.written.modelFile)}`],
+    await nextSteps(r.preparedDir, [
+      `weight-spec prepare --checkpoint ${(r.written.report.source as { checkpoint: string }).checkpoint} --dtype ${(r.written.report.options as { dtype: string }).dtype}`,
+      `weight-spec compile ${path.dirname(r.written.modelFile)}`,
+    ]),
   );
 }

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
 import type { WeightSpec } from '../../spec';
-import { exportSummary, formatBytes, writeExport, type ExportWritten } from '../write-export';
+import { exportSummary, nextSteps, formatBytes, writeExport, type ExportWritten } from '../write-export';
 import type { ArchSpec } from './arch';
 import { type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
@@ -147,7 +147,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
     ],
     withCheckpoint
-      ? [`weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`, `weight-spec compile ${path.resolve(o.out)}`]
+      ? await nextSteps(layout.dir, [`weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`, `weight-spec compile ${path.resolve(o.out)}`])
       : [`weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`, `weight-spec check ${written.specFile}`],
   );
   return { written, summary, arch };
