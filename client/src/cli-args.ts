@@ -26,7 +26,8 @@ export interface PrepareOptions {
   out?: string;
   maxRamGb?: number;
   /** Expert-parallel packing: pipeline stages P and parallel experts E. */
-  expertParallel?: { stages: number; experts: number };
+  /** P pipeline stages; `experts` = N = E / P per stage (QEfficient's num_parallelized_experts; derived by the CLI when absent). */
+  expertParallel?: { stages: number; experts?: number };
 }
 
 /** `compile <export dir> …`. */
@@ -62,7 +63,8 @@ export function prepareArgs(o: PrepareOptions): string[] {
   if (o.out) a.push('--out', o.out);
   if (o.maxRamGb !== undefined && o.maxRamGb > 0) a.push('--max-ram-gb', String(o.maxRamGb));
   if (o.expertParallel) {
-    a.push('--moe-flavour', 'expert_parallel', '--pipeline-stages', String(o.expertParallel.stages), '--parallel-experts', String(o.expertParallel.experts));
+    a.push('--moe-flavour', 'expert_parallel', '--pipeline-stages', String(o.expertParallel.stages));
+    if (o.expertParallel.experts !== undefined) a.push('--parallel-experts', String(o.expertParallel.experts));
   }
   return a;
 }
@@ -90,10 +92,11 @@ export function parseTokenIds(text: string): number[] | undefined {
 }
 
 /** Validates expert-parallel P/E: positive integers, E divisible by P is the CLI's to check. */
-export function parseExpertParallel(text: string): { stages: number; experts: number } | undefined {
-  const m = /^\s*(\d+)\s*[/x,: ]\s*(\d+)\s*$/.exec(text);
+export function parseExpertParallel(text: string): { stages: number; experts?: number } | undefined {
+  const m = /^\s*(\d+)\s*(?:[/x,: ]\s*(\d+)\s*)?$/.exec(text);
   if (!m) return undefined;
   const stages = Number(m[1]);
+  if (m[2] === undefined) return stages > 0 ? { stages } : undefined;
   const experts = Number(m[2]);
   return stages > 0 && experts > 0 ? { stages, experts } : undefined;
 }

@@ -133,9 +133,14 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
   const experts = cfg && (cfg.num_local_experts ?? cfg.num_experts);
   if (!expertParallel && typeof experts === 'number' && experts > 1 && Object.keys(o).length === 0) {
     const text = await vscode.window.showInputBox({
-      title: `Expert-parallel packing for ${experts} experts: pipeline stages P / parallel experts E (empty: none)`,
-      placeHolder: 'e.g. 2/4',
-      validateInput: (v) => (v.trim() === '' || parseExpertParallel(v) ? undefined : 'two positive integers, P/E'),
+      title: `Expert-parallel packing for ${experts} experts: pipeline stages P, or P/N with N = E / P experts per stage (empty: none)`,
+      placeHolder: `e.g. 2 (N = ${experts / 2} derived) or 2/${experts / 2}`,
+      validateInput: (v) => {
+        if (v.trim() === '') return undefined;
+        const ep = parseExpertParallel(v);
+        if (!ep || experts % ep.stages !== 0) return `P must divide the ${experts} experts`;
+        return ep.experts === undefined || ep.stages * ep.experts === experts ? undefined : `P × N must equal the ${experts} experts`;
+      },
     });
     if (text === undefined) return undefined;
     if (text.trim() !== '') expertParallel = parseExpertParallel(text);

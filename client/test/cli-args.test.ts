@@ -32,6 +32,10 @@ describe('CLI argument lists', () => {
       '--moe-flavour', 'expert_parallel', '--pipeline-stages', '2', '--parallel-experts', '4',
     ]);
     expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', maxRamGb: 0 })).not.toContain('--max-ram-gb');
+    // N omitted: the CLI derives N = E / P (QEfficient modeling_auto.py)
+    expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', expertParallel: { stages: 4 } })).toEqual([
+      'prepare', '--checkpoint', '/c', '--dtype', 'float32', '--moe-flavour', 'expert_parallel', '--pipeline-stages', '4',
+    ]);
   });
 
   it('compile, recompile and run', () => {
@@ -57,6 +61,7 @@ describe('CLI argument lists', () => {
     expect(parseTokenIds('')).toBeUndefined();
     expect(parseExpertParallel('2/4')).toEqual({ stages: 2, experts: 4 });
     expect(parseExpertParallel('0/4')).toBeUndefined();
+    expect(parseExpertParallel('4')).toEqual({ stages: 4 });
     expect(parseExpertParallel('two')).toBeUndefined();
   });
 

@@ -24,7 +24,10 @@ export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
 
 /**
  * Mixtral/Qwen-MoE experts → the prepared layout (docs/ARCHITECTURE.md "Prepared layout"):
- * `<m>.moe_weights.{gate,up,down}` stacked over experts in expert order.
+ * `<m>.moe_weights.{gate,up,down}` stacked over experts in expert order, each expert's
+ * `[out, in]` weight transposed to `[in, out]` as QEfficient's `stack_expert_linears` does
+ * (quic/efficient-transformers `QEfficient/transformers/moe/weights.py`, 1b7aa83):
+ * gate/up `[E, H, I]`, down `[E, I, H]`. Computed here independently of prepare.
  */
 export function stackExperts(w: Map<string, F32>): Map<string, F32> {
   const out = new Map<string, F32>();
@@ -45,8 +48,13 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
     const n = byE.size;
     const first = byE.get(0)!.get(role)!;
     const data = new Float32Array(n * first.data.length);
-    for (let e = 0; e < n; e++) data.set(byE.get(e)!.get(role)!.data, e * first.data.length);
-    out.set(`${mod}.moe_weights.${role}`, { shape: [n, ...first.shape], data });
+    const [rows, cols] = first.shape as [number, number];
+    for (let e = 0; e < n; e++) {
+      const w = byE.get(e)!.get(role)!.data;
+      const base = e * rows * cols;
+      for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data[base + c * rows + r] = w[r * cols + c]!;
+    }
+    out.set(`${mod}.moe_weights.${role}`, { shape: [n, cols, rows], data });
   }
   return out;
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { planPrepare, preparedStatus } from '../src/prepare';
-import { REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { cleanupTemps, t, tempDir, writeCheckpoint } from './prepare-support';
 
 afterAll(cleanupTemps);
@@ -77,6 +77,37 @@ describe('prepare CLI', () => {
     const missing = await run(['prepare', '--checkpoint', path.join(parent, 'nope'), '--dtype', 'float16']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^weight-spec: .*nope: does not exist/);
+  });
+});
+
+describeFixtures('prepare CLI: expert-parallel N = E / P on the 4-expert mixtral fixture', () => {
+  // QEfficient release/v1.22.8.0 QEfficient/transformers/models/modeling_auto.py:
+  // num_parallelized_experts = num_experts // num_pipeline_stages, with num_experts % P == 0.
+  it('(P, N) = (2, 2) and (4, 1) succeed into two directories; P · N ≠ E exits 2 naming E, P and N', async () => {
+    const src = path.join(tempDir(), 'mixtral');
+    fs.cpSync(path.join(fixturesDir(), 'mixtral'), src, { recursive: true });
+    for (const f of fs.readdirSync(src)) fs.chmodSync(path.join(src, f), 0o644);
+    const ep = ['--checkpoint', src, '--dtype', 'bfloat16', '--moe-flavour', 'expert_parallel'];
+    const a = await run(['prepare', ...ep, '--pipeline-stages', '2', '--parallel-experts', '2']);
+    const b = await run(['prepare', ...ep, '--pipeline-stages', '4', '--parallel-experts', '1']);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const dirA = a.stdout.trim().split('\n').pop()!;
+    const dirB = b.stdout.trim().split('\n').pop()!;
+    expect(dirA).not.toBe(dirB);
+    const m = 'model.layers.0.block_sparse_moe.moe_weights';
+    expect((await Checkpoint.open(dirA)).get(`${m}.gate`)!.shape).toEqual([2, 2, 64, 96]);
+    expect((await Checkpoint.open(dirB)).get(`${m}.down`)!.shape).toEqual([1, 4, 96, 64]);
+    // N omitted: derived (same plan, so the same directory, already up to date)
+    const derived = await run(['prepare', ...ep, '--pipeline-stages', '2']);
+    expect(derived.code, derived.stderr).toBe(0);
+    expect(derived.stdout.trim().split('\n').pop()).toBe(dirA);
+    const bad = await run(['prepare', ...ep, '--pipeline-stages', '2', '--parallel-experts', '4']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.split('\n')[0]).toMatch(/^weight-spec: prepare: .*--parallel-experts 4 \(N\) × --pipeline-stages 2 \(P\) = 8, but the model has 4 experts \(E\)/);
+    const odd = await run(['prepare', ...ep, '--pipeline-stages', '3']);
+    expect(odd.code).toBe(2);
+    expect(odd.stderr.split('\n')[0]).toMatch(/4 experts \(E\) do not split into 3 pipeline stages \(P\)/);
   });
 });
 

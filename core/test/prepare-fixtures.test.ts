@@ -1,15 +1,20 @@
 /**
  * Prepare on the shared fixtures: GPT-OSS MXFP4 experts against HF's dequantization
  * (`expected_dequant.safetensors`, exact in f32), Mixtral per-expert stacking in expert
- * order, and expert-parallel packing with two (P, E) choices.
+ * order, and expert-parallel packing with the two (P, N) choices of 4 experts. Expected
+ * tensors are QEfficient's canonical layout computed here from the source bytes
+ * (quic/efficient-transformers `QEfficient/transformers/moe/weights.py` at 1b7aa83: gate/up
+ * `[E, H, I]`, down `[E, I, H]`; packing `view(P, N, …).transpose(0, 1)`, N = E / P as in
+ * `QEfficient/transformers/models/modeling_auto.py`, release/v1.22.8.0).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
+import { UsageError } from '../src/errors';
 import { planPrepare, runPrepare } from '../src/prepare';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { cleanupTemps, concat, readKey, sameBytes, tempDir, workerPath } from './prepare-support';
+import { cleanupTemps, concat, packedOf, readKey, sameBytes, tempDir, transposeExperts, workerPath } from './prepare-support';
 
 afterAll(cleanupTemps);
 
@@ -40,13 +45,15 @@ describeFixtures('prepare: gpt_oss fixture', () => {
       const guBytes = await expected.read(`${m}.experts.gate_up_proj`);
       const gate = await ck.read(`${m}.moe_weights.gate`);
       const up = await ck.read(`${m}.moe_weights.up`);
-      expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, R / 2, C]);
+      // canonical gate/up [E, H, I] = rows 0::2 / 1::2 of HF's [E, 2I, H], each expert transposed
+      expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, C, R / 2]);
       expect(ck.get(`${m}.moe_weights.gate`)!.dtype).toBe('F32');
       // Bit-exact (NaN-safe) comparison through the raw bytes.
-      expect(sameBytes(gate, new Uint8Array(rows(guBytes, E, R, C, 0).buffer))).toBe(true);
-      expect(sameBytes(up, new Uint8Array(rows(guBytes, E, R, C, 1).buffer))).toBe(true);
-      expect(sameBytes(await ck.read(`${m}.moe_weights.down`), await expected.read(`${m}.experts.down_proj`))).toBe(true);
-      expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual(expected.get(`${m}.experts.down_proj`)!.shape);
+      expect(sameBytes(gate, transposeExperts(new Uint8Array(rows(guBytes, E, R, C, 0).buffer), E, R / 2, C, 4))).toBe(true);
+      expect(sameBytes(up, transposeExperts(new Uint8Array(rows(guBytes, E, R, C, 1).buffer), E, R / 2, C, 4))).toBe(true);
+      const [, dR, dC] = expected.get(`${m}.experts.down_proj`)!.shape as [number, number, number];
+      expect(sameBytes(await ck.read(`${m}.moe_weights.down`), transposeExperts(await expected.read(`${m}.experts.down_proj`), E, dR, dC, 4))).toBe(true);
+      expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, dC, dR]);
 
       const bias = new Uint16Array((await readKey(src, `${m}.experts.gate_up_proj_bias`)).slice().buffer);
       const widen = (keep: (i: number) => boolean) => new Float32Array(new Uint32Array([...bias].filter((_, i) => keep(i % R)).map((b) => (b << 16) >>> 0)).buffer);
@@ -62,61 +69,61 @@ describeFixtures('prepare: gpt_oss fixture', () => {
 });
 
 describeFixtures('prepare: mixtral fixture', () => {
-  it('stacks w1/w3/w2 into moe_weights.{gate,up,down} in expert order', async () => {
+  it('stacks w1/w3/w2 into moe_weights.{gate,up,down} in expert order, in the canonical orientation', async () => {
     const src = path.join(fixturesDir(), 'mixtral');
     const out = path.join(tempDir(), 'mixtral-prepared');
     await runPrepare({ checkpoint: src, dtype: 'bfloat16', out, workerPath: workerPath() });
     const ck = await Checkpoint.open(out);
     const srcCk = await Checkpoint.open(src);
+    const H = 64, I = 96;
     for (const layer of [0, 1]) {
       const m = `model.layers.${layer}.block_sparse_moe`;
-      for (const [role, w] of [['gate', 'w1'], ['up', 'w3'], ['down', 'w2']] as const) {
+      for (const [role, w, rows, cols] of [['gate', 'w1', I, H], ['up', 'w3', I, H], ['down', 'w2', H, I]] as const) {
         const parts = await Promise.all([0, 1, 2, 3].map((e) => srcCk.read(`${m}.experts.${e}.${w}.weight`)));
-        expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), concat(parts))).toBe(true);
+        expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), transposeExperts(concat(parts), 4, rows, cols, 2))).toBe(true);
       }
-      expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([4, 96, 64]);
-      expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([4, 64, 96]);
+      expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([4, H, I]);
+      expect(ck.get(`${m}.moe_weights.up`)!.shape).toEqual([4, H, I]);
+      expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([4, I, H]);
       expect(sameBytes(await ck.read(`${m}.gate.weight`), await srcCk.read(`${m}.gate.weight`))).toBe(true);
     }
     expect(ck.keys().some((k) => k.includes('.experts.'))).toBe(false);
   });
 
-  it('expert_parallel: two (P, E) choices give different fingerprints and directories; packed = view(P, E/P, …).transpose(0, 1)', async () => {
+  it('expert_parallel (P, N) = (2, 2) and (4, 1): two directories; packed = view(P, N, …).transpose(0, 1) of the canonical stacking', async () => {
     const src = path.join(tempDir(), 'mixtral');
     fs.cpSync(path.join(fixturesDir(), 'mixtral'), src, { recursive: true });
     for (const f of fs.readdirSync(src)) fs.chmodSync(path.join(src, f), 0o644);
     const plain = await runPrepare({ checkpoint: src, dtype: 'bfloat16', workerPath: workerPath() });
-    const a = await runPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4, workerPath: workerPath() });
-    const b = await runPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 4, parallelExperts: 4, workerPath: workerPath() });
+    const a = await runPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 2, workerPath: workerPath() });
+    const b = await runPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 4, parallelExperts: 1, workerPath: workerPath() });
     expect(new Set([plain.fingerprint, a.fingerprint, b.fingerprint]).size).toBe(3);
     expect(new Set([plain.outDir, a.outDir, b.outDir]).size).toBe(3);
     for (const d of [plain.outDir, a.outDir, b.outDir]) expect(path.dirname(d)).toBe(path.dirname(src));
-    const base = await Checkpoint.open(plain.outDir);
+    const srcCk = await Checkpoint.open(src);
     const m = 'model.layers.1.block_sparse_moe';
+    const H = 64, I = 96;
     for (const [res, P] of [[a, 2], [b, 4]] as const) {
       const ck = await Checkpoint.open(res.outDir);
-      for (const role of ['gate', 'up', 'down']) {
-        const stackedInfo = base.get(`${m}.moe_weights.${role}`)!;
-        const [E, ...rest] = stackedInfo.shape;
-        expect(ck.get(`${m}.moe_weights.${role}`)!.shape).toEqual([E! / P, P, ...rest]);
-        const stacked = await base.read(`${m}.moe_weights.${role}`);
-        const slice = stacked.byteLength / E!;
-        // packed[j][p] = stacked.view(P, E/P)[p][j] = stacked[p·(E/P) + j]
-        const want: Uint8Array[] = [];
-        for (let j = 0; j < E! / P; j++) for (let p = 0; p < P; p++) want.push(stacked.subarray((p * (E! / P) + j) * slice, (p * (E! / P) + j + 1) * slice));
-        expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), concat(want))).toBe(true);
+      for (const [role, w, rows, cols] of [['gate', 'w1', I, H], ['up', 'w3', I, H], ['down', 'w2', H, I]] as const) {
+        const canonical = transposeExperts(concat(await Promise.all([0, 1, 2, 3].map((e) => srcCk.read(`${m}.experts.${e}.${w}.weight`)))), 4, rows, cols, 2);
+        expect(ck.get(`${m}.moe_weights.${role}`)!.shape).toEqual([4 / P, P, cols, rows]);
+        expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), packedOf(canonical, 4, P))).toBe(true);
       }
-      expect(res.plan.expertParallel).toEqual({ stages: P, experts: 4 });
+      expect(res.plan.expertParallel).toEqual({ stages: P, experts: 4 / P });
     }
-    // Export sees the packed layout through the planner without running prepare.
-    const plan = await planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4 });
+    // Export sees the packed layout through the planner without running prepare; N is derived when omitted.
+    const plan = await planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2 });
     expect(plan.outDir).toBe(a.outDir);
-    expect(plan.outputs.get(`${m}.moe_weights.up`)).toEqual({ file: 'experts-layer-00001.safetensors', dtype: 'BF16', shape: [2, 2, 96, 64] });
+    expect(plan.outputs.get(`${m}.moe_weights.up`)).toEqual({ file: 'experts-layer-00001.safetensors', dtype: 'BF16', shape: [2, 2, H, I] });
   });
 
-  it('refuses P/E that do not fit the experts', async () => {
+  it('refuses P and N that do not fit the 4 experts, naming E, P and N', async () => {
     const src = path.join(fixturesDir(), 'mixtral');
-    await expect(planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 3, parallelExperts: 4 })).rejects.toThrow(/do not split into 3 pipeline stages/);
-    await expect(planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 8 })).rejects.toThrow(/does not match the 4 experts/);
+    await expect(planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 3 })).rejects.toThrow(/4 experts \(E\) do not split into 3 pipeline stages \(P\)/);
+    // the old meaning (--parallel-experts = E) is now a usage error: P · N = 8 ≠ E = 4
+    const e = await planPrepare({ checkpoint: src, dtype: 'bfloat16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4 }).catch((x: Error) => x);
+    expect(e).toBeInstanceOf(UsageError);
+    expect((e as Error).message).toMatch(/--parallel-experts 4 \(N\) × --pipeline-stages 2 \(P\) = 8, but the model has 4 experts \(E\); N must be E \/ P = 2/);
   });
 });

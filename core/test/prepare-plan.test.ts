@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { executeTask, isPreparedUpToDate, planPrepare, preparedStatus, readPreparedManifest, runPrepare } from '../src/prepare';
-import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, workerPath, writeCheckpoint } from './prepare-support';
+import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, transposeExperts, workerPath, writeCheckpoint } from './prepare-support';
 
 afterAll(cleanupTemps);
 
@@ -40,14 +40,17 @@ describe('prepare plan: fingerprints', () => {
     const opts = { checkpoint: src, dtype: 'float16' as const };
     const p0 = await planPrepare(opts);
     const p0b = await planPrepare(opts);
-    const p1 = await planPrepare({ ...opts, moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4 });
-    const p2 = await planPrepare({ ...opts, moeFlavour: 'expert_parallel', pipelineStages: 4, parallelExperts: 4 });
+    const p1 = await planPrepare({ ...opts, moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 2 });
+    const p2 = await planPrepare({ ...opts, moeFlavour: 'expert_parallel', pipelineStages: 4 });
     const p3 = await planPrepare({ ...opts, dtype: 'bfloat16' });
     expect(p0b.fingerprint).toBe(p0.fingerprint);
     expect(new Set([p0, p1, p2, p3].map((p) => p.fingerprint)).size).toBe(4);
     expect(new Set([p0, p1, p2, p3].map((p) => p.outDir)).size).toBe(4);
-    expect(p1.outputs.get(`${m(0)}.moe_weights.down`)!.shape).toEqual([2, 2, 8, 16]);
-    expect(p2.outputs.get(`${m(0)}.moe_weights.down`)!.shape).toEqual([1, 4, 8, 16]);
+    // packed canonical down [N, P, I, H] (I = 16, H = 8)
+    expect(p1.outputs.get(`${m(0)}.moe_weights.down`)!.shape).toEqual([2, 2, 16, 8]);
+    expect(p2.outputs.get(`${m(0)}.moe_weights.down`)!.shape).toEqual([1, 4, 16, 8]);
+    // N derived when omitted: the same plan as giving it
+    expect((await planPrepare({ ...opts, moeFlavour: 'expert_parallel', pipelineStages: 2 })).fingerprint).toBe(p1.fingerprint);
   });
 
   it('a changed source file (size or mtime) changes the fingerprint', async () => {
@@ -66,7 +69,7 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
   it('one key through several stages before its single write: stacked → packed → final inside one task', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 1 });
-    const res = await runPrepare({ checkpoint: src, dtype: 'float16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 4, workerPath: workerPath() });
+    const res = await runPrepare({ checkpoint: src, dtype: 'float16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 2, workerPath: workerPath() });
     const task = res.plan.tasks.find((x) => x.id === 'experts:layer-0')!;
     const gate = task.tensors.find((x) => x.key === `${m(0)}.moe_weights.gate`)!;
     expect(gate.stages).toEqual(['source', 'stacked', 'packed', 'final']);
@@ -117,7 +120,7 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     }
     const res = await runPrepare({ checkpoint: src, dtype: 'bfloat16', workerPath: workerPath() });
     const parts = await Promise.all([0, 1, 2, 3].map((e) => readKey(src, `${m(1)}.experts.${e}.w3.weight`)));
-    expect(sameBytes(await readKey(res.outDir, `${m(1)}.moe_weights.up`), concat(parts))).toBe(true);
+    expect(sameBytes(await readKey(res.outDir, `${m(1)}.moe_weights.up`), transposeExperts(concat(parts), 4, 16, 8, 2))).toBe(true);
   });
 
   it('missing group key fails before any write (at planning)', async () => {

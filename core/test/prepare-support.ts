@@ -91,3 +91,31 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 export function concat(parts: Uint8Array[]): Uint8Array {
   return new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
 }
+
+/**
+ * QEfficient's canonical MoE orientation, computed here independently of prepare: each of
+ * the `E` expert matrices `[rows, cols]` (`size`-byte elements) of `bytes` transposed to
+ * `[cols, rows]` (`stack_expert_linears(transpose=True)`, quic/efficient-transformers
+ * `QEfficient/transformers/moe/weights.py` at 1b7aa83).
+ */
+export function transposeExperts(bytes: Uint8Array, E: number, rows: number, cols: number, size: number): Uint8Array {
+  const out = new Uint8Array(bytes.byteLength);
+  const m = rows * cols * size;
+  for (let e = 0; e < E; e++) {
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        for (let b = 0; b < size; b++) out[e * m + (c * rows + r) * size + b] = bytes[e * m + (r * cols + c) * size + b]!;
+      }
+    }
+  }
+  return out;
+}
+
+/** `view(P, N, …).transpose(0, 1)` of a stacked `[E, …]` tensor (N = E / P), done on the bytes: slot n·P + p = expert p·N + n. */
+export function packedOf(stacked: Uint8Array, E: number, P: number): Uint8Array {
+  const slice = stacked.byteLength / E;
+  const N = E / P;
+  const parts: Uint8Array[] = [];
+  for (let n = 0; n < N; n++) for (let p = 0; p < P; p++) parts.push(stacked.subarray((p * N + n) * slice, (p * N + n + 1) * slice));
+  return concat(parts);
+}

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
-import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, u16, workerPath, writeCheckpoint } from './prepare-support';
+import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, transposeExperts, u16, workerPath, writeCheckpoint } from './prepare-support';
 
 afterAll(cleanupTemps);
 
@@ -118,12 +118,14 @@ describe('prepare: per-expert stacking', () => {
     const res = await prepare(src, 'bfloat16');
     const ck = await Checkpoint.open(res.outDir);
     expect(ck.keys().sort()).toEqual([`${m}.gate.weight`, `${m}.moe_weights.down`, `${m}.moe_weights.gate`, `${m}.moe_weights.up`, `${m}.shared_expert.gate_proj.weight`]);
-    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, I, H]);
-    expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, H, I]);
+    // QEfficient's canonical orientation: gate/up [E, H, I], down [E, I, H] (each [out, in] → [in, out]).
+    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, H, I]);
+    expect(ck.get(`${m}.moe_weights.up`)!.shape).toEqual([E, H, I]);
+    expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, I, H]);
     expect(ck.fileOf(`${m}.moe_weights.gate`)).toBe(path.join(res.outDir, 'experts-layer-00000.safetensors'));
-    for (const [role, name] of [['gate', 'gate_proj'], ['up', 'up_proj'], ['down', 'down_proj']] as const) {
-      const want = concat(await Promise.all(Array.from({ length: E }, (_, e) => readKey(src, `${m}.experts.${e}.${name}.weight`))));
-      expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), want)).toBe(true);
+    for (const [role, name, rows, cols] of [['gate', 'gate_proj', I, H], ['up', 'up_proj', I, H], ['down', 'down_proj', H, I]] as const) {
+      const stackedSource = concat(await Promise.all(Array.from({ length: E }, (_, e) => readKey(src, `${m}.experts.${e}.${name}.weight`))));
+      expect(sameBytes(await ck.read(`${m}.moe_weights.${role}`), transposeExperts(stackedSource, E, rows, cols, 2))).toBe(true);
     }
   });
 });
@@ -142,10 +144,12 @@ describe('prepare: fused split', () => {
       gate.push(fused.subarray(base, base + I * row));
       up.push(fused.subarray(base + I * row, base + 2 * I * row));
     }
-    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, I, H]);
-    expect(sameBytes(await ck.read(`${m}.moe_weights.gate`), concat(gate))).toBe(true);
-    expect(sameBytes(await ck.read(`${m}.moe_weights.up`), concat(up))).toBe(true);
-    expect(sameBytes(await ck.read(`${m}.moe_weights.down`), await readKey(src, downKey))).toBe(true);
+    // canonical: gate/up [E, H, I], down [E, I, H] (QEfficient build_canonical_expert_weights, fused_split_dim=1)
+    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, H, I]);
+    expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, I, H]);
+    expect(sameBytes(await ck.read(`${m}.moe_weights.gate`), transposeExperts(concat(gate), E, I, H, 2))).toBe(true);
+    expect(sameBytes(await ck.read(`${m}.moe_weights.up`), transposeExperts(concat(up), E, I, H, 2))).toBe(true);
+    expect(sameBytes(await ck.read(`${m}.moe_weights.down`), transposeExperts(await readKey(src, downKey), E, H, I, 2))).toBe(true);
     expect(ck.has(fusedKey) || ck.has(downKey)).toBe(false);
   }
 
@@ -199,11 +203,14 @@ describe('prepare: MXFP4 dequant and interleaved split', () => {
       return out;
     };
     const f32 = async (k: string) => [...new Float32Array((await ck.read(k)).slice().buffer)];
-    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, I, H]);
-    expect(await f32(`${m}.moe_weights.gate`)).toEqual(Array.from({ length: I }, (_, i) => rowOf(2 * i)).flat());
-    expect(await f32(`${m}.moe_weights.up`)).toEqual(Array.from({ length: I }, (_, i) => rowOf(2 * i + 1)).flat());
-    expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, H, I]);
-    expect(await f32(`${m}.moe_weights.down`)).toEqual(Array.from({ length: H * I }, (_, k) => (k % 2 === 0 ? -0.5 : -0.25)));
+    // canonical [E, H, I]: element [h, i] is dequantized row 2i (gate) / 2i + 1 (up), column h
+    expect(ck.get(`${m}.moe_weights.gate`)!.shape).toEqual([E, H, I]);
+    const colMajor = (parity: number) => Array.from({ length: H }, (_, h) => Array.from({ length: I }, (_, i) => rowOf(2 * i + parity)[h]!)).flat();
+    expect(await f32(`${m}.moe_weights.gate`)).toEqual(colMajor(0));
+    expect(await f32(`${m}.moe_weights.up`)).toEqual(colMajor(1));
+    expect(ck.get(`${m}.moe_weights.down`)!.shape).toEqual([E, I, H]);
+    // dequantized down [H, I] has -0.5 in even columns, -0.25 in odd ones; transposed, row i of [I, H] is column i
+    expect(await f32(`${m}.moe_weights.down`)).toEqual(Array.from({ length: H * I }, (_, k) => (Math.floor(k / H) % 2 === 0 ? -0.5 : -0.25)));
     expect(await f32(`${m}.moe_weights.gate_bias`)).toEqual(Array.from({ length: I }, (_, i) => 2 * i));
     expect(await f32(`${m}.moe_weights.up_bias`)).toEqual(Array.from({ length: I }, (_, i) => 2 * i + 1));
     expect(await f32(`${m}.moe_weights.down_bias`)).toEqual(Array.from({ length: H }, () => 1));

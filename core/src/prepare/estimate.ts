@@ -45,7 +45,9 @@ export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>
   const slots = t.recipe.slots;
   const sliceElems = slots.length ? elementCount(t.shape) / slots.length : 0;
   const paired = t.pairedWith !== undefined;
-  const working = Math.max(0, ...slots.map((s) => sliceBytes(s, srcs, outSize, sliceElems, paired)));
+  // a transposed slot is copied once more (the transpose's output)
+  const transposed = t.transposeSlots ? sliceElems * outSize : 0;
+  const working = Math.max(0, ...slots.map((s) => sliceBytes(s, srcs, outSize, sliceElems, paired) + transposed));
   const sibling = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
   return working + (sibling ? elementCount(sibling.shape) * DTYPE_SIZE[sibling.dtype] : 0);
 }

@@ -164,3 +164,33 @@ export function encodeF32(values: Float32Array, to: DType): Uint8Array {
   if (to === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
   return fromFloat32(values, to);
 }
+
+/**
+ * Transposes a row-major `[rows, cols]` matrix of `size`-byte elements → `[cols, rows]`
+ * (QEfficient's canonical MoE orientation turns each expert's `[out, in]` into `[in, out]`).
+ * Works in 64×64 tiles so both sides stay in cache.
+ */
+export function transposeMatrix(bytes: Uint8Array, rows: number, cols: number, size: number): Uint8Array {
+  if (bytes.byteLength !== rows * cols * size) throw new PipelineError(`transpose: ${bytes.byteLength} bytes do not hold [${rows}, ${cols}] of ${size}-byte elements`);
+  const out = new Uint8Array(bytes.byteLength);
+  const T = 64;
+  const view = <A extends Uint16Array | Uint32Array | Uint8Array>(C: new (b: ArrayBuffer, o: number, n: number) => A, b: Uint8Array): A =>
+    new C(b.buffer as ArrayBuffer, b.byteOffset, b.byteLength / size);
+  const run = <A extends Uint16Array | Uint32Array | Uint8Array>(src: A, dst: A) => {
+    for (let r0 = 0; r0 < rows; r0 += T) {
+      const r1 = Math.min(rows, r0 + T);
+      for (let c0 = 0; c0 < cols; c0 += T) {
+        const c1 = Math.min(cols, c0 + T);
+        for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) dst[c * rows + r] = src[r * cols + c]!;
+      }
+    }
+  };
+  if (size === 2 || size === 4) {
+    const aligned = bytes.byteOffset % size === 0 ? bytes : bytes.slice();
+    if (size === 2) run(view(Uint16Array, aligned), view(Uint16Array, out));
+    else run(view(Uint32Array, aligned), view(Uint32Array, out));
+    return out;
+  }
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out.set(bytes.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
+  return out;
+}

@@ -22,8 +22,8 @@ import type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SourceTe
 /** Dense output shard size limit (the graph builder's derived layout uses the same). */
 export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
 
-/** Validates the options (UsageError for a bad combination). */
-function checkOptions(o: PrepareOptions): { stages: number; experts: number } | undefined {
+/** Validates the options (UsageError for a bad combination); N is checked against E once the experts are known. */
+function checkOptions(o: PrepareOptions): { stages: number; experts?: number } | undefined {
   if (!isDtypeName(o.dtype)) throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
   const hasPE = o.pipelineStages !== undefined || o.parallelExperts !== undefined;
   if (!o.moeFlavour) {
@@ -32,11 +32,22 @@ function checkOptions(o: PrepareOptions): { stages: number; experts: number } | 
   }
   if (o.moeFlavour !== 'expert_parallel') throw new UsageError(`prepare: unknown --moe-flavour ${JSON.stringify(o.moeFlavour)} (expert_parallel)`);
   const P = o.pipelineStages;
-  const E = o.parallelExperts;
-  if (!Number.isInteger(P) || P! < 1 || !Number.isInteger(E) || E! < 1) {
-    throw new UsageError('prepare: --moe-flavour expert_parallel needs --pipeline-stages P and --parallel-experts E (positive integers)');
+  const N = o.parallelExperts;
+  if (!Number.isInteger(P) || P! < 1) throw new UsageError('prepare: --moe-flavour expert_parallel needs --pipeline-stages P (a positive integer)');
+  if (N !== undefined && (!Number.isInteger(N) || N < 1)) throw new UsageError(`prepare: --parallel-experts must be a positive integer (got ${N})`);
+  return { stages: P!, ...(N !== undefined ? { experts: N } : {}) };
+}
+
+/**
+ * QEfficient's expert-parallel numbers (`modeling_auto.py`, release/v1.22.8.0):
+ * num_parallelized_experts N = E / P, with E % P == 0. A given N must satisfy P · N = E.
+ */
+export function expertParallelSplit(E: number, P: number, N: number | undefined, where: string): number {
+  if (E % P !== 0) throw new UsageError(`prepare: ${where}: ${E} experts (E) do not split into ${P} pipeline stages (P): E % P must be 0`);
+  if (N !== undefined && P * N !== E) {
+    throw new UsageError(`prepare: ${where}: --parallel-experts ${N} (N) × --pipeline-stages ${P} (P) = ${P * N}, but the model has ${E} experts (E); N must be E / P = ${E / P} (or left out)`);
   }
-  return { stages: P!, experts: E! };
+  return E / P;
 }
 
 /** The expert count config.json declares, if any. */
@@ -51,7 +62,7 @@ function finalDtype(src: DType, target: DType): DType {
 
 /** Plans the prepared checkpoint (headers only). See {@link PreparePlan}. */
 export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
-  const ep = checkOptions(opts);
+  const epOpt = checkOptions(opts);
   const target = dtypeOfName(opts.dtype);
   const ckpt = await Checkpoint.open(opts.checkpoint);
   const config = await ckpt.config();
@@ -71,9 +82,12 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       claimed.set(k, g.module);
     }
   }
-  if (ep) {
+  let ep: { stages: number; experts: number } | undefined;
+  if (epOpt) {
     if (groups.length === 0) throw new UsageError(`prepare: --moe-flavour expert_parallel, but ${ckpt.dir} has no MoE experts to pack`);
-    groups = groups.map((g) => packExpertParallel(g, ep.stages, ep.experts));
+    const perStage = new Set(groups.map((g) => expertParallelSplit(g.experts, epOpt.stages, epOpt.experts, g.module)));
+    ep = { stages: epOpt.stages, experts: [...perStage][0]! };
+    groups = groups.map((g) => packExpertParallel(g, epOpt.stages));
   }
 
   const tasks: Task[] = [];

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, makeConverter, type Converter } from './kernels';
+import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, makeConverter, transposeMatrix, type Converter } from './kernels';
 import type { OutputTensor, SlicePlan, SourceTensor, Task } from './types';
 
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
@@ -100,8 +100,8 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
         if (sib) stash.set(sib.key, parts);
         for (const slot of t.recipe.slots) {
           const r = await produceSlot(slot, t, sib, src);
-          await write(t.key, r.main);
-          if (r.sibling) parts.push(r.sibling);
+          await write(t.key, oriented(t, r.main));
+          if (r.sibling) parts.push(oriented(sib!, r.sibling));
         }
       }
       if (elementCount(t.shape) * DTYPE_SIZE[t.dtype] === 0) writtenBytes[t.key] ??= 0;
@@ -200,6 +200,13 @@ function converter(from: DType, to: DType): Converter {
   let c = converters.get(k);
   if (!c) converters.set(k, (c = makeConverter(from, to)));
   return c;
+}
+
+/** A produced slot in the output's orientation: transposed from the source `[b, a]` when the tensor asks. */
+function oriented(t: OutputTensor, slot: Uint8Array): Uint8Array {
+  if (!t.transposeSlots) return slot;
+  const [a, b] = t.shape.slice(-2) as [number, number];
+  return transposeMatrix(slot, b, a, DTYPE_SIZE[t.dtype]);
 }
 
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */

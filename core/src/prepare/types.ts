@@ -49,6 +49,12 @@ export interface OutputTensor {
    * memory while this one streams, then written, so every source byte is read once.
    */
   pairedWith?: string;
+  /**
+   * Each slot's bytes are the source matrix `[b, a]` of a `[a, b]` slice (the last two dims
+   * of `shape`) and are transposed as they are written: QEfficient's canonical MoE layout
+   * stores each expert's `nn.Linear` weight `[out, in]` as `[in, out]`.
+   */
+  transposeSlots?: boolean;
 }
 
 /** A unit of work: reads some source tensors, writes exactly one output file. */
@@ -79,9 +85,11 @@ export interface PrepareOptions {
   /** Checkpoint directory, index file, or single safetensors file. */
   checkpoint: string;
   dtype: DtypeName;
-  /** `expert_parallel` packs stacked experts as view(P, E/P, …).transpose(0, 1). */
+  /** `expert_parallel` packs stacked experts as view(P, N, …).transpose(0, 1), N = E / P. */
   moeFlavour?: 'expert_parallel';
+  /** P: QEfficient's num_pipeline_stages. */
   pipelineStages?: number;
+  /** N: QEfficient's num_parallelized_experts = E / P; derived when absent, a UsageError when P · N ≠ E. */
   parallelExperts?: number;
   /** Output directory (default `<parent>/<name>-prepared-<dtype>-<hash>`). */
   out?: string;
@@ -107,7 +115,7 @@ export interface PreparePlan {
   outputs: Map<string, PlannedTensor>;
   /** Source safetensors files with size and mtime (part of the fingerprint). */
   sourceFiles: { path: string; size: number; mtimeMs: number }[];
-  /** Expert-parallel packing, when asked for. */
+  /** Expert-parallel packing, when asked for: P stages, N = E / P experts per stage. */
   expertParallel?: { stages: number; experts: number };
   /** Sum of the tasks' output bytes. */
   totalBytes: number;

@@ -15,7 +15,7 @@ export const prepareCommand = defineCommand({
   name: 'prepare',
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
-    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P --parallel-experts E]',
+    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
   ],
   details: [
     'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
@@ -29,7 +29,7 @@ export const prepareCommand = defineCommand({
     'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
-    'parallel-experts': { type: 'int', placeholder: '<E>', description: 'parallelized experts (expert_parallel)' },
+    'parallel-experts': { type: 'int', placeholder: '<N>', description: 'experts per stage, N = E / P (expert_parallel; derived when omitted)' },
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {

@@ -88,13 +88,16 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         inputs.set(loc.key, { name: loc.key, elemType: onnxTypeOf(loc.dtype), dims: loc.shape, file: loc.file });
       }
       const fromShape = loc.expert !== undefined ? loc.shape.slice(1) : loc.shape;
-      const oriented = r.transposed ? [...fromShape].reverse() : fromShape;
+      // r.transposed: the initializer is the checkpoint key transposed; loc.transposed: so is
+      // the prepared slice (canonical MoE [in, out]). Equal orientations need no Transpose.
+      const flip = !!r.transposed !== !!loc.transposed;
+      const oriented = flip ? [...fromShape].reverse() : fromShape;
       const sameDims = oriented.length === init.dims.length && oriented.every((d, i) => d === init.dims[i]);
       rebuilds.push({
         name: r.name,
         input: loc.key,
         gather: loc.expert,
-        transpose: r.transposed || undefined,
+        transpose: flip || undefined,
         reshape: sameDims ? undefined : init.dims,
         castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
         affine: r.affine,

@@ -1,7 +1,8 @@
 /**
  * Where a source checkpoint key lands in the prepared layout (docs/ARCHITECTURE.md,
- * "Prepared layout"): dense keys keep their name; a per-expert weight becomes one slice of
- * the stacked `moe_weights` tensor of its layer.
+ * "Prepared layout"): dense keys keep their name; a per-expert weight `[out, in]` becomes one
+ * slice of the stacked `moe_weights` tensor of its layer, transposed to `[in, out]`
+ * (QEfficient's canonical MoE orientation, `QEfficient/transformers/moe/weights.py`).
  */
 import type { DType } from '../../formats/dtype';
 import { PipelineError } from '../../errors';
@@ -18,6 +19,8 @@ export interface PreparedLoc {
   dtype: DType;
   shape: number[];
   expert?: number;
+  /** The prepared slice is the source key's 2-D weight transposed (canonical MoE orientation). */
+  transposed?: boolean;
 }
 
 const EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
@@ -32,7 +35,7 @@ export function preparedLocation(key: string, plan: PlannedOutputs): PreparedLoc
     const stacked = `${m[1]}.moe_weights.${ROLE[m[3]!]}`;
     const t = plan.outputs.get(stacked);
     const expert = Number(m[2]);
-    if (t && t.shape.length === 3 && expert < t.shape[0]!) return { key: stacked, ...t, expert };
+    if (t && t.shape.length === 3 && expert < t.shape[0]!) return { key: stacked, ...t, expert, transposed: true };
     if (t) {
       throw new PipelineError(`${key}: the prepared ${stacked} has shape ${JSON.stringify(t.shape)}; a legacy export needs the plain stacked layout (no expert-parallel packing)`);
     }

@@ -4,6 +4,8 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import { moeWeightInputs, type MoeWeights } from './moe';
+
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
 export interface LinearSpec {
   weight: string;
@@ -48,20 +50,16 @@ export type MlpSpec =
   | { kind: 'plain'; fc: LinearSpec; proj: LinearSpec }
   | MoeSpec;
 
-/** Sparse MoE over experts stacked in the prepared `moe_weights` layout. */
+/** Sparse MoE over experts stacked in the prepared `moe_weights` layout (see `moe.ts`). */
 export interface MoeSpec {
   kind: 'moe';
   /** Router weight key, `[experts, hidden]`. */
   router: string;
-  /** Prepared stacked keys: gate/up `[E, I, H]`, down `[E, H, I]`. */
-  gate: string;
-  up: string;
-  down: string;
-  experts: number;
+  /** Prepared expert tensors in QEfficient's canonical layout: gate/up `[E, H, I]`, down `[E, I, H]`. */
+  weights: MoeWeights;
   topK: number;
   /** Renormalize the top-k probabilities to sum 1 (Mixtral always; Qwen3-MoE per config). */
   normTopK: boolean;
-  intermediate: number;
 }
 
 /** One decoder layer. */
@@ -151,10 +149,8 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
     else if (m.kind === 'gated-fused') [m.gateUp, m.down].forEach(lin);
     else if (m.kind === 'plain') [m.fc, m.proj].forEach(lin);
     else {
-      add(m.router, [m.experts, a.hidden]);
-      add(m.gate, [m.experts, m.intermediate, a.hidden]);
-      add(m.up, [m.experts, m.intermediate, a.hidden]);
-      add(m.down, [m.experts, a.hidden, m.intermediate]);
+      add(m.router, [m.weights.experts, a.hidden]);
+      for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
     }
   }
   norm(a.finalNorm);

@@ -139,7 +139,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   });
   const arch1 = `${arch.modelType}, ${arch.layers.length} layers, hidden ${arch.hidden}, ${arch.nHeads}/${arch.nKv} heads`;
   const summary = exportSummary(
-    `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
+    `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.weights.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
     written,
     [
       ['graph', `${built.model.graph.node.length} nodes, opset 18, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],

@@ -7,6 +7,8 @@
  * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`).
  */
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
+import { canonicalMoeKeys } from './moe';
+import { UsageError } from '../../errors';
 import { actOf, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
 
@@ -14,18 +16,20 @@ import { ropeSpec, type RopeScaling } from './rope';
 export interface ArchOptions {
   /** Keys the (prepared) checkpoint has; used where HF checkpoints differ (GPT-2's prefix). */
   keys?: ReadonlySet<string>;
+  /** Expert-parallel packed MoE layout (QEfficient's `moe_prefill_flavour=expert_parallel`): P pipeline stages. */
+  expertParallel?: { stages: number };
 }
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const type = modelTypeOf(raw, file);
   if (type === 'gpt2') return gpt2Arch(raw, file, opts);
-  return llamaLikeArch(type, parseWith(llamaLike, raw, file), file);
+  return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
 }
 
 const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
 
-function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string): ArchSpec {
+function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string, opts: ArchOptions): ArchSpec {
   const H = c.hidden_size;
   const nh = c.num_attention_heads;
   const nKv = c.num_key_value_heads ?? nh;
@@ -71,6 +75,7 @@ function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string): ArchS
     refuse(file, type === 'mixtral' ? 'num_local_experts' : 'num_experts', 'and num_experts_per_tok are required');
   }
   if (moeExperts && c.num_experts_per_tok! > moeExperts) refuse(file, 'num_experts_per_tok', `(${c.num_experts_per_tok}) exceeds the expert count (${moeExperts})`);
+  if (opts.expertParallel) checkExpertParallel(file, moeExperts, opts.expertParallel.stages);
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
     const p = `model.layers.${i}`;
@@ -91,8 +96,11 @@ function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string): ArchS
       const m = type === 'mixtral' ? `${p}.block_sparse_moe` : `${p}.mlp`;
       const inter = type === 'mixtral' ? I : (c.moe_intermediate_size ?? refuse(file, 'moe_intermediate_size', 'is required for qwen3_moe'));
       mlp = {
-        kind: 'moe', router: `${m}.gate.weight`, gate: `${m}.moe_weights.gate`, up: `${m}.moe_weights.up`, down: `${m}.moe_weights.down`,
-        experts: moeExperts!, topK: c.num_experts_per_tok!, normTopK: type === 'mixtral' ? true : !!c.norm_topk_prob, intermediate: inter,
+        kind: 'moe',
+        router: `${m}.gate.weight`,
+        weights: { ...canonicalMoeKeys(m), experts: moeExperts!, hidden: H, intermediate: inter, ...(opts.expertParallel ? { stages: opts.expertParallel.stages } : {}) },
+        topK: c.num_experts_per_tok!,
+        normTopK: type === 'mixtral' ? true : !!c.norm_topk_prob,
       };
     } else if (type === 'phi3') {
       mlp = { kind: 'gated-fused', gateUp: lin(`${p}.mlp.gate_up_proj.weight`, 2 * I, H), down: lin(`${p}.mlp.down_proj.weight`, H, I) };
@@ -176,4 +184,14 @@ function gpt2Arch(raw: unknown, file: string, opts: ArchOptions): ArchSpec {
     ...(tied ? {} : { lmHead: 'lm_head.weight' }),
     layers,
   };
+}
+
+/**
+ * `--moe-flavour expert_parallel --pipeline-stages P` needs experts that split into P stages
+ * (QEfficient `modeling_auto.py`: N = E / P, E % P == 0).
+ */
+function checkExpertParallel(file: string, experts: number | undefined, stages: number): void {
+  if (!experts) throw new UsageError(`${file}: --moe-flavour expert_parallel, but this model has no MoE experts`);
+  if (!Number.isInteger(stages) || stages < 1) throw new UsageError(`--pipeline-stages must be a positive integer (got ${stages})`);
+  if (experts % stages !== 0) throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
 }

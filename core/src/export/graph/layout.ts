@@ -11,6 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../../errors';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
+import { moeWeightInputs } from './moe';
 
 /** One planned tensor of the prepared checkpoint. */
 export interface PlannedTensor {
@@ -52,7 +53,7 @@ export function layoutFromConfig(a: ArchSpec, weights: WeightInput[], dir: strin
   const size = DTYPE_BYTES[st] ?? 4;
   const expertLayer = new Map<string, number>();
   a.layers.forEach((l, i) => {
-    if (l.mlp.kind === 'moe') for (const k of [l.mlp.gate, l.mlp.up, l.mlp.down]) expertLayer.set(k, i);
+    if (l.mlp.kind === 'moe') for (const w of moeWeightInputs(l.mlp.weights)) expertLayer.set(w.name, i);
   });
   const tensors = new Map<string, PlannedTensor>();
   let shard = 0;

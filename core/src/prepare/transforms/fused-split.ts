@@ -1,9 +1,12 @@
 /**
  * Fused-expert split: `<m>.experts.gate_up_proj [E, 2I, H]` (+ `<m>.experts.down_proj
  * [E, H, I]`) and GraniteMoE's `<m>.input_linear.weight [E, 2I, H]` /
- * `<m>.output_linear.weight [E, H, I]` become `<m>.moe_weights.{gate,up,down}`: gate is
- * each expert's first I rows, up the last I rows (GraniteMoE's `chunk(2, dim=-1)` order),
- * down is taken as it is. Each source byte is read once (gate and up read disjoint ranges).
+ * `<m>.output_linear.weight [E, H, I]` become `<m>.moe_weights.{gate,up,down}` in
+ * QEfficient's canonical orientation (`QEfficient/transformers/moe/weights.py`
+ * `build_canonical_expert_weights(fused_split_dim=1, transpose_gate_up=True,
+ * transpose_down=True)`): gate is each expert's first I rows, up the last I rows (GraniteMoE's
+ * `chunk(2, dim=-1)` order), each transposed to `[H, I]`; down is transposed to `[I, H]`.
+ * Each source byte is read once (gate and up read disjoint ranges).
  */
 import { PipelineError } from '../../errors';
 import { DTYPE_SIZE, isFloat } from '../../formats/dtype';
@@ -38,9 +41,9 @@ function split(module: string, fused: SourceTensor, down: SourceTensor, configur
     experts: E,
     inputs: [fused.key, down.key],
     tensors: [
-      stacked(`${module}.moe_weights.gate`, 'split', fused.dtype, [I, H], half(0)),
-      stacked(`${module}.moe_weights.up`, 'split', fused.dtype, [I, H], half(1)),
-      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [H, I], downSlots),
+      stacked(`${module}.moe_weights.gate`, 'split', fused.dtype, [H, I], half(0), { transposed: true }),
+      stacked(`${module}.moe_weights.up`, 'split', fused.dtype, [H, I], half(1), { transposed: true }),
+      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [I, H], downSlots, { transposed: true }),
     ],
   };
 }

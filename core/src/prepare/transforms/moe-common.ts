@@ -1,7 +1,7 @@
 /**
  * What the MoE transforms share: a group of stacked output tensors under one module, the
  * expert-count checks, and the expert-parallel packing that is folded into the group's task
- * (`view(P, E/P, …).transpose(0, 1)`: only the order of expert slices changes, so it costs
+ * (`view(P, N, …).transpose(0, 1)`, N = E / P: only the order of expert slices changes, so it costs
  * nothing at run time).
  */
 import { PipelineError } from '../../errors';
@@ -46,14 +46,13 @@ export function sameShape(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /**
- * Packs every stacked tensor of `group` for expert parallelism with `stages` (P) pipeline
- * stages and `experts` (E) parallelized experts: `[E, …]` → `view(P, E/P, …)` →
- * `transpose(0, 1)` → `[E/P, P, …]`. Output slot `j·P + p` holds expert `p·(E/P) + j`.
+ * Packs every stacked tensor of `group` for expert parallelism over `stages` (P) pipeline
+ * stages, N = E / P experts each (QEfficient `modeling_auto.py`; the planner has checked
+ * E % P == 0): `[E, …]` → `view(P, N, …)` → `transpose(0, 1)` → `[N, P, …]`. Output slot
+ * `n·P + p` holds expert `p·N + n`.
  */
-export function packExpertParallel(group: MoeGroup, stages: number, experts: number): MoeGroup {
-  if (group.experts !== experts) {
-    throw new PipelineError(`${group.module}: --parallel-experts ${experts} does not match the ${group.experts} experts of this layer (view(P, E/P, …) needs E = the expert count)`);
-  }
+export function packExpertParallel(group: MoeGroup, stages: number): MoeGroup {
+  const experts = group.experts;
   if (experts % stages !== 0) {
     throw new PipelineError(`${group.module}: ${experts} experts do not split into ${stages} pipeline stages (E/P must be whole)`);
   }
@@ -75,7 +74,19 @@ export function packExpertParallel(group: MoeGroup, stages: number, experts: num
   };
 }
 
-/** Helper: a stacked output tensor `[E, …slice]` from per-expert slices. */
-export function stacked(key: string, stage: string, dtype: OutputTensor['dtype'], slice: number[], slots: SlicePlan[], pairedWith?: string): OutputTensor {
-  return { key, dtype, shape: [slots.length, ...slice], stages: ['source', stage], recipe: { kind: 'slots', slots }, ...(pairedWith ? { pairedWith } : {}) };
+/**
+ * Helper: a stacked output tensor `[E, …slice]` from per-expert slices. `transposed`: each
+ * slot is the source `[out, in]` matrix of a `[in, out]` slice (QEfficient's canonical
+ * orientation, `stack_expert_linears(transpose=True)`).
+ */
+export function stacked(key: string, stage: string, dtype: OutputTensor['dtype'], slice: number[], slots: SlicePlan[], o: { pairedWith?: string; transposed?: boolean } = {}): OutputTensor {
+  return {
+    key,
+    dtype,
+    shape: [slots.length, ...slice],
+    stages: ['source', stage],
+    recipe: { kind: 'slots', slots },
+    ...(o.pairedWith ? { pairedWith: o.pairedWith } : {}),
+    ...(o.transposed ? { transposeSlots: true } : {}),
+  };
 }

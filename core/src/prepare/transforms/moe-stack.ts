@@ -1,8 +1,10 @@
 /**
  * Per-expert MoE stacking: Mixtral `…block_sparse_moe.experts.N.{w1,w3,w2}.weight` and
  * Qwen-MoE `…mlp.experts.N.{gate_proj,up_proj,down_proj}.weight` become
- * `<module>.moe_weights.{gate,up,down}` = the experts' `[out, in]` weights stacked over
- * experts in expert order (never file order).
+ * `<module>.moe_weights.{gate,up,down}` in QEfficient's canonical orientation
+ * (`QEfficient/transformers/moe/weights.py` `stack_expert_linears`): each expert's `[out, in]`
+ * weight transposed to `[in, out]`, stacked over experts in expert order (never file order) —
+ * gate/up `[E, H, I]`, down `[E, I, H]`.
  */
 import { PipelineError } from '../../errors';
 import { isFloat } from '../../formats/dtype';
@@ -48,11 +50,13 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
         }
         inputs.push(k);
       }
-      return stacked(`${module}.moe_weights.${role}`, 'stacked', first.dtype, first.shape, keys.map((src) => ({ kind: 'whole' as const, src })));
+      const [out, inp] = first.shape as [number, number];
+      return stacked(`${module}.moe_weights.${role}`, 'stacked', first.dtype, [inp, out], keys.map((src) => ({ kind: 'whole' as const, src })), { transposed: true });
     });
     const [g, u, d] = tensors;
     if (!sameShape(g!.shape, u!.shape) || g!.shape[1] !== d!.shape[2] || g!.shape[2] !== d!.shape[1]) {
-      throw new PipelineError(`${module}: expert shapes gate ${JSON.stringify(g!.shape.slice(1))}, up ${JSON.stringify(u!.shape.slice(1))}, down ${JSON.stringify(d!.shape.slice(1))} do not form an MLP ([I, H], [I, H], [H, I])`);
+      const src = (t: typeof g) => JSON.stringify([...t!.shape.slice(1)].reverse());
+      throw new PipelineError(`${module}: expert shapes gate ${src(g)}, up ${src(u)}, down ${src(d)} do not form an MLP ([I, H], [I, H], [H, I])`);
     }
     groups.push({ module, transform: 'moe-stack', experts: count, inputs, tensors });
   }

@@ -4,6 +4,8 @@
  * `u8 [E, R, G]`, value table, low nibble → even column, high → odd, × 2^(scale−127); result
  * `[E, R, G·32]`) and gate/up split interleaved: rows `0::2` are gate, `1::2` up. The biases
  * follow the same split. Gate and up are computed from one read of each expert's blocks.
+ * Outputs are in QEfficient's canonical orientation (`QEfficient/transformers/moe/weights.py`):
+ * each expert's dequantized `[out, in]` matrix transposed — gate/up `[E, H, I]`, down `[E, I, H]`.
  */
 import { PipelineError } from '../../errors';
 import type { SlicePlan, SourceTensor } from '../types';
@@ -65,11 +67,11 @@ export function planMxfp4(sources: Map<string, SourceTensor>, configured?: numbe
       experts: E,
       inputs: keys,
       tensors: [
-        stacked(`${m}.gate`, 'dequant', 'F32', [I, H], mx(gub!.key, gus!.key, 0), `${m}.up`),
-        stacked(`${m}.up`, 'dequant', 'F32', [I, H], mx(gub!.key, gus!.key, 1), `${m}.gate`),
-        stacked(`${m}.down`, 'dequant', 'F32', [H, I], mx(db!.key, ds!.key)),
-        stacked(`${m}.gate_bias`, 'split', gubias!.dtype, [I], cols(gubias!.key, 0), `${m}.up_bias`),
-        stacked(`${m}.up_bias`, 'split', gubias!.dtype, [I], cols(gubias!.key, 1), `${m}.gate_bias`),
+        stacked(`${m}.gate`, 'dequant', 'F32', [H, I], mx(gub!.key, gus!.key, 0), { pairedWith: `${m}.up`, transposed: true }),
+        stacked(`${m}.up`, 'dequant', 'F32', [H, I], mx(gub!.key, gus!.key, 1), { pairedWith: `${m}.gate`, transposed: true }),
+        stacked(`${m}.down`, 'dequant', 'F32', [I, H], mx(db!.key, ds!.key), { transposed: true }),
+        stacked(`${m}.gate_bias`, 'split', gubias!.dtype, [I], cols(gubias!.key, 0), { pairedWith: `${m}.up_bias` }),
+        stacked(`${m}.up_bias`, 'split', gubias!.dtype, [I], cols(gubias!.key, 1), { pairedWith: `${m}.gate_bias` }),
         stacked(`${m}.down_bias`, 'stacked', dbias!.dtype, [H], downBias),
       ],
     });

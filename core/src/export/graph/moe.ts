@@ -1,0 +1,111 @@
+/**
+ * The sparse-MoE block over prepared experts in QEfficient's canonical layout
+ * (`QEfficient/transformers/moe/weights.py`, quic/efficient-transformers 1b7aa83):
+ * `moe_weights.gate`, `.up` `[E, H, I]`, `.down` `[E, I, H]`, optional `.gate_bias`,
+ * `.up_bias` `[E, I]` and `.down_bias` `[E, H]` — or, with expert-parallel packing over P
+ * pipeline stages, the same tensors as `view(P, N, …).transpose(0, 1)` → `[N, P, …]`.
+ *
+ * Routing and expert compute are separate so families with their own router (softmax top-k,
+ * sigmoid groups, a router bias) reuse the expert half: {@link moeExperts} takes a dense
+ * `[T, E]` routing matrix (the chosen weights, zeros elsewhere) and runs every expert as one
+ * batched MatMul, `[1, T, H] × [E, H, I] → [E, T, I]`, so a layer is a handful of nodes
+ * however many experts there are. Unchosen experts contribute exact zeros. With the packed
+ * layout the weights are only reshaped (`[N, P, …]` → `[E, …]`, free) and the routing
+ * columns are gathered into the packed expert order instead.
+ */
+import type { Act } from './arch';
+import { activation, cast, reshape, transpose, unsqueeze, weight, type Ctx } from './ops';
+
+/** Prepared expert tensors of one MoE module (keys) and their sizes. */
+export interface MoeWeights {
+  gate: string;
+  up: string;
+  down: string;
+  gateBias?: string;
+  upBias?: string;
+  downBias?: string;
+  experts: number;
+  hidden: number;
+  intermediate: number;
+  /** Expert-parallel packing: P pipeline stages (N = E / P experts per stage). */
+  stages?: number;
+}
+
+/** The prepared keys of one MoE module's experts: `<module>.moe_weights.{gate,up,down}` (and `{gate,up,down}_bias` when `biases`). */
+export function canonicalMoeKeys(module: string, biases = false): Pick<MoeWeights, 'gate' | 'up' | 'down' | 'gateBias' | 'upBias' | 'downBias'> {
+  const m = `${module}.moe_weights`;
+  return { gate: `${m}.gate`, up: `${m}.up`, down: `${m}.down`, ...(biases ? { gateBias: `${m}.gate_bias`, upBias: `${m}.up_bias`, downBias: `${m}.down_bias` } : {}) };
+}
+
+/** The expert order of a packed `[N, P, …]` tensor flattened to `[E, …]`: slot n·P + p holds expert p·N + n. */
+export function packedExpertOrder(experts: number, stages: number): number[] {
+  const per = experts / stages;
+  const order: number[] = [];
+  for (let n = 0; n < per; n++) for (let p = 0; p < stages; p++) order.push(p * per + n);
+  return order;
+}
+
+/** The graph inputs (prepared keys and shapes) of one MoE module's expert tensors, in declaration order. */
+export function moeWeightInputs(w: MoeWeights): { name: string; shape: number[] }[] {
+  const { experts: E, hidden: H, intermediate: I } = w;
+  const lead = w.stages && w.stages > 1 ? [E / w.stages, w.stages] : [E];
+  const out: { name: string; shape: number[] }[] = [];
+  const add = (name: string | undefined, slice: number[]) => name && out.push({ name, shape: [...lead, ...slice] });
+  add(w.gate, [H, I]);
+  add(w.gateBias, [I]);
+  add(w.up, [H, I]);
+  add(w.upBias, [I]);
+  add(w.down, [I, H]);
+  add(w.downBias, [H]);
+  return out;
+}
+
+/** Declares one expert tensor (`[E, …slice]`, or packed `[N, P, …slice]`) and returns it as `[E, …slice]`. */
+function expertTensor(c: Ctx, key: string, w: MoeWeights, slice: number[]): string {
+  const P = w.stages;
+  if (!P || P === 1) return weight(c, key, [w.experts, ...slice]);
+  return reshape(c, weight(c, key, [w.experts / P, P, ...slice]), [w.experts, ...slice]);
+}
+
+/**
+ * Softmax top-k routing as in HF Mixtral / Qwen3-MoE: softmax in float32 over all experts,
+ * top-k, optional renormalization; the chosen weights scattered into a dense float32 `[T, E]`.
+ */
+export function softmaxTopK(c: Ctx, logits: string, topK: number, normTopK: boolean): string {
+  const g = c.g;
+  const probs = g.op('Softmax', [logits], { axis: 1 });
+  const [topV, topI] = g.opN('TopK', [probs, g.ints([topK], 'k')], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
+  const chosen = normTopK ? g.op('Div', [topV, g.op('ReduceSum', [topV, g.ints([1], 'axes')], { keepdims: 1 })]) : topV;
+  const zeros = g.op('Mul', [probs, g.scalar('float32', 0, 'zero')]);
+  return g.op('ScatterElements', [zeros, topI, chosen], { axis: 1 });
+}
+
+/**
+ * Every expert on `x [T, H]`, weighted by `route [T, E]` (model dtype) and summed → `[T, H]`.
+ * `glu(gate, up)` combines the two projections (`[E, T, I]` each, biases added); the default
+ * is `act(gate) · up`.
+ */
+export function moeExperts(c: Ctx, x: string, route: string, w: MoeWeights, glu: (gate: string, up: string) => string): string {
+  const g = c.g;
+  const { experts: E, hidden: H, intermediate: I } = w;
+  const xb = unsqueeze(c, x, [0]); // [1,T,H]
+  const addBias = (y: string, key: string | undefined, size: number) =>
+    key ? g.op('Add', [y, unsqueeze(c, expertTensor(c, key, w, [size]), [1])]) : y; // [E,1,size]
+  const gate = addBias(g.op('MatMul', [xb, expertTensor(c, w.gate, w, [H, I])]), w.gateBias, I); // [E,T,I]
+  const up = addBias(g.op('MatMul', [xb, expertTensor(c, w.up, w, [H, I])]), w.upBias, I);
+  const down = addBias(g.op('MatMul', [glu(gate, up), expertTensor(c, w.down, w, [I, H])]), w.downBias, H); // [E,T,H]
+  const ordered = w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
+  const r = unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
+  return g.op('ReduceSum', [g.op('Mul', [down, r]), g.ints([0], 'axes')], { keepdims: 0 }); // [T,H]
+}
+
+/** Mixtral / Qwen3-MoE: router `Gemm` → softmax top-k (float32) → {@link moeExperts} with `act(gate) · up`. */
+export function softmaxMoe(c: Ctx, x: string, o: { router: string; topK: number; normTopK: boolean; act: Act; weights: MoeWeights }): string {
+  const g = c.g;
+  return g.within('moe', () => {
+    const router = weight(c, o.router, [o.weights.experts, o.weights.hidden]);
+    const logits = cast(c, g.op('Gemm', [x, router], { transB: 1 }), c.dtype, 'float32'); // [T,E]
+    const route = cast(c, softmaxTopK(c, logits, o.topK, o.normTopK), 'float32', c.dtype);
+    return moeExperts(c, x, route, o.weights, (gate, up) => g.op('Mul', [activation(c, gate, o.act), up]));
+  });
+}
