@@ -1,13 +1,13 @@
 /**
  * What the status bar shows for the active spec: not prepared / prepared / compiled / stale,
- * read cheaply from files core writes (export-report.json, the prepared sentinel
- * `.checkpoint_prepared`, compile.json). No `vscode` import: unit-tested in client/test.
- * "stale" means compile.json is older than the spec, the graph or the prepared sentinel, or its
- * artifact is gone — compile itself decides by fingerprint; this is the editor's quick view.
+ * from files core writes (export-report.json, the prepared sentinel `.checkpoint_prepared`)
+ * and core's compileStatus — the same answer compile uses to skip, so "compiled" here means
+ * compile would have nothing to do. No `vscode` import: unit-tested in client/test.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CompileState } from '../../core/src/protocol';
+import { compileStatus } from '../../core/src/compile/status';
+import type { CompileInfo } from '../../core/src/protocol';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
 
@@ -24,20 +24,13 @@ export interface SpecInfo {
   sourceCheckpoint?: string;
   /** The dtype export used. */
   dtype?: string;
-  compileRecord?: { backend?: string; model?: string; createdAt?: string };
+  /** The export directory's compile status (core's compileStatus, without the record). */
+  compile: CompileInfo;
 }
 
 function readJson(file: string): unknown {
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function mtime(file: string): number | undefined {
-  try {
-    return fs.statSync(file).mtimeMs;
   } catch {
     return undefined;
   }
@@ -63,23 +56,19 @@ export function specInfo(specFile: string): SpecInfo {
   const preparedDir = str(obj(report.prepared).dir) ?? preparedDirOfSpec(specFile);
   const sourceCheckpoint = str(obj(report.source).checkpoint);
   const dtype = str(obj(report.options).dtype);
-  const info: SpecInfo = { spec: specFile, dir, state: 'not-prepared', isExportDir, ...(preparedDir ? { preparedDir } : {}), ...(sourceCheckpoint ? { sourceCheckpoint } : {}), ...(dtype ? { dtype } : {}) };
-  const sentinel = preparedDir ? mtime(path.join(preparedDir, '.checkpoint_prepared')) : undefined;
-  const recordFile = path.join(dir, 'compile.json');
-  const recordTime = mtime(recordFile);
-  if (recordTime !== undefined) {
-    const rec = obj(readJson(recordFile));
-    const artifacts = obj(rec.artifacts);
-    const model = str(artifacts.model) ?? str(artifacts.qpc);
-    info.compileRecord = { ...(str(rec.backend) ? { backend: str(rec.backend) } : {}), ...(model ? { model } : {}), ...(str(rec.createdAt) ? { createdAt: str(rec.createdAt) } : {}) };
-    const inputs = [mtime(specFile), mtime(path.join(dir, 'model.onnx')), sentinel].filter((t): t is number => t !== undefined);
-    const newer = inputs.some((t) => t > recordTime + 1);
-    const gone = model !== undefined && !fs.existsSync(model);
-    info.state = newer || gone || sentinel === undefined ? 'stale' : 'compiled';
-    return info;
-  }
-  info.state = sentinel !== undefined ? 'prepared' : 'not-prepared';
-  return info;
+  const { record: _record, ...compile } = compileStatus(dir);
+  const prepared = preparedDir !== undefined && fs.existsSync(path.join(preparedDir, '.checkpoint_prepared'));
+  const state: SpecState = compile.state === 'up-to-date' ? 'compiled' : compile.state === 'stale' ? 'stale' : prepared ? 'prepared' : 'not-prepared';
+  return {
+    spec: specFile,
+    dir,
+    state,
+    isExportDir,
+    ...(preparedDir ? { preparedDir } : {}),
+    ...(sourceCheckpoint ? { sourceCheckpoint } : {}),
+    ...(dtype ? { dtype } : {}),
+    compile,
+  };
 }
 
 /** The status-bar text and the command it opens, for a state. */
@@ -100,20 +89,4 @@ export function stateAction(state: SpecState): { label: string; command: string;
 export function isSpecFile(file: string): boolean {
   const b = path.basename(file);
   return b === 'weight_spec.json' || b.endsWith('.weight_spec.json');
-}
-
-/**
- * Combines the on-disk view with the language server's compile state (by fingerprint, from
- * `weightSpec/specState`), which wins when there is one.
- */
-export function mergeState(disk: SpecInfo, server: { compile: { state: CompileState } } | undefined): SpecState {
-  if (!server) return disk.state;
-  switch (server.compile.state) {
-    case 'up-to-date':
-      return 'compiled';
-    case 'stale':
-      return 'stale';
-    default:
-      return disk.state === 'not-prepared' ? 'not-prepared' : 'prepared';
-  }
 }

@@ -9,8 +9,9 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
-import { SPEC_STATE_CHANGED_NOTIFICATION, SPEC_STATE_REQUEST, type SpecStateChangedParams, type SpecStateParams, type SpecStateResult } from '../../core/src/protocol';
-import { isSpecFile, mergeState, specInfo, stateAction, type SpecInfo, type SpecState } from './spec-state';
+import { SpecStateChangedNotification, SpecStateRequest, type SpecStateResult } from '../../core/src/protocol';
+import { onNotification, sendRequest } from './protocol-client';
+import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from './spec-state';
 
 const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
 
@@ -42,7 +43,7 @@ export class SpecStatusBar implements vscode.Disposable {
   attach(client: LanguageClient): void {
     this.client = client;
     this.subs.push(
-      client.onNotification(SPEC_STATE_CHANGED_NOTIFICATION, (p: SpecStateChangedParams) => {
+      onNotification(client, SpecStateChangedNotification, (p) => {
         if (this.current && vscode.Uri.file(this.current.spec).toString() === p.uri) this.refresh();
       }),
     );
@@ -69,14 +70,12 @@ export class SpecStatusBar implements vscode.Disposable {
     const client = this.client;
     if (!client?.isRunning()) return;
     const gen = ++this.generation;
-    client.sendRequest<SpecStateResult | null>(SPEC_STATE_REQUEST, { uri: doc.uri.toString() } satisfies SpecStateParams).then(
+    sendRequest(client, SpecStateRequest, { uri: doc.uri.toString() }).then(
       (r) => {
         if (gen !== this.generation || !r || this.current?.spec !== info.spec) return;
-        const merged = { ...info, state: mergeState(info, r) };
-        this.current = merged;
-        this.show(merged, r, doc.uri);
+        this.show(info, r, doc.uri);
       },
-      (e: unknown) => this.log?.warn(`weightSpec/specState: ${e instanceof Error ? e.message : String(e)}`),
+      (e: unknown) => this.log?.warn(`${SpecStateRequest.method}: ${e instanceof Error ? e.message : String(e)}`),
     );
   }
 
@@ -85,10 +84,8 @@ export class SpecStatusBar implements vscode.Disposable {
     this.item.text = `${ICONS[info.state]} Weight Spec: ${a.label}`;
     const lines = [`${path.basename(info.spec)}: ${a.tooltip}`];
     if (info.preparedDir) lines.push(`prepared checkpoint: ${info.preparedDir}`);
-    if (server) {
-      lines.push(`${server.errors} error(s), ${server.warnings} warning(s)${server.codes.length ? `: ${server.codes.join(', ')}` : ''}`);
-      if (server.compile.changed?.length) lines.push(`changed since compile: ${server.compile.changed.join(', ')}`);
-    }
+    if (server) lines.push(`${server.errors} error(s), ${server.warnings} warning(s)${server.codes.length ? `: ${server.codes.join(', ')}` : ''}`);
+    if (info.compile.changed?.length) lines.push(`changed since compile: ${info.compile.changed.join(', ')}`);
     this.item.tooltip = lines.join('\n');
     this.item.command = { title: a.label, command: a.command, arguments: [uri] };
     this.item.show();

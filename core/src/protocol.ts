@@ -1,8 +1,15 @@
 /**
- * Custom LSP messages shared by the language server (server/) and the extension (client/):
- * plain method names and their parameter/result types. No dependency on vscode or on the
- * LSP libraries, so both sides (and core's tests) can import it.
+ * Custom LSP messages shared by the language server (server/) and the extension (client/),
+ * one typed definition per message (as rust-analyzer's lsp_ext.ts): a `RequestType` /
+ * `NotificationType` carries the method name with its parameter and result types, so a
+ * handler or a call with the wrong shape does not compile. No dependency on vscode.
+ *
+ * The types come from vscode-languageserver-protocol, the version the server library uses;
+ * the extension's vscode-languageclient 9 ships an older vscode-jsonrpc whose classes are
+ * nominally different, so client/src/protocol-client.ts bridges by method name with these types.
  */
+import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+import type { CompileStatus } from './compile/status';
 
 /** Commands the server's code lenses invoke; the extension registers them. */
 export const CLIENT_COMMANDS = {
@@ -16,30 +23,18 @@ export const CLIENT_COMMANDS = {
   inspect: 'weightSpec.inspect',
 } as const;
 
-/** State of the last compile of a spec's export directory (`<dir>/compile.json`). */
-export type CompileState = 'never-compiled' | 'up-to-date' | 'stale';
+export type { CompileState } from './compile/status';
 
-/** What the extension's status bar shows for a spec. */
-export interface CompileInfo {
-  state: CompileState;
-  backend?: string;
-  /** The compiled artifact (absolute path), when recorded. */
-  artifact?: string;
-  createdAt?: string;
-  /** Which fingerprint parts changed since the compile (`graph`, `spec`, `prepared`), when stale. */
-  changed?: string[];
-}
+/** What the extension's status bar shows for a spec: core's compile status without the record. */
+export type CompileInfo = Omit<CompileStatus, 'record'>;
 
-/** Request `weightSpec/specState`: the server's view of one open spec. */
-export const SPEC_STATE_REQUEST = 'weightSpec/specState';
-
-/** Parameters of {@link SPEC_STATE_REQUEST}. */
+/** Parameters of {@link SpecStateRequest}. */
 export interface SpecStateParams {
   /** The spec document's URI (as the client sent it in didOpen). */
   uri: string;
 }
 
-/** Result of {@link SPEC_STATE_REQUEST}; `null` when the document is not open in the server. */
+/** Result of {@link SpecStateRequest}; `null` when the document is not open in the server. */
 export interface SpecStateResult {
   uri: string;
   /** Document version the diagnostics belong to (undefined before the first check finished). */
@@ -57,13 +52,16 @@ export interface SpecStateResult {
   compile: CompileInfo;
 }
 
-/** Notification server → client `weightSpec/specStateChanged`: re-query the state of `uri`. */
-export const SPEC_STATE_CHANGED_NOTIFICATION = 'weightSpec/specStateChanged';
+/** Request client → server `weightSpec/specState`: the server's view of one open spec. */
+export const SpecStateRequest = new RequestType<SpecStateParams, SpecStateResult | null, void>('weightSpec/specState');
 
-/** Parameters of {@link SPEC_STATE_CHANGED_NOTIFICATION}. */
+/** Parameters of {@link SpecStateChangedNotification}. */
 export interface SpecStateChangedParams {
   uri: string;
 }
+
+/** Notification server → client `weightSpec/specStateChanged`: re-query the state of `uri`. */
+export const SpecStateChangedNotification = new NotificationType<SpecStateChangedParams>('weightSpec/specStateChanged');
 
 /** `initializationOptions` the extension may pass when starting the server. */
 export interface ServerInitOptions {

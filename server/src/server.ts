@@ -13,13 +13,7 @@ import {
   type InitializeResult,
 } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
-import {
-  SPEC_STATE_CHANGED_NOTIFICATION,
-  SPEC_STATE_REQUEST,
-  type ServerInitOptions,
-  type SpecStateParams,
-  type SpecStateResult,
-} from '../../core/src/protocol';
+import { SpecStateChangedNotification, SpecStateRequest, type ServerInitOptions, type SpecStateResult } from '../../core/src/protocol';
 import { codeActions } from './code-actions';
 import { codeLenses } from './code-lens';
 import { completionAt } from './completion';
@@ -54,7 +48,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     checked(d, run) {
       deps.set(d.uri, dependenciesOf(d.file, run));
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
-      void connection.sendNotification(SPEC_STATE_CHANGED_NOTIFICATION, { uri: d.uri }).catch(() => undefined);
+      void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
     },
     closed(d) {
       deps.delete(d.uri);
@@ -185,7 +179,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run);
   }));
 
-  connection.onRequest(SPEC_STATE_REQUEST, guarded(log, SPEC_STATE_REQUEST, null as SpecStateResult | null, async (p: SpecStateParams) => {
+  connection.onRequest(SpecStateRequest, guarded(log, SpecStateRequest.method, null, async (p) => {
     const r = await runOf(p.uri);
     if (!r) return null;
     const { run, d } = r;

@@ -1,5 +1,6 @@
 // A spec written by our own export (node dist/cli.js export on a temp copy of the llama
 // fixture, then prepare) opens with zero diagnostics; the Compile lens follows compile.json.
+import { SpecStateRequest } from '../../core/src/protocol';
 import { execFileSync } from 'node:child_process';
 import { cpSync, utimesSync } from 'node:fs';
 import path from 'node:path';
@@ -32,7 +33,7 @@ describeFixtures('a spec from our own export', () => {
     const spec = path.join(dir, 'exp', 'weight_spec.json');
     const { uri, diagnostics } = await client.open(spec);
     expect(diagnostics).toEqual([]);
-    const st = await client.request<{ onnx?: string; inputs: number }>('weightSpec/specState', { uri });
+    const st = await client.request<{ onnx?: string; inputs: number }>(SpecStateRequest.method, { uri });
     expect(st.onnx).toBe(path.join(dir, 'exp', 'model.onnx'));
     expect(st.inputs).toBeGreaterThan(10);
     expect(await lensTitles(uri)).toEqual(['Prepare checkpoint', 'Compile (never compiled)', 'Inspect ONNX']);

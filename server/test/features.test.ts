@@ -1,4 +1,5 @@
 // Completion, code lenses, formatting, watching and cancellation over real JSON-RPC.
+import { SpecStateRequest } from '../../core/src/protocol';
 import { existsSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -116,7 +117,7 @@ describe('language features on a workspace spec', () => {
 
   it('the specState request reports counts, files, ONNX and compile state', async () => {
     await client.replace(uri, ws.text(ws.spec()));
-    const st = await client.request<Record<string, unknown>>('weightSpec/specState', { uri });
+    const st = await client.request<Record<string, unknown>>(SpecStateRequest.method, { uri });
     expect(st).toMatchObject({ uri, errors: 0, warnings: 0, inputs: 5, onnx: path.join(ws.dir, 'model.onnx'), compile: { state: 'never-compiled' } });
     expect((st.files as unknown[]).length).toBe(2);
   });

@@ -2,6 +2,7 @@
 // (createConnection from vscode-languageserver/node) on one side and a real JSON-RPC client
 // (createMessageConnection from vscode-jsonrpc/node) on the other. No sleeps: waiting for
 // diagnostics means awaiting the publishDiagnostics notification of a document version.
+import { SpecStateChangedNotification } from '../../core/src/protocol';
 import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -84,7 +85,7 @@ export async function connectClient(
     for (const w of ready) w.resolve(p.diagnostics);
   });
   rpc.onNotification('window/logMessage', () => undefined);
-  rpc.onNotification('weightSpec/specStateChanged', () => undefined);
+  rpc.onNotification(SpecStateChangedNotification.method, () => undefined);
   rpc.onRequest('client/registerCapability', (p: { registrations: unknown[] }) => {
     registrations.push(...p.registrations);
     return null;

@@ -14,6 +14,15 @@ import { sha256, type CompileRecord } from './record';
 /** Bump when the artifact layout changes, so old compiles are redone. */
 export const COMPILE_FORMAT = 'weight-spec-compile/2';
 
+/** `size:mtime:inode` of a file, or `-` when it cannot be stat'ed. */
+export function stampOf(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    return '-';
+  }
+}
 
 /** The parts and the whole. */
 export interface Fingerprint {
@@ -37,6 +46,11 @@ export function preparedState(loc: PreparedLocation): Record<string, unknown> {
   return { dir: loc.dir, manifest, sentinel, files };
 }
 
+/** The options part of the fingerprint: format version, backend and backend options. Reads no file. */
+export function optionsPart(backend: string, options: unknown): string {
+  return sha256(JSON.stringify({ format: COMPILE_FORMAT, backend, options }));
+}
+
 /** Computes the fingerprint of one compile. `options` must be plain JSON in a stable key order. */
 export function computeFingerprint(inp: ExportInputs, loc: PreparedLocation, backend: string, options: unknown): Fingerprint {
   // Content hashes plus mtimes: an edit always changes the hash; `touch` alone also recompiles
@@ -46,7 +60,7 @@ export function computeFingerprint(inp: ExportInputs, loc: PreparedLocation, bac
     graph: sha256(`${sha256(inp.onnxBytes)}:${mtime(inp.onnxPath)}`),
     spec: sha256(`${sha256(inp.specText)}:${mtime(inp.specPath)}`),
     prepared: sha256(JSON.stringify(preparedState(loc))),
-    options: sha256(JSON.stringify({ format: COMPILE_FORMAT, backend, options })),
+    options: optionsPart(backend, options),
   };
   return { parts, value: sha256(`${parts.graph}\n${parts.spec}\n${parts.prepared}\n${parts.options}`) };
 }

@@ -12,16 +12,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
-import { loadOrt } from '../run/ort-loader';
-import { ortSessionOptions } from '../run/session-options';
+import { loadOrt } from '../ort/loader';
+import { ortSessionOptions } from '../ort/session-options';
 import { bindOrt } from './bind-ort';
 import { changedParts, computeFingerprint, type Fingerprint } from './fingerprint';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
-import { readCompileRecord, writeCompileRecord, type CompileRecord } from './record';
+import { writeCompileRecord, type CompileRecord } from './record';
+import { artifactExists, compileStatus, inputStamps } from './status';
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
+export { compileStatus, type CompileChange, type CompileState, type CompileStatus } from './status';
 export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
 export { parseWireModel, type WireModel, type WireValueInfo } from '../formats/onnx/wire-model';
 
@@ -72,11 +74,6 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void)
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
   if (st.state === 'stale') log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
-}
-
-function artifactsExist(rec: CompileRecord): boolean {
-  if (rec.backend === 'ort') return !!rec.artifacts.model && fs.existsSync(rec.artifacts.model);
-  return !!rec.artifacts.qpc && fs.existsSync(path.join(rec.artifacts.qpc, 'programqpc.bin'));
 }
 
 /** Deletes the previous ORT artifact when it is ours and not the new one. */
@@ -149,23 +146,13 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
   const t0 = performance.now();
   const log = opts.log ?? (() => undefined);
   const backend = opts.backend;
-  const optionsOf = (loc: PreparedLocation | undefined) =>
-    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? loc?.dir : undefined } : { links: !!opts.links, keepNames: !!opts.keepNames };
-  const prev = readCompileRecord(path.resolve(exportDir));
-  // Fast path: nothing changed → no schema validation, no graph parse; any doubt → full path.
-  if (prev && !opts.force && !opts.dryRun) {
-    try {
-      const q = readExportInputs(exportDir, true);
-      if (q) {
-        const qloc = locatePrepared(q, opts.prepared);
-        const qfp = computeFingerprint(q, qloc, backend, optionsOf(qloc));
-        if (prev.backend === backend && prev.fingerprint === qfp.value && artifactsExist(prev)) {
-          return { record: prev, upToDate: true, changed: [], command: prev.command, ms: performance.now() - t0 };
-        }
-      }
-    } catch {
-      /* the full path below reports the problem properly */
-    }
+  const optionsOf = (preparedDir: string | undefined) =>
+    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? preparedDir : undefined } : { links: !!opts.links, keepNames: !!opts.keepNames };
+  // Fast path: stamps (or, failing them, the fingerprint) unchanged → no schema validation, no graph parse.
+  const status = compileStatus(exportDir, { backend, prepared: opts.prepared, options: optionsOf });
+  const prev = status.record;
+  if (status.state === 'up-to-date' && prev && !opts.force && !opts.dryRun) {
+    return { record: prev, upToDate: true, changed: [], command: prev.command, ms: performance.now() - t0 };
   }
   const inp = readExportInputs(exportDir);
   let loc: PreparedLocation | undefined;
@@ -176,10 +163,10 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
   const source = loc && !opts.dryRun ? await checkPrepared(loc, log) : undefined;
-  const options = optionsOf(loc);
-  const fp: Fingerprint = loc
-    ? computeFingerprint(inp, loc, backend, options)
-    : computeFingerprint(inp, { dir: '', files: [], rel: [] }, backend, options);
+  const options = optionsOf(loc?.dir);
+  const where = loc ?? { dir: '', files: [], rel: [] };
+  const fp: Fingerprint = computeFingerprint(inp, where, backend, options);
+  const stamps = inputStamps(inp, where);
   const changed = changedParts(prev, fp);
   if (opts.force && prev && changed.length === 0) changed.push('forced');
   const done = (record: CompileRecord, upToDate: boolean, extra: Partial<CompileResult> = {}): CompileResult => ({
@@ -200,10 +187,11 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
       artifacts: { qpc: job.plan.qpcDir, compileDir: job.plan.compileDir, onnx: job.onnx },
       prepared: loc?.dir,
       command: job.plan.command,
+      stamps,
       createdAt: new Date().toISOString(),
     };
     if (opts.dryRun) return done(record, false, { command: job.plan.command, dryRun: true });
-    if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactsExist(prev)) {
+    if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactExists(prev)) {
       return done(prev, true, { command: prev.command });
     }
     await runQaic(job, opts.stderr ?? process.stderr, log);
@@ -212,8 +200,9 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
   }
 
   if (!loc) throw new PipelineError(`${inp.exportDir}: no prepared weights found`);
-  if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactsExist(prev)) return done(prev, true);
+  if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactExists(prev)) return done(prev, true);
   const record = await compileOrt(inp, loc, fp, { links: !!opts.links, keepNames: !!opts.keepNames, source });
+  record.stamps = stamps;
   if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
   dropOldArtifact(prev, record);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
 import { isInside, resolveReadPath } from '../paths';
 import { specFromText, type WeightSpec } from '../spec';
+import { stampOf } from './fingerprint';
 
 /** The export directory's two inputs, read once. */
 export interface ExportInputs {
@@ -23,6 +24,8 @@ export interface ExportInputs {
   specPath: string;
   specText: string;
   spec: WeightSpec;
+  /** Stamps (status.ts stampOf) of the graph and the spec, taken before reading them. */
+  stamps: { onnx: string; spec: string };
 }
 
 /** Where the weights are. `files[i]` is the real path of spec file i, `rel[i]` its path from `dir`. */
@@ -63,10 +66,11 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
   const specName = SPEC_NAMES.find((n) => fs.existsSync(path.join(exportDir, n)));
   if (!specName) throw new PipelineError(`${exportDir}: no weight_spec.json (export the model first)`);
   const specPath = path.join(exportDir, specName);
+  const stamps = { onnx: stampOf(onnxPath), spec: stampOf(specPath) };
   const specText = fs.readFileSync(specPath, 'utf8');
   const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
   if (!spec) return undefined;
-  return { exportDir, onnxPath, onnxBytes: fs.readFileSync(onnxPath), specPath, specText, spec };
+  return { exportDir, onnxPath, onnxBytes: fs.readFileSync(onnxPath), specPath, specText, spec, stamps };
 }
 
 /** The spec's `files` and `model_id` by plain JSON.parse, or undefined when it does not look like v4+. */

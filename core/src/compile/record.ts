@@ -6,31 +6,44 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import { atomicWriteFile } from '../paths';
 
 /** File name of the record in the export directory. */
 export const COMPILE_RECORD = 'compile.json';
 
-/** The record `compile` writes (version 1). */
-export interface CompileRecord {
-  version: 1;
-  backend: 'ort' | 'qaic';
-  /** sha256 over every input that decides the artifact (see `fingerprint.ts`). */
-  fingerprint: string;
-  /** The parts of the fingerprint, so a reader can tell what changed. */
-  inputs: { graph: string; spec: string; prepared: string; options: string };
-  /** Absolute paths of what was built. `model` is the runnable ONNX for the ort backend. */
-  artifacts: { model?: string; qpc?: string; compileDir?: string; onnx?: string };
-  /** The prepared checkpoint directory the weights come from. */
-  prepared?: string;
-  /** The command that was run (qaic). */
-  command?: string[];
-  /** Weight bytes bound and the artifact's own size, for the "no copy" claim. */
-  stats?: { weightBytes: number; artifactBytes: number; initializers: number };
-  /** ort: an ONNX Runtime session was created on the artifact at compile time. */
-  verified?: boolean;
-  createdAt: string;
+/** The compile backends. */
+export type CompileBackend = 'ort' | 'qaic';
+
+/** Cheap stand-ins for the fingerprint (status.ts): file → `size:mtime:inode`, spec path → its real path. */
+export interface CompileStamps {
+  files: Record<string, string>;
+  links: Record<string, string>;
 }
+
+const recordSchema = z.looseObject({
+  version: z.literal(1),
+  backend: z.enum(['ort', 'qaic']),
+  fingerprint: z.string().min(1),
+  inputs: z.looseObject({ graph: z.string(), spec: z.string(), prepared: z.string(), options: z.string() }),
+  artifacts: z.looseObject({ model: z.string().optional(), qpc: z.string().optional(), compileDir: z.string().optional(), onnx: z.string().optional() }),
+  prepared: z.string().optional(),
+  command: z.array(z.string()).optional(),
+  stats: z.looseObject({ weightBytes: z.number(), artifactBytes: z.number(), initializers: z.number() }).optional(),
+  verified: z.boolean().optional(),
+  stamps: z.object({ files: z.record(z.string(), z.string()), links: z.record(z.string(), z.string()) }).optional(),
+  createdAt: z.string(),
+});
+
+/**
+ * The record `compile` writes (version 1): `fingerprint` is sha256 over every input that
+ * decides the artifact (fingerprint.ts) and `inputs` its parts, so a reader can tell what
+ * changed; `artifacts` are absolute paths (`model` is the runnable ONNX of the ort backend);
+ * `prepared` the checkpoint directory bound; `command` the qaic command line; `stats` the
+ * weight bytes bound and the artifact's own size; `verified` says ONNX Runtime opened the
+ * artifact at compile time; `stamps` let status.ts skip reading the inputs.
+ */
+export type CompileRecord = z.infer<typeof recordSchema>;
 
 /** sha256 hex of bytes or text. */
 export function sha256(data: Uint8Array | string): string {
@@ -40,8 +53,8 @@ export function sha256(data: Uint8Array | string): string {
 /** Reads the record, or `undefined` when absent or unreadable (a broken record just means "recompile"). */
 export function readCompileRecord(exportDir: string): CompileRecord | undefined {
   try {
-    const rec = JSON.parse(fs.readFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8')) as CompileRecord;
-    if (rec && rec.version === 1 && typeof rec.fingerprint === 'string' && rec.artifacts) return rec;
+    const r = recordSchema.safeParse(JSON.parse(fs.readFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8')));
+    if (r.success) return r.data;
   } catch {
     /* absent or corrupt */
   }

@@ -6,14 +6,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
 import { parseWireModel } from '../formats/onnx/wire-model';
-import { COMPILE_RECORD, readCompileRecord } from '../compile/record';
+import { COMPILE_RECORD } from '../compile/record';
+import { compileStatus, type CompileStatus } from '../compile/status';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
 
 export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
-export { loadOrt } from './ort-loader';
+export { loadOrt } from '../ort/loader';
 
-/** The runnable ONNX for a target: a `.onnx` file itself, or the ort artifact recorded in `<dir>/compile.json`. */
-export function resolveRunnable(target: string): string {
+/**
+ * The runnable ONNX for a target: a `.onnx` file itself, or the ort artifact recorded in
+ * `<dir>/compile.json` — with that directory's compile status, so a caller can say when the
+ * artifact no longer matches its inputs.
+ */
+export function resolveRunnable(target: string): { model: string; status?: CompileStatus } {
   const abs = path.resolve(target);
   let st: fs.Stats;
   try {
@@ -23,9 +28,10 @@ export function resolveRunnable(target: string): string {
   }
   if (st.isFile()) {
     if (!abs.endsWith('.onnx')) throw new UsageError(`${target}: not an .onnx file or an export directory`);
-    return abs;
+    return { model: abs };
   }
-  const rec = readCompileRecord(abs);
+  const status = compileStatus(abs);
+  const rec = status.record;
   if (!rec) throw new PipelineError(`${target}: no ${COMPILE_RECORD} (run weight-spec compile ${target} first)`);
   if (rec.backend !== 'ort' || !rec.artifacts.model) {
     throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: the latest compile used the ${rec.backend} backend; only ort artifacts run here (compile with --backend ort)`);
@@ -33,12 +39,12 @@ export function resolveRunnable(target: string): string {
   if (!fs.existsSync(rec.artifacts.model)) {
     throw new PipelineError(`${rec.artifacts.model}: compiled model is missing (run weight-spec compile ${target} again)`);
   }
-  return rec.artifacts.model;
+  return { model: rec.artifacts.model, status };
 }
 
 /** Opens a runner on an export directory (its latest ort compile) or a compiled `.onnx`. */
 export async function openRunner(compiledOrExportDir: string, opts: RunnerOptions = {}): Promise<Runner> {
-  const model = resolveRunnable(compiledOrExportDir);
+  const { model } = resolveRunnable(compiledOrExportDir);
   const m = parseWireModel(fs.readFileSync(model), model);
   return createRunner(model, m.inputs, m.outputs, opts);
 }

@@ -12,8 +12,8 @@
 import { PipelineError } from '../errors';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
-import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from './ort-loader';
-import { ortSessionOptions } from './session-options';
+import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
+import { ortSessionOptions } from '../ort/session-options';
 
 /** Options of the runner. */
 export interface RunnerOptions {

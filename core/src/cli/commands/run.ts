@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { UsageError } from '../../errors';
 import { atomicWriteFile } from '../../paths';
-import { openRunner } from '../../run';
+import { openRunner, resolveRunnable } from '../../run';
 import { defineCommand, println } from '../command';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
@@ -41,7 +41,13 @@ export const runCommand = defineCommand({
     const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
-    const runner = await openRunner(path.resolve(io.cwd, args.positionals[0]!), {
+    const target = path.resolve(io.cwd, args.positionals[0]!);
+    const { status } = resolveRunnable(target);
+    if (status?.state === 'stale') {
+      const what = status.changed?.length ? `${status.changed.join(', ')} changed` : 'its inputs changed';
+      println(io.stderr, `run: warning: the compiled model is stale (${what} since the compile); run weight-spec compile ${args.positionals[0]} to rebuild it`);
+    }
+    const runner = await openRunner(target, {
       prepack: f.prepack,
       ctxLen: f['ctx-len'],
       ortPath: io.env.WEIGHT_SPEC_ORT_PATH,

@@ -1,0 +1,113 @@
+/**
+ * compileStatus: one answer for compile (skip), run (warn), the server's lens and the
+ * extension's status bar. Made on the demo's tiny Llama (export → prepare → compile, in
+ * this process); each case changes one input and expects the part it changed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { compile, compileStatus } from '../src/compile';
+import { writeTinyLlama } from '../src/demo/tiny-model';
+import { cliInProcess } from '../../test/support/cli';
+import { tempDirs } from '../../test/support/temp';
+
+const tmp = tempDirs('ws-cstatus-');
+let root: string;
+let model: string;
+let exp: string;
+
+/** A fresh copy of the export directory (its prepared link and weights are shared, read-only). */
+function copyExport(): string {
+  const dir = path.join(tmp(), 'exp');
+  fs.cpSync(exp, dir, { recursive: true, verbatimSymlinks: true, filter: (f) => path.basename(f) !== 'compile.json' });
+  return dir;
+}
+
+const later = (f: string) => {
+  const t = new Date(Date.now() + 5000);
+  fs.utimesSync(f, t, t);
+};
+
+beforeAll(async () => {
+  root = tmp();
+  model = path.join(root, 'tiny');
+  exp = path.join(root, 'tiny-export');
+  await writeTinyLlama(model);
+  for (const args of [['export', '--config', model, '--out', exp, '--ctx-len', '32'], ['prepare', '--checkpoint', model, '--dtype', 'float32']]) {
+    const r = await cliInProcess(args);
+    expect(r.code, r.stderr).toBe(0);
+  }
+});
+
+describe('compileStatus', () => {
+  it('never compiled, then up to date without reading the graph or the spec', async () => {
+    const dir = copyExport();
+    expect(compileStatus(dir)).toEqual({ state: 'never-compiled' });
+    await compile(dir, { backend: 'ort', verify: false });
+    const read = vi.spyOn(fs, 'readFileSync');
+    try {
+      const st = compileStatus(dir);
+      expect(st.state).toBe('up-to-date');
+      expect(st.backend).toBe('ort');
+      expect(fs.existsSync(st.artifact!)).toBe(true);
+      // Only compile.json itself is read: the stamps decide.
+      expect(read.mock.calls.map((c) => path.basename(String(c[0])))).toEqual(['compile.json']);
+    } finally {
+      read.mockRestore();
+    }
+  });
+
+  it('names the part that changed: spec, graph, artifact', async () => {
+    const dir = copyExport();
+    await compile(dir, { backend: 'ort', verify: false });
+    later(path.join(dir, 'weight_spec.json'));
+    expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['spec'] });
+    later(path.join(dir, 'model.onnx'));
+    expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['graph', 'spec'] });
+    const again = await compile(dir, { backend: 'ort', verify: false });
+    expect(again.upToDate).toBe(false);
+    expect(again.changed).toEqual(['graph', 'spec']);
+    expect(compileStatus(dir).state).toBe('up-to-date');
+    fs.rmSync(compileStatus(dir).artifact!);
+    expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['artifact'] });
+  });
+
+  it('a retargeted prepared link is a prepared change, even with every file stamp unchanged', async () => {
+    const dir = copyExport();
+    await compile(dir, { backend: 'ort', verify: false, links: true });
+    const link = fs.readdirSync(dir).find((n) => fs.lstatSync(path.join(dir, n)).isSymbolicLink())!;
+    const target = fs.realpathSync(path.join(dir, link));
+    const copy = path.join(tmp(), 'prepared-copy');
+    fs.cpSync(target, copy, { recursive: true, preserveTimestamps: true });
+    fs.rmSync(path.join(dir, link));
+    fs.symlinkSync(copy, path.join(dir, link));
+    expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['prepared'] });
+  });
+
+  it('with the compile about to run: another backend or other options are stale; compile skips only when up to date', async () => {
+    const dir = copyExport();
+    const first = await compile(dir, { backend: 'ort', verify: false });
+    const req = (keepNames: boolean) => ({ backend: 'ort' as const, options: () => ({ links: false, keepNames }) });
+    expect(compileStatus(dir, req(false)).state).toBe('up-to-date');
+    expect(compileStatus(dir, req(true))).toMatchObject({ state: 'stale', changed: ['options'] });
+    expect(compileStatus(dir, { backend: 'qaic', options: () => ({}) })).toMatchObject({ state: 'stale', changed: ['backend'] });
+    const second = await compile(dir, { backend: 'ort', verify: false });
+    expect(second.upToDate).toBe(true);
+    expect(second.record.fingerprint).toBe(first.record.fingerprint);
+  });
+
+  it('a record that does not match the schema reads as never compiled', () => {
+    const dir = copyExport();
+    fs.writeFileSync(path.join(dir, 'compile.json'), JSON.stringify({ version: 1, backend: 'ort', fingerprint: 'f', artifacts: {} }));
+    expect(compileStatus(dir).state).toBe('never-compiled');
+  });
+
+  it('run warns when the compiled model is stale', async () => {
+    const dir = copyExport();
+    await compile(dir, { backend: 'ort', verify: false });
+    later(path.join(dir, 'weight_spec.json'));
+    const r = await cliInProcess(['run', dir, '--input-ids', '1,2', '--max-new-tokens', '1']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('run: warning: the compiled model is stale (spec changed since the compile)');
+  });
+});
