@@ -13,6 +13,7 @@ const NAMES: Record<string, DType> = {
   bfloat16: 'BF16', bf16: 'BF16',
   float8_e4m3fn: 'F8_E4M3', float8_e4m3: 'F8_E4M3', f8_e4m3: 'F8_E4M3',
   float8_e5m2: 'F8_E5M2', f8_e5m2: 'F8_E5M2',
+  float8_e8m0fnu: 'F8_E8M0', float8_e8m0: 'F8_E8M0', f8_e8m0: 'F8_E8M0', e8m0: 'F8_E8M0',
   int64: 'I64', long: 'I64', i64: 'I64', int32: 'I32', int: 'I32', i32: 'I32',
   int16: 'I16', short: 'I16', i16: 'I16', int8: 'I8', i8: 'I8',
   uint8: 'U8', u8: 'U8', uint16: 'U16', u16: 'U16', uint32: 'U32', u32: 'U32', uint64: 'U64', u64: 'U64',

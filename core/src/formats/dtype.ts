@@ -13,12 +13,12 @@ import { PipelineError } from '../errors';
 
 /** Element types a safetensors header may name. */
 export type DType =
-  | 'F64' | 'F32' | 'F16' | 'BF16' | 'F8_E4M3' | 'F8_E5M2'
+  | 'F64' | 'F32' | 'F16' | 'BF16' | 'F8_E4M3' | 'F8_E5M2' | 'F8_E8M0'
   | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
 /** Bytes per element of each dtype. */
 export const DTYPE_SIZE: Record<DType, number> = {
-  F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1,
+  F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1,
   I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, U16: 2, U32: 4, U64: 8, BOOL: 1,
 };
 
@@ -50,14 +50,18 @@ export function nameOfDtype(d: DType): DtypeName | undefined {
   return d === 'F32' ? 'float32' : d === 'F16' ? 'float16' : d === 'BF16' ? 'bfloat16' : undefined;
 }
 
-/** True for the floating-point dtypes (F64, F32, F16, BF16, F8_*). */
+/**
+ * True for the floating-point dtypes (F64, F32, F16, BF16, F8_E4M3, F8_E5M2). F8_E8M0 (the
+ * OCP MX scale type: 2^(e−127), no sign, no mantissa) decodes but is not a float one converts
+ * to: it only ever holds scales, which prepare keeps as stored.
+ */
 export function isFloat(d: DType): boolean {
   return d === 'F64' || d === 'F32' || d === 'F16' || d === 'BF16' || d === 'F8_E4M3' || d === 'F8_E5M2';
 }
 
 const DTYPE_TO_ONNX: Record<DType, number> = {
   F32: 1, U8: 2, I8: 3, U16: 4, I16: 5, I32: 6, I64: 7, BOOL: 9, F16: 10, F64: 11,
-  U32: 12, U64: 13, BF16: 16, F8_E4M3: 17, F8_E5M2: 19,
+  U32: 12, U64: 13, BF16: 16, F8_E4M3: 17, F8_E5M2: 19, F8_E8M0: 24,
 };
 const ONNX_TO_DTYPE = new Map<number, DType>(Object.entries(DTYPE_TO_ONNX).map(([d, t]) => [t, d as DType]));
 
@@ -128,11 +132,11 @@ export function halfBitsToFloatBits(h: number): number {
 
 const f8Tables: Partial<Record<DType, Float32Array>> = {};
 /** The 256 values of an 8-bit float format. */
-function f8Table(d: 'F8_E4M3' | 'F8_E5M2'): Float32Array {
+function f8Table(d: 'F8_E4M3' | 'F8_E5M2' | 'F8_E8M0'): Float32Array {
   const hit = f8Tables[d];
   if (hit) return hit;
   const t = new Float32Array(256);
-  for (let b = 0; b < 256; b++) t[b] = d === 'F8_E5M2' ? decodeE5M2(b) : decodeE4M3(b);
+  for (let b = 0; b < 256; b++) t[b] = d === 'F8_E5M2' ? decodeE5M2(b) : d === 'F8_E8M0' ? decodeE8M0(b) : decodeE4M3(b);
   f8Tables[d] = t;
   return t;
 }
@@ -141,6 +145,11 @@ function decodeE5M2(b: number): number {
   // E5M2 is the top byte of an IEEE half.
   const f = new Float32Array(new Uint32Array([halfBitsToFloatBits(b << 8)]).buffer);
   return f[0]!;
+}
+
+function decodeE8M0(b: number): number {
+  // OCP MX E8M0: 2^(b−127); 0xFF is NaN (2^-127 is an f32 subnormal, still exact).
+  return b === 0xff ? NaN : 2 ** (b - 127);
 }
 
 function decodeE4M3(b: number): number {
@@ -178,7 +187,8 @@ export function toFloat32(bytes: Uint8Array, from: DType): Float32Array {
       return new Float32Array(out.buffer);
     }
     case 'F8_E4M3':
-    case 'F8_E5M2': {
+    case 'F8_E5M2':
+    case 'F8_E8M0': {
       const table = f8Table(from);
       const out = new Float32Array(bytes.length);
       for (let i = 0; i < bytes.length; i++) out[i] = table[bytes[i]!]!;
