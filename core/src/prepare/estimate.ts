@@ -9,19 +9,24 @@ import { formatBytes } from '../format';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS } from './kernels';
-import type { OutputTensor, SlicePlan, SourceTensor } from './types';
+import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
 
 export { formatBytes };
+
+/** An FP8 scale tensor held in f32 while its weight dequantizes. */
+function scaleBytes(scale: ScaleRef | undefined, srcs: Record<string, SourceTensor>): number {
+  return scale ? elementCount(srcs[scale.key]!.shape) * 4 : 0;
+}
 
 function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: number, sliceElems: number, paired: boolean): number {
   const out = sliceElems * outSize * (paired ? 2 : 1);
   switch (s.kind) {
     case 'whole': {
       const t = srcs[s.src]!;
-      return t.byteLength + sliceElems * 4 + out;
+      return t.byteLength + sliceElems * 4 + out + scaleBytes(s.scale, srcs);
     }
     case 'range':
-      return s.length + sliceElems * 4 + out;
+      return s.length + sliceElems * 4 + out + scaleBytes(s.scale, srcs);
     case 'mxfp4': {
       const b = srcs[s.blocks]!;
       const [, R, G] = b.shape as [number, number, number];
@@ -40,7 +45,7 @@ export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>
   if (t.recipe.kind === 'convert') {
     const s = srcs[t.recipe.src]!;
     const chunk = Math.min(elementCount(s.shape), CHUNK_ELEMS);
-    return chunk * (2 * DTYPE_SIZE[s.dtype] + 2 * outSize + 4);
+    return chunk * (2 * DTYPE_SIZE[s.dtype] + 2 * outSize + 4) + scaleBytes(t.recipe.scale, srcs);
   }
   const slots = t.recipe.slots;
   const sliceElems = slots.length ? elementCount(t.shape) / slots.length : 0;

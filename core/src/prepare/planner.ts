@@ -13,6 +13,8 @@ import { Checkpoint, elementCount } from '../formats/safetensors';
 import { formatBytes, peakOfTensor } from './estimate';
 import { planFingerprint, shortHash } from './fingerprint';
 import { sidecarNames } from './finalize';
+import { quantSchemeOf } from './quant-config';
+import { attachScales, planDequant, type DequantPlan } from './transforms/fp8';
 import { isFusedDown, planFusedSplit } from './transforms/fused-split';
 import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';
@@ -70,6 +72,9 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   for (const t of ckpt.tensors()) {
     sources.set(t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength });
   }
+  // Quantized weights: refused unless prepare can undo them; FP8 scales attach in makeTask.
+  const configFile = path.join(ckpt.dir, 'config.json');
+  const dequant = planDequant(sources, quantSchemeOf(config, configFile), configFile);
 
   // MoE transforms claim their keys; the rest stays dense.
   const configured = configuredExperts(config);
@@ -108,6 +113,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       inputs,
       tensors,
       sources,
+      dequant,
     }));
   }
 
@@ -116,7 +122,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   let shard: { keys: string[]; bytes: number; from?: string } = { keys: [], bytes: 0 };
   const shards = [shard];
   for (const [key, s] of sources) {
-    if (claimed.has(key) || isFusedDown(key, sources)) continue;
+    if (claimed.has(key) || isFusedDown(key, sources) || dequant.consumed.has(key)) continue;
     const bytes = elementCount(s.shape) * DTYPE_SIZE[finalDtype(s.dtype, target)];
     if (shard.keys.length > 0 && (shard.from !== s.file || shard.bytes + bytes > BASE_SHARD_BYTES)) shards.push((shard = { keys: [], bytes: 0 }));
     shard.from = s.file;
@@ -129,7 +135,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       return { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } };
     });
     const file = `base-${String(i).padStart(4, '0')}.safetensors`;
-    tasks.push(makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources }));
+    tasks.push(makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources, dequant }));
   });
 
   if (opts.budgetBytes !== undefined) {
@@ -167,21 +173,25 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   };
 }
 
-function makeTask(p: { id: string; transform: string; params: Record<string, unknown>; file: string; inputs: string[]; tensors: OutputTensor[]; sources: Map<string, SourceTensor> }): Task {
+function makeTask(p: { id: string; transform: string; params: Record<string, unknown>; file: string; inputs: string[]; tensors: OutputTensor[]; sources: Map<string, SourceTensor>; dequant: DequantPlan }): Task {
+  // FP8 weights dequantize first: their scales become inputs of the task that reads them.
+  const { tensors, scaleKeys } = attachScales(p.tensors, p.dequant);
+  const inputs = [...p.inputs, ...scaleKeys];
+  const transform = scaleKeys.length ? `fp8-dequant+${p.transform}` : p.transform;
   const srcs: Record<string, SourceTensor> = {};
-  for (const k of p.inputs) srcs[k] = p.sources.get(k)!;
-  const byKey = new Map(p.tensors.map((t) => [t.key, t]));
+  for (const k of inputs) srcs[k] = p.sources.get(k)!;
+  const byKey = new Map(tensors.map((t) => [t.key, t]));
   return {
     id: p.id,
-    transform: p.transform,
+    transform,
     params: p.params,
-    inputs: p.inputs.map((key) => ({ key, stage: 'source' })),
-    outputs: p.tensors.map((t) => ({ key: t.key, stage: 'final' })),
-    sourceFiles: [...new Set(p.inputs.map((k) => srcs[k]!.file))],
+    inputs: inputs.map((key) => ({ key, stage: 'source' })),
+    outputs: tensors.map((t) => ({ key: t.key, stage: 'final' })),
+    sourceFiles: [...new Set(inputs.map((k) => srcs[k]!.file))],
     file: p.file,
-    peakBytes: Math.max(0, ...p.tensors.map((t) => peakOfTensor(t, srcs, byKey))),
-    outBytes: p.tensors.reduce((a, t) => a + elementCount(t.shape) * DTYPE_SIZE[t.dtype], 0),
+    peakBytes: Math.max(0, ...tensors.map((t) => peakOfTensor(t, srcs, byKey))),
+    outBytes: tensors.reduce((a, t) => a + elementCount(t.shape) * DTYPE_SIZE[t.dtype], 0),
     sources: srcs,
-    tensors: p.tensors,
+    tensors,
   };
 }

@@ -9,10 +9,11 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, makeConverter, transposeMatrix, type Converter } from './kernels';
-import type { OutputTensor, SlicePlan, SourceTensor, Task } from './types';
+import { dequantFp8 } from './fp8-kernel';
+import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
 
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
 export interface TaskStats {
@@ -58,6 +59,17 @@ class Sources {
     const out = await r.read(r.info(key)!, { start, length, ...(into ? { into } : {}) });
     this.readBytes[key] = (this.readBytes[key] ?? 0) + length;
     return out;
+  }
+
+  private readonly scales = new Map<string, Promise<Float32Array>>();
+  /** A whole scale tensor in f32, read once per task however many slices use it. */
+  scale(ref: ScaleRef): Promise<Float32Array> {
+    let p = this.scales.get(ref.key);
+    if (!p) {
+      const s = this.src(ref.key);
+      this.scales.set(ref.key, (p = this.read(ref.key, 0, s.byteLength).then((b) => toFloat32(b, s.dtype))));
+    }
+    return p;
   }
 
   async close(): Promise<void> {
@@ -167,8 +179,12 @@ async function streamConvert(t: OutputTensor, key: string, src: Sources, write: 
   const inSize = DTYPE_SIZE[s.dtype];
   const outSize = DTYPE_SIZE[t.dtype];
   const n = elementCount(s.shape);
-  const conv = makeConverter(s.dtype, t.dtype);
   if (n === 0) return;
+  const scaleRef = t.recipe.kind === 'convert' ? t.recipe.scale : undefined;
+  const scale = scaleRef ? await src.scale(scaleRef) : undefined;
+  const plain = makeConverter(s.dtype, t.dtype);
+  const conv = (inb: Uint8Array, out: Uint8Array, first: number): Uint8Array =>
+    scale ? writeInto(encodeF32(dequantFp8(inb, s.dtype, first, s.shape, scale, scaleRef!), t.dtype), out) : plain(inb, out);
   const chunk = Math.min(n, CHUNK_ELEMS);
   const ins = [buffer(0, chunk * inSize), buffer(1, chunk * inSize)];
   const outs = [buffer(2, chunk * outSize), buffer(3, chunk * outSize)];
@@ -183,7 +199,7 @@ async function streamConvert(t: OutputTensor, key: string, src: Sources, write: 
     for (let i = 0; i < chunks; i++) {
       const inb = await next;
       if (i + 1 < chunks) next = readChunk(i + 1);
-      const out = conv(inb, outs[i % 2]!.subarray(0, (inb.byteLength / inSize) * outSize));
+      const out = conv(inb, outs[i % 2]!.subarray(0, (inb.byteLength / inSize) * outSize), i * chunk);
       await pending;
       pending = write(t.key, out);
     }
@@ -209,17 +225,26 @@ function oriented(t: OutputTensor, slot: Uint8Array): Uint8Array {
   return transposeMatrix(slot, b, a, DTYPE_SIZE[t.dtype]);
 }
 
+function writeInto(bytes: Uint8Array, out: Uint8Array): Uint8Array {
+  out.set(bytes);
+  return out;
+}
+
+/** Source bytes of a whole/range slot as `to`: converted, or dequantized first when scaled. */
+async function readSlice(src: Sources, key: string, start: number, length: number, to: DType, scale?: ScaleRef): Promise<Uint8Array> {
+  const s = src.src(key);
+  const bytes = await src.read(key, start, length);
+  if (!scale) return converter(s.dtype, to)(bytes);
+  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, await src.scale(scale), scale), to);
+}
+
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
 async function produceSlot(slot: SlicePlan, t: OutputTensor, sib: OutputTensor | undefined, src: Sources): Promise<{ main: Uint8Array; sibling?: Uint8Array }> {
   switch (slot.kind) {
-    case 'whole': {
-      const s = src.src(slot.src);
-      return { main: converter(s.dtype, t.dtype)(await src.read(slot.src, 0, s.byteLength)) };
-    }
-    case 'range': {
-      const s = src.src(slot.src);
-      return { main: converter(s.dtype, t.dtype)(await src.read(slot.src, slot.start, slot.length)) };
-    }
+    case 'whole':
+      return { main: await readSlice(src, slot.src, 0, src.src(slot.src).byteLength, t.dtype, slot.scale) };
+    case 'range':
+      return { main: await readSlice(src, slot.src, slot.start, slot.length, t.dtype, slot.scale) };
     case 'columns': {
       const s = src.src(slot.src);
       const rowBytes = s.byteLength / s.shape[0]!;

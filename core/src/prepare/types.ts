@@ -29,10 +29,21 @@ export interface SourceTensor {
  * `columns`: every other column of a 2-D source row (interleaved biases).
  */
 export type SlicePlan =
-  | { kind: 'whole'; src: string }
-  | { kind: 'range'; src: string; start: number; length: number }
+  | { kind: 'whole'; src: string; scale?: ScaleRef }
+  | { kind: 'range'; src: string; start: number; length: number; scale?: ScaleRef }
   | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
   | { kind: 'columns'; src: string; row: number; parity: 0 | 1 };
+
+/**
+ * The scale a quantized source is dequantized with (transforms/fp8.ts): element `[…, i, j]`
+ * is multiplied by `key[…, ⌊i/block[0]⌋, ⌊j/block[1]⌋]` (a `grid` of scale rows × columns per
+ * matrix), in f32, before any other step — so stacking, splitting and packing see real values.
+ */
+export interface ScaleRef {
+  key: string;
+  block: [number, number];
+  grid: [number, number];
+}
 
 /** One tensor a task writes, with the recipe for its bytes. */
 export interface OutputTensor {
@@ -42,7 +53,7 @@ export interface OutputTensor {
   /** Stages the tensor passes, first `source`, last `final` (for the plan and traces). */
   stages: string[];
   /** `convert`: one source tensor, converted in chunks; `slots`: concatenated slices. */
-  recipe: { kind: 'convert'; src: string } | { kind: 'slots'; slots: SlicePlan[] };
+  recipe: { kind: 'convert'; src: string; scale?: ScaleRef } | { kind: 'slots'; slots: SlicePlan[] };
   /**
    * When set, this tensor is computed together with the named sibling from the same source
    * reads (GPT-OSS gate/up share each expert's blocks): the sibling's bytes are kept in

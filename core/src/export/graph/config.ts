@@ -4,6 +4,7 @@
  * implement are refused with one line naming the file and the field.
  */
 import { z } from 'zod';
+import { quantSchemeOf } from '../../prepare/quant-config';
 import { FormatError } from '../../errors';
 
 const int = z.number().int().positive();
@@ -87,9 +88,9 @@ export function modelTypeOf(raw: unknown, file: string): ModelType {
   if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(t)) {
     throw new FormatError(file, `model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
   }
-  if ((raw as Record<string, unknown>).quantization_config != null) {
-    throw new FormatError(file, `"quantization_config" is set; quantized checkpoints are not supported by --config export`);
-  }
+  // A quantization prepare undoes is fine (the graph takes the dequantized weights); any
+  // other is refused with prepare's own message.
+  quantSchemeOf(raw as Record<string, unknown>, file);
   return t as ModelType;
 }
 
