@@ -28,12 +28,13 @@ const f32BitsBytes = (bits: number[]) => new Uint8Array(new Uint32Array(bits).bu
 const f64Bytes = (vals: number[]) => new Uint8Array(new Float64Array(vals).buffer);
 
 describe('dtype table', () => {
-  it('has the 15 safetensors dtypes with their sizes', () => {
+  it('has the 16 safetensors dtypes with their sizes (F8_E8M0: the MX scale type)', () => {
     expect(DTYPE_SIZE).toEqual({
-      F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1, I64: 8, I32: 4, I16: 2, I8: 1,
+      F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1, I64: 8, I32: 4, I16: 2, I8: 1,
       U8: 1, U16: 2, U32: 4, U64: 8, BOOL: 1,
     });
-    expect(DTYPES).toHaveLength(15);
+    expect(DTYPES).toHaveLength(16);
+    expect(isFloat('F8_E8M0')).toBe(false); // scales only: decoded, never a conversion target
     expect(isDType('BF16')).toBe(true);
     expect(isDType('bf16')).toBe(false);
     expect(isDType('toString')).toBe(false);
@@ -54,7 +55,7 @@ describe('dtype table', () => {
   it('maps ONNX TensorProto.DataType both ways', () => {
     const onnx: Record<string, number> = {
       F32: 1, U8: 2, I8: 3, U16: 4, I16: 5, I32: 6, I64: 7, BOOL: 9, F16: 10, F64: 11,
-      U32: 12, U64: 13, BF16: 16, F8_E4M3: 17, F8_E5M2: 19,
+      U32: 12, U64: 13, BF16: 16, F8_E4M3: 17, F8_E5M2: 19, F8_E8M0: 24 /* FLOAT8E8M0 */,
     };
     for (const [d, t] of Object.entries(onnx)) {
       expect(onnxTypeOf(d as DType)).toBe(t);
