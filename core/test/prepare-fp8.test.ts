@@ -190,9 +190,10 @@ describe('quantizations prepare cannot undo are refused at planning', () => {
     fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ model_type: 'llama', ...(quant ? { quantization_config: quant } : {}) }));
     return d;
   }
-  const plain = [{ key: 'a.weight', dtype: 'F32' as const, shape: [2, 2], data: new Uint8Array(16) }];
-  const f8 = [{ key: 'a.weight', dtype: 'F8_E4M3' as const, shape: [2, 2], data: new Uint8Array(4) }];
-  const cases: [string, Record<string, unknown> | undefined, typeof plain, RegExp][] = [
+  type Tensors = Parameters<typeof writeSafetensors>[1];
+  const plain: Tensors = [{ key: 'a.weight', dtype: 'F32', shape: [2, 2], data: new Uint8Array(16) }];
+  const f8: Tensors = [{ key: 'a.weight', dtype: 'F8_E4M3', shape: [2, 2], data: new Uint8Array(4) }];
+  const cases: [string, Record<string, unknown> | undefined, Tensors, RegExp][] = [
     ['gptq', { quant_method: 'gptq', bits: 4, group_size: 128 }, plain, /quant_method "gptq"/],
     ['awq', { quant_method: 'awq', bits: 4, version: 'gemm' }, plain, /quant_method "awq"/],
     ['bitsandbytes', { quant_method: 'bitsandbytes', load_in_4bit: true }, plain, /quant_method "bitsandbytes"/],
