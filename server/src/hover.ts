@@ -37,6 +37,14 @@ function onnxLines(run: CheckRun, name: string): string[] {
   ];
 }
 
+/** What a key hover says when no header holds the key: only mention a diagnostic that exists. */
+function missingKeyText(run: CheckRun, file: number): string {
+  const st = run.files[file];
+  if (st?.missingPrepared) return 'the prepared checkpoint does not exist yet and its layout could not be planned: run `weight-spec prepare`';
+  if (!st?.header) return 'its file is not readable (see the diagnostic on `files`)';
+  return 'not found in the checkpoint (see the diagnostic)';
+}
+
 /** The hover for `offset` of `doc`, or null. */
 export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover | null {
   const t = targetAt(run, offset);
@@ -47,7 +55,15 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
     const input = spec.inputs[t.input]!;
     const hit = tensorOf(run, t.input);
     lines.push(`**\`${input.location.key}\`**`);
-    if (hit) {
+    const planned = hit ? run.files[hit.file]!.planned : undefined;
+    if (hit && planned) {
+      const { info, file } = hit;
+      lines.push(
+        `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
+        `planned for shard \`${path.basename(run.files[file]!.abs!)}\` (files[${file}]): prepare has not written it yet`,
+        `from the plan of \`weight-spec prepare --checkpoint ${planned.checkpoint} --dtype ${planned.dtype}\``,
+      );
+    } else if (hit) {
       const { info, file } = hit;
       const abs = run.files[file]!.abs!;
       lines.push(
@@ -56,7 +72,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
       );
     } else {
-      lines.push('not found in the checkpoint (see the diagnostic)');
+      lines.push(missingKeyText(run, input.location.file));
     }
     lines.push(...onnxLines(run, input.name));
   } else if (t.kind === 'name') {
@@ -73,7 +89,9 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
     if (st?.abs) lines.push(`resolved: \`${st.abs}\``);
     if (st?.real) lines.push(`through a symlink to: \`${st.real}\``);
     const h = st?.header;
-    if (h) {
+    if (h && st?.planned) {
+      lines.push(`not written yet: prepare will write ${n(h.tensors.size)} tensors here (planned from \`${st.planned.checkpoint}\`)`);
+    } else if (h) {
       lines.push(`${bytesText(h.fileSize)} · ${n(h.tensors.size)} tensors · header ${n(h.headerLength)} bytes`);
       const meta = Object.entries(h.metadata ?? {});
       if (meta.length) {
@@ -82,7 +100,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         if (meta.length > 12) lines.push(`- … ${meta.length - 12} more`);
       }
     } else {
-      lines.push('not readable (see the diagnostic)');
+      lines.push(st?.missingPrepared ? 'does not exist yet: run `weight-spec prepare` to create it' : 'not readable (see the diagnostic)');
     }
   }
   return { contents: { kind: 'markdown', value: lines.join('\n\n') }, range: rangeOf(doc, t.range) };

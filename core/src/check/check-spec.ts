@@ -16,6 +16,7 @@ import type { SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
+import { planMissingPrepared, plannedNote } from './planned';
 import { checkPrepared, looksPrepared } from './prepared';
 import { didYouMean, KeyIndex, keyIndexOf } from './suggest';
 import { checkInputFacts } from './facts';
@@ -61,6 +62,8 @@ export async function checkParsedSpec(specFile: string, parsed: ParsedSpec, opts
   try {
     await checkFiles(ctx);
     throwIfAborted(ctx);
+    await planMissingPrepared(ctx);
+    throwIfAborted(ctx);
     checkInputs(ctx);
     await checkPrepared(ctx);
     throwIfAborted(ctx);
@@ -104,7 +107,9 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     if (resolved.value.viaSymlink) state.real = resolved.value.real;
     if (!resolved.value.exists) {
       if (looksPrepared(state.abs)) {
-        // A normal state between export and prepare, not a broken spec: a warning.
+        // A normal state between export and prepare, not a broken spec: a warning (its keys
+        // are still checked, against prepare's plan: see planned.ts).
+        state.missingPrepared = true;
         report(ctx, 'not-prepared', 'warning', src.path,
           `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
       } else {
@@ -175,7 +180,7 @@ function checkInputs(ctx: CheckContext): void {
     const index = keyIndexOf(header.tensors, () => header.tensors.keys());
     const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
     report(ctx, 'key-missing', 'error', src.key,
-      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}`, { suggestions });
+      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`, { suggestions });
   }
 }
 

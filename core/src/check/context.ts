@@ -7,6 +7,7 @@ import type { SafetensorsHeader } from '../formats/safetensors';
 import type { ParsedSpec } from '../spec/parse';
 import type { JsonPath, SpecSources, WeightSpec } from '../spec/types';
 import type { HeaderCache } from './header-cache';
+import type { PlannedSource } from './planned';
 
 /** Options of {@link checkSpec}. */
 export interface CheckOptions {
@@ -29,8 +30,12 @@ export interface FileState {
   abs?: string;
   /** Where the path leads when a symlink is on the way (QEfficient links the prepared dir). */
   real?: string;
-  /** The parsed header when the file is a readable safetensors file. */
+  /** The parsed header when the file is a readable safetensors file (or planned, see below). */
   header?: SafetensorsHeader;
+  /** The file is a prepared shard that does not exist yet (prepare has not run). */
+  missingPrepared?: boolean;
+  /** `header` was made from prepare's plan of this source, not read from the file. */
+  planned?: PlannedSource;
 }
 
 /** One check in progress. */

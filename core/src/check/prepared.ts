@@ -38,7 +38,7 @@ async function exists(p: string): Promise<boolean> {
 export async function checkPrepared(ctx: CheckContext): Promise<void> {
   const seen = new Set<string>();
   for (const [i, state] of ctx.files.entries()) {
-    if (!state.abs || !state.header) continue;
+    if (!state.abs || !state.header || state.planned) continue; // planned: reported as not prepared yet
     const dir = path.dirname(state.abs);
     if (seen.has(dir)) continue;
     seen.add(dir);

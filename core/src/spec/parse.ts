@@ -3,6 +3,7 @@
  * `parseSpecText` never throws: JSON syntax errors and schema violations come back as
  * {@link Problem} values whose ranges point at the offending text.
  */
+import { closestWord } from '../check/suggest';
 import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -119,8 +120,9 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
       const p = issue.path.filter((x): x is string | number => typeof x !== 'symbol');
       const missing = !offsets.value(p);
       const last = p[p.length - 1];
-      const message = missing && typeof last === 'string' ? `missing required field "${last}"` : issue.message;
       const where = missing ? p.slice(0, -1) : p;
+      const message =
+        missing && typeof last === 'string' ? `missing required field "${last}"${misspeltField(raw, where, last)}` : issue.message;
       problems.push({
         code: 'schema',
         severity: 'error',
@@ -281,4 +283,16 @@ export function specFromText(text: string, file: string): WeightSpec {
     throw new FormatError(file, first?.message ?? 'not a weight spec', byte);
   }
   return parsed.spec;
+}
+
+/**
+ * `; "kee" looks like a misspelling of it` when the object at `where` has an unknown field
+ * resembling the missing `field` (the user typed the field, just not right).
+ */
+function misspeltField(raw: unknown, where: (string | number)[], field: string): string {
+  let v: unknown = raw;
+  for (const k of where) v = v && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return '';
+  const typo = Object.keys(v).find((k) => k !== field && closestWord(k, [field]) === field);
+  return typo === undefined ? '' : `; "${typo}" looks like a misspelling of it`;
 }

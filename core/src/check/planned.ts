@@ -1,0 +1,129 @@
+/**
+ * Before prepare has run, a spec's prepared shards do not exist yet, but prepare's planner
+ * already knows — from the source checkpoint's headers alone — every key, dtype and shape it
+ * will write there. This pass finds that source checkpoint (the export's
+ * `export-report.json`, else the spec's `model_id` named like prepare's default output beside
+ * its source), plans it, and gives each missing prepared file a header made from the plan,
+ * so a misspelled key is reported before prepare exactly as after it.
+ *
+ * The plan is used only when its output directory has the same name as the spec's prepared
+ * directory: prepare names it by the plan's fingerprint, so equal names mean the same
+ * options (dtype, MoE flavour) and the same layout.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { DTYPE_SIZE } from '../formats/dtype';
+import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
+import { planPrepare } from '../prepare';
+import type { PreparePlan } from '../prepare/types';
+import type { CheckContext } from './context';
+
+/** Where a planned header came from, for messages. */
+export interface PlannedSource {
+  checkpoint: string;
+  dtype: string;
+}
+
+const DTYPE_NAMES = new Set(['float32', 'float16', 'bfloat16']);
+const PREPARED_DIR = /^(.+)-prepared-(float32|float16|bfloat16)-[0-9a-f]{6,}$/;
+
+async function readJson(file: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const st = await fs.stat(file);
+    if (!st.isFile() || st.size > 16 << 20) return undefined;
+    const v: unknown = JSON.parse(await fs.readFile(file, 'utf8'));
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The source checkpoint and dtype prepare would be run with for this spec, if they can be found. */
+async function findSource(ctx: CheckContext, preparedDirName: string): Promise<PlannedSource | undefined> {
+  const report = await readJson(path.join(ctx.specDir, 'export-report.json'));
+  const src = report?.source as { checkpoint?: unknown } | undefined;
+  const opts = report?.options as { dtype?: unknown } | undefined;
+  if (typeof src?.checkpoint === 'string' && typeof opts?.dtype === 'string' && DTYPE_NAMES.has(opts.dtype)) {
+    return { checkpoint: path.resolve(ctx.specDir, src.checkpoint), dtype: opts.dtype };
+  }
+  // prepare's default output is `<parent>/<name>-prepared-<dtype>-<hash>` beside `<parent>/<name>`.
+  const m = PREPARED_DIR.exec(preparedDirName);
+  const modelId = ctx.spec.model_id;
+  if (m && typeof modelId === 'string' && path.isAbsolute(modelId) && path.basename(modelId) === preparedDirName) {
+    const checkpoint = path.join(path.dirname(modelId), m[1]!);
+    const st = await fs.stat(checkpoint).catch(() => undefined);
+    if (st?.isDirectory()) return { checkpoint, dtype: m[2]! };
+  }
+  return undefined;
+}
+
+interface CacheEntry {
+  signature: string;
+  plan: PreparePlan | undefined;
+}
+const planCache = new Map<string, CacheEntry>();
+
+/** Size and mtime of every file in the checkpoint folder: a re-plan is needed only when they change. */
+async function signatureOf(checkpoint: string): Promise<string> {
+  const names = await fs.readdir(checkpoint).catch(() => [] as string[]);
+  const parts: string[] = [];
+  for (const n of names.sort()) {
+    if (!/\.(safetensors|json)$/.test(n)) continue;
+    const st = await fs.stat(path.join(checkpoint, n)).catch(() => undefined);
+    if (st) parts.push(`${n}:${st.size}:${st.mtimeMs}`);
+  }
+  return parts.join('|');
+}
+
+/** The plan of `source`, cached while the checkpoint's files are unchanged; undefined when it cannot be planned. */
+async function cachedPlan(source: PlannedSource): Promise<PreparePlan | undefined> {
+  const key = `${source.checkpoint}\u0000${source.dtype}`;
+  const signature = await signatureOf(source.checkpoint);
+  const hit = planCache.get(key);
+  if (hit && hit.signature === signature) return hit.plan;
+  let plan: PreparePlan | undefined;
+  try {
+    plan = await planPrepare({ checkpoint: source.checkpoint, dtype: source.dtype as 'float32' });
+  } catch {
+    plan = undefined; // an unplannable source: the files stay "not prepared yet", nothing more
+  }
+  if (planCache.size > 32) planCache.clear();
+  planCache.set(key, { signature, plan });
+  return plan;
+}
+
+/**
+ * Gives each `files[]` entry marked `missingPrepared` a header planned from its source
+ * checkpoint (see the module comment). Entries that cannot be planned are left as they are.
+ */
+export async function planMissingPrepared(ctx: CheckContext): Promise<void> {
+  const missing = ctx.files.map((s, i) => ({ s, i })).filter(({ s }) => s.missingPrepared && s.abs);
+  if (missing.length === 0) return;
+  const dirName = path.basename(path.dirname(missing[0]!.s.abs!));
+  const source = await findSource(ctx, dirName);
+  if (!source) return;
+  const plan = await cachedPlan(source);
+  if (!plan || path.basename(path.resolve(plan.outDir)) !== dirName) return;
+  const byFile = new Map<string, Map<string, TensorInfo>>();
+  const outDir = path.resolve(plan.outDir);
+  for (const [key, t] of plan.outputs) {
+    const rel = (path.isAbsolute(t.file) ? path.relative(outDir, t.file) : t.file).split(path.sep).join('/');
+    let m = byFile.get(rel);
+    if (!m) byFile.set(rel, (m = new Map()));
+    const bytes = t.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZE[t.dtype];
+    m.set(key, { key, dtype: t.dtype, shape: t.shape, dataOffset: 0, byteLength: bytes, begin: 0, end: bytes });
+  }
+  for (const { s } of missing) {
+    if (path.basename(path.dirname(s.abs!)) !== dirName) continue;
+    const tensors = byFile.get(path.basename(s.abs!)) ?? new Map<string, TensorInfo>();
+    const header: SafetensorsHeader = { file: s.abs!, fileSize: 0, headerLength: 0, dataStart: 0, tensors };
+    s.header = header;
+    s.planned = source;
+  }
+}
+
+/** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */
+export function plannedNote(ctx: CheckContext, fileIndex: number): string {
+  const p = ctx.files[fileIndex]?.planned;
+  return p ? ` (checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`; not prepared yet)` : '';
+}
