@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import type { CheckRun } from '../../core/src/check';
+import { describeQuantizedKey, type CheckRun } from '../../core/src/check';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 
@@ -70,6 +70,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
         `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)`,
         `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
+        ...describeQuantizedKey(path.dirname(run.files[file]!.real ?? abs), run.files[file]!.header!, info.key),
       );
     } else {
       lines.push(missingKeyText(run, input.location.file));

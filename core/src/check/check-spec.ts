@@ -20,6 +20,7 @@ import { planMissingPrepared, plannedNote } from './planned';
 import { checkPrepared, looksPrepared } from './prepared';
 import { didYouMean, KeyIndex, keyIndexOf } from './suggest';
 import { checkInputFacts } from './facts';
+import { checkQuantization } from './quantization';
 
 /**
  * Checks spec `text` (the content of `specFile`, possibly unsaved) against the checkpoint
@@ -65,6 +66,7 @@ export async function checkParsedSpec(specFile: string, parsed: ParsedSpec, opts
     await planMissingPrepared(ctx);
     throwIfAborted(ctx);
     checkInputs(ctx);
+    checkQuantization(ctx);
     await checkPrepared(ctx);
     throwIfAborted(ctx);
     if (opts.onnx !== false) onnx = await checkCompanionOnnx(ctx, opts.onnx);

@@ -11,3 +11,4 @@ export { dtypeFromName } from './facts';
 export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared';
 export { checkParsedSpec, type CheckRun } from './check-spec';
 export { SpecCheckSession, type SessionOptions } from './session';
+export { checkQuantization, describeQuantizedKey, quantFactsOf, type QuantFacts } from './quantization';

@@ -1,0 +1,140 @@
+/**
+ * Quantized checkpoints in a spec: the checker says what prepare would say. A spec whose
+ * files lie in a checkpoint with a quantization prepare cannot undo gets prepare's refusal
+ * (`quantization-unsupported`); an input naming a scale tensor (`*_scale_inv`,
+ * `weight_scale`) as a weight gets `quantization-scale`; an input bound to a raw FP8 weight
+ * gets `quantized-weight` (the graph needs the dequantized values: bind the prepared
+ * checkpoint). Hover uses {@link describeQuantizedKey} for the same facts.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { FormatError } from '../errors';
+import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
+import { MANIFEST_FILE } from '../prepare/manifest';
+import { describeScheme, quantSchemeOf, type QuantScheme } from '../prepare/quant-config';
+import { weightOfScaleKey } from '../prepare/transforms/fp8';
+import { fileLabel, report, type CheckContext } from './context';
+import { looksPrepared } from './prepared';
+
+/** What a checkpoint directory's config.json says about quantization. */
+export interface QuantFacts {
+  configFile: string;
+  scheme?: QuantScheme;
+  /** Prepare's refusal, when the quantization cannot be undone. */
+  refusal?: string;
+  /** `torch_dtype` (what the model computes in, the natural dequantized dtype). */
+  torchDtype?: string;
+}
+
+const cache = new Map<string, { stamp: string; facts: QuantFacts | undefined }>();
+
+/**
+ * The quantization facts of the checkpoint directory `dir` (its config.json), or undefined
+ * without a config, without quantization, or for a prepared directory (already dequantized).
+ */
+export function quantFactsOf(dir: string): QuantFacts | undefined {
+  if (looksPrepared(path.join(dir, 'x')) || existsSync(path.join(dir, MANIFEST_FILE))) return undefined;
+  const configFile = path.join(dir, 'config.json');
+  let stamp: string;
+  try {
+    const st = statSync(configFile);
+    if (!st.isFile()) return undefined;
+    stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    return undefined;
+  }
+  const hit = cache.get(configFile);
+  if (hit?.stamp === stamp) return hit.facts;
+  let facts: QuantFacts | undefined;
+  try {
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+    if (config && typeof config === 'object' && config.quantization_config != null) {
+      facts = { configFile, ...(typeof config.torch_dtype === 'string' ? { torchDtype: config.torch_dtype } : {}) };
+      try {
+        const scheme = quantSchemeOf(config, configFile);
+        if (scheme) facts.scheme = scheme;
+      } catch (e) {
+        facts.refusal = e instanceof FormatError ? e.detail : String(e);
+      }
+    }
+  } catch {
+    facts = undefined; // an unreadable config.json is not this check's business
+  }
+  if (cache.size > 256) cache.clear();
+  cache.set(configFile, { stamp, facts });
+  return facts;
+}
+
+const FP8 = new Set(['F8_E4M3', 'F8_E5M2']);
+
+/** The weight `key` scales, when it is a scale tensor of a quantized checkpoint. */
+function scaledWeight(key: string, header: SafetensorsHeader, facts: QuantFacts | undefined): string | undefined {
+  const w = weightOfScaleKey(key, facts?.scheme?.method);
+  if (!w) return undefined;
+  const t = header.tensors.get(w);
+  return (t && FP8.has(t.dtype)) || facts?.scheme ? w : undefined;
+}
+
+/** The scale tensor of FP8 weight `key` in `header`, if any. */
+function scaleOf(key: string, header: SafetensorsHeader): TensorInfo | undefined {
+  const base = key.replace(/\.weight$/, '');
+  for (const k of [`${base}.weight_scale_inv`, `${key}_scale_inv`, `${key}_scales_inv`, `${base}.weight_scale`]) {
+    const t = header.tensors.get(k);
+    if (t) return t;
+  }
+  return undefined;
+}
+
+/** The quantization problems of the spec (after the files and inputs passes). */
+export function checkQuantization(ctx: CheckContext): void {
+  const facts = ctx.files.map((f) => (f.header && f.abs ? quantFactsOf(path.dirname(f.real ?? f.abs)) : undefined));
+  const reported = new Set<string>();
+  facts.forEach((q, i) => {
+    if (!q?.refusal || reported.has(q.configFile)) return;
+    reported.add(q.configFile);
+    report(ctx, 'quantization-unsupported', 'error', ctx.sources.files[i]!.path, `${fileLabel(ctx, i)}: ${q.configFile}: ${q.refusal}`);
+  });
+  for (const [i, input] of ctx.spec.inputs.entries()) {
+    const fi = input.location.file;
+    const header = ctx.files[fi]?.header;
+    const info = header?.tensors.get(input.location.key);
+    if (!header || !info) continue;
+    const q = facts[fi];
+    const key = input.location.key;
+    const weight = scaledWeight(key, header, q);
+    if (weight) {
+      report(ctx, 'quantization-scale', 'error', ctx.sources.inputs[i]!.key,
+        `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`, { weight });
+    } else if (FP8.has(info.dtype)) {
+      const scale = scaleOf(key, header);
+      report(ctx, 'quantized-weight', 'error', ctx.sources.inputs[i]!.key,
+        `key "${key}" is stored as ${info.dtype}${scale ? ` scaled by "${scale.key}"` : ''}${q?.scheme ? ` (${describeScheme(q.scheme)})` : ''}: the graph needs it dequantized; run \`weight-spec prepare\` and point the spec at the prepared checkpoint`);
+    }
+  }
+}
+
+/**
+ * Hover lines for `key` of a checkpoint in `dir`: stored dtype, block size and the dtype it
+ * dequantizes to, for FP8 weights and their scales (empty for anything else).
+ */
+export function describeQuantizedKey(dir: string, header: SafetensorsHeader, key: string): string[] {
+  const info = header.tensors.get(key);
+  if (!info) return [];
+  const q = quantFactsOf(dir);
+  const weight = scaledWeight(key, header, q);
+  if (weight) return [`quantization scale of \`${weight}\` (\`${info.dtype}\`): folded into it by prepare, never a graph input`];
+  if (!FP8.has(info.dtype)) return [];
+  const scale = scaleOf(key, header);
+  const lines = [`quantized: stored \`${info.dtype}\`${q?.scheme ? ` · ${describeScheme(q.scheme)}` : ''}`];
+  if (scale) {
+    const R = info.shape[info.shape.length - 2] ?? 1;
+    const C = info.shape[info.shape.length - 1] ?? 1;
+    const [nR, nC] = scale.shape.length >= 2 ? scale.shape.slice(-2) : [scale.shape[0] ?? 1, 1];
+    const block = q?.scheme?.method === 'fp8' && q.scheme.block ? q.scheme.block : [Math.ceil(R / nR!), Math.ceil(C / nC!)];
+    lines.push(`block size ${block[0]}×${block[1]} · scale \`${scale.key}\` \`${scale.dtype}\` [${scale.shape.join(', ')}]`);
+  } else {
+    lines.push('no scale tensor found beside it: prepare refuses it');
+  }
+  lines.push(`dequantized by \`weight-spec prepare\` to \`--dtype\` (model dtype: \`${q?.torchDtype ?? 'unknown'}\`)`);
+  return lines;
+}

@@ -1,0 +1,81 @@
+/**
+ * The FP8 fixture through the real CLI (issue 24): the llama fixture quantized in code (HF
+ * fine-grained FP8, 32×32 blocks; and compressed-tensors float8 per-channel) runs
+ * export --config → prepare → compile → run, and its logits stay within the quantization
+ * error of the bf16 model's reference logits (the bound is derived below).
+ *
+ * The bound. Each quantized weight is w' = w(1 + δ): E4M3 keeps 4 significant bits, so
+ * round-to-nearest-even is off by at most half an ulp, |δ| ≤ u = 2⁻⁴, for every normal code
+ * (the block / channel scale maps each block's amax to 448, so all but the elements below
+ * 2⁻⁶·amax are normal; those few have an absolute error ≤ 2⁻¹⁰·amax, no larger). Rounding
+ * errors are independent with zero mean and at most uniform on [−u, u], so a quantized
+ * matmul's output moves by a relative RMS error of at most u/√3 (Σ wⱼxⱼδⱼ against Σ wⱼxⱼ),
+ * and independent errors of matmuls in series add in quadrature. From the embeddings to the
+ * logits (embeddings, norms and lm_head are not quantized; the logits are a fixed linear map
+ * of the normalized state) a token passes per layer at most k = 4 quantized matmuls in
+ * series (q·k → softmax weights and v → o in attention, gate·up → down in the MLP), L = 2:
+ *   ‖Δlogits_t‖₂ ≤ B · ‖ref_t‖₂,  B = √(L·k) · u / √3 = √8 / (16·√3) ≈ 0.102
+ * for every position t (conservative: the residual stream carries the unquantized part). The
+ * reference is the bf16 model's fp32 logits (reference.json). Misread weights (raw E4M3 values,
+ * 448/amax times too large, or scales ignored) give relative errors ≫ 1.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { quantizeCheckpoint, type QuantizeOptions } from './fp8-support';
+
+const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-fp8-e2e-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function ws(...args: string[]): string {
+  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
+  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** The derived bound on ‖Δlogits‖₂ / ‖ref‖₂ per position (see the file comment). */
+const U = 2 ** -4;
+const BOUND = (Math.sqrt(2 * 4) * U) / Math.sqrt(3);
+
+function relErrors(rows: number[][], ref: number[][]): number[] {
+  return ref.map((r, t) => {
+    const d = Math.hypot(...r.map((x, j) => rows[t]![j]! - x));
+    return d / Math.hypot(...r);
+  });
+}
+
+interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+
+describeFixtures('FP8 llama fixture: export --config → prepare → compile → run within the quantization bound', () => {
+  const cases: [string, QuantizeOptions][] = [
+    ['fp8 32×32 blocks', { method: 'fp8', block: [32, 32] }],
+    ['compressed-tensors per-channel', { method: 'compressed-tensors-channel', inputScales: true }],
+  ];
+  for (const [name, opts] of cases) {
+    it(name, async () => {
+      const src = path.join(tmp, name.replace(/\W+/g, '-'));
+      await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, opts);
+      const ref = JSON.parse(readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as Ref;
+      const out = `${src}-export`;
+      const prepared = `${src}-qeff-prepared-float32`;
+      ws('export', '--config', src, '--out', out, '--ctx-len', '32');
+      const spec = JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as { inputs: { name: string; location: { key: string } }[] };
+      expect(spec.inputs.some((i) => i.name === 'model.layers.0.self_attn.q_proj.weight')).toBe(true);
+      expect(spec.inputs.filter((i) => /scale/.test(i.name) || /scale/.test(i.location.key))).toEqual([]);
+      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+      ws('compile', out, '--prepared', prepared);
+      const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+      const dump = `${src}-logits.json`;
+      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+      const rel = relErrors(rows, ref.logits);
+      expect(Math.max(...rel)).toBeLessThanOrEqual(BOUND);
+      // and the weights really are the quantized ones, not the bf16 originals
+      expect(Math.max(...rel)).toBeGreaterThan(1e-4);
+    });
+  }
+});
