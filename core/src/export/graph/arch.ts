@@ -60,6 +60,34 @@ export interface MoeSpec {
   topK: number;
   /** Renormalize the top-k probabilities to sum 1 (Mixtral always; Qwen3-MoE per config). */
   normTopK: boolean;
+  /**
+   * How router logits become expert weights (default `softmax`: softmax over all experts,
+   * top-k, optional renormalization — Mixtral, Qwen3-MoE). `topk-softmax`: top-k of the logits,
+   * softmax over those k (GPT-OSS, GraniteMoE). `sigmoid-group`: GLM-4-MoE's grouped sigmoid
+   * routing, see {@link MoeGroupRouting}.
+   */
+  routing?: 'softmax' | 'topk-softmax' | 'sigmoid-group';
+  /** Router bias key `[experts]` (GPT-OSS). */
+  routerBias?: string;
+  /** Parameters of `sigmoid-group` routing. */
+  group?: MoeGroupRouting;
+  /** GPT-OSS's clamped SwiGLU `(clamp(up, ±limit) + 1) · g·σ(α·g)`, g = min(gate, limit); default `act(gate) · up`. */
+  clampedSwiglu?: { limit: number; alpha: number };
+  /** Shared experts run on every token and added to the routed output (GLM-4-MoE). */
+  shared?: { gate: LinearSpec; up: LinearSpec; down: LinearSpec };
+}
+
+/**
+ * GLM-4-MoE routing (HF `Glm4MoeMoE.route_tokens_to_experts`): sigmoid scores; the choice uses
+ * scores + `e_score_correction_bias`, limited to the `topkGroup` best of `nGroup` expert groups
+ * (a group's score is the sum of its top 2); the weights are the unbiased scores of the chosen
+ * experts, renormalized when `normTopK`, times `scale` (routed_scaling_factor).
+ */
+export interface MoeGroupRouting {
+  correctionBias: string;
+  nGroup: number;
+  topkGroup: number;
+  scale: number;
 }
 
 /** One decoder layer. */
@@ -72,6 +100,10 @@ export interface LayerSpec {
   qNorm?: NormSpec;
   kNorm?: NormSpec;
   mlp: MlpSpec;
+  /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
+  sinks?: string;
+  /** This layer's sliding window (HF `layer_types` = sliding_attention); overrides {@link ArchSpec.slidingWindow}. */
+  slidingWindow?: number;
 }
 
 /** Rotary embedding tables (computed from the config, baked into the graph as constants). */
@@ -142,6 +174,7 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
     else lin(l.attn.qkv);
     if (l.qNorm) norm(l.qNorm);
     if (l.kNorm) norm(l.kNorm);
+    add(l.sinks, [a.nHeads]);
     lin(l.o);
     norm(l.norm2);
     const m = l.mlp;
@@ -150,7 +183,10 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
     else if (m.kind === 'plain') [m.fc, m.proj].forEach(lin);
     else {
       add(m.router, [m.weights.experts, a.hidden]);
+      add(m.routerBias, [m.weights.experts]);
+      if (m.group) add(m.group.correctionBias, [m.weights.experts]);
       for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
+      if (m.shared) [m.shared.gate, m.shared.up, m.shared.down].forEach(lin);
     }
   }
   norm(a.finalNorm);

@@ -10,15 +10,17 @@
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import { applyRope, type ropeTables } from './rope';
-import { cast, linear, reshape, split, transpose, unsqueeze, type Ctx } from './ops';
+import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
 
 /** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
 export interface CacheContext {
   /** `[B, nKv, S, 3]` int64 ScatterND indices (batch slot, kv head, position). */
   scatterIdx: string;
-  /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot. */
+  /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot (the model-wide window). */
   mask: string;
+  /** The mask for a layer with its own sliding window (HF `layer_types`), built once per window. */
+  maskFor(window: number | undefined): string;
   /** Continuous batching: `[B]` int64 cache rows to read after the write. */
   batchRows?: string;
   /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
@@ -53,19 +55,27 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
     const pIdx = g.op('Expand', [unsqueeze(c, writePos, [1, 3]), idxShape]);
     const scatterIdx = g.op('Concat', [bIdx, hIdx, pIdx], { axis: -1 });
 
-    // mask[b, s, j] = j ≤ pos[b,s] (∧ j > pos[b,s] − window)
+    // mask[b, s, j] = j ≤ pos[b,s] (∧ j > pos[b,s] − window: HF's window, a token sees itself and the W−1 before it)
     const slots = unsqueeze(c, g.op('Range', [g.int(0), ctxLen, g.int(1)]), [0, 1]); // [1,1,C]
     const pos3 = unsqueeze(c, positionIds, [-1]); // [B,S,1]
-    let allowed = g.op('LessOrEqual', [slots, pos3]);
-    if (a.slidingWindow !== undefined) {
-      const lo = g.op('Sub', [pos3, g.int(a.slidingWindow)]);
-      allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
-    }
+    const causal = g.op('LessOrEqual', [slots, pos3]);
     const groups = a.nHeads / a.nKv;
-    let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C]
-    // queries are laid out (group, position) per kv head; tile the mask to match
-    if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
-    return { scatterIdx, mask, batchRows, bs };
+    const masks = new Map<number | undefined, string>();
+    const maskFor = (window: number | undefined): string => {
+      const hit = masks.get(window);
+      if (hit) return hit;
+      let allowed = causal;
+      if (window !== undefined) {
+        const lo = g.op('Sub', [pos3, g.int(window)]);
+        allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
+      }
+      let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C]
+      // queries are laid out (group, position) per kv head; tile the mask to match
+      if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
+      masks.set(window, mask);
+      return mask;
+    };
+    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, batchRows, bs };
   });
 }
 
@@ -115,9 +125,29 @@ export function attention(
   }
   // softmax in float32 (HF: softmax(..., dtype=float32).to(query.dtype))
   const sf = cast(c, scores, c.dtype, 'float32');
-  const masked = g.op('Where', [kv.mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
-  const probs = cast(c, g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
+  const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
+  const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
+  const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
   const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,hd]
   const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, hd]), [0, 2, 1, 3]), [-1, nh * hd]);
   return { out: linear(c, merged, l.o), key, value };
+}
+
+/**
+ * GPT-OSS `eager_attention_forward`: each head's learned sink logit is appended as one more
+ * column of the scores, the softmax runs over scores + sink, and the sink's column is dropped
+ * (so a head may attend to "nothing"). `scores` is float32 `[B, nKv, groups·S, C]`; query row
+ * `grp·S + s` of kv head k is attention head `k·groups + grp`, so the `[nHeads]` sinks become
+ * a `[1, nKv, groups·S, 1]` column by repeating each head's value S times.
+ */
+function softmaxWithSinks(c: Ctx, a: ArchSpec, scores: string, sinks: string): string {
+  const g = c.g;
+  const groups = a.nHeads / a.nKv;
+  const shape = g.op('Shape', [scores]); // [B, nKv, groups·S, C]
+  const s = g.op('Div', [g.op('Slice', [shape, g.ints([2]), g.ints([3])]), g.ints([groups])]); // [S]
+  const perHead = reshape(c, cast(c, weight(c, sinks, [a.nHeads]), c.dtype, 'float32'), [1, a.nKv, groups, 1]);
+  const repeated = g.op('Expand', [perHead, g.op('Concat', [g.ints([1, a.nKv, groups]), s], { axis: 0 })]); // [1,nKv,groups,S]
+  const column = g.op('Expand', [reshape(c, repeated, [1, a.nKv, -1, 1]), g.op('Concat', [g.op('Slice', [shape, g.ints([0]), g.ints([3])]), g.ints([1])], { axis: 0 })]);
+  const probs = g.op('Softmax', [g.op('Concat', [scores, column], { axis: -1 })], { axis: -1 });
+  return g.op('Slice', [probs, g.ints([0]), g.ints([-1]), g.ints([-1])]); // drop the sink column
 }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { quantSchemeOf } from '../../prepare/quant-config';
-import { FormatError } from '../../errors';
+import { FormatError, UsageError } from '../../errors';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
@@ -67,7 +67,7 @@ export const gpt2Config = z.looseObject({
 export type Gpt2Config = z.infer<typeof gpt2Config>;
 
 /** The model types the builder implements. */
-export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gpt2', 'mixtral', 'qwen3_moe'] as const;
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gpt2', 'mixtral', 'qwen3_moe', 'gpt_oss', 'glm4_moe'] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
@@ -118,4 +118,14 @@ export function actOf(name: string, file: string, field: string): 'silu' | 'gelu
 /** Throws a one-line refusal for a field whose value the builder does not implement. */
 export function refuse(file: string, field: string, why: string): never {
   throw new FormatError(file, `"${field}" ${why}; refusing to build a graph with different math`);
+}
+
+/**
+ * `--moe-flavour expert_parallel --pipeline-stages P` needs experts that split into P stages
+ * (QEfficient `modeling_auto.py`: N = E / P, E % P == 0).
+ */
+export function checkExpertParallel(file: string, experts: number | undefined, stages: number): void {
+  if (!experts) throw new UsageError(`${file}: --moe-flavour expert_parallel, but this model has no MoE experts`);
+  if (!Number.isInteger(stages) || stages < 1) throw new UsageError(`--pipeline-stages must be a positive integer (got ${stages})`);
+  if (experts % stages !== 0) throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
 }

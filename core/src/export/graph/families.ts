@@ -9,8 +9,9 @@
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
 import { UsageError } from '../../errors';
-import { actOf, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
+import { actOf, checkExpertParallel, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
+import { glm4MoeArch, gptOssArch } from './families-moe';
 
 /** Options that depend on the checkpoint rather than the config. */
 export interface ArchOptions {
@@ -24,6 +25,8 @@ export interface ArchOptions {
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const type = modelTypeOf(raw, file);
   if (type === 'gpt2') return gpt2Arch(raw, file, opts);
+  if (type === 'gpt_oss') return gptOssArch(raw, file, opts);
+  if (type === 'glm4_moe') return glm4MoeArch(raw, file, opts);
   return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
 }
 
@@ -184,14 +187,4 @@ function gpt2Arch(raw: unknown, file: string, opts: ArchOptions): ArchSpec {
     ...(tied ? {} : { lmHead: 'lm_head.weight' }),
     layers,
   };
-}
-
-/**
- * `--moe-flavour expert_parallel --pipeline-stages P` needs experts that split into P stages
- * (QEfficient `modeling_auto.py`: N = E / P, E % P == 0).
- */
-function checkExpertParallel(file: string, experts: number | undefined, stages: number): void {
-  if (!experts) throw new UsageError(`${file}: --moe-flavour expert_parallel, but this model has no MoE experts`);
-  if (!Number.isInteger(stages) || stages < 1) throw new UsageError(`--pipeline-stages must be a positive integer (got ${stages})`);
-  if (experts % stages !== 0) throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
 }

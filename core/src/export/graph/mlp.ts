@@ -1,10 +1,10 @@
 /**
  * Feed-forward blocks on 2-D hidden `[N, H]`: gated (Llama family), fused gated (Phi-3),
  * plain (GPT-2), and sparse MoE over the prepared experts in QEfficient's canonical layout
- * (Mixtral, Qwen3-MoE; the block itself lives in `moe.ts`, shared with other MoE families).
+ * (the expert block lives in `moe.ts`, the routers of each family in `moe-routing.ts`).
  */
 import type { ArchSpec, MlpSpec } from './arch';
-import { softmaxMoe } from './moe';
+import { routedMoe } from './moe-routing';
 import { activation, linear, split, type Ctx } from './ops';
 
 /** The layer's MLP on `x [N, H]`. */
@@ -20,6 +20,6 @@ export function mlp(c: Ctx, a: ArchSpec, m: MlpSpec, x: string): string {
     case 'plain':
       return linear(c, activation(c, linear(c, x, m.fc), a.act), m.proj);
     case 'moe':
-      return softmaxMoe(c, x, { router: m.router, topK: m.topK, normTopK: m.normTopK, act: a.act, weights: m.weights });
+      return routedMoe(c, a.hidden, a.act, m, x);
   }
 }

@@ -13,8 +13,7 @@
  * layout the weights are only reshaped (`[N, P, …]` → `[E, …]`, free) and the routing
  * columns are gathered into the packed expert order instead.
  */
-import type { Act } from './arch';
-import { activation, cast, reshape, transpose, unsqueeze, weight, type Ctx } from './ops';
+import { reshape, transpose, unsqueeze, weight, type Ctx } from './ops';
 
 /** Prepared expert tensors of one MoE module (keys) and their sizes. */
 export interface MoeWeights {
@@ -97,15 +96,4 @@ export function moeExperts(c: Ctx, x: string, route: string, w: MoeWeights, glu:
   const ordered = w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
   const r = unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
   return g.op('ReduceSum', [g.op('Mul', [down, r]), g.ints([0], 'axes')], { keepdims: 0 }); // [T,H]
-}
-
-/** Mixtral / Qwen3-MoE: router `Gemm` → softmax top-k (float32) → {@link moeExperts} with `act(gate) · up`. */
-export function softmaxMoe(c: Ctx, x: string, o: { router: string; topK: number; normTopK: boolean; act: Act; weights: MoeWeights }): string {
-  const g = c.g;
-  return g.within('moe', () => {
-    const router = weight(c, o.router, [o.weights.experts, o.weights.hidden]);
-    const logits = cast(c, g.op('Gemm', [x, router], { transB: 1 }), c.dtype, 'float32'); // [T,E]
-    const route = cast(c, softmaxTopK(c, logits, o.topK, o.normTopK), 'float32', c.dtype);
-    return moeExperts(c, x, route, o.weights, (gate, up) => g.op('Mul', [activation(c, gate, o.act), up]));
-  });
 }

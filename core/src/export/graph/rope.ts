@@ -69,10 +69,12 @@ export function ropeSpec(
     case 'longrope':
     case 'su':
       return longRope(theta, rotaryDim, scaling!, file, positions ?? {});
+    case 'yarn':
+      return yarnRope(theta, rotaryDim, scaling!, file, positions ?? {});
     default:
       throw new FormatError(
         file,
-        `rope_scaling type "${type}" is not supported (supported: default, linear, llama3, longrope); refusing to build a graph with different position math`,
+        `rope_scaling type "${type}" is not supported (supported: default, linear, llama3, longrope, yarn); refusing to build a graph with different position math`,
       );
   }
   return { invFreq: invFreq.map((f) => Math.fround(f)), rotaryDim, attentionScale: 1 };
@@ -100,6 +102,55 @@ function longRope(theta: number, dim: number, s: RopeScaling, file: string, p: {
   const attentionScale = typeof given === 'number' ? given : factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(originalMax));
   const table = (ext: number[]) => ext.map((e, i) => Math.fround(1 / (e * Math.pow(theta, (2 * i) / dim))));
   return { invFreq: table(short), rotaryDim: dim, attentionScale, long: { invFreq: table(long), threshold: originalMax } };
+}
+
+/**
+ * HF `_compute_yarn_parameters` (transformers `modeling_rope_utils.py`): frequencies blended
+ * between θ^(-2i/d) (extrapolation) and that / factor (interpolation) by a linear ramp over
+ * the dims whose rotation count at `original_max_position_embeddings` lies between beta_slow
+ * and beta_fast — the ramp bounds floored/ceiled unless `truncate` is false (GPT-OSS) — and an
+ * attention factor on cos/sin: `attention_factor`, else mscale / mscale_all_dim, else
+ * 0.1·ln(factor) + 1.
+ */
+function yarnRope(theta: number, dim: number, s: RopeScaling, file: string, p: { max?: number }): RopeSpec {
+  const num = (k: string): number | undefined => {
+    const v = s[k];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new FormatError(file, `rope_scaling "${k}" must be a number`);
+    return v;
+  };
+  const factor = num('factor');
+  if (factor === undefined || factor <= 0) throw new FormatError(file, `rope_scaling type "yarn" needs a positive numeric "factor"`);
+  const originalMax = num('original_max_position_embeddings') || p.max;
+  if (!originalMax) throw new FormatError(file, `yarn needs "original_max_position_embeddings" or "max_position_embeddings"`);
+  if (s.truncate !== undefined && typeof s.truncate !== 'boolean') throw new FormatError(file, `rope_scaling "truncate" must be a boolean`);
+  const truncate = s.truncate ?? true;
+  const mscaleOf = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
+  const mscale = num('mscale');
+  const mscaleAll = num('mscale_all_dim');
+  const attentionScale = num('attention_factor') ?? (mscale && mscaleAll ? mscaleOf(factor, mscale) / mscaleOf(factor, mscaleAll) : mscaleOf(factor));
+  const betaFast = num('beta_fast') || 32;
+  const betaSlow = num('beta_slow') || 1;
+  const corrDim = (rot: number) => (dim * Math.log(originalMax / (rot * 2 * Math.PI))) / (2 * Math.log(theta));
+  let low = corrDim(betaFast);
+  let high = corrDim(betaSlow);
+  if (truncate) {
+    low = Math.floor(low);
+    high = Math.ceil(high);
+  }
+  low = Math.max(low, 0);
+  high = Math.min(high, dim - 1);
+  if (low === high) high += 0.001; // HF: prevent a singular ramp
+  const invFreq: number[] = [];
+  for (let i = 0; i < dim / 2; i++) {
+    const posFreq = Math.fround(Math.pow(theta, Math.fround((2 * i) / dim)));
+    const extrapolation = Math.fround(1 / posFreq);
+    const interpolation = Math.fround(1 / Math.fround(factor * posFreq));
+    const ramp = Math.fround(Math.min(1, Math.max(0, (i - low) / (high - low))));
+    const extrapolationFactor = Math.fround(1 - ramp);
+    invFreq.push(Math.fround(interpolation * Math.fround(1 - extrapolationFactor) + extrapolation * extrapolationFactor));
+  }
+  return { invFreq, rotaryDim: dim, attentionScale };
 }
 
 /** cos and sin `[B, S, 1, rotaryDim]` in the compute dtype, from int64 positions `[B, S]`. */

@@ -1,0 +1,240 @@
+/**
+ * MoE families with their own attention or routing, each from its HF modeling file
+ * (huggingface/transformers `src/transformers/models/<family>/modeling_<family>.py`):
+ *
+ * - GPT-OSS (`modeling_gpt_oss.py`): q/k/v/o biases, per-head attention sinks, `layer_types`
+ *   alternating sliding/full attention, yarn rope, router with bias and softmax over the top-k
+ *   logits, experts with biases and the clamped SwiGLU. The checkpoint's MXFP4 experts are
+ *   dequantized by prepare into `mlp.moe_weights.{gate,up,down}` (+ `_bias`).
+ * - GLM-4-MoE (`modeling_glm4_moe.py`): partial rotary (half-split), q/k/v bias without o bias,
+ *   optional per-head q/k norm, `first_k_dense_replace` dense layers, then routed experts with
+ *   grouped sigmoid routing plus shared experts. The `num_nextn_predict_layers` MTP layers
+ *   (layer index ≥ num_hidden_layers) are not part of the causal LM and are never referenced.
+ */
+import { z } from 'zod';
+import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
+import type { ArchOptions } from './families';
+import { actOf, checkExpertParallel, parseWith, refuse } from './config';
+import { canonicalMoeKeys } from './moe';
+import { ropeSpec, type RopeScaling } from './rope';
+
+const int = z.number().int().positive();
+const num = z.number().finite();
+const rope = z.record(z.string(), z.unknown()).nullable().optional();
+
+const common = {
+  vocab_size: int,
+  hidden_size: int,
+  intermediate_size: int,
+  num_hidden_layers: int,
+  num_attention_heads: int,
+  num_key_value_heads: int.nullable().optional(),
+  head_dim: int.nullable().optional(),
+  rms_norm_eps: num.positive().optional(),
+  rope_theta: num.positive().optional(),
+  rope_scaling: rope,
+  rope_parameters: rope,
+  max_position_embeddings: int.optional(),
+  attention_bias: z.boolean().optional(),
+  hidden_act: z.string().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  num_experts_per_tok: int.optional(),
+};
+
+/** GptOssConfig's fields (defaults as in `configuration_gpt_oss.py`). */
+const gptOssConfig = z.looseObject({
+  ...common,
+  model_type: z.literal('gpt_oss'),
+  num_local_experts: int,
+  experts_per_token: int.optional(),
+  sliding_window: int.nullable().optional(),
+  layer_types: z.array(z.string()).optional(),
+  swiglu_limit: num.positive().optional(),
+  swiglu_alpha: num.positive().optional(),
+});
+
+/** Glm4MoeConfig's fields (defaults as in `configuration_glm4_moe.py`). */
+const glm4MoeConfig = z.looseObject({
+  ...common,
+  model_type: z.literal('glm4_moe'),
+  partial_rotary_factor: num.positive().max(1).optional(),
+  use_qk_norm: z.boolean().optional(),
+  moe_intermediate_size: int,
+  n_routed_experts: int,
+  n_shared_experts: z.number().int().nonnegative().optional(),
+  n_group: int.optional(),
+  topk_group: int.optional(),
+  norm_topk_prob: z.boolean().optional(),
+  routed_scaling_factor: num.positive().optional(),
+  first_k_dense_replace: z.number().int().nonnegative().optional(),
+  num_nextn_predict_layers: z.number().int().nonnegative().optional(),
+});
+
+const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
+
+type Common = z.infer<z.ZodObject<typeof common>>;
+
+/** Rope from `rope_scaling` / `rope_parameters` (newer HF configs carry rope_theta inside). */
+function ropeOf(c: Common, rotaryDim: number, file: string, defaultTheta: number) {
+  const params = (c.rope_parameters ?? null) as RopeScaling | null;
+  const scaling = (c.rope_scaling ?? params) as RopeScaling | null;
+  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : defaultTheta);
+  return ropeSpec(theta, rotaryDim, scaling, file, c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {});
+}
+
+function heads(c: Common, file: string, defaultHeadDim: number) {
+  const nh = c.num_attention_heads;
+  const nKv = c.num_key_value_heads ?? nh;
+  if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
+  return { nh, nKv, hd: c.head_dim ?? defaultHeadDim };
+}
+
+function attnProj(p: string, H: number, nh: number, nKv: number, hd: number, bias: boolean): LayerSpec['attn'] {
+  return {
+    kind: 'separate',
+    q: lin(`${p}.self_attn.q_proj.weight`, nh * hd, H, bias),
+    k: lin(`${p}.self_attn.k_proj.weight`, nKv * hd, H, bias),
+    v: lin(`${p}.self_attn.v_proj.weight`, nKv * hd, H, bias),
+  };
+}
+
+/** `{stages}` for expert-parallel packing (checked against the expert count), else nothing. */
+function expertStages(file: string, experts: number, opts: ArchOptions): { stages?: number } {
+  if (!opts.expertParallel) return {};
+  checkExpertParallel(file, experts, opts.expertParallel.stages);
+  return { stages: opts.expertParallel.stages };
+}
+
+function checkTopK(file: string, topK: number | undefined, experts: number): number {
+  if (!topK) return refuse(file, 'num_experts_per_tok', 'is required');
+  if (topK > experts) refuse(file, 'num_experts_per_tok', `(${topK}) exceeds the expert count (${experts})`);
+  return topK;
+}
+
+/** GPT-OSS → {@link ArchSpec}. */
+export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
+  const c = parseWith(gptOssConfig, raw, file);
+  const H = c.hidden_size;
+  const { nh, nKv, hd } = heads(c, file, 64);
+  const E = c.num_local_experts;
+  const topK = checkTopK(file, c.num_experts_per_tok ?? c.experts_per_token, E);
+  const I = c.intermediate_size;
+  const window = c.sliding_window ?? 128;
+  const stages = expertStages(file, E, opts);
+  // HF GptOssConfig: layer_types defaults to sliding on even layers, full on odd ones
+  const types = c.layer_types ?? Array.from({ length: c.num_hidden_layers }, (_, i) => ((i + 1) % 2 ? 'sliding_attention' : 'full_attention'));
+  if (types.length !== c.num_hidden_layers) refuse(file, 'layer_types', `has ${types.length} entries for ${c.num_hidden_layers} layers`);
+  const bad = types.find((t) => t !== 'sliding_attention' && t !== 'full_attention');
+  if (bad !== undefined) refuse(file, 'layer_types', `entry "${bad}" is not implemented (sliding_attention, full_attention)`);
+  const bias = c.attention_bias ?? true;
+  const layers: LayerSpec[] = types.map((type, i) => {
+    const p = `model.layers.${i}`;
+    const m = `${p}.mlp`;
+    const mlp: MlpSpec = {
+      kind: 'moe',
+      router: `${m}.router.weight`,
+      routerBias: `${m}.router.bias`,
+      routing: 'topk-softmax',
+      weights: { ...canonicalMoeKeys(m, true), experts: E, hidden: H, intermediate: I, ...stages },
+      topK,
+      normTopK: false,
+      clampedSwiglu: { limit: c.swiglu_limit ?? 7, alpha: c.swiglu_alpha ?? 1.702 },
+    };
+    return {
+      norm1: { weight: `${p}.input_layernorm.weight`, size: H },
+      norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
+      attn: attnProj(p, H, nh, nKv, hd, bias),
+      o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd, bias),
+      sinks: `${p}.self_attn.sinks`,
+      ...(type === 'sliding_attention' ? { slidingWindow: window } : {}),
+      mlp,
+    };
+  });
+  return {
+    modelType: 'gpt_oss',
+    vocab: c.vocab_size,
+    hidden: H,
+    nHeads: nh,
+    nKv,
+    headDim: hd,
+    norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
+    act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
+    scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
+    rope: ropeOf(c, hd, file, 150000),
+    embed: 'model.embed_tokens.weight',
+    finalNorm: { weight: 'model.norm.weight', size: H },
+    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
+    layers,
+  };
+}
+
+/** GLM-4-MoE → {@link ArchSpec}. */
+export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
+  const c = parseWith(glm4MoeConfig, raw, file);
+  const H = c.hidden_size;
+  const { nh, nKv, hd } = heads(c, file, Math.floor(H / c.num_attention_heads));
+  const partial = c.partial_rotary_factor ?? (typeof c.rope_parameters?.partial_rotary_factor === 'number' ? c.rope_parameters.partial_rotary_factor : 0.5);
+  const rotaryDim = Math.floor(hd * partial);
+  if (rotaryDim % 2 !== 0 || rotaryDim === 0) refuse(file, 'partial_rotary_factor', `gives rotary dim ${rotaryDim} (must be even and positive)`);
+  const E = c.n_routed_experts;
+  const topK = checkTopK(file, c.num_experts_per_tok, E);
+  const nGroup = c.n_group ?? 1;
+  const topkGroup = c.topk_group ?? 1;
+  if (E % nGroup !== 0) refuse(file, 'n_group', `(${nGroup}) does not divide n_routed_experts (${E})`);
+  if (nGroup > 1 && E / nGroup < 2) refuse(file, 'n_group', `leaves ${E / nGroup} expert per group; the group score needs the top 2`);
+  if (topkGroup > nGroup) refuse(file, 'topk_group', `(${topkGroup}) exceeds n_group (${nGroup})`);
+  if (topK > (E / nGroup) * topkGroup) refuse(file, 'num_experts_per_tok', `(${topK}) exceeds the experts of the topk_group groups`);
+  const firstDense = c.first_k_dense_replace ?? 1;
+  const stages = expertStages(file, E, opts);
+  const shared = c.n_shared_experts ?? 1;
+  const mi = c.moe_intermediate_size;
+  const qk = !!c.use_qk_norm;
+  const bias = !!c.attention_bias;
+  const layers: LayerSpec[] = [];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    const p = `model.layers.${i}`;
+    const m = `${p}.mlp`;
+    const gated = (prefix: string, inter: number) => ({
+      gate: lin(`${prefix}.gate_proj.weight`, inter, H),
+      up: lin(`${prefix}.up_proj.weight`, inter, H),
+      down: lin(`${prefix}.down_proj.weight`, H, inter),
+    });
+    const mlp: MlpSpec =
+      i < firstDense
+        ? { kind: 'gated', ...gated(m, c.intermediate_size) }
+        : {
+            kind: 'moe',
+            router: `${m}.gate.weight`,
+            routing: 'sigmoid-group',
+            group: { correctionBias: `${m}.gate.e_score_correction_bias`, nGroup, topkGroup, scale: c.routed_scaling_factor ?? 1 },
+            weights: { ...canonicalMoeKeys(m), experts: E, hidden: H, intermediate: mi, ...stages },
+            topK,
+            normTopK: c.norm_topk_prob ?? true,
+            ...(shared > 0 ? { shared: gated(`${m}.shared_experts`, mi * shared) } : {}),
+          };
+    layers.push({
+      norm1: { weight: `${p}.input_layernorm.weight`, size: H },
+      norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
+      attn: attnProj(p, H, nh, nKv, hd, bias),
+      o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd),
+      ...(qk ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } } : {}),
+      mlp,
+    });
+  }
+  return {
+    modelType: 'glm4_moe',
+    vocab: c.vocab_size,
+    hidden: H,
+    nHeads: nh,
+    nKv,
+    headDim: hd,
+    norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
+    act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
+    scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
+    rope: ropeOf(c, rotaryDim, file, 10000),
+    embed: 'model.embed_tokens.weight',
+    finalNorm: { weight: 'model.norm.weight', size: H },
+    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
+    layers,
+  };
+}
