@@ -1,0 +1,125 @@
+/**
+ * Issue #23, MoE half: gpt_oss and glm4_moe through the real CLI against the fixtures'
+ * reference logits (fp32 HF forward, written by hand in PyTorch) — export --config → prepare →
+ * compile (ORT) → run --dump-logits (fed through the KV cache one id at a time) ≤ 1e-4 in
+ * float32 (≤ 2e-2 in float16), and greedy decoding gives generated_ids.
+ *
+ * Ported from huggingface/transformers (read at these commits):
+ * - src/transformers/models/gpt_oss/modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015
+ *   (sinks, layer_types, yarn via modeling_rope_utils.py @ 0044e3b3 / `truncate`, router bias +
+ *   softmax over the top-k logits, interleaved gate/up, clamped SwiGLU, down bias)
+ * - src/transformers/models/glm4_moe/modeling_glm4_moe.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6
+ *   (partial rotary, q/k/v bias without o bias, use_qk_norm, first_k_dense_replace, shared
+ *   experts, sigmoid + e_score_correction_bias grouped top-k, norm_topk_prob, routed_scaling_factor)
+ * Config fields that would change the math but are not implemented are refused by name.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { archFromConfig } from '../src/export/graph';
+import { maxAbsDiff } from './graph-support';
+
+const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-moe-families-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function run(...args: string[]) {
+  return spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
+}
+
+function ws(...args: string[]): string {
+  const r = run(...args);
+  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+
+/** The MoE families of the issue that ship a fixture. */
+export const MOE_FIXTURE_FAMILIES = ['gpt_oss_full', 'glm4_moe'] as const;
+
+describeFixtures('export --config → prepare → compile → run: gpt_oss and glm4_moe equal the HF reference', () => {
+  for (const fam of MOE_FIXTURE_FAMILIES) {
+    for (const dtype of ['float32', 'float16'] as const) {
+      it(`${fam} ${dtype}`, () => {
+        const src = path.join(fixturesDir(), fam);
+        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+        const prepared = path.join(tmp, `${fam}-prepared-${dtype}`);
+        const out = path.join(tmp, `${fam}-${dtype}-export`);
+        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
+        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        ws('compile', out, '--prepared', prepared);
+        const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+        const dump = path.join(tmp, `${fam}-${dtype}-logits.json`);
+        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+        expect(rows.length).toBe(ref.logits.length);
+        expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
+        if (dtype === 'float32') {
+          const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+          expect(gen).toBe(ref.generated_ids.join(','));
+        }
+      });
+    }
+  }
+
+  it('gpt_oss: the graph takes the sinks, the router bias and the dequantized expert tensors; sliding layers follow layer_types', () => {
+    const cfg = JSON.parse(readFileSync(path.join(fixturesDir(), 'gpt_oss_full', 'config.json'), 'utf8'));
+    const a = archFromConfig(cfg, 'config.json');
+    expect(a.layers.map((l) => l.slidingWindow)).toEqual([4, undefined]);
+    expect(a.layers[0]!.sinks).toBe('model.layers.0.self_attn.sinks');
+    const m = a.layers[1]!.mlp;
+    expect(m.kind === 'moe' && [m.routerBias, m.gateBias, m.upBias, m.downBias]).toEqual([
+      'model.layers.1.mlp.router.bias',
+      'model.layers.1.mlp.moe_weights.gate_bias',
+      'model.layers.1.mlp.moe_weights.up_bias',
+      'model.layers.1.mlp.moe_weights.down_bias',
+    ]);
+  });
+
+  it('glm4_moe: num_nextn_predict_layers weights in the checkpoint are left out of the graph', () => {
+    // a GLM-4.5-Air-like checkpoint carries its MTP layer at index num_hidden_layers
+    const cfg = { ...JSON.parse(readFileSync(path.join(fixturesDir(), 'glm4_moe', 'config.json'), 'utf8')), num_nextn_predict_layers: 1 };
+    const a = archFromConfig(cfg, 'config.json');
+    expect(a.layers.length).toBe(3);
+    expect(a.layers[0]!.mlp.kind).toBe('gated');
+    expect(a.layers[2]!.o.bias).toBeUndefined();
+  });
+});
+
+describe('config fields that change the math but are not implemented are refused by name', () => {
+  const gptOss = {
+    model_type: 'gpt_oss', vocab_size: 32, hidden_size: 16, intermediate_size: 16, num_hidden_layers: 2,
+    num_attention_heads: 2, num_key_value_heads: 1, head_dim: 8, num_local_experts: 4, num_experts_per_tok: 2,
+  };
+  const glm = {
+    model_type: 'glm4_moe', vocab_size: 32, hidden_size: 16, intermediate_size: 32, moe_intermediate_size: 8,
+    num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, n_routed_experts: 8, num_experts_per_tok: 2,
+  };
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['gpt_oss unknown layer_types entry', { ...gptOss, layer_types: ['sliding_attention', 'chunked_attention'] }, /"layer_types" entry "chunked_attention" is not implemented/],
+    ['gpt_oss layer_types of the wrong length', { ...gptOss, layer_types: ['full_attention'] }, /"layer_types" has 1 entries for 2 layers/],
+    ['gpt_oss unknown rope type', { ...gptOss, rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic" is not supported/],
+    ['gpt_oss yarn without factor', { ...gptOss, rope_scaling: { rope_type: 'yarn' } }, /"yarn" needs a positive numeric "factor"/],
+    ['gpt_oss another quantization method', { ...gptOss, quantization_config: { quant_method: 'fp8' } }, /"quantization_config" is set/],
+    ['glm4_moe n_group not dividing the experts', { ...glm, n_group: 3 }, /"n_group" \(3\) does not divide n_routed_experts \(8\)/],
+    ['glm4_moe topk_group above n_group', { ...glm, n_group: 2, topk_group: 3 }, /"topk_group" \(3\) exceeds n_group \(2\)/],
+  ];
+  it.each(cases)('%s', (_name, cfg, message) => {
+    expect(() => archFromConfig(cfg, '/m/config.json')).toThrow(message);
+    expect(() => archFromConfig(cfg, '/m/config.json')).toThrow(/^\/m\/config\.json: /);
+  });
+
+  it('the CLI prints one line naming the file and the field and exits 1', () => {
+    const dir = path.join(tmp, 'bad-layer-types');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...gptOss, layer_types: ['sliding_attention', 'local'] }));
+    const r = run('export', '--config', dir, '--out', path.join(tmp, 'bad-out'));
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain(`weight-spec: ${path.join(dir, 'config.json')}: "layer_types" entry "local"`);
+  });
+});
