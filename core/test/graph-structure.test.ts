@@ -96,7 +96,7 @@ describe('configs the builder does not implement are refused with one line', () 
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['unknown model_type', { ...llama, model_type: 'falcon' }, /model_type "falcon" is not supported/],
     ['missing model_type', { hidden_size: 4 }, /"model_type" is missing/],
-    ['unknown rope type', { ...llama, rope_scaling: { rope_type: 'yarn', factor: 4 } }, /rope_scaling type "yarn" is not supported/],
+    ['unknown rope type', { ...llama, rope_scaling: { rope_type: 'dynamic', factor: 4 } }, /rope_scaling type "dynamic" is not supported/],
     ['dynamic rope', { ...llama, rope_scaling: { type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic"/],
     ['llama3 rope without its fields', { ...llama, rope_scaling: { rope_type: 'llama3', factor: 8 } }, /needs a numeric "low_freq_factor"/],
     ['longrope outside phi3', { ...llama, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"rope_scaling" type "longrope" is only implemented for phi3/],
