@@ -72,7 +72,7 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
     expect(a.layers.map((l) => l.slidingWindow)).toEqual([4, undefined]);
     expect(a.layers[0]!.sinks).toBe('model.layers.0.self_attn.sinks');
     const m = a.layers[1]!.mlp;
-    expect(m.kind === 'moe' && [m.routerBias, m.gateBias, m.upBias, m.downBias]).toEqual([
+    expect(m.kind === 'moe' && [m.routerBias, m.weights.gateBias, m.weights.upBias, m.weights.downBias]).toEqual([
       'model.layers.1.mlp.router.bias',
       'model.layers.1.mlp.moe_weights.gate_bias',
       'model.layers.1.mlp.moe_weights.up_bias',
