@@ -104,7 +104,7 @@ describe('config fields that change the math but are not implemented are refused
     ['gpt_oss layer_types of the wrong length', { ...gptOss, layer_types: ['full_attention'] }, /"layer_types" has 1 entries for 2 layers/],
     ['gpt_oss unknown rope type', { ...gptOss, rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic" is not supported/],
     ['gpt_oss yarn without factor', { ...gptOss, rope_scaling: { rope_type: 'yarn' } }, /"yarn" needs a positive numeric "factor"/],
-    ['gpt_oss another quantization method', { ...gptOss, quantization_config: { quant_method: 'fp8' } }, /"quantization_config" is set/],
+    ['gpt_oss a quantization prepare cannot undo', { ...gptOss, quantization_config: { quant_method: 'gptq' } }, /quant_method "gptq"/],
     ['glm4_moe n_group not dividing the experts', { ...glm, n_group: 3 }, /"n_group" \(3\) does not divide n_routed_experts \(8\)/],
     ['glm4_moe topk_group above n_group', { ...glm, n_group: 2, topk_group: 3 }, /"topk_group" \(3\) exceeds n_group \(2\)/],
   ];

@@ -101,7 +101,7 @@ describe('configs the builder does not implement are refused with one line', () 
     ['llama3 rope without its fields', { ...llama, rope_scaling: { rope_type: 'llama3', factor: 8 } }, /needs a numeric "low_freq_factor"/],
     ['longrope outside phi3', { ...llama, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"rope_scaling" type "longrope" is only implemented for phi3/],
     ['phi3 longrope with wrong factor count', { ...llama, model_type: 'phi3', rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"short_factor" must be 8 positive numbers/],
-    ['quantized', { ...llama, quantization_config: { quant_method: 'mxfp4' } }, /quantization_config/],
+    ['quantized', { ...llama, quantization_config: { quant_method: 'awq' } }, /quantization_config/],
     ['wrong field type', { ...llama, num_hidden_layers: '2' }, /"num_hidden_layers"/],
     ['unsupported activation', { ...llama, hidden_act: 'gelu_fast' }, /"hidden_act" = "gelu_fast"/],
     ['qwen2 sliding windows', { ...llama, model_type: 'qwen2', use_sliding_window: true }, /use_sliding_window/],
