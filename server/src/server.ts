@@ -7,10 +7,12 @@ import { fileURLToPath } from 'node:url';
 import {
   CodeActionKind,
   CodeLensRefreshRequest,
+  DidChangeWorkspaceFoldersNotification,
   TextDocumentSyncKind,
   type Connection,
   type InitializeParams,
   type InitializeResult,
+  type WorkspaceFoldersChangeEvent,
 } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
 import { SpecStateChangedNotification, SpecStateRequest, type ServerInitOptions, type SpecStateResult } from '../../core/src/protocol';
@@ -44,6 +46,12 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   const watches = new WatchRegistry(connection, log);
   let codeLensRefresh = false;
   let inlayRefresh = false;
+  // Allowed roots by where they came from; each source replaces its own part, so a removed
+  // workspace folder or a root dropped from the settings stops admitting paths.
+  const rootSources = { init: [] as string[], folders: [] as string[], settings: [] as string[] };
+  const applyRoots = (): void => {
+    documents.roots = [...new Set([...rootSources.init, ...rootSources.folders, ...rootSources.settings])];
+  };
   const documents: SpecDocuments = new SpecDocuments(connection, log, {
     checked(d, run) {
       deps.set(d.uri, dependenciesOf(d.file, run));
@@ -71,16 +79,14 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   connection.onInitialize((params: InitializeParams): InitializeResult => {
     try {
       const init = (params.initializationOptions ?? {}) as ServerInitOptions;
-      const roots = Array.isArray(init.roots) ? init.roots.filter((r): r is string => typeof r === 'string') : [];
-      for (const f of params.workspaceFolders ?? []) {
-        const p = uriToPath(f.uri);
-        if (p) roots.push(p);
-      }
-      if (params.rootUri) {
+      rootSources.init = Array.isArray(init.roots) ? init.roots.filter((r): r is string => typeof r === 'string') : [];
+      if (params.workspaceFolders) {
+        rootSources.folders = params.workspaceFolders.map((f) => uriToPath(f.uri)).filter((p): p is string => !!p);
+      } else if (params.rootUri) {
         const p = uriToPath(params.rootUri);
-        if (p) roots.push(p);
+        if (p) rootSources.folders = [p];
       }
-      documents.roots = [...new Set(roots)];
+      applyRoots();
       if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
       const ws = params.capabilities.workspace;
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
@@ -100,6 +106,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         documentFormattingProvider: true,
         codeLensProvider: { resolveProvider: false },
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
+        workspace: { workspaceFolders: { supported: true, changeNotifications: true } },
       },
       serverInfo: { name: 'weight-spec', version: '0.1.0' },
     };
@@ -129,12 +136,30 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
     const roots = (p.settings as { weightSpec?: { roots?: unknown } } | undefined)?.weightSpec?.roots;
     if (Array.isArray(roots)) {
-      const extra = roots.filter((r): r is string => typeof r === 'string');
-      documents.roots = [...new Set([...documents.roots, ...extra])];
+      rootSources.settings = roots.filter((r): r is string => typeof r === 'string');
+      applyRoots();
       documents.cache.clear();
       documents.recheckAll();
     }
   }));
+
+  const foldersChanged = guardedNotification(log, 'didChangeWorkspaceFolders', (e: WorkspaceFoldersChangeEvent) => {
+    const removed = new Set(e.removed.map((f) => uriToPath(f.uri)));
+    const added = e.added.map((f) => uriToPath(f.uri)).filter((x): x is string => !!x);
+    rootSources.folders = [...rootSources.folders.filter((r) => !removed.has(r)), ...added];
+    applyRoots();
+    documents.cache.clear();
+    documents.recheckAll();
+  });
+  connection.onInitialized(() => {
+    // The library's workspace-folders feature owns the notification when the client declared
+    // support (it would replace a handler set here); otherwise listen to it directly.
+    try {
+      connection.workspace.onDidChangeWorkspaceFolders(foldersChanged);
+    } catch {
+      connection.onNotification(DidChangeWorkspaceFoldersNotification.type, (p) => foldersChanged(p.event));
+    }
+  });
 
   connection.onHover(guarded(log, 'hover', null, async (p) => {
     const r = await runOf(p.textDocument.uri);

@@ -70,7 +70,7 @@ export function applyEdits(text: string, edits: { range: { start: { line: number
 export async function connectClient(
   toServer: NodeJS.WritableStream,
   fromServer: NodeJS.ReadableStream,
-  opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; server?: WeightSpecServer } = {},
+  opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; server?: WeightSpecServer; workspaceFolders?: { uri: string; name: string }[] } = {},
 ): Promise<TestClient> {
   const rpc = createMessageConnection(new StreamMessageReader(fromServer), new StreamMessageWriter(toServer));
   const latest = new Map<string, { version?: number; diagnostics: Diagnostic[] }>();
@@ -97,7 +97,7 @@ export async function connectClient(
   await rpc.sendRequest('initialize', {
     processId: process.pid,
     rootUri: null,
-    workspaceFolders: null,
+    workspaceFolders: opts.workspaceFolders ?? null,
     capabilities: opts.capabilities ?? { workspace: { didChangeWatchedFiles: { dynamicRegistration: true, relativePatternSupport: true } } },
     initializationOptions: { debounceMs: 0, ...(opts.initializationOptions ?? {}) },
   });
@@ -157,7 +157,7 @@ export async function connectClient(
 }
 
 /** Starts the server in memory and connects a client to it. */
-export async function startInMemory(opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown> } = {}): Promise<TestClient> {
+export async function startInMemory(opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; workspaceFolders?: { uri: string; name: string }[] } = {}): Promise<TestClient> {
   const toServer = new PassThrough();
   const fromServer = new PassThrough();
   const connection = createConnection(ProposedFeatures.all, toServer, fromServer);

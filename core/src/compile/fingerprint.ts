@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { ExportInputs, PreparedLocation } from './locate';
 import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { sha256, type CompileRecord } from './record';
+import { readRegularFileSync } from '../paths';
 
 /** Bump when the artifact layout changes, so old compiles are redone. */
 export const COMPILE_FORMAT = 'weight-spec-compile/2';
@@ -34,7 +35,7 @@ export interface Fingerprint {
 export function preparedState(loc: PreparedLocation): Record<string, unknown> {
   let manifest: string | null = null;
   try {
-    manifest = sha256(fs.readFileSync(path.join(loc.dir, MANIFEST_FILE)));
+    manifest = sha256(readRegularFileSync(path.join(loc.dir, MANIFEST_FILE)));
   } catch {
     manifest = null;
   }

@@ -15,6 +15,7 @@ import { PipelineError, UsageError } from '../errors';
 import { isInside, resolveReadPath } from '../paths';
 import { specFromText, type WeightSpec } from '../spec';
 import { stampOf } from './fingerprint';
+import { readRegularFileSync } from '../paths';
 
 /** The export directory's two inputs, read once. */
 export interface ExportInputs {
@@ -67,10 +68,10 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
   if (!specName) throw new PipelineError(`${exportDir}: no weight_spec.json (export the model first)`);
   const specPath = path.join(exportDir, specName);
   const stamps = { onnx: stampOf(onnxPath), spec: stampOf(specPath) };
-  const specText = fs.readFileSync(specPath, 'utf8');
+  const specText = readRegularFileSync(specPath, 'utf8');
   const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
   if (!spec) return undefined;
-  return { exportDir, onnxPath, onnxBytes: fs.readFileSync(onnxPath), specPath, specText, spec, stamps };
+  return { exportDir, onnxPath, onnxBytes: readRegularFileSync(onnxPath), specPath, specText, spec, stamps };
 }
 
 /** The spec's `files` and `model_id` by plain JSON.parse, or undefined when it does not look like v4+. */

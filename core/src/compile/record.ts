@@ -4,10 +4,10 @@
  * is unchanged.
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { atomicWriteFile } from '../paths';
+import { readRegularFileSync } from '../paths';
 
 /** File name of the record in the export directory. */
 export const COMPILE_RECORD = 'compile.json';
@@ -53,7 +53,7 @@ export function sha256(data: Uint8Array | string): string {
 /** Reads the record, or `undefined` when absent or unreadable (a broken record just means "recompile"). */
 export function readCompileRecord(exportDir: string): CompileRecord | undefined {
   try {
-    const r = recordSchema.safeParse(JSON.parse(fs.readFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8')));
+    const r = recordSchema.safeParse(JSON.parse(readRegularFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8')));
     if (r.success) return r.data;
   } catch {
     /* absent or corrupt */

@@ -12,13 +12,14 @@
  * other existing file is refused.
  */
 import { formatBytes } from '../format';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
 import { createOutputGuard, tempPathFor } from '../paths';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
+import { readRegularFileSync } from '../paths';
 
 /** File names inside an export directory. */
 export const EXPORT_FILES = { model: 'model.onnx', spec: 'weight_spec.json', report: 'export-report.json' } as const;
@@ -55,7 +56,7 @@ function previousArtifacts(outDir: string): string[] {
   const reportFile = path.join(outDir, EXPORT_FILES.report);
   if (!existsSync(reportFile)) return [];
   try {
-    const r = JSON.parse(readFileSync(reportFile, 'utf8')) as { tool?: unknown; links?: unknown };
+    const r = JSON.parse(readRegularFileSync(reportFile, 'utf8')) as { tool?: unknown; links?: unknown };
     if (r.tool !== EXPORT_REPORT_TOOL) return [];
     const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string' && !l.includes('/') && l !== '..') : [];
     return [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report, ...links];

@@ -18,6 +18,16 @@ export {
   validatePathText,
   type ReadPath,
 } from './read-policy';
+export {
+  assertRegularFile,
+  assertWritableDir,
+  openRegularFile,
+  openRegularFileSync,
+  pseudoFsOf,
+  readRegularFile,
+  readRegularFileSync,
+  specialKind,
+} from './file-kind';
 export { createOutputGuard, type OutputGuard, type OutputGuardOptions } from './output-guard';
 export {
   TEMP_NAME_RE,

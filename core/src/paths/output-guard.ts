@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { atomicWriteFile } from './atomic';
+import { assertWritableDir } from './file-kind';
 import { PathPolicyError, printable } from './policy-error';
 import { isInside, realPathOf, validatePathText } from './read-policy';
 
@@ -62,6 +63,7 @@ function lstatOrUndefined(p: string): fs.Stats | undefined {
 export function createOutputGuard(outDir: string, opts: OutputGuardOptions = {}): OutputGuard {
   validatePathText(outDir);
   const out = path.resolve(outDir);
+  assertWritableDir(out);
   if (opts.create !== false) fs.mkdirSync(out, { recursive: true });
   const realOut = realPathOf(out).real;
   const created: string[] = [];

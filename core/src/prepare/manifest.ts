@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { FormatError, oneLine } from '../errors';
+import { readRegularFile } from '../paths';
 
 /** Manifest file name (QEfficient's). */
 export const MANIFEST_FILE = '.checkpoint_prepared.json';
@@ -60,9 +61,10 @@ export async function readPreparedManifest(dir: string): Promise<PreparedManifes
   const file = path.join(dir, MANIFEST_FILE);
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = await readRegularFile(file, 'utf8');
   } catch (e) {
-    throw new FormatError(file, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist (not a prepared checkpoint)' : `cannot read (${oneLine(e)})`);
+    if (e instanceof FormatError && e.detail === 'file does not exist') throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
+    throw e instanceof FormatError ? e : new FormatError(file, `cannot read (${oneLine(e)})`);
   }
   let value: unknown;
   try {
@@ -89,7 +91,7 @@ export interface PreparedStatus {
 export async function preparedStatus(dir: string): Promise<PreparedStatus> {
   let sentinel: string;
   try {
-    sentinel = (await fs.readFile(path.join(dir, SENTINEL_FILE), 'utf8')).trim();
+    sentinel = (await readRegularFile(path.join(dir, SENTINEL_FILE), 'utf8')).trim();
   } catch {
     return { state: 'not-prepared', reason: `${dir} has no ${SENTINEL_FILE} sentinel (prepare never finished there)` };
   }

@@ -7,7 +7,7 @@ import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress
 import { finalizePrepared, removeLeftovers } from './finalize';
 import { checkApartFromSource, checkReplaceable, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
-import { makeTempSiblingDir } from '../paths';
+import { assertWritableDir, makeTempSiblingDir } from '../paths';
 import { planPrepare } from './planner';
 import type { PrepareOptions, PreparePlan } from './types';
 
@@ -39,6 +39,7 @@ export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult
   const plan = await planPrepare({ ...opts, budgetBytes });
   // Refused before the lock is written beside it: an output folder inside (or around) the source.
   checkApartFromSource(plan.outDir, plan.source);
+  assertWritableDir(plan.outDir);
   const lock = await lockOutput(plan.outDir);
   try {
     return await runLocked(plan, opts, budgetBytes, started);

@@ -9,6 +9,7 @@ import { parseWireModel } from '../formats/onnx/wire-model';
 import { COMPILE_RECORD } from '../compile/record';
 import { compileStatus, type CompileStatus } from '../compile/status';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
+import { readRegularFileSync } from '../paths';
 
 export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
 export { loadOrt } from '../ort/loader';
@@ -45,6 +46,6 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
 /** Opens a runner on an export directory (its latest ort compile) or a compiled `.onnx`. */
 export async function openRunner(compiledOrExportDir: string, opts: RunnerOptions = {}): Promise<Runner> {
   const { model } = resolveRunnable(compiledOrExportDir);
-  const m = parseWireModel(fs.readFileSync(model), model);
+  const m = parseWireModel(readRegularFileSync(model), model);
   return createRunner(model, m.inputs, m.outputs, opts);
 }

@@ -5,7 +5,7 @@
  */
 import { closestWord } from '../check/suggest';
 import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
-import { readFile } from 'node:fs/promises';
+import { readRegularFile } from '../paths/file-kind';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
@@ -267,9 +267,9 @@ function isAbsolutePath(p: string): boolean {
 export async function readSpec(file: string): Promise<WeightSpec> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readRegularFile(file, 'utf8');
   } catch (err) {
-    throw new FormatError(file, `cannot read: ${oneLine(err)}`);
+    throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${oneLine(err)}`);
   }
   return specFromText(text, file);
 }

@@ -4,11 +4,11 @@
  * output is an array of `{code, severity, message, path, range}` (range = text offsets, or
  * null). Exit 1 when any problem is an error.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../../errors';
 import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
+import { readRegularFile } from '../../paths';
 
 /** Line and column (both 1-based) of a text offset. */
 export function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -46,9 +46,9 @@ export const checkCommand = defineCommand({
     const file = path.resolve(io.cwd, args.positionals[0]!);
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      text = await readRegularFile(file, 'utf8');
     } catch (err) {
-      throw new FormatError(args.positionals[0]!, `cannot read: ${oneLine(err)}`);
+      throw err instanceof FormatError ? err : new FormatError(args.positionals[0]!, `cannot read: ${oneLine(err)}`);
     }
     const problems = await checkSpec(file, text, {
       roots: args.flags.root.map((r) => path.resolve(io.cwd, r)),

@@ -13,6 +13,7 @@ import { summarizeOnnx, type OnnxSummary } from '../../formats/onnx';
 import { defineCommand, println, type CliIO } from '../command';
 import { formatBytes } from '../progress';
 import { table } from '../table';
+import { assertRegularFile } from '../../paths';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -101,12 +102,14 @@ export const inspectCommand = defineCommand({
   async run(args, io) {
     const given = args.positionals[0]!;
     const target = path.resolve(io.cwd, given);
-    let isDir: boolean;
+    let st;
     try {
-      isDir = (await stat(target)).isDirectory();
+      st = await stat(target);
     } catch (err) {
       throw new FormatError(given, `cannot read: ${oneLine(err)}`);
     }
+    const isDir = st.isDirectory();
+    if (!isDir) assertRegularFile(given, st);
     if (!isDir && target.toLowerCase().endsWith('.onnx')) {
       const s = await summarizeOnnx(target);
       if (args.flags.json) println(io.stdout, JSON.stringify(s, null, 2));

@@ -4,7 +4,6 @@
  * derived from the config otherwise), written by the shared export writer.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
 import type { WeightSpec } from '../../spec';
@@ -16,6 +15,7 @@ import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
 import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
+import { readRegularFile } from '../../paths';
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted). */
 export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16') => Promise<PreparedLayout>;
@@ -56,9 +56,9 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
   const file = statSync(abs).isDirectory() ? path.join(abs, 'config.json') : abs;
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readRegularFile(file, 'utf8');
   } catch (err) {
-    throw new FormatError(file, `cannot read config: ${oneLine(err)}`);
+    throw err instanceof FormatError ? err : new FormatError(file, `cannot read config: ${oneLine(err)}`);
   }
   try {
     return { file, dir: path.dirname(file), raw: JSON.parse(text) };

@@ -5,7 +5,6 @@
  * Use this for graphs (a few MB); for reading what a possibly huge model holds use
  * `summarizeOnnx`, which never materializes tensor data.
  */
-import { readFile } from 'node:fs/promises';
 import protobuf from 'protobufjs';
 import { FormatError, oneLine } from '../../errors';
 import { atomicWriteFile } from '../../paths/atomic';
@@ -13,6 +12,7 @@ import { ONNX_PROTO } from './schema';
 import { summarizeOnnxBytes } from './summary';
 import { MAX_IR_VERSION, type ModelProto, type TensorProto } from './types';
 import { sniffNonOnnx } from './wire-reader';
+import { readRegularFile } from '../../paths';
 
 let root: protobuf.Root | undefined;
 
@@ -96,9 +96,9 @@ export function encodeModel(model: ModelProto): Uint8Array {
 export async function readModel(file: string): Promise<ModelProto> {
   let bytes: Uint8Array;
   try {
-    bytes = await readFile(file);
+    bytes = await readRegularFile(file);
   } catch (err) {
-    throw new FormatError(file, `cannot read: ${oneLine(err)}`);
+    throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${oneLine(err)}`);
   }
   return decodeModel(bytes, file);
 }

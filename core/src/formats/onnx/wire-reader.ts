@@ -6,8 +6,9 @@
  * Every length is checked against the end of its enclosing message before it is trusted;
  * a corrupt file raises one {@link FormatError} naming the file and the byte.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { FormatError } from '../../errors';
+import { openRegularFileSync } from '../../paths/file-kind';
 
 const WINDOW = 1 << 20;
 const JUMP_WINDOW = 16 << 10;
@@ -82,9 +83,9 @@ export class FileReader {
   static open(file: string): FileReader {
     let fd: number;
     try {
-      fd = openSync(file, 'r');
+      fd = openRegularFileSync(file);
     } catch (err) {
-      throw new FormatError(file, `cannot read: ${(err as Error).message.split('\n')[0]}`);
+      throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${(err as Error).message.split('\n')[0]}`);
     }
     try {
       return new FileReader(file, fd);

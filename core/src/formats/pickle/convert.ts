@@ -12,6 +12,7 @@ import { FormatError, PipelineError, UsageError } from '../../errors';
 import { atomicReplaceDir, createOutputGuard, makeTempSiblingDir, printable, removeStaleTemps, resolveReadPath } from '../../paths';
 import { SafetensorsWriter } from '../safetensors';
 import { openTorchBin } from './torch-bin';
+import { readRegularFile } from '../../paths/file-kind';
 
 /** Options of {@link convertBinCheckpoint}. */
 export interface ConvertOptions {
@@ -60,7 +61,7 @@ async function findShards(input: string): Promise<{ dir: string; shards: string[
     const file = path.join(dir, indexName);
     let map: unknown;
     try {
-      map = (JSON.parse(await fsp.readFile(file, 'utf8')) as { weight_map?: unknown }).weight_map;
+      map = (JSON.parse(await readRegularFile(file, 'utf8')) as { weight_map?: unknown }).weight_map;
     } catch (e) {
       throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
     }
@@ -137,7 +138,7 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
     for (const name of SIDECARS) {
       const src = path.join(dir, name);
       if (!fs.existsSync(src) || !fs.statSync(src).isFile()) continue;
-      await guard.writeFile(name, await fsp.readFile(src));
+      await guard.writeFile(name, await readRegularFile(src));
       result.sidecars.push(name);
     }
     if (shards.length > 1) {

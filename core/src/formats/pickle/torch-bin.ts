@@ -5,10 +5,10 @@
  * VM; tensor bytes are read by range from the storages. The legacy pre-1.6 format (a bare
  * pickle stream or tar) is refused with a message saying how to re-save it.
  */
-import fsp from 'node:fs/promises';
 import { FormatError } from '../../errors';
 import { BIN_DTYPE_SIZE, decodeStateDict, type BinTensor } from './state-dict';
 import { ZipReader, type ZipEntry } from './zip';
+import { openRegularFile } from '../../paths/file-kind';
 
 /** Largest `data.pkl` accepted: the pickle of a state dict is kilobytes to a few megabytes. */
 const MAX_PICKLE_BYTES = 512 * 1024 * 1024;
@@ -28,7 +28,7 @@ export interface TorchBin {
 
 /** Refuses non-zip input with the precise reason. */
 async function sniff(file: string): Promise<void> {
-  const fh = await fsp.open(file, 'r');
+  const fh = await openRegularFile(file);
   try {
     const head = Buffer.alloc(512);
     const { bytesRead } = await fh.read(head, 0, 512, 0);

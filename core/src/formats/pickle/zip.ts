@@ -8,6 +8,7 @@ import fsp from 'node:fs/promises';
 import zlib from 'node:zlib';
 import { FormatError } from '../../errors';
 import { printable } from '../../paths';
+import { openRegularFile } from '../../paths/file-kind';
 
 /** One central-directory entry. */
 export interface ZipEntry {
@@ -47,7 +48,7 @@ export class ZipReader {
 
   /** Opens `file` and reads its central directory. */
   static async open(file: string): Promise<ZipReader> {
-    const fh = await fsp.open(file, 'r');
+    const fh = await openRegularFile(file);
     try {
       const size = (await fh.stat()).size;
       const entries = await readCentralDirectory(fh, size, file);

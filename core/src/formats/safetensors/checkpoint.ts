@@ -11,6 +11,7 @@ import { FormatError } from '../../errors';
 import { MAX_HEADER_BYTES, type SafetensorsHeader, type TensorInfo } from './header';
 import { readSafetensorsHeader, readTensorBytes } from './read';
 import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
+import { assertRegularFile, readRegularFile } from '../../paths/file-kind';
 
 /** The index file name HF writes for sharded checkpoints. */
 export const INDEX_FILE = 'model.safetensors.index.json';
@@ -43,9 +44,9 @@ async function readJsonText(file: string): Promise<string> {
   } catch {
     throw new FormatError(file, 'file does not exist');
   }
-  if (!st.isFile()) throw new FormatError(file, 'is not a regular file');
+  assertRegularFile(file, st);
   if (st.size > MAX_HEADER_BYTES) throw new FormatError(file, `is ${st.size} bytes, over the ${MAX_HEADER_BYTES}-byte limit for JSON`);
-  const buf = await fsp.readFile(file);
+  const buf = await readRegularFile(file);
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(buf);
   } catch {

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { FormatError } from '../../errors';
 import { headerLengthOf, parseSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './header';
+import { assertRegularFile } from '../../paths/file-kind';
 
 /** Wraps an fs error (ENOENT, EACCES, EISDIR …) as a FormatError naming the file. */
 export function fsError(file: string, e: unknown): FormatError {
@@ -22,7 +23,7 @@ export function fsError(file: string, e: unknown): FormatError {
 /** Refuses anything that is not a regular file (a FIFO would block the open forever). */
 function checkRegular(file: string, st: fs.Stats): void {
   if (st.isDirectory()) throw new FormatError(file, 'is a directory, not a safetensors file');
-  if (!st.isFile()) throw new FormatError(file, 'is not a regular file');
+  assertRegularFile(file, st);
 }
 
 /** Largest single read/write call (Node refuses lengths above 2 GiB − 1 per call). */
