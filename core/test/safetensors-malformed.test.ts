@@ -112,8 +112,8 @@ describe('malformed safetensors files', () => {
     await expect(readSafetensorsHeader(missing)).rejects.toThrow(`${missing}: file does not exist`);
     const fifo = path.join(tmp, 'pipe.safetensors');
     execFileSync('mkfifo', [fifo]);
-    await expect(readSafetensorsHeader(fifo)).rejects.toThrow(`${fifo}: is not a regular file`);
-    expect(() => readSafetensorsHeaderSync(fifo)).toThrow(`${fifo}: is not a regular file`);
+    await expect(readSafetensorsHeader(fifo)).rejects.toThrow(`${fifo}: is a FIFO, expected a file`);
+    expect(() => readSafetensorsHeaderSync(fifo)).toThrow(`${fifo}: is a FIFO, expected a file`);
   });
 });
 
