@@ -103,7 +103,7 @@ describe('export --config writes a complete, consistent export directory', () =>
       const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
       expect(report.tool).toBe('weight-spec export');
       expect(report.prepared).toMatchObject({ dir: prepared, layout: 'config' });
-      expect(report.graph.opset).toBe(18);
+      expect(report.graph.opset).toBe(17); // QEfficient's ONNX_EXPORT_OPSET
       expect(r.summary.length).toBeLessThanOrEqual(24);
       expect(r.summary.join('\n')).toContain('model.onnx');
     });

@@ -27,6 +27,9 @@ const flags = {
   'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
   'keep-names': { type: 'boolean', description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)' },
   'max-ram-mb': { type: 'int', placeholder: '<MB>', description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)' },
+  opset: { type: 'int', placeholder: '<17-21>', description: 'ONNX opset of the built graph (default 17, as QEfficient exports and qaic-compile takes; with --config)' },
+  'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE graph over prepare\'s expert-parallel packed layout (with --config and --pipeline-stages)' },
+  'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages of the packed MoE layout (N = E / P experts each; with --moe-flavour)' },
   root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'extra directory external data may be read from (with --onnx)' },
 } as const;
 
@@ -38,6 +41,9 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   if (f.checkpoint !== undefined) {
     throw new UsageError('export: --checkpoint goes with --onnx; with --config the checkpoint (if any) is the model directory itself');
   }
+  if ((f['moe-flavour'] === undefined) !== (f['pipeline-stages'] === undefined)) {
+    throw new UsageError('export: --moe-flavour expert_parallel and --pipeline-stages P go together');
+  }
   const r = await exportFromConfig({
     config: path.resolve(io.cwd, f.config!),
     out: path.resolve(io.cwd, f.out),
@@ -47,6 +53,8 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     continuousBatching: f['continuous-batching'],
     phase: (f.phase ?? 'both') as 'both' | 'prefill' | 'decode',
     planner: planLayout,
+    ...(f.opset !== undefined ? { opset: f.opset } : {}),
+    ...(f['moe-flavour'] ? { expertParallel: { stages: f['pipeline-stages']! } } : {}),
   });
   for (const line of r.summary) println(io.stdout, line);
   return 0;
@@ -82,7 +90,7 @@ export const exportCommand = defineCommand({
   name: 'export',
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
-    'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode]',
+    'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -97,7 +105,7 @@ export const exportCommand = defineCommand({
     const { config, onnx } = args.flags;
     if ((config === undefined) === (onnx === undefined)) throw new UsageError('export: give exactly one of --config <model dir> or --onnx <model.onnx>');
     if (onnx !== undefined) {
-      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase'] as const) {
+      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase', 'opset', 'moe-flavour', 'pipeline-stages'] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
       if (args.flags['continuous-batching']) throw new UsageError('export: --continuous-batching goes with --config');

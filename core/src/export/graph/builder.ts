@@ -68,10 +68,25 @@ export interface ModelObj {
 /** Attribute values accepted by {@link GraphBuilder.op}. */
 export type AttrValue = number | string | number[] | TensorObj | { float: number } | { floats: number[] };
 
-/** The opset the builder targets (weight-free QEfficient graphs use 18). */
-export const OPSET = 18;
-/** ONNX IR version matching opset 18 (onnx 1.13+). */
+/**
+ * The default opset: QEfficient exports at `ONNX_EXPORT_OPSET = 17` (`QEfficient/utils/constants.py`,
+ * quic/efficient-transformers release/v1.22.8.0), the opset qaic-compile is known to take.
+ */
+export const OPSET = 17;
+/** Opsets `--opset` accepts (17 … 21). */
+export const OPSETS = [17, 18, 19, 20, 21] as const;
+/** A supported opset. */
+export type Opset = (typeof OPSETS)[number];
+/** ONNX IR version of the default opset (onnx 1.12: IR 8 ↔ opset 17). */
 export const IR_VERSION = 8;
+
+/** The IR version onnx released with each opset (onnx/helper.py VERSION_TABLE: 1.12 → 8/17, 1.13 → 8/18, 1.14 → 9/19, 1.15 → 9/20, 1.16 → 10/21). */
+export function irVersionFor(opset: number): number {
+  return opset >= 21 ? 10 : opset >= 19 ? 9 : 8;
+}
+
+/** Ops whose `axes` moved from an attribute to an input at opset 18 (ReduceSum moved at 13). */
+const REDUCE_AXES_INPUT_AT_18 = new Set(['ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare']);
 
 const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7 } as const;
 
@@ -117,6 +132,9 @@ function valueInfo(name: string, elem: Elem, dims: Dim[]): ValueInfoObj {
  * and returns new ones, so the node list is valid by construction.
  */
 export class GraphBuilder {
+  /** @param opset the default-domain opset the graph declares; ops whose form depends on it go through {@link reduce}. */
+  constructor(readonly opset: number = OPSET) {}
+
   readonly nodes: NodeObj[] = [];
   readonly inputs: ValueInfoObj[] = [];
   readonly outputs: ValueInfoObj[] = [];
@@ -169,6 +187,16 @@ export class GraphBuilder {
     return this.opN(opType, inputs, attrs, 1)[0]!;
   }
 
+  /**
+   * A `Reduce*` over constant `axes` in the form the opset wants: `axes` as an input for
+   * ReduceSum (opset 13+) and for every other reduction from opset 18, an attribute below.
+   */
+  reduce(opType: string, x: string, axes: number[], keepdims: 0 | 1): string {
+    const asInput = opType === 'ReduceSum' || (REDUCE_AXES_INPUT_AT_18.has(opType) && this.opset >= 18);
+    if (!opType.startsWith('Reduce')) throw new Error(`reduce: ${opType} is not a reduction`);
+    return asInput ? this.op(opType, [x, this.ints(axes, 'axes')], { keepdims }) : this.op(opType, [x], { axes, keepdims });
+  }
+
   /** A `Constant` node holding `values` (deduplicated across the graph). */
   constant(elem: Elem, dims: number[], values: ArrayLike<number>, hint = 'const'): string {
     const key = `${elem}|${dims.join(',')}|${Array.from(values).join(',')}`;
@@ -198,10 +226,10 @@ export class GraphBuilder {
   /** The finished model. */
   build(name: string, metadata: Record<string, string>): ModelObj {
     return {
-      irVersion: IR_VERSION,
+      irVersion: irVersionFor(this.opset),
       producerName: 'weight-spec',
       producerVersion: '0.1.0',
-      opsetImport: [{ domain: '', version: OPSET }],
+      opsetImport: [{ domain: '', version: this.opset }],
       metadataProps: Object.keys(metadata)
         .sort()
         .map((key) => ({ key, value: metadata[key]! })),

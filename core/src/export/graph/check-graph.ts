@@ -4,7 +4,7 @@
  * once, graph outputs produced, declared shapes well-formed, Constant payloads sized to their
  * dims, and each `_RetainedState` output declared exactly like its `past_*` input.
  */
-import { OPSET, type ModelObj, type ValueInfoObj } from './builder';
+import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
 
 /** One structural finding. */
 export interface GraphProblem {
@@ -22,7 +22,9 @@ function dimsOf(v: ValueInfoObj): (number | string)[] {
 export function checkGraph(m: ModelObj): GraphProblem[] {
   const problems: GraphProblem[] = [];
   const def = m.opsetImport.find((o) => o.domain === '');
-  if (!def || def.version < OPSET) problems.push({ code: 'opset', message: `default-domain opset import ${def?.version ?? 'missing'} (need ${OPSET})` });
+  if (!def || !(OPSETS as readonly number[]).includes(def.version)) {
+    problems.push({ code: 'opset', message: `default-domain opset import ${def?.version ?? 'missing'} (need one of ${OPSETS.join(', ')})` });
+  }
   const defined = new Set<string>();
   const define = (name: string, where: string) => {
     if (defined.has(name)) problems.push({ code: 'redefined', message: `${name} is defined twice (${where})` });

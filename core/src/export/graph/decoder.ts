@@ -32,6 +32,8 @@ export interface GraphOptions {
   name?: string;
   /** Extra metadata_props (the spec is added by the writer). */
   metadata?: Record<string, string>;
+  /** Default-domain opset (17 … 21; default 17, QEfficient's ONNX_EXPORT_OPSET). */
+  opset?: number;
 }
 
 /** A built graph and the weights it takes. */
@@ -45,7 +47,7 @@ export interface BuiltGraph {
 
 /** Builds the decoder graph for `a`. */
 export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
-  const g = new GraphBuilder();
+  const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const phase = o.phase ?? 'both';
   const cb = !!o.continuousBatching;

@@ -9,7 +9,7 @@ import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
 import type { WeightSpec } from '../../spec';
 import { exportSummary, nextSteps, formatBytes, writeExport, type ExportWritten } from '../write-export';
 import type { ArchSpec } from './arch';
-import { type ModelObj } from './builder';
+import { OPSETS, type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
@@ -17,8 +17,8 @@ import { archFromConfig } from './families';
 import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 
-/** Plans the prepared layout of a real checkpoint (the prepare planner, adapted). */
-export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16') => Promise<PreparedLayout>;
+/** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
+export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16', o?: { expertParallel?: { stages: number } }) => Promise<PreparedLayout>;
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
@@ -32,6 +32,10 @@ export interface ConfigExportOptions {
   phase?: Phase;
   /** Used when the model directory holds a checkpoint. */
   planner?: LayoutPlanner;
+  /** Default-domain opset, 17 (default, QEfficient's) … 21. */
+  opset?: number;
+  /** `--moe-flavour expert_parallel --pipeline-stages P`: the MoE blocks consume prepare's packed `[N, P, …]` layout. */
+  expertParallel?: { stages: number };
 }
 
 /** Result: what was written and the stdout summary. */
@@ -73,15 +77,19 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const dtype = o.dtype ?? 'float32';
   if (o.ctxLen !== undefined && !(Number.isInteger(o.ctxLen) && o.ctxLen > 0)) throw new UsageError(`--ctx-len must be a positive integer (got ${o.ctxLen})`);
   if (o.batchSize !== undefined && !(Number.isInteger(o.batchSize) && o.batchSize > 0)) throw new UsageError(`--batch-size must be a positive integer (got ${o.batchSize})`);
+  if (o.opset !== undefined && !(OPSETS as readonly number[]).includes(o.opset)) throw new UsageError(`--opset must be one of ${OPSETS.join(', ')} (got ${o.opset})`);
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
 
   let layout: PreparedLayout | undefined;
   if (withCheckpoint) {
     if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
-    layout = await o.planner(cfg.dir, dtype);
   }
-  const arch = archFromConfig(cfg.raw, cfg.file, layout ? { keys: new Set(layout.tensors.keys()) } : {});
+  // the architecture first: a model without experts (or experts that do not split into P) is a usage error before any planning
+  const ep = o.expertParallel ? { expertParallel: o.expertParallel } : {};
+  archFromConfig(cfg.raw, cfg.file, ep);
+  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
+  const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
   const tPlan = performance.now();
   const built = buildCausalLM(arch, {
     dtype,
@@ -90,6 +98,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     continuousBatching: !!o.continuousBatching,
     phase: o.phase ?? 'both',
     name: path.basename(cfg.dir),
+    ...(o.opset !== undefined ? { opset: o.opset } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -125,7 +134,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       kind: 'config',
       source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null },
       model_type: arch.modelType,
-      options: { dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching, phase: o.phase ?? 'both' },
+      options: {
+        dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching, phase: o.phase ?? 'both',
+        ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
+      },
       graph: {
         layers: built.layers, nodes: built.model.graph.node.length, opset: built.model.opsetImport[0]!.version,
         inputs: ['input_ids', 'position_ids', ...(o.continuousBatching ? ['batch_index'] : []), `past_key.{i} / past_value.{i} for i < ${built.layers}`],
@@ -142,7 +154,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.weights.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
     written,
     [
-      ['graph', `${built.model.graph.node.length} nodes, opset 18, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
+      ['graph', `${built.model.graph.node.length} nodes, opset ${built.model.opsetImport[0]!.version}, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
       ['weights', `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
       ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
     ],

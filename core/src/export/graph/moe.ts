@@ -74,7 +74,7 @@ export function softmaxTopK(c: Ctx, logits: string, topK: number, normTopK: bool
   const g = c.g;
   const probs = g.op('Softmax', [logits], { axis: 1 });
   const [topV, topI] = g.opN('TopK', [probs, g.ints([topK], 'k')], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
-  const chosen = normTopK ? g.op('Div', [topV, g.op('ReduceSum', [topV, g.ints([1], 'axes')], { keepdims: 1 })]) : topV;
+  const chosen = normTopK ? g.op('Div', [topV, g.reduce('ReduceSum', topV, [1], 1)]) : topV;
   const zeros = g.op('Mul', [probs, g.scalar('float32', 0, 'zero')]);
   return g.op('ScatterElements', [zeros, topI, chosen], { axis: 1 });
 }
@@ -95,5 +95,5 @@ export function moeExperts(c: Ctx, x: string, route: string, w: MoeWeights, glu:
   const down = addBias(g.op('MatMul', [glu(gate, up), expertTensor(c, w.down, w, [I, H])]), w.downBias, H); // [E,T,H]
   const ordered = w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
   const r = unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
-  return g.op('ReduceSum', [g.op('Mul', [down, r]), g.ints([0], 'axes')], { keepdims: 0 }); // [T,H]
+  return g.reduce('ReduceSum', g.op('Mul', [down, r]), [0], 0); // [T,H]
 }

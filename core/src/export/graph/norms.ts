@@ -17,7 +17,7 @@ function rmsNorm(c: Ctx, x: string, n: NormSpec, kind: NormKind): string {
   const w = weight(c, n.weight, [n.size]);
   const xf = cast(c, x, c.dtype, 'float32');
   // variance = mean(x²); x · rsqrt(variance + eps)
-  const variance = g.op('ReduceMean', [g.op('Mul', [xf, xf]), g.ints([-1], 'axes')], { keepdims: 1 });
+  const variance = g.reduce('ReduceMean', g.op('Mul', [xf, xf]), [-1], 1);
   const inv = g.op('Reciprocal', [g.op('Sqrt', [g.op('Add', [variance, g.scalar('float32', kind.eps, 'eps')])])]);
   const normed = g.op('Mul', [xf, inv]);
   if (kind.plusOne) {

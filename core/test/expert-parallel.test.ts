@@ -1,0 +1,90 @@
+/**
+ * Expert-parallel end to end through the real CLI: `export --moe-flavour expert_parallel
+ * --pipeline-stages P` builds a graph over prepare's packed layout (gate/up `[N, P, H, I]`,
+ * down `[N, P, I, H]`, N = E / P as in quic/efficient-transformers release/v1.22.8.0
+ * `QEfficient/transformers/models/modeling_auto.py`; slice `[n, p]` = expert p·N + n), and
+ * export → prepare → compile → run gives the plain export's logits — judged by the fixture's
+ * reference.json (mixtral) and by the float64 reference forward (qwen3_moe made in code).
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+import { fromFloat32 } from '../src/formats/dtype';
+import { summarizeOnnxSync } from '../src/formats/onnx';
+import { writeSafetensors } from '../src/formats/safetensors';
+import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { referenceForward } from './graph-reference';
+import { maxAbsDiff } from './graph-support';
+
+const tmp = tempDirs('ws-ep-');
+const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+
+function ws(...args: string[]): string {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** export → prepare → compile → run --dump-logits with the given MoE flags; returns the logits rows. */
+function pipeline(root: string, src: string, tag: string, ids: number[], moe: string[]): number[][] {
+  const out = path.join(root, `export-${tag}`);
+  ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...moe);
+  const prepared = ws('prepare', '--checkpoint', src, '--dtype', 'float32', ...moe).trim().split('\n').pop()!;
+  ws('compile', out, '--prepared', prepared);
+  const dump = path.join(root, `logits-${tag}.json`);
+  ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+  return (JSON.parse(fs.readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+}
+
+describeFixtures('expert_parallel export consumes the packed layout', () => {
+  it('mixtral (4 experts): plain, P = 2 and P = 4 reproduce reference.json within 1e-4', () => {
+    const root = tmp();
+    const src = path.join(root, 'mixtral');
+    fs.cpSync(path.join(fixturesDir(), 'mixtral'), src, { recursive: true });
+    const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
+    const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    const plain = pipeline(root, src, 'plain', ids, []);
+    expect(maxAbsDiff(plain, ref.logits)).toBeLessThanOrEqual(1e-4);
+    for (const P of [2, 4]) {
+      const rows = pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
+      expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
+      expect(maxAbsDiff(rows, plain)).toBeLessThanOrEqual(1e-5);
+      // the graph takes the packed tensors: gate [N, P, H, I], down [N, P, I, H] (H = 64, I = 96)
+      const inputs = new Map(summarizeOnnxSync(path.join(root, `export-ep${P}`, 'model.onnx')).inputs.map((i) => [i.name, i.dims]));
+      expect(inputs.get('model.layers.0.block_sparse_moe.moe_weights.gate')).toEqual([4 / P, P, 64, 96]);
+      expect(inputs.get('model.layers.0.block_sparse_moe.moe_weights.down')).toEqual([4 / P, P, 96, 64]);
+    }
+  }, 300_000);
+
+  it('qwen3_moe (6 experts, code-made bf16 checkpoint): P = 2 and P = 3 equal the float64 reference', async () => {
+    const root = tmp();
+    const cfg = SYNTHETIC_CONFIGS.qwen3_moe!;
+    const src = path.join(root, 'qwen3_moe');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
+    const raw = randomCheckpoint(cfg, 5);
+    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    const ids = [4, 19, 33, 7, 61, 2, 45];
+    const ref = referenceForward(cfg, raw, ids);
+    for (const P of [2, 3]) {
+      const rows = pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
+      expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(1e-4);
+    }
+  }, 300_000);
+
+  it('export refuses P that does not divide the experts, and expert_parallel on a dense model (exit 2)', () => {
+    const root = tmp();
+    for (const [src, P, msg] of [
+      [path.join(fixturesDir(), 'mixtral'), '3', /4 experts \(E\) do not split into 3 pipeline stages \(P\)/],
+      [path.join(fixturesDir(), 'llama'), '2', /--moe-flavour expert_parallel, but this model has no MoE experts/],
+    ] as const) {
+      const r = spawnSync(process.execPath, [CLI, 'export', '--config', src, '--out', path.join(root, 'x'), '--moe-flavour', 'expert_parallel', '--pipeline-stages', P], { encoding: 'utf8' });
+      expect(r.status).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(msg);
+      expect(fs.existsSync(path.join(root, 'x'))).toBe(false);
+    }
+  });
+});
