@@ -127,7 +127,7 @@ describe('--opset', () => {
     const dir = configDir(root, 'llama', SYNTHETIC_CONFIGS['llama-rope-llama3']!);
     const reduceMeans = async (out: string) => {
       const m = await readModel(path.join(out, 'model.onnx'));
-      return { opset: m.opsetImport.find((o) => !o.domain)!.version, ir: m.irVersion, nodes: m.graph.node.filter((n) => n.opType === 'ReduceMean') };
+      return { opset: (m.opsetImport ?? []).find((o) => !o.domain)!.version, ir: m.irVersion, nodes: (m.graph?.node ?? []).filter((n) => n.opType === 'ReduceMean') };
     };
     ok('export', '--config', dir, '--out', path.join(root, 'o17'));
     const d = await reduceMeans(path.join(root, 'o17'));
@@ -135,7 +135,7 @@ describe('--opset', () => {
     expect(d.nodes.length).toBeGreaterThan(0);
     for (const n of d.nodes) {
       expect(n.input).toHaveLength(1);
-      expect(n.attribute.find((a) => a.name === 'axes')?.ints).toEqual([-1]);
+      expect((n.attribute ?? []).find((a) => a.name === 'axes')?.ints).toEqual([-1]);
     }
     for (const [opset, ir] of [[18, 8], [19, 9], [20, 9], [21, 10]] as const) {
       ok('export', '--config', dir, '--out', path.join(root, `o${opset}`), '--opset', String(opset));
@@ -143,7 +143,7 @@ describe('--opset', () => {
       expect([r.opset, r.ir]).toEqual([opset, ir]);
       for (const n of r.nodes) {
         expect(n.input).toHaveLength(2);
-        expect(n.attribute.some((a) => a.name === 'axes')).toBe(false);
+        expect((n.attribute ?? []).some((a) => a.name === 'axes')).toBe(false);
       }
     }
     for (const bad of ['16', '22']) {
