@@ -102,12 +102,16 @@ describe('compileStatus', () => {
     expect(compileStatus(dir).state).toBe('never-compiled');
   });
 
-  it('run warns when the compiled model is stale', async () => {
+  it('run refuses a stale compiled model (issue 15.1), and --recompile rebuilds it first', async () => {
     const dir = copyExport();
     await compile(dir, { backend: 'ort', verify: false });
     later(path.join(dir, 'weight_spec.json'));
     const r = await cliInProcess(['run', dir, '--input-ids', '1,2', '--max-new-tokens', '1']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('run: warning: the compiled model is stale (spec changed since the compile)');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the compiled model is stale (spec changed since the compile)');
+    expect(r.stderr).toContain('--recompile');
+    const again = await cliInProcess(['run', dir, '--input-ids', '1,2', '--max-new-tokens', '1', '--recompile']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(compileStatus(dir).state).toBe('up-to-date');
   });
 });

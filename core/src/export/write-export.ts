@@ -101,6 +101,14 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
     await writeLink(outDir, name, target, owned.includes(name));
     links.push(name);
   }
+  // Links the previous export made and this one does not (another dtype names another
+  // prepared directory): left behind, they would still point at the old layout.
+  const artifactNames: readonly string[] = Object.values(EXPORT_FILES);
+  for (const old of owned) {
+    if (artifactNames.includes(old) || links.includes(old)) continue;
+    const at = path.join(outDir, old);
+    if ((await lstat(at).catch(() => undefined))?.isSymbolicLink()) await rm(at);
+  }
   const report = {
     tool: EXPORT_REPORT_TOOL,
     ...o.report,

@@ -4,7 +4,8 @@
  * New token ids go to stdout (comma-separated); time to first token and tokens/s to stderr.
  */
 import path from 'node:path';
-import { UsageError } from '../../errors';
+import { compile } from '../../compile';
+import { PipelineError, UsageError } from '../../errors';
 import { atomicWriteFile } from '../../paths';
 import { openRunner, resolveRunnable } from '../../run';
 import { defineCommand, println } from '../command';
@@ -34,6 +35,7 @@ export const runCommand = defineCommand({
     'dump-logits': { type: 'string', placeholder: '<out.json>', description: 'write {"logits": number[][]}, one row per input position' },
     'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV cache length for graphs whose ctx_len is not fixed' },
     prepack: { type: 'boolean', description: 'let ONNX Runtime prepack weights (faster, copies MatMul weights into RAM)' },
+    recompile: { type: 'boolean', description: 'recompile first when the compile is stale (otherwise a stale compile is refused)' },
   },
   positionals: { min: 1, max: 1, names: ['compiled'] },
   async run(args, io) {
@@ -43,9 +45,22 @@ export const runCommand = defineCommand({
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     const target = path.resolve(io.cwd, args.positionals[0]!);
     const { status } = resolveRunnable(target);
+    // The same status compile uses: a stale artifact is never run silently.
     if (status?.state === 'stale') {
       const what = status.changed?.length ? `${status.changed.join(', ')} changed` : 'its inputs changed';
-      println(io.stderr, `run: warning: the compiled model is stale (${what} since the compile); run weight-spec compile ${args.positionals[0]} to rebuild it`);
+      if (!f.recompile) {
+        throw new PipelineError(
+          `${args.positionals[0]}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${args.positionals[0]}\` first, or pass --recompile`,
+        );
+      }
+      println(io.stderr, `run: the compiled model is stale (${what}); recompiling first`);
+      await compile(target, {
+        backend: 'ort',
+        prepared: status.record?.prepared,
+        env: io.env,
+        stderr: io.stderr,
+        log: (l) => println(io.stderr, l),
+      });
     }
     const runner = await openRunner(target, {
       prepack: f.prepack,
