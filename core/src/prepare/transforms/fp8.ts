@@ -64,6 +64,8 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
   const method = scheme?.method;
   if (method === 'mxfp4') return plan;
   for (const [key, scale] of sources) {
+    // Every scale, zero point and activation key ends in one of these (a cheap first test: MoE checkpoints have ~10⁵ keys).
+    if (!key.endsWith('_inv') && !key.endsWith('_scale') && !key.endsWith('_point')) continue;
     if (scheme && ACTIVATION_KEY.test(key)) {
       plan.consumed.add(key);
       continue;
