@@ -2,7 +2,9 @@
  * Issue #23, MoE half: gpt_oss and glm4_moe through the real CLI against the fixtures'
  * reference logits (fp32 HF forward, written by hand in PyTorch) — export --config → prepare →
  * compile (ORT) → run --dump-logits (fed through the KV cache one id at a time) ≤ 1e-4 in
- * float32 (≤ 2e-2 in float16), and greedy decoding gives generated_ids.
+ * float32 (≤ 2e-2 in float16), and greedy decoding gives generated_ids; the same through
+ * export --onnx legacy.onnx --checkpoint (GPT-OSS's dequantized experts resolved through the
+ * MXFP4 transform).
  *
  * Ported from huggingface/transformers (read at these commits):
  * - src/transformers/models/gpt_oss/modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015
@@ -65,6 +67,54 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
       });
     }
   }
+
+  for (const fam of MOE_FIXTURE_FAMILIES) {
+    it(`${fam}: export --onnx legacy.onnx --checkpoint → prepare → compile → run equals the reference`, () => {
+      const src = path.join(fixturesDir(), fam);
+      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+      const prepared = path.join(tmp, `${fam}-legacy-prepared`);
+      const out = path.join(tmp, `${fam}-legacy-export`);
+      ws('export', '--onnx', path.join(src, 'legacy.onnx'), '--checkpoint', src, '--out', out);
+      const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
+      expect(report.unresolved).toEqual([]);
+      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+      ws('compile', out, '--prepared', prepared);
+      const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+      const dump = path.join(tmp, `${fam}-legacy-logits.json`);
+      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+      expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
+      const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+      expect(gen).toBe(ref.generated_ids.join(','));
+    });
+  }
+
+  it('gpt_oss legacy: the dequantized experts and folded biases resolve by content through the MXFP4 transform', () => {
+    const report = JSON.parse(readFileSync(path.join(tmp, 'gpt_oss_full-legacy-export', 'export-report.json'), 'utf8'));
+    type Input = { initializer: string; key: string; input: string; strategy: string; interleaved_with?: string; dequantized_from?: string[]; shape: number[] };
+    const by = new Map((report.inputs as Input[]).map((i) => [i.initializer, i]));
+    for (const layer of [0, 1]) {
+      const m = `model.layers.${layer}.mlp`;
+      // HF's in-memory gate_up_proj [E, H, 2I] (gate on even columns) = prepared gate and up interleaved
+      const gu = by.get(`${m}.experts.gate_up_proj`)!;
+      expect(gu).toMatchObject({ input: `${m}.moe_weights.gate`, interleaved_with: `${m}.moe_weights.up`, shape: [4, 64, 192] });
+      expect(gu.dequantized_from).toEqual([`${m}.experts.gate_up_proj_blocks`, `${m}.experts.gate_up_proj_scales`]);
+      const down = by.get(`${m}.experts.down_proj`)!;
+      expect(down).toMatchObject({ input: `${m}.moe_weights.down`, shape: [4, 96, 64] });
+      expect(down.dequantized_from).toEqual([`${m}.experts.down_proj_blocks`, `${m}.experts.down_proj_scales`]);
+    }
+    // the constant-folded biases ([E, 1, 2I] and [E, 1, H]) are found by content, not name
+    const biases = (report.inputs as Input[]).filter((i) => i.initializer.startsWith('onnx::Add_'));
+    expect(biases.map((b) => [b.key.replace(/^model\.layers\.\d\./, ''), b.strategy, b.input.replace(/^model\.layers\.\d\./, '')]).sort()).toEqual([
+      ['mlp.experts.down_proj_bias', 'content', 'mlp.moe_weights.down_bias'],
+      ['mlp.experts.down_proj_bias', 'content', 'mlp.moe_weights.down_bias'],
+      ['mlp.experts.gate_up_proj_bias', 'content', 'mlp.moe_weights.gate_bias'],
+      ['mlp.experts.gate_up_proj_bias', 'content', 'mlp.moe_weights.gate_bias'],
+    ]);
+    // the spec points only at prepared keys, and the scratch dequantization is gone
+    const spec = JSON.parse(readFileSync(path.join(tmp, 'gpt_oss_full-legacy-export', 'weight_spec.json'), 'utf8'));
+    expect(spec.inputs.some((i: { name: string }) => /experts\.(gate_up|down)_proj/.test(i.name))).toBe(false);
+  });
 
   it('gpt_oss: the graph takes the sinks, the router bias and the dequantized expert tensors; sliding layers follow layer_types', () => {
     const cfg = JSON.parse(readFileSync(path.join(fixturesDir(), 'gpt_oss_full', 'config.json'), 'utf8'));

@@ -15,6 +15,7 @@ import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten 
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
 import { preparedLocation } from './prepared-location';
+import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 
 /** Options of {@link exportFromOnnx}. */
 export interface FromOnnxOptions {
@@ -57,6 +58,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
   const config = (await ckpt.config()) ?? {};
   const plan = await planPrepare({ checkpoint: o.checkpoint, dtype });
   const model: LegacyModel = scanLegacyModel(o.onnx, o.roots);
+  let dequantized: Mxfp4Sources | undefined;
   try {
     const chunkBytes = Math.max(1 << 16, Math.min(64 << 20, Math.floor(((o.maxRamMb ?? 256) << 20) / 8)));
     const inits: InitializerInput[] = model.initializers
@@ -66,7 +68,11 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       const t = ckpt.get(key)!;
       return { key, dtype: t.dtype, shape: t.shape, file: t.file, offset: t.dataOffset, byteLength: t.byteLength };
     });
-    const resolutions = await resolveInitializers(inits, tensors, { config, chunkBytes, onProgress: o.onProgress });
+    // GPT-OSS: the legacy graph holds the MXFP4 experts dequantized; resolve them against the same dequantization
+    dequantized = await mxfp4Sources(ckpt, new Set(inits.map((i) => i.shape.reduce((a, b) => a * b, 1))));
+    const virtual = dequantized.locations(plan);
+    const locate = (key: string) => virtual.get(key) ?? preparedLocation(key, plan);
+    const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], { config, chunkBytes, onProgress: o.onProgress });
     const unresolved = resolutions.filter((r) => !r.key);
     const fatal = unresolved.filter(looksLikeWeight);
     if (fatal.length && !o.allowUnresolved) {
@@ -82,12 +88,13 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     const graphType = new Map(model.initializers.map((i) => [i.name, i]));
     for (const r of resolutions) {
       if (!r.key) continue;
-      const loc = preparedLocation(r.key, plan);
+      const loc = locate(r.key);
       const init = graphType.get(r.name)!;
-      if (!inputs.has(loc.key)) {
-        inputs.set(loc.key, { name: loc.key, elemType: onnxTypeOf(loc.dtype), dims: loc.shape, file: loc.file });
+      for (const l of [loc, loc.interleave]) {
+        if (l && !inputs.has(l.key)) inputs.set(l.key, { name: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
       }
-      const fromShape = loc.expert !== undefined ? loc.shape.slice(1) : loc.shape;
+      const whole = loc.interleave ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
+      const fromShape = loc.expert !== undefined ? whole.slice(1) : whole;
       // r.transposed: the initializer is the checkpoint key transposed; loc.transposed: so is
       // the prepared slice (canonical MoE [in, out]). Equal orientations need no Transpose.
       const flip = !!r.transposed !== !!loc.transposed;
@@ -97,6 +104,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         name: r.name,
         input: loc.key,
         gather: loc.expert,
+        ...(loc.interleave ? { interleave: loc.interleave.key, interleaveDims: loc.shape } : {}),
         transpose: flip || undefined,
         reshape: sameDims ? undefined : init.dims,
         castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
@@ -136,7 +144,9 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
           .map((r) => ({
             initializer: r.name,
             key: r.key,
-            input: preparedLocation(r.key!, plan).key,
+            input: locate(r.key!).key,
+            ...(locate(r.key!).interleave ? { interleaved_with: locate(r.key!).interleave!.key } : {}),
+            ...(dequantized!.origin(r.key!) ? { dequantized_from: dequantized!.origin(r.key!) } : {}),
             strategy: r.strategy,
             transposed: r.transposed,
             ...(r.affine ? { affine: r.affine } : {}),
@@ -153,6 +163,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     return { written, resolutions, unresolved, preparedDir: plan.outDir };
   } finally {
     model.wire.close();
+    await dequantized?.close();
   }
 }
 

@@ -21,6 +21,11 @@ export interface PreparedLoc {
   expert?: number;
   /** The prepared slice is the source key's 2-D weight transposed (canonical MoE orientation). */
   transposed?: boolean;
+  /**
+   * The source key is this tensor and `interleave` alternating along the last axis (GPT-OSS's
+   * fused gate/up: gate on even columns, up on odd ones), so its last dim is twice `shape`'s.
+   */
+  interleave?: PreparedLoc;
 }
 
 const EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;

@@ -20,6 +20,13 @@ export interface Rebuild {
   input: string;
   /** Index along axis 0 of the input (one expert of a stacked tensor). */
   gather?: number;
+  /**
+   * A second graph input alternated with `input` along the last axis (`input` on even
+   * positions): GPT-OSS's fused gate/up rebuilt from the prepared gate and up. First step.
+   */
+  interleave?: string;
+  /** Dims of `input` and of `interleave` (equal). */
+  interleaveDims?: number[];
   transpose?: boolean;
   /** Target dims when only the rank differs. */
   reshape?: number[];
@@ -80,6 +87,19 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
     const tag = `weight_spec/${n}`;
     let cur = r.input;
     const steps: ((out: string) => void)[] = [];
+    if (r.interleave !== undefined) {
+      if (!r.interleaveDims) throw new PipelineError(`initializer "${r.name}": interleave needs the inputs' dims`);
+      const dims = r.interleaveDims;
+      // [..., n] → [..., n, 1] each, concatenated on the new axis → [..., n, 2] → [..., 2n]
+      steps.push((out) => {
+        constants.push(int64Tensor(`${tag}/pair_shape`, [...dims, 1], false));
+        constants.push(int64Tensor(`${tag}/interleaved_shape`, [...dims.slice(0, -1), 2 * dims[dims.length - 1]!], false));
+        nodes.push(node('Reshape', [cur, `${tag}/pair_shape`], [`${tag}/even`], `${tag}/ReshapeEven`));
+        nodes.push(node('Reshape', [r.interleave!, `${tag}/pair_shape`], [`${tag}/odd`], `${tag}/ReshapeOdd`));
+        nodes.push(node('Concat', [`${tag}/even`, `${tag}/odd`], [`${tag}/pairs`], `${tag}/Concat`, [attrInt('axis', dims.length)]));
+        nodes.push(node('Reshape', [`${tag}/pairs`, `${tag}/interleaved_shape`], [out], `${tag}/Interleave`));
+      });
+    }
     if (r.gather !== undefined) {
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/expert`, [r.gather!], true));

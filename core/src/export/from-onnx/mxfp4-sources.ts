@@ -1,0 +1,115 @@
+/**
+ * GPT-OSS legacy graphs and MXFP4 checkpoints. A `torch.onnx.export` of GPT-OSS embeds the
+ * experts as HF holds them in memory after dequantization (transformers
+ * `integrations/mxfp4.py` `convert_moe_packed_tensors` + `models/gpt_oss/modeling_gpt_oss.py`
+ * `GptOssExperts`): `<m>.experts.gate_up_proj` f32 `[E, H, 2I]` (gate on even columns, up on
+ * odd ones) and `<m>.experts.down_proj` f32 `[E, I, H]`, plus the constant-folded biases. The
+ * checkpoint has only `*_blocks` / `*_scales` bytes, so no stored tensor can match them.
+ *
+ * This module dequantizes the checkpoint's MXFP4 experts (prepare's own kernel) into those
+ * in-memory tensors, in a scratch safetensors file the content resolver reads like any other
+ * checkpoint file — one expert at a time, and only when the legacy graph has an initializer of
+ * that size — and says where each lands in the prepared layout: `gate_up_proj` (and its bias)
+ * is the interleave of prepared `moe_weights.gate` and `.up` (`_bias`), `down_proj` (bias) is
+ * prepared `moe_weights.down` (`down_bias`) as it is.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Checkpoint } from '../../formats/safetensors';
+import { readSafetensorsHeader, SafetensorsWriter } from '../../formats/safetensors';
+import { dequantMxfp4, transposeMatrix } from '../../prepare/kernels';
+import { MXFP4_BLOCKS } from '../../prepare/transforms/mxfp4';
+import type { KeyTensor } from '../../resolve';
+import type { PlannedOutputs, PreparedLoc } from './prepared-location';
+
+/** Dequantized MXFP4 experts as resolvable tensors, and where their keys land when prepared. */
+export interface Mxfp4Sources {
+  tensors: KeyTensor[];
+  /** Prepared locations of the in-memory keys and of the MXFP4 groups' source biases. */
+  locations(plan: PlannedOutputs): Map<string, PreparedLoc>;
+  /** For a dequantized key: the MXFP4 source tensors it was computed from (`[blocks, scales]`). */
+  origin(key: string): string[] | undefined;
+  /** Removes the scratch directory (only the one this module made). */
+  close(): Promise<void>;
+}
+
+/** The MXFP4 expert modules of `ckpt` (`<m>` of `<m>.experts.gate_up_proj_blocks`). */
+export function mxfp4Modules(keys: Iterable<string>): string[] {
+  const out = new Set<string>();
+  for (const k of keys) {
+    const m = MXFP4_BLOCKS.exec(k);
+    if (m && m[2] === 'gate_up') out.add(m[1]!);
+  }
+  return [...out];
+}
+
+/**
+ * Writes the dequantized `<m>.experts.{gate_up_proj,down_proj}` of every MXFP4 module whose
+ * element count some legacy initializer has (`wanted`). Nothing is written when none does.
+ */
+export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>): Promise<Mxfp4Sources> {
+  const modules = mxfp4Modules(ckpt.keys());
+  const jobs: { key: string; blocks: string; scales: string; E: number; R: number; G: number }[] = [];
+  for (const m of modules) {
+    for (const proj of ['gate_up_proj', 'down_proj']) {
+      const blocks = ckpt.get(`${m}.experts.${proj}_blocks`);
+      const scales = ckpt.get(`${m}.experts.${proj}_scales`);
+      if (!blocks || !scales || blocks.shape.length !== 4) continue;
+      const [E, R, G] = blocks.shape as [number, number, number];
+      if (wanted.has(E * R * G * 32)) jobs.push({ key: `${m}.experts.${proj}`, blocks: blocks.key, scales: scales.key, E, R, G });
+    }
+  }
+  const locations = (plan: PlannedOutputs) => mxfp4Locations(modules, plan);
+  const origins = new Map(jobs.map((j) => [j.key, [j.blocks, j.scales]]));
+  const origin = (key: string) => origins.get(key);
+  if (jobs.length === 0) return { tensors: [], locations, origin, close: async () => undefined };
+
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'weight-spec-mxfp4-'));
+  try {
+    const file = path.join(dir, 'dequantized.safetensors');
+    // HF's in-memory layout: the dequantized [E, R, G·32] transposed per expert → [E, G·32, R]
+    const w = await SafetensorsWriter.open(file, jobs.map((j) => ({ key: j.key, dtype: 'F32' as const, shape: [j.E, j.G * 32, j.R] })));
+    try {
+      for (const j of jobs) {
+        const [blocks, scales] = [await ckpt.read(j.blocks), await ckpt.read(j.scales)];
+        const perBlocks = j.R * j.G * 16;
+        const perScales = j.R * j.G;
+        for (let e = 0; e < j.E; e++) {
+          const deq = dequantMxfp4(blocks.subarray(e * perBlocks, (e + 1) * perBlocks), scales.subarray(e * perScales, (e + 1) * perScales), j.R, j.G);
+          await w.writePart(j.key, transposeMatrix(new Uint8Array(deq.buffer), j.R, j.G * 32, 4));
+        }
+      }
+      await w.finish();
+    } catch (err) {
+      await w.abort();
+      throw err;
+    }
+    const header = await readSafetensorsHeader(file);
+    const tensors = [...header.tensors.values()].map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape, file, offset: t.dataOffset, byteLength: t.byteLength }));
+    return { tensors, locations, origin, close: () => rm(dir, { recursive: true, force: true }) };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Where the in-memory GPT-OSS expert keys (and the source biases) land in the prepared layout. */
+function mxfp4Locations(modules: string[], plan: PlannedOutputs): Map<string, PreparedLoc> {
+  const out = new Map<string, PreparedLoc>();
+  const at = (key: string): PreparedLoc | undefined => {
+    const t = plan.outputs.get(key);
+    return t ? { key, ...t } : undefined;
+  };
+  for (const m of modules) {
+    const p = `${m}.moe_weights`;
+    for (const suffix of ['', '_bias']) {
+      const gate = at(`${p}.gate${suffix}`);
+      const up = at(`${p}.up${suffix}`);
+      if (gate && up) out.set(`${m}.experts.gate_up_proj${suffix}`, { ...gate, interleave: up });
+      const down = at(`${p}.down${suffix}`);
+      if (down) out.set(`${m}.experts.down_proj${suffix}`, down);
+    }
+  }
+  return out;
+}
