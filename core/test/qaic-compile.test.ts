@@ -31,7 +31,6 @@ describe('qaic backend', () => {
       '-aic-hw',
       '-aic-hw-version=ai100',
       `-m=${path.join(made.exportDir, 'model.qaic.onnx')}`,
-      '-compile-only',
       '-convert-to-fp16',
       '-aic-num-cores=8',
       `-network-specialization-config=${dir}/specializations.json`,
@@ -70,7 +69,7 @@ describe('qaic backend', () => {
     const rec = res.record;
     expect(fs.existsSync(path.join(rec.artifacts.qpc!, 'programqpc.bin'))).toBe(true);
     expect(JSON.parse(fs.readFileSync(path.join(rec.artifacts.compileDir!, 'specializations.json'), 'utf8'))).toEqual({
-      specializations: [{ batch_size: '1', seq_len: '16' }],
+      specializations: [{ name: 'Prefill', symbols: { batch_size: '1', seq_len: '16' } }],
     });
     // The ONNX handed over carries the spec under com.qti.aisw.extdata, files relative to it.
     const onnx = rec.artifacts.onnx!;
@@ -118,7 +117,6 @@ describeFixtures('qaic --dry-run on a fixture export (llama, config exporter)', 
       '-aic-hw',
       '-aic-hw-version=ai100',
       `-m=${exp}/model.onnx`,
-      '-compile-only',
       '-retained-state',
       '-convert-to-fp16',
       '-mxfp6-matmul',

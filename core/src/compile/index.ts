@@ -58,6 +58,8 @@ export interface CompileResult {
   changed: string[];
   /** qaic: the command line (always set for the qaic backend, also in dry runs). */
   command?: string[];
+  /** qaic: the files written beside the qpc directory (specializations.json, custom_io.yaml), with their text. */
+  files?: { path: string; text: string }[];
   dryRun?: boolean;
   ms: number;
 }
@@ -190,7 +192,12 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
       stamps,
       createdAt: new Date().toISOString(),
     };
-    if (opts.dryRun) return done(record, false, { command: job.plan.command, dryRun: true });
+    for (const w of job.plan.warnings) log(w);
+    const files = [
+      ...(job.plan.specializationsFile ? [{ path: job.plan.specializationsFile, text: job.plan.specializationsText! }] : []),
+      ...(job.plan.customIoFile ? [{ path: job.plan.customIoFile, text: job.plan.customIoText! }] : []),
+    ];
+    if (opts.dryRun) return done(record, false, { command: job.plan.command, files, dryRun: true });
     if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactExists(prev)) {
       return done(prev, true, { command: prev.command });
     }

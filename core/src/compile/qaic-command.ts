@@ -1,8 +1,8 @@
 /**
- * The qaic-compile command line, built by QEfficient's rules (quic/efficient-transformers).
+ * The qaic-compile command line and its two files, built by QEfficient's rules
+ * (quic/efficient-transformers, release/v1.22.8.0 and commit 008adc73).
  *
- * Reproduced from `QEfficient/base/modeling_qeff.py`, `QEFFBaseModel._compile`
- * (commit 008adc73ee2585d4af9b7ad165f5b009f8b1087d):
+ * `QEfficient/base/modeling_qeff.py`, `QEFFBaseModel._compile`:
  *   command = constants.COMPILER + [f"-aic-hw-version={compiler_options.pop('aic_hw_version', …DEFAULT_AIC_HW_VERSION)}"]
  *             + [f"-m={onnx_path}"]
  *   (-mdp-load-partition-config=… only when mdp_ts_num_devices > 1)
@@ -11,25 +11,35 @@
  *       if isinstance(value, bool): if value: command.append(option); continue
  *       command.append(f"{option}={value}")
  *   compile_dir = qpc_path.with_name("qpc-" + compile_hash); qpc_path = compile_dir / "qpc"
- *   specializations.json written in compile_dir → -network-specialization-config=…
- *   custom_io.yaml written in compile_dir (" - IOName: {name}\n   Precision: {dtype}\n\n") → -custom-IO-list-file=…
+ *   specializations.json = create_json({"specializations": to_named_specializations(specializations)})
+ *     → -network-specialization-config=…
+ *   custom_io.yaml (" - IOName: {name}\n   Precision: {dtype}\n\n" per entry) → -custom-IO-list-file=…
  *   command.append(f"-aic-binary-dir={qpc_path}")
+ * `compile_only` is no longer passed on: the compiler dropped `-compile-only`, and QEfficient
+ * strips it with a deprecation warning (so do we, when a user asks for it).
+ * `create_json` (`QEfficient/utils/_utils.py`): `json.dump(data, fp, indent=4, separators=(",", ":"),
+ * sort_keys=True)` (ASCII). `to_named_specializations` wraps each entry as
+ * `{"name": …, "symbols": {k: str(v)}}`, the name from `_infer_specialization_name`: a `_graph_name`
+ * tag, else `seq_len` > 1 → "Prefill", `seq_len` == 1 → "Decode", `encoder_ctx_len` without
+ * `seq_len` → "Encoder", `sequence_length` → "Embedding", else `Graph_<i>`
+ * (QEfficient's tests: tests/transformers/test_causal_lm.py `TestInferSpecializationName`).
  * `constants.COMPILER = ["/opt/qti-aic/exec/qaic-compile", "-aic-hw"]`, DEFAULT_AIC_HW_VERSION = "ai100",
- * DEFAULT_AIC_NUM_CORES = 16 (`QEfficient/utils/constants.py`; older releases named the binary qaic-exec).
+ * DEFAULT_AIC_NUM_CORES = 16 (`QEfficient/utils/constants.py`).
  * `QEFFAutoModelForCausalLM.compile` (`QEfficient/transformers/models/modeling_auto.py`) calls
- * `_compile(…, compile_only=True, retained_state=True, specializations=…, convert_to_fp16=True,
- * mxfp6_matmul=…, custom_io=…, mdp_ts_num_devices=…, aic_num_cores=…, **compiler_options)`, so
- * the keyword order — and hence the flag order — is compile_only, retained_state,
- * convert_to_fp16, mxfp6_matmul, aic_num_cores, then the caller's options. Its specializations:
- * `[{batch_size, seq_len: prefill_seq_len, ctx_len}]` plus `{batch_size, seq_len: 1, ctx_len}`
- * when prefill_seq_len != 1; with continuous batching `full_batch_size` leads each entry and
- * `batch_size` is 1 (prefill) / full_batch_size (decode). Its custom IO: for suffix in
- * ["", "_RetainedState"], for each layer i, for kv in [key, value]: `past_{kv}.{i}{suffix}` →
- * "mxint8" if mxint8_kv_cache else "float16". specializations.json is
- * `json.dump({"specializations": [{k: str(v) …}]}, indent=4)`.
+ * `_compile(…, retained_state=True, specializations=…, convert_to_fp16=True, mxfp6_matmul=…,
+ * custom_io=…, mdp_ts_num_devices=…, aic_num_cores=…, **compiler_options)`, so the flag order is
+ * retained_state, convert_to_fp16, mxfp6_matmul, aic_num_cores, then the caller's options. Its
+ * specializations: prefill `{batch_size, seq_len: prefill_seq_len, ctx_len}` and, when
+ * prefill_seq_len != 1 or with continuous batching, decode `{batch_size, seq_len: 1, ctx_len}`;
+ * with continuous batching prefill has batch_size 1, `full_batch_size` and `full_batch_exec_size`
+ * = full_batch_size, decode batch_size = full_batch_size and `full_batch_size`. Its custom IO:
+ * each cache input next to its `_RetainedState` output, layer by layer (for i: for kv in
+ * [key, value]: `past_{kv}.{i}`, `past_{kv}.{i}_RetainedState`) → "mxint8" if mxint8_kv_cache
+ * else "float16".
  */
 import path from 'node:path';
 import { UsageError } from '../errors';
+import { pyJsonDumps } from '../spec/py-json';
 
 /** QEfficient's `constants.COMPILER`. */
 export const QAIC_COMPILER = ['/opt/qti-aic/exec/qaic-compile', '-aic-hw'] as const;
@@ -90,11 +100,13 @@ export interface GraphShapeFacts {
   continuousBatching: boolean;
   /** Fixed ctx_len of the cache inputs, when the dim is a number. */
   ctxLen?: number;
-  /** Fixed batch of the cache inputs / input_ids, when a number. */
+  /** Fixed batch of input_ids, when a number. */
   batch?: number;
+  /** Fixed batch of the cache inputs (the full batch with continuous batching), when a number. */
+  cacheBatch?: number;
 }
 
-/** One specialization: ordered `[name, value]` pairs (QEfficient's dict insertion order). */
+/** One specialization: `[name, value]` pairs (QEfficient's dict; the file sorts the keys). */
 export type Specialization = [string, number][];
 
 /** QEfficient's causal-LM specializations for the given options. */
@@ -102,11 +114,11 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
   const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
   const prefill = opts.prefillSeqLen ?? 32;
   if (g.continuousBatching) {
-    const fbs = opts.fullBatchSize ?? g.batch;
+    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
     if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
     return [
-      [['full_batch_size', fbs], ['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen]],
-      [['full_batch_size', fbs], ['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen]],
+      [['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen], ['full_batch_size', fbs], ['full_batch_exec_size', fbs]],
+      [['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen], ['full_batch_size', fbs]],
     ];
   }
   const bs = opts.batchSize ?? g.batch ?? 1;
@@ -120,22 +132,33 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
   return [[['batch_size', opts.batchSize ?? g.batch ?? 1], ['seq_len', opts.prefillSeqLen ?? 32]]];
 }
 
-/** QEfficient's custom IO map for a causal LM with `numLayers` layers. */
+/** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
 export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
   const dtype = mxint8KvCache ? 'mxint8' : 'float16';
   const out: [string, string][] = [];
-  for (const suffix of ['', '_RetainedState']) {
-    for (let i = 0; i < numLayers; i++) {
-      for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}${suffix}`, dtype]);
-    }
+  for (let i = 0; i < numLayers; i++) {
+    for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}`, dtype], [`past_${kv}.${i}_RetainedState`, dtype]);
   }
   return out;
 }
 
-/** specializations.json text: Python `json.dump({"specializations": [{k: str(v)}]}, fp, indent=4)`. */
+/** QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. */
+export function specializationName(spec: Specialization, i: number): string {
+  const get = (k: string) => spec.find(([n]) => n === k)?.[1];
+  const seq = get('seq_len');
+  if (seq !== undefined) return seq > 1 ? 'Prefill' : 'Decode';
+  if (get('encoder_ctx_len') !== undefined) return 'Encoder';
+  if (get('sequence_length') !== undefined) return 'Embedding';
+  return `Graph_${i}`;
+}
+
+/**
+ * specializations.json text as QEfficient writes it: `create_json({"specializations":
+ * to_named_specializations(specs)})` = `json.dump(…, indent=4, separators=(",", ":"), sort_keys=True)`.
+ */
 export function specializationsJson(specs: Specialization[]): string {
-  const doc = { specializations: specs.map((s) => Object.fromEntries(s.map(([k, v]) => [k, String(v)]))) };
-  return JSON.stringify(doc, null, 4);
+  const named = specs.map((s, i) => ({ name: specializationName(s, i), symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
+  return pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
 }
 
 /** custom_io.yaml text, one ` - IOName: …\n   Precision: …\n\n` block per entry. */
@@ -152,6 +175,8 @@ export interface QaicPlan {
   specializationsText?: string;
   customIoFile?: string;
   customIoText?: string;
+  /** Options dropped with a warning (e.g. compile_only). */
+  warnings: string[];
 }
 
 /**
@@ -161,12 +186,18 @@ export interface QaicPlan {
  */
 export function buildQaicPlan(onnxPath: string, compileDir: string, opts: QaicOptions, g: GraphShapeFacts, compiler: string = QAIC_COMPILER[0]): QaicPlan {
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
-  const options: [string, OptionValue][] = [['compile_only', true]];
+  const options: [string, OptionValue][] = [];
   if (g.numLayers > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const extra = parseExtraOptions(opts.extra ?? []);
   let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
+  const warnings: string[] = [];
   for (const [k, v] of extra) {
+    if (k === 'compile_only') {
+      // the compiler no longer takes -compile-only; QEfficient drops it with a deprecation warning
+      warnings.push('compile: ignoring compile_only: qaic-compile no longer supports -compile-only (QEfficient drops it too)');
+      continue;
+    }
     // `_compile` pops aic_hw_version before the loop; a later duplicate key overrides in the dict.
     if (k === 'aic_hw_version') {
       hw = String(v);
@@ -181,7 +212,7 @@ export function buildQaicPlan(onnxPath: string, compileDir: string, opts: QaicOp
   const specs = g.numLayers > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const specializationsFile = path.join(compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
-  const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs) };
+  const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
   if (g.numLayers > 0) {
     plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
     plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false));

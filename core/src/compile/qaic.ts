@@ -29,6 +29,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
     ctxLen: num(pk?.dims[2]),
     batch: num(ids?.dims[0]),
+    cacheBatch: num(pk?.dims[0]),
   };
 }
 

@@ -19,7 +19,7 @@ export const compileCommand = defineCommand({
     'ort: writes a bound ONNX into the prepared directory whose initializers point into the prepared',
     'safetensors files (no weight byte is copied); `weight-spec run <export dir>` runs it.',
     'qaic: runs /opt/qti-aic/exec/qaic-compile with QEfficient\'s command line (WEIGHT_SPEC_QAIC_COMPILE',
-    'overrides the binary); --dry-run prints the command and writes nothing.',
+    'overrides the binary); --dry-run prints the command and the files it would write, and writes nothing.',
   ],
   flags: {
     backend: { type: 'string', placeholder: '<backend>', choices: ['ort', 'qaic'], description: 'compiler backend (default ort)' },
@@ -70,7 +70,12 @@ export const compileCommand = defineCommand({
     const ms = `${res.ms.toFixed(res.ms < 10 ? 1 : 0)} ms`;
     const rec = res.record;
     if (res.dryRun) {
+      // the exact command, then each file it names, as it would be written
       println(io.stdout, shellLine(res.command!));
+      for (const f of res.files ?? []) {
+        println(io.stdout, `--- ${f.path}`);
+        io.stdout.write(f.text.endsWith('\n') ? f.text : `${f.text}\n`);
+      }
       return 0;
     }
     const artifact = rec.backend === 'ort' ? rec.artifacts.model! : rec.artifacts.qpc!;
