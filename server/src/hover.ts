@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { describeQuantizedKey, type CheckRun } from '../../core/src/check';
+import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 
@@ -62,6 +62,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
         `planned for shard \`${path.basename(run.files[file]!.abs!)}\` (files[${file}]): prepare has not written it yet`,
         `from the plan of \`weight-spec prepare --checkpoint ${planned.checkpoint} --dtype ${planned.dtype}\``,
+        ...describePlannedOrigin(planned, info.key, info),
       );
     } else if (hit) {
       const { info, file } = hit;
@@ -71,6 +72,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)`,
         `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
         ...describeQuantizedKey(path.dirname(run.files[file]!.real ?? abs), run.files[file]!.header!, info.key),
+        ...describePreparedOrigin(path.dirname(run.files[file]!.real ?? abs), info.key, info),
       );
     } else {
       lines.push(missingKeyText(run, input.location.file));

@@ -12,3 +12,5 @@ export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared'
 export { checkParsedSpec, type CheckRun } from './check-spec';
 export { SpecCheckSession, type SessionOptions } from './session';
 export { checkQuantization, describeQuantizedKey, quantFactsOf, type QuantFacts } from './quantization';
+export { describePreparedOrigin } from './prepared-origin';
+export { describePlannedOrigin } from './planned';

@@ -17,6 +17,7 @@ import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
 import { planPrepare } from '../prepare';
 import type { PreparePlan } from '../prepare/types';
 import type { CheckContext } from './context';
+import { describeOrigin, type TensorFacts } from './prepared-origin';
 
 /** Where a planned header came from, for messages. */
 export interface PlannedSource {
@@ -120,6 +121,17 @@ export async function planMissingPrepared(ctx: CheckContext): Promise<void> {
     s.header = header;
     s.planned = source;
   }
+}
+
+/**
+ * Hover lines on where planned `key` comes from (an MXFP4 dequantization, see
+ * prepared-origin.ts), from the plan the last check made of `source`.
+ */
+export function describePlannedOrigin(source: PlannedSource, key: string, info: TensorFacts): string[] {
+  const plan = planCache.get(`${source.checkpoint}\u0000${source.dtype}`)?.plan;
+  if (!plan) return [];
+  const tasks = plan.tasks.map((t) => ({ transform: t.transform, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) }));
+  return describeOrigin(tasks, key, info, (k) => plan.tasks.find((t) => t.sources[k])?.sources[k]);
 }
 
 /** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */

@@ -1,0 +1,114 @@
+/**
+ * Where a prepared tensor came from, for hover: a key prepare computed from other source
+ * tensors — GPT-OSS's MXFP4 experts (`transforms/mxfp4.ts`) — is described by its source
+ * tensors (dtype and shape, as the source checkpoint stores them) and the dequantized shape
+ * the graph consumes. The facts come from prepare itself: the manifest of a prepared
+ * directory (`.checkpoint_prepared.json`: each task's transform, inputs and outputs), or the
+ * plan when the directory is not written yet.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
+import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare/manifest';
+
+/** One prepare task: what it read and wrote. */
+export interface TaskFacts {
+  transform: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+/** A tensor's stored dtype and shape. */
+export interface TensorFacts {
+  dtype: string;
+  shape: number[];
+}
+
+const stamp = (file: string): string | undefined => {
+  try {
+    const st = statSync(file);
+    return st.isFile() ? `${st.size}:${st.mtimeMs}:${st.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+const manifests = new Map<string, { stamp: string; manifest: PreparedManifest | undefined }>();
+const headers = new Map<string, { stamp: string; header: SafetensorsHeader | undefined }>();
+
+function manifestOf(dir: string): PreparedManifest | undefined {
+  const file = path.join(dir, MANIFEST_FILE);
+  const s = stamp(file);
+  if (!s) return undefined;
+  const hit = manifests.get(file);
+  if (hit?.stamp === s) return hit.manifest;
+  let manifest: PreparedManifest | undefined;
+  try {
+    manifest = parsePreparedManifest(JSON.parse(readFileSync(file, 'utf8')), file);
+  } catch {
+    manifest = undefined; // an invalid manifest is the prepared-state check's business
+  }
+  if (manifests.size > 64) manifests.clear();
+  manifests.set(file, { stamp: s, manifest });
+  return manifest;
+}
+
+function headerOf(file: string): SafetensorsHeader | undefined {
+  const s = stamp(file);
+  if (!s) return undefined;
+  const hit = headers.get(file);
+  if (hit?.stamp === s) return hit.header;
+  let header: SafetensorsHeader | undefined;
+  try {
+    header = readSafetensorsHeaderSync(file);
+  } catch {
+    header = undefined;
+  }
+  if (headers.size > 256) headers.clear();
+  headers.set(file, { stamp: s, header });
+  return header;
+}
+
+/** What each MXFP4 output is, relative to the dequantized source (`[E, rows, G·32]`). */
+function mxfp4Role(key: string): { from: 'gate_up_proj' | 'down_proj'; bias: boolean; what: string } | undefined {
+  const m = /\.moe_weights\.(gate|up|down)(_bias)?$/.exec(key);
+  if (!m) return undefined;
+  const bias = !!m[2];
+  const what =
+    m[1] === 'down'
+      ? bias ? 'down_proj_bias as stored' : 'down_proj dequantized, each expert transposed to [in, out] = [I, H]'
+      : `${m[1] === 'gate' ? 'even' : 'odd'} ${bias ? 'columns of gate_up_proj_bias' : 'rows of gate_up_proj dequantized (interleaved gate/up), each expert transposed to [in, out] = [H, I]'} (${m[1]})`;
+  return { from: m[1] === 'down' ? 'down_proj' : 'gate_up_proj', bias, what };
+}
+
+/**
+ * Hover lines for prepared `key` (stored as `info`) produced by `tasks`; `source(k)` gives a
+ * source tensor's facts. Empty for keys prepare copies or stacks without a transform of note.
+ */
+export function describeOrigin(tasks: readonly TaskFacts[], key: string, info: TensorFacts, source: (k: string) => TensorFacts | undefined): string[] {
+  const task = tasks.find((t) => t.transform === 'mxfp4' && t.outputs.includes(key));
+  const role = mxfp4Role(key);
+  if (!task || !role) return [];
+  const wanted = task.inputs.filter((k) => (role.bias ? k.endsWith(`.${role.from}_bias`) : k.endsWith(`.${role.from}_blocks`) || k.endsWith(`.${role.from}_scales`)));
+  const lines = [`dequantized by \`weight-spec prepare\` from MXFP4 (GPT-OSS experts, HF \`convert_moe_packed_tensors\`): ${role.what}`];
+  for (const k of wanted) {
+    const t = source(k);
+    lines.push(`- source \`${k}\`${t ? ` \`${t.dtype}\` [${t.shape.join(', ')}]` : ''}`);
+  }
+  lines.push(`dequantized shape \`[${info.shape.join(', ')}]\` (\`${info.dtype}\`), what the graph consumes`);
+  return lines;
+}
+
+/** {@link describeOrigin} for a key of the prepared directory `dir`, from its manifest and the source headers. */
+export function describePreparedOrigin(dir: string, key: string, info: TensorFacts): string[] {
+  const m = manifestOf(dir);
+  if (!m) return [];
+  const shards = m.source_files.filter((f) => f.path.endsWith('.safetensors')).map((f) => path.resolve(m.source, f.path));
+  return describeOrigin(m.tasks, key, info, (k) => {
+    for (const f of shards) {
+      const t = headerOf(f)?.tensors.get(k);
+      if (t) return t;
+    }
+    return undefined;
+  });
+}
