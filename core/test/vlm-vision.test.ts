@@ -1,0 +1,52 @@
+/**
+ * The Qwen3-VL vision graph against the fixture's reference (HF transformers 4.57
+ * `Qwen3VLMoeVisionModel` in fp32 on the bf16 weights): image_embeds and deepstack_features
+ * within 1e-4, with the weights fed straight from the fixture checkpoint. Ported from HF
+ * src/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (4.57) and QEfficient
+ * QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (release/v1.22.8.0,
+ * QEffQwen3VLEncoderWrapper: pixel_values [grid_height, grid_width], image_grid_thw whose
+ * shape [batch, t, h, w] carries the grid).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { expect, it } from 'vitest';
+import { encodeBuiltModel } from '../src/export/graph';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { buildVision } from '../src/export/graph/vlm/vision';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { loadCheckpoint } from './graph-support';
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+describeFixtures('qwen3_vl_moe vision graph', () => {
+  it('reproduces image_embeds and deepstack_features within 1e-4 (weights fed as inputs)', async () => {
+    const dir = path.join(fixturesDir(), 'qwen3_vl_moe');
+    const cfgFile = path.join(dir, 'config.json');
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
+    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const built = buildVision(arch.vision, { dtype: 'float32' });
+    const w = await loadCheckpoint(dir);
+    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const x of built.weights) {
+      const t = w.get(x.name)!;
+      expect(t.shape).toEqual(x.shape);
+      feeds[x.name] = new ort.Tensor('float32', t.data, t.shape);
+    }
+    const pv = ref.pixel_values as number[][];
+    const [[T, H, W]] = ref.image_grid_thw as number[][];
+    feeds.pixel_values = new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]);
+    feeds.image_grid_thw = new ort.Tensor('int64', new BigInt64Array(T! * H! * W!), [1, T!, H!, W!]);
+    const out = await session.run(feeds);
+    expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);
+    expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
+    expect(out.deepstack_features!.dims).toEqual([2, 1, ref.image_embeds.length, 64]);
+    expect(maxDiff(out.deepstack_features!.data as Float32Array, (ref.deepstack_features as number[][][]).flat(2))).toBeLessThan(1e-4);
+  });
+});
