@@ -1,0 +1,103 @@
+/**
+ * The Qwen3-VL-MoE language graph against the fixture's reference logits (HF transformers 4.57
+ * `Qwen3VLMoeForConditionalGeneration`, fp32 on the bf16 weights), weights fed from the fixture
+ * checkpoint: prefill of the prompt with the reference image_embeds / deepstack_features and
+ * MRoPE position_ids, then one generated token per call through the KV cache. Ported from HF
+ * src/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (4.57: interleaved MRoPE,
+ * deepstack after the first layers, top-k renormalized router) and QEfficient
+ * QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (release/v1.22.8.0:
+ * QEffQwen3VLDecoderWrapper's inputs, image merge by cumsum + image_idx, position_ids [4, B, S]).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { expect, it } from 'vitest';
+import { encodeBuiltModel } from '../src/export/graph';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { buildLanguage, mropeRows } from '../src/export/graph/vlm/language';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { loadCheckpoint, type F32 } from './graph-support';
+
+/**
+ * Released Qwen3-VL-MoE experts `gate_up_proj [E, H, 2I]` (gate = first I of the last axis) and
+ * `down_proj [E, I, H]` → the stacked tensors in the orientation the graph declares.
+ */
+export function splitFusedExperts(w: Map<string, F32>, declared: Map<string, number[]>, H: number, I: number): void {
+  for (const [k, t] of [...w]) {
+    const m = /^(.*)\.experts\.gate_up_proj$/.exec(k);
+    if (!m) continue;
+    const E = t.shape[0]!;
+    const down = w.get(`${m[1]}.experts.down_proj`)!;
+    const at = (e: number, h: number, j: number) => t.data[(e * H + h) * 2 * I + j]!;
+    for (const [role, off] of [['gate', 0], ['up', I]] as const) {
+      const key = `${m[1]}.moe_weights.${role}`;
+      const shape = declared.get(key)!;
+      const data = new Float32Array(E * H * I);
+      const canonical = shape[1] === H; // [E, H, I]
+      for (let e = 0; e < E; e++) for (let h = 0; h < H; h++) for (let j = 0; j < I; j++) {
+        data[canonical ? (e * H + h) * I + j : (e * I + j) * H + h] = at(e, h, off + j);
+      }
+      w.set(key, { shape, data });
+    }
+    const dkey = `${m[1]}.moe_weights.down`;
+    const dshape = declared.get(dkey)!;
+    if (dshape[1] === I) w.set(dkey, { shape: dshape, data: down.data });
+    else {
+      const data = new Float32Array(E * H * I);
+      for (let e = 0; e < E; e++) for (let j = 0; j < I; j++) for (let h = 0; h < H; h++) data[(e * H + h) * I + j] = down.data[(e * I + j) * H + h]!;
+      w.set(dkey, { shape: dshape, data });
+    }
+  }
+}
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map(BigInt)), dims);
+
+it('interleaves the MRoPE rows like HF apply_interleaved_mrope', () => {
+  // mrope_section [6, 5, 5] over 16 frequencies: h at 1,4,…,13; w at 2,5,…,14; t elsewhere
+  expect(mropeRows(16, [6, 5, 5])).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+  // the real model: [24, 20, 20] over 64 → the last four are t
+  const r = mropeRows(64, [24, 20, 20]);
+  expect(r.slice(57)).toEqual([0, 1, 2, 0, 0, 0, 0]);
+  expect(r.filter((x) => x === 1).length).toBe(20);
+});
+
+describeFixtures('qwen3_vl_moe language graph', () => {
+  it('prefill + KV decode reproduce the reference logits within 1e-4 (weights fed as inputs)', async () => {
+    const dir = path.join(fixturesDir(), 'qwen3_vl_moe');
+    const cfgFile = path.join(dir, 'config.json');
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
+    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const built = buildLanguage(arch, { dtype: 'float32', ctxLen: 32 });
+    const w = await loadCheckpoint(dir);
+    splitFusedExperts(w, new Map(built.weights.map((x) => [x.name, x.shape])), 64, 48);
+    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const x of built.weights) feeds[x.name] = new ort.Tensor('float32', w.get(x.name)!.data, x.shape);
+    const nv = ref.image_embeds.length;
+    feeds.vision_embeds = new ort.Tensor('float32', Float32Array.from(ref.image_embeds.flat()), [1, nv, 64]);
+    feeds.deepstack_features = new ort.Tensor('float32', Float32Array.from(ref.deepstack_features.flat(2)), [2, 1, nv, 64]);
+    feeds.image_idx = i64([0], [1, 1]);
+    for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 32), [1, 2, 32, 32]);
+
+    const all: number[] = [...ref.input_ids, ...ref.generated_ids];
+    const pos: number[][] = ref.position_ids_logits; // [3, 19]
+    const step = async (from: number, to: number) => {
+      const ids = all.slice(from, to);
+      const rows = [ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))];
+      const out = await session.run({ ...feeds, input_ids: i64(ids, [1, ids.length]), position_ids: i64(rows.flat(), [4, 1, ids.length]) });
+      for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = out[`past_${kv}.${i}_RetainedState`]!;
+      feeds.image_idx = out.image_idx_output!;
+      return out.logits!.data as Float32Array;
+    };
+    const n = ref.input_ids.length;
+    let worst = maxDiff(await step(0, n), ref.logits[n - 1]);
+    for (let t = n; t < all.length - 1; t++) worst = Math.max(worst, maxDiff(await step(t, t + 1), ref.logits[t]));
+    expect(worst).toBeLessThan(1e-4);
+  });
+});
