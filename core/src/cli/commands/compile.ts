@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { compile, shellLine } from '../../compile';
 import { defineCommand, println } from '../command';
+import { isVlmExport, readVlmManifest } from '../../run/vlm/vlm-runner';
 import { formatBytes } from '../progress';
 
 export const compileCommand = defineCommand({
@@ -40,9 +41,18 @@ export const compileCommand = defineCommand({
     'qaic-option': { type: 'string', placeholder: '<name=value>', multiple: true, description: 'qaic: extra compiler option, a_b=v → -a-b=v, a_b → -a-b' },
   },
   positionals: { min: 1, max: 1, names: ['export dir'] },
-  async run(args, io) {
+  async run(args, io): Promise<number> {
     const f = args.flags;
     const exportDir = path.resolve(io.cwd, args.positionals[0]!);
+    // a VLM export: compile both graphs (one prepared checkpoint; each artifact names its graph)
+    if (isVlmExport(exportDir)) {
+      const m = readVlmManifest(exportDir);
+      for (const g of [m.graphs.vision, m.graphs.language]) {
+        const code: number = await compileCommand.run({ ...args, positionals: [path.join(exportDir, g)] }, io);
+        if (code !== 0) return code;
+      }
+      return 0;
+    }
     const backend = (f.backend ?? 'ort') as 'ort' | 'qaic';
     const res = await compile(exportDir, {
       backend,

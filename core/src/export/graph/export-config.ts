@@ -16,6 +16,8 @@ import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
 import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
+import { isVlmConfig } from './vlm/config';
+import { exportVlm } from './vlm/export-vlm';
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
 export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16', o?: { expertParallel?: { stages: number } }) => Promise<PreparedLayout>;
@@ -80,6 +82,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (o.opset !== undefined && !(OPSETS as readonly number[]).includes(o.opset)) throw new UsageError(`--opset must be one of ${OPSETS.join(', ')} (got ${o.opset})`);
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (isVlmConfig(cfg.raw)) {
+    // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
+    if (o.phase !== undefined && o.phase !== 'both') throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
+    const r = await exportVlm({ cfgFile: cfg.file, cfgDir: cfg.dir, raw: cfg.raw, out: o.out, dtype, ctxLen: o.ctxLen, batchSize: o.batchSize, continuousBatching: o.continuousBatching, withCheckpoint, planner: o.planner });
+    return { written: r.written[1]!, summary: r.summary, arch: r.arch.text };
+  }
 
   let layout: PreparedLayout | undefined;
   if (withCheckpoint) {

@@ -1,0 +1,226 @@
+/**
+ * The Qwen2-VL / Qwen3-VL image processor's steps (HF `Qwen2VLImageProcessor`,
+ * models/qwen2_vl/image_processing_qwen2_vl.py, which Qwen3-VL uses): decode to RGB,
+ * `smart_resize` to multiples of patch·merge within [min_pixels, max_pixels], bicubic resize
+ * when the size changes, rescale by 1/255, normalize by mean/std, repeat the frame
+ * temporal_patch_size times, and flatten patches in merge-block order:
+ * `reshape(t, tp, C, h/m, m, p, w/m, m, p).transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)`.
+ * PNG and JPEG are decoded by maintained libraries (pngjs, jpeg-js), loaded on first use.
+ */
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+import { FormatError, PipelineError, UsageError } from '../../errors';
+
+/** An RGB image, `height × width × 3` bytes, row-major. */
+export interface RgbImage {
+  width: number;
+  height: number;
+  data: Uint8Array;
+}
+
+/** Processor settings (preprocessor_config.json fields). */
+export interface ProcessorConfig {
+  minPixels: number;
+  maxPixels: number;
+  mean: [number, number, number];
+  std: [number, number, number];
+  rescale: number;
+  patch: number;
+  temporalPatch: number;
+  merge: number;
+}
+
+/** Qwen3-VL's released preprocessor_config.json values (size.shortest_edge / longest_edge, mean = std = 0.5). */
+export const QWEN3_VL_PROCESSOR_DEFAULTS = { minPixels: 65536, maxPixels: 16777216, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], rescale: 1 / 255 } as const;
+
+function req(): NodeRequire {
+  return createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
+}
+function load<T>(name: string): T {
+  try {
+    return req()(name) as T;
+  } catch {
+    throw new PipelineError(`${name} is not installed: run \`npm install ${name}\` (needed to decode images for run --image)`);
+  }
+}
+
+/** Decodes a PNG or JPEG file (by its signature) to 8-bit RGB. */
+export function decodeImage(file: string): RgbImage {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(file);
+  } catch (e) {
+    throw new UsageError(`${file}: cannot read image: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  let rgba: { width: number; height: number; data: Uint8Array };
+  try {
+    if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
+      const { PNG } = load<{ PNG: { sync: { read(b: Buffer): { width: number; height: number; data: Buffer } } } }>('pngjs');
+      rgba = PNG.sync.read(bytes); // always RGBA 8-bit (16-bit scaled down, palettes expanded)
+    } else if (bytes[0] === 0xff && bytes[1] === 0xd8) {
+      const jpeg = load<{ decode(b: Buffer, o: Record<string, unknown>): { width: number; height: number; data: Uint8Array } }>('jpeg-js');
+      rgba = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true, maxMemoryUsageInMB: 1024 });
+    } else {
+      throw new FormatError(file, 'not a PNG or JPEG image (unknown signature)');
+    }
+  } catch (e) {
+    if (e instanceof FormatError || e instanceof PipelineError) throw e;
+    throw new FormatError(file, `cannot decode image: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const n = rgba.width * rgba.height;
+  const data = new Uint8Array(n * 3);
+  // alpha is dropped, as PIL's convert("RGB") does for the processor's input
+  for (let i = 0; i < n; i++) {
+    data[i * 3] = rgba.data[i * 4]!;
+    data[i * 3 + 1] = rgba.data[i * 4 + 1]!;
+    data[i * 3 + 2] = rgba.data[i * 4 + 2]!;
+  }
+  return { width: rgba.width, height: rgba.height, data };
+}
+
+/** Python's round(): halves to even. */
+function pyRound(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/** HF `smart_resize` (image_processing_qwen2_vl.py). */
+export function smartResize(height: number, width: number, factor: number, minPixels: number, maxPixels: number): [number, number] {
+  if (Math.max(height, width) / Math.min(height, width) > 200) {
+    throw new UsageError(`run --image: aspect ratio must be at most 200 (got ${width}×${height})`);
+  }
+  let h = pyRound(height / factor) * factor;
+  let w = pyRound(width / factor) * factor;
+  if (h * w > maxPixels) {
+    const beta = Math.sqrt((height * width) / maxPixels);
+    h = Math.max(factor, Math.floor(height / beta / factor) * factor);
+    w = Math.max(factor, Math.floor(width / beta / factor) * factor);
+  } else if (h * w < minPixels) {
+    const beta = Math.sqrt(minPixels / (height * width));
+    h = Math.ceil((height * beta) / factor) * factor;
+    w = Math.ceil((width * beta) / factor) * factor;
+  }
+  return [h, w];
+}
+
+/** Bicubic (a = −0.5) weights for one axis, PIL's resampling (support grows when shrinking). */
+function axisWeights(inSize: number, outSize: number): { start: number[]; w: Float64Array[] } {
+  const scale = inSize / outSize;
+  const fscale = Math.max(scale, 1);
+  const support = 2 * fscale;
+  const cubic = (x: number) => {
+    const a = -0.5;
+    x = Math.abs(x);
+    if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+    return 0;
+  };
+  const start: number[] = [];
+  const w: Float64Array[] = [];
+  for (let o = 0; o < outSize; o++) {
+    const center = (o + 0.5) * scale;
+    const lo = Math.max(0, Math.trunc(center - support + 0.5));
+    const hi = Math.min(inSize, Math.trunc(center + support + 0.5));
+    const ws = new Float64Array(hi - lo);
+    let sum = 0;
+    for (let i = lo; i < hi; i++) sum += ws[i - lo] = cubic((i - center + 0.5) / fscale);
+    if (sum !== 0) for (let k = 0; k < ws.length; k++) ws[k]! /= sum;
+    start.push(lo);
+    w.push(ws);
+  }
+  return { start, w };
+}
+
+/** Resizes RGB bytes with PIL-style separable bicubic resampling (8-bit rounding between passes, as PIL does). */
+export function resizeBicubic(img: RgbImage, height: number, width: number): RgbImage {
+  if (img.height === height && img.width === width) return img;
+  const clip = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
+  const hx = axisWeights(img.width, width);
+  const tmp = new Uint8Array(img.height * width * 3);
+  for (let y = 0; y < img.height; y++) for (let x = 0; x < width; x++) for (let ch = 0; ch < 3; ch++) {
+    let s = 0;
+    const ws = hx.w[x]!;
+    for (let k = 0; k < ws.length; k++) s += ws[k]! * img.data[(y * img.width + hx.start[x]! + k) * 3 + ch]!;
+    tmp[(y * width + x) * 3 + ch] = clip(s);
+  }
+  const vy = axisWeights(img.height, height);
+  const out = new Uint8Array(height * width * 3);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) for (let ch = 0; ch < 3; ch++) {
+    let s = 0;
+    const ws = vy.w[y]!;
+    for (let k = 0; k < ws.length; k++) s += ws[k]! * tmp[((vy.start[y]! + k) * width + x) * 3 + ch]!;
+    out[(y * width + x) * 3 + ch] = clip(s);
+  }
+  return { width, height, data: out };
+}
+
+/** Reads preprocessor_config.json in `dir` (if any) over the Qwen3-VL defaults. */
+export function processorConfig(dir: string | undefined, sizes: { patch: number; temporalPatch: number; merge: number }): ProcessorConfig {
+  const c: ProcessorConfig = { ...QWEN3_VL_PROCESSOR_DEFAULTS, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], ...sizes };
+  const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
+  if (!file || !fs.existsSync(file)) return c;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const num = (v: unknown, field: string): number | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new FormatError(file, `"${field}" must be a positive number`);
+    return v;
+  };
+  const size = (raw.size ?? {}) as Record<string, unknown>;
+  c.minPixels = num(raw.min_pixels, 'min_pixels') ?? num(size.shortest_edge, 'size.shortest_edge') ?? c.minPixels;
+  c.maxPixels = num(raw.max_pixels, 'max_pixels') ?? num(size.longest_edge, 'size.longest_edge') ?? c.maxPixels;
+  for (const k of ['image_mean', 'image_std'] as const) {
+    const v = raw[k];
+    if (v === undefined) continue;
+    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new FormatError(file, `"${k}" must be three numbers`);
+    if (k === 'image_mean') c.mean = v as [number, number, number];
+    else c.std = v as [number, number, number];
+  }
+  c.rescale = raw.rescale_factor === undefined ? c.rescale : num(raw.rescale_factor, 'rescale_factor')!;
+  for (const [k, want] of [['patch_size', sizes.patch], ['temporal_patch_size', sizes.temporalPatch], ['merge_size', sizes.merge]] as const) {
+    if (raw[k] !== undefined && raw[k] !== want) throw new FormatError(file, `"${k}" is ${String(raw[k])} but the model's vision_config says ${want}`);
+  }
+  if (raw.do_resize === false || raw.do_rescale === false || raw.do_normalize === false || raw.do_convert_rgb === false) {
+    throw new FormatError(file, 'do_resize / do_rescale / do_normalize / do_convert_rgb = false is not supported by run --image');
+  }
+  return c;
+}
+
+/** One image → its patch rows `[t·h·w, 3·tp·p·p]` (merge-block order) and grid `[1, h, w]`. */
+export function processImage(img: RgbImage, c: ProcessorConfig): { pixelValues: Float32Array; grid: [number, number, number] } {
+  const [H, W] = smartResize(img.height, img.width, c.patch * c.merge, c.minPixels, c.maxPixels);
+  const r = resizeBicubic(img, H, W);
+  // rescale in float64 then float32 (HF rescale(dtype=float32)); normalize in float32
+  const f = Math.fround;
+  const norm = new Float32Array(3 * H * W); // [C, H, W]
+  for (let ch = 0; ch < 3; ch++) {
+    const mean = f(c.mean[ch]!);
+    const std = f(c.std[ch]!);
+    for (let i = 0; i < H * W; i++) norm[ch * H * W + i] = f(f(f(r.data[i * 3 + ch]! * c.rescale) - mean) / std);
+  }
+  const p = c.patch;
+  const m = c.merge;
+  const tp = c.temporalPatch;
+  const gh = H / p;
+  const gw = W / p;
+  const dim = 3 * tp * p * p;
+  const out = new Float32Array(gh * gw * dim);
+  let o = 0;
+  // rows (bh, bw, ih, iw); columns (channel, temporal copy, py, px) — one frame repeated tp times
+  for (let bh = 0; bh < gh / m; bh++) for (let bw = 0; bw < gw / m; bw++) for (let ih = 0; ih < m; ih++) for (let iw = 0; iw < m; iw++) {
+    const y0 = (bh * m + ih) * p;
+    const x0 = (bw * m + iw) * p;
+    for (let ch = 0; ch < 3; ch++) for (let t = 0; t < tp; t++) for (let py = 0; py < p; py++) for (let px = 0; px < p; px++) {
+      out[o++] = norm[ch * H * W + (y0 + py) * W + x0 + px]!;
+    }
+  }
+  return { pixelValues: out, grid: [1, gh, gw] };
+}

@@ -1,0 +1,58 @@
+/**
+ * `run --pixel-values <file.json>` / `run --image <file>`: the images a VLM prompt refers to,
+ * as {@link VlmImages}. The JSON holds `pixel_values` (rows of numbers, the processor's patches)
+ * and `image_grid_thw` (`[[t, h, w], …]`), as the fixtures' reference.json does; images go
+ * through the Qwen processor steps (image.ts) with the model's preprocessor_config.json.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { FormatError, UsageError } from '../../errors';
+import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
+import { decodeImage, processImage, processorConfig } from './image';
+import type { VlmImages } from './vlm-runner';
+
+/** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
+export function readPixelValues(file: string): VlmImages {
+  let raw: { pixel_values?: unknown; image_grid_thw?: unknown };
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof raw;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code) throw new UsageError(`${file}: cannot read (${code})`);
+    throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const pv = raw?.pixel_values;
+  if (!Array.isArray(pv) || pv.length === 0 || !Array.isArray(pv[0])) throw new FormatError(file, '"pixel_values" must be a non-empty array of rows (numbers)');
+  const dim = (pv[0] as unknown[]).length;
+  const data = new Float32Array(pv.length * dim);
+  pv.forEach((row, r) => {
+    if (!Array.isArray(row) || row.length !== dim) throw new FormatError(file, `"pixel_values"[${r}] must be ${dim} numbers like the first row`);
+    row.forEach((x, k) => {
+      if (typeof x !== 'number' || !Number.isFinite(x)) throw new FormatError(file, `"pixel_values"[${r}][${k}] is not a finite number`);
+      data[r * dim + k] = x;
+    });
+  });
+  const thw = raw.image_grid_thw;
+  if (!Array.isArray(thw) || thw.length === 0) throw new FormatError(file, '"image_grid_thw" must be a non-empty array of [t, h, w]');
+  const grids = thw.map((g, i) => {
+    if (!Array.isArray(g) || g.length !== 3 || !g.every((x) => Number.isInteger(x) && x > 0)) throw new FormatError(file, `"image_grid_thw"[${i}] must be three positive integers [t, h, w]`);
+    return g as [number, number, number];
+  });
+  const rows = grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+  if (rows !== pv.length) throw new FormatError(file, `"pixel_values" has ${pv.length} rows but "image_grid_thw" needs ${rows}`);
+  return { pixelValues: data, patchDim: dim, grids };
+}
+
+/** Decodes and processes image files (in prompt order) for the model in `m`. */
+export function readImages(files: string[], m: VlmManifest): VlmImages {
+  const cfg = processorConfig(path.dirname(m.config), { patch: m.vision.patch_size, temporalPatch: m.vision.temporal_patch_size, merge: m.vision.spatial_merge_size });
+  const parts = files.map((f) => processImage(decodeImage(f), cfg));
+  const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
+  const pixelValues = new Float32Array(total);
+  let o = 0;
+  for (const p of parts) {
+    pixelValues.set(p.pixelValues, o);
+    o += p.pixelValues.length;
+  }
+  return { pixelValues, patchDim: 3 * m.vision.temporal_patch_size * m.vision.patch_size ** 2, grids: parts.map((p) => p.grid) };
+}

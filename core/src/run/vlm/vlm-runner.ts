@@ -1,0 +1,234 @@
+/**
+ * Runs a VLM export (`<out>/vlm.json` + compiled `vision/` and `language/`) with ONNX Runtime,
+ * as QEfficient's dual-graph generation does: the vision graph once per image size (images of
+ * one size share a call: image_grid_thw `[n, t, h, w]`), the MRoPE position ids from
+ * {@link getRopeIndex} (rows 1–3; row 0 is the cache position), one prefill of the prompt with
+ * the vision outputs, then greedy decode at cache position p with MRoPE position p + delta.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { FormatError, PipelineError, UsageError } from '../../errors';
+import { fromFloat32, toFloat32 } from '../../formats/dtype';
+import { parseWireModel, type WireValueInfo } from '../../formats/onnx/wire-model';
+import { VLM_MANIFEST, type VlmManifest } from '../../export/graph/vlm/export-vlm';
+import { resolveRunnable } from '../index';
+import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort-loader';
+import { argmax, logitRows } from '../runner';
+import { ortSessionOptions } from '../session-options';
+import { getRopeIndex } from './rope-index';
+
+/** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
+export interface VlmImages {
+  /** `[rows, patchDim]` row-major. */
+  pixelValues: Float32Array;
+  patchDim: number;
+  /** `[t, h, w]` in patches, one per image, in prompt order. */
+  grids: [number, number, number][];
+}
+
+/** True when `dir` is a VLM export directory. */
+export function isVlmExport(dir: string): boolean {
+  return fs.existsSync(path.join(dir, VLM_MANIFEST));
+}
+
+/** Reads and checks `<dir>/vlm.json`. */
+export function readVlmManifest(dir: string): VlmManifest {
+  const file = path.join(dir, VLM_MANIFEST);
+  let m: VlmManifest;
+  try {
+    m = JSON.parse(fs.readFileSync(file, 'utf8')) as VlmManifest;
+  } catch (e) {
+    throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const ints = [m?.image_token_id, m?.video_token_id, m?.vision_start_token_id, m?.vision?.spatial_merge_size, m?.vision?.patch_size, m?.vision?.temporal_patch_size, m?.vision?.in_channels, m?.text?.hidden_size];
+  if (m?.kind !== 'vlm' || !ints.every((x) => Number.isInteger(x)) || typeof m.graphs?.vision !== 'string' || typeof m.graphs?.language !== 'string') {
+    throw new FormatError(file, 'not a weight-spec VLM export manifest (kind "vlm", token ids, vision sizes, graphs)');
+  }
+  for (const g of [m.graphs.vision, m.graphs.language]) if (g.includes('/') || g.includes('\\') || g === '..' || g === '.') throw new FormatError(file, `graph directory "${g}" must be a plain name`);
+  return m;
+}
+
+/** A loaded VLM. */
+export interface VlmRunner {
+  readonly manifest: VlmManifest;
+  /** Logits predicting token t+1 for every t of `ids` (one row per id). */
+  logits(ids: number[], images: VlmImages | undefined): Promise<number[][]>;
+  /** Greedy decode of `n` tokens; `ttftMs` is the time to the first one. */
+  generate(ids: number[], images: VlmImages | undefined, n: number): Promise<{ tokens: number[]; ttftMs: number; totalMs: number }>;
+  close(): Promise<void>;
+}
+
+const fixed = (d: number | string | undefined): number | undefined => (typeof d === 'number' && d > 0 ? d : undefined);
+
+async function open(ort: OrtModule, model: string, prepack?: boolean): Promise<OrtSession> {
+  try {
+    return await ort.InferenceSession.create(model, ortSessionOptions(prepack));
+  } catch (e) {
+    throw new PipelineError(`${model}: ONNX Runtime cannot load it: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Opens both compiled graphs of the VLM export in `dir`. */
+export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepack?: boolean; ctxLen?: number } = {}): Promise<VlmRunner> {
+  const m = readVlmManifest(dir);
+  const visionModel = resolveRunnable(path.join(dir, m.graphs.vision)).model;
+  const langModel = resolveRunnable(path.join(dir, m.graphs.language)).model;
+  const vin = parseWireModel(fs.readFileSync(visionModel), visionModel).inputs;
+  const lin = parseWireModel(fs.readFileSync(langModel), langModel).inputs;
+  const ort = loadOrt(opts.ortPath);
+  const vision = await open(ort, visionModel, opts.prepack);
+  const lang = await open(ort, langModel, opts.prepack);
+  const byName = new Map(lin.map((i) => [i.name, i]));
+  const need = (name: string, from: Map<string, WireValueInfo>, file: string) => {
+    const v = from.get(name);
+    if (!v) throw new PipelineError(`${file}: the graph has no ${name} input; not a weight-spec VLM graph`);
+    return v;
+  };
+  const pixelInfo = need('pixel_values', new Map(vin.map((i) => [i.name, i])), visionModel);
+  const embedsInfo = need('vision_embeds', byName, langModel);
+  need('deepstack_features', byName, langModel);
+  need('image_idx', byName, langModel);
+  const cache = lin.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
+  const c0 = cache[0];
+  if (!c0 || fixed(c0.dims[1]) === undefined || fixed(c0.dims[3]) === undefined) throw new PipelineError(`${langModel}: no past_key/past_value inputs with fixed heads and head_dim`);
+  if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1) throw new PipelineError(`${langModel}: only batch size 1 runs here`);
+  const half = embedsInfo.elemType === 10;
+  const H = m.text.hidden_size;
+  const F = m.vision.num_feature_layers;
+  const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
+  const float = (v: Float32Array, dims: number[], f16: boolean) => {
+    if (!f16) return new ort.Tensor('float32', v, dims);
+    const b = fromFloat32(v, 'F16');
+    return new ort.Tensor('float16', new Uint16Array(b.buffer, b.byteOffset, b.byteLength / 2), dims);
+  };
+  const run = async (s: OrtSession, file: string, feeds: Record<string, OrtTensor>) => {
+    try {
+      return await s.run(feeds);
+    } catch (e) {
+      throw new PipelineError(`${file}: inference failed: ${(e as Error).message.split('\n')[0]}`);
+    }
+  };
+
+  /** vision_embeds [1, total, H] and deepstack_features [F, 1, total, H] for all images. */
+  const runVision = async (img: VlmImages | undefined): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
+    if (!img || img.grids.length === 0) {
+      // text-only prompt: one zero row keeps the gather in range; no image token selects it
+      return { embeds: float(new Float32Array(H), [1, 1, H], half), deep: float(new Float32Array(F * H), [F, 1, 1, H], half), rows: 0 };
+    }
+    const expectDim = m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
+    if (img.patchDim !== expectDim) throw new UsageError(`run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`);
+    const total = img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+    if (img.pixelValues.length !== total * img.patchDim) throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
+    const same = img.grids.every((g) => g.join() === img.grids[0]!.join());
+    const groups = same ? [img.grids] : img.grids.map((g) => [g]);
+    const embeds: Float32Array[] = [];
+    const deep: Float32Array[][] = Array.from({ length: F }, () => []);
+    let row = 0;
+    for (const grp of groups) {
+      const [t, h, w] = grp[0]!;
+      const n = grp.length * t * h * w;
+      const pv = img.pixelValues.subarray(row * img.patchDim, (row + n) * img.patchDim);
+      row += n;
+      const out = await run(vision, visionModel, { pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === 10), image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) });
+      const ve = out.vision_embeds!;
+      const ds = out.deepstack_features!;
+      const f32 = (x: OrtTensor) => {
+        if (x.type !== 'float16') return x.data as Float32Array;
+        const u = x.data as Uint16Array;
+        return toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
+      };
+      embeds.push(f32(ve));
+      const dsData = f32(ds);
+      const per = dsData.length / F;
+      for (let k = 0; k < F; k++) deep[k]!.push(dsData.subarray(k * per, (k + 1) * per));
+    }
+    const cat = (parts: Float32Array[]) => {
+      const outArr = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+      let o = 0;
+      for (const p of parts) outArr.set(p, (o += p.length) - p.length);
+      return outArr;
+    };
+    const all = cat(embeds);
+    const rows = all.length / H;
+    return { embeds: float(all, [1, rows, H], half), deep: float(cat(deep.flat()), [F, 1, rows, H], half), rows };
+  };
+
+  const newState = (tokens: number) => {
+    const ctx = fixed(c0.dims[2]) ?? opts.ctxLen ?? tokens;
+    if (tokens > ctx) throw new PipelineError(`${langModel}: ${tokens} tokens do not fit the KV cache (ctx_len ${ctx})`);
+    const st: Record<string, OrtTensor> = {};
+    for (const c of cache) {
+      const dims = [fixed(c.dims[0]) ?? 1, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!];
+      const n = dims.reduce((a, b) => a * b, 1);
+      st[c.name] = c.elemType === 10 ? new ort.Tensor('float16', new Uint16Array(n), dims) : new ort.Tensor('float32', new Float32Array(n), dims);
+    }
+    st.image_idx = i64([0], [1, 1]);
+    return st;
+  };
+  const copy = (st: Record<string, OrtTensor>) => ({ ...st });
+  /** One language call: `ids` at cache positions `cachePos`, MRoPE rows `mrope` (3 × len). */
+  const step = async (st: Record<string, OrtTensor>, v: { embeds: OrtTensor; deep: OrtTensor }, ids: number[], cachePos: number[], mrope: number[][]) => {
+    const feeds: Record<string, OrtTensor> = {
+      ...st,
+      input_ids: i64(ids, [1, ids.length]),
+      position_ids: i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
+      vision_embeds: v.embeds,
+      deepstack_features: v.deep,
+    };
+    if (byName.has('batch_index')) feeds.batch_index = i64([0], [1, 1]);
+    const out = await run(lang, langModel, feeds);
+    for (const c of cache) st[c.name] = out[`${c.name}_RetainedState`]!;
+    st.image_idx = out.image_idx_output!;
+    const rows = logitRows(out.logits!);
+    return rows[rows.length - 1]!;
+  };
+  const prepare = async (ids: number[], img: VlmImages | undefined) => {
+    if (ids.length === 0) throw new UsageError('run: no input ids given');
+    const v = await runVision(img);
+    const imageTokens = ids.filter((x) => x === m.image_token_id).length;
+    if (imageTokens > v.rows) throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
+    const rope = getRopeIndex(ids, img?.grids ?? [], { imageTokenId: m.image_token_id, videoTokenId: m.video_token_id, visionStartTokenId: m.vision_start_token_id, spatialMergeSize: m.vision.spatial_merge_size });
+    return { v, rope, range: (a: number, b: number) => rope.positions.map((r) => r.slice(a, b)) };
+  };
+  const arange = (a: number, b: number) => Array.from({ length: b - a }, (_, k) => a + k);
+
+  return {
+    manifest: m,
+    async logits(ids, img) {
+      const { v, range } = await prepare(ids, img);
+      // image rows merge only in calls with seq > 1 (QEfficient), so every prefix up to the
+      // last image token is a fresh prefill; later tokens go one per call through the cache
+      const last = ids.lastIndexOf(m.image_token_id);
+      const rows: number[][] = [];
+      let state: Record<string, OrtTensor> | undefined;
+      for (let t = 0; t <= last; t++) {
+        const st = newState(ids.length);
+        rows.push(Array.from(await step(st, v, ids.slice(0, t + 1), arange(0, t + 1), range(0, t + 1))));
+        if (t === last) state = copy(st);
+      }
+      state ??= newState(ids.length);
+      for (let t = last + 1; t < ids.length; t++) rows.push(Array.from(await step(state, v, [ids[t]!], [t], range(t, t + 1))));
+      return rows;
+    },
+    async generate(ids, img, n) {
+      const t0 = performance.now();
+      const { v, rope, range } = await prepare(ids, img);
+      const st = newState(ids.length + n);
+      let next = argmax(await step(st, v, ids, arange(0, ids.length), range(0, ids.length)));
+      const ttftMs = performance.now() - t0;
+      const tokens: number[] = [];
+      for (let k = 0; k < n; k++) {
+        tokens.push(next);
+        if (k + 1 < n) {
+          const p = ids.length + k;
+          next = argmax(await step(st, v, [next], [p], [[p + rope.delta], [p + rope.delta], [p + rope.delta]]));
+        }
+      }
+      return { tokens, ttftMs, totalMs: performance.now() - t0 };
+    },
+    async close() {
+      await vision.release?.();
+      await lang.release?.();
+    },
+  };
+}
