@@ -36,6 +36,10 @@ function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: n
       const t = srcs[s.src]!;
       return (t.byteLength / t.shape[0]!) * 2 + out;
     }
+    case 'half-columns': {
+      const t = srcs[s.src]!;
+      return (t.byteLength / t.shape[0]!) * 2 + out;
+    }
   }
 }
 

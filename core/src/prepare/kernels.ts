@@ -159,6 +159,15 @@ export function everyOtherElement(bytes: Uint8Array, size: number, parity: 0 | 1
   return out;
 }
 
+/** The first (`half` 0) or last (1) half of every row of a `[rows, 2·half-width]` matrix of `size`-byte elements. */
+export function halfColumns(bytes: Uint8Array, rows: number, size: number, half: 0 | 1): Uint8Array {
+  const rowBytes = bytes.byteLength / rows;
+  const keep = rowBytes / 2;
+  const out = new Uint8Array(rows * keep);
+  for (let r = 0; r < rows; r++) out.set(bytes.subarray(r * rowBytes + half * keep, r * rowBytes + (half + 1) * keep), r * keep);
+  return out;
+}
+
 /** f32 values → bytes of `to` (RNE). */
 export function encodeF32(values: Float32Array, to: DType): Uint8Array {
   if (to === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);

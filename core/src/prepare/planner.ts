@@ -15,7 +15,7 @@ import { planFingerprint, shortHash } from './fingerprint';
 import { sidecarNames } from './finalize';
 import { quantSchemeOf } from './quant-config';
 import { attachScales, planDequant, type DequantPlan } from './transforms/fp8';
-import { isFusedDown, planFusedSplit } from './transforms/fused-split';
+import { isFusedDown, planFusedSplit, type MoeSizes } from './transforms/fused-split';
 import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';
 import { planMxfp4 } from './transforms/mxfp4';
@@ -52,10 +52,26 @@ export function expertParallelSplit(E: number, P: number, N: number | undefined,
   return E / P;
 }
 
+/** The text model's config (a VLM nests it under `text_config`). */
+function textConfig(config: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const t = config?.text_config;
+  return typeof t === 'object' && t !== null && !Array.isArray(t) ? (t as Record<string, unknown>) : config;
+}
+
+const posInt = (n: unknown): number | undefined => (typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined);
+
 /** The expert count config.json declares, if any. */
 function configuredExperts(config: Record<string, unknown> | undefined): number | undefined {
-  const n = config?.num_local_experts ?? config?.num_experts;
-  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+  const c = textConfig(config);
+  return posInt(c?.num_local_experts ?? c?.num_experts);
+}
+
+/** Hidden and MoE-intermediate sizes config.json declares (they decide a fused layout). */
+function moeSizes(config: Record<string, unknown> | undefined): MoeSizes {
+  const c = textConfig(config);
+  const hidden = posInt(c?.hidden_size);
+  const intermediate = posInt(c?.moe_intermediate_size);
+  return hidden !== undefined && intermediate !== undefined ? { hidden, intermediate } : {};
 }
 
 function finalDtype(src: DType, target: DType): DType {
@@ -78,7 +94,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
 
   // MoE transforms claim their keys; the rest stays dense.
   const configured = configuredExperts(config);
-  let groups: MoeGroup[] = [...planMxfp4(sources, configured), ...planFusedSplit(sources, configured), ...planMoeStack(sources, configured)];
+  let groups: MoeGroup[] = [...planMxfp4(sources, configured), ...planFusedSplit(sources, configured, moeSizes(config)), ...planMoeStack(sources, configured)];
   const claimed = new Map<string, string>();
   for (const g of groups) {
     for (const k of g.inputs) {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, makeConverter, transposeMatrix, type Converter } from './kernels';
+import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, transposeMatrix, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
 
@@ -253,6 +253,16 @@ async function produceSlot(slot: SlicePlan, t: OutputTensor, sib: OutputTensor |
       const main = converter(s.dtype, t.dtype)(everyOtherElement(row, size, slot.parity));
       if (!sib) return { main };
       return { main, sibling: converter(s.dtype, sib.dtype)(everyOtherElement(row, size, slot.parity === 0 ? 1 : 0)) };
+    }
+    case 'half-columns': {
+      const s = src.src(slot.src);
+      const [, rows] = s.shape as [number, number, number];
+      const per = s.byteLength / s.shape[0]!;
+      const m = await src.read(slot.src, slot.expert * per, per);
+      const size = DTYPE_SIZE[s.dtype];
+      const main = converter(s.dtype, t.dtype)(halfColumns(m, rows, size, slot.half));
+      if (!sib) return { main };
+      return { main, sibling: converter(s.dtype, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0)) };
     }
     case 'mxfp4': {
       const b = src.src(slot.blocks);

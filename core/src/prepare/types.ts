@@ -26,13 +26,16 @@ export interface SourceTensor {
  * How one slot (expert slice) of a stacked output tensor is produced. `whole`: a whole
  * source tensor; `range`: a byte range of a source tensor (fused splits); `mxfp4`: the
  * dequantized rows of one expert (`parity` 0/1 keeps every other row, GPT-OSS gate/up);
- * `columns`: every other column of a 2-D source row (interleaved biases).
+ * `columns`: every other column of a 2-D source row (interleaved biases); `half-columns`:
+ * one expert's `[rows, 2·cols]` matrix of a `[E, rows, 2·cols]` source, keeping the first
+ * (`half` 0) or last (1) `cols` of every row (Qwen3-VL-MoE's fused `gate_up_proj [E, H, 2I]`).
  */
 export type SlicePlan =
   | { kind: 'whole'; src: string; scale?: ScaleRef }
   | { kind: 'range'; src: string; start: number; length: number; scale?: ScaleRef }
   | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
-  | { kind: 'columns'; src: string; row: number; parity: 0 | 1 };
+  | { kind: 'columns'; src: string; row: number; parity: 0 | 1 }
+  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1 };
 
 /**
  * The scale a quantized source is dequantized with (transforms/fp8.ts): element `[…, i, j]`

@@ -12,9 +12,9 @@ import { fromFloat32, toFloat32 } from '../../formats/dtype';
 import { parseWireModel, type WireValueInfo } from '../../formats/onnx/wire-model';
 import { VLM_MANIFEST, type VlmManifest } from '../../export/graph/vlm/export-vlm';
 import { resolveRunnable } from '../index';
-import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort-loader';
+import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../ort/loader';
 import { argmax, logitRows } from '../runner';
-import { ortSessionOptions } from '../session-options';
+import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */

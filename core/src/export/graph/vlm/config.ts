@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { FormatError } from '../../../errors';
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from '../arch';
 import { actOf, llamaLike, parseWith, refuse } from '../config';
+import { canonicalMoeKeys } from '../moe';
 import { ropeSpec, type RopeScaling } from '../rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
@@ -173,8 +174,11 @@ function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolea
     if (sparse) {
       // HF's Qwen3VLMoeTextTopKRouter always renormalizes the top-k probabilities.
       mlp = {
-        kind: 'moe', router: `${p}.mlp.gate.weight`, gate: `${p}.mlp.moe_weights.gate`, up: `${p}.mlp.moe_weights.up`, down: `${p}.mlp.moe_weights.down`,
-        experts: experts!, topK: c.num_experts_per_tok!, normTopK: true, intermediate: c.moe_intermediate_size!,
+        kind: 'moe',
+        router: `${p}.mlp.gate.weight`,
+        weights: { ...canonicalMoeKeys(`${p}.mlp`), experts: experts!, hidden: H, intermediate: c.moe_intermediate_size! },
+        topK: c.num_experts_per_tok!,
+        normTopK: true,
       };
     } else {
       const I = c.intermediate_size;

@@ -149,7 +149,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   await guard.writeFile(VLM_MANIFEST, JSON.stringify(manifest, null, 2) + '\n');
   const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   const summary = [
-    `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, deepstack [${arch.vision.deepstack.join(', ')}]; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
+    `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, deepstack [${arch.vision.deepstack.join(', ')}]; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
     ...written.flatMap((w, i) =>
       exportSummary(`  ${parts[i]!.dir}/`, w, [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]], []).map((l) => `  ${l}`),
     ),
