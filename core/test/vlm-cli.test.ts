@@ -1,0 +1,152 @@
+/**
+ * Qwen3-VL-MoE end to end through the built CLI (node dist/cli.js) on the fixture:
+ * `export --config` → `prepare --dtype float32` → `compile` (both graphs) → `run
+ * --pixel-values reference.json` / `--image` reproduces reference.json (HF transformers 4.57,
+ * fp32 on the bf16 weights): generated_ids, logits within 1e-4, the compiled vision graph's
+ * outputs within 1e-4. Prepared experts are checked against an independent split of the
+ * released `gate_up_proj [E, H, 2I]` / `down_proj [E, I, H]` into QEfficient's canonical
+ * `[E, H, I]` / `[E, I, H]` (QEfficient/transformers/moe/weights.py; DESIGN.md "Prepared checkpoint").
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { beforeAll, expect, it } from 'vitest';
+import { toFloat32 } from '../src/formats/dtype';
+import { Checkpoint } from '../src/formats/safetensors';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
+const tmp = tempDirs('ws-vlm-cli-');
+const req = createRequire(__filename);
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+describeFixtures('qwen3_vl_moe through the CLI', () => {
+  const fx = path.join(fixturesDir(), 'qwen3_vl_moe');
+  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  let work = '';
+  const cliRun = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: work });
+  const ok = (...args: string[]) => {
+    const r = cliRun(...args);
+    if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.status}: ${r.stderr}`);
+    return r;
+  };
+
+  beforeAll(() => {
+    work = tmp();
+    mkdirSync(path.join(work, 'model'));
+    for (const f of ['config.json', 'model.safetensors']) copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+    // min_pixels below 16·16: smart_resize keeps the fixture image's size, as the reference did
+    writeFileSync(path.join(work, 'model', 'preprocessor_config.json'), JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }));
+    ok('export', '--config', 'model', '--out', 'out');
+    ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+    const c = ok('compile', 'out');
+    expect(c.stdout).toMatch(/^vision: compile: ort/m);
+    expect(c.stdout).toMatch(/^language: compile: ort/m);
+  }, 120_000);
+
+  it('writes vision/ and language/ whose specs point into one prepared checkpoint with the real keys', () => {
+    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
+    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
+    expect(v.model_id).toBe(l.model_id);
+    expect(v.inputs.every((i: { location: { key: string } }) => i.location.key.startsWith('model.visual.'))).toBe(true);
+    const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
+    expect(keys).toContain('lm_head.weight');
+    expect(keys).toContain('model.language_model.layers.1.mlp.moe_weights.gate');
+    for (const d of ['vision', 'language']) expect(ok('check', path.join('out', d, 'weight_spec.json')).status).toBe(0);
+  });
+
+  it('prepare splits gate_up_proj [E, H, 2I] / down_proj [E, I, H] into canonical [E, H, I] / [E, I, H]', async () => {
+    const src = await Checkpoint.open(path.join(work, 'model'));
+    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
+    const prep = await Checkpoint.open(l.model_id);
+    const [E, H, I] = [8, 64, 48];
+    for (const layer of [0, 1]) {
+      const m = `model.language_model.layers.${layer}.mlp`;
+      const fused = toFloat32(await src.read(`${m}.experts.gate_up_proj`), 'BF16');
+      const down = toFloat32(await src.read(`${m}.experts.down_proj`), 'BF16');
+      const gate = new Float32Array(E * H * I);
+      const up = new Float32Array(E * H * I);
+      for (let e = 0; e < E; e++) for (let h = 0; h < H; h++) for (let j = 0; j < I; j++) {
+        gate[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + j]!;
+        up[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + I + j]!;
+      }
+      for (const [k, want, shape] of [['gate', gate, [E, H, I]], ['up', up, [E, H, I]], ['down', down, [E, I, H]]] as const) {
+        expect(prep.get(`${m}.moe_weights.${k}`)!.shape).toEqual(shape);
+        expect(toFloat32(await prep.read(`${m}.moe_weights.${k}`), 'F32')).toEqual(want);
+      }
+    }
+  });
+
+  it('the compiled vision graph gives image_embeds and deepstack_features within 1e-4', async () => {
+    const rec = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'compile.json'), 'utf8'));
+    const s = await ort.InferenceSession.create(rec.artifacts.model);
+    const pv = ref.pixel_values as number[][];
+    const [[t, h, w]] = ref.image_grid_thw;
+    const out = await s.run({
+      pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]),
+      image_grid_thw: new ort.Tensor('int64', new BigInt64Array(t * h * w), [1, t, h, w]),
+    });
+    expect(maxDiff(out.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
+    expect(maxDiff(out.deepstack_features!.data as Float32Array, ref.deepstack_features.flat(2))).toBeLessThan(1e-4);
+  });
+
+  it('run --pixel-values: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4', () => {
+    const gen = ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+    expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
+    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+    expect(got).toHaveLength(ref.logits.length);
+    expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+  });
+
+  it('run --image on a PNG of the fixture image gives generated_ids', () => {
+    const H = ref.image.length;
+    const W = ref.image[0].length;
+    const { PNG } = req('pngjs');
+    const png = new PNG({ width: W, height: H });
+    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
+      for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
+      png.data[(y * W + x) * 4 + 3] = 255;
+    }
+    writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
+    const gen = ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+    expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+  });
+
+  it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', () => {
+    const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['llava', { ...cfg, model_type: 'llava' }, /vision-language model_type "llava" is not supported/],
+      ['bicubic', { ...cfg, vision_config: { ...cfg.vision_config, interpolation_mode: 'bicubic' } }, /vision_config\.interpolation_mode" "bicubic" is not supported/],
+      ['deep', { ...cfg, vision_config: { ...cfg.vision_config, deepstack_visual_indexes: [0, 5] } }, /deepstack_visual_indexes" names block 5 but depth is 3/],
+      ['mrope', { ...cfg, text_config: { ...cfg.text_config, rope_scaling: { rope_type: 'default', mrope_section: [6, 5, 4] } } }, /mrope_section" sums to 15 but head_dim \/ 2 is 16/],
+    ];
+    for (const [name, c, re] of cases) {
+      mkdirSync(path.join(work, name));
+      writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
+      const r = cliRun('export', '--config', name, '--out', `${name}-out`);
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(re);
+      expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
+    }
+  });
+
+  it('run --pixel-values on a text export, or a bad pixel file, is one line', () => {
+    writeFileSync(path.join(work, 'bad.json'), JSON.stringify({ pixel_values: [[1, 2]], image_grid_thw: [[1, 4, 4]] }));
+    const r = cliRun('run', 'out', '--pixel-values', 'bad.json', '--input-ids', '1,2');
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/bad\.json: "pixel_values" has 1 rows but "image_grid_thw" needs 16/);
+  });
+});
