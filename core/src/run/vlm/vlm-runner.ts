@@ -71,8 +71,17 @@ async function open(ort: OrtModule, model: string, prepack?: boolean): Promise<O
 /** Opens both compiled graphs of the VLM export in `dir`. */
 export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepack?: boolean; ctxLen?: number } = {}): Promise<VlmRunner> {
   const m = readVlmManifest(dir);
-  const visionModel = resolveRunnable(path.join(dir, m.graphs.vision)).model;
-  const langModel = resolveRunnable(path.join(dir, m.graphs.language)).model;
+  const runnable = (g: string) => {
+    const r = resolveRunnable(path.join(dir, g));
+    // as for text models: a stale artifact is never run silently
+    if (r.status?.state === 'stale') {
+      const what = r.status.changed?.length ? `${r.status.changed.join(', ')} changed` : 'its inputs changed';
+      throw new PipelineError(`${path.join(dir, g)}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${dir}\` first`);
+    }
+    return r.model;
+  };
+  const visionModel = runnable(m.graphs.vision);
+  const langModel = runnable(m.graphs.language);
   const vin = parseWireModel(fs.readFileSync(visionModel), visionModel).inputs;
   const lin = parseWireModel(fs.readFileSync(langModel), langModel).inputs;
   const ort = loadOrt(opts.ortPath);
