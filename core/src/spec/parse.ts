@@ -133,7 +133,16 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
     }
     return withTree({ problems, offsets }, text, tree);
   }
-  const { spec, sources } = normalize(result.data, raw as Record<string, unknown>);
+  const { spec, sources, skipped } = normalize(result.data, raw as Record<string, unknown>);
+  for (const i of skipped) {
+    problems.push({
+      code: 'input-skipped',
+      severity: 'warning',
+      message: `inputs[${i}]: no location; skipped (as QEfficient's load_weight_spec skips location-less entries)`,
+      path: ['inputs', i],
+      range: offsets.anchor(['inputs', i, 'location']) ?? offsets.anchor(['inputs', i]),
+    });
+  }
   if (spec.version > LATEST_SPEC_VERSION) {
     problems.push({
       code: 'spec-version',
@@ -194,10 +203,18 @@ function syntaxMessage(e: ParseError): string {
   return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 }
 
+/** QEfficient's `WEIGHT_SPEC_VERSION`: what `load_weight_spec` assumes when `version` is absent. */
+const QEFF_DEFAULT_SPEC_VERSION = 5;
+
 const LEGACY_TOP = new Set(['checkpoint_files', 'weights_root', 'checkpoint_base_dir']);
 
-/** Turns any version's validated document into the v5-shaped {@link WeightSpec}. */
-function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: WeightSpec; sources: SpecSources } {
+/**
+ * Turns any version's validated document into the v5-shaped {@link WeightSpec}. What
+ * QEfficient's `load_weight_spec` reads is read the same way: no `version` is v5; a path
+ * string in `location.file` names the file (appended to `files` when not listed); an input
+ * with a null or absent location (and no v1 `fqn`) is skipped and its index returned.
+ */
+function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: WeightSpec; sources: SpecSources; skipped: number[] } {
   const listKey = raw.files !== undefined ? 'files' : 'checkpoint_files';
   const list = (raw.files ?? raw.checkpoint_files)!;
   const base = raw.weights_root ?? raw.checkpoint_base_dir;
@@ -218,23 +235,42 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
   });
 
   const tied = tiedMap(raw.tied_weights);
-  const inputs: SpecInput[] = raw.inputs.map((input: RawInput, i) => {
+  const skipped: number[] = [];
+  /** A `location.file` path string → its index in `files` (appended when no entry has that path). */
+  const fileIndex = (p: string, at: JsonPath): number => {
+    const found = files.findIndex((f) => f.path === p);
+    if (found >= 0) return found;
+    files.push({ path: p, format: 'safetensors' });
+    sources.files.push({ node: at, path: at });
+    return files.length - 1;
+  };
+  const inputs: SpecInput[] = [];
+  raw.inputs.forEach((input: RawInput, i) => {
     const node: JsonPath = ['inputs', i];
+    if (!input.location && input.fqn === undefined) {
+      skipped.push(i);
+      return;
+    }
     const name = input.name ?? input.fqn!;
     const namePath: JsonPath = input.name !== undefined ? ['inputs', i, 'name'] : ['inputs', i, 'fqn'];
     if (input.location) {
-      sources.inputs.push({ node, name: namePath, key: ['inputs', i, 'location', 'key'], file: ['inputs', i, 'location', 'file'] });
+      const filePath: JsonPath = ['inputs', i, 'location', 'file'];
+      sources.inputs.push({ node, name: namePath, key: ['inputs', i, 'location', 'key'], file: filePath });
+      if (typeof input.location.file === 'string') {
+        inputs.push({ ...input, name, location: { ...input.location, file: fileIndex(input.location.file, filePath) } } as SpecInput);
+        return;
+      }
       // The validated input is a fresh object of our own (zod's or parseSpecSchema's copy):
       // with its own name it already is the normalized input.
-      if (input.name !== undefined) return input as SpecInput;
-      return { ...input, name, location: input.location } as SpecInput;
+      inputs.push(input.name !== undefined ? (input as SpecInput) : ({ ...input, name, location: input.location } as SpecInput));
+      return;
     }
     // v1 without a location: the fqn (or what it is tied to) is the key.
     const key = tied.get(input.fqn!) ?? tied.get(name) ?? input.fqn!;
     const fileIdx = input.file ?? (files.length === 1 ? 0 : -1);
     sources.inputs.push({ node, name: namePath, key: [...node, 'fqn'], file: input.file !== undefined ? [...node, 'file'] : node });
-    const { file: _file, ...rest } = input;
-    return { ...rest, name, location: { file: fileIdx, key } } as SpecInput;
+    const { file: _file, location: _location, ...rest } = input;
+    inputs.push({ ...rest, name, location: { file: fileIdx, key } } as SpecInput);
   });
 
   const extras: Record<string, unknown> = {};
@@ -245,8 +281,8 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
     const value = Object.prototype.hasOwnProperty.call(rawDoc, k) ? rawDoc[k] : v;
     Object.defineProperty(extras, k, { value, enumerable: true, writable: true, configurable: true });
   }
-  const spec: WeightSpec = { ...extras, version: raw.version, files, inputs };
-  return { spec, sources };
+  const spec: WeightSpec = { ...extras, version: raw.version ?? QEFF_DEFAULT_SPEC_VERSION, files, inputs };
+  return { spec, sources, skipped };
 }
 
 function tiedMap(t: RawSpec['tied_weights']): Map<string, string> {

@@ -24,10 +24,13 @@ export const FileEntrySchema = z.preprocess(
   ),
 );
 
-/** `location`: which file (index into `files`) and which tensor key. */
+/**
+ * `location`: which file and which tensor key. `file` is an index into `files`, or (as
+ * QEfficient's `WeightSpecLocation.file: Union[int, str]` allows) the file's path.
+ */
 export const LocationSchema = z.looseObject(
   {
-    file: nonNegInt,
+    file: z.union([nonNegInt, nonEmpty('a file path')], { error: 'expected a non-negative integer (an index into "files") or a file path' }),
     key: nonEmpty('a tensor key'),
   },
   { error: 'expected an object {"file", "key"}' },
@@ -51,7 +54,8 @@ export const InputSchema = z
   .looseObject(
     {
       name: nonEmpty('an input name').optional(),
-      location: LocationSchema.optional(),
+      // null (or absent): QEfficient's load_weight_spec skips the input (old buffer-only entries)
+      location: LocationSchema.nullable().optional(),
       role: nonEmpty('a role').optional(),
       weight_input: nonEmpty('an input name').optional(),
       metadata: z.record(z.string(), z.unknown(), { error: 'expected an object' }).optional(),
@@ -68,9 +72,6 @@ export const InputSchema = z
     if (v.name === undefined && v.fqn === undefined) {
       ctx.addIssue({ code: 'custom', path: ['name'], message: 'missing required field "name"' });
     }
-    if (v.location === undefined && v.fqn === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['location'], message: 'missing required field "location"' });
-    }
   });
 
 const TiedWeightsSchema = z.union(
@@ -82,7 +83,8 @@ const TiedWeightsSchema = z.union(
 export const SpecSchema = z
   .looseObject(
     {
-      version: z.int({ error: 'expected an integer' }).min(1, { error: 'version must be ≥ 1' }),
+      // absent: QEfficient's load_weight_spec reads WEIGHT_SPEC_VERSION (5)
+      version: z.int({ error: 'expected an integer' }).min(1, { error: 'version must be ≥ 1' }).optional(),
       files: z.array(FileEntrySchema, { error: 'expected an array of files' }).optional(),
       checkpoint_files: z.array(FileEntrySchema, { error: 'expected an array of files' }).optional(),
       weights_root: nonEmpty('a directory').optional(),
