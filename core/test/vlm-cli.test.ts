@@ -49,8 +49,8 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     ok('export', '--config', 'model', '--out', 'out');
     ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
     const c = ok('compile', 'out');
-    expect(c.stdout).toMatch(/^vision: compile: ort/m);
-    expect(c.stdout).toMatch(/^language: compile: ort/m);
+    expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-vision-\w+\.onnx/m);
+    expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-language-\w+\.onnx/m);
   }, 120_000);
 
   it('writes vision/ and language/ whose specs point into one prepared checkpoint with the real keys', () => {
