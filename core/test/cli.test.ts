@@ -50,7 +50,7 @@ describe('exit codes and usage', () => {
     const r = cli(['check', '/nonexistent/weight_spec.json']);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^weight-spec: .*nonexistent\/weight_spec\.json: file does not exist/);
+    expect(r.stderr).toMatch(/^weight-spec: .*nonexistent\/weight_spec\.json: no such file or directory/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
     const i = cli(['inspect', '/nonexistent/dir']);
     expect(i.code).toBe(1);

@@ -76,7 +76,7 @@ describe('prepare CLI', () => {
     expect(over.stderr).toMatch(/^weight-spec: task .* needs an estimated .* over the RAM budget of 107 B; raise --max-ram-gb/);
     const missing = await run(['prepare', '--checkpoint', path.join(parent, 'nope'), '--dtype', 'float16']);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^weight-spec: .*nope: does not exist/);
+    expect(missing.stderr).toMatch(/^weight-spec: .*nope: no such file or directory/);
   });
 });
 

@@ -6,6 +6,7 @@
 import { closestWord } from '../check/suggest';
 import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
 import { describeFlags, parseArgs } from './args';
+import { errnoSentence } from './input-paths';
 import { println, type CliIO, type CommandSpec } from './command';
 import { checkCommand } from './commands/check';
 import { compileCommand } from './commands/compile';
@@ -117,7 +118,7 @@ function failureMessage(err: unknown): string {
   if (err instanceof FormatError || err instanceof PipelineError || err instanceof UsageError) return oneLine(err);
   const e = err as NodeJS.ErrnoException;
   if (e && typeof e === 'object' && typeof e.code === 'string' && typeof e.path === 'string') {
-    return `${e.path}: ${e.code === 'ENOENT' ? 'no such file or directory' : oneLine(err)}`;
+    return `${e.path}: ${errnoSentence(e.code) ?? oneLine(err)}`;
   }
   return oneLine(err);
 }

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PipelineError, UsageError } from '../errors';
+import { FormatError, PipelineError } from '../errors';
 import { parseWireModel } from '../formats/onnx/wire-model';
 import { COMPILE_RECORD } from '../compile/record';
 import { compileStatus, type CompileStatus } from '../compile/status';
@@ -25,10 +25,10 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
   try {
     st = fs.statSync(abs);
   } catch {
-    throw new UsageError(`${target}: no such file or directory`);
+    throw new FormatError(target, 'no such file or directory');
   }
   if (st.isFile()) {
-    if (!abs.endsWith('.onnx')) throw new UsageError(`${target}: not an .onnx file or an export directory`);
+    if (!abs.endsWith('.onnx')) throw new FormatError(target, 'is a file but not an .onnx model; give the export directory or the compiled .onnx');
     return { model: abs };
   }
   const status = compileStatus(abs);

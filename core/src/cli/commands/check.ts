@@ -9,6 +9,7 @@ import { FormatError, oneLine, type Problem } from '../../errors';
 import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
 import { readRegularFile } from '../../paths';
+import { requirePath } from '../input-paths';
 
 /** Line and column (both 1-based) of a text offset. */
 export function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -43,7 +44,7 @@ export const checkCommand = defineCommand({
   },
   positionals: { min: 1, max: 1, names: ['weight_spec.json'] },
   async run(args, io) {
-    const file = path.resolve(io.cwd, args.positionals[0]!);
+    const file = requirePath(io.cwd, args.positionals[0]!, 'file');
     let text: string;
     try {
       text = await readRegularFile(file, 'utf8');

@@ -8,6 +8,7 @@ import { compile, shellLine } from '../../compile';
 import { defineCommand, println } from '../command';
 import { isVlmExport, readVlmManifest } from '../../run/vlm/vlm-runner';
 import { formatBytes } from '../progress';
+import { requirePath } from '../input-paths';
 
 export const compileCommand = defineCommand({
   name: 'compile',
@@ -43,7 +44,7 @@ export const compileCommand = defineCommand({
   positionals: { min: 1, max: 1, names: ['export dir'] },
   async run(args, io): Promise<number> {
     const f = args.flags;
-    const exportDir = path.resolve(io.cwd, args.positionals[0]!);
+    const exportDir = requirePath(io.cwd, args.positionals[0]!, 'dir', 'give the export directory');
     // a VLM export: compile both graphs (one prepared checkpoint; each artifact names its graph)
     if (isVlmExport(exportDir)) {
       const m = readVlmManifest(exportDir);
@@ -56,7 +57,7 @@ export const compileCommand = defineCommand({
     const backend = (f.backend ?? 'ort') as 'ort' | 'qaic';
     const res = await compile(exportDir, {
       backend,
-      prepared: f.prepared ? path.resolve(io.cwd, f.prepared) : undefined,
+      prepared: f.prepared ? requirePath(io.cwd, f.prepared, 'dir', 'give the prepared checkpoint directory') : undefined,
       dryRun: f['dry-run'],
       force: f.force,
       links: f['link-shards'],

@@ -3,8 +3,9 @@
  * config.json (`--config`, {@link exportConfig}) or converted from a legacy ONNX with
  * embedded weights (`--onnx`, {@link exportOnnx}). Exactly one of the two is given.
  */
+import fs from 'node:fs';
 import path from 'node:path';
-import { UsageError } from '../../errors';
+import { FormatError, UsageError } from '../../errors';
 import type { DtypeName } from '../../formats/dtype';
 import { exportFromOnnx, fromOnnxSummary } from '../../export/from-onnx';
 import { createProgress } from '../progress';
@@ -12,6 +13,7 @@ import { exportFromConfig } from '../../export/graph/export-config';
 import { planLayout } from '../../export/graph/plan-layout';
 import type { ParsedArgs } from '../args';
 import { defineCommand, println, type CliIO } from '../command';
+import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
 
 const flags = {
   config: { type: 'string', placeholder: '<model dir>', description: 'HF model directory (config.json) to build the graph from' },
@@ -44,9 +46,13 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   if ((f['moe-flavour'] === undefined) !== (f['pipeline-stages'] === undefined)) {
     throw new UsageError('export: --moe-flavour expert_parallel and --pipeline-stages P go together');
   }
+  const config = requirePath(io.cwd, f.config!, 'file-or-dir', 'the model directory holding config.json', ['.json']);
+  if (fs.statSync(config).isDirectory() && !fs.existsSync(path.join(config, 'config.json'))) {
+    throw new FormatError(f.config!, 'has no config.json — to export from an existing ONNX use --onnx <model.onnx> --checkpoint <dir>');
+  }
   const r = await exportFromConfig({
-    config: path.resolve(io.cwd, f.config!),
-    out: path.resolve(io.cwd, f.out),
+    config,
+    out: requireOutDir(io.cwd, f.out),
     dtype: (f.dtype ?? 'float32') as 'float32' | 'float16',
     ...(f['ctx-len'] !== undefined ? { ctxLen: f['ctx-len'] } : {}),
     ...(f['batch-size'] !== undefined ? { batchSize: f['batch-size'] } : {}),
@@ -64,17 +70,20 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
 export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
   const f = args.flags;
   if (f.checkpoint === undefined) throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');
+  const onnx = requirePath(io.cwd, f.onnx!, 'file');
+  const checkpoint = requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES);
+  const out = requireOutDir(io.cwd, f.out);
   const progress = createProgress('resolving initializers', { stream: io.stderr, unit: 'items' });
   try {
     const r = await exportFromOnnx({
-      onnx: path.resolve(io.cwd, f.onnx!),
-      checkpoint: path.resolve(io.cwd, f.checkpoint),
-      out: path.resolve(io.cwd, f.out),
+      onnx,
+      checkpoint,
+      out,
       dtype: (f['prepared-dtype'] ?? 'float32') as DtypeName,
       allowUnresolved: f['allow-unresolved'],
       keepNames: f['keep-names'],
       ...(f['max-ram-mb'] !== undefined ? { maxRamMb: f['max-ram-mb'] } : {}),
-      roots: f.root.map((r) => path.resolve(io.cwd, r)),
+      roots: f.root.map((r) => requirePath(io.cwd, r, 'dir')),
       onProgress: (done, total) => progress.update(done, total),
     });
     progress.done(`${r.resolutions.length - r.unresolved.length}/${r.resolutions.length} resolved`);

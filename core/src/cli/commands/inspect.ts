@@ -14,6 +14,7 @@ import { defineCommand, println, type CliIO } from '../command';
 import { formatBytes } from '../progress';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
+import { requirePath } from '../input-paths';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -102,12 +103,8 @@ export const inspectCommand = defineCommand({
   async run(args, io) {
     const given = args.positionals[0]!;
     const target = path.resolve(io.cwd, given);
-    let st;
-    try {
-      st = await stat(target);
-    } catch (err) {
-      throw new FormatError(given, `cannot read: ${oneLine(err)}`);
-    }
+    requirePath(io.cwd, given, 'file-or-dir');
+    const st = await stat(target);
     const isDir = st.isDirectory();
     if (!isDir) assertRegularFile(given, st);
     if (!isDir && target.toLowerCase().endsWith('.onnx')) {

@@ -10,6 +10,7 @@ import { runPrepare } from '../../prepare';
 import type { DtypeName } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { createProgress, formatBytes } from '../progress';
+import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
@@ -44,9 +45,9 @@ export const prepareCommand = defineCommand({
     let result;
     try {
       result = await runPrepare({
-        checkpoint: path.resolve(io.cwd, f.checkpoint),
+        checkpoint: requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES),
         dtype: f.dtype as DtypeName,
-        ...(f.out ? { out: path.resolve(io.cwd, f.out) } : {}),
+        ...(f.out !== undefined ? { out: requireOutDir(io.cwd, f.out) } : {}),
         ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),
         ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
         ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),

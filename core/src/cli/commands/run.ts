@@ -11,6 +11,7 @@ import { openRunner, resolveRunnable } from '../../run';
 import { readImages, readPixelValues } from '../../run/vlm/inputs';
 import { isVlmExport, openVlmRunner } from '../../run/vlm/vlm-runner';
 import { defineCommand, println, type CliIO } from '../command';
+import { requirePath } from '../input-paths';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
 export function parseIds(text: string): number[] {
@@ -79,7 +80,7 @@ export const runCommand = defineCommand({
     const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
-    const target = path.resolve(io.cwd, args.positionals[0]!);
+    const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
     if (isVlmExport(target)) return runVlm(target, ids, n, f, io);
     if (f['pixel-values'] !== undefined || f.image.length) throw new UsageError(`run: --pixel-values / --image need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`);
     const { status } = resolveRunnable(target);
