@@ -47,9 +47,13 @@ function configDir(root: string, name: string, cfg: Record<string, unknown>): st
 function familyConfigs(): Map<string, Record<string, unknown>> {
   const out = new Map<string, Record<string, unknown>>();
   for (const [name, cfg] of Object.entries(SYNTHETIC_CONFIGS)) out.set(`synthetic-${name}`, cfg);
-  for (const type of SUPPORTED_MODEL_TYPES) {
-    const f = path.join(fixturesDir(), type, 'config.json');
-    if (fs.existsSync(f)) out.set(type, JSON.parse(fs.readFileSync(f, 'utf8')) as Record<string, unknown>);
+  // every fixture that is a whole model (it has reference logits) of a supported type — not the
+  // experts-only gpt_oss folder, whose config describes no attention
+  for (const name of fs.readdirSync(fixturesDir())) {
+    const f = path.join(fixturesDir(), name, 'config.json');
+    if (!fs.existsSync(f) || !fs.existsSync(path.join(fixturesDir(), name, 'reference.json'))) continue;
+    const cfg = JSON.parse(fs.readFileSync(f, 'utf8')) as Record<string, unknown>;
+    if ((SUPPORTED_MODEL_TYPES as readonly unknown[]).includes(cfg.model_type)) out.set(name, cfg);
   }
   return out;
 }
@@ -69,7 +73,7 @@ describeFixtures('ONNX checker (python3-onnx 1.12, strict shape inference)', () 
           ['f16-cb', { dtype: 'float16', continuousBatching: true, batchSize: 2 }],
           ['decode', { phase: 'decode' }],
         ];
-        const experts = (cfg.num_local_experts ?? cfg.num_experts) as number | undefined;
+        const experts = (cfg.num_local_experts ?? cfg.num_experts ?? cfg.n_routed_experts) as number | undefined;
         if (experts && experts % 2 === 0) variants.push(['ep2', { expertParallel: { stages: 2 } }]);
         for (const [v, o] of variants) {
           const out = path.join(root, `${name}-${v}`);
@@ -91,8 +95,7 @@ describeFixtures('ONNX checker (python3-onnx 1.12, strict shape inference)', () 
 
     it('ONNX path: every fixture legacy graph, converted', () => {
       const root = tmp();
-      // gpt_oss_full joins once its MXFP4 expert biases map to the prepared layout (h-moe, issue #23)
-      const families = [...LEGACY_FAMILIES, 'gemma2', 'glm4_moe', 'codegen'].filter((f) => fs.existsSync(path.join(fixturesDir(), f, 'legacy.onnx')));
+      const families = [...LEGACY_FAMILIES, 'gemma2', 'glm4_moe', 'codegen', 'gpt_oss_full'].filter((f) => fs.existsSync(path.join(fixturesDir(), f, 'legacy.onnx')));
       const files = families.map((fam) => {
         const out = path.join(root, `${fam}-onnx`);
         ok('export', '--onnx', path.join(fixturesDir(), fam, 'legacy.onnx'), '--checkpoint', path.join(fixturesDir(), fam), '--out', out);
