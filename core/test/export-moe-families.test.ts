@@ -69,6 +69,20 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
   }
 
   for (const fam of MOE_FIXTURE_FAMILIES) {
+    it(`${fam}: expert-parallel (--moe-flavour expert_parallel --pipeline-stages 2) gives the same logits`, () => {
+      const src = path.join(fixturesDir(), fam);
+      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+      const ep = ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2'];
+      const prepared = path.join(tmp, `${fam}-ep-prepared`);
+      const out = path.join(tmp, `${fam}-ep-export`);
+      ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...ep);
+      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared, ...ep);
+      ws('compile', out, '--prepared', prepared);
+      const dump = path.join(tmp, `${fam}-ep-logits.json`);
+      ws('run', out, '--input-ids', [...ref.input_ids, ...ref.generated_ids.slice(0, -1)].join(','), '--dump-logits', dump);
+      expect(maxAbsDiff((JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits, ref.logits)).toBeLessThanOrEqual(1e-4);
+    });
+
     it(`${fam}: export --onnx legacy.onnx --checkpoint → prepare → compile → run equals the reference`, () => {
       const src = path.join(fixturesDir(), fam);
       const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
