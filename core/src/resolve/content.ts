@@ -12,6 +12,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { DTYPE_SIZE, halfBitsToFloatBits, toFloat32, type DType } from '../formats/dtype';
+import { DequantReader, type DequantSource } from './dequant-source';
 
 /** A tensor's bytes somewhere in a file. */
 export interface TensorSource {
@@ -21,6 +22,8 @@ export interface TensorSource {
   byteLength: number;
   dtype: DType;
   shape: number[];
+  /** The values are an FP8 tensor dequantized (dtype F32, offset 0): read through {@link DequantReader}. */
+  dequant?: DequantSource;
 }
 
 const WIDENS_TO_F32: ReadonlySet<DType> = new Set<DType>(['F32', 'F16', 'BF16']);
@@ -58,6 +61,11 @@ class RangeReader {
   close(): Promise<void> {
     return this.fh.close();
   }
+}
+
+/** A reader of `src`'s bytes: the file, or the dequantized values of a quantized tensor. */
+function openSource(src: TensorSource): Promise<RangeReader | DequantReader> {
+  return src.dequant ? DequantReader.open(src.dequant) : RangeReader.open(src.file);
 }
 
 /**
@@ -109,7 +117,7 @@ function chunkLength(elemSize: number, budget: number): number {
  * `chunkBytes`. Equal for a tensor and any permutation of it (in particular its transpose).
  */
 export async function multisetDigest(src: TensorSource, chunkBytes = 4 << 20): Promise<string> {
-  const reader = await RangeReader.open(src.file);
+  const reader = await openSource(src);
   try {
     let a = 0;
     let b = 0;
@@ -141,7 +149,7 @@ function equalWords(x: Words, y: Words): boolean {
 /** True when `a` and `b` hold the same values in the same order. */
 export async function sameValues(a: TensorSource, b: TensorSource, chunkBytes = 4 << 20): Promise<boolean> {
   if (!comparable(a.dtype, b.dtype) || numel(a.shape) !== numel(b.shape)) return false;
-  const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
+  const [ra, rb] = [await openSource(a), await openSource(b)];
   try {
     const total = numel(a.shape);
     const step = Math.max(1, Math.min(total, Math.floor(chunkBytes / 4)));
@@ -172,7 +180,7 @@ export async function sameValuesTransposed(a: TensorSource, b: TensorSource, chu
   const sa = DTYPE_SIZE[a.dtype];
   const sb = DTYPE_SIZE[b.dtype];
   const rows = Math.max(1, Math.min(r, Math.floor(chunkBytes / Math.max(1, c * 4))));
-  const [ra, rb] = [await RangeReader.open(a.file), await RangeReader.open(b.file)];
+  const [ra, rb] = [await openSource(a), await openSource(b)];
   try {
     const [ba, bb] = [new Uint8Array(rows * c * sa), new Uint8Array(rows * sb)];
     for (let i0 = 0; i0 < r; i0 += rows) {
@@ -201,7 +209,7 @@ export interface Affine {
 export const AFFINE_MAX_ELEMENTS = 1 << 20;
 
 async function readF32(src: TensorSource): Promise<Float32Array> {
-  const r = await RangeReader.open(src.file);
+  const r = await openSource(src);
   try {
     return toFloat32(await r.read(src.offset, src.byteLength), src.dtype);
   } finally {

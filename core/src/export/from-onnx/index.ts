@@ -8,7 +8,7 @@ import path from 'node:path';
 import { DTYPE_SIZE, onnxTypeOf, type DtypeName } from '../../formats/dtype';
 import { Checkpoint } from '../../formats/safetensors';
 import { PipelineError } from '../../errors';
-import { planPrepare } from '../../prepare';
+import { planDequant, planPrepare, quantSchemeOf } from '../../prepare';
 import { isAllowedUnresolved, resolveInitializers, type InitializerInput, type KeyTensor, type Resolution } from '../../resolve';
 import type { WeightSpec } from '../../spec';
 import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten } from '../write-export';
@@ -43,6 +43,33 @@ export interface FromOnnxResult {
   preparedDir: string;
 }
 
+/**
+ * The checkpoint's tensors as the resolver sees them: an FP8 weight as its dequantized f32
+ * values (what a legacy export of the dequantized model embeds), its scales and activation
+ * scales left out (prepare drops them, so nothing may resolve to them).
+ */
+function checkpointTensors(ckpt: Checkpoint, config: Record<string, unknown>): KeyTensor[] {
+  const sources = new Map(ckpt.tensors().map((t) => [t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength }]));
+  const configFile = path.join(ckpt.dir, 'config.json');
+  const dq = planDequant(sources, quantSchemeOf(config, configFile), configFile);
+  const out: KeyTensor[] = [];
+  for (const [key, t] of sources) {
+    if (dq.consumed.has(key)) continue;
+    const ref = dq.scales.get(key);
+    if (!ref) {
+      out.push(t);
+      continue;
+    }
+    const s = sources.get(ref.key)!;
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    out.push({
+      key, dtype: 'F32', shape: t.shape, file: t.file, offset: 0, byteLength: n * 4,
+      dequant: { q: { file: t.file, offset: t.offset, dtype: t.dtype, shape: t.shape }, scale: { file: s.file, offset: s.offset, byteLength: s.byteLength, dtype: s.dtype }, ref },
+    });
+  }
+  return out;
+}
+
 /** An unresolved initializer is a weight (an error) rather than a constant when it looks like one. */
 function looksLikeWeight(r: Resolution): boolean {
   if (isAllowedUnresolved(r.name)) return false;
@@ -64,10 +91,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     const inits: InitializerInput[] = model.initializers
       .filter((i) => i.dtype && i.file !== undefined)
       .map((i) => ({ name: i.name, dtype: i.dtype!, shape: i.dims, file: i.file!, offset: i.offset!, byteLength: i.byteLength }));
-    const tensors: KeyTensor[] = ckpt.keys().map((key) => {
-      const t = ckpt.get(key)!;
-      return { key, dtype: t.dtype, shape: t.shape, file: t.file, offset: t.dataOffset, byteLength: t.byteLength };
-    });
+    const tensors = checkpointTensors(ckpt, config);
     // GPT-OSS: the legacy graph holds the MXFP4 experts dequantized; resolve them against the same dequantization
     dequantized = await mxfp4Sources(ckpt, new Set(inits.map((i) => i.shape.reduce((a, b) => a * b, 1))));
     const virtual = dequantized.locations(plan);
