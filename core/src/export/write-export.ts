@@ -5,15 +5,16 @@
  *   <out>/weight_spec.json    QEfficient v5 bytes
  *   <out>/<prepared name>     symlink to the prepared checkpoint (QEfficient links it there, and
  *                             the spec's `files[].path` go through it)
- *   <out>/export-report.json  what was built, from what, and how long it took — written last,
- *                             so its presence means the directory is complete.
+ *   <out>/export-report.json  what was built, from what, and how long it took. Written first
+ *                             with `state: "writing"` (claiming the artifacts, so an interrupted
+ *                             run can be re-run) and last with `state: "complete"`.
  * Every write goes through the output guard (no write outside <out>, none through a link) and
  * is atomic. Artifacts of an earlier export (recognized by its report) may be replaced; any
  * other existing file is refused.
  */
 import { formatBytes } from '../format';
 import { existsSync } from 'node:fs';
-import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
+import { lstat, readlink, rename, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
@@ -88,8 +89,12 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
       throw new PipelineError(`${abs} exists and was not made by weight-spec export; remove it or choose another --out`);
     }
   }
-  // The report marks a complete directory: drop the old one before anything changes.
-  await rm(guard.target(EXPORT_FILES.report), { force: true });
+  for (const name of Object.keys(o.links ?? {})) guard.target(name);
+  // Before anything changes, the report claims every artifact this run may write, marked
+  // `state: "writing"`: a run killed (or out of space) at any later moment leaves a report
+  // that lets the next export replace them, and that no reader takes for a complete export.
+  const claimed = [...new Set([...owned.filter((n) => !Object.values(EXPORT_FILES).includes(n as never)), ...Object.keys(o.links ?? {})])];
+  await guard.writeFile(EXPORT_FILES.report, JSON.stringify({ tool: EXPORT_REPORT_TOOL, state: 'writing', links: claimed }, null, 2) + '\n');
 
   const specText = writeSpecText(o.spec);
   const bytes = o.encode(o.model, embedSpec(o.metadataOf(o.model), o.spec) as MetadataEntry[]);
@@ -98,7 +103,7 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   const links: string[] = [];
   for (const [name, target] of Object.entries(o.links ?? {})) {
     guard.target(name);
-    await writeLink(outDir, name, target, owned.includes(name));
+    await writeLink(outDir, name, target, claimed.includes(name));
     links.push(name);
   }
   // Links the previous export made and this one does not (another dtype names another
@@ -111,6 +116,7 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   }
   const report = {
     tool: EXPORT_REPORT_TOOL,
+    state: 'complete',
     ...o.report,
     files: {
       [EXPORT_FILES.model]: { bytes: bytes.length },
