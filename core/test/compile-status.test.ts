@@ -44,16 +44,20 @@ describe('compileStatus', () => {
     const dir = copyExport();
     expect(compileStatus(dir)).toEqual({ state: 'never-compiled' });
     await compile(dir, { backend: 'ort', verify: false });
+    // Files are read by path or, through paths/file-kind.ts, opened by path and read by descriptor.
     const read = vi.spyOn(fs, 'readFileSync');
+    const open = vi.spyOn(fs, 'openSync');
     try {
       const st = compileStatus(dir);
       expect(st.state).toBe('up-to-date');
       expect(st.backend).toBe('ort');
       expect(fs.existsSync(st.artifact!)).toBe(true);
       // Only compile.json itself is read: the stamps decide.
-      expect(read.mock.calls.map((c) => path.basename(String(c[0])))).toEqual(['compile.json']);
+      const byPath = [...read.mock.calls, ...open.mock.calls].map((c) => c[0]).filter((p) => typeof p === 'string');
+      expect(byPath.map((p) => path.basename(String(p)))).toEqual(['compile.json']);
     } finally {
       read.mockRestore();
+      open.mockRestore();
     }
   });
 

@@ -11,6 +11,21 @@ import { scanFields, WireWriter, parseWireModel } from '../src/formats/onnx/wire
 import { convertFloat, type DType } from '../src/formats/dtype';
 import { writeSpecText, type WeightSpec } from '../src/spec';
 
+/**
+ * Makes `dir` a prepared checkpoint as prepare leaves one (compile binds and writes only
+ * there): a manifest in prepare's format listing its safetensors files with their sizes (no
+ * source files, so it never turns stale) and, last, the sentinel holding the fingerprint.
+ */
+export function markPrepared(dir: string): void {
+  const fingerprint = 'cd'.repeat(32);
+  const output_files = fs.readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort().map((n) => ({ path: n, size: fs.statSync(path.join(dir, n)).size }));
+  fs.writeFileSync(path.join(dir, '.checkpoint_prepared.json'), JSON.stringify({
+    version: 1, tool: 'weight-spec', source: dir, target_dtype: 'float32', fingerprint, moe_prefill_flavour: null, expert_parallel: null,
+    source_files: [], transforms: [], tasks: [], output_files, sidecars: [], created_at: new Date(0).toISOString(),
+  }));
+  fs.writeFileSync(path.join(dir, '.checkpoint_prepared'), fingerprint);
+}
+
 /** One initializer of a legacy model. */
 export interface LegacyTensor {
   name: string;
@@ -109,6 +124,7 @@ export function makeLegacyExport(legacyOnnx: string, root: string, dtype: DType 
     });
     writeSafetensorsFile(path.join(preparedDir, `base-000${i}.safetensors`), tensors);
   });
+  markPrepared(preparedDir);
   fs.symlinkSync(preparedDir, path.join(exportDir, 'prepared'));
   fs.writeFileSync(path.join(exportDir, 'model.onnx'), weightFreeGraph(bytes, inits));
   const spec: WeightSpec = {
@@ -195,6 +211,7 @@ export function makeSyntheticExport(root: string, hidden = 256, vocab = 2000, la
   fs.writeFileSync(path.join(exportDir, 'model.onnx'), model);
   const tensors = [...weights].map(([key, w]) => ({ key, dtype: 'F32' as DType, shape: w.shape, data: new Uint8Array(w.data.buffer) }));
   writeSafetensorsFile(path.join(preparedDir, 'base-0000.safetensors'), tensors);
+  markPrepared(preparedDir);
   fs.symlinkSync(preparedDir, path.join(exportDir, 'prepared'));
   const spec: WeightSpec = {
     version: 5,

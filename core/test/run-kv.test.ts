@@ -16,7 +16,7 @@ import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { readSpec } from '../src/spec';
 import { openRunner } from '../src/run';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { maxAbsDiff, type Reference } from './compile-support';
+import { markPrepared, maxAbsDiff, type Reference } from './compile-support';
 
 const roots: string[] = [];
 afterAll(() => {
@@ -48,6 +48,7 @@ async function kvExport(
     const uniq = [...new Map(tensors.map((t) => [t.key, t])).values()];
     await writeSafetensors(path.join(spec.model_id!, path.basename(f.path)), uniq);
   }
+  markPrepared(spec.model_id!);
   return out;
 }
 

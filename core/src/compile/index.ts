@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
+import { MANIFEST_FILE, SENTINEL_FILE, preparedStatus } from '../prepare/manifest';
+import { printable } from '../paths';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
 import { bindOrt } from './bind-ort';
@@ -19,7 +20,7 @@ import { changedParts, computeFingerprint, type Fingerprint } from './fingerprin
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
-import { writeCompileRecord, type CompileRecord } from './record';
+import { artifactTrusted, writeCompileRecord, type CompileRecord } from './record';
 import { artifactExists, compileStatus, inputStamps } from './status';
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
@@ -67,11 +68,20 @@ export interface CompileResult {
 /**
  * Checks the prepared directory with prepare's own status: an unfinished or damaged prepare
  * is an error; a prepare whose source checkpoint changed since is a warning (the prepared
- * files are still self-consistent). A directory without a manifest is a plain checkpoint and
- * is bound as it is. Returns the source checkpoint (named in dtype errors).
+ * files are still self-consistent). A folder prepare never made (no sentinel: a plain
+ * checkpoint, `/`, an absolute model_id) is refused when `required` (the ort backend writes
+ * its artifact there; qaic reads a --prepared folder).
+ * Returns the source checkpoint (named in dtype errors).
  */
-async function checkPrepared(loc: PreparedLocation, log: (line: string) => void): Promise<string | undefined> {
-  if (!fs.existsSync(path.join(loc.dir, MANIFEST_FILE))) return undefined;
+async function checkPrepared(loc: PreparedLocation, log: (line: string) => void, required: boolean): Promise<string | undefined> {
+  const plain = !fs.existsSync(path.join(loc.dir, MANIFEST_FILE)) && !fs.existsSync(path.join(loc.dir, SENTINEL_FILE));
+  if (plain && !required) return undefined;
+  if (plain) {
+    throw new PipelineError(
+      `${printable(loc.dir)}: not a prepared checkpoint (no ${SENTINEL_FILE}); compile writes only into folders prepare made: ` +
+        `run weight-spec prepare --checkpoint ${printable(loc.dir)} --dtype <dtype> and compile with --prepared <its output>`,
+    );
+  }
   const st = await preparedStatus(loc.dir);
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
   if (st.state === 'stale') log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
@@ -79,9 +89,10 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void)
 }
 
 /** Deletes the previous ORT artifact when it is ours and not the new one. */
-function dropOldArtifact(prev: CompileRecord | undefined, now: CompileRecord): void {
+function dropOldArtifact(exportDir: string, prev: CompileRecord | undefined, now: CompileRecord): void {
   const old = prev?.backend === 'ort' ? prev.artifacts.model : undefined;
-  if (!old || old === now.artifacts.model || !/^compiled-.*\.onnx$/.test(path.basename(old))) return;
+  // readCompileRecord already refused records naming an artifact compile did not make.
+  if (!old || !prev || old === now.artifacts.model || !artifactTrusted(exportDir, prev)) return;
   fs.rmSync(old, { force: true });
 }
 
@@ -164,7 +175,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     // A dry run only prints the command; it needs no prepared weights.
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
-  const source = loc && !opts.dryRun ? await checkPrepared(loc, log) : undefined;
+  const source = loc && !opts.dryRun ? await checkPrepared(loc, log, backend === 'ort' || !!opts.prepared) : undefined;
   const options = optionsOf(loc?.dir);
   const where = loc ?? { dir: '', files: [], rel: [] };
   const fp: Fingerprint = computeFingerprint(inp, where, backend, options);
@@ -212,6 +223,6 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
   record.stamps = stamps;
   if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
-  dropOldArtifact(prev, record);
+  dropOldArtifact(inp.exportDir, prev, record);
   return done(record, false);
 }

@@ -4,10 +4,12 @@
  * is unchanged.
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { atomicWriteFile } from '../paths';
 import { readRegularFileSync } from '../paths';
+import { SENTINEL_FILE } from '../prepare/manifest';
 
 /** File name of the record in the export directory. */
 export const COMPILE_RECORD = 'compile.json';
@@ -50,11 +52,42 @@ export function sha256(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Reads the record, or `undefined` when absent or unreadable (a broken record just means "recompile"). */
+/** The name compile gives an ort artifact: `compiled-<stem>-<first 12 hex of the fingerprint>.onnx`. */
+export const ARTIFACT_NAME_RE = /^compiled-[A-Za-z0-9._-]*-([0-9a-f]{12})\.onnx$/;
+
+function realOf(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * True when the record's ort artifact is one compile made: an absolute path named as compile
+ * names it (with the record's own fingerprint), lying either in the export's `compiled/`
+ * folder or directly in the record's prepared folder, which must carry prepare's sentinel.
+ * compile.json is a file anyone can edit; a path failing this is never loaded, reported up
+ * to date or deleted.
+ */
+export function artifactTrusted(exportDir: string, rec: CompileRecord): boolean {
+  const model = rec.artifacts.model;
+  if (rec.backend !== 'ort' || model === undefined) return true;
+  const m = ARTIFACT_NAME_RE.exec(path.basename(model));
+  if (!path.isAbsolute(model) || !m || m[1] !== rec.fingerprint.slice(0, 12)) return false;
+  const dir = realOf(path.dirname(model));
+  if (dir === realOf(path.join(exportDir, 'compiled'))) return true;
+  return rec.prepared !== undefined && dir === realOf(rec.prepared) && fs.existsSync(path.join(dir, SENTINEL_FILE));
+}
+
+/**
+ * Reads the record, or `undefined` when absent, unreadable or naming an artifact compile did
+ * not make (see {@link artifactTrusted}; a broken record just means "recompile").
+ */
 export function readCompileRecord(exportDir: string): CompileRecord | undefined {
   try {
     const r = recordSchema.safeParse(JSON.parse(readRegularFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8')));
-    if (r.success) return r.data;
+    if (r.success && artifactTrusted(exportDir, r.data)) return r.data;
   } catch {
     /* absent or corrupt */
   }

@@ -33,6 +33,10 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
   }
   const status = compileStatus(abs);
   const rec = status.record;
+  if (!rec && fs.existsSync(path.join(abs, COMPILE_RECORD))) {
+    // Unreadable, or naming an artifact compile did not make (compile/record.ts): never loaded.
+    throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: not a record of a weight-spec compile here (run weight-spec compile ${target} again)`);
+  }
   if (!rec) throw new PipelineError(`${target}: no ${COMPILE_RECORD} (run weight-spec compile ${target} first)`);
   if (rec.backend !== 'ort' || !rec.artifacts.model) {
     throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: the latest compile used the ${rec.backend} backend; only ort artifacts run here (compile with --backend ort)`);
