@@ -14,7 +14,7 @@
  */
 import { formatBytes } from '../format';
 import { existsSync } from 'node:fs';
-import { lstat, readlink, rename, symlink } from 'node:fs/promises';
+import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
