@@ -8,6 +8,7 @@ import { FormatError, PipelineError } from '../errors';
 import { parseWireModel } from '../formats/onnx/wire-model';
 import { COMPILE_RECORD } from '../compile/record';
 import { compileStatus, type CompileStatus } from '../compile/status';
+import { gatheredRows } from './vocab';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
 import { readRegularFileSync } from '../paths';
 
@@ -51,5 +52,5 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
 export async function openRunner(compiledOrExportDir: string, opts: RunnerOptions = {}): Promise<Runner> {
   const { model } = resolveRunnable(compiledOrExportDir);
   const m = parseWireModel(readRegularFileSync(model), model);
-  return createRunner(model, m.inputs, m.outputs, opts);
+  return createRunner(model, m.inputs, m.outputs, { vocab: gatheredRows(m, 'input_ids', model), ...opts });
 }

@@ -23,6 +23,8 @@ export interface RunnerOptions {
   ortPath?: string;
   /** KV graphs with a symbolic ctx_len: cache length to allocate (default: what the call needs). */
   ctxLen?: number;
+  /** Ids must be below this (the embedding's rows, see vocab.ts); default: the logits' last dimension. */
+  vocab?: number;
 }
 
 /** Timing of one generation. */
@@ -102,7 +104,7 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
   if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
   const logitsOut = outputs.find((o) => o.name === 'logits');
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
-  const vocab = fixed(logitsOut?.dims[logitsOut.dims.length - 1]);
+  const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]);
   const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name)]);
   const unknown = inputs.filter((i) => !known.has(i.name));
