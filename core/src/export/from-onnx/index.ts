@@ -14,7 +14,7 @@ import type { WeightSpec } from '../../spec';
 import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
-import { preparedLocation } from './prepared-location';
+import { fusedRowLocation, preparedLocation } from './prepared-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 
 /** Options of {@link exportFromOnnx}. */
@@ -95,7 +95,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     // GPT-OSS: the legacy graph holds the MXFP4 experts dequantized; resolve them against the same dequantization
     dequantized = await mxfp4Sources(ckpt, new Set(inits.map((i) => i.shape.reduce((a, b) => a * b, 1))));
     const virtual = dequantized.locations(plan);
-    const locate = (key: string) => virtual.get(key) ?? preparedLocation(key, plan);
+    const locate = (key: string) => virtual.get(key) ?? (ckpt.has(key) ? fusedRowLocation(key, ckpt.get(key)!.shape, plan) : undefined) ?? preparedLocation(key, plan);
     const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], { config, chunkBytes, onProgress: o.onProgress });
     const unresolved = resolutions.filter((r) => !r.key);
     const fatal = unresolved.filter(looksLikeWeight);
@@ -114,10 +114,10 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       if (!r.key) continue;
       const loc = locate(r.key);
       const init = graphType.get(r.name)!;
-      for (const l of [loc, loc.interleave]) {
+      for (const l of [loc, loc.interleave, loc.concat]) {
         if (l && !inputs.has(l.key)) inputs.set(l.key, { name: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
       }
-      const whole = loc.interleave ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
+      const whole = loc.interleave || loc.concat ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
       const fromShape = loc.expert !== undefined ? whole.slice(1) : whole;
       // r.transposed: the initializer is the checkpoint key transposed; loc.transposed: so is
       // the prepared slice (canonical MoE [in, out]). Equal orientations need no Transpose.
@@ -129,6 +129,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         input: loc.key,
         gather: loc.expert,
         ...(loc.interleave ? { interleave: loc.interleave.key, interleaveDims: loc.shape } : {}),
+        ...(loc.concat ? { concat: loc.concat.key, concatRank: loc.shape.length } : {}),
         transpose: flip || undefined,
         reshape: sameDims ? undefined : init.dims,
         castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
@@ -170,6 +171,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
             key: r.key,
             input: locate(r.key!).key,
             ...(locate(r.key!).interleave ? { interleaved_with: locate(r.key!).interleave!.key } : {}),
+            ...(locate(r.key!).concat ? { concatenated_with: locate(r.key!).concat!.key } : {}),
             ...(dequantized!.origin(r.key!) ? { dequantized_from: dequantized!.origin(r.key!) } : {}),
             strategy: r.strategy,
             transposed: r.transposed,

@@ -26,6 +26,35 @@ export interface PreparedLoc {
    * fused gate/up: gate on even columns, up on odd ones), so its last dim is twice `shape`'s.
    */
   interleave?: PreparedLoc;
+  /**
+   * The source key is this tensor and `concat` joined along the last axis (transformers 4.57
+   * Qwen3-VL-MoE `experts.gate_up_proj [E, H, 2I]`: gate = first I), so its last dim is twice `shape`'s.
+   */
+  concat?: PreparedLoc;
+}
+
+/**
+ * Qwen3-VL-MoE's released fused experts, which prepare splits by rows (`[E, H, 2I]` → canonical
+ * gate/up `[E, H, I]`; `down_proj [E, I, H]` kept): the source `gate_up_proj` is gate ⧺ up on
+ * the last axis, `down_proj` the prepared down itself. Undefined for any other key or layout.
+ */
+export function fusedRowLocation(key: string, shape: readonly number[], plan: PlannedOutputs): PreparedLoc | undefined {
+  const m = /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(key);
+  if (!m || shape.length !== 3) return undefined;
+  const at = (role: string) => {
+    const k = `${m[1]}.moe_weights.${role}`;
+    const t = plan.outputs.get(k);
+    return t ? { key: k, ...t } : undefined;
+  };
+  const [E, A, B] = shape as [number, number, number];
+  const same = (t: { shape: number[] } | undefined, want: number[]) => !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+  if (m[2] === 'gate_up_proj') {
+    const gate = at('gate');
+    const up = at('up');
+    return B % 2 === 0 && same(gate, [E, A, B / 2]) && same(up, [E, A, B / 2]) ? { ...gate!, concat: up! } : undefined;
+  }
+  const down = at('down');
+  return same(down, [E, A, B]) ? down : undefined;
 }
 
 const EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;

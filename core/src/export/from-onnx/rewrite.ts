@@ -27,6 +27,10 @@ export interface Rebuild {
   interleave?: string;
   /** Dims of `input` and of `interleave` (equal). */
   interleaveDims?: number[];
+  /** A second graph input joined after `input` along the last axis (Qwen3-VL-MoE's gate_up_proj). First step. */
+  concat?: string;
+  /** Rank of `input` (the concat's last axis is rank − 1; the wire writer takes no negative ints). */
+  concatRank?: number;
   transpose?: boolean;
   /** Target dims when only the rank differs. */
   reshape?: number[];
@@ -100,6 +104,7 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
         nodes.push(node('Reshape', [`${tag}/pairs`, `${tag}/interleaved_shape`], [out], `${tag}/Interleave`));
       });
     }
+    if (r.concat !== undefined) steps.push((out) => nodes.push(node('Concat', [cur, r.concat!], [out], `${tag}/ConcatLast`, [attrInt('axis', (r.concatRank ?? 1) - 1)])));
     if (r.gather !== undefined) {
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/expert`, [r.gather!], true));
