@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { compileStatus } from '../../core/src/compile/status';
+import { readExportReport } from '../../core/src/export/report';
 import type { CompileInfo } from '../../core/src/protocol';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
@@ -51,11 +52,11 @@ export function preparedDirOfSpec(specFile: string): string | undefined {
 /** Reads the state of `specFile` from disk. Never throws. */
 export function specInfo(specFile: string): SpecInfo {
   const dir = path.dirname(specFile);
-  const report = obj(readJson(path.join(dir, 'export-report.json')));
-  const isExportDir = report.tool === 'weight-spec export' || fs.existsSync(path.join(dir, 'model.onnx'));
-  const preparedDir = str(obj(report.prepared).dir) ?? preparedDirOfSpec(specFile);
-  const sourceCheckpoint = str(obj(report.source).checkpoint);
-  const dtype = str(obj(report.options).dtype);
+  const report = readExportReport(dir);
+  const isExportDir = report !== undefined || fs.existsSync(path.join(dir, 'model.onnx'));
+  const preparedDir = str(report?.prepared?.dir) ?? preparedDirOfSpec(specFile);
+  const sourceCheckpoint = str(report?.source?.checkpoint);
+  const dtype = str(report?.options?.dtype);
   const { record: _record, ...compile } = compileStatus(dir);
   const prepared = preparedDir !== undefined && fs.existsSync(path.join(preparedDir, '.checkpoint_prepared'));
   const state: SpecState = compile.state === 'up-to-date' ? 'compiled' : compile.state === 'stale' ? 'stale' : prepared ? 'prepared' : 'not-prepared';

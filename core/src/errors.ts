@@ -6,6 +6,7 @@
  * still readable (reported as a {@link Problem} value so the CLI, the language server and
  * tests can all consume the same data).
  */
+import type { ProblemCode } from './problem-codes';
 
 /** A file is malformed. The message is one line: `<file>: <what> (at byte N)`. */
 export class FormatError extends Error {
@@ -22,9 +23,14 @@ export class FormatError extends Error {
   }
 }
 
-/** The user asked for something that cannot be done (bad flag, missing input, refused path). */
+/**
+ * The user asked for something that cannot be done (bad flag, missing input, refused path).
+ * `exitCode` is what the CLI exits with: 2 (a mistake in the command line, usage printed)
+ * unless a subclass says otherwise.
+ */
 export class UsageError extends Error {
-  override readonly name = 'UsageError';
+  override readonly name: string = 'UsageError';
+  readonly exitCode: 1 | 2 = 2;
 }
 
 /** A failure of a pipeline step with a one-line reason (exit code 1 in the CLI). */
@@ -46,7 +52,8 @@ export interface OffsetRange {
  * offending value (e.g. `["inputs", 3, "location", "key"]`); `range` is its text offsets.
  */
 export interface Problem {
-  code: string;
+  /** One of the closed set in problem-codes.ts; `severity` is always that code's. */
+  code: ProblemCode;
   severity: Severity;
   message: string;
   path: (string | number)[];

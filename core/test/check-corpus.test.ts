@@ -66,7 +66,7 @@ const cases: Case[] = [
   { name: '.. escaping the spec directory', text: mutate((s) => (s.files[1].path = '../../x.safetensors')), code: 'path-outside-root', covers: '"../../x.safetensors"' },
   { name: 'NUL byte in a path', text: mutate((s) => (s.files[0].path = 'ckpt/a\u0000.safetensors')), code: 'path-invalid' },
   { name: 'missing checkpoint file', text: mutate((s) => (s.files[1].path = 'ckpt/c.safetensors')), code: 'file-missing', covers: '"ckpt/c.safetensors"' },
-  { name: 'duplicate property', text: () => '{"version": 5, "version": 5, "files": [], "inputs": []}', code: 'schema', covers: '"version"', severity: 'warning' },
+  { name: 'duplicate property', text: () => '{"version": 5, "version": 5, "files": [], "inputs": []}', code: 'duplicate-property', covers: '"version"', severity: 'warning' },
   { name: 'deep nesting', text: () => '['.repeat(20000) + ']'.repeat(20000), code: 'json-syntax' },
   { name: 'unterminated deep nesting', text: () => '{"a":'.repeat(20000), code: 'json-syntax' },
   { name: 'huge number version', text: mutate((s) => (s.version = 1e400)), code: 'schema' },

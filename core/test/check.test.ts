@@ -139,7 +139,7 @@ describe('checks against checkpoints made here', () => {
     };
     const t = text(v1);
     const problems = await checkSpec(file, t);
-    expect(problems.map((p) => p.code)).toEqual(['shape-mismatch', 'dtype-mismatch']);
+    expect(problems.map((p) => p.code)).toEqual(['shape-mismatch', 'declared-dtype-mismatch']);
     expect(problems[1]!.range).toEqual(rangeOf(t, '"torch.bfloat16"'));
     expect(problems[1]!.message).toContain('is F32');
   });
@@ -153,7 +153,7 @@ describe('checks against checkpoints made here', () => {
     const file = path.join(dir, 'weight_spec.json');
     const t = text(spec);
     const r1 = await checkSpec(file, t);
-    expect(r1.map((p) => p.code)).toEqual(['not-prepared']);
+    expect(r1.map((p) => p.code)).toEqual(['prepared-incomplete']);
     expect(r1[0]!.range).toEqual(rangeOf(t, '"src-qeff-prepared-float32/base-0000.safetensors"'));
     // A manifest in prepare's format (core/src/prepare/manifest.ts); the sentinel holds the fingerprint.
     const fingerprint = 'ab'.repeat(32);
@@ -166,7 +166,7 @@ describe('checks against checkpoints made here', () => {
       sidecars: [], created_at: new Date(0).toISOString(),
     }));
     writeFileSync(path.join(prep, '.checkpoint_prepared'), 'cd'.repeat(32));
-    expect((await checkSpec(file, t)).map((p) => p.code)).toEqual(['not-prepared']); // sentinel ≠ fingerprint
+    expect((await checkSpec(file, t)).map((p) => p.code)).toEqual(['prepared-incomplete']); // sentinel ≠ fingerprint
     writeFileSync(path.join(prep, '.checkpoint_prepared'), fingerprint);
     utimesSync(src, 1, 1); // mtime 1 s = 1000 ms: matches the manifest
     expect(await checkSpec(file, t)).toEqual([]);
@@ -175,7 +175,7 @@ describe('checks against checkpoints made here', () => {
     // A missing prepared directory says to run prepare.
     const gone = text({ ...spec, files: [{ format: 'safetensors', path: 'other-qeff-prepared-float16/base-0000.safetensors' }] });
     const r3 = await checkSpec(file, gone);
-    expect(r3.map((p) => p.code)).toEqual(['not-prepared']);
+    expect(r3.map((p) => [p.code, p.severity])).toEqual([['not-prepared', 'warning']]);
     expect(r3[0]!.message).toMatch(/weight-spec prepare/);
   });
 });

@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Problem } from '../src/errors';
+import { PROBLEM_SEVERITY } from '../src/problem-codes';
 import { parseSpecText } from '../src/spec';
 import { CASE_MS, runFuzz } from './fuzz-harness';
 
@@ -31,6 +32,7 @@ function check(text: string): ReturnType<typeof parseSpecText> {
 
 function assertProblem(p: Problem, text: string): void {
   if (p.code === 'internal') throw new Error(`parser crashed (reported as internal): ${p.message}`);
+  if (p.severity !== PROBLEM_SEVERITY[p.code]) throw new Error(`${p.code} reported as ${p.severity}`);
   if (p.message.includes('\n')) throw new Error(`multi-line message: ${JSON.stringify(p.message)}`);
   if (p.range && !(p.range.start >= 0 && p.range.start <= p.range.end && p.range.end <= text.length)) {
     throw new Error(`range ${JSON.stringify(p.range)} outside text of length ${text.length}`);
@@ -107,7 +109,7 @@ describe('spec parser fuzz', () => {
 
   it('reports duplicate keys, NaN/Infinity and unicode keys as problems, not crashes', () => {
     const dup = '{"version": 5, "version": 5, "files": [], "inputs": []}';
-    expect(check(dup).problems.map((p) => p.code)).toContain('schema');
+    expect(check(dup).problems.map((p) => p.code)).toContain('duplicate-property');
     for (const lit of ['NaN', 'Infinity', '-Infinity']) {
       const r = check(`{"version": 5, "files": [], "inputs": [{"name": "a", "location": {"file": ${lit}, "key": "k"}}]}`);
       expect(r.spec).toBeUndefined();
@@ -119,12 +121,22 @@ describe('spec parser fuzz', () => {
     expect(uni.spec?.inputs[0]?.location.key).toBe('\u0000');
   });
 
-  for (const depth of [990, 20_000, 200_000]) {
+  it('accepts nesting just under the 1000-level limit (an unknown field is kept, no problem)', () => {
+    for (const [o, c] of [['[', ']'], ['{"a":', '}']]) {
+      const r = check(`{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(990)}1${c!.repeat(990)}}`);
+      expect(r.spec).toBeDefined();
+      expect(r.problems).toEqual([]);
+    }
+  });
+
+  for (const depth of [20_000, 200_000]) {
     it(`answers ${depth}-deep nesting with a problem, not a crash`, () => {
       for (const [o, c] of [['[', ']'], ['{"a":', '}']]) {
-        const text = `{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(depth)}1${c!.repeat(depth)}}`;
-        check(text);
-        check(o!.repeat(depth)); // unterminated
+        for (const text of [`{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(depth)}1${c!.repeat(depth)}}`, o!.repeat(depth) /* unterminated */]) {
+          const r = check(text);
+          expect(r.spec).toBeUndefined();
+          expect(r.problems.map((p) => [p.code, p.severity])).toContainEqual(['json-syntax', 'error']);
+        }
       }
     });
   }

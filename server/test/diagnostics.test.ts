@@ -159,10 +159,10 @@ describe('diagnostics and quick fixes', () => {
     expect(diags[0]!.message).toContain('run `weight-spec prepare`');
   });
 
-  it('not-prepared: a prepared directory without its sentinel (unfinished prepare)', async () => {
+  it('prepared-incomplete: a prepared directory without its sentinel (unfinished prepare)', async () => {
     preparedCopy(ws.dir, 'half-qeff-prepared-float32', { sentinel: false });
     const { text, diags } = await faulty((s) => (s.files[0]!.path = 'half-qeff-prepared-float32/a.safetensors'));
-    expect(codes(diags)).toEqual(['not-prepared']);
+    expect(codes(diags)).toEqual(['prepared-incomplete']);
     expect(textOf(text, diags[0]!.range)).toBe('"half-qeff-prepared-float32/a.safetensors"');
     expect(diags[0]!.message).toContain('no .checkpoint_prepared sentinel');
   });

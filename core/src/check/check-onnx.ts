@@ -70,7 +70,7 @@ export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): 
     summary = await ctx.cache.onnx(file);
   } catch (err) {
     const detail = err instanceof FormatError ? err.message : `${file}: ${oneLine(err)}`;
-    report(ctx, 'onnx-unreadable', 'error', ['inputs'], `companion ONNX cannot be read: ${detail}`);
+    report(ctx, 'onnx-unreadable', ['inputs'], `companion ONNX cannot be read: ${detail}`);
     return { file };
   }
   checkAgainstSummary(ctx, file, summary);
@@ -89,11 +89,11 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
     const gi = graphInputs.get(input.name);
     if (!gi) {
       if (initializers.has(input.name)) {
-        report(ctx, 'name-not-in-onnx', 'error', src.name,
+        report(ctx, 'name-not-in-onnx', src.name,
           `"${input.name}" is an initializer of ${onnxName}, not a graph input: the graph still embeds this weight`);
       } else {
         const suggestions = closestNames(input.name, [...graphInputs.keys()].filter((n) => !RUNTIME_INPUT.test(n)));
-        report(ctx, 'name-not-in-onnx', 'error', src.name,
+        report(ctx, 'name-not-in-onnx', src.name,
           `"${input.name}" is not an input of ${onnxName}${didYouMean(suggestions)}`, { suggestions, onnx: file });
       }
       continue;
@@ -104,18 +104,18 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
     const dims = gi.dims;
     const concrete = dims.every((d): d is number => typeof d === 'number' && d >= 0);
     if (concrete && !sameShape(dims, info.shape)) {
-      report(ctx, 'shape-mismatch', 'error', src.key,
+      report(ctx, 'shape-mismatch', src.key,
         `"${input.name}" is ${shapeText(dims)} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
         { expected: dims, actual: info.shape });
     } else if (!concrete && dims.length !== info.shape.length) {
-      report(ctx, 'shape-mismatch', 'error', src.key,
+      report(ctx, 'shape-mismatch', src.key,
         `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`);
     }
     if (gi.dtype && gi.dtype !== info.dtype) {
       const want = prepareDtypeName(gi.dtype);
       const dir = path.dirname(ctx.files[fi]!.abs!);
       // A warning (issue #7): the graph is right, the checkpoint needs `prepare --dtype`.
-      report(ctx, 'dtype-mismatch', 'warning', src.key,
+      report(ctx, 'dtype-mismatch', src.key,
         `"${input.name}" is ${gi.dtype} in ${onnxName} but "${info.key}" is ${info.dtype}` +
           (want ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint` : ''),
         { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) });
@@ -123,7 +123,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
   }
   const unmapped = summary.inputs.map((v) => v.name).filter((n) => !specNames.has(n) && !RUNTIME_INPUT.test(n));
   for (const n of unmapped) {
-    report(ctx, 'onnx-input-unmapped', 'warning', ['inputs'],
+    report(ctx, 'onnx-input-unmapped', ['inputs'],
       `graph input "${n}" of ${onnxName} has no entry in the spec (the compiler cannot bind it)`, { name: n, onnx: file });
   }
 }

@@ -9,6 +9,7 @@
  */
 import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../errors';
+import { problem } from '../problem-codes';
 import { tryResolveReadPath } from '../paths';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
@@ -73,7 +74,7 @@ export async function checkParsedSpec(specFile: string, parsed: ParsedSpec, opts
   } catch (err) {
     if (opts.signal?.aborted) throw err;
     // A bug in a pass must not hide what was found so far, nor crash the server.
-    ctx.problems.push({ code: 'internal', severity: 'error', message: `check failed: ${oneLine(err)}`, path: [] });
+    ctx.problems.push(problem('internal', `check failed: ${oneLine(err)}`, []));
   }
   return { problems: sortProblems(ctx.problems), parsed, files: ctx.files, ...(onnx ? { onnx } : {}) };
 }
@@ -97,12 +98,12 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     const state: FileState = {};
     ctx.files.push(state);
     if (f.format.toLowerCase() !== 'safetensors') {
-      report(ctx, 'file-format', 'error', src.format ?? src.path, `files[${i}]: format "${f.format}" is not supported (only "safetensors")`);
+      report(ctx, 'file-format', src.format ?? src.path, `files[${i}]: format "${f.format}" is not supported (only "safetensors")`);
       continue;
     }
     const resolved = tryResolveReadPath(ctx.specDir, f.path, ctx.roots);
     if (!resolved.ok) {
-      report(ctx, resolved.error.code, 'error', src.path, resolved.error.message);
+      report(ctx, resolved.error.code, src.path, resolved.error.message);
       continue;
     }
     state.abs = resolved.value.abs;
@@ -112,10 +113,10 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
         // A normal state between export and prepare, not a broken spec: a warning (its keys
         // are still checked, against prepare's plan: see planned.ts).
         state.missingPrepared = true;
-        report(ctx, 'not-prepared', 'warning', src.path,
+        report(ctx, 'not-prepared', src.path,
           `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
       } else {
-        report(ctx, 'file-missing', 'error', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
+        report(ctx, 'file-missing', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
       }
       continue;
     }
@@ -133,9 +134,9 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
       state.header = await read;
     } catch (err) {
       if (err instanceof FormatError) {
-        report(ctx, 'file-not-safetensors', 'error', src.path, `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`);
+        report(ctx, 'file-not-safetensors', src.path, `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`);
       } else {
-        report(ctx, 'file-unreadable', 'error', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
+        report(ctx, 'file-unreadable', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
       }
     }
   }
@@ -150,14 +151,14 @@ function checkInputs(ctx: CheckContext): void {
     const src = ctx.sources.inputs[i]!;
     const prev = firstByName.get(input.name);
     if (prev !== undefined) {
-      report(ctx, 'duplicate-name', 'error', src.name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
+      report(ctx, 'duplicate-name', src.name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
     } else {
       firstByName.set(input.name, i);
     }
     const fi = input.location.file;
     if (fi >= ctx.spec.files.length) {
       const n = ctx.spec.files.length;
-      report(ctx, 'file-index', 'error', src.file,
+      report(ctx, 'file-index', src.file,
         `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`);
       continue;
     }
@@ -174,14 +175,14 @@ function checkInputs(ctx: CheckContext): void {
     }
     const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));
     if (other >= 0) {
-      report(ctx, 'key-in-other-file', 'error', src.key,
+      report(ctx, 'key-in-other-file', src.key,
         `key "${key}" is not in ${fileLabel(ctx, fi)} (files[${fi}]) but in ${fileLabel(ctx, other)} (files[${other}]); set location.file to ${other}`,
         { file: other });
       continue;
     }
     const index = keyIndexOf(header.tensors, () => header.tensors.keys());
     const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
-    report(ctx, 'key-missing', 'error', src.key,
+    report(ctx, 'key-missing', src.key,
       `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`, { suggestions });
   }
 }
@@ -198,5 +199,5 @@ function checkUnindexedKey(ctx: CheckContext, i: number, budget: { left: number 
   if (ctx.files.some((s) => !s.header)) return; // an unreadable file may hold it
   const all = ctx.files.flatMap((s) => [...s.header!.tensors.keys()]);
   const suggestions = new KeyIndex(all).closest(key, 3, () => budget.left-- > 0);
-  report(ctx, 'key-missing', 'error', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, { suggestions });
+  report(ctx, 'key-missing', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, { suggestions });
 }

@@ -2,7 +2,8 @@
  * State shared by the passes of one spec check: the parsed document, where each value came
  * from, what each checkpoint file turned out to be, and the problems found so far.
  */
-import type { Problem, Severity } from '../errors';
+import type { Problem } from '../errors';
+import { problem, type ProblemCode } from '../problem-codes';
 import type { SafetensorsHeader } from '../formats/safetensors';
 import type { ParsedSpec } from '../spec/parse';
 import type { JsonPath, SpecSources, WeightSpec } from '../spec/types';
@@ -52,16 +53,9 @@ export interface CheckContext {
   problems: Problem[];
 }
 
-/** Adds a problem anchored at `at` (a source-document path); `path` defaults to `at`. */
-export function report(
-  ctx: CheckContext,
-  code: string,
-  severity: Severity,
-  at: JsonPath,
-  message: string,
-  data?: Record<string, unknown>,
-): void {
-  const p: Problem = { code, severity, message, path: at, range: ctx.parsed.offsets.anchor(at) };
+/** Adds a problem anchored at `at` (a source-document path), with its code's one severity. */
+export function report(ctx: CheckContext, code: ProblemCode, at: JsonPath, message: string, data?: Record<string, unknown>): void {
+  const p: Problem = problem(code, message, at, ctx.parsed.offsets.anchor(at));
   if (data) p.data = data;
   ctx.problems.push(p);
 }

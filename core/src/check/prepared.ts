@@ -34,7 +34,7 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-/** Reports `not-prepared` / `prepared-stale` once per prepared directory the spec uses. */
+/** Reports `prepared-incomplete` / `prepared-stale` once per prepared directory the spec uses. */
 export async function checkPrepared(ctx: CheckContext): Promise<void> {
   const seen = new Set<string>();
   for (const [i, state] of ctx.files.entries()) {
@@ -48,10 +48,10 @@ export async function checkPrepared(ctx: CheckContext): Promise<void> {
     const at = ctx.sources.files[i]!.path;
     const shown = ctx.spec.files[i]!.path;
     if (status.state === 'not-prepared') {
-      report(ctx, 'not-prepared', 'error', at,
+      report(ctx, 'prepared-incomplete', at,
         `${shown}: the prepared checkpoint is incomplete: ${status.reason ?? 'unknown reason'}; re-run \`weight-spec prepare\``);
     } else if (status.state === 'stale') {
-      report(ctx, 'prepared-stale', 'warning', at,
+      report(ctx, 'prepared-stale', at,
         `${shown}: the prepared checkpoint is stale: ${status.reason ?? 'its source changed'}; re-run \`weight-spec prepare\``);
     }
   }

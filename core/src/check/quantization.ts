@@ -92,7 +92,7 @@ export function checkQuantization(ctx: CheckContext): void {
   facts.forEach((q, i) => {
     if (!q?.refusal || reported.has(q.configFile)) return;
     reported.add(q.configFile);
-    report(ctx, 'quantization-unsupported', 'error', ctx.sources.files[i]!.path, `${fileLabel(ctx, i)}: ${q.configFile}: ${q.refusal}`);
+    report(ctx, 'quantization-unsupported', ctx.sources.files[i]!.path, `${fileLabel(ctx, i)}: ${q.configFile}: ${q.refusal}`);
   });
   for (const [i, input] of ctx.spec.inputs.entries()) {
     const fi = input.location.file;
@@ -103,11 +103,11 @@ export function checkQuantization(ctx: CheckContext): void {
     const key = input.location.key;
     const weight = scaledWeight(key, header, q);
     if (weight) {
-      report(ctx, 'quantization-scale', 'error', ctx.sources.inputs[i]!.key,
+      report(ctx, 'quantization-scale', ctx.sources.inputs[i]!.key,
         `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`, { weight });
     } else if (FP8.has(info.dtype)) {
       const scale = scaleOf(key, header);
-      report(ctx, 'quantized-weight', 'error', ctx.sources.inputs[i]!.key,
+      report(ctx, 'quantized-weight', ctx.sources.inputs[i]!.key,
         `key "${key}" is stored as ${info.dtype}${scale ? ` scaled by "${scale.key}"` : ''}${q?.scheme ? ` (${describeScheme(q.scheme)})` : ''}: the graph needs it dequantized; run \`weight-spec prepare\` and point the spec at the prepared checkpoint`);
     }
   }

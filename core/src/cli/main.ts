@@ -97,7 +97,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
     }
     return await cmd.run(args, io);
   } catch (err) {
-    if (err instanceof UsageError && !isPolicyError(err)) return usageError(io, err.message, commandUsage(cmd));
+    if (err instanceof UsageError && err.exitCode === 2) return usageError(io, err.message, commandUsage(cmd));
     println(io.stderr, `weight-spec: ${failureMessage(err)}`);
     if (io.env.WEIGHT_SPEC_DEBUG && err instanceof Error && err.stack) println(io.stderr, err.stack);
     return 1;
@@ -107,11 +107,6 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
 function unknownCommand(name: string): string {
   const hit = closestWord(name, COMMANDS.map((c) => c.name));
   return `unknown command "${name}"${hit ? ` (did you mean "${hit}"?)` : ''}`;
-}
-
-/** A refused path is a failure of the run (exit 1), not a mistake in the command line. */
-function isPolicyError(err: Error): boolean {
-  return err.name === 'PathPolicyError' || (err as { code?: unknown }).code !== undefined;
 }
 
 function failureMessage(err: unknown): string {

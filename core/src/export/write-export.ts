@@ -19,13 +19,12 @@ import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
 import { createOutputGuard, tempPathFor } from '../paths';
+import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from './report';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
-import { readRegularFileSync } from '../paths';
 
 /** File names inside an export directory. */
-export const EXPORT_FILES = { model: 'model.onnx', spec: 'weight_spec.json', report: 'export-report.json' } as const;
-/** Marks a report as ours (so a re-export may replace the directory's artifacts). */
-export const EXPORT_REPORT_TOOL = 'weight-spec export';
+export const EXPORT_FILES = { model: 'model.onnx', spec: 'weight_spec.json', report: EXPORT_REPORT_FILE } as const;
+export { EXPORT_REPORT_TOOL };
 
 /** What {@link writeExport} needs. `M` is whatever model object the caller's codec encodes. */
 export interface ExportOutput<M> {
@@ -54,16 +53,10 @@ export interface ExportWritten {
 }
 
 function previousArtifacts(outDir: string): string[] {
-  const reportFile = path.join(outDir, EXPORT_FILES.report);
-  if (!existsSync(reportFile)) return [];
-  try {
-    const r = JSON.parse(readRegularFileSync(reportFile, 'utf8')) as { tool?: unknown; links?: unknown };
-    if (r.tool !== EXPORT_REPORT_TOOL) return [];
-    const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string' && !l.includes('/') && l !== '..') : [];
-    return [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report, ...links];
-  } catch {
-    return [];
-  }
+  const r = readExportReport(outDir);
+  if (!r) return [];
+  const links = r.links.filter((l) => !l.includes('/') && l !== '..');
+  return [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report, ...links];
 }
 
 async function writeLink(outDir: string, name: string, target: string, owned: boolean): Promise<void> {

@@ -23,8 +23,13 @@ export type PathPolicyCode =
   | 'write-through-symlink'
   | 'overwrite-refused';
 
-/** A path refused by the policy. `message` is one line naming the path and the reason. */
+/**
+ * A path refused by the policy. `message` is one line naming the path and the reason. The
+ * command line was fine, the path was not: the CLI exits 1 without printing the usage.
+ */
 export class PathPolicyError extends UsageError {
+  override readonly name = 'PathPolicyError';
+  override readonly exitCode = 1;
   constructor(
     /** Stable machine-readable reason (also used as the Problem code). */
     readonly code: PathPolicyCode,

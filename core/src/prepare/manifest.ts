@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { FormatError, oneLine } from '../errors';
 import { readRegularFile } from '../paths';
+import { parseOrThrow } from '../zod-issue';
 
 /** Manifest file name (QEfficient's). */
 export const MANIFEST_FILE = '.checkpoint_prepared.json';
@@ -48,12 +49,7 @@ export type PreparedManifest = z.infer<typeof manifestSchema>;
 
 /** Validates manifest data (throws FormatError naming `file` and the first problem). */
 export function parsePreparedManifest(value: unknown, file: string): PreparedManifest {
-  const r = manifestSchema.safeParse(value);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw new FormatError(file, `invalid prepared manifest: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
-  }
-  return r.data;
+  return parseOrThrow(manifestSchema, value, file, 'invalid prepared manifest');
 }
 
 /** Reads and validates `<dir>/.checkpoint_prepared.json` (FormatError when absent or invalid). */

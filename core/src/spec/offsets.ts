@@ -17,16 +17,7 @@ function escapeSegment(s: string): string {
   return s.includes('~') || s.includes('/') ? s.replace(/~/g, '~0').replace(/\//g, '~1') : s;
 }
 
-/** Formats a JSON path for messages: `inputs[3].location.key`. */
-export function formatPath(path: Readonly<JsonPath>): string {
-  let s = '';
-  for (const p of path) {
-    if (typeof p === 'number') s += `[${p}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(p)) s += s ? `.${p}` : p;
-    else s += `[${JSON.stringify(p)}]`;
-  }
-  return s || '(document)';
-}
+export { formatPath } from '../zod-issue';
 
 /** Pending edits {@link SpecOffsets.shift} keeps before folding them into the stored ranges. */
 const MAX_PENDING_SHIFTS = 256;

@@ -9,6 +9,8 @@ import { readRegularFile } from '../paths/file-kind';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
+import { problem } from '../problem-codes';
+import { issuePath } from '../zod-issue';
 import { fastParseTree } from './fast-tree';
 import { formatPath, SpecOffsets } from './offsets';
 import { parseSpecSchema } from './fast-schema';
@@ -40,7 +42,7 @@ export function parseSpecText(text: string, file: string): ParsedSpec {
   } catch (err) {
     // A bug must not take the language server down: report it as a problem on the document.
     return {
-      problems: [{ code: 'internal', severity: 'error', message: `cannot parse ${file}: ${oneLine(err)}`, path: [] }],
+      problems: [problem('internal', `cannot parse ${file}: ${oneLine(err)}`, [])],
       offsets: new SpecOffsets(),
     };
   }
@@ -57,7 +59,7 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   const deepAt = shape.deepAt;
   if (deepAt >= 0) {
     return {
-      problems: [{ code: 'json-syntax', severity: 'error', message: `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, path: [], range: { start: deepAt, end: deepAt + 1 } }],
+      problems: [problem('json-syntax', `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, [], { start: deepAt, end: deepAt + 1 })],
       offsets: new SpecOffsets(),
     };
   }
@@ -87,29 +89,18 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   }
   const problems: Problem[] = [];
   for (const e of errors) {
-    problems.push({
-      code: 'json-syntax',
-      severity: 'error',
-      message: `invalid JSON: ${syntaxMessage(e)}`,
-      path: [],
-      // Clamped: an error at end of input must not point past the text (fuzz finding).
-      range: { start: Math.min(e.offset, text.length), end: Math.min(text.length, e.offset + Math.max(1, e.length)) },
-    });
+    // Clamped: an error at end of input must not point past the text (fuzz finding).
+    const range = { start: Math.min(e.offset, text.length), end: Math.min(text.length, e.offset + Math.max(1, e.length)) };
+    problems.push(problem('json-syntax', `invalid JSON: ${syntaxMessage(e)}`, [], range));
   }
   if (!strict && (!tree || errors.length > 0)) {
     if (!tree && errors.length === 0) {
-      problems.push({ code: 'json-syntax', severity: 'error', message: 'the file is empty', path: [], range: { start: 0, end: 0 } });
+      problems.push(problem('json-syntax', 'the file is empty', [], { start: 0, end: 0 }));
     }
     return { problems, offsets, tree };
   }
   for (const d of offsets.duplicates) {
-    problems.push({
-      code: 'schema',
-      severity: 'warning',
-      message: `${formatPath(d.path)}: duplicate property (the last one is used)`,
-      path: d.path,
-      range: d.range,
-    });
+    problems.push(problem('duplicate-property', `${formatPath(d.path)}: duplicate property (the last one is used)`, d.path, d.range));
   }
   // JSON.parse's value equals the tree's (own "__proto__" properties included), and is
   // several times faster than rebuilding it from the tree.
@@ -117,40 +108,24 @@ function parseUnsafe(text: string, file: string): ParsedSpec {
   const result = parseSpecSchema(raw);
   if (!result.success) {
     for (const issue of result.error.issues) {
-      const p = issue.path.filter((x): x is string | number => typeof x !== 'symbol');
+      const p = issuePath(issue);
       const missing = !offsets.value(p);
       const last = p[p.length - 1];
       const where = missing ? p.slice(0, -1) : p;
       const message =
         missing && typeof last === 'string' ? `missing required field "${last}"${misspeltField(raw, where, last)}` : issue.message;
-      problems.push({
-        code: 'schema',
-        severity: 'error',
-        message: `${formatPath(where)}: ${message}`,
-        path: p,
-        range: offsets.anchor(p),
-      });
+      problems.push(problem('schema', `${formatPath(where)}: ${message}`, p, offsets.anchor(p)));
     }
     return withTree({ problems, offsets }, text, tree);
   }
   const { spec, sources, skipped } = normalize(result.data, raw as Record<string, unknown>);
   for (const i of skipped) {
-    problems.push({
-      code: 'input-skipped',
-      severity: 'warning',
-      message: `inputs[${i}]: no location; skipped (as QEfficient's load_weight_spec skips location-less entries)`,
-      path: ['inputs', i],
-      range: offsets.anchor(['inputs', i, 'location']) ?? offsets.anchor(['inputs', i]),
-    });
+    const range = offsets.anchor(['inputs', i, 'location']) ?? offsets.anchor(['inputs', i]);
+    problems.push(problem('input-skipped', `inputs[${i}]: no location; skipped (as QEfficient's load_weight_spec skips location-less entries)`, ['inputs', i], range));
   }
   if (spec.version > LATEST_SPEC_VERSION) {
-    problems.push({
-      code: 'spec-version',
-      severity: 'warning',
-      message: `version ${spec.version} is newer than this tool knows (${LATEST_SPEC_VERSION}); reading it as v${LATEST_SPEC_VERSION}`,
-      path: ['version'],
-      range: offsets.value(['version']),
-    });
+    const message = `version ${spec.version} is newer than this tool knows (${LATEST_SPEC_VERSION}); reading it as v${LATEST_SPEC_VERSION}`;
+    problems.push(problem('spec-version', message, ['version'], offsets.value(['version'])));
   }
   return withTree({ spec, problems, offsets, sources }, text, tree);
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { quantSchemeOf } from '../../prepare/quant-config';
 import { FormatError, UsageError } from '../../errors';
+import { parseOrThrow } from '../../zod-issue';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
@@ -73,11 +74,7 @@ export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
 /** Parses with `schema`, turning the first zod issue into a one-line FormatError naming the file. */
 export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): T {
-  const r = schema.safeParse(raw);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const where = issue.path.length ? `"${issue.path.join('.')}"` : 'config';
-  throw new FormatError(file, `${where}: ${issue.message}`);
+  return parseOrThrow(schema, raw, file);
 }
 
 /** The config's model_type, refused unless supported. */

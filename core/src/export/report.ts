@@ -1,0 +1,36 @@
+/**
+ * Reading `<export dir>/export-report.json` back (export writes it last, write-export.ts):
+ * through zod, like the prepared manifest and compile.json, never through casts. Only the
+ * fields readers use are typed; the rest is kept as written.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { readRegularFileSync } from '../paths';
+
+/** The report's file name. */
+export const EXPORT_REPORT_FILE = 'export-report.json';
+/** Marks a report as ours (so a re-export may replace the directory's artifacts). */
+export const EXPORT_REPORT_TOOL = 'weight-spec export';
+
+const reportSchema = z.looseObject({
+  tool: z.literal(EXPORT_REPORT_TOOL),
+  /** Symlinks export made in the directory (bare names). */
+  links: z.array(z.string()).default([]),
+  source: z.looseObject({ config: z.string().nullish(), checkpoint: z.string().nullish(), onnx: z.string().nullish() }).optional(),
+  options: z.looseObject({ dtype: z.string().nullish() }).optional(),
+  prepared: z.looseObject({ dir: z.string().nullish() }).optional(),
+  model_id: z.string().nullish(),
+});
+
+/** The fields of export-report.json that tools read back. */
+export type ExportReport = z.infer<typeof reportSchema>;
+
+/** Reads `<dir>/export-report.json`; undefined when absent, unreadable or not written by weight-spec export. */
+export function readExportReport(dir: string): ExportReport | undefined {
+  try {
+    const r = reportSchema.safeParse(JSON.parse(readRegularFileSync(path.join(dir, EXPORT_REPORT_FILE), 'utf8')));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
