@@ -1,7 +1,8 @@
 // Benchmark: `weight-spec export --config` on real full-size configs (no weights, no Python).
 // Targets (issue 6): Qwen3-30B-A3B (48 layers, 128 experts) < 1 s wall, < 200 MB peak RSS,
 // model.onnx < 8 MiB — printed beside the seed's QEfficient numbers (87.0 s, 76.92 MiB).
-// Llama-3.1-8B and Mixtral-8x7B must export too. Run after `node scripts/bundle.mjs`.
+// Llama-3.1-8B and Mixtral-8x7B must export too; Gemma-2-2B (issue 23) is held to the same
+// targets. Run after `node scripts/bundle.mjs`.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -14,6 +15,8 @@ const configs = path.join(path.dirname(fixtures), 'configs');
 const cli = path.join(root, 'dist', 'cli.js');
 const SEED = { seconds: 87.0, mib: 76.92 }; // QEfficient decoder export of Qwen3-VL-30B-A3B (seed measurement)
 const TARGET = { seconds: 1, rssMb: 200, mib: 8 };
+/** Configs held to TARGET (issue 6: Qwen3-30B-A3B; issue 23: the QEfficient-validated families' published configs). */
+const TARGETED = ['qwen3-30b-a3b', 'gemma-2-2b'];
 
 if (!existsSync(cli)) { console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first'); process.exit(1); }
 if (!existsSync(configs)) { console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`); process.exit(1); }
@@ -50,7 +53,8 @@ function baseline() {
 
 try {
   const base = baseline();
-  const rows = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b'].map(run).filter(Boolean);
+  const names = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b', ...TARGETED.filter((n) => n !== 'qwen3-30b-a3b')];
+  const rows = names.map(run).filter(Boolean);
   console.log('export --config (wall incl. node start-up; peak RSS of the CLI process)');
   console.log(`  baseline (weight-spec --version, same run): ${base.seconds.toFixed(3)} s, ${Number.isNaN(base.rssMb) ? 'n/a' : base.rssMb.toFixed(0)} MB RSS`);
   for (const r of rows) {
@@ -61,14 +65,17 @@ try {
     console.log(`  qwen3-30b-a3b export work over the baseline: ${(q.seconds - base.seconds).toFixed(3)} s, ${(q.rssMb - base.rssMb).toFixed(0)} MB (${(q.seconds / base.seconds).toFixed(1)}x the start-up time)`);
     console.log(`  qwen3-30b-a3b vs seed (QEfficient, PyTorch meta trace): ${q.seconds.toFixed(3)} s vs ${SEED.seconds} s (${(SEED.seconds / q.seconds).toFixed(0)}x faster), ` +
       `${q.mib.toFixed(2)} MiB vs ${SEED.mib} MiB (${(SEED.mib / q.mib).toFixed(0)}x smaller)`);
+  }
+  // every targeted config: < 1 s wall, < 200 MB peak RSS, model.onnx < 8 MiB
+  for (const t of rows.filter((r) => TARGETED.includes(r.name))) {
     const misses = [];
-    if (q.seconds >= TARGET.seconds) misses.push(`wall ${q.seconds.toFixed(3)} s ≥ ${TARGET.seconds} s`);
-    if (q.rssMb >= TARGET.rssMb) misses.push(`RSS ${q.rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
-    if (q.mib >= TARGET.mib) misses.push(`model.onnx ${q.mib.toFixed(2)} MiB ≥ ${TARGET.mib} MiB`);
-    console.log(misses.length ? `  TARGET MISSED: ${misses.join('; ')}` : `  targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB`);
+    if (t.seconds >= TARGET.seconds) misses.push(`wall ${t.seconds.toFixed(3)} s ≥ ${TARGET.seconds} s`);
+    if (t.rssMb >= TARGET.rssMb) misses.push(`RSS ${t.rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
+    if (t.mib >= TARGET.mib) misses.push(`model.onnx ${t.mib.toFixed(2)} MiB ≥ ${TARGET.mib} MiB`);
+    console.log(misses.length ? `  ${t.name}: TARGET MISSED: ${misses.join('; ')}` : `  ${t.name}: targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB`);
     if (misses.length) failed = true;
   }
-  if (rows.length !== 3) failed = true;
+  if (rows.length !== names.length) failed = true;
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

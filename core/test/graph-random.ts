@@ -3,6 +3,7 @@
  * give each family (original per-expert MoE keys), values rounded to bf16 like the fixtures.
  * Key naming is written out here independently of the graph builder's family table.
  */
+import { DENSE_SYNTHETIC_CONFIGS, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
 
 /** Deterministic PRNG (mulberry32) with a normal sampler. */
@@ -33,6 +34,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     const n = shape.reduce((a, b) => a * b, 1);
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
+  if (randomDenseTensors(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'gpt2') {
     const H = cfg.n_embd, I = cfg.n_inner ?? 4 * H;
@@ -110,4 +112,5 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
   // Phi-3 with LongRoPE and partial rotary dims: 11 tokens > original_max 8 → the long factors
   'phi3-longrope': { model_type: 'phi3', vocab_size: 96, hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, rms_norm_eps: 1e-5, rope_theta: 10000.0, partial_rotary_factor: 0.5, max_position_embeddings: 64, original_max_position_embeddings: 8, rope_scaling: { type: 'longrope', short_factor: [1.0, 1.3, 1.9, 2.5], long_factor: [1.5, 2.0, 4.0, 9.0] }, tie_word_embeddings: false, hidden_act: 'silu' },
   'gpt2-prefixed': { model_type: 'gpt2', vocab_size: 80, n_embd: 32, n_layer: 2, n_head: 2, n_positions: 64, n_inner: null, activation_function: 'gelu_new', layer_norm_epsilon: 1e-5, tie_word_embeddings: true },
+  ...DENSE_SYNTHETIC_CONFIGS,
 };

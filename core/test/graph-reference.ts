@@ -2,16 +2,18 @@
  * An independent float64 reference forward for the causal LMs, written straight from the HF
  * modeling files and sharing no code with the graph builder: it reads the raw config.json and
  * the *original* checkpoint keys (per-expert MoE weights, not the prepared layout), and runs
- * the whole sequence at once without a cache. Tests validate it against the fixtures'
+ * the whole sequence at once without a cache (Gemma-2, Granite, OLMo-2, Falcon and CodeGen in
+ * graph-reference-dense.ts). Tests validate it against the fixtures'
  * reference.json first, then use it as the judge for families without fixtures.
  */
+import { DENSE_TYPES, denseReferenceForward } from './graph-reference-dense';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** y[n] = x[n]·Wᵀ (+ b), W `[out, in]` (or `[in, out]` when conv1d). */
-function linear(x: number[][], w: F32, b?: F32, conv1d = false): number[][] {
+export function linear(x: number[][], w: F32, b?: F32, conv1d = false): number[][] {
   const [r, c] = w.shape as [number, number];
   const out = conv1d ? c : r;
   const inp = conv1d ? r : c;
@@ -26,25 +28,25 @@ function linear(x: number[][], w: F32, b?: F32, conv1d = false): number[][] {
   });
 }
 
-function rms(x: number[], w: F32, eps: number, plusOne: boolean): number[] {
+export function rms(x: number[], w: F32, eps: number, plusOne: boolean): number[] {
   const v = x.reduce((s, a) => s + a * a, 0) / x.length;
   const k = 1 / Math.sqrt(v + eps);
   return x.map((a, i) => a * k * (plusOne ? 1 + w.data[i]! : w.data[i]!));
 }
 
-function layerNorm(x: number[], w: F32, b: F32, eps: number): number[] {
+export function layerNorm(x: number[], w: F32, b: F32, eps: number): number[] {
   const m = x.reduce((s, a) => s + a, 0) / x.length;
   const v = x.reduce((s, a) => s + (a - m) * (a - m), 0) / x.length;
   return x.map((a, i) => ((a - m) / Math.sqrt(v + eps)) * w.data[i]! + b.data[i]!);
 }
 
-const ACT: Record<string, (x: number) => number> = {
+export const ACT: Record<string, (x: number) => number> = {
   silu: (x) => x / (1 + Math.exp(-x)),
   gelu_new: (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))),
   gelu_pytorch_tanh: (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))),
 };
 
-function softmax(v: number[]): number[] {
+export function softmax(v: number[]): number[] {
   const m = Math.max(...v);
   const e = v.map((a) => Math.exp(a - m));
   const s = e.reduce((a, b) => a + b, 0);
@@ -52,7 +54,7 @@ function softmax(v: number[]): number[] {
 }
 
 /** HF inverse frequencies with rope_scaling default/linear/llama3/longrope, and the cos/sin scale. */
-function invFreq(cfg: Cfg, dim: number, seqLen: number): { f: number[]; scale: number } {
+export function invFreq(cfg: Cfg, dim: number, seqLen: number): { f: number[]; scale: number } {
   const theta = cfg.rope_theta ?? 10000;
   const rs = cfg.rope_scaling;
   const type = rs ? (rs.rope_type ?? rs.type) : 'default';
@@ -85,7 +87,7 @@ function invFreqPlain(cfg: Cfg, dim: number, theta: number, rs: any, type: strin
 }
 
 /** rotate_half RoPE on the first 2·inv.length dims of `v` (the rest pass through). */
-function rope(v: number[], pos: number, r: { f: number[]; scale: number }): number[] {
+export function rope(v: number[], pos: number, r: { f: number[]; scale: number }): number[] {
   const half = r.f.length;
   const out = v.slice();
   for (let i = 0; i < half; i++) {
@@ -109,6 +111,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   };
   const opt = (k: string) => w.get(k);
   const type: string = cfg.model_type;
+  if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;

@@ -94,7 +94,7 @@ describe('config fields map to the architecture', () => {
 describe('configs the builder does not implement are refused with one line', () => {
   const llama = SYNTHETIC_CONFIGS['llama-rope-llama3']!;
   const cases: [string, Record<string, unknown>, RegExp][] = [
-    ['unknown model_type', { ...llama, model_type: 'falcon' }, /model_type "falcon" is not supported/],
+    ['unknown model_type', { ...llama, model_type: 'bloom' }, /model_type "bloom" is not supported/],
     ['missing model_type', { hidden_size: 4 }, /"model_type" is missing/],
     ['unknown rope type', { ...llama, rope_scaling: { rope_type: 'dynamic', factor: 4 } }, /rope_scaling type "dynamic" is not supported/],
     ['dynamic rope', { ...llama, rope_scaling: { type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic"/],

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { describeFixtures, fixturesDir, LEGACY_FAMILIES } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, LEGACY_ONNX_FOLDERS } from '../../test/support/fixtures';
 import {
   decodeModel, encodeModel, readInitializerBytes, summarizeOnnx, tensorBytes,
   type ModelProto, type ValueInfoProto,
@@ -21,10 +21,10 @@ function dimsOf(v: ValueInfoProto): (number | string)[] {
 describeFixtures('ONNX codec and summary over the fixtures', () => {
   test('every fixture legacy.onnx is covered', () => {
     const found = fs.readdirSync(fixturesDir()).filter((d) => fs.existsSync(legacy(d))).sort();
-    expect(found).toEqual([...LEGACY_FAMILIES].sort());
+    expect(found).toEqual([...LEGACY_ONNX_FOLDERS].sort());
   });
 
-  for (const fam of LEGACY_FAMILIES) {
+  for (const fam of LEGACY_ONNX_FOLDERS) {
     test(`${fam}: decode → encode → decode is lossless`, () => {
       const bytes = fs.readFileSync(legacy(fam));
       const m1 = decodeModel(bytes, legacy(fam));

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { Checkpoint, readSafetensorsHeader, readSafetensorsHeaderSync, readTensorBytes } from '../src/formats/safetensors';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures, FIXTURE_FOLDERS, fixturesDir } from '../../test/support/fixtures';
 
 interface Raw { file: string; dtype: string; shape: number[]; start: number; end: number }
 
@@ -35,7 +35,7 @@ function rawListing(dir: string): Map<string, Raw> {
   return out;
 }
 
-const families = ['llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gpt_oss'];
+const families = FIXTURE_FOLDERS;
 
 describeFixtures('Checkpoint over the fixtures', () => {
   it('covers every fixture directory', () => {

@@ -30,16 +30,30 @@ export interface NormKind {
   eps: number;
   /** Gemma: scale by (1 + w), computed in float32. */
   plusOne: boolean;
+  /** OLMo-2: `(w · x).to(dtype)` — the weight multiplies in float32 before the cast back (Llama casts first). */
+  weightInFloat32?: boolean;
 }
 
 /** Supported activations (HF ACT2FN names normalized). */
 export type Act = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
 
+/**
+ * How a fused qkv projection's output features are laid out: `groups` repeats of the
+ * `pieces` in order (sizes in features). Phi-3 / GPT-2: one group [q | k | v]; CodeGen: 4
+ * groups (mp_num) of [q | v | k]; Falcon: per head [q | k | v] (7B), per kv group
+ * [q × heads/kv | k | v] (new decoder architecture), or [q | k | v] with one kv head
+ * (multi_query). Query, key and value heads come out in the order they appear.
+ */
+export interface FusedLayout {
+  groups: number;
+  pieces: { role: 'q' | 'k' | 'v'; size: number }[];
+}
+
 /** Attention projections of one layer. */
 export type AttnProj =
   | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
-  /** One projection producing [q | k | v] along the output features (Phi-3, GPT-2). */
-  | { kind: 'fused'; qkv: LinearSpec };
+  /** One projection producing q, k and v along the output features; `layout` absent = one group [q | k | v]. */
+  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout };
 
 /** The feed-forward block of one layer. */
 export type MlpSpec =
@@ -90,19 +104,35 @@ export interface MoeGroupRouting {
   scale: number;
 }
 
-/** One decoder layer. */
+/**
+ * One decoder layer. Sequential (default): h += post1(attn(norm1(h))); h += post2(mlp(norm2(h))),
+ * each norm optional (OLMo-2 has no pre-norms, Gemma-2 all four). Parallel (GPT-J, CodeGen,
+ * Falcon): h = h + attn(norm1(h)) + mlp(norm2(h)), with norm2 absent meaning norm1's output.
+ */
 export interface LayerSpec {
-  norm1: NormSpec;
-  norm2: NormSpec;
+  norm1?: NormSpec;
+  norm2?: NormSpec;
+  /** Gemma-2's post_attention_layernorm / OLMo-2's post_attention_layernorm: on the attention output before the residual add. */
+  postAttnNorm?: NormSpec;
+  /** Gemma-2 / OLMo-2 post_feedforward_layernorm: on the MLP output before the residual add. */
+  postMlpNorm?: NormSpec;
+  /** Attention and MLP from the same input, both added to the residual at once. */
+  parallel?: boolean;
+  /** Granite: each branch is multiplied by this before the residual add. */
+  residualScale?: number;
   attn: AttnProj;
   o: LinearSpec;
-  /** Qwen3: RMSNorm over head_dim applied to q and k per head before RoPE. */
+  /**
+   * q/k norms before RoPE: per head over head_dim (Qwen3, `qkNormOver` absent or 'head') or
+   * over the whole projection before the head split (OLMo-2, 'projection').
+   */
   qNorm?: NormSpec;
   kNorm?: NormSpec;
+  qkNormOver?: 'head' | 'projection';
   mlp: MlpSpec;
   /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
   sinks?: string;
-  /** This layer's sliding window (HF `layer_types` = sliding_attention); overrides {@link ArchSpec.slidingWindow}. */
+  /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
 }
 
@@ -113,6 +143,8 @@ export interface RopeSpec {
   rotaryDim: number;
   /** multiplies cos and sin (1 for default, linear and llama3; longrope's attention factor) */
   attentionScale: number;
+  /** GPT-J / CodeGen `rotate_every_two`: pairs (2i, 2i+1) rotate together, cos/sin repeat-interleaved. */
+  interleaved?: boolean;
   /**
    * LongRoPE (Phi-3): HF switches to these frequencies while max(position_ids) + 1 exceeds
    * `threshold` (original_max_position_embeddings), `invFreq` above being the short ones.
@@ -132,10 +164,14 @@ export interface ArchSpec {
   act: Act;
   /** Score scaling: HF Llama-style multiplies by head_dim^-0.5; GPT-2 divides by √head_dim. */
   scoreScale: { op: 'mul' | 'div'; value: number } | undefined;
+  /** q·kᵀ and its scaling in float32 whatever the compute dtype (CodeGen's `_attn`). */
+  scoresInFloat32?: boolean;
+  /** Gemma-2 attn_logit_softcapping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
+  attnSoftcap?: number;
   rope?: RopeSpec;
   /** Learned absolute positions (GPT-2 wpe): key and table size. */
   positions?: { weight: string; max: number };
-  /** Gemma: embeddings × √hidden, rounded to the model dtype. */
+  /** Gemma: embeddings × √hidden, rounded to the model dtype; Granite: embedding_multiplier. */
   embedScale?: number;
   /** Keys attend only to the last `slidingWindow` positions (Mistral/Phi-3 when set). */
   slidingWindow?: number;
@@ -143,6 +179,12 @@ export interface ArchSpec {
   finalNorm: NormSpec;
   /** Untied head; absent when the head reuses `embed`. */
   lmHead?: string;
+  /** CodeGen: the head's bias. */
+  lmHeadBias?: string;
+  /** Granite: logits divided by logits_scaling. */
+  logitsDivide?: number;
+  /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */
+  finalSoftcap?: number;
   layers: LayerSpec[];
 }
 
@@ -169,14 +211,15 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   add(a.embed, [a.vocab, a.hidden]);
   if (a.positions) add(a.positions.weight, [a.positions.max, a.hidden]);
   for (const l of a.layers) {
-    norm(l.norm1);
+    if (l.norm1) norm(l.norm1);
     if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
     else lin(l.attn.qkv);
     if (l.qNorm) norm(l.qNorm);
     if (l.kNorm) norm(l.kNorm);
     add(l.sinks, [a.nHeads]);
     lin(l.o);
-    norm(l.norm2);
+    if (l.postAttnNorm) norm(l.postAttnNorm);
+    if (l.norm2) norm(l.norm2);
     const m = l.mlp;
     if (m.kind === 'gated') [m.gate, m.up, m.down].forEach(lin);
     else if (m.kind === 'gated-fused') [m.gateUp, m.down].forEach(lin);
@@ -188,8 +231,10 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
       for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
       if (m.shared) [m.shared.gate, m.shared.up, m.shared.down].forEach(lin);
     }
+    if (l.postMlpNorm) norm(l.postMlpNorm);
   }
   norm(a.finalNorm);
   add(a.lmHead, [a.vocab, a.hidden]);
+  add(a.lmHeadBias, [a.vocab]);
   return [...out].map(([name, shape]) => ({ name, shape }));
 }

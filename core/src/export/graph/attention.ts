@@ -8,9 +8,9 @@
  * Padded prompt tokens (position −1, as QEfficient feeds them) are written to the last slot,
  * which no valid query can see until a real token at that position overwrites it.
  */
-import type { ArchSpec, LayerSpec } from './arch';
+import type { ArchSpec, FusedLayout, LayerSpec } from './arch';
 import { applyRope, type ropeTables } from './rope';
-import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
+import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
 
 /** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
@@ -79,6 +79,15 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
   });
 }
 
+/** Splits a fused qkv output `[N, F]` into q, k, v `[N, ·]` per its layout (see {@link FusedLayout}). */
+function splitFused(c: Ctx, qkv: string, layout: FusedLayout): [string, string, string] {
+  const sizes = layout.pieces.map((p) => p.size);
+  const grouped = layout.groups > 1 ? reshape(c, qkv, [0, layout.groups, sizes.reduce((x, y) => x + y, 0)]) : qkv;
+  const parts = split(c, grouped, layout.groups > 1 ? 2 : 1, sizes).map((p) => (layout.groups > 1 ? reshape(c, p, [0, -1]) : p));
+  const of = (role: 'q' | 'k' | 'v') => parts[layout.pieces.findIndex((p) => p.role === role)]!;
+  return [of('q'), of('k'), of('v')];
+}
+
 /** Layer `i`'s attention block on 2-D hidden `x [B·S, H]`; returns output and new cache. */
 export function attention(
   c: Ctx,
@@ -97,14 +106,18 @@ export function attention(
     k = linear(c, x, l.attn.k);
     v = linear(c, x, l.attn.v);
   } else {
-    [q, k, v] = split(c, linear(c, x, l.attn.qkv), 1, [nh * hd, nKv * hd, nKv * hd]) as [string, string, string];
+    const layout = l.attn.layout ?? { groups: 1, pieces: [{ role: 'q', size: nh * hd }, { role: 'k', size: nKv * hd }, { role: 'v', size: nKv * hd }] };
+    [q, k, v] = splitFused(c, linear(c, x, l.attn.qkv), layout);
   }
+  const overProjection = l.qkNormOver === 'projection';
+  if (overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
+  if (overProjection && l.kNorm) k = norm(c, k, l.kNorm, a.norm);
   const heads = (t: string, n: number) => g.op('Reshape', [t, g.op('Concat', [kv.bs, g.ints([n, hd])], { axis: 0 })]); // [B,S,n,hd]
   q = heads(q, nh);
   k = heads(k, nKv);
   v = heads(v, nKv);
-  if (l.qNorm) q = norm(c, q, l.qNorm, a.norm);
-  if (l.kNorm) k = norm(c, k, l.kNorm, a.norm);
+  if (!overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
+  if (!overProjection && l.kNorm) k = norm(c, k, l.kNorm, a.norm);
   if (rope && a.rope) {
     q = applyRope(c, q, rope, a.rope, hd);
     k = applyRope(c, k, rope, a.rope, hd);
@@ -119,12 +132,16 @@ export function attention(
   const vRows = kv.batchRows ? g.op('Gather', [value, kv.batchRows], { axis: 0 }) : value;
 
   const qg = reshape(c, q, [0, nKv, -1, hd]); // [B,nKv,groups·S,hd]
-  let scores = g.op('MatMul', [qg, transpose(c, kRows, [0, 1, 3, 2])]); // [B,nKv,groups·S,C]
+  // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))
+  const se = a.scoresInFloat32 ? 'float32' : c.dtype;
+  let scores = g.op('MatMul', [cast(c, qg, c.dtype, se), cast(c, transpose(c, kRows, [0, 1, 3, 2]), c.dtype, se)]); // [B,nKv,groups·S,C]
   if (a.scoreScale) {
-    scores = g.op(a.scoreScale.op === 'mul' ? 'Mul' : 'Div', [scores, g.scalar(c.dtype, a.scoreScale.value, 'attn_scale')]);
+    scores = g.op(a.scoreScale.op === 'mul' ? 'Mul' : 'Div', [scores, g.scalar(se, a.scoreScale.value, 'attn_scale')]);
   }
-  // softmax in float32 (HF: softmax(..., dtype=float32).to(query.dtype))
-  const sf = cast(c, scores, c.dtype, 'float32');
+  // softmax in float32 (HF: softmax(..., dtype=float32).to(query.dtype)); the soft-cap too (HF
+  // caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score)
+  let sf = cast(c, scores, se, 'float32');
+  if (a.attnSoftcap !== undefined) sf = softcap(c, sf, a.attnSoftcap, 'float32');
   const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
   const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);

@@ -7,13 +7,13 @@
  *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
  * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
  */
-import type { ArchSpec } from './arch';
+import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { attention, cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { mlp } from './mlp';
 import { norm } from './norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
+import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
 import { ropeTables } from './rope';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
@@ -81,11 +81,25 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
   const retained: { key: string; value: string }[] = [];
+  const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
+  // Granite's residual_multiplier scales each branch before its residual add
+  const branch = (l: LayerSpec, x: string, post: LayerSpec['postAttnNorm']) => {
+    const y = maybeNorm(x, post);
+    return l.residualScale === undefined ? y : g.op('Mul', [y, g.scalar(o.dtype, l.residualScale, 'residual_scale')]);
+  };
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => attention(c, a, l, norm(c, h, l.norm1, a.norm), kv, rope, past[i]!));
-      h = g.op('Add', [h, att.out]);
-      h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2, a.norm)))]);
+      const x1 = maybeNorm(h, l.norm1);
+      const att = g.within('attn', () => attention(c, a, l, x1, kv, rope, past[i]!));
+      if (l.parallel) {
+        // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
+        const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
+        h = g.op('Add', [g.op('Add', [m, att.out]), h]);
+      } else {
+        h = g.op('Add', [h, branch(l, att.out, l.postAttnNorm)]);
+        const m = g.within('mlp', () => mlp(c, a, l.mlp, maybeNorm(h, l.norm2)));
+        h = g.op('Add', [h, branch(l, m, l.postMlpNorm)]);
+      }
       retained.push({ key: att.key, value: att.value });
     });
   });
@@ -96,8 +110,11 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: 6 })], { axis: 1, keepdims: 1 }); // [B,1]
     const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
     const normed = norm(c, picked, a.finalNorm, a.norm);
-    const head = linear(c, normed, { weight: a.lmHead ?? a.embed, out: a.vocab, in: a.hidden });
-    return unsqueeze(c, cast(c, head, o.dtype, 'float32'), [1]);
+    let head = linear(c, normed, { weight: a.lmHead ?? a.embed, out: a.vocab, in: a.hidden, ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}) });
+    if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(o.dtype, a.logitsDivide, 'logits_scaling')]);
+    let logits = cast(c, head, o.dtype, 'float32');
+    if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');
+    return unsqueeze(c, logits, [1]);
   });
   g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
   retained.forEach((r, i) => {

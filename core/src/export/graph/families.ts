@@ -4,12 +4,18 @@
  * Llama/Mistral (optional attention/MLP bias), Qwen2 (q/k/v bias, o without), Qwen3 (q_norm /
  * k_norm per head, explicit head_dim), Phi-3 (fused qkv_proj and gate_up_proj), Gemma ((1 + w)
  * RMSNorm, embeddings × √hidden, gelu-tanh, tied head), GPT-2 (Conv1D, learned positions,
- * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`).
+ * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`). Gemma-2, Granite,
+ * OLMo-2, Falcon and CodeGen live in `family-<name>.ts`.
  */
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
 import { UsageError } from '../../errors';
 import { actOf, checkExpertParallel, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
+import { codegenArch } from './family-codegen';
+import { falconArch } from './family-falcon';
+import { gemma2Arch } from './family-gemma2';
+import { graniteArch } from './family-granite';
+import { olmo2Arch } from './family-olmo2';
 import { ropeSpec, type RopeScaling } from './rope';
 import { glm4MoeArch, gptOssArch } from './families-moe';
 
@@ -21,18 +27,43 @@ export interface ArchOptions {
   expertParallel?: { stages: number };
 }
 
+/** The families in `family-<name>.ts`: dense only. */
+const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen']);
+
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const type = modelTypeOf(raw, file);
-  if (type === 'gpt2') return gpt2Arch(raw, file, opts);
-  if (type === 'gpt_oss') return gptOssArch(raw, file, opts);
-  if (type === 'glm4_moe') return glm4MoeArch(raw, file, opts);
-  return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
+  if (opts.expertParallel && DENSE_FAMILIES.has(type)) checkExpertParallel(file, undefined, opts.expertParallel.stages);
+  switch (type) {
+    case 'gpt2':
+      return gpt2Arch(raw, file, opts);
+    case 'gpt_oss':
+      return gptOssArch(raw, file, opts);
+    case 'glm4_moe':
+      return glm4MoeArch(raw, file, opts);
+    case 'gemma2':
+      return gemma2Arch(raw, file);
+    case 'granite':
+      return graniteArch(raw, file);
+    case 'olmo2':
+      return olmo2Arch(raw, file);
+    case 'falcon':
+      return falconArch(raw, file);
+    case 'codegen':
+      return codegenArch(raw, file);
+    default:
+      return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
+  }
 }
 
-const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
+/** A linear layer spec; `bias` names `<weight minus 'weight'>bias`. */
+export const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
 
-function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string, opts: ArchOptions): ArchSpec {
+/**
+ * The Llama-like families' common architecture; `type` picks the defaults and quirks. Also the
+ * base the Gemma-2, Granite and OLMo-2 family files start from.
+ */
+export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string, opts: ArchOptions = {}): ArchSpec {
   const H = c.hidden_size;
   const nh = c.num_attention_heads;
   const nKv = c.num_key_value_heads ?? nh;

@@ -24,6 +24,7 @@ function rmsNorm(c: Ctx, x: string, n: NormSpec, kind: NormKind): string {
     const w1 = g.op('Add', [cast(c, w, c.dtype, 'float32'), g.scalar('float32', 1, 'one')]);
     return cast(c, g.op('Mul', [normed, w1]), 'float32', c.dtype);
   }
+  if (kind.weightInFloat32) return cast(c, g.op('Mul', [cast(c, w, c.dtype, 'float32'), normed]), 'float32', c.dtype);
   return g.op('Mul', [w, cast(c, normed, 'float32', c.dtype)]);
 }
 

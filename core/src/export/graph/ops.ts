@@ -81,3 +81,9 @@ export function unsqueeze(c: Ctx, x: string, axes: number[]): string {
 export function split(c: Ctx, x: string, axis: number, sizes: number[]): string[] {
   return c.g.opN('Split', [x, c.g.ints(sizes, 'split')], { axis }, sizes.length);
 }
+
+/** Gemma-2 soft-capping: cap · tanh(x / cap), in `elem`. */
+export function softcap(c: Ctx, x: string, cap: number, elem: Elem): string {
+  const k = c.g.constant(elem, [], [cap], 'softcap');
+  return c.g.op('Mul', [c.g.op('Tanh', [c.g.op('Div', [x, k])]), k]);
+}

@@ -1,11 +1,12 @@
 /**
  * Rotary position embeddings: the inverse-frequency table per HF `rope_type` (default,
  * linear, llama3), cos/sin from `position_ids` (float32, as HF computes them with autocast off),
- * and `rotate_half` application with optional partial rotary dims.
+ * and `rotate_half` (or GPT-J's interleaved `rotate_every_two`) application with optional partial
+ * rotary dims.
  */
 import { FormatError } from '../../errors';
 import type { RopeSpec } from './arch';
-import { cast, split, unsqueeze, type Ctx } from './ops';
+import { cast, reshape, split, unsqueeze, type Ctx } from './ops';
 
 /** rope_scaling / rope_parameters as found in config.json. */
 export interface RopeScaling {
@@ -165,7 +166,11 @@ export function ropeTables(c: Ctx, positionIds: string, r: RopeSpec): { cos: str
       inv = g.op('Where', [useLong, g.constant('float32', [r.long.invFreq.length], r.long.invFreq, 'inv_freq_long'), inv]);
     }
     const freqs = g.op('Mul', [pos, inv]); // [B,S,rd/2]
-    const emb = g.op('Concat', [freqs, freqs], { axis: -1 });
+    // rotate_half pairs dim i with i + rd/2 (cat(freqs, freqs)); rotate_every_two pairs 2i with
+    // 2i+1 (GPT-J's repeat_interleave(sin, 2))
+    const emb = r.interleaved
+      ? reshape(c, g.op('Concat', [unsqueeze(c, freqs, [-1]), unsqueeze(c, freqs, [-1])], { axis: -1 }), [0, 0, -1])
+      : g.op('Concat', [freqs, freqs], { axis: -1 });
     let cos = g.op('Cos', [emb]);
     let sin = g.op('Sin', [emb]);
     if (r.attentionScale !== 1) {
@@ -185,9 +190,16 @@ export function applyRope(c: Ctx, x: string, t: { cos: string; sin: string }, r:
   const g = c.g;
   const partial = r.rotaryDim < headDim;
   const [rot, pass] = partial ? split(c, x, -1, [r.rotaryDim, headDim - r.rotaryDim]) : [x, undefined];
-  const half = r.rotaryDim / 2;
-  const [x1, x2] = split(c, rot!, -1, [half, half]);
-  const rotated = g.op('Concat', [g.op('Neg', [x2!]), x1!], { axis: -1 });
+  let rotated: string;
+  if (r.interleaved) {
+    // rotate_every_two: stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)
+    const [even, odd] = split(c, reshape(c, rot!, [0, 0, 0, -1, 2]), -1, [1, 1]);
+    rotated = reshape(c, g.op('Concat', [g.op('Neg', [odd!]), even!], { axis: -1 }), [0, 0, 0, -1]);
+  } else {
+    const half = r.rotaryDim / 2;
+    const [x1, x2] = split(c, rot!, -1, [half, half]);
+    rotated = g.op('Concat', [g.op('Neg', [x2!]), x1!], { axis: -1 });
+  }
   const out = g.op('Add', [g.op('Mul', [rot!, t.cos]), g.op('Mul', [rotated, t.sin])]);
   return partial ? g.op('Concat', [out, pass!], { axis: -1 }) : out;
 }

@@ -1,0 +1,85 @@
+/**
+ * CodeGen (transformers `models/codegen/modeling_codegen.py`, read at 00491ce), which QEfficient
+ * patches for weight-free export:
+ *
+ * - `qkv_proj` output reshaped into mp_num = 4 chunks, each split as query, VALUE, key (in that
+ *   order), each chunk holding heads / 4 heads.
+ * - Partial rotary over the first `rotary_dim` dims of each head with GPT-J's interleaved
+ *   `rotate_every_two` (sin/cos repeat-interleaved), θ = 10000.
+ * - Scores ÷ √head_dim; attention and MLP run in parallel from one `ln_1` (GPT-J block):
+ *   h + attn(ln_1(h)) + mlp(ln_1(h)).
+ * - `gelu_new` (activation_function), LayerNorm with bias, `lm_head` with bias, untied by default.
+ */
+import { z } from 'zod';
+import type { ArchSpec, LayerSpec } from './arch';
+import { actOf, parseWith, refuse } from './config';
+import { ropeSpec } from './rope';
+
+const int = z.number().int().positive();
+const codegenConfig = z.looseObject({
+  model_type: z.literal('codegen'),
+  vocab_size: int,
+  n_embd: int,
+  n_layer: int,
+  n_head: int,
+  rotary_dim: int.nullable().optional(),
+  n_inner: int.nullable().optional(),
+  activation_function: z.string().optional(),
+  layer_norm_epsilon: z.number().finite().positive().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+});
+
+/** HF CodeGen's hard-coded model-parallel chunk count in the qkv split. */
+const MP_NUM = 4;
+
+/** CodeGen's architecture (CodeGenConfig defaults where a field is absent). */
+export function codegenArch(raw: unknown, file: string): ArchSpec {
+  const c = parseWith(codegenConfig, raw, file);
+  const H = c.n_embd;
+  const nh = c.n_head;
+  if (H % nh !== 0) refuse(file, 'n_embd', `(${H}) is not divisible by n_head (${nh})`);
+  if (nh % MP_NUM !== 0) refuse(file, 'n_head', `(${nh}) is not divisible by CodeGen's mp_num = 4 (the fused qkv split)`);
+  const hd = H / nh;
+  if (c.rotary_dim == null) refuse(file, 'rotary_dim', 'is not set (HF CodeGen then builds rotary tables of n_embd dims; not supported)');
+  if (c.rotary_dim > hd || c.rotary_dim % 2 !== 0) refuse(file, 'rotary_dim', `(${c.rotary_dim}) must be even and at most the head dim ${hd}`);
+  const I = c.n_inner ?? 4 * H;
+  const local = H / MP_NUM;
+  const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
+  const layers: LayerSpec[] = [];
+  for (let i = 0; i < c.n_layer; i++) {
+    const p = `transformer.h.${i}`;
+    layers.push({
+      norm1: ln(`${p}.ln_1`),
+      parallel: true,
+      attn: {
+        kind: 'fused',
+        qkv: { weight: `${p}.attn.qkv_proj.weight`, out: 3 * H, in: H },
+        layout: { groups: MP_NUM, pieces: [{ role: 'q', size: local }, { role: 'v', size: local }, { role: 'k', size: local }] },
+      },
+      o: { weight: `${p}.attn.out_proj.weight`, out: H, in: H },
+      mlp: {
+        kind: 'plain',
+        fc: { weight: `${p}.mlp.fc_in.weight`, bias: `${p}.mlp.fc_in.bias`, out: I, in: H },
+        proj: { weight: `${p}.mlp.fc_out.weight`, bias: `${p}.mlp.fc_out.bias`, out: H, in: I },
+      },
+    });
+  }
+  return {
+    modelType: 'codegen',
+    vocab: c.vocab_size,
+    hidden: H,
+    nHeads: nh,
+    nKv: nh,
+    headDim: hd,
+    norm: { kind: 'layer', eps: c.layer_norm_epsilon ?? 1e-5, plusOne: false },
+    act: actOf(c.activation_function ?? 'gelu_new', file, 'activation_function'),
+    scoresInFloat32: true,
+    scoreScale: { op: 'div', value: Math.sqrt(hd) },
+    rope: { ...ropeSpec(10000, c.rotary_dim, null, file), interleaved: true },
+    embed: 'transformer.wte.weight',
+    finalNorm: ln('transformer.ln_f'),
+    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
+    lmHeadBias: 'lm_head.bias',
+    layers,
+  };
+}
