@@ -73,7 +73,7 @@ describe('dense families: config fields that change the math and are not impleme
     refuses(cfg('gemma2', { layer_types: ['sliding_attention', 'chunked_attention', 'full_attention'] }), /"layer_types" entry "chunked_attention" is not one of/);
     refuses(cfg('gemma2', { layer_types: ['sliding_attention'] }), /"layer_types" has 1 entries for 3 layers/);
     for (const name of ['gemma2', 'granite', 'olmo2', 'falcon-40b']) {
-      refuses(cfg(name, { rope_scaling: { rope_type: 'yarn', factor: 4 } }), /rope_scaling type "yarn" is not supported/);
+      refuses(cfg(name, { rope_scaling: { rope_type: 'dynamic', factor: 4 } }), /rope_scaling type "dynamic" is not supported/);
     }
     refuses(cfg('codegen', { rotary_dim: null }), /"rotary_dim" is not set/);
     refuses(cfg('codegen', { n_head: 6, n_embd: 48 }), /"n_head" \(6\) is not divisible by CodeGen's mp_num = 4/);
