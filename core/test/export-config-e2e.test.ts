@@ -76,8 +76,6 @@ describeFixtures('export --config → prepare → compile → run equals the fix
         const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
         expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
         if (dtype === 'float32') {
-          // the language server's checks (headless) find every key of the family's layout in the prepared files
-          expect(ws('check', path.join(out, 'weight_spec.json')).trim()).toMatch(/weight_spec\.json: ok$/);
           // greedy decoding gives the reference's tokens (argmax of its logits, fed back)
           const want: number[] = [];
           for (let t = 0; t < 4; t++) {
