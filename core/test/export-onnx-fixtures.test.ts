@@ -96,6 +96,22 @@ describeFixtures('export --onnx on the fixtures (export → prepare → compile 
     expect(wteUses.length).toBe(2);
   });
 
+  it('gemma2: every initializer resolves, each (1 + w) norm folded by torch by content (affine +1)', () => {
+    const report = JSON.parse(readFileSync(path.join(root, 'gemma2-export', 'export-report.json'), 'utf8'));
+    expect(report.unresolved).toEqual([]);
+    const norms = report.inputs.filter((i: { key: string }) => /layernorm\.weight$|^model\.norm\.weight$/.test(i.key));
+    // 3 layers × 4 norms + the final norm, each stored as 1 + w
+    expect(new Set(norms.map((i: { key: string }) => i.key)).size).toBe(13);
+    for (const i of norms) expect([i.strategy, i.affine]).toEqual(['content-affine', { add: 1 }]);
+  });
+
+  it('codegen: every initializer resolves, the fused qkv_proj (mp_num = 4) and the biased head included', () => {
+    const report = JSON.parse(readFileSync(path.join(root, 'codegen-export', 'export-report.json'), 'utf8'));
+    expect(report.unresolved).toEqual([]);
+    const keys = new Set(report.inputs.map((i: { key: string }) => i.key));
+    for (const k of ['transformer.h.0.attn.qkv_proj.weight', 'transformer.h.1.attn.qkv_proj.weight', 'lm_head.weight', 'lm_head.bias']) expect(keys.has(k), k).toBe(true);
+  });
+
   it('qwen2 resolves its tied head with no lm_head.weight in the checkpoint', () => {
     const report = JSON.parse(readFileSync(path.join(root, 'qwen2-export', 'export-report.json'), 'utf8'));
     const emb = report.inputs.filter((i: { key: string }) => i.key === 'model.embed_tokens.weight');
