@@ -130,9 +130,9 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const retained: { key: string; value: string }[] = [];
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => attention(c, a, l, norm(c, h, l.norm1, a.norm), kv, rope, past[i]!));
+      const att = g.within('attn', () => attention(c, a, l, norm(c, h, l.norm1!, a.norm), kv, rope, past[i]!));
       h = g.op('Add', [h, att.out]);
-      h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2, a.norm)))]);
+      h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2!, a.norm)))]);
       retained.push({ key: att.key, value: att.value });
       if (i < F) {
         // QEffQwen3VLMoeTextModel._deepstack_process: hidden + deepstack[i] · image mask
