@@ -16,6 +16,7 @@ import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { dequantFp8, fp8Values, planPrepare, runPrepare } from '../src/prepare';
+import { CHUNK_ELEMS } from '../src/prepare/kernels';
 import { bf16Bits, e4m3, e5m2, quantizeBlocks, quantizeCheckpoint } from './fp8-support';
 import { cleanupTemps, rng, tempDir, workerPath } from './prepare-support';
 
@@ -117,7 +118,7 @@ describeFixtures('prepare dequantizes the llama fixture quantized to FP8 in code
   });
 });
 
-/** A MoE checkpoint with FP8 experts (per-expert Qwen-MoE keys and fused gate_up/down), and its dequantized f32 twin. */
+/** A MoE checkpoint with FP8 experts (per-expert Qwen-MoE keys, fused gate_up/down in both layouts), and its dequantized f32 twin. */
 async function moePair(root: string, block: [number, number]): Promise<{ fp8: string; twin: string }> {
   const E = 4;
   const H = 40;
@@ -139,6 +140,9 @@ async function moePair(root: string, block: [number, number]): Promise<{ fp8: st
   }
   add('model.layers.1.mlp.experts.gate_up_proj', [E, 2 * I, H], 'model.layers.1.mlp.experts.gate_up_proj_scales_inv');
   add('model.layers.1.mlp.experts.down_proj', [E, H, I], 'model.layers.1.mlp.experts.down_proj_scales_inv');
+  // transformers 4.57's Qwen3-VL-MoE layout: gate_up [E, H, 2I], down [E, I, H]
+  add('model.layers.2.mlp.experts.gate_up_proj', [E, H, 2 * I], 'model.layers.2.mlp.experts.gate_up_proj_scales_inv');
+  add('model.layers.2.mlp.experts.down_proj', [E, I, H], 'model.layers.2.mlp.experts.down_proj_scales_inv');
   const router = { key: 'model.layers.0.mlp.gate.weight', dtype: 'F32' as const, shape: [E, H], data: fromFloat32(rand(E * H), 'F32') };
   fp8.push(router);
   twin.push(router);
@@ -153,7 +157,7 @@ async function moePair(root: string, block: [number, number]): Promise<{ fp8: st
 
 describe('FP8 composes with the MoE transforms (dequantize first)', () => {
   for (const parallel of [false, true]) {
-    it(`per-expert stacking and fused gate_up split${parallel ? ', expert-parallel P=2' : ''}: equal to prepare of the dequantized twin`, async () => {
+    it(`per-expert stacking and fused gate_up splits ([E, 2I, H] and [E, H, 2I])${parallel ? ', expert-parallel P=2' : ''}: equal to prepare of the dequantized twin`, async () => {
       const { fp8, twin } = await moePair(tempDir('ws-fp8-moe-'), [16, 16]);
       const ep = parallel ? { moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 2 } : undefined; // N = E/P
       const a = await prepared(fp8, 'float32', ep ?? {});
@@ -167,9 +171,26 @@ describe('FP8 composes with the MoE transforms (dequantize first)', () => {
       const plan = await planPrepare({ checkpoint: fp8, dtype: 'float32', ...(ep ?? {}) } as Parameters<typeof planPrepare>[0]);
       const experts = plan.tasks.filter((t) => t.id.startsWith('experts:'));
       expect(experts.every((t) => t.transform.startsWith('fp8-dequant+'))).toBe(true);
-      expect(experts.flatMap((t) => t.inputs.map((i) => i.key)).filter((k) => k.includes('scale')).length).toBe(14);
+      expect(experts.flatMap((t) => t.inputs.map((i) => i.key)).filter((k) => k.includes('scale')).length).toBe(16);
     });
   }
+});
+
+describe('a dense FP8 tensor larger than one streamed chunk', () => {
+  it(`[600, 520] in 128×128 blocks (${600 * 520} elements > CHUNK_ELEMS ${CHUNK_ELEMS}: chunks start mid-row and mid-block): bit for bit`, async () => {
+    const shape = [600, 520];
+    const r = rng(3);
+    const z = quantizeBlocks(Float32Array.from({ length: 600 * 520 }, () => (r() - 0.5) * 3), shape, [128, 128], 'BF16');
+    const d = path.join(tempDir('ws-fp8-big-'), 'big');
+    fs.mkdirSync(d);
+    await writeSafetensors(path.join(d, 'model.safetensors'), [
+      { key: 'w.weight', dtype: 'F8_E4M3', shape, data: z.q },
+      { key: 'w.weight_scale_inv', dtype: 'BF16', shape: z.scaleShape, data: fromFloat32(z.scale, 'BF16') },
+    ]);
+    fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] } }));
+    expect(600 * 520).toBeGreaterThan(CHUNK_ELEMS);
+    await expectDequantized(await prepared(d, 'float32'), new Map([['w.weight', z.expected]]), 'F32');
+  });
 });
 
 describe('quantizations prepare cannot undo are refused at planning', () => {

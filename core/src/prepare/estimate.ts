@@ -38,7 +38,8 @@ function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: n
     }
     case 'half-columns': {
       const t = srcs[s.src]!;
-      return (t.byteLength / t.shape[0]!) * 2 + out;
+      const per = t.byteLength / t.shape[0]!;
+      return per * 2 + (s.scale ? (per / DTYPE_SIZE[t.dtype]) * 4 + scaleBytes(s.scale, srcs) : 0) + out;
     }
   }
 }

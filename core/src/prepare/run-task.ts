@@ -258,11 +258,18 @@ async function produceSlot(slot: SlicePlan, t: OutputTensor, sib: OutputTensor |
       const s = src.src(slot.src);
       const [, rows] = s.shape as [number, number, number];
       const per = s.byteLength / s.shape[0]!;
-      const m = await src.read(slot.src, slot.expert * per, per);
-      const size = DTYPE_SIZE[s.dtype];
-      const main = converter(s.dtype, t.dtype)(halfColumns(m, rows, size, slot.half));
+      let m = await src.read(slot.src, slot.expert * per, per);
+      let from = s.dtype;
+      if (slot.scale) {
+        // FP8 experts: dequantize the expert's whole [H, 2I] matrix first, then split it.
+        const f = dequantFp8(m, s.dtype, (slot.expert * per) / DTYPE_SIZE[s.dtype], s.shape, await src.scale(slot.scale), slot.scale);
+        m = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+        from = 'F32';
+      }
+      const size = DTYPE_SIZE[from];
+      const main = converter(from, t.dtype)(halfColumns(m, rows, size, slot.half));
       if (!sib) return { main };
-      return { main, sibling: converter(s.dtype, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0)) };
+      return { main, sibling: converter(from, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0)) };
     }
     case 'mxfp4': {
       const b = src.src(slot.blocks);

@@ -35,7 +35,7 @@ export type SlicePlan =
   | { kind: 'range'; src: string; start: number; length: number; scale?: ScaleRef }
   | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
   | { kind: 'columns'; src: string; row: number; parity: 0 | 1 }
-  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1 };
+  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1; scale?: ScaleRef };
 
 /**
  * The scale a quantized source is dequantized with (transforms/fp8.ts): element `[…, i, j]`

@@ -103,7 +103,7 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
 }
 
 function withScale(slot: SlicePlan, plan: DequantPlan, used: Set<string>): SlicePlan {
-  if (slot.kind === 'whole' || slot.kind === 'range') {
+  if (slot.kind === 'whole' || slot.kind === 'range' || slot.kind === 'half-columns') {
     const scale = plan.scales.get(slot.src);
     if (!scale) return slot;
     used.add(scale.key);

@@ -55,9 +55,6 @@ function isRowFused(fused: SourceTensor, down: SourceTensor, sizes: MoeSizes): b
 function splitRows(module: string, fused: SourceTensor, down: SourceTensor, configured: number | undefined, transform: string): MoeGroup {
   const [E, H, twoI] = fused.shape as [number, number, number];
   const I = twoI / 2;
-  if (fused.dtype.startsWith('F8') || down.dtype.startsWith('F8')) {
-    throw new PipelineError(`${fused.key}: float8 fused experts in the [E, H, 2I] layout are not supported (dequantize the checkpoint first)`);
-  }
   checkExpertCount(E, configured, module);
   const half = (h: 0 | 1): SlicePlan[] => Array.from({ length: E }, (_, e) => ({ kind: 'half-columns' as const, src: fused.key, expert: e, half: h }));
   const downBytes = H * I * DTYPE_SIZE[down.dtype];
