@@ -144,6 +144,16 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
     ]);
   });
 
+  it('gpt_oss: without rope_scaling in config.json the GptOssConfig default (yarn ×32, attention factor) applies; null means none', () => {
+    const cfg = JSON.parse(readFileSync(path.join(fixturesDir(), 'gpt_oss_full', 'config.json'), 'utf8'));
+    delete cfg.rope_scaling;
+    const rope = archFromConfig(cfg, 'config.json').rope!;
+    expect(rope.attentionScale).toBeCloseTo(0.1 * Math.log(32) + 1, 12);
+    const none = archFromConfig({ ...cfg, rope_scaling: null }, 'config.json').rope!;
+    expect(none.attentionScale).toBe(1);
+    expect(none.invFreq[none.invFreq.length - 1]).toBeGreaterThan(rope.invFreq[rope.invFreq.length - 1]!);
+  });
+
   it('glm4_moe: num_nextn_predict_layers weights in the checkpoint are left out of the graph', () => {
     // a GLM-4.5-Air-like checkpoint carries its MTP layer at index num_hidden_layers
     const cfg = { ...JSON.parse(readFileSync(path.join(fixturesDir(), 'glm4_moe', 'config.json'), 'utf8')), num_nextn_predict_layers: 1 };

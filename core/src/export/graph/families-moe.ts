@@ -111,6 +111,8 @@ function checkTopK(file: string, topK: number | undefined, experts: number): num
   return topK;
 }
 
+const GPT_OSS_DEFAULT_ROPE = { rope_type: 'yarn', factor: 32.0, beta_fast: 32.0, beta_slow: 1.0, truncate: false, original_max_position_embeddings: 4096 };
+
 /** GPT-OSS → {@link ArchSpec}. */
 export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const c = parseWith(gptOssConfig, raw, file);
@@ -160,7 +162,8 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
     norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
     act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
     scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
-    rope: ropeOf(c, hd, file, 150000),
+    // GptOssConfig's default rope_scaling (absent from config.json ≠ null): yarn ×32 over 4096 positions
+    rope: ropeOf(c.rope_scaling === undefined && c.rope_parameters === undefined ? { ...c, rope_scaling: GPT_OSS_DEFAULT_ROPE } : c, hd, file, 150000),
     embed: 'model.embed_tokens.weight',
     finalNorm: { weight: 'model.norm.weight', size: H },
     ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
