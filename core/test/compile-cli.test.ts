@@ -72,10 +72,15 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
     expect(dry.code).toBe(0);
     const m = dry.stdout.match(/qpc-([0-9a-f]{16})\//);
     const qpc = path.join(made.exportDir, `qpc-${m?.[1]}`);
+    // the command (no -compile-only: qaic-compile dropped it), then the file it names, as create_json writes it
     expect(dry.stdout).toBe(
-      `/opt/qti-aic/exec/qaic-compile -aic-hw -aic-hw-version=ai100 -m=${made.exportDir}/model.qaic.onnx -compile-only -convert-to-fp16 ` +
-        `-mxfp6-matmul -aic-num-cores=16 -mos=1 -network-specialization-config=${qpc}/specializations.json -aic-binary-dir=${qpc}/qpc\n`,
+      `/opt/qti-aic/exec/qaic-compile -aic-hw -aic-hw-version=ai100 -m=${made.exportDir}/model.qaic.onnx -convert-to-fp16 ` +
+        `-mxfp6-matmul -aic-num-cores=16 -mos=1 -network-specialization-config=${qpc}/specializations.json -aic-binary-dir=${qpc}/qpc\n` +
+        `--- ${qpc}/specializations.json\n` +
+        '{\n    "specializations":[\n        {\n            "name":"Prefill",\n            "symbols":{\n                "batch_size":"1",\n' +
+        '                "seq_len":"32"\n            }\n        }\n    ]\n}\n',
     );
+    expect(fs.existsSync(qpc)).toBe(false);
     const noSdk = cli(['compile', made.exportDir, '--backend', 'qaic'], env);
     expect(noSdk.code).toBe(1);
     expect(noSdk.stdout).toBe('');

@@ -108,12 +108,23 @@ function canWriteIn(dir: string): boolean {
   }
 }
 
+/**
+ * True when a shard of the prepared directory is a symlink (prepare links unchanged shards to
+ * the source; across filesystems as a symlink): ONNX Runtime refuses symlinked external data
+ * that leads outside the model's directory, so the model goes beside hard links instead.
+ */
+function hasSymlinkedShard(loc: PreparedLocation): boolean {
+  return loc.files.some((f) => fs.lstatSync(f, { throwIfNoEntry: false })?.isSymbolicLink());
+}
+
 /** Hard-links each shard into `dir` (replacing stale links); EXDEV etc. become one clear error. */
-function linkShards(loc: PreparedLocation, dir: string): { rel: string[]; links: string[] } {
+function linkShards(loc: PreparedLocation, dir: string, why: 'not-writable' | 'symlinks'): { rel: string[]; links: string[] } {
   fs.mkdirSync(dir, { recursive: true });
   const rel: string[] = [];
   const links: string[] = [];
-  loc.files.forEach((f, i) => {
+  loc.files.forEach((given, i) => {
+    // link() does not follow a symlink: link the file it leads to
+    const f = fs.realpathSync(given);
     const name = loc.rel[i]!.split('/').join('__');
     const link = path.join(dir, name);
     try {
@@ -125,6 +136,11 @@ function linkShards(loc: PreparedLocation, dir: string): { rel: string[]; links:
       }
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
+      if (why === 'symlinks') {
+        throw new PipelineError(
+          `${given}: a symlink to ${f}, which ONNX Runtime will not read through and which cannot be hard-linked into ${dir} (${code ?? String(e)}); prepare with --out on the source's filesystem`,
+        );
+      }
       throw new PipelineError(
         `${loc.dir}: not writable, and ${f} cannot be hard-linked into ${dir} (${code ?? String(e)}); pass a writable --prepared copy`,
       );
@@ -142,8 +158,9 @@ export async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: Bi
   let target = loc;
   let modelDir = loc.dir;
   let links: string[] = [];
-  if (opts.links || !canWriteIn(loc.dir)) {
-    const made = linkShards(loc, opts.fallbackDir);
+  const symlinks = hasSymlinkedShard(loc);
+  if (opts.links || symlinks || !canWriteIn(loc.dir)) {
+    const made = linkShards(loc, opts.fallbackDir, symlinks && !opts.links && canWriteIn(loc.dir) ? 'symlinks' : 'not-writable');
     target = { ...loc, dir: opts.fallbackDir, rel: made.rel };
     modelDir = opts.fallbackDir;
     links = made.links;

@@ -131,6 +131,12 @@ export function locatePrepared(inp: ExportInputs, preparedArg?: string): Prepare
           real = r;
           break;
         }
+        // prepare links an unchanged shard to its source: across filesystems a relative symlink
+        // (prepare/links.ts); it is kept as the link so the binder knows to hard-link the target
+        if (r && fs.lstatSync(path.join(dir, c)).isSymbolicLink() && !path.isAbsolute(fs.readlinkSync(path.join(dir, c)))) {
+          real = path.join(dir, c);
+          break;
+        }
       }
       if (!real) {
         throw new PipelineError(`${specPath}: file "${f.path}" is not in the prepared directory ${dir}`);

@@ -151,7 +151,9 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       return { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } };
     });
     const file = `base-${String(i).padStart(4, '0')}.safetensors`;
-    tasks.push(makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources, dequant }));
+    const task = makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources, dequant });
+    const same = unchangedShard(sh.keys, task.tensors, sources, ckpt.headers.get(sh.from!), dequant.consumed);
+    tasks.push(same ? { ...task, link: sh.from!, peakBytes: 0 } : task);
   });
 
   if (opts.budgetBytes !== undefined) {
@@ -210,4 +212,22 @@ function makeTask(p: { id: string; transform: string; params: Record<string, unk
     sources: srcs,
     tensors,
   };
+}
+
+/**
+ * True when a dense shard is its source file unchanged: it holds every tensor of that file,
+ * none is dequantized, converted or claimed by a transform — so the file can be linked.
+ */
+function unchangedShard(
+  keys: string[],
+  tensors: OutputTensor[],
+  sources: Map<string, SourceTensor>,
+  header: { tensors: Map<string, unknown> } | undefined,
+  consumed: ReadonlySet<string>,
+): boolean {
+  if (!header || header.tensors.size !== keys.length) return false;
+  return tensors.every((t) => {
+    const s = sources.get(t.key)!;
+    return header.tensors.has(t.key) && t.recipe.kind === 'convert' && !t.recipe.scale && t.dtype === s.dtype && !consumed.has(t.key);
+  });
 }

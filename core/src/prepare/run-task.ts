@@ -14,6 +14,7 @@ import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/s
 import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, transposeMatrix, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
+import { linkTask } from './links';
 
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
 export interface TaskStats {
@@ -21,6 +22,8 @@ export interface TaskStats {
   writtenBytes: Record<string, number>;
   stages: Record<string, string[]>;
   ms: number;
+  /** Set when the task linked its source file instead of writing (links.ts). */
+  linked?: 'hardlink' | 'symlink';
 }
 
 class Sources {
@@ -79,6 +82,11 @@ class Sources {
 
 /** Runs `task`, writing `<outDir>/<task.file>`; `onBytes` is told about every write. */
 export async function executeTask(task: Task, outDir: string, onBytes: (n: number) => void = () => undefined): Promise<TaskStats> {
+  if (task.link) {
+    const stats = await linkTask(task, outDir);
+    onBytes(task.outBytes); // its bytes are in place: progress counts them as done
+    return stats;
+  }
   const started = Date.now();
   const src = await Sources.open(task);
   let writer: SafetensorsWriter | undefined;

@@ -92,6 +92,13 @@ export interface Task {
   sources: Record<string, SourceTensor>;
   /** Output tensors in file order. */
   tensors: OutputTensor[];
+  /**
+   * Absolute source file that already is this task's output byte for byte (a dense shard
+   * with no transform and no dtype change): the task links it into place (a hard link, else
+   * a relative symlink) instead of writing its bytes — QEfficient reuses the source
+   * checkpoint in that case too (`QEfficient/base/checkpoint_transforms.py`).
+   */
+  link?: string;
 }
 
 /** Options shared by {@link planPrepare} and runPrepare. */
