@@ -85,7 +85,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (isVlmConfig(cfg.raw)) {
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both') throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
-    const r = await exportVlm({ cfgFile: cfg.file, cfgDir: cfg.dir, raw: cfg.raw, out: o.out, dtype, ctxLen: o.ctxLen, batchSize: o.batchSize, continuousBatching: o.continuousBatching, withCheckpoint, planner: o.planner });
+    if (o.expertParallel) throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
+    const r = await exportVlm({ cfgFile: cfg.file, cfgDir: cfg.dir, raw: cfg.raw, out: o.out, dtype, opset: o.opset, ctxLen: o.ctxLen, batchSize: o.batchSize, continuousBatching: o.continuousBatching, withCheckpoint, planner: o.planner });
     return { written: r.written[1]!, summary: r.summary, arch: r.arch.text };
   }
 

@@ -47,6 +47,7 @@ export interface VlmExportOptions {
   raw: unknown;
   out: string;
   dtype: 'float32' | 'float16';
+  opset?: number;
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;
@@ -81,9 +82,10 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     layout = await o.planner(o.cfgDir, o.dtype);
   }
   const name = path.basename(o.cfgDir);
-  const vision = buildVision(arch.vision, { dtype: o.dtype, name: `${name}-vision` });
+  const vision = buildVision(arch.vision, { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` });
   const language = buildLanguage(arch, {
     dtype: o.dtype,
+    ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
     ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
     continuousBatching: !!o.continuousBatching,

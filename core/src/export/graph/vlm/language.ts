@@ -23,6 +23,8 @@ import type { VlmArch } from './config';
 /** Options of the language graph (as for the text-only decoder). */
 export interface LanguageOptions {
   dtype: FloatElem;
+  /** Default-domain opset (default 17). */
+  opset?: number;
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;
@@ -78,7 +80,7 @@ function mropeTables(c: Ctx, arch: VlmArch, mrope: string): { cos: string; sin: 
 /** Builds the language graph for `arch`. */
 export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage {
   const a = arch.text;
-  const g = new GraphBuilder();
+  const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const cb = !!o.continuousBatching;
   const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');

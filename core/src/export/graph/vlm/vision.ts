@@ -87,8 +87,8 @@ function mergeOrder(c: Ctx, v: VisionArch, x: string, gh: string, gw: string, fe
 }
 
 /** Builds the vision graph. */
-export function buildVision(v: VisionArch, o: { dtype: FloatElem; name?: string; metadata?: Record<string, string> }): BuiltVision {
-  const g = new GraphBuilder();
+export function buildVision(v: VisionArch, o: { dtype: FloatElem; opset?: number; name?: string; metadata?: Record<string, string> }): BuiltVision {
+  const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const P = v.prefix;
   const patchElems = v.inChannels * v.temporalPatch * v.patch * v.patch;
