@@ -1,15 +1,18 @@
 /**
  * Formatting = QEfficient's own bytes: `json.dump(spec, indent=2, sort_keys=True)` through
  * core's Python-compatible writer, applied to the document as written (no version change,
- * unknown fields kept). Text that is not valid JSON is left alone.
+ * unknown fields kept). Text that is not valid JSON, or nested deeper than the spec parser
+ * accepts (the writer recurses per level), is left alone.
  */
 import type { TextEdit } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { pyJsonDumps } from '../../core/src/spec';
+import { nestingBeyond } from '../../core/src/formats/json-depth';
+import { MAX_JSON_DEPTH, pyJsonDumps } from '../../core/src/spec';
 
 /** The edit that formats `doc`, or [] when it is already formatted or not JSON. */
 export function formatDocument(doc: TextDocument, insertFinalNewline = false): TextEdit[] {
   const text = doc.getText();
+  if (nestingBeyond(text, MAX_JSON_DEPTH) >= 0) return [];
   let value: unknown;
   try {
     value = JSON.parse(text);

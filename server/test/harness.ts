@@ -9,7 +9,20 @@ import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
 import type { Diagnostic, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
+import { afterEach } from 'vitest';
 import { createServer, type WeightSpecServer } from '../src/server';
+
+/**
+ * Error-level `window/logMessage`s the server sent during the current test. The server's
+ * guard turns a handler's exception into an empty answer plus such a message, so a test that
+ * expects an empty answer would pass on a crash: every test fails on them instead, unless it
+ * takes them itself ({@link TestClient.takeLoggedErrors}) because the error is the point.
+ */
+const loggedErrors: string[] = [];
+afterEach(() => {
+  const errors = loggedErrors.splice(0);
+  if (errors.length) throw new Error(`the server logged ${errors.length} error(s): ${errors.join(' | ').slice(0, 2000)}`);
+});
 
 type Waiter = { uri: string; version?: number; resolve: (d: Diagnostic[]) => void };
 
@@ -35,6 +48,8 @@ export interface TestClient {
   editNoWait(uri: string, start: number, end: number, newText: string): void;
   /** Registrations the server asked for (client/registerCapability). */
   registrations: unknown[];
+  /** Removes and returns the error-level log messages so far (otherwise the test fails on them). */
+  takeLoggedErrors(): string[];
   close(): void;
 }
 
@@ -84,7 +99,9 @@ export async function connectClient(
     waiters = waiters.filter((w) => !ready.includes(w));
     for (const w of ready) w.resolve(p.diagnostics);
   });
-  rpc.onNotification('window/logMessage', () => undefined);
+  rpc.onNotification('window/logMessage', (p: { type: number; message: string }) => {
+    if (p.type === 1) loggedErrors.push(p.message);
+  });
   rpc.onNotification(SpecStateChangedNotification.method, () => undefined);
   rpc.onRequest('client/registerCapability', (p: { registrations: unknown[] }) => {
     registrations.push(...p.registrations);
@@ -114,6 +131,7 @@ export async function connectClient(
     server: opts.server,
     registrations,
     published,
+    takeLoggedErrors: () => loggedErrors.splice(0),
     editNoWait(uri, start, end, newText) {
       const d = docs.get(uri)!;
       const range = { start: positionOf(d.text, start), end: positionOf(d.text, end) };

@@ -50,8 +50,8 @@ export function parseSpecText(text: string, file: string): ParsedSpec {
 
 const PARSE_OPTIONS = { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false };
 
-/** Deepest nesting accepted; jsonc-parser and the offset walk recurse per level (fuzz finding). */
-const MAX_JSON_DEPTH = 1000;
+/** Deepest nesting accepted; jsonc-parser, the offset walk and the formatter recurse per level (fuzz finding). */
+export const MAX_JSON_DEPTH = 1000;
 
 
 function parseUnsafe(text: string, file: string): ParsedSpec {
