@@ -26,6 +26,8 @@ export interface JsonShape {
   deepAt: number;
   /** `:` characters outside strings: in valid JSON, exactly the number of property names. */
   properties: number;
+  /** `[` and `{` outside strings (counted up to where the scan stopped). */
+  containers: number;
 }
 
 /**
@@ -37,6 +39,7 @@ export interface JsonShape {
 export function scanJsonShape(text: string, max: number): JsonShape {
   let depth = 0;
   let properties = 0;
+  let containers = 0;
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -46,7 +49,7 @@ export function scanJsonShape(text: string, max: number): JsonShape {
       let q = i;
       for (;;) {
         q = text.indexOf('"', q + 1);
-        if (q < 0) return { deepAt: -1, properties };
+        if (q < 0) return { deepAt: -1, properties, containers };
         let b = q - 1;
         while (b > i && text.charCodeAt(b) === 0x5c) b--;
         if ((q - 1 - b) % 2 === 0) break;
@@ -54,10 +57,11 @@ export function scanJsonShape(text: string, max: number): JsonShape {
       i = q;
     } else if (c === 0x3a) properties++;
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return { deepAt: i, properties };
+      containers++;
+      if (++depth > max) return { deepAt: i, properties, containers };
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return { deepAt: -1, properties };
+  return { deepAt: -1, properties, containers };
 }
 
 /** The number of own properties of every object in a JSON.parse value, nested ones included. */

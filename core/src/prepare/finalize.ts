@@ -73,7 +73,7 @@ async function copySynced(src: string, dst: string): Promise<void> {
 
 /** Writes index, sidecars, manifest and sentinel into `tmpDir`, then renames it to `plan.outDir`. */
 export async function finalizePrepared(plan: PreparePlan, tmpDir: string): Promise<void> {
-  const weightMap: Record<string, string> = {};
+  const weightMap: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const k of [...plan.outputs.keys()].sort()) weightMap[k] = plan.outputs.get(k)!.file;
   const index = { metadata: { total_size: plan.totalBytes }, weight_map: weightMap };
   await atomicWriteFile(path.join(tmpDir, INDEX_FILE), JSON.stringify(index, null, 2) + '\n');

@@ -196,7 +196,7 @@ function makeTask(p: { id: string; transform: string; params: Record<string, unk
   const { tensors, scaleKeys } = attachScales(p.tensors, p.dequant);
   const inputs = [...p.inputs, ...scaleKeys];
   const transform = scaleKeys.length ? `fp8-dequant+${p.transform}` : p.transform;
-  const srcs: Record<string, SourceTensor> = {};
+  const srcs: Record<string, SourceTensor> = Object.create(null) as Record<string, SourceTensor>;
   for (const k of inputs) srcs[k] = p.sources.get(k)!;
   const byKey = new Map(tensors.map((t) => [t.key, t]));
   return {

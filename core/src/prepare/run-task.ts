@@ -27,7 +27,7 @@ export interface TaskStats {
 }
 
 class Sources {
-  readonly readBytes: Record<string, number> = {};
+  readonly readBytes: Record<string, number> = Object.create(null) as Record<string, number>;
   private constructor(private readonly task: Task, private readonly readers: Map<string, SafetensorsReader>) {}
 
   /** Opens every source file and checks each planned tensor against its header. */
@@ -91,8 +91,8 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
   const src = await Sources.open(task);
   let writer: SafetensorsWriter | undefined;
   let flusher: Flusher | undefined;
-  const writtenBytes: Record<string, number> = {};
-  const stages: Record<string, string[]> = {};
+  const writtenBytes: Record<string, number> = Object.create(null) as Record<string, number>;
+  const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   try {
     writer = await SafetensorsWriter.open(path.join(outDir, task.file), task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })));
     const w = writer;

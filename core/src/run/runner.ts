@@ -171,7 +171,7 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
   const newState = (need: number) => {
     const ctx = ctxFixed ?? opts.ctxLen ?? need;
     if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
-    const state: Record<string, OrtTensor> = {};
+    const state: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
     for (const c of cache) state[c.name] = zeros(ort, c, [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]);
     return state;
   };

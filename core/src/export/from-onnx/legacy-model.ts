@@ -41,7 +41,7 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
   const dims: number[] = [];
   let raw: FileField | undefined;
   let packedFloats: FileField | undefined;
-  const external: Record<string, string> = {};
+  const external: Record<string, string> = Object.create(null) as Record<string, string>;
   let dataLocation = 0;
   for (const t of w.fields(f.vStart, f.vEnd, 'TensorProto')) {
     if (t.field === 1 && t.wire === 0) dims.push(t.int!);

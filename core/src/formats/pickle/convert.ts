@@ -103,7 +103,7 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
   const guard = createOutputGuard(work, { owned: opts.overwrite ? [...outNames, indexName, ...SIDECARS] : [] });
   const result: ConvertResult = { outDir: finalOut, files: [], tensors: 0, bytes: 0, sidecars: [], skipped: [] };
   try {
-    const weightMap: Record<string, string> = {};
+    const weightMap: Record<string, string> = Object.create(null) as Record<string, string>;
     const bins = [];
     // Open (and so validate) every shard before writing anything.
     for (const s of shards) bins.push(await openTorchBin(s));

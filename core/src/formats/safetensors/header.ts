@@ -56,11 +56,12 @@ export function headerLengthOf(prefix: Uint8Array, fileSize: number, file: strin
   const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
   if (n === 0n) throw new FormatError(file, 'header length is 0 (a safetensors header is at least "{}")', 0);
   if (n > BigInt(MAX_HEADER_BYTES)) {
-    throw new FormatError(file, `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit (not a safetensors file?)`, 0);
+    // Any file's first 8 bytes read as a number: printing it would only puzzle the reader.
+    throw new FormatError(file, `not a safetensors file (its first 8 bytes are no header length up to the ${MAX_HEADER_BYTES}-byte limit)`, 0);
   }
   const len = Number(n);
   if (8 + len > fileSize) {
-    throw new FormatError(file, `header length ${len} runs past the end of the ${fileSize}-byte file`, 0);
+    throw new FormatError(file, `header length ${len} runs past the end of the ${fileSize}-byte file (truncated, or not a safetensors file)`, 0);
   }
   return len;
 }
@@ -84,7 +85,10 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   if (!text.startsWith('{')) {
     throw new FormatError(file, `header does not start with "{" (found ${JSON.stringify(text.slice(0, 16))})`, 8);
   }
-  const json = parseStrictJson(text, file, 'header', 8);
+  // Checked before JSON.parse builds anything: a header nests 3 levels ({key: {shape: [..]}})
+  // and a tensor entry is 3 objects/arrays for 4 property names (+ the root and __metadata__).
+  // A 20 MB [[[…]]] or [[],[],…] would otherwise cost seconds and a gigabyte in JSON.parse.
+  const json = parseStrictJson(text, file, 'header', 8, { maxDepth: 3, maxContainersPerProperty: 0.75 });
   const value = json.value;
   if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
   // Byte offsets are computed only for an error (each costs a scan of the text before it).

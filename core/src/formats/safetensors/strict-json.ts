@@ -20,8 +20,24 @@ export interface StrictJson {
  * Parses `text` strictly. Errors become `FormatError(file, …, byte)` where the byte is
  * `base` plus the UTF-8 offset of the problem in `text`.
  */
-export function parseStrictJson(text: string, file: string, what: string, base = 0): StrictJson {
+export function parseStrictJson(
+  text: string,
+  file: string,
+  what: string,
+  base = 0,
+  limits: { maxDepth?: number; maxContainersPerProperty?: number } = {},
+): StrictJson {
   const byteAt = (charOffset: number) => base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
+  // Shape first, before JSON.parse allocates: jsonc-parser's visit recurses once per nesting
+  // level (fuzz finding: 100k nested arrays threw RangeError), and JSON.parse of megabytes of
+  // brackets takes seconds and a gigabyte. Headers nest 3 levels.
+  const maxDepth = limits.maxDepth ?? 1000;
+  const shape = scanJsonShape(text, maxDepth);
+  if (shape.deepAt >= 0) throw new FormatError(file, `${what} nests deeper than ${maxDepth} levels`, byteAt(shape.deepAt));
+  const perProp = limits.maxContainersPerProperty;
+  if (perProp !== undefined && shape.containers > perProp * shape.properties + 2) {
+    throw new FormatError(file, `${what} holds ${shape.containers} arrays and objects for ${shape.properties} property names (not the shape of a ${what})`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -32,10 +48,6 @@ export function parseStrictJson(text: string, file: string, what: string, base =
     const detail = first.length > 200 ? `${first.slice(0, 200)}…` : first;
     throw new FormatError(file, `${what} is not valid JSON: ${detail}`, m ? byteAt(Number(m[1])) : undefined);
   }
-  // jsonc-parser's visit recurses once per nesting level; refuse depths that would overflow
-  // the stack (fuzz finding: 100k nested arrays threw RangeError). Headers nest 3 levels.
-  const shape = scanJsonShape(text, 1000);
-  if (shape.deepAt >= 0) throw new FormatError(file, `${what} nests deeper than 1000 levels`, byteAt(shape.deepAt));
   // The key scan (offsets, first duplicate) runs only when the property count says some key
   // repeats, or when a caller asks for offsets (to name a byte in an error).
   let scanned: { topLevel: Map<string, number>; secondLevel: Map<string, Map<string, number>> } | undefined;

@@ -40,9 +40,9 @@ export interface PlannedHeader {
  */
 export function buildSafetensorsHeader(entries: readonly TensorEntry[], metadata: Record<string, string> | undefined, file = '<memory>'): PlannedHeader {
   const fail = (what: string) => new PipelineError(`${file}: ${what}`);
-  const header: Record<string, unknown> = {};
+  const header: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   if (metadata) {
-    const m: Record<string, string> = {};
+    const m: Record<string, string> = Object.create(null) as Record<string, string>;
     for (const [k, v] of Object.entries(metadata)) {
       if (typeof v !== 'string') throw fail(`metadata value for ${JSON.stringify(k)} is not a string`);
       m[k] = v;

@@ -165,7 +165,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const newState = (tokens: number) => {
     const ctx = fixed(c0.dims[2]) ?? opts.ctxLen ?? tokens;
     if (tokens > ctx) throw new PipelineError(`${langModel}: ${tokens} tokens do not fit the KV cache (ctx_len ${ctx})`);
-    const st: Record<string, OrtTensor> = {};
+    const st: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
     for (const c of cache) {
       const dims = [fixed(c.dims[0]) ?? 1, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!];
       const n = dims.reduce((a, b) => a * b, 1);
