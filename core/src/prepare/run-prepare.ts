@@ -8,6 +8,7 @@ import { finalizePrepared, removeLeftovers } from './finalize';
 import { checkApartFromSource, checkReplaceable, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
 import { assertWritableDir, makeTempSiblingDir } from '../paths';
+import { safetensorsSource, type BinConversion } from './bin-source';
 import { planPrepare } from './planner';
 import type { PrepareOptions, PreparePlan } from './types';
 
@@ -30,19 +31,24 @@ export interface PrepareResult {
   budgetBytes: number;
   ms: number;
   executor?: ExecutorResult;
+  /** Set when the checkpoint was `.bin` only and prepare planned from its safetensors conversion. */
+  conversion?: BinConversion;
 }
 
 /** Prepares the checkpoint (see DESIGN.md, "Prepared checkpoint"). */
 export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult> {
   const started = performance.now();
   const budgetBytes = opts.budgetBytes ?? defaultBudgetBytes();
-  const plan = await planPrepare({ ...opts, budgetBytes });
+  // a .bin-only checkpoint is converted to safetensors first (safely), as QEfficient does
+  const source = await safetensorsSource(opts.checkpoint);
+  const plan = await planPrepare({ ...opts, checkpoint: source.checkpoint, budgetBytes });
   // Refused before the lock is written beside it: an output folder inside (or around) the source.
   checkApartFromSource(plan.outDir, plan.source);
   assertWritableDir(plan.outDir);
   const lock = await lockOutput(plan.outDir);
   try {
-    return await runLocked(plan, opts, budgetBytes, started);
+    const res = await runLocked(plan, opts, budgetBytes, started);
+    return source.conversion ? { ...res, conversion: source.conversion } : res;
   } finally {
     await lock.release();
   }

@@ -58,6 +58,11 @@ export const prepareCommand = defineCommand({
       progress.fail();
       throw e;
     }
+    const conv = result.conversion;
+    if (conv) {
+      const what = conv.converted ? `converted ${conv.binFiles.length} .bin file(s) (${conv.tensors} tensors)` : `reused the conversion of ${conv.binFiles.length} .bin file(s)`;
+      println(io.stdout, `prepare: ${conv.from} has no safetensors: ${what} to ${conv.to} (allow-listed unpickler, no code run)`);
+    }
     const ms = result.ms < 10 ? result.ms.toFixed(1) : result.ms.toFixed(0);
     const fp = result.fingerprint.slice(0, 12);
     if (result.upToDate) {
