@@ -16,7 +16,7 @@ const cli = path.join(root, 'dist', 'cli.js');
 const SEED = { seconds: 87.0, mib: 76.92 }; // QEfficient decoder export of Qwen3-VL-30B-A3B (seed measurement)
 const TARGET = { seconds: 1, rssMb: 200, mib: 8 };
 /** Configs held to TARGET (issue 6: Qwen3-30B-A3B; issue 23: the QEfficient-validated families' published configs). */
-const TARGETED = ['qwen3-30b-a3b', 'gemma-2-2b'];
+const TARGETED = ['qwen3-30b-a3b', 'gemma-2-2b', 'gpt-oss-20b', 'glm-4.5-air'];
 
 if (!existsSync(cli)) { console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first'); process.exit(1); }
 if (!existsSync(configs)) { console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`); process.exit(1); }

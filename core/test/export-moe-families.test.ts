@@ -13,6 +13,9 @@
  * - src/transformers/models/glm4_moe/modeling_glm4_moe.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6
  *   (partial rotary, q/k/v bias without o bias, use_qk_norm, first_k_dense_replace, shared
  *   experts, sigmoid + e_score_correction_bias grouped top-k, norm_topk_prob, routed_scaling_factor)
+ * - src/transformers/models/granitemoe/modeling_granitemoe.py @ 013458c1caaacbd32680c030827296fa65d6fe99
+ *   (no fixture: a bf16 checkpoint made in code, judged by the float64 reference of
+ *   graph-reference-dense.ts)
  * Config fields that would change the math but are not implemented are refused by name.
  */
 import { spawnSync } from 'node:child_process';
@@ -22,6 +25,10 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { archFromConfig } from '../src/export/graph';
+import { fromFloat32 } from '../src/formats/dtype';
+import { writeSafetensors } from '../src/formats/safetensors';
+import { referenceForward } from './graph-reference';
+import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
@@ -164,6 +171,42 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
   });
 });
 
+describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the float64 reference', () => {
+  it('export --config → prepare (input_linear split into the canonical layout) → compile → run, float32 and float16', async () => {
+    const cfg = SYNTHETIC_CONFIGS.granitemoe!;
+    const src = path.join(tmp, 'synthetic-granitemoe');
+    mkdirSync(src, { recursive: true });
+    writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
+    const raw = randomCheckpoint(cfg, 23);
+    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
+    const ref = referenceForward(cfg, raw, ids);
+    for (const dtype of ['float32', 'float16']) {
+      const prepared = path.join(tmp, `synthetic-granitemoe-prepared-${dtype}`);
+      const out = path.join(tmp, `synthetic-granitemoe-${dtype}-export`);
+      ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
+      ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+      ws('compile', out, '--prepared', prepared);
+      const dump = path.join(tmp, `synthetic-granitemoe-${dtype}.json`);
+      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+      expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
+      if (dtype === 'float32') {
+        // greedy decoding gives the reference's argmax continuation, fed back one token at a time
+        const want: number[] = [];
+        let seq = [...ids];
+        for (let t = 0; t < 3; t++) {
+          const last = referenceForward(cfg, raw, seq).at(-1)!;
+          const next = last.indexOf(Math.max(...last));
+          want.push(next);
+          seq = [...seq, next];
+        }
+        expect(ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '3').trim()).toBe(want.join(','));
+      }
+    }
+  });
+});
+
 describe('config fields that change the math but are not implemented are refused by name', () => {
   const gptOss = {
     model_type: 'gpt_oss', vocab_size: 32, hidden_size: 16, intermediate_size: 16, num_hidden_layers: 2,
@@ -180,6 +223,8 @@ describe('config fields that change the math but are not implemented are refused
     ['gpt_oss yarn without factor', { ...gptOss, rope_scaling: { rope_type: 'yarn' } }, /"yarn" needs a positive numeric "factor"/],
     ['gpt_oss a quantization prepare cannot undo', { ...gptOss, quantization_config: { quant_method: 'gptq' } }, /quant_method "gptq"/],
     ['glm4_moe n_group not dividing the experts', { ...glm, n_group: 3 }, /"n_group" \(3\) does not divide n_routed_experts \(8\)/],
+    ['granitemoe position embeddings other than rope', { model_type: 'granitemoe', vocab_size: 32, hidden_size: 16, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, position_embedding_type: 'nope' }, /"position_embedding_type" "nope" is not implemented/],
+    ['granitemoe top-k above the experts', { model_type: 'granitemoe', vocab_size: 32, hidden_size: 16, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, num_local_experts: 2, num_experts_per_tok: 3 }, /"num_experts_per_tok" \(3\) exceeds the expert count \(2\)/],
     ['glm4_moe topk_group above n_group', { ...glm, n_group: 2, topk_group: 3 }, /"topk_group" \(3\) exceeds n_group \(2\)/],
   ];
   it.each(cases)('%s', (_name, cfg, message) => {

@@ -17,9 +17,9 @@ export function randomDenseTensors(cfg: Cfg, put: Put): boolean {
   const t = cfg.model_type as string;
   if (t === 'falcon') return falcon(cfg, put), true;
   if (t === 'codegen') return codegen(cfg, put), true;
-  if (t !== 'gemma2' && t !== 'granite' && t !== 'olmo2') return false;
+  if (t !== 'gemma2' && t !== 'granite' && t !== 'olmo2' && t !== 'granitemoe') return false;
   const H = cfg.hidden_size, nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads ?? nh, I = cfg.intermediate_size;
-  const hd = t === 'granite' ? H / nh : (cfg.head_dim ?? (t === 'gemma2' ? 256 : H / nh));
+  const hd = t === 'granite' || t === 'granitemoe' ? H / nh : (cfg.head_dim ?? (t === 'gemma2' ? 256 : H / nh));
   const gemma = t === 'gemma2';
   const normW = (k: string, n: number) => put(k, [n], 0.1, gemma ? 0 : 1);
   put('model.embed_tokens.weight', [cfg.vocab_size, H], gemma ? 0.1 : 0.5);
@@ -40,6 +40,14 @@ export function randomDenseTensors(cfg: Cfg, put: Put): boolean {
     normW(`${p}.post_attention_layernorm.weight`, H);
     if (gemma) normW(`${p}.pre_feedforward_layernorm.weight`, H);
     if (gemma || t === 'olmo2') normW(`${p}.post_feedforward_layernorm.weight`, H);
+    if (t === 'granitemoe') {
+      // GraniteMoeParallelExperts: [num_experts, output_size, input_size]; router: GraniteMoeTopKGating.layer
+      const E = cfg.num_local_experts, m = `${p}.block_sparse_moe`;
+      put(`${m}.router.layer.weight`, [E, H], 1);
+      put(`${m}.input_linear.weight`, [E, 2 * I, H], 1 / Math.sqrt(H));
+      put(`${m}.output_linear.weight`, [E, H, I], 1 / Math.sqrt(I));
+      continue;
+    }
     put(`${p}.mlp.gate_proj.weight`, [I, H], 1 / Math.sqrt(H));
     put(`${p}.mlp.up_proj.weight`, [I, H], 1 / Math.sqrt(H));
     put(`${p}.mlp.down_proj.weight`, [H, I], 1 / Math.sqrt(I));
@@ -112,6 +120,8 @@ export const DENSE_SYNTHETIC_CONFIGS: Record<string, Cfg> = {
   // window 3 on layers 0 and 2, scalar 24 ≠ head_dim 16, both soft-caps low enough to bite
   gemma2: { model_type: 'gemma2', vocab_size: 96, hidden_size: 48, intermediate_size: 64, num_hidden_layers: 3, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, query_pre_attn_scalar: 24, rms_norm_eps: 1e-6, rope_theta: 10000.0, sliding_window: 3, attn_logit_softcapping: 2.0, final_logit_softcapping: 3.0, hidden_activation: 'gelu_pytorch_tanh', hidden_act: 'gelu_pytorch_tanh' },
   granite: { model_type: 'granite', vocab_size: 96, hidden_size: 48, intermediate_size: 80, num_hidden_layers: 2, num_attention_heads: 6, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000.0, embedding_multiplier: 12.0, attention_multiplier: 0.05, residual_multiplier: 0.22, logits_scaling: 8.0, attention_bias: true, mlp_bias: true, tie_word_embeddings: true, hidden_act: 'silu' },
+  // GraniteMoE: the granite multipliers, 5 experts top-2, GQA, untied
+  granitemoe: { model_type: 'granitemoe', vocab_size: 96, hidden_size: 48, intermediate_size: 24, num_hidden_layers: 2, num_attention_heads: 6, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000.0, embedding_multiplier: 12.0, attention_multiplier: 0.05, residual_multiplier: 0.22, logits_scaling: 8.0, num_local_experts: 5, num_experts_per_tok: 2, tie_word_embeddings: false, hidden_act: 'silu' },
   olmo2: { model_type: 'olmo2', vocab_size: 96, hidden_size: 48, intermediate_size: 80, num_hidden_layers: 2, num_attention_heads: 6, num_key_value_heads: 3, rms_norm_eps: 1e-6, rope_theta: 500000.0, attention_bias: false, tie_word_embeddings: false, hidden_act: 'silu' },
   // Falcon-7B layout: old architecture, multi_query (one kv head whatever num_kv_heads says), parallel, one norm
   'falcon-7b': { model_type: 'falcon', vocab_size: 96, hidden_size: 48, num_hidden_layers: 2, num_attention_heads: 6, num_kv_heads: 6, multi_query: true, new_decoder_architecture: false, parallel_attn: true, bias: false, alibi: false, layer_norm_epsilon: 1e-5, rope_theta: 10000.0, tie_word_embeddings: true },

@@ -9,6 +9,9 @@
  * - olmo2: src/transformers/models/olmo2/modeling_olmo2.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6
  * - falcon: src/transformers/models/falcon/modeling_falcon.py @ 00dcc6dda6f6d8e69541a6b51f97986a80242367
  * - codegen: src/transformers/models/codegen/modeling_codegen.py @ 00491ceeee1a918b3c91685ddbd439f787eef424
+ * - granitemoe: src/transformers/models/granitemoe/modeling_granitemoe.py @ 013458c1caaacbd32680c030827296fa65d6fe99
+ *   (Granite's attention and multipliers; GraniteMoeMoE: router logits, top-k of the logits,
+ *   softmax over those k, input_linear [E, 2I, H] chunked gate | up, output_linear [E, H, I])
  */
 import { ACT, invFreq, layerNorm, linear, rms, rope, softmax } from './graph-reference';
 import type { F32 } from './graph-support';
@@ -17,7 +20,7 @@ type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** The model types this file's forward handles. */
-export const DENSE_TYPES = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen']);
+export const DENSE_TYPES = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'granitemoe']);
 
 /** erf to ~1e-15: Taylor series below 3, Lentz continued fraction for erfc above. */
 function erf(x: number): number {
@@ -93,7 +96,8 @@ export function denseReferenceForward(cfg: Cfg, w: W, ids: number[]): number[][]
 
 /** Gemma2Model / GraniteModel / Olmo2Model + their CausalLM heads. */
 function llamaVariant(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): number[][] {
-  const type: string = cfg.model_type;
+  const type: string = cfg.model_type === 'granitemoe' ? 'granite' : cfg.model_type; // GraniteMoe = Granite with MoE MLPs
+  const moe = cfg.model_type === 'granitemoe';
   const opt = (k: string) => w.get(k);
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
@@ -138,9 +142,14 @@ function llamaVariant(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): n
     if (gemma || type === 'olmo2') o = norm(o, `${p}.post_attention_layernorm.weight`);
     h = add(h, scale(o, resid));
     const y = gemma ? norm(h, `${p}.pre_feedforward_layernorm.weight`) : type === 'olmo2' ? h : norm(h, `${p}.post_attention_layernorm.weight`);
-    const g = linear(y, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
-    const u = linear(y, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
-    let m = linear(g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`));
+    let m: number[][];
+    if (moe) {
+      m = graniteMoe(cfg, get, `${p}.block_sparse_moe`, y, act);
+    } else {
+      const g = linear(y, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
+      const u = linear(y, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
+      m = linear(g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`));
+    }
     if (gemma || type === 'olmo2') m = norm(m, `${p}.post_feedforward_layernorm.weight`);
     h = add(h, scale(m, resid));
   }
@@ -150,6 +159,32 @@ function llamaVariant(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): n
   if (type === 'granite') logits = scale(logits, 1 / (cfg.logits_scaling ?? 1));
   if (softcapFinal != null) logits = logits.map((r) => r.map((z) => cap(z, softcapFinal)));
   return logits;
+}
+
+/**
+ * GraniteMoeMoE on rows `y`: router logits, top-k of the logits, softmax over those k; each
+ * chosen expert e: h = input_linear[e]·y, act(h[:I]) · h[I:], output_linear[e]·that, weighted.
+ */
+function graniteMoe(cfg: Cfg, get: (k: string) => F32, m: string, y: number[][], act: (x: number) => number): number[][] {
+  const E: number = cfg.num_local_experts;
+  const k: number = cfg.num_experts_per_tok;
+  const I: number = cfg.intermediate_size;
+  const H: number = cfg.hidden_size;
+  const inp = get(`${m}.input_linear.weight`); // [E, 2I, H]
+  const out = get(`${m}.output_linear.weight`); // [E, H, I]
+  const logits = linear(y, get(`${m}.router.layer.weight`));
+  return y.map((row, t) => {
+    const top = logits[t]!.map((v, e) => [v, e] as const).sort((a, b) => b[0] - a[0]).slice(0, k);
+    const gates = softmax(top.map(([v]) => v));
+    const acc = new Array<number>(H).fill(0);
+    top.forEach(([, e], j) => {
+      const h = Array.from({ length: 2 * I }, (_, r) => row.reduce((s, x, c) => s + x * inp.data[(e * 2 * I + r) * H + c]!, 0));
+      const a = Array.from({ length: I }, (_, i) => act(h[i]!) * h[I + i]!);
+      for (let o = 0; o < H; o++) acc[o] += gates[j]! * a.reduce((s, x, i) => s + x * out.data[(e * H + o) * I + i]!, 0);
+    });
+    void E;
+    return acc;
+  });
 }
 
 /** FalconForCausalLM, rotary: `_split_heads` per architecture, the decoder layer's block wiring. */

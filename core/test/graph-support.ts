@@ -23,7 +23,7 @@ export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
 }
 
 /**
- * Mixtral/Qwen-MoE experts → the prepared layout (docs/ARCHITECTURE.md "Prepared layout"):
+ * Mixtral/Qwen-MoE experts (and GraniteMoE's fused input_linear/output_linear) → the prepared layout (docs/ARCHITECTURE.md "Prepared layout"):
  * `<m>.moe_weights.{gate,up,down}` stacked over experts in expert order, each expert's
  * `[out, in]` weight transposed to `[in, out]` as QEfficient's `stack_expert_linears` does
  * (quic/efficient-transformers `QEfficient/transformers/moe/weights.py`, 1b7aa83):
@@ -33,6 +33,21 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
   const out = new Map<string, F32>();
   const groups = new Map<string, Map<number, Map<string, F32>>>();
   for (const [k, t] of w) {
+    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k);
+    if (fused) {
+      // GraniteMoE: input_linear [E, 2I, H] (gate = first I rows), output_linear [E, H, I]
+      const [E, R, C] = t.shape as [number, number, number];
+      const slice = (e: number, r0: number, rows: number) => ({ shape: [rows, C], data: t.data.subarray((e * R + r0) * C, (e * R + r0 + rows) * C) });
+      const roles: [string, number, number][] = fused[2] === 'input_linear' ? [['gate', 0, R / 2], ['up', R / 2, R / 2]] : [['down', 0, R]];
+      for (const [role, r0, rows] of roles) {
+        for (let e = 0; e < E; e++) {
+          const byE = groups.get(`${fused[1]}|${role}`) ?? new Map();
+          groups.set(`${fused[1]}|${role}`, byE);
+          byE.set(e, new Map([[role, slice(e, r0, rows)]]));
+        }
+      }
+      continue;
+    }
     const m = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/.exec(k);
     if (!m) {
       out.set(k, t);

@@ -70,7 +70,7 @@ export type Gpt2Config = z.infer<typeof gpt2Config>;
 /** The model types the builder implements. */
 export const SUPPORTED_MODEL_TYPES = [
   'llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gpt2', 'mixtral', 'qwen3_moe', 'gpt_oss', 'glm4_moe',
-  'gemma2', 'granite', 'olmo2', 'falcon', 'codegen',
+  'gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'granitemoe',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

@@ -10,12 +10,17 @@
  *   optional per-head q/k norm, `first_k_dense_replace` dense layers, then routed experts with
  *   grouped sigmoid routing plus shared experts. The `num_nextn_predict_layers` MTP layers
  *   (layer index ≥ num_hidden_layers) are not part of the causal LM and are never referenced.
+ * - GraniteMoE (`modeling_granitemoe.py`): Granite's attention and four multipliers (from
+ *   family-granite.ts) with a sparse MoE in every layer: router `block_sparse_moe.router.layer`,
+ *   softmax over the top-k logits, fused experts `input_linear [E, 2I, H]` (gate = first I rows)
+ *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */
 import { z } from 'zod';
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
 import type { ArchOptions } from './families';
 import { actOf, checkExpertParallel, parseWith, refuse } from './config';
 import { canonicalMoeKeys } from './moe';
+import { graniteArch } from './family-granite';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const int = z.number().int().positive();
@@ -239,5 +244,43 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
     finalNorm: { weight: 'model.norm.weight', size: H },
     ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
     layers,
+  };
+}
+
+/** GraniteMoeConfig's MoE fields (num_local_experts 8 and num_experts_per_tok 2 by default). */
+const graniteMoeConfig = z.looseObject({
+  model_type: z.literal('granitemoe'),
+  hidden_size: int,
+  intermediate_size: int,
+  num_local_experts: int.optional(),
+  num_experts_per_tok: int.optional(),
+  position_embedding_type: z.string().optional(),
+});
+
+/** GraniteMoE → {@link ArchSpec}: Granite's layers with the MLP replaced by the sparse MoE block. */
+export function graniteMoeArch(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
+  const c = parseWith(graniteMoeConfig, raw, file);
+  if (c.position_embedding_type !== undefined && c.position_embedding_type !== 'rope') {
+    refuse(file, 'position_embedding_type', `"${c.position_embedding_type}" is not implemented (rope)`);
+  }
+  const E = c.num_local_experts ?? 8;
+  const topK = checkTopK(file, c.num_experts_per_tok ?? 2, E);
+  const stages = expertStages(file, E, opts);
+  const base = graniteArch({ ...(raw as Record<string, unknown>), model_type: 'granite', mlp_bias: false }, file);
+  return {
+    ...base,
+    modelType: 'granitemoe',
+    layers: base.layers.map((l, i) => {
+      const m = `model.layers.${i}.block_sparse_moe`;
+      const mlp: MlpSpec = {
+        kind: 'moe',
+        router: `${m}.router.layer.weight`,
+        routing: 'topk-softmax',
+        weights: { ...canonicalMoeKeys(m), experts: E, hidden: c.hidden_size, intermediate: c.intermediate_size, ...stages },
+        topK,
+        normTopK: false,
+      };
+      return { ...l, mlp };
+    }),
   };
 }

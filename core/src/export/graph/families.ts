@@ -17,7 +17,7 @@ import { gemma2Arch } from './family-gemma2';
 import { graniteArch } from './family-granite';
 import { olmo2Arch } from './family-olmo2';
 import { ropeSpec, type RopeScaling } from './rope';
-import { glm4MoeArch, gptOssArch } from './families-moe';
+import { glm4MoeArch, gptOssArch, graniteMoeArch } from './families-moe';
 
 /** Options that depend on the checkpoint rather than the config. */
 export interface ArchOptions {
@@ -41,6 +41,8 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return gptOssArch(raw, file, opts);
     case 'glm4_moe':
       return glm4MoeArch(raw, file, opts);
+    case 'granitemoe':
+      return graniteMoeArch(raw, file, opts);
     case 'gemma2':
       return gemma2Arch(raw, file);
     case 'granite':
