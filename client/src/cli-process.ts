@@ -37,10 +37,25 @@ export interface CliHandlers {
   onProgress?: (percent: number, detail: string, label: string) => void;
 }
 
-/** Environment that makes an Electron binary behave as Node and keeps progress lines plain. */
+/**
+ * What every CLI child gets, however it is started (a command's child process or a task):
+ * Electron's binary behaving as Node, plain progress lines, one every 250 ms.
+ */
+export const CLI_ENV = { ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250' } as const;
+
+/** {@link CLI_ENV} plus the tools the settings name: qaic-compile and the onnxruntime-node package. */
+export function cliToolEnv(tools: { qaicCompilePath?: string; ortPath?: string }): Record<string, string> {
+  return {
+    ...CLI_ENV,
+    ...(tools.qaicCompilePath ? { WEIGHT_SPEC_QAIC_COMPILE: tools.qaicCompilePath } : {}),
+    ...(tools.ortPath ? { WEIGHT_SPEC_ORT_PATH: tools.ortPath } : {}),
+  };
+}
+
+/** `base` (the extension host's environment) with {@link CLI_ENV} and `extra` on top; undefined values dropped. */
 export function cliEnv(base: NodeJS.ProcessEnv, extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...base, ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250', ...extra })) {
+  for (const [k, v] of Object.entries({ ...base, ...CLI_ENV, ...extra })) {
     if (v !== undefined) env[k] = v;
   }
   return env;

@@ -1,6 +1,7 @@
 /**
  * Finds onnxruntime-node at run time (it is native and ~290 MB, so the .vsix never holds it):
- * the `weightSpec.onnxRuntimePath` setting, then `node_modules` of each workspace folder, then
+ * the `weightSpec.onnxRuntimePath` setting, then `node_modules` of each workspace folder (only
+ * in a trusted workspace: loading it runs the workspace's native code), then
  * the extension's own folder (a development checkout), then the copy installed once into the
  * extension's global storage. The CLI gets the result as WEIGHT_SPEC_ORT_PATH. No `vscode`
  * import: unit-tested in client/test.
@@ -17,6 +18,8 @@ export const ORT_PACKAGE = 'onnxruntime-node';
 export interface OrtSearch {
   setting?: string;
   workspaceFolders: readonly string[];
+  /** The workspace is trusted; without trust its node_modules are never searched. */
+  trusted: boolean;
   extensionDir?: string;
   storageDir: string;
 }
@@ -67,7 +70,7 @@ export function locateOrt(s: OrtSearch): OrtLocation | { error: string } | undef
     if (!dir) return { error: `weightSpec.onnxRuntimePath: ${s.setting} holds no ${ORT_PACKAGE} package` };
     return { dir, source: 'setting', ...withVersion(dir) };
   }
-  for (const w of s.workspaceFolders) {
+  for (const w of s.trusted ? s.workspaceFolders : []) {
     const dir = path.join(w, 'node_modules', ORT_PACKAGE);
     if (ortPackageDir(dir) === dir) return { dir, source: 'workspace', ...withVersion(dir) };
   }

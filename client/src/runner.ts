@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { runCli, type CliResult } from './cli-process';
+import { cliToolEnv, runCli, type CliResult } from './cli-process';
 import { installOrt, locateOrt, ORT_PACKAGE, ORT_VERSION } from './ort-locator';
-import { settings } from './settings';
+import { ortSearch, settings } from './settings';
 
 /** Options of one run. */
 export interface RunOptions {
@@ -39,15 +39,12 @@ export class CliRunner {
 
   /** Environment for a CLI run: ORT location and qaic-compile path from the settings. */
   async env(opts: { needOrt?: boolean; resource?: vscode.Uri }): Promise<Record<string, string> | undefined> {
-    const s = settings(opts.resource);
-    const env: Record<string, string> = { ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250' };
-    if (s.qaicCompilePath) env.WEIGHT_SPEC_QAIC_COMPILE = s.qaicCompilePath;
+    let ortPath: string | undefined;
     if (opts.needOrt) {
-      const ort = await this.ensureOrt(opts.resource);
-      if (!ort) return undefined;
-      env.WEIGHT_SPEC_ORT_PATH = ort;
+      ortPath = await this.ensureOrt(opts.resource);
+      if (!ortPath) return undefined;
     }
-    return env;
+    return cliToolEnv({ qaicCompilePath: settings(opts.resource).qaicCompilePath, ortPath });
   }
 
   /**
@@ -55,12 +52,7 @@ export class CliRunner {
    * storage when none is found. Undefined (after telling the user why) when there is none.
    */
   async ensureOrt(resource?: vscode.Uri): Promise<string | undefined> {
-    const found = locateOrt({
-      setting: settings(resource).onnxRuntimePath,
-      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
-      extensionDir: this.context.extensionPath,
-      storageDir: this.context.globalStorageUri.fsPath,
-    });
+    const found = locateOrt(ortSearch(this.context, resource));
     if (found && 'error' in found) {
       this.log.error(found.error);
       void vscode.window.showErrorMessage(found.error);

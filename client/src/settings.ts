@@ -1,6 +1,7 @@
 /** The `weightSpec.*` settings, read fresh on every use (so changes apply without reload). */
 import * as vscode from 'vscode';
 import type { Backend, Dtype } from './cli-args';
+import type { OrtSearch } from './ort-locator';
 
 /** Current settings (scoped to `resource` when given). */
 export interface Settings {
@@ -21,5 +22,16 @@ export function settings(resource?: vscode.Uri): Settings {
     qaicCompilePath: c.get<string>('qaicCompilePath', ''),
     onnxRuntimePath: c.get<string>('onnxRuntimePath', ''),
     roots: c.get<string[]>('roots', []),
+  };
+}
+
+/** Where to look for onnxruntime-node (ort-locator.ts): the setting, then the workspace (trusted only), the extension, its storage. */
+export function ortSearch(context: vscode.ExtensionContext, resource?: vscode.Uri): OrtSearch {
+  return {
+    setting: settings(resource).onnxRuntimePath,
+    workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+    trusted: vscode.workspace.isTrusted,
+    extensionDir: context.extensionPath,
+    storageDir: context.globalStorageUri.fsPath,
   };
 }

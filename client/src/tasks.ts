@@ -9,8 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { taskArgs, type WeightSpecTaskDefinition } from './cli-args';
+import { cliToolEnv } from './cli-process';
 import { locateOrt } from './ort-locator';
-import { settings } from './settings';
+import { ortSearch, settings } from './settings';
 
 export const TASK_TYPE = 'weight-spec';
 
@@ -59,19 +60,13 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
   /** A task running `node dist/cli.js <args of d>`. */
   make(d: WeightSpecTaskDefinition, scope: vscode.WorkspaceFolder | vscode.TaskScope | undefined, name: string): vscode.Task {
     const s = settings(scope && typeof scope === 'object' ? scope.uri : undefined);
-    const env: Record<string, string> = { ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain' };
-    if (s.qaicCompilePath) env.WEIGHT_SPEC_QAIC_COMPILE = s.qaicCompilePath;
+    let env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath });
     let execution: vscode.ProcessExecution | vscode.CustomExecution;
     try {
       const args = taskArgs(d, { dtype: s.defaultDtype, ...(s.maxRamGb > 0 ? { maxRamGb: s.maxRamGb } : {}), backend: s.compileBackend });
       if (d.command === 'compile' && (d.backend ?? s.compileBackend) === 'ort') {
-        const ort = locateOrt({
-          setting: s.onnxRuntimePath,
-          workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
-          extensionDir: this.context.extensionPath,
-          storageDir: this.context.globalStorageUri.fsPath,
-        });
-        if (ort && !('error' in ort)) env.WEIGHT_SPEC_ORT_PATH = ort.dir;
+        const ort = locateOrt(ortSearch(this.context, scope && typeof scope === 'object' ? scope.uri : undefined));
+        if (ort && !('error' in ort)) env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath, ortPath: ort.dir });
       }
       execution = new vscode.ProcessExecution(process.execPath, [this.context.asAbsolutePath(path.join('dist', 'cli.js')), ...args], {
         env,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliEnv, runCli } from '../src/cli-process';
+import { CLI_ENV, cliEnv, cliToolEnv, runCli } from '../src/cli-process';
 
 // A stand-in CLI written here: prints plain progress lines like core's progress.ts does when
 // stderr is not a terminal, then writes its output file last (as core's sentinels are).
@@ -69,5 +69,11 @@ describe('runCli', () => {
 
   it('rejects when the runtime cannot be started', async () => {
     await expect(runCli({ node: path.join(dir, 'no-such-node'), cli }, [])).rejects.toThrow(/could not start/);
+  });
+
+  it('one environment for every CLI child (commands and tasks): progress interval included, tools from the settings', () => {
+    expect(cliToolEnv({})).toEqual({ ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250' });
+    expect(cliToolEnv({ qaicCompilePath: '/q', ortPath: '/o' })).toEqual({ ...CLI_ENV, WEIGHT_SPEC_QAIC_COMPILE: '/q', WEIGHT_SPEC_ORT_PATH: '/o' });
+    expect(cliEnv({ PATH: '/bin' }, cliToolEnv({ ortPath: '/o' }))).toMatchObject({ PATH: '/bin', ...CLI_ENV, WEIGHT_SPEC_ORT_PATH: '/o' });
   });
 });

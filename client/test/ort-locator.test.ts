@@ -14,13 +14,26 @@ function fakePackage(dir: string, name = 'onnxruntime-node'): string {
   return dir;
 }
 
+describe('workspace trust (package.json)', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
+  it('limited support in Restricted Mode: the code-loading settings are restricted and machine-overridable', () => {
+    expect(pkg.capabilities.untrustedWorkspaces).toMatchObject({
+      supported: 'limited',
+      restrictedConfigurations: ['weightSpec.onnxRuntimePath', 'weightSpec.qaicCompilePath'],
+    });
+    expect(pkg.capabilities.virtualWorkspaces).toBe(false);
+    const props = pkg.contributes.configuration.properties;
+    for (const k of pkg.capabilities.untrustedWorkspaces.restrictedConfigurations) expect(props[k].scope).toBe('machine-overridable');
+  });
+});
+
 describe('locateOrt', () => {
   it('finds the real onnxruntime-node of this checkout from the package dir, an entry file or node_modules', () => {
     expect(ortPackageDir(realOrt)).toBe(realOrt);
     expect(ortPackageDir(path.join(repo, 'node_modules'))).toBe(realOrt);
     const entry = JSON.parse(fs.readFileSync(path.join(realOrt, 'package.json'), 'utf8')).main as string;
     expect(ortPackageDir(path.join(realOrt, entry))).toBe(realOrt);
-    expect(locateOrt({ setting: realOrt, workspaceFolders: [], storageDir: '/nonexistent' })).toMatchObject({ dir: realOrt, source: 'setting', version: '1.30.0' });
+    expect(locateOrt({ setting: realOrt, workspaceFolders: [], trusted: true, storageDir: '/nonexistent' })).toMatchObject({ dir: realOrt, source: 'setting', version: '1.30.0' });
   });
 
   it('setting first, then workspace, extension dir and storage, in that order', () => {
@@ -28,7 +41,7 @@ describe('locateOrt', () => {
     const ws = path.join(root, 'ws');
     const ext = path.join(root, 'ext');
     const storage = path.join(root, 'storage');
-    const search = { workspaceFolders: [path.join(root, 'empty'), ws], extensionDir: ext, storageDir: storage };
+    const search = { workspaceFolders: [path.join(root, 'empty'), ws], trusted: true, extensionDir: ext, storageDir: storage };
     expect(locateOrt(search)).toBeUndefined();
     const inStorage = fakePackage(path.join(storagePrefix(storage), 'node_modules', 'onnxruntime-node'));
     expect(locateOrt(search)).toMatchObject({ dir: inStorage, source: 'storage' });
@@ -37,12 +50,14 @@ describe('locateOrt', () => {
     const inWs = fakePackage(path.join(ws, 'node_modules', 'onnxruntime-node'));
     expect(locateOrt(search)).toMatchObject({ dir: inWs, source: 'workspace', version: '9.9.9' });
     expect(locateOrt({ ...search, setting: realOrt })).toMatchObject({ dir: realOrt, source: 'setting' });
+    // Restricted Mode: the workspace's native module is never picked.
+    expect(locateOrt({ ...search, trusted: false })).toMatchObject({ dir: inExt, source: 'extension' });
   });
 
   it('a setting that holds no onnxruntime-node is an error, not a silent fallback', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-ort-'));
     const other = fakePackage(path.join(root, 'not-ort'), 'left-pad');
-    const r = locateOrt({ setting: other, workspaceFolders: [repo], storageDir: root });
+    const r = locateOrt({ setting: other, workspaceFolders: [repo], trusted: true, storageDir: root });
     expect(r).toEqual({ error: `weightSpec.onnxRuntimePath: ${other} holds no onnxruntime-node package` });
   });
 });
