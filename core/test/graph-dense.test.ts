@@ -80,6 +80,12 @@ describe('dense families: config fields that change the math and are not impleme
     refuses(cfg('olmo2', { mlp_bias: true }), /"mlp_bias" is true but OLMo-2/);
   });
 
+  it('expert-parallel export of a dense family is a usage error naming the file', () => {
+    for (const name of ['gemma2', 'falcon-40b', 'codegen']) {
+      expect(() => archFromConfig(cfg(name), 'm/config.json', { expertParallel: { stages: 2 } })).toThrow(/m\/config\.json: --moe-flavour expert_parallel, but this model has no MoE experts/);
+    }
+  });
+
   it('the CLI prints the refusal as one line and exits 1', () => {
     const dir = path.join(tmp(), 'falcon-alibi');
     mkdirSync(dir);
