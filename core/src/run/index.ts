@@ -14,6 +14,8 @@ import { readRegularFileSync } from '../paths';
 
 export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
 export { loadOrt } from '../ort/loader';
+export { checkSampling, GREEDY, needsSampler, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
+export { pickBucket, servingFeatures, type ServingFeatures } from './serving';
 
 /**
  * The runnable ONNX for a target: a `.onnx` file itself, or the ort artifact recorded in
@@ -52,5 +54,5 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
 export async function openRunner(compiledOrExportDir: string, opts: RunnerOptions = {}): Promise<Runner> {
   const { model } = resolveRunnable(compiledOrExportDir);
   const m = parseWireModel(readRegularFileSync(model), model);
-  return createRunner(model, m.inputs, m.outputs, { vocab: gatheredRows(m, 'input_ids', model), ...opts });
+  return createRunner(model, m.inputs, m.outputs, { vocab: gatheredRows(m, 'input_ids', model), ...opts }, m.metadata);
 }

@@ -8,12 +8,20 @@
  *   `[batch, n_kv, ctx_len, head_dim]`, optional `batch_index`): logits for the last valid
  *   position, `*_RetainedState` outputs fed back as the next step's cache. A fixed sequence
  *   dim is filled with padding at position -1, as QEfficient's generation does.
+ *
+ * QEfficient's serving features (serving.ts): a `comp_ctx_lengths` input gets the smallest
+ * covering CCL bucket per call; a graph ending in the on-device sampler (`next_tokens`) is fed
+ * the sampling parameters and its penalty buffers, and gives tokens instead of logits. On a
+ * plain graph, sampling (temperature, top-k/p, min-p, penalties) runs on the host (sampling.ts)
+ * with the same semantics.
  */
 import { PipelineError } from '../errors';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
+import { cclTensor, pickBucket, samplerFeeds, samplerState, servingFeatures, SAMPLER_INPUT_NAMES, SAMPLER_STATE, type ServingFeatures } from './serving';
+import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -35,18 +43,22 @@ export interface GenerateStats {
   /** New tokens per second after the first (all tokens when only one). */
   tokensPerSecond: number;
   totalMs: number;
+  /** CCL graphs: the comp_ctx_lengths buckets used, in order (repeats collapsed). */
+  buckets?: number[];
 }
 
 /** A loaded model. */
 export interface Runner {
   readonly kind: 'full' | 'kv';
   readonly model: string;
+  /** CCL and on-device sampler, as the graph declares them. */
+  readonly features: ServingFeatures;
   /** Logits predicting token t+1 for every t of `ids` (one row per id). */
   logits(ids: number[]): Promise<number[][]>;
-  /** Greedy decode of `n` new tokens after `ids`. */
-  generate(ids: number[], n: number): Promise<number[]>;
+  /** `n` new tokens after `ids`: greedy by default, else sampled with `sampling`. */
+  generate(ids: number[], n: number, sampling?: SamplingParams): Promise<number[]>;
   /** {@link Runner.generate} with timings. */
-  generateWithStats(ids: number[], n: number): Promise<GenerateStats>;
+  generateWithStats(ids: number[], n: number, sampling?: SamplingParams): Promise<GenerateStats>;
   close(): Promise<void>;
 }
 
@@ -90,8 +102,34 @@ export function argmax(row: Float32Array): number {
 
 const fixed = (d: number | string | undefined): number | undefined => (typeof d === 'number' && d > 0 ? d : undefined);
 
+/** Per-generation sampling state: parameters, uniform numbers, host penalty buffers, CCL buckets used. */
+interface GenState {
+  p: SamplingParams;
+  draw: (k: number) => Float32Array;
+  host: PenaltyBuffers | undefined;
+  buckets: number[];
+}
+
+function genState(p: SamplingParams | undefined): GenState {
+  const params = p ?? GREEDY;
+  const seed = params.seed ?? Math.floor(Math.random() * 2 ** 32);
+  return { p: params, draw: uniformStream(seed), host: undefined, buckets: [] };
+}
+
+/** Token from a row of logits: host sampling (penalty buffers updated by the caller). */
+function hostToken(gen: GenState, row: Float32Array, u: Float32Array | undefined): number {
+  gen.host ??= new PenaltyBuffers(row.length);
+  return sampleToken(row, gen.host, gen.p, row.length, u ?? new Float32Array(0));
+}
+
 /** Opens a session on `model` and returns the runner for its kind of graph. */
-export async function createRunner(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], opts: RunnerOptions = {}): Promise<Runner> {
+export async function createRunner(
+  model: string,
+  inputs: WireValueInfo[],
+  outputs: WireValueInfo[],
+  opts: RunnerOptions = {},
+  metadata: { key: string; value: string }[] = [],
+): Promise<Runner> {
   const ort = loadOrt(opts.ortPath);
   let session: OrtSession;
   try {
@@ -102,11 +140,13 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
   const byName = new Map(inputs.map((i) => [i.name, i]));
   const ids = byName.get('input_ids');
   if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
+  const feat = servingFeatures(model, inputs, outputs, metadata);
   const logitsOut = outputs.find((o) => o.name === 'logits');
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
-  const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]);
+  const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
   const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
-  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name)]);
+  const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
+  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));
   if (unknown.length) {
     throw new PipelineError(`${model}: unbound graph input(s) ${unknown.map((u) => u.name).join(', ')} (not a weight in the spec, not a known model input)`);
@@ -121,8 +161,10 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
     }
   };
   const rowsOf = (v: number[]) => Array.from({ length: batch }, () => v).flat();
+  const noLogits = () => new PipelineError(`${model}: the graph ends in the on-device sampler (next_tokens); it has no logits to dump (export without --sampler for --dump-logits)`);
 
   if (cache.length === 0) {
+    if (feat.sampler || feat.ccl) throw new PipelineError(`${model}: comp_ctx_lengths / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`);
     const forward = async (tokens: number[]): Promise<Float32Array[]> => {
       const dims = [batch, tokens.length];
       const feeds: Record<string, OrtTensor> = { input_ids: intTensor(ort, ids.elemType, rowsOf(tokens), dims) };
@@ -136,22 +178,27 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
       const rows = await forward(tokens);
       return rows[rows.length - 1]!;
     };
-    return makeRunner('full', model, vocab, session, async (tokens) => {
+    return makeRunner('full', model, vocab, feat, session, async (tokens) => {
       const rows = await forward(tokens);
       if (rows.length === tokens.length) return rows.map((r) => Array.from(r));
       const out: number[][] = [];
       for (let t = 1; t <= tokens.length; t++) out.push(Array.from(await lastLogits(tokens.slice(0, t))));
       return out;
-    }, async (tokens, n, onFirst) => {
+    }, async (tokens, n, onFirst, gen) => {
+      // the host sampler sees the calls a KV graph would: the prompt (prefill), then one token each
       const seq = [...tokens];
-      const gen: number[] = [];
+      const out: number[] = [];
       for (let k = 0; k < n; k++) {
-        const next = argmax(await lastLogits(seq));
-        gen.push(next);
+        const row = await lastLogits(seq);
+        gen.host ??= new PenaltyBuffers(row.length);
+        if (k === 0) gen.host.observe(tokens, tokens.map((_, i) => i));
+        else gen.host.observe([seq[seq.length - 1]!], [seq.length - 1]);
+        const next = hostToken(gen, row, gen.p.temperature !== 0 ? gen.draw(row.length) : undefined);
+        out.push(next);
         seq.push(next);
         if (k === 0) onFirst();
       }
-      return gen;
+      return out;
     });
   }
 
@@ -173,49 +220,77 @@ export async function createRunner(model: string, inputs: WireValueInfo[], outpu
     if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
     const state: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
     for (const c of cache) state[c.name] = zeros(ort, c, [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]);
-    return state;
+    if (feat.sampler) Object.assign(state, samplerState(ort, cacheBatch, feat.sampler.vocab));
+    return { state, ctx };
   };
-  /** Feeds `tokens` at positions start…; returns the logits of the last one. */
-  const step = async (state: Record<string, OrtTensor>, tokens: number[], start: number): Promise<Float32Array> => {
+  /**
+   * Feeds `tokens` at positions start…; returns the last call's logits (plain graph) or next
+   * token (sampler graph, or host sampling when `gen` is given).
+   */
+  const step = async (kv: { state: Record<string, OrtTensor>; ctx: number }, tokens: number[], start: number, phase: 'prefill' | 'decode', gen?: GenState) => {
+    const { state } = kv;
     const len = seqFixed ?? tokens.length;
     let last: Float32Array | undefined;
+    let next: number | undefined;
+    let u: Float32Array | undefined;
     for (let at = 0; at < tokens.length; at += len) {
       const chunk = tokens.slice(at, at + len);
       const padded = chunk.concat(Array(len - chunk.length).fill(0));
       const positions = padded.map((_, k) => (k < chunk.length ? start + at + k : -1));
-      const feeds: Record<string, OrtTensor> = {
-        ...state,
-        input_ids: intTensor(ort, ids.elemType, rowsOf(padded), [batch, len]),
-        position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]),
-      };
+      const inputIds = intTensor(ort, ids.elemType, rowsOf(padded), [batch, len]);
+      const feeds: Record<string, OrtTensor> = { ...state, input_ids: inputIds, position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]) };
       if (bIndex) feeds.batch_index = intTensor(ort, bIndex.elemType, Array(batch).fill(0), [batch, 1]);
+      if (feat.ccl) {
+        const bucket = pickBucket(phase === 'prefill' ? feat.ccl.prefill : feat.ccl.decode, start + at + chunk.length - 1, kv.ctx);
+        feeds.comp_ctx_lengths = cclTensor(ort, bucket);
+        if (gen && gen.buckets[gen.buckets.length - 1] !== bucket) gen.buckets.push(bucket);
+      }
+      const p = gen?.p ?? GREEDY;
+      const hot = p.temperature !== 0 && gen !== undefined;
+      if (feat.sampler) {
+        // one draw of max_top_k_ids uniform numbers per call (unused, so not drawn, when greedy)
+        const k = feat.sampler.maxTopK;
+        Object.assign(feeds, samplerFeeds(ort, p, batch, k, inputIds, hot ? gen.draw(k) : new Float32Array(k).fill(0.5)));
+      }
       const out = await run(feeds);
-      for (const c of cache) {
-        const r = out[`${c.name}_RetainedState`];
-        if (!r) throw new PipelineError(`${model}: output ${c.name}_RetainedState is missing`);
-        state[c.name] = r;
+      for (const c of [...cache.map((x) => x.name), ...(feat.sampler ? SAMPLER_STATE : [])]) {
+        const r = out[`${c}_RetainedState`];
+        if (!r) throw new PipelineError(`${model}: output ${c}_RetainedState is missing`);
+        state[c] = r;
+      }
+      if (feat.sampler) {
+        next = Number((out.next_tokens!.data as BigInt64Array)[0]);
+        continue;
       }
       const rows = logitRows(out[logitsName]!);
       // QEfficient graphs return the last valid position; a graph returning every position gives rows[chunk-1].
       last = rows.length === len ? rows[chunk.length - 1]! : rows[rows.length - 1]!;
+      if (gen) {
+        gen.host ??= new PenaltyBuffers(last.length);
+        gen.host.observe(padded, positions);
+        // the host's K is the vocabulary: one vocabulary-sized draw per call, as a sampler graph draws K
+        u = hot ? gen.draw(last.length) : undefined;
+      }
     }
-    return last!;
+    if (!feat.sampler && gen) next = hostToken(gen, last!, u);
+    return { logits: last, next };
   };
-  return makeRunner('kv', model, vocab, session, async (tokens) => {
-    const state = newState(tokens.length);
+  return makeRunner('kv', model, vocab, feat, session, async (tokens) => {
+    if (feat.sampler) throw noLogits();
+    const kv = newState(tokens.length);
     const out: number[][] = [];
-    for (let t = 0; t < tokens.length; t++) out.push(Array.from(await step(state, [tokens[t]!], t)));
+    for (let t = 0; t < tokens.length; t++) out.push(Array.from((await step(kv, [tokens[t]!], t, 'prefill')).logits!));
     return out;
-  }, async (tokens, n, onFirst) => {
-    const state = newState(tokens.length + n);
-    const gen: number[] = [];
-    let next = argmax(await step(state, tokens, 0));
+  }, async (tokens, n, onFirst, gen) => {
+    const kv = newState(tokens.length + n);
+    const out: number[] = [];
+    let next = (await step(kv, tokens, 0, 'prefill', gen)).next!;
     for (let k = 0; k < n; k++) {
-      gen.push(next);
+      out.push(next);
       if (k === 0) onFirst();
-      if (k + 1 < n) next = argmax(await step(state, [next], tokens.length + k));
+      if (k + 1 < n) next = (await step(kv, [next], tokens.length + k, 'decode', gen)).next!;
     }
-    return gen;
+    return out;
   });
 }
 
@@ -236,30 +311,33 @@ function makeRunner(
   kind: 'full' | 'kv',
   model: string,
   vocab: number | undefined,
+  features: ServingFeatures,
   session: OrtSession,
   logits: (ids: number[]) => Promise<number[][]>,
-  decode: (ids: number[], n: number, onFirst: () => void) => Promise<number[]>,
+  decode: (ids: number[], n: number, onFirst: () => void, gen: GenState) => Promise<number[]>,
 ): Runner {
   const check = (ids: number[]) => {
     if (ids.length === 0) throw new PipelineError('no input ids given');
     checkTokenIds(ids, vocab, model);
   };
-  const generateWithStats = async (ids: number[], n: number): Promise<GenerateStats> => {
+  const generateWithStats = async (ids: number[], n: number, sampling?: SamplingParams): Promise<GenerateStats> => {
     check(ids);
+    const gen = genState(sampling);
     const t0 = performance.now();
     let first = t0;
-    const tokens = n > 0 ? await decode(ids, n, () => (first = performance.now())) : [];
+    const tokens = n > 0 ? await decode(ids, n, () => (first = performance.now()), gen) : [];
     const end = performance.now();
     const ttftMs = first - t0;
     const rest = end - first;
     const tokensPerSecond = n > 1 && rest > 0 ? ((n - 1) * 1000) / rest : n > 0 ? (n * 1000) / Math.max(end - t0, 1e-3) : 0;
-    return { tokens, ttftMs, tokensPerSecond, totalMs: end - t0 };
+    return { tokens, ttftMs, tokensPerSecond, totalMs: end - t0, ...(features.ccl ? { buckets: gen.buckets } : {}) };
   };
   return {
     kind,
     model,
+    features,
     logits: async (ids) => (check(ids), logits(ids)),
-    generate: async (ids, n) => (await generateWithStats(ids, n)).tokens,
+    generate: async (ids, n, sampling) => (await generateWithStats(ids, n, sampling)).tokens,
     generateWithStats,
     close: async () => {
       await session.release?.();

@@ -25,6 +25,11 @@ const flags = {
   'batch-size': { type: 'int', placeholder: '<B>', description: 'batch size (the full cache batch with --continuous-batching; default symbolic)' },
   'continuous-batching': { type: 'boolean', description: 'add batch_index and a full-batch KV cache (with --config)' },
   phase: { type: 'string', placeholder: '<phase>', choices: ['both', 'prefill', 'decode'], description: 'one graph for both phases (default), or the prefill / decode specialization' },
+  'comp-ctx-lengths-prefill': { type: 'string', placeholder: '<A,B,…>', description: 'CCL buckets for prefill: adds the comp_ctx_lengths input (QEfficient; with --config, needs --ctx-len)' },
+  'comp-ctx-lengths-decode': { type: 'string', placeholder: '<C,D,…>', description: 'CCL buckets for decode (given together with --comp-ctx-lengths-prefill)' },
+  sampler: { type: 'boolean', description: 'append QEfficient\'s on-device sampler: next_tokens instead of logits (with --config)' },
+  'max-top-k': { type: 'int', placeholder: '<N>', description: 'sampler: largest top-k the graph supports (QEfficient max_top_k_ids; default min(512, vocab))' },
+  'return-pdfs': { type: 'boolean', description: 'sampler: also output probs, the sampling distribution' },
   'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
   'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
   'keep-names': { type: 'boolean', description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)' },
@@ -36,6 +41,16 @@ const flags = {
 } as const;
 
 type ExportArgs = ParsedArgs<typeof flags>;
+
+/** Parses a `16,32` bucket list. */
+export function parseLengths(text: string, flag: string): number[] {
+  const parts = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (parts.length === 0) throw new UsageError(`export: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
+  return parts.map((p) => {
+    if (!/^\d+$/.test(p) || Number(p) <= 0 || !Number.isSafeInteger(Number(p))) throw new UsageError(`export: --${flag}: "${p}" is not a positive integer`);
+    return Number(p);
+  });
+}
 
 /** `export --config`: builds the graph from config.json. */
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
@@ -50,6 +65,10 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   if (fs.statSync(config).isDirectory() && !fs.existsSync(path.join(config, 'config.json'))) {
     throw new FormatError(f.config!, 'has no config.json — to export from an existing ONNX use --onnx <model.onnx> --checkpoint <dir>');
   }
+  const cclP = f['comp-ctx-lengths-prefill'];
+  const cclD = f['comp-ctx-lengths-decode'];
+  if ((cclP === undefined) !== (cclD === undefined)) throw new UsageError('export: give --comp-ctx-lengths-prefill and --comp-ctx-lengths-decode together (QEfficient needs both lists)');
+  if (!f.sampler && (f['max-top-k'] !== undefined || f['return-pdfs'])) throw new UsageError('export: --max-top-k and --return-pdfs go with --sampler');
   const r = await exportFromConfig({
     config,
     out: requireOutDir(io.cwd, f.out),
@@ -61,6 +80,10 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     planner: planLayout,
     ...(f.opset !== undefined ? { opset: f.opset } : {}),
     ...(f['moe-flavour'] ? { expertParallel: { stages: f['pipeline-stages']! } } : {}),
+    ...(cclP !== undefined && cclD !== undefined
+      ? { compCtxLengths: { prefill: parseLengths(cclP, 'comp-ctx-lengths-prefill'), decode: parseLengths(cclD, 'comp-ctx-lengths-decode') } }
+      : {}),
+    ...(f.sampler ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } } : {}),
   });
   for (const line of r.summary) println(io.stdout, line);
   return 0;
@@ -100,6 +123,7 @@ export const exportCommand = defineCommand({
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
     'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
+    '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -107,6 +131,9 @@ export const exportCommand = defineCommand({
     '(+ batch_index with --continuous-batching); outputs logits of the last valid position and the',
     '*_RetainedState caches. The spec points at the prepared checkpoint (planned from the model',
     'directory\'s checkpoint when it has one, derived from config.json otherwise).',
+    'CCL (QEfficient\'s compute-context-length): the comp_ctx_lengths input, whose length is the active bucket;',
+    'attention reads only that many cache slots, the KV write still goes to the full cache.',
+    '--sampler appends QEfficient\'s on-device sampler (penalties, temperature, top-k/p, min-p): next_tokens replaces logits.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -114,10 +141,12 @@ export const exportCommand = defineCommand({
     const { config, onnx } = args.flags;
     if ((config === undefined) === (onnx === undefined)) throw new UsageError('export: give exactly one of --config <model dir> or --onnx <model.onnx>');
     if (onnx !== undefined) {
-      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase', 'opset', 'moe-flavour', 'pipeline-stages'] as const) {
+      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase', 'opset', 'moe-flavour', 'pipeline-stages', 'comp-ctx-lengths-prefill', 'comp-ctx-lengths-decode', 'max-top-k'] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
-      if (args.flags['continuous-batching']) throw new UsageError('export: --continuous-batching goes with --config');
+      for (const k of ['continuous-batching', 'sampler', 'return-pdfs'] as const) {
+        if (args.flags[k]) throw new UsageError(`export: --${k} goes with --config`);
+      }
       return exportOnnx(args, io);
     }
     return exportConfig(args, io);

@@ -7,6 +7,12 @@
  *
  * Padded prompt tokens (position −1, as QEfficient feeds them) are written to the last slot,
  * which no valid query can see until a real token at that position overwrites it.
+ *
+ * Compute-context-length (CCL, QEfficient's `comp_ctx_lengths` input, a 1-D tensor whose
+ * *length* is the active bucket): the new k/v are still written into the full cache, but the
+ * scores, mask and values read only the first min(bucket, ctx_len) slots — QEfficient
+ * `blocking/attention_blocking.py` `past_key_value_update` slices the mask to
+ * `comp_ctx_lengths.shape[-1]` and hands that length to the cache read (`cache_kwargs["CCL"]`).
  */
 import type { ArchSpec, FusedLayout, LayerSpec } from './arch';
 import { applyRope, type ropeTables } from './rope';
@@ -25,13 +31,16 @@ export interface CacheContext {
   batchRows?: string;
   /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
   bs: string;
+  /** CCL: `[1]` int64, the number of cache slots attention reads (absent: the whole cache). */
+  readLen?: string;
 }
 
 /**
  * Builds the scatter indices and the attention mask from `position_ids` and the cache shape.
  * `batchIndex` (continuous batching) is `[B, 1]` int64; without it row b writes cache row b.
+ * `compCtxLengths` (CCL) limits the slots attention reads to its length (capped at ctx_len).
  */
-export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds: string, pastKey0: string, batchIndex?: string): CacheContext {
+export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds: string, pastKey0: string, batchIndex?: string, compCtxLengths?: string): CacheContext {
   const g = c.g;
   return g.within('kv', () => {
     const bs = g.op('Shape', [inputIds]); // [B, S]
@@ -55,8 +64,15 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
     const pIdx = g.op('Expand', [unsqueeze(c, writePos, [1, 3]), idxShape]);
     const scatterIdx = g.op('Concat', [bIdx, hIdx, pIdx], { axis: -1 });
 
+    // CCL: read R = min(len(comp_ctx_lengths), C) slots; the mask spans those R slots only
+    let readLen: string | undefined;
+    let span = ctxLen;
+    if (compCtxLengths) {
+      span = g.op('Min', [g.op('Gather', [g.op('Shape', [compCtxLengths]), g.int(0)], { axis: 0 }), ctxLen]); // scalar R
+      readLen = unsqueeze(c, span, [0]); // [1]
+    }
     // mask[b, s, j] = j ≤ pos[b,s] (∧ j > pos[b,s] − window: HF's window, a token sees itself and the W−1 before it)
-    const slots = unsqueeze(c, g.op('Range', [g.int(0), ctxLen, g.int(1)]), [0, 1]); // [1,1,C]
+    const slots = unsqueeze(c, g.op('Range', [g.int(0), span, g.int(1)]), [0, 1]); // [1,1,C or R]
     const pos3 = unsqueeze(c, positionIds, [-1]); // [B,S,1]
     const causal = g.op('LessOrEqual', [slots, pos3]);
     const groups = a.nHeads / a.nKv;
@@ -69,13 +85,13 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
         const lo = g.op('Sub', [pos3, g.int(window)]);
         allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
       }
-      let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C]
+      let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C or R]
       // queries are laid out (group, position) per kv head; tile the mask to match
       if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
       masks.set(window, mask);
       return mask;
     };
-    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, batchRows, bs };
+    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, batchRows, bs, ...(readLen ? { readLen } : {}) };
   });
 }
 
@@ -128,8 +144,13 @@ export function attention(
 
   const key = g.op('ScatterND', [past.key, kv.scatterIdx, k]);
   const value = g.op('ScatterND', [past.value, kv.scatterIdx, v]);
-  const kRows = kv.batchRows ? g.op('Gather', [key, kv.batchRows], { axis: 0 }) : key;
-  const vRows = kv.batchRows ? g.op('Gather', [value, kv.batchRows], { axis: 0 }) : value;
+  let kRows = kv.batchRows ? g.op('Gather', [key, kv.batchRows], { axis: 0 }) : key;
+  let vRows = kv.batchRows ? g.op('Gather', [value, kv.batchRows], { axis: 0 }) : value;
+  if (kv.readLen) {
+    // CCL: the write above went to the full cache; attention reads only the bucket's slots
+    kRows = g.op('Slice', [kRows, g.ints([0]), kv.readLen, g.ints([2])]);
+    vRows = g.op('Slice', [vRows, g.ints([0]), kv.readLen, g.ints([2])]);
+  }
 
   const qg = reshape(c, q, [0, nKv, -1, hd]); // [B,nKv,groups·S,hd]
   // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))

@@ -6,6 +6,11 @@
  *           position_ids, as QEfficient does); per-position logits come from feeding one token
  *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
  * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
+ *
+ * Serving features (QEfficient's): `compCtxLengths` adds the `comp_ctx_lengths` input (int64,
+ * dim `comp_ctx_lengths`, after the caches as QEfficient's forward signature orders it) and
+ * limits what attention reads (attention.ts); `sampler` appends the on-device sampler
+ * (sampler.ts), whose `next_tokens` (and `probs`) replace `logits`.
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
@@ -15,6 +20,7 @@ import { mlp } from './mlp';
 import { norm } from './norms';
 import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
 import { ropeTables } from './rope';
+import { appendSampler, SAMPLER_INPUTS, type SamplerOptions } from './sampler';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
 export type Phase = 'both' | 'prefill' | 'decode';
@@ -34,7 +40,18 @@ export interface GraphOptions {
   metadata?: Record<string, string>;
   /** Default-domain opset (17 … 21; default 17, QEfficient's ONNX_EXPORT_OPSET). */
   opset?: number;
+  /** CCL buckets (QEfficient's comp_ctx_lengths_prefill / _decode), recorded in the metadata. */
+  compCtxLengths?: { prefill: number[]; decode: number[] };
+  /** The on-device sampler after the logits. */
+  sampler?: SamplerOptions;
 }
+
+/** metadata_props keys recording the serving features (read by `run`, `inspect` and the language server). */
+export const SERVING_METADATA = {
+  cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
+  cclDecode: 'weight_spec.comp_ctx_lengths_decode',
+  sampler: 'weight_spec.sampler',
+} as const;
 
 /** A built graph and the weights it takes. */
 export interface BuiltGraph {
@@ -64,7 +81,11 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     key: g.input(`past_key.${i}`, o.dtype, cacheDims),
     value: g.input(`past_value.${i}`, o.dtype, cacheDims),
   }));
-  const io = { inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`])], outputs: ['logits'] as string[] };
+  const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
+  const io = {
+    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]), ...(ccl ? [ccl] : [])],
+    outputs: [] as string[],
+  };
 
   // embeddings → 2-D hidden [B·S, H]
   let h = g.within('embed', () => {
@@ -77,7 +98,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
     return e;
   });
-  const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex);
+  const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex, ccl);
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
   const retained: { key: string; value: string }[] = [];
@@ -116,12 +137,29 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');
     return unsqueeze(c, logits, [1]);
   });
-  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+  // QEfficient's output order: probs?, next_tokens | logits, the caches, the penalty buffers
+  const sampled = o.sampler
+    ? appendSampler(c, { logits, inputIds, positionIds, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq, cacheBatch }, o.sampler)
+    : undefined;
+  if (sampled) {
+    if (sampled.probs) g.output(sampled.probs, 'probs', 'float32', [batch, 1, a.vocab]);
+    g.output(sampled.nextTokens, 'next_tokens', 'int64', [batch, 1, 1]);
+    io.outputs.push(...(sampled.probs ? ['probs'] : []), 'next_tokens');
+    io.inputs.push(...SAMPLER_INPUTS);
+  } else {
+    g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+    io.outputs.push('logits');
+  }
   retained.forEach((r, i) => {
     g.output(r.key, `past_key.${i}_RetainedState`, o.dtype, cacheDims);
     g.output(r.value, `past_value.${i}_RetainedState`, o.dtype, cacheDims);
     io.outputs.push(`past_key.${i}_RetainedState`, `past_value.${i}_RetainedState`);
   });
+  if (sampled) {
+    g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
+    g.output(sampled.presenceBuffer, 'past_presence_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
+    io.outputs.push('past_repetition_penalty_buffer_RetainedState', 'past_presence_penalty_buffer_RetainedState');
+  }
 
   const weights = weightInputs(a);
   const metadata: Record<string, string> = {
@@ -129,6 +167,8 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     'weight_spec.phase': phase,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...(o.compCtxLengths ? { [SERVING_METADATA.cclPrefill]: o.compCtxLengths.prefill.join(','), [SERVING_METADATA.cclDecode]: o.compCtxLengths.decode.join(',') } : {}),
+    ...(o.sampler ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) } : {}),
     ...(o.metadata ?? {}),
   };
   return { model: g.build(o.name ?? `${a.modelType}-causal-lm`, metadata), weights, io, layers: a.layers.length };

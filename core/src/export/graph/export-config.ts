@@ -14,6 +14,7 @@ import { checkGraph } from './check-graph';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
+import { DEFAULT_MAX_TOP_K } from './sampler';
 import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from './vlm/config';
@@ -38,6 +39,22 @@ export interface ConfigExportOptions {
   opset?: number;
   /** `--moe-flavour expert_parallel --pipeline-stages P`: the MoE blocks consume prepare's packed `[N, P, …]` layout. */
   expertParallel?: { stages: number };
+  /** CCL buckets (`--comp-ctx-lengths-prefill` / `--comp-ctx-lengths-decode`); needs ctxLen. */
+  compCtxLengths?: { prefill: number[]; decode: number[] };
+  /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
+  sampler?: { maxTopK?: number; returnPdfs?: boolean };
+}
+
+/**
+ * QEfficient's treatment of explicit CCL lists (`QEfficient/utils/check_ccl_specializations.py`
+ * `process_ccl_specializations`, steps 1–2): each value capped at ctx_len, duplicates removed,
+ * sorted. (Making the prefill list disjoint from the decode list is a compiler limit, applied
+ * where the qaic specializations are written.)
+ */
+export function normalizeCcl(values: number[], ctxLen: number, flag: string): number[] {
+  if (values.length === 0) throw new UsageError(`${flag} needs at least one length`);
+  for (const v of values) if (!(Number.isInteger(v) && v > 0)) throw new UsageError(`${flag}: ${v} is not a positive integer`);
+  return [...new Set(values.map((v) => Math.min(v, ctxLen)))].sort((x, y) => x - y);
 }
 
 /** Result: what was written and the stdout summary. */
@@ -80,6 +97,14 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (o.ctxLen !== undefined && !(Number.isInteger(o.ctxLen) && o.ctxLen > 0)) throw new UsageError(`--ctx-len must be a positive integer (got ${o.ctxLen})`);
   if (o.batchSize !== undefined && !(Number.isInteger(o.batchSize) && o.batchSize > 0)) throw new UsageError(`--batch-size must be a positive integer (got ${o.batchSize})`);
   if (o.opset !== undefined && !(OPSETS as readonly number[]).includes(o.opset)) throw new UsageError(`--opset must be one of ${OPSETS.join(', ')} (got ${o.opset})`);
+  let ccl: { prefill: number[]; decode: number[] } | undefined;
+  if (o.compCtxLengths) {
+    if (o.ctxLen === undefined) throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode need --ctx-len (QEfficient: "ctx_len is required when loading the model with CCL")');
+    ccl = {
+      prefill: normalizeCcl(o.compCtxLengths.prefill, o.ctxLen, '--comp-ctx-lengths-prefill'),
+      decode: normalizeCcl(o.compCtxLengths.decode, o.ctxLen, '--comp-ctx-lengths-decode'),
+    };
+  }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
   if (isVlmConfig(cfg.raw)) {
@@ -100,6 +125,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
   const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
   const tPlan = performance.now();
+  let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
+  if (o.sampler) {
+    const k = o.sampler.maxTopK ?? Math.min(DEFAULT_MAX_TOP_K, arch.vocab);
+    if (!(Number.isInteger(k) && k >= 1 && k <= arch.vocab)) throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
+    sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
+  }
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -108,6 +139,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     phase: o.phase ?? 'both',
     name: path.basename(cfg.dir),
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
+    ...(ccl ? { compCtxLengths: ccl } : {}),
+    ...(sampler ? { sampler } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -146,11 +179,13 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       options: {
         dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching, phase: o.phase ?? 'both',
         ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
+        comp_ctx_lengths_prefill: ccl?.prefill ?? null, comp_ctx_lengths_decode: ccl?.decode ?? null,
+        sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
       },
       graph: {
         layers: built.layers, nodes: built.model.graph.node.length, opset: built.model.opsetImport[0]!.version,
-        inputs: ['input_ids', 'position_ids', ...(o.continuousBatching ? ['batch_index'] : []), `past_key.{i} / past_value.{i} for i < ${built.layers}`],
-        outputs: ['logits', `past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`],
+        inputs: built.io.inputs.filter((n) => !/^past_(key|value)\./.test(n)).concat(`past_key.{i} / past_value.{i} for i < ${built.layers}`),
+        outputs: built.io.outputs.filter((n) => !/^past_(key|value)\./.test(n)).concat(`past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`),
         logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
       },
       weights: { count: built.weights.length, elements: weightElems },
@@ -164,6 +199,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     written,
     [
       ['graph', `${built.model.graph.node.length} nodes, opset ${built.model.opsetImport[0]!.version}, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
+      ...(ccl ? [['CCL', `comp_ctx_lengths prefill ${ccl.prefill.join(',')}, decode ${ccl.decode.join(',')} (ctx_len ${o.ctxLen})`] as [string, string]] : []),
+      ...(sampler ? [['sampler', `on-device sampler, max_top_k_ids ${sampler.maxTopK}${sampler.returnPdfs ? ', returns probs' : ''}`] as [string, string]] : []),
       ['weights', `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
       ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
     ],

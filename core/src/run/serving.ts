@@ -1,0 +1,94 @@
+/**
+ * What `run` feeds a graph carrying QEfficient's serving features, read from the graph itself:
+ *
+ * - CCL (`comp_ctx_lengths` input): a 1-D tensor whose length is the bucket. The bucket is the
+ *   smallest of the phase's list (prefill for prompt chunks, decode for generated tokens) with
+ *   `max position < bucket`, as QEfficient's host does
+ *   (`QEfficient/generation/text_generation_inference.py`: `run_prefill` moves to the next
+ *   prefill bucket when a chunk ends past the current one, `initialize_ccl` / `run_decode` start
+ *   at the first decode bucket above the position and move up as `cache_index` reaches
+ *   `bucket − 1`). ctx_len is always a candidate, so a position beyond every listed bucket still
+ *   reads the whole cache instead of silently losing context.
+ * - the on-device sampler (`next_tokens` output): `last_accepted_output_tokens` = the call's
+ *   input_ids, the sampling parameters per row, `random_numbers` `[batch, max_top_k_ids]`, and the
+ *   two penalty buffers fed back from their `_RetainedState` outputs.
+ */
+import { PipelineError } from '../errors';
+import type { WireValueInfo } from '../formats/onnx/wire-model';
+import type { OrtModule, OrtTensor } from '../ort/loader';
+import type { SamplingParams } from './sampling';
+import { SAMPLER_INPUTS } from '../export/graph/sampler';
+
+/** The sampler's inputs `run` feeds (QEfficient's names). */
+export const SAMPLER_INPUT_NAMES: readonly string[] = SAMPLER_INPUTS;
+
+/** metadata_props keys the exporter writes (export/graph/decoder.ts SERVING_METADATA). */
+const CCL_KEYS = { prefill: 'weight_spec.comp_ctx_lengths_prefill', decode: 'weight_spec.comp_ctx_lengths_decode' };
+
+/** The serving features of a graph. */
+export interface ServingFeatures {
+  /** CCL buckets; `[]` lists when the graph takes comp_ctx_lengths but records none. */
+  ccl?: { prefill: number[]; decode: number[] };
+  /** On-device sampler: K = random_numbers' second dim; probs output present. */
+  sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
+}
+
+function lengths(v: string | undefined): number[] {
+  return (v ?? '').split(',').filter((s) => /^\d+$/.test(s.trim())).map(Number);
+}
+
+/** Reads the features from a model's inputs, outputs and metadata. */
+export function servingFeatures(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], metadata: { key: string; value: string }[]): ServingFeatures {
+  const f: ServingFeatures = {};
+  const meta = new Map(metadata.map((e) => [e.key, e.value]));
+  if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = { prefill: lengths(meta.get(CCL_KEYS.prefill)), decode: lengths(meta.get(CCL_KEYS.decode)) };
+  if (outputs.some((o) => o.name === 'next_tokens')) {
+    const rn = inputs.find((i) => i.name === 'random_numbers');
+    const buf = inputs.find((i) => i.name === 'past_repetition_penalty_buffer');
+    const k = rn?.dims[1];
+    const vocab = buf?.dims[1];
+    if (typeof k !== 'number' || typeof vocab !== 'number') {
+      throw new PipelineError(`${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`);
+    }
+    f.sampler = { maxTopK: k, returnPdfs: outputs.some((o) => o.name === 'probs'), vocab };
+  }
+  return f;
+}
+
+/** The smallest of `buckets` ∪ {ctxLen} with `maxPosition < bucket` (ctxLen when none is). */
+export function pickBucket(buckets: readonly number[], maxPosition: number, ctxLen: number): number {
+  const candidates = [...new Set([...buckets, ctxLen])].sort((a, b) => a - b);
+  return candidates.find((b) => maxPosition < b) ?? ctxLen;
+}
+
+/** The comp_ctx_lengths feed for a bucket (QEfficient feeds `np.zeros(length)`; only the length matters). */
+export function cclTensor(ort: OrtModule, bucket: number): OrtTensor {
+  return new ort.Tensor('int64', new BigInt64Array(bucket), [bucket]);
+}
+
+/** Fresh penalty buffers `[cacheBatch, vocab]` (bool). */
+export function samplerState(ort: OrtModule, cacheBatch: number, vocab: number): Record<string, OrtTensor> {
+  const z = () => new ort.Tensor('bool', new Uint8Array(cacheBatch * vocab), [cacheBatch, vocab]);
+  return { past_repetition_penalty_buffer: z(), past_presence_penalty_buffer: z() };
+}
+
+/** The sampler's per-call inputs for `batch` identical rows. */
+export function samplerFeeds(ort: OrtModule, p: SamplingParams, batch: number, maxTopK: number, lastAccepted: OrtTensor, uniforms: Float32Array): Record<string, OrtTensor> {
+  const col = (v: number) => new ort.Tensor('float32', new Float32Array(batch).fill(v), [batch, 1]);
+  const rn = new Float32Array(batch * maxTopK);
+  for (let b = 0; b < batch; b++) rn.set(uniforms, b * maxTopK);
+  return {
+    last_accepted_output_tokens: lastAccepted,
+    repetition_penalties: col(p.repetitionPenalty),
+    presence_penalties: col(p.presencePenalty),
+    temperatures: col(p.temperature),
+    // top-k off = every candidate the graph keeps
+    top_ks: new ort.Tensor('int32', new Int32Array(batch).fill(p.topK === 0 ? maxTopK : Math.min(p.topK, maxTopK)), [batch, 1]),
+    top_ps: col(p.topP),
+    min_ps: col(p.minP),
+    random_numbers: new ort.Tensor('float32', rn, [batch, maxTopK]),
+  };
+}
+
+/** Names of the sampler's retained buffers (fed back each call). */
+export const SAMPLER_STATE = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;
