@@ -13,8 +13,12 @@
  * - `QEfficient/transformers/sampler/sampler.py` `sampler_forward`: `next_tokens` int64
  *   `[batch, spec_length = 1, 1]`, `probs` float `[batch, 1, vocab]`.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
+import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
+import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, type ValueInfoObj } from '../src/export/graph';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
@@ -80,5 +84,23 @@ it('without --return-pdfs only next_tokens; without CCL no comp_ctx_lengths; wit
   expect(Object.fromEntries(c.model.metadataProps.map((e) => [e.key, e.value]))).toMatchObject({
     'weight_spec.comp_ctx_lengths_prefill': '32',
     'weight_spec.comp_ctx_lengths_decode': '48,64',
+  });
+});
+
+describeOnnxChecker('ONNX checker (python3-onnx, strict shape inference) on CCL and sampler graphs', () => {
+  it('opset 17: CCL + sampler + probs, with and without continuous batching, float32 and float16', () => {
+    const dir = tempDirs('ws-serving-onnx-')();
+    const a = archFromConfig(SYNTHETIC_CONFIGS.mistral, 'mistral/config.json');
+    const files = [
+      { continuousBatching: true, dtype: 'float32' as const },
+      { continuousBatching: false, dtype: 'float16' as const },
+    ].map((v, i) => {
+      const g = buildCausalLM(a, { ...v, ctxLen: 32, compCtxLengths: { prefill: [16], decode: [16, 32] }, sampler: { maxTopK: 40, returnPdfs: true } });
+      expect(g.model.opsetImport[0]!.version).toBe(17);
+      const f = path.join(dir, `serving-${i}.onnx`);
+      fs.writeFileSync(f, encodeBuiltModel(g.model));
+      return f;
+    });
+    expectOnnxValid(files);
   });
 });
