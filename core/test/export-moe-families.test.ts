@@ -25,7 +25,9 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { archFromConfig } from '../src/export/graph';
+import * as ort from 'onnxruntime-node';
 import { fromFloat32 } from '../src/formats/dtype';
+import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { writeSafetensors } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
@@ -204,6 +206,50 @@ describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the
         expect(ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '3').trim()).toBe(want.join(','));
       }
     }
+  });
+});
+
+describe('granitemoe legacy graphs: fused experts as HF holds them bind to the canonical prepared layout', () => {
+  it('input_linear [E, 2I, H] and output_linear [E, H, I] initializers resolve and are rebuilt bit for bit from prepared gate/up/down', async () => {
+    const cfg = SYNTHETIC_CONFIGS.granitemoe!;
+    const src = path.join(tmp, 'legacy-granitemoe');
+    mkdirSync(src, { recursive: true });
+    writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
+    const raw = randomCheckpoint(cfg, 5);
+    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    // a graph that embeds the layer-0 experts as the module holds them (QEfficient's patched
+    // GraniteMoE gathers rows of the whole parameters) and returns them unchanged
+    const m = 'model.layers.0.block_sparse_moe';
+    const names = [`${m}.input_linear.weight`, `${m}.output_linear.weight`];
+    const tensors = names.map((n) => raw.get(n)!);
+    const onnx = path.join(tmp, 'granitemoe-legacy.onnx');
+    writeFileSync(onnx, encodeModel({
+      irVersion: 8,
+      opsetImport: [{ domain: '', version: 17 }],
+      graph: {
+        name: 'g',
+        node: names.map((n, i) => makeNode('Identity', [n], [`out${i}`])),
+        initializer: names.map((n, i) => makeTensor(n, 'F32', tensors[i]!.shape, new Uint8Array(tensors[i]!.data.buffer))),
+        input: [],
+        output: names.map((_, i) => makeValueInfo(`out${i}`, 'F32', tensors[i]!.shape)),
+      },
+    }));
+    const out = path.join(tmp, 'granitemoe-legacy-export');
+    ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
+    const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
+    expect(report.unresolved).toEqual([]);
+    expect(report.inputs.map((i: { input: string }) => i.input)).toEqual([`${m}.moe_weights.gate`, `${m}.moe_weights.down`]);
+    const prepared = path.join(tmp, 'granitemoe-legacy-prepared');
+    ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+    ws('compile', out, '--prepared', prepared);
+    const rec = JSON.parse(readFileSync(path.join(out, 'compile.json'), 'utf8')) as { artifacts: { model: string } };
+    const session = await ort.InferenceSession.create(path.resolve(out, rec.artifacts.model));
+    const res = await session.run({});
+    tensors.forEach((t, i) => {
+      const got = res[`out${i}`]!;
+      expect(got.dims).toEqual(t.shape);
+      expect(Array.from(got.data as Float32Array)).toEqual(Array.from(t.data));
+    });
   });
 });
 

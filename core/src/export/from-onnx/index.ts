@@ -14,7 +14,7 @@ import type { WeightSpec } from '../../spec';
 import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
-import { fusedRowLocation, preparedLocation } from './prepared-location';
+import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 
 /** Options of {@link exportFromOnnx}. */
@@ -95,7 +95,11 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     // GPT-OSS: the legacy graph holds the MXFP4 experts dequantized; resolve them against the same dequantization
     dequantized = await mxfp4Sources(ckpt, new Set(inits.map((i) => i.shape.reduce((a, b) => a * b, 1))));
     const virtual = dequantized.locations(plan);
-    const locate = (key: string) => virtual.get(key) ?? (ckpt.has(key) ? fusedRowLocation(key, ckpt.get(key)!.shape, plan) : undefined) ?? preparedLocation(key, plan);
+    const fused = (key: string) => {
+      const shape = ckpt.get(key)?.shape;
+      return shape ? (fusedRowLocation(key, shape, plan) ?? graniteExpertsLocation(key, shape, plan)) : undefined;
+    };
+    const locate = (key: string) => virtual.get(key) ?? fused(key) ?? preparedLocation(key, plan);
     const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], { config, chunkBytes, onProgress: o.onProgress });
     const unresolved = resolutions.filter((r) => !r.key);
     const fatal = unresolved.filter(looksLikeWeight);
@@ -122,7 +126,9 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       // r.transposed: the initializer is the checkpoint key transposed; loc.transposed: so is
       // the prepared slice (canonical MoE [in, out]). Equal orientations need no Transpose.
       const flip = !!r.transposed !== !!loc.transposed;
-      const oriented = flip ? [...fromShape].reverse() : fromShape;
+      // a whole stacked [E, a, b] tensor flips per expert (its last two axes)
+      const perExpert = flip && fromShape.length === 3;
+      const oriented = !flip ? fromShape : perExpert ? [fromShape[0]!, fromShape[2]!, fromShape[1]!] : [...fromShape].reverse();
       const sameDims = oriented.length === init.dims.length && oriented.every((d, i) => d === init.dims[i]);
       rebuilds.push({
         name: r.name,
@@ -131,6 +137,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         ...(loc.interleave ? { interleave: loc.interleave.key, interleaveDims: loc.shape } : {}),
         ...(loc.concat ? { concat: loc.concat.key, concatRank: loc.shape.length } : {}),
         transpose: flip || undefined,
+        ...(perExpert ? { transposePerm: [0, 2, 1] } : {}),
         reshape: sameDims ? undefined : init.dims,
         castTo: onnxTypeOf(loc.dtype) === init.dataType ? undefined : init.dataType,
         affine: r.affine,

@@ -57,6 +57,31 @@ export function fusedRowLocation(key: string, shape: readonly number[], plan: Pl
   return same(down, [E, A, B]) ? down : undefined;
 }
 
+/**
+ * GraniteMoE's fused experts as HF holds them (`GraniteMoeParallelExperts.weight`
+ * `[E, out, in]`), which prepare splits into canonical `moe_weights`: `input_linear.weight
+ * [E, 2I, H]` is gate ⧺ up on the last axis of the prepared `[E, H, I]` pair, transposed per
+ * expert; `output_linear.weight [E, H, I]` is the prepared down `[E, I, H]` transposed.
+ */
+export function graniteExpertsLocation(key: string, shape: readonly number[], plan: PlannedOutputs): PreparedLoc | undefined {
+  const m = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(key);
+  if (!m || shape.length !== 3) return undefined;
+  const at = (role: string) => {
+    const k = `${m[1]}.moe_weights.${role}`;
+    const t = plan.outputs.get(k);
+    return t ? { key: k, ...t } : undefined;
+  };
+  const same = (t: { shape: number[] } | undefined, want: number[]) => !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+  const [E, A, B] = shape as [number, number, number];
+  if (m[2] === 'input_linear') {
+    const gate = at('gate');
+    const up = at('up');
+    return A % 2 === 0 && same(gate, [E, B, A / 2]) && same(up, [E, B, A / 2]) ? { ...gate!, concat: up!, transposed: true } : undefined;
+  }
+  const down = at('down');
+  return same(down, [E, B, A]) ? { ...down!, transposed: true } : undefined;
+}
+
 const EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
 const ROLE: Record<string, string> = { w1: 'gate', w3: 'up', w2: 'down', gate_proj: 'gate', up_proj: 'up', down_proj: 'down' };
 

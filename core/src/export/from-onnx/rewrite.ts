@@ -32,6 +32,8 @@ export interface Rebuild {
   /** Rank of `input` (the concat's last axis is rank − 1; the wire writer takes no negative ints). */
   concatRank?: number;
   transpose?: boolean;
+  /** The transpose's permutation (default `[1, 0]`; `[0, 2, 1]` for a whole stacked `[E, a, b]` tensor). */
+  transposePerm?: number[];
   /** Target dims when only the rank differs. */
   reshape?: number[];
   /** ONNX elem type to cast to when the prepared dtype differs from the graph's. */
@@ -111,7 +113,7 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
         nodes.push(node('Gather', [cur, `${tag}/expert`], [out], `${tag}/Gather`, [attrInt('axis', 0)]));
       });
     }
-    if (r.transpose) steps.push((out) => nodes.push(node('Transpose', [cur], [out], `${tag}/Transpose`, [attrInts('perm', [1, 0])])));
+    if (r.transpose) steps.push((out) => nodes.push(node('Transpose', [cur], [out], `${tag}/Transpose`, [attrInts('perm', r.transposePerm ?? [1, 0])])));
     if (r.reshape) {
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/shape`, r.reshape!, false));
