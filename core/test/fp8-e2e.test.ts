@@ -18,14 +18,23 @@
  * for every position t (conservative: the residual stream carries the unquantized part). The
  * reference is the bf16 model's fp32 logits (reference.json). Misread weights (raw E4M3 values,
  * 448/amax times too large, or scales ignored) give relative errors ≫ 1.
+ *
+ * A Qwen3-MoE checkpoint made in code with FP8 experts and attention (block 16, partial
+ * edges) goes the same way and is judged exactly: against the float64 reference forward of
+ * its dequantized weights (computed in the test), within the 1e-4 every f32 export meets.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
-import { quantizeCheckpoint, type QuantizeOptions } from './fp8-support';
+import { fromFloat32 } from '../src/formats/dtype';
+import { writeSafetensors } from '../src/formats/safetensors';
+import { quantizeBlocks, quantizeCheckpoint, type QuantizeOptions } from './fp8-support';
+import { referenceForward } from './graph-reference';
+import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { maxAbsDiff } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-fp8-e2e-'));
@@ -78,4 +87,38 @@ describeFixtures('FP8 llama fixture: export --config → prepare → compile →
       expect(Math.max(...rel)).toBeGreaterThan(1e-4);
     });
   }
+});
+
+it('qwen3_moe with FP8 experts and attention (checkpoint made in code): logits equal the reference forward of the dequantized weights', async () => {
+  const cfg = { ...SYNTHETIC_CONFIGS.qwen3_moe!, quantization_config: { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [16, 16] } };
+  const raw = randomCheckpoint(cfg, 5);
+  const src = path.join(tmp, 'qwen3-moe-fp8');
+  const tensors: Parameters<typeof writeSafetensors>[1] = [];
+  const dequantized = new Map(raw);
+  let quantized = 0;
+  for (const [key, t] of raw) {
+    if (!/(proj|experts\.\d+\.\w+)\.weight$/.test(key) || t.shape.length !== 2) {
+      tensors.push({ key, dtype: 'BF16', shape: t.shape, data: fromFloat32(t.data, 'BF16') });
+      continue;
+    }
+    const z = quantizeBlocks(t.data, t.shape, [16, 16]);
+    tensors.push({ key, dtype: 'F8_E4M3', shape: t.shape, data: z.q }, { key: key.replace(/weight$/, 'weight_scale_inv'), dtype: 'F32', shape: z.scaleShape, data: fromFloat32(z.scale, 'F32') });
+    dequantized.set(key, { shape: t.shape, data: z.expected });
+    quantized++;
+  }
+  expect(quantized).toBeGreaterThan(2 * 6 * 3); // every expert of both layers, and the attention
+  mkdirSync(src);
+  writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
+  await writeSafetensors(path.join(src, 'model.safetensors'), tensors);
+  const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
+  const ref = referenceForward(cfg, dequantized, ids);
+  const out = `${src}-export`;
+  const prepared = `${src}-qeff-prepared-float32`;
+  ws('export', '--config', src, '--out', out, '--ctx-len', '16');
+  ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+  ws('compile', out, '--prepared', prepared);
+  const dump = `${src}-logits.json`;
+  ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+  const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+  expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(1e-4);
 });
