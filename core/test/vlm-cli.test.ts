@@ -15,7 +15,7 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { configsDir, describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 
@@ -157,5 +157,25 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     const graphs = ['vision', 'language'].map((g) => path.join(work, 'out', g, 'model.onnx'));
     const compiled = ['vision', 'language'].map((g) => JSON.parse(readFileSync(path.join(work, 'out', g, 'compile.json'), 'utf8')).artifacts.model as string);
     for (const r of expectOnnxValid([...graphs, ...compiled])) expect(r.opset).toEqual([17]);
+  });
+});
+
+describeFixtures('the real Qwen3-VL-30B-A3B config (benchmark: npm run bench vlm-export)', () => {
+  it('exports both graphs from config.json alone: 27 vision blocks, deepstack [8, 16, 24], 48 MoE layers over one derived layout', () => {
+    const work = tmp();
+    const model = path.join(work, 'Qwen3-VL-30B-A3B');
+    mkdirSync(model);
+    copyFileSync(path.join(configsDir(), 'qwen3-vl-30b-a3b.json'), path.join(model, 'config.json'));
+    const r = spawnSync(process.execPath, [cli, 'export', '--config', model, '--out', path.join(work, 'out')], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/qwen3_vl_moe: vision 27 blocks, deepstack \[8, 16, 24\]; text 48 layers, 128 experts top-8/);
+    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
+    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
+    expect(v.model_id).toBe(l.model_id);
+    expect(v.inputs).toHaveLength(351);
+    expect(l.inputs.filter((i: { name: string }) => i.name.endsWith('.moe_weights.gate'))).toHaveLength(48);
+    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 151655, vision: { patch_size: 16, num_feature_layers: 3 } });
   });
 });
