@@ -193,6 +193,33 @@ describe('a dense FP8 tensor larger than one streamed chunk', () => {
   });
 });
 
+describe('compressed-tensors float8 strategies: tensor, group, block', () => {
+  // llm-compressor's FP8-BLOCK writes strategy "block" with block_structure; W = q · weight_scale (forward.py _dequantize)
+  const cases: [string, Record<string, unknown>, [number, number], number[] | undefined][] = [
+    ['tensor', { strategy: 'tensor' }, [100, 70], [1]],
+    ['group', { strategy: 'group', group_size: 14 }, [1, 14], undefined],
+    ['block', { strategy: 'block', block_structure: [32, 32] }, [32, 32], undefined],
+  ];
+  for (const [name, weights, block, scaleShape] of cases) {
+    it(`${name}: bit for bit in f32`, async () => {
+      const r = rng(11);
+      const z = quantizeBlocks(Float32Array.from({ length: 100 * 70 }, () => (r() - 0.5) * 2), [100, 70], block, 'BF16');
+      const d = path.join(tempDir('ws-ct-'), name);
+      fs.mkdirSync(d);
+      await writeSafetensors(path.join(d, 'model.safetensors'), [
+        { key: 'l.weight', dtype: 'F8_E4M3', shape: [100, 70], data: z.q },
+        { key: 'l.weight_scale', dtype: 'BF16', shape: scaleShape ?? z.scaleShape, data: fromFloat32(z.scale, 'BF16') },
+        { key: 'l.input_scale', dtype: 'F32', shape: [1], data: new Uint8Array(4) },
+      ]);
+      const quantization_config = { quant_method: 'compressed-tensors', format: 'float-quantized', config_groups: { group_0: { targets: ['Linear'], weights: { type: 'float', num_bits: 8, symmetric: true, dynamic: false, ...weights } } } };
+      fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ quantization_config }));
+      const out = await prepared(d, 'float32');
+      expect(out.keys()).toEqual(['l.weight']);
+      await expectDequantized(out, new Map([['l.weight', z.expected]]), 'F32');
+    });
+  }
+});
+
 describe('quantizations prepare cannot undo are refused at planning', () => {
   async function ckptWith(quant: Record<string, unknown> | undefined, tensors: Parameters<typeof writeSafetensors>[1]): Promise<string> {
     const d = path.join(tempDir('ws-fp8-refuse-'), 'model');
