@@ -37,7 +37,7 @@ describe('parseArgs', () => {
     [['--dtype'], /--dtype needs a value/],
     [['--dtype', '--json'], /--dtype needs a value/],
     [['--dtype', 'int4'], /must be one of float32, float16/],
-    [['--ctx-len', '1.5'], /needs an integer/],
+    [['--ctx-len', '1.5'], /needs a decimal integer/],
     [['--max-ram-gb', 'lots'], /needs a number/],
     [['--dtype', 'float32', '--dtype', 'float16'], /given twice/],
     [['--json=yes'], /takes no value/],

@@ -6,6 +6,7 @@
  */
 import { closestWord } from '../check/suggest';
 import { UsageError } from '../errors';
+import { printable } from '../paths/policy-error';
 
 /** How a flag's value is read. */
 export type FlagType = 'boolean' | 'string' | 'number' | 'int';
@@ -107,13 +108,24 @@ export function parseArgs<F extends FlagDefs>(argv: readonly string[], defs: F, 
 function convert(command: string, name: string, def: FlagDef, raw: string): string | number {
   if (def.type === 'string') {
     if (def.choices && !def.choices.includes(raw)) {
-      throw new UsageError(`${command}: --${name} must be one of ${def.choices.join(', ')} (got "${raw}")`);
+      throw new UsageError(`${command}: --${name} must be one of ${def.choices.join(', ')} (got "${printable(raw)}")`);
     }
+    // An empty value is never meant: `--out ''` would otherwise mean the current directory.
+    if (raw === '') throw new UsageError(`${command}: --${name} needs a value${def.placeholder ? ` ${def.placeholder}` : ''} (got an empty string)`);
     return raw;
   }
+  const shown = printable(raw);
+  if (def.type === 'int') {
+    // Decimal digits only (Number() would take 0x10, 1e3, " 7"), and exactly representable.
+    if (!/^-?\d+$/.test(raw)) throw new UsageError(`${command}: --${name} needs a decimal integer (got "${shown}")`);
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n)) throw new UsageError(`${command}: --${name} is too large (got ${shown}; at most ${Number.MAX_SAFE_INTEGER})`);
+    return n;
+  }
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${command}: --${name} needs a number (got "${raw}")`);
-  if (def.type === 'int' && !Number.isInteger(n)) throw new UsageError(`${command}: --${name} needs an integer (got "${raw}")`);
+  if (raw.trim() === '' || !Number.isFinite(n) || !/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(raw)) {
+    throw new UsageError(`${command}: --${name} needs a number (got "${shown}")`);
+  }
   return n;
 }
 

@@ -3,7 +3,7 @@
  * byte-for-byte like QEfficient, embed/extract the spec in ONNX metadata.
  */
 export * from './types';
-export { MAX_JSON_DEPTH, parseSpecText, readSpec, specFromText, type ParsedSpec } from './parse';
+export { MAX_JSON_DEPTH, parseSpecText, readSpec, specFromText, specTextOf, type ParsedSpec } from './parse';
 export { writeSpecText, writeSpec, specMetadataValue, specDocument } from './write';
 export { embedSpec, embedSpecInModel, extractSpec, extractSpecFromModel, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
 export { SpecOffsets, pathKey, formatPath } from './offsets';

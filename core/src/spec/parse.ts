@@ -276,13 +276,31 @@ function isAbsolutePath(p: string): boolean {
  * error (with its byte offset) when the file is unreadable or not a valid spec.
  */
 export async function readSpec(file: string): Promise<WeightSpec> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readRegularFile(file, 'utf8');
+    bytes = await readRegularFile(file);
   } catch (err) {
     throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${oneLine(err)}`);
   }
-  return specFromText(text, file);
+  return specFromText(specTextOf(bytes, file), file);
+}
+
+/**
+ * A spec file's bytes as text. A spec is UTF-8 JSON without a byte-order mark (QEfficient's
+ * json.load refuses a BOM too); a UTF-16 file or a BOM gets a message saying so, rather than
+ * a JSON syntax error at byte 0.
+ */
+export function specTextOf(bytes: Uint8Array, file: string): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    throw new FormatError(file, 'starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM', 0);
+  }
+  const utf16 = (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff) || (bytes.length >= 2 && (bytes[0] === 0 || bytes[1] === 0));
+  if (utf16) throw new FormatError(file, 'is UTF-16 encoded; a weight spec is UTF-8 JSON (save it as UTF-8)', 0);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new FormatError(file, 'is not valid UTF-8', Buffer.from(bytes).toString('utf8').indexOf('\ufffd'));
+  }
 }
 
 /** Like {@link readSpec} for text already in memory. Throws {@link FormatError} on errors. */

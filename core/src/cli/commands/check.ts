@@ -9,6 +9,7 @@ import { FormatError, oneLine, type Problem } from '../../errors';
 import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
 import { readRegularFile } from '../../paths';
+import { specTextOf } from '../../spec';
 import { requirePath } from '../input-paths';
 
 /** Line and column (both 1-based) of a text offset. */
@@ -47,7 +48,7 @@ export const checkCommand = defineCommand({
     const file = requirePath(io.cwd, args.positionals[0]!, 'file');
     let text: string;
     try {
-      text = await readRegularFile(file, 'utf8');
+      text = specTextOf(await readRegularFile(file), file);
     } catch (err) {
       throw err instanceof FormatError ? err : new FormatError(args.positionals[0]!, `cannot read: ${oneLine(err)}`);
     }
