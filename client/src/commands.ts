@@ -23,7 +23,7 @@ import {
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
 import { isSpecFile, specInfo } from './spec-state';
-import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath } from './targets';
+import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath, vlmSpecs } from './targets';
 
 const LAST_EXPORT = 'weightSpec.lastExport';
 
@@ -95,9 +95,11 @@ async function exportCommand(context: vscode.ExtensionContext, runner: CliRunner
   const args = exportArgs(isOnnx ? { onnx: source, checkpoint: checkpoint!, out } : { config: modelDir, out, dtype, ...(o.ctxLen ? { ctxLen: o.ctxLen } : {}) });
   await context.workspaceState.update(LAST_EXPORT, { mode: isOnnx ? 'onnx' : 'config', source, ...(checkpoint ? { checkpoint } : {}), out });
   const r = await runner.run(`Exporting ${stem}`, args, { cwd: modelDir });
-  if (r?.ok) {
-    const spec = path.join(path.resolve(modelDir, out), 'weight_spec.json');
-    if (fs.existsSync(spec) && o.out === undefined) void vscode.window.showTextDocument(vscode.Uri.file(spec), { preview: true });
+  if (r?.ok && o.out === undefined) {
+    // a VLM export is two graphs (vlm.json + vision/ + language/): show both specs
+    const outAbs = path.resolve(modelDir, out);
+    const specs = vlmSpecs(outAbs) ?? [path.join(outAbs, 'weight_spec.json')];
+    specs.filter((f) => fs.existsSync(f)).forEach((f, i) => void vscode.window.showTextDocument(vscode.Uri.file(f), { preview: specs.length === 1, preserveFocus: i > 0 }));
   }
   return r && { ...r, out: path.resolve(modelDir, out) };
 }
@@ -153,7 +155,7 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
 
 async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ backend: Backend; prepared: string }>, force: boolean): Promise<CommandResult> {
   let target = targetPath(arg);
-  if (target && !specOf(target)) {
+  if (target && !specOf(target) && !vlmSpecs(target)) {
     if (arg !== undefined) throw new Error(`${target} is not an export folder (no weight_spec.json there)`);
     target = undefined;
   }

@@ -52,6 +52,12 @@ export function specOf(p: string): string | undefined {
   return any ? path.join(dir, any) : undefined;
 }
 
+/** The two specs of a VLM export folder (`vlm.json` + `vision/` + `language/`), else undefined. */
+export function vlmSpecs(dir: string): string[] | undefined {
+  if (!fs.existsSync(path.join(dir, 'vlm.json'))) return undefined;
+  return ['vision', 'language'].map((g) => path.join(dir, g, 'weight_spec.json'));
+}
+
 /** Asks for one folder. */
 export async function pickFolder(title: string, defaultPath?: string): Promise<string | undefined> {
   const r = await vscode.window.showOpenDialog({
