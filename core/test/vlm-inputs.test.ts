@@ -45,6 +45,14 @@ it('get_rope_index refuses too few image tokens and video prompts with one line'
   expect(() => getRopeIndex([302, 301], [], cfg)).toThrow(/video/);
 });
 
+it('a FIFO given as --pixel-values or --image is refused with one line, not read', () => {
+  const t = tmp();
+  const fifo = path.join(t, 'pipe');
+  execFileSync('mkfifo', [fifo]);
+  expect(() => readPixelValues(fifo)).toThrow(/pipe/);
+  expect(() => decodeImage(fifo)).toThrow(/pipe/);
+});
+
 it('smart_resize keeps multiples of the factor and rounds like Python', () => {
   expect(smartResize(16, 16, 8, 64, 1 << 20)).toEqual([16, 16]);
   // 500/28 = 17.86 → 18·28; 375/28 = 13.39 → 13·28

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
+import { readRegularFileSync } from '../../paths';
 
 /** An RGB image, `height × width × 3` bytes, row-major. */
 export interface RgbImage {
@@ -47,12 +48,7 @@ function load<T>(name: string): T {
 
 /** Decodes a PNG or JPEG file (by its signature) to 8-bit RGB. */
 export function decodeImage(file: string): RgbImage {
-  let bytes: Buffer;
-  try {
-    bytes = fs.readFileSync(file);
-  } catch (e) {
-    throw new UsageError(`${file}: cannot read image: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
+  const bytes = readRegularFileSync(file); // refuses FIFOs, devices and directories with one line
   let rgba: { width: number; height: number; data: Uint8Array };
   try {
     if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
@@ -165,7 +161,7 @@ export function processorConfig(dir: string | undefined, sizes: { patch: number;
   if (!file || !fs.existsSync(file)) return c;
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    raw = JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown>;
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }

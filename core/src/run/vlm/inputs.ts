@@ -4,21 +4,20 @@
  * and `image_grid_thw` (`[[t, h, w], …]`), as the fixtures' reference.json does; images go
  * through the Qwen processor steps (image.ts) with the model's preprocessor_config.json.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { FormatError, UsageError } from '../../errors';
+import { FormatError } from '../../errors';
+import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig } from './image';
 import type { VlmImages } from './vlm-runner';
 
 /** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
 export function readPixelValues(file: string): VlmImages {
+  const text = readRegularFileSync(file, 'utf8'); // refuses FIFOs, devices and directories with one line
   let raw: { pixel_values?: unknown; image_grid_thw?: unknown };
   try {
-    raw = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof raw;
+    raw = JSON.parse(text) as typeof raw;
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code) throw new UsageError(`${file}: cannot read (${code})`);
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }
   const pv = raw?.pixel_values;

@@ -16,6 +16,7 @@ import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../
 import { argmax, logitRows } from '../runner';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
+import { readRegularFileSync } from '../../paths';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
 export interface VlmImages {
@@ -36,7 +37,7 @@ export function readVlmManifest(dir: string): VlmManifest {
   const file = path.join(dir, VLM_MANIFEST);
   let m: VlmManifest;
   try {
-    m = JSON.parse(fs.readFileSync(file, 'utf8')) as VlmManifest;
+    m = JSON.parse(readRegularFileSync(file, 'utf8')) as VlmManifest;
   } catch (e) {
     throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
   }
