@@ -51,7 +51,8 @@ describe('export --config writes a complete, consistent export directory', () =>
       const spec = parsed.spec!;
       expect(spec.version).toBe(5);
       expect(spec.model_id).toBe(prepared);
-      expect(spec.model_name).toBe(name);
+      // the architecture class, as QEfficient writes model_name (HF's class of the model_type when config.json has no architectures)
+      expect(spec.model_name).toBe({ qwen3_moe: 'Qwen3MoeForCausalLM', 'gpt2-prefixed': 'GPT2LMHeadModel', mistral: 'MistralForCausalLM' }[name]);
       expect(text.endsWith('}')).toBe(true);
       const bytes = readFileSync(path.join(out, 'model.onnx'));
       expect(onnxMetadata(bytes).get(SPEC_METADATA_KEY)).toBe(specMetadataValue(spec));
@@ -140,7 +141,7 @@ describe('export --config writes a complete, consistent export directory', () =>
     const out = path.join(tmp, 'by-file-out');
     await exportFromConfig({ config: path.join(dir, 'config.json'), out });
     const spec = parseSpecText(readFileSync(path.join(out, 'weight_spec.json'), 'utf8'), 's').spec!;
-    expect(spec.model_name).toBe('by-file');
+    expect(spec.model_name).toBe('GemmaForCausalLM');
     expect(spec.inputs.map((i) => i.name)).not.toContain('lm_head.weight'); // Gemma ties the head
   });
 

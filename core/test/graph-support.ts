@@ -94,7 +94,8 @@ export class GraphRunner {
     const session = await ort.InferenceSession.create(encodeBuiltModel(g.model));
     const feeds: Record<string, ort.Tensor> = {};
     for (const w of g.weights) {
-      const t = weights.get(w.name);
+      // inputs are named by parameter path; a GPT-2 checkpoint saved from GPT2Model lacks `transformer.`
+      const t = weights.get(w.name) ?? weights.get(w.name.replace(/^transformer\./, ''));
       if (!t) throw new Error(`checkpoint lacks ${w.name}`);
       if (JSON.stringify(t.shape) !== JSON.stringify(w.shape)) throw new Error(`${w.name}: shape ${t.shape} != ${w.shape}`);
       feeds[w.name] = half ? new ort.Tensor('float16', toHalf(t), t.shape) : new ort.Tensor('float32', t.data, t.shape);

@@ -14,6 +14,8 @@ import type { WeightSpec } from '../../spec';
 import { exportSummary, formatBytes, nextSteps, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
+import { modelClassName } from '../graph/layout';
+import { baseModelPrefix } from '../../resolve/name-strategies';
 import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 
@@ -112,14 +114,17 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
 
     // Map each resolved key to the prepared layout and plan the rebuild of each initializer.
     const rebuilds: Rebuild[] = [];
-    const inputs = new Map<string, NewInput & { file: string }>();
+    const inputs = new Map<string, NewInput & { file: string; key: string }>();
+    // Graph inputs are named by the module's parameter path, as QEfficient names them (GPT-2
+    // checkpoints saved without `transformer.`: input `transformer.wte.weight`, key `wte.weight`).
+    const nameOf = (key: string) => paramPathOf(key, config);
     const graphType = new Map(model.initializers.map((i) => [i.name, i]));
     for (const r of resolutions) {
       if (!r.key) continue;
       const loc = locate(r.key);
       const init = graphType.get(r.name)!;
       for (const l of [loc, loc.interleave, loc.concat]) {
-        if (l && !inputs.has(l.key)) inputs.set(l.key, { name: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
+        if (l && !inputs.has(l.key)) inputs.set(l.key, { name: nameOf(l.key), key: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
       }
       const whole = loc.interleave || loc.concat ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
       const fromShape = loc.expert !== undefined ? whole.slice(1) : whole;
@@ -132,10 +137,10 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       const sameDims = oriented.length === init.dims.length && oriented.every((d, i) => d === init.dims[i]);
       rebuilds.push({
         name: r.name,
-        input: loc.key,
+        input: nameOf(loc.key),
         gather: loc.expert,
-        ...(loc.interleave ? { interleave: loc.interleave.key, interleaveDims: loc.shape } : {}),
-        ...(loc.concat ? { concat: loc.concat.key, concatRank: loc.shape.length } : {}),
+        ...(loc.interleave ? { interleave: nameOf(loc.interleave.key), interleaveDims: loc.shape } : {}),
+        ...(loc.concat ? { concat: nameOf(loc.concat.key), concatRank: loc.shape.length } : {}),
         transpose: flip || undefined,
         ...(perExpert ? { transposePerm: [0, 2, 1] } : {}),
         reshape: sameDims ? undefined : init.dims,
@@ -150,9 +155,9 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     const files = [...new Set(newInputs.map((i) => i.file))].sort();
     const spec: WeightSpec = {
       files: files.map((f) => ({ format: 'safetensors', path: `${linkName}/${f}` })),
-      inputs: newInputs.map((i) => ({ location: { file: files.indexOf(i.file), key: i.name }, name: i.name })),
+      inputs: newInputs.map((i) => ({ location: { file: files.indexOf(i.file), key: i.key }, name: i.name })),
       model_id: plan.outDir,
-      model_name: typeof config.model_type === 'string' ? `${path.basename(path.resolve(o.checkpoint))}` : path.basename(o.onnx, '.onnx'),
+      model_name: modelClassName(config, typeof config.model_type === 'string' ? path.basename(path.resolve(o.checkpoint)) : path.basename(o.onnx, '.onnx')),
       version: 5,
     };
     const byStrategy: Record<string, number> = {};
@@ -176,7 +181,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
           .map((r) => ({
             initializer: r.name,
             key: r.key,
-            input: locate(r.key!).key,
+            input: nameOf(locate(r.key!).key),
             ...(locate(r.key!).interleave ? { interleaved_with: locate(r.key!).interleave!.key } : {}),
             ...(locate(r.key!).concat ? { concatenated_with: locate(r.key!).concat!.key } : {}),
             ...(dequantized!.origin(r.key!) ? { dequantized_from: dequantized!.origin(r.key!) } : {}),
@@ -219,4 +224,15 @@ export async function fromOnnxSummary(r: FromOnnxResult): Promise<string[]> {
       `weight-spec compile ${path.dirname(r.written.modelFile)}`,
     ]),
   );
+}
+
+/**
+ * The module parameter path of a checkpoint key: keys of a `transformer.`-prefixed model
+ * (GPT-2 family) saved from the bare trunk lack the prefix the causal-LM module has; the head
+ * (`lm_head.*`) lives outside the trunk.
+ */
+function paramPathOf(key: string, config: Record<string, unknown>): string {
+  const prefix = baseModelPrefix(config);
+  if (prefix !== 'transformer' || key.startsWith('transformer.') || key.startsWith('lm_head.')) return key;
+  return `transformer.${key}`;
 }

@@ -15,7 +15,7 @@ import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
 import { DEFAULT_MAX_TOP_K } from './sampler';
-import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from './layout';
+import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from './vlm/config';
 import { exportVlm } from './vlm/export-vlm';
@@ -145,23 +145,24 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
   layout ??= layoutFromConfig(arch, built.weights, preparedDirFor(cfg.dir, dtype), dtype);
-  checkLayout(built.weights, layout, cfg.file);
+  const keyOf = checkLayout(built.weights, layout, cfg.file, cfg.raw as Record<string, unknown>);
   const tBuild = performance.now();
 
   const link = path.basename(layout.dir);
   const fileIndex = new Map<string, number>();
   const files: WeightSpec['files'] = [];
   const inputs: WeightSpec['inputs'] = built.weights.map((w) => {
-    const f = layout.tensors.get(w.name)!.file;
+    const key = keyOf.get(w.name)!;
+    const f = layout.tensors.get(key)!.file;
     let idx = fileIndex.get(f);
     if (idx === undefined) {
       idx = files.length;
       fileIndex.set(f, idx);
       files.push({ format: 'safetensors', path: `${link}/${f}` });
     }
-    return { location: { file: idx, key: w.name }, name: w.name };
+    return { location: { file: idx, key }, name: w.name };
   });
-  const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: path.basename(cfg.dir) };
+  const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: modelClassName(cfg.raw, path.basename(cfg.dir)) };
   const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
 

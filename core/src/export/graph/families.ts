@@ -187,9 +187,10 @@ function gpt2Arch(raw: unknown, file: string, opts: ArchOptions): ArchSpec {
   if (H % nh !== 0) refuse(file, 'n_embd', `(${H}) is not divisible by n_head (${nh})`);
   const hd = H / nh;
   const I = c.n_inner ?? 4 * H;
-  // HF GPT2LMHeadModel's modules live under `transformer.`; checkpoints saved from GPT2Model
-  // (e.g. the original openai-community/gpt2) have no prefix. The keys decide.
-  const prefix = opts.keys && !opts.keys.has('transformer.wte.weight') && opts.keys.has('wte.weight') ? '' : 'transformer.';
+  // Inputs are named by GPT2LMHeadModel's parameter paths (`transformer.…`), as QEfficient
+  // names them; checkpoints saved from GPT2Model (the original openai-community/gpt2) have
+  // keys without the prefix — the spec maps name → key (export-config.ts, keyForInput).
+  const prefix = 'transformer.';
   const conv = (name: string, inp: number, out: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, in: inp, out, conv1d: true });
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
   const layers: LayerSpec[] = [];

@@ -12,6 +12,7 @@ import { PipelineError } from '../../errors';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
 import { moeWeightInputs } from './moe';
+import { proposeByName } from '../../resolve/name-strategies';
 
 /** One planned tensor of the prepared checkpoint. */
 export interface PlannedTensor {
@@ -78,17 +79,50 @@ export function layoutFromConfig(a: ArchSpec, weights: WeightInput[], dir: strin
 }
 
 /**
- * Checks that the layout holds every weight input with the shape the graph declares; a
- * mismatch means config.json and the checkpoint disagree, and the graph would not bind.
+ * The prepared key a graph input reads. Inputs are named by the module's parameter path, as
+ * QEfficient names them; the checkpoint may store the tensor under another key (GPT-2 saved
+ * from GPT2Model: `wte.weight` for `transformer.wte.weight`). QEfficient's name strategies
+ * decide, in its order (exact, strip `base_model.`, add/strip the base-model prefix, …).
  */
-export function checkLayout(weights: WeightInput[], layout: PreparedLayout, configFile: string): void {
+export function keyForInput(name: string, layout: PreparedLayout, config?: Record<string, unknown>): string | undefined {
+  if (layout.tensors.has(name)) return name;
+  return proposeByName(name, (k) => layout.tensors.has(k), config).find((p) => p.strategy !== 'tied')?.key;
+}
+
+/**
+ * Checks that the layout holds every weight input with the shape the graph declares (a
+ * mismatch means config.json and the checkpoint disagree, and the graph would not bind) and
+ * returns each input's key in the layout.
+ */
+export function checkLayout(weights: WeightInput[], layout: PreparedLayout, configFile: string, config?: Record<string, unknown>): Map<string, string> {
+  const keys = new Map<string, string>();
   for (const w of weights) {
-    const t = layout.tensors.get(w.name);
+    const key = keyForInput(w.name, layout, config);
+    const t = key === undefined ? undefined : layout.tensors.get(key);
     if (!t) {
       throw new PipelineError(`${configFile}: the prepared checkpoint would have no tensor "${w.name}" (the graph needs it; does config.json match the checkpoint?)`);
     }
     if (t.shape.length !== w.shape.length || t.shape.some((d, i) => d !== w.shape[i])) {
-      throw new PipelineError(`${configFile}: "${w.name}" is [${t.shape.join(', ')}] in the prepared checkpoint but the config implies [${w.shape.join(', ')}]`);
+      throw new PipelineError(`${configFile}: "${key}" is [${t.shape.join(', ')}] in the prepared checkpoint but the config implies [${w.shape.join(', ')}]`);
     }
+    keys.set(w.name, key!);
   }
+  return keys;
+}
+
+const ARCHITECTURE_CLASS: Record<string, string> = {
+  llama: 'LlamaForCausalLM', mistral: 'MistralForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM',
+  gemma: 'GemmaForCausalLM', gpt2: 'GPT2LMHeadModel', mixtral: 'MixtralForCausalLM', qwen3_moe: 'Qwen3MoeForCausalLM',
+};
+
+/**
+ * The spec's `model_name`: the architecture class (`LlamaForCausalLM`), as QEfficient writes
+ * `self.model.__class__.__name__` — config.json's `architectures[0]`, else the Hugging Face
+ * class of its `model_type`, else `fallback`.
+ */
+export function modelClassName(config: unknown, fallback: string): string {
+  const c = (config ?? {}) as { architectures?: unknown; model_type?: unknown };
+  const first = Array.isArray(c.architectures) ? c.architectures[0] : undefined;
+  if (typeof first === 'string' && first.length > 0) return first;
+  return (typeof c.model_type === 'string' ? ARCHITECTURE_CLASS[c.model_type] : undefined) ?? fallback;
 }
