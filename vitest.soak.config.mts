@@ -7,5 +7,6 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    globalSetup: ['test/support/temp-guard.ts'],
   },
 });

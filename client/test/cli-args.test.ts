@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -15,6 +14,9 @@ import {
   runArgs,
   taskArgs,
 } from '../src/cli-args';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const repo = path.resolve(__dirname, '..', '..');
 
@@ -91,7 +93,7 @@ describe('the problem matcher', () => {
   });
 
   it.runIf(fs.existsSync(path.join(repo, 'dist', 'cli.js')))('matches the error line the real CLI prints for a corrupt file', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-pm-'));
+    const dir = tmpDir('ws-pm-');
     const bad = path.join(dir, 'broken.safetensors');
     fs.writeFileSync(bad, Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x7b]));
     const r = spawnSync(process.execPath, [path.join(repo, 'dist', 'cli.js'), 'inspect', bad], { encoding: 'utf8' });

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI_ENV, cliEnv, cliToolEnv, runCli } from '../src/cli-process';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 // A stand-in CLI written here: prints plain progress lines like core's progress.ts does when
 // stderr is not a terminal, then writes its output file last (as core's sentinels are).
@@ -29,7 +31,7 @@ tick();
 }
 
 describe('runCli', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-cli-'));
+  const dir = tmpDir('ws-cli-');
   const cli = fakeCli(dir);
 
   it('reports progress percentages and collects stdout', async () => {

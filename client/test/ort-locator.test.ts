@@ -1,8 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { locateOrt, ortPackageDir, storagePrefix } from '../src/ort-locator';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const repo = path.resolve(__dirname, '..', '..');
 const realOrt = path.join(repo, 'node_modules', 'onnxruntime-node');
@@ -37,7 +39,7 @@ describe('locateOrt', () => {
   });
 
   it('setting first, then workspace, extension dir and storage, in that order', () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-ort-'));
+    const root = tmpDir('ws-ort-');
     const ws = path.join(root, 'ws');
     const ext = path.join(root, 'ext');
     const storage = path.join(root, 'storage');
@@ -55,7 +57,7 @@ describe('locateOrt', () => {
   });
 
   it('a setting that holds no onnxruntime-node is an error, not a silent fallback', () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-ort-'));
+    const root = tmpDir('ws-ort-');
     const other = fakePackage(path.join(root, 'not-ort'), 'left-pad');
     const r = locateOrt({ setting: other, workspaceFolders: [repo], trusted: true, storageDir: root });
     expect(r).toEqual({ error: `weightSpec.onnxRuntimePath: ${other} holds no onnxruntime-node package` });

@@ -4,11 +4,13 @@
 // The zip is read with core's own ZipReader.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ZipReader } from '../../core/src/formats/pickle/zip';
 import { VSIX_FILES, VSIX_MAX_BYTES } from '../../test/e2e/vsix.mjs';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const repo = path.resolve(__dirname, '..', '..');
 // The bundle entry points; until every one is written (parts are built in parallel) the
@@ -22,7 +24,7 @@ describe('the packaged .vsix', () => {
     for (const f of ['extension.js', 'server.js', 'cli.js', 'prepare-worker.js']) {
       expect(fs.existsSync(path.join(repo, 'dist', f)), `dist/${f} must be built before packaging (npm run build)`).toBe(true);
     }
-    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-vsix-')), 'weight-spec.vsix');
+    const out = path.join(tmpDir('ws-vsix-'), 'weight-spec.vsix');
     execFileSync(path.join(repo, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--out', out], {
       cwd: repo,
       stdio: ['ignore', 'pipe', 'pipe'],

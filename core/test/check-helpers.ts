@@ -1,9 +1,9 @@
 // Test data for the checker, made in code: safetensors files built byte by byte from the
 // format's definition (independent of core/src/formats), in a fresh temp directory.
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { varint } from './wire-bytes';
+import { tempDirs } from '../../test/support/temp';
 
 const SIZE: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1, I8: 1, BOOL: 1, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1 };
 
@@ -25,9 +25,11 @@ export function safetensorsBytes(tensors: { key: string; dtype: string; shape: n
   return Buffer.concat([len, Buffer.from(json), data]);
 }
 
-/** A fresh temp dir. */
+const made = tempDirs('ws-check-');
+
+/** A fresh temp dir, removed after the importing test file's tests. */
 export function tempDir(prefix = 'ws-check-'): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
+  return made(prefix);
 }
 
 /** Writes a safetensors file (creating parent dirs) and returns its path. */

@@ -3,20 +3,22 @@
  * and no export directory that looks complete.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fromFloat32 } from '../src/formats/dtype';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { writeSafetensors } from '../src/formats/safetensors';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
 
 async function setup(): Promise<{ dir: string; ckpt: string }> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-export-err-'));
+  const dir = tmpDir('ws-export-err-');
   const ckpt = path.join(dir, 'ckpt');
   mkdirSync(ckpt);
   await writeSafetensors(path.join(ckpt, 'model.safetensors'), [

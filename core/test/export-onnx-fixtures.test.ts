@@ -4,11 +4,13 @@
  * fixtures' reference logits (computed by PyTorch, not by us).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync, statSync, symlinkSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
@@ -43,7 +45,7 @@ interface Reference {
 }
 
 describeFixtures('export --onnx on the fixtures (export → prepare → compile → run)', () => {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'ws-export-onnx-'));
+  const root = tmpDir('ws-export-onnx-');
   beforeAll(() => {
     ok(['--version']);
   });

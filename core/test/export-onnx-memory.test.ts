@@ -6,7 +6,7 @@
  * `--max-ram-mb` keeps the process's peak RSS bounded.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +15,9 @@ import { encodeModel, makeNode, makeTensor, makeValueInfo, type ModelProto } fro
 import { writeSafetensors } from '../src/formats/safetensors';
 import { rng } from '../src/demo/tiny-model';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 const next = rng(99);
@@ -99,7 +102,7 @@ async function runOrt(model: string, x: Float32Array, n: number): Promise<Float3
 
 describe('export --onnx on a legacy-style model made in code', () => {
   it('computes exactly what the embedded model computes, after prepare and compile', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-legacy-parity-'));
+    const dir = tmpDir('ws-legacy-parity-');
     const ckpt = path.join(dir, 'ckpt');
     spawnSync('mkdir', ['-p', ckpt]);
     const n = 48;
@@ -126,7 +129,7 @@ describe('export --onnx on a legacy-style model made in code', () => {
   });
 
   it('keeps peak memory bounded when the weights exceed --max-ram-mb', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-legacy-mem-'));
+    const dir = tmpDir('ws-legacy-mem-');
     const ckpt = path.join(dir, 'ckpt');
     spawnSync('mkdir', ['-p', ckpt]);
     const n = 2048;
@@ -143,7 +146,7 @@ describe('export --onnx on a legacy-style model made in code', () => {
   });
 
   it('gives several graphs over one checkpoint each its own spec over the same prepared files', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-legacy-shared-'));
+    const dir = tmpDir('ws-legacy-shared-');
     const ckpt = path.join(dir, 'ckpt');
     spawnSync('mkdir', ['-p', ckpt]);
     const n = 16;

@@ -4,15 +4,17 @@
  * file (as a legacy fp32 export embeds them).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { proposeByName, resolveInitializers, type InitializerInput, type KeyTensor } from '../src/resolve';
 import { rng } from '../src/demo/tiny-model';
+import { tempDirs } from '../../test/support/temp';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-resolve-'));
+const tmpDir = tempDirs('ws-');
+
+const dir = tmpDir('ws-resolve-');
 const next = rng(7);
 
 function randomBf16(n: number): Float32Array {

@@ -1,6 +1,5 @@
 // weight_spec model: QEfficient-exact v5 writing, every version's reader, offsets, ONNX embed.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FormatError } from '../src/errors';
@@ -21,6 +20,9 @@ import {
   type WeightSpec,
 } from '../src/spec';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const tmpDir = tempDirs('ws-');
 
 const samplePath = () => path.join(fixturesDir(), 'qeff-v5-llama.weight_spec.json');
 
@@ -238,7 +240,7 @@ describeFixtures('ONNX metadata embedding in a real model', () => {
 
 describe('file I/O', () => {
   it('writeSpec is atomic and leaves no temp file; readSpec reads it back', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-spec-'));
+    const dir = tmpDir('ws-spec-');
     const file = path.join(dir, 'weight_spec.json');
     const spec: WeightSpec = { version: 5, files: [{ path: 'a.safetensors', format: 'safetensors' }], inputs: [{ name: 'w', location: { file: 0, key: 'k' } }] };
     writeFileSync(file, 'old');
@@ -248,7 +250,7 @@ describe('file I/O', () => {
     expect(await readSpec(file)).toEqual(spec);
   });
   it('readSpec raises one FormatError naming the file and byte', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ws-spec-'));
+    const dir = tmpDir('ws-spec-');
     const file = path.join(dir, 'bad.json');
     const text = '{"version": 5, "files": [], "inputs": [{"name": 3}]}';
     writeFileSync(file, text);

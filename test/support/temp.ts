@@ -8,14 +8,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
 
-/** A maker of fresh temp directories (`prefix` + random suffix), removed after the file's tests. */
-export function tempDirs(prefix: string): () => string {
+/**
+ * A maker of fresh temp directories (`prefix` + random suffix, or the prefix given to the
+ * call), removed after the file's tests. Call it at the top level of a test file (or of a
+ * helper module a test file imports), where vitest accepts the `afterAll` it registers.
+ */
+export function tempDirs(prefix: string): (callPrefix?: string) => string {
   const made: string[] = [];
   afterAll(() => {
     for (const d of made) fs.rmSync(d, { recursive: true, force: true });
   });
-  return () => {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return (callPrefix = prefix) => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), callPrefix));
     made.push(d);
     return d;
   };
