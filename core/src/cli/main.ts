@@ -7,6 +7,7 @@ import { closestWord } from '../check/suggest';
 import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
 import { describeFlags, parseArgs } from './args';
 import { errnoSentence } from './input-paths';
+import { abandonWork, setWorkNotices } from '../paths';
 import { println, type CliIO, type CommandSpec } from './command';
 import { checkCommand } from './commands/check';
 import { compileCommand } from './commands/compile';
@@ -62,6 +63,7 @@ export function commandUsage(c: CommandSpec): string {
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
+  setWorkNotices((line) => println(io.stderr, `weight-spec: ${line}`));
   if (name === undefined) {
     println(io.stderr, usage());
     return 2;
@@ -132,6 +134,15 @@ export function runCli(): void {
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
   });
+  // Ctrl-C / kill: remove this run's temporaries and lock, say what state the output is in,
+  // exit 128 + signal number (130 SIGINT, 143 SIGTERM). Worker threads end with the process.
+  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(sig, () => {
+      const lines = abandonWork();
+      process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}weight-spec: interrupted (${sig})${lines.length ? `: ${lines.join('; ')}` : ''}\n`);
+      process.exit(code);
+    });
+  }
   main(process.argv.slice(2), io).then(
     (code) => {
       process.exitCode = code;

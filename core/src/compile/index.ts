@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { MANIFEST_FILE, SENTINEL_FILE, preparedStatus } from '../prepare/manifest';
-import { printable } from '../paths';
+import { beginWork, printable, type WorkScope } from '../paths';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
 import { bindOrt } from './bind-ort';
@@ -156,6 +156,17 @@ async function verifyOrt(
 
 /** Compiles `exportDir` (see the module comment). */
 export async function compile(exportDir: string, opts: CompileOptions): Promise<CompileResult> {
+  // The record's temporaries go to the export, the artifact's to <export>/compiled or the
+  // prepared directory (added once located): an interrupt removes exactly these.
+  const scope = opts.dryRun ? undefined : beginWork(exportDir, [exportDir, path.join(exportDir, 'compiled')]);
+  try {
+    return await compileScoped(exportDir, opts, scope);
+  } finally {
+    scope?.end();
+  }
+}
+
+async function compileScoped(exportDir: string, opts: CompileOptions, scope: WorkScope | undefined): Promise<CompileResult> {
   const t0 = performance.now();
   const log = opts.log ?? (() => undefined);
   const backend = opts.backend;
@@ -176,6 +187,7 @@ export async function compile(exportDir: string, opts: CompileOptions): Promise<
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
   const source = loc && !opts.dryRun ? await checkPrepared(loc, log, backend === 'ort' || !!opts.prepared) : undefined;
+  if (loc) scope?.addDir(loc.dir);
   const options = optionsOf(loc?.dir);
   const where = loc ?? { dir: '', files: [], rel: [] };
   const fp: Fingerprint = computeFingerprint(inp, where, backend, options);

@@ -18,7 +18,7 @@ import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
-import { createOutputGuard, tempPathFor } from '../paths';
+import { beginWork, createOutputGuard, tempPathFor, type OutputGuard, type WorkScope } from '../paths';
 import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from './report';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
 
@@ -76,6 +76,15 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   const outDir = path.resolve(o.outDir);
   const owned = previousArtifacts(outDir);
   const guard = createOutputGuard(outDir, { owned });
+  const scope = beginWork(outDir, [outDir]);
+  try {
+    return await writeInScope(o, outDir, owned, guard, scope);
+  } finally {
+    scope.end();
+  }
+}
+
+async function writeInScope<M>(o: ExportOutput<M>, outDir: string, owned: string[], guard: OutputGuard, scope: WorkScope): Promise<ExportWritten> {
   for (const f of [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report]) {
     const abs = path.join(outDir, f);
     if (existsSync(abs) && !guard.owns(abs)) {
@@ -88,6 +97,7 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   // that lets the next export replace them, and that no reader takes for a complete export.
   const claimed = [...new Set([...owned.filter((n) => !Object.values(EXPORT_FILES).includes(n as never)), ...Object.keys(o.links ?? {})])];
   await guard.writeFile(EXPORT_FILES.report, JSON.stringify({ tool: EXPORT_REPORT_TOOL, state: 'writing', links: claimed }, null, 2) + '\n');
+  scope.partial = `${outDir} holds an unfinished export (its export-report.json says "writing"); run the export again`;
 
   const specText = writeSpecText(o.spec);
   const bytes = o.encode(o.model, embedSpec(o.metadataOf(o.model), o.spec) as MetadataEntry[]);
@@ -119,6 +129,7 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
     model_id: o.spec.model_id,
   };
   const reportFile = await guard.writeFile(EXPORT_FILES.report, JSON.stringify(report, null, 2) + '\n');
+  scope.committed = true;
   return { modelFile, specFile, reportFile, modelBytes: bytes.length, specBytes: Buffer.byteLength(specText), links, report };
 }
 

@@ -43,3 +43,4 @@ export {
   tempPathFor,
   writeError,
 } from './atomic';
+export { abandonWork, beginWork, setWorkNotices, type WorkScope } from './interrupt';

@@ -3,11 +3,12 @@
  * tasks into a temp sibling directory and finalize it into place.
  */
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress } from './executor';
 import { finalizePrepared, removeLeftovers } from './finalize';
 import { checkApartFromSource, checkReplaceable, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
-import { assertWritableDir, makeTempSiblingDir } from '../paths';
+import { assertWritableDir, beginWork, makeTempSiblingDir, type WorkScope } from '../paths';
 import { safetensorsSource, type BinConversion } from './bin-source';
 import { planPrepare } from './planner';
 import type { PrepareOptions, PreparePlan } from './types';
@@ -46,15 +47,18 @@ export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult
   checkApartFromSource(plan.outDir, plan.source);
   assertWritableDir(plan.outDir);
   const lock = await lockOutput(plan.outDir);
+  // The temp sibling and the lock live beside the output; its leftovers inside it.
+  const scope = beginWork(plan.outDir, [path.dirname(plan.outDir), plan.outDir], lock.file);
   try {
-    const res = await runLocked(plan, opts, budgetBytes, started);
+    const res = await runLocked(plan, opts, budgetBytes, started, scope);
     return source.conversion ? { ...res, conversion: source.conversion } : res;
   } finally {
+    scope.end();
     await lock.release();
   }
 }
 
-async function runLocked(plan: PreparePlan, opts: RunPrepareOptions, budgetBytes: number, started: number): Promise<PrepareResult> {
+async function runLocked(plan: PreparePlan, opts: RunPrepareOptions, budgetBytes: number, started: number, scope: WorkScope): Promise<PrepareResult> {
   const status = await preparedStatus(plan.outDir);
   const base = { outDir: plan.outDir, fingerprint: plan.fingerprint, plan, budgetBytes };
   if (status.state === 'prepared' && status.manifest?.fingerprint === plan.fingerprint) {
@@ -72,6 +76,7 @@ async function runLocked(plan: PreparePlan, opts: RunPrepareOptions, budgetBytes
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
     await finalizePrepared(plan, tmp);
+    scope.committed = true;
     return { ...base, upToDate: false, ms: performance.now() - started, executor };
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);

@@ -1,0 +1,139 @@
+/**
+ * Issue 15.6: Ctrl-C and kill. A real signal to a real `dist/cli.js` process, at several
+ * points of a prepare (lock taken, temp folder filling, later): the process removes exactly
+ * its own temporaries and lock, prints one line saying the output was not written (or was
+ * already complete), and exits 130 (SIGINT) / 143 (SIGTERM). Temporaries of a run killed
+ * with SIGKILL (which no handler sees) are removed by the next run, which says so. Export
+ * and compile register the same way.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configsDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+import { t, writeCheckpoint } from './prepare-support';
+
+const tmp = tempDirs('ws-interrupt-');
+const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/** Spawns the CLI; `when` decides (polled every 5 ms) when to send `sig`. */
+function runAndSignal(args: string[], sig: NodeJS.Signals | undefined, when: () => boolean): Promise<Run & { sent: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+    let stderr = '';
+    let sent = false;
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setInterval(() => {
+      if (sig && !sent && when()) {
+        sent = true;
+        child.kill(sig);
+      }
+    }, 5);
+    child.on('close', (code, signal) => {
+      clearInterval(timer);
+      resolve({ code, signal, stderr, sent });
+    });
+  });
+}
+
+/** Our temporaries and locks in `dir` (names prepare, export and compile give them). */
+function leftovers(dir: string): string[] {
+  return fs.readdirSync(dir).filter((n) => /\.(tmp|old)-\d+-[0-9a-f]{8}$/.test(n) || n.endsWith('.lock'));
+}
+
+/** A bf16 checkpoint of ~`mb` MB in 4 shards: prepare to float32 takes long enough to interrupt. */
+async function bigCheckpoint(dir: string, mb: number): Promise<void> {
+  const per = Math.floor((mb * 2 ** 20) / 2 / 4 / 1024);
+  const shards = [0, 1, 2, 3].map((s) => [t(`model.layers.${s}.mlp.up_proj.weight`, [per, 1024], s + 1), t(`model.layers.${s}.input_layernorm.weight`, [1024], s + 10)]);
+  await writeCheckpoint(dir, shards, { model_type: 'llama' });
+}
+
+describe('interrupting prepare', () => {
+  it('at several points, SIGINT and SIGTERM leave no temporary and no lock, print one line and exit 130 / 143', async () => {
+    const root = tmp();
+    const ckpt = path.join(root, 'ckpt');
+    await bigCheckpoint(ckpt, 160);
+    const points: { name: string; sig: NodeJS.Signals; when: (parent: string) => boolean }[] = [
+      { name: 'lock taken', sig: 'SIGINT', when: (p) => fs.readdirSync(p).some((n) => n.endsWith('.lock')) },
+      { name: 'temp folder made', sig: 'SIGTERM', when: (p) => fs.readdirSync(p).some((n) => /\.tmp-\d+-/.test(n)) },
+      {
+        name: 'temp folder holding data',
+        sig: 'SIGINT',
+        when: (p) => {
+          const d = fs.readdirSync(p).find((n) => /\.tmp-\d+-/.test(n));
+          if (!d) return false;
+          return fs.readdirSync(path.join(p, d)).some((f) => fs.statSync(path.join(p, d, f)).size > 8 << 20);
+        },
+      },
+    ];
+    let interrupted = 0;
+    for (const [i, pt] of points.entries()) {
+      const parent = path.join(root, `out-${i}`);
+      fs.mkdirSync(parent);
+      const out = path.join(parent, 'prepared');
+      const r = await runAndSignal(['prepare', '--checkpoint', ckpt, '--dtype', 'float32', '--out', out], pt.sig, () => pt.when(parent));
+      expect(leftovers(parent), pt.name).toEqual([]);
+      if (r.code === 0) continue; // finished before the point was reached: nothing to judge
+      interrupted++;
+      expect(r.code, `${pt.name}: ${r.stderr}`).toBe(pt.sig === 'SIGINT' ? 130 : 143);
+      const lines = r.stderr.split('\n').filter((l) => l !== '');
+      expect(lines, pt.name).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^weight-spec: interrupted \\(${pt.sig}\\): (nothing was written to ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|.* was already complete)`));
+      if (/nothing was written/.test(lines[0]!)) expect(fs.existsSync(out)).toBe(false);
+    }
+    expect(interrupted, 'at least two of the points were reached before prepare finished').toBeGreaterThanOrEqual(2);
+  });
+
+  it('temporaries of a run killed with SIGKILL are removed by the next run, which says so', async () => {
+    const root = tmp();
+    const ckpt = path.join(root, 'ckpt');
+    await bigCheckpoint(ckpt, 96);
+    const out = path.join(root, 'prepared');
+    const killed = await runAndSignal(['prepare', '--checkpoint', ckpt, '--dtype', 'float32', '--out', out], 'SIGKILL', () =>
+      fs.readdirSync(root).some((n) => /^prepared\.tmp-\d+-/.test(n)),
+    );
+    expect(killed.sent).toBe(true);
+    expect(killed.signal).toBe('SIGKILL');
+    expect(fs.readdirSync(root).some((n) => /^prepared\.tmp-\d+-/.test(n))).toBe(true); // left behind, as SIGKILL does
+    const next = await runAndSignal(['prepare', '--checkpoint', ckpt, '--dtype', 'float32', '--out', out], undefined, () => false);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(/weight-spec: removed 1 temporary of interrupted runs in .*: prepared\.tmp-\d+-[0-9a-f]{8}/);
+    expect(leftovers(root)).toEqual([]);
+  });
+});
+
+describe('interrupting export', () => {
+  it('a signal during an export of a full-size config exits 130 with one line and leaves no temporary', async () => {
+    const config = path.join(configsDir(), 'qwen3-30b-a3b.json');
+    if (!fs.existsSync(config)) return expect(process.env.CI).not.toBe('true');
+    let interrupted = 0;
+    for (const delay of [150, 250, 350, 500, 700]) {
+      const model = path.join(tmp(), 'qwen3');
+      fs.mkdirSync(model);
+      fs.copyFileSync(config, path.join(model, 'config.json'));
+      const out = path.join(path.dirname(model), 'export');
+      const t0 = Date.now();
+      const r = await runAndSignal(['export', '--config', model, '--out', out], 'SIGINT', () => Date.now() - t0 >= delay);
+      if (fs.existsSync(out)) expect(leftovers(out)).toEqual([]);
+      if (r.code === 0) continue;
+      if (r.signal === 'SIGINT') {
+        // Still loading (no handler yet): the default action, and nothing was made.
+        expect(fs.existsSync(out)).toBe(false);
+        continue;
+      }
+      interrupted++;
+      expect(r.code, r.stderr).toBe(130);
+      const lines = r.stderr.split('\n').filter((l) => l !== '');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^weight-spec: interrupted \(SIGINT\)/);
+    }
+    expect(interrupted).toBeGreaterThanOrEqual(1);
+  });
+});
