@@ -6,11 +6,11 @@
  * with SIGKILL (which no handler sees) are removed by the next run, which says so. Export
  * and compile register the same way.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configsDir, REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { t, writeCheckpoint } from './prepare-support';
 
@@ -109,31 +109,54 @@ describe('interrupting prepare', () => {
   });
 });
 
-describe('interrupting export', () => {
-  it('a signal during an export of a full-size config exits 130 with one line and leaves no temporary', async () => {
-    const config = path.join(configsDir(), 'qwen3-30b-a3b.json');
-    if (!fs.existsSync(config)) return expect(process.env.CI).not.toBe('true');
-    let interrupted = 0;
-    for (const delay of [150, 250, 350, 500, 700]) {
-      const model = path.join(tmp(), 'qwen3');
-      fs.mkdirSync(model);
-      fs.copyFileSync(config, path.join(model, 'config.json'));
-      const out = path.join(path.dirname(model), 'export');
-      const t0 = Date.now();
-      const r = await runAndSignal(['export', '--config', model, '--out', out], 'SIGINT', () => Date.now() - t0 >= delay);
-      if (fs.existsSync(out)) expect(leftovers(out)).toEqual([]);
-      if (r.code === 0) continue;
-      if (r.signal === 'SIGINT') {
-        // Still loading (no handler yet): the default action, and nothing was made.
-        expect(fs.existsSync(out)).toBe(false);
-        continue;
+/** Spawns the CLI with a failpoint and sends `sig` once the process reports it is there. */
+function runToFailpoint(args: string[], point: string, sig: NodeJS.Signals): Promise<Run & { reached: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_FAILPOINT: point } });
+    let stderr = '';
+    let reached = false;
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (!reached && stderr.includes(`failpoint ${point}\n`)) {
+        reached = true;
+        child.kill(sig);
       }
-      interrupted++;
-      expect(r.code, r.stderr).toBe(130);
-      const lines = r.stderr.split('\n').filter((l) => l !== '');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^weight-spec: interrupted \(SIGINT\)/);
+    });
+    child.on('close', (code, signal) => resolve({ code, signal, reached, stderr: stderr.replace(`failpoint ${point}\n`, '') }));
+  });
+}
+
+describeFixtures('interrupting export and compile', () => {
+  it('export: SIGINT while its files are being written exits 130 with one line, and the next export completes', async () => {
+    const dir = tmp();
+    const out = path.join(dir, 'e');
+    const r = await runToFailpoint(['export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], 'export-writing', 'SIGINT');
+    expect(r.reached).toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([
+      `weight-spec: interrupted (SIGINT): ${out} holds an unfinished export (its export-report.json says "writing"); run the export again`,
+    ]);
+    expect(leftovers(out)).toEqual([]);
+    const again = spawnSync(process.execPath, [CLI, 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], { encoding: 'utf8' });
+    expect(again.status, again.stderr).toBe(0);
+  });
+
+  it('compile: SIGTERM after locating the prepared folder exits 143 with one line and writes no artifact', async () => {
+    const dir = tmp();
+    const llama = path.join(fixturesDir(), 'llama');
+    for (const step of [
+      ['export', '--config', llama, '--out', path.join(dir, 'e')],
+      ['prepare', '--checkpoint', llama, '--dtype', 'float32', '--out', path.join(dir, 'p')],
+    ]) {
+      const s = spawnSync(process.execPath, [CLI, ...step], { encoding: 'utf8' });
+      expect(s.status, s.stderr).toBe(0);
     }
-    expect(interrupted).toBeGreaterThanOrEqual(1);
+    const before = fs.readdirSync(path.join(dir, 'p')).sort();
+    const r = await runToFailpoint(['compile', path.join(dir, 'e'), '--prepared', path.join(dir, 'p')], 'compile-writing', 'SIGTERM');
+    expect(r.reached).toBe(true);
+    expect(r.code, r.stderr).toBe(143);
+    expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([`weight-spec: interrupted (SIGTERM): nothing was written to ${path.join(dir, 'e')}`]);
+    expect(fs.readdirSync(path.join(dir, 'p')).sort()).toEqual(before);
+    expect(fs.existsSync(path.join(dir, 'e', 'compile.json'))).toBe(false);
   });
 });

@@ -14,7 +14,13 @@ export default function setup(): () => void {
   return () => {
     if (previous === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previous;
-    const left = fs.readdirSync(root);
+    // A test's leak is a folder or a file with data. Other programs on a machine drop empty
+    // marker files and dotfiles into TMPDIR (seen here: `.ses`, `mat-debug-<pid>.log`): not ours.
+    const left = fs.readdirSync(root).filter((n) => {
+      if (n.startsWith('.')) return false;
+      const st = fs.lstatSync(path.join(root, n));
+      return st.isDirectory() || st.size > 0;
+    });
     fs.rmSync(root, { recursive: true, force: true });
     if (left.length > 0) {
       // vitest reports an error thrown here but still exits 0: set the exit code ourselves.

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { MANIFEST_FILE, SENTINEL_FILE, preparedStatus } from '../prepare/manifest';
-import { beginWork, printable, type WorkScope } from '../paths';
+import { beginWork, failpoint, printable, type WorkScope } from '../paths';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
 import { bindOrt } from './bind-ort';
@@ -188,6 +188,7 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   }
   const source = loc && !opts.dryRun ? await checkPrepared(loc, log, backend === 'ort' || !!opts.prepared) : undefined;
   if (loc) scope?.addDir(loc.dir);
+  await failpoint('compile-writing');
   const options = optionsOf(loc?.dir);
   const where = loc ?? { dir: '', files: [], rel: [] };
   const fp: Fingerprint = computeFingerprint(inp, where, backend, options);

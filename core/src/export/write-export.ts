@@ -18,7 +18,7 @@ import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
-import { beginWork, createOutputGuard, tempPathFor, type OutputGuard, type WorkScope } from '../paths';
+import { beginWork, createOutputGuard, failpoint, tempPathFor, type OutputGuard, type WorkScope } from '../paths';
 import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from './report';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
 
@@ -98,6 +98,7 @@ async function writeInScope<M>(o: ExportOutput<M>, outDir: string, owned: string
   const claimed = [...new Set([...owned.filter((n) => !Object.values(EXPORT_FILES).includes(n as never)), ...Object.keys(o.links ?? {})])];
   await guard.writeFile(EXPORT_FILES.report, JSON.stringify({ tool: EXPORT_REPORT_TOOL, state: 'writing', links: claimed }, null, 2) + '\n');
   scope.partial = `${outDir} holds an unfinished export (its export-report.json says "writing"); run the export again`;
+  await failpoint('export-writing');
 
   const specText = writeSpecText(o.spec);
   const bytes = o.encode(o.model, embedSpec(o.metadataOf(o.model), o.spec) as MetadataEntry[]);

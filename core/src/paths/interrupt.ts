@@ -111,3 +111,14 @@ export function abandonWork(): string[] {
   active.clear();
   return lines;
 }
+
+/**
+ * A named pause for the interrupt tests: when `WEIGHT_SPEC_FAILPOINT` names this point, the
+ * process says so on stderr and waits (up to a minute) for the test's signal. It lets a test
+ * interrupt a fast command at an exact moment instead of guessing a delay. Unset, it is a no-op.
+ */
+export async function failpoint(name: string): Promise<void> {
+  if (process.env.WEIGHT_SPEC_FAILPOINT !== name) return;
+  process.stderr.write(`failpoint ${name}\n`);
+  await new Promise((r) => setTimeout(r, 60_000));
+}
