@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Diagnostic, Hover } from 'vscode-languageserver-protocol';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { writeSafetensors } from '../../core/src/formats/safetensors';
+import { runPrepare } from '../../core/src/prepare';
 import { tempDir, writeTensors } from '../../core/test/check-helpers';
 import { positionOf, startInMemory, textOf, type TestClient } from './harness';
 
@@ -66,6 +68,36 @@ describe('quantized checkpoints: diagnostics and hover', () => {
     const atScale = text.indexOf('"key": "model.layers.0.self_attn.q_proj.weight_scale_inv"') + 10;
     const onScale = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, atScale) });
     expect((onScale.contents as { value: string }).value).toContain('quantization scale of `model.layers.0.self_attn.q_proj.weight`');
+  });
+
+  it('hover on a key of the prepared checkpoint names its FP8 origin: stored dtype, scale, block size, dequantized dtype', async () => {
+    const root = tempDir('ws-lsp-fp8-prep-');
+    const src = path.join(root, 'model');
+    mkdirSync(src);
+    await writeSafetensors(path.join(src, 'model.safetensors'), [
+      { key: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F8_E4M3', shape: [256, 320], data: new Uint8Array(256 * 320).fill(0x38) },
+      { key: 'model.layers.0.self_attn.q_proj.weight_scale_inv', dtype: 'F32', shape: [2, 3], data: new Uint8Array(24) },
+      { key: 'model.norm.weight', dtype: 'BF16', shape: [320], data: new Uint8Array(640) },
+    ]);
+    writeFileSync(path.join(src, 'config.json'), JSON.stringify({ model_type: 'qwen3', torch_dtype: 'bfloat16', quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] } }));
+    const res = await runPrepare({ checkpoint: src, dtype: 'float32', out: path.join(root, 'model-qeff-prepared-float32'), workers: 0 });
+    const file = path.join(root, 'p.weight_spec.json');
+    const text = JSON.stringify({
+      files: [{ format: 'safetensors', path: `model-qeff-prepared-float32/${res.plan.outputs.get('model.layers.0.self_attn.q_proj.weight')!.file}` }],
+      inputs: [{ location: { file: 0, key: 'model.layers.0.self_attn.q_proj.weight' }, name: 'model.layers.0.self_attn.q_proj.weight' }],
+      model_name: 'm', version: 5,
+    }, null, 2);
+    writeFileSync(file, text);
+    const { uri, diagnostics } = await client.open(file, text);
+    expect(diagnostics.filter((d: Diagnostic) => /quantiz/.test(String(d.code)))).toEqual([]);
+    const hover = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 10) });
+    const value = (hover.contents as { value: string }).value;
+    expect(value).toContain('dtype `F32` · shape `[256, 320]`');
+    expect(value).toContain('dequantized by `weight-spec prepare` from FP8 (fp8, blocks 128×128)');
+    expect(value).toContain('- stored `model.layers.0.self_attn.q_proj.weight` `F8_E4M3` [256, 320]');
+    expect(value).toContain('- scale `model.layers.0.self_attn.q_proj.weight_scale_inv` `F32` [2, 3]');
+    expect(value).toContain('block size 128×128');
+    expect(value).toContain('dequantized dtype `F32` [256, 320]');
   });
 
   it('F8_E8M0 tensors are read (hover names the dtype)', async () => {

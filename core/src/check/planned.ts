@@ -131,7 +131,7 @@ export function describePlannedOrigin(source: PlannedSource, key: string, info: 
   const plan = planCache.get(`${source.checkpoint}\u0000${source.dtype}`)?.plan;
   if (!plan) return [];
   const tasks = plan.tasks.map((t) => ({ transform: t.transform, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) }));
-  return describeOrigin(tasks, key, info, (k) => plan.tasks.find((t) => t.sources[k])?.sources[k]);
+  return describeOrigin(tasks, key, info, (k) => plan.tasks.find((t) => t.sources[k])?.sources[k], plan.source);
 }
 
 /** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */

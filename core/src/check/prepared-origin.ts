@@ -1,6 +1,7 @@
 /**
  * Where a prepared tensor came from, for hover: a key prepare computed from other source
- * tensors — GPT-OSS's MXFP4 experts (`transforms/mxfp4.ts`) — is described by its source
+ * tensors — GPT-OSS's MXFP4 experts (`transforms/mxfp4.ts`), FP8 weights and their scales
+ * (check/quantization.ts) — is described by its source
  * tensors (dtype and shape, as the source checkpoint stores them) and the dequantized shape
  * the graph consumes. The facts come from prepare itself: the manifest of a prepared
  * directory (`.checkpoint_prepared.json`: each task's transform, inputs and outputs), or the
@@ -10,6 +11,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
 import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare/manifest';
+import { describeFp8Origin } from './quantization';
 
 /** One prepare task: what it read and wrote. */
 export interface TaskFacts {
@@ -85,7 +87,9 @@ function mxfp4Role(key: string): { from: 'gate_up_proj' | 'down_proj'; bias: boo
  * Hover lines for prepared `key` (stored as `info`) produced by `tasks`; `source(k)` gives a
  * source tensor's facts. Empty for keys prepare copies or stacks without a transform of note.
  */
-export function describeOrigin(tasks: readonly TaskFacts[], key: string, info: TensorFacts, source: (k: string) => TensorFacts | undefined): string[] {
+export function describeOrigin(tasks: readonly TaskFacts[], key: string, info: TensorFacts, source: (k: string) => TensorFacts | undefined, sourceDir?: string): string[] {
+  const fp8 = describeFp8Origin(tasks, key, info, source, sourceDir);
+  if (fp8.length) return fp8;
   const task = tasks.find((t) => t.transform === 'mxfp4' && t.outputs.includes(key));
   const role = mxfp4Role(key);
   if (!task || !role) return [];
@@ -110,5 +114,5 @@ export function describePreparedOrigin(dir: string, key: string, info: TensorFac
       if (t) return t;
     }
     return undefined;
-  });
+  }, m.source);
 }

@@ -138,3 +138,49 @@ export function describeQuantizedKey(dir: string, header: SafetensorsHeader, key
   lines.push(`dequantized by \`weight-spec prepare\` to \`--dtype\` (model dtype: \`${q?.torchDtype ?? 'unknown'}\`)`);
   return lines;
 }
+
+/** Which source projections feed a stacked `moe_weights.<role>` tensor. */
+const ROLE_SOURCES: Record<string, RegExp> = {
+  gate: /\.(gate_proj|w1|gate_up_proj|input_linear)(\.weight)?$/,
+  up: /\.(up_proj|w3|gate_up_proj|input_linear)(\.weight)?$/,
+  down: /\.(down_proj|w2|output_linear)(\.weight)?$/,
+};
+
+/**
+ * Hover lines for prepared `key` when prepare dequantized it from FP8 (a task whose transform
+ * is `fp8-dequant+…`): the stored dtype and scale of its source(s), the block size (from the
+ * source config when `sourceDir` is given, else the scale grid) and the dequantized dtype.
+ */
+export function describeFp8Origin(
+  tasks: readonly { transform: string; inputs: string[]; outputs: string[] }[],
+  key: string,
+  info: { dtype: string; shape: number[] },
+  source: (k: string) => { dtype: string; shape: number[] } | undefined,
+  sourceDir?: string,
+): string[] {
+  const task = tasks.find((t) => t.transform.startsWith('fp8-dequant') && t.outputs.includes(key));
+  if (!task) return [];
+  const scheme = sourceDir ? quantFactsOf(sourceDir)?.scheme : undefined;
+  const pairs = task.inputs.flatMap((k) => {
+    const w = weightOfScaleKey(k, scheme?.method);
+    return w && task.inputs.includes(w) ? [{ weight: w, scale: k }] : [];
+  });
+  const m = /^(.*)\.moe_weights\.(gate|up|down)$/.exec(key);
+  const mine = m ? pairs.filter((p) => p.weight.startsWith(`${m[1]}.`) && ROLE_SOURCES[m[2]!]!.test(p.weight)) : pairs.filter((p) => p.weight === key);
+  if (mine.length === 0) return [];
+  const first = mine[0]!;
+  const w = source(first.weight);
+  const s = source(first.scale);
+  const lines = [`dequantized by \`weight-spec prepare\` from FP8${scheme ? ` (${describeScheme(scheme)})` : ''}${mine.length > 1 ? `: ${mine.length} expert tensors, e.g.` : ':'}`];
+  lines.push(`- stored \`${first.weight}\`${w ? ` \`${w.dtype}\` [${w.shape.join(', ')}]` : ''}`);
+  lines.push(`- scale \`${first.scale}\`${s ? ` \`${s.dtype}\` [${s.shape.join(', ')}]` : ''}`);
+  if (w && s) {
+    const R = w.shape[w.shape.length - 2] ?? 1;
+    const C = w.shape[w.shape.length - 1] ?? 1;
+    const grid = s.shape.length >= 2 ? s.shape.slice(-2) : [s.shape[0] ?? 1, 1];
+    const block = scheme?.method === 'fp8' && scheme.block ? scheme.block : [Math.ceil(R / grid[0]!), Math.ceil(C / grid[1]!)];
+    lines.push(`block size ${block[0]}×${block[1]}`);
+  }
+  lines.push(`dequantized dtype \`${info.dtype}\` [${info.shape.join(', ')}] (f32 product, one RNE rounding)`);
+  return lines;
+}
