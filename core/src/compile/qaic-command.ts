@@ -104,6 +104,47 @@ export interface GraphShapeFacts {
   batch?: number;
   /** Fixed batch of the cache inputs (the full batch with continuous batching), when a number. */
   cacheBatch?: number;
+  /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
+  ccl?: { prefill: number[]; decode: number[] };
+}
+
+/**
+ * QEfficient's `process_ccl_specializations` for explicit lists
+ * (`QEfficient/utils/check_ccl_specializations.py`): values capped at ctx_len; with
+ * prefill_seq_len 1 both phases share the sorted union; otherwise each list is deduplicated and
+ * sorted, and a prefill value also in the decode list (or already taken) is lowered by one until
+ * it is unique — the compiler needs distinct specializations. A list the graph does not record
+ * is [ctx_len].
+ */
+export function cclLists(ccl: { prefill: number[]; decode: number[] }, ctxLen: number, prefillSeqLen: number): { prefill: number[]; decode: number[] } {
+  const cap = (xs: number[]) => (xs.length ? xs : [ctxLen]).map((x) => Math.min(x, ctxLen));
+  const sorted = (xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
+  if (prefillSeqLen === 1) {
+    const all = sorted(cap([...ccl.prefill, ...ccl.decode]));
+    return { prefill: all, decode: all };
+  }
+  const decode = sorted(cap(ccl.decode));
+  const prefill: number[] = [];
+  for (let v of sorted(cap(ccl.prefill))) {
+    while (decode.includes(v) || prefill.includes(v)) {
+      v -= 1;
+      if (v < 0) break;
+    }
+    if (v >= 0) prefill.push(v);
+  }
+  return { prefill: prefill.sort((a, b) => a - b), decode };
+}
+
+/**
+ * One entry per CCL bucket, as `QEFFAutoModelForCausalLM.compile` builds them
+ * (`QEfficient/transformers/models/modeling_auto.py`): each prefill entry and each decode entry
+ * of the plain specializations repeated with `comp_ctx_lengths` = the bucket.
+ */
+function withCcl(prefill: Specialization | undefined, decode: Specialization | undefined, lists: { prefill: number[]; decode: number[] }): Specialization[] {
+  const out: Specialization[] = [];
+  if (prefill) for (const c of lists.prefill) out.push([...prefill, ['comp_ctx_lengths', c]]);
+  if (decode) for (const c of lists.decode) out.push([...decode, ['comp_ctx_lengths', c]]);
+  return out;
 }
 
 /** One specialization: `[name, value]` pairs (QEfficient's dict; the file sorts the keys). */
@@ -116,15 +157,15 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
   if (g.continuousBatching) {
     const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
     if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    return [
-      [['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen], ['full_batch_size', fbs], ['full_batch_exec_size', fbs]],
-      [['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen], ['full_batch_size', fbs]],
-    ];
+    const p: Specialization = [['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen], ['full_batch_size', fbs], ['full_batch_exec_size', fbs]];
+    const d: Specialization = [['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen], ['full_batch_size', fbs]];
+    return g.ccl ? withCcl(p, d, cclLists(g.ccl, ctxLen, prefill)) : [p, d];
   }
   const bs = opts.batchSize ?? g.batch ?? 1;
-  const specs: Specialization[] = [[['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen]]];
-  if (prefill !== 1) specs.push([['batch_size', bs], ['seq_len', 1], ['ctx_len', ctxLen]]);
-  return specs;
+  const p: Specialization = [['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen]];
+  const d: Specialization | undefined = prefill !== 1 ? [['batch_size', bs], ['seq_len', 1], ['ctx_len', ctxLen]] : undefined;
+  if (g.ccl) return withCcl(p, d, cclLists(g.ccl, ctxLen, prefill));
+  return d ? [p, d] : [p];
 }
 
 /** Specializations for a graph without a KV cache: batch and sequence only. */

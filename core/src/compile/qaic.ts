@@ -10,6 +10,7 @@ import { PipelineError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './locate';
+import { cclFromMetadata } from '../export/graph/decoder';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { buildQaicPlan, QAIC_COMPILER, shellLine, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 
@@ -30,6 +31,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ctxLen: num(pk?.dims[2]),
     batch: num(ids?.dims[0]),
     cacheBatch: num(pk?.dims[0]),
+    ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
   };
 }
 

@@ -18,12 +18,11 @@ import type { WireValueInfo } from '../formats/onnx/wire-model';
 import type { OrtModule, OrtTensor } from '../ort/loader';
 import type { SamplingParams } from './sampling';
 import { SAMPLER_INPUTS } from '../export/graph/sampler';
+import { cclFromMetadata } from '../export/graph/decoder';
 
 /** The sampler's inputs `run` feeds (QEfficient's names). */
 export const SAMPLER_INPUT_NAMES: readonly string[] = SAMPLER_INPUTS;
 
-/** metadata_props keys the exporter writes (export/graph/decoder.ts SERVING_METADATA). */
-const CCL_KEYS = { prefill: 'weight_spec.comp_ctx_lengths_prefill', decode: 'weight_spec.comp_ctx_lengths_decode' };
 
 /** The serving features of a graph. */
 export interface ServingFeatures {
@@ -33,15 +32,10 @@ export interface ServingFeatures {
   sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
 }
 
-function lengths(v: string | undefined): number[] {
-  return (v ?? '').split(',').filter((s) => /^\d+$/.test(s.trim())).map(Number);
-}
-
 /** Reads the features from a model's inputs, outputs and metadata. */
 export function servingFeatures(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], metadata: { key: string; value: string }[]): ServingFeatures {
   const f: ServingFeatures = {};
-  const meta = new Map(metadata.map((e) => [e.key, e.value]));
-  if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = { prefill: lengths(meta.get(CCL_KEYS.prefill)), decode: lengths(meta.get(CCL_KEYS.decode)) };
+  if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
   if (outputs.some((o) => o.name === 'next_tokens')) {
     const rn = inputs.find((i) => i.name === 'random_numbers');
     const buf = inputs.find((i) => i.name === 'past_repetition_penalty_buffer');

@@ -53,6 +53,12 @@ export const SERVING_METADATA = {
   sampler: 'weight_spec.sampler',
 } as const;
 
+/** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
+export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {
+  const list = (key: string) => (metadata.find((e) => e.key === key)?.value ?? '').split(',').filter((v) => /^\d+$/.test(v.trim())).map(Number);
+  return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
+}
+
 /** A built graph and the weights it takes. */
 export interface BuiltGraph {
   model: ModelObj;
