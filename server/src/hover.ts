@@ -1,12 +1,14 @@
 /**
  * Hover: on a key — dtype, shape, bytes, shard file, byte range and the ONNX input/ops that
  * use it; on a name — the graph input's dtype/shape; on a file path — size, tensor count and
- * header metadata. Everything comes from the facts the last check read.
+ * header metadata. Everything comes from the facts the last check read. Where the companion
+ * ONNX carries CCL or the on-device sampler, the ONNX lines say so.
  */
 import path from 'node:path';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
+import { servingSummary } from '../../core/src/export/graph/serving-features';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 
@@ -34,6 +36,8 @@ function onnxLines(run: CheckRun, name: string): string[] {
   return [
     `ONNX input \`${name}\` of \`${onnxName}\`: \`${gi.dtype ?? `type ${gi.elemType}`}\` \`${shapeText(gi.dims)}\``,
     ops.length ? `used by: ${ops.map((o) => `\`${o}\``).join(', ')}` : 'used by no node of the main graph',
+    // QEfficient's serving features the graph carries (CCL, on-device sampler)
+    ...servingSummary(onnxName, s.inputs, s.outputs, Object.entries(s.metadata).map(([key, value]) => ({ key, value }))).map((l) => `\`${onnxName}\` serves with ${l}`),
   ];
 }
 

@@ -15,7 +15,7 @@ import { readRegularFileSync } from '../paths';
 export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
 export { loadOrt } from '../ort/loader';
 export { checkSampling, GREEDY, needsSampler, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
-export { pickBucket, servingFeatures, type ServingFeatures } from './serving';
+export { pickBucket, servingFeatures, servingSummary, type ServingFeatures } from './serving';
 
 /**
  * The runnable ONNX for a target: a `.onnx` file itself, or the ort artifact recorded in

@@ -13,41 +13,14 @@
  *   input_ids, the sampling parameters per row, `random_numbers` `[batch, max_top_k_ids]`, and the
  *   two penalty buffers fed back from their `_RetainedState` outputs.
  */
-import { PipelineError } from '../errors';
-import type { WireValueInfo } from '../formats/onnx/wire-model';
 import type { OrtModule, OrtTensor } from '../ort/loader';
 import type { SamplingParams } from './sampling';
-import { SAMPLER_INPUTS } from '../export/graph/sampler';
-import { cclFromMetadata } from '../export/graph/decoder';
+import { SAMPLER_INPUTS } from '../export/graph/serving-features';
+
+export { servingFeatures, servingSummary, type ServingFeatures } from '../export/graph/serving-features';
 
 /** The sampler's inputs `run` feeds (QEfficient's names). */
 export const SAMPLER_INPUT_NAMES: readonly string[] = SAMPLER_INPUTS;
-
-
-/** The serving features of a graph. */
-export interface ServingFeatures {
-  /** CCL buckets; `[]` lists when the graph takes comp_ctx_lengths but records none. */
-  ccl?: { prefill: number[]; decode: number[] };
-  /** On-device sampler: K = random_numbers' second dim; probs output present. */
-  sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
-}
-
-/** Reads the features from a model's inputs, outputs and metadata. */
-export function servingFeatures(model: string, inputs: WireValueInfo[], outputs: WireValueInfo[], metadata: { key: string; value: string }[]): ServingFeatures {
-  const f: ServingFeatures = {};
-  if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
-  if (outputs.some((o) => o.name === 'next_tokens')) {
-    const rn = inputs.find((i) => i.name === 'random_numbers');
-    const buf = inputs.find((i) => i.name === 'past_repetition_penalty_buffer');
-    const k = rn?.dims[1];
-    const vocab = buf?.dims[1];
-    if (typeof k !== 'number' || typeof vocab !== 'number') {
-      throw new PipelineError(`${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`);
-    }
-    f.sampler = { maxTopK: k, returnPdfs: outputs.some((o) => o.name === 'probs'), vocab };
-  }
-  return f;
-}
 
 /** The smallest of `buckets` ∪ {ctxLen} with `maxPosition < bucket` (ctxLen when none is). */
 export function pickBucket(buckets: readonly number[], maxPosition: number, ctxLen: number): number {
@@ -86,3 +59,4 @@ export function samplerFeeds(ort: OrtModule, p: SamplingParams, batch: number, m
 
 /** Names of the sampler's retained buffers (fed back each call). */
 export const SAMPLER_STATE = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;
+

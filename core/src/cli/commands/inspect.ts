@@ -15,6 +15,7 @@ import { formatBytes } from '../progress';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requirePath } from '../input-paths';
+import { servingSummary } from '../../export/graph/serving-features';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -59,6 +60,17 @@ function clip(s: string, n: number): string {
   return flat.length > n ? `${flat.slice(0, n)}… (${s.length} chars)` : flat;
 }
 
+/** The graph's serving features (CCL, on-device sampler), one line each. */
+function serving(s: OnnxSummary): string[] {
+  return servingSummary(s.file, s.inputs, s.outputs, Object.entries(s.metadata).map(([key, value]) => ({ key, value })));
+}
+
+/** The summary as `--json` prints it: plus `serving` when the graph carries CCL or a sampler. */
+function onnxJson(s: OnnxSummary): OnnxSummary & { serving?: string[] } {
+  const lines = serving(s);
+  return lines.length ? { ...s, serving: lines } : s;
+}
+
 function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): void {
   const opsets = s.opsets.map((o) => `${o.domain || 'ai.onnx'} ${o.version}`).join(', ');
   println(io.stdout, `${shown}: ONNX ir_version ${s.irVersion}${s.producer ? `, producer ${s.producer}` : ''}, ${s.nodeCount} nodes`);
@@ -71,6 +83,7 @@ function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): voi
   };
   values('inputs', s.inputs);
   values('outputs', s.outputs);
+  for (const l of serving(s)) println(io.stdout, l);
   const initBytes = s.initializers.reduce((a, t) => a + t.byteLength, 0);
   println(io.stdout, `initializers (${s.initializers.length}, ${initBytes} bytes):`);
   const rows = s.initializers.map((t) => [
@@ -109,7 +122,7 @@ export const inspectCommand = defineCommand({
     if (!isDir) assertRegularFile(given, st);
     if (!isDir && target.toLowerCase().endsWith('.onnx')) {
       const s = await summarizeOnnx(target);
-      if (args.flags.json) println(io.stdout, JSON.stringify(s, null, 2));
+      if (args.flags.json) println(io.stdout, JSON.stringify(onnxJson(s), null, 2));
       else printOnnx(io, given, s, args.flags.full);
       return 0;
     }
@@ -119,7 +132,7 @@ export const inspectCommand = defineCommand({
       const onnx = names.filter((n) => n.toLowerCase().endsWith('.onnx'));
       if (onnx.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
         const summaries = await Promise.all(onnx.map((n) => summarizeOnnx(path.join(target, n))));
-        if (args.flags.json) println(io.stdout, JSON.stringify(summaries, null, 2));
+        if (args.flags.json) println(io.stdout, JSON.stringify(summaries.map(onnxJson), null, 2));
         else summaries.forEach((s, i) => {
           if (i > 0) println(io.stdout);
           printOnnx(io, path.join(given, onnx[i]!), s, args.flags.full);

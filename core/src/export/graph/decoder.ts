@@ -20,7 +20,10 @@ import { mlp } from './mlp';
 import { norm } from './norms';
 import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
 import { ropeTables } from './rope';
-import { appendSampler, SAMPLER_INPUTS, type SamplerOptions } from './sampler';
+import { appendSampler, type SamplerOptions } from './sampler';
+import { SAMPLER_INPUTS, SERVING_METADATA } from './serving-features';
+
+export { SERVING_METADATA, cclFromMetadata } from './serving-features';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
 export type Phase = 'both' | 'prefill' | 'decode';
@@ -46,18 +49,6 @@ export interface GraphOptions {
   sampler?: SamplerOptions;
 }
 
-/** metadata_props keys recording the serving features (read by `run`, `inspect` and the language server). */
-export const SERVING_METADATA = {
-  cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
-  cclDecode: 'weight_spec.comp_ctx_lengths_decode',
-  sampler: 'weight_spec.sampler',
-} as const;
-
-/** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
-export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {
-  const list = (key: string) => (metadata.find((e) => e.key === key)?.value ?? '').split(',').filter((v) => /^\d+$/.test(v.trim())).map(Number);
-  return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
-}
 
 /** A built graph and the weights it takes. */
 export interface BuiltGraph {

@@ -28,6 +28,8 @@
 import type { Dim } from './builder';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 
+export { SAMPLER_INPUTS } from './serving-features';
+
 /** `export --sampler` options (QEfficient's `qaic_config` keys `max_top_k_ids`, `return_pdfs`). */
 export interface SamplerOptions {
   maxTopK: number;
@@ -37,19 +39,6 @@ export interface SamplerOptions {
 /** QEfficient's `Constants.MAX_TOP_K_IDS` / `ONNX_EXPORT_EXAMPLE_MAX_TOP_K_IDS`, capped at the vocabulary. */
 export const DEFAULT_MAX_TOP_K = 512;
 
-/** The sampler's graph inputs in QEfficient's order (after the model's own inputs). */
-export const SAMPLER_INPUTS = [
-  'last_accepted_output_tokens',
-  'past_repetition_penalty_buffer',
-  'repetition_penalties',
-  'past_presence_penalty_buffer',
-  'presence_penalties',
-  'temperatures',
-  'top_ks',
-  'top_ps',
-  'min_ps',
-  'random_numbers',
-] as const;
 
 const FP16_MIN = -65504;
 
