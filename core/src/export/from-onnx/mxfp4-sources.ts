@@ -8,8 +8,8 @@
  *
  * This module dequantizes the checkpoint's MXFP4 experts (prepare's own kernel) into those
  * in-memory tensors, in a scratch safetensors file the content resolver reads like any other
- * checkpoint file — one expert at a time, and only when the legacy graph has an initializer of
- * that size — and says where each lands in the prepared layout: `gate_up_proj` (and its bias)
+ * checkpoint file — one expert at a time (read by range, so memory stays one expert's worth),
+ * and only when the legacy graph has an initializer of that size — and says where each lands in the prepared layout: `gate_up_proj` (and its bias)
  * is the interleave of prepared `moe_weights.gate` and `.up` (`_bias`), `down_proj` (bias) is
  * prepared `moe_weights.down` (`down_bias`) as it is.
  */
@@ -17,7 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Checkpoint } from '../../formats/safetensors';
-import { readSafetensorsHeader, SafetensorsWriter } from '../../formats/safetensors';
+import { readSafetensorsHeader, SafetensorsReader, SafetensorsWriter } from '../../formats/safetensors';
 import { dequantMxfp4, transposeMatrix } from '../../prepare/kernels';
 import { MXFP4_BLOCKS } from '../../prepare/transforms/mxfp4';
 import type { KeyTensor } from '../../resolve';
@@ -72,12 +72,20 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
     const w = await SafetensorsWriter.open(file, jobs.map((j) => ({ key: j.key, dtype: 'F32' as const, shape: [j.E, j.G * 32, j.R] })));
     try {
       for (const j of jobs) {
-        const [blocks, scales] = [await ckpt.read(j.blocks), await ckpt.read(j.scales)];
-        const perBlocks = j.R * j.G * 16;
-        const perScales = j.R * j.G;
-        for (let e = 0; e < j.E; e++) {
-          const deq = dequantMxfp4(blocks.subarray(e * perBlocks, (e + 1) * perBlocks), scales.subarray(e * perScales, (e + 1) * perScales), j.R, j.G);
-          await w.writePart(j.key, transposeMatrix(new Uint8Array(deq.buffer), j.R, j.G * 32, 4));
+        // one expert at a time (blocks and scales may sit in different shards)
+        const [b, sc] = [ckpt.get(j.blocks)!, ckpt.get(j.scales)!];
+        const [rb, rs] = [await SafetensorsReader.open(b.file), await SafetensorsReader.open(sc.file)];
+        try {
+          const perBlocks = j.R * j.G * 16;
+          const perScales = j.R * j.G;
+          for (let e = 0; e < j.E; e++) {
+            const blocks = await rb.read(b, { start: e * perBlocks, length: perBlocks });
+            const scales = await rs.read(sc, { start: e * perScales, length: perScales });
+            const deq = dequantMxfp4(blocks, scales, j.R, j.G);
+            await w.writePart(j.key, transposeMatrix(new Uint8Array(deq.buffer), j.R, j.G * 32, 4));
+          }
+        } finally {
+          await Promise.all([rb.close(), rs.close()]);
         }
       }
       await w.finish();
