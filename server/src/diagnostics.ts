@@ -5,6 +5,7 @@
 import type { Problem, OffsetRange, Severity } from '../../core/src/errors';
 import { DiagnosticSeverity, type Diagnostic, type Range } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
+import { escapeControls } from '../../core/src/format';
 
 /** `source` of every diagnostic the server publishes. */
 export const DIAGNOSTIC_SOURCE = 'weight-spec';
@@ -39,7 +40,7 @@ export function toDiagnostic(doc: TextDocument, p: Problem): Diagnostic {
     severity: SEVERITY[p.severity] ?? DiagnosticSeverity.Error,
     code: p.code,
     source: DIAGNOSTIC_SOURCE,
-    message: p.message,
+    message: escapeControls(p.message, true),
     data,
   };
 }

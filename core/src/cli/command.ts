@@ -3,6 +3,7 @@
  * code. One file per command under `commands/` exports one of these; main.ts dispatches.
  */
 import type { FlagDefs, ParsedArgs } from './args';
+import { escapeControls } from '../format';
 
 /** Streams and environment a command runs with (tests pass their own). */
 export interface CliIO {
@@ -38,5 +39,5 @@ export function defineCommand<const F extends FlagDefs>(spec: CommandSpec<F>): C
 
 /** Writes a line to a stream. */
 export function println(stream: NodeJS.WritableStream, line = ''): void {
-  stream.write(line + '\n');
+  stream.write(escapeControls(line) + '\n');
 }

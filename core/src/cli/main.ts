@@ -16,6 +16,7 @@ import { exportCommand } from './commands/export';
 import { inspectCommand } from './commands/inspect';
 import { prepareCommand } from './commands/prepare';
 import { runCommand } from './commands/run';
+import { escapeControls } from '../format';
 
 /** Every command, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandSpec[] = [
@@ -148,7 +149,7 @@ export function runCli(): void {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`weight-spec: ${oneLine(err)}\n`);
+      process.stderr.write(`weight-spec: ${escapeControls(oneLine(err), true)}\n`);
       process.exitCode = 1;
     },
   );
