@@ -18,6 +18,7 @@ import { modelClassName } from '../graph/layout';
 import { baseModelPrefix } from '../../resolve/name-strategies';
 import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
+import { printable } from '../../paths';
 
 /** Options of {@link exportFromOnnx}. */
 export interface FromOnnxOptions {
@@ -109,6 +110,18 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       const first = fatal[0]!;
       throw new PipelineError(
         `${o.onnx}: ${fatal.length} weight initializer(s) match no tensor of ${o.checkpoint}, e.g. "${first.name}" ${JSON.stringify(first.shape)} (${first.note}); pass --allow-unresolved to keep them embedded`,
+      );
+    }
+    // A kept initializer whose bytes are external data stays a reference relative to the
+    // legacy ONNX: beside the new model.onnx it would point at nothing (a model that does not
+    // load, exported with exit 0). Refuse instead.
+    const byName = new Map(model.initializers.map((i) => [i.name, i]));
+    for (const r of unresolved) {
+      const init = byName.get(r.name);
+      if (init?.file === undefined || init.file === model.wire.file) continue;
+      throw new PipelineError(
+        `${o.onnx}: initializer "${printable(r.name)}" matches no tensor of ${o.checkpoint} and its data is external (${printable(init.file)}); ` +
+          'the export cannot keep it: add the tensor to the checkpoint, or embed it in the legacy ONNX',
       );
     }
 
