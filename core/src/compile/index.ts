@@ -82,10 +82,23 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void,
         `run weight-spec prepare --checkpoint ${printable(loc.dir)} --dtype <dtype> and compile with --prepared <its output>`,
     );
   }
+  if (isQeffPrepared(loc.dir)) {
+    log(`compile: ${loc.dir} was prepared by QEfficient (sentinel, no manifest): bound as it is`);
+    return undefined;
+  }
   const st = await preparedStatus(loc.dir);
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
   if (st.state === 'stale') log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
+}
+
+/**
+ * A directory QEfficient prepared: named `<name>-qeff-prepared-<dtype>`, with its sentinel
+ * `.checkpoint_prepared` and no manifest of ours (QEfficient's prepare writes its own; issue #21
+ * point 5). Its sentinel is the proof a prepare made it, as ours is.
+ */
+function isQeffPrepared(dir: string): boolean {
+  return /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) && fs.existsSync(path.join(dir, SENTINEL_FILE)) && !fs.existsSync(path.join(dir, MANIFEST_FILE));
 }
 
 /** Deletes the previous ORT artifact when it is ours and not the new one. */
