@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import type { ServerInitOptions } from '../../core/src/protocol';
 import { settings } from './settings';
 
 export async function startLanguageClient(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LanguageClient | undefined> {
@@ -27,7 +28,8 @@ export async function startLanguageClient(context: vscode.ExtensionContext, log:
       configurationSection: 'weightSpec',
       fileEvents: vscode.workspace.createFileSystemWatcher('**/{*.safetensors,*.onnx,*.json,.checkpoint_prepared}'),
     },
-    initializationOptions: { roots: settings().roots },
+    // The status bar listens to specStateChanged; the lenses run the extension's own commands.
+    initializationOptions: { roots: settings().roots, specStateChanged: true, clientCommands: true } satisfies ServerInitOptions,
   };
   const client = new LanguageClient('weightSpec', 'Weight Spec Language Server', serverOptions, clientOptions);
   try {

@@ -69,4 +69,15 @@ export interface ServerInitOptions {
   roots?: string[];
   /** Delay between an edit and its check, in ms (default 150; 0 checks at once). */
   debounceMs?: number;
+  /**
+   * The client handles {@link SpecStateChangedNotification} (the extension's status bar). Other
+   * clients do not get it; they may also declare it as the experimental client capability
+   * `{ "weightSpec": { "specStateChanged": true } }`.
+   */
+  specStateChanged?: boolean;
+  /**
+   * The client runs the lenses' commands itself (the extension's `weightSpec.*` commands);
+   * otherwise the lenses carry the server's {@link SERVER_COMMANDS}, run through `workspace/executeCommand`.
+   */
+  clientCommands?: boolean;
 }

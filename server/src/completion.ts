@@ -25,7 +25,13 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
   if (loc.isAtPropertyKey || p[0] !== 'inputs' || typeof p[1] !== 'number') return null;
   const node = loc.previousNode;
   const inString = node && node.type === 'string' && node.offset < offset && offset <= node.offset + node.length;
-  const replace = inString ? rangeOf(doc, { start: node.offset, end: node.offset + node.length }) : undefined;
+  // The edit replaces the string's content, not its quotes, and the items carry no filterText:
+  // clients that filter on the word before the cursor (Neovim's omnifunc starts at the edit's
+  // start only without a filterText) then insert exactly the key, and VS Code filters on the
+  // same typed text. An unterminated string (no closing quote yet) gets its quote from newText.
+  const closed = inString && node.length >= 2 && text[node.offset + node.length - 1] === '"';
+  const contentEnd = inString ? node.offset + node.length - (closed ? 1 : 0) : 0;
+  const replace = inString ? rangeOf(doc, { start: node.offset + 1, end: contentEnd }) : undefined;
   const typed = inString ? text.slice(node.offset + 1, offset).toLowerCase() : '';
   const items: CompletionItem[] = [];
   let capped = false;
@@ -36,13 +42,13 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
       return;
     }
     const quoted = JSON.stringify(label);
+    const content = quoted.slice(1, -1) + (closed ? '' : '"');
     items.push({
       label,
       kind,
       detail,
       sortText: sort + label,
-      filterText: replace ? quoted : label,
-      ...(replace ? { textEdit: { range: replace, newText: quoted } } : { insertText: quoted }),
+      ...(replace ? { textEdit: { range: replace, newText: content } } : { insertText: quoted }),
     });
   };
   const spec = run.parsed.spec;

@@ -24,6 +24,8 @@ export interface SpecDoc {
   timer?: ReturnType<typeof setTimeout>;
   /** The last check whose diagnostics were published, with the version it belongs to. */
   published?: { version: number; run: CheckRun };
+  /** The last check of a text that parsed as a spec (completion inside a half-typed string). */
+  lastParsed?: CheckRun;
 }
 
 /** Callbacks of {@link SpecDocuments}. */
@@ -145,6 +147,7 @@ export class SpecDocuments {
     }
     if (signal.aborted || d.doc.version !== version || this.docs.get(d.uri) !== d) return run;
     d.published = { version, run };
+    if (run.parsed.spec) d.lastParsed = run;
     try {
       const diagnostics = run.problems.map((p) => toDiagnostic(d.doc, p));
       await this.connection.sendDiagnostics({ uri: d.uri, version, diagnostics });

@@ -45,6 +45,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   const deps = new Map<string, Dependencies>();
   const watches = new WatchRegistry(connection, log);
   let codeLensRefresh = false;
+  // Custom notifications go only to a client that declared it handles them (Neovim drops them).
+  let specStateChanged = false;
   let inlayRefresh = false;
   // Allowed roots by where they came from; each source replaces its own part, so a removed
   // workspace folder or a root dropped from the settings stops admitting paths.
@@ -56,7 +58,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     checked(d, run) {
       deps.set(d.uri, dependenciesOf(d.file, run));
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
-      void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
+      if (specStateChanged) void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
     },
     closed(d) {
       deps.delete(d.uri);
@@ -88,6 +90,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       }
       applyRoots();
       if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
+      const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
+      specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
       const ws = params.capabilities.workspace;
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
@@ -172,7 +176,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     if (!d) return null;
     const r = await runOf(p.textDocument.uri);
     // Half-typed text may not parse: keys and names then come from the last good check.
-    const run = r?.run.parsed.spec ? r.run : d.published?.run.parsed.spec ? d.published.run : r?.run;
+    const run = r?.run.parsed.spec ? r.run : d.lastParsed ?? r?.run;
     return completionAt(d.doc, run, d.doc.offsetAt(p.position));
   }));
 

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeLens, CompletionList, Hover } from 'vscode-languageserver-protocol';
 import { writeTensors } from '../../core/test/check-helpers';
-import { applyEdits, positionOf, startInMemory, type TestClient } from './harness';
+import { applyEdits, positionOf, startInMemory, textOf, type TestClient } from './harness';
 import { makeWorkspace, openWorkspace } from './workspace';
 
 describe('language features on a workspace spec', () => {
@@ -26,7 +26,35 @@ describe('language features on a workspace spec', () => {
     expect(list.items.map((i) => i.label).sort()).toEqual(['lm_head.weight', 'model.norm.weight']); // files[1] only
     const item = list.items.find((i) => i.label === 'lm_head.weight')!;
     expect(item.detail).toBe('F32 [16, 4] · files[1]');
-    expect(item.textEdit).toMatchObject({ newText: '"lm_head.weight"' });
+    // The edit covers the string's content only (no quotes, no filterText), so a client that
+    // inserts at the edit's start (Neovim's omnifunc) and VS Code produce the same text.
+    expect(item.textEdit).toMatchObject({ newText: 'lm_head.weight' });
+    expect(item.filterText).toBeUndefined();
+    const edit = item.textEdit as { range: Parameters<typeof textOf>[1]; newText: string };
+    expect(textOf(text, edit.range)).toBe('model.norm.weight');
+    const out = applyEdits(text, [edit]);
+    expect(JSON.parse(out).inputs.some((i: { location: { key: string } }) => i.location.key === 'lm_head.weight')).toBe(true);
+  });
+
+  it('accepting a completion in a half-typed key leaves valid JSON with the complete key', async () => {
+    const base = ws.text(ws.spec());
+    const start = base.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 8;
+    const end = start + 'model.layers.0.self_attn.q_proj.weight'.length;
+    const typed = base.slice(0, start) + 'model.layers.0.self_attn.q' + base.slice(end);
+    await client.replace(uri, typed);
+    const at = start + 'model.layers.0.self_attn.q'.length;
+    const list = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(typed, at) });
+    const item = list.items.find((i) => i.label === 'model.layers.0.self_attn.q_proj.weight')!;
+    const edit = item.textEdit as { range: Parameters<typeof textOf>[1]; newText: string };
+    expect(textOf(typed, edit.range)).toBe('model.layers.0.self_attn.q');
+    const out = applyEdits(typed, [edit]);
+    expect(out).toBe(base);
+    // No closing quote yet: the edit brings it.
+    const open = base.slice(0, start) + 'model.layers.0.self_attn.q\n' + base.slice(end + 1).replace(/^,?/, '');
+    await client.replace(uri, open);
+    const list2 = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(open, at) });
+    const e2 = list2.items.find((i) => i.label === 'model.layers.0.self_attn.q_proj.weight')!.textEdit as { newText: string };
+    expect(e2.newText).toBe('model.layers.0.self_attn.q_proj.weight"');
   });
 
   it('completes graph input names inside name', async () => {

@@ -46,6 +46,8 @@ export interface TestClient {
   published: { uri: string; version?: number; count: number }[];
   /** Sends one incremental change without waiting for diagnostics. */
   editNoWait(uri: string, start: number, end: number, newText: string): void;
+  /** URIs of the weightSpec/specStateChanged notifications received, in order. */
+  specStateChanged: string[];
   /** Registrations the server asked for (client/registerCapability). */
   registrations: unknown[];
   /** Removes and returns the error-level log messages so far (otherwise the test fails on them). */
@@ -102,7 +104,8 @@ export async function connectClient(
   rpc.onNotification('window/logMessage', (p: { type: number; message: string }) => {
     if (p.type === 1) loggedErrors.push(p.message);
   });
-  rpc.onNotification(SpecStateChangedNotification.method, () => undefined);
+  const specStateChanged: string[] = [];
+  rpc.onNotification(SpecStateChangedNotification.method, (p: { uri: string }) => void specStateChanged.push(p.uri));
   rpc.onRequest('client/registerCapability', (p: { registrations: unknown[] }) => {
     registrations.push(...p.registrations);
     return null;
@@ -130,6 +133,7 @@ export async function connectClient(
     rpc,
     server: opts.server,
     registrations,
+    specStateChanged,
     published,
     takeLoggedErrors: () => loggedErrors.splice(0),
     editNoWait(uri, start, end, newText) {
