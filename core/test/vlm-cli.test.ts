@@ -151,6 +151,18 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     expect(r.stderr).toMatch(/bad\.json: "pixel_values" has 1 rows but "image_grid_thw" needs 16/);
   });
 
+  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', () => {
+    ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
+    ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
+    ok('compile', 'out16');
+    ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '32');
+    ok('compile', 'out-cb');
+    for (const out of ['out16', 'out-cb']) {
+      const gen = ok('run', out, '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    }
+  }, 60_000);
+
   // last: onnx 1.12's check_model(path, full_check=True) writes the inferred shapes back into the
   // file, which makes every compile of it stale for the tests after it
   it.runIf(haveOnnxChecker())('both graphs and both compiled artifacts pass ONNX\'s checker with strict shape inference at opset 17', () => {
