@@ -29,9 +29,9 @@ describeFixtures('a VLM export (two specs) in the language server', () => {
 
   it('vision/weight_spec.json and language/weight_spec.json open with zero diagnostics; hover shows the expert input', async () => {
     const v = await client.open(path.join(dir, 'out', 'vision', 'weight_spec.json'));
-    expect(v.diagnostics.map((d: { message: string }) => d.message)).toEqual([]);
+    expect(v.diagnostics.map((d) => d.message)).toEqual([]);
     const l = await client.open(path.join(dir, 'out', 'language', 'weight_spec.json'));
-    expect(l.diagnostics.map((d: { message: string }) => d.message)).toEqual([]);
+    expect(l.diagnostics.map((d) => d.message)).toEqual([]);
     const name = 'model.language_model.layers.0.mlp.moe_weights.gate';
     const at = l.text.indexOf(`"name": "${name}"`) + 11;
     const hover = await client.request<Hover>('textDocument/hover', { textDocument: { uri: l.uri }, position: positionOf(l.text, at) });
