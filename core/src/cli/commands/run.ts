@@ -141,7 +141,8 @@ export const runCommand = defineCommand({
         const s = await runner.generateWithStats(ids, n, sampling);
         println(io.stdout, s.tokens.join(','));
         const how = runner.features.sampler ? 'on-device sampler' : needsSampler(sampling) ? 'host sampling' : 'greedy';
-        println(io.stderr, `run: ${s.tokens.length} tokens (${how}); time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`);
+        println(io.stderr, `run: ${s.tokens.length} tokens; time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`);
+        if (how !== 'greedy') println(io.stderr, `run: tokens chosen by ${how === 'host sampling' ? 'QEfficient\'s sampler on the host' : 'the graph\'s on-device sampler'}`);
         if (s.buckets) println(io.stderr, `run: comp_ctx_lengths buckets ${s.buckets.join(' → ')}`);
       }
     } finally {
