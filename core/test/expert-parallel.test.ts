@@ -4,7 +4,7 @@
  * down `[N, P, I, H]`, N = E / P as in quic/efficient-transformers release/v1.22.8.0
  * `QEfficient/transformers/models/modeling_auto.py`; slice `[n, p]` = expert p·N + n), and
  * export → prepare → compile → run gives the plain export's logits — judged by the fixture's
- * reference.json (mixtral) and by the float64 reference forward (qwen3_moe made in code).
+ * reference.json (mixtral, glm4_moe, gpt_oss_full) and by the float64 reference forward (qwen3_moe made in code).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -58,6 +58,22 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
       expect(inputs.get('model.layers.0.block_sparse_moe.moe_weights.down')).toEqual([4 / P, P, 96, 64]);
     }
   }, 300_000);
+
+  // the other MoE fixtures (glm4_moe: shared expert + grouped sigmoid routing; gpt_oss_full: MXFP4 experts with biases)
+  for (const fam of ['glm4_moe', 'gpt_oss_full']) {
+    it(`${fam}: plain and P = 2 reproduce reference.json within 1e-4`, () => {
+      const root = tmp();
+      const src = path.join(root, fam);
+      fs.cpSync(path.join(fixturesDir(), fam), src, { recursive: true });
+      const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
+      const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+      const plain = pipeline(root, src, 'plain', ids, []);
+      expect(maxAbsDiff(plain, ref.logits)).toBeLessThanOrEqual(1e-4);
+      const packed = pipeline(root, src, 'ep2', ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2']);
+      expect(maxAbsDiff(packed, ref.logits)).toBeLessThanOrEqual(1e-4);
+      expect(maxAbsDiff(packed, plain)).toBeLessThanOrEqual(1e-5);
+    }, 300_000);
+  }
 
   it('qwen3_moe (6 experts, code-made bf16 checkpoint): P = 2 and P = 3 equal the float64 reference', async () => {
     const root = tmp();
