@@ -18,37 +18,16 @@
 import { z } from 'zod';
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
 import type { ArchOptions } from './families';
-import { actOf, checkExpertParallel, parseWith, refuse } from './config';
+import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
 import { canonicalMoeKeys } from './moe';
 import { graniteArch } from './family-granite';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
-const rope = z.record(z.string(), z.unknown()).nullable().optional();
-
-const common = {
-  vocab_size: int,
-  hidden_size: int,
-  intermediate_size: int,
-  num_hidden_layers: int,
-  num_attention_heads: int,
-  num_key_value_heads: int.nullable().optional(),
-  head_dim: int.nullable().optional(),
-  rms_norm_eps: num.positive().optional(),
-  rope_theta: num.positive().optional(),
-  rope_scaling: rope,
-  rope_parameters: rope,
-  max_position_embeddings: int.optional(),
-  attention_bias: z.boolean().optional(),
-  hidden_act: z.string().optional(),
-  tie_word_embeddings: z.boolean().optional(),
-  num_experts_per_tok: int.optional(),
-};
 
 /** GptOssConfig's fields (defaults as in `configuration_gpt_oss.py`). */
-const gptOssConfig = z.looseObject({
-  ...common,
+const gptOssConfig = llamaLike.extend({
   model_type: z.literal('gpt_oss'),
   num_local_experts: int,
   experts_per_token: int.optional(),
@@ -59,10 +38,8 @@ const gptOssConfig = z.looseObject({
 });
 
 /** Glm4MoeConfig's fields (defaults as in `configuration_glm4_moe.py`). */
-const glm4MoeConfig = z.looseObject({
-  ...common,
+const glm4MoeConfig = llamaLike.extend({
   model_type: z.literal('glm4_moe'),
-  partial_rotary_factor: num.positive().max(1).optional(),
   use_qk_norm: z.boolean().optional(),
   moe_intermediate_size: int,
   n_routed_experts: int,
@@ -77,17 +54,16 @@ const glm4MoeConfig = z.looseObject({
 
 const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
 
-type Common = z.infer<z.ZodObject<typeof common>>;
 
 /** Rope from `rope_scaling` / `rope_parameters` (newer HF configs carry rope_theta inside). */
-function ropeOf(c: Common, rotaryDim: number, file: string, defaultTheta: number) {
+function ropeOf(c: LlamaLikeConfig, rotaryDim: number, file: string, defaultTheta: number) {
   const params = (c.rope_parameters ?? null) as RopeScaling | null;
   const scaling = (c.rope_scaling ?? params) as RopeScaling | null;
   const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : defaultTheta);
   return ropeSpec(theta, rotaryDim, scaling, file, c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {});
 }
 
-function heads(c: Common, file: string, defaultHeadDim: number) {
+function heads(c: LlamaLikeConfig, file: string, defaultHeadDim: number) {
   const nh = c.num_attention_heads;
   const nKv = c.num_key_value_heads ?? nh;
   if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
@@ -108,6 +84,26 @@ function expertStages(file: string, experts: number, opts: ArchOptions): { stage
   if (!opts.expertParallel) return {};
   checkExpertParallel(file, experts, opts.expertParallel.stages);
   return { stages: opts.expertParallel.stages };
+}
+
+/** The Llama-shaped rest of an {@link ArchSpec} (RMSNorm eps 1e-5, head_dim^-0.5, embed/norm/lm_head keys, untied by default). */
+function rmsDecoder(modelType: string, c: LlamaLikeConfig, file: string, h: { nh: number; nKv: number; hd: number }, rope: ArchSpec['rope'], layers: LayerSpec[]): ArchSpec {
+  return {
+    modelType,
+    vocab: c.vocab_size,
+    hidden: c.hidden_size,
+    nHeads: h.nh,
+    nKv: h.nKv,
+    headDim: h.hd,
+    norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
+    act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
+    scoreScale: { op: 'mul', value: Math.pow(h.hd, -0.5) },
+    ...(rope ? { rope } : {}),
+    embed: 'model.embed_tokens.weight',
+    finalNorm: { weight: 'model.norm.weight', size: c.hidden_size },
+    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
+    layers,
+  };
 }
 
 function checkTopK(file: string, topK: number | undefined, experts: number): number {
@@ -157,23 +153,9 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
       mlp,
     };
   });
-  return {
-    modelType: 'gpt_oss',
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv,
-    headDim: hd,
-    norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
-    act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
-    scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
-    // GptOssConfig's default rope_scaling (absent from config.json ≠ null): yarn ×32 over 4096 positions
-    rope: ropeOf(c.rope_scaling === undefined && c.rope_parameters === undefined ? { ...c, rope_scaling: GPT_OSS_DEFAULT_ROPE } : c, hd, file, 150000),
-    embed: 'model.embed_tokens.weight',
-    finalNorm: { weight: 'model.norm.weight', size: H },
-    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
-    layers,
-  };
+  // GptOssConfig's default rope_scaling (absent from config.json ≠ null): yarn ×32 over 4096 positions
+  const rope = ropeOf(c.rope_scaling === undefined && c.rope_parameters === undefined ? { ...c, rope_scaling: GPT_OSS_DEFAULT_ROPE } : c, hd, file, 150000);
+  return rmsDecoder('gpt_oss', c, file, { nh, nKv, hd }, rope, layers);
 }
 
 /** GLM-4-MoE → {@link ArchSpec}. */
@@ -229,22 +211,7 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
       mlp,
     });
   }
-  return {
-    modelType: 'glm4_moe',
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv,
-    headDim: hd,
-    norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
-    act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
-    scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
-    rope: ropeOf(c, rotaryDim, file, 10000),
-    embed: 'model.embed_tokens.weight',
-    finalNorm: { weight: 'model.norm.weight', size: H },
-    ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
-    layers,
-  };
+  return rmsDecoder('glm4_moe', c, file, { nh, nKv, hd }, ropeOf(c, rotaryDim, file, 10000), layers);
 }
 
 /** GraniteMoeConfig's MoE fields (num_local_experts 8 and num_experts_per_tok 2 by default). */
