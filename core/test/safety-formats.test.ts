@@ -55,6 +55,18 @@ describe('hostile safetensors headers are scanned before JSON.parse (#14.8)', ()
   });
 });
 
+describe('a large valid header (#14.8)', () => {
+  it('200,000 tensors are listed by inspect (the table no longer spreads every row into Math.max)', () => {
+    const dir = tmp();
+    const entries = Array.from({ length: 200_000 }, (_, i) => `"k${i}":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}`);
+    const file = rawSafetensors(path.join(dir, 'many.safetensors'), `{${entries.join(',')}}`);
+    const r = spawnSync(process.execPath, [CLI, 'inspect', file], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trimEnd().split('\n').pop()).toBe(`${file}: 200000 tensors, 0 bytes (0 B) in 1 file`);
+  });
+});
+
 describe('keys named like Object.prototype members (#14.11)', () => {
   const keys = ['__proto__', 'toString', 'constructor', 'hasOwnProperty'];
   it('are written, read, prepared and indexed like any other key', async () => {

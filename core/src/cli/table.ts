@@ -14,7 +14,8 @@ export interface TableOptions {
 /** Renders a header row plus `rows` as aligned lines. */
 export function table(header: string[], rows: string[][], opts: TableOptions = {}): string[] {
   const all = [header, ...rows];
-  const widths = header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)));
+  // A loop, not Math.max(...cells): a spread of 200,000 rows overflows the call stack.
+  const widths = header.map((_, c) => all.reduce((w, r) => Math.max(w, (r[c] ?? '').length), 0));
   const right = new Set(opts.right ?? []);
   const pad = ' '.repeat(opts.indent ?? 0);
   return all.map((r) =>
