@@ -10,11 +10,13 @@
  * - repetition and presence penalties give the probabilities computed here by hand from the
  *   plain graph's logits, for the prefill call and for a decode call.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect, it } from 'vitest';
 import { PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from '../src/run';
 import { describeFixtures } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { dumpLogits, exportCompiled, f32, generate, i64, ort, reference, session, textFixtures, zeroCaches } from './serving-support';
+import { dumpLogits, exportCompiled, f32, generate, i64, ort, reference, session, textFixtures, ws, zeroCaches } from './serving-support';
 
 const tmp = tempDirs('ws-sampler-');
 
@@ -137,6 +139,11 @@ describeFixtures('the on-device sampler', () => {
     const dev = exportCompiled(root, 'llama', 'llama-sampler-seed', ['--ctx-len', '32', '--sampler']);
     const plain = exportCompiled(root, 'llama', 'llama-plain', ['--ctx-len', '32']);
     const flags = ['--temperature', '1.5', '--seed', '11'];
+    // a sampler graph has no logits: --dump-logits is one line, exit 1, nothing written
+    const dump = ws(root, ['run', dev, '--input-ids', '1,2', '--dump-logits', path.join(root, 'no.json')], false);
+    expect([dump.status, dump.stderr.split('\n').length]).toEqual([1, 2]);
+    expect(dump.stderr).toMatch(/^weight-spec: .*on-device sampler \(next_tokens\); it has no logits to dump/);
+    expect(fs.existsSync(path.join(root, 'no.json'))).toBe(false);
     const a = generate(root, dev, ref.input_ids, 20, flags).tokens;
     expect(generate(root, dev, ref.input_ids, 20, flags).tokens).toEqual(a);
     expect(a).not.toEqual(ref.generated_ids.concat(a.slice(5)));
