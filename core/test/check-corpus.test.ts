@@ -14,7 +14,7 @@ beforeAll(() => {
 });
 
 /** The valid spec with `edit` applied to a deep copy. */
-const mutate = (edit: (s: any) => void) => () => {
+const mutate = (edit: (s: any) => void) => () => { // eslint-disable-line @typescript-eslint/no-explicit-any
   const s = structuredClone(good);
   edit(s);
   return JSON.stringify(s, null, 2);

@@ -116,9 +116,13 @@ function pbFields(buf: Buffer, start = 0, end = buf.length): Map<number, (number
       const len = varint();
       val = buf.subarray(i, i + len);
       i += len;
-    } else if (wire === 1) (val = 0), (i += 8);
-    else if (wire === 5) (val = 0), (i += 4);
-    else throw new Error(`wire type ${wire}`);
+    } else if (wire === 1) {
+      val = 0;
+      i += 8;
+    } else if (wire === 5) {
+      val = 0;
+      i += 4;
+    } else throw new Error(`wire type ${wire}`);
     if (!out.has(field)) out.set(field, []);
     out.get(field)!.push(val);
   }

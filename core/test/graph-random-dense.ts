@@ -7,7 +7,6 @@
  * num_kv_heads: one kv head), 40B (new architecture, two norms), new architecture with one
  * norm, and the old sequential per-head layout with biases; CodeGen (mp_num 4, partial rotary).
  */
-import type { F32 } from './graph-support';
 
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Put = (k: string, shape: number[], scale: number, center?: number) => void;

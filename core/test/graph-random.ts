@@ -27,7 +27,7 @@ function bf16(x: number): number {
 }
 
 /** HF-layout random weights for a Llama-like or GPT-2 config. */
-export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string, F32> {
+export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string, F32> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const r = rng(seed);
   const w = new Map<string, F32>();
   const put = (k: string, shape: number[], scale: number, center = 0) => {

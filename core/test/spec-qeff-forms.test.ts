@@ -22,8 +22,8 @@ beforeAll(() => {
   good = twoFileCheckpoint(dir).spec;
 });
 
-const edited = (edit: (s: any) => void): string => {
-  const s = structuredClone(good) as any;
+const edited = (edit: (s: any) => void): string => { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const s = structuredClone(good) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
   edit(s);
   return JSON.stringify(s, null, 2);
 };

@@ -3,7 +3,6 @@
  * wires every LSP feature onto a connection (stdio/IPC in main.ts, in-memory streams in the
  * tests). Diagnostics are exactly core's problems (the `weight-spec check` output).
  */
-import { fileURLToPath } from 'node:url';
 import {
   CodeActionKind,
   CodeLensRefreshRequest,
@@ -237,9 +236,4 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   });
 
   return { documents };
-}
-
-/** `file:` URI → path (re-exported for tests). */
-export function pathOfUri(uri: string): string {
-  return fileURLToPath(uri);
 }

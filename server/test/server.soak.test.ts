@@ -189,7 +189,7 @@ describe('language server soak', () => {
         checks++;
       }
     }
-    if (!open) await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'weight-spec', version: ++version, text } });
+    if (!open) await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'weight-spec', version: version + 1, text } });
     await diagnosticsWhere(uri, (d) => missingOf(d) === broken.size, `exactly ${broken.size} key-missing errors at the end`);
     const heapEnd = await heap();
     const max = Math.max(...times);

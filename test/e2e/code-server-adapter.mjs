@@ -34,6 +34,7 @@ if (!testsPath || folders.length !== 1) {
 const timeoutMs = Number(process.env.WEIGHT_SPEC_E2E_TIMEOUT_MS ?? 15 * 60_000);
 let server;
 let browser;
+// eslint-disable-next-line no-useless-assignment -- the exit code until a suite reports one (read by the exit handlers)
 let code = 1;
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'weight-spec-cs-'));
 const stop = async () => {

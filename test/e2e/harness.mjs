@@ -161,7 +161,9 @@ export function killGroup(pid, graceMs = 3000) {
       } else if (Date.now() - t0 > graceMs) {
         try {
           process.kill(-pid, 'SIGKILL');
-        } catch {}
+        } catch {
+          /* the group is already gone */
+        }
         clearInterval(iv);
         resolve();
       }

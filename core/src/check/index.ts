@@ -8,7 +8,7 @@ export { HeaderCache, defaultHeaderCache } from './header-cache';
 export { closestNames, boundedEditDistance, commonSuffixSegments, KeyIndex, keyIndexOf } from './suggest';
 export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';
 export { dtypeFromName } from './facts';
-export { PREPARED_MANIFEST, PREPARED_SENTINEL, looksPrepared } from './prepared';
+export { PREPARED_MANIFEST, looksPrepared } from './prepared';
 export { checkParsedSpec, type CheckRun } from './check-spec';
 export { SpecCheckSession, type SessionOptions } from './session';
 export { checkQuantization, describeQuantizedKey, quantFactsOf, type QuantFacts } from './quantization';

@@ -8,13 +8,11 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { MANIFEST_FILE, preparedStatus, SENTINEL_FILE } from '../prepare/manifest';
+import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
 import { report, type CheckContext } from './context';
 
 /** Manifest of a prepared checkpoint (QEfficient's name). */
 export const PREPARED_MANIFEST = MANIFEST_FILE;
-/** Sentinel written last by prepare: its absence means an unfinished prepare. */
-export const PREPARED_SENTINEL = SENTINEL_FILE;
 
 /**
  * True when `file` lies in a directory named like a prepared checkpoint: QEfficient's

@@ -33,7 +33,7 @@ export interface Fingerprint {
 
 /** State of the prepared directory that decides the artifact. */
 export function preparedState(loc: PreparedLocation): Record<string, unknown> {
-  let manifest: string | null = null;
+  let manifest: string | null;
   try {
     manifest = sha256(readRegularFileSync(path.join(loc.dir, MANIFEST_FILE)));
   } catch {

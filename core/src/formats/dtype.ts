@@ -218,13 +218,6 @@ export function toFloat32(bytes: Uint8Array, from: DType): Float32Array {
   throw new PipelineError(`unknown dtype ${String(from)} (element size ${size})`);
 }
 
-/** Decodes float bytes to f64 values (exact for every float dtype). */
-export function toFloat64(bytes: Uint8Array, from: DType): Float64Array {
-  if (from === 'F64') return view(bytes, 8, Float64Array, from).slice();
-  requireFloat(from);
-  return Float64Array.from(toFloat32(bytes, from));
-}
-
 // ---------------------------------------------------------------------------------------
 // Encoding (round to nearest, ties to even)
 
@@ -308,11 +301,6 @@ function encodeMini(x: number, f: MiniFloat): number {
 /** Encodes one JS number (a double) as f16 bits with a single RNE rounding. */
 export function doubleToHalfBits(x: number): number {
   return encodeMini(x, HALF);
-}
-
-/** Encodes one JS number (a double) as bf16 bits with a single RNE rounding. */
-export function doubleToBf16Bits(x: number): number {
-  return encodeMini(x, BF16);
 }
 
 function requireFloat(d: DType): void {

@@ -45,6 +45,5 @@ export class PathPolicyError extends UsageError {
 /** Paths can hold NUL and control characters; messages must stay one readable line. */
 export function printable(p: string): string {
   const shown = p.length > 200 ? `${p.slice(0, 120)}…(${p.length} chars)` : p;
-  // eslint-disable-next-line no-control-regex
   return JSON.stringify(shown).slice(1, -1).replace(/\\"/g, '"');
 }

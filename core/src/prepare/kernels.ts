@@ -160,7 +160,7 @@ export function everyOtherElement(bytes: Uint8Array, size: number, parity: 0 | 1
 }
 
 /** The first (`half` 0) or last (1) half of every row of a `[rows, 2·half-width]` matrix of `size`-byte elements. */
-export function halfColumns(bytes: Uint8Array, rows: number, size: number, half: 0 | 1): Uint8Array {
+export function halfColumns(bytes: Uint8Array, rows: number, _size: number, half: 0 | 1): Uint8Array {
   const rowBytes = bytes.byteLength / rows;
   const keep = rowBytes / 2;
   const out = new Uint8Array(rows * keep);

@@ -6,7 +6,7 @@ export * from './types';
 export { MAX_JSON_DEPTH, parseSpecText, readSpec, specFromText, specTextOf, type ParsedSpec } from './parse';
 export { writeSpecText, writeSpec, specMetadataValue, specDocument } from './write';
 export { embedSpec, embedSpecInModel, extractSpec, extractSpecFromModel, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
-export { SpecOffsets, pathKey, formatPath } from './offsets';
+export { SpecOffsets, formatPath } from './offsets';
 export { pyJsonDumps, pyString, pyNumber, codePointCompare } from './py-json';
 export { SpecSchema, InputSchema, LocationSchema, FileEntrySchema, QuantizationSchema } from './schema';
 export { patchParsedSpec, diffTexts, type PatchResult, type TextEdit as SpecTextEdit } from './patch';

@@ -8,15 +8,6 @@ import { OBJECT, OffsetIndex, SCALAR } from './offset-index';
 import type { OffsetRange } from '../errors';
 import type { JsonPath, SpecOffsetsView } from './types';
 
-/** Encodes a JSON path as a string key (JSON-pointer escaping), e.g. `inputs/3/location/key`. */
-export function pathKey(path: Readonly<JsonPath>): string {
-  return path.map((p) => escapeSegment(String(p))).join('/');
-}
-
-function escapeSegment(s: string): string {
-  return s.includes('~') || s.includes('/') ? s.replace(/~/g, '~0').replace(/\//g, '~1') : s;
-}
-
 export { formatPath } from '../zod-issue';
 
 /** Pending edits {@link SpecOffsets.shift} keeps before folding them into the stored ranges. */

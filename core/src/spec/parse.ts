@@ -38,7 +38,7 @@ export interface ParsedSpec {
 /** Parses spec text; `file` is used in messages only. Never throws. */
 export function parseSpecText(text: string, file: string): ParsedSpec {
   try {
-    return parseUnsafe(text, file);
+    return parseUnsafe(text);
   } catch (err) {
     // A bug must not take the language server down: report it as a problem on the document.
     return {
@@ -54,7 +54,7 @@ const PARSE_OPTIONS = { disallowComments: true, allowTrailingComma: false, allow
 export const MAX_JSON_DEPTH = 1000;
 
 
-function parseUnsafe(text: string, file: string): ParsedSpec {
+function parseUnsafe(text: string): ParsedSpec {
   const shape = scanJsonShape(text, MAX_JSON_DEPTH);
   const deepAt = shape.deepAt;
   if (deepAt >= 0) {

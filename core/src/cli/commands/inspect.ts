@@ -7,7 +7,6 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { FormatError, oneLine } from '../../errors';
 import { Checkpoint } from '../../formats/safetensors';
 import { summarizeOnnx, type OnnxSummary } from '../../formats/onnx';
 import { defineCommand, println, type CliIO } from '../command';

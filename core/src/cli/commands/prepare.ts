@@ -4,7 +4,6 @@
  * through the planned, RAM-budgeted pipeline in core/src/prepare. Prints the prepared
  * directory (last stdout line); an unchanged plan is a no-op and says so.
  */
-import path from 'node:path';
 import { UsageError } from '../../errors';
 import { runPrepare } from '../../prepare';
 import type { DtypeName } from '../../formats/dtype';

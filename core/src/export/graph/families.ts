@@ -9,7 +9,6 @@
  */
 import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
-import { UsageError } from '../../errors';
 import { actOf, checkExpertParallel, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
 import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';

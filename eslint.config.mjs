@@ -1,0 +1,43 @@
+// ESLint flat config (typescript-eslint), as rust-analyzer's editors/code and vscode-eslint use:
+// @eslint/js and typescript-eslint's recommended rules, tuned only where this code base is
+// deliberate. `npm run lint`; formatting is prettier's (`npm run format:check`), not ESLint's.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Node's globals the scripts use (no `globals` package needed for a handful). */
+const nodeGlobals = Object.fromEntries(
+  [
+    'console', 'process', 'Buffer', 'URL', 'TextEncoder', 'TextDecoder', 'performance', 'setTimeout', 'clearTimeout',
+    'setInterval', 'clearInterval', 'setImmediate', 'queueMicrotask', 'structuredClone', 'AbortController', 'fetch',
+    '__dirname', 'require', 'module',
+  ].map((g) => [g, 'readonly']),
+);
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'out/**', 'node_modules/**', '.e2e/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2022, sourceType: 'module', globals: nodeGlobals },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // `_x` marks a parameter or binding kept on purpose (a signature, a rest-sibling omission).
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+      // Binary formats (pickle, safetensors headers, ANSI output) match control characters on purpose.
+      'no-control-regex': 'off',
+    },
+  },
+  {
+    // TypeScript checks names itself (and knows the DOM/Node types ESLint does not).
+    files: ['**/*.ts', '**/*.mts'],
+    rules: { 'no-undef': 'off' },
+  },
+  {
+    // Tests build hostile input on purpose, numbers beyond double precision included.
+    files: ['**/test/**'],
+    rules: { 'no-loss-of-precision': 'off' },
+  },
+);
