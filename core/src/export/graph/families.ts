@@ -177,7 +177,7 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
   };
 }
 
-function gpt2Arch(raw: unknown, file: string, opts: ArchOptions): ArchSpec {
+function gpt2Arch(raw: unknown, file: string, _opts: ArchOptions): ArchSpec {
   const c = parseWith(gpt2Config, raw, file);
   if (c.scale_attn_by_inverse_layer_idx) refuse(file, 'scale_attn_by_inverse_layer_idx', 'is true');
   if (c.add_cross_attention) refuse(file, 'add_cross_attention', 'is true (decoder-only graphs have no cross-attention)');
