@@ -48,6 +48,11 @@ describe('hostile safetensors headers are scanned before JSON.parse (#14.8)', ()
       await expect(readSafetensorsHeader(file)).rejects.toThrow(msg);
       expect(performance.now() - t0, file).toBeLessThan(1000);
     }
+    // 800,000 keys of 3 numbers each: the right shape, but millions of properties.
+    const keys = rawSafetensors(path.join(dir, 'keys.safetensors'), `{${Array.from({ length: 800_000 }, (_, i) => `"k${i}":{"a":1,"b":2,"c":3}`).join(',')}}`);
+    const t1 = performance.now();
+    await expect(readSafetensorsHeader(keys)).rejects.toThrow(/header names 3200000 properties, over the limit of 1000000$/);
+    expect(performance.now() - t1).toBeLessThan(1000);
     const base = inspectPeak(rawSafetensors(path.join(dir, 'tiny.safetensors'), '{}'));
     const peak = inspectPeak(deep);
     expect(peak.stderr).toMatch(/deep\.safetensors: header nests deeper than 3 levels/);

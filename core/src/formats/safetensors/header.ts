@@ -88,11 +88,19 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   // Checked before JSON.parse builds anything: a header nests 3 levels ({key: {shape: [..]}})
   // and a tensor entry is 3 objects/arrays for 4 property names (+ the root and __metadata__).
   // A 20 MB [[[…]]] or [[],[],…] would otherwise cost seconds and a gigabyte in JSON.parse.
-  const json = parseStrictJson(text, file, 'header', 8, { maxDepth: 3, maxContainersPerProperty: 0.75 });
+  // 1,000,000 property names is 250,000 tensors, far beyond any shard; V8 takes seconds over an
+  // object with millions of keys.
+  const json = parseStrictJson(text, file, 'header', 8, { maxDepth: 3, maxContainersPerProperty: 0.75, maxProperties: 1_000_000 });
   const value = json.value;
   if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
   // Byte offsets are computed only for an error (each costs a scan of the text before it).
-  const at = (key: string) => byteOffsetIn(text, json.topLevel.get(key), 8);
+  // In a big header the exact scan (a map of every key) costs seconds; the first place the
+  // key's JSON text appears is close enough for a message.
+  const at = (key: string) => {
+    if (text.length < 1 << 20) return byteOffsetIn(text, json.topLevel.get(key), 8);
+    const i = text.indexOf(`${JSON.stringify(key)}:`);
+    return byteOffsetIn(text, i >= 0 ? i : undefined, 8);
+  };
 
   const dataStart = 8 + headerLength;
   const dataSize = fileSize - dataStart;

@@ -25,7 +25,7 @@ export function parseStrictJson(
   file: string,
   what: string,
   base = 0,
-  limits: { maxDepth?: number; maxContainersPerProperty?: number } = {},
+  limits: { maxDepth?: number; maxContainersPerProperty?: number; maxProperties?: number } = {},
 ): StrictJson {
   const byteAt = (charOffset: number) => base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
   // Shape first, before JSON.parse allocates: jsonc-parser's visit recurses once per nesting
@@ -37,6 +37,9 @@ export function parseStrictJson(
   const perProp = limits.maxContainersPerProperty;
   if (perProp !== undefined && shape.containers > perProp * shape.properties + 2) {
     throw new FormatError(file, `${what} holds ${shape.containers} arrays and objects for ${shape.properties} property names (not the shape of a ${what})`);
+  }
+  if (limits.maxProperties !== undefined && shape.properties > limits.maxProperties) {
+    throw new FormatError(file, `${what} names ${shape.properties} properties, over the limit of ${limits.maxProperties}`);
   }
   let value: unknown;
   try {
