@@ -52,6 +52,20 @@ describe('diagnostics and quick fixes', () => {
     expect(diags[0]!.severity).toBe(1);
   });
 
+  it("QEfficient's forms: no version, a path in location.file — clean; a location-less input — a warning, not an error", async () => {
+    // quic/efficient-transformers QEfficient/exporter/weight_free/weight_spec.py load_weight_spec
+    const clean = await faulty((s) => {
+      delete (s as Partial<SpecJson>).version;
+      (s.inputs[0]!.location as { file: number | string }).file = s.files[0]!.path;
+    });
+    expect(clean.diags).toEqual([]);
+    const { text, diags } = await faulty((s) => ((s.inputs[1] as { location: unknown }).location = null));
+    // the skipped input leaves its graph input unmapped: also a warning, as QEfficient would not bind it either
+    expect(codes(diags)).toEqual(['input-skipped', 'onnx-input-unmapped']);
+    expect(diags.every((d) => d.severity === 2)).toBe(true);
+    expect(textOf(text, diags.find((d) => d.code === 'input-skipped')!.range)).toBe('null');
+  });
+
   it('file-missing on the path string', async () => {
     const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/nope.safetensors'));
     expect(codes(diags)).toEqual(['file-missing']);
