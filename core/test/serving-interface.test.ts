@@ -22,6 +22,7 @@ import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, type ValueInfoObj } from '../src/export/graph';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
+const tmp = tempDirs('ws-serving-onnx-');
 const ELEM: Record<number, string> = { 1: 'float', 6: 'int32', 7: 'int64', 9: 'bool' };
 const describeIo = (vs: ValueInfoObj[]) =>
   vs.map((v) => [v.name, ELEM[v.type.tensorType.elemType], v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam))]);
@@ -89,7 +90,7 @@ it('without --return-pdfs only next_tokens; without CCL no comp_ctx_lengths; wit
 
 describeOnnxChecker('ONNX checker (python3-onnx, strict shape inference) on CCL and sampler graphs', () => {
   it('opset 17: CCL + sampler + probs, with and without continuous batching, float32 and float16', () => {
-    const dir = tempDirs('ws-serving-onnx-')();
+    const dir = tmp();
     const a = archFromConfig(SYNTHETIC_CONFIGS.mistral, 'mistral/config.json');
     const files = [
       { continuousBatching: true, dtype: 'float32' as const },
