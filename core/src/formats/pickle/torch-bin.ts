@@ -95,6 +95,7 @@ export async function openTorchBin(file: string): Promise<TorchBin> {
   await sniff(file);
   const zip = await ZipReader.open(file);
   try {
+    // eslint-disable-next-line no-control-regex -- entry names with control characters are refused
     const pkls = [...zip.entries.keys()].filter((n) => /^[^/\x00-\x1f]+\/data\.pkl$/.test(n));
     if (pkls.length !== 1) {
       throw new FormatError(file, pkls.length === 0 ? 'zip has no <archive>/data.pkl: not a torch.save checkpoint' : 'zip holds more than one data.pkl', 0);
