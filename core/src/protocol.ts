@@ -23,6 +23,30 @@ export const CLIENT_COMMANDS = {
   inspect: 'weightSpec.inspect',
 } as const;
 
+/**
+ * Commands the server itself executes (`workspace/executeCommand`, announced in
+ * `executeCommandProvider`): the lenses carry them for clients other than the extension
+ * (Neovim, Helix, Emacs). Ids differ from {@link CLIENT_COMMANDS} so that vscode-languageclient,
+ * which registers a server's commands in VS Code, never collides with the extension's own.
+ * Each takes the same argument as its client command.
+ */
+export const SERVER_COMMANDS = {
+  prepare: 'weight-spec.server.prepare',
+  compile: 'weight-spec.server.compile',
+  recompile: 'weight-spec.server.recompile',
+  inspect: 'weight-spec.server.inspect',
+} as const;
+
+/** Result of a {@link SERVER_COMMANDS} command (also shown to the user as a message). */
+export interface ServerCommandResult {
+  ok: boolean;
+  cancelled?: boolean;
+  /** The one-line summary shown (the CLI's error line on failure). */
+  message: string;
+  /** The CLI's stdout (inspect's table). */
+  output?: string;
+}
+
 export type { CompileState } from './compile/status';
 
 /** What the extension's status bar shows for a spec: core's compile status without the record. */
@@ -80,4 +104,13 @@ export interface ServerInitOptions {
    * otherwise the lenses carry the server's {@link SERVER_COMMANDS}, run through `workspace/executeCommand`.
    */
   clientCommands?: boolean;
+  /**
+   * The extension's settings without the `weightSpec.` prefix, for clients that do not answer
+   * `workspace/configuration` (section `weightSpec`, which overrides these when answered).
+   */
+  defaultDtype?: string;
+  maxRamGb?: number;
+  compileBackend?: string;
+  qaicCompilePath?: string;
+  onnxRuntimePath?: string;
 }

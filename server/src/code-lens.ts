@@ -1,12 +1,12 @@
 /**
  * Code lenses at the top of a spec: "Prepare checkpoint", "Compile" (never compiled / stale)
- * or "Re-run compile" (up to date), "Inspect ONNX". They invoke the extension's commands with
- * the spec's URI (Inspect with the companion ONNX's URI, which is what it inspects).
+ * or "Re-run compile" (up to date), "Inspect ONNX". They invoke the extension's commands (or the
+ * server's, for other clients) with the spec's URI (Inspect with the companion ONNX's URI, which is what it inspects).
  */
 import { pathToFileURL } from 'node:url';
 import type { CodeLens } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
-import { CLIENT_COMMANDS, type CompileInfo } from '../../core/src/protocol';
+import { CLIENT_COMMANDS, SERVER_COMMANDS, type CompileInfo } from '../../core/src/protocol';
 
 const STATE_TEXT: Record<CompileInfo['state'], string> = {
   'never-compiled': 'never compiled',
@@ -14,18 +14,22 @@ const STATE_TEXT: Record<CompileInfo['state'], string> = {
   stale: 'stale',
 };
 
-/** The lenses of a spec at `uri`. */
-export function codeLenses(uri: string, compile: CompileInfo | undefined, run: CheckRun | undefined): CodeLens[] {
+/**
+ * The lenses of a spec at `uri`: with the extension's commands when the client runs them
+ * (`clientCommands`), else with the server's own (workspace/executeCommand, same arguments).
+ */
+export function codeLenses(uri: string, compile: CompileInfo | undefined, run: CheckRun | undefined, clientCommands = true): CodeLens[] {
+  const COMMANDS = clientCommands ? CLIENT_COMMANDS : SERVER_COMMANDS;
   const range = { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } };
   const lens = (title: string, command: string, arg: string): CodeLens => ({ range, command: { title, command, arguments: [arg] } });
-  const out = [lens('Prepare checkpoint', CLIENT_COMMANDS.prepare, uri)];
+  const out = [lens('Prepare checkpoint', COMMANDS.prepare, uri)];
   if (compile) {
     const changed = compile.state === 'stale' && compile.changed?.length ? `: ${compile.changed.join(', ')} changed` : '';
     out.push(compile.state === 'up-to-date'
-      ? lens(`Re-run compile (${STATE_TEXT[compile.state]})`, CLIENT_COMMANDS.recompile, uri)
-      : lens(`Compile (${STATE_TEXT[compile.state]}${changed})`, CLIENT_COMMANDS.compile, uri));
+      ? lens(`Re-run compile (${STATE_TEXT[compile.state]})`, COMMANDS.recompile, uri)
+      : lens(`Compile (${STATE_TEXT[compile.state]}${changed})`, COMMANDS.compile, uri));
   }
   const onnx = run?.onnx?.file;
-  out.push(lens('Inspect ONNX', CLIENT_COMMANDS.inspect, onnx ? pathToFileURL(onnx).toString() : uri));
+  out.push(lens('Inspect ONNX', COMMANDS.inspect, onnx ? pathToFileURL(onnx).toString() : uri));
   return out;
 }

@@ -3,6 +3,7 @@
  * wires every LSP feature onto a connection (stdio/IPC in main.ts, in-memory streams in the
  * tests). Diagnostics are exactly core's problems (the `weight-spec check` output).
  */
+import { pathToFileURL } from 'node:url';
 import {
   CodeActionKind,
   CodeLensRefreshRequest,
@@ -14,14 +15,22 @@ import {
   type WorkspaceFoldersChangeEvent,
 } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
-import { SpecStateChangedNotification, SpecStateRequest, type ServerInitOptions, type SpecStateResult } from '../../core/src/protocol';
+import {
+  SERVER_COMMANDS,
+  SpecStateChangedNotification,
+  SpecStateRequest,
+  type ServerInitOptions,
+  type SpecStateResult,
+} from '../../core/src/protocol';
 import { codeActions } from './code-actions';
 import { codeLenses } from './code-lens';
+import { executeCommand, type CommandSettings } from './commands';
 import { completionAt } from './completion';
 import { compileStateOf } from './compile-state';
 import { offsetsOf } from './diagnostics';
 import { SpecDocuments, uriToPath, type SpecDoc } from './documents';
 import { formatDocument } from './formatting';
+import { FsWatchers } from './fs-watch';
 import { connectionLog, guarded, guardedNotification } from './guard';
 import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
@@ -31,6 +40,10 @@ import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './wat
 /** Options of {@link createServer} (tests lower the debounce; initializationOptions override). */
 export interface ServerOptions {
   debounceMs?: number;
+  /** Debounce of the server's own file watching (default 100 ms). */
+  watchDebounceMs?: number;
+  /** The bundled CLI the server's commands run (main.ts: dist/cli.js beside dist/server.js). */
+  cliPath?: string;
 }
 
 /** Handle on a running server (for tests). */
@@ -46,6 +59,18 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let codeLensRefresh = false;
   // Custom notifications go only to a client that declared it handles them (Neovim drops them).
   let specStateChanged = false;
+  // The lenses carry the extension's commands only when it runs them itself.
+  let clientCommands = false;
+  let progressSupport = false;
+  let configurationSupport = false;
+  let initSettings: CommandSettings = {};
+  /** The server's own watchers, when the client cannot watch (set at initialize). */
+  let ownWatch: FsWatchers | undefined;
+  const filesChanged = (filter: (d: SpecDoc) => boolean): void => {
+    documents.recheckAll(filter);
+    if (codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+    if (inlayRefresh) void connection.languages.inlayHint.refresh().catch(() => undefined);
+  };
   let inlayRefresh = false;
   // Allowed roots by where they came from; each source replaces its own part, so a removed
   // workspace folder or a root dropped from the settings stops admitting paths.
@@ -55,12 +80,15 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   };
   const documents: SpecDocuments = new SpecDocuments(connection, log, {
     checked(d, run) {
-      deps.set(d.uri, dependenciesOf(d.file, run));
+      const dep = dependenciesOf(d.file, run);
+      deps.set(d.uri, dep);
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
+      if (ownWatch) ownWatch.update(d.uri, dep.dirs);
       if (specStateChanged) void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
     },
     closed(d) {
       deps.delete(d.uri);
+      ownWatch?.remove(d.uri);
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
     },
   });
@@ -91,9 +119,16 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
       const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
+      clientCommands = init.clientCommands === true;
+      progressSupport = params.capabilities.window?.workDoneProgress === true;
+      configurationSupport = params.capabilities.workspace?.configuration === true;
+      initSettings = settingsOf(init);
       const ws = params.capabilities.workspace;
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
+      if (!watches.dynamic) {
+        ownWatch = new FsWatchers((uris) => filesChanged((d) => uris.includes(d.uri)), options.watchDebounceMs ?? 100);
+      }
       codeLensRefresh = !!ws?.codeLens?.refreshSupport;
       inlayRefresh = !!ws?.inlayHint?.refreshSupport;
     } catch (err) {
@@ -109,6 +144,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         documentFormattingProvider: true,
         codeLensProvider: { resolveProvider: false },
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
+        executeCommandProvider: { commands: Object.values(SERVER_COMMANDS), workDoneProgress: true },
         workspace: { workspaceFolders: { supported: true, changeNotifications: true } },
       },
       serverInfo: { name: 'weight-spec', version: '0.1.0' },
@@ -131,9 +167,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   connection.onDidChangeWatchedFiles(guardedNotification(log, 'didChangeWatchedFiles', (p) => {
     const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
     if (changed.length === 0) return;
-    documents.recheckAll((d) => changed.some((c) => affects(deps.get(d.uri), c)));
-    if (codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
-    if (inlayRefresh) void connection.languages.inlayHint.refresh().catch(() => undefined);
+    filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
   }));
 
   connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
@@ -204,8 +238,29 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     const d = documents.docs.get(p.textDocument.uri);
     const file = d?.file || uriToPath(p.textDocument.uri);
     const run = d?.published?.run ?? (d ? (await runOf(p.textDocument.uri))?.run : undefined);
-    return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run);
+    return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run, clientCommands);
   }));
+
+  const settingsFor = async (file: string): Promise<CommandSettings> => {
+    if (!configurationSupport) return initSettings;
+    try {
+      const got: unknown = await connection.workspace.getConfiguration({ scopeUri: pathToFileURL(file).toString(), section: 'weightSpec' });
+      return { ...initSettings, ...settingsOf(got) };
+    } catch {
+      return initSettings;
+    }
+  };
+  connection.onExecuteCommand((p, token, workDone) => executeCommand({
+    connection,
+    cliPath: options.cliPath ?? 'cli.js',
+    settings: settingsFor,
+    progressSupport,
+    finished() {
+      // Files the command wrote change the checks (a prepared dir appears): re-check now,
+      // whether or not any watcher reports it.
+      filesChanged(() => true);
+    },
+  }, p, token, workDone));
 
   connection.onRequest(SpecStateRequest, guarded(log, SpecStateRequest.method, null, async (p) => {
     const r = await runOf(p.uri);
@@ -232,8 +287,19 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   }));
 
   connection.onShutdown(() => {
+    ownWatch?.dispose();
     for (const uri of [...documents.docs.keys()]) documents.close(uri);
   });
 
   return { documents };
+}
+
+/** The command settings in `v` (initializationOptions or the `weightSpec` configuration section). */
+function settingsOf(v: unknown): CommandSettings {
+  const o = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  const str = (k: string) => (typeof o[k] === 'string' ? { [k]: o[k] as string } : {});
+  return {
+    ...str('defaultDtype'), ...str('compileBackend'), ...str('qaicCompilePath'), ...str('onnxRuntimePath'),
+    ...(typeof o.maxRamGb === 'number' ? { maxRamGb: o.maxRamGb } : {}),
+  };
 }

@@ -93,7 +93,8 @@ describe('language features on a workspace spec', () => {
   it('code lenses: Prepare checkpoint, Compile (never compiled), Inspect ONNX with the right arguments', async () => {
     const lenses = await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
     expect(lenses.map((l) => l.command!.title)).toEqual(['Prepare checkpoint', 'Compile (never compiled)', 'Inspect ONNX']);
-    expect(lenses.map((l) => l.command!.command)).toEqual(['weightSpec.prepare', 'weightSpec.compile', 'weightSpec.inspect']);
+    // This client declared no clientCommands: the lenses carry the server's own commands.
+    expect(lenses.map((l) => l.command!.command)).toEqual(['weight-spec.server.prepare', 'weight-spec.server.compile', 'weight-spec.server.inspect']);
     expect(lenses[0]!.command!.arguments).toEqual([uri]);
     expect(lenses[1]!.command!.arguments).toEqual([uri]);
     expect(lenses[2]!.command!.arguments).toEqual([pathToFileURL(path.join(ws.dir, 'model.onnx')).toString()]);

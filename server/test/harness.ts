@@ -10,7 +10,7 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type
 import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
 import type { Diagnostic, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { afterEach } from 'vitest';
-import { createServer, type WeightSpecServer } from '../src/server';
+import { createServer, type ServerOptions, type WeightSpecServer } from '../src/server';
 
 /**
  * Error-level `window/logMessage`s the server sent during the current test. The server's
@@ -179,11 +179,13 @@ export async function connectClient(
 }
 
 /** Starts the server in memory and connects a client to it. */
-export async function startInMemory(opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; workspaceFolders?: { uri: string; name: string }[] } = {}): Promise<TestClient> {
+export async function startInMemory(
+  opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; workspaceFolders?: { uri: string; name: string }[]; serverOptions?: ServerOptions } = {},
+): Promise<TestClient> {
   const toServer = new PassThrough();
   const fromServer = new PassThrough();
   const connection = createConnection(ProposedFeatures.all, toServer, fromServer);
-  const server = createServer(connection, { debounceMs: 0 });
+  const server = createServer(connection, { debounceMs: 0, ...opts.serverOptions });
   connection.listen();
   const client = await connectClient(toServer, fromServer, { ...opts, server });
   const close = client.close;

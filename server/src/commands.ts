@@ -1,0 +1,139 @@
+/**
+ * `workspace/executeCommand` for clients other than the extension (Neovim, Helix, Emacs): the
+ * lenses' prepare, compile and inspect run the bundled CLI (`dist/cli.js`, core's command
+ * line) as a child process — the same argument lists the extension builds (client/src/cli-args.ts)
+ * and the same runner (client/src/cli-process.ts) — with `window/workDoneProgress` when the
+ * client supports it, cancel (request cancellation or the progress's Cancel) and a message
+ * with the result or the CLI's one-line error. A child process keeps prepare's memory and a
+ * crash out of the server, and a cancel is the CLI's own interrupt cleanup.
+ */
+import path from 'node:path';
+import {
+  MessageType,
+  type CancellationToken,
+  type Connection,
+  type ExecuteCommandParams,
+  type WorkDoneProgressReporter,
+} from 'vscode-languageserver/node';
+import { compileArgs, DTYPES, prepareArgs, type Backend, type Dtype } from '../../client/src/cli-args';
+import { cliToolEnv, runCli, type CliResult } from '../../client/src/cli-process';
+import { isSpecFile, specInfo } from '../../client/src/spec-state';
+import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
+import { uriToPath } from './documents';
+
+/** Settings the commands read (the extension's `weightSpec.*` settings, same names). */
+export interface CommandSettings {
+  defaultDtype?: string;
+  maxRamGb?: number;
+  compileBackend?: string;
+  qaicCompilePath?: string;
+  onnxRuntimePath?: string;
+}
+
+/** What the commands need from the server. */
+export interface CommandContext {
+  connection: Connection;
+  /** dist/cli.js. */
+  cliPath: string;
+  /** The settings for a file (workspace/configuration, else initializationOptions). */
+  settings(file: string): Promise<CommandSettings>;
+  /** The client shows `window/workDoneProgress` created by the server. */
+  progressSupport: boolean;
+  /** Called when a command finished (re-check the specs, refresh the lenses). */
+  finished(): void;
+}
+
+type Planned = { title: string; args: string[]; cwd: string; env: Record<string, string>; done: (r: CliResult) => string };
+
+/** Runs one server command; always resolves (errors become a message and `ok: false`). */
+export async function executeCommand(
+  ctx: CommandContext,
+  params: ExecuteCommandParams,
+  token: CancellationToken,
+  attached: WorkDoneProgressReporter,
+): Promise<ServerCommandResult> {
+  let result: ServerCommandResult;
+  try {
+    const plan = await planCommand(ctx, params.command, params.arguments?.[0]);
+    result = await runPlanned(ctx, plan, token, params.workDoneToken !== undefined ? attached : undefined);
+  } catch (err) {
+    result = { ok: false, message: `weight-spec: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  void ctx.connection.sendNotification('window/showMessage', {
+    type: result.ok ? MessageType.Info : result.cancelled ? MessageType.Warning : MessageType.Error,
+    message: result.message,
+  }).catch(() => undefined);
+  ctx.finished();
+  return result;
+}
+
+/** The spec file an argument names (a `file:` URI or a path). */
+function fileOf(arg: unknown): string {
+  if (typeof arg !== 'string' || arg === '') throw new Error('the command needs a file URI as its argument');
+  const file = arg.startsWith('file:') ? uriToPath(arg) : path.resolve(arg);
+  if (!file) throw new Error(`not a file URI: ${arg}`);
+  return file;
+}
+
+async function planCommand(ctx: CommandContext, command: string, arg: unknown): Promise<Planned> {
+  const file = fileOf(arg);
+  const s = await ctx.settings(file);
+  const env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath || undefined, ortPath: s.onnxRuntimePath || undefined });
+  switch (command) {
+    case SERVER_COMMANDS.prepare: {
+      if (!isSpecFile(file)) throw new Error(`${file}: prepare from the editor needs a weight_spec.json`);
+      const info = specInfo(file);
+      if (!info.sourceCheckpoint) {
+        throw new Error(`${file}: its export recorded no source checkpoint (export-report.json); run weight-spec prepare --checkpoint <dir> --out <dir>`);
+      }
+      const fallback = DTYPES.includes(s.defaultDtype as Dtype) ? (s.defaultDtype as Dtype) : 'float32';
+      const dtype = DTYPES.includes(info.dtype as Dtype) ? (info.dtype as Dtype) : fallback;
+      const maxRamGb = typeof s.maxRamGb === 'number' && s.maxRamGb > 0 ? s.maxRamGb : undefined;
+      const args = prepareArgs({ checkpoint: info.sourceCheckpoint, dtype, ...(info.preparedDir ? { out: info.preparedDir } : {}), ...(maxRamGb ? { maxRamGb } : {}) });
+      return {
+        title: `Preparing ${path.basename(info.sourceCheckpoint)} (${dtype})`, args, cwd: info.sourceCheckpoint, env,
+        done: () => `Prepared ${info.sourceCheckpoint}${info.preparedDir ? ` into ${info.preparedDir}` : ''}`,
+      };
+    }
+    case SERVER_COMMANDS.compile:
+    case SERVER_COMMANDS.recompile: {
+      const force = command === SERVER_COMMANDS.recompile;
+      const exportDir = isSpecFile(file) ? path.dirname(file) : file;
+      const backend: Backend = s.compileBackend === 'qaic' ? 'qaic' : 'ort';
+      return {
+        title: `${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`,
+        args: compileArgs({ exportDir, backend, force }), cwd: exportDir, env,
+        done: () => `Compiled ${exportDir} (${backend})`,
+      };
+    }
+    case SERVER_COMMANDS.inspect:
+      return {
+        title: `Inspecting ${path.basename(file)}`, args: ['inspect', file], cwd: path.dirname(file), env,
+        done: (r) => `Inspected ${file}: ${r.stdout.trim().split('\n').length} lines (in the server log)`,
+      };
+    default:
+      throw new Error(`unknown command ${command}`);
+  }
+}
+
+async function runPlanned(ctx: CommandContext, plan: Planned, token: CancellationToken, attached?: WorkDoneProgressReporter): Promise<ServerCommandResult> {
+  const abort = new AbortController();
+  const reporter = attached ?? (ctx.progressSupport ? await ctx.connection.window.createWorkDoneProgress().catch(() => undefined) : undefined);
+  reporter?.begin(plan.title, 0, undefined, true);
+  const cancels = [token.onCancellationRequested(() => abort.abort())];
+  if (reporter && 'token' in reporter) cancels.push((reporter as { token: CancellationToken }).token.onCancellationRequested(() => abort.abort()));
+  // A cancel that came before the handler ran: the token's listener is not called for it.
+  if (token.isCancellationRequested) abort.abort();
+  try {
+    const r = await runCli({ node: process.execPath, cli: ctx.cliPath, env: plan.env, cwd: plan.cwd }, plan.args, {
+      onProgress: (percent, detail) => reporter?.report(percent, detail),
+    }, abort.signal);
+    if (r.cancelled) return { ok: false, cancelled: true, message: `${plan.title}: cancelled` };
+    if (r.code !== 0) return { ok: false, message: r.errorLine ?? `${plan.title}: the CLI exited with ${r.code ?? r.signal}` };
+    if (r.stdout.trim()) ctx.connection.console.log(r.stdout.trimEnd());
+    return { ok: true, message: plan.done(r), ...(r.stdout ? { output: r.stdout } : {}) };
+  } finally {
+    for (const c of cancels) c.dispose();
+    reporter?.done();
+  }
+}

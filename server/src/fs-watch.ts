@@ -1,0 +1,138 @@
+/**
+ * The server's own file watching, for clients that cannot watch (no dynamic registration of
+ * `workspace/didChangeWatchedFiles`, as Neovim 0.7): `fs.watch` on the directories each open
+ * spec depends on (see {@link dependenciesOf}) and on their real paths when they go through
+ * symlinks. A directory that does not exist yet (the prepared folder before prepare) is
+ * watched through its nearest existing ancestor, so its creation is seen. Events are
+ * debounced; a spec is re-checked when a directory it depends on reports a change, and once
+ * when a watch on one of its directories starts (a file written before the watch began).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The directories to watch for a set of dependency directories. */
+export function watchTargets(dirs: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const d of dirs) addTarget(out, path.resolve(d), 0);
+  return out;
+}
+
+function addTarget(out: Set<string>, dir: string, depth: number): void {
+  if (isDir(dir)) {
+    out.add(dir);
+    try {
+      out.add(fs.realpathSync(dir)); // a symlinked folder's changes happen at its target
+    } catch {
+      /* vanished meanwhile */
+    }
+    return;
+  }
+  // A dangling symlink (export links the prepared folder before prepare made it): its
+  // target's creation happens beside the target, so watch there too.
+  const link = readLink(dir);
+  if (link !== undefined && depth < 8) addTarget(out, path.resolve(path.dirname(dir), link), depth + 1);
+  // The nearest existing ancestor: a created child shows up as an event there.
+  const parent = path.dirname(dir);
+  if (parent !== dir) addTarget(out, parent, depth + 1);
+}
+
+function readLink(p: string): string | undefined {
+  try {
+    return fs.readlinkSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function inodeOf(p: string): number {
+  try {
+    return fs.statSync(p).ino;
+  } catch {
+    return -1;
+  }
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** fs.watch watchers per spec, debounced into `onChange(uris)`. */
+export class FsWatchers {
+  /** Watchers by directory, with the inode watched (a replaced directory needs a new watch). */
+  private readonly watchers = new Map<string, { w: fs.FSWatcher; ino: number }>();
+  private readonly bySpec = new Map<string, Set<string>>();
+  private pending = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly onChange: (uris: string[]) => void,
+    private readonly debounceMs = 100,
+  ) {}
+
+  /** Watches `dirs` for the spec `uri` (replacing what it watched before). */
+  update(uri: string, dirs: Iterable<string>): void {
+    const targets = watchTargets(dirs);
+    const before = this.bySpec.get(uri);
+    this.bySpec.set(uri, targets);
+    let added = false;
+    for (const t of targets) {
+      const ino = inodeOf(t);
+      const cur = this.watchers.get(t);
+      if (cur && cur.ino === ino) continue;
+      if (cur) this.drop(t);
+      try {
+        const w = fs.watch(t, { persistent: false }, () => this.fire(t));
+        w.on('error', () => this.drop(t));
+        this.watchers.set(t, { w, ino });
+        if (cur || (before && !before.has(t))) added = true;
+      } catch {
+        /* not watchable (gone, permissions): the next check retries */
+      }
+    }
+    this.prune();
+    if (added) this.queue([uri]);
+  }
+
+  /** Stops watching for `uri`. */
+  remove(uri: string): void {
+    this.bySpec.delete(uri);
+    this.prune();
+  }
+
+  dispose(): void {
+    this.bySpec.clear();
+    this.prune();
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private fire(dir: string): void {
+    this.queue([...this.bySpec].filter(([, t]) => t.has(dir)).map(([u]) => u));
+  }
+
+  private queue(uris: string[]): void {
+    if (uris.length === 0) return;
+    for (const u of uris) this.pending.add(u);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const list = [...this.pending].filter((u) => this.bySpec.has(u));
+      this.pending = new Set();
+      if (list.length) this.onChange(list);
+    }, this.debounceMs);
+  }
+
+  private drop(dir: string): void {
+    this.watchers.get(dir)?.w.close();
+    this.watchers.delete(dir);
+  }
+
+  /** Closes watchers no spec needs any more. */
+  private prune(): void {
+    const needed = new Set([...this.bySpec.values()].flatMap((s) => [...s]));
+    for (const d of [...this.watchers.keys()]) if (!needed.has(d)) this.drop(d);
+  }
+}

@@ -1,0 +1,132 @@
+// The server's own commands and file watching, for clients that run neither (Neovim 0.7):
+// a real export of a copy of the llama fixture, a real prepare by dist/cli.js through
+// workspace/executeCommand, and fs.watch noticing files written behind the server's back.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type { CodeLens } from 'vscode-languageserver-protocol';
+import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+import { startInMemory, type TestClient } from './harness';
+import { bundleServer } from './support';
+
+const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
+const tmp = tempDirs('ws-lsp-cmd-');
+const cli = (args: string[]) => execFileSync(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
+
+/** An export of a fresh copy of the llama fixture (its prepared dir lands in the temp dir). */
+function exported(): { dir: string; spec: string; prepared: string } {
+  const dir = tmp();
+  cpSync(path.join(fixturesDir(), 'llama'), path.join(dir, 'llama'), { recursive: true });
+  cli(['export', '--config', path.join(dir, 'llama'), '--out', path.join(dir, 'exp')]);
+  // Where export says prepare will write (its report), a folder beside the checkpoint copy.
+  const report = JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } };
+  expect(path.dirname(report.prepared.dir)).toBe(dir);
+  return { dir, spec: path.join(dir, 'exp', 'weight_spec.json'), prepared: report.prepared.dir };
+}
+
+/** A client like Neovim 0.7: progress yes, dynamic file watchers no, no custom options. */
+async function neovimLike(): Promise<TestClient & { messages: { type: number; message: string }[]; progress: unknown[] }> {
+  const c = await startInMemory({
+    capabilities: { window: { workDoneProgress: true }, workspace: { didChangeWatchedFiles: { dynamicRegistration: false } } },
+    serverOptions: { cliPath: CLI, watchDebounceMs: 50 },
+  });
+  const messages: { type: number; message: string }[] = [];
+  const progress: unknown[] = [];
+  c.rpc.onNotification('window/showMessage', (m: { type: number; message: string }) => void messages.push(m));
+  c.rpc.onRequest('window/workDoneProgress/create', () => null);
+  c.rpc.onNotification('$/progress', (p: { value: unknown }) => void progress.push(p.value));
+  return Object.assign(c, { messages, progress });
+}
+
+describeFixtures('server commands and own watching (clients without them)', () => {
+  beforeAll(async () => {
+    await bundleServer(REPO_ROOT);
+  }, 120_000);
+
+  it('lenses carry the server commands, unless the client runs its own (the extension)', async () => {
+    const { spec } = exported();
+    const c = await neovimLike();
+    const vs = await startInMemory({ initializationOptions: { clientCommands: true } });
+    try {
+      const { uri } = await c.open(spec);
+      const lenses = await c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
+      expect(lenses.map((l) => l.command!.command)).toEqual([SERVER_COMMANDS.prepare, SERVER_COMMANDS.compile, SERVER_COMMANDS.inspect]);
+      await vs.open(spec);
+      const theirs = await vs.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
+      expect(theirs.map((l) => l.command!.command)).toEqual(['weightSpec.prepare', 'weightSpec.compile', 'weightSpec.inspect']);
+    } finally {
+      c.close();
+      vs.close();
+    }
+  });
+
+  it('the Prepare lens runs through workspace/executeCommand: progress, a message, prepared files, diagnostics clear', async () => {
+    const { spec, prepared } = exported();
+    const c = await neovimLike();
+    try {
+      const { uri, diagnostics } = await c.open(spec);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      const lens = (await c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } }))[0]!;
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: lens.command!.command, arguments: lens.command!.arguments });
+      expect(r).toMatchObject({ ok: true });
+      expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(true);
+      // Re-checked once the command finished, without an edit.
+      await expect.poll(() => c.published.filter((p) => p.uri === uri).at(-1)?.count, { timeout: 10_000 }).toBe(0);
+      expect(c.version(uri)).toBe(1);
+      expect(c.messages).toEqual([{ type: 3, message: expect.stringContaining(`Prepared ${path.join(path.dirname(prepared), 'llama')}`) }]);
+      const kinds = c.progress.map((p) => (p as { kind: string }).kind);
+      expect(kinds[0]).toBe('begin');
+      expect(kinds.at(-1)).toBe('end');
+    } finally {
+      c.close();
+    }
+  }, 60_000);
+
+  it('a failing command answers ok: false with the CLI\'s one-line error as an error message', async () => {
+    const c = await neovimLike();
+    try {
+      const missing = path.join(tmp(), 'nothing.onnx');
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing] });
+      expect(r.ok).toBe(false);
+      expect(r.message).toMatch(/^weight-spec: .*nothing\.onnx/);
+      expect(c.messages).toEqual([{ type: 1, message: r.message }]);
+    } finally {
+      c.close();
+    }
+  }, 30_000);
+
+  it('cancelling the request stops the CLI and leaves no prepared checkpoint', async () => {
+    const { spec, prepared } = exported();
+    const c = await neovimLike();
+    try {
+      const { uri } = await c.open(spec);
+      const cts = new CancellationTokenSource();
+      const pending = c.rpc.sendRequest<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] }, cts.token);
+      cts.cancel();
+      expect(await pending).toMatchObject({ ok: false, cancelled: true });
+      expect(c.messages[0]).toMatchObject({ type: 2, message: expect.stringContaining('cancelled') });
+      expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(false);
+    } finally {
+      c.close();
+    }
+  }, 30_000);
+
+  it('without client watchers the server notices a prepare run elsewhere (through the export\'s symlink) and re-checks', async () => {
+    const { dir, spec } = exported();
+    const c = await neovimLike();
+    try {
+      expect(c.registrations).toEqual([]);
+      const { uri, diagnostics } = await c.open(spec);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
+      await expect.poll(() => c.published.filter((p) => p.uri === uri).at(-1)?.count, { timeout: 10_000 }).toBe(0);
+      expect(c.version(uri)).toBe(1); // no edit
+    } finally {
+      c.close();
+    }
+  }, 30_000);
+});
