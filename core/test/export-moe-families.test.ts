@@ -296,6 +296,7 @@ describe('config fields that change the math but are not implemented are refused
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['gpt_oss unknown layer_types entry', { ...gptOss, layer_types: ['sliding_attention', 'chunked_attention'] }, /"layer_types" entry "chunked_attention" is not implemented/],
     ['gpt_oss layer_types of the wrong length', { ...gptOss, layer_types: ['full_attention'] }, /"layer_types" has 1 entries for 2 layers/],
+    ['gpt_oss sliding layers without a window', { ...gptOss, sliding_window: null }, /"sliding_window" is null but layer_types has sliding_attention layers/],
     ['gpt_oss unknown rope type', { ...gptOss, rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic" is not supported/],
     ['gpt_oss yarn without factor', { ...gptOss, rope_scaling: { rope_type: 'yarn' } }, /"yarn" needs a positive numeric "factor"/],
     ['gpt_oss a quantization prepare cannot undo', { ...gptOss, quantization_config: { quant_method: 'gptq' } }, /quant_method "gptq"/],

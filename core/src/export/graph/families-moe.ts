@@ -122,6 +122,9 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
   const E = c.num_local_experts;
   const topK = checkTopK(file, c.num_experts_per_tok ?? c.experts_per_token, E);
   const I = c.intermediate_size;
+  if (c.sliding_window === null && (c.layer_types ?? ['sliding_attention']).includes('sliding_attention')) {
+    refuse(file, 'sliding_window', 'is null but layer_types has sliding_attention layers');
+  }
   const window = c.sliding_window ?? 128;
   const stages = expertStages(file, E, opts);
   // HF GptOssConfig: layer_types defaults to sliding on even layers, full on odd ones
