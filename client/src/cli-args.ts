@@ -1,6 +1,6 @@
 /**
  * Argument lists for the bundled CLI (`dist/cli.js`), built in one place so that commands and
- * tasks run exactly what a user would type (see the CLI contract in DESIGN.md). Pure: no
+ * tasks run exactly what a user would type (the CLI contract: README.md, docs/CLI.md). Pure: no
  * `vscode` import, unit-tested in client/test.
  */
 
