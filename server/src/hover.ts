@@ -9,21 +9,15 @@ import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
 import { servingSummary } from '../../core/src/export/graph/serving-features';
+import { formatBytes } from '../../core/src/format';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 
 const n = (x: number) => x.toLocaleString('en-US');
 
+/** core's formatBytes, with the exact count when it is rounded. */
 function bytesText(b: number): string {
-  if (b < 1024) return `${b} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = b / 1024;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]} (${n(b)} bytes)`;
+  return b < 1024 ? formatBytes(b) : `${formatBytes(b)} (${n(b)} bytes)`;
 }
 
 function onnxLines(run: CheckRun, name: string): string[] {
