@@ -26,12 +26,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { archFromConfig, buildCausalLM } from '../src/export/graph';
 import * as ort from 'onnxruntime-node';
-import { fromFloat32 } from '../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
-import { writeSafetensors } from '../src/formats/safetensors';
+import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
-import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { randomCheckpoint, rng, SYNTHETIC_CONFIGS } from './graph-random';
 import { glm4MoeReference, randomGlmCheckpoint } from './graph-reference-glm';
+import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
@@ -201,6 +202,63 @@ describeFixtures('glm4_moe configurations beyond the fixture, judged by an indep
     const r = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: 16 }), stackExperts(raw));
     const { rows } = await r.tokenByToken(ids, r.emptyCache(1, a.nKv, 16, a.headDim));
     expect(maxAbsDiff(rows, glm4MoeReference(cfg, raw, ids))).toBeLessThanOrEqual(1e-4);
+  });
+});
+
+describeFixtures('gpt_oss configurations beyond the fixture, judged by an independent float64 reference', () => {
+  it('the float64 GPT-OSS reference (own MXFP4 decode) reproduces the fixture reference.json (validates the judge)', async () => {
+    const dir = path.join(fixturesDir(), 'gpt_oss_full');
+    const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+    const ck = await Checkpoint.open(dir);
+    const w = new Map<string, { shape: number[]; data: Float32Array }>();
+    for (const t of ck.tensors()) if (t.dtype !== 'U8') w.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
+    for (const key of ck.keys().filter((k) => k.endsWith('_blocks'))) {
+      const [E, R, G] = ck.get(key)!.shape as [number, number, number];
+      w.set(key.replace(/_blocks$/, ''), dequantMxfp4Reference(await ck.read(key), await ck.read(key.replace(/_blocks$/, '_scales')), E, R, G));
+    }
+    expect(maxAbsDiff(gptOssReference(cfg, w, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(1e-4);
+  });
+
+  const base = {
+    model_type: 'gpt_oss', vocab_size: 80, hidden_size: 32, intermediate_size: 24, num_hidden_layers: 3, num_attention_heads: 4,
+    num_key_value_heads: 2, head_dim: 16, num_local_experts: 5, num_experts_per_tok: 2, sliding_window: 3, rope_theta: 150000.0,
+    max_position_embeddings: 4096, rms_norm_eps: 1e-5, tie_word_embeddings: false,
+  };
+  const variants: [string, Record<string, unknown>][] = [
+    ['yarn with truncate (floored/ceiled ramp), no attention bias, full/sliding/full', { attention_bias: false, layer_types: ['full_attention', 'sliding_attention', 'full_attention'], rope_scaling: { rope_type: 'yarn', factor: 8.0, beta_fast: 32.0, beta_slow: 1.0, original_max_position_embeddings: 64, truncate: true } }],
+    ['the GptOssConfig defaults: rope_scaling and layer_types absent, swiglu_limit 1.5, swiglu_alpha 1.0', { swiglu_limit: 1.5, swiglu_alpha: 1.0 }],
+  ];
+  it.each(variants)('%s: token-at-a-time logits match', async (_name, patch) => {
+    const cfg = { ...base, ...patch };
+    const r0 = rng(9);
+    const w = new Map<string, { shape: number[]; data: Float32Array }>();
+    const put = (k: string, shape: number[], scale: number, center = 0) => w.set(k, { shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => center + scale * r0()) });
+    const { hidden_size: H, head_dim: hd, num_attention_heads: nh, num_key_value_heads: nkv, num_local_experts: E, intermediate_size: I } = cfg;
+    put('model.embed_tokens.weight', [80, H], 0.5);
+    for (let l = 0; l < 3; l++) {
+      const p = `model.layers.${l}`, a = `${p}.self_attn`, m = `${p}.mlp`;
+      put(`${p}.input_layernorm.weight`, [H], 0.1, 1);
+      put(`${p}.post_attention_layernorm.weight`, [H], 0.1, 1);
+      for (const [n, out, inp] of [['q', nh * hd, H], ['k', nkv * hd, H], ['v', nkv * hd, H], ['o', H, nh * hd]] as const) {
+        put(`${a}.${n}_proj.weight`, [out, inp], 1 / Math.sqrt(inp));
+        if ((cfg as Record<string, unknown>).attention_bias !== false) put(`${a}.${n}_proj.bias`, [out], 0.1);
+      }
+      put(`${a}.sinks`, [nh], 1);
+      put(`${m}.router.weight`, [E, H], 1);
+      put(`${m}.router.bias`, [E], 0.5);
+      put(`${m}.experts.gate_up_proj`, [E, H, 2 * I], 1.5 / Math.sqrt(H));
+      put(`${m}.experts.gate_up_proj_bias`, [E, 2 * I], 0.5);
+      put(`${m}.experts.down_proj`, [E, I, H], 1 / Math.sqrt(I));
+      put(`${m}.experts.down_proj_bias`, [E, H], 0.1);
+    }
+    put('model.norm.weight', [H], 0.1, 1);
+    put('lm_head.weight', [80, H], 1 / Math.sqrt(H));
+    const ids = [5, 17, 3, 64, 41, 9, 60, 2, 33];
+    const a = archFromConfig(cfg, 'config.json');
+    const runner = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: 16 }), preparedFromInMemory(w, 3));
+    const { rows } = await runner.tokenByToken(ids, runner.emptyCache(1, a.nKv, 16, a.headDim));
+    expect(maxAbsDiff(rows, gptOssReference(cfg, w, ids))).toBeLessThanOrEqual(1e-4);
   });
 });
 
