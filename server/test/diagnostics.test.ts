@@ -3,7 +3,7 @@
 // applied, removes its diagnostic.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CodeAction, Diagnostic } from 'vscode-languageserver-protocol';
 import { applyEdits, textOf, type TestClient } from './harness';
 import { openWorkspace, preparedCopy, type makeWorkspace, type SpecJson } from './workspace';
@@ -17,6 +17,10 @@ describe('diagnostics and quick fixes', () => {
     ({ client, ws, uri } = await openWorkspace());
   });
   afterAll(() => client.close());
+  // Every test starts from the valid document, whatever ran before (vitest --sequence.shuffle passes).
+  beforeEach(async () => {
+    expect(await client.replace(uri, ws.text(ws.spec()))).toEqual([]);
+  });
 
   /** Edits the document to `mutate(valid spec)`; returns the diagnostics and the text. */
   async function faulty(mutate: (s: SpecJson) => void): Promise<{ text: string; diags: Diagnostic[] }> {
