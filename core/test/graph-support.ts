@@ -5,6 +5,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
+import { dequantMxfp4Reference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
 
@@ -18,7 +19,16 @@ export interface F32 {
 export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
   const ck = await Checkpoint.open(dir);
   const out = new Map<string, F32>();
-  for (const t of ck.tensors()) out.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
+  for (const t of ck.tensors()) {
+    const blocks = /^(.*)_blocks$/.exec(t.key);
+    if (blocks && t.dtype === 'U8') {
+      // GPT-OSS MXFP4 experts → HF's in-memory dequantized tensor (the test's own decode)
+      const [E, R, G] = t.shape as [number, number, number];
+      out.set(blocks[1]!, dequantMxfp4Reference(await ck.read(t.key), await ck.read(`${blocks[1]}_scales`), E, R, G));
+    } else if (t.dtype !== 'U8') {
+      out.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
+    }
+  }
   return out;
 }
 
@@ -30,6 +40,10 @@ export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
  * gate/up `[E, H, I]`, down `[E, I, H]`. Computed here independently of prepare.
  */
 export function stackExperts(w: Map<string, F32>): Map<string, F32> {
+  // GPT-OSS in-memory experts (gate/up interleaved, with biases): their own split
+  if ([...w.keys()].some((k) => k.endsWith('.experts.gate_up_proj_bias'))) {
+    return preparedFromInMemory(w, new Set([...w.keys()].map((k) => /^model\.layers\.(\d+)\./.exec(k)?.[1]).filter(Boolean)).size);
+  }
   const out = new Map<string, F32>();
   const groups = new Map<string, Map<number, Map<string, F32>>>();
   for (const [k, t] of w) {

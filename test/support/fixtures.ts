@@ -46,7 +46,7 @@ export function describeFixtures(name: string, fn: () => void): void {
  * Families whose fixture ships a legacy.onnx and reference.json and that the pipeline
  * reproduces (export --config and export --onnx); the suites iterate these.
  */
-export const LEGACY_FAMILIES = ['llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gemma2', 'codegen', 'glm4_moe'] as const;
+export const LEGACY_FAMILIES = ['llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gemma2', 'codegen', 'glm4_moe', 'gpt_oss_full'] as const;
 
 /**
  * max |Δlogit| allowed for a float16 graph against a fixture's fp32 reference. 2e-2, except
