@@ -6,25 +6,28 @@
  * float32 (≤ 1e-4) and float16 (≤ 2e-2, gemma2 8e-2: see float16Tolerance); and --phase prefill / decode graphs over one
  * prepared checkpoint giving the logits of `both`.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { expect, it } from 'vitest';
+import { cliInProcess } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-e2e-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-export-e2e-')();
 
-function ws(...args: string[]): string {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
-  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+/**
+ * `weight-spec <args>` run in this process (the commands' code as the CLI runs it; the
+ * process itself is covered by cli.test.ts and compile-cli.test.ts): ONNX Runtime loads once
+ * instead of once per step, which halves this file's time.
+ */
+async function ws(...args: string[]): Promise<string> {
+  const r = await cliInProcess(args, { cwd: tmp });
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
@@ -33,21 +36,21 @@ interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][]
 describeFixtures('export --config → prepare → compile → run equals the fixtures', () => {
   for (const fam of LEGACY_FAMILIES) {
     for (const dtype of ['float32', 'float16'] as const) {
-      it(`${fam} ${dtype}`, () => {
+      it(`${fam} ${dtype}`, async () => {
         const src = path.join(fixturesDir(), fam);
         const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
         const prepared = path.join(tmp, `${fam}-qeff-prepared-${dtype}`);
         const out = path.join(tmp, `${fam}-${dtype}-export`);
-        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
-        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
-        ws('compile', out, '--prepared', prepared);
+        await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
+        await ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        await ws('compile', out, '--prepared', prepared);
         const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
         const dump = path.join(tmp, `${fam}-${dtype}-logits.json`);
-        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
         const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
         expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : float16Tolerance(fam));
         if (dtype === 'float32') {
-          const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+          const gen = (await ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5')).trim();
           expect(gen).toBe(ref.generated_ids.join(','));
         }
       });
@@ -68,11 +71,11 @@ describeFixtures('export --config → prepare → compile → run equals the fix
       for (const dtype of ['float32', 'float16']) {
         const prepared = path.join(tmp, `synthetic-${name}-qeff-prepared-${dtype}`);
         const out = path.join(tmp, `synthetic-${name}-${dtype}-export`);
-        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
-        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
-        ws('compile', out, '--prepared', prepared);
+        await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
+        await ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        await ws('compile', out, '--prepared', prepared);
         const dump = path.join(tmp, `synthetic-${name}-${dtype}.json`);
-        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
         const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
         expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
         if (dtype === 'float32') {
@@ -82,26 +85,26 @@ describeFixtures('export --config → prepare → compile → run equals the fix
             const last = referenceForward(cfg, raw, [...ids, ...want]).at(-1)!;
             want.push(last.indexOf(Math.max(...last)));
           }
-          expect(ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '4').trim()).toBe(want.join(','));
+          expect((await ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '4')).trim()).toBe(want.join(','));
         }
       }
     });
   }
 
-  it('--phase prefill and --phase decode graphs over one prepared checkpoint give the logits of both', () => {
+  it('--phase prefill and --phase decode graphs over one prepared checkpoint give the logits of both', async () => {
     const src = path.join(fixturesDir(), 'mixtral');
     const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
     const prepared = path.join(tmp, 'phase-qeff-prepared-float32');
-    ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+    await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
     const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
     const specs: string[] = [];
     for (const phase of ['prefill', 'decode', 'both']) {
       const out = path.join(tmp, `phase-${phase}`);
-      ws('export', '--config', src, '--out', out, '--phase', phase, '--ctx-len', '32');
-      ws('compile', out, '--prepared', prepared);
+      await ws('export', '--config', src, '--out', out, '--phase', phase, '--ctx-len', '32');
+      await ws('compile', out, '--prepared', prepared);
       specs.push(readFileSync(path.join(out, 'weight_spec.json'), 'utf8'));
       const dump = path.join(tmp, `phase-${phase}.json`);
-      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
       const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
       expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
     }
