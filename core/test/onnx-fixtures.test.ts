@@ -31,10 +31,10 @@ describeFixtures('ONNX codec and summary over the fixtures', () => {
       expect(m1.graph!.node!.length).toBeGreaterThan(10);
       expect(m1.graph!.initializer!.length).toBeGreaterThan(3);
       const again = encodeModel(m1);
-      const m2 = decodeModel(again, 'again.onnx');
-      expect(m2).toEqual(m1);
       // torch writes fields in schema order, so nothing dropped means the same bytes back;
-      // a field unknown to our schema would be missing here.
+      // a field unknown to our schema would be missing here. The same bytes decode to the same
+      // model, so no deep comparison of the two decodes is needed (it took ~20 s on mixtral).
+      expect(again.length).toBe(bytes.length);
       expect(Buffer.from(again).equals(bytes)).toBe(true);
     });
 
