@@ -19,7 +19,8 @@ const common = {
 
 const entries = [
   { entryPoints: ['core/src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
-  { entryPoints: ['server/src/main.ts'], outfile: 'dist/server.js' },
+  // Also the `weight-spec-language-server` bin (other editors start it over stdio).
+  { entryPoints: ['server/src/main.ts'], outfile: 'dist/server.js', banner: { js: '#!/usr/bin/env node' } },
   { entryPoints: ['client/src/extension.ts'], outfile: 'dist/extension.js' },
   { entryPoints: ['core/src/prepare/worker.ts'], outfile: 'dist/prepare-worker.js' },
 ];
@@ -28,4 +29,4 @@ for (const e of entries) {
   if (!existsSync(e.entryPoints[0])) continue;
   await build({ ...common, ...e });
 }
-if (existsSync('dist/cli.js')) chmodSync('dist/cli.js', 0o755);
+for (const bin of ['dist/cli.js', 'dist/server.js']) if (existsSync(bin)) chmodSync(bin, 0o755);

@@ -19,10 +19,10 @@ import {
   type Dtype,
   type ExportOptions,
   type PrepareOptions,
-} from './cli-args';
+} from '../../core/src/editor/cli-args';
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
-import { isSpecFile, specInfo } from './spec-state';
+import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
 import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath, vlmSpecs } from './targets';
 
 const LAST_EXPORT = 'weightSpec.lastExport';

@@ -8,7 +8,7 @@ import type { LanguageClient } from 'vscode-languageclient/node';
 import { registerCommands } from './commands';
 import { startLanguageClient } from './language-client';
 import { CliRunner } from './runner';
-import type { SpecInfo } from './spec-state';
+import type { SpecInfo } from '../../core/src/editor/spec-state';
 import { SpecStatusBar } from './status-bar';
 import { TASK_TYPE, WeightSpecTaskProvider } from './tasks';
 

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { cliToolEnv, runCli, type CliResult } from './cli-process';
+import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
 import { installOrt, locateOrt, ORT_PACKAGE, ORT_VERSION } from './ort-locator';
 import { ortSearch, settings } from './settings';
 

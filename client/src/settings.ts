@@ -1,6 +1,6 @@
 /** The `weightSpec.*` settings, read fresh on every use (so changes apply without reload). */
 import * as vscode from 'vscode';
-import type { Backend, Dtype } from './cli-args';
+import type { Backend, Dtype } from '../../core/src/editor/cli-args';
 import type { OrtSearch } from './ort-locator';
 
 /** Current settings (scoped to `resource` when given). */

@@ -11,7 +11,7 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { SpecStateChangedNotification, SpecStateRequest, type SpecStateResult } from '../../core/src/protocol';
 import { onNotification, sendRequest } from './protocol-client';
-import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from './spec-state';
+import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from '../../core/src/editor/spec-state';
 
 const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
 

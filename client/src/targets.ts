@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { isSpecFile } from './spec-state';
+import { isSpecFile } from '../../core/src/editor/spec-state';
 
 /** The path behind `arg`, else the active editor's file, else undefined. */
 export function targetPath(arg: unknown, useActiveEditor = true): string | undefined {

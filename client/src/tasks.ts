@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { taskArgs, type WeightSpecTaskDefinition } from './cli-args';
-import { cliToolEnv } from './cli-process';
+import { taskArgs, type WeightSpecTaskDefinition } from '../../core/src/editor/cli-args';
+import { cliToolEnv } from '../../core/src/editor/cli-process';
 import { locateOrt } from './ort-locator';
 import { ortSearch, settings } from './settings';
 

@@ -13,7 +13,7 @@ import {
   prepareArgs,
   runArgs,
   taskArgs,
-} from '../src/cli-args';
+} from '../../core/src/editor/cli-args';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');

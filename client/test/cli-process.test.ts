@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI_ENV, cliEnv, cliToolEnv, runCli } from '../src/cli-process';
+import { CLI_ENV, cliEnv, cliToolEnv, runCli } from '../../core/src/editor/cli-process';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');

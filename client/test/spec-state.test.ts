@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { writeTinyLlama } from '../../core/src/demo/tiny-model';
 import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
-import { isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../src/spec-state';
+import { isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../../core/src/editor/spec-state';
 
 const tmp = tempDirs('ws-state-');
 

@@ -1,8 +1,8 @@
 /**
  * `workspace/executeCommand` for clients other than the extension (Neovim, Helix, Emacs): the
  * lenses' prepare, compile and inspect run the bundled CLI (`dist/cli.js`, core's command
- * line) as a child process — the same argument lists the extension builds (client/src/cli-args.ts)
- * and the same runner (client/src/cli-process.ts) — with `window/workDoneProgress` when the
+ * line) as a child process — the same argument lists the extension builds (core/src/editor/cli-args.ts)
+ * and the same runner (core/src/editor/cli-process.ts) — with `window/workDoneProgress` when the
  * client supports it, cancel (request cancellation or the progress's Cancel) and a message
  * with the result or the CLI's one-line error. A child process keeps prepare's memory and a
  * crash out of the server, and a cancel is the CLI's own interrupt cleanup.
@@ -15,9 +15,9 @@ import {
   type ExecuteCommandParams,
   type WorkDoneProgressReporter,
 } from 'vscode-languageserver/node';
-import { compileArgs, DTYPES, prepareArgs, type Backend, type Dtype } from '../../client/src/cli-args';
-import { cliToolEnv, runCli, type CliResult } from '../../client/src/cli-process';
-import { isSpecFile, specInfo } from '../../client/src/spec-state';
+import { compileArgs, DTYPES, prepareArgs, type Backend, type Dtype } from '../../core/src/editor/cli-args';
+import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
+import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
 import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
 import { uriToPath } from './documents';
 

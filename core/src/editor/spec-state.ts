@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { compileStatus } from '../../core/src/compile/status';
-import { readExportReport } from '../../core/src/export/report';
-import type { CompileInfo } from '../../core/src/protocol';
+import { compileStatus } from '../compile/status';
+import { readExportReport } from '../export/report';
+import type { CompileInfo } from '../protocol';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
 

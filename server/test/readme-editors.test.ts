@@ -1,0 +1,129 @@
+// The README's "Other editors" configurations parse: Helix's TOML (Python's tomllib), Emacs'
+// elisp (a reader for the s-expression syntax the snippet uses), Neovim's Lua (Neovim's own
+// loadstring), and each names the server's bin and our settings.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+const tmp = tempDirs('ws-readme-editors-');
+const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+const section = readme.slice(readme.indexOf('## Other editors'), readme.indexOf('\n## ', readme.indexOf('## Other editors') + 5));
+const blocks = (lang: string) => [...section.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+
+type Sexp = string | number | { sym: string } | Sexp[];
+
+/** Reads elisp forms: lists, strings with escapes, symbols/keywords, numbers, quote. Throws on bad syntax. */
+function readElisp(src: string): Sexp[] {
+  let i = 0;
+  const ws = () => {
+    while (i < src.length && (/\s/.test(src[i]!) || src[i] === ';')) {
+      if (src[i] === ';') while (i < src.length && src[i] !== '\n') i++;
+      else i++;
+    }
+  };
+  const form = (): Sexp => {
+    ws();
+    const c = src[i];
+    if (c === undefined) throw new Error('unexpected end of input');
+    if (c === "'" || c === '`') {
+      i++;
+      return [{ sym: 'quote' }, form()];
+    }
+    if (c === '#' && src[i + 1] === "'") {
+      i += 2;
+      return [{ sym: 'function' }, form()];
+    }
+    if (c === '(') {
+      i++;
+      const list: Sexp[] = [];
+      for (;;) {
+        ws();
+        if (src[i] === undefined) throw new Error('unclosed (');
+        if (src[i] === ')') {
+          i++;
+          return list;
+        }
+        if (src[i] === '.' && /\s/.test(src[i + 1] ?? '')) {
+          i++;
+          list.push({ sym: '.' });
+          continue;
+        }
+        list.push(form());
+      }
+    }
+    if (c === ')') throw new Error(`unexpected ) at ${i}`);
+    if (c === '"') {
+      let s = '';
+      i++;
+      while (src[i] !== '"') {
+        if (src[i] === undefined) throw new Error('unclosed string');
+        if (src[i] === '\\') i++;
+        s += src[i++];
+      }
+      i++;
+      return s;
+    }
+    const m = /^[^\s()"';]+/.exec(src.slice(i))!;
+    i += m[0].length;
+    return /^-?\d+(\.\d+)?$/.test(m[0]) ? Number(m[0]) : { sym: m[0] };
+  };
+  const out: Sexp[] = [];
+  for (ws(); i < src.length; ws()) out.push(form());
+  return out;
+}
+
+describe('README "Other editors"', () => {
+  it('names the bin package.json declares', () => {
+    expect(pkg.bin['weight-spec-language-server']).toBe('dist/server.js');
+    expect(section).toContain('weight-spec-language-server');
+  });
+
+  it('Helix languages.toml parses and wires the server to weight_spec.json files with our settings', () => {
+    const [toml] = blocks('toml');
+    expect(toml).toBeDefined();
+    const file = path.join(tmp(), 'languages.toml');
+    writeFileSync(file, toml!);
+    const r = spawnSync('python3', ['-c', 'import json,sys,tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], "rb"))))', file], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const cfg = JSON.parse(r.stdout) as { 'language-server': Record<string, { command: string; args: string[]; config: unknown }>; language: { name: string; 'language-servers': string[]; 'file-types': unknown[] }[] };
+    expect(cfg['language-server']['weight-spec']).toEqual({
+      command: 'weight-spec-language-server', args: ['--stdio'], config: { weightSpec: { defaultDtype: 'float32', compileBackend: 'ort' } },
+    });
+    expect(cfg.language[0]).toMatchObject({ name: 'weight-spec', 'language-servers': ['weight-spec'] });
+    expect(cfg.language[0]!['file-types']).toEqual([{ glob: 'weight_spec.json' }, { glob: '*.weight_spec.json' }]);
+  });
+
+  it('the Emacs eglot configuration reads as elisp and registers the server command', () => {
+    const [elisp] = blocks('elisp');
+    expect(elisp).toBeDefined();
+    const forms = readElisp(elisp!);
+    expect(forms.length).toBe(5);
+    const flat = JSON.stringify(forms);
+    expect(flat).toContain('"weight-spec-language-server","--stdio"');
+    expect(flat).toContain('{"sym":"eglot-server-programs"}');
+    expect(flat).toContain('{"sym":":initializationOptions"}');
+    expect(flat).toContain('{"sym":":weightSpec"}');
+    // The auto-mode regexp, as Emacs reads the string: weight_spec\.json\' (end of name).
+    expect(flat).toContain(JSON.stringify("weight_spec\\.json\\'"));
+    expect(() => readElisp('(a (b "c")')).toThrow(/unclosed/); // the reader rejects bad syntax
+  });
+
+  it('the Neovim Lua snippets compile (Neovim\'s loadstring)', () => {
+    const lua = blocks('lua');
+    expect(lua.length).toBe(2);
+    const have = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
+    if (!have) return expect(process.env.CI).not.toBe('true');
+    for (const code of lua) {
+      const file = path.join(tmp(), 'snippet.lua');
+      writeFileSync(file, code);
+      const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c',
+        `lua local f = io.open('${file}'); local ok, err = loadstring(f:read('*a')); if not ok then io.stderr:write(err) vim.cmd('cq') end`, '-c', 'qa!'], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.stderr + r.stdout).toBe('');
+      expect(r.status).toBe(0);
+    }
+  });
+});
