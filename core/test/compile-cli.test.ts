@@ -109,7 +109,8 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
 
   it('bad input: one line, the right exit code', () => {
     const d = tmp();
-    expect(cli(['compile', path.join(d, 'nope')])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^weight-spec: .*nope: no such export directory\n/) });
+    // A missing path is exit 1 with one sentence (the path contract, issue 15.4; cli-paths.test.ts).
+    expect(cli(['compile', path.join(d, 'nope')])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^weight-spec: .*nope: no such file or directory\n$/) });
     const none = cli(['compile', d]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/^weight-spec: .*: no model\.onnx \(no \.onnx file\)\n$/);

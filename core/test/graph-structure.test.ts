@@ -8,6 +8,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, type ModelObj } from '../src/export/graph';
+import { keyForInput, type PreparedLayout } from '../src/export/graph/layout';
 import { decodeModel, encodeModel } from '../src/formats/onnx';
 import { configsDir, fixturesDir, haveFixtures, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { SYNTHETIC_CONFIGS } from './graph-random';
@@ -84,10 +85,18 @@ describe('config fields map to the architecture', () => {
     const cfg = { ...SYNTHETIC_CONFIGS.qwen3_moe!, num_hidden_layers: 4, decoder_sparse_step: 2, mlp_only_layers: [3] };
     expect(archFromConfig(cfg, 'c').layers.map((l) => l.mlp.kind)).toEqual(['gated', 'moe', 'gated', 'gated']);
   });
-  it('GPT-2 keys follow the checkpoint: transformer. prefix by default, none when the checkpoint has none', () => {
+  it('GPT-2 inputs are GPT2LMHeadModel parameter paths; a checkpoint without the prefix is mapped by key', () => {
+    // QEfficient names inputs by the module's parameter path whatever the checkpoint holds
+    // (issue 21.8); the spec maps the name to the checkpoint's key (GPT2Model saves `wte.weight`).
     const cfg = SYNTHETIC_CONFIGS['gpt2-prefixed']!;
     expect(archFromConfig(cfg, 'c').embed).toBe('transformer.wte.weight');
-    expect(archFromConfig(cfg, 'c', { keys: new Set(['wte.weight', 'wpe.weight']) }).embed).toBe('wte.weight');
+    expect(archFromConfig(cfg, 'c', { keys: new Set(['wte.weight', 'wpe.weight']) }).embed).toBe('transformer.wte.weight');
+    const t = { file: 'model.safetensors', dtype: 'F32', shape: [1] };
+    const layout = (keys: string[]): PreparedLayout => ({ dir: '/p', tensors: new Map(keys.map((k) => [k, t] as const)), source: 'plan' }) as PreparedLayout;
+    expect(keyForInput('transformer.wte.weight', layout(['wte.weight', 'h.0.ln_1.weight']), cfg)).toBe('wte.weight');
+    expect(keyForInput('transformer.h.0.ln_1.weight', layout(['wte.weight', 'h.0.ln_1.weight']), cfg)).toBe('h.0.ln_1.weight');
+    expect(keyForInput('transformer.wte.weight', layout(['transformer.wte.weight', 'wte.weight']), cfg)).toBe('transformer.wte.weight');
+    expect(keyForInput('transformer.wte.weight', layout(['other.weight']), cfg)).toBeUndefined();
   });
 });
 
@@ -102,7 +111,7 @@ describe('configs the builder does not implement are refused with one line', () 
     ['longrope outside phi3', { ...llama, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"rope_scaling" type "longrope" is only implemented for phi3/],
     ['phi3 longrope with wrong factor count', { ...llama, model_type: 'phi3', rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"short_factor" must be 8 positive numbers/],
     ['quantized', { ...llama, quantization_config: { quant_method: 'awq' } }, /quantization_config/],
-    ['wrong field type', { ...llama, num_hidden_layers: '2' }, /"num_hidden_layers"/],
+    ['wrong field type', { ...llama, num_hidden_layers: '2' }, /: num_hidden_layers: .*expected number, received string/],
     ['unsupported activation', { ...llama, hidden_act: 'gelu_fast' }, /"hidden_act" = "gelu_fast"/],
     ['qwen2 sliding windows', { ...llama, model_type: 'qwen2', use_sliding_window: true }, /use_sliding_window/],
     ['heads not dividing', { ...llama, num_key_value_heads: 3 }, /num_key_value_heads/],

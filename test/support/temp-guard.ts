@@ -9,6 +9,9 @@ import path from 'node:path';
 
 export default function setup(): () => void {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'weight-spec-tests-'));
+  // mkdtemp makes it 0700; tests that run the CLI as an unprivileged user (cli-paths, as root)
+  // must be able to pass through it to their own folder. Traverse only: nobody lists it.
+  fs.chmodSync(root, 0o711);
   const previous = process.env.TMPDIR;
   process.env.TMPDIR = root;
   return () => {
