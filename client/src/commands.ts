@@ -9,17 +9,16 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import {
   compileArgs,
-  DTYPES,
   exportArgs,
   parseExpertParallel,
   parseTokenIds,
   prepareArgs,
   runArgs,
   type Backend,
-  type Dtype,
   type ExportOptions,
   type PrepareOptions,
 } from '../../core/src/editor/cli-args';
+import { isPrepareDtype, PREPARE_DTYPES, type PrepareDtype } from '../../core/src/formats/dtype';
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
 import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
@@ -113,7 +112,7 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
     const info = specInfo(target);
     checkpoint = info.sourceCheckpoint;
     out ??= info.preparedDir;
-    if (!dtype && DTYPES.includes(info.dtype as Dtype)) dtype = info.dtype as Dtype;
+    if (!dtype && isPrepareDtype(info.dtype)) dtype = info.dtype;
     if (!checkpoint) checkpoint = await pickFolder('Source checkpoint (safetensors) to prepare for this spec', info.dir);
   } else if (target) {
     checkpoint = isDir(target) ? target : path.dirname(target);
@@ -124,11 +123,11 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
   const s = settings(vscode.Uri.file(checkpoint));
   if (!dtype) {
     const pick = await vscode.window.showQuickPick(
-      DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) => (a.label === s.defaultDtype ? -1 : 0)),
+      PREPARE_DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) => (a.label === s.defaultDtype ? -1 : 0)),
       { title: 'Prepare: target dtype' },
     );
     if (!pick) return undefined;
-    dtype = pick.label as Dtype;
+    dtype = pick.label as PrepareDtype;
   }
   let expertParallel = o.expertParallel;
   const cfg = readConfig(checkpoint);

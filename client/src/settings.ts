@@ -1,11 +1,12 @@
 /** The `weightSpec.*` settings, read fresh on every use (so changes apply without reload). */
 import * as vscode from 'vscode';
-import type { Backend, Dtype } from '../../core/src/editor/cli-args';
+import type { Backend } from '../../core/src/editor/cli-args';
+import type { PrepareDtype } from '../../core/src/formats/dtype';
 import type { OrtSearch } from './ort-locator';
 
 /** Current settings (scoped to `resource` when given). */
 export interface Settings {
-  defaultDtype: Dtype;
+  defaultDtype: PrepareDtype;
   maxRamGb: number;
   compileBackend: Backend;
   qaicCompilePath: string;
@@ -16,7 +17,7 @@ export interface Settings {
 export function settings(resource?: vscode.Uri): Settings {
   const c = vscode.workspace.getConfiguration('weightSpec', resource);
   return {
-    defaultDtype: c.get<Dtype>('defaultDtype', 'float32'),
+    defaultDtype: c.get<PrepareDtype>('defaultDtype', 'float32'),
     maxRamGb: c.get<number>('maxRamGb', 0),
     compileBackend: c.get<Backend>('compileBackend', 'ort'),
     qaicCompilePath: c.get<string>('qaicCompilePath', ''),

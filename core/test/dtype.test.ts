@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import {
   DTYPE_SIZE,
   DTYPES,
+  dtypeFromName,
+  prepareDtypeOf,
   convertFloat,
   dtypeOfName,
   dtypeOfOnnx,
@@ -49,7 +51,16 @@ describe('dtype table', () => {
     expect(dtypeOfName('float16')).toBe('F16');
     expect(dtypeOfName('bfloat16')).toBe('BF16');
     expect(nameOfDtype('BF16')).toBe('bfloat16');
-    expect(nameOfDtype('I64')).toBeUndefined();
+    expect(nameOfDtype('I64')).toBe('int64');
+    expect(nameOfDtype('F8_E4M3')).toBe('float8_e4m3fn');
+    expect(prepareDtypeOf('BF16')).toBe('bfloat16');
+    expect(prepareDtypeOf('I64')).toBeUndefined();
+    expect(prepareDtypeOf('F64')).toBeUndefined();
+    // every name maps back to its dtype (one table, no second spelling)
+    for (const d of DTYPES) expect(dtypeOfName(nameOfDtype(d))).toBe(d);
+    // spec/config spellings
+    expect(['torch.bfloat16', 'BF16', 'fp16', 'float', 'np.int64', 'boolean', 'F8_E4M3'].map(dtypeFromName)).toEqual(['BF16', 'BF16', 'F16', 'F32', 'I64', 'BOOL', 'F8_E4M3']);
+    expect(dtypeFromName('complex64')).toBeUndefined();
   });
 
   it('maps ONNX TensorProto.DataType both ways', () => {

@@ -15,7 +15,8 @@ import {
   type ExecuteCommandParams,
   type WorkDoneProgressReporter,
 } from 'vscode-languageserver/node';
-import { compileArgs, DTYPES, prepareArgs, type Backend, type Dtype } from '../../core/src/editor/cli-args';
+import { compileArgs, prepareArgs, type Backend } from '../../core/src/editor/cli-args';
+import { isPrepareDtype } from '../../core/src/formats/dtype';
 import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
 import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
 import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
@@ -86,8 +87,8 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
       if (!info.sourceCheckpoint) {
         throw new Error(`${file}: its export recorded no source checkpoint (export-report.json); run weight-spec prepare --checkpoint <dir> --out <dir>`);
       }
-      const fallback = DTYPES.includes(s.defaultDtype as Dtype) ? (s.defaultDtype as Dtype) : 'float32';
-      const dtype = DTYPES.includes(info.dtype as Dtype) ? (info.dtype as Dtype) : fallback;
+      const fallback = isPrepareDtype(s.defaultDtype) ? s.defaultDtype : 'float32';
+      const dtype = isPrepareDtype(info.dtype) ? info.dtype : fallback;
       const maxRamGb = typeof s.maxRamGb === 'number' && s.maxRamGb > 0 ? s.maxRamGb : undefined;
       const args = prepareArgs({ checkpoint: info.sourceCheckpoint, dtype, ...(info.preparedDir ? { out: info.preparedDir } : {}), ...(maxRamGb ? { maxRamGb } : {}) });
       return {

@@ -15,7 +15,8 @@ import type { OnnxSummary } from '../formats/onnx';
 import { SPEC_METADATA_KEY } from '../spec/types';
 import { specMetadataValue } from '../spec/write';
 import { report, type CheckContext } from './context';
-import { prepareDtypeName, sameShape, shapeText } from './facts';
+import { prepareDtypeOf } from '../formats/dtype';
+import { sameShape, shapeText } from './facts';
 import { closestNames, didYouMean } from './suggest';
 
 /** Graph inputs a causal-LM graph (or a VLM's vision / language graph) feeds at run time (never weights). */
@@ -112,7 +113,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
         `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`);
     }
     if (gi.dtype && gi.dtype !== info.dtype) {
-      const want = prepareDtypeName(gi.dtype);
+      const want = prepareDtypeOf(gi.dtype);
       const dir = path.dirname(ctx.files[fi]!.abs!);
       // A warning (issue #7): the graph is right, the checkpoint needs `prepare --dtype`.
       report(ctx, 'dtype-mismatch', src.key,

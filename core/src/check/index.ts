@@ -7,7 +7,7 @@ export type { CheckOptions } from './context';
 export { HeaderCache, defaultHeaderCache } from './header-cache';
 export { closestNames, boundedEditDistance, commonSuffixSegments, KeyIndex, keyIndexOf } from './suggest';
 export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';
-export { dtypeFromName } from './facts';
+export { dtypeFromName } from '../formats/dtype';
 export { PREPARED_MANIFEST, looksPrepared } from './prepared';
 export { checkParsedSpec, type CheckRun } from './check-spec';
 export { SpecCheckSession, type SessionOptions } from './session';

@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { DTYPE_SIZE } from '../formats/dtype';
+import { DTYPE_SIZE, isPrepareDtype } from '../formats/dtype';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
 import { planPrepare } from '../prepare';
 import type { PreparePlan } from '../prepare/types';
@@ -25,7 +25,6 @@ export interface PlannedSource {
   dtype: string;
 }
 
-const DTYPE_NAMES = new Set(['float32', 'float16', 'bfloat16']);
 const PREPARED_DIR = /^(.+)-prepared-(float32|float16|bfloat16)-[0-9a-f]{6,}$/;
 
 async function readJson(file: string): Promise<Record<string, unknown> | undefined> {
@@ -44,7 +43,7 @@ async function findSource(ctx: CheckContext, preparedDirName: string): Promise<P
   const report = await readJson(path.join(ctx.specDir, 'export-report.json'));
   const src = report?.source as { checkpoint?: unknown } | undefined;
   const opts = report?.options as { dtype?: unknown } | undefined;
-  if (typeof src?.checkpoint === 'string' && typeof opts?.dtype === 'string' && DTYPE_NAMES.has(opts.dtype)) {
+  if (typeof src?.checkpoint === 'string' && typeof opts?.dtype === 'string' && isPrepareDtype(opts.dtype)) {
     return { checkpoint: path.resolve(ctx.specDir, src.checkpoint), dtype: opts.dtype };
   }
   // prepare's default output is `<parent>/<name>-prepared-<dtype>-<hash>` beside `<parent>/<name>`.

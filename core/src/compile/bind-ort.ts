@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { dtypeOfOnnx, nameOfDtype } from '../formats/dtype';
+import { dtypeOfOnnx, prepareDtypeOf } from '../formats/dtype';
 import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
 import { atomicWriteFile } from '../paths';
 import type { ExportInputs, PreparedLocation } from './locate';
@@ -76,7 +76,7 @@ export function planInitializers(
     if (!t) throw new PipelineError(`${loc.files[fi]}: no tensor "${si.location.key}" (for input "${si.name}")`);
     const want = dtypeOfOnnx(gi.elemType);
     if (want !== t.dtype) {
-      const name = want ? nameOfDtype(want) : undefined;
+      const name = want ? prepareDtypeOf(want) : undefined;
       const fix = name
         ? `run \`weight-spec prepare --checkpoint ${source ?? '<checkpoint>'} --dtype ${name}\` and compile with that prepared directory`
         : 'the graph input type has no prepared equivalent';

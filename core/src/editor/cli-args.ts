@@ -3,10 +3,8 @@
  * tasks run exactly what a user would type (the CLI contract: README.md, docs/CLI.md). Pure: no
  * `vscode` import, unit-tested in client/test.
  */
+import type { ExportDtype, PrepareDtype } from '../formats/dtype';
 
-/** dtypes the CLI's prepare accepts (export takes the first two). */
-export const DTYPES = ['float32', 'float16', 'bfloat16'] as const;
-export type Dtype = (typeof DTYPES)[number];
 export type Backend = 'ort' | 'qaic';
 
 /** `export --config <dir>` or `export --onnx <file> --checkpoint <dir>`. */
@@ -15,14 +13,14 @@ export interface ExportOptions {
   onnx?: string;
   checkpoint?: string;
   out: string;
-  dtype?: 'float32' | 'float16';
+  dtype?: ExportDtype;
   ctxLen?: number;
 }
 
 /** `prepare --checkpoint <dir> --dtype …`. */
 export interface PrepareOptions {
   checkpoint: string;
-  dtype: Dtype;
+  dtype: PrepareDtype;
   out?: string;
   maxRamGb?: number;
   /** Expert-parallel packing: pipeline stages P and parallel experts E. */
@@ -114,14 +112,14 @@ export interface WeightSpecTaskDefinition {
   /** compile: the export directory. */
   exportDir?: string;
   out?: string;
-  dtype?: Dtype;
+  dtype?: PrepareDtype;
   maxRamGb?: number;
   backend?: Backend;
   prepared?: string;
 }
 
 /** CLI arguments of a task definition; throws a one-line Error naming the missing field. */
-export function taskArgs(d: WeightSpecTaskDefinition, defaults: { dtype?: Dtype; maxRamGb?: number; backend?: Backend } = {}): string[] {
+export function taskArgs(d: WeightSpecTaskDefinition, defaults: { dtype?: PrepareDtype; maxRamGb?: number; backend?: Backend } = {}): string[] {
   const need = (v: string | undefined, field: string): string => {
     if (!v) throw new Error(`weight-spec task "${d.command}" needs "${field}"`);
     return v;

@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { FormatError, oneLine } from '../errors';
+import { PREPARE_DTYPES } from '../formats/dtype';
 import { readRegularFile } from '../paths';
 import { parseOrThrow } from '../zod-issue';
 
@@ -23,7 +24,7 @@ const manifestSchema = z.strictObject({
   version: z.literal(MANIFEST_VERSION),
   tool: z.literal('weight-spec'),
   source: z.string().min(1),
-  target_dtype: z.enum(['float32', 'float16', 'bfloat16']),
+  target_dtype: z.enum(PREPARE_DTYPES),
   fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
   moe_prefill_flavour: z.literal('expert_parallel').nullable(),
   expert_parallel: z.strictObject({ pipeline_stages: z.number().int().positive(), parallel_experts: z.number().int().positive() }).nullable(),

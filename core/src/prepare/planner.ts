@@ -8,7 +8,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
-import { DTYPE_SIZE, dtypeOfName, isDtypeName, isFloat, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, dtypeOfName, isPrepareDtype, isFloat, type DType } from '../formats/dtype';
 import { Checkpoint, elementCount } from '../formats/safetensors';
 import { formatBytes, peakOfTensor } from './estimate';
 import { planFingerprint, shortHash } from './fingerprint';
@@ -26,7 +26,7 @@ export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
 
 /** Validates the options (UsageError for a bad combination); N is checked against E once the experts are known. */
 function checkOptions(o: PrepareOptions): { stages: number; experts?: number } | undefined {
-  if (!isDtypeName(o.dtype)) throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
+  if (!isPrepareDtype(o.dtype)) throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
   const hasPE = o.pipelineStages !== undefined || o.parallelExperts !== undefined;
   if (!o.moeFlavour) {
     if (hasPE) throw new UsageError('prepare: --pipeline-stages/--parallel-experts need --moe-flavour expert_parallel');

@@ -4,7 +4,7 @@
  * (e.g. `stacked` → `packed` → `final`) in memory, and writes one output file. Everything
  * here is plain JSON-serializable data: tasks are posted to worker threads as they are.
  */
-import type { DType, DtypeName } from '../formats/dtype';
+import type { DType, PrepareDtype } from '../formats/dtype';
 
 /** A logical tensor at one stage of its transformation. */
 export interface TensorRef {
@@ -105,7 +105,7 @@ export interface Task {
 export interface PrepareOptions {
   /** Checkpoint directory, index file, or single safetensors file. */
   checkpoint: string;
-  dtype: DtypeName;
+  dtype: PrepareDtype;
   /** `expert_parallel` packs stacked experts as view(P, N, …).transpose(0, 1), N = E / P. */
   moeFlavour?: 'expert_parallel';
   /** P: QEfficient's num_pipeline_stages. */
@@ -131,7 +131,7 @@ export interface PreparePlan {
   outDir: string;
   /** The source checkpoint directory (absolute). */
   source: string;
-  dtype: DtypeName;
+  dtype: PrepareDtype;
   tasks: Task[];
   outputs: Map<string, PlannedTensor>;
   /** Source safetensors files with size and mtime (part of the fingerprint). */

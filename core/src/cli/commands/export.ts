@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, UsageError } from '../../errors';
-import type { DtypeName } from '../../formats/dtype';
+import { EXPORT_DTYPES, PREPARE_DTYPES, type ExportDtype, type PrepareDtype } from '../../formats/dtype';
 import { exportFromOnnx, fromOnnxSummary } from '../../export/from-onnx';
 import { createProgress } from '../progress';
 import { exportFromConfig } from '../../export/graph/export-config';
@@ -20,7 +20,7 @@ const flags = {
   onnx: { type: 'string', placeholder: '<model.onnx>', description: 'legacy ONNX with embedded weights to convert' },
   checkpoint: { type: 'string', placeholder: '<dir>', description: 'safetensors checkpoint the weights come from (with --onnx)' },
   out: { type: 'string', placeholder: '<dir>', description: 'output directory', required: true },
-  dtype: { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16'], description: 'graph weight dtype (default float32; with --config)' },
+  dtype: { type: 'string', placeholder: '<dtype>', choices: EXPORT_DTYPES, description: 'graph weight dtype (default float32; with --config)' },
   'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV-cache context length (default symbolic ctx_len; with --config)' },
   'batch-size': { type: 'int', placeholder: '<B>', description: 'batch size (the full cache batch with --continuous-batching; default symbolic)' },
   'continuous-batching': { type: 'boolean', description: 'add batch_index and a full-batch KV cache (with --config)' },
@@ -30,7 +30,7 @@ const flags = {
   sampler: { type: 'boolean', description: 'append QEfficient\'s on-device sampler: next_tokens instead of logits (with --config)' },
   'max-top-k': { type: 'int', placeholder: '<N>', description: 'sampler: largest top-k the graph supports (QEfficient max_top_k_ids; default min(512, vocab))' },
   'return-pdfs': { type: 'boolean', description: 'sampler: also output probs, the sampling distribution' },
-  'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
+  'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: PREPARE_DTYPES, description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
   'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
   'keep-names': { type: 'boolean', description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)' },
   'max-ram-mb': { type: 'int', placeholder: '<MB>', description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)' },
@@ -72,7 +72,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   const r = await exportFromConfig({
     config,
     out: requireOutDir(io.cwd, f.out),
-    dtype: (f.dtype ?? 'float32') as 'float32' | 'float16',
+    dtype: (f.dtype ?? 'float32') as ExportDtype,
     ...(f['ctx-len'] !== undefined ? { ctxLen: f['ctx-len'] } : {}),
     ...(f['batch-size'] !== undefined ? { batchSize: f['batch-size'] } : {}),
     continuousBatching: f['continuous-batching'],
@@ -102,7 +102,7 @@ export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
       onnx,
       checkpoint,
       out,
-      dtype: (f['prepared-dtype'] ?? 'float32') as DtypeName,
+      dtype: (f['prepared-dtype'] ?? 'float32') as PrepareDtype,
       allowUnresolved: f['allow-unresolved'],
       keepNames: f['keep-names'],
       ...(f['max-ram-mb'] !== undefined ? { maxRamMb: f['max-ram-mb'] } : {}),

@@ -6,7 +6,7 @@
  */
 import { UsageError } from '../../errors';
 import { runPrepare } from '../../prepare';
-import type { DtypeName } from '../../formats/dtype';
+import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { createProgress, formatBytes } from '../progress';
 import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
@@ -24,7 +24,7 @@ export const prepareCommand = defineCommand({
   ],
   flags: {
     checkpoint: { type: 'string', placeholder: '<dir>', description: 'source safetensors checkpoint', required: true },
-    dtype: { type: 'string', placeholder: '<dtype>', choices: ['float32', 'float16', 'bfloat16'], description: 'target dtype', required: true },
+    dtype: { type: 'string', placeholder: '<dtype>', choices: PREPARE_DTYPES, description: 'target dtype', required: true },
     out: { type: 'string', placeholder: '<dir>', description: 'output directory (default <parent>/<name>-prepared-<dtype>-<hash> beside the source)' },
     'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
@@ -45,7 +45,7 @@ export const prepareCommand = defineCommand({
     try {
       result = await runPrepare({
         checkpoint: requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES),
-        dtype: f.dtype as DtypeName,
+        dtype: f.dtype as PrepareDtype,
         ...(f.out !== undefined ? { out: requireOutDir(io.cwd, f.out) } : {}),
         ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),
         ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),

@@ -5,7 +5,7 @@
  * (core/src/resolve); resolved ones become graph inputs named by their prepared keys.
  */
 import path from 'node:path';
-import { DTYPE_SIZE, onnxTypeOf, type DtypeName } from '../../formats/dtype';
+import { DTYPE_SIZE, onnxTypeOf, type PrepareDtype } from '../../formats/dtype';
 import { Checkpoint } from '../../formats/safetensors';
 import { PipelineError } from '../../errors';
 import { planDequant, planPrepare, quantSchemeOf } from '../../prepare';
@@ -26,7 +26,7 @@ export interface FromOnnxOptions {
   checkpoint: string;
   out: string;
   /** The dtype the checkpoint will be prepared in (default float32). */
-  dtype?: DtypeName;
+  dtype?: PrepareDtype;
   /** Keep large unresolved initializers embedded instead of failing. */
   allowUnresolved?: boolean;
   /** Memory for streaming reads (default 256 MiB). */

@@ -7,12 +7,8 @@
  * The output is a plain object in the `toObject` shape the ONNX codec (`formats/onnx`) uses:
  * camelCase fields, int64 as number, bytes as Uint8Array, enums as numbers.
  */
-import { doubleToHalfBits } from '../../formats/dtype';
+import { doubleToHalfBits, onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
 
-/** Element types the builder emits (ONNX TensorProto.DataType values). */
-export const ELEM = { float32: 1, int32: 6, int64: 7, bool: 9, float16: 10 } as const;
-/** A tensor element type name. */
-export type Elem = keyof typeof ELEM;
 /** A dimension: fixed size or a symbolic name. */
 export type Dim = number | string;
 
@@ -100,7 +96,7 @@ function attr(name: string, v: AttrValue): AttrObj {
 }
 
 /** Encodes numbers as little-endian raw tensor bytes of `elem`. */
-export function tensorOf(elem: Elem, dims: number[], values: ArrayLike<number>): TensorObj {
+export function tensorOf(elem: DtypeName, dims: number[], values: ArrayLike<number>): TensorObj {
   const n = dims.reduce((a, b) => a * b, 1);
   if (values.length !== n) throw new Error(`tensorOf: ${values.length} values for dims [${dims}]`);
   let bytes: Uint8Array;
@@ -111,16 +107,17 @@ export function tensorOf(elem: Elem, dims: number[], values: ArrayLike<number>):
     case 'bool': bytes = Uint8Array.from(values, (x) => (x ? 1 : 0)); break;
     // one RNE rounding from the double (as torch.tensor(x, dtype=float16) does)
     case 'float16': bytes = new Uint8Array(Uint16Array.from(values, doubleToHalfBits).buffer); break;
+    default: throw new Error(`tensorOf: the builder writes no ${elem} constants`);
   }
-  return { dims, dataType: ELEM[elem], rawData: bytes };
+  return { dims, dataType: onnxTypeOfName(elem), rawData: bytes };
 }
 
-function valueInfo(name: string, elem: Elem, dims: Dim[]): ValueInfoObj {
+function valueInfo(name: string, elem: DtypeName, dims: Dim[]): ValueInfoObj {
   return {
     name,
     type: {
       tensorType: {
-        elemType: ELEM[elem],
+        elemType: onnxTypeOfName(elem),
         shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
       },
     },
@@ -162,13 +159,13 @@ export class GraphBuilder {
   }
 
   /** Declares a graph input; returns its name. */
-  input(name: string, elem: Elem, dims: Dim[]): string {
+  input(name: string, elem: DtypeName, dims: Dim[]): string {
     this.inputs.push(valueInfo(name, elem, dims));
     return name;
   }
 
   /** Declares `value` as a graph output named `name` (an Identity makes the name exact). */
-  output(value: string, name: string, elem: Elem, dims: Dim[]): void {
+  output(value: string, name: string, elem: DtypeName, dims: Dim[]): void {
     if (value !== name) this.nodes.push({ name: `${name}_out`, opType: 'Identity', input: [value], output: [name], attribute: [] });
     this.outputs.push(valueInfo(name, elem, dims));
   }
@@ -198,7 +195,7 @@ export class GraphBuilder {
   }
 
   /** A `Constant` node holding `values` (deduplicated across the graph). */
-  constant(elem: Elem, dims: number[], values: ArrayLike<number>, hint = 'const'): string {
+  constant(elem: DtypeName, dims: number[], values: ArrayLike<number>, hint = 'const'): string {
     const key = `${elem}|${dims.join(',')}|${Array.from(values).join(',')}`;
     const hit = this.constCache.get(key);
     if (hit) return hit;
@@ -219,7 +216,7 @@ export class GraphBuilder {
   }
 
   /** Scalar constant of a float type. */
-  scalar(elem: 'float32' | 'float16', value: number, hint = 'scalar'): string {
+  scalar(elem: ExportDtype, value: number, hint = 'scalar'): string {
     return this.constant(elem, [], [value], hint);
   }
 

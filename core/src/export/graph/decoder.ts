@@ -18,7 +18,8 @@ import { attention, cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { mlp } from './mlp';
 import { norm } from './norms';
-import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx, type FloatElem } from './ops';
+import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from './ops';
+import type { ExportDtype } from '../../formats/dtype';
 import { ropeTables } from './rope';
 import { appendSampler, type SamplerOptions } from './sampler';
 import { SAMPLER_INPUTS, SERVING_METADATA } from './serving-features';
@@ -30,7 +31,7 @@ export type Phase = 'both' | 'prefill' | 'decode';
 
 /** Graph options. */
 export interface GraphOptions {
-  dtype: FloatElem;
+  dtype: ExportDtype;
   /** Fixed cache length; symbolic `ctx_len` when absent. */
   ctxLen?: number;
   /** Fixed batch (the cache's full batch with continuous batching); symbolic when absent. */

@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
+import type { ExportDtype } from '../../formats/dtype';
 import type { WeightSpec } from '../../spec';
 import { exportSummary, nextSteps, formatBytes, writeExport, type ExportWritten } from '../write-export';
 import type { ArchSpec } from './arch';
@@ -21,14 +22,14 @@ import { isVlmConfig } from './vlm/config';
 import { exportVlm } from './vlm/export-vlm';
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
-export type LayoutPlanner = (checkpointDir: string, dtype: 'float32' | 'float16', o?: { expertParallel?: { stages: number } }) => Promise<PreparedLayout>;
+export type LayoutPlanner = (checkpointDir: string, dtype: ExportDtype, o?: { expertParallel?: { stages: number } }) => Promise<PreparedLayout>;
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
   /** Model directory holding config.json (or the config.json file itself). */
   config: string;
   out: string;
-  dtype?: 'float32' | 'float16';
+  dtype?: ExportDtype;
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;

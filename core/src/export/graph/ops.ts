@@ -4,15 +4,14 @@
  * checkpoint's `[out, in]` weight — no `Transpose` of a weight, which ONNX Runtime would copy.
  */
 import type { Act, LinearSpec } from './arch';
-import { ELEM, type Elem, type GraphBuilder } from './builder';
-
-/** The model's compute dtype. */
-export type FloatElem = 'float32' | 'float16';
+import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
+import type { GraphBuilder } from './builder';
 
 /** Builder plus the compute dtype, passed to every block. */
 export interface Ctx {
   g: GraphBuilder;
-  dtype: FloatElem;
+  /** The model's compute dtype. */
+  dtype: ExportDtype;
   /** Weight input names already declared (each is declared once, on first use). */
   declared: Set<string>;
 }
@@ -27,8 +26,8 @@ export function weight(c: Ctx, name: string, shape: number[]): string {
 }
 
 /** `Cast` to `to` (skipped when `from === to`). */
-export function cast(c: Ctx, x: string, from: Elem, to: Elem): string {
-  return from === to ? x : c.g.op('Cast', [x], { to: ELEM[to] });
+export function cast(c: Ctx, x: string, from: DtypeName, to: DtypeName): string {
+  return from === to ? x : c.g.op('Cast', [x], { to: onnxTypeOfName(to) });
 }
 
 /** y = x·Wᵀ + b for 2-D x `[N, in]` (Conv1D weights `[in, out]`: y = x·W + b). */
@@ -83,7 +82,7 @@ export function split(c: Ctx, x: string, axis: number, sizes: number[]): string[
 }
 
 /** Gemma-2 soft-capping: cap · tanh(x / cap), in `elem`. */
-export function softcap(c: Ctx, x: string, cap: number, elem: Elem): string {
+export function softcap(c: Ctx, x: string, cap: number, elem: DtypeName): string {
   const k = c.g.constant(elem, [], [cap], 'softcap');
   return c.g.op('Mul', [c.g.op('Tanh', [c.g.op('Div', [x, k])]), k]);
 }

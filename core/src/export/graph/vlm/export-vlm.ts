@@ -8,6 +8,7 @@
  */
 import path from 'node:path';
 import { PipelineError } from '../../../errors';
+import type { ExportDtype } from '../../../formats/dtype';
 import { createOutputGuard } from '../../../paths';
 import type { WeightSpec } from '../../../spec';
 import { exportSummary, formatBytes, writeExport, type ExportWritten } from '../../write-export';
@@ -37,7 +38,7 @@ export interface VlmManifest {
   vision_start_token_id: number;
   vision: { patch_size: number; temporal_patch_size: number; spatial_merge_size: number; in_channels: number; num_feature_layers: number };
   text: { hidden_size: number; num_hidden_layers: number };
-  dtype: 'float32' | 'float16';
+  dtype: ExportDtype;
 }
 
 /** Options (a subset of the text export's). */
@@ -46,7 +47,7 @@ export interface VlmExportOptions {
   cfgDir: string;
   raw: unknown;
   out: string;
-  dtype: 'float32' | 'float16';
+  dtype: ExportDtype;
   opset?: number;
   ctxLen?: number;
   batchSize?: number;

@@ -17,12 +17,13 @@ import { attention, cacheContext } from '../attention';
 import { GraphBuilder, type Dim, type ModelObj } from '../builder';
 import { mlp } from '../mlp';
 import { norm } from '../norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx, type FloatElem } from '../ops';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../ops';
+import type { ExportDtype } from '../../../formats/dtype';
 import type { VlmArch } from './config';
 
 /** Options of the language graph (as for the text-only decoder). */
 export interface LanguageOptions {
-  dtype: FloatElem;
+  dtype: ExportDtype;
   /** Default-domain opset (default 17). */
   opset?: number;
   ctxLen?: number;

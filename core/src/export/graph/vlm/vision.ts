@@ -14,7 +14,8 @@
 import type { LinearSpec, NormKind } from '../arch';
 import { GraphBuilder, type ModelObj } from '../builder';
 import { norm } from '../norms';
-import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx, type FloatElem } from '../ops';
+import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../ops';
+import type { ExportDtype } from '../../../formats/dtype';
 import type { VisionArch } from './config';
 
 const LAYER_NORM: NormKind = { kind: 'layer', eps: 1e-6, plusOne: false };
@@ -87,7 +88,7 @@ function mergeOrder(c: Ctx, v: VisionArch, x: string, gh: string, gw: string, fe
 }
 
 /** Builds the vision graph. */
-export function buildVision(v: VisionArch, o: { dtype: FloatElem; opset?: number; name?: string; metadata?: Record<string, string> }): BuiltVision {
+export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: number; name?: string; metadata?: Record<string, string> }): BuiltVision {
   const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const P = v.prefix;
