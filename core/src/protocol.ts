@@ -113,4 +113,9 @@ export interface ServerInitOptions {
   compileBackend?: string;
   qaicCompilePath?: string;
   onnxRuntimePath?: string;
+  /**
+   * The same settings nested (Helix sends its `config` table, written `config.weightSpec`, as
+   * initializationOptions); they win over the flat keys.
+   */
+  weightSpec?: Pick<ServerInitOptions, 'roots' | 'debounceMs' | 'defaultDtype' | 'maxRamGb' | 'compileBackend' | 'qaicCompilePath' | 'onnxRuntimePath'>;
 }

@@ -107,8 +107,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
 
   connection.onInitialize((params: InitializeParams): InitializeResult => {
     try {
-      const init = (params.initializationOptions ?? {}) as ServerInitOptions;
-      rootSources.init = Array.isArray(init.roots) ? init.roots.filter((r): r is string => typeof r === 'string') : [];
+      const init = initOptionsOf(params.initializationOptions);
+      rootSources.init = rootsOf(init) ?? [];
       if (params.workspaceFolders) {
         rootSources.folders = params.workspaceFolders.map((f) => uriToPath(f.uri)).filter((p): p is string => !!p);
       } else if (params.rootUri) {
@@ -170,14 +170,29 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
   }));
 
-  connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
-    const roots = (p.settings as { weightSpec?: { roots?: unknown } } | undefined)?.weightSpec?.roots;
-    if (Array.isArray(roots)) {
-      rootSources.settings = roots.filter((r): r is string => typeof r === 'string');
-      applyRoots();
-      documents.cache.clear();
-      documents.recheckAll();
+  /** Replaces the roots that came from the settings; re-checks when they changed. */
+  const settingsRoots = (roots: string[] | undefined): void => {
+    if (!roots || roots.join('\n') === rootSources.settings.join('\n')) return;
+    rootSources.settings = roots;
+    applyRoots();
+    documents.cache.clear();
+    documents.recheckAll();
+  };
+  /** Pulls `weightSpec.roots` through workspace/configuration (Helix, eglot, lspconfig answer it). */
+  const pullRoots = async (): Promise<void> => {
+    if (!configurationSupport) return;
+    try {
+      settingsRoots(rootsOf(await connection.workspace.getConfiguration('weightSpec')));
+    } catch {
+      /* the client does not answer: the pushed and initial roots stay */
     }
+  };
+  connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
+    // Pushed settings (the extension's synchronize.configurationSection), else pull them: a
+    // client of the pull model sends this notification with `settings: null`.
+    const pushed = rootsOf((p.settings as { weightSpec?: unknown } | null | undefined)?.weightSpec);
+    if (pushed) settingsRoots(pushed);
+    else void pullRoots();
   }));
 
   const foldersChanged = guardedNotification(log, 'didChangeWorkspaceFolders', (e: WorkspaceFoldersChangeEvent) => {
@@ -189,6 +204,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     documents.recheckAll();
   });
   connection.onInitialized(() => {
+    void pullRoots();
     // The library's workspace-folders feature owns the notification when the client declared
     // support (it would replace a handler set here); otherwise listen to it directly.
     try {
@@ -292,6 +308,23 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   });
 
   return { documents };
+}
+
+/**
+ * initializationOptions with a nested `weightSpec` object merged over the flat keys: Helix
+ * sends its `config` table (written as `config.weightSpec`, which also answers
+ * workspace/configuration) as initializationOptions.
+ */
+function initOptionsOf(v: unknown): ServerInitOptions {
+  const o = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  const nested = o.weightSpec && typeof o.weightSpec === 'object' ? (o.weightSpec as Record<string, unknown>) : {};
+  return { ...o, ...nested } as ServerInitOptions;
+}
+
+/** The `roots` string list in a settings object, or undefined when it has none. */
+function rootsOf(v: unknown): string[] | undefined {
+  const roots = v && typeof v === 'object' ? (v as { roots?: unknown }).roots : undefined;
+  return Array.isArray(roots) ? roots.filter((r): r is string => typeof r === 'string') : undefined;
 }
 
 /** The command settings in `v` (initializationOptions or the `weightSpec` configuration section). */

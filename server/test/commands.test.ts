@@ -115,6 +115,28 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 30_000);
 
+  it('Cancel on the server\'s progress (window/workDoneProgress/cancel) stops the CLI', async () => {
+    const { spec, prepared } = exported();
+    const c = await neovimLike();
+    try {
+      const { uri } = await c.open(spec);
+      const tokens: unknown[] = [];
+      c.rpc.onNotification('$/progress', (p: { token: unknown; value: { kind: string; cancellable?: boolean } }) => {
+        if (p.value.kind !== 'begin') return;
+        expect(p.value.cancellable).toBe(true);
+        tokens.push(p.token);
+        c.notify('window/workDoneProgress/cancel', { token: p.token });
+      });
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] });
+      expect(tokens).toHaveLength(1);
+      expect(r).toMatchObject({ ok: false, cancelled: true });
+      expect(c.messages).toEqual([{ type: 2, message: expect.stringContaining('cancelled') }]);
+      expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(false);
+    } finally {
+      c.close();
+    }
+  }, 30_000);
+
   it('without client watchers the server notices a prepare run elsewhere (through the export\'s symlink) and re-checks', async () => {
     const { dir, spec } = exported();
     const c = await neovimLike();

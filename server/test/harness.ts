@@ -38,6 +38,8 @@ export interface TestClient {
   edit(uri: string, start: number, end: number, newText: string): Promise<Diagnostic[]>;
   /** The next diagnostics published for `uri` (any version). */
   nextDiagnostics(uri: string): Promise<Diagnostic[]>;
+  /** The diagnostics last published for `uri` (undefined before any). */
+  diagnostics(uri: string): Diagnostic[] | undefined;
   text(uri: string): string;
   version(uri: string): number;
   request<R>(method: string, params: unknown): Promise<R>;
@@ -169,6 +171,7 @@ export async function connectClient(
       return p;
     },
     nextDiagnostics: (uri) => wait(uri),
+    diagnostics: (uri) => latest.get(uri)?.diagnostics,
     text: (uri) => docs.get(uri)!.text,
     version: (uri) => docs.get(uri)!.version,
     request: (method, params) => rpc.sendRequest(method, params),

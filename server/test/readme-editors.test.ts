@@ -112,6 +112,46 @@ describe('README "Other editors"', () => {
     expect(() => readElisp('(a (b "c")')).toThrow(/unclosed/); // the reader rejects bad syntax
   });
 
+  it('the Neovim snippets run: specs start the server with our command and settings, other JSON files do not', () => {
+    const [startSnippet, lspconfigSnippet] = blocks('lua');
+    const have = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
+    if (!have) return expect(process.env.CI).not.toBe('true');
+    const dir = tmp();
+    const files = { start: path.join(dir, 'start.lua'), lspconfig: path.join(dir, 'lspconfig.lua'), out: path.join(dir, 'out.json') };
+    writeFileSync(files.start, startSnippet!);
+    writeFileSync(files.lspconfig, lspconfigSnippet!);
+    for (const f of ['weight_spec.json', 'm.weight_spec.json', 'package.json']) writeFileSync(path.join(dir, f), '{}');
+    // Neovim 0.7.2 (Debian) has neither vim.lsp.start nor vim.fs, and lspconfig is a plugin:
+    // stand-ins record what the snippets hand them; the snippets themselves run unchanged.
+    const driver = `
+      local out = { started = {}, setup = {} }
+      vim.lsp.start = function(cfg) table.insert(out.started, { name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(0), ':t'), cmd = cfg.cmd, root = cfg.root_dir, init = cfg.init_options }) end
+      vim.fs = vim.fs or { dirname = function(p) return vim.fn.fnamemodify(p, ':h') end }
+      package.loaded['lspconfig.configs'] = {}
+      package.loaded['lspconfig'] = setmetatable({}, { __index = function(_, k) return { setup = function() table.insert(out.setup, k) end } end })
+      dofile('${files.start}')
+      vim.cmd('filetype on')
+      for _, f in ipairs({ 'weight_spec.json', 'm.weight_spec.json', 'package.json' }) do vim.cmd('edit ${dir}/' .. f) end
+      dofile('${files.lspconfig}')
+      local def = package.loaded['lspconfig.configs'].weight_spec.default_config
+      out.lspconfig = { cmd = def.cmd, filetypes = def.filetypes, settings = def.settings, roots = {
+        spec = def.root_dir('${dir}/weight_spec.json') or vim.NIL, named = def.root_dir('${dir}/m.weight_spec.json') or vim.NIL,
+        other = def.root_dir('${dir}/package.json') or vim.NIL } }
+      vim.fn.writefile({ vim.fn.json_encode(out) }, '${files.out}')`;
+    writeFileSync(path.join(dir, 'driver.lua'), driver);
+    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${path.join(dir, 'driver.lua')}`, '-c', 'qa!'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(readFileSync(files.out, 'utf8')) as { started: unknown[]; setup: string[]; lspconfig: unknown };
+    const cmd = ['weight-spec-language-server', '--stdio'];
+    const settings = { defaultDtype: 'float32', compileBackend: 'ort' };
+    expect(out.started).toEqual([
+      { name: 'weight_spec.json', cmd, root: dir, init: settings },
+      { name: 'm.weight_spec.json', cmd, root: dir, init: settings },
+    ]);
+    expect(out.setup).toEqual(['weight_spec']);
+    expect(out.lspconfig).toEqual({ cmd, filetypes: ['json'], settings: { weightSpec: settings }, roots: { spec: dir, named: dir, other: null } });
+  });
+
   it('the Neovim Lua snippets compile (Neovim\'s loadstring)', () => {
     const lua = blocks('lua');
     expect(lua.length).toBe(2);

@@ -1,0 +1,168 @@
+// The server's own file watching (server/src/fs-watch.ts) for a client that cannot watch
+// (no dynamic didChangeWatchedFiles, as Neovim 0.7): real files renamed, rewritten and
+// linked in a temp workspace, and the diagnostics that follow without any edit or client
+// notification. The prepare-written-elsewhere case is in commands.test.ts.
+import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Diagnostic } from 'vscode-languageserver-protocol';
+import { ELEM, onnxBytes, writeTensors } from '../../core/test/check-helpers';
+import { FsWatchers, watchTargets } from '../src/fs-watch';
+import { startInMemory, type TestClient } from './harness';
+import { tempDirs } from '../../test/support/temp';
+import { makeWorkspace, preparedCopy } from './workspace';
+
+const tmp = tempDirs('ws-lsp-fswatch-');
+const clients: TestClient[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+});
+
+/** A client that declares no dynamic file watching, with a short watch debounce. */
+async function noWatchClient(debounce = 50): Promise<TestClient> {
+  const c = await startInMemory({
+    capabilities: { workspace: { didChangeWatchedFiles: { dynamicRegistration: false } } },
+    serverOptions: { watchDebounceMs: debounce },
+  });
+  clients.push(c);
+  return c;
+}
+
+const codes = (d: Diagnostic[] | undefined) => (d ?? []).map((x) => String(x.code)).sort();
+
+/** Waits until the diagnostics last published for `uri` satisfy `pred` (bounded). */
+async function until(c: TestClient, uri: string, pred: (codes: string[]) => boolean, ms = 10_000): Promise<string[]> {
+  const end = Date.now() + ms;
+  while (!pred(codes(c.diagnostics(uri)))) {
+    const left = end - Date.now();
+    if (left <= 0) throw new Error(`diagnostics of ${uri} stayed ${JSON.stringify(codes(c.diagnostics(uri)))}`);
+    await Promise.race([c.nextDiagnostics(uri), new Promise((r) => setTimeout(r, left))]);
+  }
+  return codes(c.diagnostics(uri));
+}
+
+describe('own file watching (client without watchers)', () => {
+  it('does not ask the client to watch, and notices a shard renamed away and back', async () => {
+    const c = await noWatchClient();
+    const ws = makeWorkspace();
+    const { uri, diagnostics } = await c.open(ws.specFile);
+    expect(diagnostics).toEqual([]);
+    expect(c.registrations).toEqual([]);
+    const b = path.join(ws.dir, 'ckpt', 'b.safetensors');
+    renameSync(b, `${b}.old`);
+    expect(await until(c, uri, (x) => x.includes('file-missing'))).toContain('file-missing');
+    renameSync(`${b}.old`, b);
+    expect(await until(c, uri, (x) => x.length === 0)).toEqual([]);
+    expect(c.version(uri)).toBe(1); // no edit
+  });
+
+  it('notices the companion ONNX rewritten without an input, and restored', async () => {
+    const c = await noWatchClient();
+    const ws = makeWorkspace();
+    const { uri } = await c.open(ws.specFile);
+    const onnx = path.join(ws.dir, 'model.onnx');
+    const inputs = [
+      { name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] },
+      { name: 'model.embed_tokens.weight', elem: ELEM.FLOAT, dims: [16, 4] },
+      { name: 'model.layers.0.self_attn.q_proj.weight', elem: ELEM.FLOAT, dims: [4, 4] },
+      { name: 'model.layers.0.self_attn.k_proj.weight', elem: ELEM.FLOAT, dims: [2, 4] },
+      { name: 'model.norm.weight', elem: ELEM.FLOAT, dims: [4] },
+    ];
+    const outputs = [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 16] }];
+    writeFileSync(onnx, onnxBytes(inputs, outputs)); // lm_head.weight is no longer a graph input
+    expect(await until(c, uri, (x) => x.includes('name-not-in-onnx'))).toEqual(['name-not-in-onnx']);
+    writeFileSync(onnx, onnxBytes([...inputs, { name: 'lm_head.weight', elem: ELEM.FLOAT, dims: [16, 4] }], outputs));
+    expect(await until(c, uri, (x) => x.length === 0)).toEqual([]);
+  });
+
+  it("follows a symlinked shard folder: a change at the link's target is noticed", async () => {
+    const c = await noWatchClient();
+    const ws = makeWorkspace();
+    // The shards live elsewhere; the spec reaches them through a link beside it.
+    const real = path.join(tmp(), 'shards');
+    mkdirSync(real);
+    renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
+    symlinkSync(real, path.join(ws.dir, 'linked'));
+    const s = ws.spec();
+    s.files[1]!.path = 'linked/b.safetensors';
+    writeFileSync(ws.specFile, ws.text(s));
+    const { uri, diagnostics } = await c.open(ws.specFile);
+    expect(diagnostics).toEqual([]);
+    writeTensors(path.join(real, 'b.safetensors'), [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }]); // lm_head.weight gone
+    expect(await until(c, uri, (x) => x.length > 0)).toEqual(['key-missing']);
+  });
+
+  it('a prepared folder gets its sentinel: prepared-incomplete clears', async () => {
+    const c = await noWatchClient();
+    const ws = makeWorkspace();
+    preparedCopy(ws.dir, 'tiny-qeff-prepared-float32', { sentinel: false });
+    const s = ws.spec();
+    s.files[0]!.path = 'tiny-qeff-prepared-float32/a.safetensors';
+    writeFileSync(ws.specFile, ws.text(s));
+    const { uri, diagnostics } = await c.open(ws.specFile);
+    expect(codes(diagnostics)).toEqual(['prepared-incomplete']);
+    // The sentinel holds the manifest's fingerprint (see preparedCopy).
+    writeFileSync(path.join(ws.dir, 'tiny-qeff-prepared-float32', '.checkpoint_prepared'), 'ab'.repeat(32));
+    expect(await until(c, uri, (x) => x.length === 0)).toEqual([]);
+  });
+
+  it('a burst of changes is one re-check (debounced)', async () => {
+    const c = await noWatchClient(200);
+    const ws = makeWorkspace();
+    const { uri } = await c.open(ws.specFile);
+    const published = () => c.published.filter((p) => p.uri === uri).length;
+    const before = published();
+    const b = path.join(ws.dir, 'ckpt', 'b.safetensors');
+    // A write every 30 ms for 300 ms (a copy in progress): each within the debounce of the last.
+    for (let k = 0; k < 10; k++) {
+      utimesSync(b, new Date(), new Date(Date.now() + k * 1000));
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    await expect.poll(() => published() - before, { timeout: 10_000 }).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 600)); // longer than the debounce: any second check would show
+    expect(published() - before).toBe(1);
+  });
+});
+
+describe('FsWatchers', () => {
+  it('reports a change in a watched folder once per debounce, and nothing after remove', async () => {
+    const dir = tmp();
+    const seen: string[][] = [];
+    const w = new FsWatchers((uris) => void seen.push(uris), 20);
+    try {
+      w.update('file:///spec.json', [dir]);
+      writeFileSync(path.join(dir, 'a'), '1');
+      await expect.poll(() => seen, { timeout: 5000 }).toEqual([['file:///spec.json']]);
+      w.remove('file:///spec.json');
+      writeFileSync(path.join(dir, 'b'), '1');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen).toEqual([['file:///spec.json']]);
+    } finally {
+      w.dispose();
+    }
+  });
+});
+
+describe('watchTargets', () => {
+  it('a folder that does not exist yet is watched through its nearest existing ancestor', () => {
+    const dir = tmp();
+    expect([...watchTargets([path.join(dir, 'a', 'b')])]).toEqual([dir]);
+  });
+
+  it('a symlinked folder is watched at the link and at its target', () => {
+    const dir = tmp();
+    mkdirSync(path.join(dir, 'real'));
+    symlinkSync(path.join(dir, 'real'), path.join(dir, 'link'));
+    expect([...watchTargets([path.join(dir, 'link')])].sort()).toEqual([path.join(dir, 'link'), path.join(dir, 'real')].sort());
+  });
+
+  it("a dangling link (the export's prepared folder before prepare) is watched where its target will appear", () => {
+    const dir = tmp();
+    mkdirSync(path.join(dir, 'exp'));
+    mkdirSync(path.join(dir, 'elsewhere'));
+    symlinkSync(path.join(dir, 'elsewhere', 'prepared'), path.join(dir, 'exp', 'prepared'));
+    const t = watchTargets([path.join(dir, 'exp', 'prepared')]);
+    expect(t.has(path.join(dir, 'elsewhere'))).toBe(true); // the target's creation
+    expect(t.has(path.join(dir, 'exp'))).toBe(true); // the link's replacement
+  });
+});
