@@ -13,6 +13,19 @@ const nodeGlobals = Object.fromEntries(
   ].map((g) => [g, 'readonly']),
 );
 
+/**
+ * Tests make temp directories only through `tempDirs()` (test/support/temp.ts), which removes
+ * them after the file; a hand-made `mkdtemp` + `rmSync` leaks whenever the test fails before
+ * its cleanup (issue #15.8), and vitest's temp-guard then fails the whole run. Checked by
+ * core/test/temp-hygiene.test.ts.
+ */
+const tempRestrictions = ['mkdtemp', 'mkdtempSync', 'tmpdir'].flatMap((name) =>
+  ['name', 'property.name'].map((callee) => ({
+    selector: `CallExpression[callee.${callee}='${name}']`,
+    message: `${name}() in a test: make temp dirs with tempDirs() from test/support/temp.ts`,
+  })),
+);
+
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', '.e2e/**', 'coverage/**'] },
   js.configs.recommended,
@@ -38,5 +51,13 @@ export default tseslint.config(
     // data as call sequences (`add(a), add(b);`).
     files: ['**/test/**'],
     rules: { 'no-loss-of-precision': 'off', '@typescript-eslint/no-unused-expressions': 'off' },
+  },
+  {
+    // The vitest suites and their helpers. Not test/e2e: the VS Code runner is its own program
+    // outside vitest, which keeps its scratch folder (logs) when a run fails, on purpose.
+    files: ['core/test/**', 'server/test/**', 'client/test/**', 'test/support/**'],
+    // onnx-builders: the lead is editing it; converted once that lands (h-tests, #15.8).
+    ignores: ['test/support/temp.ts', 'test/support/temp-guard.ts', 'core/test/onnx-builders.test.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...tempRestrictions] },
   },
 );

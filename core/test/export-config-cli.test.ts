@@ -3,16 +3,15 @@
  * one-screen summary, usage errors, and the full-size configs of the benchmark exporting.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configsDir, haveFixtures, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-cli-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-export-cli-')();
 const run = (...args: string[]) => spawnSync(process.execPath, [cli, 'export', ...args], { encoding: 'utf8', cwd: tmp });
 
 describe('weight-spec export --config (CLI)', () => {

@@ -4,11 +4,11 @@
  * numerics through the written files (prepared shards made in code per the spec), re-export
  * and overwrite refusal, and one-line errors.
  */
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { parseSpecText, specMetadataValue, SPEC_METADATA_KEY } from '../src/spec';
 import { referenceForward } from './graph-reference';
@@ -17,8 +17,7 @@ import { loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 import { writeSafetensors } from '../src/formats/safetensors';
 import { decodeModel } from '../src/formats/onnx';
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-config-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-export-config-')();
 
 function modelDir(name: string, cfg: Record<string, unknown>): string {
   const d = path.join(tmp, name);

@@ -19,11 +19,11 @@
  * Config fields that would change the math but are not implemented are refused by name.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../src/export/graph';
 import * as ort from 'onnxruntime-node';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
@@ -36,8 +36,7 @@ import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './
 import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-moe-families-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-moe-families-')();
 
 function run(...args: string[]) {
   return spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });

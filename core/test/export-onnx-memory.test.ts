@@ -7,7 +7,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
@@ -81,8 +80,9 @@ async function makeLegacy(dir: string, n: number, layers: number, graphs: Record
 
 /** Runs the CLI with a preload that reports the process's peak RSS (bytes). */
 function cliWithRss(args: string[]): { code: number; stderr: string; maxRss: number } {
-  const hook = path.join(os.tmpdir(), `ws-rss-hook-${process.pid}.cjs`);
-  const out = path.join(os.tmpdir(), `ws-rss-${process.pid}-${Date.now()}.txt`);
+  const scratch = tmpDir('ws-rss-');
+  const hook = path.join(scratch, 'rss-hook.cjs');
+  const out = path.join(scratch, 'rss.txt');
   // VmHWM (peak RSS of this address space) — unlike getrusage's maxrss, which Linux carries
   // across fork+exec from the (large) test process.
   writeFileSync(

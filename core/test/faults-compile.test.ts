@@ -6,15 +6,16 @@
  * repairs, and the repaired model reproduces the fixture's reference logits.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { decodeModel } from '../src/formats/onnx';
 import { REPO_ROOT, describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { havePrlimit, rng, runChild } from './faults-harness';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 let tmp: string;
+const makeTmp = tempDirs('ws-faults-compile-');
 let exp: string;
 let prepared: string;
 
@@ -52,7 +53,7 @@ async function logitsMatchReference(): Promise<void> {
 describeFixtures('compile under faults', () => {
   beforeAll(async () => {
     if (!fs.existsSync(CLI)) throw new Error(`${CLI} missing: run node scripts/bundle.mjs first`);
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-faults-compile-'));
+    tmp = makeTmp();
     const src = path.join(tmp, 'llama');
     fs.cpSync(path.join(fixturesDir(), 'llama'), src, { recursive: true });
     exp = path.join(tmp, 'exp');
@@ -62,7 +63,6 @@ describeFixtures('compile under faults', () => {
     expect(errors(p.stderr)).toEqual([]);
     prepared = fs.realpathSync(path.join(exp, fs.readdirSync(exp).find((n) => fs.lstatSync(path.join(exp, n)).isSymbolicLink())!));
   }, 120_000);
-  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
   it('SIGKILL at random moments: the record is absent or names a complete artifact; a re-run repairs', async () => {
     const full = await cli(['compile', exp, '--force']);

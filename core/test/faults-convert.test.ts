@@ -5,21 +5,22 @@
  * that looks converted but is not — and a re-run repairs what a killed run left.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { bundleScript, havePrlimit, listTree, mountSmallFs, rng, runChild } from './faults-harness';
 import { buildTorchBin, parseSafetensors, stateDictPickle, type TensorDesc } from './pickle-build';
 
 const N = 400;
 const ELEMS = 32 * 1024; // 128 KiB f32 per tensor → 50 MiB checkpoint
+const makeTmp = tempDirs('ws-faults-');
 let tmp: string;
 let script: string;
 let bin: string;
 const expected = new Map<string, Uint8Array>();
 
 beforeAll(async () => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-faults-'));
+  tmp = makeTmp();
   const descs: TensorDesc[] = [];
   const storages: Record<string, Uint8Array> = {};
   for (let i = 0; i < N; i++) {
@@ -42,7 +43,6 @@ beforeAll(async () => {
     'convert-child',
   );
 }, 60_000);
-afterAll(() => { if (!process.env.KEEP_FAULTS) fs.rmSync(tmp, { recursive: true, force: true }); });
 
 /** A converted output is complete and exact, or absent. Returns 'complete' | 'absent'. */
 function state(out: string): 'complete' | 'absent' {

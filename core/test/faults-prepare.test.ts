@@ -5,11 +5,11 @@
  * the sentinel whose tensors are wrong or missing — and a re-run repairs what was left.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint, serializeSafetensors } from '../src/formats/safetensors';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { havePrlimit, listTree, mountSmallFs, rng, runChild } from './faults-harness';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
@@ -17,6 +17,7 @@ const SENTINEL = '.checkpoint_prepared';
 const LAYERS = 12;
 const H = 256;
 let tmp: string;
+const makeTmp = tempDirs('ws-faults-prep-');
 let src: string;
 /** key → expected float32 bytes (bf16 source widened exactly). */
 const expected = new Map<string, Uint8Array>();
@@ -63,11 +64,10 @@ const prepare = (out: string, extra: Parameters<typeof runChild>[2] = {}) =>
 
 beforeAll(() => {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} missing: run node scripts/bundle.mjs first`);
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-faults-prep-'));
+  tmp = makeTmp();
   src = path.join(tmp, 'src');
   makeCheckpoint(src);
 });
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('prepare under faults', () => {
   it('baseline: prepare completes and is exact', async () => {

@@ -24,11 +24,11 @@
  * its dequantized weights (computed in the test), within the 1e-4 every f32 export meets.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
 import { quantizeBlocks, quantizeCheckpoint, type QuantizeOptions } from './fp8-support';
@@ -37,8 +37,7 @@ import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-fp8-e2e-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-fp8-e2e-')();
 
 function ws(...args: string[]): string {
   const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });

@@ -6,16 +6,15 @@
  * read outside the checkpoint directory.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { Checkpoint } from '../src/formats/safetensors';
 import { isInside } from '../src/paths';
 import { mutated, outcomeAsync, runFuzzAsync, tally } from './fuzz-harness';
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-ck-'));
-afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+const root = tempDirs('ws-fuzz-ck-')();
 // A real safetensors file outside the checkpoint directory: an index must never reach it.
 fs.writeFileSync(path.join(root, 'outside.safetensors'), shard({ secret: 4 }));
 

@@ -6,16 +6,15 @@
  * `decodeModel` and `summarizeOnnx` must answer with a value or one FormatError, bounded.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { decodeModel, summarizeOnnx } from '../src/formats/onnx';
 import { len, sf, tag, varint, vf } from './wire-bytes';
 import { mutated, outcome, outcomeAsync, runFuzz, runFuzzAsync, tally } from './fuzz-harness';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-onnx-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-fuzz-onnx-')();
 
 // ---- protobuf wire encoding (wire-bytes.ts) ----
 const bf = len;

@@ -5,15 +5,14 @@
  * and output-guard targets never leave the output directory, even through links.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { PathPolicyError, createOutputGuard, isInside, resolveReadPath } from '../src/paths';
 import { runFuzz } from './fuzz-harness';
 
-const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-paths-')));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = fs.realpathSync(tempDirs('ws-fuzz-paths-')());
 const base = path.join(tmp, 'spec');
 const out = path.join(tmp, 'out');
 const extraRoot = path.join(tmp, 'data');

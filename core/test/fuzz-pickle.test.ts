@@ -3,16 +3,15 @@
  * zip containers. Every input ends in a validated state dict or one FormatError, bounded.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { BIN_DTYPE_SIZE, decodeStateDict, openTorchBin } from '../src/formats/pickle';
 import { mutated, outcome, outcomeAsync, runFuzz, runFuzzAsync, tally } from './fuzz-harness';
 import { buildTorchBin, stateDictPickle, type TensorDesc } from './pickle-build';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-bin-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-fuzz-bin-')();
 
 const STORAGE = ['FloatStorage', 'BFloat16Storage', 'LongStorage', 'BoolStorage', 'HalfStorage'];
 const desc: fc.Arbitrary<TensorDesc> = fc

@@ -5,18 +5,17 @@
  * lies inside the file, or in one FormatError — read from the header, never allocated.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { parseSafetensorsHeader, readSafetensorsHeader, type SafetensorsHeader } from '../src/formats/safetensors';
 import { mutated, outcome, outcomeAsync, runFuzz, tally } from './fuzz-harness';
 
 const FILE = 'fuzz.safetensors';
 const SIZE: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-st-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-fuzz-st-')();
 
 /** Serializes a header object (or raw header text) and a data section into a file image. */
 function image(header: unknown, data: Uint8Array, lengthField?: bigint): Uint8Array {

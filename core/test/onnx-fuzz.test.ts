@@ -5,10 +5,10 @@
  * random bytes) end in a result or one FormatError naming the file — never another error.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { DTYPE_SIZE, type DType } from '../src/formats/dtype';
 import {
   decodeModel, encodeModel, makeNode, makeTensor, makeValueInfo, readInitializerBytes, summarizeOnnx,
@@ -17,8 +17,7 @@ import {
 import { mutated, outcome, runFuzz, runFuzzAsync, tally } from './fuzz-harness';
 
 const FILE = 'fuzz.onnx';
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-onnx-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-fuzz-onnx-')();
 
 const name = fc.oneof(fc.constantFrom('w', 'model.layers.0.mlp.up_proj.weight', 'onnx::MatMul_12'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }));
 const dims = fc.array(fc.nat(4), { maxLength: 3 });

@@ -4,15 +4,14 @@
  * never a crash, a RangeError or a hang.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { decodeModel, encodeModel, makeNode, makeTensor, makeValueInfo, summarizeOnnxSync } from '../src/formats/onnx';
 import { len, tag, varint } from './wire-bytes';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-bad-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('onnx-bad-')();
 
 const utf8 = (s: string) => [...Buffer.from(s)];
 const bytes = (...parts: (number[] | Uint8Array)[]) => Uint8Array.from(parts.flatMap((p) => [...p]));

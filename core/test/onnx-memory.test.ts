@@ -4,9 +4,9 @@
  * offsets it reports are right (bytes after the big tensor read back by offset).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { readInitializerBytes, summarizeOnnx, summarizeOnnxSync } from '../src/formats/onnx';
 import { len, tag, varint } from './wire-bytes';
 
@@ -20,7 +20,7 @@ function tensorHead(name: string, dims: number[], rawLength: number): number[] {
   return [...len(8, utf8(name)), ...dims.flatMap((d) => [...tag(1, 0), ...varint(d)]), ...tag(2, 0), 1, ...tag(9, 2), ...varint(rawLength)];
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-mem-'));
+const tmp = tempDirs('onnx-mem-')();
 const file = path.join(tmp, 'big.onnx');
 const after = Buffer.from(new Float32Array([1.5, -2, 3.25, 4]).buffer);
 let bigOffset = 0;
@@ -58,7 +58,6 @@ beforeAll(() => {
   put(after);
   fs.closeSync(fd);
 });
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('summary memory on a 300 MB model', () => {
   test('summary is right and memory stays far below the file size', async () => {

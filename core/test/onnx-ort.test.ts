@@ -4,17 +4,16 @@
  * Expected outputs are worked out by hand from the inputs below.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import {
   externalTensor, getMetadata, makeAttribute, makeNode, makeTensor, makeValueInfo, readInitializerBytes,
   readModel, setMetadata, summarizeOnnx, TensorDataType, writeModel, type ModelProto, type TensorProto,
 } from '../src/formats/onnx';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-ort-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('onnx-ort-')();
 
 const f32 = (xs: number[]) => new Uint8Array(new Float32Array(xs).buffer);
 // W = [[1, 2, 3], [4, 5, 6]]  (2 × 3)

@@ -4,17 +4,18 @@
  * layout (prepared directory symlinked beside the spec), which must check clean.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { HeaderCache, checkSpec } from '../src/check';
 import { serializeSafetensors } from '../src/formats/safetensors';
 
+const makeTmp = tempDirs('ws-paths-check-');
 let tmp: string;
 let exportDir: string;
 
 beforeAll(() => {
-  tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-paths-check-')));
+  tmp = fs.realpathSync(makeTmp());
   exportDir = path.join(tmp, 'export');
   const prepared = path.join(tmp, 'tiny-qeff-prepared-float32');
   fs.mkdirSync(exportDir);
@@ -25,7 +26,6 @@ beforeAll(() => {
   fs.symlinkSync(prepared, path.join(exportDir, 'tiny-qeff-prepared-float32'));
   fs.writeFileSync(path.join(tmp, 'secret.safetensors'), st);
 });
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function spec(p: string): string {
   return JSON.stringify({ files: [{ format: 'safetensors', path: p }], inputs: [{ location: { file: 0, key: 'w' }, name: 'w' }], version: 5 }, null, 2);

@@ -3,11 +3,12 @@
  * (prepared directory symlinked beside the ONNX) that must keep working.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { PathPolicyError, resolveReadPath, tryResolveReadPath, type PathPolicyCode } from '../src/paths';
 
+const makeTmp = tempDirs('ws-paths-');
 let tmp: string;
 let exportDir: string;
 let preparedReal: string;
@@ -26,7 +27,7 @@ function refused(fn: () => unknown, code: PathPolicyCode): PathPolicyError {
 }
 
 beforeAll(() => {
-  tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-paths-')));
+  tmp = fs.realpathSync(makeTmp());
   // QEfficient: <parent>/tiny-qeff-prepared-float32 (real) and <export>/tiny-qeff-prepared-float32 -> it
   exportDir = path.join(tmp, 'export');
   preparedReal = path.join(tmp, 'models', 'tiny-qeff-prepared-float32');
@@ -41,7 +42,6 @@ beforeAll(() => {
   fs.symlinkSync(path.join(exportDir, 'loop-b'), path.join(exportDir, 'loop-a'));
   fs.symlinkSync(path.join(exportDir, 'loop-a'), path.join(exportDir, 'loop-b'));
 });
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('resolveReadPath: allowed paths', () => {
   it('resolves a plain relative path against the spec directory', () => {

@@ -3,9 +3,9 @@
  * never go through a link out of it, never replace a file the run did not create.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import {
   PathPolicyError,
   atomicReplaceDir,
@@ -17,18 +17,18 @@ import {
   type PathPolicyCode,
 } from '../src/paths';
 
+const makeTmp = tempDirs('ws-write-');
 let tmp: string;
 let out: string;
 let outside: string;
 
 beforeEach(() => {
-  tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-write-')));
+  tmp = fs.realpathSync(makeTmp());
   out = path.join(tmp, 'out');
   outside = path.join(tmp, 'outside');
   fs.mkdirSync(outside);
   fs.writeFileSync(path.join(outside, 'victim.txt'), 'original');
 });
-afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function code(fn: () => unknown): PathPolicyCode | 'none' {
   try {

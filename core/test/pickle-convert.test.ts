@@ -4,20 +4,20 @@
  * the project's own Checkpoint view); hostile and escaping inputs leave no output behind.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { convertBinCheckpoint } from '../src/formats/pickle';
 import { Checkpoint } from '../src/formats/safetensors';
 import { PathPolicyError } from '../src/paths';
 import { Pk, buildTorchBin, parseSafetensors, stateDictPickle, type TensorDesc } from './pickle-build';
 
+const makeTmp = tempDirs('ws-convert-');
 let tmp: string;
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-convert-'));
+  tmp = makeTmp();
 });
-afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function rand(len: number, seed: number): Uint8Array {
   const out = new Uint8Array(len);

@@ -4,15 +4,14 @@
  * FormatError — and nothing may run.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { decodeStateDict, openTorchBin, unpickle, allowedGlobal } from '../src/formats/pickle';
 import { Pk, buildTorchBin, stateDictPickle } from './pickle-build';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-hostile-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-hostile-')();
 const canary = path.join(tmp, 'pwned');
 
 function refused(pkl: Uint8Array, re: RegExp): FormatError {

@@ -4,18 +4,18 @@
  * `archive/data/N` storages. Tensor bytes must come back exactly as encoded.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { openTorchBin } from '../src/formats/pickle';
 import { buildTorchBin, buildZip, stateDictPickle, type TensorDesc } from './pickle-build';
 
+const makeTmp = tempDirs('ws-pickle-');
 let tmp: string;
 beforeAll(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-pickle-'));
+  tmp = makeTmp();
 });
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 let n = 0;
 function write(bytes: Uint8Array): string {

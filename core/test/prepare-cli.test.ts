@@ -7,13 +7,11 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { planPrepare, preparedStatus } from '../src/prepare';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
-import { cleanupTemps, t, tempDir, writeCheckpoint } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { t, tempDir, writeCheckpoint } from './prepare-support';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 

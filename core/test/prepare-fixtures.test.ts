@@ -9,14 +9,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { UsageError } from '../src/errors';
 import { planPrepare, runPrepare } from '../src/prepare';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { cleanupTemps, concat, packedOf, readKey, sameBytes, tempDir, transposeExperts, workerPath } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { concat, packedOf, readKey, sameBytes, tempDir, transposeExperts, workerPath } from './prepare-support';
 
 /** Rows `parity::2` of each expert of an f32 `[E, R, C]` tensor. */
 function rows(bytes: Uint8Array, E: number, R: number, C: number, parity: 0 | 1): Float32Array {

@@ -11,16 +11,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { dequantFp8, fp8Values, planPrepare, runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
 import { bf16Bits, e4m3, e5m2, quantizeBlocks, quantizeCheckpoint } from './fp8-support';
-import { cleanupTemps, rng, tempDir, workerPath } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { rng, tempDir, workerPath } from './prepare-support';
 
 const same = (a: number, b: number) => (Number.isNaN(a) ? Number.isNaN(b) : Object.is(a, b));
 

@@ -9,7 +9,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
@@ -133,38 +132,35 @@ describeFixtures('prepare links unchanged shards', () => {
 
   // /dev/shm is tmpfs, another filesystem than the temp dir here: a hard link is refused (EXDEV)
   const shm = '/dev/shm';
-  const otherFs = fs.existsSync(shm) && fs.statSync(shm).dev !== fs.statSync(os.tmpdir()).dev;
+  const otherFs = fs.existsSync(shm) && fs.statSync(shm).dev !== fs.statSync(tmp()).dev;
+  const shmTmp = tempDirs('ws-links-src-', { under: shm });
   it.skipIf(!otherFs)('across filesystems: relative symlinks, still prepared; compile says to prepare beside the source', async () => {
     const root = tmp();
-    const src = fs.mkdtempSync(path.join(shm, 'ws-links-src-'));
-    try {
-      fs.cpSync(path.join(fixturesDir(), 'llama'), path.join(src, 'llama'), { recursive: true });
-      const ck = path.join(src, 'llama');
-      const res = await runPrepare({ checkpoint: ck, dtype: 'bfloat16', out: path.join(root, 'p'), workerPath: workerPath() });
-      for (const t of res.plan.tasks) {
-        const out = path.join(res.outDir, t.file);
-        expect(res.executor!.stats.get(t.id)!.linked).toBe('symlink');
-        expect(fs.lstatSync(out).isSymbolicLink()).toBe(true);
-        expect(path.isAbsolute(fs.readlinkSync(out))).toBe(false);
-        expect(fs.realpathSync(out)).toBe(fs.realpathSync(t.link!));
-      }
-      expect((await preparedStatus(res.outDir)).state).toBe('prepared');
-      expect(duK(res.outDir)[0]).toBeLessThan(32);
-      // ONNX Runtime reads no external data through a symlink leaving the model's folder, and
-      // a hard link cannot cross filesystems: one line saying what to do
-      const f32src = path.join(src, 'llama-f32');
-      await f32Copy(path.join(fixturesDir(), 'llama'), f32src);
-      const exp = path.join(root, 'e');
-      ws('export', '--config', f32src, '--out', exp, '--ctx-len', '32');
-      const p32 = path.join(root, 'p32');
-      ws('prepare', '--checkpoint', f32src, '--dtype', 'float32', '--out', p32);
-      expect(fs.lstatSync(path.join(p32, 'base-0000.safetensors')).isSymbolicLink()).toBe(true);
-      const r = spawnSync(process.execPath, [CLI, 'compile', exp, '--prepared', p32], { encoding: 'utf8' });
-      expect(r.status).toBe(1);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(/^weight-spec: .*base-0000\.safetensors: a symlink to .* cannot be hard-linked .*\(EXDEV\); prepare with --out on the source's filesystem/);
-    } finally {
-      fs.rmSync(src, { recursive: true, force: true });
+    const src = shmTmp();
+    fs.cpSync(path.join(fixturesDir(), 'llama'), path.join(src, 'llama'), { recursive: true });
+    const ck = path.join(src, 'llama');
+    const res = await runPrepare({ checkpoint: ck, dtype: 'bfloat16', out: path.join(root, 'p'), workerPath: workerPath() });
+    for (const t of res.plan.tasks) {
+      const out = path.join(res.outDir, t.file);
+      expect(res.executor!.stats.get(t.id)!.linked).toBe('symlink');
+      expect(fs.lstatSync(out).isSymbolicLink()).toBe(true);
+      expect(path.isAbsolute(fs.readlinkSync(out))).toBe(false);
+      expect(fs.realpathSync(out)).toBe(fs.realpathSync(t.link!));
     }
+    expect((await preparedStatus(res.outDir)).state).toBe('prepared');
+    expect(duK(res.outDir)[0]).toBeLessThan(32);
+    // ONNX Runtime reads no external data through a symlink leaving the model's folder, and
+    // a hard link cannot cross filesystems: one line saying what to do
+    const f32src = path.join(src, 'llama-f32');
+    await f32Copy(path.join(fixturesDir(), 'llama'), f32src);
+    const exp = path.join(root, 'e');
+    ws('export', '--config', f32src, '--out', exp, '--ctx-len', '32');
+    const p32 = path.join(root, 'p32');
+    ws('prepare', '--checkpoint', f32src, '--dtype', 'float32', '--out', p32);
+    expect(fs.lstatSync(path.join(p32, 'base-0000.safetensors')).isSymbolicLink()).toBe(true);
+    const r = spawnSync(process.execPath, [CLI, 'compile', exp, '--prepared', p32], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^weight-spec: .*base-0000\.safetensors: a symlink to .* cannot be hard-linked .*\(EXDEV\); prepare with --out on the source's filesystem/);
   });
 });

@@ -4,12 +4,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { executeTask, isPreparedUpToDate, planPrepare, preparedStatus, readPreparedManifest, runPrepare } from '../src/prepare';
-import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, transposeExperts, workerPath, writeCheckpoint } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { concat, readKey, sameBytes, t, tempDir, transposeExperts, workerPath, writeCheckpoint } from './prepare-support';
 
 const m = (l: number) => `model.layers.${l}.block_sparse_moe`;
 

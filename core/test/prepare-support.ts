@@ -5,34 +5,23 @@
 import { rng } from '../src/demo/tiny-model';
 import { buildSync } from 'esbuild';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { DType } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors, type TensorData } from '../src/formats/safetensors';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
+
+/** A fresh temp dir, removed after the test file (tempDirs registers the cleanup). */
+export const tempDir = tempDirs('ws-prep-');
 
 let bundled: string | undefined;
-/** dist-style worker bundle of core/src/prepare/worker.ts, built once per test process. */
+/** dist-style worker bundle of core/src/prepare/worker.ts, built once per test file (removed with its temp dirs). */
 export function workerPath(): string {
   if (bundled) return bundled;
   const out = path.join(tempDir('ws-prep-worker-'), 'prepare-worker.js');
   buildSync({ entryPoints: [path.join(REPO_ROOT, 'core/src/prepare/worker.ts')], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error', mainFields: ['module', 'main'] });
   bundled = out;
   return out;
-}
-
-const made: string[] = [];
-/** Removes the temp dirs made so far (each test file calls it in afterAll). */
-export function cleanupTemps(): void {
-  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-  bundled = undefined;
-}
-
-/** A fresh temp dir, removed after the test file. */
-export function tempDir(prefix = 'ws-prep-'): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  made.push(d);
-  return d;
 }
 
 /** Deterministic pseudo-random generator (mulberry32), shared with the demo model. */

@@ -5,13 +5,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
-import { cleanupTemps, concat, readKey, sameBytes, t, tempDir, transposeExperts, u16, workerPath, writeCheckpoint } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { concat, readKey, sameBytes, t, tempDir, transposeExperts, u16, workerPath, writeCheckpoint } from './prepare-support';
 
 /** Independent f64 → f16 RNE reference (value arithmetic, not bit tricks). */
 function refHalf(x: number): number {

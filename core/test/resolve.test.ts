@@ -3,7 +3,7 @@
  * safetensors file (bf16, as HF checkpoints are) and "initializers" as f32 bytes in a plain
  * file (as a legacy fp32 export embeds them).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
@@ -32,7 +32,7 @@ function transpose(v: Float32Array, r: number, c: number): Float32Array {
 
 /** Writes the checkpoint and returns its tensors as the resolver takes them. */
 async function checkpoint(entries: [string, number[], Float32Array][]): Promise<KeyTensor[]> {
-  const file = path.join(mkdtempSync(path.join(dir, 'ckpt-')), 'model.safetensors');
+  const file = path.join(tmpDir('ws-resolve-ckpt-'), 'model.safetensors');
   await writeSafetensors(file, entries.map(([key, shape, v]) => ({ key, dtype: 'BF16', shape, data: fromFloat32(v, 'BF16') })));
   const ck = await Checkpoint.open(file);
   return ck.keys().map((key) => {

@@ -6,9 +6,8 @@
  * equal reference.json; greedy decode must reproduce generated_ids.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { compile, parseWireModel } from '../src/compile';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { convertFloat } from '../src/formats/dtype';
@@ -16,20 +15,17 @@ import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { readSpec } from '../src/spec';
 import { openRunner } from '../src/run';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 import { markPrepared, maxAbsDiff, type Reference } from './compile-support';
 
-const roots: string[] = [];
-afterAll(() => {
-  for (const d of roots) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('ws-kv-');
 
 /** Exports `fam` from its config into `<tmp>/export`, writes the f32 copy where the spec points. */
 async function kvExport(
   fam: string,
   opts: { ctxLen?: number; phase?: 'both' | 'prefill' | 'decode'; continuousBatching?: boolean; batchSize?: number } = {},
 ): Promise<string> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-kv-'));
-  roots.push(root);
+  const root = tmp();
   const modelDir = path.join(root, fam);
   fs.mkdirSync(modelDir);
   fs.copyFileSync(path.join(fixturesDir(), fam, 'config.json'), path.join(modelDir, 'config.json'));

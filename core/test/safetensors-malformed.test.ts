@@ -6,14 +6,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import { Checkpoint, parseSafetensorsHeader, readSafetensorsHeader, readSafetensorsHeaderSync, serializeSafetensors } from '../src/formats/safetensors';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-st-bad-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-st-bad-')();
+/** A fresh checkpoint folder per case. */
+const checkpointDir = tempDirs('ws-st-bad-ck-');
 
 /** A file: 8-byte LE length (default: the header's byte length) + header + data bytes. */
 function st(header: string | Buffer, data = 0, length?: bigint): Buffer {
@@ -151,7 +152,7 @@ const dirCases: DirCase[] = [
 describe('malformed checkpoints', () => {
   for (const c of dirCases) {
     it(c.name, async () => {
-      const dir = fs.mkdtempSync(path.join(tmp, 'ck-'));
+      const dir = checkpointDir();
       for (const [name, body] of Object.entries(c.files)) fs.writeFileSync(path.join(dir, name), body);
       const err = await Checkpoint.open(path.join(dir, c.open ?? '.')).then(
         () => undefined,
@@ -167,7 +168,7 @@ describe('malformed checkpoints', () => {
   }
 
   it('points at the weight_map entry at fault', async () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'ck-'));
+    const dir = checkpointDir();
     const text = index({ a: 'a.safetensors', b: 'missing.safetensors' });
     fs.writeFileSync(path.join(dir, INDEX), text);
     fs.writeFileSync(path.join(dir, 'a.safetensors'), shardA);
@@ -176,7 +177,7 @@ describe('malformed checkpoints', () => {
   });
 
   it('a bad config.json is a FormatError from config(), not from open()', async () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'ck-'));
+    const dir = checkpointDir();
     fs.writeFileSync(path.join(dir, 'model.safetensors'), shardA);
     fs.writeFileSync(path.join(dir, 'config.json'), '{"a": 1,, }');
     const ck = await Checkpoint.open(dir);

@@ -3,9 +3,9 @@
  * layout, the writer's order/length checks and atomicity, partial reads.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import {
   Checkpoint,
   SafetensorsReader,
@@ -20,8 +20,7 @@ import {
 } from '../src/formats/safetensors';
 import { PipelineError } from '../src/errors';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-st-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('ws-st-')();
 let n = 0;
 const fresh = (name = 'x.safetensors') => {
   const d = path.join(tmp, String(n++));

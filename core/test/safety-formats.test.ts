@@ -7,14 +7,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Checkpoint, readSafetensorsHeader, writeSafetensors } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { cleanupTemps, workerPath } from './prepare-support';
+import { workerPath } from './prepare-support';
 
-afterAll(cleanupTemps);
 const tmp = tempDirs('ws-formats-safety-');
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 

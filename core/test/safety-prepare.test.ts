@@ -6,12 +6,10 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { preparedStatus, runPrepare } from '../src/prepare';
 import { REPO_ROOT } from '../../test/support/fixtures';
-import { cleanupTemps, t, tempDir, workerPath, writeCheckpoint } from './prepare-support';
-
-afterAll(cleanupTemps);
+import { t, tempDir, workerPath, writeCheckpoint } from './prepare-support';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 beforeAll(() => {

@@ -8,7 +8,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type
 import { encodeModel, makeValueInfo } from '../../core/src/formats/onnx';
 import { serializeSafetensors } from '../../core/src/formats/safetensors';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { tempDirs } from '../../test/support/temp';
 
 const N_INPUTS = 5000;
 const OPS = 2000;
@@ -23,6 +23,7 @@ const SERVER = path.join(REPO_ROOT, 'dist', 'server.js');
 
 interface Diag { code?: string | number; severity?: number; message: string; range: { start: { line: number } } }
 
+const makeTmp = tempDirs('ws-soak-');
 let tmp: string;
 let child: ChildProcess;
 let conn: MessageConnection;
@@ -72,7 +73,7 @@ const missingOf = (d: Diag[]) => d.filter((x) => x.code === 'key-missing').lengt
 
 beforeAll(async () => {
   if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} missing: run node scripts/bundle.mjs first`);
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-soak-'));
+  tmp = makeTmp();
   fs.mkdirSync(path.join(tmp, 'prepared'));
   const tensors = Array.from({ length: N_INPUTS }, (_, i) => ({ key: key(i), dtype: 'F32' as const, shape: [2], data: new Uint8Array(8) }));
   fs.writeFileSync(path.join(tmp, 'prepared', 'base-0000.safetensors'), serializeSafetensors(tensors));
@@ -113,7 +114,6 @@ beforeAll(async () => {
 afterAll(() => {
   conn?.dispose();
   child?.kill('SIGKILL');
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 describe('language server soak', () => {

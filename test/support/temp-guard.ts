@@ -7,6 +7,25 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+/**
+ * Files that ONNX Runtime writes into TMPDIR on its own whenever a session is created: the
+ * libonnxruntime build in onnxruntime-node embeds Microsoft's 1DS telemetry SDK ("MAT"),
+ * which keeps its session marker `.ses` (first-launch time, SDK uid) and a debug log
+ * `mat-debug-<pid>.log` there (both names are strings in libonnxruntime.so.1; any session
+ * created with TMPDIR set shows them). No test asks for them and no option turns them off,
+ * and the log may or may not be empty, so they are not a test's leak whatever their size.
+ * Nothing else is excused: an empty file or another dotfile left behind is a leak too.
+ */
+const ORT_OWN = /^(\.ses|mat-debug-\d+\.log)$/;
+
+/** The entries of `root` that a test left behind (ONNX Runtime's own files excepted). */
+export function leftovers(root: string): string[] {
+  return fs
+    .readdirSync(root)
+    .filter((n) => !(ORT_OWN.test(n) && fs.lstatSync(path.join(root, n)).isFile()))
+    .sort();
+}
+
 export default function setup(): () => void {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'weight-spec-tests-'));
   // mkdtemp makes it 0700; tests that run the CLI as an unprivileged user (cli-paths, as root)
@@ -17,17 +36,13 @@ export default function setup(): () => void {
   return () => {
     if (previous === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previous;
-    // A test's leak is a folder or a file with data. Other programs on a machine drop empty
-    // marker files and dotfiles into TMPDIR (seen here: `.ses`, `mat-debug-<pid>.log`): not ours.
-    const left = fs.readdirSync(root).filter((n) => {
-      if (n.startsWith('.')) return false;
-      const st = fs.lstatSync(path.join(root, n));
-      return st.isDirectory() || st.size > 0;
-    });
+    const left = leftovers(root);
     fs.rmSync(root, { recursive: true, force: true });
     if (left.length > 0) {
       // vitest reports an error thrown here but still exits 0: set the exit code ourselves.
-      console.error(`\ntemp-guard: FAIL — tests left ${left.length} entr${left.length === 1 ? 'y' : 'ies'} in the temp folder (use tempDirs() from test/support/temp.ts): ${left.slice(0, 20).join(', ')}`);
+      console.error(
+        `\ntemp-guard: FAIL — tests left ${left.length} entr${left.length === 1 ? 'y' : 'ies'} in the temp folder (use tempDirs() from test/support/temp.ts): ${left.slice(0, 20).join(', ')}`,
+      );
       process.exitCode = 1;
     }
   };
