@@ -97,7 +97,7 @@ describe('prepare under faults', () => {
         const big = mountSmallFs(mnt, 64 * 1024 * 1024)!;
         try {
           const again = await prepare(out);
-          expect(again.code).toBe(0);
+          expect(again.code, again.stderr).toBe(0);
           expect(await state(out)).toBe('complete');
         } finally {
           big.unmount();
@@ -130,7 +130,7 @@ describe('prepare under faults', () => {
     }
     console.log(`[faults] prepare with a shard deleted mid-run: exit ${r.code}, ${s}${r.code ? `: ${r.stderr.trim().split('\n').pop()}` : ''}`);
     const again = await prepare(out);
-    expect(again.code).toBe(0);
+    expect(again.code, again.stderr).toBe(0);
     expect(await state(out)).toBe('complete');
   }, 120_000);
 
@@ -150,7 +150,7 @@ describe('prepare under faults', () => {
       const s = await state(out);
       results.push(`${r.signal ?? r.code}:${s}`);
       const again = await prepare(out);
-      expect(again.code).toBe(0);
+      expect(again.code, again.stderr).toBe(0);
       expect(await state(out)).toBe('complete');
       expect(fs.readdirSync(tmp).filter((n) => n.startsWith(`kill-${k}.`))).toEqual([]);
     }
