@@ -39,6 +39,40 @@ describe('language server in VS Code', () => {
     assert.match(text, new RegExp(`${shape}`), `hover has no shape ${JSON.stringify(t.shape)}: ${text}`);
   });
 
+  it('accepting a completion inside a key (the suggest widget) leaves valid JSON with the complete key', async () => {
+    // A key of the shard whose prefix matches no other key, typed up to that prefix.
+    const shard = 'llama/model-00001-of-00002.safetensors';
+    const keys = Object.keys(safetensorsHeader(path.join(ws.dir, shard))).filter((k) => k !== '__metadata__');
+    const unique = (k: string) => k.slice(0, -4);
+    const key = keys.find((k) => k.length > 12 && keys.filter((o) => o.includes(unique(k))).length === 1);
+    assert.ok(key, `no key with a unique prefix among ${keys.length}`);
+    const typed = unique(key);
+    const file = path.join(ws.dir, 'completion.weight_spec.json');
+    const spec = { files: [{ format: 'safetensors', path: shard }], inputs: [{ location: { file: 0, key: typed }, name: key }], model_name: 'tiny-llama', version: 5 };
+    fs.writeFileSync(file, JSON.stringify(spec, null, 2));
+    const uri = vscode.Uri.file(file);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const editor = await vscode.window.showTextDocument(doc);
+    await waitForDiagnostics(uri, (d) => d.some((x) => codeOf(x) === 'key-missing')); // the server has checked it
+    const line = doc.getText().split('\n').findIndex((l) => l.includes(`"key": "${typed}"`));
+    const at = new vscode.Position(line, doc.lineAt(line).text.indexOf(typed) + typed.length);
+    const before = doc.getText();
+    // The suggest widget has no event to await: trigger, give it time, accept; again if nothing was inserted.
+    for (let attempt = 1; attempt <= 8 && doc.getText() === before; attempt++) {
+      editor.selection = new vscode.Selection(at, at);
+      await vscode.commands.executeCommand('editor.action.triggerSuggest');
+      await new Promise((r) => setTimeout(r, 400 * attempt));
+      await vscode.commands.executeCommand('acceptSelectedSuggestion');
+    }
+    try {
+      assert.equal(doc.lineAt(line).text.trim(), `"key": "${key}"`);
+      assert.deepEqual(JSON.parse(doc.getText()), { ...spec, inputs: [{ location: { file: 0, key }, name: key }] });
+      await waitForDiagnostics(uri, (d) => !d.some((x) => codeOf(x) === 'key-missing'));
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+    }
+  });
+
   it('code lenses offer Prepare checkpoint, Compile and Inspect ONNX, invoking our commands with the spec', async () => {
     const dir = path.join(ws.dir, 'lens-export');
     cli(['export', '--config', ws.llama, '--out', dir]);
