@@ -1,7 +1,10 @@
 // Bundles the three entry points. The extension and server are CommonJS (VS Code loads
 // extensions with require); the CLI is CommonJS too so `npx weight-spec` runs on plain Node 20.
+// Also: the viewers' webview script (dist/viewer.js, for the browser, with dagre inside) and
+// the weight spec's JSON Schema generated from the zod schema (dist/weight-spec.schema.json).
 import { build } from 'esbuild';
-import { chmodSync, existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 const common = {
   bundle: true,
@@ -30,3 +33,25 @@ for (const e of entries) {
   await build({ ...common, ...e });
 }
 for (const bin of ['dist/cli.js', 'dist/server.js']) if (existsSync(bin)) chmodSync(bin, 0o755);
+
+if (existsSync('client/src/viewers/webview/main.ts')) {
+  await build({
+    entryPoints: ['client/src/viewers/webview/main.ts'],
+    outfile: 'dist/viewer.js',
+    bundle: true,
+    platform: 'browser',
+    target: 'chrome120',
+    format: 'iife',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+}
+if (existsSync('core/src/spec/json-schema.ts')) {
+  // Run the generator from an in-memory bundle: the schema comes from the zod schema itself.
+  const out = await build({ ...common, entryPoints: ['core/src/spec/json-schema.ts'], write: false, outfile: 'schema.cjs' });
+  const mod = { exports: {} };
+  new Function('module', 'exports', 'require', out.outputFiles[0].text)(mod, mod.exports, createRequire(import.meta.url));
+  mkdirSync('dist', { recursive: true });
+  writeFileSync('dist/weight-spec.schema.json', JSON.stringify(mod.exports.specJsonSchema(), null, 2) + '\n');
+}

@@ -11,6 +11,7 @@ import { CliRunner } from './runner';
 import type { SpecInfo } from '../../core/src/editor/spec-state';
 import { SpecStatusBar } from './status-bar';
 import { TASK_TYPE, WeightSpecTaskProvider } from './tasks';
+import { registerViewers } from './viewers';
 
 /** What activate() returns (used by the e2e tests and other extensions). */
 export interface WeightSpecApi {
@@ -32,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Weight
     const status = new SpecStatusBar(log);
     context.subscriptions.push(status);
     registerCommands(context, runner, () => status.refresh());
+    registerViewers(context);
     context.subscriptions.push(vscode.tasks.registerTaskProvider(TASK_TYPE, new WeightSpecTaskProvider(context, log)));
     log.info(`activated (${context.extension.packageJSON.version as string}, CLI ${runner.cliPath})`);
     client = await startLanguageClient(context, log);

@@ -12,6 +12,8 @@ export const VSIX_FILES = [
   'extension/dist/extension.js',
   'extension/dist/prepare-worker.js',
   'extension/dist/server.js',
+  'extension/dist/viewer.js',
+  'extension/dist/weight-spec.schema.json',
   'extension/package.json',
   'extension/syntaxes/language-configuration.json',
   'extension/syntaxes/weight-spec.tmLanguage.json',

@@ -15,6 +15,7 @@ import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requirePath } from '../input-paths';
 import { servingSummary } from '../../export/graph/serving-features';
+import { storageOrder } from '../../view/checkpoint-page';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -28,10 +29,8 @@ export interface TensorRow {
 /** Tensors of a checkpoint in storage order (shard order, then data offset). */
 export async function checkpointRows(target: string): Promise<{ files: string[]; rows: TensorRow[]; dir: string }> {
   const ck = await Checkpoint.open(target);
-  const order = new Map(ck.files.map((f, i) => [f, i]));
   // The checkpoint's tensors (for an index: the keys it maps), by shard then data offset.
-  const tensors = ck.tensors().sort((a, b) => order.get(a.file)! - order.get(b.file)! || a.begin - b.begin);
-  const rows: TensorRow[] = tensors.map((t) => ({
+  const rows: TensorRow[] = storageOrder(ck).map((t) => ({
     key: t.key,
     dtype: t.dtype,
     shape: t.shape,

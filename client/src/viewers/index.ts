@@ -1,0 +1,23 @@
+/**
+ * Read-only viewers for model files (custom editors, package.json `contributes.customEditors`):
+ * `weightSpec.safetensorsViewer` (default for *.safetensors) and `weightSpec.onnxViewer`
+ * (offered for *.onnx through "Reopen Editor With…"). Pages come from core/src/view.
+ */
+import * as vscode from 'vscode';
+import { ViewerProvider, renderedText } from './provider';
+
+export const SAFETENSORS_VIEW_TYPE = 'weightSpec.safetensorsViewer';
+export const ONNX_VIEW_TYPE = 'weightSpec.onnxViewer';
+/** Not in the command palette: the e2e suite reads what a viewer rendered through it. */
+export const RENDERED_TEXT_COMMAND = 'weightSpec.viewers.renderedText';
+
+/** Registers both viewers (one call from extension.ts). */
+export function registerViewers(context: vscode.ExtensionContext): void {
+  const provider = new ViewerProvider(context);
+  const opts = { webviewOptions: { retainContextWhenHidden: true }, supportsMultipleEditorsPerDocument: true };
+  context.subscriptions.push(
+    vscode.window.registerCustomEditorProvider(SAFETENSORS_VIEW_TYPE, provider, opts),
+    vscode.window.registerCustomEditorProvider(ONNX_VIEW_TYPE, provider, opts),
+    vscode.commands.registerCommand(RENDERED_TEXT_COMMAND, (file: string) => renderedText.get(file)),
+  );
+}

@@ -1,0 +1,16 @@
+/**
+ * Messages between a viewer's webview and the extension. The webview says `ready` once its
+ * script runs (so no page is posted before it can be received), asks for one graph group at a
+ * time, and reports the text it rendered (the e2e suite reads it back through a command).
+ */
+import type { GraphView, ViewerPage } from '../../../core/src/view/types';
+
+/** Extension → webview. */
+export type ToWebview = { type: 'page'; page: ViewerPage } | { type: 'graph'; view: GraphView | undefined; group: string };
+
+/** Webview → extension. */
+export type FromWebview =
+  | { type: 'ready' }
+  | { type: 'graph'; group: string }
+  | { type: 'openSpec'; spec: string; start?: number; end?: number }
+  | { type: 'rendered'; text: string; view: 'page' | 'graph' };

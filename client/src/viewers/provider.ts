@@ -1,0 +1,98 @@
+/**
+ * The read-only custom editor behind both viewers: builds the page in core (headers only) and
+ * posts it to the webview, answers graph-group requests from the kept graph index, opens a
+ * spec at an input when a link is clicked, and rebuilds when the file changes on disk.
+ */
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { buildViewerPage, graphView, type GraphIndex, type SpecText } from '../../../core/src/view';
+import { settings } from '../settings';
+import { viewerHtml } from './html';
+import type { FromWebview, ToWebview } from './messages';
+
+/** Spec files of the workspace, whose inputs a checkpoint page links to. */
+const SPEC_GLOB = '**/{weight_spec.json,*.weight_spec.json}';
+/** At most this many specs are read for links (a workspace of exports stays quick to open). */
+const MAX_SPECS = 200;
+
+/** What the last render of each open viewer showed (for the e2e suite). */
+export const renderedText = new Map<string, { page?: string; graph?: string }>();
+
+async function workspaceSpecs(): Promise<SpecText[]> {
+  const uris = await vscode.workspace.findFiles(SPEC_GLOB, '**/node_modules/**', MAX_SPECS);
+  const open = new Map(vscode.workspace.textDocuments.map((d) => [d.uri.fsPath, d]));
+  const out: SpecText[] = [];
+  for (const u of uris) {
+    const doc = open.get(u.fsPath);
+    try {
+      out.push({ file: u.fsPath, text: doc ? doc.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(u)) });
+    } catch {
+      // A spec that vanished between the search and the read has no links to give.
+    }
+  }
+  return out;
+}
+
+/** One provider instance serves one view type (safetensors or ONNX). */
+export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
+  constructor(private readonly context: vscode.ExtensionContext) {}
+
+  openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
+    return { uri, dispose: () => renderedText.delete(uri.fsPath) };
+  }
+
+  async resolveCustomEditor(doc: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
+    const dist = vscode.Uri.joinPath(this.context.extensionUri, 'dist');
+    const webview = panel.webview;
+    webview.options = { enableScripts: true, localResourceRoots: [dist] };
+    webview.html = viewerHtml({
+      cspSource: webview.cspSource,
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, 'viewer.js')).toString(),
+      title: path.basename(doc.uri.fsPath),
+    });
+    const file = doc.uri.fsPath;
+    let graph: GraphIndex | undefined;
+    let ready = false;
+    let pending: ToWebview | undefined;
+    const post = (m: ToWebview) => {
+      if (ready) void webview.postMessage(m);
+      else pending = m;
+    };
+    const load = async () => {
+      const onnx = file.toLowerCase().endsWith('.onnx');
+      const roots = [...(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), ...settings(doc.uri).roots];
+      const result = await buildViewerPage(file, { roots, ...(onnx ? {} : { specs: await workspaceSpecs() }) });
+      graph = result.graph;
+      post({ type: 'page', page: result.page });
+    };
+    const subs: vscode.Disposable[] = [];
+    subs.push(
+      webview.onDidReceiveMessage(async (m: FromWebview) => {
+        switch (m.type) {
+          case 'ready':
+            ready = true;
+            if (pending) void webview.postMessage(pending);
+            pending = undefined;
+            break;
+          case 'graph':
+            post({ type: 'graph', group: m.group, view: graph ? graphView(graph, m.group) : undefined });
+            break;
+          case 'openSpec': {
+            const d = await vscode.workspace.openTextDocument(vscode.Uri.file(m.spec));
+            const sel = m.start !== undefined && m.end !== undefined ? new vscode.Range(d.positionAt(m.start), d.positionAt(m.end)) : undefined;
+            await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(sel ? { selection: sel } : {}) });
+            break;
+          }
+          case 'rendered':
+            renderedText.set(file, { ...renderedText.get(file), [m.view]: m.text });
+            break;
+        }
+      }),
+    );
+    // Re-read when the file is rewritten (a new export, a finished prepare).
+    const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(path.dirname(file)), path.basename(file)));
+    subs.push(watcher, watcher.onDidChange(() => void load()), watcher.onDidCreate(() => void load()));
+    panel.onDidDispose(() => subs.forEach((s) => s.dispose()));
+    await load();
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The safetensors page: shards, a sortable and filterable tensor table with a total, and links
+ * from keys to the spec inputs that use them. The table is virtualized (only the rows in view
+ * exist in the DOM), so 20,000 tensors scroll and sort without delay.
+ */
+import type { CheckpointPage, TensorEntry } from '../../../../core/src/view/types';
+import { bytes, el } from './dom';
+
+const ROW = 22;
+type Col = 'key' | 'dtype' | 'shape' | 'bytes' | 'shard' | 'used';
+const COLS: { id: Col; label: string }[] = [
+  { id: 'key', label: 'key' },
+  { id: 'dtype', label: 'dtype' },
+  { id: 'shape', label: 'shape' },
+  { id: 'bytes', label: 'bytes' },
+  { id: 'shard', label: 'shard' },
+  { id: 'used', label: 'used by' },
+];
+
+/** Callbacks into the host page. */
+export interface CheckpointHooks {
+  openLink(spec: string, start?: number, end?: number): void;
+  rendered(): void;
+}
+
+/** Renders `page` into `root`. */
+export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks: CheckpointHooks): void {
+  const name = page.opened.split(/[\\/]/).pop()!;
+  const shardNames = page.files.map((f) => f.name);
+  const shape = (t: TensorEntry) => `[${t.shape.join(', ')}]`;
+  const used = (t: TensorEntry) => page.links[t.key]?.length ?? 0;
+  root.replaceChildren(
+    el('h1', {}, name),
+    el(
+      'p',
+      { class: 'summary' },
+      `${page.tensors.length} tensors, ${bytes(page.totalBytes)} (${page.totalBytes} bytes) in ${page.files.length} file${page.files.length === 1 ? '' : 's'}` +
+        ` · ${page.layout === 'index' ? 'sharded checkpoint (model.safetensors.index.json)' : page.layout === 'single' ? 'single file' : 'folder of shards'}` +
+        ` · ${page.dir}`,
+    ),
+  );
+  if (page.files.length > 1) {
+    const details = el('details', {}, el('summary', {}, `Shards (${page.files.length})`));
+    for (const f of page.files) details.append(el('div', { class: 'mono' }, `${f.name}: ${f.tensors} tensors, ${bytes(f.bytes)}`));
+    root.append(details);
+  }
+  if (page.linkedSpecs.length) root.append(el('p', { class: 'summary' }, `Used by ${page.linkedSpecs.map((s) => s.split(/[\\/]/).slice(-2).join('/')).join(', ')}`));
+  if (page.metadata) root.append(el('p', { class: 'summary mono' }, `__metadata__ ${JSON.stringify(page.metadata)}`));
+
+  const filter = el('input', { type: 'text', placeholder: 'Filter keys, dtypes, shards (space-separated terms)', 'aria-label': 'Filter tensors' });
+  const shardSel = el('select', { 'aria-label': 'Shard' }, el('option', { value: '-1' }, 'all shards'), ...shardNames.map((n, i) => el('option', { value: String(i) }, n)));
+  const count = el('span', { class: 'summary' });
+  root.append(el('div', { class: 'toolbar' }, filter, page.files.length > 1 && shardSel, count));
+
+  const head = el('div', { class: 'vt-head' });
+  const body = el('div', { class: 'vt-body' });
+  const spacer = el('div');
+  body.append(spacer);
+  const foot = el('div', { class: 'vt-foot mono' });
+  root.append(el('div', { class: 'vt' }, head, body, foot));
+
+  let sortCol: Col | undefined;
+  let asc = true;
+  let rows: TensorEntry[] = page.tensors;
+  const headCells = COLS.map((c) => {
+    const s = el('span', { role: 'button', title: `Sort by ${c.label}` }, c.label);
+    s.addEventListener('click', () => {
+      asc = sortCol === c.id ? !asc : true;
+      sortCol = c.id;
+      update();
+    });
+    return s;
+  });
+  head.append(...headCells);
+
+  const key = (c: Col): ((t: TensorEntry) => string | number) => {
+    switch (c) {
+      case 'key': return (t) => t.key;
+      case 'dtype': return (t) => t.dtype;
+      case 'shape': return (t) => t.shape.reduce((a, b) => a * b, 1);
+      case 'bytes': return (t) => t.bytes;
+      case 'shard': return (t) => t.shard;
+      case 'used': return used;
+    }
+  };
+
+  function update(): void {
+    const terms = filter.value.toLowerCase().split(/\s+/).filter((x) => x);
+    const shard = Number(shardSel.value);
+    rows = page.tensors.filter((t) => {
+      if (shard >= 0 && t.shard !== shard) return false;
+      if (!terms.length) return true;
+      const hay = `${t.key} ${t.dtype} ${shardNames[t.shard]} ${shape(t)}`.toLowerCase();
+      return terms.every((x) => hay.includes(x));
+    });
+    if (sortCol) {
+      const k = key(sortCol);
+      const dir = asc ? 1 : -1;
+      rows = rows.slice().sort((a, b) => {
+        const x = k(a);
+        const y = k(b);
+        return (x < y ? -1 : x > y ? 1 : 0) * dir;
+      });
+    }
+    headCells.forEach((h, i) => {
+      h.classList.toggle('sorted', COLS[i]!.id === sortCol);
+      h.classList.toggle('asc', COLS[i]!.id === sortCol && asc);
+    });
+    const total = rows.reduce((s, t) => s + t.bytes, 0);
+    count.textContent = rows.length === page.tensors.length ? '' : `${rows.length} of ${page.tensors.length} shown`;
+    foot.textContent = `total: ${rows.length} tensor${rows.length === 1 ? '' : 's'}, ${total} bytes (${bytes(total)})`;
+    spacer.style.height = `${rows.length * ROW}px`;
+    body.scrollTop = 0;
+    paint();
+    hooks.rendered();
+  }
+
+  function row(t: TensorEntry, i: number): HTMLElement {
+    const r = el('div', { class: 'vt-row mono' });
+    r.style.top = `${i * ROW}px`;
+    const links = page.links[t.key] ?? [];
+    const usedBy = el('span');
+    links.forEach((l, j) => {
+      const a = el('a', { title: `${l.spec} inputs[${l.input}]` }, l.name === t.key ? `inputs[${l.input}]` : l.name);
+      a.addEventListener('click', () => hooks.openLink(l.spec, l.range?.start, l.range?.end));
+      if (j) usedBy.append(', ');
+      usedBy.append(a);
+    });
+    r.append(el('span', { title: t.key }, t.key), el('span', {}, t.dtype), el('span', {}, shape(t)), el('span', { class: 'num' }, String(t.bytes)), el('span', { title: shardNames[t.shard]! }, shardNames[t.shard]!), usedBy);
+    return r;
+  }
+
+  function paint(): void {
+    const first = Math.max(0, Math.floor(body.scrollTop / ROW) - 10);
+    const last = Math.min(rows.length, Math.ceil((body.scrollTop + body.clientHeight) / ROW) + 10);
+    const frag = document.createDocumentFragment();
+    frag.append(spacer);
+    for (let i = first; i < last; i++) frag.append(row(rows[i]!, i));
+    body.replaceChildren(frag);
+  }
+
+  let queued = false;
+  body.addEventListener('scroll', () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      paint();
+    });
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  filter.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(update, 120);
+  });
+  shardSel.addEventListener('change', update);
+  update();
+}

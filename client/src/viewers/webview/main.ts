@@ -1,0 +1,47 @@
+/**
+ * Entry point of the viewers' webview (bundled to dist/viewer.js for the browser): tells the
+ * extension it is ready, renders the page it receives, and reports the rendered text back.
+ */
+import type { FromWebview, ToWebview } from '../messages';
+import { renderCheckpoint } from './checkpoint-view';
+import { el } from './dom';
+import { renderOnnx, type OnnxView } from './onnx-view';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void };
+
+const vscode = acquireVsCodeApi();
+const app = document.getElementById('app')!;
+let onnx: OnnxView | undefined;
+
+/** The text a user sees (what the e2e suite checks), capped so a 20,000-row page stays cheap. */
+const rendered = (view: 'page' | 'graph', node: HTMLElement = app) =>
+  vscode.postMessage({ type: 'rendered', view, text: (node.innerText || node.textContent || '').slice(0, 200_000) });
+
+/** The graph's drawn labels, one per line. */
+const renderedGraph = () =>
+  vscode.postMessage({ type: 'rendered', view: 'graph', text: [...app.querySelectorAll('.graph svg text')].map((t) => t.textContent ?? '').join('\n') });
+
+window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
+  const m = ev.data;
+  if (m.type === 'page') {
+    const page = m.page;
+    onnx = undefined;
+    if (page.kind === 'error') {
+      app.replaceChildren(el('div', { class: 'error-line' }, page.message));
+      rendered('page');
+    } else if (page.kind === 'checkpoint') {
+      renderCheckpoint(app, page, {
+        openLink: (spec, start, end) => vscode.postMessage({ type: 'openSpec', spec, ...(start !== undefined ? { start } : {}), ...(end !== undefined ? { end } : {}) }),
+        rendered: () => rendered('page'),
+      });
+    } else {
+      onnx = renderOnnx(app, page, {
+        requestGraph: (group) => vscode.postMessage({ type: 'graph', group }),
+        rendered: (view) => (view === 'graph' ? renderedGraph() : rendered('page')),
+      });
+    }
+  } else if (m.type === 'graph') {
+    onnx?.showGraph(m.view, m.group);
+  }
+});
+vscode.postMessage({ type: 'ready' });

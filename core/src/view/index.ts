@@ -1,0 +1,10 @@
+/**
+ * Page data of the editor's read-only viewers (safetensors checkpoints, ONNX graphs), built
+ * from headers only. The extension posts it to a webview; `npm run bench` times it.
+ */
+export * from './types';
+export { buildCheckpointPage, checkpointOf, storageOrder, type CheckpointPageOptions } from './checkpoint-page';
+export { linkSpecs, type SpecText } from './spec-links';
+export { buildOnnxPage, groupWeights, METADATA_CLIP, type OnnxPageOptions } from './onnx-page';
+export { graphView, indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
+export { buildViewerPage, type ViewerResult } from './page';

@@ -1,0 +1,187 @@
+/**
+ * The node structure of an ONNX graph for the graph view: one positional walk over the main
+ * graph's NodeProtos (initializer payloads are skipped by their lengths, never read), nodes
+ * grouped by decoder layer so that the view lays out one readable group at a time.
+ *
+ * A node's layer comes from its name (`/layers.3/attn/MatMul`, `/model/layers.3/…`) or the
+ * layer weights it reads (`model.layers.3.…`); otherwise it follows its producers (a legacy
+ * export names nodes `/MatMul_12`). Nodes before the first layer form the prologue (ids,
+ * embedding, KV-cache shapes); nodes after the last layer that read a non-layer weight (final
+ * norm, lm_head) start the head. Constant-like nodes (no inputs) join their first consumer.
+ */
+import { FileReader, WIRE } from '../formats/onnx/wire-reader';
+import { layerOf } from '../prepare/transforms/moe-common';
+import type { GraphGroupInfo, GraphNode, GraphView } from './types';
+
+/** One NodeProto of the main graph. */
+export interface RawNode {
+  name: string;
+  op: string;
+  domain: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+/** Reads the main graph's nodes of `file` (positional reads; FormatError on a corrupt file). */
+export function readGraphNodes(file: string): RawNode[] {
+  const r = FileReader.open(file);
+  const nodes: RawNode[] = [];
+  const str = (h: { vStart: number; vEnd: number }) => r.string(h.vStart, h.vEnd);
+  try {
+    r.each(0, r.size, 'ModelProto', (f) => {
+      if (f.field !== 7 || f.wire !== WIRE.LEN) return;
+      r.each(f.vStart, f.vEnd, 'GraphProto', (g) => {
+        if (g.field !== 1 || g.wire !== WIRE.LEN) return;
+        const n: RawNode = { name: '', op: '', domain: '', inputs: [], outputs: [] };
+        r.each(g.vStart, g.vEnd, 'NodeProto', (x) => {
+          if (x.wire !== WIRE.LEN) return;
+          if (x.field === 1) n.inputs.push(str(x));
+          else if (x.field === 2) n.outputs.push(str(x));
+          else if (x.field === 3) n.name = str(x);
+          else if (x.field === 4) n.op = str(x);
+          else if (x.field === 7) n.domain = str(x);
+        });
+        nodes.push(n);
+      });
+    });
+  } finally {
+    r.close();
+  }
+  return nodes;
+}
+
+/** The graph's nodes with their groups, kept by the viewer to answer graph-view requests. */
+export interface GraphIndex {
+  nodes: RawNode[];
+  /** Group index of each node. */
+  groupOf: Int32Array;
+  groups: GraphGroupInfo[];
+  /** Weight names (spec inputs, initializers). */
+  weights: ReadonlySet<string>;
+  /** Graph inputs that are not weights. */
+  inputs: ReadonlySet<string>;
+  outputs: ReadonlySet<string>;
+}
+
+const PROLOGUE = -1;
+/** A module parameter path such as `model.norm.weight`. */
+const PARAM_PATH = /^[A-Za-z_]\w*(?:\.\w+)+$/;
+
+/** The layer of a node from its name, or undefined (`/layers.3/…` → 3). */
+export function nodeNameLayer(name: string): number | undefined {
+  return name ? layerOf(name.replace(/\//g, '.')) : undefined;
+}
+
+/** Groups `nodes` by layer; see the module comment for the rules. */
+export function indexGraph(
+  nodes: RawNode[],
+  facts: { weights: Iterable<string>; inputs: Iterable<string>; outputs: Iterable<string> },
+): GraphIndex {
+  const weights = new Set(facts.weights);
+  const outputs = new Set(facts.outputs);
+  const inputs = new Set([...facts.inputs].filter((n) => !weights.has(n)));
+  const rank = new Float64Array(nodes.length);
+  const rankOf = new Map<string, number>(); // value → rank of its producer
+  let lastLayer = -1;
+  for (let i = 0; i < nodes.length; i++) {
+    const n = nodes[i]!;
+    let r = nodeNameLayer(n.name) ?? PROLOGUE;
+    let readsOtherWeight = false;
+    for (const v of n.inputs) {
+      if (!v) continue;
+      if (weights.has(v)) {
+        const l = layerOf(v);
+        // Only a parameter path counts (legacy exports rename layer weights `onnx::MatMul_12`).
+        if (l === undefined) readsOtherWeight ||= PARAM_PATH.test(v);
+        else r = Math.max(r, l);
+      } else r = Math.max(r, rankOf.get(v) ?? PROLOGUE);
+    }
+    // A non-layer weight read after the layers began: final norm or lm_head.
+    if (readsOtherWeight && r >= 0 && r >= lastLayer && nodeNameLayer(n.name) === undefined) r = Infinity;
+    if (r !== Infinity && r > lastLayer) lastLayer = r;
+    rank[i] = r;
+    for (const o of n.outputs) if (o) rankOf.set(o, r);
+  }
+  // Constant-like nodes (no inputs) join their first consumer's group.
+  const firstUse = new Map<string, number>();
+  for (let i = 0; i < nodes.length; i++) for (const v of nodes[i]!.inputs) if (v && !firstUse.has(v)) firstUse.set(v, i);
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const n = nodes[i]!;
+    if (n.inputs.some((v) => v) || nodeNameLayer(n.name) !== undefined) continue;
+    const uses = n.outputs.map((o) => firstUse.get(o)).filter((u): u is number => u !== undefined);
+    if (uses.length) rank[i] = rank[Math.min(...uses)]!;
+  }
+  const ranks = [...new Set(rank)].sort((a, b) => a - b);
+  const layered = ranks.some((r) => r >= 0);
+  const groups: GraphGroupInfo[] = ranks.map((r) => ({
+    id: !layered ? 'graph' : r === PROLOGUE ? 'prologue' : r === Infinity ? 'head' : `layer-${r}`,
+    label: !layered ? 'whole graph' : r === PROLOGUE ? 'inputs and embedding' : r === Infinity ? 'head (final norm, logits)' : `layer ${r}`,
+    nodes: 0,
+  }));
+  const slot = new Map(ranks.map((r, i) => [r, i]));
+  const groupOf = new Int32Array(nodes.length);
+  for (let i = 0; i < nodes.length; i++) {
+    const g = slot.get(rank[i]!)!;
+    groupOf[i] = g;
+    groups[g]!.nodes++;
+  }
+  return { nodes, groupOf, groups, weights, inputs, outputs };
+}
+
+/** A short label for a value name: the last two segments of a node path, three of a parameter path. */
+export function shortName(v: string): string {
+  const sep = v.includes('/') ? '/' : '.';
+  const keep = sep === '/' ? 2 : 3;
+  const parts = v.split(sep).filter((p) => p);
+  return parts.length <= keep ? v : `…${parts.slice(-keep).join(sep)}`;
+}
+
+/** The nodes and edges of group `id` (at most `maxNodes` operators), with border values as nodes. */
+export function graphView(ix: GraphIndex, id: string, maxNodes = 400): GraphView | undefined {
+  const g = ix.groups.findIndex((x) => x.id === id);
+  if (g < 0) return undefined;
+  const members: number[] = [];
+  for (let i = 0; i < ix.nodes.length; i++) if (ix.groupOf[i] === g) members.push(i);
+  const shown = members.slice(0, maxNodes);
+  const inView = new Set(shown);
+  const producer = new Map<string, number>();
+  ix.nodes.forEach((n, i) => n.outputs.forEach((o) => o && producer.set(o, i)));
+  const nodes: GraphNode[] = [];
+  const edges: GraphView['edges'] = [];
+  const border = new Set<string>();
+  for (const i of shown) {
+    const n = ix.nodes[i]!;
+    nodes.push({ id: `n${i}`, kind: 'op', label: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.op}` : n.op, title: n.name || n.outputs[0] || n.op });
+    for (const v of n.inputs) {
+      if (!v) continue;
+      const p = producer.get(v);
+      if (p !== undefined && inView.has(p)) {
+        edges.push({ from: `n${p}`, to: `n${i}` });
+        continue;
+      }
+      const bid = `v:${v}`;
+      if (!border.has(bid)) {
+        border.add(bid);
+        nodes.push({ id: bid, kind: ix.weights.has(v) ? 'weight' : 'input', label: shortName(v), title: v });
+      }
+      edges.push({ from: bid, to: `n${i}` });
+    }
+  }
+  // Values leaving the view: graph outputs and values read by nodes outside it.
+  const leaving = new Set<string>();
+  ix.nodes.forEach((n, i) => {
+    if (inView.has(i)) return;
+    for (const v of n.inputs) {
+      const p = v ? producer.get(v) : undefined;
+      if (p !== undefined && inView.has(p)) leaving.add(v);
+    }
+  });
+  for (const i of shown) {
+    for (const o of ix.nodes[i]!.outputs) {
+      if (!o || (!ix.outputs.has(o) && !leaving.has(o))) continue;
+      nodes.push({ id: `o:${o}`, kind: 'output', label: shortName(o), title: o });
+      edges.push({ from: `n${i}`, to: `o:${o}` });
+    }
+  }
+  return { group: id, nodes, edges, truncated: members.length - shown.length };
+}

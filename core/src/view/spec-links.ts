@@ -1,0 +1,58 @@
+/**
+ * Links from checkpoint keys to the spec inputs that read them. A spec input uses a tensor
+ * when its `files[location.file]` resolves (relative to the spec's folder, following links
+ * as QEfficient's symlinked prepared folder needs) to a shard of the checkpoint and that shard
+ * holds `location.key`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Checkpoint } from '../formats/safetensors';
+import { parseSpecText } from '../spec';
+import type { SpecLink } from './types';
+
+/** A spec file and its current text. */
+export interface SpecText {
+  file: string;
+  text: string;
+}
+
+function real(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** For each key of `ck`: the inputs of `specs` that use it; and which specs reference `ck` at all. */
+export function linkSpecs(ck: Checkpoint, specs: readonly SpecText[]): { links: Record<string, SpecLink[]>; specs: string[] } {
+  const links: Record<string, SpecLink[]> = Object.create(null);
+  const linked: string[] = [];
+  if (specs.length === 0) return { links, specs: linked };
+  const shards = new Map(ck.files.map((f) => [real(f), f]));
+  for (const s of specs) {
+    const parsed = parseSpecText(s.text, s.file);
+    const spec = parsed.spec;
+    if (!spec) continue;
+    const base = path.dirname(s.file);
+    // files[i] → the shard of this checkpoint it names (undefined: another checkpoint).
+    const shardOf = spec.files.map((f) => shards.get(real(path.resolve(base, f.path))));
+    if (!shardOf.some((x) => x !== undefined)) continue;
+    linked.push(s.file);
+    spec.inputs.forEach((input, i) => {
+      const shard = shardOf[input.location.file];
+      if (shard === undefined || ck.fileOf(input.location.key) !== shard) return;
+      const src = parsed.sources?.inputs[i];
+      const node = src?.node;
+      const range = src ? parsed.offsets.value(src.key) : undefined;
+      const link: SpecLink = {
+        spec: s.file,
+        input: typeof node?.[1] === 'number' ? node[1] : i,
+        name: input.name,
+        ...(range ? { range: { start: range.start, end: range.end } } : {}),
+      };
+      (links[input.location.key] ??= []).push(link);
+    });
+  }
+  return { links, specs: linked };
+}
