@@ -4,6 +4,15 @@ export interface TensorDecl {
   dtype: string;
   shape: number[];
 }
-export const QWEN3_30B: { layers: number; experts: number; hidden: number; moeInter: number; heads: number; kvHeads: number; headDim: number; vocab: number };
+export const QWEN3_30B: {
+  layers: number;
+  experts: number;
+  hidden: number;
+  moeInter: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  vocab: number;
+};
 export function qwen3MoeTensors(o?: Partial<typeof QWEN3_30B>): TensorDecl[];
 export function writeSparseCheckpoint(dir: string, tensors: TensorDecl[], shards?: number): { files: string[]; totalBytes: number };

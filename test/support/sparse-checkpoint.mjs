@@ -69,6 +69,9 @@ export function writeSparseCheckpoint(dir, tensors, shards = 16) {
     files.push(file);
     total += off;
   }
-  fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }));
+  fs.writeFileSync(
+    path.join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }),
+  );
   return { files, totalBytes: total };
 }

@@ -8,7 +8,9 @@ import { VIEWER_CSS } from './style';
 
 /** A fresh nonce for one document. */
 export function nonce(): string {
-  return randomBytes(18).toString('base64').replace(/[^A-Za-z0-9]/g, '');
+  return randomBytes(18)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '');
 }
 
 /** The CSP of a viewer document. */

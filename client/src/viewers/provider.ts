@@ -79,7 +79,8 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             break;
           case 'openSpec': {
             const d = await vscode.workspace.openTextDocument(vscode.Uri.file(m.spec));
-            const sel = m.start !== undefined && m.end !== undefined ? new vscode.Range(d.positionAt(m.start), d.positionAt(m.end)) : undefined;
+            const sel =
+              m.start !== undefined && m.end !== undefined ? new vscode.Range(d.positionAt(m.start), d.positionAt(m.end)) : undefined;
             await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(sel ? { selection: sel } : {}) });
             break;
           }
@@ -90,8 +91,14 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       }),
     );
     // Re-read when the file is rewritten (a new export, a finished prepare).
-    const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(path.dirname(file)), path.basename(file)));
-    subs.push(watcher, watcher.onDidChange(() => void load()), watcher.onDidCreate(() => void load()));
+    const watcher = vscode.workspace.createFileSystemWatcher(
+      new vscode.RelativePattern(vscode.Uri.file(path.dirname(file)), path.basename(file)),
+    );
+    subs.push(
+      watcher,
+      watcher.onDidChange(() => void load()),
+      watcher.onDidCreate(() => void load()),
+    );
     panel.onDidDispose(() => subs.forEach((s) => s.dispose()));
     await load();
   }

@@ -151,7 +151,12 @@ export function graphView(ix: GraphIndex, id: string, maxNodes = 400): GraphView
   const border = new Set<string>();
   for (const i of shown) {
     const n = ix.nodes[i]!;
-    nodes.push({ id: `n${i}`, kind: 'op', label: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.op}` : n.op, title: n.name || n.outputs[0] || n.op });
+    nodes.push({
+      id: `n${i}`,
+      kind: 'op',
+      label: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.op}` : n.op,
+      title: n.name || n.outputs[0] || n.op,
+    });
     for (const v of n.inputs) {
       if (!v) continue;
       const p = producer.get(v);

@@ -47,7 +47,12 @@ async function embeddedSpec(file: string, s: OnnxSummary, opts: OnnxPageOptions)
   // The embedded spec's paths are relative to the ONNX's folder (as QEfficient writes them),
   // and its names are checked against this very graph.
   const problems = parsed.spec
-    ? await checkSpec(file, text, { onnx: file, ...(opts.roots ? { roots: opts.roots } : {}), ...(opts.cache ? { cache: opts.cache } : {}), ...(opts.signal ? { signal: opts.signal } : {}) })
+    ? await checkSpec(file, text, {
+        onnx: file,
+        ...(opts.roots ? { roots: opts.roots } : {}),
+        ...(opts.cache ? { cache: opts.cache } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      })
     : parsed.problems;
   const list: PageProblem[] = problems.map((p) => ({ code: p.code, severity: p.severity, message: p.message, path: formatPath(p.path) }));
   const spec = parsed.spec;
@@ -98,7 +103,12 @@ export async function buildOnnxPage(file: string, opts: OnnxPageOptions = {}): P
     outputs: s.outputs.map(valueEntry),
     weightGroups: groupWeights(weights),
     weightsAre: weightInputs.length ? 'inputs' : weights.length ? 'initializers' : 'none',
-    serving: servingSummary(abs, s.inputs, s.outputs, metaEntries.map(([key, value]) => ({ key, value }))),
+    serving: servingSummary(
+      abs,
+      s.inputs,
+      s.outputs,
+      metaEntries.map(([key, value]) => ({ key, value })),
+    ),
     metadata: metaEntries.map(([key, value]) => ({
       key,
       value: value.length > METADATA_CLIP ? `${value.slice(0, METADATA_CLIP)}…` : value,

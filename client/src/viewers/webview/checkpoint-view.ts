@@ -44,11 +44,21 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
     for (const f of page.files) details.append(el('div', { class: 'mono' }, `${f.name}: ${f.tensors} tensors, ${bytes(f.bytes)}`));
     root.append(details);
   }
-  if (page.linkedSpecs.length) root.append(el('p', { class: 'summary' }, `Used by ${page.linkedSpecs.map((s) => s.split(/[\\/]/).slice(-2).join('/')).join(', ')}`));
+  if (page.linkedSpecs.length)
+    root.append(el('p', { class: 'summary' }, `Used by ${page.linkedSpecs.map((s) => s.split(/[\\/]/).slice(-2).join('/')).join(', ')}`));
   if (page.metadata) root.append(el('p', { class: 'summary mono' }, `__metadata__ ${JSON.stringify(page.metadata)}`));
 
-  const filter = el('input', { type: 'text', placeholder: 'Filter keys, dtypes, shards (space-separated terms)', 'aria-label': 'Filter tensors' });
-  const shardSel = el('select', { 'aria-label': 'Shard' }, el('option', { value: '-1' }, 'all shards'), ...shardNames.map((n, i) => el('option', { value: String(i) }, n)));
+  const filter = el('input', {
+    type: 'text',
+    placeholder: 'Filter keys, dtypes, shards (space-separated terms)',
+    'aria-label': 'Filter tensors',
+  });
+  const shardSel = el(
+    'select',
+    { 'aria-label': 'Shard' },
+    el('option', { value: '-1' }, 'all shards'),
+    ...shardNames.map((n, i) => el('option', { value: String(i) }, n)),
+  );
   const count = el('span', { class: 'summary' });
   root.append(el('div', { class: 'toolbar' }, filter, page.files.length > 1 && shardSel, count));
 
@@ -75,17 +85,26 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
 
   const key = (c: Col): ((t: TensorEntry) => string | number) => {
     switch (c) {
-      case 'key': return (t) => t.key;
-      case 'dtype': return (t) => t.dtype;
-      case 'shape': return (t) => t.shape.reduce((a, b) => a * b, 1);
-      case 'bytes': return (t) => t.bytes;
-      case 'shard': return (t) => t.shard;
-      case 'used': return used;
+      case 'key':
+        return (t) => t.key;
+      case 'dtype':
+        return (t) => t.dtype;
+      case 'shape':
+        return (t) => t.shape.reduce((a, b) => a * b, 1);
+      case 'bytes':
+        return (t) => t.bytes;
+      case 'shard':
+        return (t) => t.shard;
+      case 'used':
+        return used;
     }
   };
 
   function update(): void {
-    const terms = filter.value.toLowerCase().split(/\s+/).filter((x) => x);
+    const terms = filter.value
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((x) => x);
     const shard = Number(shardSel.value);
     rows = page.tensors.filter((t) => {
       if (shard >= 0 && t.shard !== shard) return false;
@@ -126,7 +145,14 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
       if (j) usedBy.append(', ');
       usedBy.append(a);
     });
-    r.append(el('span', { title: t.key }, t.key), el('span', {}, t.dtype), el('span', {}, shape(t)), el('span', { class: 'num' }, String(t.bytes)), el('span', { title: shardNames[t.shard]! }, shardNames[t.shard]!), usedBy);
+    r.append(
+      el('span', { title: t.key }, t.key),
+      el('span', {}, t.dtype),
+      el('span', {}, shape(t)),
+      el('span', { class: 'num' }, String(t.bytes)),
+      el('span', { title: shardNames[t.shard]! }, shardNames[t.shard]!),
+      usedBy,
+    );
     return r;
   }
 

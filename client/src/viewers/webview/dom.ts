@@ -4,7 +4,11 @@ export { formatBytes as bytes } from '../../../../core/src/format';
 type Child = Node | string | undefined | false;
 
 /** An element with attributes (`class`, `title`, data-*, …) and children (strings become text). */
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) if (c !== undefined && c !== false) e.append(c);
@@ -23,6 +27,10 @@ export function textTable(head: string[], rows: string[][], num: number[] = []):
     'table',
     {},
     el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', cls(i), h)))),
-    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c, i) => el('td', { ...cls(i), class: `mono${num.includes(i) ? ' num' : ''}` }, c))))),
+    el(
+      'tbody',
+      {},
+      ...rows.map((r) => el('tr', {}, ...r.map((c, i) => el('td', { ...cls(i), class: `mono${num.includes(i) ? ' num' : ''}` }, c)))),
+    ),
   );
 }

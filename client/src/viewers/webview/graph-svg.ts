@@ -26,20 +26,33 @@ export function drawGraph(view: GraphView, scale = 1): SVGSVGElement {
   const { width = 0, height = 0 } = g.graph();
   const root = svg('svg', { width: width * scale, height: height * scale, viewBox: `0 0 ${width} ${height}`, role: 'img' });
   const defs = svg('defs');
-  const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
+  const marker = svg('marker', {
+    id: 'arrow',
+    viewBox: '0 0 10 10',
+    refX: 10,
+    refY: 5,
+    markerWidth: 7,
+    markerHeight: 7,
+    orient: 'auto-start-reverse',
+  });
   marker.append(svg('path', { d: 'M 0 0 L 10 5 L 0 10 z' }));
   defs.append(marker);
   root.append(defs);
   for (const e of g.edges()) {
     const pts: { x: number; y: number }[] = g.edge(e).points ?? [];
     if (!pts.length) continue;
-    root.append(svg('path', { d: pts.map((p, i) => `${i ? 'L' : 'M'} ${p.x.toFixed(1)} ${p.y.toFixed(1)}`).join(' '), 'marker-end': 'url(#arrow)' }));
+    root.append(
+      svg('path', { d: pts.map((p, i) => `${i ? 'L' : 'M'} ${p.x.toFixed(1)} ${p.y.toFixed(1)}`).join(' '), 'marker-end': 'url(#arrow)' }),
+    );
   }
   const byId = new Map(view.nodes.map((n) => [n.id, n]));
   for (const id of g.nodes()) {
     const n = byId.get(id)!;
     const box = g.node(id);
-    const grp = svg('g', { class: `node-${n.kind}`, transform: `translate(${(box.x - box.width / 2).toFixed(1)}, ${(box.y - box.height / 2).toFixed(1)})` });
+    const grp = svg('g', {
+      class: `node-${n.kind}`,
+      transform: `translate(${(box.x - box.width / 2).toFixed(1)}, ${(box.y - box.height / 2).toFixed(1)})`,
+    });
     const title = svg('title');
     title.textContent = n.title;
     grp.append(title, svg('rect', { width: box.width, height: box.height, rx: n.kind === 'op' ? 4 : 10 }));

@@ -19,7 +19,11 @@ const rendered = (view: 'page' | 'graph', node: HTMLElement = app) =>
 
 /** The graph's drawn labels, one per line. */
 const renderedGraph = () =>
-  vscode.postMessage({ type: 'rendered', view: 'graph', text: [...app.querySelectorAll('.graph svg text')].map((t) => t.textContent ?? '').join('\n') });
+  vscode.postMessage({
+    type: 'rendered',
+    view: 'graph',
+    text: [...app.querySelectorAll('.graph svg text')].map((t) => t.textContent ?? '').join('\n'),
+  });
 
 window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   const m = ev.data;
@@ -31,7 +35,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       rendered('page');
     } else if (page.kind === 'checkpoint') {
       renderCheckpoint(app, page, {
-        openLink: (spec, start, end) => vscode.postMessage({ type: 'openSpec', spec, ...(start !== undefined ? { start } : {}), ...(end !== undefined ? { end } : {}) }),
+        openLink: (spec, start, end) =>
+          vscode.postMessage({ type: 'openSpec', spec, ...(start !== undefined ? { start } : {}), ...(end !== undefined ? { end } : {}) }),
         rendered: () => rendered('page'),
       });
     } else {

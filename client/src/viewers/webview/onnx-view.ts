@@ -27,11 +27,24 @@ function summaryTab(page: OnnxPage): HTMLElement {
     ['opsets', page.opsets.map((o) => `${o.domain} ${o.version}`).join(', ') || '(none)'],
     ['nodes', String(page.nodeCount)],
     ['file size', `${bytes(page.fileSize)} (${page.fileSize} bytes)`],
-    ['weights', page.weightsAre === 'inputs' ? 'graph inputs (weight-free)' : page.weightsAre === 'initializers' ? 'initializers in the file' : 'none'],
+    [
+      'weights',
+      page.weightsAre === 'inputs'
+        ? 'graph inputs (weight-free)'
+        : page.weightsAre === 'initializers'
+          ? 'initializers in the file'
+          : 'none',
+    ],
   ];
   box.append(el('h2', {}, 'Model'), textTable(['', ''], facts));
   const values = (title: string, vs: OnnxPage['inputs']) => {
-    box.append(el('h2', {}, `${title} (${vs.length})`), textTable(['name', 'dtype', 'shape'], vs.map((v) => [v.name, v.dtype, dims(v.dims)])));
+    box.append(
+      el('h2', {}, `${title} (${vs.length})`),
+      textTable(
+        ['name', 'dtype', 'shape'],
+        vs.map((v) => [v.name, v.dtype, dims(v.dims)]),
+      ),
+    );
   };
   values('Inputs', page.inputs);
   values('Outputs', page.outputs);
@@ -43,10 +56,24 @@ function summaryTab(page: OnnxPage): HTMLElement {
   const params = page.weightGroups.reduce((s, g) => s + g.params, 0);
   box.append(el('h2', {}, `Weights (${nWeights}, ${params.toLocaleString('en-US')} parameters) by layer`));
   for (const g of page.weightGroups) {
-    const d = el('details', {}, el('summary', {}, `${g.label}: ${g.weights.length} weight${g.weights.length === 1 ? '' : 's'}, ${g.params.toLocaleString('en-US')} parameters`));
+    const d = el(
+      'details',
+      {},
+      el(
+        'summary',
+        {},
+        `${g.label}: ${g.weights.length} weight${g.weights.length === 1 ? '' : 's'}, ${g.params.toLocaleString('en-US')} parameters`,
+      ),
+    );
     // Rows are built when opened: a 48-layer MoE has thousands.
     d.addEventListener('toggle', () => {
-      if (d.open && d.children.length === 1) d.append(textTable(['name', 'dtype', 'shape'], g.weights.map((w) => [w.name, w.dtype, dims(w.dims)])));
+      if (d.open && d.children.length === 1)
+        d.append(
+          textTable(
+            ['name', 'dtype', 'shape'],
+            g.weights.map((w) => [w.name, w.dtype, dims(w.dims)]),
+          ),
+        );
     });
     box.append(d);
   }
@@ -55,20 +82,47 @@ function summaryTab(page: OnnxPage): HTMLElement {
   else {
     const s = page.spec;
     box.append(
-      el('div', {}, `version ${s.version}${s.modelName ? `, model ${s.modelName}` : ''}, ${s.inputs} inputs, ${s.files.length} file${s.files.length === 1 ? '' : 's'}`),
+      el(
+        'div',
+        {},
+        `version ${s.version}${s.modelName ? `, model ${s.modelName}` : ''}, ${s.inputs} inputs, ${s.files.length} file${s.files.length === 1 ? '' : 's'}`,
+      ),
     );
     const files = el('details', {}, el('summary', {}, `files (${s.files.length})`));
     for (const f of s.files) files.append(el('div', { class: 'mono' }, f));
     box.append(files);
     const errors = s.problems.filter((p) => p.severity === 'error').length;
-    box.append(el('div', {}, s.problems.length ? `${s.problems.length} problem${s.problems.length === 1 ? '' : 's'} (${errors} error${errors === 1 ? '' : 's'}):` : 'no problems'));
+    box.append(
+      el(
+        'div',
+        {},
+        s.problems.length
+          ? `${s.problems.length} problem${s.problems.length === 1 ? '' : 's'} (${errors} error${errors === 1 ? '' : 's'}):`
+          : 'no problems',
+      ),
+    );
     for (const p of s.problems.slice(0, 500)) {
-      box.append(el('div', { class: `problem mono sev-${p.severity}` }, `${p.severity} ${p.code} ${p.path ? `at ${p.path}: ` : ''}${p.message}`));
+      box.append(
+        el('div', { class: `problem mono sev-${p.severity}` }, `${p.severity} ${p.code} ${p.path ? `at ${p.path}: ` : ''}${p.message}`),
+      );
     }
     if (s.problems.length > 500) box.append(el('div', { class: 'summary' }, `… and ${s.problems.length - 500} more`));
   }
-  box.append(el('h2', {}, `Metadata (${page.metadata.length})`), textTable(['key', 'value'], page.metadata.map((m) => [m.key, m.length > m.value.length ? `${m.value} (${m.length} chars)` : m.value])));
-  box.append(el('h2', {}, 'Op types'), textTable(['op', 'count'], page.opTypes.map((o) => [o.op, String(o.count)]), [1]));
+  box.append(
+    el('h2', {}, `Metadata (${page.metadata.length})`),
+    textTable(
+      ['key', 'value'],
+      page.metadata.map((m) => [m.key, m.length > m.value.length ? `${m.value} (${m.length} chars)` : m.value]),
+    ),
+  );
+  box.append(
+    el('h2', {}, 'Op types'),
+    textTable(
+      ['op', 'count'],
+      page.opTypes.map((o) => [o.op, String(o.count)]),
+      [1],
+    ),
+  );
   return box;
 }
 
@@ -78,7 +132,11 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
   const tabs = { summary: el('button', { class: 'tab active' }, 'Summary'), graph: el('button', { class: 'tab' }, 'Graph') };
   const summary = summaryTab(page);
   const graphPane = el('div', { hidden: '' });
-  const select = el('select', { 'aria-label': 'Node group' }, ...page.graphGroups.map((g) => el('option', { value: g.id }, `${g.label} (${g.nodes} nodes)`)));
+  const select = el(
+    'select',
+    { 'aria-label': 'Node group' },
+    ...page.graphGroups.map((g) => el('option', { value: g.id }, `${g.label} (${g.nodes} nodes)`)),
+  );
   const zoomOut = el('button', { title: 'Zoom out' }, '−');
   const zoomIn = el('button', { title: 'Zoom in' }, '+');
   const note = el('span', { class: 'summary' });
@@ -86,7 +144,11 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
   graphPane.append(el('div', { class: 'toolbar' }, select, zoomOut, zoomIn, note), canvas);
   root.replaceChildren(
     el('h1', {}, name),
-    el('p', { class: 'summary' }, `ONNX IR ${page.irVersion}, ${page.nodeCount} nodes${page.producer ? `, ${page.producer}` : ''} · ${bytes(page.fileSize)}`),
+    el(
+      'p',
+      { class: 'summary' },
+      `ONNX IR ${page.irVersion}, ${page.nodeCount} nodes${page.producer ? `, ${page.producer}` : ''} · ${bytes(page.fileSize)}`,
+    ),
     el('div', { class: 'toolbar' }, tabs.summary, tabs.graph),
     summary,
     graphPane,
