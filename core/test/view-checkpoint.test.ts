@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildCheckpointPage, buildViewerPage, type CheckpointPage } from '../src/view';
+import { buildCheckpointPage, buildViewerPage, specInputKeyRange, type CheckpointPage } from '../src/view';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../../test/support/sparse-checkpoint.mjs';
 import { tempDirs } from '../../test/support/temp';
@@ -97,9 +97,10 @@ describeFixtures('checkpoint page of a fixture', () => {
     expect(Object.keys(p.links).sort()).toEqual([k1, k2].sort());
     expect(p.links[k1]!.map((l) => [l.spec, l.input, l.name])).toEqual([[specFile, 0, 'graph.in.a']]);
     expect(p.links[k2]!.map((l) => [l.input, l.name])).toEqual([[1, k2]]);
-    // The range selects the key's string in the spec text (for revealing it).
-    const r = p.links[k1]![0]!.range!;
-    expect(text.slice(r.start, r.end)).toBe(JSON.stringify(k1));
+    // Following a link selects the key's string in the spec text.
+    const r = specInputKeyRange(text, specFile, p.links[k2]![0]!.input)!;
+    expect(text.slice(r.start, r.end)).toBe(JSON.stringify(k2));
+    expect(specInputKeyRange(text, specFile, 99)).toBeUndefined();
   });
 
   it('a stray file beside an unrelated checkpoint is shown alone', async () => {

@@ -12,5 +12,5 @@ export type ToWebview = { type: 'page'; page: ViewerPage } | { type: 'graph'; vi
 export type FromWebview =
   | { type: 'ready' }
   | { type: 'graph'; group: string }
-  | { type: 'openSpec'; spec: string; start?: number; end?: number }
+  | { type: 'openSpec'; spec: string; input: number }
   | { type: 'rendered'; text: string; view: 'page' | 'graph' };

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { buildViewerPage, graphView, type GraphIndex, type SpecText } from '../../../core/src/view';
+import { buildViewerPage, graphView, specInputKeyRange, type GraphIndex, type SpecText } from '../../../core/src/view';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
 import type { FromWebview, ToWebview } from './messages';
@@ -79,9 +79,9 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             break;
           case 'openSpec': {
             const d = await vscode.workspace.openTextDocument(vscode.Uri.file(m.spec));
-            const sel =
-              m.start !== undefined && m.end !== undefined ? new vscode.Range(d.positionAt(m.start), d.positionAt(m.end)) : undefined;
-            await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(sel ? { selection: sel } : {}) });
+            const r = specInputKeyRange(d.getText(), m.spec, m.input);
+            const selection = r ? new vscode.Range(d.positionAt(r.start), d.positionAt(r.end)) : undefined;
+            await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(selection ? { selection } : {}) });
             break;
           }
           case 'rendered':

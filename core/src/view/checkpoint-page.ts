@@ -5,14 +5,20 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Checkpoint, type CheckpointTensor } from '../formats/safetensors';
+import { Checkpoint, type CheckpointTensor, type TensorInfo } from '../formats/safetensors';
 import { linkSpecs, type SpecText } from './spec-links';
 import type { CheckpointPage, TensorEntry } from './types';
 
-/** Tensors of `ck` in storage order: shard order, then data offset. */
+/** Tensors of `ck` in storage order: shard order, then data offset (for an index: only the keys it maps). */
 export function storageOrder(ck: Checkpoint): CheckpointTensor[] {
-  const order = new Map(ck.files.map((f, i) => [f, i]));
-  return ck.tensors().sort((a, b) => order.get(a.file)! - order.get(b.file)! || a.begin - b.begin);
+  const out: CheckpointTensor[] = [];
+  for (const file of ck.files) {
+    const mine: TensorInfo[] = [];
+    for (const [key, t] of ck.headers.get(file)!.tensors) if (ck.fileOf(key) === file) mine.push(t);
+    mine.sort((a, b) => a.begin - b.begin);
+    for (const t of mine) out.push({ ...t, file });
+  }
+  return out;
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 export * from './types';
 export { buildCheckpointPage, checkpointOf, storageOrder, type CheckpointPageOptions } from './checkpoint-page';
-export { linkSpecs, type SpecText } from './spec-links';
+export { linkSpecs, specInputKeyRange, type SpecText } from './spec-links';
 export { buildOnnxPage, groupWeights, METADATA_CLIP, type OnnxPageOptions } from './onnx-page';
 export { graphView, indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
 export { buildViewerPage, type ViewerResult } from './page';

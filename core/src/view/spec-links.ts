@@ -42,17 +42,22 @@ export function linkSpecs(ck: Checkpoint, specs: readonly SpecText[]): { links: 
     spec.inputs.forEach((input, i) => {
       const shard = shardOf[input.location.file];
       if (shard === undefined || ck.fileOf(input.location.key) !== shard) return;
-      const src = parsed.sources?.inputs[i];
-      const node = src?.node;
-      const range = src ? parsed.offsets.value(src.key) : undefined;
-      const link: SpecLink = {
-        spec: s.file,
-        input: typeof node?.[1] === 'number' ? node[1] : i,
-        name: input.name,
-        ...(range ? { range: { start: range.start, end: range.end } } : {}),
-      };
+      const node = parsed.sources?.inputs[i]?.node;
+      const link: SpecLink = { spec: s.file, input: typeof node?.[1] === 'number' ? node[1] : i, name: input.name };
       (links[input.location.key] ??= []).push(link);
     });
   }
   return { links, specs: linked };
+}
+
+/**
+ * The text range of `inputs[input]`'s key in spec `text` (the source document's index, as a
+ * {@link SpecLink} names it), for revealing it when a link is followed; undefined when the
+ * text no longer has that input.
+ */
+export function specInputKeyRange(text: string, file: string, input: number): { start: number; end: number } | undefined {
+  const parsed = parseSpecText(text, file);
+  const src = parsed.sources?.inputs.find((x) => x.node[1] === input);
+  const range = parsed.offsets.value(src?.key ?? ['inputs', input]);
+  return range ? { start: range.start, end: range.end } : undefined;
 }

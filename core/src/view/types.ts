@@ -22,8 +22,6 @@ export interface SpecLink {
   input: number;
   /** The input's (ONNX graph input) name. */
   name: string;
-  /** Text range of the input's key in the spec (for revealing it), when known. */
-  range?: { start: number; end: number };
 }
 
 /** A safetensors file or a sharded checkpoint folder. */

@@ -19,7 +19,7 @@ const COLS: { id: Col; label: string }[] = [
 
 /** Callbacks into the host page. */
 export interface CheckpointHooks {
-  openLink(spec: string, start?: number, end?: number): void;
+  openLink(spec: string, input: number): void;
   rendered(): void;
 }
 
@@ -141,7 +141,7 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
     const usedBy = el('span');
     links.forEach((l, j) => {
       const a = el('a', { title: `${l.spec} inputs[${l.input}]` }, l.name === t.key ? `inputs[${l.input}]` : l.name);
-      a.addEventListener('click', () => hooks.openLink(l.spec, l.range?.start, l.range?.end));
+      a.addEventListener('click', () => hooks.openLink(l.spec, l.input));
       if (j) usedBy.append(', ');
       usedBy.append(a);
     });

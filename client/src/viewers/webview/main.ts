@@ -35,8 +35,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       rendered('page');
     } else if (page.kind === 'checkpoint') {
       renderCheckpoint(app, page, {
-        openLink: (spec, start, end) =>
-          vscode.postMessage({ type: 'openSpec', spec, ...(start !== undefined ? { start } : {}), ...(end !== undefined ? { end } : {}) }),
+        openLink: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
         rendered: () => rendered('page'),
       });
     } else {
