@@ -12,6 +12,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
+import { leftovers as leftoversInTemp } from '../../test/support/temp-guard';
 import { t, writeCheckpoint } from './prepare-support';
 
 const tmp = tempDirs('ws-interrupt-');
@@ -110,9 +111,9 @@ describe('interrupting prepare', () => {
 });
 
 /** Spawns the CLI with a failpoint and sends `sig` once the process reports it is there. */
-function runToFailpoint(args: string[], point: string, sig: NodeJS.Signals): Promise<Run & { reached: boolean }> {
+function runToFailpoint(args: string[], point: string, sig: NodeJS.Signals, env: NodeJS.ProcessEnv = {}): Promise<Run & { reached: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_FAILPOINT: point } });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_FAILPOINT: point, ...env } });
     let stderr = '';
     let reached = false;
     child.stderr.on('data', (d) => {
@@ -141,6 +142,21 @@ describeFixtures('interrupting export and compile', () => {
     expect(again.status, again.stderr).toBe(0);
   });
 
+  it('export --onnx: SIGINT while the MXFP4 experts sit dequantized in TMPDIR removes them and exits 130', async () => {
+    // GPT-OSS: the legacy graph holds the experts dequantized, so export writes them to a scratch
+    // file in TMPDIR first (mxfp4-sources.ts); an interrupt must not leave it there.
+    const dir = tmp();
+    const scratch = tmp('ws-interrupt-tmpdir-');
+    const src = path.join(fixturesDir(), 'gpt_oss_full');
+    const args = ['export', '--onnx', path.join(src, 'legacy.onnx'), '--checkpoint', src, '--out', path.join(dir, 'e')];
+    const r = await runToFailpoint(args, 'export-mxfp4-dequantized', 'SIGINT', { TMPDIR: scratch });
+    expect(r.reached).toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^weight-spec: interrupted \(SIGINT\)/);
+    expect(leftoversInTemp(scratch)).toEqual([]);
+  });
+
   it('compile: SIGTERM after locating the prepared folder exits 143 with one line and writes no artifact', async () => {
     const dir = tmp();
     const llama = path.join(fixturesDir(), 'llama');
@@ -158,5 +174,16 @@ describeFixtures('interrupting export and compile', () => {
     expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([`weight-spec: interrupted (SIGTERM): nothing was written to ${path.join(dir, 'e')}`]);
     expect(fs.readdirSync(path.join(dir, 'p')).sort()).toEqual(before);
     expect(fs.existsSync(path.join(dir, 'e', 'compile.json'))).toBe(false);
+  });
+});
+
+describe('interrupting the demo', () => {
+  it('SIGINT during its export removes the temp directory the demo made and exits 130', async () => {
+    const scratch = tmp('ws-interrupt-tmpdir-');
+    const r = await runToFailpoint(['demo', '--max-new-tokens', '1'], 'export-writing', 'SIGINT', { TMPDIR: scratch });
+    expect(r.reached).toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
+    expect(leftoversInTemp(scratch)).toEqual([]);
   });
 });

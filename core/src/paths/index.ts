@@ -43,4 +43,4 @@ export {
   tempPathFor,
   writeError,
 } from './atomic';
-export { abandonWork, beginWork, failpoint, setWorkNotices, type WorkScope } from './interrupt';
+export { abandonWork, beginWork, failpoint, scratchDir, setWorkNotices, type ScratchDir, type WorkScope } from './interrupt';

@@ -10,6 +10,7 @@
  * notice says so (the CLI prints notices on stderr; the language server sets none).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { processAlive, TEMP_NAME_RE } from './atomic';
 
@@ -84,11 +85,39 @@ export function beginWork(out: string, dirs: string[], lockFile?: string): WorkS
   return scope;
 }
 
+const scratch = new Set<string>();
+
+/** A folder of {@link scratchDir}: where it is, and its removal (for the normal end and errors). */
+export interface ScratchDir {
+  readonly dir: string;
+  remove(): Promise<void>;
+}
+
 /**
- * On an interrupt: removes this process's temporaries and lock files in every active scope,
- * synchronously (the process exits right after), and returns one sentence per scope.
+ * A fresh folder in the OS temp dir (`<prefix>XXXXXX`) for intermediate files of this run (e.g.
+ * dequantized experts, which can be gigabytes). The caller removes it when done; if the
+ * process is interrupted first, {@link abandonWork} removes it, so Ctrl-C leaves nothing in TMPDIR.
+ */
+export function scratchDir(prefix: string): ScratchDir {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  scratch.add(dir);
+  return {
+    dir,
+    remove: async () => {
+      scratch.delete(dir);
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * On an interrupt: removes this process's scratch folders, and its temporaries and lock files
+ * in every active scope, synchronously (the process exits right after), and returns one
+ * sentence per scope.
  */
 export function abandonWork(): string[] {
+  for (const dir of scratch) fs.rmSync(dir, { recursive: true, force: true });
+  scratch.clear();
   const lines: string[] = [];
   for (const s of active) {
     let removed = 0;

@@ -4,10 +4,11 @@
  * export from config.json → prepare float32 → compile (ONNX Runtime) → check → run.
  * Each step is the real CLI command, so the demo shows exactly what a user would type.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PipelineError } from '../../errors';
+import { scratchDir } from '../../paths';
 import { writeTinyLlama } from '../../demo/tiny-model';
 import { defineCommand, println, type CliIO } from '../command';
 
@@ -42,9 +43,11 @@ export const demoCommand = defineCommand({
     // Imported here: main.ts imports this file, so a top-level import would be circular.
     const { main } = (await import('../main')) as { main: Main };
     // Only a directory this run made itself (mkdtemp) is ever removed; --out is the user's.
+    // Without --keep it is a scratch folder, which an interrupt (Ctrl-C) removes too.
     const own = args.flags.out === undefined;
     const keep = !own || args.flags.keep;
-    const root = own ? mkdtempSync(path.join(os.tmpdir(), 'weight-spec-demo-')) : path.resolve(io.cwd, args.flags.out!);
+    const scratch = own && !keep ? scratchDir('weight-spec-demo-') : undefined;
+    const root = scratch?.dir ?? (own ? mkdtempSync(path.join(os.tmpdir(), 'weight-spec-demo-')) : path.resolve(io.cwd, args.flags.out!));
     const model = path.join(root, 'tiny-llama');
     const exported = path.join(root, 'tiny-llama-export');
     println(io.stdout, `demo: writing a tiny Llama checkpoint (2 layers, hidden 32, vocab 128, bf16) to ${model}`);
@@ -74,7 +77,7 @@ export const demoCommand = defineCommand({
       println(io.stdout, `demo: done — every file is in ${root}`);
       if (own) println(io.stdout, `demo: remove them with: rm -rf ${root}`);
     } else {
-      rmSync(root, { recursive: true, force: true });
+      await scratch?.remove();
       println(io.stdout, `demo: done — removed its temp files (${root}); --keep keeps them, --out <dir> puts them where you say`);
     }
     for (const line of NEXT) println(io.stdout, line);

@@ -13,13 +13,12 @@
  * is the interleave of prepared `moe_weights.gate` and `.up` (`_bias`), `down_proj` (bias) is
  * prepared `moe_weights.down` (`down_bias`) as it is.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Checkpoint } from '../../formats/safetensors';
 import { readSafetensorsHeader, SafetensorsReader, SafetensorsWriter } from '../../formats/safetensors';
 import { dequantMxfp4, transposeMatrix } from '../../prepare/kernels';
 import { MXFP4_BLOCKS } from '../../prepare/transforms/mxfp4';
+import { failpoint, scratchDir } from '../../paths';
 import type { KeyTensor } from '../../resolve';
 import type { PlannedOutputs, PreparedLoc } from './prepared-location';
 
@@ -65,9 +64,10 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
   const origin = (key: string) => origins.get(key);
   if (jobs.length === 0) return { tensors: [], locations, origin, close: async () => undefined };
 
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'weight-spec-mxfp4-'));
+  // in TMPDIR, removed by close(), on an error, or by the CLI's interrupt handler
+  const scratch = scratchDir('weight-spec-mxfp4-');
   try {
-    const file = path.join(dir, 'dequantized.safetensors');
+    const file = path.join(scratch.dir, 'dequantized.safetensors');
     // HF's in-memory layout: the dequantized [E, R, G·32] transposed per expert → [E, G·32, R]
     const w = await SafetensorsWriter.open(file, jobs.map((j) => ({ key: j.key, dtype: 'F32' as const, shape: [j.E, j.G * 32, j.R] })));
     try {
@@ -89,15 +89,16 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
         }
       }
       await w.finish();
+      await failpoint('export-mxfp4-dequantized');
     } catch (err) {
       await w.abort();
       throw err;
     }
     const header = await readSafetensorsHeader(file);
     const tensors = [...header.tensors.values()].map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape, file, offset: t.dataOffset, byteLength: t.byteLength }));
-    return { tensors, locations, origin, close: () => rm(dir, { recursive: true, force: true }) };
+    return { tensors, locations, origin, close: scratch.remove };
   } catch (err) {
-    await rm(dir, { recursive: true, force: true });
+    await scratch.remove();
     throw err;
   }
 }
