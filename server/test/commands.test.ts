@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { beforeAll, expect, it } from 'vitest';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type { CodeLens } from 'vscode-languageserver-protocol';
@@ -81,6 +82,53 @@ describeFixtures('server commands and own watching (clients without them)', () =
       const kinds = c.progress.map((p) => (p as { kind: string }).kind);
       expect(kinds[0]).toBe('begin');
       expect(kinds.at(-1)).toBe('end');
+    } finally {
+      c.close();
+    }
+  }, 60_000);
+
+  it('the Compile and Inspect lenses run through workspace/executeCommand: compile.json written, the lens turns to Re-run, inspect\'s table returned', async () => {
+    const { dir, spec } = exported();
+    cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
+    const c = await neovimLike();
+    try {
+      const { uri, diagnostics } = await c.open(spec);
+      expect(diagnostics).toEqual([]);
+      const lenses = async () => c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
+      const compile = (await lenses()).find((l) => l.command!.command === SERVER_COMMANDS.compile)!;
+      expect(compile.command!.title).toBe('Compile (never compiled)');
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: compile.command!.command, arguments: compile.command!.arguments });
+      expect(r).toMatchObject({ ok: true, message: `Compiled ${path.join(dir, 'exp')} (ort)` });
+      expect(existsSync(path.join(dir, 'exp', 'compile.json'))).toBe(true);
+      const after = await lenses();
+      expect(after.map((l) => l.command!.command)).toEqual([SERVER_COMMANDS.prepare, SERVER_COMMANDS.recompile, SERVER_COMMANDS.inspect]);
+      expect(after[1]!.command!.title).toBe('Re-run compile (up to date)');
+      const inspect = after[2]!;
+      expect(inspect.command!.arguments).toEqual([pathToFileURL(path.join(dir, 'exp', 'model.onnx')).toString()]);
+      const i = await c.request<ServerCommandResult>('workspace/executeCommand', { command: inspect.command!.command, arguments: inspect.command!.arguments });
+      expect(i.ok).toBe(true);
+      expect(i.output).toContain('input_ids');
+      expect(i.output).toContain('model.embed_tokens.weight');
+      expect(c.messages.map((m) => m.type)).toEqual([3, 3]);
+    } finally {
+      c.close();
+    }
+  }, 120_000);
+
+  it('a command\'s end re-checks the open specs itself (a client that registered watchers but reports nothing)', async () => {
+    const { spec, prepared } = exported();
+    // Dynamic watchers: the server does not watch on its own, and this client never sends didChangeWatchedFiles.
+    const c = await startInMemory({ serverOptions: { cliPath: CLI } });
+    c.rpc.onNotification('window/showMessage', () => undefined);
+    try {
+      const { uri, diagnostics } = await c.open(spec);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      await expect.poll(() => c.registrations.length).toBeGreaterThan(0);
+      const next = c.nextDiagnostics(uri);
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] });
+      expect(r.ok).toBe(true);
+      expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(true);
+      expect(await Promise.race([next, new Promise((r) => setTimeout(() => r('no re-check within 10 s'), 10_000))])).toEqual([]);
     } finally {
       c.close();
     }

@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { CLIENT_COMMANDS, SERVER_COMMANDS } from '../../../core/src/protocol';
 import { api, cli, codeOf, hoverText, safetensorsHeader, serverPath, waitForDiagnostics, workspace } from './helpers';
 
 describe('language server in VS Code', () => {
@@ -97,5 +98,9 @@ describe('language server in VS Code', () => {
       const p = arg instanceof vscode.Uri ? arg.fsPath : typeof arg === 'string' ? (arg.startsWith('file:') ? vscode.Uri.parse(arg).fsPath : arg) : '';
       assert.ok(p.startsWith(dir), `${l.command!.command} gets ${String(arg)}`);
     }
+    // vscode-languageclient registers the server's own commands (its executeCommandProvider, for
+    // other editors) beside the extension's: distinct ids, so both sets are there.
+    const all = await vscode.commands.getCommands(true);
+    for (const id of [...Object.values(CLIENT_COMMANDS), ...Object.values(SERVER_COMMANDS)]) assert.ok(all.includes(id), `${id} is not registered`);
   });
 });
