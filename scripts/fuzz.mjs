@@ -14,7 +14,8 @@ const opt = (name, dflt) => {
 };
 const scale = Number(opt('scale', '20'));
 const seed = Number(opt('seed', String(Date.now() % 2 ** 31)));
-const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-')), 'report.jsonl');
+const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ws-fuzz-'));
+const report = path.join(reportDir, 'report.jsonl');
 fs.writeFileSync(report, '');
 
 console.log(`weight-spec fuzz: scale ${scale}, seed ${seed}`);
@@ -25,8 +26,9 @@ const run = spawnSync(process.execPath, [vitest, 'run', 'core/test/fuzz-', '--te
   env: { ...process.env, FUZZ_SCALE: String(scale), FUZZ_SEED: String(seed), FUZZ_REPORT: report },
 });
 
-const rows = fs
-  .readFileSync(report, 'utf8')
+const reportText = fs.readFileSync(report, 'utf8');
+fs.rmSync(reportDir, { recursive: true, force: true });
+const rows = reportText
   .split('\n')
   .filter(Boolean)
   .map((l) => JSON.parse(l));
