@@ -11,9 +11,7 @@ import {
   compileArgs,
   exportArgs,
   parseExpertParallel,
-  parseTokenIds,
   prepareArgs,
-  runArgs,
   type Backend,
   type ExportOptions,
   type PrepareOptions,
@@ -21,7 +19,9 @@ import {
 import { isPrepareDtype, PREPARE_DTYPES, type PrepareDtype } from '../../core/src/formats/dtype';
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
-import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
+import { compileBlocker, isSpecFile, specInfo } from '../../core/src/editor/spec-state';
+import type { InspectDocuments } from './inspect-document';
+import { runCommand, type RunCommandOptions } from './run-flow';
 import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath, vlmSpecs } from './targets';
 
 const LAST_EXPORT = 'weightSpec.lastExport';
@@ -29,10 +29,10 @@ const LAST_EXPORT = 'weightSpec.lastExport';
 /** Called after every command so the status bar can re-read the state. */
 export type AfterRun = () => void;
 
-export type CommandResult = (RunResult & { out?: string; text?: string }) | undefined;
+export type CommandResult = (RunResult & { out?: string; text?: string; uri?: string }) | undefined;
 
 /** Registers weightSpec.export/prepare/compile/recompile/run/inspect. */
-export function registerCommands(context: vscode.ExtensionContext, runner: CliRunner, after: AfterRun): void {
+export function registerCommands(context: vscode.ExtensionContext, runner: CliRunner, inspectDocs: InspectDocuments, after: AfterRun): void {
   const reg = (id: string, fn: (arg?: unknown, opt?: unknown) => Promise<CommandResult>) =>
     context.subscriptions.push(
       vscode.commands.registerCommand(id, async (arg?: unknown, opt?: unknown) => {
@@ -52,8 +52,8 @@ export function registerCommands(context: vscode.ExtensionContext, runner: CliRu
   reg('weightSpec.prepare', (a, o) => prepareCommand(runner, a, optionsArg<PrepareOptions>(o)));
   reg('weightSpec.compile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), false));
   reg('weightSpec.recompile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), true));
-  reg('weightSpec.run', (a, o) => runCommand(runner, a, optionsArg<{ inputIds: number[]; maxNewTokens: number }>(o)));
-  reg('weightSpec.inspect', (a) => inspectCommand(runner, a));
+  reg('weightSpec.run', (a, o) => runCommand(runner, a, optionsArg<RunCommandOptions>(o)));
+  reg('weightSpec.inspect', (a) => inspectCommand(runner, inspectDocs, a));
 }
 
 async function exportCommand(context: vscode.ExtensionContext, runner: CliRunner, arg: unknown, o: Partial<ExportOptions>): Promise<CommandResult> {
@@ -163,6 +163,17 @@ async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ back
   const exportDir = exportDirOf(target);
   const s = settings(vscode.Uri.file(exportDir));
   const backend = o.backend ?? s.compileBackend;
+  // An unprepared checkpoint fails the compile anyway: say so before ONNX Runtime is looked
+  // for (and its 290 MB download offered).
+  const blocked = backend === 'ort' ? compileBlocker(exportDir, o.prepared) : undefined;
+  if (blocked) {
+    runner.log.error(`compile: ${blocked}`);
+    void vscode.window.showErrorMessage(`Weight Spec: ${blocked}.`, 'Prepare').then((b) => {
+      const spec = specOf(exportDir);
+      if (b && spec) void vscode.commands.executeCommand('weightSpec.prepare', vscode.Uri.file(spec));
+    });
+    return { ok: false, code: null, signal: null, cancelled: false, stdout: '', stderr: '', errorLine: `weight-spec: ${blocked}`, out: exportDir };
+  }
   const args = compileArgs({ exportDir, backend, ...(o.prepared ? { prepared: o.prepared } : {}), force });
   const r = await runner.run(`${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`, args, {
     needOrt: backend === 'ort',
@@ -171,44 +182,13 @@ async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ back
   return r && { ...r, out: exportDir };
 }
 
-async function runCommand(runner: CliRunner, arg: unknown, o: Partial<{ inputIds: number[]; maxNewTokens: number }>): Promise<CommandResult> {
-  let target = targetPath(arg);
-  if (!target) target = await pickFolder('Compiled export folder to run');
-  if (!target) return undefined;
-  const runTarget = target.endsWith('.onnx') && !isSpecFile(target) ? target : exportDirOf(target);
-  let ids = o.inputIds;
-  if (!ids) {
-    const text = await vscode.window.showInputBox({
-      title: 'Token ids to feed (greedy tokens come out)',
-      placeHolder: '1, 15, 7',
-      validateInput: (v) => (parseTokenIds(v) ? undefined : 'comma-separated non-negative integers'),
-    });
-    if (text === undefined) return undefined;
-    ids = parseTokenIds(text);
-  }
-  if (!ids) return undefined;
-  const r = await runner.run(`Running ${path.basename(runTarget)}`, runArgs({ target: runTarget, inputIds: ids, ...(o.maxNewTokens ? { maxNewTokens: o.maxNewTokens } : {}) }), {
-    needOrt: true,
-    announce: false,
-  });
-  if (r?.ok) {
-    const text = r.stdout.trim();
-    runner.log.info(`run output:\n${text}`);
-    void vscode.window.showInformationMessage(`Weight Spec run: ${text.split('\n').pop() ?? ''}`, 'Show Log').then((b) => {
-      if (b) runner.log.show(true);
-    });
-  }
-  return r && { ...r, text: r.stdout };
-}
-
-async function inspectCommand(runner: CliRunner, arg: unknown): Promise<CommandResult> {
+async function inspectCommand(runner: CliRunner, docs: InspectDocuments, arg: unknown): Promise<CommandResult> {
   let file = targetPath(arg);
   if (!file) file = await pickFile('File to inspect', { 'Tensors': ['safetensors', 'onnx'] });
   if (!file) return undefined;
   const r = await runner.run(`Inspecting ${path.basename(file)}`, ['inspect', file], { announce: false });
-  if (r?.ok) {
-    const doc = await vscode.workspace.openTextDocument({ content: `# weight-spec inspect ${file}\n\n${r.stdout}`, language: 'plaintext' });
-    await vscode.window.showTextDocument(doc, { preview: true });
-  }
-  return r && { ...r, text: r.stdout };
+  if (!r?.ok) return r && { ...r, text: r.stdout };
+  // A read-only document of its own scheme: never dirty, never asks to be saved.
+  const doc = await docs.show(file, r.stdout);
+  return { ...r, text: r.stdout, uri: doc.uri.toString() };
 }

@@ -1,16 +1,20 @@
 /**
- * Starts the language server (the bundled `dist/server.js`, over IPC) for weight-spec
- * documents. A missing or failing server is shown to the user and logged; the commands and
- * tasks keep working without it.
+ * The language client for the bundled `dist/server.js` (over IPC), for weight-spec documents.
+ * Made, not started: the context object (ctx.ts) owns, starts, stops and restarts it. A
+ * missing server is shown to the user and logged; the commands and tasks keep working.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import type { ServerInitOptions } from '../../core/src/protocol';
-import { settings } from './settings';
 
-export async function startLanguageClient(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<LanguageClient | undefined> {
+/** A client for the bundled server, or undefined (after saying why) when the server is missing. */
+export function createLanguageClient(
+  context: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  watcher: vscode.FileSystemWatcher,
+): LanguageClient | undefined {
   const module = context.asAbsolutePath(path.join('dist', 'server.js'));
   if (!fs.existsSync(module)) {
     const msg = `Weight Spec: the language server ${module} is missing (build with npm run build); diagnostics are off.`;
@@ -25,21 +29,19 @@ export async function startLanguageClient(context: vscode.ExtensionContext, log:
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file', language: 'weight-spec' }],
     synchronize: {
+      // The whole `weightSpec` section goes to the server at start and on every change; the
+      // server's roots are the workspace folders (kept by the client's workspace-folders
+      // feature) plus weightSpec.roots from this section, each replaced when it changes — so
+      // a root removed from the settings, or a folder removed from the workspace, stops
+      // admitting paths. (Roots are not passed in initializationOptions: those never change.)
       configurationSection: 'weightSpec',
-      fileEvents: vscode.workspace.createFileSystemWatcher('**/{*.safetensors,*.onnx,*.json,.checkpoint_prepared}'),
+      // The context's one watcher; the client only listens to it (the context disposes it).
+      fileEvents: watcher,
     },
     // The status bar listens to specStateChanged; the lenses run the extension's own commands.
-    initializationOptions: { roots: settings().roots, specStateChanged: true, clientCommands: true } satisfies ServerInitOptions,
+    // workspaceDiagnostics: closed specs of the workspace are checked too (Problems lists them).
+    initializationOptions: { specStateChanged: true, clientCommands: true, workspaceDiagnostics: true } satisfies ServerInitOptions,
+    outputChannel: log,
   };
-  const client = new LanguageClient('weightSpec', 'Weight Spec Language Server', serverOptions, clientOptions);
-  try {
-    await client.start();
-    log.info(`language server started (${module})`);
-  } catch (e) {
-    const msg = `Weight Spec: the language server failed to start: ${e instanceof Error ? e.message : String(e)}`;
-    log.error(msg);
-    void vscode.window.showErrorMessage(msg);
-    return undefined;
-  }
-  return client;
+  return new LanguageClient('weightSpec', 'Weight Spec Language Server', serverOptions, clientOptions);
 }

@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
+import { runCli, type CliResult } from '../../core/src/editor/cli-process';
 import { installOrt, locateOrt, ORT_PACKAGE, ORT_VERSION } from './ort-locator';
-import { ortSearch, settings } from './settings';
+import { cliEnvFor, ortSearch } from './settings';
 
 /** Options of one run. */
 export interface RunOptions {
@@ -44,7 +44,7 @@ export class CliRunner {
       ortPath = await this.ensureOrt(opts.resource);
       if (!ortPath) return undefined;
     }
-    return cliToolEnv({ qaicCompilePath: settings(opts.resource).qaicCompilePath, ortPath });
+    return cliEnvFor(opts.resource, ortPath);
   }
 
   /**
@@ -80,16 +80,20 @@ export class CliRunner {
     try {
       return await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Installing ${ORT_PACKAGE}@${ORT_VERSION}`, cancellable: true },
-        (progress, token) => {
+        async (progress, token) => {
           const ac = new AbortController();
-          token.onCancellationRequested(() => ac.abort());
-          return installOrt(this.context.globalStorageUri.fsPath, {
-            signal: ac.signal,
-            onLine: (l) => {
-              this.log.info(`npm: ${l}`);
-              progress.report({ message: l.slice(0, 80) });
-            },
-          });
+          const sub = token.onCancellationRequested(() => ac.abort());
+          try {
+            return await installOrt(this.context.globalStorageUri.fsPath, {
+              signal: ac.signal,
+              onLine: (l) => {
+                this.log.info(`npm: ${l}`);
+                progress.report({ message: l.slice(0, 80) });
+              },
+            });
+          } finally {
+            sub.dispose();
+          }
         },
       );
     } catch (e) {
@@ -111,9 +115,10 @@ export class CliRunner {
       { location: vscode.ProgressLocation.Notification, title, cancellable: true },
       async (progress, token) => {
         const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
+        const sub = token.onCancellationRequested(() => ac.abort());
         let last = 0;
-        return runCli(
+        try {
+          return await runCli(
           { node: this.node, cli: this.cliPath, env, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
           args,
           {
@@ -126,6 +131,9 @@ export class CliRunner {
           },
           ac.signal,
         );
+        } finally {
+          sub.dispose();
+        }
       },
     );
     const secs = ((Date.now() - started) / 1000).toFixed(1);

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import type { Backend } from '../../core/src/editor/cli-args';
 import type { PrepareDtype } from '../../core/src/formats/dtype';
+import { cliToolEnv } from '../../core/src/editor/cli-process';
 import type { OrtSearch } from './ort-locator';
 
 /** Current settings (scoped to `resource` when given). */
@@ -35,4 +36,13 @@ export function ortSearch(context: vscode.ExtensionContext, resource?: vscode.Ur
     extensionDir: context.extensionPath,
     storageDir: context.globalStorageUri.fsPath,
   };
+}
+
+/**
+ * The environment of every CLI child the extension starts, a command's process or a task's
+ * ProcessExecution alike: core's CLI_ENV (Node mode, plain progress lines every 250 ms) plus
+ * the tools the settings of `resource` name, and the onnxruntime-node package when found.
+ */
+export function cliEnvFor(resource: vscode.Uri | undefined, ortDir?: string): Record<string, string> {
+  return cliToolEnv({ qaicCompilePath: settings(resource).qaicCompilePath, ...(ortDir ? { ortPath: ortDir } : {}) });
 }

@@ -13,6 +13,9 @@ import { SpecStateChangedNotification, SpecStateRequest, type SpecStateResult } 
 import { onNotification, sendRequest } from './protocol-client';
 import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from '../../core/src/editor/spec-state';
 
+/** The files the state is read from (the watcher reports every JSON; only these matter here). */
+const STATE_FILES = new Set(['compile.json', '.checkpoint_prepared', 'export-report.json', 'weight_spec.json']);
+
 const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
 
 export class SpecStatusBar implements vscode.Disposable {
@@ -22,15 +25,20 @@ export class SpecStatusBar implements vscode.Disposable {
   private client?: LanguageClient;
   private generation = 0;
 
-  constructor(private readonly log?: vscode.LogOutputChannel) {
+  /** `watcher`: the context's one file watcher (compile.json, export-report.json and the sentinel are among its files). */
+  constructor(
+    watcher: vscode.FileSystemWatcher,
+    private readonly log?: vscode.LogOutputChannel,
+  ) {
     this.item = vscode.window.createStatusBarItem('weightSpec.state', vscode.StatusBarAlignment.Left, 50);
     this.item.name = 'Weight Spec';
-    const w = vscode.workspace.createFileSystemWatcher('**/{compile.json,.checkpoint_prepared,export-report.json}');
+    const onFile = (u: vscode.Uri) => {
+      if (STATE_FILES.has(path.basename(u.fsPath))) this.refresh();
+    };
     this.subs.push(
-      w,
-      w.onDidChange(() => this.refresh()),
-      w.onDidCreate(() => this.refresh()),
-      w.onDidDelete(() => this.refresh()),
+      watcher.onDidChange(onFile),
+      watcher.onDidCreate(onFile),
+      watcher.onDidDelete(onFile),
       vscode.window.onDidChangeActiveTextEditor(() => this.refresh()),
       vscode.workspace.onDidSaveTextDocument((d) => {
         if (isSpecFile(d.uri.fsPath)) this.refresh();
@@ -39,14 +47,19 @@ export class SpecStatusBar implements vscode.Disposable {
     this.refresh();
   }
 
-  /** Lets the status bar ask the running server (and follow its change notifications). */
-  attach(client: LanguageClient): void {
+  /** Lets the status bar ask the running server (and follow its change notifications) until the returned listener is disposed. */
+  attach(client: LanguageClient): vscode.Disposable {
     this.client = client;
-    this.subs.push(
-      onNotification(client, SpecStateChangedNotification, (p) => {
-        if (this.current && vscode.Uri.file(this.current.spec).toString() === p.uri) this.refresh();
-      }),
-    );
+    const sub = onNotification(client, SpecStateChangedNotification, (p) => {
+      if (this.current && vscode.Uri.file(this.current.spec).toString() === p.uri) this.refresh();
+    });
+    this.refresh();
+    return sub;
+  }
+
+  /** The server stopped: show what the disk says until one is attached again. */
+  detach(): void {
+    this.client = undefined;
     this.refresh();
   }
 

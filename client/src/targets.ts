@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { isSpecFile } from '../../core/src/editor/spec-state';
+import { isSpecFile, specFileIn } from '../../core/src/spec/file-names';
 
 /** The path behind `arg`, else the active editor's file, else undefined. */
 export function targetPath(arg: unknown, useActiveEditor = true): string | undefined {
@@ -45,11 +45,7 @@ export function exportDirOf(p: string): string {
 /** The spec file of an export directory (or `p` itself when it is a spec). */
 export function specOf(p: string): string | undefined {
   if (isSpecFile(p)) return p;
-  const dir = exportDirOf(p);
-  const f = path.join(dir, 'weight_spec.json');
-  if (fs.existsSync(f)) return f;
-  const any = fs.existsSync(dir) ? fs.readdirSync(dir).find((n) => n.endsWith('.weight_spec.json')) : undefined;
-  return any ? path.join(dir, any) : undefined;
+  return specFileIn(exportDirOf(p));
 }
 
 /** The two specs of a VLM export folder (`vlm.json` + `vision/` + `language/`), else undefined. */

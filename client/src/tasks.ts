@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { taskArgs, type WeightSpecTaskDefinition } from '../../core/src/editor/cli-args';
-import { cliToolEnv } from '../../core/src/editor/cli-process';
+import { SPEC_GLOB, specFileIn } from '../../core/src/spec/file-names';
 import { locateOrt } from './ort-locator';
-import { ortSearch, settings } from './settings';
+import { cliEnvFor, ortSearch, settings } from './settings';
 
 export const TASK_TYPE = 'weight-spec';
 
@@ -42,9 +42,9 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
         tasks.push(this.make({ type: TASK_TYPE, command: 'prepare', checkpoint: dir, dtype: s.defaultDtype }, folder, `prepare ${name}`));
       }
     }
-    for (const spec of await vscode.workspace.findFiles('**/weight_spec.json', EXCLUDE, 50)) {
+    for (const spec of await vscode.workspace.findFiles(SPEC_GLOB, EXCLUDE, 50)) {
       const dir = path.dirname(spec.fsPath);
-      if (!fs.existsSync(path.join(dir, 'model.onnx'))) continue;
+      if (!fs.readdirSync(dir).some((n) => n.endsWith('.onnx')) || specFileIn(dir) !== spec.fsPath) continue;
       tasks.push(this.make({ type: TASK_TYPE, command: 'compile', exportDir: dir, backend: settings(spec).compileBackend }, vscode.workspace.getWorkspaceFolder(spec), `compile ${path.basename(dir)}`));
     }
     return tasks;
@@ -59,14 +59,15 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
 
   /** A task running `node dist/cli.js <args of d>`. */
   make(d: WeightSpecTaskDefinition, scope: vscode.WorkspaceFolder | vscode.TaskScope | undefined, name: string): vscode.Task {
-    const s = settings(scope && typeof scope === 'object' ? scope.uri : undefined);
-    let env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath });
+    const resource = scope && typeof scope === 'object' ? scope.uri : undefined;
+    const s = settings(resource);
+    let env = cliEnvFor(resource);
     let execution: vscode.ProcessExecution | vscode.CustomExecution;
     try {
       const args = taskArgs(d, { dtype: s.defaultDtype, ...(s.maxRamGb > 0 ? { maxRamGb: s.maxRamGb } : {}), backend: s.compileBackend });
       if (d.command === 'compile' && (d.backend ?? s.compileBackend) === 'ort') {
-        const ort = locateOrt(ortSearch(this.context, scope && typeof scope === 'object' ? scope.uri : undefined));
-        if (ort && !('error' in ort)) env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath, ortPath: ort.dir });
+        const ort = locateOrt(ortSearch(this.context, resource));
+        if (ort && !('error' in ort)) env = cliEnvFor(resource, ort.dir);
       }
       execution = new vscode.ProcessExecution(process.execPath, [this.context.asAbsolutePath(path.join('dist', 'cli.js')), ...args], {
         env,

@@ -44,6 +44,7 @@ describe('CLI argument lists', () => {
     expect(compileArgs({ exportDir: '/e', backend: 'qaic', prepared: '/p', force: true })).toEqual(['compile', '/e', '--backend', 'qaic', '--prepared', '/p', '--force']);
     expect(compileArgs({ exportDir: '/e' })).toEqual(['compile', '/e']);
     expect(runArgs({ target: '/e', inputIds: [3, 17, 5], maxNewTokens: 4 })).toEqual(['run', '/e', '--input-ids', '3,17,5', '--max-new-tokens', '4']);
+    expect(runArgs({ target: '/v', inputIds: [1], images: ['/a.png', '/b.jpg'] })).toEqual(['run', '/v', '--input-ids', '1', '--image', '/a.png', '--image', '/b.jpg']);
   });
 
   it('task definitions map to the same argument lists, naming a missing field', () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { writeTinyLlama } from '../../core/src/demo/tiny-model';
 import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
-import { isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../../core/src/editor/spec-state';
+import { compileBlocker, isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../../core/src/editor/spec-state';
 
 const tmp = tempDirs('ws-state-');
 
@@ -24,7 +24,13 @@ describe('specInfo', () => {
     let info = specInfo(spec);
     expect(info).toMatchObject({ state: 'not-prepared', isExportDir: true, sourceCheckpoint: model, dtype: 'float32', compile: { state: 'never-compiled' } });
 
+    // Compile is blocked before it looks for ONNX Runtime (issue 19.6), and by the same lookup the compile does.
+    expect(compileBlocker(exp)).toBe(`weight_spec.json: the checkpoint ${info.preparedDir} is not prepared (no .checkpoint_prepared); run Prepare first`);
+    const r = await cli(['compile', exp, '--no-verify']).then(() => 0, () => 1);
+    expect(r).toBe(1);
+
     await cli(['prepare', '--checkpoint', model, '--dtype', 'float32']);
+    expect(compileBlocker(exp)).toBeUndefined();
     info = specInfo(spec);
     expect(info.state).toBe('prepared');
     expect(fs.existsSync(path.join(info.preparedDir!, '.checkpoint_prepared'))).toBe(true);
@@ -34,7 +40,11 @@ describe('specInfo', () => {
     expect(info.state).toBe('compiled');
     expect(info.compile).toMatchObject({ state: 'up-to-date', backend: 'ort' });
 
-    fs.writeFileSync(spec, fs.readFileSync(spec, 'utf8') + ' ');
+    // Whitespace is not a change of the spec (issue 19.6); another model_name is.
+    const text = fs.readFileSync(spec, 'utf8');
+    fs.writeFileSync(spec, text + ' \n');
+    expect(specInfo(spec).state).toBe('compiled');
+    fs.writeFileSync(spec, text.replace(/"model_name": "([^"]*)"/, '"model_name": "$1-edited"'));
     expect(specInfo(spec)).toMatchObject({ state: 'stale', compile: { changed: ['spec'] } });
 
     await cli(['compile', exp, '--no-verify']);

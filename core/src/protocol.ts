@@ -94,6 +94,11 @@ export interface ServerInitOptions {
   /** Delay between an edit and its check, in ms (default 150; 0 checks at once). */
   debounceMs?: number;
   /**
+   * Check the spec files of the workspace folders that are not open too, and publish their
+   * diagnostics (server/src/workspace-diagnostics.ts; the extension sets it). Default false.
+   */
+  workspaceDiagnostics?: boolean;
+  /**
    * The client handles {@link SpecStateChangedNotification} (the extension's status bar). Other
    * clients do not get it; they may also declare it as the experimental client capability
    * `{ "weightSpec": { "specStateChanged": true } }`.

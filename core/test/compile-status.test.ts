@@ -28,6 +28,13 @@ const later = (f: string) => {
   fs.utimesSync(f, t, t);
 };
 
+/** A real change of the spec's content (its model_name), written in the same layout. */
+const editSpec = (dir: string) => {
+  const f = path.join(dir, 'weight_spec.json');
+  const spec = JSON.parse(fs.readFileSync(f, 'utf8')) as { model_name?: string };
+  fs.writeFileSync(f, JSON.stringify({ ...spec, model_name: `${spec.model_name ?? ''}-edited` }, null, 2));
+};
+
 beforeAll(async () => {
   root = tmp();
   model = path.join(root, 'tiny');
@@ -64,7 +71,7 @@ describe('compileStatus', () => {
   it('names the part that changed: spec, graph, artifact', async () => {
     const dir = copyExport();
     await compile(dir, { backend: 'ort', verify: false });
-    later(path.join(dir, 'weight_spec.json'));
+    editSpec(dir);
     expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['spec'] });
     later(path.join(dir, 'model.onnx'));
     expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['graph', 'spec'] });
@@ -74,6 +81,21 @@ describe('compileStatus', () => {
     expect(compileStatus(dir).state).toBe('up-to-date');
     fs.rmSync(compileStatus(dir).artifact!);
     expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['artifact'] });
+  });
+
+  it('the spec counts by its content: a trailing newline, new indentation or a touch keep the compile up to date (issue 19.6)', async () => {
+    const dir = copyExport();
+    await compile(dir, { backend: 'ort', verify: false });
+    const f = path.join(dir, 'weight_spec.json');
+    const text = fs.readFileSync(f, 'utf8');
+    fs.writeFileSync(f, `${text}\n`);
+    later(f);
+    expect(compileStatus(dir).state).toBe('up-to-date');
+    fs.writeFileSync(f, JSON.stringify(JSON.parse(text), null, 4));
+    expect(compileStatus(dir).state).toBe('up-to-date');
+    expect((await compile(dir, { backend: 'ort', verify: false })).upToDate).toBe(true);
+    editSpec(dir);
+    expect(compileStatus(dir)).toMatchObject({ state: 'stale', changed: ['spec'] });
   });
 
   it('a retargeted prepared link is a prepared change, even with every file stamp unchanged', async () => {
@@ -109,7 +131,7 @@ describe('compileStatus', () => {
   it('run refuses a stale compiled model (issue 15.1), and --recompile rebuilds it first', async () => {
     const dir = copyExport();
     await compile(dir, { backend: 'ort', verify: false });
-    later(path.join(dir, 'weight_spec.json'));
+    editSpec(dir);
     const r = await cliInProcess(['run', dir, '--input-ids', '1,2', '--max-new-tokens', '1']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('the compiled model is stale (spec changed since the compile)');

@@ -36,6 +36,7 @@ import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
 import { documentSymbols } from './symbols';
 import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './watch';
+import { WorkspaceDiagnostics } from './workspace-diagnostics';
 
 /** Options of {@link createServer} (tests lower the debounce; initializationOptions override). */
 export interface ServerOptions {
@@ -49,6 +50,8 @@ export interface ServerOptions {
 /** Handle on a running server (for tests). */
 export interface WeightSpecServer {
   documents: SpecDocuments;
+  /** The workspace scan, when the client asked for it (initializationOptions.workspaceDiagnostics). */
+  workspaceDiagnostics(): WorkspaceDiagnostics | undefined;
 }
 
 /** Registers all handlers on `connection` (the caller calls `connection.listen()`). */
@@ -66,6 +69,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let initSettings: CommandSettings = {};
   /** The server's own watchers, when the client cannot watch (set at initialize). */
   let ownWatch: FsWatchers | undefined;
+  /** Diagnostics of the closed specs of the workspace (initializationOptions.workspaceDiagnostics). */
+  let workspaceDiags: WorkspaceDiagnostics | undefined;
   const filesChanged = (filter: (d: SpecDoc) => boolean): void => {
     documents.recheckAll(filter);
     if (codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
@@ -90,6 +95,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       deps.delete(d.uri);
       ownWatch?.remove(d.uri);
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
+      workspaceDiags?.closed(d.file);
     },
   });
   if (options.debounceMs !== undefined) documents.debounceMs = options.debounceMs;
@@ -117,6 +123,9 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       }
       applyRoots();
       if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
+      if (init.workspaceDiagnostics === true) {
+        workspaceDiags = new WorkspaceDiagnostics({ connection, log, cache: documents.cache, roots: () => documents.roots, isOpen: (uri) => documents.docs.has(uri) });
+      }
       const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
       clientCommands = init.clientCommands === true;
@@ -136,7 +145,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     }
     return {
       capabilities: {
-        textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental },
+        // save: the lens's compile state reads the saved file, so a save refreshes the lenses.
+        textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental, save: { includeText: false } },
         hoverProvider: true,
         completionProvider: { triggerCharacters: ['"', '.'] },
         documentSymbolProvider: true,
@@ -168,6 +178,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
     if (changed.length === 0) return;
     filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
+    workspaceDiags?.filesChanged(changed);
   }));
 
   /** Replaces the roots that came from the settings; re-checks when they changed. */
@@ -177,6 +188,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     applyRoots();
     documents.cache.clear();
     documents.recheckAll();
+    workspaceDiags?.recheckAll();
   };
   /** Pulls `weightSpec.roots` through workspace/configuration (Helix, eglot, lspconfig answer it). */
   const pullRoots = async (): Promise<void> => {
@@ -202,9 +214,11 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     applyRoots();
     documents.cache.clear();
     documents.recheckAll();
+    workspaceDiags?.start(rootSources.folders);
   });
   connection.onInitialized(() => {
     void pullRoots();
+    workspaceDiags?.start(rootSources.folders);
     // The library's workspace-folders feature owns the notification when the client declared
     // support (it would replace a handler set here); otherwise listen to it directly.
     try {
@@ -304,10 +318,11 @@ export function createServer(connection: Connection, options: ServerOptions = {}
 
   connection.onShutdown(() => {
     ownWatch?.dispose();
+    workspaceDiags?.dispose();
     for (const uri of [...documents.docs.keys()]) documents.close(uri);
   });
 
-  return { documents };
+  return { documents, workspaceDiagnostics: () => workspaceDiags };
 }
 
 /**

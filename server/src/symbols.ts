@@ -47,29 +47,37 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
   const filesRange = offsets.value([sources.files[0]?.node[0] ?? 'files']);
   if (filesRange && filesKey) out.push(sym('files', SymbolKind.Array, { start: filesKey.start, end: filesRange.end }, filesKey, `${spec.files.length}`, fileSyms));
 
-  const groups = new Map<string, { layer: number; items: DocumentSymbol[]; ranges: OffsetRange[] }>();
+  // Groups are runs of consecutive inputs, so no group's range spans another's: the sorted
+  // spec has lm_head before the layers and model.norm after them, and one "other" group
+  // around both would enclose every layer line (the breadcrumb then shows "other" there).
+  const runs: { name: string; items: DocumentSymbol[]; ranges: OffsetRange[] }[] = [];
   for (const [i, input] of spec.inputs.entries()) {
     const src = sources.inputs[i]!;
     const r = offsets.value(src.node);
     if (!r) continue;
     const sel = offsets.value(src.name) ?? r;
     const layer = layerOf(input.name);
-    const g = layer === undefined ? 'other' : `layer ${layer}`;
-    let group = groups.get(g);
-    if (!group) groups.set(g, (group = { layer: layer ?? -1, items: [], ranges: [] }));
+    const name = layer === undefined ? 'other' : `layer ${layer}`;
+    let run = runs[runs.length - 1];
+    if (!run || run.name !== name) runs.push((run = { name, items: [], ranges: [] }));
     const detail = input.location.key === input.name ? `files[${input.location.file}]` : `${input.location.key} · files[${input.location.file}]`;
-    group.items.push(sym(input.name, SymbolKind.Field, r, sel, detail));
-    group.ranges.push(r);
+    run.items.push(sym(input.name, SymbolKind.Field, r, sel, detail));
+    run.ranges.push(r);
   }
+  const seen = new Map<string, number>();
+  for (const run of runs) seen.set(run.name, (seen.get(run.name) ?? 0) + 1);
+  const nth = new Map<string, number>();
   const inputsKey = offsets.key(['inputs']);
   const inputsRange = offsets.value(['inputs']);
   if (inputsKey && inputsRange) {
-    const children = [...groups.entries()]
-      .sort((a, b) => a[1].layer - b[1].layer)
-      .map(([name, g]) => {
-        const r = span(g.ranges);
-        return sym(name, SymbolKind.Namespace, r, { start: r.start, end: r.start + 1 }, `${g.items.length} inputs`, g.items);
-      });
+    const children = runs.map((g) => {
+      const r = span(g.ranges);
+      const k = (nth.get(g.name) ?? 0) + 1;
+      nth.set(g.name, k);
+      // A name that comes back (other inputs before and after the layers) is numbered.
+      const name = seen.get(g.name)! > 1 ? `${g.name} (${k})` : g.name;
+      return sym(name, SymbolKind.Namespace, r, { start: r.start, end: r.start + 1 }, `${g.items.length} inputs`, g.items);
+    });
     out.push(sym('inputs', SymbolKind.Array, { start: inputsKey.start, end: inputsRange.end }, inputsKey, `${spec.inputs.length}`, children));
   }
   return out;

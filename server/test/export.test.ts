@@ -2,7 +2,7 @@
 // fixture, then prepare) opens with zero diagnostics; the Compile lens follows compile.json.
 import { SpecStateRequest } from '../../core/src/protocol';
 import { execFileSync } from 'node:child_process';
-import { cpSync, utimesSync } from 'node:fs';
+import { appendFileSync, cpSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CodeLens } from 'vscode-languageserver-protocol';
@@ -44,8 +44,13 @@ describeFixtures('a spec from our own export', () => {
     const { uri } = await client.open(spec);
     cli(['compile', path.join(dir, 'exp')]);
     expect((await lensTitles(uri))[1]).toBe('Re-run compile (up to date)');
+    // Only a trailing newline: the same content, still up to date (issue 19.6).
+    appendFileSync(spec, '\n');
     const later = new Date(Date.now() + 5000);
     utimesSync(spec, later, later);
+    expect((await lensTitles(uri))[1]).toBe('Re-run compile (up to date)');
+    const edited = JSON.parse(readFileSync(spec, 'utf8')) as Record<string, unknown>;
+    writeFileSync(spec, JSON.stringify({ ...edited, model_name: 'edited' }, null, 2));
     expect((await lensTitles(uri))[1]).toBe('Compile (stale: spec changed)');
   });
 });

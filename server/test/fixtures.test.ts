@@ -59,4 +59,20 @@ describeFixtures('QEfficient sample spec over the llama fixture', () => {
     const all = inputs.children!.flatMap((c) => c.children!.map((x) => x.name));
     expect(all.sort()).toEqual((JSON.parse(text) as { inputs: { name: string }[] }).inputs.map((i) => i.name).sort());
   });
+
+  it('the outline groups do not overlap, so a layer-0 line has the breadcrumb "layer 0", not "other" (issue 19.6)', async () => {
+    const { uri, text } = await client.open(file());
+    type R = { start: { line: number }; end: { line: number } };
+    type S = { name: string; range: R; children?: S[] };
+    const syms = await client.request<S[]>('textDocument/documentSymbol', { textDocument: { uri } });
+    const groups = syms.find((s) => s.name === 'inputs')!.children!;
+    // The innermost group containing a layer-0 input's line, as the breadcrumb picks it.
+    const line = positionOf(text, text.indexOf('"name": "model.layers.0.')).line;
+    const around = groups.filter((g) => g.range.start.line <= line && line <= g.range.end.line);
+    expect(around.map((g) => g.name)).toEqual(['layer 0']);
+    // Inputs outside the layers (lm_head before them, model.norm after) are separate, numbered groups.
+    const names = groups.map((g) => g.name);
+    expect(names.filter((n) => n.startsWith('other'))).toEqual(['other (1)', 'other (2)']);
+    for (let i = 1; i < groups.length; i++) expect(groups[i]!.range.start.line).toBeGreaterThan(groups[i - 1]!.range.end.line);
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * The input fingerprint of a compile: graph bytes, spec text, the prepared checkpoint (its
+ * The input fingerprint of a compile: graph bytes, the spec's parsed content, the prepared checkpoint (its
  * manifest and the size/mtime/inode of every file bound) and the backend options. Equal
  * fingerprint and an existing artifact mean the compile can be skipped. Hashing a
  * weight-free graph of a few megabytes takes milliseconds; weight bytes are never read —
@@ -11,6 +11,7 @@ import type { ExportInputs, PreparedLocation } from './locate';
 import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { sha256, type CompileRecord } from './record';
 import { readRegularFileSync } from '../paths';
+import { pyJsonDumps } from '../spec/py-json';
 
 /** Bump when the artifact layout changes, so old compiles are redone. */
 export const COMPILE_FORMAT = 'weight-spec-compile/2';
@@ -54,16 +55,31 @@ export function optionsPart(backend: string, options: unknown): string {
 
 /** Computes the fingerprint of one compile. `options` must be plain JSON in a stable key order. */
 export function computeFingerprint(inp: ExportInputs, loc: PreparedLocation, backend: string, options: unknown): Fingerprint {
-  // Content hashes plus mtimes: an edit always changes the hash; `touch` alone also recompiles
-  // (cheap for ort, and what a user who touches the spec expects).
+  // The graph by its bytes plus mtime (`touch model.onnx` recompiles); the spec by what it says,
+  // so saving it with another indentation or a trailing newline leaves the compile up to date.
   const mtime = (f: string) => fs.statSync(f).mtimeMs;
   const parts = {
     graph: sha256(`${sha256(inp.onnxBytes)}:${mtime(inp.onnxPath)}`),
-    spec: sha256(`${sha256(inp.specText)}:${mtime(inp.specPath)}`),
+    spec: specContentHash(inp.specText),
     prepared: sha256(JSON.stringify(preparedState(loc))),
     options: optionsPart(backend, options),
   };
   return { parts, value: sha256(`${parts.graph}\n${parts.spec}\n${parts.prepared}\n${parts.options}`) };
+}
+
+/**
+ * The hash of a spec's content: its JSON re-serialized compactly with sorted keys, so
+ * whitespace, key order and a trailing newline do not count. Text that does not parse is
+ * hashed as it is (compile reports the parse error anyway).
+ */
+export function specContentHash(text: string): string {
+  let canonical: string;
+  try {
+    canonical = pyJsonDumps(JSON.parse(text), { separators: [',', ':'], sortKeys: true });
+  } catch {
+    canonical = text;
+  }
+  return sha256(`spec-content:${canonical}`);
 }
 
 /** Names the inputs that differ between a record and a new fingerprint (empty when there is no record). */

@@ -15,6 +15,7 @@ import { PipelineError, UsageError } from '../errors';
 import { isInside, resolveReadPath } from '../paths';
 import { specFromText, type WeightSpec } from '../spec';
 import { stampOf } from './fingerprint';
+import { specFileIn } from '../spec/file-names';
 import { readRegularFileSync } from '../paths';
 
 /** The export directory's two inputs, read once. */
@@ -35,9 +36,6 @@ export interface PreparedLocation {
   files: string[];
   rel: string[];
 }
-
-/** Spec file names an export directory may hold, in the order they are tried. */
-const SPEC_NAMES = ['weight_spec.json'];
 
 /**
  * Reads `<export dir>/model.onnx` (or the single `.onnx` there) and its `weight_spec.json`.
@@ -64,9 +62,8 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
     }
     onnxPath = path.join(exportDir, onnx[0]!);
   }
-  const specName = SPEC_NAMES.find((n) => fs.existsSync(path.join(exportDir, n)));
-  if (!specName) throw new PipelineError(`${exportDir}: no weight_spec.json (export the model first)`);
-  const specPath = path.join(exportDir, specName);
+  const specPath = specFileIn(exportDir);
+  if (!specPath) throw new PipelineError(`${exportDir}: no weight_spec.json or single *.weight_spec.json (export the model first)`);
   const stamps = { onnx: stampOf(onnxPath), spec: stampOf(specPath) };
   const specText = readRegularFileSync(specPath, 'utf8');
   const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
@@ -94,6 +91,22 @@ function realOrUndefined(p: string): string | undefined {
   }
 }
 
+/**
+ * The prepared directory a spec names, whether or not a prepare has made it yet — the one
+ * lookup behind compile, the editor's state and Prepare's default output: the folder its first
+ * file resolves into (a prepared link followed), else QEfficient's absolute `model_id` when it
+ * exists, else the first file's folder as written.
+ */
+export function preparedDirOf(exportDir: string, spec: Pick<WeightSpec, 'files' | 'model_id'>): string | undefined {
+  const first = spec.files[0]?.path;
+  const abs = first ? path.resolve(exportDir, first) : undefined;
+  const real = abs && realOrUndefined(abs);
+  if (real) return path.dirname(real);
+  // QEfficient's model_id is the absolute prepared directory; used only when the relative paths do not resolve.
+  if (spec.model_id && path.isAbsolute(spec.model_id) && realOrUndefined(spec.model_id)) return realOrUndefined(spec.model_id);
+  return abs ? path.dirname(abs) : spec.model_id;
+}
+
 /** Resolves the prepared directory and every spec file in it. */
 export function locatePrepared(inp: ExportInputs, preparedArg?: string): PreparedLocation {
   const { spec, exportDir, specPath } = inp;
@@ -109,11 +122,11 @@ export function locatePrepared(inp: ExportInputs, preparedArg?: string): Prepare
     dir = real;
   } else if (resolved[0]) {
     dir = path.dirname(resolved[0]);
-  } else if (spec.model_id && path.isAbsolute(spec.model_id) && realOrUndefined(spec.model_id)) {
-    // QEfficient's model_id is the absolute prepared directory; used only when the relative paths do not resolve.
-    dir = realOrUndefined(spec.model_id)!;
   } else {
-    throw new PipelineError(`${specPath}: file "${spec.files[0]!.path}" does not exist (run weight-spec prepare first, or pass --prepared)`);
+    const named = preparedDirOf(exportDir, spec);
+    const real = named && realOrUndefined(named);
+    if (!real) throw new PipelineError(`${specPath}: file "${spec.files[0]!.path}" does not exist (run weight-spec prepare first, or pass --prepared)`);
+    dir = real;
   }
   const files: string[] = [];
   const rel: string[] = [];

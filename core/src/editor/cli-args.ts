@@ -41,6 +41,8 @@ export interface RunOptions {
   target: string;
   inputIds: number[];
   maxNewTokens?: number;
+  /** VLM exports: image files for the prompt, in prompt order (`--image`, repeated). */
+  images?: string[];
 }
 
 export function exportArgs(o: ExportOptions): string[] {
@@ -78,7 +80,32 @@ export function compileArgs(o: CompileOptions): string[] {
 export function runArgs(o: RunOptions): string[] {
   const a = ['run', o.target, '--input-ids', o.inputIds.join(',')];
   if (o.maxNewTokens !== undefined) a.push('--max-new-tokens', String(o.maxNewTokens));
+  for (const img of o.images ?? []) a.push('--image', img);
   return a;
+}
+
+/** What `weight-spec run` reports about a generation (its stderr stats line). */
+export interface RunStats {
+  tokens: number;
+  ttftMs: number;
+  tokensPerSecond: number;
+}
+
+/**
+ * The stats of `run`'s stderr: `run: N tokens; time to first token X ms, Y tokens/s (…)`, or for
+ * a VLM `run: N tokens; time to first token X ms (vision + prefill), T ms total (vlm)` (tokens/s
+ * is then N / T). Undefined when no such line is there.
+ */
+export function parseRunStats(stderr: string): RunStats | undefined {
+  const text = /^run: (\d+) tokens; time to first token ([\d.]+) ms,? ([^\n]*)$/m.exec(stderr);
+  if (!text) return undefined;
+  const tokens = Number(text[1]);
+  const ttftMs = Number(text[2]);
+  const rate = /^([\d.]+) tokens\/s/.exec(text[3]!);
+  if (rate) return { tokens, ttftMs, tokensPerSecond: Number(rate[1]) };
+  const total = /([\d.]+) ms total/.exec(text[3]!);
+  if (!total || Number(total[1]) <= 0) return undefined;
+  return { tokens, ttftMs, tokensPerSecond: tokens / (Number(total[1]) / 1000) };
 }
 
 /** Parses `3, 17,5` into token ids; undefined when any part is not a non-negative integer. */

@@ -9,6 +9,10 @@ import path from 'node:path';
 import { compileStatus } from '../compile/status';
 import { readExportReport } from '../export/report';
 import type { CompileInfo } from '../protocol';
+import { preparedDirOf } from '../compile/locate';
+import { specFileIn } from '../spec/file-names';
+import { SENTINEL_FILE } from '../prepare/manifest';
+export { isSpecFile } from '../spec/file-names';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
 
@@ -40,13 +44,12 @@ function readJson(file: string): unknown {
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
-/** The prepared directory a spec's first file lives in (its `files[0].path`'s folder), if any. */
+/** The prepared directory a spec names (core's {@link preparedDirOf}), read from the file; undefined when it does not parse. */
 export function preparedDirOfSpec(specFile: string): string | undefined {
   const spec = obj(readJson(specFile));
-  const files = Array.isArray(spec.files) ? spec.files : [];
-  const first = files.length ? str(obj(files[0]).path) ?? str(files[0]) : undefined;
-  if (first) return path.resolve(path.dirname(specFile), path.dirname(first));
-  return str(spec.model_id);
+  // v1's string `checkpoint_files` entries are the bare paths.
+  const files = (Array.isArray(spec.files) ? spec.files : []).map((f) => ({ path: str(obj(f).path) ?? str(f) ?? '', format: 'safetensors' }));
+  return preparedDirOf(path.dirname(specFile), { files: files.filter((f) => f.path !== ''), model_id: str(spec.model_id) });
 }
 
 /** Reads the state of `specFile` from disk. Never throws. */
@@ -58,7 +61,7 @@ export function specInfo(specFile: string): SpecInfo {
   const sourceCheckpoint = str(report?.source?.checkpoint);
   const dtype = str(report?.options?.dtype);
   const { record: _record, ...compile } = compileStatus(dir);
-  const prepared = preparedDir !== undefined && fs.existsSync(path.join(preparedDir, '.checkpoint_prepared'));
+  const prepared = preparedDir !== undefined && fs.existsSync(path.join(preparedDir, SENTINEL_FILE));
   const state: SpecState = compile.state === 'up-to-date' ? 'compiled' : compile.state === 'stale' ? 'stale' : prepared ? 'prepared' : 'not-prepared';
   return {
     spec: specFile,
@@ -86,8 +89,18 @@ export function stateAction(state: SpecState): { label: string; command: string;
   }
 }
 
-/** True for weight_spec.json and *.weight_spec.json. */
-export function isSpecFile(file: string): boolean {
-  const b = path.basename(file);
-  return b === 'weight_spec.json' || b.endsWith('.weight_spec.json');
+
+/**
+ * Why a compile of `exportDir` would fail before it starts, or undefined: the checkpoint it
+ * binds is not prepared (no prepare sentinel). Asked before the editor offers to install ONNX
+ * Runtime, so a first Compile on an unprepared export says "prepare first" instead of
+ * offering a 290 MB download for a compile that cannot succeed. `prepared` is `--prepared`.
+ */
+export function compileBlocker(exportDir: string, prepared?: string): string | undefined {
+  const spec = specFileIn(exportDir);
+  if (!spec) return undefined; // the CLI names what is missing
+  const dir = prepared ? path.resolve(exportDir, prepared) : (specInfo(spec).preparedDir ?? undefined);
+  if (!dir) return undefined;
+  if (fs.existsSync(path.join(dir, SENTINEL_FILE))) return undefined;
+  return `${path.basename(spec)}: the checkpoint ${dir} is not prepared (no ${SENTINEL_FILE}); run Prepare first`;
 }

@@ -6,7 +6,9 @@ import { api, cli, listFiles, REPO, workspace } from './helpers';
 
 const COMMANDS = ['weightSpec.export', 'weightSpec.prepare', 'weightSpec.compile', 'weightSpec.recompile', 'weightSpec.run', 'weightSpec.inspect'];
 
-type Result = { ok: boolean; out?: string; text?: string; errorLine?: string; stderr?: string } | undefined;
+type Result =
+  | { ok: boolean; out?: string; text?: string; uri?: string; errorLine?: string; stderr?: string; stats?: { tokens: number; ttftMs: number; tokensPerSecond: number } }
+  | undefined;
 
 function assertOk(r: Result, what: string): asserts r is NonNullable<Result> {
   assert.ok(r, `${what}: the command returned nothing`);
@@ -55,6 +57,40 @@ describe('commands and tasks', () => {
     assert.ok(fs.readFileSync(path.join(exportDir, 'model.onnx')).equals(fs.readFileSync(path.join(byCli, 'model.onnx'))), 'model.onnx differs from the CLI');
   });
 
+  it('the "Weight Spec" tree shows the export after the Export command: graph, spec, checkpoint (not prepared), compile state', async () => {
+    const a = await api();
+    await a.rescan();
+    const roots = await a.tree();
+    const exp = roots.find((r) => r.node.fsPath === spec);
+    assert.ok(exp, `tree roots: ${JSON.stringify(roots.map((r) => r.node.fsPath))}`);
+    assert.equal(exp.item.label, 'export-llama');
+    assert.equal(exp.item.description, 'not prepared');
+    assert.equal(exp.item.contextValue, 'weightSpec.export.not-prepared');
+    const kids = await a.tree(exp.node);
+    assert.deepEqual(
+      kids.map((k) => [k.node.kind, String(k.item.label)]),
+      [['graph', 'model.onnx'], ['spec', 'weight_spec.json'], ['checkpoint', 'checkpoint'], ['compile', 'compile']],
+    );
+    assert.match(String(kids[2]!.item.description), /^not prepared · /);
+    assert.equal(kids[3]!.item.description, 'never compiled');
+  });
+
+  it('the export\'s model.onnx is known as weight-free (Export is not offered on it), the source config is not', async () => {
+    const a = await api();
+    assert.equal(a.isWeightFree(path.join(exportDir, 'model.onnx')), true);
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { contributes: { menus: Record<string, { command: string; when?: string }[]> } };
+    const when = pkg.contributes.menus['explorer/context']!.find((m) => m.command === 'weightSpec.export')!.when!;
+    assert.match(when, /!\(resourcePath in weightSpec\.weightFreeGraphs\)/);
+  });
+
+  it('Compile before Prepare stops at "not prepared" without looking for ONNX Runtime or running the CLI', async () => {
+    const r = (await vscode.commands.executeCommand('weightSpec.compile', vscode.Uri.file(spec), { backend: 'ort' })) as Result;
+    assert.ok(r && !r.ok, 'compile of an unprepared export must fail');
+    assert.match(r.errorLine ?? '', /is not prepared \(no \.checkpoint_prepared\); run Prepare first/);
+    assert.equal(r.stderr, '', 'the CLI must not have run');
+    assert.ok(!fs.existsSync(path.join(exportDir, 'compile.json')));
+  });
+
   it('the status bar shows "not prepared" for the exported spec and opens Prepare', async () => {
     await vscode.window.showTextDocument(vscode.Uri.file(spec));
     const s = (await api()).status();
@@ -84,6 +120,20 @@ describe('commands and tasks', () => {
     assert.equal(rec.backend, 'ort');
     assert.ok(rec.artifacts.model && fs.existsSync(rec.artifacts.model), `artifact ${rec.artifacts.model} missing`);
     assert.match((await api()).status().text, /Weight Spec: compiled/);
+    const a = await api();
+    await a.rescan();
+    const exp = (await a.tree()).find((r) => r.node.fsPath === spec)!;
+    assert.equal(exp.item.description, 'compiled');
+    const kids = await a.tree(exp.node);
+    assert.equal(kids.find((k) => k.node.kind === 'compile')!.item.description, 'up to date (ort)');
+    // The checkpoint expands to the prepared tensors by layer (headers read through core).
+    const ck = kids.find((k) => k.node.kind === 'checkpoint')!;
+    assert.match(String(ck.item.description), /^prepared · /);
+    const layers = await a.tree(ck.node);
+    assert.deepEqual(layers.map((l) => String(l.item.label)), ['layer 0', 'layer 1', 'other']);
+    const layer0 = await a.tree(layers[0]!.node);
+    assert.ok(layer0.length > 3 && layer0.every((t) => String(t.item.label).startsWith('model.layers.0.')), JSON.stringify(layer0.map((t) => t.item.label)));
+    assert.match(String(layer0[0]!.item.description), /^(F32|BF16|F16) \[\d+(, \d+)*\]$/);
     // The CLI compiling its own export against its own prepared copy builds the same files.
     const cliPrepared = path.join(ws.dir, 'cli-prepared');
     const before = listFiles(cliPrepared);
@@ -95,12 +145,34 @@ describe('commands and tasks', () => {
     assert.ok(listFiles(cliPrepared).length > before.length, 'compile added files to the prepared dir');
   });
 
-  it('Run feeds token ids and returns the greedy tokens of the reference', async () => {
+  it('Run feeds token ids and returns the greedy tokens of the reference, with time to first token and tokens/s', async () => {
     const ref = JSON.parse(fs.readFileSync(ws.reference, 'utf8')) as { input_ids: number[]; generated_ids: number[] };
     const n = ref.generated_ids.length;
     const r = (await vscode.commands.executeCommand('weightSpec.run', vscode.Uri.file(spec), { inputIds: ref.input_ids, maxNewTokens: n })) as Result;
     assertOk(r, 'run');
     assert.equal(r.text?.trim(), ref.generated_ids.join(','));
+    assert.ok(r.stats, `no stats parsed from the CLI's stderr: ${r.stderr}`);
+    assert.equal(r.stats.tokens, n);
+    assert.ok(r.stats.ttftMs > 0 && r.stats.tokensPerSecond > 0, JSON.stringify(r.stats));
+  });
+
+  it('saving the spec with only a trailing newline added keeps it "compiled" (the spec counts by content)', async () => {
+    const doc = await vscode.workspace.openTextDocument(spec);
+    await vscode.window.showTextDocument(doc);
+    const original = fs.readFileSync(spec, 'utf8');
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(doc.uri, doc.positionAt(doc.getText().length), '\n');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    assert.ok(await doc.save(), 'saved');
+    assert.ok(fs.readFileSync(spec, 'utf8').endsWith('\n'));
+    (await api()).status(); // the save refreshed the status from disk
+    assert.match((await api()).status().text, /Weight Spec: compiled/);
+    const lenses = ((await vscode.commands.executeCommand('vscode.executeCodeLensProvider', doc.uri)) as vscode.CodeLens[]) ?? [];
+    const titles = lenses.map((l) => l.command?.title ?? '');
+    assert.ok(!titles.some((t) => t.includes('stale')), `a lens says stale: ${JSON.stringify(titles)}`);
+    // Back to the exported bytes (a later test compares them with the export task's).
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    fs.writeFileSync(spec, original);
   });
 
   it('the task provider offers compile for the export folder', async () => {
@@ -136,5 +208,14 @@ describe('commands and tasks', () => {
     assert.equal(r.text, cli(['inspect', shard]));
     const doc = vscode.window.activeTextEditor?.document;
     assert.ok(doc?.getText().includes(ws.goodKey), 'the table is shown in an editor');
+    assert.ok(doc);
+    // A read-only document of its own scheme: not Untitled, not dirty, nothing to save.
+    assert.equal(doc.uri.scheme, 'weight-spec-inspect');
+    assert.equal(doc.uri.toString(), r.uri);
+    assert.equal(doc.isUntitled, false);
+    assert.equal(doc.isDirty, false);
+    assert.ok(doc.uri.path.endsWith('model-00001-of-00002.safetensors.inspect.txt'), doc.uri.path);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    assert.equal(vscode.workspace.textDocuments.filter((d) => d.isDirty).length, 0, 'a dirty document is left');
   });
 });

@@ -29,6 +29,13 @@ describe('language server in VS Code', () => {
     assert.ok(!diags.some((x) => x.range.contains(doc.positionAt(goodAt + 2))), 'the existing key is flagged');
   });
 
+  it('a spec in a folder never opened gets its key-missing diagnostic too (workspace diagnostics)', async () => {
+    const closed = vscode.Uri.file(ws.closedSpec);
+    const diags = await waitForDiagnostics(closed, (d) => d.some((x) => codeOf(x) === 'key-missing'));
+    assert.ok(diags.some((x) => x.message.includes(ws.badKey)), JSON.stringify(diags.map((x) => x.message)));
+    assert.ok(!vscode.workspace.textDocuments.some((d) => d.uri.toString() === closed.toString()), 'the closed spec was never opened');
+  });
+
   it('hover on a key shows its dtype and shape from the safetensors header', async () => {
     const doc = await vscode.workspace.openTextDocument(bad);
     const at = doc.positionAt(doc.getText().indexOf(JSON.stringify(ws.goodKey)) + 3);

@@ -3,11 +3,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import type { WeightSpecApi } from '../../../client/src/extension';
 
 export interface Workspace {
   dir: string;
   llama: string;
   badSpec: string;
+  /** A spec with the misspelt key that no test opens (workspace diagnostics). */
+  closedSpec: string;
   goodKey: string;
   badKey: string;
   /** ../shared/fixtures/llama/reference.json (read in place). */
@@ -38,7 +41,7 @@ export function cli(args: string[], cwd?: string): string {
 }
 
 /** The extension's API (activating it first). */
-export async function api(): Promise<{ cliPath: string; status(): { text: string; info?: { state: string }; visibleCommand?: string } }> {
+export async function api(): Promise<WeightSpecApi> {
   const ext = vscode.extensions.getExtension('weight-spec.weight-spec');
   if (!ext) throw new Error('extension weight-spec.weight-spec is not installed');
   return (await ext.activate()) as never;
