@@ -119,18 +119,18 @@ export class CliRunner {
         let last = 0;
         try {
           return await runCli(
-          { node: this.node, cli: this.cliPath, env, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
-          args,
-          {
-            onLine: (line) => this.log.info(`  ${line}`),
-            onProgress: (percent, detail) => {
-              const inc = Math.max(0, percent - last);
-              last = Math.max(last, percent);
-              progress.report({ increment: inc, message: `${percent}% ${detail}` });
+            { node: this.node, cli: this.cliPath, env, ...(opts.cwd ? { cwd: opts.cwd } : {}) },
+            args,
+            {
+              onLine: (line) => this.log.info(`  ${line}`),
+              onProgress: (percent, detail) => {
+                const inc = Math.max(0, percent - last);
+                last = Math.max(last, percent);
+                progress.report({ increment: inc, message: `${percent}% ${detail}` });
+              },
             },
-          },
-          ac.signal,
-        );
+            ac.signal,
+          );
         } finally {
           sub.dispose();
         }

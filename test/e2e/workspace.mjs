@@ -38,7 +38,10 @@ export function makeWorkspace(dir) {
   // The same misspelt key in a folder no test opens: workspace diagnostics must list it anyway.
   const closedSpec = path.join(dir, 'never-opened', 'closed.weight_spec.json');
   fs.mkdirSync(path.dirname(closedSpec), { recursive: true });
-  fs.writeFileSync(closedSpec, JSON.stringify({ ...spec, files: [{ format: 'safetensors', path: '../llama/model-00001-of-00002.safetensors' }] }, null, 2));
+  fs.writeFileSync(
+    closedSpec,
+    JSON.stringify({ ...spec, files: [{ format: 'safetensors', path: '../llama/model-00001-of-00002.safetensors' }] }, null, 2),
+  );
   fs.mkdirSync(path.join(dir, '.vscode'), { recursive: true });
   fs.writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'weightSpec.defaultDtype': 'float32' }, null, 2));
   return { dir, llama, badSpec, closedSpec, goodKey: GOOD_KEY, badKey: BAD_KEY, reference: path.join(src, 'reference.json') };
