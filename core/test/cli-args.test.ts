@@ -5,7 +5,8 @@ import { parseArgs } from '../src/cli/args';
 import type { CliIO } from '../src/cli/command';
 import { main } from '../src/cli/main';
 import { closestWord, typoDistance } from '../src/check/suggest';
-import { createProgress, formatBytes } from '../src/cli/progress';
+import { formatBytes } from '../src/display';
+import { createProgress } from '../src/cli/progress';
 import { table } from '../src/cli/table';
 
 const defs = {

@@ -5,7 +5,7 @@
 import type { Problem, OffsetRange, Severity } from '../../core/src/errors';
 import { DiagnosticSeverity, type Diagnostic, type Range } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { escapeControls } from '../../core/src/format';
+import { escapeControls } from '../../core/src/display';
 
 /** `source` of every diagnostic the server publishes. */
 export const DIAGNOSTIC_SOURCE = 'weight-spec';

@@ -9,7 +9,7 @@ import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
 import { servingSummary } from '../../core/src/export/graph/serving-features';
-import { formatBytes } from '../../core/src/format';
+import { formatBytes } from '../../core/src/display';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 

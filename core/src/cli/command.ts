@@ -3,7 +3,7 @@
  * code. One file per command under `commands/` exports one of these; main.ts dispatches.
  */
 import type { FlagDefs, ParsedArgs } from './args';
-import { escapeControls } from '../format';
+import { escapeControls } from '../display';
 
 /** Streams and environment a command runs with (tests pass their own). */
 export interface CliIO {

@@ -16,7 +16,7 @@ import { exportCommand } from './commands/export';
 import { inspectCommand } from './commands/inspect';
 import { prepareCommand } from './commands/prepare';
 import { runCommand } from './commands/run';
-import { escapeControls } from '../format';
+import { escapeControls } from '../display';
 
 /** Every command, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandSpec[] = [

@@ -4,7 +4,7 @@
  * logs, the extension's task output) it prints a plain line every few seconds instead, so
  * logs stay readable and no control characters end up in them. stdout is never touched.
  */
-import { formatBytes } from '../format';
+import { formatBytes } from '../display';
 
 /** A running progress display. */
 export interface Progress {
@@ -130,4 +130,3 @@ export function createProgress(label: string, optsOrStream: ProgressOptions | Pr
   };
 }
 
-export { formatBytes };

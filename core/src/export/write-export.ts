@@ -12,7 +12,7 @@
  * is atomic. Artifacts of an earlier export (recognized by its report) may be replaced; any
  * other existing file is refused.
  */
-import { formatBytes } from '../format';
+import { formatBytes } from '../display';
 import { existsSync } from 'node:fs';
 import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -158,4 +158,3 @@ export async function nextSteps(preparedDir: string, steps: string[]): Promise<s
   return steps.filter((s) => !s.startsWith('weight-spec prepare '));
 }
 
-export { formatBytes };

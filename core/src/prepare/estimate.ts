@@ -5,13 +5,11 @@
  * one expert slice's input, f32 intermediate and output; for a paired tensor (GPT-OSS
  * gate/up) additionally the whole sibling, held until it is written.
  */
-import { formatBytes } from '../format';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS } from './kernels';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
 
-export { formatBytes };
 
 /** An FP8 scale tensor held in f32 while its weight dequantizes. */
 function scaleBytes(scale: ScaleRef | undefined, srcs: Record<string, SourceTensor>): number {

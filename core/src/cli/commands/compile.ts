@@ -7,7 +7,7 @@ import path from 'node:path';
 import { compile, shellLine } from '../../compile';
 import { defineCommand, println } from '../command';
 import { isVlmExport, readVlmManifest } from '../../run/vlm/vlm-runner';
-import { formatBytes } from '../progress';
+import { formatBytes } from '../../display';
 import { requirePath } from '../input-paths';
 
 export const compileCommand = defineCommand({

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Checkpoint } from '../../formats/safetensors';
 import { summarizeOnnx, type OnnxSummary } from '../../formats/onnx';
 import { defineCommand, println, type CliIO } from '../command';
-import { formatBytes } from '../progress';
+import { formatBytes } from '../../display';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requirePath } from '../input-paths';

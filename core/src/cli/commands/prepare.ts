@@ -8,7 +8,8 @@ import { UsageError } from '../../errors';
 import { runPrepare } from '../../prepare';
 import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
-import { createProgress, formatBytes } from '../progress';
+import { formatBytes } from '../../display';
+import { createProgress } from '../progress';
 import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
 
 export const prepareCommand = defineCommand({

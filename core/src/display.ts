@@ -1,6 +1,6 @@
 /**
- * Small text formatting shared by the CLI, the exporters, prepare and the server, so every
- * surface prints sizes the same way.
+ * Text for a human, shared by the CLI, the exporters, prepare and the server so every surface
+ * prints it the same way: byte sizes, and names from files with their control characters escaped.
  */
 
 /** Human-readable byte size in binary units: `512 B`, `224.6 KiB`, `5.0 GiB`. */
