@@ -7,7 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { scanFields, WireWriter, parseWireModel } from '../src/formats/onnx/wire-model';
+import { scanFields, parseWireModel } from '../src/formats/onnx/wire-model';
+import { WireWriter } from '../src/formats/onnx/wire-writer';
 import { convertFloat, type DType } from '../src/formats/dtype';
 import { writeSpecText, type WeightSpec } from '../src/spec';
 

@@ -22,6 +22,7 @@ import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort
 import { ortSessionOptions } from '../ort/session-options';
 import { cclTensor, pickBucket, samplerFeeds, samplerState, servingFeatures, SAMPLER_INPUT_NAMES, SAMPLER_STATE, type ServingFeatures } from './serving';
 import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
+import { TensorDataType } from '../formats/onnx/types';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -65,14 +66,14 @@ export interface Runner {
 const ELEM_NAMES: Record<number, string> = { 1: 'float32', 6: 'int32', 7: 'int64', 10: 'float16', 11: 'float64', 9: 'bool' };
 
 function intTensor(ort: OrtModule, elemType: number, values: number[], dims: number[]): OrtTensor {
-  if (elemType === 6) return new ort.Tensor('int32', Int32Array.from(values), dims);
+  if (elemType === TensorDataType.INT32) return new ort.Tensor('int32', Int32Array.from(values), dims);
   return new ort.Tensor('int64', BigInt64Array.from(values.map((v) => BigInt(v))), dims);
 }
 
 function zeros(ort: OrtModule, info: WireValueInfo, dims: number[]): OrtTensor {
   const n = dims.reduce((a, b) => a * b, 1);
-  if (info.elemType === 1) return new ort.Tensor('float32', new Float32Array(n), dims);
-  if (info.elemType === 10) return new ort.Tensor('float16', new Uint16Array(n), dims);
+  if (info.elemType === TensorDataType.FLOAT) return new ort.Tensor('float32', new Float32Array(n), dims);
+  if (info.elemType === TensorDataType.FLOAT16) return new ort.Tensor('float16', new Uint16Array(n), dims);
   throw new PipelineError(`cache input "${info.name}" has element type ${ELEM_NAMES[info.elemType] ?? info.elemType}; expected float32 or float16`);
 }
 

@@ -4,17 +4,10 @@
  * must be below; else the logits' last dimension. Read from the wire bytes the runner already
  * holds — nodes and initializer dims only, no tensor data and no full decode.
  */
+import { FIELD, WIRE } from '../formats/onnx/fields';
 import { scanFields, type WireField, type WireModel } from '../formats/onnx/wire-model';
 
-// onnx.proto field numbers: GraphProto.node = 1, .initializer = 5; NodeProto.input = 1,
-// .output = 2, .op_type = 4; TensorProto.dims = 1, .name = 8.
-const GRAPH_NODE = 1;
-const GRAPH_INITIALIZER = 5;
-const NODE_INPUT = 1;
-const NODE_OUTPUT = 2;
-const NODE_OP_TYPE = 4;
-const TENSOR_DIMS = 1;
-const TENSOR_NAME = 8;
+const { GraphProto: GP, NodeProto: NP, TensorProto: TP } = FIELD;
 
 const dec = new TextDecoder();
 const text = (m: WireModel, f: WireField) => dec.decode(m.bytes.subarray(f.vStart, f.vEnd));
@@ -23,13 +16,13 @@ const text = (m: WireModel, f: WireField) => dec.decode(m.bytes.subarray(f.vStar
 export function gatheredRows(m: WireModel, ids = 'input_ids', file = 'model'): number | undefined {
   const nodes: { op: string; inputs: string[]; outputs: string[] }[] = [];
   for (const g of m.graphFields) {
-    if (g.field !== GRAPH_NODE || g.wire !== 2) continue;
+    if (g.field !== GP.node || g.wire !== WIRE.LEN) continue;
     const n = { op: '', inputs: [] as string[], outputs: [] as string[] };
     for (const f of scanFields(m.bytes, g.vStart, g.vEnd, file)) {
-      if (f.wire !== 2) continue;
-      if (f.field === NODE_INPUT) n.inputs.push(text(m, f));
-      else if (f.field === NODE_OUTPUT) n.outputs.push(text(m, f));
-      else if (f.field === NODE_OP_TYPE) n.op = text(m, f);
+      if (f.wire !== WIRE.LEN) continue;
+      if (f.field === NP.input) n.inputs.push(text(m, f));
+      else if (f.field === NP.output) n.outputs.push(text(m, f));
+      else if (f.field === NP.op_type) n.op = text(m, f);
     }
     nodes.push(n);
   }
@@ -40,9 +33,9 @@ export function gatheredRows(m: WireModel, ids = 'input_ids', file = 'model'): n
   if (tables.size === 0) return undefined;
   let rows: number | undefined;
   for (const g of m.graphFields) {
-    if (g.field !== GRAPH_INITIALIZER || g.wire !== 2) continue;
+    if (g.field !== GP.initializer || g.wire !== WIRE.LEN) continue;
     const fields = scanFields(m.bytes, g.vStart, g.vEnd, file);
-    const nameField = fields.find((f) => f.field === TENSOR_NAME && f.wire === 2);
+    const nameField = fields.find((f) => f.field === TP.name && f.wire === WIRE.LEN);
     if (!nameField || !tables.has(text(m, nameField))) continue;
     const first = firstDim(m, fields);
     if (first !== undefined) rows = Math.min(rows ?? first, first);
@@ -52,10 +45,10 @@ export function gatheredRows(m: WireModel, ids = 'input_ids', file = 'model'): n
 
 /** TensorProto.dims[0], packed (wire 2) or not (wire 0). */
 function firstDim(m: WireModel, fields: WireField[]): number | undefined {
-  const d = fields.find((f) => f.field === TENSOR_DIMS);
+  const d = fields.find((f) => f.field === TP.dims);
   if (!d) return undefined;
-  if (d.wire === 0) return d.int;
-  if (d.wire !== 2) return undefined;
+  if (d.wire === WIRE.VARINT) return d.int;
+  if (d.wire !== WIRE.LEN) return undefined;
   // A packed varint list: the first varint.
   let v = 0;
   let mul = 1;

@@ -7,7 +7,8 @@
  * names; graph inputs, outputs and initializers keep theirs. Graphs with subgraphs (If,
  * Loop, Scan) are left as they are, since a subgraph may name outer values.
  */
-import { WireWriter } from '../../formats/onnx/wire-model';
+import { attributeHoldsGraph, FIELD, WIRE } from '../../formats/onnx/fields';
+import { WireWriter } from '../../formats/onnx/wire-writer';
 import type { FileField, FileWire } from './file-wire';
 
 /** Renames intermediate values; `undefined` when the graph cannot be compacted safely. */
@@ -16,16 +17,11 @@ export interface Compactor {
   valueInfo(f: FileField): Uint8Array;
 }
 
-const ATTR_GRAPH = 5;
-const ATTR_GRAPHS = 10;
+const { NodeProto: NP, ValueInfoProto: VI } = FIELD;
 
 function hasSubgraph(w: FileWire, node: FileField): boolean {
   for (const a of w.fields(node.vStart, node.vEnd)) {
-    if (a.field !== 5 || a.wire !== 2) continue;
-    for (const x of w.fields(a.vStart, a.vEnd)) {
-      if ((x.field === 6 || x.field === 11) && x.wire === 2) return true;
-      if (x.field === 20 && x.wire === 0 && (x.int === ATTR_GRAPH || x.int === ATTR_GRAPHS)) return true;
-    }
+    if (a.field === NP.attribute && a.wire === WIRE.LEN && attributeHoldsGraph(w.fields(a.vStart, a.vEnd))) return true;
   }
   return false;
 }
@@ -52,8 +48,8 @@ export function createCompactor(w: FileWire, nodes: readonly FileField[], keep: 
     node(f) {
       const out = new WireWriter();
       for (const x of w.fields(f.vStart, f.vEnd)) {
-        if (x.field === 3 || x.field === 6) continue; // name, doc_string
-        if ((x.field === 1 || x.field === 2) && x.wire === 2) out.string(x.field, rename(w.string(x)));
+        if (x.field === NP.name || x.field === NP.doc_string) continue;
+        if ((x.field === NP.input || x.field === NP.output) && x.wire === WIRE.LEN) out.string(x.field, rename(w.string(x)));
         else out.raw(w.bytes(x.start, x.end));
       }
       return out.finish();
@@ -61,8 +57,8 @@ export function createCompactor(w: FileWire, nodes: readonly FileField[], keep: 
     valueInfo(f) {
       const out = new WireWriter();
       for (const x of w.fields(f.vStart, f.vEnd)) {
-        if (x.field === 1 && x.wire === 2) out.string(1, rename(w.string(x)));
-        else if (x.field !== 3) out.raw(w.bytes(x.start, x.end));
+        if (x.field === VI.name && x.wire === WIRE.LEN) out.string(VI.name, rename(w.string(x)));
+        else if (x.field !== VI.doc_string) out.raw(w.bytes(x.start, x.end));
       }
       return out.finish();
     },

@@ -8,6 +8,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import { dtypeOfOnnx, DTYPE_SIZE, type DType } from '../../formats/dtype';
 import { FormatError } from '../../errors';
+import { DataLocation, FIELD, WIRE } from '../../formats/onnx/fields';
 import { resolveReadPath } from '../../paths';
 import { FileWire, type FileField } from './file-wire';
 
@@ -35,6 +36,8 @@ export interface LegacyModel {
   opsetVersion?: number;
 }
 
+const { ModelProto: MP, GraphProto: GP, TensorProto: TP, StringStringEntryProto: SSE, OperatorSetIdProto: OS } = FIELD;
+
 function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[] | undefined): LegacyInitializer {
   let name = '';
   let dataType = 0;
@@ -44,33 +47,33 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
   const external: Record<string, string> = Object.create(null) as Record<string, string>;
   let dataLocation = 0;
   for (const t of w.fields(f.vStart, f.vEnd, 'TensorProto')) {
-    if (t.field === 1 && t.wire === 0) dims.push(t.int!);
-    else if (t.field === 1 && t.wire === 2) {
+    if (t.field === TP.dims && t.wire === WIRE.VARINT) dims.push(t.int!);
+    else if (t.field === TP.dims && t.wire === WIRE.LEN) {
       for (let p = t.vStart; p < t.vEnd; ) {
         const [v, next] = w.varint(p, t.vEnd);
         dims.push(v);
         p = next;
       }
-    } else if (t.field === 2 && t.wire === 0) dataType = t.int!;
-    else if (t.field === 8 && t.wire === 2) name = w.string(t);
-    else if (t.field === 9 && t.wire === 2) raw = t;
+    } else if (t.field === TP.data_type && t.wire === WIRE.VARINT) dataType = t.int!;
+    else if (t.field === TP.name && t.wire === WIRE.LEN) name = w.string(t);
+    else if (t.field === TP.raw_data && t.wire === WIRE.LEN) raw = t;
     // float_data / double_data, packed: fixed-width little-endian, i.e. raw bytes.
-    else if ((t.field === 4 || t.field === 10) && t.wire === 2) packedFloats = t;
-    else if (t.field === 13 && t.wire === 2) {
+    else if ((t.field === TP.float_data || t.field === TP.double_data) && t.wire === WIRE.LEN) packedFloats = t;
+    else if (t.field === TP.external_data && t.wire === WIRE.LEN) {
       let k = '';
       let v = '';
       for (const e of w.fields(t.vStart, t.vEnd, 'StringStringEntryProto')) {
-        if (e.field === 1) k = w.string(e);
-        else if (e.field === 2) v = w.string(e);
+        if (e.field === SSE.key) k = w.string(e);
+        else if (e.field === SSE.value) v = w.string(e);
       }
       external[k] = v;
-    } else if (t.field === 14 && t.wire === 0) dataLocation = t.int!;
+    } else if (t.field === TP.data_location && t.wire === WIRE.VARINT) dataLocation = t.int!;
   }
   const dtype = dtypeOfOnnx(dataType);
   const numel = dims.reduce((a, b) => a * b, 1);
   const byteLength = dtype ? numel * DTYPE_SIZE[dtype] : 0;
   const init: LegacyInitializer = { name, dataType, dtype, dims, field: f, byteLength };
-  if (dataLocation === 1 || external.location !== undefined) {
+  if (dataLocation === DataLocation.EXTERNAL || external.location !== undefined) {
     const rp = resolveReadPath(dir, external.location ?? '', roots);
     const offset = Number(external.offset ?? 0);
     const length = external.length !== undefined ? Number(external.length) : byteLength;
@@ -97,35 +100,35 @@ export function scanLegacyModel(file: string, roots?: string[]): LegacyModel {
   const wire = FileWire.open(file);
   try {
     const fields = wire.fields(0, wire.size, 'ModelProto');
-    const graph = fields.find((f) => f.field === 7 && f.wire === 2);
+    const graph = fields.find((f) => f.field === MP.graph && f.wire === WIRE.LEN);
     if (!graph) throw new FormatError(file, 'not an ONNX model (no graph)');
     const graphFields = wire.fields(graph.vStart, graph.vEnd, 'GraphProto');
     const dir = path.dirname(path.resolve(file));
     const initializers: LegacyInitializer[] = [];
     const inputNames: string[] = [];
     for (const g of graphFields) {
-      if (g.field === 5 && g.wire === 2) initializers.push(readInitializer(wire, g, dir, roots));
-      else if (g.field === 11 && g.wire === 2) {
-        const name = wire.fields(g.vStart, g.vEnd).find((x) => x.field === 1 && x.wire === 2);
+      if (g.field === GP.initializer && g.wire === WIRE.LEN) initializers.push(readInitializer(wire, g, dir, roots));
+      else if (g.field === GP.input && g.wire === WIRE.LEN) {
+        const name = wire.fields(g.vStart, g.vEnd).find((x) => x.field === FIELD.ValueInfoProto.name && x.wire === WIRE.LEN);
         inputNames.push(name ? wire.string(name) : '');
       }
     }
     const metadata: { key: string; value: string }[] = [];
     let opsetVersion: number | undefined;
     for (const f of fields) {
-      if (f.field === 14 && f.wire === 2) {
+      if (f.field === MP.metadata_props && f.wire === WIRE.LEN) {
         const entry = { key: '', value: '' };
         for (const x of wire.fields(f.vStart, f.vEnd)) {
-          if (x.field === 1 && x.wire === 2) entry.key = wire.string(x);
-          else if (x.field === 2 && x.wire === 2) entry.value = wire.string(x);
+          if (x.field === SSE.key && x.wire === WIRE.LEN) entry.key = wire.string(x);
+          else if (x.field === SSE.value && x.wire === WIRE.LEN) entry.value = wire.string(x);
         }
         metadata.push(entry);
-      } else if (f.field === 8 && f.wire === 2) {
+      } else if (f.field === MP.opset_import && f.wire === WIRE.LEN) {
         let domain = '';
         let version = 0;
         for (const x of wire.fields(f.vStart, f.vEnd)) {
-          if (x.field === 1 && x.wire === 2) domain = wire.string(x);
-          else if (x.field === 2 && x.wire === 0) version = x.int!;
+          if (x.field === OS.domain && x.wire === WIRE.LEN) domain = wire.string(x);
+          else if (x.field === OS.version && x.wire === WIRE.VARINT) version = x.int!;
         }
         if (domain === '' || domain === 'ai.onnx') opsetVersion = version;
       }

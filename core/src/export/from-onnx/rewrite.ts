@@ -6,7 +6,10 @@
  * rank differs, Cast where the prepared dtype is not the graph's). Every other byte of the
  * model is copied as it was, so unknown or newer fields survive.
  */
-import { WireWriter } from '../../formats/onnx/wire-model';
+import { FIELD, WIRE } from '../../formats/onnx/fields';
+import { AttributeType, TensorDataType } from '../../formats/onnx/types';
+import { encodeStringEntry, tensorValueInfo } from '../../formats/onnx/wire-model';
+import { WireWriter } from '../../formats/onnx/wire-writer';
 import { PipelineError } from '../../errors';
 import { createCompactor } from './compact';
 import type { FileField } from './file-wire';
@@ -49,22 +52,24 @@ export interface NewInput {
   dims: number[];
 }
 
+const { ModelProto: MP, GraphProto: GP, NodeProto: NP, AttributeProto: AP, TensorProto: TP } = FIELD;
+
 function attrInt(name: string, v: number): Uint8Array {
-  return new WireWriter().string(1, name).int(3, v).int(20, 2).finish();
+  return new WireWriter().string(AP.name, name).int(AP.i, v).int(AP.type, AttributeType.INT).finish();
 }
 
 function attrInts(name: string, vs: number[]): Uint8Array {
-  const w = new WireWriter().string(1, name);
-  for (const v of vs) w.int(8, v);
-  return w.int(20, 7).finish();
+  const w = new WireWriter().string(AP.name, name);
+  for (const v of vs) w.int(AP.ints, v);
+  return w.int(AP.type, AttributeType.INTS).finish();
 }
 
 function node(op: string, inputs: string[], outputs: string[], name: string, attrs: Uint8Array[] = []): Uint8Array {
   const w = new WireWriter();
-  for (const i of inputs) w.string(1, i);
-  for (const o of outputs) w.string(2, o);
-  w.string(3, name).string(4, op);
-  for (const a of attrs) w.bytes(5, a);
+  for (const i of inputs) w.string(NP.input, i);
+  for (const o of outputs) w.string(NP.output, o);
+  w.string(NP.name, name).string(NP.op_type, op);
+  for (const a of attrs) w.bytes(NP.attribute, a);
   return w.finish();
 }
 
@@ -73,16 +78,8 @@ function int64Tensor(name: string, values: number[], scalar: boolean): Uint8Arra
   const dv = new DataView(raw.buffer);
   values.forEach((v, i) => dv.setBigInt64(i * 8, BigInt(v), true));
   const w = new WireWriter();
-  if (!scalar) w.int(1, values.length);
-  return w.int(2, 7).string(8, name).bytes(9, raw).finish();
-}
-
-/** Encodes a ValueInfoProto of a tensor with fixed dims. */
-export function valueInfo(name: string, elemType: number, dims: number[]): Uint8Array {
-  const shape = new WireWriter();
-  for (const d of dims) shape.bytes(1, new WireWriter().int(1, d).finish());
-  const tensorType = new WireWriter().int(1, elemType).bytes(2, shape.finish()).finish();
-  return new WireWriter().string(1, name).bytes(2, new WireWriter().bytes(1, tensorType).finish()).finish();
+  if (!scalar) w.int(TP.dims, values.length);
+  return w.int(TP.data_type, TensorDataType.INT64).string(TP.name, name).bytes(TP.raw_data, raw).finish();
 }
 
 /** Nodes and constant initializers that rebuild every dropped initializer. */
@@ -125,7 +122,7 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       if (c === undefined) continue;
       steps.push((out) => {
         const raw = new Uint8Array(new Float32Array([c]).buffer);
-        constants.push(new WireWriter().int(2, 1).string(8, `${tag}/${op}_const`).bytes(9, raw).finish());
+        constants.push(new WireWriter().int(TP.data_type, TensorDataType.FLOAT).string(TP.name, `${tag}/${op}_const`).bytes(TP.raw_data, raw).finish());
         nodes.push(node(op, [cur, `${tag}/${op}_const`], [out], `${tag}/${op}`));
       });
     }
@@ -163,38 +160,42 @@ export function assembleModel(
   const copy = (f: FileField): Uint8Array => w.bytes(f.start, f.end);
   const { nodes, constants } = rebuildNodes(rebuilds);
   const inputNames = new Set(inputs.map((i) => i.name));
-  const compactor = compact && !m.graphFields.some((f) => f.field === 15) ? createCompactor(w, m.graphFields.filter((f) => f.field === 1 && f.wire === 2), interfaceNames(m, inputNames)) : undefined;
+  const compactor =
+    compact && !m.graphFields.some((f) => f.field === GP.sparse_initializer)
+      ? createCompactor(w, m.graphFields.filter((f) => f.field === GP.node && f.wire === WIRE.LEN), interfaceNames(m, inputNames))
+      : undefined;
   const g = new WireWriter();
-  for (const n of nodes) g.bytes(1, n);
+  for (const n of nodes) g.bytes(GP.node, n);
   let initIndex = 0;
   let inputIndex = 0;
   for (const f of m.graphFields) {
-    if (f.field === 5 && f.wire === 2) {
+    const len = f.wire === WIRE.LEN;
+    if (f.field === GP.initializer && len) {
       if (drop.has(m.initializers[initIndex++]!.name)) continue;
-    } else if (f.field === 11 && f.wire === 2) {
+    } else if (f.field === GP.input && len) {
       const name = m.inputNames[inputIndex++]!;
       if (drop.has(name) || inputNames.has(name)) continue;
-    } else if (compactor && f.field === 1 && f.wire === 2) {
-      g.bytes(1, compactor.node(f));
+    } else if (compactor && f.field === GP.node && len) {
+      g.bytes(GP.node, compactor.node(f));
       continue;
-    } else if (compactor && f.field === 13 && f.wire === 2) {
-      g.bytes(13, compactor.valueInfo(f));
+    } else if (compactor && f.field === GP.value_info && len) {
+      g.bytes(GP.value_info, compactor.valueInfo(f));
       continue;
-    } else if (compactor && f.field === 10) {
-      continue; // the graph's doc_string
+    } else if (compactor && f.field === GP.doc_string) {
+      continue;
     }
     g.raw(copy(f));
   }
-  for (const c of constants) g.bytes(5, c);
-  for (const i of inputs) g.bytes(11, valueInfo(i.name, i.elemType, i.dims));
+  for (const c of constants) g.bytes(GP.initializer, c);
+  for (const i of inputs) g.bytes(GP.input, tensorValueInfo(i.name, i.elemType, i.dims));
   const graphBytes = g.finish();
 
   const out = new WireWriter();
   for (const f of m.fields) {
-    if (f === m.graph) out.bytes(7, graphBytes);
-    else if (!(f.field === 14 && f.wire === 2)) out.raw(copy(f));
+    if (f === m.graph) out.bytes(MP.graph, graphBytes);
+    else if (!(f.field === MP.metadata_props && f.wire === WIRE.LEN)) out.raw(copy(f));
   }
-  for (const { key, value } of metadata) out.bytes(14, new WireWriter().string(1, key).string(2, value).finish());
+  for (const { key, value } of metadata) out.bytes(MP.metadata_props, encodeStringEntry(key, value));
   return out.finish();
 }
 
@@ -202,8 +203,8 @@ export function assembleModel(
 function interfaceNames(m: LegacyModel, inputs: ReadonlySet<string>): Set<string> {
   const keep = new Set<string>([...inputs, ...m.inputNames, ...m.initializers.map((i) => i.name)]);
   for (const f of m.graphFields) {
-    if (f.field !== 12 || f.wire !== 2) continue;
-    const name = m.wire.fields(f.vStart, f.vEnd).find((x) => x.field === 1 && x.wire === 2);
+    if (f.field !== GP.output || f.wire !== WIRE.LEN) continue;
+    const name = m.wire.fields(f.vStart, f.vEnd).find((x) => x.field === FIELD.ValueInfoProto.name && x.wire === WIRE.LEN);
     if (name) keep.add(m.wire.string(name));
   }
   return keep;

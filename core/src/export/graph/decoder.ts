@@ -23,6 +23,7 @@ import type { ExportDtype } from '../../formats/dtype';
 import { ropeTables } from './rope';
 import { appendSampler, type SamplerOptions } from './sampler';
 import { SAMPLER_INPUTS, SERVING_METADATA } from './serving-features';
+import { TensorDataType } from '../../formats/onnx/types';
 
 export { SERVING_METADATA, cclFromMetadata } from './serving-features';
 
@@ -126,7 +127,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   // last valid position per row (QEfficient: argmax of position_ids), then final norm + head
   const logits = g.within('head', () => {
     const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([a.hidden])], { axis: 0 })]); // [B,S,H]
-    const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: 6 })], { axis: 1, keepdims: 1 }); // [B,1]
+    const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 }); // [B,1]
     const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
     const normed = norm(c, picked, a.finalNorm, a.norm);
     let head = linear(c, normed, { weight: a.lmHead ?? a.embed, out: a.vocab, in: a.hidden, ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}) });

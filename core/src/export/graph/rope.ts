@@ -7,6 +7,7 @@
 import { FormatError } from '../../errors';
 import type { RopeSpec } from './arch';
 import { cast, reshape, split, unsqueeze, type Ctx } from './ops';
+import { TensorDataType } from '../../formats/onnx/types';
 
 /** rope_scaling / rope_parameters as found in config.json. */
 export interface RopeScaling {
@@ -158,7 +159,7 @@ function yarnRope(theta: number, dim: number, s: RopeScaling, file: string, p: {
 export function ropeTables(c: Ctx, positionIds: string, r: RopeSpec): { cos: string; sin: string } {
   const g = c.g;
   return g.within('rope', () => {
-    const pos = unsqueeze(c, g.op('Cast', [positionIds], { to: 1 }), [-1]); // [B,S,1] float32
+    const pos = unsqueeze(c, g.op('Cast', [positionIds], { to: TensorDataType.FLOAT }), [-1]); // [B,S,1] float32
     let inv = g.constant('float32', [r.invFreq.length], r.invFreq, 'inv_freq');
     if (r.long) {
       const maxPos = g.op('ReduceMax', [positionIds], { keepdims: 0 });

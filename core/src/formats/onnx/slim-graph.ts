@@ -7,7 +7,7 @@
  * `Constant` node per use of a scalar (a 4-layer Llama export holds 223 Constant nodes with
  * 20 distinct values). A runtime needs none of it, so the bound model:
  *
- * - drops node names and doc strings (node fields 3 and 6) and the graph's doc string;
+ * - drops node names and doc strings and the graph's doc string;
  * - shares identical `Constant` nodes (same attributes, domain and metadata; no inputs, one
  *   output that is not a graph output): the first stays, later ones are dropped and their
  *   uses read the first one's output — ONNX graphs are topologically sorted, so the first
@@ -19,27 +19,15 @@
  * quantization annotations or training info may name values from elsewhere, so there only
  * names and doc strings are dropped. The result computes exactly what the input does.
  */
-import { WireWriter, scanFields, type WireField, type WireModel } from './wire-model';
+import { attributeHoldsGraph, FIELD, WIRE } from './fields';
+import { scanFields, type WireField, type WireModel } from './wire-model';
+import { WireWriter } from './wire-writer';
 
-/** Node fields (onnx.proto NodeProto). */
-const NODE_INPUT = 1;
-const NODE_OUTPUT = 2;
-const NODE_NAME = 3;
-const NODE_OP_TYPE = 4;
-const NODE_ATTRIBUTE = 5;
-const NODE_DOC = 6;
-const NODE_DOMAIN = 7;
-/** Graph fields (GraphProto). */
-const GRAPH_NODE = 1;
-const GRAPH_DOC = 10;
-const GRAPH_VALUE_INFO = 13;
-const GRAPH_QUANT_ANNOTATION = 14;
-/** ModelProto.training_info: its bindings name graph values. */
-const MODEL_TRAINING_INFO = 20;
-/** AttributeProto: g = 6, graphs = 11, type = 20 (GRAPH = 5, GRAPHS = 10). */
-const ATTR_G = 6;
-const ATTR_GRAPHS = 11;
-const ATTR_TYPE = 20;
+const { NodeProto: NP, GraphProto: GP, ValueInfoProto: VI } = FIELD;
+const NODE_INPUT = NP.input;
+const NODE_OUTPUT = NP.output;
+const NODE_NAME = NP.name;
+const NODE_DOC = NP.doc_string;
 
 const dec = new TextDecoder('utf-8', { fatal: false });
 
@@ -64,22 +52,18 @@ function parseNode(bytes: Uint8Array, f: WireField, file: string): ParsedNode {
   const s = (x: WireField) => dec.decode(bytes.subarray(x.vStart, x.vEnd));
   const node: ParsedNode = { field: f, parts, inputs: [], outputs: [], opType: '', domain: '' };
   for (const x of parts) {
-    if (x.wire !== 2) continue;
+    if (x.wire !== WIRE.LEN) continue;
     if (x.field === NODE_INPUT) node.inputs.push(s(x));
     else if (x.field === NODE_OUTPUT) node.outputs.push(s(x));
-    else if (x.field === NODE_OP_TYPE) node.opType = s(x);
-    else if (x.field === NODE_DOMAIN) node.domain = s(x);
+    else if (x.field === NP.op_type) node.opType = s(x);
+    else if (x.field === NP.domain) node.domain = s(x);
   }
   return node;
 }
 
 function hasSubgraph(bytes: Uint8Array, n: ParsedNode, file: string): boolean {
   for (const a of n.parts) {
-    if (a.field !== NODE_ATTRIBUTE || a.wire !== 2) continue;
-    for (const x of scanFields(bytes, a.vStart, a.vEnd, file, 'attribute')) {
-      if ((x.field === ATTR_G || x.field === ATTR_GRAPHS) && x.wire === 2) return true;
-      if (x.field === ATTR_TYPE && x.wire === 0 && (x.int === 5 || x.int === 10)) return true;
-    }
+    if (a.field === NP.attribute && a.wire === WIRE.LEN && attributeHoldsGraph(scanFields(bytes, a.vStart, a.vEnd, file, 'attribute'))) return true;
   }
   return false;
 }
@@ -101,11 +85,11 @@ function constantKey(bytes: Uint8Array, n: ParsedNode): string | undefined {
 export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string): SlimResult {
   const bytes = m.bytes;
   const replace = new Map<WireField, Uint8Array | null>();
-  const nodes = m.graphFields.filter((f) => f.field === GRAPH_NODE && f.wire === 2).map((f) => parseNode(bytes, f, file));
+  const nodes = m.graphFields.filter((f) => f.field === GP.node && f.wire === WIRE.LEN).map((f) => parseNode(bytes, f, file));
   const fixed = new Set<string>([...keep, ...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name), ...m.initializerNames, '']);
   const renameAll =
-    !m.fields.some((f) => f.field === MODEL_TRAINING_INFO) &&
-    !m.graphFields.some((f) => f.field === GRAPH_QUANT_ANNOTATION) &&
+    !m.fields.some((f) => f.field === FIELD.ModelProto.training_info) /* its bindings name graph values */ &&
+    !m.graphFields.some((f) => f.field === GP.quantization_annotation) &&
     !nodes.some((n) => hasSubgraph(bytes, n, file));
 
   // Shared constants: later duplicates read the first one's output.
@@ -148,16 +132,16 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
     const w = new WireWriter();
     for (const x of n.parts) {
       if (x.field === NODE_NAME || x.field === NODE_DOC) continue;
-      if ((x.field === NODE_INPUT || x.field === NODE_OUTPUT) && x.wire === 2) w.string(x.field, rename(dec.decode(bytes.subarray(x.vStart, x.vEnd))));
+      if ((x.field === NODE_INPUT || x.field === NODE_OUTPUT) && x.wire === WIRE.LEN) w.string(x.field, rename(dec.decode(bytes.subarray(x.vStart, x.vEnd))));
       else w.raw(bytes.subarray(x.start, x.end));
     }
     replace.set(n.field, w.finish());
   }
   for (const f of m.graphFields) {
-    if (f.field === GRAPH_DOC) replace.set(f, null);
-    else if (f.field === GRAPH_VALUE_INFO && f.wire === 2 && renameAll) {
+    if (f.field === GP.doc_string) replace.set(f, null);
+    else if (f.field === GP.value_info && f.wire === WIRE.LEN && renameAll) {
       const parts = scanFields(bytes, f.vStart, f.vEnd, file, 'value_info');
-      const nameField = parts.find((x) => x.field === 1 && x.wire === 2);
+      const nameField = parts.find((x) => x.field === VI.name && x.wire === WIRE.LEN);
       const name = nameField ? dec.decode(bytes.subarray(nameField.vStart, nameField.vEnd)) : '';
       // The shape of a dropped duplicate is already given by its original's entry.
       if (alias.has(name)) {
@@ -166,8 +150,8 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
       }
       const w = new WireWriter();
       for (const x of parts) {
-        if (x === nameField) w.string(1, rename(name));
-        else if (x.field !== 3) w.raw(bytes.subarray(x.start, x.end)); // 3 = doc_string
+        if (x === nameField) w.string(VI.name, rename(name));
+        else if (x.field !== VI.doc_string) w.raw(bytes.subarray(x.start, x.end));
       }
       replace.set(f, w.finish());
     }

@@ -5,9 +5,14 @@
  * never read, so a multi-GB model is summarized in about a megabyte of memory.
  */
 import { dtypeOfOnnx, type DType } from '../dtype';
-import { MAX_IR_VERSION, rawByteLength } from './types';
-import { fieldLabel, FileReader, quoted, sniffNonOnnx, WIRE, type FieldHead } from './wire-reader';
+import { DataLocation, FIELD, WIRE } from './fields';
+import { MAX_IR_VERSION, rawByteLength, TensorDataType as T } from './types';
+import { fieldLabel, FileReader, quoted, sniffNonOnnx, type FieldHead } from './wire-reader';
 import { FormatError } from '../../errors';
+
+const { ModelProto: MP, GraphProto: GP, TensorProto: TP, StringStringEntryProto: SSE } = FIELD;
+const TT = FIELD['TypeProto.Tensor'];
+const DIM = FIELD['TensorShapeProto.Dimension'];
 
 /** A graph input or output. */
 export interface ValueSummary {
@@ -76,9 +81,9 @@ function pairs(r: FileReader, h: FieldHead, msg: string): [string, string] {
   let key = '';
   let value = '';
   r.each(h.vStart, h.vEnd, 'StringStringEntryProto', (e) => {
-    if (e.field === 1 || e.field === 2) {
-      r.expect(e, WIRE.LEN, 'StringStringEntryProto', e.field === 1 ? 'key' : 'value');
-      if (e.field === 1) key = r.string(e.vStart, e.vEnd);
+    if (e.field === SSE.key || e.field === SSE.value) {
+      r.expect(e, WIRE.LEN, 'StringStringEntryProto', e.field === SSE.key ? 'key' : 'value');
+      if (e.field === SSE.key) key = r.string(e.vStart, e.vEnd);
       else value = r.string(e.vStart, e.vEnd);
     }
   });
@@ -93,15 +98,15 @@ function str(r: FileReader, h: FieldHead, msg: string, name: string): string {
 function shapeOf(r: FileReader, h: FieldHead): (number | string)[] {
   const dims: (number | string)[] = [];
   r.each(h.vStart, h.vEnd, 'TensorShapeProto', (d) => {
-    if (d.field !== 1) return;
+    if (d.field !== FIELD.TensorShapeProto.dim) return;
     r.expect(d, WIRE.LEN, 'TensorShapeProto', 'dim');
     let dim: number | string = '';
-    r.each(d.vStart, d.vEnd, 'Dimension', (x) => {
-      if (x.field === 1) {
-        r.expect(x, WIRE.VARINT, 'Dimension', 'dim_value');
+    r.each(d.vStart, d.vEnd, 'TensorShapeProto.Dimension', (x) => {
+      if (x.field === DIM.dim_value) {
+        r.expect(x, WIRE.VARINT, 'TensorShapeProto.Dimension', 'dim_value');
         dim = x.int;
-      } else if (x.field === 2) {
-        dim = str(r, x, 'Dimension', 'dim_param');
+      } else if (x.field === DIM.dim_param) {
+        dim = str(r, x, 'TensorShapeProto.Dimension', 'dim_param');
       }
     });
     dims.push(dim);
@@ -113,17 +118,17 @@ function valueInfo(r: FileReader, h: FieldHead, what: string): ValueSummary {
   r.expect(h, WIRE.LEN, 'GraphProto', what);
   const v: ValueSummary = { name: '', elemType: 0, dims: [], hasShape: false };
   r.each(h.vStart, h.vEnd, 'ValueInfoProto', (f) => {
-    if (f.field === 1) v.name = str(r, f, 'ValueInfoProto', 'name');
-    if (f.field !== 2) return;
+    if (f.field === FIELD.ValueInfoProto.name) v.name = str(r, f, 'ValueInfoProto', 'name');
+    if (f.field !== FIELD.ValueInfoProto.type) return;
     r.expect(f, WIRE.LEN, 'ValueInfoProto', 'type');
     r.each(f.vStart, f.vEnd, 'TypeProto', (t) => {
-      if (t.field !== 1) return; // sequence/map/optional/sparse types keep elemType 0
+      if (t.field !== FIELD.TypeProto.tensor_type) return; // sequence/map/optional/sparse types keep elemType 0
       r.expect(t, WIRE.LEN, 'TypeProto', 'tensor_type');
       r.each(t.vStart, t.vEnd, 'TypeProto.Tensor', (x) => {
-        if (x.field === 1) {
+        if (x.field === TT.elem_type) {
           r.expect(x, WIRE.VARINT, 'TypeProto.Tensor', 'elem_type');
           v.elemType = x.int;
-        } else if (x.field === 2) {
+        } else if (x.field === TT.shape) {
           r.expect(x, WIRE.LEN, 'TypeProto.Tensor', 'shape');
           v.dims = shapeOf(r, x);
           v.hasShape = true;
@@ -141,8 +146,8 @@ function typedCount(r: FileReader, t: FieldHead): number {
   if (t.wire === WIRE.I32) return 1;
   if (t.wire === WIRE.I64) return 1;
   if (t.wire === WIRE.VARINT) return 1;
-  if (t.field === 4 || t.field === 10) {
-    const width = t.field === 4 ? 4 : 8;
+  if (t.field === TP.float_data || t.field === TP.double_data) {
+    const width = t.field === TP.float_data ? 4 : 8;
     const n = t.vEnd - t.vStart;
     if (n % width !== 0) r.fail(`${fieldLabel('TensorProto', t.field)} is ${n} bytes, not a whole number of ${width}-byte values`, t.vStart);
     return n / width;
@@ -166,14 +171,14 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
   const ext: Record<string, string> = Object.create(null);
   r.each(h.vStart, h.vEnd, M, (f) => {
     switch (f.field) {
-      case 1: for (const d of r.ints(f, M, 'dims')) t.dims.push(d); break;
-      case 2: r.expect(f, WIRE.VARINT, M, 'data_type'); t.dataType = f.int; break;
-      case 8: t.name = str(r, f, M, 'name'); break;
-      case 9: r.expect(f, WIRE.LEN, M, 'raw_data'); raw = f; break;
-      case 6: r.expect(f, WIRE.LEN, M, 'string_data'); strings += f.vEnd - f.vStart; typed++; break;
-      case 4: case 5: case 7: case 10: case 11: typed += typedCount(r, f); break;
-      case 13: { const [k, v] = pairs(r, f, M); ext[k] = v; break; }
-      case 14: r.expect(f, WIRE.VARINT, M, 'data_location'); location = f.int; break;
+      case TP.dims: for (const d of r.ints(f, M, 'dims')) t.dims.push(d); break;
+      case TP.data_type: r.expect(f, WIRE.VARINT, M, 'data_type'); t.dataType = f.int; break;
+      case TP.name: t.name = str(r, f, M, 'name'); break;
+      case TP.raw_data: r.expect(f, WIRE.LEN, M, 'raw_data'); raw = f; break;
+      case TP.string_data: r.expect(f, WIRE.LEN, M, 'string_data'); strings += f.vEnd - f.vStart; typed++; break;
+      case TP.float_data: case TP.int32_data: case TP.int64_data: case TP.double_data: case TP.uint64_data: typed += typedCount(r, f); break;
+      case TP.external_data: { const [k, v] = pairs(r, f, M); ext[k] = v; break; }
+      case TP.data_location: r.expect(f, WIRE.VARINT, M, 'data_location'); location = f.int; break;
       default: break;
     }
   });
@@ -183,7 +188,7 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
   const expected = rawByteLength(t.dataType, count);
   const dtype = dtypeOfOnnx(t.dataType);
   if (dtype) t.dtype = dtype;
-  if (location === 1 || Object.keys(ext).length > 0) {
+  if (location === DataLocation.EXTERNAL || Object.keys(ext).length > 0) {
     t.storage = 'external';
     if (!ext.location) r.fail(`${where()} stores its data externally but names no location`, h.vStart);
     const num = (k: string, dflt: number) => {
@@ -204,9 +209,11 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
       r.fail(`${where()}: raw_data has ${t.byteLength} bytes but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected}`, raw.vStart);
     }
   } else {
-    t.byteLength = t.dataType === 8 ? strings : (expected ?? 0);
-    const want = t.dataType === 14 || t.dataType === 15 ? 2 * count : count;
-    if (t.dataType !== 8 && expected !== undefined && typed !== want && !(t.dataType >= 21 && t.dataType <= 23)) {
+    t.byteLength = t.dataType === T.STRING ? strings : (expected ?? 0);
+    const want = t.dataType === T.COMPLEX64 || t.dataType === T.COMPLEX128 ? 2 * count : count;
+    // 4-bit types pack two values per int32_data entry
+    const packed = t.dataType === T.UINT4 || t.dataType === T.INT4 || t.dataType === T.FLOAT4E2M1;
+    if (t.dataType !== T.STRING && expected !== undefined && typed !== want && !packed) {
       r.fail(`${where()}: typed data holds ${typed} values but dims [${t.dims.join(', ')}] need ${want}`, h.vStart);
     }
   }
@@ -228,9 +235,9 @@ function node(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   let op = '';
   let domain = '';
   r.each(h.vStart, h.vEnd, 'NodeProto', (f) => {
-    if (f.field === 1) inputs.push(str(r, f, 'NodeProto', 'input'));
-    else if (f.field === 4) op = str(r, f, 'NodeProto', 'op_type');
-    else if (f.field === 7) domain = str(r, f, 'NodeProto', 'domain');
+    if (f.field === FIELD.NodeProto.input) inputs.push(str(r, f, 'NodeProto', 'input'));
+    else if (f.field === FIELD.NodeProto.op_type) op = str(r, f, 'NodeProto', 'op_type');
+    else if (f.field === FIELD.NodeProto.domain) domain = str(r, f, 'NodeProto', 'domain');
   });
   const key = opKey(domain, op);
   acc.s.nodeCount++;
@@ -250,11 +257,11 @@ function graph(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   r.expect(h, WIRE.LEN, 'ModelProto', 'graph');
   r.each(h.vStart, h.vEnd, 'GraphProto', (f) => {
     switch (f.field) {
-      case 1: r.expect(f, WIRE.LEN, 'GraphProto', 'node'); acc.nodes.push(f.vStart, f.vEnd); break;
-      case 2: acc.s.graphName = str(r, f, 'GraphProto', 'name'); break;
-      case 5: acc.s.initializers.push(initializer(r, f)); break;
-      case 11: acc.s.inputs.push(valueInfo(r, f, 'input')); break;
-      case 12: acc.s.outputs.push(valueInfo(r, f, 'output')); break;
+      case GP.node: r.expect(f, WIRE.LEN, 'GraphProto', 'node'); acc.nodes.push(f.vStart, f.vEnd); break;
+      case GP.name: acc.s.graphName = str(r, f, 'GraphProto', 'name'); break;
+      case GP.initializer: acc.s.initializers.push(initializer(r, f)); break;
+      case GP.input: acc.s.inputs.push(valueInfo(r, f, 'input')); break;
+      case GP.output: acc.s.outputs.push(valueInfo(r, f, 'output')); break;
       default: break;
     }
   });
@@ -272,21 +279,21 @@ function summarizeReader(r: FileReader): OnnxSummary {
   const M = 'ModelProto';
   r.each(0, r.size, M, (f) => {
     switch (f.field) {
-      case 1: r.expect(f, WIRE.VARINT, M, 'ir_version'); s.irVersion = f.int; sawIr = true; break;
-      case 2: s.producerName = str(r, f, M, 'producer_name'); break;
-      case 3: s.producerVersion = str(r, f, M, 'producer_version'); break;
-      case 7: graph(r, f, acc); sawGraph = true; break;
-      case 8: {
+      case MP.ir_version: r.expect(f, WIRE.VARINT, M, 'ir_version'); s.irVersion = f.int; sawIr = true; break;
+      case MP.producer_name: s.producerName = str(r, f, M, 'producer_name'); break;
+      case MP.producer_version: s.producerVersion = str(r, f, M, 'producer_version'); break;
+      case MP.graph: graph(r, f, acc); sawGraph = true; break;
+      case MP.opset_import: {
         r.expect(f, WIRE.LEN, M, 'opset_import');
         const o = { domain: '', version: 0 };
         r.each(f.vStart, f.vEnd, 'OperatorSetIdProto', (x) => {
-          if (x.field === 1) o.domain = str(r, x, 'OperatorSetIdProto', 'domain');
-          else if (x.field === 2) { r.expect(x, WIRE.VARINT, 'OperatorSetIdProto', 'version'); o.version = x.int; }
+          if (x.field === FIELD.OperatorSetIdProto.domain) o.domain = str(r, x, 'OperatorSetIdProto', 'domain');
+          else if (x.field === FIELD.OperatorSetIdProto.version) { r.expect(x, WIRE.VARINT, 'OperatorSetIdProto', 'version'); o.version = x.int; }
         });
         s.opsets.push(o);
         break;
       }
-      case 14: { const [k, v] = pairs(r, f, M); s.metadata[k] = v; break; }
+      case MP.metadata_props: { const [k, v] = pairs(r, f, M); s.metadata[k] = v; break; }
       default: break;
     }
   });
@@ -299,7 +306,7 @@ function summarizeReader(r: FileReader): OnnxSummary {
   // (recording every intermediate value's consumers made GC dominate on 200k-node graphs).
   const names = [...s.inputs.map((v) => v.name), ...s.initializers.map((t) => t.name)];
   acc.known = new Set(names);
-  const head: FieldHead = { field: 1, wire: WIRE.LEN, start: 0, vStart: 0, vEnd: 0, int: 0 };
+  const head: FieldHead = { field: GP.node, wire: WIRE.LEN, start: 0, vStart: 0, vEnd: 0, int: 0 };
   for (let i = 0; i < acc.nodes.length; i += 2) {
     head.vStart = acc.nodes[i]!;
     head.vEnd = acc.nodes[i + 1]!;

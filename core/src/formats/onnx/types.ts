@@ -183,19 +183,21 @@ export const AttributeType = {
 
 /** Bytes per element of a fixed-width `TensorProto.DataType`; undefined for STRING, 4-bit types, UNDEFINED. */
 export function elementSize(dataType: number): number | undefined {
+  const T = TensorDataType;
   switch (dataType) {
-    case 1: case 6: case 12: return 4;
-    case 2: case 3: case 9: case 17: case 18: case 19: case 20: case 24: return 1;
-    case 4: case 5: case 10: case 16: return 2;
-    case 7: case 11: case 13: case 14: return 8;
-    case 15: return 16;
+    case T.FLOAT: case T.INT32: case T.UINT32: return 4;
+    case T.UINT8: case T.INT8: case T.BOOL: case T.FLOAT8E4M3FN: case T.FLOAT8E4M3FNUZ: case T.FLOAT8E5M2: case T.FLOAT8E5M2FNUZ: case T.FLOAT8E8M0: return 1;
+    case T.UINT16: case T.INT16: case T.FLOAT16: case T.BFLOAT16: return 2;
+    case T.INT64: case T.DOUBLE: case T.UINT64: case T.COMPLEX64: return 8;
+    case T.COMPLEX128: return 16;
     default: return undefined;
   }
 }
 
 /** Byte length of `count` elements of `dataType` in raw_data (4-bit types pack two per byte). */
 export function rawByteLength(dataType: number, count: number): number | undefined {
-  if (dataType === 21 || dataType === 22 || dataType === 23) return Math.ceil(count / 2);
+  const T = TensorDataType;
+  if (dataType === T.UINT4 || dataType === T.INT4 || dataType === T.FLOAT4E2M1) return Math.ceil(count / 2);
   const size = elementSize(dataType);
   return size === undefined ? undefined : size * count;
 }

@@ -9,28 +9,12 @@
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { FormatError } from '../../errors';
 import { openRegularFileSync } from '../../paths/file-kind';
+import { fieldName, WIRE } from './fields';
 
 const WINDOW = 1 << 20;
 const JUMP_WINDOW = 16 << 10;
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
-/** Wire types of the protobuf encoding. */
-export const WIRE = { VARINT: 0, I64: 1, LEN: 2, SGROUP: 3, EGROUP: 4, I32: 5 } as const;
-
-/** Names of the onnx.proto fields the walk meets, for error text ("ModelProto.graph (field 7)"). */
-const FIELD_NAMES: Record<string, Record<number, string>> = {
-  ModelProto: { 1: 'ir_version', 2: 'producer_name', 3: 'producer_version', 4: 'domain', 5: 'model_version', 6: 'doc_string', 7: 'graph', 8: 'opset_import', 14: 'metadata_props', 20: 'training_info', 25: 'functions' },
-  GraphProto: { 1: 'node', 2: 'name', 5: 'initializer', 10: 'doc_string', 11: 'input', 12: 'output', 13: 'value_info', 14: 'quantization_annotation', 15: 'sparse_initializer', 16: 'metadata_props' },
-  NodeProto: { 1: 'input', 2: 'output', 3: 'name', 4: 'op_type', 5: 'attribute', 6: 'doc_string', 7: 'domain', 8: 'overload', 9: 'metadata_props' },
-  TensorProto: { 1: 'dims', 2: 'data_type', 3: 'segment', 4: 'float_data', 5: 'int32_data', 6: 'string_data', 7: 'int64_data', 8: 'name', 9: 'raw_data', 10: 'double_data', 11: 'uint64_data', 12: 'doc_string', 13: 'external_data', 14: 'data_location', 16: 'metadata_props' },
-  ValueInfoProto: { 1: 'name', 2: 'type', 3: 'doc_string', 4: 'metadata_props' },
-  TypeProto: { 1: 'tensor_type', 4: 'sequence_type', 5: 'map_type', 6: 'denotation', 8: 'sparse_tensor_type', 9: 'optional_type' },
-  'TypeProto.Tensor': { 1: 'elem_type', 2: 'shape' },
-  TensorShapeProto: { 1: 'dim' },
-  Dimension: { 1: 'dim_value', 2: 'dim_param', 3: 'denotation' },
-  OperatorSetIdProto: { 1: 'domain', 2: 'version' },
-  StringStringEntryProto: { 1: 'key', 2: 'value' },
-};
 
 /** A name from the file for a one-line message: JSON-quoted (control characters escaped), at most 80 chars. */
 export function quoted(s: string): string {
@@ -39,7 +23,7 @@ export function quoted(s: string): string {
 
 /** `ModelProto.graph (field 7)`, or `ModelProto field 99` for a field the walk does not know. */
 export function fieldLabel(msg: string, field: number): string {
-  const name = FIELD_NAMES[msg]?.[field];
+  const name = fieldName(msg, field);
   return name ? `${msg}.${name} (field ${field})` : `${msg} field ${field}`;
 }
 

@@ -17,6 +17,7 @@ import { argmax, logitRows } from '../runner';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
 import { readRegularFileSync } from '../../paths';
+import { TensorDataType } from '../../formats/onnx/types';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
 export interface VlmImages {
@@ -102,7 +103,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const c0 = cache[0];
   if (!c0 || fixed(c0.dims[1]) === undefined || fixed(c0.dims[3]) === undefined) throw new PipelineError(`${langModel}: no past_key/past_value inputs with fixed heads and head_dim`);
   if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1) throw new PipelineError(`${langModel}: only batch size 1 runs here`);
-  const half = embedsInfo.elemType === 10;
+  const half = embedsInfo.elemType === TensorDataType.FLOAT16;
   const H = m.text.hidden_size;
   const F = m.vision.num_feature_layers;
   const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
@@ -139,7 +140,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       const n = grp.length * t * h * w;
       const pv = img.pixelValues.subarray(row * img.patchDim, (row + n) * img.patchDim);
       row += n;
-      const out = await run(vision, visionModel, { pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === 10), image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) });
+      const out = await run(vision, visionModel, { pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === TensorDataType.FLOAT16), image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) });
       const ve = out.vision_embeds!;
       const ds = out.deepstack_features!;
       const f32 = (x: OrtTensor) => {
@@ -170,7 +171,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     for (const c of cache) {
       const dims = [fixed(c.dims[0]) ?? 1, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!];
       const n = dims.reduce((a, b) => a * b, 1);
-      st[c.name] = c.elemType === 10 ? new ort.Tensor('float16', new Uint16Array(n), dims) : new ort.Tensor('float32', new Float32Array(n), dims);
+      st[c.name] = c.elemType === TensorDataType.FLOAT16 ? new ort.Tensor('float16', new Uint16Array(n), dims) : new ort.Tensor('float32', new Float32Array(n), dims);
     }
     st.image_idx = i64([0], [1, 1]);
     return st;

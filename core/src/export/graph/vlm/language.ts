@@ -20,6 +20,7 @@ import { norm } from '../norms';
 import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../ops';
 import type { ExportDtype } from '../../../formats/dtype';
 import type { VlmArch } from './config';
+import { TensorDataType } from '../../../formats/onnx/types';
 
 /** Options of the language graph (as for the text-only decoder). */
 export interface LanguageOptions {
@@ -60,7 +61,7 @@ function mropeTables(c: Ctx, arch: VlmArch, mrope: string): { cos: string; sin: 
   const half = r.invFreq.length;
   const rows = mropeRows(half, arch.mropeSection);
   return g.within('mrope', () => {
-    const pos = unsqueeze(c, g.op('Cast', [mrope], { to: 1 }), [-1]); // [3,B,S,1]
+    const pos = unsqueeze(c, g.op('Cast', [mrope], { to: TensorDataType.FLOAT }), [-1]); // [3,B,S,1]
     const freqs3 = g.op('Mul', [pos, g.constant('float32', [half], r.invFreq, 'inv_freq')]); // [3,B,S,half]
     const onehot: number[] = [];
     for (let k = 0; k < 3; k++) for (let j = 0; j < half; j++) onehot.push(rows[j] === k ? 1 : 0);
@@ -113,14 +114,14 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const merged = g.within('embed', () => {
     const e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
     const selected = g.op('Equal', [inputIds, g.int(arch.imageTokenId)]); // [B,S]
-    const n = g.op('Sub', [g.op('CumSum', [g.op('Cast', [selected], { to: 7 }), g.int(1)]), g.int(1)]);
+    const n = g.op('Sub', [g.op('CumSum', [g.op('Cast', [selected], { to: TensorDataType.INT64 }), g.int(1)]), g.int(1)]);
     const idx = g.op('Where', [g.op('Equal', [n, g.int(-1)]), n, g.op('Add', [n, reshape(c, imageIdx, [])])]); // [B,S]
     const rows = g.op('Gather', [reshape(c, visionEmbeds, [-1, H]), idx], { axis: 0 }); // [B,S,H]
     const withImage = g.op('Where', [unsqueeze(c, selected, [-1]), rows, e]);
     const seqIsOne = g.op('Equal', [g.op('Gather', [g.op('Shape', [inputIds]), g.int(1)], { axis: 0 }), g.int(1)]);
     const embeds = g.op('Where', [seqIsOne, e, withImage]);
     const ds = g.op('Gather', [reshape(c, deepstack, [F, -1, H]), idx], { axis: 1 }); // [F,B,S,H]
-    const maskF = cast(c, g.op('Cast', [unsqueeze(c, selected, [-1])], { to: 1 }), 'float32', o.dtype); // [B,S,1]
+    const maskF = cast(c, g.op('Cast', [unsqueeze(c, selected, [-1])], { to: TensorDataType.FLOAT }), 'float32', o.dtype); // [B,S,1]
     // max(idx) + 1 (TopK rather than ReduceMax, whose axes moved from attribute to input at opset 18)
     const [top] = g.opN('TopK', [reshape(c, idx, [-1]), g.ints([1], 'k')], { axis: 0, largest: 1, sorted: 1 }, 2);
     const imageIdxOut = reshape(c, g.op('Add', [top!, g.int(1)]), [1, 1]);
@@ -147,7 +148,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
 
   const logits = g.within('head', () => {
     const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([H])], { axis: 0 })]);
-    const last = g.op('ArgMax', [g.op('Cast', [textPos], { to: 6 })], { axis: 1, keepdims: 1 });
+    const last = g.op('ArgMax', [g.op('Cast', [textPos], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 });
     const picked = g.op('GatherND', [h3, last], { batch_dims: 1 });
     const head = linear(c, norm(c, picked, a.finalNorm, a.norm), { weight: a.lmHead ?? a.embed, out: a.vocab, in: H });
     return unsqueeze(c, cast(c, head, o.dtype, 'float32'), [1]);

@@ -17,6 +17,7 @@ import { norm } from '../norms';
 import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../ops';
 import type { ExportDtype } from '../../../formats/dtype';
 import type { VisionArch } from './config';
+import { TensorDataType } from '../../../formats/onnx/types';
 
 const LAYER_NORM: NormKind = { kind: 'layer', eps: 1e-6, plusOne: false };
 
@@ -41,18 +42,18 @@ function positionEmbeds(c: Ctx, v: VisionArch, gh: string, gw: string, table: st
   // torch.linspace(0, n-1, steps) in float32: step = (n-1)/(steps-1); i < steps/2 → i·step, else (n-1) − (steps-1-i)·step
   const linspace = (steps: string) => {
     const i = g.op('Range', [g.int(0), steps, g.int(1)]);
-    const fi = g.op('Cast', [i], { to: 1 });
-    const denom = g.op('Cast', [g.op('Max', [g.op('Sub', [steps, g.int(1)]), g.int(1)])], { to: 1 });
+    const fi = g.op('Cast', [i], { to: TensorDataType.FLOAT });
+    const denom = g.op('Cast', [g.op('Max', [g.op('Sub', [steps, g.int(1)]), g.int(1)])], { to: TensorDataType.FLOAT });
     const step = g.op('Div', [g.scalar('float32', n - 1, 'side_m1'), denom]);
     const fwd = g.op('Mul', [fi, step]);
-    const back = g.op('Sub', [g.scalar('float32', n - 1, 'side_m1'), g.op('Mul', [g.op('Cast', [g.op('Sub', [g.op('Sub', [steps, g.int(1)]), i])], { to: 1 }), step])]);
+    const back = g.op('Sub', [g.scalar('float32', n - 1, 'side_m1'), g.op('Mul', [g.op('Cast', [g.op('Sub', [g.op('Sub', [steps, g.int(1)]), i])], { to: TensorDataType.FLOAT }), step])]);
     return g.op('Where', [g.op('Less', [i, g.op('Div', [steps, g.int(2)])]), fwd, back]);
   };
   const axis = (steps: string) => {
     const x = linspace(steps);
-    const floor = g.op('Cast', [x], { to: 7 }); // positive: truncation = floor
+    const floor = g.op('Cast', [x], { to: TensorDataType.INT64 }); // positive: truncation = floor
     const ceil = g.op('Min', [g.op('Add', [floor, g.int(1)]), g.int(n - 1)]);
-    const d = g.op('Sub', [x, g.op('Cast', [floor], { to: 1 })]);
+    const d = g.op('Sub', [x, g.op('Cast', [floor], { to: TensorDataType.FLOAT })]);
     return { floor, ceil, d, oneMinus: g.op('Sub', [g.scalar('float32', 1, 'one_f'), d]) };
   };
   return g.within('pos_embed', () => {
@@ -126,7 +127,7 @@ export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: numb
     const dim = v.headDim / 2;
     const inv: number[] = [];
     for (let i = 0; i < dim; i += 2) inv.push(Math.fround(1 / Math.pow(10000, i / dim)));
-    const freqs = reshape(c, g.op('Mul', [unsqueeze(c, g.op('Cast', [ordered], { to: 1 }), [-1]), g.constant('float32', [inv.length], inv, 'vision_inv_freq')]), [-1, dim]);
+    const freqs = reshape(c, g.op('Mul', [unsqueeze(c, g.op('Cast', [ordered], { to: TensorDataType.FLOAT }), [-1]), g.constant('float32', [inv.length], inv, 'vision_inv_freq')]), [-1, dim]);
     const emb = unsqueeze(c, g.op('Concat', [freqs, freqs], { axis: -1 }), [1]); // [N,1,hd]
     return { cos: g.op('Cos', [emb]), sin: g.op('Sin', [emb]) };
   });
