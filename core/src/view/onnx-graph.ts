@@ -9,7 +9,8 @@
  * embedding, KV-cache shapes); nodes after the last layer that read a non-layer weight (final
  * norm, lm_head) start the head. Constant-like nodes (no inputs) join their first consumer.
  */
-import { FileReader, WIRE } from '../formats/onnx/wire-reader';
+import { WIRE } from '../formats/onnx/fields';
+import { FileReader } from '../formats/onnx/wire-reader';
 import { layerOf } from '../prepare/transforms/moe-common';
 import type { GraphGroupInfo, GraphNode, GraphView } from './types';
 

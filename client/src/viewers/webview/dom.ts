@@ -1,5 +1,5 @@
 /** Tiny DOM helpers for the viewers' webview: text is always set as text, never parsed as HTML. */
-export { formatBytes as bytes } from '../../../../core/src/format';
+export { formatBytes as bytes } from '../../../../core/src/display';
 
 type Child = Node | string | undefined | false;
 
