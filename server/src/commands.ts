@@ -51,12 +51,13 @@ export async function executeCommand(
   ctx: CommandContext,
   params: ExecuteCommandParams,
   token: CancellationToken,
-  attached: WorkDoneProgressReporter,
+  /** The progress of the client's `workDoneToken`, when the request carried one. */
+  attached: WorkDoneProgressReporter | undefined,
 ): Promise<ServerCommandResult> {
   let result: ServerCommandResult;
   try {
     const plan = await planCommand(ctx, params.command, params.arguments?.[0]);
-    result = await runPlanned(ctx, plan, token, params.workDoneToken !== undefined ? attached : undefined);
+    result = await runPlanned(ctx, plan, token, attached);
   } catch (err) {
     result = { ok: false, message: `weight-spec: ${err instanceof Error ? err.message : String(err)}` };
   }

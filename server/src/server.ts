@@ -8,6 +8,7 @@ import {
   CodeActionKind,
   CodeLensRefreshRequest,
   DidChangeWorkspaceFoldersNotification,
+  ExecuteCommandRequest,
   TextDocumentSyncKind,
   type Connection,
   type InitializeParams,
@@ -280,7 +281,9 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       return initSettings;
     }
   };
-  connection.onExecuteCommand((p, token, workDone) => executeCommand({
+  // Not connection.onExecuteCommand: it deletes params.workDoneToken before the handler runs,
+  // so a client's own token would be lost (and a second progress created).
+  connection.onRequest(ExecuteCommandRequest.type, (p, token) => executeCommand({
     connection,
     cliPath: options.cliPath ?? 'cli.js',
     settings: settingsFor,
@@ -290,7 +293,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       // whether or not any watcher reports it.
       filesChanged(() => true);
     },
-  }, p, token, workDone));
+  }, p, token, p.workDoneToken !== undefined ? connection.window.attachWorkDoneProgress(p.workDoneToken) : undefined));
 
   connection.onRequest(SpecStateRequest, guarded(log, SpecStateRequest.method, null, async (p) => {
     const r = await runOf(p.uri);

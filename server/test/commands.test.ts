@@ -147,6 +147,31 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 30_000);
 
+  it('progress goes to the client\'s workDoneToken when it sends one, and nowhere without window.workDoneProgress', async () => {
+    const missing = pathToFileURL(path.join(tmp(), 'nothing.onnx')).toString();
+    const c = await neovimLike();
+    const created: unknown[] = [];
+    c.rpc.onRequest('window/workDoneProgress/create', (p: unknown) => void created.push(p));
+    const tokens: unknown[] = [];
+    c.rpc.onNotification('$/progress', (p: { token: unknown; value: { kind: string } }) => void tokens.push([p.token, p.value.kind]));
+    const plain = await startInMemory({ capabilities: {}, serverOptions: { cliPath: CLI } });
+    const plainProgress: unknown[] = [];
+    plain.rpc.onRequest('window/workDoneProgress/create', (p: unknown) => void plainProgress.push(p));
+    plain.rpc.onNotification('$/progress', (p: unknown) => void plainProgress.push(p));
+    plain.rpc.onNotification('window/showMessage', () => undefined);
+    try {
+      await c.request('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing], workDoneToken: 'client-token' });
+      expect(created).toEqual([]);
+      expect(tokens).toEqual([['client-token', 'begin'], ['client-token', 'end']]);
+      const r = await plain.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing] });
+      expect(r.ok).toBe(false);
+      expect(plainProgress).toEqual([]);
+    } finally {
+      c.close();
+      plain.close();
+    }
+  }, 30_000);
+
   it('cancelling the request stops the CLI and leaves no prepared checkpoint', async () => {
     const { spec, prepared } = exported();
     const c = await neovimLike();
