@@ -19,12 +19,19 @@ const nodeGlobals = Object.fromEntries(
  * its cleanup (issue #15.8), and vitest's temp-guard then fails the whole run. Checked by
  * core/test/temp-hygiene.test.ts.
  */
-const tempRestrictions = ['mkdtemp', 'mkdtempSync', 'tmpdir'].flatMap((name) =>
-  ['name', 'property.name'].map((callee) => ({
-    selector: `CallExpression[callee.${callee}='${name}']`,
-    message: `${name}() in a test: make temp dirs with tempDirs() from test/support/temp.ts`,
+const tempRestrictions = [
+  ...['mkdtemp', 'mkdtempSync', 'tmpdir'].flatMap((name) =>
+    ['name', 'property.name'].map((callee) => ({
+      selector: `CallExpression[callee.${callee}='${name}']`,
+      message: `${name}() in a test: make temp dirs with tempDirs() from test/support/temp.ts`,
+    })),
+  ),
+  // vitest never runs the afterAll that tempDirs() registers from inside a test or a hook
+  ...['callee.name', 'callee.object.name', 'callee.callee.object.name'].map((callee) => ({
+    selector: `CallExpression[${callee}=/^(it|test|beforeAll|beforeEach|afterAll|afterEach)$/] CallExpression[callee.name='tempDirs']`,
+    message: 'tempDirs() inside a test or hook: call it at the top level of the file (its cleanup is an afterAll)',
   })),
-);
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', '.e2e/**', 'coverage/**'] },

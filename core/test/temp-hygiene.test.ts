@@ -13,6 +13,8 @@ import { tempDirs } from '../../test/support/temp';
 import { leftovers } from '../../test/support/temp-guard';
 
 const tmp = tempDirs('ws-hygiene-');
+const underParent = tmp();
+const underMaker = tempDirs('ws-under-', { under: underParent });
 
 /** Only the temp rule (no-restricted-syntax), with the repository's own ESLint config. */
 const eslint = new ESLint({ cwd: REPO_ROOT, ruleFilter: ({ ruleId }) => ruleId === 'no-restricted-syntax' });
@@ -23,12 +25,16 @@ function findings(results: ESLint.LintResult[]): string[] {
 }
 
 describe('tests make temp dirs only through tempDirs()', () => {
-  it('no test file or test helper calls mkdtemp or os.tmpdir() itself', async () => {
-    // Only files that mention the names can break the rule: lint those (parsing all ~150 takes 15 s).
+  it('no test file or test helper calls mkdtemp or os.tmpdir() itself, or tempDirs() inside a test or hook', async () => {
+    // Only files that mention the names (tempDirs: anywhere but a top-level declaration) can break
+    // the rule: lint those (parsing all ~150 takes 20 s). `npm run lint` checks every file anyway.
     const dirs = ['core/test', 'server/test', 'client/test', 'test/support'];
     const files = dirs
       .flatMap((d) => fs.readdirSync(path.join(REPO_ROOT, d), { recursive: true, encoding: 'utf8' }).map((f) => path.join(REPO_ROOT, d, f)))
-      .filter((f) => /\.[cm]?[jt]s$/.test(f) && /mkdtemp|tmpdir/.test(fs.readFileSync(f, 'utf8')));
+      .filter(
+        (f) =>
+          /\.[cm]?[jt]s$/.test(f) && /mkdtemp|tmpdir|^(?!(export )?const \w+ = tempDirs\().*\btempDirs\(/m.test(fs.readFileSync(f, 'utf8')),
+      );
     expect(files).toContain(path.join(REPO_ROOT, 'test/support/temp.ts'));
     expect(findings(await eslint.lintFiles(files))).toEqual([]);
   }, 120_000);
@@ -51,10 +57,38 @@ describe('tests make temp dirs only through tempDirs()', () => {
       '6 tmpdir() in a test: make temp dirs with tempDirs() from test/support/temp.ts',
       '7 mkdtemp() in a test: make temp dirs with tempDirs() from test/support/temp.ts',
     ]);
+    // tempDirs() registers an afterAll, which vitest never runs when registered inside a test or
+    // hook (serving-interface.test.ts leaked ws-serving-onnx-* that way)
+    const late = [
+      "import { beforeAll, it } from 'vitest';",
+      "import { tempDirs } from '../../test/support/temp';",
+      "const top = tempDirs('ws-ok-');",
+      "beforeAll(() => void tempDirs('ws-hook-')());",
+      "it('a', () => void tempDirs('ws-it-')());",
+      "it.skipIf(false)('b', () => void top());",
+      "it.skipIf(false)('c', () => void tempDirs('ws-skip-if-')());",
+    ].join('\n');
+    const lateResults = await eslint.lintText(late, { filePath: path.join(REPO_ROOT, 'core/test/late.test.ts') });
+    expect(findings(lateResults).map((f) => f.replace(/^core\/test\/late\.test\.ts:(\d+) .*/, '$1'))).toEqual(['4', '5', '7']);
     // the helper itself is where temp dirs are made
     const helper = await eslint.lintFiles(['test/support/temp.ts']);
     expect(findings(helper)).toEqual([]);
     expect(fs.readFileSync(path.join(REPO_ROOT, 'test/support/temp.ts'), 'utf8')).toMatch(/mkdtempSync\(/);
+  });
+});
+
+describe('tempDirs()', () => {
+  it('refuses to be called inside a test, where its cleanup would never run', () => {
+    // eslint-disable-next-line no-restricted-syntax -- the misuse this test is about
+    expect(() => tempDirs('ws-hygiene-late-')).toThrow(/tempDirs\(\) called inside a test: call it at the top level/);
+  });
+
+  it("makes fresh dirs under 'under' when given", () => {
+    const [a, b] = [underMaker(), underMaker('ws-other-')];
+    expect([path.dirname(a), path.dirname(b)]).toEqual([underParent, underParent]);
+    expect(path.basename(a)).toMatch(/^ws-under-.{6}$/);
+    expect(path.basename(b)).toMatch(/^ws-other-.{6}$/);
+    expect(a).not.toBe(underMaker());
   });
 });
 

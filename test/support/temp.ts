@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 
 /**
  * A maker of fresh temp directories (`prefix` + random suffix, or the prefix given to the
@@ -16,6 +16,10 @@ import { afterAll } from 'vitest';
  * `under` puts them in another parent than the OS temp dir (e.g. /dev/shm, another filesystem).
  */
 export function tempDirs(prefix: string, opts: { under?: string } = {}): (callPrefix?: string) => string {
+  // vitest never runs an afterAll registered from inside a test (or a hook): the dirs would leak.
+  if (expect.getState().currentTestName !== undefined) {
+    throw new Error('tempDirs() called inside a test: call it at the top level of the file and call the maker it returns in the test');
+  }
   const made: string[] = [];
   afterAll(() => {
     for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
