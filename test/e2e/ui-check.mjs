@@ -9,6 +9,7 @@ import zlib from 'node:zlib';
 import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startCodeServer, workbenchUrl } from './harness.mjs';
 import { makeWorkspace } from './workspace.mjs';
 import { checkVsix } from './vsix.mjs';
+import { viewerChecks } from './viewers-ui.mjs';
 
 /** Width and height from a PNG's IHDR (and that the signature is right). */
 export function pngSize(file) {
@@ -183,6 +184,7 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
     });
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
+    await viewerChecks(page, ws, check, { extensionRoot });
     // WEIGHT_SPEC_E2E_CANCEL=0 leaves this drive out (e.g. on a machine too slow for its waits).
     if (process.env.WEIGHT_SPEC_E2E_CANCEL === '0') {
       console.log('  - skipped: Prepare from the explorer with progress and Cancel (WEIGHT_SPEC_E2E_CANCEL=0)');
