@@ -1,3 +1,4 @@
+/* global document -- the waitForFunction callbacks run in the webview frame */
 // The viewers as a user sees them in the packaged extension (called by ui-check.mjs inside its
 // code-server + Chromium session): opens a checkpoint shard (the safetensors viewer is its
 // default editor) and an export's model.onnx ("Reopen Editor With…" → the ONNX viewer, then
