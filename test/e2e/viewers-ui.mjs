@@ -38,11 +38,16 @@ function drawnPixels(file) {
 }
 
 async function quickOpen(page, name) {
+  // Focus the editor area first (the Problems panel may hold the focus), as ui-check does.
+  await page
+    .locator('.part.editor')
+    .click({ position: { x: 300, y: 200 } })
+    .catch(() => {});
   await page.keyboard.press('Escape');
   await page.keyboard.press('Control+P');
   await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
   await page.keyboard.type(name);
-  await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 15_000 });
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15_000 });
   await page.keyboard.press('Enter');
   await page.waitForSelector(`.tab[aria-label*="${name}"]`, { timeout: 15_000 });
 }
@@ -57,8 +62,20 @@ function shoot(shot, text, want) {
 }
 
 /** Runs the viewer checks through `check(title, fn)` of ui-check.mjs. */
-export async function viewerChecks(page, ws, check, { extensionRoot = REPO_ROOT } = {}) {
+export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROOT } = {}) {
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  // A failing check leaves a screenshot of the whole window beside the others.
+  let n = 0;
+  const check = (title, fn) =>
+    uiCheck(title, async () => {
+      n++;
+      try {
+        return await fn();
+      } catch (e) {
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, `viewer-failure-${n}.png`) }).catch(() => {});
+        throw e;
+      }
+    });
   await check('a checkpoint shard opens in the safetensors viewer: tensor table with total and spec links (screenshot)', async () => {
     await quickOpen(page, 'model-00001-of-00002.safetensors');
     const frame = await webviewFrame(page, '.vt-foot');
@@ -77,8 +94,11 @@ export async function viewerChecks(page, ws, check, { extensionRoot = REPO_ROOT 
     await page.keyboard.press('F1');
     await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
     await page.keyboard.type('Reopen Editor With');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Reopen Editor With' }).first().waitFor({ timeout: 15_000 });
-    await page.keyboard.press('Enter');
+    // "View: Reopen Editor With..." (not "…With Text Editor", which matches the typed text too).
+    await page
+      .locator('.quick-input-list .monaco-list-row', { hasText: /Reopen Editor With(\.\.\.|…)/ })
+      .first()
+      .click({ timeout: 15_000 });
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ONNX Model Viewer' }).first().click({ timeout: 15_000 });
     const frame = await webviewFrame(page, 'button.tab');
     await frame.getByText('Embedded weight spec').waitFor({ timeout: 30_000 });

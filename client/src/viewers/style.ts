@@ -29,7 +29,7 @@ button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .vt-head span.sorted::after { content: ' ▾'; }
 .vt-head span.sorted.asc::after { content: ' ▴'; }
 .vt-body { position: relative; overflow-y: auto; height: 60vh; }
-.vt-row { position: absolute; left: 0; right: 0; height: 22px; }
+.vt-row { position: absolute; left: 0; right: 0; height: 22px; line-height: 22px; }
 .vt-row:hover { background: var(--vscode-list-hoverBackground); }
 .vt-row span { overflow: hidden; text-overflow: ellipsis; }
 .vt-foot { border-top: 1px solid var(--vscode-panel-border); padding: 4px 8px; font-weight: 600; }

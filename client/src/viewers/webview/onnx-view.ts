@@ -190,7 +190,14 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
       } else {
         const ops = view.nodes.filter((n) => n.kind === 'op').length;
         note.textContent = `${ops} operators, ${view.nodes.length - ops} border values, ${view.edges.length} edges${view.truncated ? ` (${view.truncated} more not drawn)` : ''}`;
+        // Start fitted to the pane's width (never below 40 %: labels stay readable; scroll for the rest).
+        scale = 1;
         draw();
+        const width = Number(canvas.querySelector('svg')?.getAttribute('width') ?? 0);
+        if (width > canvas.clientWidth && canvas.clientWidth > 0) {
+          scale = Math.max(0.4, canvas.clientWidth / width);
+          draw();
+        }
       }
       hooks.rendered('graph');
     },
