@@ -1,120 +1,148 @@
-// Benchmark (issue 4): `weight-spec prepare` bf16 → f16 of a generated ≥ 2 GB sharded checkpoint
-// against `cp` of the same files, measured in the same run: 3 rounds of cp then prepare, ratio = the
-// median over rounds of cp time / prepare time (neighbouring runs see the same machine load).
-// Targets: throughput ≥ 0.7 × cp's, peak RSS below the RAM budget (--max-ram-gb). Prints the numbers.
-// Run after `node scripts/bundle.mjs` (npm run bench does). WS_PREPARE_BENCH_GB overrides the size.
+// Benchmark (issue 22): `weight-spec prepare` against a durable copy of the same files
+// (`cp` + `sync`, the physical limit of the job on this disk: prepare fsyncs its output too),
+// measured in the same run, in alternating rounds (baseline, prepare, peer; `sync` before each
+// timed run so no run pays for the previous one's dirty pages). Each figure is the median of the
+// rounds with its spread. Scenarios:
+// - bf16 → f16 and bf16 → f32 of a generated 2.2 GB dense checkpoint (5 shards of 32 MiB tensors);
+// - Mixtral-style MoE stacking (64 experts per layer, 1 MiB per expert matrix: many small reads
+//   into one large write) of a generated ≥ 2 GB checkpoint, bf16 → f16;
+// - untransformed shards (bf16 → bf16: hard links): time at 0.2 GB and at 2.2 GB.
+// Throughput is bytes written per second: the source size for cp, the prepared size for prepare
+// (half the source for f16, twice for f32). The time ratio (source bytes per second) is printed
+// beside it. The peer is the straightforward single-thread implementation (prepare-peer.mjs).
+// Targets: throughput ≥ 0.95 × cp + sync's, peak RSS below the budget (--max-ram-gb 1), linked
+// prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
+// Env: WS_PREPARE_BENCH_ROUNDS (3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
+// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links). Run after `node scripts/bundle.mjs`.
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { denseCheckpoint, moeCheckpoint } from './prepare-data.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
 const cli = path.join(root, 'dist', 'cli.js');
 if (!existsSync(cli) || !existsSync(path.join(root, 'dist', 'prepare-worker.js'))) {
   console.error('prepare.bench: dist/cli.js or dist/prepare-worker.js missing; run `node scripts/bundle.mjs` first');
   process.exit(1);
 }
 const GB = Number(process.env.WS_PREPARE_BENCH_GB ?? 2.2);
+const ROUNDS = Math.max(1, Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 3));
+const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,links').split(',');
 const BUDGET_GB = 1;
-const TARGET_RATIO = 0.7;
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-prepare-bench-'));
-const src = path.join(tmp, 'ckpt');
-mkdirSync(src);
+const TARGET = { ratio: 0.95, linkGrowth: 1.5 };
+const tmp = mkdtempSync(path.join(process.env.WS_PREPARE_BENCH_DIR ?? os.tmpdir(), 'ws-prepare-bench-'));
+const cleanup = () => rmSync(tmp, { recursive: true, force: true });
+process.on('exit', cleanup);
+process.on('SIGINT', () => process.exit(130));
 
-// ---- generate: 5 shards of [4096, 4096] bf16 tensors (32 MiB each), header written by hand
-const SHARDS = 5;
-const tensorBytes = 4096 * 4096 * 2;
-const perShard = Math.max(1, Math.round((GB * 1e9) / SHARDS / tensorBytes));
-const noise = randomBytes(tensorBytes);
-// Keep values finite and varied: clear the exponent's top bit of every bf16.
-for (let i = 1; i < noise.length; i += 2) noise[i] &= 0xbf;
-const weightMap = {};
-for (let s = 0; s < SHARDS; s++) {
-  const name = `model-${String(s + 1).padStart(5, '0')}-of-${String(SHARDS).padStart(5, '0')}.safetensors`;
-  const header = { __metadata__: { format: 'pt' } };
-  for (let k = 0; k < perShard; k++) {
-    const key = `model.layers.${s * perShard + k}.mlp.proj.weight`;
-    header[key] = { dtype: 'BF16', shape: [4096, 4096], data_offsets: [k * tensorBytes, (k + 1) * tensorBytes] };
-    weightMap[key] = name;
-  }
-  let json = Buffer.from(JSON.stringify(header));
-  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  const fd = openSync(path.join(src, name), 'w');
-  writeSync(fd, len);
-  writeSync(fd, json);
-  for (let k = 0; k < perShard; k++) {
-    noise[0] = k & 0xff; // tensors differ
-    writeSync(fd, noise);
-  }
-  closeSync(fd);
-}
-writeFileSync(path.join(src, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
-writeFileSync(path.join(src, 'config.json'), JSON.stringify({ model_type: 'llama' }));
-spawnSync('sync');
-const files = Object.values(weightMap).filter((v, i, a) => a.indexOf(v) === i);
-const bytes = files.reduce((a, f) => a + statSync(path.join(src, f)).size, 0);
-
+const env = { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' };
+const sync = () => spawnSync('sync');
+/** Runs `cmd` under /usr/bin/time (peak RSS) after a `sync`; seconds and KiB. */
 function timed(cmd, args) {
+  sync();
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env });
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) {
     console.error(`prepare.bench: ${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
-    rmSync(tmp, { recursive: true, force: true });
     process.exit(1);
   }
-  return { s, rssKb: Number(r.stderr.trim().split('\n').pop()), stdout: r.stdout };
+  return { s, rssKb: Number(r.stderr.trim().split('\n').pop()) };
 }
+const sizeOf = (dir, pick = (f) => f.endsWith('.safetensors')) => readdirSync(dir).filter(pick).reduce((a, f) => a + statSync(path.join(dir, f)).size, 0);
+const remove = (dir) => {
+  rmSync(dir, { recursive: true, force: true });
+  sync();
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const spread = (xs) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+const cpSync = (ck, dst) => ['sh', ['-c', 'mkdir "$1" && shift && cp "$@" "$0" && sync', dst, dst, ...ck.files.map((f) => path.join(ck.dir, f))]];
+const prepare = (ck, dtype, out) => [process.execPath, [cli, 'prepare', '--checkpoint', ck.dir, '--dtype', dtype, '--out', out, '--max-ram-gb', String(BUDGET_GB)]];
 
-const cpRuns = [];
-const prepRuns = [];
-const ROUNDS = Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 3);
-for (let round = 0; round < ROUNDS; round++) {
-  const cpDir = path.join(tmp, `cp-${round}`);
-  mkdirSync(cpDir);
-  const c = timed('cp', [...files.map((f) => path.join(src, f)), cpDir]);
-  // cp leaves its data dirty in memory; prepare fsyncs every file. Also time the flush, so the
-  // durable-copy baseline (cp + sync) is printed beside plain cp.
-  const t0 = process.hrtime.bigint();
-  spawnSync('sync');
-  cpRuns.push({ ...c, syncS: Number(process.hrtime.bigint() - t0) / 1e9 });
-  rmSync(cpDir, { recursive: true });
-  spawnSync('sync');
-  const out = path.join(tmp, `prepared-${round}`);
-  prepRuns.push(timed(process.execPath, [cli, 'prepare', '--checkpoint', src, '--dtype', 'float16', '--out', out, '--max-ram-gb', String(BUDGET_GB)]));
-  if (round === 0) {
-    // Spot check: the output is a valid prepared checkpoint of the same size in f16.
-    const written = readdirSync(out).filter((f) => f.startsWith('base-')).reduce((a, f) => a + statSync(path.join(out, f)).size, 0);
-    if (!existsSync(path.join(out, '.checkpoint_prepared')) || written < bytes * 0.99) {
-      console.error('prepare.bench: prepared output incomplete');
-      rmSync(tmp, { recursive: true, force: true });
+let ok = true;
+const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
+const summary = [];
+
+/** Alternating rounds of cp + sync, prepare and the peer on `ck`; prints and checks the figures. */
+function compare(label, ck, dtype) {
+  const runs = [];
+  let outBytes = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    const cpDir = path.join(tmp, 'cp');
+    const base = timed(...cpSync(ck, cpDir));
+    remove(cpDir);
+    const out = path.join(tmp, 'prepared');
+    const prep = timed(...prepare(ck, dtype, out));
+    if (!existsSync(path.join(out, '.checkpoint_prepared'))) {
+      console.error(`prepare.bench: ${label}: no sentinel in the prepared output`);
       process.exit(1);
     }
+    outBytes = sizeOf(out);
+    remove(out);
+    const peerDir = path.join(tmp, 'peer');
+    const peer = timed(process.execPath, [path.join(here, 'prepare-peer.mjs'), ck.dir, peerDir, dtype]);
+    const peerBytes = sizeOf(peerDir);
+    remove(peerDir);
+    if (Math.abs(peerBytes - outBytes) > outBytes * 0.01) {
+      console.error(`prepare.bench: ${label}: the peer wrote ${peerBytes} bytes, prepare ${outBytes}; they do not do the same job`);
+      process.exit(1);
+    }
+    runs.push({ base, prep, peer });
   }
-  rmSync(out, { recursive: true });
-  spawnSync('sync');
+  const written = runs.map((x) => outBytes / x.prep.s / (ck.bytes / x.base.s));
+  const time = runs.map((x) => x.base.s / x.prep.s);
+  const speedup = runs.map((x) => x.peer.s / x.prep.s);
+  const rss = Math.max(...runs.map((x) => x.prep.rssKb)) / 1024;
+  const mbps = (b, s) => `${(b / s / 1e6).toFixed(0)} MB/s`;
+  const mb = median(runs.map((x) => x.base.s));
+  const mp = median(runs.map((x) => x.prep.s));
+  const mq = median(runs.map((x) => x.peer.s));
+  const ratio = median(written);
+  console.log(`\n${label}: ${(ck.bytes / 1e9).toFixed(2)} GB bf16 in ${ck.files.length} shards → ${(outBytes / 1e9).toFixed(2)} GB ${dtype}`);
+  console.log(`  cp + sync (baseline): median ${mb.toFixed(2)} s, ${mbps(ck.bytes, mb)} written   (runs ${runs.map((x) => x.base.s.toFixed(2)).join(', ')} s)`);
+  console.log(`  prepare:              median ${mp.toFixed(2)} s, ${mbps(outBytes, mp)} written   (runs ${runs.map((x) => x.prep.s.toFixed(2)).join(', ')} s)`);
+  console.log(`  peer (1 thread):      median ${mq.toFixed(2)} s, ${mbps(outBytes, mq)} written   (runs ${runs.map((x) => x.peer.s.toFixed(2)).join(', ')} s)`);
+  console.log(`  ratio (bytes written/s): ${ratio.toFixed(2)} × cp + sync (rounds ${spread(written)}; target ≥ ${TARGET.ratio}) ${ratio >= TARGET.ratio ? 'OK' : 'MISSED'}`);
+  console.log(`  time ratio (source bytes/s): ${median(time).toFixed(2)} × cp + sync (rounds ${spread(time)})`);
+  console.log(`  speed-up over the peer: ${median(speedup).toFixed(2)}× (rounds ${spread(speedup)})`);
+  console.log(`  peak RSS: ${rss.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB) ${rss < budgetMb ? 'OK' : 'MISSED'}`);
+  if (ratio < TARGET.ratio || rss >= budgetMb) ok = false;
+  summary.push(`${label}: ${ratio.toFixed(2)} × cp + sync (bytes written/s; time ratio ${median(time).toFixed(2)}), ${median(speedup).toFixed(1)}× the peer, ${rss.toFixed(0)} MiB`);
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const cp = { s: median(cpRuns.map((r) => r.s)) };
-const prep = { s: median(prepRuns.map((r) => r.s)) };
-const mbps = (s) => bytes / s / 1e6;
-const ratios = cpRuns.map((c, i) => c.s / prepRuns[i].s);
-const ratio = median(ratios);
-const durable = median(cpRuns.map((c, i) => (c.s + c.syncS) / prepRuns[i].s));
-const peakRssMb = Math.max(...prepRuns.map((r) => r.rssKb)) / 1024;
-const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
-console.log(`checkpoint: ${(bytes / 1e9).toFixed(2)} GB bf16 in ${files.length} shards (${tmp}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores`);
-console.log(`cp:       median ${cp.s.toFixed(2)} s  ${mbps(cp.s).toFixed(0)} MB/s   (runs: ${cpRuns.map((r) => r.s.toFixed(2)).join(', ')} s)`);
-console.log(`prepare:  median ${prep.s.toFixed(2)} s  ${mbps(prep.s).toFixed(0)} MB/s   (runs: ${prepRuns.map((r) => r.s.toFixed(2)).join(', ')} s; bf16 → f16, fsynced)`);
-console.log(`ratio:    ${ratio.toFixed(2)} × cp throughput (median of rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; target ≥ ${TARGET_RATIO})`);
-console.log(`          ${durable.toFixed(2)} × the throughput of cp + sync (a durable copy, as prepare's fsynced files are; sync ${cpRuns.map((r) => r.syncS.toFixed(2)).join(', ')} s)`);
-console.log(`peak RSS: ${peakRssMb.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB, --max-ram-gb ${BUDGET_GB})`);
-rmSync(tmp, { recursive: true, force: true });
-let ok = true;
-if (ratio < TARGET_RATIO) { console.error(`prepare.bench: throughput ratio ${ratio.toFixed(2)} is below ${TARGET_RATIO}`); ok = false; }
-if (peakRssMb >= budgetMb) { console.error(`prepare.bench: peak RSS ${peakRssMb.toFixed(0)} MiB is not below the budget ${budgetMb.toFixed(0)} MiB`); ok = false; }
+
+console.log(`prepare bench in ${tmp}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${ROUNDS} rounds`);
+const dense = ONLY.some((x) => x === 'f16' || x === 'f32' || x === 'links') ? denseCheckpoint(path.join(tmp, 'dense'), GB) : undefined;
+if (ONLY.includes('f16')) compare('dense bf16 → f16', dense, 'float16');
+if (ONLY.includes('f32')) compare('dense bf16 → f32', dense, 'float32');
+if (ONLY.includes('moe')) {
+  const moe = moeCheckpoint(path.join(tmp, 'moe'), Math.max(2.05, GB * 0.93), 64);
+  console.log(`\n(MoE checkpoint: ${moe.layers} layers × ${moe.experts} experts × 3 matrices [512, 1024] bf16, one layer per shard)`);
+  compare('MoE stacking bf16 → f16', moe, 'float16');
+  remove(moe.dir);
+}
+if (ONLY.includes('links')) {
+  const small = denseCheckpoint(path.join(tmp, 'small'), GB / 10);
+  const times = { small: [], large: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [k, ck] of [['small', small], ['large', dense]]) {
+      const out = path.join(tmp, 'linked');
+      times[k].push(timed(...prepare(ck, 'bfloat16', out)).s);
+      const files = readdirSync(out).filter((f) => f.endsWith('.safetensors'));
+      if (!files.every((f) => statSync(path.join(out, f)).nlink > 1)) {
+        console.error('prepare.bench: untransformed shards were not hard-linked');
+        process.exit(1);
+      }
+      remove(out);
+    }
+  }
+  const growth = median(times.large) / median(times.small);
+  console.log(`\nuntransformed shards (bf16 → bf16, hard links): ${(small.bytes / 1e9).toFixed(2)} GB in median ${median(times.small).toFixed(2)} s, ${(dense.bytes / 1e9).toFixed(2)} GB in ${median(times.large).toFixed(2)} s`);
+  console.log(`  ${(dense.bytes / small.bytes).toFixed(0)}× the bytes takes ${growth.toFixed(2)}× the time (target ≤ ${TARGET.linkGrowth}) ${growth <= TARGET.linkGrowth ? 'OK' : 'MISSED'}`);
+  if (growth > TARGET.linkGrowth) ok = false;
+  summary.push(`links: ${(dense.bytes / small.bytes).toFixed(0)}× the bytes in ${growth.toFixed(2)}× the time`);
+}
+console.log(`\nsummary:\n  ${summary.join('\n  ')}`);
 process.exit(ok ? 0 : 1);

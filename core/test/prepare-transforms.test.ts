@@ -128,6 +128,44 @@ describe('prepare: per-expert stacking', () => {
   });
 });
 
+describe('prepare: Mixtral experts converted while stacked (fused convert + transpose, batched writes)', () => {
+  // Odd sizes (not multiples of the kernel's 16-element tile) and experts of 1.2 MB in f32, so a
+  // stacked tensor spans several 8 MiB write batches (SLOT_BATCH_BYTES) with a partial last one.
+  const E = 9, I = 601, H = 501;
+  const m = 'model.layers.0.block_sparse_moe';
+  it.each([['float16', 2], ['float32', 4]] as const)('bf16 experts → %s: each expert [out, in] transposed, values converted (RNE), expert order', async (dtype, size) => {
+    const src = path.join(tempDir(), `mixtral-${dtype}`);
+    const experts = [];
+    for (let e = 0; e < E; e++) experts.push(t(`${m}.experts.${e}.w1.weight`, [I, H], 100 + e), t(`${m}.experts.${e}.w2.weight`, [H, I], 200 + e), t(`${m}.experts.${e}.w3.weight`, [I, H], 300 + e));
+    await writeCheckpoint(src, [[t(`${m}.gate.weight`, [E, H], 1), ...experts]], { model_type: 'mixtral', num_local_experts: E });
+    const res = await prepare(src, dtype);
+    const ck = await Checkpoint.open(res.outDir);
+    // The reference per bf16 bit pattern, computed once each (8 M elements are checked).
+    const memo = new Map<number, number>();
+    const ref = (b: number) => {
+      let v = memo.get(b);
+      if (v === undefined) memo.set(b, (v = size === 2 ? refHalf(bf16ToNumber(b)) : bf16ToNumber(b)));
+      return v;
+    };
+    for (const [role, name, rows, cols] of [['gate', 'w1', I, H], ['up', 'w3', I, H], ['down', 'w2', H, I]] as const) {
+      const got = await ck.read(`${m}.moe_weights.${role}`);
+      expect(ck.get(`${m}.moe_weights.${role}`)!.shape).toEqual([E, cols, rows]);
+      const view = size === 2 ? u16(got) : new Float32Array(got.buffer, got.byteOffset, got.byteLength / 4);
+      for (let e = 0; e < E; e++) {
+        const bits = u16(await readKey(src, `${m}.experts.${e}.${name}.weight`));
+        // Every element of the expert, at its transposed place (index arithmetic written here, not taken from the kernel).
+        for (let r = 0; r < rows; r++) {
+          for (let c = 0; c < cols; c++) {
+            const want = ref(bits[r * cols + c]!);
+            const at = e * rows * cols + c * rows + r;
+            if (view[at] !== want) expect(`${role} expert ${e} [${r}, ${c}] = ${view[at]}`).toBe(`${role} expert ${e} [${r}, ${c}] = ${want}`);
+          }
+        }
+      }
+    }
+  });
+});
+
 describe('prepare: fused split', () => {
   const E = 2, I = 3, H = 4;
   async function checkSplit(src: string, fusedKey: string, downKey: string, m: string) {

@@ -10,6 +10,9 @@ import { convertFloat, DTYPE_SIZE, floatBitsToBf16Bits, floatBitsToHalfBits, fro
 /** Elements per chunk of a streamed dense conversion (512 KiB of bf16: read, convert and write stay in cache; measured best here). */
 export const CHUNK_ELEMS = 256 * 1024;
 
+/** Output bytes of expert slices gathered before one write when stacking (a second batch fills meanwhile). */
+export const SLOT_BATCH_BYTES = 8 * 1024 * 1024;
+
 /** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
 export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;
 
@@ -202,4 +205,76 @@ export function transposeMatrix(bytes: Uint8Array, rows: number, cols: number, s
   }
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out.set(bytes.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
   return out;
+}
+
+/** Converts and transposes in one pass: `src` `[rows, cols]` → `dst` `[cols, rows]` (both exactly sized). */
+export type TransposeConverter = (src: Uint8Array, dst: Uint8Array, rows: number, cols: number) => void;
+
+/** Tile edge of the fused kernels: 16 × 16 elements, so a tile's source rows and target columns stay in L1. */
+const TILE = 16;
+
+function transpose16(s: Uint16Array, d: Uint16Array, rows: number, cols: number): void {
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let r = r0; r < r1; r++) for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = s[si++]!;
+    }
+  }
+}
+
+function transpose16Table(s: Uint16Array, d: Uint16Array, rows: number, cols: number, table: Uint16Array): void {
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let r = r0; r < r1; r++) for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = table[s[si++]!]!;
+    }
+  }
+}
+
+/** bf16 → f32 is the bf16 bits in the high half: `shift` 16 (or 0 for a plain 32-bit transpose). */
+function transpose32(s: Uint16Array | Uint32Array, d: Uint32Array, rows: number, cols: number, shift: number): void {
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let r = r0; r < r1; r++) for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = s[si++]! << shift;
+    }
+  }
+}
+
+/**
+ * The fused convert + transpose kernel for `from` → `to`, or undefined for pairs without one
+ * (the caller then converts and transposes in two steps). One pass over the expert instead of
+ * a conversion into a fresh buffer and a transpose into another: MoE stacking is this loop.
+ */
+export function makeTransposeConverter(from: DType, to: DType): TransposeConverter | undefined {
+  const inSize = DTYPE_SIZE[from];
+  const outSize = DTYPE_SIZE[to];
+  const view16 = (b: Uint8Array) => new Uint16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
+  const view32 = (b: Uint8Array) => new Uint32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
+  const aligned = (b: Uint8Array, n: number) => (b.byteOffset % n === 0 ? b : b.slice());
+  const check = (src: Uint8Array, dst: Uint8Array, rows: number, cols: number) => {
+    if (src.byteLength !== rows * cols * inSize || dst.byteLength !== rows * cols * outSize) {
+      throw new PipelineError(`transpose: ${src.byteLength} → ${dst.byteLength} bytes do not hold [${rows}, ${cols}] of ${from} → ${to}`);
+    }
+    if (dst.byteOffset % outSize !== 0) throw new PipelineError(`transpose: output at unaligned offset ${dst.byteOffset}`);
+  };
+  const table = table16(from, to);
+  if (table || (from === to && inSize === 2)) {
+    return (src, dst, rows, cols) => {
+      check(src, dst, rows, cols);
+      const s = view16(aligned(src, 2));
+      if (table) transpose16Table(s, view16(dst), rows, cols, table);
+      else transpose16(s, view16(dst), rows, cols);
+    };
+  }
+  if ((from === 'BF16' && to === 'F32') || (from === to && inSize === 4)) {
+    return (src, dst, rows, cols) => {
+      check(src, dst, rows, cols);
+      transpose32(from === 'BF16' ? view16(aligned(src, 2)) : view32(aligned(src, 4)), view32(dst), rows, cols, from === 'BF16' ? 16 : 0);
+    };
+  }
+  return undefined;
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, transposeMatrix, type Converter } from './kernels';
+import { CHUNK_ELEMS, SLOT_BATCH_BYTES, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, makeTransposeConverter, transposeMatrix, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
 import { linkTask } from './links';
@@ -114,6 +114,8 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
         for (const part of kept) await write(t.key, part);
       } else if (t.recipe.kind === 'convert') {
         await streamConvert(t, t.recipe.src, src, write);
+      } else if (!t.pairedWith && streamableSlots(t, src)) {
+        await streamSlots(t, src, write);
       } else {
         const sib = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
         const parts: Uint8Array[] = [];
@@ -210,6 +212,62 @@ async function streamConvert(t: OutputTensor, key: string, src: Sources, write: 
       const out = conv(inb, outs[i % 2]!.subarray(0, (inb.byteLength / inSize) * outSize), i * chunk);
       await pending;
       pending = write(t.key, out);
+    }
+  } finally {
+    await pending.catch(() => undefined);
+    await next.catch(() => undefined);
+  }
+  await pending;
+}
+
+/** Whether `t` is whole, unscaled slices of one dtype with a fused kernel: {@link streamSlots} can make it. */
+function streamableSlots(t: OutputTensor, src: Sources): boolean {
+  if (t.recipe.kind !== 'slots' || t.recipe.slots.length === 0) return false;
+  const slots = t.recipe.slots;
+  if (!slots.every((s) => s.kind === 'whole' && !s.scale)) return false;
+  const first = src.src((slots[0] as { src: string }).src);
+  const same = (k: string) => {
+    const x = src.src(k);
+    return x.dtype === first.dtype && x.byteLength === first.byteLength && x.shape.join() === first.shape.join();
+  };
+  if (first.shape.length !== 2 || !slots.every((s) => same((s as { src: string }).src))) return false;
+  return !t.transposeSlots || makeTransposeConverter(first.dtype, t.dtype) !== undefined;
+}
+
+/**
+ * Makes a stacked tensor of whole expert slices as a pipeline: the next slice's read is in
+ * flight while this one is converted (and transposed, in one pass) straight into a batch
+ * buffer, and a full batch is written while the other fills. No per-slice allocation.
+ */
+async function streamSlots(t: OutputTensor, src: Sources, write: (k: string, b: Uint8Array) => Promise<void>): Promise<void> {
+  const keys = (t.recipe as { slots: { src: string }[] }).slots.map((s) => s.src);
+  const s0 = src.src(keys[0]!);
+  const [rows, cols] = s0.shape as [number, number];
+  const inBytes = s0.byteLength;
+  const outBytes = rows * cols * DTYPE_SIZE[t.dtype];
+  const fused = t.transposeSlots ? makeTransposeConverter(s0.dtype, t.dtype)! : undefined;
+  const plain = fused ? undefined : converter(s0.dtype, t.dtype);
+  const per = Math.min(keys.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / Math.max(1, outBytes))));
+  const ins = [buffer(4, inBytes), buffer(5, inBytes)];
+  const batches = [buffer(6, per * outBytes), buffer(7, per * outBytes)];
+  let next = src.read(keys[0]!, 0, inBytes, ins[0]);
+  let pending: Promise<void> = Promise.resolve();
+  let b = 0;
+  let filled = 0;
+  try {
+    for (let i = 0; i < keys.length; i++) {
+      const inb = await next;
+      if (i + 1 < keys.length) next = src.read(keys[i + 1]!, 0, inBytes, ins[(i + 1) % 2]);
+      const out = batches[b]!.subarray(filled * outBytes, (filled + 1) * outBytes);
+      if (fused) fused(inb, out, rows, cols);
+      else plain!(inb, out);
+      filled++;
+      if (filled === per || i + 1 === keys.length) {
+        await pending;
+        pending = write(t.key, batches[b]!.subarray(0, filled * outBytes));
+        b ^= 1;
+        filled = 0;
+      }
     }
   } finally {
     await pending.catch(() => undefined);
