@@ -241,7 +241,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     const r = await runOf(p.textDocument.uri);
     // Half-typed text may not parse: keys and names then come from the last good check.
     const run = r?.run.parsed.spec ? r.run : d.lastParsed ?? r?.run;
-    return completionAt(d.doc, run, d.doc.offsetAt(p.position));
+    const current = !!run && run === r?.run && d.session.last?.text === d.doc.getText();
+    return completionAt(d.doc, run, d.doc.offsetAt(p.position), current);
   }));
 
   connection.onDocumentSymbol(guarded(log, 'documentSymbol', [], async (p) => {
