@@ -29,6 +29,9 @@ export interface DequantPlan {
 
 /** The weight a scale key belongs to, by the scheme's naming. */
 export function weightOfScaleKey(key: string, method: QuantScheme['method'] | undefined): string | undefined {
+  // Every scale name below contains "_scale": one substring test spares the regular
+  // expressions for the other keys (the language server asks this of every input, per check).
+  if (!key.includes('_scale')) return undefined;
   if (method !== 'compressed-tensors') {
     let m = /^(.+)\.weight_scale_inv$/.exec(key);
     if (m) return `${m[1]}.weight`;
