@@ -15,7 +15,11 @@ const text = readFileSync(specFile, 'utf8');
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 const ls = getLanguageService({});
-ls.configure({ validate: true, allowComments: false, schemas: [{ uri: 'inmemory://weight_spec.schema.json', fileMatch: ['*weight_spec.json'], schema }] });
+ls.configure({
+  validate: true,
+  allowComments: false,
+  schemas: [{ uri: 'inmemory://weight_spec.schema.json', fileMatch: ['*weight_spec.json'], schema }],
+});
 let doc = TextDocument.create('file:///bench/weight_spec.json', 'json', 1, text);
 const validate = async () => ls.doValidation(doc, ls.parseJSONDocument(doc));
 
@@ -27,7 +31,8 @@ const offset = Number(at);
 let lastCount = first.length;
 for (let k = 0; k < Number(count); k++) {
   const pos = doc.positionAt(offset);
-  const change = k % 2 === 0 ? { range: { start: pos, end: pos }, text: 'x' } : { range: { start: pos, end: doc.positionAt(offset + 1) }, text: '' };
+  const change =
+    k % 2 === 0 ? { range: { start: pos, end: pos }, text: 'x' } : { range: { start: pos, end: doc.positionAt(offset + 1) }, text: '' };
   t0 = process.hrtime.bigint();
   doc = TextDocument.update(doc, [change], doc.version + 1);
   lastCount = (await validate()).length;

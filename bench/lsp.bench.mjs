@@ -43,7 +43,11 @@ process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 // ---- the JSON schema of the format, from core's zod schema (bundled here, nothing installed)
 const bundle = buildSync({
   stdin: { contents: "export { SpecSchema } from './core/src/spec/schema.ts'; export { z } from 'zod';", resolveDir: root, loader: 'ts' },
-  bundle: true, platform: 'node', format: 'esm', write: false, logLevel: 'error',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  write: false,
+  logLevel: 'error',
 });
 const zmod = await import(`data:text/javascript;base64,${Buffer.from(bundle.outputFiles[0].text).toString('base64')}`);
 const schemaFile = path.join(tmp, 'weight_spec.schema.json');
@@ -103,36 +107,55 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.95) - 1)];
 
 function jsonService(spec, edits) {
-  const r = spawnSync(process.execPath, [path.join(here, 'json-service-child.mjs'), schemaFile, spec.file, String(spec.at), String(edits)], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [path.join(here, 'json-service-child.mjs'), schemaFile, spec.file, String(spec.at), String(edits)],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) {
     console.error(`lsp.bench: the JSON service failed: ${r.stderr.trim()}`);
     process.exit(1);
   }
   const res = JSON.parse(r.stdout);
   if (res.diagnostics !== 0) {
-    console.error(`lsp.bench: the JSON service reports ${res.diagnostics} problems on the valid spec (${res.firstMessage}); the schema does not fit`);
+    console.error(
+      `lsp.bench: the JSON service reports ${res.diagnostics} problems on the valid spec (${res.firstMessage}); the schema does not fit`,
+    );
     process.exit(1);
   }
   return res;
 }
 
 const preload = path.join(tmp, 'heap-probe.cjs');
-writeFileSync(preload, "process.on('message', (m) => { if (m === 'heap') { global.gc(); global.gc(); process.send({ heap: process.memoryUsage().heapUsed }); } });\n");
+writeFileSync(
+  preload,
+  "process.on('message', (m) => { if (m === 'heap') { global.gc(); global.gc(); process.send({ heap: process.memoryUsage().heapUsed }); } });\n",
+);
 async function startServer(spec) {
-  const child = spawn(process.execPath, ['--expose-gc', ...NODE_ARGS, '-r', preload, server, '--stdio'], { stdio: ['pipe', 'pipe', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, ['--expose-gc', ...NODE_ARGS, '-r', preload, server, '--stdio'], {
+    stdio: ['pipe', 'pipe', 'inherit', 'ipc'],
+  });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const waiters = [];
   conn.onNotification('textDocument/publishDiagnostics', (p) => {
-    for (const w of waiters.splice(0)) if (w.version === p.version) w.resolve(p.diagnostics); else waiters.push(w);
+    for (const w of waiters.splice(0))
+      if (w.version === p.version) w.resolve(p.diagnostics);
+      else waiters.push(w);
   });
   conn.onRequest(() => null);
   conn.listen();
-  await conn.sendRequest('initialize', { processId: process.pid, rootUri: pathToFileURL(spec.dir).href, capabilities: {}, initializationOptions: { debounceMs: 0 } });
-  await conn.sendNotification('initialized', {});
-  const heap = () => new Promise((resolve) => {
-    child.once('message', (m) => resolve(m.heap));
-    child.send('heap');
+  await conn.sendRequest('initialize', {
+    processId: process.pid,
+    rootUri: pathToFileURL(spec.dir).href,
+    capabilities: {},
+    initializationOptions: { debounceMs: 0 },
   });
+  await conn.sendNotification('initialized', {});
+  const heap = () =>
+    new Promise((resolve) => {
+      child.once('message', (m) => resolve(m.heap));
+      child.send('heap');
+    });
   // shutdown + exit as a client does (a profiled server writes its profile on exit)
   const stop = async () => {
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -148,7 +171,9 @@ async function startServer(spec) {
 async function openCold(srv, spec) {
   const p = srv.wait(1);
   const t0 = process.hrtime.bigint();
-  await srv.conn.sendNotification('textDocument/didOpen', { textDocument: { uri: spec.uri, languageId: 'weight-spec', version: 1, text: spec.text } });
+  await srv.conn.sendNotification('textDocument/didOpen', {
+    textDocument: { uri: spec.uri, languageId: 'weight-spec', version: 1, text: spec.text },
+  });
   const d = await p;
   const t = ms(t0);
   if (d.length !== 0) {
@@ -158,7 +183,12 @@ async function openCold(srv, spec) {
   return t;
 }
 
-console.log(`lsp bench: load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${RUNS} alternating runs per size; debounce 0`);
+console.log(
+  `lsp bench: load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${RUNS} alternating runs per size; debounce 0`,
+);
 let ok = true;
 const curve = [];
 let main;
@@ -177,11 +207,19 @@ for (const n of SIZES) {
   if (n === MAIN) main = spec;
   else rmSync(spec.dir, { recursive: true, force: true });
 }
-console.log('\ncold open → diagnostics (server: fresh process, didOpen → publishDiagnostics; JSON service: fresh process, first validation)');
+console.log(
+  '\ncold open → diagnostics (server: fresh process, didOpen → publishDiagnostics; JSON service: fresh process, first validation)',
+);
 console.log('  inputs   spec      server (runs)                 JSON service (runs)           ratio');
 for (const c of curve) {
   const runs = (xs) => xs.map((x) => x.toFixed(0)).join('/');
-  console.log(`  ${String(c.n).padStart(6)}  ${(c.bytes / 2 ** 20).toFixed(1).padStart(4)} MiB  ${c.ours.toFixed(0).padStart(5)} ms (${runs(c.oursRuns)})`.padEnd(56) + `${c.json.toFixed(0).padStart(5)} ms (${runs(c.jsonRuns)})`.padEnd(30) + `${c.ratio.toFixed(2)}× ${c.ratio <= TARGET.cold ? 'OK' : 'MISSED'} (target ≤ ${TARGET.cold})`);
+  console.log(
+    `  ${String(c.n).padStart(6)}  ${(c.bytes / 2 ** 20).toFixed(1).padStart(4)} MiB  ${c.ours.toFixed(0).padStart(5)} ms (${runs(c.oursRuns)})`.padEnd(
+      56,
+    ) +
+      `${c.json.toFixed(0).padStart(5)} ms (${runs(c.jsonRuns)})`.padEnd(30) +
+      `${c.ratio.toFixed(2)}× ${c.ratio <= TARGET.cold ? 'OK' : 'MISSED'} (target ≤ ${TARGET.cold})`,
+  );
   if (c.ratio > TARGET.cold) ok = false;
 }
 
@@ -202,7 +240,10 @@ for (let k = 0; k < EDITS; k++) {
   version++;
   const p = srv.wait(version);
   const t0 = process.hrtime.bigint();
-  await srv.conn.sendNotification('textDocument/didChange', { textDocument: { uri: spec.uri, version }, contentChanges: [{ range, text: newText }] });
+  await srv.conn.sendNotification('textDocument/didChange', {
+    textDocument: { uri: spec.uri, version },
+    contentChanges: [{ range, text: newText }],
+  });
   const d = await p;
   edits.push(ms(t0));
   const want = k % 2 === 0 ? 1 : 0;
@@ -216,7 +257,7 @@ const pos = positions(cur);
 const hovers = [];
 const completions = [];
 for (let k = 0; k < 100; k++) {
-  const i = Math.floor(((k * 7919) % 1000) / 1000 * spec.n);
+  const i = Math.floor((((k * 7919) % 1000) / 1000) * spec.n);
   const at = cur.indexOf(`"key": "${key(i)}"`) + 12;
   let t0 = process.hrtime.bigint();
   const h = await srv.conn.sendRequest('textDocument/hover', { textDocument: { uri: spec.uri }, position: pos(at) });
@@ -242,9 +283,15 @@ const hp = p95(hovers);
 const cp = p95(completions);
 const heapRatio = heap / spec.text.length;
 console.log(`\none-key edit → diagnostics at ${spec.n} inputs (incremental didChange, debounce 0)`);
-console.log(`  server: median ${e.toFixed(1)} ms (max ${Math.max(...edits).toFixed(1)}) over ${edits.length} edits; JSON service re-validation: median ${je.toFixed(1)} ms (max ${Math.max(...json.edits).toFixed(1)})`);
+console.log(
+  `  server: median ${e.toFixed(1)} ms (max ${Math.max(...edits).toFixed(1)}) over ${edits.length} edits; JSON service re-validation: median ${je.toFixed(1)} ms (max ${Math.max(...json.edits).toFixed(1)})`,
+);
 console.log(`  ratio ${editRatio.toFixed(3)}× (target ≤ ${TARGET.edit}) ${editRatio <= TARGET.edit ? 'OK' : 'MISSED'}`);
-console.log(`hover p95 ${hp.toFixed(1)} ms, completion p95 ${cp.toFixed(1)} ms over 100 requests each (target ≤ ${TARGET.p95Ms} ms) ${hp <= TARGET.p95Ms && cp <= TARGET.p95Ms ? 'OK' : 'MISSED'}`);
-console.log(`server heap for the ${(spec.text.length / 2 ** 20).toFixed(1)} MiB spec: ${(heap / 2 ** 20).toFixed(1)} MiB = ${heapRatio.toFixed(2)}× its size (after GC, over the ${(heapBefore / 2 ** 20).toFixed(1)} MiB before didOpen; target ≤ ${TARGET.heap}×) ${heapRatio <= TARGET.heap ? 'OK' : 'MISSED'}`);
+console.log(
+  `hover p95 ${hp.toFixed(1)} ms, completion p95 ${cp.toFixed(1)} ms over 100 requests each (target ≤ ${TARGET.p95Ms} ms) ${hp <= TARGET.p95Ms && cp <= TARGET.p95Ms ? 'OK' : 'MISSED'}`,
+);
+console.log(
+  `server heap for the ${(spec.text.length / 2 ** 20).toFixed(1)} MiB spec: ${(heap / 2 ** 20).toFixed(1)} MiB = ${heapRatio.toFixed(2)}× its size (after GC, over the ${(heapBefore / 2 ** 20).toFixed(1)} MiB before didOpen; target ≤ ${TARGET.heap}×) ${heapRatio <= TARGET.heap ? 'OK' : 'MISSED'}`,
+);
 if (editRatio > TARGET.edit || hp > TARGET.p95Ms || cp > TARGET.p95Ms || heapRatio > TARGET.heap) ok = false;
 process.exit(ok ? 0 : 1);

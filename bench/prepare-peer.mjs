@@ -30,12 +30,12 @@ function halfBits(x) {
     let h = mant >>> shift;
     const rem = mant & ((1 << shift) - 1);
     const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && (h & 1))) h++;
+    if (rem > half || (rem === half && h & 1)) h++;
     return sign | h;
   }
   let h = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
   return sign | h;
 }
 
@@ -73,7 +73,7 @@ function readHeader(fd) {
 function readTensor(fd, base, info) {
   const [a, b] = info.data_offsets;
   const buf = Buffer.alloc(b - a);
-  for (let done = 0; done < buf.length; ) done += readSync(fd, buf, done, buf.length - done, base + a + done);
+  for (let done = 0; done < buf.length;) done += readSync(fd, buf, done, buf.length - done, base + a + done);
   return buf;
 }
 
@@ -91,14 +91,16 @@ function writeFile(file, tensors) {
   const fd = openSync(file, 'w');
   writeSync(fd, len);
   writeSync(fd, json);
-  for (const t of tensors) for (let done = 0; done < t.data.length; ) done += writeSync(fd, t.data, done);
+  for (const t of tensors) for (let done = 0; done < t.data.length;) done += writeSync(fd, t.data, done);
   fsyncSync(fd);
   closeSync(fd);
 }
 
 const EXPERT = /^(.*)\.experts\.(\d+)\.(w1|w2|w3)\.weight$/;
 const ROLE = { w1: 'gate', w3: 'up', w2: 'down' };
-const shards = readdirSync(src).filter((f) => f.endsWith('.safetensors')).sort();
+const shards = readdirSync(src)
+  .filter((f) => f.endsWith('.safetensors'))
+  .sort();
 shards.forEach((name, s) => {
   const fd = openSync(path.join(src, name), 'r');
   const { base, header } = readHeader(fd);
@@ -120,7 +122,11 @@ shards.forEach((name, s) => {
   closeSync(fd);
   writeFile(path.join(out, `base-${String(s).padStart(4, '0')}.safetensors`), dense);
   if (stacks.size) {
-    const stacked = [...stacks.values()].map((st) => ({ key: st.key, shape: [st.parts.length, ...st.shape], data: Buffer.concat(st.parts) }));
+    const stacked = [...stacks.values()].map((st) => ({
+      key: st.key,
+      shape: [st.parts.length, ...st.shape],
+      data: Buffer.concat(st.parts),
+    }));
     writeFile(path.join(out, `experts-layer-${String(s).padStart(5, '0')}.safetensors`), stacked);
   }
 });

@@ -52,15 +52,24 @@ function timed(cmd, args) {
   }
   return { s, rssKb: Number(r.stderr.trim().split('\n').pop()) };
 }
-const sizeOf = (dir, pick = (f) => f.endsWith('.safetensors')) => readdirSync(dir).filter(pick).reduce((a, f) => a + statSync(path.join(dir, f)).size, 0);
+const sizeOf = (dir, pick = (f) => f.endsWith('.safetensors')) =>
+  readdirSync(dir)
+    .filter(pick)
+    .reduce((a, f) => a + statSync(path.join(dir, f)).size, 0);
 const remove = (dir) => {
   rmSync(dir, { recursive: true, force: true });
   sync();
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const spread = (xs) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
-const cpSync = (ck, dst) => ['sh', ['-c', 'mkdir "$1" && shift && cp "$@" "$0" && sync', dst, dst, ...ck.files.map((f) => path.join(ck.dir, f))]];
-const prepare = (ck, dtype, out) => [process.execPath, [cli, 'prepare', '--checkpoint', ck.dir, '--dtype', dtype, '--out', out, '--max-ram-gb', String(BUDGET_GB)]];
+const cpSync = (ck, dst) => [
+  'sh',
+  ['-c', 'mkdir "$1" && shift && cp "$@" "$0" && sync', dst, dst, ...ck.files.map((f) => path.join(ck.dir, f))],
+];
+const prepare = (ck, dtype, out) => [
+  process.execPath,
+  [cli, 'prepare', '--checkpoint', ck.dir, '--dtype', dtype, '--out', out, '--max-ram-gb', String(BUDGET_GB)],
+];
 
 let ok = true;
 const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
@@ -101,19 +110,36 @@ function compare(label, ck, dtype) {
   const mp = median(runs.map((x) => x.prep.s));
   const mq = median(runs.map((x) => x.peer.s));
   const ratio = median(written);
-  console.log(`\n${label}: ${(ck.bytes / 1e9).toFixed(2)} GB bf16 in ${ck.files.length} shards → ${(outBytes / 1e9).toFixed(2)} GB ${dtype}`);
-  console.log(`  cp + sync (baseline): median ${mb.toFixed(2)} s, ${mbps(ck.bytes, mb)} written   (runs ${runs.map((x) => x.base.s.toFixed(2)).join(', ')} s)`);
-  console.log(`  prepare:              median ${mp.toFixed(2)} s, ${mbps(outBytes, mp)} written   (runs ${runs.map((x) => x.prep.s.toFixed(2)).join(', ')} s)`);
-  console.log(`  peer (1 thread):      median ${mq.toFixed(2)} s, ${mbps(outBytes, mq)} written   (runs ${runs.map((x) => x.peer.s.toFixed(2)).join(', ')} s)`);
-  console.log(`  ratio (bytes written/s): ${ratio.toFixed(2)} × cp + sync (rounds ${spread(written)}; target ≥ ${TARGET.ratio}) ${ratio >= TARGET.ratio ? 'OK' : 'MISSED'}`);
+  console.log(
+    `\n${label}: ${(ck.bytes / 1e9).toFixed(2)} GB bf16 in ${ck.files.length} shards → ${(outBytes / 1e9).toFixed(2)} GB ${dtype}`,
+  );
+  console.log(
+    `  cp + sync (baseline): median ${mb.toFixed(2)} s, ${mbps(ck.bytes, mb)} written   (runs ${runs.map((x) => x.base.s.toFixed(2)).join(', ')} s)`,
+  );
+  console.log(
+    `  prepare:              median ${mp.toFixed(2)} s, ${mbps(outBytes, mp)} written   (runs ${runs.map((x) => x.prep.s.toFixed(2)).join(', ')} s)`,
+  );
+  console.log(
+    `  peer (1 thread):      median ${mq.toFixed(2)} s, ${mbps(outBytes, mq)} written   (runs ${runs.map((x) => x.peer.s.toFixed(2)).join(', ')} s)`,
+  );
+  console.log(
+    `  ratio (bytes written/s): ${ratio.toFixed(2)} × cp + sync (rounds ${spread(written)}; target ≥ ${TARGET.ratio}) ${ratio >= TARGET.ratio ? 'OK' : 'MISSED'}`,
+  );
   console.log(`  time ratio (source bytes/s): ${median(time).toFixed(2)} × cp + sync (rounds ${spread(time)})`);
   console.log(`  speed-up over the peer: ${median(speedup).toFixed(2)}× (rounds ${spread(speedup)})`);
   console.log(`  peak RSS: ${rss.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB) ${rss < budgetMb ? 'OK' : 'MISSED'}`);
   if (ratio < TARGET.ratio || rss >= budgetMb) ok = false;
-  summary.push(`${label}: ${ratio.toFixed(2)} × cp + sync (bytes written/s; time ratio ${median(time).toFixed(2)}), ${median(speedup).toFixed(1)}× the peer, ${rss.toFixed(0)} MiB`);
+  summary.push(
+    `${label}: ${ratio.toFixed(2)} × cp + sync (bytes written/s; time ratio ${median(time).toFixed(2)}), ${median(speedup).toFixed(1)}× the peer, ${rss.toFixed(0)} MiB`,
+  );
 }
 
-console.log(`prepare bench in ${tmp}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${ROUNDS} rounds`);
+console.log(
+  `prepare bench in ${tmp}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${ROUNDS} rounds`,
+);
 const dense = ONLY.some((x) => x === 'f16' || x === 'f32' || x === 'links') ? denseCheckpoint(path.join(tmp, 'dense'), GB) : undefined;
 if (ONLY.includes('f16')) compare('dense bf16 → f16', dense, 'float16');
 if (ONLY.includes('f32')) compare('dense bf16 → f32', dense, 'float32');
@@ -127,7 +153,10 @@ if (ONLY.includes('links')) {
   const small = denseCheckpoint(path.join(tmp, 'small'), GB / 10);
   const times = { small: [], large: [] };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [k, ck] of [['small', small], ['large', dense]]) {
+    for (const [k, ck] of [
+      ['small', small],
+      ['large', dense],
+    ]) {
       const out = path.join(tmp, 'linked');
       times[k].push(timed(...prepare(ck, 'bfloat16', out)).s);
       const files = readdirSync(out).filter((f) => f.endsWith('.safetensors'));
@@ -139,8 +168,12 @@ if (ONLY.includes('links')) {
     }
   }
   const growth = median(times.large) / median(times.small);
-  console.log(`\nuntransformed shards (bf16 → bf16, hard links): ${(small.bytes / 1e9).toFixed(2)} GB in median ${median(times.small).toFixed(2)} s, ${(dense.bytes / 1e9).toFixed(2)} GB in ${median(times.large).toFixed(2)} s`);
-  console.log(`  ${(dense.bytes / small.bytes).toFixed(0)}× the bytes takes ${growth.toFixed(2)}× the time (target ≤ ${TARGET.linkGrowth}) ${growth <= TARGET.linkGrowth ? 'OK' : 'MISSED'}`);
+  console.log(
+    `\nuntransformed shards (bf16 → bf16, hard links): ${(small.bytes / 1e9).toFixed(2)} GB in median ${median(times.small).toFixed(2)} s, ${(dense.bytes / 1e9).toFixed(2)} GB in ${median(times.large).toFixed(2)} s`,
+  );
+  console.log(
+    `  ${(dense.bytes / small.bytes).toFixed(0)}× the bytes takes ${growth.toFixed(2)}× the time (target ≤ ${TARGET.linkGrowth}) ${growth <= TARGET.linkGrowth ? 'OK' : 'MISSED'}`,
+  );
   if (growth > TARGET.linkGrowth) ok = false;
   summary.push(`links: ${(dense.bytes / small.bytes).toFixed(0)}× the bytes in ${growth.toFixed(2)}× the time`);
 }
