@@ -10,7 +10,6 @@ import { elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS, SLOT_BATCH_BYTES } from './kernels';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
 
-
 /** An FP8 scale tensor held in f32 while its weight dequantizes. */
 function scaleBytes(scale: ScaleRef | undefined, srcs: Record<string, SourceTensor>): number {
   return scale ? elementCount(srcs[scale.key]!.shape) * 4 : 0;
