@@ -5,6 +5,7 @@
  * file is not re-parsed on every keystroke either.
  */
 import { stat } from 'node:fs/promises';
+import { statStamp } from '../file-stamp';
 import { readSafetensorsHeader, type SafetensorsHeader } from '../formats/safetensors';
 import { summarizeOnnx, type OnnxSummary } from '../formats/onnx';
 
@@ -38,7 +39,7 @@ export class HeaderCache {
 
   private async get<T>(map: Map<string, Entry<T>>, file: string, load: (f: string) => Promise<T>): Promise<T> {
     const st = await stat(file);
-    const stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
+    const stamp = statStamp(st);
     const hit = map.get(file);
     if (hit && hit.stamp === stamp) {
       if (hit.error !== undefined) throw hit.error;

@@ -7,9 +7,10 @@
  * directory (`.checkpoint_prepared.json`: each task's transform, inputs and outputs), or the
  * plan when the directory is not written yet.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
+import { memoByStamp } from '../file-stamp';
+import { readSafetensorsHeaderSync } from '../formats/safetensors';
 import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare/manifest';
 import { describeFp8Origin } from './quantization';
 
@@ -26,49 +27,12 @@ export interface TensorFacts {
   shape: number[];
 }
 
-const stamp = (file: string): string | undefined => {
-  try {
-    const st = statSync(file);
-    return st.isFile() ? `${st.size}:${st.mtimeMs}:${st.ino}` : undefined;
-  } catch {
-    return undefined;
-  }
-};
-
-const manifests = new Map<string, { stamp: string; manifest: PreparedManifest | undefined }>();
-const headers = new Map<string, { stamp: string; header: SafetensorsHeader | undefined }>();
+// An invalid manifest or header is the prepared-state check's business: here it is just no origin.
+const manifestFile = memoByStamp((file) => parsePreparedManifest(JSON.parse(readFileSync(file, 'utf8')), file), 64);
+const headerOf = memoByStamp(readSafetensorsHeaderSync, 256);
 
 function manifestOf(dir: string): PreparedManifest | undefined {
-  const file = path.join(dir, MANIFEST_FILE);
-  const s = stamp(file);
-  if (!s) return undefined;
-  const hit = manifests.get(file);
-  if (hit?.stamp === s) return hit.manifest;
-  let manifest: PreparedManifest | undefined;
-  try {
-    manifest = parsePreparedManifest(JSON.parse(readFileSync(file, 'utf8')), file);
-  } catch {
-    manifest = undefined; // an invalid manifest is the prepared-state check's business
-  }
-  if (manifests.size > 64) manifests.clear();
-  manifests.set(file, { stamp: s, manifest });
-  return manifest;
-}
-
-function headerOf(file: string): SafetensorsHeader | undefined {
-  const s = stamp(file);
-  if (!s) return undefined;
-  const hit = headers.get(file);
-  if (hit?.stamp === s) return hit.header;
-  let header: SafetensorsHeader | undefined;
-  try {
-    header = readSafetensorsHeaderSync(file);
-  } catch {
-    header = undefined;
-  }
-  if (headers.size > 256) headers.clear();
-  headers.set(file, { stamp: s, header });
-  return header;
+  return manifestFile(path.join(dir, MANIFEST_FILE));
 }
 
 /** What each MXFP4 output is, relative to the dequantized source (`[E, rows, G·32]`). */

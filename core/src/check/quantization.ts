@@ -6,9 +6,10 @@
  * gets `quantized-weight` (the graph needs the dequantized values: bind the prepared
  * checkpoint). Hover uses {@link describeQuantizedKey} for the same facts.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FormatError } from '../errors';
+import { memoByStamp } from '../file-stamp';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
 import { MANIFEST_FILE } from '../prepare/manifest';
 import { describeScheme, quantSchemeOf, type QuantScheme } from '../prepare/quant-config';
@@ -26,7 +27,19 @@ export interface QuantFacts {
   torchDtype?: string;
 }
 
-const cache = new Map<string, { stamp: string; facts: QuantFacts | undefined }>();
+/** The facts of one config.json (an unreadable one is not this check's business: undefined). */
+const factsOfConfig = memoByStamp((configFile): QuantFacts | undefined => {
+  const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+  if (!config || typeof config !== 'object' || config.quantization_config == null) return undefined;
+  const facts: QuantFacts = { configFile, ...(typeof config.torch_dtype === 'string' ? { torchDtype: config.torch_dtype } : {}) };
+  try {
+    const scheme = quantSchemeOf(config, configFile);
+    if (scheme) facts.scheme = scheme;
+  } catch (e) {
+    facts.refusal = e instanceof FormatError ? e.detail : String(e);
+  }
+  return facts;
+}, 256);
 
 /**
  * The quantization facts of the checkpoint directory `dir` (its config.json), or undefined
@@ -34,35 +47,7 @@ const cache = new Map<string, { stamp: string; facts: QuantFacts | undefined }>(
  */
 export function quantFactsOf(dir: string): QuantFacts | undefined {
   if (looksPrepared(path.join(dir, 'x')) || existsSync(path.join(dir, MANIFEST_FILE))) return undefined;
-  const configFile = path.join(dir, 'config.json');
-  let stamp: string;
-  try {
-    const st = statSync(configFile);
-    if (!st.isFile()) return undefined;
-    stamp = `${st.size}:${st.mtimeMs}:${st.ino}`;
-  } catch {
-    return undefined;
-  }
-  const hit = cache.get(configFile);
-  if (hit?.stamp === stamp) return hit.facts;
-  let facts: QuantFacts | undefined;
-  try {
-    const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
-    if (config && typeof config === 'object' && config.quantization_config != null) {
-      facts = { configFile, ...(typeof config.torch_dtype === 'string' ? { torchDtype: config.torch_dtype } : {}) };
-      try {
-        const scheme = quantSchemeOf(config, configFile);
-        if (scheme) facts.scheme = scheme;
-      } catch (e) {
-        facts.refusal = e instanceof FormatError ? e.detail : String(e);
-      }
-    }
-  } catch {
-    facts = undefined; // an unreadable config.json is not this check's business
-  }
-  if (cache.size > 256) cache.clear();
-  cache.set(configFile, { stamp, facts });
-  return facts;
+  return factsOfConfig(path.join(dir, 'config.json'));
 }
 
 const FP8 = new Set(['F8_E4M3', 'F8_E5M2']);

@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { statStamp } from '../file-stamp';
 import type { ExportInputs, PreparedLocation } from './locate';
 import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { sha256, type CompileRecord } from './record';
@@ -19,8 +20,7 @@ export const COMPILE_FORMAT = 'weight-spec-compile/2';
 /** `size:mtime:inode` of a file, or `-` when it cannot be stat'ed. */
 export function stampOf(file: string): string {
   try {
-    const st = fs.statSync(file);
-    return `${st.size}:${st.mtimeMs}:${st.ino}`;
+    return statStamp(fs.statSync(file));
   } catch {
     return '-';
   }

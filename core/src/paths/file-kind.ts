@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { FormatError } from '../errors';
+import { FormatError, oneLine } from '../errors';
 import { printable } from './policy-error';
 
 /** File systems whose files are not data on disk (statfs magic numbers, linux/magic.h). */
@@ -124,6 +124,18 @@ export async function readRegularFile(file: string, encoding?: 'utf8'): Promise<
     return encoding ? buf.toString(encoding) : buf;
   } finally {
     await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Reads a whole input file (spec, ONNX graph): any failure is one {@link FormatError} naming
+ * `name` (default `file`), so every reader says "cannot read" the same way.
+ */
+export async function readInputFile(file: string, name = file): Promise<Buffer> {
+  try {
+    return await readRegularFile(file);
+  } catch (err) {
+    throw err instanceof FormatError ? err : new FormatError(name, `cannot read: ${oneLine(err)}`);
   }
 }
 

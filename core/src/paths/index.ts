@@ -24,6 +24,7 @@ export {
   openRegularFile,
   openRegularFileSync,
   pseudoFsOf,
+  readInputFile,
   readRegularFile,
   readRegularFileSync,
   specialKind,

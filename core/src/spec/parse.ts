@@ -5,7 +5,7 @@
  */
 import { closestWord } from '../check/suggest';
 import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
-import { readRegularFile } from '../paths/file-kind';
+import { readInputFile } from '../paths/file-kind';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
@@ -303,13 +303,7 @@ function isAbsolutePath(p: string): boolean {
  * error (with its byte offset) when the file is unreadable or not a valid spec.
  */
 export async function readSpec(file: string): Promise<WeightSpec> {
-  let bytes: Buffer;
-  try {
-    bytes = await readRegularFile(file);
-  } catch (err) {
-    throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${oneLine(err)}`);
-  }
-  return specFromText(specTextOf(bytes, file), file);
+  return specFromText(specTextOf(await readInputFile(file), file), file);
 }
 
 /**

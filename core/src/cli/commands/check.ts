@@ -5,10 +5,10 @@
  * null). Exit 1 when any problem is an error.
  */
 import path from 'node:path';
-import { FormatError, oneLine, type Problem } from '../../errors';
+import type { Problem } from '../../errors';
 import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
-import { readRegularFile } from '../../paths';
+import { readInputFile } from '../../paths';
 import { specTextOf } from '../../spec';
 import { requirePath } from '../input-paths';
 
@@ -46,12 +46,7 @@ export const checkCommand = defineCommand({
   positionals: { min: 1, max: 1, names: ['weight_spec.json'] },
   async run(args, io) {
     const file = requirePath(io.cwd, args.positionals[0]!, 'file');
-    let text: string;
-    try {
-      text = specTextOf(await readRegularFile(file), file);
-    } catch (err) {
-      throw err instanceof FormatError ? err : new FormatError(args.positionals[0]!, `cannot read: ${oneLine(err)}`);
-    }
+    const text = specTextOf(await readInputFile(file, args.positionals[0]!), file);
     const problems = await checkSpec(file, text, {
       roots: args.flags.root.map((r) => path.resolve(io.cwd, r)),
       onnx: args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined,

@@ -152,6 +152,16 @@ export interface RopeSpec {
   long?: { invFreq: number[]; threshold: number };
 }
 
+/** The dimension fields of an {@link ArchSpec}, stated once for every family (`heads`: query heads, KV heads, head size). */
+export function archDims(
+  modelType: string,
+  vocab: number,
+  hidden: number,
+  heads: { nh: number; nKv: number; hd: number },
+): Pick<ArchSpec, 'modelType' | 'vocab' | 'hidden' | 'nHeads' | 'nKv' | 'headDim'> {
+  return { modelType, vocab, hidden, nHeads: heads.nh, nKv: heads.nKv, headDim: heads.hd };
+}
+
 /** Everything the decoder builder needs. */
 export interface ArchSpec {
   modelType: string;

@@ -48,21 +48,26 @@ export const llamaLike = z.looseObject({
 /** A parsed Llama-like config. */
 export type LlamaLikeConfig = z.infer<typeof llamaLike>;
 
-/** GPT-2's fields (GPT2Config defaults). */
-export const gpt2Config = z.looseObject({
-  model_type: z.literal('gpt2'),
+/** The fields GPT-2's config names its own way, shared by GPT-2 and CodeGen (GPT-J lineage). */
+export const gptNamedFields = {
   vocab_size: int,
   n_embd: int,
   n_layer: int,
   n_head: int,
-  n_positions: int,
   n_inner: int.nullable().optional(),
   activation_function: z.string().optional(),
   layer_norm_epsilon: num.positive().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+};
+
+/** GPT-2's fields (GPT2Config defaults). */
+export const gpt2Config = z.looseObject({
+  model_type: z.literal('gpt2'),
+  ...gptNamedFields,
+  n_positions: int,
   scale_attn_weights: z.boolean().optional(),
   scale_attn_by_inverse_layer_idx: z.boolean().optional(),
   add_cross_attention: z.boolean().optional(),
-  tie_word_embeddings: z.boolean().optional(),
 });
 /** A parsed GPT-2 config. */
 export type Gpt2Config = z.infer<typeof gpt2Config>;

@@ -16,7 +16,7 @@
  *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */
 import { z } from 'zod';
-import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from './arch';
 import type { ArchOptions } from './families';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
 import { canonicalMoeKeys } from './moe';
@@ -89,12 +89,7 @@ function expertStages(file: string, experts: number, opts: ArchOptions): { stage
 /** The Llama-shaped rest of an {@link ArchSpec} (RMSNorm eps 1e-5, head_dim^-0.5, embed/norm/lm_head keys, untied by default). */
 function rmsDecoder(modelType: string, c: LlamaLikeConfig, file: string, h: { nh: number; nKv: number; hd: number }, rope: ArchSpec['rope'], layers: LayerSpec[]): ArchSpec {
   return {
-    modelType,
-    vocab: c.vocab_size,
-    hidden: c.hidden_size,
-    nHeads: h.nh,
-    nKv: h.nKv,
-    headDim: h.hd,
+    ...archDims(modelType, c.vocab_size, c.hidden_size, h),
     norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
     act: actOf(c.hidden_act ?? 'silu', file, 'hidden_act'),
     scoreScale: { op: 'mul', value: Math.pow(h.hd, -0.5) },

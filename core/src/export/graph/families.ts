@@ -7,7 +7,7 @@
  * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`). Gemma-2, Granite,
  * OLMo-2, Falcon and CodeGen live in `family-<name>.ts`.
  */
-import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
 import { actOf, checkExpertParallel, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
 import { codegenArch } from './family-codegen';
@@ -158,12 +158,7 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
     });
   }
   return {
-    modelType: type,
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv,
-    headDim: hd,
+    ...archDims(type, c.vocab_size, H, { nh, nKv, hd }),
     norm: { kind: 'rms', eps, plusOne: type === 'gemma' },
     act,
     scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
@@ -205,12 +200,7 @@ function gpt2Arch(raw: unknown, file: string, _opts: ArchOptions): ArchSpec {
   }
   const tied = c.tie_word_embeddings ?? true;
   return {
-    modelType: 'gpt2',
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv: nh,
-    headDim: hd,
+    ...archDims('gpt2', c.vocab_size, H, { nh, nKv: nh, hd }),
     norm: { kind: 'layer', eps: c.layer_norm_epsilon ?? 1e-5, plusOne: false },
     act: actOf(c.activation_function ?? 'gelu_new', file, 'activation_function'),
     scoreScale: (c.scale_attn_weights ?? true) ? { op: 'div', value: Math.sqrt(hd) } : undefined,

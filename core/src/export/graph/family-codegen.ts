@@ -11,22 +11,14 @@
  * - `gelu_new` (activation_function), LayerNorm with bias, `lm_head` with bias, untied by default.
  */
 import { z } from 'zod';
-import type { ArchSpec, LayerSpec } from './arch';
-import { actOf, parseWith, refuse } from './config';
+import { archDims, type ArchSpec, type LayerSpec } from './arch';
+import { actOf, gptNamedFields, parseWith, refuse } from './config';
 import { ropeSpec } from './rope';
 
-const int = z.number().int().positive();
 const codegenConfig = z.looseObject({
   model_type: z.literal('codegen'),
-  vocab_size: int,
-  n_embd: int,
-  n_layer: int,
-  n_head: int,
-  rotary_dim: int.nullable().optional(),
-  n_inner: int.nullable().optional(),
-  activation_function: z.string().optional(),
-  layer_norm_epsilon: z.number().finite().positive().optional(),
-  tie_word_embeddings: z.boolean().optional(),
+  ...gptNamedFields,
+  rotary_dim: z.number().int().positive().nullable().optional(),
 });
 
 /** HF CodeGen's hard-coded model-parallel chunk count in the qkv split. */
@@ -65,12 +57,7 @@ export function codegenArch(raw: unknown, file: string): ArchSpec {
     });
   }
   return {
-    modelType: 'codegen',
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv: nh,
-    headDim: hd,
+    ...archDims('codegen', c.vocab_size, H, { nh, nKv: nh, hd }),
     norm: { kind: 'layer', eps: c.layer_norm_epsilon ?? 1e-5, plusOne: false },
     act: actOf(c.activation_function ?? 'gelu_new', file, 'activation_function'),
     scoresInFloat32: true,

@@ -13,7 +13,7 @@
  * ALiBi (`alibi: true`) is refused: it is not implemented.
  */
 import { z } from 'zod';
-import type { ArchSpec, FusedLayout, LayerSpec, LinearSpec } from './arch';
+import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
 import { actOf, parseWith, refuse } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
 
@@ -101,12 +101,7 @@ export function falconArch(raw: unknown, file: string): ArchSpec {
   });
   if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');
   return {
-    modelType: 'falcon',
-    vocab: V,
-    hidden: H,
-    nHeads: nh,
-    nKv,
-    headDim: hd,
+    ...archDims('falcon', V, H, { nh, nKv, hd }),
     norm: { kind: 'layer', eps: c.layer_norm_epsilon ?? 1e-5, plusOne: false },
     act: actOf(c.activation ?? 'gelu', file, 'activation'),
     scoreScale: { op: 'div', value: Math.sqrt(hd) },

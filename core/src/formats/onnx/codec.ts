@@ -12,7 +12,7 @@ import { ONNX_PROTO } from './schema';
 import { summarizeOnnxBytes } from './summary';
 import { MAX_IR_VERSION, type ModelProto, type TensorProto } from './types';
 import { sniffNonOnnx } from './wire-reader';
-import { readRegularFile } from '../../paths';
+import { readInputFile } from '../../paths';
 
 let root: protobuf.Root | undefined;
 
@@ -94,13 +94,7 @@ export function encodeModel(model: ModelProto): Uint8Array {
 
 /** Reads and decodes a `.onnx` file (the whole file is read: graphs, not 100 GB models). */
 export async function readModel(file: string): Promise<ModelProto> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await readRegularFile(file);
-  } catch (err) {
-    throw err instanceof FormatError ? err : new FormatError(file, `cannot read: ${oneLine(err)}`);
-  }
-  return decodeModel(bytes, file);
+  return decodeModel(await readInputFile(file), file);
 }
 
 /** Encodes and writes a model atomically (temp file in the same directory, fsync, rename). */

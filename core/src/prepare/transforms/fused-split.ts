@@ -57,17 +57,35 @@ function splitRows(module: string, fused: SourceTensor, down: SourceTensor, conf
   const I = twoI / 2;
   checkExpertCount(E, configured, module);
   const half = (h: 0 | 1): SlicePlan[] => Array.from({ length: E }, (_, e) => ({ kind: 'half-columns' as const, src: fused.key, expert: e, half: h }));
+  return splitGroup(module, transform, fused, down, [E, H, I], half, false);
+}
+
+/**
+ * The group of one fused gate/up split: gate and up from the fused tensor's halves (`half`),
+ * down stacked whole expert by whole expert. `transposed`: the stored layout is `[out, in]`
+ * (column-fused); else gate and up are written as a pair from one read of each row.
+ */
+function splitGroup(
+  module: string,
+  transform: string,
+  fused: SourceTensor,
+  down: SourceTensor,
+  [E, H, I]: [number, number, number],
+  half: (h: 0 | 1) => SlicePlan[],
+  transposed: boolean,
+): MoeGroup {
   const downBytes = H * I * DTYPE_SIZE[down.dtype];
   const downSlots: SlicePlan[] = Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: down.key, start: e * downBytes, length: downBytes }));
+  const [gate, up] = [`${module}.moe_weights.gate`, `${module}.moe_weights.up`];
   return {
     module,
     transform,
     experts: E,
     inputs: [fused.key, down.key],
     tensors: [
-      stacked(`${module}.moe_weights.gate`, 'split', fused.dtype, [H, I], half(0), { pairedWith: `${module}.moe_weights.up` }),
-      stacked(`${module}.moe_weights.up`, 'split', fused.dtype, [H, I], half(1), { pairedWith: `${module}.moe_weights.gate` }),
-      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [I, H], downSlots),
+      stacked(gate, 'split', fused.dtype, [H, I], half(0), transposed ? { transposed } : { pairedWith: up }),
+      stacked(up, 'split', fused.dtype, [H, I], half(1), transposed ? { transposed } : { pairedWith: gate }),
+      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [I, H], downSlots, transposed ? { transposed } : {}),
     ],
   };
 }
@@ -88,19 +106,7 @@ function split(module: string, fused: SourceTensor, down: SourceTensor, configur
   const expertBytes = twoI * rowBytes;
   const half = (h: 0 | 1): SlicePlan[] =>
     Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: fused.key, start: e * expertBytes + h * I * rowBytes, length: I * rowBytes }));
-  const downBytes = H * I * DTYPE_SIZE[down.dtype];
-  const downSlots: SlicePlan[] = Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: down.key, start: e * downBytes, length: downBytes }));
-  return {
-    module,
-    transform,
-    experts: E,
-    inputs: [fused.key, down.key],
-    tensors: [
-      stacked(`${module}.moe_weights.gate`, 'split', fused.dtype, [H, I], half(0), { transposed: true }),
-      stacked(`${module}.moe_weights.up`, 'split', fused.dtype, [H, I], half(1), { transposed: true }),
-      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [I, H], downSlots, { transposed: true }),
-    ],
-  };
+  return splitGroup(module, transform, fused, down, [E, H, I], half, true);
 }
 
 /** Finds fused gate/up experts (generic and GraniteMoE) among `sources`. */

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { FormatError } from '../../../errors';
-import type { ArchSpec, LayerSpec, LinearSpec, MlpSpec } from '../arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from '../arch';
 import { actOf, llamaLike, parseWith, refuse } from '../config';
 import { canonicalMoeKeys } from '../moe';
 import { ropeSpec, type RopeScaling } from '../rope';
@@ -200,12 +200,7 @@ function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolea
     });
   }
   const text: ArchSpec = {
-    modelType: type,
-    vocab: c.vocab_size,
-    hidden: H,
-    nHeads: nh,
-    nKv,
-    headDim: hd,
+    ...archDims(type, c.vocab_size, H, { nh, nKv, hd }),
     norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-6, plusOne: false },
     act,
     scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
