@@ -1,8 +1,11 @@
 // The bundled server (dist/server.js --stdio), spawned as the extension would, over real
 // JSON-RPC on its stdio: initialize, diagnostics, hover, shutdown/exit.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { SERVER_COMMANDS } from '../../core/src/protocol';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { connectClient, positionOf, type TestClient } from './harness';
 import { bundleServer } from './support';
@@ -46,5 +49,38 @@ describe('dist/server.js --stdio', () => {
     client.notify('exit', null);
     expect(await exited).toBe(0);
     expect(stderr).toBe('');
+  });
+});
+
+describe('the weight-spec-language-server bin (package.json)', () => {
+  it('runs through its shebang with no arguments and speaks stdio, announcing the server commands', async () => {
+    const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    const bin = path.join(REPO_ROOT, pkg.bin['weight-spec-language-server']!);
+    await bundleServer(REPO_ROOT);
+    const shebang = readFileSync(bin, 'utf8').split('\n')[0]!;
+    expect(shebang).toBe('#!/usr/bin/env node');
+    // What the kernel runs for an executable with that first line (npm links the bin so).
+    const child = spawn('/usr/bin/env', ['node', bin], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const rpc = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    rpc.listen();
+    try {
+      const init = await Promise.race([
+        rpc.sendRequest<{ capabilities: { executeCommandProvider?: { commands: string[] } } }>('initialize', {
+          processId: process.pid, rootUri: null, capabilities: {},
+        }),
+        exited.then((code) => Promise.reject(new Error(`the server exited (${code}) before answering initialize: ${stderr}`))),
+      ]);
+      expect(init.capabilities.executeCommandProvider?.commands).toEqual(Object.values(SERVER_COMMANDS));
+      await rpc.sendRequest('shutdown', null);
+      await rpc.sendNotification('exit', null);
+      expect(await exited).toBe(0);
+      expect(stderr).toBe('');
+    } finally {
+      rpc.dispose();
+      if (child.exitCode === null) child.kill();
+    }
   });
 });
