@@ -6,6 +6,10 @@
  * watched through its nearest existing ancestor, so its creation is seen. Events are
  * debounced; a spec is re-checked when a directory it depends on reports a change, and once
  * when a watch on one of its directories starts (a file written before the watch began).
+ * Where `fs.watch` fails or breaks (the inotify watch limit, ENOSPC; some network file
+ * systems), the directory is polled instead (`fs.watchFile`): its mtime changes when an entry
+ * is created, removed or renamed — prepare's sentinel, a renamed shard, and every file our
+ * tools write (temp + rename) — though not when a file is rewritten in place.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,18 +64,32 @@ function isDir(p: string): boolean {
   }
 }
 
-/** fs.watch watchers per spec, debounced into `onChange(uris)`. */
+/** Options of {@link FsWatchers}. */
+export interface FsWatchOptions {
+  /** Interval of the polling fallback (default 1000 ms). */
+  pollMs?: number;
+  /** The watcher (fs.watch; tests pass one that fails as fs.watch does at the inotify limit). */
+  watch?: (dir: string, options: { persistent: boolean }, listener: () => void) => fs.FSWatcher;
+}
+
+/** fs.watch watchers per spec (polling where fs.watch fails), debounced into `onChange(uris)`. */
 export class FsWatchers {
   /** Watchers by directory, with the inode watched (a replaced directory needs a new watch). */
-  private readonly watchers = new Map<string, { w: fs.FSWatcher; ino: number }>();
+  private readonly watchers = new Map<string, { close(): void; ino: number }>();
   private readonly bySpec = new Map<string, Set<string>>();
   private pending = new Set<string>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly pollMs: number;
+  private readonly watch: NonNullable<FsWatchOptions['watch']>;
 
   constructor(
     private readonly onChange: (uris: string[]) => void,
     private readonly debounceMs = 100,
-  ) {}
+    options: FsWatchOptions = {},
+  ) {
+    this.pollMs = options.pollMs ?? 1000;
+    this.watch = options.watch ?? ((dir, o, listener) => fs.watch(dir, o, listener));
+  }
 
   /** Watches `dirs` for the spec `uri` (replacing what it watched before). */
   update(uri: string, dirs: Iterable<string>): void {
@@ -85,13 +103,18 @@ export class FsWatchers {
       if (cur && cur.ino === ino) continue;
       if (cur) this.drop(t);
       try {
-        const w = fs.watch(t, { persistent: false }, () => this.fire(t));
-        w.on('error', () => this.drop(t));
-        this.watchers.set(t, { w, ino });
-        if (cur || (before && !before.has(t))) added = true;
+        const w = this.watch(t, { persistent: false }, () => this.fire(t));
+        // A watch that breaks (e.g. the file system stops reporting) becomes a poll.
+        w.on('error', () => {
+          this.drop(t);
+          if (this.needed().has(t)) this.poll(t, ino);
+        });
+        this.watchers.set(t, { close: () => w.close(), ino });
       } catch {
-        /* not watchable (gone, permissions): the next check retries */
+        // fs.watch refused (the inotify limit: ENOSPC, EMFILE; unsupported file system): poll.
+        if (isDir(t)) this.poll(t, ino);
       }
+      if (this.watchers.has(t) && (cur || (before && !before.has(t)))) added = true;
     }
     this.prune();
     if (added) this.queue([uri]);
@@ -125,14 +148,27 @@ export class FsWatchers {
     }, this.debounceMs);
   }
 
+  /** Polls `dir`'s stat: an entry created, removed or renamed changes its mtime. */
+  private poll(dir: string, ino: number): void {
+    const listener = (cur: fs.Stats, prev: fs.Stats) => {
+      if (cur.mtimeMs !== prev.mtimeMs || cur.ino !== prev.ino) this.fire(dir);
+    };
+    fs.watchFile(dir, { persistent: false, interval: this.pollMs }, listener);
+    this.watchers.set(dir, { close: () => fs.unwatchFile(dir, listener), ino });
+  }
+
   private drop(dir: string): void {
-    this.watchers.get(dir)?.w.close();
+    this.watchers.get(dir)?.close();
     this.watchers.delete(dir);
+  }
+
+  private needed(): Set<string> {
+    return new Set([...this.bySpec.values()].flatMap((s) => [...s]));
   }
 
   /** Closes watchers no spec needs any more. */
   private prune(): void {
-    const needed = new Set([...this.bySpec.values()].flatMap((s) => [...s]));
+    const needed = this.needed();
     for (const d of [...this.watchers.keys()]) if (!needed.has(d)) this.drop(d);
   }
 }

@@ -31,7 +31,7 @@ import { compileStateOf } from './compile-state';
 import { offsetsOf } from './diagnostics';
 import { SpecDocuments, uriToPath, type SpecDoc } from './documents';
 import { formatDocument } from './formatting';
-import { FsWatchers } from './fs-watch';
+import { FsWatchers, type FsWatchOptions } from './fs-watch';
 import { connectionLog, guarded, guardedNotification } from './guard';
 import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
@@ -44,6 +44,8 @@ export interface ServerOptions {
   debounceMs?: number;
   /** Debounce of the server's own file watching (default 100 ms). */
   watchDebounceMs?: number;
+  /** Options of the server's own file watching (its polling fallback). */
+  watchOptions?: FsWatchOptions;
   /** The bundled CLI the server's commands run (main.ts: dist/cli.js beside dist/server.js). */
   cliPath?: string;
 }
@@ -137,7 +139,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
       if (!watches.dynamic) {
-        ownWatch = new FsWatchers((uris) => filesChanged((d) => uris.includes(d.uri)), options.watchDebounceMs ?? 100);
+        ownWatch = new FsWatchers((uris) => filesChanged((d) => uris.includes(d.uri)), options.watchDebounceMs ?? 100, options.watchOptions);
       }
       codeLensRefresh = !!ws?.codeLens?.refreshSupport;
       inlayRefresh = !!ws?.inlayHint?.refreshSupport;

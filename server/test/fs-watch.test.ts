@@ -2,7 +2,7 @@
 // (no dynamic didChangeWatchedFiles, as Neovim 0.7): real files renamed, rewritten and
 // linked in a temp workspace, and the diagnostics that follow without any edit or client
 // notification. The prepare-written-elsewhere case is in commands.test.ts.
-import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import fs, { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Diagnostic } from 'vscode-languageserver-protocol';
@@ -140,6 +140,70 @@ describe('FsWatchers', () => {
     } finally {
       w.dispose();
     }
+  });
+});
+
+describe('FsWatchers without fs.watch (the polling fallback)', () => {
+  /** A watcher that refuses as fs.watch does once the inotify watches are used up. */
+  const exhausted = (): never => {
+    throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached, watch'), { code: 'ENOSPC' });
+  };
+
+  it('polls the folder when fs.watch refuses: a sentinel created and a shard renamed are reported', async () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, 'a.safetensors'), '');
+    const seen: string[][] = [];
+    const w = new FsWatchers((uris) => void seen.push(uris), 20, { pollMs: 50, watch: exhausted });
+    try {
+      w.update('file:///spec.json', [dir]);
+      await new Promise((r) => setTimeout(r, 120)); // the poll's first stat
+      writeFileSync(path.join(dir, '.checkpoint_prepared'), 'x');
+      await expect.poll(() => seen.length, { timeout: 5000 }).toBe(1);
+      renameSync(path.join(dir, 'a.safetensors'), path.join(dir, 'b.safetensors'));
+      await expect.poll(() => seen.length, { timeout: 5000 }).toBe(2);
+      expect(seen).toEqual([['file:///spec.json'], ['file:///spec.json']]);
+      w.remove('file:///spec.json');
+      writeFileSync(path.join(dir, 'c'), '');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(seen).toHaveLength(2); // unwatched after remove
+    } finally {
+      w.dispose();
+    }
+  });
+
+  it('a watch that breaks (an error event) becomes a poll', async () => {
+    const dir = tmp();
+    const seen: string[][] = [];
+    let broken: fs.FSWatcher | undefined;
+    const w = new FsWatchers((uris) => void seen.push(uris), 20, {
+      pollMs: 50,
+      // A real fs.watch whose events are never delivered, then fails.
+      watch: (d, o) => (broken = fs.watch(d, o, () => undefined)),
+    });
+    try {
+      w.update('file:///spec.json', [dir]);
+      broken!.emit('error', new Error('EIO'));
+      await new Promise((r) => setTimeout(r, 120));
+      writeFileSync(path.join(dir, '.checkpoint_prepared'), 'x');
+      await expect.poll(() => seen, { timeout: 5000 }).toEqual([['file:///spec.json']]);
+    } finally {
+      w.dispose();
+    }
+  });
+
+  it('the server re-checks through the fallback too', async () => {
+    // Same client as above, but the server's watcher cannot use fs.watch.
+    const c = await startInMemory({
+      capabilities: { workspace: { didChangeWatchedFiles: { dynamicRegistration: false } } },
+      serverOptions: { watchDebounceMs: 20, watchOptions: { pollMs: 50, watch: exhausted } },
+    });
+    clients.push(c);
+    const ws = makeWorkspace();
+    const { uri } = await c.open(ws.specFile);
+    const b = path.join(ws.dir, 'ckpt', 'b.safetensors');
+    await new Promise((r) => setTimeout(r, 120));
+    renameSync(b, `${b}.old`);
+    expect(await until(c, uri, (x) => x.includes('file-missing'))).toContain('file-missing');
   });
 });
 
