@@ -46,7 +46,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
       cwd: dir,
       timeout: 150_000,
       env: {
-        ...process.env, WS_SERVER: path.join(REPO_ROOT, 'dist', 'server.js'), WS_SPEC: spec, WS_OUT: out, WS_TYPO: TYPO,
+        ...process.env, XDG_CACHE_HOME: path.join(dir, 'cache'), WS_SERVER: path.join(REPO_ROOT, 'dist', 'server.js'), WS_SPEC: spec, WS_OUT: out, WS_TYPO: TYPO,
         WS_COMPLETE_KEY: COMPLETE_KEY, WS_COMPLETE_PREFIX: PREFIX,
       },
       encoding: 'utf8',
@@ -57,6 +57,12 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
 
   it('ran without Lua errors', () => {
     expect(errors).toEqual([]);
+  });
+
+  it('Neovim\'s LSP log holds no errors (protocol errors, error-level logs, server stderr)', () => {
+    const log = path.join(dir, 'cache', 'nvim', 'lsp.log');
+    const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\n') : [];
+    expect(lines.filter((l) => l.includes('[ERROR]'))).toEqual([]);
   });
 
   it('diagnostics: key-missing with did-you-mean on the misspelled key, not-prepared on the files', () => {

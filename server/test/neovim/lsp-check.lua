@@ -13,6 +13,9 @@ local function finish()
   save()
   vim.cmd('qa!')
 end
+-- Warnings and errors only, in $XDG_CACHE_HOME/nvim/lsp.log (the test reads it): protocol
+-- errors, error-level logMessages and anything the server writes on stderr land there.
+vim.lsp.set_log_level('WARN')
 local messages = {}
 vim.notify = function(msg, level) table.insert(messages, { msg = msg, level = level }) end
 vim.lsp.handlers['window/showMessage'] = function(_, result) table.insert(messages, { msg = result.message, type = result.type }) end
