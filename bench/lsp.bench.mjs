@@ -29,6 +29,10 @@ const SIZES = (process.env.WS_LSP_BENCH_SIZES ?? '5000,20000,80000').split(',').
 const MAIN = SIZES.includes(20_000) ? 20_000 : SIZES[0];
 const RUNS = Math.max(1, Number(process.env.WS_LSP_BENCH_RUNS ?? 3));
 const SHARDS = 8;
+/** What VS Code declares that changes the server's answers here: completion lists with a shared edit range. */
+const VSCODE_CAPABILITIES = {
+  textDocument: { completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } } },
+};
 /** Extra node options of the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it). */
 const NODE_ARGS = (process.env.WS_LSP_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const EDITS = 20;
@@ -147,7 +151,7 @@ async function startServer(spec) {
   await conn.sendRequest('initialize', {
     processId: process.pid,
     rootUri: pathToFileURL(spec.dir).href,
-    capabilities: {},
+    capabilities: VSCODE_CAPABILITIES,
     initializationOptions: { debounceMs: 0 },
   });
   await conn.sendNotification('initialized', {});

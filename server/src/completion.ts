@@ -33,11 +33,17 @@ function cursorAt(text: string, run: CheckRun, current: boolean, offset: number)
   return { path: loc.path, atKey: loc.isAtPropertyKey, ...(loc.previousNode ? { node: loc.previousNode } : {}) };
 }
 
-/**
- * Completion at `offset`, or null when the cursor is not in a key or name string. `current`
- * says that `run` checked exactly the document's text (its offsets are valid there).
- */
-export function completionAt(doc: TextDocument, run: CheckRun | undefined, offset: number, current = false): CompletionList | null {
+/** Options of {@link completionAt}. */
+export interface CompletionOptions {
+  /** `run` checked exactly the document's text (its offsets are valid there). */
+  current?: boolean;
+  /** The client takes `itemDefaults.editRange`: the range is sent once, not with each of up to 1,000 items. */
+  editRange?: boolean;
+}
+
+/** Completion at `offset`, or null when the cursor is not in a key or name string. */
+export function completionAt(doc: TextDocument, run: CheckRun | undefined, offset: number, opts: CompletionOptions = {}): CompletionList | null {
+  const current = opts.current === true;
   if (!run) return null;
   const text = doc.getText();
   const { path: p, atKey, node } = cursorAt(text, run, current, offset);
@@ -50,6 +56,7 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
   const closed = inString && node.length >= 2 && text[node.offset + node.length - 1] === '"';
   const contentEnd = inString ? node.offset + node.length - (closed ? 1 : 0) : 0;
   const replace = inString ? rangeOf(doc, { start: node.offset + 1, end: contentEnd }) : undefined;
+  const shared = !!replace && opts.editRange === true;
   const typed = inString ? text.slice(node.offset + 1, offset).toLowerCase() : '';
   const items: CompletionItem[] = [];
   let capped = false;
@@ -61,13 +68,8 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
     }
     const quoted = JSON.stringify(label);
     const content = quoted.slice(1, -1) + (closed ? '' : '"');
-    items.push({
-      label,
-      kind,
-      detail,
-      sortText: sort + label,
-      ...(replace ? { textEdit: { range: replace, newText: content } } : { insertText: quoted }),
-    });
+    const edit = !replace ? { insertText: quoted } : shared ? (content === label ? {} : { textEditText: content }) : { textEdit: { range: replace, newText: content } };
+    items.push({ label, kind, detail, sortText: sort + label, ...edit });
   };
   const spec = run.parsed.spec;
   if (p.length === 4 && p[2] === 'location' && p[3] === 'key') {
@@ -92,7 +94,7 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
   } else {
     return null;
   }
-  return { isIncomplete: capped, items };
+  return { isIncomplete: capped, ...(shared ? { itemDefaults: { editRange: replace } } : {}), items };
 }
 
 /**

@@ -68,6 +68,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   // The lenses carry the extension's commands only when it runs them itself.
   let clientCommands = false;
   let progressSupport = false;
+  /** The client takes a list-wide edit range (CompletionList.itemDefaults, LSP 3.17): items then carry no range each. */
+  let completionEditRange = false;
   let configurationSupport = false;
   let initSettings: CommandSettings = {};
   /** The server's own watchers, when the client cannot watch (set at initialize). */
@@ -133,6 +135,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
       clientCommands = init.clientCommands === true;
       progressSupport = params.capabilities.window?.workDoneProgress === true;
+      completionEditRange = params.capabilities.textDocument?.completion?.completionList?.itemDefaults?.includes('editRange') === true;
       configurationSupport = params.capabilities.workspace?.configuration === true;
       initSettings = settingsOf(init);
       const ws = params.capabilities.workspace;
@@ -244,7 +247,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     // Half-typed text may not parse: keys and names then come from the last good check.
     const run = r?.run.parsed.spec ? r.run : d.lastParsed ?? r?.run;
     const current = !!run && run === r?.run && d.session.last?.text === d.doc.getText();
-    return completionAt(d.doc, run, d.doc.offsetAt(p.position), current);
+    return completionAt(d.doc, run, d.doc.offsetAt(p.position), { current, editRange: completionEditRange });
   }));
 
   connection.onDocumentSymbol(guarded(log, 'documentSymbol', [], async (p) => {

@@ -57,6 +57,35 @@ describe('language features on a workspace spec', () => {
     expect(e2.newText).toBe('model.layers.0.self_attn.q_proj.weight"');
   });
 
+  it('a client that takes itemDefaults.editRange (VS Code) gets the range once, and the same edits', async () => {
+    const vscodeLike = await startInMemory({ capabilities: { textDocument: { completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } } } } });
+    try {
+      const { uri: u } = await vscodeLike.open(ws.specFile);
+      const base = ws.text(ws.spec());
+      const start = base.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 8;
+      const end = start + 'model.layers.0.self_attn.q_proj.weight'.length;
+      for (const [typed, tail] of [['model.layers.0.self_attn.q', base.slice(end)], ['model.layers.0.self_attn.q\n', base.slice(end + 1).replace(/^,?/, '')]] as const) {
+        const doc = base.slice(0, start) + typed + tail;
+        await vscodeLike.replace(u, doc);
+        await client.replace(uri, doc);
+        const at = start + 'model.layers.0.self_attn.q'.length;
+        const shared = await vscodeLike.request<CompletionList>('textDocument/completion', { textDocument: { uri: u }, position: positionOf(doc, at) });
+        const each = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(doc, at) });
+        const range = shared.itemDefaults?.editRange as Parameters<typeof textOf>[1];
+        expect(textOf(doc, range)).toBe(typed.trimEnd());
+        expect(shared.items.every((i) => i.textEdit === undefined)).toBe(true);
+        // What the client inserts (textEditText, else the label, over the list's range) is what
+        // the per-item edits of a client without the capability insert.
+        const got = shared.items.map((i) => applyEdits(doc, [{ range, newText: i.textEditText ?? i.label }])).sort();
+        const want = each.items.map((i) => applyEdits(doc, [i.textEdit as { range: Parameters<typeof textOf>[1]; newText: string }])).sort();
+        expect(got).toEqual(want);
+        if (tail === base.slice(end)) expect(got).toContain(base);
+      }
+    } finally {
+      vscodeLike.close();
+    }
+  });
+
   it('completes graph input names inside name', async () => {
     const text = ws.text(ws.spec());
     await client.replace(uri, text);
