@@ -130,7 +130,11 @@ async function runPlanned(ctx: CommandContext, plan: Planned, token: Cancellatio
     const r = await runCli({ node: process.execPath, cli: ctx.cliPath, env: plan.env, cwd: plan.cwd }, plan.args, {
       onProgress: (percent, detail) => reporter?.report(percent, detail),
     }, abort.signal);
-    if (r.cancelled) return { ok: false, cancelled: true, message: `${plan.title}: cancelled` };
+    if (r.cancelled) {
+      // The CLI's interrupt line says what it removed or kept ("nothing was written to …").
+      const said = r.errorLine?.replace(/^weight-spec: /, '');
+      return { ok: false, cancelled: true, message: `${plan.title}: cancelled${said ? ` — ${said}` : ''}` };
+    }
     if (r.code !== 0) return { ok: false, message: r.errorLine ?? `${plan.title}: the CLI exited with ${r.code ?? r.signal}` };
     if (r.stdout.trim()) ctx.connection.console.log(r.stdout.trimEnd());
     return { ok: true, message: plan.done(r), ...(r.stdout ? { output: r.stdout } : {}) };

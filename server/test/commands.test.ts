@@ -2,7 +2,7 @@
 // a real export of a copy of the llama fixture, a real prepare by dist/cli.js through
 // workspace/executeCommand, and fs.watch noticing files written behind the server's back.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, expect, it } from 'vitest';
@@ -183,6 +183,31 @@ describeFixtures('server commands and own watching (clients without them)', () =
       expect(await pending).toMatchObject({ ok: false, cancelled: true });
       expect(c.messages[0]).toMatchObject({ type: 2, message: expect.stringContaining('cancelled') });
       expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(false);
+    } finally {
+      c.close();
+    }
+  }, 30_000);
+
+  it('cancelling while the CLI prepares (its first progress report) leaves nothing: no prepared folder, no temporaries', async () => {
+    const { dir, spec, prepared } = exported();
+    const c = await neovimLike();
+    try {
+      const { uri } = await c.open(spec);
+      const cts = new CancellationTokenSource();
+      const reports: unknown[] = [];
+      c.rpc.onNotification('$/progress', (p: { value: { kind: string; message?: string } }) => {
+        if (p.value.kind !== 'report') return;
+        reports.push(p.value.message);
+        cts.cancel(); // the CLI is running: it reported its first percentage
+      });
+      const r = await c.rpc.sendRequest<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] }, cts.token);
+      expect(reports.length).toBeGreaterThan(0);
+      expect(r).toMatchObject({ ok: false, cancelled: true });
+      // The message carries the CLI's own account of its interrupt.
+      expect(r.message).toMatch(/: cancelled — interrupted \(SIGTERM\): nothing was written to /);
+      expect(c.messages).toEqual([{ type: 2, message: r.message }]);
+      expect(existsSync(prepared)).toBe(false);
+      expect(readdirSync(dir).sort()).toEqual(['exp', 'llama']); // no *.tmp-* folders beside the checkpoint
     } finally {
       c.close();
     }
