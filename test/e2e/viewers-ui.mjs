@@ -9,16 +9,21 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
+import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkpoint.mjs';
 import { decodePng, pngSize } from './ui-check.mjs';
 
 export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots');
 
-/** The webview frame (nested in VS Code's iframes) holding `selector`, once it appears. */
-async function webviewFrame(page, selector, timeoutMs = 60_000) {
+/**
+ * The webview frame (nested in VS Code's iframes) of the viewer whose heading is `name`, once
+ * it shows `selector` (hidden viewers keep their frames, so the heading tells them apart).
+ */
+async function webviewFrame(page, name, selector, timeoutMs = 60_000) {
   const t0 = Date.now();
   while (Date.now() - t0 < timeoutMs) {
     for (const f of page.frames()) {
-      if (await f.$(selector).catch(() => null)) return f;
+      const h1 = await f.$('h1').catch(() => null);
+      if (h1 && (await h1.textContent().catch(() => '')) === name && (await f.$(selector).catch(() => null))) return f;
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -52,6 +57,19 @@ async function quickOpen(page, name) {
   await page.waitForSelector(`.tab[aria-label*="${name}"]`, { timeout: 15_000 });
 }
 
+/** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
+async function palette(page, title, pick) {
+  await page
+    .locator('.part.editor')
+    .click({ position: { x: 300, y: 200 } })
+    .catch(() => {});
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+P');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
+  await page.keyboard.type(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first().click({ timeout: 15_000 });
+}
+
 function shoot(shot, text, want) {
   for (const w of want) if (!text.includes(w)) throw new Error(`the viewer's text lacks ${JSON.stringify(w)}: ${text.slice(0, 500)}`);
   const size = pngSize(shot);
@@ -78,12 +96,54 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     });
   await check('a checkpoint shard opens in the safetensors viewer: tensor table with total and spec links (screenshot)', async () => {
     await quickOpen(page, 'model-00001-of-00002.safetensors');
-    const frame = await webviewFrame(page, '.vt-foot');
+    const frame = await webviewFrame(page, 'model-00001-of-00002.safetensors', '.vt-foot');
     await frame.waitForFunction(() => document.querySelector('.vt-foot')?.textContent?.startsWith('total:'), null, { timeout: 30_000 });
     const text = await frame.locator('body').innerText();
     const shot = path.join(SCREENSHOT_DIR, 'safetensors-viewer.png');
     await page.locator('.part.editor').screenshot({ path: shot });
     return shoot(shot, text, [ws.goodKey, 'BF16', 'total:', 'sharded checkpoint', 'model-00002-of-00002.safetensors', 'inputs[0]']);
+  });
+  await check('a 20,000-tensor checkpoint opens whole, filters, sorts and scrolls (screenshot)', async () => {
+    const tensors = qwen3MoeTensors({ layers: 51 });
+    writeSparseCheckpoint(path.join(ws.dir, 'sparse-20k'), tensors, 16);
+    const t0 = Date.now();
+    await quickOpen(page, 'model-00007-of-00016.safetensors');
+    const frame = await webviewFrame(page, 'model-00007-of-00016.safetensors', '.vt-foot');
+    const foot = frame.locator('.vt-foot');
+    await frame.waitForFunction((n) => document.querySelector('.vt-foot')?.textContent?.startsWith(`total: ${n} tensors`), tensors.length, {
+      timeout: 60_000,
+    });
+    const openMs = Date.now() - t0;
+    // Filter: 51 layers hold one expert-127 down_proj each.
+    const filter = frame.locator('input[type=text]');
+    const t1 = Date.now();
+    await filter.fill('experts.127.down_proj');
+    await frame.waitForFunction(() => document.querySelector('.vt-foot')?.textContent?.startsWith('total: 51 tensors'), null, {
+      timeout: 30_000,
+    });
+    const filterMs = Date.now() - t1;
+    await filter.fill('');
+    await frame.waitForFunction((n) => document.querySelector('.vt-foot')?.textContent?.startsWith(`total: ${n} tensors`), tensors.length, {
+      timeout: 30_000,
+    });
+    // Sort by bytes, descending: the two [151936, 2048] tensors (embedding, head) come first.
+    await frame.locator('.vt-head span', { hasText: 'bytes' }).click();
+    await frame.locator('.vt-head span', { hasText: 'bytes' }).click();
+    const top = await frame.locator('.vt-row span:first-child').first().innerText();
+    if (!['model.embed_tokens.weight', 'lm_head.weight'].includes(top)) throw new Error(`sorted by bytes, the first row is ${top}`);
+    // Scroll to the end: the last rows are drawn on demand.
+    await frame.locator('.vt-body').evaluate((b) => (b.scrollTop = b.scrollHeight));
+    await frame.waitForFunction(
+      () => [...document.querySelectorAll('.vt-row')].some((r) => r.textContent?.includes('q_norm.weight')),
+      null,
+      { timeout: 15_000 },
+    );
+    const rows = await frame.locator('.vt-row').count();
+    if (rows > 200) throw new Error(`${rows} rows in the DOM: the table is not virtualized`);
+    const shot = path.join(SCREENSHOT_DIR, 'safetensors-20k.png');
+    await page.locator('.part.editor').screenshot({ path: shot });
+    const text = await frame.locator('body').innerText();
+    return `${shoot(shot, text, [`${tensors.length} tensors`, 'BF16', 'q_norm.weight'])}; opened in ${openMs} ms, filtered in ${filterMs} ms, ${rows} rows in the DOM (${(await foot.innerText()).slice(0, 60)})`;
   });
   await check("an export's model.onnx reopens in the ONNX viewer: summary, embedded spec, laid-out graph (screenshots)", async () => {
     const out = path.join(ws.dir, 'ui-export');
@@ -91,16 +151,10 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
       stdio: 'pipe',
     });
     await quickOpen(page, 'model.onnx');
-    await page.keyboard.press('F1');
-    await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
-    await page.keyboard.type('Reopen Editor With');
     // "View: Reopen Editor With..." (not "…With Text Editor", which matches the typed text too).
-    await page
-      .locator('.quick-input-list .monaco-list-row', { hasText: /Reopen Editor With(\.\.\.|…)/ })
-      .first()
-      .click({ timeout: 15_000 });
+    await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/);
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ONNX Model Viewer' }).first().click({ timeout: 15_000 });
-    const frame = await webviewFrame(page, 'button.tab');
+    const frame = await webviewFrame(page, 'model.onnx', 'button.tab');
     await frame.getByText('Embedded weight spec').waitFor({ timeout: 30_000 });
     const summary = await frame.locator('body').innerText();
     const shot = path.join(SCREENSHOT_DIR, 'onnx-viewer.png');
@@ -128,4 +182,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     const b = shoot(gshot, labels, ['q_proj.weight', 'MatMul', 'Softmax']);
     return `${a}; graph: ${b}`;
   });
+  // Leave the window as the checks after these expect it: no viewers open, a short explorer.
+  await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+  fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
 }

@@ -9,16 +9,16 @@ import { Checkpoint, type CheckpointTensor, type TensorInfo } from '../formats/s
 import { linkSpecs, type SpecText } from './spec-links';
 import type { CheckpointPage, TensorEntry } from './types';
 
-/** Tensors of `ck` in storage order: shard order, then data offset (for an index: only the keys it maps). */
+/** Each shard's tensors (for an index: only the keys it maps to that shard) by data offset. */
+function shardTensors(ck: Checkpoint, file: string): TensorInfo[] {
+  const mine: TensorInfo[] = [];
+  for (const [key, t] of ck.headers.get(file)!.tensors) if (ck.fileOf(key) === file) mine.push(t);
+  return mine.sort((a, b) => a.begin - b.begin);
+}
+
+/** Tensors of `ck` in storage order: shard order, then data offset. */
 export function storageOrder(ck: Checkpoint): CheckpointTensor[] {
-  const out: CheckpointTensor[] = [];
-  for (const file of ck.files) {
-    const mine: TensorInfo[] = [];
-    for (const [key, t] of ck.headers.get(file)!.tensors) if (ck.fileOf(key) === file) mine.push(t);
-    mine.sort((a, b) => a.begin - b.begin);
-    for (const t of mine) out.push({ ...t, file });
-  }
-  return out;
+  return ck.files.flatMap((file) => shardTensors(ck, file).map((t) => ({ ...t, file })));
 }
 
 /**
@@ -54,17 +54,17 @@ export interface CheckpointPageOptions {
 /** The page for `file` (a .safetensors file or a checkpoint folder). Throws FormatError on a bad header. */
 export async function buildCheckpointPage(file: string, opts: CheckpointPageOptions = {}): Promise<CheckpointPage> {
   const ck = await checkpointOf(file);
-  const shardIndex = new Map(ck.files.map((f, i) => [f, i]));
   const files = ck.files.map((f) => ({ name: path.relative(ck.dir, f) || path.basename(f), tensors: 0, bytes: 0 }));
   const tensors: TensorEntry[] = [];
   let totalBytes = 0;
-  for (const t of storageOrder(ck)) {
-    const shard = shardIndex.get(t.file)!;
-    tensors.push({ key: t.key, dtype: t.dtype, shape: t.shape, bytes: t.byteLength, shard });
-    files[shard]!.tensors++;
-    files[shard]!.bytes += t.byteLength;
-    totalBytes += t.byteLength;
-  }
+  ck.files.forEach((file, shard) => {
+    for (const t of shardTensors(ck, file)) {
+      tensors.push({ key: t.key, dtype: t.dtype, shape: t.shape, bytes: t.byteLength, shard });
+      files[shard]!.tensors++;
+      files[shard]!.bytes += t.byteLength;
+      totalBytes += t.byteLength;
+    }
+  });
   const { links, specs } = linkSpecs(ck, opts.specs ?? []);
   const opened = path.resolve(file);
   const metadata = ck.headers.get(opened)?.metadata;

@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { qwen3MoeTensors, writeSparseCheckpoint } from '../../support/sparse-checkpoint.mjs';
 import { api, cli, codeOf, workspace } from './helpers';
 
 /** What the viewer of `file` rendered (its webview's text), once `pred` holds. */
@@ -86,6 +87,19 @@ describe('viewers for model files', () => {
     assert.ok(text.includes(`${spec.inputs.length} inputs`), 'the embedded spec summary lacks its input count');
     // Its prepared checkpoint does not exist yet: the spec's problems say so.
     assert.ok(text.includes('not-prepared'), 'the embedded spec problems are not shown');
+  });
+
+  it('a generated 20,000-tensor checkpoint (16 sparse shards, 60 GB declared) opens whole from any shard', async () => {
+    const dir = path.join(ws.dir, 'sparse-20k');
+    const tensors = qwen3MoeTensors({ layers: 51 });
+    const { totalBytes } = writeSparseCheckpoint(dir, tensors, 16);
+    const shard = path.join(dir, 'model-00007-of-00016.safetensors');
+    await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(shard));
+    const text = await rendered(shard, 'page', (t) => t.includes('total:'));
+    assert.ok(text.includes(`${tensors.length} tensors`), text.slice(0, 300));
+    assert.ok(text.includes(`total: ${tensors.length} tensors, ${totalBytes} bytes`), text.slice(0, 300));
+    // Only the rows in view exist: the first tensors, not the last.
+    assert.ok(text.includes(tensors[0]!.key) && !text.includes('lm_head.weight'), 'the table is not virtualized');
   });
 
   it('an unreadable file shows one line saying what is wrong', async () => {

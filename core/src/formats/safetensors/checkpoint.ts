@@ -143,14 +143,20 @@ export class Checkpoint {
     const keyAt = (k: string) => byteOffsetIn(text, json.secondLevel.get('weight_map')?.get(k), 0);
     const shardOf = new Map<string, string>();
     const files: string[] = [];
+    // A 20,000-key index names a few dozen shards: check and join each shard name once.
+    const absOf = new Map<string, string>();
     for (const [key, shard] of Object.entries(map)) {
       if (typeof shard !== 'string') {
         throw new FormatError(indexFile, `weight_map[${JSON.stringify(key)}] is not a file name`, keyAt(key));
       }
-      const bad = badShardName(shard);
-      if (bad) throw new FormatError(indexFile, `weight_map[${JSON.stringify(key)}] shard ${JSON.stringify(shard)} ${bad}`, keyAt(key));
-      const abs = path.join(dir, shard);
-      if (!files.includes(abs)) files.push(abs);
+      let abs = absOf.get(shard);
+      if (abs === undefined) {
+        const bad = badShardName(shard);
+        if (bad) throw new FormatError(indexFile, `weight_map[${JSON.stringify(key)}] shard ${JSON.stringify(shard)} ${bad}`, keyAt(key));
+        abs = path.join(dir, shard);
+        absOf.set(shard, abs);
+        if (!files.includes(abs)) files.push(abs);
+      }
       shardOf.set(key, abs);
     }
     const headers = new Map<string, SafetensorsHeader>();
