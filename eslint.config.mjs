@@ -63,8 +63,7 @@ export default tseslint.config(
     // The vitest suites and their helpers. Not test/e2e: the VS Code runner is its own program
     // outside vitest, which keeps its scratch folder (logs) when a run fails, on purpose.
     files: ['core/test/**', 'server/test/**', 'client/test/**', 'test/support/**'],
-    // onnx-builders: the lead is editing it; converted once that lands (h-tests, #15.8).
-    ignores: ['test/support/temp.ts', 'test/support/temp-guard.ts', 'core/test/onnx-builders.test.ts'],
+    ignores: ['test/support/temp.ts', 'test/support/temp-guard.ts'],
     rules: { 'no-restricted-syntax': ['error', ...tempRestrictions] },
   },
 );

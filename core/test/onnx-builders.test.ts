@@ -3,9 +3,9 @@
  * by offset, on models made here (expected bytes are written independently with Buffer).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
+import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import {
   AttributeType, decodeModel, encodeModel, externalTensor, getMetadata, makeAttribute, makeNode, makeTensor,
@@ -13,8 +13,7 @@ import {
   tensorBytes, writeModel, type ModelProto, type TensorProto,
 } from '../src/formats/onnx';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-build-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDirs('onnx-build-')();
 
 function le(kind: 'f32' | 'f64' | 'i64' | 'u64' | 'i32' | 'u32' | 'u16' | 'i8', xs: (number | bigint)[]): Buffer {
   const w = { f32: 4, f64: 8, i64: 8, u64: 8, i32: 4, u32: 4, u16: 2, i8: 1 }[kind];
