@@ -129,12 +129,17 @@ describe('prepare: per-expert stacking', () => {
 });
 
 describe('prepare: Mixtral experts converted while stacked (fused convert + transpose, batched writes)', () => {
-  // Odd sizes (not multiples of the kernel's 16-element tile) and experts of 1.2 MB in f32, so a
-  // stacked tensor spans several 8 MiB write batches (SLOT_BATCH_BYTES) with a partial last one.
-  const E = 9, I = 601, H = 501;
+  // Sizes that are not multiples of the kernel's 16-element tile, odd (the element loop) and even
+  // (2×2 blocks through 32-bit words), and experts of 1.2 MB in f32, so a stacked tensor spans
+  // several 8 MiB write batches (SLOT_BATCH_BYTES) with a partial last one.
+  const E = 9;
   const m = 'model.layers.0.block_sparse_moe';
-  it.each([['float16', 2], ['float32', 4]] as const)('bf16 experts → %s: each expert [out, in] transposed, values converted (RNE), expert order', async (dtype, size) => {
-    const src = path.join(tempDir(), `mixtral-${dtype}`);
+  it.each([
+    ['float16', 2, 601, 501],
+    ['float16', 2, 602, 494],
+    ['float32', 4, 601, 501],
+  ] as const)('bf16 experts → %s (%i-byte elements, I = %i, H = %i): each expert [out, in] transposed, values converted (RNE), expert order', async (dtype, size, I, H) => {
+    const src = path.join(tempDir(), `mixtral-${dtype}-${I}`);
     const experts = [];
     for (let e = 0; e < E; e++) experts.push(t(`${m}.experts.${e}.w1.weight`, [I, H], 100 + e), t(`${m}.experts.${e}.w2.weight`, [H, I], 200 + e), t(`${m}.experts.${e}.w3.weight`, [I, H], 300 + e));
     await writeCheckpoint(src, [[t(`${m}.gate.weight`, [E, H], 1), ...experts]], { model_type: 'mixtral', num_local_experts: E });
