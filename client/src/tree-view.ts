@@ -67,7 +67,9 @@ export class ExportTree implements vscode.TreeDataProvider<TreeNode>, vscode.Dis
     switch (node.kind) {
       case 'export': {
         const e = node.entry;
-        const rel = vscode.workspace.asRelativePath(e.dir, false);
+        // The path below the workspace folder; a workspace folder itself goes by its name.
+        const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(e.dir));
+        const rel = folder && folder.uri.fsPath === e.dir ? folder.name : vscode.workspace.asRelativePath(e.dir, false);
         const item = new vscode.TreeItem(rel, vscode.TreeItemCollapsibleState.Expanded);
         item.description = stateAction(e.info.state).label;
         item.tooltip = `${e.dir}\n${stateAction(e.info.state).tooltip}`;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ZipReader } from '../../core/src/formats/pickle/zip';
-import { VSIX_FILES, VSIX_MAX_BYTES } from '../../test/e2e/vsix.mjs';
+import { VSCE_PACKAGE_ARGS, VSIX_FILES, VSIX_MAX_BYTES } from '../../test/e2e/vsix.mjs';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');
@@ -19,7 +19,7 @@ describe('the packaged .vsix', () => {
       expect(fs.existsSync(path.join(repo, 'dist', f)), `dist/${f} must be built before packaging (npm run build)`).toBe(true);
     }
     const out = path.join(tmpDir('ws-vsix-'), 'weight-spec.vsix');
-    execFileSync(path.join(repo, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--out', out], {
+    execFileSync(path.join(repo, 'node_modules', '.bin', 'vsce'), [...VSCE_PACKAGE_ARGS, '--out', out], {
       cwd: repo,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -32,10 +32,25 @@ describe('the packaged .vsix', () => {
       const pkg = JSON.parse(Buffer.from(await zip.readChecked(zip.entries.get('extension/package.json')!, 1 << 20)).toString('utf8'));
       expect(pkg.main).toBe('./dist/extension.js');
       expect(pkg.contributes.grammars[0].path).toBe('./syntaxes/weight-spec.tmLanguage.json');
+      // The marketplace face: the user README (not the developers'), the icon, the walkthrough's pages.
+      const readme = Buffer.from(await zip.readChecked(zip.entries.get('extension/readme.md')!, 1 << 20)).toString('utf8');
+      const userReadme = fs.readFileSync(path.join(repo, 'client', 'README.md'), 'utf8');
+      expect(readme.split('\n')[0]).toBe(userReadme.split('\n')[0]);
+      expect(readme).toContain('## Settings');
+      expect(readme).not.toContain('## Development');
+      expect(pkg.icon).toBe('media/icon.png');
+      for (const step of pkg.contributes.walkthroughs[0].steps) expect(names).toContain(`extension/${step.media.markdown}`);
     } finally {
       await zip.close();
     }
   }, 120_000);
+
+  it('npm run package runs vsce with the same arguments, without --allow-missing-repository', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { scripts: Record<string, string>; repository?: { url?: string } };
+    expect(pkg.scripts.package).toContain(`vsce ${VSCE_PACKAGE_ARGS.join(' ')} --out weight-spec.vsix`);
+    expect(pkg.scripts.package).not.toContain('--allow-missing');
+    expect(pkg.repository?.url).toMatch(/^https:\/\//);
+  });
 
   it('.vscodeignore is an allow-list (ignores everything, then re-includes)', () => {
     const lines = fs.readFileSync(path.join(repo, '.vscodeignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));

@@ -8,8 +8,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startCodeServer, workbenchUrl } from './harness.mjs';
 import { makeWorkspace } from './workspace.mjs';
-import { checkVsix } from './vsix.mjs';
+import { checkVsix, VSCE_PACKAGE_ARGS } from './vsix.mjs';
 import { viewerChecks } from './viewers-ui.mjs';
+import { editorUiChecks, keepScreenshot, prepareEditorWorkspace } from './ui-editor.mjs';
 
 /** Width and height from a PNG's IHDR (and that the signature is right). */
 export function pngSize(file) {
@@ -123,7 +124,7 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
   console.log('packaged extension in code-server (Playwright)');
   const vsix = path.join(dir, 'weight-spec.vsix');
   const packaged = await check('npm run package makes a .vsix under 15 MB with only the allowed files', async () => {
-    execFileSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--out', vsix], {
+    execFileSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), [...VSCE_PACKAGE_ARGS, '--out', vsix], {
       cwd: extensionRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -144,6 +145,7 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
   });
 
   const ws = makeWorkspace(path.join(dir, 'workspace'));
+  prepareEditorWorkspace(ws);
   let server;
   let browser;
   try {
@@ -184,7 +186,9 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
     });
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
+    if (fs.existsSync(shot)) keepScreenshot(shot);
     await viewerChecks(page, ws, check, { extensionRoot });
+    await editorUiChecks(page, ws, { check, dir });
     // WEIGHT_SPEC_E2E_CANCEL=0 leaves this drive out (e.g. on a machine too slow for its waits).
     if (process.env.WEIGHT_SPEC_E2E_CANCEL === '0') {
       console.log('  - skipped: Prepare from the explorer with progress and Cancel (WEIGHT_SPEC_E2E_CANCEL=0)');

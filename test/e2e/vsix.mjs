@@ -8,6 +8,13 @@ export const VSIX_FILES = [
   'extension.vsixmanifest',
   'extension/LICENSE.txt',
   'extension/readme.md',
+  'extension/changelog.md',
+  'extension/media/icon.png',
+  'extension/media/walkthrough/compile.md',
+  'extension/media/walkthrough/export.md',
+  'extension/media/walkthrough/model.md',
+  'extension/media/walkthrough/prepare.md',
+  'extension/media/walkthrough/run.md',
   'extension/dist/cli.js',
   'extension/dist/extension.js',
   'extension/dist/prepare-worker.js',
@@ -18,6 +25,12 @@ export const VSIX_FILES = [
   'extension/syntaxes/language-configuration.json',
   'extension/syntaxes/weight-spec.tmLanguage.json',
 ];
+/**
+ * vsce's arguments, as `npm run package` runs them (plus `--out <file>`): the user-facing
+ * README is client/README.md (the repository's README.md is the developers'), and the manifest
+ * carries its repository, so no `--allow-missing-repository`-style escape is needed.
+ */
+export const VSCE_PACKAGE_ARGS = ['package', '--no-dependencies', '--readme-path', 'client/README.md'];
 /** The .vsix must stay below this (no onnxruntime-node inside). */
 export const VSIX_MAX_BYTES = 15 * 1024 * 1024;
 

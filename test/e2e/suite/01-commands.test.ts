@@ -75,8 +75,15 @@ describe('commands and tasks', () => {
     assert.equal(kids[3]!.item.description, 'never compiled');
   });
 
-  it('the export\'s model.onnx is known as weight-free (Export is not offered on it), the source config is not', async () => {
+  it('the export\'s model.onnx is known as weight-free, and the Export menu is hidden on weight-free graphs', async () => {
     const a = await api();
+    assert.equal(a.isWeightFree(path.join(exportDir, 'model.onnx')), true);
+    // A legacy graph with its weights embedded (the fixture's) keeps the Export menu.
+    const legacy = path.join(ws.dir, 'legacy-graph', 'legacy.onnx');
+    fs.mkdirSync(path.dirname(legacy), { recursive: true });
+    fs.copyFileSync(path.join(path.dirname(ws.reference), 'legacy.onnx'), legacy);
+    await a.rescan();
+    assert.equal(a.isWeightFree(legacy), false);
     assert.equal(a.isWeightFree(path.join(exportDir, 'model.onnx')), true);
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { contributes: { menus: Record<string, { command: string; when?: string }[]> } };
     const when = pkg.contributes.menus['explorer/context']!.find((m) => m.command === 'weightSpec.export')!.when!;
