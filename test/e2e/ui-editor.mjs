@@ -10,7 +10,6 @@ import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { SCREENSHOT_DIR } from './viewers-ui.mjs';
 
-
 /** Copies `file` into the run's screenshot folder (viewers-ui.mjs SCREENSHOT_DIR). */
 export function keepScreenshot(file) {
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
