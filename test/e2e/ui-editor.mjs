@@ -23,10 +23,14 @@ export function keepScreenshot(file) {
  */
 export function prepareEditorWorkspace(ws) {
   const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
+  // A copy of the model: its prepared checkpoint must not be the one of ws.llama, whose exports
+  // other checks expect unprepared.
+  const model = path.join(ws.dir, 'llama-run');
+  fs.cpSync(ws.llama, model, { recursive: true });
   const exportDir = path.join(ws.dir, 'llama-export');
   for (const args of [
-    ['export', '--config', ws.llama, '--out', exportDir],
-    ['prepare', '--checkpoint', ws.llama, '--dtype', 'float32'],
+    ['export', '--config', model, '--out', exportDir],
+    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
     ['compile', exportDir],
   ]) {
     execFileSync(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
