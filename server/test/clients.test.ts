@@ -1,5 +1,6 @@
 // Clients other than VS Code (Neovim, Helix, Emacs) over real JSON-RPC: custom notifications
-// only on request, the lenses' commands run by the server, watching without the client.
+// only on request. The lenses' commands run by the server: commands.test.ts; watching without
+// the client: fs-watch.test.ts; settings: settings.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startInMemory, type TestClient } from './harness';
 import { makeWorkspace } from './workspace';
