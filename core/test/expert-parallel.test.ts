@@ -1,16 +1,17 @@
 /**
- * Expert-parallel end to end through the real CLI: `export --moe-flavour expert_parallel
+ * Expert-parallel end to end through the CLI (in this process): `export --moe-flavour expert_parallel
  * --pipeline-stages P` builds a graph over prepare's packed layout (gate/up `[N, P, H, I]`,
  * down `[N, P, I, H]`, N = E / P as in quic/efficient-transformers release/v1.22.8.0
  * `QEfficient/transformers/models/modeling_auto.py`; slice `[n, p]` = expert p·N + n), and
  * export → prepare → compile → run gives the plain export's logits — judged by the fixture's
- * reference.json (mixtral, glm4_moe, gpt_oss_full) and by the float64 reference forward (qwen3_moe made in code).
+ * reference.json (mixtral here; glm4_moe and gpt_oss_full in export-moe-families.test.ts) and by the
+ * float64 reference forward (qwen3_moe made in code).
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { fromFloat32 } from '../src/formats/dtype';
 import { summarizeOnnxSync } from '../src/formats/onnx';
@@ -20,36 +21,35 @@ import { referenceForward } from './graph-reference';
 import { maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-ep-');
-const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
-
-function ws(...args: string[]): string {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
-  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+/** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
+async function ws(...args: string[]): Promise<string> {
+  const r = await cliInProcess(args);
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
 /** export → prepare → compile → run --dump-logits with the given MoE flags; returns the logits rows. */
-function pipeline(root: string, src: string, tag: string, ids: number[], moe: string[]): number[][] {
+async function pipeline(root: string, src: string, tag: string, ids: number[], moe: string[]): Promise<number[][]> {
   const out = path.join(root, `export-${tag}`);
-  ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...moe);
-  const prepared = ws('prepare', '--checkpoint', src, '--dtype', 'float32', ...moe).trim().split('\n').pop()!;
-  ws('compile', out, '--prepared', prepared);
+  await ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...moe);
+  const prepared = (await ws('prepare', '--checkpoint', src, '--dtype', 'float32', ...moe)).trim().split('\n').pop()!;
+  await ws('compile', out, '--prepared', prepared);
   const dump = path.join(root, `logits-${tag}.json`);
-  ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+  await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
   return (JSON.parse(fs.readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
 }
 
 describeFixtures('expert_parallel export consumes the packed layout', () => {
-  it('mixtral (4 experts): plain, P = 2 and P = 4 reproduce reference.json within 1e-4', () => {
+  it('mixtral (4 experts): plain, P = 2 and P = 4 reproduce reference.json within 1e-4', async () => {
     const root = tmp();
     const src = path.join(root, 'mixtral');
     fs.cpSync(path.join(fixturesDir(), 'mixtral'), src, { recursive: true });
     const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
     const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-    const plain = pipeline(root, src, 'plain', ids, []);
+    const plain = await pipeline(root, src, 'plain', ids, []);
     expect(maxAbsDiff(plain, ref.logits)).toBeLessThanOrEqual(1e-4);
     for (const P of [2, 4]) {
-      const rows = pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
+      const rows = await pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
       expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
       expect(maxAbsDiff(rows, plain)).toBeLessThanOrEqual(1e-5);
       // the graph takes the packed tensors: gate [N, P, H, I], down [N, P, I, H] (H = 64, I = 96)
@@ -59,21 +59,7 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
     }
   }, 300_000);
 
-  // the other MoE fixtures (glm4_moe: shared expert + grouped sigmoid routing; gpt_oss_full: MXFP4 experts with biases)
-  for (const fam of ['glm4_moe', 'gpt_oss_full']) {
-    it(`${fam}: plain and P = 2 reproduce reference.json within 1e-4`, () => {
-      const root = tmp();
-      const src = path.join(root, fam);
-      fs.cpSync(path.join(fixturesDir(), fam), src, { recursive: true });
-      const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
-      const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-      const plain = pipeline(root, src, 'plain', ids, []);
-      expect(maxAbsDiff(plain, ref.logits)).toBeLessThanOrEqual(1e-4);
-      const packed = pipeline(root, src, 'ep2', ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2']);
-      expect(maxAbsDiff(packed, ref.logits)).toBeLessThanOrEqual(1e-4);
-      expect(maxAbsDiff(packed, plain)).toBeLessThanOrEqual(1e-5);
-    }, 300_000);
-  }
+  // glm4_moe and gpt_oss_full: plain and P = 2 against reference.json run in export-moe-families.test.ts.
 
   it('qwen3_moe (6 experts, code-made bf16 checkpoint): P = 2 and P = 3 equal the float64 reference', async () => {
     const root = tmp();
@@ -86,19 +72,19 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
     const ids = [4, 19, 33, 7, 61, 2, 45];
     const ref = referenceForward(cfg, raw, ids);
     for (const P of [2, 3]) {
-      const rows = pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
+      const rows = await pipeline(root, src, `ep${P}`, ids, ['--moe-flavour', 'expert_parallel', '--pipeline-stages', String(P)]);
       expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(1e-4);
     }
   }, 300_000);
 
-  it('export refuses P that does not divide the experts, and expert_parallel on a dense model (exit 2)', () => {
+  it('export refuses P that does not divide the experts, and expert_parallel on a dense model (exit 2)', async () => {
     const root = tmp();
     for (const [src, P, msg] of [
       [path.join(fixturesDir(), 'mixtral'), '3', /4 experts \(E\) do not split into 3 pipeline stages \(P\)/],
       [path.join(fixturesDir(), 'llama'), '2', /--moe-flavour expert_parallel, but this model has no MoE experts/],
     ] as const) {
-      const r = spawnSync(process.execPath, [CLI, 'export', '--config', src, '--out', path.join(root, 'x'), '--moe-flavour', 'expert_parallel', '--pipeline-stages', P], { encoding: 'utf8' });
-      expect(r.status).toBe(2);
+      const r = await cliInProcess(['export', '--config', src, '--out', path.join(root, 'x'), '--moe-flavour', 'expert_parallel', '--pipeline-stages', P]);
+      expect(r.code).toBe(2);
       expect(r.stderr.split('\n')[0]).toMatch(msg);
       expect(fs.existsSync(path.join(root, 'x'))).toBe(false);
     }

@@ -18,11 +18,11 @@
  *   graph-reference-dense.ts)
  * Config fields that would change the math but are not implemented are refused by name.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../src/export/graph';
 import * as ort from 'onnxruntime-node';
@@ -35,16 +35,16 @@ import { glm4MoeReference, randomGlmCheckpoint } from './graph-reference-glm';
 import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-moe-families-')();
 
+/** The CLI in this process (test/support/cli.ts): ONNX Runtime loads once for the file. */
 function run(...args: string[]) {
-  return spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
+  return cliInProcess(args, { cwd: tmp });
 }
 
-function ws(...args: string[]): string {
-  const r = run(...args);
-  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+async function ws(...args: string[]): Promise<string> {
+  const r = await run(...args);
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
@@ -56,22 +56,22 @@ export const MOE_FIXTURE_FAMILIES = ['gpt_oss_full', 'glm4_moe'] as const;
 describeFixtures('export --config → prepare → compile → run: gpt_oss and glm4_moe equal the HF reference', () => {
   for (const fam of MOE_FIXTURE_FAMILIES) {
     for (const dtype of ['float32', 'float16'] as const) {
-      it(`${fam} ${dtype}`, () => {
+      it(`${fam} ${dtype}`, async () => {
         const src = path.join(fixturesDir(), fam);
         const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
         const prepared = path.join(tmp, `${fam}-prepared-${dtype}`);
         const out = path.join(tmp, `${fam}-${dtype}-export`);
-        ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
-        ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
-        ws('compile', out, '--prepared', prepared);
+        await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
+        await ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+        await ws('compile', out, '--prepared', prepared);
         const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
         const dump = path.join(tmp, `${fam}-${dtype}-logits.json`);
-        ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+        await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
         const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
         expect(rows.length).toBe(ref.logits.length);
         expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
         if (dtype === 'float32') {
-          const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+          const gen = (await ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5')).trim();
           expect(gen).toBe(ref.generated_ids.join(','));
         }
       });
@@ -79,36 +79,36 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
   }
 
   for (const fam of MOE_FIXTURE_FAMILIES) {
-    it(`${fam}: expert-parallel (--moe-flavour expert_parallel --pipeline-stages 2) gives the same logits`, () => {
+    it(`${fam}: expert-parallel (--moe-flavour expert_parallel --pipeline-stages 2) gives the same logits`, async () => {
       const src = path.join(fixturesDir(), fam);
       const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
       const ep = ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2'];
       const prepared = path.join(tmp, `${fam}-ep-prepared`);
       const out = path.join(tmp, `${fam}-ep-export`);
-      ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...ep);
-      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared, ...ep);
-      ws('compile', out, '--prepared', prepared);
+      await ws('export', '--config', src, '--out', out, '--ctx-len', '32', ...ep);
+      await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared, ...ep);
+      await ws('compile', out, '--prepared', prepared);
       const dump = path.join(tmp, `${fam}-ep-logits.json`);
-      ws('run', out, '--input-ids', [...ref.input_ids, ...ref.generated_ids.slice(0, -1)].join(','), '--dump-logits', dump);
+      await ws('run', out, '--input-ids', [...ref.input_ids, ...ref.generated_ids.slice(0, -1)].join(','), '--dump-logits', dump);
       expect(maxAbsDiff((JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits, ref.logits)).toBeLessThanOrEqual(1e-4);
     });
 
-    it(`${fam}: export --onnx legacy.onnx --checkpoint → prepare → compile → run equals the reference`, () => {
+    it(`${fam}: export --onnx legacy.onnx --checkpoint → prepare → compile → run equals the reference`, async () => {
       const src = path.join(fixturesDir(), fam);
       const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
       const prepared = path.join(tmp, `${fam}-legacy-prepared`);
       const out = path.join(tmp, `${fam}-legacy-export`);
-      ws('export', '--onnx', path.join(src, 'legacy.onnx'), '--checkpoint', src, '--out', out);
+      await ws('export', '--onnx', path.join(src, 'legacy.onnx'), '--checkpoint', src, '--out', out);
       const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
       expect(report.unresolved).toEqual([]);
-      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
-      ws('compile', out, '--prepared', prepared);
+      await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+      await ws('compile', out, '--prepared', prepared);
       const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
       const dump = path.join(tmp, `${fam}-legacy-logits.json`);
-      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
       const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
       expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
-      const gen = ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5').trim();
+      const gen = (await ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5')).trim();
       expect(gen).toBe(ref.generated_ids.join(','));
     });
   }
@@ -274,11 +274,11 @@ describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the
     for (const dtype of ['float32', 'float16']) {
       const prepared = path.join(tmp, `synthetic-granitemoe-prepared-${dtype}`);
       const out = path.join(tmp, `synthetic-granitemoe-${dtype}-export`);
-      ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
-      ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
-      ws('compile', out, '--prepared', prepared);
+      await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '16');
+      await ws('prepare', '--checkpoint', src, '--dtype', dtype, '--out', prepared);
+      await ws('compile', out, '--prepared', prepared);
       const dump = path.join(tmp, `synthetic-granitemoe-${dtype}.json`);
-      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
       const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
       expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-4 : 2e-2);
       if (dtype === 'float32') {
@@ -291,7 +291,7 @@ describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the
           want.push(next);
           seq = [...seq, next];
         }
-        expect(ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '3').trim()).toBe(want.join(','));
+        expect((await ws('run', out, '--input-ids', ids.join(','), '--max-new-tokens', '3')).trim()).toBe(want.join(','));
       }
     }
   });
@@ -323,13 +323,13 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
       },
     }));
     const out = path.join(tmp, 'granitemoe-legacy-export');
-    ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
+    await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
     const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
     expect(report.unresolved).toEqual([]);
     expect(report.inputs.map((i: { input: string }) => i.input)).toEqual([`${m}.moe_weights.gate`, `${m}.moe_weights.down`]);
     const prepared = path.join(tmp, 'granitemoe-legacy-prepared');
-    ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
-    ws('compile', out, '--prepared', prepared);
+    await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+    await ws('compile', out, '--prepared', prepared);
     const rec = JSON.parse(readFileSync(path.join(out, 'compile.json'), 'utf8')) as { artifacts: { model: string } };
     const session = await ort.InferenceSession.create(path.resolve(out, rec.artifacts.model));
     const res = await session.run({});
@@ -367,12 +367,12 @@ describe('config fields that change the math but are not implemented are refused
     expect(() => archFromConfig(cfg, '/m/config.json')).toThrow(/^\/m\/config\.json: /);
   });
 
-  it('the CLI prints one line naming the file and the field and exits 1', () => {
+  it('the CLI prints one line naming the file and the field and exits 1', async () => {
     const dir = path.join(tmp, 'bad-layer-types');
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...gptOss, layer_types: ['sliding_attention', 'local'] }));
-    const r = run('export', '--config', dir, '--out', path.join(tmp, 'bad-out'));
-    expect(r.status).toBe(1);
+    const r = await run('export', '--config', dir, '--out', path.join(tmp, 'bad-out'));
+    expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(`weight-spec: ${path.join(dir, 'config.json')}: "layer_types" entry "local"`);
   });

@@ -1,26 +1,20 @@
 /**
  * `export --onnx` end to end on the fixtures' real `torch.onnx.export` files, through the
- * built CLI: export → prepare float32 → compile (ORT) → run --dump-logits, judged by the
+ * CLI (in this process): export → prepare float32 → compile (ORT) → run --dump-logits, judged by the
  * fixtures' reference logits (computed by PyTorch, not by us).
  */
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, symlinkSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, LEGACY_FAMILIES, REPO_ROOT } from '../../test/support/fixtures';
+import { expect, it } from 'vitest';
+import { cliInProcess } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');
 
-const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
-
-function cli(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
-
-function ok(args: string[]): string {
-  const r = cli(args);
+/** Runs the CLI in this process (test/support/cli.ts); the stdout of a successful call. */
+async function ok(args: string[]): Promise<string> {
+  const r = await cliInProcess(args);
   if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}\n${r.stderr}`);
   return r.stdout;
 }
@@ -46,14 +40,10 @@ interface Reference {
 
 describeFixtures('export --onnx on the fixtures (export → prepare → compile → run)', () => {
   const root = tmpDir('ws-export-onnx-');
-  beforeAll(() => {
-    ok(['--version']);
-  });
-
-  it.each(LEGACY_FAMILIES)('%s reproduces the reference logits', (family) => {
+  it.each(LEGACY_FAMILIES)('%s reproduces the reference logits', async (family) => {
     const ckpt = mirror(family, root);
     const out = path.join(root, `${family}-export`);
-    ok(['export', '--onnx', path.join(ckpt, 'legacy.onnx'), '--checkpoint', ckpt, '--out', out]);
+    await ok(['export', '--onnx', path.join(ckpt, 'legacy.onnx'), '--checkpoint', ckpt, '--out', out]);
     const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
 
     // Every folded Linear weight resolved (by content, transposed); nothing weight-like embedded.
@@ -67,12 +57,12 @@ describeFixtures('export --onnx on the fixtures (export → prepare → compile 
     const legacyBytes = statSync(path.join(ckpt, 'legacy.onnx')).size;
     expect(statSync(path.join(out, 'model.onnx')).size).toBeLessThanOrEqual(0.1 * legacyBytes);
 
-    ok(['prepare', '--checkpoint', ckpt, '--dtype', 'float32']);
-    ok(['compile', out]);
+    await ok(['prepare', '--checkpoint', ckpt, '--dtype', 'float32']);
+    await ok(['compile', out]);
     const ref: Reference = JSON.parse(readFileSync(path.join(fixturesDir(), family, 'reference.json'), 'utf8'));
     const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
     const dump = path.join(root, `${family}-logits.json`);
-    ok(['run', out, '--input-ids', ids.join(','), '--dump-logits', dump]);
+    await ok(['run', out, '--input-ids', ids.join(','), '--dump-logits', dump]);
     const got: number[][] = JSON.parse(readFileSync(dump, 'utf8')).logits;
     expect(got.length).toBe(ref.logits.length);
     let maxDiff = 0;
@@ -83,7 +73,7 @@ describeFixtures('export --onnx on the fixtures (export → prepare → compile 
     expect(maxDiff).toBeLessThanOrEqual(1e-4);
 
     // Greedy decoding from the prompt reproduces the reference continuation.
-    const gen = ok(['run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', String(ref.generated_ids.length)]);
+    const gen = await ok(['run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', String(ref.generated_ids.length)]);
     expect(gen).toContain(ref.generated_ids.join(','));
   });
 

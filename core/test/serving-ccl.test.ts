@@ -20,7 +20,7 @@ import { dumpLogits, exportCompiled, generate, i64, reference, session, textFixt
 const tmp = tempDirs('ws-ccl-');
 const CCL = ['--ctx-len', '32', '--comp-ctx-lengths-prefill', '16', '--comp-ctx-lengths-decode', '16,32'];
 
-it('pickBucket: the first bucket with position < bucket, as QEfficient picks it; ctx_len past every bucket', () => {
+it('pickBucket: the first bucket with position < bucket, as QEfficient picks it; ctx_len past every bucket', async () => {
   // initialize_ccl: `if max_position_id < comp_ctx_lengths_decode[i]: ccl_id = i; break`
   expect(pickBucket([16, 32], 0, 64)).toBe(16);
   expect(pickBucket([16, 32], 15, 64)).toBe(16);
@@ -33,30 +33,30 @@ it('pickBucket: the first bucket with position < bucket, as QEfficient picks it;
 describeFixtures('CCL exports reproduce the fixtures', () => {
   const root = tmp();
   for (const fam of textFixtures()) {
-    it(`${fam}: run --dump-logits ≤ 1e-4 of reference.json, greedy tokens equal`, () => {
+    it(`${fam}: run --dump-logits ≤ 1e-4 of reference.json, greedy tokens equal`, async () => {
       const ref = reference(fam);
-      const out = exportCompiled(root, fam, `${fam}-ccl`, CCL);
+      const out = await exportCompiled(root, fam, `${fam}-ccl`, CCL);
       const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-      expect(maxAbsDiff(dumpLogits(root, out, ids), ref.logits)).toBeLessThanOrEqual(1e-4);
-      expect(generate(root, out, ref.input_ids, ref.generated_ids.length).tokens).toEqual(ref.generated_ids);
+      expect(maxAbsDiff(await dumpLogits(root, out, ids), ref.logits)).toBeLessThanOrEqual(1e-4);
+      expect((await generate(root, out, ref.input_ids, ref.generated_ids.length)).tokens).toEqual(ref.generated_ids);
     });
   }
 
-  it('llama: decoding past the first bucket moves up to 32 and gives the tokens and logits of the plain export', () => {
+  it('llama: decoding past the first bucket moves up to 32 and gives the tokens and logits of the plain export', async () => {
     const ref = reference('llama');
-    const ccl = exportCompiled(root, 'llama', 'llama-ccl-move', CCL);
-    const plain = exportCompiled(root, 'llama', 'llama-plain', ['--ctx-len', '32']);
-    const a = generate(root, ccl, ref.input_ids, 22); // positions up to 28 > 16
+    const ccl = await exportCompiled(root, 'llama', 'llama-ccl-move', CCL);
+    const plain = await exportCompiled(root, 'llama', 'llama-plain', ['--ctx-len', '32']);
+    const a = await generate(root, ccl, ref.input_ids, 22); // positions up to 28 > 16
     expect(a.stderr).toContain('comp_ctx_lengths buckets 16 → 32');
-    expect(a.tokens).toEqual(generate(root, plain, ref.input_ids, 22).tokens);
+    expect(a.tokens).toEqual((await generate(root, plain, ref.input_ids, 22)).tokens);
     // 24 ids one at a time: positions 16… need the next bucket
     const ids = [...ref.input_ids, ...a.tokens].slice(0, 24);
-    expect(maxAbsDiff(dumpLogits(root, ccl, ids), dumpLogits(root, plain, ids))).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(await dumpLogits(root, ccl, ids), await dumpLogits(root, plain, ids))).toBeLessThanOrEqual(1e-5);
   });
 
   it('llama: attention reads only the bucket — NaN beyond it changes nothing; the write still reaches the full cache', async () => {
     const ref = reference('llama');
-    const out = exportCompiled(root, 'llama', 'llama-ccl-poison', CCL);
+    const out = await exportCompiled(root, 'llama', 'llama-ccl-poison', CCL);
     const { s, dims } = await session(out);
     const ids = ref.input_ids;
     const base = { input_ids: i64(ids, [1, ids.length]), position_ids: i64(ids.map((_, i) => i), [1, ids.length]) };

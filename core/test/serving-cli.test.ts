@@ -18,7 +18,7 @@ function model(root: string): string {
   return d;
 }
 
-it('export refuses incomplete or out-of-range serving options with one line and exit 2', () => {
+it('export refuses incomplete or out-of-range serving options with one line and exit 2', async () => {
   const root = tmp();
   const cfg = model(root);
   const out = path.join(root, 'out');
@@ -31,18 +31,18 @@ it('export refuses incomplete or out-of-range serving options with one line and 
     [['--sampler', '--max-top-k', '97'], /--max-top-k must be between 1 and the vocabulary size 96/],
   ];
   for (const [flags, msg] of cases) {
-    const r = ws(root, ['export', '--config', cfg, '--out', out, ...flags], false);
+    const r = await ws(root, ['export', '--config', cfg, '--out', out, ...flags], false);
     expect(r.status).toBe(2);
     expect(r.stderr.split('\n')[0]).toMatch(msg);
     expect(r.stderr).toMatch(/^weight-spec: /);
     expect(fs.existsSync(out)).toBe(false);
   }
-  const legacy = ws(root, ['export', '--onnx', path.join(root, 'x.onnx'), '--checkpoint', cfg, '--out', out, '--sampler'], false);
+  const legacy = await ws(root, ['export', '--onnx', path.join(root, 'x.onnx'), '--checkpoint', cfg, '--out', out, '--sampler'], false);
   expect(legacy.status).toBe(2);
   expect(legacy.stderr).toMatch(/--sampler goes with --config/);
 });
 
-it('run refuses bad sampling values (exit 2) before opening the model', () => {
+it('run refuses bad sampling values (exit 2) before opening the model', async () => {
   const root = tmp();
   const cases: [string[], RegExp][] = [
     [['--top-p', '0'], /--top-p 0: must be in \(0, 1\]/],
@@ -51,7 +51,7 @@ it('run refuses bad sampling values (exit 2) before opening the model', () => {
     [['--repetition-penalty', '0'], /--repetition-penalty 0: must be > 0/],
   ];
   for (const [flags, msg] of cases) {
-    const r = ws(root, ['run', path.join(root, 'missing'), '--input-ids', '1,2', ...flags], false);
+    const r = await ws(root, ['run', path.join(root, 'missing'), '--input-ids', '1,2', ...flags], false);
     expect(r.status).toBe(2);
     expect(r.stderr.split('\n')[0]).toMatch(msg);
   }

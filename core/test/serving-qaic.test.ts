@@ -19,8 +19,8 @@ import { ws } from './serving-support';
 const tmp = tempDirs('ws-ccl-qaic-');
 
 /** The specializations.json the dry run prints, parsed. */
-function dryRunSpecs(root: string, exportDir: string, flags: string[]): { name: string; symbols: Record<string, string> }[] {
-  const r = ws(root, ['compile', exportDir, '--backend', 'qaic', '--dry-run', ...flags], false);
+async function dryRunSpecs(root: string, exportDir: string, flags: string[]): Promise<{ name: string; symbols: Record<string, string> }[]> {
+  const r = await ws(root, ['compile', exportDir, '--backend', 'qaic', '--dry-run', ...flags], false);
   const text = r.stdout + r.stderr;
   const at = text.indexOf('specializations.json\n');
   expect(at).toBeGreaterThan(0);
@@ -35,37 +35,37 @@ function configDir(root: string): string {
   return d;
 }
 
-it('process_ccl_specializations, by hand', () => {
+it('process_ccl_specializations, by hand', async () => {
   expect(cclLists({ prefill: [16], decode: [16, 32] }, 32, 32)).toEqual({ prefill: [15], decode: [16, 32] });
   expect(cclLists({ prefill: [64, 16, 15], decode: [16, 48] }, 32, 8)).toEqual({ prefill: [14, 15, 31], decode: [16, 32] }); // 16 → 15 taken → 14; 64 → 32 → 31
   expect(cclLists({ prefill: [16, 8], decode: [16, 32] }, 32, 1)).toEqual({ prefill: [8, 16, 32], decode: [8, 16, 32] });
   expect(cclLists({ prefill: [], decode: [16] }, 32, 4)).toEqual({ prefill: [32], decode: [16] });
 });
 
-it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one Decode entry per decode bucket', () => {
+it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one Decode entry per decode bucket', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
-  ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--comp-ctx-lengths-prefill', '8,16', '--comp-ctx-lengths-decode', '16,32']);
+  await ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--comp-ctx-lengths-prefill', '8,16', '--comp-ctx-lengths-decode', '16,32']);
   const sym = (seq: number, ccl: number) => ({ batch_size: '1', comp_ctx_lengths: String(ccl), ctx_len: '32', seq_len: String(seq) });
-  expect(dryRunSpecs(root, out, ['--prefill-seq-len', '4'])).toEqual([
+  expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '4'])).toEqual([
     { name: 'Prefill', symbols: sym(4, 8) },
     { name: 'Prefill', symbols: sym(4, 15) },
     { name: 'Decode', symbols: sym(1, 16) },
     { name: 'Decode', symbols: sym(1, 32) },
   ]);
   // prefill_seq_len 1: no separate decode entries (build_decode_specialization returns None), the union as prefill buckets
-  expect(dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual([8, 16, 32].map((c) => ({ name: 'Decode', symbols: sym(1, c) })));
+  expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual([8, 16, 32].map((c) => ({ name: 'Decode', symbols: sym(1, c) })));
   // a plain export keeps the two entries without comp_ctx_lengths
   const plain = path.join(root, 'plain');
-  ws(root, ['export', '--config', configDir(root), '--out', plain, '--ctx-len', '32']);
-  expect(dryRunSpecs(root, plain, ['--prefill-seq-len', '4']).map((s) => s.symbols.comp_ctx_lengths)).toEqual([undefined, undefined]);
+  await ws(root, ['export', '--config', configDir(root), '--out', plain, '--ctx-len', '32']);
+  expect((await dryRunSpecs(root, plain, ['--prefill-seq-len', '4'])).map((s) => s.symbols.comp_ctx_lengths)).toEqual([undefined, undefined]);
 });
 
-it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size for prefill)', () => {
+it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size for prefill)', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
-  ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--continuous-batching', '--batch-size', '4', '--comp-ctx-lengths-prefill', '16', '--comp-ctx-lengths-decode', '32']);
-  expect(dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
+  await ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--continuous-batching', '--batch-size', '4', '--comp-ctx-lengths-prefill', '16', '--comp-ctx-lengths-decode', '32']);
+  expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
     { name: 'Prefill', symbols: { batch_size: '1', comp_ctx_lengths: '16', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' } },
     { name: 'Decode', symbols: { batch_size: '4', comp_ctx_lengths: '32', ctx_len: '32', full_batch_size: '4', seq_len: '1' } },
   ]);

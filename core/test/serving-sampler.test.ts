@@ -81,7 +81,7 @@ function chiSquare(counts: number[], probs: number[]): { stat: number; critical:
   return { stat, critical, df };
 }
 
-it('penalties on the host follow QEfficient\'s formulas, by hand', () => {
+it('penalties on the host follow QEfficient\'s formulas, by hand', async () => {
   // logits, tokens 0,1 seen in the prompt, token 3 generated (decode marks it in both buffers)
   const buf = new PenaltyBuffers(5);
   buf.observe([0, 1, 0], [0, 1, 2]); // prefill: repetition {0,1}, presence cleared
@@ -105,7 +105,7 @@ it('penalties on the host follow QEfficient\'s formulas, by hand', () => {
   expect(Array.from(buf.repetition)).toEqual([0, 0, 1, 0, 0]);
 });
 
-it('the host sampler draws from softmax(logits / T) after top-k / top-p / min-p (chi-square, 1 %)', () => {
+it('the host sampler draws from softmax(logits / T) after top-k / top-p / min-p (chi-square, 1 %)', async () => {
   const draw = uniformStream(5);
   const logits = Array.from({ length: 40 }, (_, i) => Math.sin(i * 1.7) * 3 + (i % 7) * 0.2);
   const params: SamplingParams = { temperature: 1.3, topK: 25, topP: 0.9, minP: 0.03, repetitionPenalty: 1, presencePenalty: 0 };
@@ -125,40 +125,40 @@ describeFixtures('the on-device sampler', () => {
   const root = tmp();
 
   for (const fam of textFixtures()) {
-    it(`${fam}: temperature 0 gives exactly the greedy tokens`, () => {
+    it(`${fam}: temperature 0 gives exactly the greedy tokens`, async () => {
       const ref = reference(fam);
-      const out = exportCompiled(root, fam, `${fam}-sampler`, ['--ctx-len', '32', '--sampler']);
-      const r = generate(root, out, ref.input_ids, ref.generated_ids.length);
+      const out = await exportCompiled(root, fam, `${fam}-sampler`, ['--ctx-len', '32', '--sampler']);
+      const r = await generate(root, out, ref.input_ids, ref.generated_ids.length);
       expect(r.tokens).toEqual(ref.generated_ids);
       expect(r.stderr).toContain("the graph's on-device sampler");
     });
   }
 
-  it('llama: a fixed seed reproduces the tokens; the sampler graph and host sampling on a plain graph agree', () => {
+  it('llama: a fixed seed reproduces the tokens; the sampler graph and host sampling on a plain graph agree', async () => {
     const ref = reference('llama');
-    const dev = exportCompiled(root, 'llama', 'llama-sampler-seed', ['--ctx-len', '32', '--sampler']);
-    const plain = exportCompiled(root, 'llama', 'llama-plain', ['--ctx-len', '32']);
+    const dev = await exportCompiled(root, 'llama', 'llama-sampler-seed', ['--ctx-len', '32', '--sampler']);
+    const plain = await exportCompiled(root, 'llama', 'llama-plain', ['--ctx-len', '32']);
     const flags = ['--temperature', '1.5', '--seed', '11'];
     // a sampler graph has no logits: --dump-logits is one line, exit 1, nothing written
-    const dump = ws(root, ['run', dev, '--input-ids', '1,2', '--dump-logits', path.join(root, 'no.json')], false);
+    const dump = await ws(root, ['run', dev, '--input-ids', '1,2', '--dump-logits', path.join(root, 'no.json')], false);
     expect([dump.status, dump.stderr.split('\n').length]).toEqual([1, 2]);
     expect(dump.stderr).toMatch(/^weight-spec: .*on-device sampler \(next_tokens\); it has no logits to dump/);
     expect(fs.existsSync(path.join(root, 'no.json'))).toBe(false);
-    const a = generate(root, dev, ref.input_ids, 20, flags).tokens;
-    expect(generate(root, dev, ref.input_ids, 20, flags).tokens).toEqual(a);
+    const a = (await generate(root, dev, ref.input_ids, 20, flags)).tokens;
+    expect((await generate(root, dev, ref.input_ids, 20, flags)).tokens).toEqual(a);
     expect(a).not.toEqual(ref.generated_ids.concat(a.slice(5)));
-    expect(generate(root, dev, ref.input_ids, 20, ['--temperature', '1.5', '--seed', '12']).tokens).not.toEqual(a);
+    expect((await generate(root, dev, ref.input_ids, 20, ['--temperature', '1.5', '--seed', '12'])).tokens).not.toEqual(a);
     for (const f of [flags, ['--temperature', '0.8', '--top-k', '20', '--top-p', '0.9', '--min-p', '0.05', '--seed', '7'], ['--repetition-penalty', '1.7', '--presence-penalty', '0.8'], ['--temperature', '1.2', '--repetition-penalty', '1.3', '--presence-penalty', '0.5', '--top-k', '50', '--seed', '3']]) {
-      const host = generate(root, plain, ref.input_ids, 20, f);
+      const host = await generate(root, plain, ref.input_ids, 20, f);
       expect(host.stderr).toContain("QEfficient's sampler on the host");
-      expect(generate(root, dev, ref.input_ids, 20, f).tokens).toEqual(host.tokens);
+      expect((await generate(root, dev, ref.input_ids, 20, f)).tokens).toEqual(host.tokens);
     }
   });
 
   it('llama: the first sampled token follows softmax(logits / T) after top-k / top-p / min-p (chi-square, 1 %)', async () => {
     const ref = reference('llama');
-    const dev = exportCompiled(root, 'llama', 'llama-sampler-chi', ['--ctx-len', '32', '--sampler']);
-    const logits = dumpLogits(root, exportCompiled(root, 'llama', 'llama-plain-chi', ['--ctx-len', '32']), ref.input_ids).at(-1)!;
+    const dev = await exportCompiled(root, 'llama', 'llama-sampler-chi', ['--ctx-len', '32', '--sampler']);
+    const logits = (await dumpLogits(root, await exportCompiled(root, 'llama', 'llama-plain-chi', ['--ctx-len', '32']), ref.input_ids)).at(-1)!;
     const { s, dims } = await session(dev);
     const K = dims.get('random_numbers')![1] as number;
     const V = logits.length;
@@ -198,10 +198,10 @@ describeFixtures('the on-device sampler', () => {
 
   it('llama: repetition and presence penalties give the hand-computed probabilities (prefill, then decode)', async () => {
     const ref = reference('llama');
-    const dev = exportCompiled(root, 'llama', 'llama-sampler-pdfs', ['--ctx-len', '32', '--sampler', '--return-pdfs']);
+    const dev = await exportCompiled(root, 'llama', 'llama-sampler-pdfs', ['--ctx-len', '32', '--sampler', '--return-pdfs']);
     const ids = ref.input_ids;
     const t = ref.generated_ids[0]!;
-    const plainRows = dumpLogits(root, exportCompiled(root, 'llama', 'llama-plain-pen', ['--ctx-len', '32']), [...ids, t]);
+    const plainRows = await dumpLogits(root, await exportCompiled(root, 'llama', 'llama-plain-pen', ['--ctx-len', '32']), [...ids, t]);
     const { s, dims } = await session(dev);
     const V = plainRows[0]!.length;
     const K = dims.get('random_numbers')![1] as number;

@@ -1,19 +1,17 @@
 /**
- * Shared by the CCL and sampler tests: the built CLI (`dist/cli.js`) on a fixture —
+ * Shared by the CCL and sampler tests: the CLI (in this process, test/support/cli.ts) on a fixture —
  * export --config (with the serving flags under test) → prepare → compile (ORT) — and an ONNX
  * Runtime session on the compiled model for feeding graphs by hand.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { readCompileRecord } from '../src/compile/record';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { SUPPORTED_MODEL_TYPES } from '../src/export/graph';
-import { fixturesDir, haveFixtures, REPO_ROOT } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
+import { fixturesDir, haveFixtures } from '../../test/support/fixtures';
 import type { Reference } from './compile-support';
-
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 
 /** Result of one CLI run. */
 export interface CliRun {
@@ -23,9 +21,9 @@ export interface CliRun {
 }
 
 /** Runs the CLI; throws with its stderr when `expectOk` and it fails. */
-export function ws(cwd: string, args: string[], expectOk = true): CliRun {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd });
-  const out = { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+export async function ws(cwd: string, args: string[], expectOk = true): Promise<CliRun> {
+  const r = await cliInProcess(args, { cwd });
+  const out = { status: r.code, stdout: r.stdout, stderr: r.stderr };
   if (expectOk && out.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${out.status}: ${r.stderr.trim()}`);
   return out;
 }
@@ -47,30 +45,30 @@ export function reference(fam: string): Reference {
 }
 
 /** Prepares `fam` (float32) once per root; returns the prepared dir. */
-export function prepared(root: string, fam: string): string {
+export async function prepared(root: string, fam: string): Promise<string> {
   const dir = path.join(root, `${fam}-qeff-prepared-float32`);
-  if (!fs.existsSync(path.join(dir, '.checkpoint_prepared'))) ws(root, ['prepare', '--checkpoint', path.join(fixturesDir(), fam), '--dtype', 'float32', '--out', dir]);
+  if (!fs.existsSync(path.join(dir, '.checkpoint_prepared'))) await ws(root, ['prepare', '--checkpoint', path.join(fixturesDir(), fam), '--dtype', 'float32', '--out', dir]);
   return dir;
 }
 
 /** export --config `fam` with `flags` into `<root>/<name>`, then compile it against the prepared copy. */
-export function exportCompiled(root: string, fam: string, name: string, flags: string[]): string {
+export async function exportCompiled(root: string, fam: string, name: string, flags: string[]): Promise<string> {
   const out = path.join(root, name);
-  ws(root, ['export', '--config', path.join(fixturesDir(), fam), '--out', out, ...flags]);
-  ws(root, ['compile', out, '--prepared', prepared(root, fam)]);
+  await ws(root, ['export', '--config', path.join(fixturesDir(), fam), '--out', out, ...flags]);
+  await ws(root, ['compile', out, '--prepared', await prepared(root, fam)]);
   return out;
 }
 
 /** `run --dump-logits` rows for `ids`. */
-export function dumpLogits(root: string, exportDir: string, ids: number[]): number[][] {
+export async function dumpLogits(root: string, exportDir: string, ids: number[]): Promise<number[][]> {
   const file = path.join(root, `logits-${path.basename(exportDir)}-${ids.length}.json`);
-  ws(root, ['run', exportDir, '--input-ids', ids.join(','), '--dump-logits', file]);
+  await ws(root, ['run', exportDir, '--input-ids', ids.join(','), '--dump-logits', file]);
   return (JSON.parse(fs.readFileSync(file, 'utf8')) as { logits: number[][] }).logits;
 }
 
 /** `run --max-new-tokens n` with extra flags; the tokens and stderr. */
-export function generate(root: string, exportDir: string, ids: number[], n: number, flags: string[] = []): { tokens: number[]; stderr: string } {
-  const r = ws(root, ['run', exportDir, '--input-ids', ids.join(','), '--max-new-tokens', String(n), ...flags]);
+export async function generate(root: string, exportDir: string, ids: number[], n: number, flags: string[] = []): Promise<{ tokens: number[]; stderr: string }> {
+  const r = await ws(root, ['run', exportDir, '--input-ids', ids.join(','), '--max-new-tokens', String(n), ...flags]);
   return { tokens: r.stdout.trim().split(',').map(Number), stderr: r.stderr };
 }
 
