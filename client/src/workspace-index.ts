@@ -41,7 +41,7 @@ export class WorkspaceIndex implements vscode.Disposable {
   private readonly subs: vscode.Disposable[] = [];
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
-  private again = false;
+  private queued: Promise<void> | undefined;
   private lastKey = '';
   /** Resolves once the first scan is done. */
   readonly ready: Promise<void>;
@@ -80,20 +80,22 @@ export class WorkspaceIndex implements vscode.Disposable {
     }, this.debounceMs);
   }
 
-  /** Rescans now (a scan already running is followed by one more). */
+  /**
+   * Rescans now. While a scan runs, one more is queued after it (shared by every caller in
+   * the meantime): the returned promise always covers a scan that started after the call.
+   */
   refresh(): Promise<void> {
     if (this.scanning) {
-      this.again = true;
-      return this.scanning;
+      this.queued ??= this.scanning.then(() => {
+        this.queued = undefined;
+        return this.refresh();
+      });
+      return this.queued;
     }
     this.scanning = this.scan()
       .catch((e: unknown) => this.log.warn(`workspace scan: ${e instanceof Error ? e.message : String(e)}`))
       .finally(() => {
         this.scanning = undefined;
-        if (this.again) {
-          this.again = false;
-          void this.refresh();
-        }
       });
     return this.scanning;
   }

@@ -76,6 +76,21 @@ describe('workspace diagnostics', () => {
     expect(codes(await client.nextDiagnostics(uri))).toContain('file-missing'); // …and the disk's come back
   });
 
+  it("a workspace folder removed takes its specs' diagnostics with it; added back, they return", async () => {
+    const ws = makeWorkspace();
+    const folder = { uri: pathToFileURL(ws.root).toString(), name: 'ws' };
+    client = await startInMemory({ initializationOptions: { workspaceDiagnostics: true }, workspaceFolders: [folder] });
+    const uri = pathToFileURL(ws.spec).toString();
+    expect(codes(await client.nextDiagnostics(uri))).toContain('file-missing');
+    await client.server!.workspaceDiagnostics()!.done;
+    let next = client.nextDiagnostics(uri);
+    client.notify('workspace/didChangeWorkspaceFolders', { event: { added: [], removed: [folder] } });
+    expect(await next).toEqual([]);
+    next = client.nextDiagnostics(uri);
+    client.notify('workspace/didChangeWorkspaceFolders', { event: { added: [folder], removed: [] } });
+    expect(codes(await next)).toContain('file-missing');
+  });
+
   it('without the option, closed specs get nothing (other clients keep the open-documents behaviour)', async () => {
     const ws = makeWorkspace();
     client = await startInMemory({ workspaceFolders: [{ uri: pathToFileURL(ws.root).toString(), name: 'ws' }] });

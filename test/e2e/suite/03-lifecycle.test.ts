@@ -1,8 +1,13 @@
 import * as assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import * as vscode from 'vscode';
-import { api, cli, codeOf, waitForDiagnostics, workspace } from './helpers';
+import { api, cli, codeOf, REPO, waitForDiagnostics, workspace } from './helpers';
+
+/** pngjs (a dependency of the project, untyped), loaded from the checkout. */
+type PngCtor = { new (o: { width: number; height: number }): { data: Buffer }; sync: { write(p: { data: Buffer }): Buffer } };
+const { PNG } = createRequire(path.join(REPO, 'package.json'))('pngjs') as { PNG: PngCtor };
 
 /** Polls `fn` (a cheap read of state the extension keeps) until it holds; `what` names it on timeout. */
 async function until(fn: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
@@ -101,5 +106,57 @@ describe('extension lifecycle and editor details', () => {
     assert.equal(again?.ok, false);
     assert.match(again.errorLine ?? '', /already exists/);
     assert.equal(fs.statSync(path.join(parent, 'tiny-llama', 'config.json')).mtimeMs, before);
+  });
+
+  it('Run on a VLM export passes the picked images (--image) and returns the reference tokens, with the stats', async function () {
+    this.timeout(300_000);
+    const fx = path.join(path.dirname(path.dirname(ws.reference)), 'qwen3_vl_moe');
+    const ref = JSON.parse(fs.readFileSync(path.join(fx, 'reference.json'), 'utf8')) as {
+      input_ids: number[];
+      generated_ids: number[];
+      image: number[][][];
+    };
+    const root = path.join(ws.dir, 'vlm');
+    const model = path.join(root, 'model');
+    fs.mkdirSync(model, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors']) fs.copyFileSync(path.join(fx, f), path.join(model, f));
+    // As core/test/vlm-cli.test.ts: min_pixels below 16·16 keeps the fixture image's size.
+    fs.writeFileSync(
+      path.join(model, 'preprocessor_config.json'),
+      JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),
+    );
+    const out = path.join(root, 'out');
+    cli(['export', '--config', model, '--out', out]);
+    cli(['prepare', '--checkpoint', model, '--dtype', 'float32']);
+    cli(['compile', out]);
+    const H = ref.image.length;
+    const W = ref.image[0]!.length;
+    const png = new PNG({ width: W, height: H });
+    for (let y = 0; y < H; y++) {
+      for (let x = 0; x < W; x++) {
+        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y]![x]![c]!;
+        png.data[(y * W + x) * 4 + 3] = 255;
+      }
+    }
+    const image = path.join(root, 'image.png');
+    fs.writeFileSync(image, PNG.sync.write(png));
+    // Run on the language graph's spec: the flow runs the VLM export it belongs to.
+    const spec = vscode.Uri.file(path.join(out, 'language', 'weight_spec.json'));
+    const r = (await vscode.commands.executeCommand('weightSpec.run', spec, {
+      inputIds: ref.input_ids,
+      maxNewTokens: ref.generated_ids.length,
+      images: [image],
+    })) as {
+      ok: boolean;
+      text?: string;
+      target?: string;
+      errorLine?: string;
+      stats?: { tokens: number; ttftMs: number; tokensPerSecond: number };
+    };
+    assert.ok(r?.ok, r?.errorLine);
+    assert.equal(r.target, out);
+    assert.equal(r.text?.trim(), ref.generated_ids.join(','));
+    assert.equal(r.stats?.tokens, ref.generated_ids.length);
+    assert.ok(r.stats!.ttftMs > 0 && r.stats!.tokensPerSecond > 0, JSON.stringify(r.stats));
   });
 });
