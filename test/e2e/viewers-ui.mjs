@@ -104,7 +104,20 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     const text = await frame.locator('body').innerText();
     const shot = path.join(SCREENSHOT_DIR, 'safetensors-viewer.png');
     await page.locator('.part.editor').screenshot({ path: shot });
-    return shoot(shot, text, [ws.goodKey, 'BF16', 'total:', 'sharded checkpoint', 'model-00002-of-00002.safetensors', 'inputs[0]']);
+    const shown = shoot(shot, text, [ws.goodKey, 'BF16', 'total:', 'sharded checkpoint', 'model-00002-of-00002.safetensors', 'inputs[0]']);
+    // Following a link opens the spec beside, with the key's string selected.
+    await frame.locator('.vt-row a').first().click();
+    await page
+      .locator('.editor-group-container')
+      .nth(1)
+      .locator('.tab.active[aria-label*="weight_spec.json"]')
+      .waitFor({ timeout: 30_000 });
+    const want = `(${JSON.stringify(ws.goodKey).length} selected)`;
+    const sel = page.locator('[id="status.editor.selection"]');
+    await sel.filter({ hasText: want }).waitFor({ timeout: 15_000 });
+    const status = await sel.innerText();
+    await page.keyboard.press('Control+W');
+    return `${shown}; link opened the spec beside, status bar: ${status}`;
   });
   await check('a 20,000-tensor checkpoint opens whole, filters, sorts and scrolls (screenshot)', async () => {
     // Opened from the explorer: Quick Open's file index can take half a minute to list new files.
