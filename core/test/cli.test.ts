@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { ELEM, onnxBytes, tempDir } from './check-helpers';
 
@@ -133,11 +134,12 @@ const str = (b: number | Buffer | undefined) => (b as Buffer).toString('utf8');
 describeFixtures('inspect on the fixtures', () => {
   const families = () => readdirSync(fixturesDir(), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
 
-  it('lists every tensor of every fixture directory with the right dtype, shape, shard and bytes', () => {
+  it('lists every tensor of every fixture directory with the right dtype, shape, shard and bytes', async () => {
     expect(families().length).toBeGreaterThanOrEqual(6);
     for (const fam of families()) {
       const dir = path.join(fixturesDir(), fam);
-      const r = cli(['inspect', dir, '--json']);
+      // in-process: this is about the listing, not the process (one spawn per fixture cost ~1 s each)
+      const r = await cliInProcess(['inspect', dir, '--json']);
       expect(r.code, r.stderr).toBe(0);
       const got = JSON.parse(r.stdout) as { files: string[]; tensors: { key: string; dtype: string; shape: number[]; shard: string; bytes: number }[]; totalBytes: number };
       const indexFile = path.join(dir, 'model.safetensors.index.json');

@@ -1,5 +1,5 @@
 /**
- * The FP8 fixture through the real CLI (issue 24): the llama fixture quantized in code (HF
+ * The FP8 fixture through the CLI (in this process) (issue 24): the llama fixture quantized in code (HF
  * fine-grained FP8, 32×32 blocks; and compressed-tensors float8 per-channel) runs
  * export --config → prepare → compile → run, and its logits stay within the quantization
  * error of the bf16 model's reference logits (the bound is derived below).
@@ -23,11 +23,11 @@
  * edges) goes the same way and is judged exactly: against the float64 reference forward of
  * its dequantized weights (computed in the test), within the 1e-4 every f32 export meets.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
@@ -36,12 +36,12 @@ import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-fp8-e2e-')();
 
-function ws(...args: string[]): string {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: tmp });
-  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+/** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
+async function ws(...args: string[]): Promise<string> {
+  const r = await cliInProcess(args, { cwd: tmp });
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
@@ -70,15 +70,15 @@ describeFixtures('FP8 llama fixture: export --config → prepare → compile →
       const ref = JSON.parse(readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as Ref;
       const out = `${src}-export`;
       const prepared = `${src}-qeff-prepared-float32`;
-      ws('export', '--config', src, '--out', out, '--ctx-len', '32');
+      await ws('export', '--config', src, '--out', out, '--ctx-len', '32');
       const spec = JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as { inputs: { name: string; location: { key: string } }[] };
       expect(spec.inputs.some((i) => i.name === 'model.layers.0.self_attn.q_proj.weight')).toBe(true);
       expect(spec.inputs.filter((i) => /scale/.test(i.name) || /scale/.test(i.location.key))).toEqual([]);
-      ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
-      ws('compile', out, '--prepared', prepared);
+      await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+      await ws('compile', out, '--prepared', prepared);
       const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
       const dump = `${src}-logits.json`;
-      ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+      await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
       const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
       const rel = relErrors(rows, ref.logits);
       expect(Math.max(...rel)).toBeLessThanOrEqual(BOUND);
@@ -113,11 +113,11 @@ it('qwen3_moe with FP8 experts and attention (checkpoint made in code): logits e
   const ref = referenceForward(cfg, dequantized, ids);
   const out = `${src}-export`;
   const prepared = `${src}-qeff-prepared-float32`;
-  ws('export', '--config', src, '--out', out, '--ctx-len', '16');
-  ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
-  ws('compile', out, '--prepared', prepared);
+  await ws('export', '--config', src, '--out', out, '--ctx-len', '16');
+  await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
+  await ws('compile', out, '--prepared', prepared);
   const dump = `${src}-logits.json`;
-  ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
+  await ws('run', out, '--input-ids', ids.join(','), '--dump-logits', dump);
   const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
   expect(maxAbsDiff(rows, ref)).toBeLessThanOrEqual(1e-4);
 });

@@ -8,21 +8,21 @@
  * path over the same checkpoint (the same dequantized weights in two graphs: within 2e-4,
  * the two exporters' agreement on the fixtures).
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
 import { decodeModel, encodeModel } from '../src/formats/onnx';
 import { quantizeCheckpoint } from './fp8-support';
 import { maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-fp8-onnx-');
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-function ws(...args: string[]): string {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.status}: ${r.stderr.trim()}`);
+/** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
+async function ws(...args: string[]): Promise<string> {
+  const r = await cliInProcess(args);
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
@@ -42,7 +42,7 @@ describeFixtures('export --onnx: a legacy graph of the dequantized model over th
     const expected = await quantizeCheckpoint(llama, fp8, { method: 'fp8', block: [32, 32] });
 
     // Which initializer of the legacy export holds which key (resolved against the bf16 original).
-    ws('export', '--onnx', path.join(llama, 'legacy.onnx'), '--checkpoint', llama, '--out', path.join(root, 'orig'));
+    await ws('export', '--onnx', path.join(llama, 'legacy.onnx'), '--checkpoint', llama, '--out', path.join(root, 'orig'));
     const orig = (JSON.parse(fs.readFileSync(path.join(root, 'orig', 'export-report.json'), 'utf8')) as { inputs: ReportInput[] }).inputs;
     const model = decodeModel(fs.readFileSync(path.join(llama, 'legacy.onnx')), 'legacy.onnx');
     let replaced = 0;
@@ -61,25 +61,25 @@ describeFixtures('export --onnx: a legacy graph of the dequantized model over th
     fs.writeFileSync(legacy, encodeModel(model));
 
     const out = path.join(root, 'onnx-export');
-    ws('export', '--onnx', legacy, '--checkpoint', fp8, '--out', out);
+    await ws('export', '--onnx', legacy, '--checkpoint', fp8, '--out', out);
     const report = JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as { inputs: ReportInput[]; unresolved: unknown[] };
     expect(report.unresolved).toEqual([]);
     expect(new Set(report.inputs.map((i) => i.key).filter((k) => expected.has(k))).size).toBe(expected.size);
     expect(report.inputs.filter((i) => /scale/.test(i.key))).toEqual([]);
     const spec = JSON.parse(fs.readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as { inputs: { name: string; location: { key: string } }[] };
     expect(spec.inputs.filter((i) => /scale/.test(i.name + i.location.key))).toEqual([]);
-    ws('prepare', '--checkpoint', fp8, '--dtype', 'float32');
-    ws('compile', out);
+    await ws('prepare', '--checkpoint', fp8, '--dtype', 'float32');
+    await ws('compile', out);
     const ref = JSON.parse(fs.readFileSync(path.join(llama, 'reference.json'), 'utf8')) as { input_ids: number[] };
     const ids = ref.input_ids.join(',');
-    ws('run', out, '--input-ids', ids, '--dump-logits', path.join(root, 'onnx.json'));
+    await ws('run', out, '--input-ids', ids, '--dump-logits', path.join(root, 'onnx.json'));
 
     const cfgOut = path.join(root, 'config-export');
     const prepared = path.join(root, 'llama-fp8-qeff-prepared-float32');
-    ws('export', '--config', fp8, '--out', cfgOut, '--ctx-len', '32');
-    ws('prepare', '--checkpoint', fp8, '--dtype', 'float32', '--out', prepared);
-    ws('compile', cfgOut, '--prepared', prepared);
-    ws('run', cfgOut, '--input-ids', ids, '--dump-logits', path.join(root, 'config.json'));
+    await ws('export', '--config', fp8, '--out', cfgOut, '--ctx-len', '32');
+    await ws('prepare', '--checkpoint', fp8, '--dtype', 'float32', '--out', prepared);
+    await ws('compile', cfgOut, '--prepared', prepared);
+    await ws('run', cfgOut, '--input-ids', ids, '--dump-logits', path.join(root, 'config.json'));
     const a = (JSON.parse(fs.readFileSync(path.join(root, 'onnx.json'), 'utf8')) as { logits: number[][] }).logits;
     const b = (JSON.parse(fs.readFileSync(path.join(root, 'config.json'), 'utf8')) as { logits: number[][] }).logits;
     expect(a).toHaveLength(ref.input_ids.length);
