@@ -1,8 +1,9 @@
 // Benchmark (issue 22): the language server (dist/server.js --stdio, real JSON-RPC) against VS
 // Code's own JSON language service (vscode-json-languageservice, the pinned dev dependency)
-// validating the same spec against a JSON schema of the weight_spec format (z.toJSONSchema of
-// core's SpecSchema), measured in the same run. The server also checks every key against the
-// checkpoint headers (8 shards); the JSON service does syntax and schema only.
+// validating the same spec against the JSON schema of the weight_spec format (the build's
+// dist/weight-spec.schema.json, generated from core's zod schema), measured in the same run.
+// The server also checks every key against the checkpoint headers (8 shards); the JSON service
+// does syntax and schema only.
 // Figures (medians over alternating runs, each cold run a fresh process):
 // - cold open → diagnostics (didOpen → publishDiagnostics) vs the JSON service's first
 //   validation, at 5k, 20k and 80k inputs: target ≤ 0.5×;
@@ -18,7 +19,6 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildSync } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -37,25 +37,16 @@ const VSCODE_CAPABILITIES = {
 const NODE_ARGS = (process.env.WS_LSP_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const EDITS = 20;
 const TARGET = { cold: 0.5, edit: 0.1, p95Ms: 20, heap: 3 };
-if (!existsSync(server)) {
-  console.error('lsp.bench: dist/server.js missing; run `node scripts/bundle.mjs` first');
+if (!existsSync(server) || !existsSync(path.join(root, 'dist', 'weight-spec.schema.json'))) {
+  console.error('lsp.bench: dist/server.js or dist/weight-spec.schema.json missing; run `node scripts/bundle.mjs` first');
   process.exit(1);
 }
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-lsp-bench-'));
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 
-// ---- the JSON schema of the format, from core's zod schema (bundled here, nothing installed)
-const bundle = buildSync({
-  stdin: { contents: "export { SpecSchema } from './core/src/spec/schema.ts'; export { z } from 'zod';", resolveDir: root, loader: 'ts' },
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  write: false,
-  logLevel: 'error',
-});
-const zmod = await import(`data:text/javascript;base64,${Buffer.from(bundle.outputFiles[0].text).toString('base64')}`);
-const schemaFile = path.join(tmp, 'weight_spec.schema.json');
-writeFileSync(schemaFile, JSON.stringify(zmod.z.toJSONSchema(zmod.SpecSchema, { io: 'input', unrepresentable: 'any' })));
+// ---- the JSON schema of the format: the one the build generates from core's zod schema
+// (core/src/spec/json-schema.ts → dist/weight-spec.schema.json, contributed as jsonValidation)
+const schemaFile = path.join(root, 'dist', 'weight-spec.schema.json');
 
 // ---- a spec of n inputs over a checkpoint of n keys in 8 shards
 const key = (i) => `model.layers.${Math.floor(i / 10)}.mlp.proj_${i % 10}.weight`;
