@@ -13,6 +13,9 @@ export const CHUNK_ELEMS = 256 * 1024;
 /** Output bytes of expert slices gathered before one write when stacking (a second batch fills meanwhile). */
 export const SLOT_BATCH_BYTES = 8 * 1024 * 1024;
 
+/** Expert slices read ahead while stacking (each in its own buffer). */
+export const SLOT_READ_AHEAD = 4;
+
 /** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
 export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;
 

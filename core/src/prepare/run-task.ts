@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, SLOT_BATCH_BYTES, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, makeTransposeConverter, transposeMatrix, type Converter } from './kernels';
+import { CHUNK_ELEMS, SLOT_BATCH_BYTES, SLOT_READ_AHEAD, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, makeTransposeConverter, transposeMatrix, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
 import { linkTask } from './links';
@@ -235,7 +235,7 @@ function streamableSlots(t: OutputTensor, src: Sources): boolean {
 }
 
 /**
- * Makes a stacked tensor of whole expert slices as a pipeline: the next slice's read is in
+ * Makes a stacked tensor of whole expert slices as a pipeline: the next slices' reads are in
  * flight while this one is converted (and transposed, in one pass) straight into a batch
  * buffer, and a full batch is written while the other fills. No per-slice allocation.
  */
@@ -248,19 +248,25 @@ async function streamSlots(t: OutputTensor, src: Sources, write: (k: string, b: 
   const fused = t.transposeSlots ? makeTransposeConverter(s0.dtype, t.dtype)! : undefined;
   const plain = fused ? undefined : converter(s0.dtype, t.dtype);
   const per = Math.min(keys.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / Math.max(1, outBytes))));
-  const ins = [buffer(4, inBytes), buffer(5, inBytes)];
+  const ins = Array.from({ length: SLOT_READ_AHEAD }, (_, k) => buffer(8 + k, inBytes));
   const batches = [buffer(6, per * outBytes), buffer(7, per * outBytes)];
-  let next = src.read(keys[0]!, 0, inBytes, ins[0]);
+  // Several reads in flight: each is a round trip through libuv's thread pool, whose latency on
+  // a busy machine is larger than converting one expert.
+  const reads: Promise<Uint8Array>[] = [];
+  const startRead = (i: number) => {
+    if (i < keys.length) reads[i % SLOT_READ_AHEAD] = src.read(keys[i]!, 0, inBytes, ins[i % SLOT_READ_AHEAD]);
+  };
+  for (let i = 0; i < SLOT_READ_AHEAD; i++) startRead(i);
   let pending: Promise<void> = Promise.resolve();
   let b = 0;
   let filled = 0;
   try {
     for (let i = 0; i < keys.length; i++) {
-      const inb = await next;
-      if (i + 1 < keys.length) next = src.read(keys[i + 1]!, 0, inBytes, ins[(i + 1) % 2]);
+      const inb = await reads[i % SLOT_READ_AHEAD]!;
       const out = batches[b]!.subarray(filled * outBytes, (filled + 1) * outBytes);
       if (fused) fused(inb, out, rows, cols);
       else plain!(inb, out);
+      startRead(i + SLOT_READ_AHEAD); // its buffer was this slice's, now converted
       filled++;
       if (filled === per || i + 1 === keys.length) {
         await pending;
@@ -271,7 +277,7 @@ async function streamSlots(t: OutputTensor, src: Sources, write: (k: string, b: 
     }
   } finally {
     await pending.catch(() => undefined);
-    await next.catch(() => undefined);
+    await Promise.all(reads.map((r) => r.catch(() => undefined)));
   }
   await pending;
 }
