@@ -1,5 +1,5 @@
 /**
- * Qwen3-VL-MoE end to end through the built CLI (node dist/cli.js) on the fixture:
+ * Qwen3-VL-MoE end to end through the CLI (in this process, test/support/cli.ts) on the fixture:
  * `export --config` → `prepare --dtype float32` → `compile` (both graphs) → `run
  * --pixel-values reference.json` / `--image` reproduces reference.json (HF transformers 4.57,
  * fp32 on the bf16 weights): generated_ids, logits within 1e-4, the compiled vision graph's
@@ -7,7 +7,6 @@
  * released `gate_up_proj [E, H, 2I]` / `down_proj [E, I, H]` into QEfficient's canonical
  * `[E, H, I]` / `[E, I, H]` (QEfficient/transformers/moe/weights.py; DESIGN.md "Prepared checkpoint").
  */
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -15,11 +14,11 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
-import { configsDir, describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { cliInProcess } from '../../test/support/cli';
+import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 
-const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-vlm-cli-');
 const req = createRequire(__filename);
 
@@ -34,27 +33,28 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
   const fx = path.join(fixturesDir(), 'qwen3_vl_moe');
   const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
   let work = '';
-  const cliRun = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: work });
-  const ok = (...args: string[]) => {
-    const r = cliRun(...args);
-    if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.status}: ${r.stderr}`);
+  // in this process (test/support/cli.ts): ONNX Runtime loads once for the file
+  const cliRun = (...args: string[]) => cliInProcess(args, { cwd: work });
+  const ok = async (...args: string[]) => {
+    const r = await cliRun(...args);
+    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}: ${r.stderr}`);
     return r;
   };
 
-  beforeAll(() => {
+  beforeAll(async () => {
     work = tmp();
     mkdirSync(path.join(work, 'model'));
     for (const f of ['config.json', 'model.safetensors']) copyFileSync(path.join(fx, f), path.join(work, 'model', f));
     // min_pixels below 16·16: smart_resize keeps the fixture image's size, as the reference did
     writeFileSync(path.join(work, 'model', 'preprocessor_config.json'), JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }));
-    ok('export', '--config', 'model', '--out', 'out');
-    ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
-    const c = ok('compile', 'out');
+    await ok('export', '--config', 'model', '--out', 'out');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+    const c = await ok('compile', 'out');
     expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-vision-\w+\.onnx/m);
     expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-language-\w+\.onnx/m);
   }, 120_000);
 
-  it('writes vision/ and language/ whose specs point into one prepared checkpoint with the real keys', () => {
+  it('writes vision/ and language/ whose specs point into one prepared checkpoint with the real keys', async () => {
     const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
     const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
     expect(v.model_id).toBe(l.model_id);
@@ -62,7 +62,7 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
     expect(keys).toContain('lm_head.weight');
     expect(keys).toContain('model.language_model.layers.1.mlp.moe_weights.gate');
-    for (const d of ['vision', 'language']) expect(ok('check', path.join('out', d, 'weight_spec.json')).status).toBe(0);
+    for (const d of ['vision', 'language']) expect((await ok('check', path.join('out', d, 'weight_spec.json'))).code).toBe(0);
   });
 
   it('prepare splits gate_up_proj [E, H, 2I] / down_proj [E, I, H] into canonical [E, H, I] / [E, I, H]', async () => {
@@ -100,17 +100,17 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     expect(maxDiff(out.deepstack_features!.data as Float32Array, ref.deepstack_features.flat(2))).toBeLessThan(1e-4);
   });
 
-  it('run --pixel-values: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4', () => {
-    const gen = ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+  it('run --pixel-values: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4', async () => {
+    const gen = await ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
     const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-    ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
+    await ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
     const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
     expect(got).toHaveLength(ref.logits.length);
     expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
   });
 
-  it('run --image on a PNG of the fixture image gives generated_ids', () => {
+  it('run --image on a PNG of the fixture image gives generated_ids', async () => {
     const H = ref.image.length;
     const W = ref.image[0].length;
     const { PNG } = req('pngjs');
@@ -120,11 +120,11 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
       png.data[(y * W + x) * 4 + 3] = 255;
     }
     writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
-    const gen = ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+    const gen = await ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
   });
 
-  it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', () => {
+  it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['llava', { ...cfg, model_type: 'llava' }, /vision-language model_type "llava" is not supported/],
@@ -135,30 +135,30 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     for (const [name, c, re] of cases) {
       mkdirSync(path.join(work, name));
       writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
-      const r = cliRun('export', '--config', name, '--out', `${name}-out`);
-      expect(r.status).toBe(1);
+      const r = await cliRun('export', '--config', name, '--out', `${name}-out`);
+      expect(r.code).toBe(1);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(re);
       expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
     }
   });
 
-  it('run --pixel-values on a text export, or a bad pixel file, is one line', () => {
+  it('run --pixel-values on a text export, or a bad pixel file, is one line', async () => {
     writeFileSync(path.join(work, 'bad.json'), JSON.stringify({ pixel_values: [[1, 2]], image_grid_thw: [[1, 4, 4]] }));
-    const r = cliRun('run', 'out', '--pixel-values', 'bad.json', '--input-ids', '1,2');
-    expect(r.status).toBe(1);
+    const r = await cliRun('run', 'out', '--pixel-values', 'bad.json', '--input-ids', '1,2');
+    expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/bad\.json: "pixel_values" has 1 rows but "image_grid_thw" needs 16/);
   });
 
-  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', () => {
-    ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
-    ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
-    ok('compile', 'out16');
-    ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '32');
-    ok('compile', 'out-cb');
+  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
+    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
+    await ok('compile', 'out16');
+    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '32');
+    await ok('compile', 'out-cb');
     for (const out of ['out16', 'out-cb']) {
-      const gen = ok('run', out, '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+      const gen = await ok('run', out, '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
       expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
     }
   }, 60_000);
@@ -173,14 +173,14 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
 });
 
 describeFixtures('the real Qwen3-VL-30B-A3B config (benchmark: npm run bench vlm-export)', () => {
-  it('exports both graphs from config.json alone: 27 vision blocks, deepstack [8, 16, 24], 48 MoE layers over one derived layout', () => {
+  it('exports both graphs from config.json alone: 27 vision blocks, deepstack [8, 16, 24], 48 MoE layers over one derived layout', async () => {
     const work = tmp();
     const model = path.join(work, 'Qwen3-VL-30B-A3B');
     mkdirSync(model);
     copyFileSync(path.join(configsDir(), 'qwen3-vl-30b-a3b.json'), path.join(model, 'config.json'));
-    const r = spawnSync(process.execPath, [cli, 'export', '--config', model, '--out', path.join(work, 'out')], { encoding: 'utf8' });
+    const r = await cliInProcess(['export', '--config', model, '--out', path.join(work, 'out')]);
     expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/qwen3_vl_moe: vision 27 blocks, deepstack \[8, 16, 24\]; text 48 layers, 128 experts top-8/);
     const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
     const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
