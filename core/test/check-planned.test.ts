@@ -56,6 +56,11 @@ describeFixtures('keys checked against prepare\'s plan before prepare', () => {
     const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'check', specFile], { encoding: 'utf8' });
     expect(r.status).toBe(1);
     expect(r.stdout).toMatch(/error \[key-missing\] key "model\.layers\.0\.mlp\.gate_prj\.weight".*did you mean.*checked against the plan/);
+    // The export directory stands for its weight_spec.json, as compile and run take it.
+    const d = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'check', path.dirname(specFile)], { encoding: 'utf8' });
+    expect(d.status).toBe(1);
+    expect(d.stdout).toBe(r.stdout);
+    expect(d.stdout).toContain(`${specFile}:`);
   });
 
   it('without export-report.json the source is found from model_id (prepare\'s default output beside its source)', async () => {

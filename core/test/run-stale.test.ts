@@ -41,6 +41,13 @@ describeFixtures('run after a re-export', () => {
     expect(lines[0]).toMatch(/^weight-spec: e: the compiled model is stale \((graph|spec)[a-z, ]* changed since the compile\); run `weight-spec compile e` first, or pass --recompile$/);
     expect(stale.stdout).toBe('');
 
+    // Ids are checked against the export's graph before a recompile they would fail after.
+    const vocab = (JSON.parse(readFileSync(path.join(llama, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
+    const badId = cli(dir, 'run', 'e', '--input-ids', `1,${vocab}`, '--max-new-tokens', n, '--recompile');
+    expect(badId.status).toBe(1);
+    expect(badId.stderr).toMatch(new RegExp(`^weight-spec: token id ${vocab} \\(position 1\\) is outside the vocabulary of .*/e/model\\.onnx: ids must be 0…${vocab - 1} \\(${vocab} tokens\\)\n$`));
+    expect(badId.stderr).not.toContain('recompiling');
+
     const again = cli(dir, 'run', 'e', '--input-ids', ids, '--max-new-tokens', n, '--recompile');
     expect(again.status, again.stderr).toBe(0);
     expect(again.stderr).toContain('recompiling first');
@@ -49,6 +56,11 @@ describeFixtures('run after a re-export', () => {
     const plain = cli(dir, 'run', 'e', '--input-ids', ids, '--max-new-tokens', n);
     expect(plain.status, plain.stderr).toBe(0);
     expect(plain.stderr).not.toContain('recompiling');
+    // One token is "1 token"; zero tokens without --dump-logits is a usage error, not a silent exit 0.
+    expect(cli(dir, 'run', 'e', '--input-ids', ids, '--max-new-tokens', '1').stderr).toMatch(/^run: 1 token; time to first token /m);
+    const nothing = cli(dir, 'run', 'e', '--input-ids', `1,${vocab}`, '--max-new-tokens', '0');
+    expect(nothing.status).toBe(2);
+    expect(nothing.stderr).toMatch(/^weight-spec: run: --max-new-tokens 0 without --dump-logits leaves nothing to do\n/);
   });
 
   it('a re-export in another dtype replaces the prepared-directory link it made before', () => {

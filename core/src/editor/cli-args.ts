@@ -97,7 +97,7 @@ export interface RunStats {
  * is then N / T). Undefined when no such line is there.
  */
 export function parseRunStats(stderr: string): RunStats | undefined {
-  const text = /^run: (\d+) tokens; time to first token ([\d.]+) ms,? ([^\n]*)$/m.exec(stderr);
+  const text = /^run: (\d+) tokens?; time to first token ([\d.]+) ms,? ([^\n]*)$/m.exec(stderr);
   if (!text) return undefined;
   const tokens = Number(text[1]);
   const ttftMs = Number(text[2]);

@@ -12,7 +12,7 @@ import { gatheredRows } from './vocab';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
 import { readRegularFileSync } from '../paths';
 
-export { argmax, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
+export { argmax, checkTokenIds, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
 export { loadOrt } from '../ort/loader';
 export { checkSampling, GREEDY, needsSampler, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 export { pickBucket, servingFeatures, servingSummary, type ServingFeatures } from './serving';
@@ -55,4 +55,9 @@ export async function openRunner(compiledOrExportDir: string, opts: RunnerOption
   const { model } = resolveRunnable(compiledOrExportDir);
   const m = parseWireModel(readRegularFileSync(model), model);
   return createRunner(model, m.inputs, m.outputs, { vocab: gatheredRows(m, 'input_ids', model), ...opts }, m.metadata);
+}
+
+/** The vocabulary size an id must be below in `model` (a weight-free export or a bound model), if the graph tells. */
+export function vocabOf(model: string): number | undefined {
+  return gatheredRows(parseWireModel(readRegularFileSync(model), model), 'input_ids', model);
 }

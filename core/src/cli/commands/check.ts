@@ -4,13 +4,23 @@
  * output is an array of `{code, severity, message, path, range}` (range = text offsets, or
  * null). Exit 1 when any problem is an error.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Problem } from '../../errors';
 import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
 import { readInputFile } from '../../paths';
 import { specTextOf } from '../../spec';
+import { specFileIn } from '../../spec/file-names';
 import { requirePath } from '../input-paths';
+
+const isDirectory = (p: string) => {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
 
 /** Line and column (both 1-based) of a text offset. */
 export function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -32,8 +42,9 @@ export function problemJson(p: Problem): { code: string; severity: string; messa
 export const checkCommand = defineCommand({
   name: 'check',
   summary: 'check a weight_spec.json against its checkpoint files and companion ONNX',
-  synopsis: ['check <weight_spec.json> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
+  synopsis: ['check <weight_spec.json | export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
   details: [
+    'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it.',
     'Paths in the spec resolve relative to its directory and must stay inside the allowed roots',
     '(the spec\'s directory plus every --root). Exit 1 when any error is found.',
   ],
@@ -45,8 +56,12 @@ export const checkCommand = defineCommand({
   },
   positionals: { min: 1, max: 1, names: ['weight_spec.json'] },
   async run(args, io) {
-    const file = requirePath(io.cwd, args.positionals[0]!, 'file');
-    const text = specTextOf(await readInputFile(file, args.positionals[0]!), file);
+    // An export directory holding a spec means that spec (as compile and run take the directory).
+    const given = path.resolve(io.cwd, args.positionals[0]!);
+    const file = (isDirectory(given) && specFileIn(given)) || requirePath(io.cwd, args.positionals[0]!, 'file');
+    // Shown as given; for a directory, the spec file in it.
+    const shown = file === given || !isDirectory(given) ? args.positionals[0]! : path.join(args.positionals[0]!, path.basename(file));
+    const text = specTextOf(await readInputFile(file, shown), file);
     const problems = await checkSpec(file, text, {
       roots: args.flags.root.map((r) => path.resolve(io.cwd, r)),
       onnx: args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined,
@@ -55,7 +70,6 @@ export const checkCommand = defineCommand({
     if (args.flags.json) {
       println(io.stdout, JSON.stringify(problems.map(problemJson), null, 2));
     } else {
-      const shown = args.positionals[0]!;
       for (const p of problems) {
         const at = p.range ? lineColumn(text, p.range.start) : { line: 1, column: 1 };
         println(io.stdout, `${shown}:${at.line}:${at.column}: ${p.severity} [${p.code}] ${p.message}`);

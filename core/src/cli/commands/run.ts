@@ -5,9 +5,10 @@
  */
 import path from 'node:path';
 import { compile } from '../../compile';
+import { readExportInputs } from '../../compile/locate';
 import { PipelineError, UsageError } from '../../errors';
 import { atomicWriteFile } from '../../paths';
-import { checkSampling, GREEDY, needsSampler, openRunner, resolveRunnable, type SamplingParams } from '../../run';
+import { checkSampling, checkTokenIds, GREEDY, needsSampler, openRunner, resolveRunnable, vocabOf, type SamplingParams } from '../../run';
 import { readImages, readPixelValues } from '../../run/vlm/inputs';
 import { isVlmExport, openVlmRunner } from '../../run/vlm/vlm-runner';
 import { defineCommand, println, type CliIO } from '../command';
@@ -40,13 +41,16 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
     if (n > 0) {
       const s = await runner.generate(ids, images, n);
       println(io.stdout, s.tokens.join(','));
-      println(io.stderr, `run: ${s.tokens.length} tokens; time to first token ${s.ttftMs.toFixed(1)} ms (vision + prefill), ${s.totalMs.toFixed(0)} ms total (vlm)`);
+      println(io.stderr, `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms (vision + prefill), ${s.totalMs.toFixed(0)} ms total (vlm)`);
     }
   } finally {
     await runner.close();
   }
   return 0;
 }
+
+/** `1 token`, `5 tokens`. */
+const tokenCount = (n: number) => `${n} token${n === 1 ? '' : 's'}`;
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -91,6 +95,7 @@ export const runCommand = defineCommand({
     const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
+    if (n === 0 && !f['dump-logits']) throw new UsageError('run: --max-new-tokens 0 without --dump-logits leaves nothing to do');
     const sampling: SamplingParams = checkSampling({
       temperature: f.temperature ?? GREEDY.temperature,
       topK: f['top-k'] ?? GREEDY.topK,
@@ -110,6 +115,9 @@ export const runCommand = defineCommand({
     // The same status compile uses: a stale artifact is never run silently.
     if (status?.state === 'stale') {
       const what = status.changed?.length ? `${status.changed.join(', ')} changed` : 'its inputs changed';
+      // Ids are checked against the export's graph before a recompile that they would fail after.
+      const graph = readExportInputs(target).onnxPath;
+      checkTokenIds(ids, vocabOf(graph), graph);
       if (!f.recompile) {
         throw new PipelineError(
           `${args.positionals[0]}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${args.positionals[0]}\` first, or pass --recompile`,
@@ -141,7 +149,7 @@ export const runCommand = defineCommand({
         const s = await runner.generateWithStats(ids, n, sampling);
         println(io.stdout, s.tokens.join(','));
         const how = runner.features.sampler ? 'on-device sampler' : needsSampler(sampling) ? 'host sampling' : 'greedy';
-        println(io.stderr, `run: ${s.tokens.length} tokens; time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`);
+        println(io.stderr, `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`);
         if (how !== 'greedy') println(io.stderr, `run: tokens chosen by ${how === 'host sampling' ? 'QEfficient\'s sampler on the host' : 'the graph\'s on-device sampler'}`);
         if (s.buckets) println(io.stderr, `run: comp_ctx_lengths buckets ${s.buckets.join(' → ')}`);
       }
