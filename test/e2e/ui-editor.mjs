@@ -35,6 +35,9 @@ export function prepareEditorWorkspace(ws) {
   ]) {
     execFileSync(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   }
+  // A graph with its weights embedded (the fixture's legacy export): Export is offered on it.
+  fs.mkdirSync(path.join(ws.dir, 'legacy-graph'), { recursive: true });
+  fs.copyFileSync(path.join(path.dirname(ws.reference), 'legacy.onnx'), path.join(ws.dir, 'legacy-graph', 'legacy.onnx'));
   const settingsFile = path.join(ws.dir, '.vscode', 'settings.json');
   const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
   settings['weightSpec.onnxRuntimePath'] = path.join(REPO_ROOT, 'node_modules', 'onnxruntime-node');
@@ -121,6 +124,40 @@ export async function editorUiChecks(page, ws, { check, dir }) {
       );
       keepScreenshot(shot);
       return JSON.stringify(text.split('\n').slice(0, 12));
+    },
+  );
+
+  await checkClean(
+    'the explorer offers "Export Weight-Free ONNX…" on a graph with weights, not on a weight-free one (context menus)',
+    async () => {
+      await page.keyboard.press('Control+Shift+E');
+      const folders = page.locator('.pane-header', { hasText: path.basename(ws.dir) }).first();
+      if ((await folders.getAttribute('aria-expanded')) === 'false') await folders.click();
+      const explorer = page.locator('.explorer-folders-view');
+      /** The labels of the context menu of `file` in folder `dir` (expanded first). */
+      const menuOf = async (dir, file) => {
+        const dirRow = explorer.locator('.monaco-list-row', { hasText: dir }).first();
+        await dirRow.waitFor({ state: 'visible', timeout: 15_000 });
+        if ((await dirRow.getAttribute('aria-expanded')) === 'false') await dirRow.click();
+        const row = explorer.locator(`.monaco-list-row[aria-label*="${file}"]`).first();
+        await row.waitFor({ state: 'visible', timeout: 15_000 });
+        await page.keyboard.press('Escape');
+        await row.click({ button: 'right' });
+        const menu = page.locator('.monaco-menu').first();
+        await menu.waitFor({ state: 'visible', timeout: 15_000 });
+        // Our group is there once the menu is complete (Inspect File is offered on every .onnx).
+        await menu.locator('.action-label', { hasText: 'Inspect File' }).first().waitFor({ timeout: 15_000 });
+        const labels = await menu.locator('.action-label').allInnerTexts();
+        await page.keyboard.press('Escape');
+        return labels.map((l) => l.trim()).filter(Boolean);
+      };
+      const legacy = await menuOf('legacy-graph', 'legacy.onnx');
+      if (!legacy.includes('Export Weight-Free ONNX…')) throw new Error(`legacy.onnx's menu lacks Export: ${JSON.stringify(legacy)}`);
+      const free = await menuOf('llama-export', 'model.onnx');
+      if (free.includes('Export Weight-Free ONNX…')) throw new Error(`the weight-free model.onnx offers Export: ${JSON.stringify(free)}`);
+      // Give the room back to the Weight Spec view (the next check clicks its items).
+      if ((await folders.getAttribute('aria-expanded')) === 'true') await folders.click();
+      return `legacy.onnx: ${JSON.stringify(legacy.filter((l) => /Export|Inspect/.test(l)))}; model.onnx: ${JSON.stringify(free.filter((l) => /Export|Inspect/.test(l)))}`;
     },
   );
 

@@ -163,6 +163,31 @@ describe('commands and tasks', () => {
     assert.ok(r.stats.ttftMs > 0 && r.stats.tokensPerSecond > 0, JSON.stringify(r.stats));
   });
 
+  it('the tree\'s items run the actions: Run on the export item, Inspect on its graph item', async () => {
+    const a = await api();
+    await a.rescan();
+    const exp = (await a.tree()).find((r) => r.node.fsPath === spec)!;
+    assert.equal(exp.item.contextValue, 'weightSpec.export.compiled');
+    const ref = JSON.parse(fs.readFileSync(ws.reference, 'utf8')) as { input_ids: number[]; generated_ids: number[] };
+    const r = (await vscode.commands.executeCommand('weightSpec.run', exp.node, { inputIds: ref.input_ids, maxNewTokens: 2 })) as Result;
+    assertOk(r, 'run from the tree');
+    assert.equal(r.text?.trim(), ref.generated_ids.slice(0, 2).join(','));
+    const graph = (await a.tree(exp.node)).find((k) => k.node.kind === 'graph')!;
+    assert.equal(graph.item.contextValue, 'weightSpec.graph');
+    const i = (await vscode.commands.executeCommand('weightSpec.inspect', graph.node)) as Result;
+    assertOk(i, 'inspect from the tree');
+    assert.equal(i.text, cli(['inspect', path.join(exportDir, 'model.onnx')]));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    // The menus offer exactly these on such items.
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { contributes: { menus: Record<string, { command: string; when?: string; group?: string }[]> } };
+    const inline = pkg.contributes.menus['view/item/context']!.filter((m) => m.group?.startsWith('inline'));
+    const offered = (viewItem: string) =>
+      inline.filter((m) => new RegExp(/viewItem =~ \/(.*)\/$/.exec(m.when!)?.[1] ?? `^${/viewItem == (\S+)/.exec(m.when!)?.[1]}$`).test(viewItem)).map((m) => m.command);
+    assert.deepEqual(offered('weightSpec.export.compiled'), ['weightSpec.run']);
+    assert.deepEqual(offered('weightSpec.export.not-prepared'), ['weightSpec.prepare']);
+    assert.deepEqual(offered('weightSpec.graph'), ['weightSpec.inspect']);
+  });
+
   it('saving the spec with only a trailing newline added keeps it "compiled" (the spec counts by content)', async () => {
     const doc = await vscode.workspace.openTextDocument(spec);
     await vscode.window.showTextDocument(doc);
