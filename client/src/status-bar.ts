@@ -14,7 +14,7 @@ import { onNotification, sendRequest } from './protocol-client';
 import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from '../../core/src/editor/spec-state';
 
 /** The files the state is read from (the watcher reports every JSON; only these matter here). */
-const STATE_FILES = new Set(['compile.json', '.checkpoint_prepared', 'export-report.json', 'weight_spec.json']);
+const STATE_FILES = new Set(['compile.json', '.checkpoint_prepared', 'export-report.json']);
 
 const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
 
@@ -33,7 +33,7 @@ export class SpecStatusBar implements vscode.Disposable {
     this.item = vscode.window.createStatusBarItem('weightSpec.state', vscode.StatusBarAlignment.Left, 50);
     this.item.name = 'Weight Spec';
     const onFile = (u: vscode.Uri) => {
-      if (STATE_FILES.has(path.basename(u.fsPath))) this.refresh();
+      if (STATE_FILES.has(path.basename(u.fsPath)) || isSpecFile(u.fsPath)) this.refresh();
     };
     this.subs.push(
       watcher.onDidChange(onFile),
