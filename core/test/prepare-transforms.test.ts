@@ -130,13 +130,14 @@ describe('prepare: per-expert stacking', () => {
 
 describe('prepare: Mixtral experts converted while stacked (fused convert + transpose, batched writes)', () => {
   // Sizes that are not multiples of the kernel's 16-element tile, odd (the element loop) and even
-  // (2×2 blocks through 32-bit words), and experts of 1.2 MB in f32, so a stacked tensor spans
-  // several 8 MiB write batches (SLOT_BATCH_BYTES) with a partial last one.
+  // (2×2 blocks through 32-bit words); experts larger than a write batch (SLOT_BATCH_BYTES, 1 MiB:
+  // one per write) and smaller (602 × 148 in f16: 5 per batch, so 9 experts end in a partial one).
   const E = 9;
   const m = 'model.layers.0.block_sparse_moe';
   it.each([
     ['float16', 2, 601, 501],
     ['float16', 2, 602, 494],
+    ['float16', 2, 602, 148],
     ['float32', 4, 601, 501],
   ] as const)('bf16 experts → %s (%i-byte elements, I = %i, H = %i): each expert [out, in] transposed, values converted (RNE), expert order', async (dtype, size, I, H) => {
     const src = path.join(tempDir(), `mixtral-${dtype}-${I}`);
