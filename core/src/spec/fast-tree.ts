@@ -38,55 +38,43 @@ export function fastParseTree(text: string): Node | undefined {
     const value = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
     return { type: 'string', offset: start, length: i - start, parent, value };
   };
+  /** An object or array from its opening bracket (at `i`) to `close`, each member read by `member`. */
+  const container = (type: 'object' | 'array', close: number, parent: MNode | undefined, member: (node: MNode) => MNode): MNode => {
+    const node: MNode = { type, offset: i, length: 0, parent, children: [] };
+    i++;
+    ws();
+    if (text.charCodeAt(i) === close) {
+      i++;
+    } else {
+      for (;;) {
+        ws();
+        node.children!.push(member(node));
+        ws();
+        const d = text.charCodeAt(i++);
+        if (d === close) break;
+        if (d !== 0x2c) throw new SyntaxError(`bad ${type}`);
+      }
+    }
+    node.length = i - node.offset;
+    return node;
+  };
+  const property = (node: MNode): MNode => {
+    const prop: MNode = { type: 'property', offset: i, length: 0, parent: node, children: [] };
+    const key = str(prop);
+    ws();
+    prop.colonOffset = i;
+    i++; // ':'
+    const v = value(prop);
+    prop.children!.push(key, v);
+    prop.length = i - prop.offset;
+    return prop;
+  };
   const value = (parent: MNode | undefined): MNode => {
     ws();
     const start = i;
     const c = text.charCodeAt(i);
-    if (c === 0x7b) {
-      const node: MNode = { type: 'object', offset: start, length: 0, parent, children: [] };
-      i++;
-      ws();
-      if (text.charCodeAt(i) === 0x7d) {
-        i++;
-      } else {
-        for (;;) {
-          ws();
-          const prop: MNode = { type: 'property', offset: i, length: 0, parent: node, children: [] };
-          const key = str(prop);
-          ws();
-          prop.colonOffset = i;
-          i++; // ':'
-          const v = value(prop);
-          prop.children!.push(key, v);
-          prop.length = i - prop.offset;
-          node.children!.push(prop);
-          ws();
-          const d = text.charCodeAt(i++);
-          if (d === 0x7d) break;
-          if (d !== 0x2c) throw new SyntaxError('bad object');
-        }
-      }
-      node.length = i - start;
-      return node;
-    }
-    if (c === 0x5b) {
-      const node: MNode = { type: 'array', offset: start, length: 0, parent, children: [] };
-      i++;
-      ws();
-      if (text.charCodeAt(i) === 0x5d) {
-        i++;
-      } else {
-        for (;;) {
-          node.children!.push(value(node));
-          ws();
-          const d = text.charCodeAt(i++);
-          if (d === 0x5d) break;
-          if (d !== 0x2c) throw new SyntaxError('bad array');
-        }
-      }
-      node.length = i - start;
-      return node;
-    }
+    if (c === 0x7b) return container('object', 0x7d, parent, property);
+    if (c === 0x5b) return container('array', 0x5d, parent, value);
     if (c === 0x22) return str(parent);
     if (c === 0x74) {
       i += 4;
