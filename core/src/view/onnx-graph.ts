@@ -9,7 +9,7 @@
  * embedding, KV-cache shapes); nodes after the last layer that read a non-layer weight (final
  * norm, lm_head) start the head. Constant-like nodes (no inputs) join their first consumer.
  */
-import { WIRE } from '../formats/onnx/fields';
+import { FIELD, WIRE } from '../formats/onnx/fields';
 import { FileReader } from '../formats/onnx/wire-reader';
 import { layerOf } from '../prepare/transforms/moe-common';
 import type { GraphGroupInfo, GraphNode, GraphView } from './types';
@@ -23,6 +23,8 @@ export interface RawNode {
   outputs: string[];
 }
 
+const NP = FIELD.NodeProto;
+
 /** Reads the main graph's nodes of `file` (positional reads; FormatError on a corrupt file). */
 export function readGraphNodes(file: string): RawNode[] {
   const r = FileReader.open(file);
@@ -30,17 +32,17 @@ export function readGraphNodes(file: string): RawNode[] {
   const str = (h: { vStart: number; vEnd: number }) => r.string(h.vStart, h.vEnd);
   try {
     r.each(0, r.size, 'ModelProto', (f) => {
-      if (f.field !== 7 || f.wire !== WIRE.LEN) return;
+      if (f.field !== FIELD.ModelProto.graph || f.wire !== WIRE.LEN) return;
       r.each(f.vStart, f.vEnd, 'GraphProto', (g) => {
-        if (g.field !== 1 || g.wire !== WIRE.LEN) return;
+        if (g.field !== FIELD.GraphProto.node || g.wire !== WIRE.LEN) return;
         const n: RawNode = { name: '', op: '', domain: '', inputs: [], outputs: [] };
         r.each(g.vStart, g.vEnd, 'NodeProto', (x) => {
           if (x.wire !== WIRE.LEN) return;
-          if (x.field === 1) n.inputs.push(str(x));
-          else if (x.field === 2) n.outputs.push(str(x));
-          else if (x.field === 3) n.name = str(x);
-          else if (x.field === 4) n.op = str(x);
-          else if (x.field === 7) n.domain = str(x);
+          if (x.field === NP.input) n.inputs.push(str(x));
+          else if (x.field === NP.output) n.outputs.push(str(x));
+          else if (x.field === NP.name) n.name = str(x);
+          else if (x.field === NP.op_type) n.op = str(x);
+          else if (x.field === NP.domain) n.domain = str(x);
         });
         nodes.push(n);
       });
