@@ -7,9 +7,25 @@ import tseslint from 'typescript-eslint';
 /** Node's globals the scripts use (no `globals` package needed for a handful). */
 const nodeGlobals = Object.fromEntries(
   [
-    'console', 'process', 'Buffer', 'URL', 'TextEncoder', 'TextDecoder', 'performance', 'setTimeout', 'clearTimeout',
-    'setInterval', 'clearInterval', 'setImmediate', 'queueMicrotask', 'structuredClone', 'AbortController', 'fetch',
-    '__dirname', 'require', 'module',
+    'console',
+    'process',
+    'Buffer',
+    'URL',
+    'TextEncoder',
+    'TextDecoder',
+    'performance',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'queueMicrotask',
+    'structuredClone',
+    'AbortController',
+    'fetch',
+    '__dirname',
+    'require',
+    'module',
   ].map((g) => [g, 'readonly']),
 );
 

@@ -44,7 +44,10 @@ await build({
 execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'test/e2e'], { stdio: 'inherit' });
 const suiteDir = path.join(REPO_ROOT, 'test', 'e2e', 'suite');
 await build({
-  entryPoints: fs.readdirSync(suiteDir).filter((f) => f.endsWith('.ts')).map((f) => path.join(suiteDir, f)),
+  entryPoints: fs
+    .readdirSync(suiteDir)
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => path.join(suiteDir, f)),
   outdir: path.join(buildDir, 'suite'),
   bundle: true,
   platform: 'node',
@@ -82,9 +85,7 @@ if (!argv.has('--only-ui')) {
       // The adapter runs code-server + Chromium. WEIGHT_SPEC_E2E_VSCODE=download lets
       // test-electron fetch a desktop VS Code instead (where one can be downloaded); any other
       // value is taken as the path of a VS Code executable.
-      ...(process.env.WEIGHT_SPEC_E2E_VSCODE === 'download'
-        ? {}
-        : { vscodeExecutablePath: process.env.WEIGHT_SPEC_E2E_VSCODE || adapter }),
+      ...(process.env.WEIGHT_SPEC_E2E_VSCODE === 'download' ? {} : { vscodeExecutablePath: process.env.WEIGHT_SPEC_E2E_VSCODE || adapter }),
       // WEIGHT_SPEC_E2E_EXT_ROOT: run another copy of the extension (development of the harness).
       extensionDevelopmentPath: process.env.WEIGHT_SPEC_E2E_EXT_ROOT ?? REPO_ROOT,
       extensionTestsPath: path.join(buildDir, 'suite', 'index.js'),

@@ -46,7 +46,9 @@ try {
   check('npm ci succeeds', ci.code === 0, ci.err);
   check('npm ci prints no warning', noise.length === 0, noise.join('\n'));
 
-  const ort = sh(process.execPath, ['-e', "const o = require('onnxruntime-node'); if (!o.InferenceSession) process.exit(3)"], { cwd: clone });
+  const ort = sh(process.execPath, ['-e', "const o = require('onnxruntime-node'); if (!o.InferenceSession) process.exit(3)"], {
+    cwd: clone,
+  });
   check('onnxruntime-node loads after npm ci', ort.code === 0, ort.err);
   const bundle = sh(process.execPath, ['scripts/bundle.mjs'], { cwd: clone });
   check('esbuild bundles dist/ after npm ci', bundle.code === 0 && fs.existsSync(path.join(clone, 'dist', 'cli.js')), bundle.err);
@@ -77,8 +79,19 @@ try {
         lines.length === 1 && /^weight-spec: token id 4997\b.*0…319/.test(lines[0]) && !/\x1b|onnxruntime/i.test(bad.err),
         bad.err,
       );
-      const good = cli('run', 'exports/llama', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', String(ref.generated_ids.length));
-      check('README fixture ids give the reference greedy tokens', good.code === 0 && good.out.trim() === ref.generated_ids.join(','), good.out + good.err);
+      const good = cli(
+        'run',
+        'exports/llama',
+        '--input-ids',
+        ref.input_ids.join(','),
+        '--max-new-tokens',
+        String(ref.generated_ids.length),
+      );
+      check(
+        'README fixture ids give the reference greedy tokens',
+        good.code === 0 && good.out.trim() === ref.generated_ids.join(','),
+        good.out + good.err,
+      );
     }
   }
 } catch (e) {

@@ -41,5 +41,7 @@ for (const r of rows) {
 }
 // A test that failed outside a campaign (an assertion in a fixed case) also counts.
 const testFailed = run.status !== 0 && failures === 0 ? 1 : 0;
-console.log(`fuzz: ${cases} cases run, ${failures + testFailed} failures (seed ${seed}, scale ${scale}, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+console.log(
+  `fuzz: ${cases} cases run, ${failures + testFailed} failures (seed ${seed}, scale ${scale}, ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+);
 process.exit(run.status === 0 && failures === 0 ? 0 : 1);

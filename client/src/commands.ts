@@ -32,7 +32,12 @@ export type AfterRun = () => void;
 export type CommandResult = (RunResult & { out?: string; text?: string; uri?: string }) | undefined;
 
 /** Registers weightSpec.export/prepare/compile/recompile/run/inspect. */
-export function registerCommands(context: vscode.ExtensionContext, runner: CliRunner, inspectDocs: InspectDocuments, after: AfterRun): void {
+export function registerCommands(
+  context: vscode.ExtensionContext,
+  runner: CliRunner,
+  inspectDocs: InspectDocuments,
+  after: AfterRun,
+): void {
   const reg = (id: string, fn: (arg?: unknown, opt?: unknown) => Promise<CommandResult>) =>
     context.subscriptions.push(
       vscode.commands.registerCommand(id, async (arg?: unknown, opt?: unknown) => {
@@ -56,7 +61,12 @@ export function registerCommands(context: vscode.ExtensionContext, runner: CliRu
   reg('weightSpec.inspect', (a) => inspectCommand(runner, inspectDocs, a));
 }
 
-async function exportCommand(context: vscode.ExtensionContext, runner: CliRunner, arg: unknown, o: Partial<ExportOptions>): Promise<CommandResult> {
+async function exportCommand(
+  context: vscode.ExtensionContext,
+  runner: CliRunner,
+  arg: unknown,
+  o: Partial<ExportOptions>,
+): Promise<CommandResult> {
   const last = context.workspaceState.get<{ mode: 'config' | 'onnx'; source: string; checkpoint?: string; out: string }>(LAST_EXPORT);
   let source = o.config ?? o.onnx ?? targetPath(arg, false);
   if (source && !isDir(source) && path.basename(source) !== 'config.json' && !source.endsWith('.onnx')) {
@@ -87,18 +97,33 @@ async function exportCommand(context: vscode.ExtensionContext, runner: CliRunner
   }
   const stem = isOnnx ? path.basename(source, '.onnx') : path.basename(modelDir);
   const defaultOut = last && last.source === source ? last.out : path.join(path.dirname(modelDir), `${stem}-weight-free`);
-  const out = o.out ?? (await vscode.window.showInputBox({ title: 'Output folder for model.onnx and weight_spec.json', value: defaultOut, ignoreFocusOut: true }));
+  const out =
+    o.out ??
+    (await vscode.window.showInputBox({
+      title: 'Output folder for model.onnx and weight_spec.json',
+      value: defaultOut,
+      ignoreFocusOut: true,
+    }));
   if (!out) return undefined;
   const s = settings(vscode.Uri.file(modelDir));
   const dtype = o.dtype ?? (s.defaultDtype === 'float16' ? 'float16' : 'float32');
-  const args = exportArgs(isOnnx ? { onnx: source, checkpoint: checkpoint!, out } : { config: modelDir, out, dtype, ...(o.ctxLen ? { ctxLen: o.ctxLen } : {}) });
-  await context.workspaceState.update(LAST_EXPORT, { mode: isOnnx ? 'onnx' : 'config', source, ...(checkpoint ? { checkpoint } : {}), out });
+  const args = exportArgs(
+    isOnnx ? { onnx: source, checkpoint: checkpoint!, out } : { config: modelDir, out, dtype, ...(o.ctxLen ? { ctxLen: o.ctxLen } : {}) },
+  );
+  await context.workspaceState.update(LAST_EXPORT, {
+    mode: isOnnx ? 'onnx' : 'config',
+    source,
+    ...(checkpoint ? { checkpoint } : {}),
+    out,
+  });
   const r = await runner.run(`Exporting ${stem}`, args, { cwd: modelDir });
   if (r?.ok && o.out === undefined) {
     // a VLM export is two graphs (vlm.json + vision/ + language/): show both specs
     const outAbs = path.resolve(modelDir, out);
     const specs = vlmSpecs(outAbs) ?? [path.join(outAbs, 'weight_spec.json')];
-    specs.filter((f) => fs.existsSync(f)).forEach((f, i) => void vscode.window.showTextDocument(vscode.Uri.file(f), { preview: specs.length === 1, preserveFocus: i > 0 }));
+    specs
+      .filter((f) => fs.existsSync(f))
+      .forEach((f, i) => void vscode.window.showTextDocument(vscode.Uri.file(f), { preview: specs.length === 1, preserveFocus: i > 0 }));
   }
   return r && { ...r, out: path.resolve(modelDir, out) };
 }
@@ -123,7 +148,9 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
   const s = settings(vscode.Uri.file(checkpoint));
   if (!dtype) {
     const pick = await vscode.window.showQuickPick(
-      PREPARE_DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) => (a.label === s.defaultDtype ? -1 : 0)),
+      PREPARE_DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) =>
+        a.label === s.defaultDtype ? -1 : 0,
+      ),
       { title: 'Prepare: target dtype' },
     );
     if (!pick) return undefined;
@@ -147,12 +174,23 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
     if (text.trim() !== '') expertParallel = parseExpertParallel(text);
   }
   const maxRamGb = o.maxRamGb ?? (s.maxRamGb > 0 ? s.maxRamGb : undefined);
-  const args = prepareArgs({ checkpoint, dtype, ...(out ? { out } : {}), ...(maxRamGb ? { maxRamGb } : {}), ...(expertParallel ? { expertParallel } : {}) });
+  const args = prepareArgs({
+    checkpoint,
+    dtype,
+    ...(out ? { out } : {}),
+    ...(maxRamGb ? { maxRamGb } : {}),
+    ...(expertParallel ? { expertParallel } : {}),
+  });
   const r = await runner.run(`Preparing ${path.basename(checkpoint)} (${dtype})`, args, { cwd: checkpoint });
   return r && { ...r, ...(out ? { out } : {}) };
 }
 
-async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ backend: Backend; prepared: string }>, force: boolean): Promise<CommandResult> {
+async function compileCommand(
+  runner: CliRunner,
+  arg: unknown,
+  o: Partial<{ backend: Backend; prepared: string }>,
+  force: boolean,
+): Promise<CommandResult> {
   let target = targetPath(arg);
   if (target && !specOf(target) && !vlmSpecs(target)) {
     if (arg !== undefined) throw new Error(`${target} is not an export folder (no weight_spec.json there)`);
@@ -172,7 +210,16 @@ async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ back
       const spec = specOf(exportDir);
       if (b && spec) void vscode.commands.executeCommand('weightSpec.prepare', vscode.Uri.file(spec));
     });
-    return { ok: false, code: null, signal: null, cancelled: false, stdout: '', stderr: '', errorLine: `weight-spec: ${blocked}`, out: exportDir };
+    return {
+      ok: false,
+      code: null,
+      signal: null,
+      cancelled: false,
+      stdout: '',
+      stderr: '',
+      errorLine: `weight-spec: ${blocked}`,
+      out: exportDir,
+    };
   }
   const args = compileArgs({ exportDir, backend, ...(o.prepared ? { prepared: o.prepared } : {}), force });
   const r = await runner.run(`${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`, args, {
@@ -184,7 +231,7 @@ async function compileCommand(runner: CliRunner, arg: unknown, o: Partial<{ back
 
 async function inspectCommand(runner: CliRunner, docs: InspectDocuments, arg: unknown): Promise<CommandResult> {
   let file = targetPath(arg);
-  if (!file) file = await pickFile('File to inspect', { 'Tensors': ['safetensors', 'onnx'] });
+  if (!file) file = await pickFile('File to inspect', { Tensors: ['safetensors', 'onnx'] });
   if (!file) return undefined;
   const r = await runner.run(`Inspecting ${path.basename(file)}`, ['inspect', file], { announce: false });
   if (!r?.ok) return r && { ...r, text: r.stdout };

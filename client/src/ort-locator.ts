@@ -92,25 +92,42 @@ function withVersion(dir: string): { version?: string } {
  * Installs onnxruntime-node into global storage with npm (CUDA download skipped, as the
  * project's own install does). `onLine` receives npm's output; abort kills npm.
  */
-export function installOrt(storageDir: string, opts: { npm?: string; onLine?: (l: string) => void; signal?: AbortSignal } = {}): Promise<string> {
+export function installOrt(
+  storageDir: string,
+  opts: { npm?: string; onLine?: (l: string) => void; signal?: AbortSignal } = {},
+): Promise<string> {
   const prefix = storagePrefix(storageDir);
   fs.mkdirSync(prefix, { recursive: true });
   return new Promise((resolve, reject) => {
-    const child = spawn(opts.npm ?? 'npm', ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', `${ORT_PACKAGE}@${ORT_VERSION}`], {
-      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', npm_config_onnxruntime_node_install: 'skip' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      opts.npm ?? 'npm',
+      ['install', '--prefix', prefix, '--no-save', '--no-audit', '--no-fund', `${ORT_PACKAGE}@${ORT_VERSION}`],
+      {
+        env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', npm_config_onnxruntime_node_install: 'skip' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const onAbort = () => child.kill('SIGTERM');
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     for (const s of [child.stdout, child.stderr]) {
-      s.setEncoding('utf8').on('data', (c: string) => c.split(/\r?\n/).filter(Boolean).forEach((l) => opts.onLine?.(l)));
+      s.setEncoding('utf8').on('data', (c: string) =>
+        c
+          .split(/\r?\n/)
+          .filter(Boolean)
+          .forEach((l) => opts.onLine?.(l)),
+      );
     }
     child.on('error', (e) => reject(new Error(`could not run npm to install ${ORT_PACKAGE}: ${e.message}`)));
     child.on('close', (code) => {
       opts.signal?.removeEventListener('abort', onAbort);
       const dir = path.join(prefix, 'node_modules', ORT_PACKAGE);
       if (code === 0 && ortPackageDir(dir) === dir) resolve(dir);
-      else reject(new Error(opts.signal?.aborted ? `${ORT_PACKAGE} install cancelled` : `npm install ${ORT_PACKAGE}@${ORT_VERSION} failed (exit ${code})`));
+      else
+        reject(
+          new Error(
+            opts.signal?.aborted ? `${ORT_PACKAGE} install cancelled` : `npm install ${ORT_PACKAGE}@${ORT_VERSION} failed (exit ${code})`,
+          ),
+        );
     });
   });
 }

@@ -16,7 +16,12 @@ import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from
 /** The files the state is read from (the watcher reports every JSON; only these matter here). */
 const STATE_FILES = new Set(['compile.json', '.checkpoint_prepared', 'export-report.json']);
 
-const ICONS: Record<SpecState, string> = { 'not-prepared': '$(circle-outline)', prepared: '$(pass)', compiled: '$(check-all)', stale: '$(warning)' };
+const ICONS: Record<SpecState, string> = {
+  'not-prepared': '$(circle-outline)',
+  prepared: '$(pass)',
+  compiled: '$(check-all)',
+  stale: '$(warning)',
+};
 
 export class SpecStatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;
@@ -97,7 +102,8 @@ export class SpecStatusBar implements vscode.Disposable {
     this.item.text = `${ICONS[info.state]} Weight Spec: ${a.label}`;
     const lines = [`${path.basename(info.spec)}: ${a.tooltip}`];
     if (info.preparedDir) lines.push(`prepared checkpoint: ${info.preparedDir}`);
-    if (server) lines.push(`${server.errors} error(s), ${server.warnings} warning(s)${server.codes.length ? `: ${server.codes.join(', ')}` : ''}`);
+    if (server)
+      lines.push(`${server.errors} error(s), ${server.warnings} warning(s)${server.codes.length ? `: ${server.codes.join(', ')}` : ''}`);
     if (info.compile.changed?.length) lines.push(`changed since compile: ${info.compile.changed.join(', ')}`);
     this.item.tooltip = lines.join('\n');
     this.item.command = { title: a.label, command: a.command, arguments: [uri] };

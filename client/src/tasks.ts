@@ -37,7 +37,13 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
       const folder = vscode.workspace.getWorkspaceFolder(cfg);
       const name = path.basename(dir);
       const s = settings(cfg);
-      tasks.push(this.make({ type: TASK_TYPE, command: 'export', config: dir, out: path.join(path.dirname(dir), `${name}-weight-free`) }, folder, `export ${name}`));
+      tasks.push(
+        this.make(
+          { type: TASK_TYPE, command: 'export', config: dir, out: path.join(path.dirname(dir), `${name}-weight-free`) },
+          folder,
+          `export ${name}`,
+        ),
+      );
       if (fs.readdirSync(dir).some((f) => f.endsWith('.safetensors'))) {
         tasks.push(this.make({ type: TASK_TYPE, command: 'prepare', checkpoint: dir, dtype: s.defaultDtype }, folder, `prepare ${name}`));
       }
@@ -45,7 +51,13 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
     for (const spec of await vscode.workspace.findFiles(SPEC_GLOB, EXCLUDE, 50)) {
       const dir = path.dirname(spec.fsPath);
       if (!fs.readdirSync(dir).some((n) => n.endsWith('.onnx')) || specFileIn(dir) !== spec.fsPath) continue;
-      tasks.push(this.make({ type: TASK_TYPE, command: 'compile', exportDir: dir, backend: settings(spec).compileBackend }, vscode.workspace.getWorkspaceFolder(spec), `compile ${path.basename(dir)}`));
+      tasks.push(
+        this.make(
+          { type: TASK_TYPE, command: 'compile', exportDir: dir, backend: settings(spec).compileBackend },
+          vscode.workspace.getWorkspaceFolder(spec),
+          `compile ${path.basename(dir)}`,
+        ),
+      );
     }
     return tasks;
   }
@@ -77,7 +89,11 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
       // A definition missing a field: the task prints why and fails, instead of vanishing.
       const msg = e instanceof Error ? e.message : String(e);
       this.log.error(msg);
-      execution = new vscode.ProcessExecution(process.execPath, ['-e', `console.error(${JSON.stringify(`weight-spec: ${msg}`)}); process.exit(2)`], { env });
+      execution = new vscode.ProcessExecution(
+        process.execPath,
+        ['-e', `console.error(${JSON.stringify(`weight-spec: ${msg}`)}); process.exit(2)`],
+        { env },
+      );
     }
     const task = new vscode.Task(d, scope ?? vscode.TaskScope.Workspace, name, TASK_TYPE, execution, ['$weight-spec']);
     task.group = d.command === 'compile' ? vscode.TaskGroup.Build : undefined;

@@ -22,35 +22,113 @@ const repo = path.resolve(__dirname, '..', '..');
 
 describe('CLI argument lists', () => {
   it('export from a model folder or from an ONNX + checkpoint', () => {
-    expect(exportArgs({ config: '/m', out: '/o', dtype: 'float16', ctxLen: 64 })).toEqual(['export', '--config', '/m', '--out', '/o', '--dtype', 'float16', '--ctx-len', '64']);
-    expect(exportArgs({ onnx: '/m/a.onnx', checkpoint: '/m', out: '/o', dtype: 'float16' })).toEqual(['export', '--onnx', '/m/a.onnx', '--checkpoint', '/m', '--out', '/o']);
+    expect(exportArgs({ config: '/m', out: '/o', dtype: 'float16', ctxLen: 64 })).toEqual([
+      'export',
+      '--config',
+      '/m',
+      '--out',
+      '/o',
+      '--dtype',
+      'float16',
+      '--ctx-len',
+      '64',
+    ]);
+    expect(exportArgs({ onnx: '/m/a.onnx', checkpoint: '/m', out: '/o', dtype: 'float16' })).toEqual([
+      'export',
+      '--onnx',
+      '/m/a.onnx',
+      '--checkpoint',
+      '/m',
+      '--out',
+      '/o',
+    ]);
     expect(() => exportArgs({ out: '/o' })).toThrow(/model folder/);
   });
 
   it('prepare with RAM budget and expert-parallel packing', () => {
     expect(prepareArgs({ checkpoint: '/c', dtype: 'bfloat16' })).toEqual(['prepare', '--checkpoint', '/c', '--dtype', 'bfloat16']);
-    expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', out: '/p', maxRamGb: 2.5, expertParallel: { stages: 2, experts: 4 } })).toEqual([
-      'prepare', '--checkpoint', '/c', '--dtype', 'float32', '--out', '/p', '--max-ram-gb', '2.5',
-      '--moe-flavour', 'expert_parallel', '--pipeline-stages', '2', '--parallel-experts', '4',
+    expect(
+      prepareArgs({ checkpoint: '/c', dtype: 'float32', out: '/p', maxRamGb: 2.5, expertParallel: { stages: 2, experts: 4 } }),
+    ).toEqual([
+      'prepare',
+      '--checkpoint',
+      '/c',
+      '--dtype',
+      'float32',
+      '--out',
+      '/p',
+      '--max-ram-gb',
+      '2.5',
+      '--moe-flavour',
+      'expert_parallel',
+      '--pipeline-stages',
+      '2',
+      '--parallel-experts',
+      '4',
     ]);
     expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', maxRamGb: 0 })).not.toContain('--max-ram-gb');
     // N omitted: the CLI derives N = E / P (QEfficient modeling_auto.py)
     expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', expertParallel: { stages: 4 } })).toEqual([
-      'prepare', '--checkpoint', '/c', '--dtype', 'float32', '--moe-flavour', 'expert_parallel', '--pipeline-stages', '4',
+      'prepare',
+      '--checkpoint',
+      '/c',
+      '--dtype',
+      'float32',
+      '--moe-flavour',
+      'expert_parallel',
+      '--pipeline-stages',
+      '4',
     ]);
   });
 
   it('compile, recompile and run', () => {
-    expect(compileArgs({ exportDir: '/e', backend: 'qaic', prepared: '/p', force: true })).toEqual(['compile', '/e', '--backend', 'qaic', '--prepared', '/p', '--force']);
+    expect(compileArgs({ exportDir: '/e', backend: 'qaic', prepared: '/p', force: true })).toEqual([
+      'compile',
+      '/e',
+      '--backend',
+      'qaic',
+      '--prepared',
+      '/p',
+      '--force',
+    ]);
     expect(compileArgs({ exportDir: '/e' })).toEqual(['compile', '/e']);
-    expect(runArgs({ target: '/e', inputIds: [3, 17, 5], maxNewTokens: 4 })).toEqual(['run', '/e', '--input-ids', '3,17,5', '--max-new-tokens', '4']);
-    expect(runArgs({ target: '/v', inputIds: [1], images: ['/a.png', '/b.jpg'] })).toEqual(['run', '/v', '--input-ids', '1', '--image', '/a.png', '--image', '/b.jpg']);
+    expect(runArgs({ target: '/e', inputIds: [3, 17, 5], maxNewTokens: 4 })).toEqual([
+      'run',
+      '/e',
+      '--input-ids',
+      '3,17,5',
+      '--max-new-tokens',
+      '4',
+    ]);
+    expect(runArgs({ target: '/v', inputIds: [1], images: ['/a.png', '/b.jpg'] })).toEqual([
+      'run',
+      '/v',
+      '--input-ids',
+      '1',
+      '--image',
+      '/a.png',
+      '--image',
+      '/b.jpg',
+    ]);
   });
 
   it('task definitions map to the same argument lists, naming a missing field', () => {
-    expect(taskArgs({ type: 'weight-spec', command: 'prepare', checkpoint: 'llama' }, { dtype: 'float16', maxRamGb: 4 })).toEqual(prepareArgs({ checkpoint: 'llama', dtype: 'float16', maxRamGb: 4 }));
-    expect(taskArgs({ type: 'weight-spec', command: 'export', config: 'm', out: 'o' }, { dtype: 'bfloat16' })).toEqual(['export', '--config', 'm', '--out', 'o']);
-    expect(taskArgs({ type: 'weight-spec', command: 'compile', exportDir: 'e' }, { backend: 'qaic' })).toEqual(['compile', 'e', '--backend', 'qaic']);
+    expect(taskArgs({ type: 'weight-spec', command: 'prepare', checkpoint: 'llama' }, { dtype: 'float16', maxRamGb: 4 })).toEqual(
+      prepareArgs({ checkpoint: 'llama', dtype: 'float16', maxRamGb: 4 }),
+    );
+    expect(taskArgs({ type: 'weight-spec', command: 'export', config: 'm', out: 'o' }, { dtype: 'bfloat16' })).toEqual([
+      'export',
+      '--config',
+      'm',
+      '--out',
+      'o',
+    ]);
+    expect(taskArgs({ type: 'weight-spec', command: 'compile', exportDir: 'e' }, { backend: 'qaic' })).toEqual([
+      'compile',
+      'e',
+      '--backend',
+      'qaic',
+    ]);
     expect(() => taskArgs({ type: 'weight-spec', command: 'compile' })).toThrow('weight-spec task "compile" needs "exportDir"');
     expect(() => taskArgs({ type: 'weight-spec', command: 'export', onnx: 'a.onnx', out: 'o' })).toThrow(/needs "checkpoint"/);
     expect(() => taskArgs({ type: 'weight-spec', command: 'bogus' as 'export' })).toThrow(/unknown command "bogus"/);

@@ -75,7 +75,11 @@ describe('runCli', () => {
 
   it('one environment for every CLI child (commands and tasks): progress interval included, tools from the settings', () => {
     expect(cliToolEnv({})).toEqual({ ELECTRON_RUN_AS_NODE: '1', WEIGHT_SPEC_PROGRESS: 'plain', WEIGHT_SPEC_PROGRESS_INTERVAL_MS: '250' });
-    expect(cliToolEnv({ qaicCompilePath: '/q', ortPath: '/o' })).toEqual({ ...CLI_ENV, WEIGHT_SPEC_QAIC_COMPILE: '/q', WEIGHT_SPEC_ORT_PATH: '/o' });
+    expect(cliToolEnv({ qaicCompilePath: '/q', ortPath: '/o' })).toEqual({
+      ...CLI_ENV,
+      WEIGHT_SPEC_QAIC_COMPILE: '/q',
+      WEIGHT_SPEC_ORT_PATH: '/o',
+    });
     expect(cliEnv({ PATH: '/bin' }, cliToolEnv({ ortPath: '/o' }))).toMatchObject({ PATH: '/bin', ...CLI_ENV, WEIGHT_SPEC_ORT_PATH: '/o' });
   });
 });

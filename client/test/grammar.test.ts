@@ -13,7 +13,10 @@ beforeAll(async () => {
   const wasm = fs.readFileSync(path.join(repo, 'node_modules', 'vscode-oniguruma', 'release', 'onig.wasm'));
   await oniguruma.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
   const registry = new vsctm.Registry({
-    onigLib: Promise.resolve({ createOnigScanner: (s) => new oniguruma.OnigScanner(s), createOnigString: (s) => new oniguruma.OnigString(s) }),
+    onigLib: Promise.resolve({
+      createOnigScanner: (s) => new oniguruma.OnigScanner(s),
+      createOnigString: (s) => new oniguruma.OnigString(s),
+    }),
     loadGrammar: async (scope) => {
       if (scope !== 'source.weight-spec') return null;
       const file = path.join(repo, 'syntaxes', 'weight-spec.tmLanguage.json');
@@ -40,7 +43,11 @@ const scopesOf = (toks: [string, string[]][], text: string) => toks.filter(([t])
 describe('weight-spec grammar', () => {
   it('is registered in package.json for the weight-spec language', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
-    expect(pkg.contributes.grammars).toContainEqual({ language: 'weight-spec', scopeName: 'source.weight-spec', path: './syntaxes/weight-spec.tmLanguage.json' });
+    expect(pkg.contributes.grammars).toContainEqual({
+      language: 'weight-spec',
+      scopeName: 'source.weight-spec',
+      path: './syntaxes/weight-spec.tmLanguage.json',
+    });
     const lang = pkg.contributes.languages.find((l: { id: string }) => l.id === 'weight-spec');
     expect(lang.configuration).toBe('./syntaxes/language-configuration.json');
     expect(fs.existsSync(path.join(repo, lang.configuration))).toBe(true);
@@ -48,7 +55,12 @@ describe('weight-spec grammar', () => {
 
   it('marks input names, checkpoint keys and paths (pretty-printed v5, as QEfficient writes it)', () => {
     const spec = JSON.stringify(
-      { files: [{ format: 'safetensors', path: 'tiny-qeff-prepared-float32/base-0000.safetensors' }], inputs: [{ location: { file: 0, key: 'model.norm.weight' }, name: 'onnx::norm_w' }], model_id: '/abs/prepared', version: 5 },
+      {
+        files: [{ format: 'safetensors', path: 'tiny-qeff-prepared-float32/base-0000.safetensors' }],
+        inputs: [{ location: { file: 0, key: 'model.norm.weight' }, name: 'onnx::norm_w' }],
+        model_id: '/abs/prepared',
+        version: 5,
+      },
       null,
       2,
     );
@@ -58,7 +70,7 @@ describe('weight-spec grammar', () => {
     expect(scopesOf(t, 'tiny-qeff-prepared-float32/base-0000.safetensors')[0]).toContain('string.other.path.weight-spec');
     expect(scopesOf(t, '/abs/prepared')[0]).toContain('string.other.path.weight-spec');
     // An ordinary string value stays a plain JSON string; numbers stay numbers.
-    const fmt = scopesOf(t, "safetensors")[0]!;
+    const fmt = scopesOf(t, 'safetensors')[0]!;
     expect(fmt).toContain('string.quoted.double.json');
     expect(fmt.filter((s) => s.endsWith('.weight-spec') && s !== 'source.weight-spec')).toEqual([]);
     expect(scopesOf(t, '5')[0]).toContain('constant.numeric.json');
@@ -66,9 +78,14 @@ describe('weight-spec grammar', () => {
   });
 
   it('handles compact one-line JSON, escapes and v1 checkpoint_files', () => {
-    const t = tokens('{"inputs":[{"name":"a\\"b","location":{"file":0,"key":"k.\\u0041"}}],"checkpoint_files":["x.safetensors","y.safetensors"],"weights_root":"w"}');
+    const t = tokens(
+      '{"inputs":[{"name":"a\\"b","location":{"file":0,"key":"k.\\u0041"}}],"checkpoint_files":["x.safetensors","y.safetensors"],"weights_root":"w"}',
+    );
     expect(scopesOf(t, 'a\\"b')[0] ?? scopesOf(t, 'a')[0]).toContain('entity.name.input.weight-spec');
-    const key = t.filter(([, s]) => s.includes('variable.other.checkpoint-key.weight-spec')).map(([x]) => x).join('');
+    const key = t
+      .filter(([, s]) => s.includes('variable.other.checkpoint-key.weight-spec'))
+      .map(([x]) => x)
+      .join('');
     expect(key).toBe('k.\\u0041');
     expect(scopesOf(t, 'x.safetensors')[0]).toContain('string.other.path.weight-spec');
     expect(scopesOf(t, 'y.safetensors')[0]).toContain('string.other.path.weight-spec');

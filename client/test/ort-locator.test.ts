@@ -35,7 +35,11 @@ describe('locateOrt', () => {
     expect(ortPackageDir(path.join(repo, 'node_modules'))).toBe(realOrt);
     const entry = JSON.parse(fs.readFileSync(path.join(realOrt, 'package.json'), 'utf8')).main as string;
     expect(ortPackageDir(path.join(realOrt, entry))).toBe(realOrt);
-    expect(locateOrt({ setting: realOrt, workspaceFolders: [], trusted: true, storageDir: '/nonexistent' })).toMatchObject({ dir: realOrt, source: 'setting', version: '1.30.0' });
+    expect(locateOrt({ setting: realOrt, workspaceFolders: [], trusted: true, storageDir: '/nonexistent' })).toMatchObject({
+      dir: realOrt,
+      source: 'setting',
+      version: '1.30.0',
+    });
   });
 
   it('setting first, then workspace, extension dir and storage, in that order', () => {

@@ -22,11 +22,22 @@ describe('specInfo', () => {
     await cli(['export', '--config', model, '--out', exp, '--ctx-len', '32']);
     const spec = path.join(exp, 'weight_spec.json');
     let info = specInfo(spec);
-    expect(info).toMatchObject({ state: 'not-prepared', isExportDir: true, sourceCheckpoint: model, dtype: 'float32', compile: { state: 'never-compiled' } });
+    expect(info).toMatchObject({
+      state: 'not-prepared',
+      isExportDir: true,
+      sourceCheckpoint: model,
+      dtype: 'float32',
+      compile: { state: 'never-compiled' },
+    });
 
     // Compile is blocked before it looks for ONNX Runtime (issue 19.6), and by the same lookup the compile does.
-    expect(compileBlocker(exp)).toBe(`weight_spec.json: the checkpoint ${info.preparedDir} is not prepared (no .checkpoint_prepared); run Prepare first`);
-    const r = await cli(['compile', exp, '--no-verify']).then(() => 0, () => 1);
+    expect(compileBlocker(exp)).toBe(
+      `weight_spec.json: the checkpoint ${info.preparedDir} is not prepared (no .checkpoint_prepared); run Prepare first`,
+    );
+    const r = await cli(['compile', exp, '--no-verify']).then(
+      () => 0,
+      () => 1,
+    );
     expect(r).toBe(1);
 
     await cli(['prepare', '--checkpoint', model, '--dtype', 'float32']);

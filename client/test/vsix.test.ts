@@ -46,14 +46,21 @@ describe('the packaged .vsix', () => {
   }, 120_000);
 
   it('npm run package runs vsce with the same arguments, without --allow-missing-repository', () => {
-    const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { scripts: Record<string, string>; repository?: { url?: string } };
+    const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      repository?: { url?: string };
+    };
     expect(pkg.scripts.package).toContain(`vsce ${VSCE_PACKAGE_ARGS.join(' ')} --out weight-spec.vsix`);
     expect(pkg.scripts.package).not.toContain('--allow-missing');
     expect(pkg.repository?.url).toMatch(/^https:\/\//);
   });
 
   it('.vscodeignore is an allow-list (ignores everything, then re-includes)', () => {
-    const lines = fs.readFileSync(path.join(repo, '.vscodeignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    const lines = fs
+      .readFileSync(path.join(repo, '.vscodeignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
     expect(lines[0]).toBe('**');
     expect(lines.slice(1).every((l) => l.startsWith('!'))).toBe(true);
   });

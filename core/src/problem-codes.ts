@@ -73,5 +73,7 @@ export function isProblemCode(s: unknown): s is ProblemCode {
 
 /** A problem with its code's severity (the only way problems are made). */
 export function problem(code: ProblemCode, message: string, path: (string | number)[], range?: OffsetRange): Problem {
-  return range ? { code, severity: PROBLEM_SEVERITY[code], message, path, range } : { code, severity: PROBLEM_SEVERITY[code], message, path };
+  return range
+    ? { code, severity: PROBLEM_SEVERITY[code], message, path, range }
+    : { code, severity: PROBLEM_SEVERITY[code], message, path };
 }

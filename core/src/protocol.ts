@@ -122,5 +122,8 @@ export interface ServerInitOptions {
    * The same settings nested (Helix sends its `config` table, written `config.weightSpec`, as
    * initializationOptions); they win over the flat keys.
    */
-  weightSpec?: Pick<ServerInitOptions, 'roots' | 'debounceMs' | 'defaultDtype' | 'maxRamGb' | 'compileBackend' | 'qaicCompilePath' | 'onnxRuntimePath'>;
+  weightSpec?: Pick<
+    ServerInitOptions,
+    'roots' | 'debounceMs' | 'defaultDtype' | 'maxRamGb' | 'compileBackend' | 'qaicCompilePath' | 'onnxRuntimePath'
+  >;
 }

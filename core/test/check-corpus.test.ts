@@ -14,7 +14,8 @@ beforeAll(() => {
 });
 
 /** The valid spec with `edit` applied to a deep copy. */
-const mutate = (edit: (s: any) => void) => () => { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const mutate = (edit: (s: any) => void) => () => {
   const s = structuredClone(good);
   edit(s);
   return JSON.stringify(s, null, 2);
@@ -53,20 +54,56 @@ const cases: Case[] = [
   { name: 'name is a number', text: mutate((s) => (s.inputs[0].name = 42)), code: 'schema', covers: '42' },
   { name: 'negative file index', text: mutate((s) => (s.inputs[3].location.file = -1)), code: 'schema', covers: '-1' },
   // a string location.file is a path (QEfficient: Union[int, str]); this one is not on disk
-  { name: 'file path in location.file, missing', text: mutate((s) => (s.inputs[3].location.file = '1')), code: 'file-missing', covers: '"1"' },
+  {
+    name: 'file path in location.file, missing',
+    text: mutate((s) => (s.inputs[3].location.file = '1')),
+    code: 'file-missing',
+    covers: '"1"',
+  },
   { name: 'location.file is a boolean', text: mutate((s) => (s.inputs[3].location.file = true)), code: 'schema', covers: 'true' },
   { name: 'empty key', text: mutate((s) => (s.inputs[4].location.key = '')), code: 'schema', covers: '""' },
   { name: 'metadata not an object', text: mutate((s) => (s.inputs[0].metadata = [1])), code: 'schema', covers: '"metadata"' },
-  { name: 'quantization without format', text: mutate((s) => (s.inputs[0].quantization = { block_size: 32 })), code: 'schema', covers: '"quantization"' },
+  {
+    name: 'quantization without format',
+    text: mutate((s) => (s.inputs[0].quantization = { block_size: 32 })),
+    code: 'schema',
+    covers: '"quantization"',
+  },
   { name: 'bad file index', text: mutate((s) => (s.inputs[4].location.file = 9)), code: 'file-index', covers: '9' },
   { name: 'duplicate input names', text: mutate((s) => (s.inputs[4].name = 'model.norm.weight')), code: 'duplicate-name' },
-  { name: 'key not in checkpoint', text: mutate((s) => (s.inputs[3].location.key = 'model.nrom.weight')), code: 'key-missing', covers: '"model.nrom.weight"' },
+  {
+    name: 'key not in checkpoint',
+    text: mutate((s) => (s.inputs[3].location.key = 'model.nrom.weight')),
+    code: 'key-missing',
+    covers: '"model.nrom.weight"',
+  },
   { name: 'unsupported file format', text: mutate((s) => (s.files[0].format = 'pytorch')), code: 'file-format', covers: '"pytorch"' },
-  { name: 'absolute path outside roots', text: mutate((s) => (s.files[0].path = '/etc/passwd')), code: 'path-outside-root', covers: '"/etc/passwd"' },
-  { name: '.. escaping the spec directory', text: mutate((s) => (s.files[1].path = '../../x.safetensors')), code: 'path-outside-root', covers: '"../../x.safetensors"' },
+  {
+    name: 'absolute path outside roots',
+    text: mutate((s) => (s.files[0].path = '/etc/passwd')),
+    code: 'path-outside-root',
+    covers: '"/etc/passwd"',
+  },
+  {
+    name: '.. escaping the spec directory',
+    text: mutate((s) => (s.files[1].path = '../../x.safetensors')),
+    code: 'path-outside-root',
+    covers: '"../../x.safetensors"',
+  },
   { name: 'NUL byte in a path', text: mutate((s) => (s.files[0].path = 'ckpt/a\u0000.safetensors')), code: 'path-invalid' },
-  { name: 'missing checkpoint file', text: mutate((s) => (s.files[1].path = 'ckpt/c.safetensors')), code: 'file-missing', covers: '"ckpt/c.safetensors"' },
-  { name: 'duplicate property', text: () => '{"version": 5, "version": 5, "files": [], "inputs": []}', code: 'duplicate-property', covers: '"version"', severity: 'warning' },
+  {
+    name: 'missing checkpoint file',
+    text: mutate((s) => (s.files[1].path = 'ckpt/c.safetensors')),
+    code: 'file-missing',
+    covers: '"ckpt/c.safetensors"',
+  },
+  {
+    name: 'duplicate property',
+    text: () => '{"version": 5, "version": 5, "files": [], "inputs": []}',
+    code: 'duplicate-property',
+    covers: '"version"',
+    severity: 'warning',
+  },
   { name: 'deep nesting', text: () => '['.repeat(20000) + ']'.repeat(20000), code: 'json-syntax' },
   { name: 'unterminated deep nesting', text: () => '{"a":'.repeat(20000), code: 'json-syntax' },
   { name: 'huge number version', text: mutate((s) => (s.version = 1e400)), code: 'schema' },

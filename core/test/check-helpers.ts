@@ -5,7 +5,20 @@ import path from 'node:path';
 import { varint } from './wire-bytes';
 import { tempDirs } from '../../test/support/temp';
 
-const SIZE: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1, I8: 1, BOOL: 1, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1 };
+const SIZE: Record<string, number> = {
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  U8: 1,
+  I8: 1,
+  BOOL: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  F8_E8M0: 1,
+};
 
 /** Bytes of a safetensors file holding `tensors` (data filled with a byte pattern). */
 export function safetensorsBytes(tensors: { key: string; dtype: string; shape: number[] }[]): Buffer {

@@ -53,16 +53,21 @@ describe('companion ONNX checks', () => {
     expect(byCode['shape-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.q_proj.weight"', 0));
     expect(byCode['shape-mismatch']!.message).toContain('[4, 8]');
     expect(byCode['dtype-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.k_proj.weight"', 0));
-    expect(byCode['dtype-mismatch']!.message).toMatch(/F16 in model\.onnx but .* is F32; run `weight-spec prepare --checkpoint \S+ --dtype float16`/);
+    expect(byCode['dtype-mismatch']!.message).toMatch(
+      /F16 in model\.onnx but .* is F32; run `weight-spec prepare --checkpoint \S+ --dtype float16`/,
+    );
     expect(byCode['dtype-mismatch']!.data).toMatchObject({ expected: 'F16', actual: 'F32', prepareDtype: 'float16' });
     expect(byCode['name-not-in-onnx']!.range).toEqual(rangeOf(text, '"model.norm.weight"', 1));
     expect(byCode['name-not-in-onnx']!.message).toContain('did you mean "model.final_norm.weight"');
-    const unmapped = problems.filter((p) => p.code === 'onnx-input-unmapped').map((p) => p.data!.name).sort();
+    const unmapped = problems
+      .filter((p) => p.code === 'onnx-input-unmapped')
+      .map((p) => p.data!.name)
+      .sort();
     expect(unmapped).toEqual(['model.final_norm.weight', 'model.layers.0.mlp.up_proj.weight']);
     expect(problems.filter((p) => p.code === 'onnx-input-unmapped').every((p) => p.severity === 'warning')).toBe(true);
   });
 
-  it('finds weight_spec.json\'s companion by its embedded spec', async () => {
+  it("finds weight_spec.json's companion by its embedded spec", async () => {
     const dir = tempDir('ws-onnx-');
     const { spec } = twoFileCheckpoint(dir);
     const text = JSON.stringify(spec, null, 2);
@@ -97,7 +102,13 @@ describe('explicit companion', () => {
     const { file, text } = setup(matchingInputs());
     const other = tempDir('ws-onnx-other-');
     const model = path.join(other, 'elsewhere.onnx');
-    writeFileSync(model, onnxBytes(matchingInputs().filter((v) => v.name !== 'model.norm.weight'), outputs));
+    writeFileSync(
+      model,
+      onnxBytes(
+        matchingInputs().filter((v) => v.name !== 'model.norm.weight'),
+        outputs,
+      ),
+    );
     const problems = await checkSpec(file, text, { onnx: model });
     expect(problems.map((p) => p.code)).toEqual(['name-not-in-onnx']);
     expect(problems[0]!.message).toContain('elsewhere.onnx');

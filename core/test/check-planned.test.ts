@@ -17,10 +17,14 @@ const tmp = tempDirs('ws-planned-');
 
 function exportLlama(): string {
   const out = path.join(tmp(), 'e');
-  const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], {
-    encoding: 'utf8',
-    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
+    },
+  );
   expect(r.status, r.stderr).toBe(0);
   return out;
 }
@@ -32,7 +36,7 @@ function misspell(text: string, good: string, bad: string): string {
   return text.replace(keyText, `"key": "${bad}"`);
 }
 
-describeFixtures('keys checked against prepare\'s plan before prepare', () => {
+describeFixtures("keys checked against prepare's plan before prepare", () => {
   const good = 'model.layers.0.mlp.gate_proj.weight';
   const bad = 'model.layers.0.mlp.gate_prj.weight';
 
@@ -63,7 +67,7 @@ describeFixtures('keys checked against prepare\'s plan before prepare', () => {
     expect(d.stdout).toContain(`${specFile}:`);
   });
 
-  it('without export-report.json the source is found from model_id (prepare\'s default output beside its source)', async () => {
+  it("without export-report.json the source is found from model_id (prepare's default output beside its source)", async () => {
     const out = exportLlama();
     rmSync(path.join(out, 'export-report.json'));
     const specFile = path.join(out, 'weight_spec.json');
@@ -84,7 +88,11 @@ describeFixtures('keys checked against prepare\'s plan before prepare', () => {
 });
 
 it('a misspelled field name suggests the field it resembles', () => {
-  const text = JSON.stringify({ files: [{ format: 'safetensors', path: 'a.safetensors' }], inputs: [{ location: { file: 0, kee: 'w' }, name: 'w' }], version: 5 });
+  const text = JSON.stringify({
+    files: [{ format: 'safetensors', path: 'a.safetensors' }],
+    inputs: [{ location: { file: 0, kee: 'w' }, name: 'w' }],
+    version: 5,
+  });
   const parsed = parseSpecText(text, 'x.weight_spec.json');
   const msgs = parsed.problems.map((p) => p.message);
   expect(msgs).toContain('inputs[0].location: missing required field "key"; "kee" looks like a misspelling of it');

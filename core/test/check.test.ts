@@ -149,7 +149,11 @@ describe('checks against checkpoints made here', () => {
     const src = writeTensors(path.join(dir, 'src', 'model.safetensors'), [{ key: 'w', dtype: 'BF16', shape: [2, 2] }]);
     const prep = path.join(dir, 'src-qeff-prepared-float32');
     writeTensors(path.join(prep, 'base-0000.safetensors'), [{ key: 'w', dtype: 'F32', shape: [2, 2] }]);
-    const spec = { files: [{ format: 'safetensors', path: 'src-qeff-prepared-float32/base-0000.safetensors' }], inputs: [{ location: { file: 0, key: 'w' }, name: 'w' }], version: 5 };
+    const spec = {
+      files: [{ format: 'safetensors', path: 'src-qeff-prepared-float32/base-0000.safetensors' }],
+      inputs: [{ location: { file: 0, key: 'w' }, name: 'w' }],
+      version: 5,
+    };
     const file = path.join(dir, 'weight_spec.json');
     const t = text(spec);
     const r1 = await checkSpec(file, t);
@@ -158,13 +162,24 @@ describe('checks against checkpoints made here', () => {
     // A manifest in prepare's format (core/src/prepare/manifest.ts); the sentinel holds the fingerprint.
     const fingerprint = 'ab'.repeat(32);
     const out = path.join(prep, 'base-0000.safetensors');
-    writeFileSync(path.join(prep, '.checkpoint_prepared.json'), JSON.stringify({
-      version: 1, tool: 'weight-spec', source: path.join(dir, 'src'), target_dtype: 'float32', fingerprint,
-      moe_prefill_flavour: null, expert_parallel: null,
-      source_files: [{ path: 'model.safetensors', size: readFileSync(src).length, mtime_ms: 1000 }],
-      transforms: [], tasks: [], output_files: [{ path: 'base-0000.safetensors', size: readFileSync(out).length }],
-      sidecars: [], created_at: new Date(0).toISOString(),
-    }));
+    writeFileSync(
+      path.join(prep, '.checkpoint_prepared.json'),
+      JSON.stringify({
+        version: 1,
+        tool: 'weight-spec',
+        source: path.join(dir, 'src'),
+        target_dtype: 'float32',
+        fingerprint,
+        moe_prefill_flavour: null,
+        expert_parallel: null,
+        source_files: [{ path: 'model.safetensors', size: readFileSync(src).length, mtime_ms: 1000 }],
+        transforms: [],
+        tasks: [],
+        output_files: [{ path: 'base-0000.safetensors', size: readFileSync(out).length }],
+        sidecars: [],
+        created_at: new Date(0).toISOString(),
+      }),
+    );
     writeFileSync(path.join(prep, '.checkpoint_prepared'), 'cd'.repeat(32));
     expect((await checkSpec(file, t)).map((p) => p.code)).toEqual(['prepared-incomplete']); // sentinel ≠ fingerprint
     writeFileSync(path.join(prep, '.checkpoint_prepared'), fingerprint);
@@ -187,7 +202,10 @@ describe('HeaderCache', () => {
     const cache = new HeaderCache();
     const h1 = await cache.header(f);
     expect(await cache.header(f)).toBe(h1);
-    writeTensors(f, [{ key: 'w', dtype: 'F32', shape: [2] }, { key: 'v', dtype: 'F32', shape: [3] }]);
+    writeTensors(f, [
+      { key: 'w', dtype: 'F32', shape: [2] },
+      { key: 'v', dtype: 'F32', shape: [3] },
+    ]);
     const h2 = await cache.header(f);
     expect(h2).not.toBe(h1);
     expect([...h2.tensors.keys()].sort()).toEqual(['v', 'w']);

@@ -19,7 +19,11 @@ const defs = {
 
 describe('parseArgs', () => {
   it('reads every flag kind and positionals', () => {
-    const a = parseArgs(['x.json', '--json', '--dtype', 'float16', '--ctx-len=128', '--max-ram-gb', '1.5', '--root', 'a', '--root=b', '--', '--not-a-flag'], defs, 't');
+    const a = parseArgs(
+      ['x.json', '--json', '--dtype', 'float16', '--ctx-len=128', '--max-ram-gb', '1.5', '--root', 'a', '--root=b', '--', '--not-a-flag'],
+      defs,
+      't',
+    );
     expect(a.positionals).toEqual(['x.json', '--not-a-flag']);
     expect(a.flags.json).toBe(true);
     expect(a.flags.dtype).toBe('float16');
@@ -57,7 +61,10 @@ describe('parseArgs', () => {
 /** A fake stderr that records writes. */
 function sink(isTTY: boolean) {
   const chunks: string[] = [];
-  return { chunks, stream: { isTTY, columns: 80, write: (s: string) => (chunks.push(s), true) } as unknown as NodeJS.WritableStream & { isTTY: boolean } };
+  return {
+    chunks,
+    stream: { isTTY, columns: 80, write: (s: string) => (chunks.push(s), true) } as unknown as NodeJS.WritableStream & { isTTY: boolean },
+  };
 }
 
 describe('createProgress', () => {
@@ -98,7 +105,16 @@ describe('createProgress', () => {
 
 describe('table', () => {
   it('pads columns, right-aligns numbers, leaves no trailing spaces', () => {
-    expect(table(['k', 'n', 'x'], [['aaa', '1', ''], ['b', '22', 'z']], { right: [1] })).toEqual(['k     n  x', 'aaa   1', 'b    22  z']);
+    expect(
+      table(
+        ['k', 'n', 'x'],
+        [
+          ['aaa', '1', ''],
+          ['b', '22', 'z'],
+        ],
+        { right: [1] },
+      ),
+    ).toEqual(['k     n  x', 'aaa   1', 'b    22  z']);
   });
 });
 

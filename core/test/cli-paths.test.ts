@@ -29,16 +29,25 @@ function workspace(): string {
 
 function cli(cwd: string, args: string[], unprivileged = false) {
   const cmd = unprivileged && asRoot ? 'setpriv' : process.execPath;
-  const argv = unprivileged && asRoot ? [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, CLI, ...args] : [CLI, ...args];
+  const argv =
+    unprivileged && asRoot ? [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, CLI, ...args] : [CLI, ...args];
   const r = spawnSync(cmd, argv, { cwd, encoding: 'utf8', timeout: 20_000, env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
   return { code: r.status, lines: (r.stderr ?? '').split('\n').filter((l) => l !== ''), stdout: r.stdout ?? '' };
 }
 
 /** Each command with `X` where the path goes, and what a file / folder there is. */
 const COMMANDS: { args: string[]; file: RegExp; folder: RegExp }[] = [
-  { args: ['export', '--config', 'X', '--out', 'o'], file: /is a file, expected a folder/, folder: /has no config\.json — to export from an existing ONNX use --onnx/ },
+  {
+    args: ['export', '--config', 'X', '--out', 'o'],
+    file: /is a file, expected a folder/,
+    folder: /has no config\.json — to export from an existing ONNX use --onnx/,
+  },
   { args: ['export', '--onnx', 'X', '--checkpoint', 'adir', '--out', 'o'], file: /./, folder: /is a folder, expected a file/ },
-  { args: ['prepare', '--checkpoint', 'X', '--dtype', 'float32', '--out', 'p'], file: /is a file, expected a folder/, folder: /has no model\.safetensors\.index\.json and no \*\.safetensors/ },
+  {
+    args: ['prepare', '--checkpoint', 'X', '--dtype', 'float32', '--out', 'p'],
+    file: /is a file, expected a folder/,
+    folder: /has no model\.safetensors\.index\.json and no \*\.safetensors/,
+  },
   { args: ['compile', 'X'], file: /is a file, expected a folder — give the export directory/, folder: /no model\.onnx/ },
   { args: ['run', 'X', '--input-ids', '1'], file: /is a file but not an \.onnx model/, folder: /no compile\.json/ },
   { args: ['check', 'X'], file: /./, folder: /is a folder, expected a file/ },
@@ -56,7 +65,10 @@ describe('paths on the command line: exit 1 and one sentence, never usage text o
       expect(r.lines).toEqual(['weight-spec: nope: no such file or directory']);
     });
     it(`${name}: a file / a folder of the wrong kind`, () => {
-      for (const [x, want] of [['afile', c.file], ['adir', c.folder]] as const) {
+      for (const [x, want] of [
+        ['afile', c.file],
+        ['adir', c.folder],
+      ] as const) {
         const r = cli(ws, sub(c.args, x));
         expect(r.code, r.lines.join('\n')).toBe(c.args[0] === 'check' && x === 'afile' ? 1 : 1);
         expect(r.lines.length, r.lines.join('\n')).toBe(c.args[0] === 'check' && x === 'afile' ? 0 : 1);
@@ -72,7 +84,11 @@ describe('paths on the command line: exit 1 and one sentence, never usage text o
       expect(r.code, r.lines.join('\n')).toBe(1);
       expect(r.lines).toHaveLength(1);
       const wantsFile = c.args[0] === 'check' || c.args[1] === '--onnx';
-      expect(r.lines[0]).toBe(wantsFile ? 'weight-spec: noperm: is a folder, expected a file' : 'weight-spec: noperm: permission denied (the folder cannot be listed)');
+      expect(r.lines[0]).toBe(
+        wantsFile
+          ? 'weight-spec: noperm: is a folder, expected a file'
+          : 'weight-spec: noperm: permission denied (the folder cannot be listed)',
+      );
     });
   }
   it('--out that is a file or a FIFO is refused in one line', () => {

@@ -23,7 +23,8 @@ describe('exit codes and usage', () => {
   it('--help lists every command and exits 0', () => {
     const r = cli(['--help']);
     expect(r.code).toBe(0);
-    for (const c of ['export', 'prepare', 'compile', 'run', 'check', 'inspect', 'demo']) expect(r.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
+    for (const c of ['export', 'prepare', 'compile', 'run', 'check', 'inspect', 'demo'])
+      expect(r.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
     const c = cli(['check', '--help']);
     expect(c.code).toBe(0);
     expect(c.stdout).toContain('usage: weight-spec check <weight_spec.json>');
@@ -59,7 +60,17 @@ describe('exit codes and usage', () => {
   });
   it('inspect on an export directory (graphs, no checkpoint) lists its ONNX files', () => {
     const dir = tempDir('ws-cli-');
-    writeFileSync(path.join(dir, 'model.onnx'), onnxBytes([{ name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] }, { name: 'w', elem: ELEM.FLOAT, dims: [2, 3] }], [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 7] }], { note: 'x' }));
+    writeFileSync(
+      path.join(dir, 'model.onnx'),
+      onnxBytes(
+        [
+          { name: 'input_ids', elem: ELEM.INT64, dims: ['batch', 'seq'] },
+          { name: 'w', elem: ELEM.FLOAT, dims: [2, 3] },
+        ],
+        [{ name: 'logits', elem: ELEM.FLOAT, dims: ['batch', 'seq', 7] }],
+        { note: 'x' },
+      ),
+    );
     writeFileSync(path.join(dir, 'weight_spec.json'), '{}');
     const r = cli(['inspect', dir, '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -132,7 +143,10 @@ function pbFields(buf: Buffer, start = 0, end = buf.length): Map<number, (number
 const str = (b: number | Buffer | undefined) => (b as Buffer).toString('utf8');
 
 describeFixtures('inspect on the fixtures', () => {
-  const families = () => readdirSync(fixturesDir(), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  const families = () =>
+    readdirSync(fixturesDir(), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
 
   it('lists every tensor of every fixture directory with the right dtype, shape, shard and bytes', async () => {
     expect(families().length).toBeGreaterThanOrEqual(6);
@@ -141,7 +155,11 @@ describeFixtures('inspect on the fixtures', () => {
       // in-process: this is about the listing, not the process (one spawn per fixture cost ~1 s each)
       const r = await cliInProcess(['inspect', dir, '--json']);
       expect(r.code, r.stderr).toBe(0);
-      const got = JSON.parse(r.stdout) as { files: string[]; tensors: { key: string; dtype: string; shape: number[]; shard: string; bytes: number }[]; totalBytes: number };
+      const got = JSON.parse(r.stdout) as {
+        files: string[];
+        tensors: { key: string; dtype: string; shape: number[]; shard: string; bytes: number }[];
+        totalBytes: number;
+      };
       const indexFile = path.join(dir, 'model.safetensors.index.json');
       const index = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')).weight_map as Record<string, string>) : undefined;
       const listed = got.files.map((f) => path.basename(f)).sort();
@@ -159,7 +177,10 @@ describeFixtures('inspect on the fixtures', () => {
       if (index) expect(new Set(Object.keys(index))).toEqual(new Set(expected.keys()));
       expect(got.tensors.length, fam).toBe(expected.size);
       for (const t of got.tensors) {
-        expect({ key: t.key, dtype: t.dtype, shape: t.shape, shard: t.shard, bytes: t.bytes }).toEqual({ key: t.key, ...expected.get(t.key)! });
+        expect({ key: t.key, dtype: t.dtype, shape: t.shape, shard: t.shard, bytes: t.bytes }).toEqual({
+          key: t.key,
+          ...expected.get(t.key)!,
+        });
       }
       expect(got.totalBytes).toBe([...expected.values()].reduce((a, t) => a + t.bytes, 0));
 
@@ -181,7 +202,11 @@ describeFixtures('inspect on the fixtures', () => {
     const f = path.join(fixturesDir(), 'gpt2', 'model.safetensors');
     const r = cli(['inspect', f, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).tensors.map((t: { key: string }) => t.key).sort()).toEqual(Object.keys(header(f)).sort());
+    expect(
+      JSON.parse(r.stdout)
+        .tensors.map((t: { key: string }) => t.key)
+        .sort(),
+    ).toEqual(Object.keys(header(f)).sort());
     const idx = cli(['inspect', path.join(fixturesDir(), 'mixtral', 'model.safetensors.index.json'), '--json']);
     expect(idx.code, idx.stderr).toBe(0);
     expect(JSON.parse(idx.stdout).files).toHaveLength(3);

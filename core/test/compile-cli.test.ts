@@ -40,7 +40,9 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
     const first = await cli(['compile', made.exportDir]);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/^compile: ort → .*\/prepared\/compiled-tiny-[0-9a-f]{12}\.onnx \(\d+ weights .* bound in place, artifact .*; first compile; [\d.]+ ms\)\n$/);
+    expect(first.stdout).toMatch(
+      /^compile: ort → .*\/prepared\/compiled-tiny-[0-9a-f]{12}\.onnx \(\d+ weights .* bound in place, artifact .*; first compile; [\d.]+ ms\)\n$/,
+    );
     const second = await cli(['compile', made.exportDir]);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/^compile: up to date \(fingerprint [0-9a-f]{12}, nothing changed; [\d.]+ ms\)/);
@@ -81,7 +83,9 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
     expect(noSdk.code).toBe(1);
     expect(noSdk.stdout).toBe('');
     expect(noSdk.stderr.split('\n').filter(Boolean)).toHaveLength(1);
-    expect(noSdk.stderr).toMatch(/^weight-spec: qaic-compile not found at \/opt\/qti-aic\/exec\/qaic-compile \(QAIC SDK not installed\); would run: \/opt\/qti-aic\/exec\/qaic-compile -aic-hw /);
+    expect(noSdk.stderr).toMatch(
+      /^weight-spec: qaic-compile not found at \/opt\/qti-aic\/exec\/qaic-compile \(QAIC SDK not installed\); would run: \/opt\/qti-aic\/exec\/qaic-compile -aic-hw /,
+    );
   });
 
   it('a graph ONNX Runtime refuses: one line naming model.onnx and the --keep-names hint; no artifact, no record', async () => {
@@ -94,7 +98,9 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
     const r = await cli(['compile', made.exportDir]);
     expect(r.code).toBe(1);
     expect(r.stderr.split('\n').filter(Boolean)).toHaveLength(1);
-    expect(r.stderr).toMatch(/^weight-spec: .*\/export\/model\.onnx: ONNX Runtime refuses the graph bound to its weights: .* \(value names are shortened in the bound model; compile --keep-names keeps the exported ones\)\n$/);
+    expect(r.stderr).toMatch(
+      /^weight-spec: .*\/export\/model\.onnx: ONNX Runtime refuses the graph bound to its weights: .* \(value names are shortened in the bound model; compile --keep-names keeps the exported ones\)\n$/,
+    );
     expect(fs.existsSync(path.join(made.exportDir, 'compile.json'))).toBe(false);
     expect(fs.readdirSync(made.preparedDir).filter((f) => f.startsWith('compiled-'))).toEqual([]);
     const kept = await cli(['compile', made.exportDir, '--keep-names']);
@@ -106,16 +112,24 @@ describeFixtures('compile and run through the CLI (made exports)', () => {
   it('bad input: one line, the right exit code', async () => {
     const d = tmp();
     // A missing path is exit 1 with one sentence (the path contract, issue 15.4; cli-paths.test.ts).
-    expect(await cli(['compile', path.join(d, 'nope')])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^weight-spec: .*nope: no such file or directory\n$/) });
+    expect(await cli(['compile', path.join(d, 'nope')])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^weight-spec: .*nope: no such file or directory\n$/),
+    });
     const none = await cli(['compile', d]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/^weight-spec: .*: no model\.onnx \(no \.onnx file\)\n$/);
-    expect(await cli(['run', d, '--input-ids', '1,2'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/no compile\.json \(run weight-spec compile .* first\)\n$/) });
+    expect(await cli(['run', d, '--input-ids', '1,2'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/no compile\.json \(run weight-spec compile .* first\)\n$/),
+    });
     expect((await cli(['run', d, '--input-ids', '1,-2'])).code).toBe(2);
     const made = makeLegacyExport(path.join(fixturesDir(), 'llama', 'legacy.onnx'), tmp(), 'F16');
     const dtype = await cli(['compile', made.exportDir]);
     expect(dtype.code).toBe(1);
-    expect(dtype.stderr).toMatch(/^weight-spec: .*base-0000\.safetensors: tensor ".*" is F16 but graph input ".*" is F32; run `weight-spec prepare --checkpoint .* --dtype float32` and compile with that prepared directory\n$/);
+    expect(dtype.stderr).toMatch(
+      /^weight-spec: .*base-0000\.safetensors: tensor ".*" is F16 but graph input ".*" is F32; run `weight-spec prepare --checkpoint .* --dtype float32` and compile with that prepared directory\n$/,
+    );
   });
 });
 
@@ -125,7 +139,11 @@ async function exportAndPrepare(fam: string, how: 'onnx' | 'config'): Promise<{ 
   const exp = path.join(root, 'export');
   const prepared = path.join(root, 'prepared');
   const fx = path.join(fixturesDir(), fam);
-  const e = await cli(how === 'onnx' ? ['export', '--onnx', path.join(fx, 'legacy.onnx'), '--checkpoint', fx, '--out', exp] : ['export', '--config', fx, '--out', exp]);
+  const e = await cli(
+    how === 'onnx'
+      ? ['export', '--onnx', path.join(fx, 'legacy.onnx'), '--checkpoint', fx, '--out', exp]
+      : ['export', '--config', fx, '--out', exp],
+  );
   expect(e.code, e.stderr).toBe(0);
   const p = await cli(['prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', prepared]);
   expect(p.code, p.stderr).toBe(0);
@@ -185,7 +203,7 @@ describeFixtures('compile --keep-names', () => {
   });
 });
 
-describeFixtures('compile checks the prepared directory with prepare\'s status', () => {
+describeFixtures("compile checks the prepared directory with prepare's status", () => {
   it('an unfinished prepare (no sentinel) is one clear error; a finished one compiles', async () => {
     const { root, exp, prepared } = await exportAndPrepare('llama', 'config');
     fs.renameSync(path.join(prepared, '.checkpoint_prepared'), path.join(root, 'sentinel'));

@@ -192,7 +192,9 @@ describe('ort backend on a synthetic graph', () => {
       expect(maxAbsDiff(await runner.logits(ids), made.expected(ids))).toBeLessThan(1e-4);
       // Ids are checked against the rows of the table input_ids indexes (2000 here), not the
       // output's last dimension (256): row 1999 is valid, 2000 is refused before ORT runs.
-      await expect(runner.logits([0, 2000])).rejects.toThrow(/token id 2000 \(position 1\) is outside the vocabulary .*0…1999 \(2000 tokens\)/);
+      await expect(runner.logits([0, 2000])).rejects.toThrow(
+        /token id 2000 \(position 1\) is outside the vocabulary .*0…1999 \(2000 tokens\)/,
+      );
     } finally {
       await runner.close();
     }

@@ -40,7 +40,10 @@ beforeAll(async () => {
   model = path.join(root, 'tiny');
   exp = path.join(root, 'tiny-export');
   await writeTinyLlama(model);
-  for (const args of [['export', '--config', model, '--out', exp, '--ctx-len', '32'], ['prepare', '--checkpoint', model, '--dtype', 'float32']]) {
+  for (const args of [
+    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
+    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
+  ]) {
     const r = await cliInProcess(args);
     expect(r.code, r.stderr).toBe(0);
   }

@@ -19,11 +19,29 @@ import { writeSpecText, type WeightSpec } from '../src/spec';
  */
 export function markPrepared(dir: string): void {
   const fingerprint = 'cd'.repeat(32);
-  const output_files = fs.readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort().map((n) => ({ path: n, size: fs.statSync(path.join(dir, n)).size }));
-  fs.writeFileSync(path.join(dir, '.checkpoint_prepared.json'), JSON.stringify({
-    version: 1, tool: 'weight-spec', source: dir, target_dtype: 'float32', fingerprint, moe_prefill_flavour: null, expert_parallel: null,
-    source_files: [], transforms: [], tasks: [], output_files, sidecars: [], created_at: new Date(0).toISOString(),
-  }));
+  const output_files = fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.safetensors'))
+    .sort()
+    .map((n) => ({ path: n, size: fs.statSync(path.join(dir, n)).size }));
+  fs.writeFileSync(
+    path.join(dir, '.checkpoint_prepared.json'),
+    JSON.stringify({
+      version: 1,
+      tool: 'weight-spec',
+      source: dir,
+      target_dtype: 'float32',
+      fingerprint,
+      moe_prefill_flavour: null,
+      expert_parallel: null,
+      source_files: [],
+      transforms: [],
+      tasks: [],
+      output_files,
+      sidecars: [],
+      created_at: new Date(0).toISOString(),
+    }),
+  );
   fs.writeFileSync(path.join(dir, '.checkpoint_prepared'), fingerprint);
 }
 
@@ -57,7 +75,8 @@ export function legacyInitializers(bytes: Uint8Array): LegacyTensor[] {
 
 function valueInfo(name: string, elemType: number, dims: (number | string)[]): Uint8Array {
   const shape = new WireWriter();
-  for (const d of dims) shape.bytes(1, typeof d === 'number' ? new WireWriter().int(1, d).finish() : new WireWriter().string(2, d).finish());
+  for (const d of dims)
+    shape.bytes(1, typeof d === 'number' ? new WireWriter().int(1, d).finish() : new WireWriter().string(2, d).finish());
   const tensorType = new WireWriter().int(1, elemType).bytes(2, shape.finish()).finish();
   return new WireWriter().string(1, name).bytes(2, new WireWriter().bytes(1, tensorType).finish()).finish();
 }

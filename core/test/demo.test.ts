@@ -33,7 +33,8 @@ it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => 
   expect(r.stdout).toMatch(/random .*tokens are arbitrary/);
   expect(r.stdout).toContain(`every file is in ${out}`);
   expect(r.stdout).not.toContain('rm -rf');
-  for (const next of ['weight-spec export --config <model dir>', 'weight-spec inspect', 'weight-spec check', 'VS Code']) expect(r.stdout).toContain(next);
+  for (const next of ['weight-spec export --config <model dir>', 'weight-spec inspect', 'weight-spec check', 'VS Code'])
+    expect(r.stdout).toContain(next);
 
   // Export's `next:` no longer suggests prepare once the checkpoint is prepared.
   const again = cli('export', '--config', path.join(out, 'tiny-llama'), '--out', path.join(out, 'again'));

@@ -32,8 +32,22 @@ const f64Bytes = (vals: number[]) => new Uint8Array(new Float64Array(vals).buffe
 describe('dtype table', () => {
   it('has the 16 safetensors dtypes with their sizes (F8_E8M0: the MX scale type)', () => {
     expect(DTYPE_SIZE).toEqual({
-      F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1, I64: 8, I32: 4, I16: 2, I8: 1,
-      U8: 1, U16: 2, U32: 4, U64: 8, BOOL: 1,
+      F64: 8,
+      F32: 4,
+      F16: 2,
+      BF16: 2,
+      F8_E4M3: 1,
+      F8_E5M2: 1,
+      F8_E8M0: 1,
+      I64: 8,
+      I32: 4,
+      I16: 2,
+      I8: 1,
+      U8: 1,
+      U16: 2,
+      U32: 4,
+      U64: 8,
+      BOOL: 1,
     });
     expect(DTYPES).toHaveLength(16);
     expect(isFloat('F8_E8M0')).toBe(false); // scales only: decoded, never a conversion target
@@ -59,14 +73,36 @@ describe('dtype table', () => {
     // every name maps back to its dtype (one table, no second spelling)
     for (const d of DTYPES) expect(dtypeOfName(nameOfDtype(d))).toBe(d);
     // spec/config spellings
-    expect(['torch.bfloat16', 'BF16', 'fp16', 'float', 'np.int64', 'boolean', 'F8_E4M3'].map(dtypeFromName)).toEqual(['BF16', 'BF16', 'F16', 'F32', 'I64', 'BOOL', 'F8_E4M3']);
+    expect(['torch.bfloat16', 'BF16', 'fp16', 'float', 'np.int64', 'boolean', 'F8_E4M3'].map(dtypeFromName)).toEqual([
+      'BF16',
+      'BF16',
+      'F16',
+      'F32',
+      'I64',
+      'BOOL',
+      'F8_E4M3',
+    ]);
     expect(dtypeFromName('complex64')).toBeUndefined();
   });
 
   it('maps ONNX TensorProto.DataType both ways', () => {
     const onnx: Record<string, number> = {
-      F32: 1, U8: 2, I8: 3, U16: 4, I16: 5, I32: 6, I64: 7, BOOL: 9, F16: 10, F64: 11,
-      U32: 12, U64: 13, BF16: 16, F8_E4M3: 17, F8_E5M2: 19, F8_E8M0: 24 /* FLOAT8E8M0 */,
+      F32: 1,
+      U8: 2,
+      I8: 3,
+      U16: 4,
+      I16: 5,
+      I32: 6,
+      I64: 7,
+      BOOL: 9,
+      F16: 10,
+      F64: 11,
+      U32: 12,
+      U64: 13,
+      BF16: 16,
+      F8_E4M3: 17,
+      F8_E5M2: 19,
+      F8_E8M0: 24 /* FLOAT8E8M0 */,
     };
     for (const [d, t] of Object.entries(onnx)) {
       expect(onnxTypeOf(d as DType)).toBe(t);
@@ -122,7 +158,7 @@ describe('bf16', () => {
     const back = new Uint16Array(fromFloat32(toFloat32(new Uint8Array(all.buffer), 'BF16'), 'BF16').buffer);
     for (let i = 0; i < 65536; i++) {
       const isNaN = (i & 0x7f80) === 0x7f80 && (i & 0x7f) !== 0;
-      if (isNaN) expect(((back[i]! & 0x7f80) === 0x7f80 && (back[i]! & 0x7f) !== 0)).toBe(true);
+      if (isNaN) expect((back[i]! & 0x7f80) === 0x7f80 && (back[i]! & 0x7f) !== 0).toBe(true);
       else if (back[i] !== i) throw new Error(`bf16 0x${i.toString(16)} came back as 0x${back[i]!.toString(16)}`);
     }
   });
@@ -195,7 +231,11 @@ describe('f16', () => {
 describe('bf16 against the oracle', () => {
   it('F32 → BF16 on 200k random f32 values', () => {
     const bits = randomF32Bits(200_000, 0, 255);
-    checkAgainst(nearestOracle('BF16'), new Float32Array(bits.buffer), new Uint16Array(fromFloat32(new Float32Array(bits.buffer), 'BF16').buffer));
+    checkAgainst(
+      nearestOracle('BF16'),
+      new Float32Array(bits.buffer),
+      new Uint16Array(fromFloat32(new Float32Array(bits.buffer), 'BF16').buffer),
+    );
   });
   it('F64 → BF16 on 100k random doubles', () => {
     const vals = withTies(randomDoubles(100_000, -135, 129), 'BF16');
@@ -286,7 +326,9 @@ describe('convertFloat', () => {
     expect(u16(convertFloat(f64Bytes([1 + 2 ** -11 + 2 ** -40]), 'F64', 'F16'))).toEqual([0x3c01]);
     // Same for bf16: 1 + 2^-8 + 2^-40 → 0x3f81 (via f32: 0x3f80).
     expect(u16(convertFloat(f64Bytes([1 + 2 ** -8 + 2 ** -40]), 'F64', 'BF16'))).toEqual([0x3f81]);
-    expect(u16(convertFloat(f64Bytes([65520, 2 ** -25, -(2 ** -24), 1e300, NaN]), 'F64', 'F16')).slice(0, 4)).toEqual([0x7c00, 0, 0x8001, 0x7c00]);
+    expect(u16(convertFloat(f64Bytes([65520, 2 ** -25, -(2 ** -24), 1e300, NaN]), 'F64', 'F16')).slice(0, 4)).toEqual([
+      0x7c00, 0, 0x8001, 0x7c00,
+    ]);
     expect(u16(convertFloat(f64Bytes([3.4e38, 3.5e38, 2 ** -133]), 'F64', 'BF16'))).toEqual([0x7f80, 0x7f80, 0x0001]);
     const nan = u16(convertFloat(f64Bytes([NaN]), 'F64', 'F16'))[0]!;
     expect(nan & 0x7c00).toBe(0x7c00);

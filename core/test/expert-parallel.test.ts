@@ -44,7 +44,11 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
     const root = tmp();
     const src = path.join(root, 'mixtral');
     fs.cpSync(path.join(fixturesDir(), 'mixtral'), src, { recursive: true });
-    const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
+    const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as {
+      input_ids: number[];
+      generated_ids: number[];
+      logits: number[][];
+    };
     const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
     const plain = await pipeline(root, src, 'plain', ids, []);
     expect(maxAbsDiff(plain, ref.logits)).toBeLessThanOrEqual(1e-4);
@@ -68,7 +72,10 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
     fs.mkdirSync(src);
     fs.writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
     const raw = randomCheckpoint(cfg, 5);
-    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    await writeSafetensors(
+      path.join(src, 'model.safetensors'),
+      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
+    );
     const ids = [4, 19, 33, 7, 61, 2, 45];
     const ref = referenceForward(cfg, raw, ids);
     for (const P of [2, 3]) {
@@ -83,7 +90,17 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
       [path.join(fixturesDir(), 'mixtral'), '3', /4 experts \(E\) do not split into 3 pipeline stages \(P\)/],
       [path.join(fixturesDir(), 'llama'), '2', /--moe-flavour expert_parallel, but this model has no MoE experts/],
     ] as const) {
-      const r = await cliInProcess(['export', '--config', src, '--out', path.join(root, 'x'), '--moe-flavour', 'expert_parallel', '--pipeline-stages', P]);
+      const r = await cliInProcess([
+        'export',
+        '--config',
+        src,
+        '--out',
+        path.join(root, 'x'),
+        '--moe-flavour',
+        'expert_parallel',
+        '--pipeline-stages',
+        P,
+      ]);
       expect(r.code).toBe(2);
       expect(r.stderr.split('\n')[0]).toMatch(msg);
       expect(fs.existsSync(path.join(root, 'x'))).toBe(false);

@@ -37,7 +37,10 @@ describe('weight-spec export --config (CLI)', () => {
     expect(both.stderr).toMatch(/exactly one of --config/);
     const bad = path.join(tmp, 'bad');
     mkdirSync(bad);
-    writeFileSync(path.join(bad, 'config.json'), JSON.stringify({ ...SYNTHETIC_CONFIGS.qwen3, rope_scaling: { rope_type: 'dynamic', factor: 4 } }));
+    writeFileSync(
+      path.join(bad, 'config.json'),
+      JSON.stringify({ ...SYNTHETIC_CONFIGS.qwen3, rope_scaling: { rope_type: 'dynamic', factor: 4 } }),
+    );
     const r = run('--config', bad, '--out', 'bad-out');
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);

@@ -31,7 +31,11 @@ async function ws(...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+interface Ref {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
 
 describeFixtures('export --config → prepare → compile → run equals the fixtures', () => {
   for (const fam of LEGACY_FAMILIES) {
@@ -58,14 +62,29 @@ describeFixtures('export --config → prepare → compile → run equals the fix
   }
 
   // families without fixtures: bf16 checkpoints made in code, judged by the float64 reference
-  for (const name of ['mistral', 'qwen3', 'gemma', 'qwen3_moe', 'llama-rope-llama3', 'gpt2-prefixed', 'granite', 'olmo2', 'falcon-7b', 'falcon-40b', 'falcon-seq']) {
+  for (const name of [
+    'mistral',
+    'qwen3',
+    'gemma',
+    'qwen3_moe',
+    'llama-rope-llama3',
+    'gpt2-prefixed',
+    'granite',
+    'olmo2',
+    'falcon-7b',
+    'falcon-40b',
+    'falcon-seq',
+  ]) {
     it(`${name} (checkpoint made in code) float32 and float16`, async () => {
       const cfg = SYNTHETIC_CONFIGS[name]!;
       const src = path.join(tmp, `synthetic-${name}`);
       mkdirSync(src, { recursive: true });
       writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
       const raw = randomCheckpoint(cfg, 11);
-      await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+      await writeSafetensors(
+        path.join(src, 'model.safetensors'),
+        [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
+      );
       const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
       const ref = referenceForward(cfg, raw, ids);
       for (const dtype of ['float32', 'float16']) {

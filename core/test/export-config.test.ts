@@ -51,7 +51,9 @@ describe('export --config writes a complete, consistent export directory', () =>
       expect(spec.version).toBe(5);
       expect(spec.model_id).toBe(prepared);
       // the architecture class, as QEfficient writes model_name (HF's class of the model_type when config.json has no architectures)
-      expect(spec.model_name).toBe({ qwen3_moe: 'Qwen3MoeForCausalLM', 'gpt2-prefixed': 'GPT2LMHeadModel', mistral: 'MistralForCausalLM' }[name]);
+      expect(spec.model_name).toBe(
+        { qwen3_moe: 'Qwen3MoeForCausalLM', 'gpt2-prefixed': 'GPT2LMHeadModel', mistral: 'MistralForCausalLM' }[name],
+      );
       expect(text.endsWith('}')).toBe(true);
       const bytes = readFileSync(path.join(out, 'model.onnx'));
       expect(onnxMetadata(bytes).get(SPEC_METADATA_KEY)).toBe(specMetadataValue(spec));
@@ -72,10 +74,19 @@ describe('export --config writes a complete, consistent export directory', () =>
       // fill the planned prepared files per the spec, then bind every weight *through the spec*
       const weights = stackExperts(randomCheckpoint(cfg, 3));
       const byFile = new Map<number, [string, { shape: number[]; data: Float32Array }][]>();
-      for (const i of spec.inputs) byFile.set(i.location.file, [...(byFile.get(i.location.file) ?? []), [i.location.key, weights.get(i.location.key)!]]);
+      for (const i of spec.inputs)
+        byFile.set(i.location.file, [...(byFile.get(i.location.file) ?? []), [i.location.key, weights.get(i.location.key)!]]);
       mkdirSync(prepared, { recursive: true });
       for (const [f, ts] of byFile) {
-        await writeSafetensors(path.join(out, spec.files[f]!.path), ts.map(([key, t]) => ({ key, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })));
+        await writeSafetensors(
+          path.join(out, spec.files[f]!.path),
+          ts.map(([key, t]) => ({
+            key,
+            dtype: 'F32' as const,
+            shape: t.shape,
+            data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength),
+          })),
+        );
       }
       const onDisk = await loadCheckpoint(prepared);
       const a = r.arch;
@@ -86,7 +97,10 @@ describe('export --config writes a complete, consistent export directory', () =>
       }
       const ids = [3, 9, 27, 14, 5, 30, 11];
       const ref = referenceForward(cfg, randomCheckpoint(cfg, 3), ids);
-      let cache: ort.Tensor[] = Array.from({ length: 2 * a.layers.length }, () => new ort.Tensor('float32', new Float32Array(a.nKv * 16 * a.headDim), [1, a.nKv, 16, a.headDim]));
+      let cache: ort.Tensor[] = Array.from(
+        { length: 2 * a.layers.length },
+        () => new ort.Tensor('float32', new Float32Array(a.nKv * 16 * a.headDim), [1, a.nKv, 16, a.headDim]),
+      );
       const rows: number[][] = [];
       for (let t = 0; t < ids.length; t++) {
         const res = await session.run({
@@ -130,7 +144,9 @@ describe('export --config writes a complete, consistent export directory', () =>
     const foreign = path.join(tmp, 'foreign-out');
     mkdirSync(foreign);
     writeFileSync(path.join(foreign, 'model.onnx'), 'not ours');
-    await expect(exportFromConfig({ config: dir, out: foreign })).rejects.toThrow(/model\.onnx exists and was not made by weight-spec export/);
+    await expect(exportFromConfig({ config: dir, out: foreign })).rejects.toThrow(
+      /model\.onnx exists and was not made by weight-spec export/,
+    );
     expect(readFileSync(path.join(foreign, 'model.onnx'), 'utf8')).toBe('not ours');
     expect(existsSync(path.join(foreign, 'export-report.json'))).toBe(false);
   });
@@ -149,9 +165,13 @@ describe('export --config writes a complete, consistent export directory', () =>
     mkdirSync(bad);
     writeFileSync(path.join(bad, 'config.json'), '{"model_type": "llama", ');
     await expect(exportFromConfig({ config: bad, out: path.join(tmp, 'bad-out') })).rejects.toThrow(/bad\/config\.json: not valid JSON/);
-    await expect(exportFromConfig({ config: path.join(tmp, 'nope'), out: path.join(tmp, 'x') })).rejects.toThrow(/no such file or directory/);
+    await expect(exportFromConfig({ config: path.join(tmp, 'nope'), out: path.join(tmp, 'x') })).rejects.toThrow(
+      /no such file or directory/,
+    );
     const unk = modelDir('unk', { model_type: 'bloom' });
-    await expect(exportFromConfig({ config: unk, out: path.join(tmp, 'unk-out') })).rejects.toThrow(/unk\/config\.json: model_type "bloom" is not supported/);
+    await expect(exportFromConfig({ config: unk, out: path.join(tmp, 'unk-out') })).rejects.toThrow(
+      /unk\/config\.json: model_type "bloom" is not supported/,
+    );
     expect(existsSync(path.join(tmp, 'unk-out', 'model.onnx'))).toBe(false);
   });
 });

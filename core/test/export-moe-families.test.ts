@@ -48,7 +48,11 @@ async function ws(...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+interface Ref {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
 
 /** The MoE families of the issue that ship a fixture. */
 export const MOE_FIXTURE_FAMILIES = ['gpt_oss_full', 'glm4_moe'] as const;
@@ -115,7 +119,15 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
 
   it('gpt_oss legacy: the dequantized experts and folded biases resolve by content through the MXFP4 transform', () => {
     const report = JSON.parse(readFileSync(path.join(tmp, 'gpt_oss_full-legacy-export', 'export-report.json'), 'utf8'));
-    type Input = { initializer: string; key: string; input: string; strategy: string; interleaved_with?: string; dequantized_from?: string[]; shape: number[] };
+    type Input = {
+      initializer: string;
+      key: string;
+      input: string;
+      strategy: string;
+      interleaved_with?: string;
+      dequantized_from?: string[];
+      shape: number[];
+    };
     const by = new Map((report.inputs as Input[]).map((i) => [i.initializer, i]));
     for (const layer of [0, 1]) {
       const m = `model.layers.${layer}.mlp`;
@@ -129,7 +141,9 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
     }
     // the constant-folded biases ([E, 1, 2I] and [E, 1, H]) are found by content, not name
     const biases = (report.inputs as Input[]).filter((i) => i.initializer.startsWith('onnx::Add_'));
-    expect(biases.map((b) => [b.key.replace(/^model\.layers\.\d\./, ''), b.strategy, b.input.replace(/^model\.layers\.\d\./, '')]).sort()).toEqual([
+    expect(
+      biases.map((b) => [b.key.replace(/^model\.layers\.\d\./, ''), b.strategy, b.input.replace(/^model\.layers\.\d\./, '')]).sort(),
+    ).toEqual([
       ['mlp.experts.down_proj_bias', 'content', 'mlp.moe_weights.down_bias'],
       ['mlp.experts.down_proj_bias', 'content', 'mlp.moe_weights.down_bias'],
       ['mlp.experts.gate_up_proj_bias', 'content', 'mlp.moe_weights.gate_bias'],
@@ -180,18 +194,40 @@ describeFixtures('glm4_moe configurations beyond the fixture, judged by an indep
     const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
     const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
     const raw = await loadCheckpoint(dir);
-    expect(maxAbsDiff(glm4MoeReference(cfg, raw, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(1e-4);
+    expect(maxAbsDiff(glm4MoeReference(cfg, raw, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(
+      1e-4,
+    );
   });
 
   const base = {
-    model_type: 'glm4_moe', vocab_size: 80, hidden_size: 32, intermediate_size: 48, moe_intermediate_size: 12, num_hidden_layers: 3,
-    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8, rope_theta: 10000.0, rms_norm_eps: 1e-5, attention_bias: true,
-    n_routed_experts: 8, num_experts_per_tok: 3, first_k_dense_replace: 1, hidden_act: 'silu', tie_word_embeddings: false,
+    model_type: 'glm4_moe',
+    vocab_size: 80,
+    hidden_size: 32,
+    intermediate_size: 48,
+    moe_intermediate_size: 12,
+    num_hidden_layers: 3,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 8,
+    rope_theta: 10000.0,
+    rms_norm_eps: 1e-5,
+    attention_bias: true,
+    n_routed_experts: 8,
+    num_experts_per_tok: 3,
+    first_k_dense_replace: 1,
+    hidden_act: 'silu',
+    tie_word_embeddings: false,
   };
   const variants: [string, Record<string, unknown>][] = [
     ['one group (GLM-4.5-Air), no q/k norm', { n_group: 1, topk_group: 1, use_qk_norm: false, routed_scaling_factor: 1.0 }],
-    ['4 groups, top-2 groups, q/k norm, scaling 2.5, two shared experts', { n_group: 4, topk_group: 2, use_qk_norm: true, routed_scaling_factor: 2.5, n_shared_experts: 2 }],
-    ['no renormalization, no shared experts, two dense layers, partial rotary 0.25', { n_group: 2, topk_group: 1, norm_topk_prob: false, n_shared_experts: 0, first_k_dense_replace: 2, partial_rotary_factor: 0.25 }],
+    [
+      '4 groups, top-2 groups, q/k norm, scaling 2.5, two shared experts',
+      { n_group: 4, topk_group: 2, use_qk_norm: true, routed_scaling_factor: 2.5, n_shared_experts: 2 },
+    ],
+    [
+      'no renormalization, no shared experts, two dense layers, partial rotary 0.25',
+      { n_group: 2, topk_group: 1, norm_topk_prob: false, n_shared_experts: 0, first_k_dense_replace: 2, partial_rotary_factor: 0.25 },
+    ],
   ];
   it.each(variants)('%s: token-at-a-time logits match', async (_name, patch) => {
     const cfg = { ...base, ...patch };
@@ -214,32 +250,81 @@ describeFixtures('gpt_oss configurations beyond the fixture, judged by an indepe
     for (const t of ck.tensors()) if (t.dtype !== 'U8') w.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
     for (const key of ck.keys().filter((k) => k.endsWith('_blocks'))) {
       const [E, R, G] = ck.get(key)!.shape as [number, number, number];
-      w.set(key.replace(/_blocks$/, ''), dequantMxfp4Reference(await ck.read(key), await ck.read(key.replace(/_blocks$/, '_scales')), E, R, G));
+      w.set(
+        key.replace(/_blocks$/, ''),
+        dequantMxfp4Reference(await ck.read(key), await ck.read(key.replace(/_blocks$/, '_scales')), E, R, G),
+      );
     }
-    expect(maxAbsDiff(gptOssReference(cfg, w, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(1e-4);
+    expect(maxAbsDiff(gptOssReference(cfg, w, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(
+      1e-4,
+    );
   });
 
   const base = {
-    model_type: 'gpt_oss', vocab_size: 80, hidden_size: 32, intermediate_size: 24, num_hidden_layers: 3, num_attention_heads: 4,
-    num_key_value_heads: 2, head_dim: 16, num_local_experts: 5, num_experts_per_tok: 2, sliding_window: 3, rope_theta: 150000.0,
-    max_position_embeddings: 4096, rms_norm_eps: 1e-5, tie_word_embeddings: false,
+    model_type: 'gpt_oss',
+    vocab_size: 80,
+    hidden_size: 32,
+    intermediate_size: 24,
+    num_hidden_layers: 3,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    num_local_experts: 5,
+    num_experts_per_tok: 2,
+    sliding_window: 3,
+    rope_theta: 150000.0,
+    max_position_embeddings: 4096,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: false,
   };
   const variants: [string, Record<string, unknown>][] = [
-    ['yarn with truncate (floored/ceiled ramp), no attention bias, full/sliding/full', { attention_bias: false, layer_types: ['full_attention', 'sliding_attention', 'full_attention'], rope_scaling: { rope_type: 'yarn', factor: 8.0, beta_fast: 32.0, beta_slow: 1.0, original_max_position_embeddings: 64, truncate: true } }],
-    ['the GptOssConfig defaults: rope_scaling and layer_types absent, swiglu_limit 1.5, swiglu_alpha 1.0', { swiglu_limit: 1.5, swiglu_alpha: 1.0 }],
+    [
+      'yarn with truncate (floored/ceiled ramp), no attention bias, full/sliding/full',
+      {
+        attention_bias: false,
+        layer_types: ['full_attention', 'sliding_attention', 'full_attention'],
+        rope_scaling: {
+          rope_type: 'yarn',
+          factor: 8.0,
+          beta_fast: 32.0,
+          beta_slow: 1.0,
+          original_max_position_embeddings: 64,
+          truncate: true,
+        },
+      },
+    ],
+    [
+      'the GptOssConfig defaults: rope_scaling and layer_types absent, swiglu_limit 1.5, swiglu_alpha 1.0',
+      { swiglu_limit: 1.5, swiglu_alpha: 1.0 },
+    ],
   ];
   it.each(variants)('%s: token-at-a-time logits match', async (_name, patch) => {
     const cfg = { ...base, ...patch };
     const r0 = rng(9);
     const w = new Map<string, { shape: number[]; data: Float32Array }>();
-    const put = (k: string, shape: number[], scale: number, center = 0) => w.set(k, { shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => center + scale * r0()) });
-    const { hidden_size: H, head_dim: hd, num_attention_heads: nh, num_key_value_heads: nkv, num_local_experts: E, intermediate_size: I } = cfg;
+    const put = (k: string, shape: number[], scale: number, center = 0) =>
+      w.set(k, { shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => center + scale * r0()) });
+    const {
+      hidden_size: H,
+      head_dim: hd,
+      num_attention_heads: nh,
+      num_key_value_heads: nkv,
+      num_local_experts: E,
+      intermediate_size: I,
+    } = cfg;
     put('model.embed_tokens.weight', [80, H], 0.5);
     for (let l = 0; l < 3; l++) {
-      const p = `model.layers.${l}`, a = `${p}.self_attn`, m = `${p}.mlp`;
+      const p = `model.layers.${l}`,
+        a = `${p}.self_attn`,
+        m = `${p}.mlp`;
       put(`${p}.input_layernorm.weight`, [H], 0.1, 1);
       put(`${p}.post_attention_layernorm.weight`, [H], 0.1, 1);
-      for (const [n, out, inp] of [['q', nh * hd, H], ['k', nkv * hd, H], ['v', nkv * hd, H], ['o', H, nh * hd]] as const) {
+      for (const [n, out, inp] of [
+        ['q', nh * hd, H],
+        ['k', nkv * hd, H],
+        ['v', nkv * hd, H],
+        ['o', H, nh * hd],
+      ] as const) {
         put(`${a}.${n}_proj.weight`, [out, inp], 1 / Math.sqrt(inp));
         if ((cfg as Record<string, unknown>).attention_bias !== false) put(`${a}.${n}_proj.bias`, [out], 0.1);
       }
@@ -268,7 +353,10 @@ describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the
     mkdirSync(src, { recursive: true });
     writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
     const raw = randomCheckpoint(cfg, 23);
-    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    await writeSafetensors(
+      path.join(src, 'model.safetensors'),
+      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
+    );
     const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
     const ref = referenceForward(cfg, raw, ids);
     for (const dtype of ['float32', 'float16']) {
@@ -304,24 +392,30 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
     mkdirSync(src, { recursive: true });
     writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
     const raw = randomCheckpoint(cfg, 5);
-    await writeSafetensors(path.join(src, 'model.safetensors'), [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })));
+    await writeSafetensors(
+      path.join(src, 'model.safetensors'),
+      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
+    );
     // a graph that embeds the layer-0 experts as the module holds them (QEfficient's patched
     // GraniteMoE gathers rows of the whole parameters) and returns them unchanged
     const m = 'model.layers.0.block_sparse_moe';
     const names = [`${m}.input_linear.weight`, `${m}.output_linear.weight`];
     const tensors = names.map((n) => raw.get(n)!);
     const onnx = path.join(tmp, 'granitemoe-legacy.onnx');
-    writeFileSync(onnx, encodeModel({
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }],
-      graph: {
-        name: 'g',
-        node: names.map((n, i) => makeNode('Identity', [n], [`out${i}`])),
-        initializer: names.map((n, i) => makeTensor(n, 'F32', tensors[i]!.shape, new Uint8Array(tensors[i]!.data.buffer))),
-        input: [],
-        output: names.map((_, i) => makeValueInfo(`out${i}`, 'F32', tensors[i]!.shape)),
-      },
-    }));
+    writeFileSync(
+      onnx,
+      encodeModel({
+        irVersion: 8,
+        opsetImport: [{ domain: '', version: 17 }],
+        graph: {
+          name: 'g',
+          node: names.map((n, i) => makeNode('Identity', [n], [`out${i}`])),
+          initializer: names.map((n, i) => makeTensor(n, 'F32', tensors[i]!.shape, new Uint8Array(tensors[i]!.data.buffer))),
+          input: [],
+          output: names.map((_, i) => makeValueInfo(`out${i}`, 'F32', tensors[i]!.shape)),
+        },
+      }),
+    );
     const out = path.join(tmp, 'granitemoe-legacy-export');
     await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
     const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
@@ -343,23 +437,76 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
 
 describe('config fields that change the math but are not implemented are refused by name', () => {
   const gptOss = {
-    model_type: 'gpt_oss', vocab_size: 32, hidden_size: 16, intermediate_size: 16, num_hidden_layers: 2,
-    num_attention_heads: 2, num_key_value_heads: 1, head_dim: 8, num_local_experts: 4, num_experts_per_tok: 2,
+    model_type: 'gpt_oss',
+    vocab_size: 32,
+    hidden_size: 16,
+    intermediate_size: 16,
+    num_hidden_layers: 2,
+    num_attention_heads: 2,
+    num_key_value_heads: 1,
+    head_dim: 8,
+    num_local_experts: 4,
+    num_experts_per_tok: 2,
   };
   const glm = {
-    model_type: 'glm4_moe', vocab_size: 32, hidden_size: 16, intermediate_size: 32, moe_intermediate_size: 8,
-    num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, n_routed_experts: 8, num_experts_per_tok: 2,
+    model_type: 'glm4_moe',
+    vocab_size: 32,
+    hidden_size: 16,
+    intermediate_size: 32,
+    moe_intermediate_size: 8,
+    num_hidden_layers: 2,
+    num_attention_heads: 2,
+    num_key_value_heads: 1,
+    n_routed_experts: 8,
+    num_experts_per_tok: 2,
   };
   const cases: [string, Record<string, unknown>, RegExp][] = [
-    ['gpt_oss unknown layer_types entry', { ...gptOss, layer_types: ['sliding_attention', 'chunked_attention'] }, /"layer_types" entry "chunked_attention" is not implemented/],
+    [
+      'gpt_oss unknown layer_types entry',
+      { ...gptOss, layer_types: ['sliding_attention', 'chunked_attention'] },
+      /"layer_types" entry "chunked_attention" is not implemented/,
+    ],
     ['gpt_oss layer_types of the wrong length', { ...gptOss, layer_types: ['full_attention'] }, /"layer_types" has 1 entries for 2 layers/],
-    ['gpt_oss sliding layers without a window', { ...gptOss, sliding_window: null }, /"sliding_window" is null but layer_types has sliding_attention layers/],
-    ['gpt_oss unknown rope type', { ...gptOss, rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic" is not supported/],
+    [
+      'gpt_oss sliding layers without a window',
+      { ...gptOss, sliding_window: null },
+      /"sliding_window" is null but layer_types has sliding_attention layers/,
+    ],
+    [
+      'gpt_oss unknown rope type',
+      { ...gptOss, rope_scaling: { rope_type: 'dynamic', factor: 2 } },
+      /rope_scaling type "dynamic" is not supported/,
+    ],
     ['gpt_oss yarn without factor', { ...gptOss, rope_scaling: { rope_type: 'yarn' } }, /"yarn" needs a positive numeric "factor"/],
     ['gpt_oss a quantization prepare cannot undo', { ...gptOss, quantization_config: { quant_method: 'gptq' } }, /quant_method "gptq"/],
     ['glm4_moe n_group not dividing the experts', { ...glm, n_group: 3 }, /"n_group" \(3\) does not divide n_routed_experts \(8\)/],
-    ['granitemoe position embeddings other than rope', { model_type: 'granitemoe', vocab_size: 32, hidden_size: 16, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, position_embedding_type: 'nope' }, /"position_embedding_type" "nope" is not implemented/],
-    ['granitemoe top-k above the experts', { model_type: 'granitemoe', vocab_size: 32, hidden_size: 16, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, num_local_experts: 2, num_experts_per_tok: 3 }, /"num_experts_per_tok" \(3\) exceeds the expert count \(2\)/],
+    [
+      'granitemoe position embeddings other than rope',
+      {
+        model_type: 'granitemoe',
+        vocab_size: 32,
+        hidden_size: 16,
+        intermediate_size: 8,
+        num_hidden_layers: 1,
+        num_attention_heads: 2,
+        position_embedding_type: 'nope',
+      },
+      /"position_embedding_type" "nope" is not implemented/,
+    ],
+    [
+      'granitemoe top-k above the experts',
+      {
+        model_type: 'granitemoe',
+        vocab_size: 32,
+        hidden_size: 16,
+        intermediate_size: 8,
+        num_hidden_layers: 1,
+        num_attention_heads: 2,
+        num_local_experts: 2,
+        num_experts_per_tok: 3,
+      },
+      /"num_experts_per_tok" \(3\) exceeds the expert count \(2\)/,
+    ],
     ['glm4_moe topk_group above n_group', { ...glm, n_group: 2, topk_group: 3 }, /"topk_group" \(3\) exceeds n_group \(2\)/],
   ];
   it.each(cases)('%s', (_name, cfg, message) => {

@@ -15,14 +15,23 @@ import { tempDirs } from '../../test/support/temp';
 const tmpDir = tempDirs('ws-');
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
-const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+const cli = (args: string[]) =>
+  spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
 
 async function setup(): Promise<{ dir: string; ckpt: string }> {
   const dir = tmpDir('ws-export-err-');
   const ckpt = path.join(dir, 'ckpt');
   mkdirSync(ckpt);
   await writeSafetensors(path.join(ckpt, 'model.safetensors'), [
-    { key: 'w', dtype: 'BF16', shape: [4, 4], data: fromFloat32(new Float32Array(16).map((_, i) => i / 8), 'BF16') },
+    {
+      key: 'w',
+      dtype: 'BF16',
+      shape: [4, 4],
+      data: fromFloat32(
+        new Float32Array(16).map((_, i) => i / 8),
+        'BF16',
+      ),
+    },
   ]);
   return { dir, ckpt };
 }

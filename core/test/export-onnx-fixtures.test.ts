@@ -101,7 +101,8 @@ describeFixtures('export --onnx on the fixtures (export → prepare → compile 
     const report = JSON.parse(readFileSync(path.join(root, 'codegen-export', 'export-report.json'), 'utf8'));
     expect(report.unresolved).toEqual([]);
     const keys = new Set(report.inputs.map((i: { key: string }) => i.key));
-    for (const k of ['transformer.h.0.attn.qkv_proj.weight', 'transformer.h.1.attn.qkv_proj.weight', 'lm_head.weight', 'lm_head.bias']) expect(keys.has(k), k).toBe(true);
+    for (const k of ['transformer.h.0.attn.qkv_proj.weight', 'transformer.h.1.attn.qkv_proj.weight', 'lm_head.weight', 'lm_head.bias'])
+      expect(keys.has(k), k).toBe(true);
   });
 
   it('qwen2 resolves its tied head with no lm_head.weight in the checkpoint', () => {

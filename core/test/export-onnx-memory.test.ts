@@ -48,7 +48,12 @@ async function makeLegacy(dir: string, n: number, layers: number, graphs: Record
     const g = bf16Values(n, 1);
     weights.push({ w, g });
     tensors.push({ key: `model.layers.${l}.mlp.down_proj.weight`, dtype: 'BF16' as const, shape: [n, n], data: fromFloat32(w, 'BF16') });
-    tensors.push({ key: `model.layers.${l}.post_attention_layernorm.weight`, dtype: 'BF16' as const, shape: [n], data: fromFloat32(g, 'BF16') });
+    tensors.push({
+      key: `model.layers.${l}.post_attention_layernorm.weight`,
+      dtype: 'BF16' as const,
+      shape: [n],
+      data: fromFloat32(g, 'BF16'),
+    });
   }
   const all = Array.from({ length: layers }, (_, l) => l);
   for (const [file, use] of Object.entries({ 'legacy.onnx': all, ...graphs })) {
@@ -70,7 +75,13 @@ async function makeLegacy(dir: string, n: number, layers: number, graphs: Record
       irVersion: 7,
       producerName: 'pytorch',
       opsetImport: [{ domain: '', version: 14 }],
-      graph: { name: 'legacy', node: nodes, initializer: inits, input: [makeValueInfo('x', 'F32', [1, n])], output: [makeValueInfo('y', 'F32', [1, n])] },
+      graph: {
+        name: 'legacy',
+        node: nodes,
+        initializer: inits,
+        input: [makeValueInfo('x', 'F32', [1, n])],
+        output: [makeValueInfo('y', 'F32', [1, n])],
+      },
     };
     writeFileSync(path.join(dir, file), encodeModel(model));
   }
@@ -89,7 +100,10 @@ function cliWithRss(args: string[]): { code: number; stderr: string; maxRss: num
     hook,
     `process.on('exit', () => { const m = /VmHWM:\\s+(\\d+) kB/.exec(require('fs').readFileSync('/proc/self/status', 'utf8')); require('fs').writeFileSync(${JSON.stringify(out)}, String(Number(m[1]) * 1024)); });`,
   );
-  const r = spawnSync(process.execPath, ['--require', hook, CLI, ...args], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  const r = spawnSync(process.execPath, ['--require', hook, CLI, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
+  });
   return { code: r.status ?? -1, stderr: r.stderr, maxRss: Number(readFileSync(out, 'utf8')) };
 }
 
@@ -137,10 +151,22 @@ describe('export --onnx on a legacy-style model made in code', () => {
     await makeLegacy(ckpt, n, layers);
     const weightBytes = layers * n * n * 4;
     const base = cliWithRss(['inspect', path.join(ckpt, 'config.json')]);
-    const r = cliWithRss(['export', '--onnx', path.join(ckpt, 'legacy.onnx'), '--checkpoint', ckpt, '--out', path.join(dir, 'export'), '--max-ram-mb', '16']);
+    const r = cliWithRss([
+      'export',
+      '--onnx',
+      path.join(ckpt, 'legacy.onnx'),
+      '--checkpoint',
+      ckpt,
+      '--out',
+      path.join(dir, 'export'),
+      '--max-ram-mb',
+      '16',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const growth = r.maxRss - base.maxRss;
-    console.log(`export --onnx: ${weightBytes >> 20} MiB of weights, peak RSS ${(r.maxRss / 2 ** 20).toFixed(1)} MiB (baseline ${(base.maxRss / 2 ** 20).toFixed(1)} MiB)`);
+    console.log(
+      `export --onnx: ${weightBytes >> 20} MiB of weights, peak RSS ${(r.maxRss / 2 ** 20).toFixed(1)} MiB (baseline ${(base.maxRss / 2 ** 20).toFixed(1)} MiB)`,
+    );
     // Loading the legacy weights (or one f32 copy of the checkpoint) would alone exceed this.
     expect(growth).toBeLessThan(weightBytes / 2);
   });
@@ -154,14 +180,26 @@ describe('export --onnx on a legacy-style model made in code', () => {
     const specs = [];
     for (const g of ['encoder', 'decoder']) {
       const out = path.join(dir, g);
-      const r = spawnSync(process.execPath, [CLI, 'export', '--onnx', path.join(ckpt, `${g}.onnx`), '--checkpoint', ckpt, '--out', out], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [CLI, 'export', '--onnx', path.join(ckpt, `${g}.onnx`), '--checkpoint', ckpt, '--out', out], {
+        encoding: 'utf8',
+      });
       expect(r.status, r.stderr).toBe(0);
       specs.push(JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')));
     }
     expect(specs[0].files).toEqual(specs[1].files);
     expect(specs[0].model_id).toBe(specs[1].model_id);
     const keys = (s: { inputs: { location: { key: string } }[] }) => s.inputs.map((i) => i.location.key).sort();
-    expect(keys(specs[0])).toEqual(['model.layers.0.mlp.down_proj.weight', 'model.layers.0.post_attention_layernorm.weight', 'model.layers.1.mlp.down_proj.weight', 'model.layers.1.post_attention_layernorm.weight']);
-    expect(keys(specs[1])).toEqual(['model.layers.2.mlp.down_proj.weight', 'model.layers.2.post_attention_layernorm.weight', 'model.layers.3.mlp.down_proj.weight', 'model.layers.3.post_attention_layernorm.weight']);
+    expect(keys(specs[0])).toEqual([
+      'model.layers.0.mlp.down_proj.weight',
+      'model.layers.0.post_attention_layernorm.weight',
+      'model.layers.1.mlp.down_proj.weight',
+      'model.layers.1.post_attention_layernorm.weight',
+    ]);
+    expect(keys(specs[1])).toEqual([
+      'model.layers.2.mlp.down_proj.weight',
+      'model.layers.2.post_attention_layernorm.weight',
+      'model.layers.3.mlp.down_proj.weight',
+      'model.layers.3.post_attention_layernorm.weight',
+    ]);
   });
 });

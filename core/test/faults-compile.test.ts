@@ -20,7 +20,11 @@ let exp: string;
 let prepared: string;
 
 const cli = (args: string[], extra: Parameters<typeof runChild>[2] = {}) => runChild(CLI, args, extra);
-const errors = (stderr: string) => stderr.trim().split('\n').filter((l) => l.startsWith('weight-spec:'));
+const errors = (stderr: string) =>
+  stderr
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('weight-spec:'));
 
 /** 'complete' when compile.json names an artifact that exists and decodes; 'absent' when there is no record. */
 function state(): 'complete' | 'absent' {
@@ -35,11 +39,15 @@ function state(): 'complete' | 'absent' {
 
 /** Any compiled-*.onnx left in the prepared directory must be a complete model. */
 function noTornArtifacts(): void {
-  for (const n of fs.readdirSync(prepared).filter((x) => /^compiled-.*\.onnx$/.test(x))) decodeModel(fs.readFileSync(path.join(prepared, n)), n);
+  for (const n of fs.readdirSync(prepared).filter((x) => /^compiled-.*\.onnx$/.test(x)))
+    decodeModel(fs.readFileSync(path.join(prepared, n)), n);
 }
 
 async function logitsMatchReference(): Promise<void> {
-  const ref = JSON.parse(fs.readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as { input_ids: number[]; logits: number[][] };
+  const ref = JSON.parse(fs.readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as {
+    input_ids: number[];
+    logits: number[][];
+  };
   const dump = path.join(tmp, 'logits.json');
   const r = await cli(['run', exp, '--input-ids', ref.input_ids.join(','), '--dump-logits', dump]);
   expect(errors(r.stderr)).toEqual([]);
@@ -61,7 +69,12 @@ describeFixtures('compile under faults', () => {
     expect(errors(e.stderr)).toEqual([]);
     const p = await cli(['prepare', '--checkpoint', src, '--dtype', 'float32']);
     expect(errors(p.stderr)).toEqual([]);
-    prepared = fs.realpathSync(path.join(exp, fs.readdirSync(exp).find((n) => fs.lstatSync(path.join(exp, n)).isSymbolicLink())!));
+    prepared = fs.realpathSync(
+      path.join(
+        exp,
+        fs.readdirSync(exp).find((n) => fs.lstatSync(path.join(exp, n)).isSymbolicLink())!,
+      ),
+    );
   }, 120_000);
 
   it('SIGKILL at random moments: the record is absent or names a complete artifact; a re-run repairs', async () => {

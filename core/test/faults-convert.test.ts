@@ -29,7 +29,15 @@ beforeAll(async () => {
     data[data.length - 1] = i & 0xff;
     storages[String(i)] = data;
     expected.set(`layers.${i}.weight`, data);
-    descs.push({ key: `layers.${i}.weight`, storageKey: String(i), storageType: 'FloatStorage', storageNumel: ELEMS, offset: 0, shape: [ELEMS / 128, 128], stride: [128, 1] });
+    descs.push({
+      key: `layers.${i}.weight`,
+      storageKey: String(i),
+      storageType: 'FloatStorage',
+      storageNumel: ELEMS,
+      offset: 0,
+      shape: [ELEMS / 128, 128],
+      stride: [128, 1],
+    });
   }
   bin = path.join(tmp, 'pytorch_model.bin');
   fs.writeFileSync(bin, buildTorchBin(stateDictPickle(descs, 2), storages));

@@ -27,7 +27,17 @@ export async function bundleScript(source: string, outDir: string, name: string)
   const entry = path.join(outDir, `${name}.ts`);
   const out = path.join(outDir, `${name}.cjs`);
   fs.writeFileSync(entry, source);
-  await build({ entryPoints: [entry], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error', external: ['onnxruntime-node'], mainFields: ['module', 'main'] }); // as scripts/bundle.mjs (jsonc-parser's UMD main)
+  await build({
+    entryPoints: [entry],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'error',
+    external: ['onnxruntime-node'],
+    mainFields: ['module', 'main'],
+  }); // as scripts/bundle.mjs (jsonc-parser's UMD main)
   return out;
 }
 
@@ -44,7 +54,11 @@ export interface ChildRun {
  * Runs `node script args…`; with `killAfterMs` the child gets SIGKILL after that delay
  * (if still running); with `fsizeBytes` it runs under `prlimit --fsize`.
  */
-export function runChild(script: string, args: string[], opts: { killAfterMs?: number; fsizeBytes?: number; env?: NodeJS.ProcessEnv } = {}): Promise<ChildRun> {
+export function runChild(
+  script: string,
+  args: string[],
+  opts: { killAfterMs?: number; fsizeBytes?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<ChildRun> {
   const argv = [process.execPath, script, ...args];
   const [cmd, ...rest] = opts.fsizeBytes !== undefined ? ['prlimit', `--fsize=${opts.fsizeBytes}`, ...argv] : argv;
   return new Promise((resolve) => {
@@ -66,7 +80,11 @@ export function runChild(script: string, args: string[], opts: { killAfterMs?: n
 export function rng(seed: number): (n: number) => number {
   let x = seed >>> 0 || 1;
   return (n) => {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     return x % n;
   };
 }

@@ -25,11 +25,33 @@ const expected = new Map<string, Uint8Array>();
 /** A llama-shaped bf16 checkpoint in 3 shards + index, ~4.5 MiB (→ ~9 MiB prepared as f32). */
 function makeCheckpoint(dir: string): void {
   fs.mkdirSync(dir, { recursive: true });
-  const config = { architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: H, intermediate_size: H, num_hidden_layers: LAYERS, num_attention_heads: 4, num_key_value_heads: 4, vocab_size: H, max_position_embeddings: 64, rms_norm_eps: 1e-5, tie_word_embeddings: false, torch_dtype: 'bfloat16' };
+  const config = {
+    architectures: ['LlamaForCausalLM'],
+    model_type: 'llama',
+    hidden_size: H,
+    intermediate_size: H,
+    num_hidden_layers: LAYERS,
+    num_attention_heads: 4,
+    num_key_value_heads: 4,
+    vocab_size: H,
+    max_position_embeddings: 64,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: false,
+    torch_dtype: 'bfloat16',
+  };
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
   const names: string[] = ['model.embed_tokens.weight', 'lm_head.weight', 'model.norm.weight'];
   for (let l = 0; l < LAYERS; l++) {
-    for (const p of ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj', 'mlp.gate_proj', 'mlp.up_proj', 'mlp.down_proj']) names.push(`model.layers.${l}.${p}.weight`);
+    for (const p of [
+      'self_attn.q_proj',
+      'self_attn.k_proj',
+      'self_attn.v_proj',
+      'self_attn.o_proj',
+      'mlp.gate_proj',
+      'mlp.up_proj',
+      'mlp.down_proj',
+    ])
+      names.push(`model.layers.${l}.${p}.weight`);
     names.push(`model.layers.${l}.input_layernorm.weight`, `model.layers.${l}.post_attention_layernorm.weight`);
   }
   const shards: { key: string; dtype: 'BF16'; shape: number[]; data: Uint8Array }[][] = [[], [], []];
@@ -85,7 +107,10 @@ describe('prepare under faults', () => {
       const r = small ? await prepare(out) : havePrlimit() ? await prepare(out, { fsizeBytes: 4 * 1024 * 1024 }) : undefined;
       if (!r) throw new Error('neither tmpfs nor prlimit is available to simulate a full disk');
       expect(r.code).toBe(1);
-      const errs = r.stderr.trim().split('\n').filter((l) => l.startsWith('weight-spec:'));
+      const errs = r.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('weight-spec:'));
       expect(errs).toHaveLength(1);
       expect(errs[0]).toMatch(/ENOSPC|no space|EFBIG|file size/i);
       expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
@@ -115,20 +140,26 @@ describe('prepare under faults', () => {
     const run = prepare(out);
     // Delete the shard as soon as the run starts writing its temp sibling.
     const t0 = Date.now();
-    while (!fs.readdirSync(tmp).some((n) => n.startsWith('deleted.tmp-')) && Date.now() - t0 < 20_000) await new Promise((r) => setImmediate(r));
+    while (!fs.readdirSync(tmp).some((n) => n.startsWith('deleted.tmp-')) && Date.now() - t0 < 20_000)
+      await new Promise((r) => setImmediate(r));
     fs.rmSync(victim);
     const r = await run;
     fs.writeFileSync(victim, saved);
     const s = await state(out);
     if (r.code !== 0) {
       expect(s).toBe('absent');
-      const errs = r.stderr.trim().split('\n').filter((l) => l.startsWith('weight-spec:'));
+      const errs = r.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('weight-spec:'));
       expect(errs).toHaveLength(1);
       expect(errs[0]).toMatch(/model-00003-of-00003\.safetensors|changed|missing|no such file/i);
     } else {
       expect(s).toBe('complete');
     }
-    console.log(`[faults] prepare with a shard deleted mid-run: exit ${r.code}, ${s}${r.code ? `: ${r.stderr.trim().split('\n').pop()}` : ''}`);
+    console.log(
+      `[faults] prepare with a shard deleted mid-run: exit ${r.code}, ${s}${r.code ? `: ${r.stderr.trim().split('\n').pop()}` : ''}`,
+    );
     const again = await prepare(out);
     expect(again.code, again.stderr).toBe(0);
     expect(await state(out)).toBe('complete');

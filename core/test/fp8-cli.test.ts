@@ -16,7 +16,15 @@ const tmp = tempDirs('ws-fp8-cli-');
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
 
-const LLAMA = { model_type: 'llama', vocab_size: 16, hidden_size: 8, intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 };
+const LLAMA = {
+  model_type: 'llama',
+  vocab_size: 16,
+  hidden_size: 8,
+  intermediate_size: 16,
+  num_hidden_layers: 1,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+};
 
 async function model(root: string, quant: Record<string, unknown>, fp8 = false): Promise<string> {
   const dir = path.join(root, 'model');
@@ -43,13 +51,21 @@ describe('quantizations prepare cannot undo: exit 1, one line, nothing written',
       const root = tmp();
       const dir = await model(root, quant, fp8);
       const before = listing(root);
-      for (const args of [['prepare', '--checkpoint', dir, '--dtype', 'bfloat16'], ['prepare', '--checkpoint', dir, '--dtype', 'float32', '--out', path.join(root, 'out')], ['export', '--config', dir, '--out', path.join(root, 'export')]]) {
+      for (const args of [
+        ['prepare', '--checkpoint', dir, '--dtype', 'bfloat16'],
+        ['prepare', '--checkpoint', dir, '--dtype', 'float32', '--out', path.join(root, 'out')],
+        ['export', '--config', dir, '--out', path.join(root, 'export')],
+      ]) {
         const r = run(...args);
         expect(r.status, args.join(' ')).toBe(1);
         const lines = r.stderr.trim().split('\n');
         expect(lines, args.join(' ')).toHaveLength(1);
         expect(lines[0]).toContain(`weight-spec: ${path.join(dir, 'config.json')}: quantization_config.quant_method "${method}"`);
-        expect(lines[0]).toMatch(fp8 ? /has no scale tensor "model.layers.0.self_attn.q_proj.weight_scale_inv"/ : /prepare dequantizes only fp8 .*compressed-tensors .*mxfp4/);
+        expect(lines[0]).toMatch(
+          fp8
+            ? /has no scale tensor "model.layers.0.self_attn.q_proj.weight_scale_inv"/
+            : /prepare dequantizes only fp8 .*compressed-tensors .*mxfp4/,
+        );
         expect(r.stdout).toBe('');
         expect(listing(root), args.join(' ')).toEqual(before);
         expect(listing(dir)).toEqual(['config.json', 'model.safetensors']);
@@ -70,6 +86,10 @@ describe('inspect reads the FP8 dtypes', () => {
     expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/experts\.scales\s+F8_E8M0\s+\[2, 4\]/);
     const json = JSON.parse(run('inspect', file, '--json').stdout) as { tensors: { key: string; dtype: string; bytes: number }[] };
-    expect(json.tensors.map((t) => [t.key, t.dtype, t.bytes])).toEqual([['experts.scales', 'F8_E8M0', 8], ['w.e5m2', 'F8_E5M2', 3], ['w.e4m3', 'F8_E4M3', 3]]);
+    expect(json.tensors.map((t) => [t.key, t.dtype, t.bytes])).toEqual([
+      ['experts.scales', 'F8_E8M0', 8],
+      ['w.e5m2', 'F8_E5M2', 3],
+      ['w.e4m3', 'F8_E4M3', 3],
+    ]);
   });
 });

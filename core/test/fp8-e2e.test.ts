@@ -56,7 +56,11 @@ function relErrors(rows: number[][], ref: number[][]): number[] {
   });
 }
 
-interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+interface Ref {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
 
 describeFixtures('FP8 llama fixture: export --config → prepare → compile → run within the quantization bound', () => {
   const cases: [string, QuantizeOptions][] = [
@@ -71,7 +75,9 @@ describeFixtures('FP8 llama fixture: export --config → prepare → compile →
       const out = `${src}-export`;
       const prepared = `${src}-qeff-prepared-float32`;
       await ws('export', '--config', src, '--out', out, '--ctx-len', '32');
-      const spec = JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as { inputs: { name: string; location: { key: string } }[] };
+      const spec = JSON.parse(readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as {
+        inputs: { name: string; location: { key: string } }[];
+      };
       expect(spec.inputs.some((i) => i.name === 'model.layers.0.self_attn.q_proj.weight')).toBe(true);
       expect(spec.inputs.filter((i) => /scale/.test(i.name) || /scale/.test(i.location.key))).toEqual([]);
       await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
@@ -89,7 +95,10 @@ describeFixtures('FP8 llama fixture: export --config → prepare → compile →
 });
 
 it('qwen3_moe with FP8 experts and attention (checkpoint made in code): logits equal the reference forward of the dequantized weights', async () => {
-  const cfg = { ...SYNTHETIC_CONFIGS.qwen3_moe!, quantization_config: { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [16, 16] } };
+  const cfg = {
+    ...SYNTHETIC_CONFIGS.qwen3_moe!,
+    quantization_config: { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [16, 16] },
+  };
   const raw = randomCheckpoint(cfg, 5);
   const src = path.join(tmp, 'qwen3-moe-fp8');
   const tensors: Parameters<typeof writeSafetensors>[1] = [];
@@ -101,7 +110,10 @@ it('qwen3_moe with FP8 experts and attention (checkpoint made in code): logits e
       continue;
     }
     const z = quantizeBlocks(t.data, t.shape, [16, 16]);
-    tensors.push({ key, dtype: 'F8_E4M3', shape: t.shape, data: z.q }, { key: key.replace(/weight$/, 'weight_scale_inv'), dtype: 'F32', shape: z.scaleShape, data: fromFloat32(z.scale, 'F32') });
+    tensors.push(
+      { key, dtype: 'F8_E4M3', shape: t.shape, data: z.q },
+      { key: key.replace(/weight$/, 'weight_scale_inv'), dtype: 'F32', shape: z.scaleShape, data: fromFloat32(z.scale, 'F32') },
+    );
     dequantized.set(key, { shape: t.shape, data: z.expected });
     quantized++;
   }

@@ -26,7 +26,12 @@ async function ws(...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-interface ReportInput { initializer: string; key: string; input: string; transposed: boolean }
+interface ReportInput {
+  initializer: string;
+  key: string;
+  input: string;
+  transposed: boolean;
+}
 
 function transpose(v: Float32Array, r: number, c: number): Float32Array {
   const out = new Float32Array(v.length);
@@ -62,11 +67,16 @@ describeFixtures('export --onnx: a legacy graph of the dequantized model over th
 
     const out = path.join(root, 'onnx-export');
     await ws('export', '--onnx', legacy, '--checkpoint', fp8, '--out', out);
-    const report = JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as { inputs: ReportInput[]; unresolved: unknown[] };
+    const report = JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as {
+      inputs: ReportInput[];
+      unresolved: unknown[];
+    };
     expect(report.unresolved).toEqual([]);
     expect(new Set(report.inputs.map((i) => i.key).filter((k) => expected.has(k))).size).toBe(expected.size);
     expect(report.inputs.filter((i) => /scale/.test(i.key))).toEqual([]);
-    const spec = JSON.parse(fs.readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as { inputs: { name: string; location: { key: string } }[] };
+    const spec = JSON.parse(fs.readFileSync(path.join(out, 'weight_spec.json'), 'utf8')) as {
+      inputs: { name: string; location: { key: string } }[];
+    };
     expect(spec.inputs.filter((i) => /scale/.test(i.name + i.location.key))).toEqual([]);
     await ws('prepare', '--checkpoint', fp8, '--dtype', 'float32');
     await ws('compile', out);

@@ -74,7 +74,8 @@ export function quantizeBlocks(w: Float32Array, shape: number[], block: [number,
     for (let br = 0; br < nR; br++) {
       for (let bc = 0; bc < nC; bc++) {
         const cells: number[] = [];
-        for (let i = br * bR; i < Math.min(R, (br + 1) * bR); i++) for (let j = bc * bC; j < Math.min(C, (bc + 1) * bC); j++) cells.push(m * R * C + i * C + j);
+        for (let i = br * bR; i < Math.min(R, (br + 1) * bR); i++)
+          for (let j = bc * bC; j < Math.min(C, (bc + 1) * bC); j++) cells.push(m * R * C + i * C + j);
         const amax = Math.max(0, ...cells.map((c) => Math.abs(w[c]!)));
         const s = amax > 0 ? Math.fround(448 / amax) : 1;
         for (const c of cells) scaled[c] = Math.max(-448, Math.min(448, Math.fround(w[c]! * s)));
@@ -151,21 +152,43 @@ export async function quantizeCheckpoint(src: string, dst: string, o: QuantizeOp
       expected.set(key, z.expected);
       const base = key.replace(/\.weight$/, '');
       out.push({ key, dtype: 'F8_E4M3', shape: info.shape, data: z.q });
-      out.push({ key: o.method === 'fp8' ? `${base}.weight_scale_inv` : `${base}.weight_scale`, dtype: scaleDtype, shape: z.scaleShape, data: fromFloat32(z.scale, scaleDtype) });
-      if (o.inputScales) out.push({ key: `${base}.input_scale`, dtype: 'F32', shape: [1], data: fromFloat32(new Float32Array([0.03125]), 'F32') });
+      out.push({
+        key: o.method === 'fp8' ? `${base}.weight_scale_inv` : `${base}.weight_scale`,
+        dtype: scaleDtype,
+        shape: z.scaleShape,
+        data: fromFloat32(z.scale, scaleDtype),
+      });
+      if (o.inputScales)
+        out.push({ key: `${base}.input_scale`, dtype: 'F32', shape: [1], data: fromFloat32(new Float32Array([0.03125]), 'F32') });
     }
     await writeSafetensors(path.join(dst, name), out, { format: 'pt' });
     for (const t of out) weightMap[t.key] = name;
   }
-  if (ckpt.indexFile) fs.writeFileSync(path.join(dst, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+  if (ckpt.indexFile)
+    fs.writeFileSync(path.join(dst, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
   const config = (await ckpt.config()) ?? {};
-  config.quantization_config = o.method === 'fp8'
-    ? { quant_method: 'fp8', activation_scheme: 'dynamic', fmt: 'e4m3', weight_block_size: o.block ?? [32, 32], modules_to_not_convert: ['lm_head'] }
-    : {
-      quant_method: 'compressed-tensors', format: 'float-quantized', quantization_status: 'compressed', ignore: ['lm_head'],
-      config_groups: { group_0: { targets: ['Linear'], weights: { type: 'float', num_bits: 8, strategy: 'channel', symmetric: true, dynamic: false },
-        input_activations: { type: 'float', num_bits: 8, strategy: 'token', dynamic: true, symmetric: true } } },
-    };
+  config.quantization_config =
+    o.method === 'fp8'
+      ? {
+          quant_method: 'fp8',
+          activation_scheme: 'dynamic',
+          fmt: 'e4m3',
+          weight_block_size: o.block ?? [32, 32],
+          modules_to_not_convert: ['lm_head'],
+        }
+      : {
+          quant_method: 'compressed-tensors',
+          format: 'float-quantized',
+          quantization_status: 'compressed',
+          ignore: ['lm_head'],
+          config_groups: {
+            group_0: {
+              targets: ['Linear'],
+              weights: { type: 'float', num_bits: 8, strategy: 'channel', symmetric: true, dynamic: false },
+              input_activations: { type: 'float', num_bits: 8, strategy: 'token', dynamic: true, symmetric: true },
+            },
+          },
+        };
   fs.writeFileSync(path.join(dst, 'config.json'), JSON.stringify(config, null, 2));
   return expected;
 }

@@ -42,17 +42,35 @@ const GOOD_MAP: Record<string, string> = {
   'модель.ключ': 'model-00002-of-00002.safetensors',
 };
 const HOSTILE_NAMES = [
-  '../outside.safetensors', '/etc/passwd', `${root}/outside.safetensors`, 'a\u0000b.safetensors', '', 'sub/../../outside.safetensors',
-  '..\\outside.safetensors', 'C:\\x.safetensors', 'x'.repeat(300), 'missing.safetensors', 'model-00002-of-00002.safetensors', '.',
+  '../outside.safetensors',
+  '/etc/passwd',
+  `${root}/outside.safetensors`,
+  'a\u0000b.safetensors',
+  '',
+  'sub/../../outside.safetensors',
+  '..\\outside.safetensors',
+  'C:\\x.safetensors',
+  'x'.repeat(300),
+  'missing.safetensors',
+  'model-00002-of-00002.safetensors',
+  '.',
 ];
 
 const indexText = fc.oneof(
   // Structure-level: some weight_map entries replaced.
-  fc.array(fc.tuple(fc.constantFrom(...Object.keys(GOOD_MAP), 'extra.key', ''), fc.oneof(fc.constantFrom(...HOSTILE_NAMES), fc.constantFrom<unknown>(1, null, [], {}, true))), { maxLength: 3 }).map((edits) => {
-    const m: Record<string, unknown> = { ...GOOD_MAP };
-    for (const [k, v] of edits) m[k] = v;
-    return JSON.stringify({ metadata: { total_size: 19 }, weight_map: m });
-  }),
+  fc
+    .array(
+      fc.tuple(
+        fc.constantFrom(...Object.keys(GOOD_MAP), 'extra.key', ''),
+        fc.oneof(fc.constantFrom(...HOSTILE_NAMES), fc.constantFrom<unknown>(1, null, [], {}, true)),
+      ),
+      { maxLength: 3 },
+    )
+    .map((edits) => {
+      const m: Record<string, unknown> = { ...GOOD_MAP };
+      for (const [k, v] of edits) m[k] = v;
+      return JSON.stringify({ metadata: { total_size: 19 }, weight_map: m });
+    }),
   fc.constantFrom(
     `{"weight_map": {"model.norm.weight": "model-00001-of-00002.safetensors", "model.norm.weight": "../outside.safetensors"}}`,
     `{"weight_map": {"model.norm.weight": NaN}}`,
@@ -65,7 +83,9 @@ const indexText = fc.oneof(
     `\ufeff{"weight_map": {}}`,
   ),
   // Text-level mutations of the good index.
-  mutated(fc.constant(new Uint8Array(Buffer.from(JSON.stringify({ metadata: { total_size: 19 }, weight_map: GOOD_MAP }, null, 2))))).map((b) => Buffer.from(b).toString('latin1')),
+  mutated(fc.constant(new Uint8Array(Buffer.from(JSON.stringify({ metadata: { total_size: 19 }, weight_map: GOOD_MAP }, null, 2))))).map(
+    (b) => Buffer.from(b).toString('latin1'),
+  ),
 );
 
 const caseArb = fc.record({

@@ -10,7 +10,14 @@ import fc from 'fast-check';
 import { FormatError } from '../src/errors';
 
 /** Outcome counts of a campaign, so a test can prove its generator reaches both outcomes. */
-export const tally = { ok: 0, refused: 0, reset(): void { this.ok = 0; this.refused = 0; } };
+export const tally = {
+  ok: 0,
+  refused: 0,
+  reset(): void {
+    this.ok = 0;
+    this.refused = 0;
+  },
+};
 
 /** Budget multiplier (1 in `npm test`). */
 export const FUZZ_SCALE = Number(process.env.FUZZ_SCALE ?? '1') || 1;
@@ -39,14 +46,24 @@ function report(name: string, d: fc.RunDetails<unknown>): void {
 
 /** Runs a sync property, records its counts, throws fast-check's report on failure. */
 export function runFuzz<T>(name: string, runs: number, arb: fc.Arbitrary<T>, pred: (v: T) => void): void {
-  const d = fc.check(fc.property(arb, (v) => { pred(v); }), params(name, runs));
+  const d = fc.check(
+    fc.property(arb, (v) => {
+      pred(v);
+    }),
+    params(name, runs),
+  );
   report(name, d as fc.RunDetails<unknown>);
   if (d.failed) throw failure(name, d as fc.RunDetails<unknown>);
 }
 
 /** Async form of {@link runFuzz}. */
 export async function runFuzzAsync<T>(name: string, runs: number, arb: fc.Arbitrary<T>, pred: (v: T) => Promise<void>): Promise<void> {
-  const d = await fc.check(fc.asyncProperty(arb, async (v) => { await pred(v); }), params(name, runs));
+  const d = await fc.check(
+    fc.asyncProperty(arb, async (v) => {
+      await pred(v);
+    }),
+    params(name, runs),
+  );
   report(name, d as fc.RunDetails<unknown>);
   if (d.failed) throw failure(name, d as fc.RunDetails<unknown>);
 }
@@ -54,7 +71,9 @@ export async function runFuzzAsync<T>(name: string, runs: number, arb: fc.Arbitr
 function failure(name: string, d: fc.RunDetails<unknown>): Error {
   const cause = d.errorInstance instanceof Error ? `${d.errorInstance.name}: ${d.errorInstance.message}` : String(d.errorInstance);
   const ce = fc.stringify(d.counterexample);
-  return new Error(`${name} failed (seed ${d.seed}, path ${d.counterexamplePath}): ${cause}\ncounterexample: ${ce.length > 4000 ? `${ce.slice(0, 4000)}…` : ce}`);
+  return new Error(
+    `${name} failed (seed ${d.seed}, path ${d.counterexamplePath}): ${cause}\ncounterexample: ${ce.length > 4000 ? `${ce.slice(0, 4000)}…` : ce}`,
+  );
 }
 
 /**
@@ -80,7 +99,10 @@ export function outcome<T>(file: string, fn: () => T): { ok: true; value: T } | 
 }
 
 /** Async form of {@link outcome}. */
-export async function outcomeAsync<T>(file: string, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: FormatError }> {
+export async function outcomeAsync<T>(
+  file: string,
+  fn: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: FormatError }> {
   const before = process.memoryUsage().arrayBuffers;
   const t0 = performance.now();
   let res: { ok: true; value: T } | { ok: false; error: FormatError };
@@ -112,22 +134,28 @@ function bounds(t0: number, before: number): void {
 /** Mutations applied to a valid encoding: flips, truncation, splices, overwrite of a window. */
 export function mutated(base: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
   // Copies as plain Uint8Array (Buffer's fill/slice differ) before mutating.
-  return base.map((x) => Uint8Array.from(x)).chain((b) =>
-    fc.oneof(
-      fc.constant(b),
-      fc.array(fc.tuple(fc.nat(Math.max(0, b.length - 1)), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 8 }).map((flips) => {
-        const c = b.slice();
-        for (const [i, x] of flips) if (c.length) c[i] ^= x;
-        return c;
-      }),
-      fc.nat(b.length).map((n) => b.slice(0, n)),
-      fc.tuple(fc.nat(b.length), fc.uint8Array({ maxLength: 32 })).map(([i, ins]) => Uint8Array.from([...b.subarray(0, i), ...ins, ...b.subarray(i)])),
-      fc.tuple(fc.nat(Math.max(0, b.length - 1)), fc.constantFrom(0x00, 0xff, 0x7f, 0x80)).map(([i, v]) => {
-        const c = b.slice();
-        c.fill(v, i, Math.min(c.length, i + 8));
-        return c;
-      }),
-      fc.uint8Array({ maxLength: 256 }),
-    ),
-  );
+  return base
+    .map((x) => Uint8Array.from(x))
+    .chain((b) =>
+      fc.oneof(
+        fc.constant(b),
+        fc
+          .array(fc.tuple(fc.nat(Math.max(0, b.length - 1)), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 8 })
+          .map((flips) => {
+            const c = b.slice();
+            for (const [i, x] of flips) if (c.length) c[i] ^= x;
+            return c;
+          }),
+        fc.nat(b.length).map((n) => b.slice(0, n)),
+        fc
+          .tuple(fc.nat(b.length), fc.uint8Array({ maxLength: 32 }))
+          .map(([i, ins]) => Uint8Array.from([...b.subarray(0, i), ...ins, ...b.subarray(i)])),
+        fc.tuple(fc.nat(Math.max(0, b.length - 1)), fc.constantFrom(0x00, 0xff, 0x7f, 0x80)).map(([i, v]) => {
+          const c = b.slice();
+          c.fill(v, i, Math.min(c.length, i + 8));
+          return c;
+        }),
+        fc.uint8Array({ maxLength: 256 }),
+      ),
+    );
 }

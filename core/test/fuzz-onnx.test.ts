@@ -21,7 +21,10 @@ const bf = len;
 
 const DIMS = [0, 1, 2, 3, 7, 2 ** 31, 2 ** 53, 2 ** 60, -1];
 const dim = fc.oneof({ weight: 6, arbitrary: fc.nat(4) }, { weight: 1, arbitrary: fc.constantFrom(...DIMS) });
-const name = fc.oneof(fc.constantFrom('model.embed_tokens.weight', 'input_ids', 'onnx::MatMul_12', ''), fc.string({ unit: 'grapheme', maxLength: 10 }));
+const name = fc.oneof(
+  fc.constantFrom('model.embed_tokens.weight', 'input_ids', 'onnx::MatMul_12', ''),
+  fc.string({ unit: 'grapheme', maxLength: 10 }),
+);
 const LOCATIONS = ['w.safetensors', '../x.safetensors', '/etc/passwd', 'a\u0000b', 'x'.repeat(400), ''];
 
 const tensorProto = fc
@@ -46,7 +49,11 @@ const tensorProto = fc
     if (t.storage === 'raw') body.push(...bf(9, new Uint8Array(t.rawLen)));
     if (t.storage === 'float') body.push(...bf(4, new Uint8Array(t.rawLen - (t.rawLen % 4)))); // packed floats
     if (t.storage === 'external') {
-      for (const [k, v] of [['location', t.location], ['offset', String(t.offset)], ['length', String(t.length)]]) {
+      for (const [k, v] of [
+        ['location', t.location],
+        ['offset', String(t.offset)],
+        ['length', String(t.length)],
+      ]) {
         body.push(...bf(13, [...sf(1, k!), ...sf(2, v!)]));
       }
       body.push(...vf(14, 1));
@@ -54,17 +61,25 @@ const tensorProto = fc
     return body;
   });
 
-const valueInfo = fc.record({ name, dims: fc.array(fc.oneof(dim, fc.constantFrom('batch', 'seq_len')), { maxLength: 4 }), elem: fc.oneof({ weight: 5, arbitrary: fc.constantFrom(1, 7, 10, 16) }, { weight: 1, arbitrary: fc.constant(0) }) }).map((v) => {
-  const dims = v.dims.flatMap((d) => bf(1, typeof d === 'string' ? sf(2, d) : vf(1, d)));
-  const tensorType = [...vf(1, v.elem), ...bf(2, dims)];
-  return [...sf(1, v.name), ...bf(2, bf(1, tensorType))];
-});
+const valueInfo = fc
+  .record({
+    name,
+    dims: fc.array(fc.oneof(dim, fc.constantFrom('batch', 'seq_len')), { maxLength: 4 }),
+    elem: fc.oneof({ weight: 5, arbitrary: fc.constantFrom(1, 7, 10, 16) }, { weight: 1, arbitrary: fc.constant(0) }),
+  })
+  .map((v) => {
+    const dims = v.dims.flatMap((d) => bf(1, typeof d === 'string' ? sf(2, d) : vf(1, d)));
+    const tensorType = [...vf(1, v.elem), ...bf(2, dims)];
+    return [...sf(1, v.name), ...bf(2, bf(1, tensorType))];
+  });
 
-const node = fc.record({ op: fc.constantFrom('MatMul', 'Gather', 'Add', 'If', ''), ins: fc.array(name, { maxLength: 3 }), outs: fc.array(name, { maxLength: 2 }) }).map((n) => [
-  ...n.ins.flatMap((s) => sf(1, s)),
-  ...n.outs.flatMap((s) => sf(2, s)),
-  ...sf(4, n.op),
-]);
+const node = fc
+  .record({
+    op: fc.constantFrom('MatMul', 'Gather', 'Add', 'If', ''),
+    ins: fc.array(name, { maxLength: 3 }),
+    outs: fc.array(name, { maxLength: 2 }),
+  })
+  .map((n) => [...n.ins.flatMap((s) => sf(1, s)), ...n.outs.flatMap((s) => sf(2, s)), ...sf(4, n.op)]);
 
 const model = fc
   .record({
@@ -74,7 +89,13 @@ const model = fc
     inputs: fc.array(valueInfo, { maxLength: 4 }),
     outputs: fc.array(valueInfo, { maxLength: 2 }),
     nodes: fc.array(node, { maxLength: 4 }),
-    meta: fc.array(fc.tuple(fc.constantFrom('com.qti.aisw.extdata', 'k', ''), fc.oneof(fc.constant('{"version":5,"files":[],"inputs":[]}'), fc.string({ maxLength: 20 }))), { maxLength: 2 }),
+    meta: fc.array(
+      fc.tuple(
+        fc.constantFrom('com.qti.aisw.extdata', 'k', ''),
+        fc.oneof(fc.constant('{"version":5,"files":[],"inputs":[]}'), fc.string({ maxLength: 20 })),
+      ),
+      { maxLength: 2 },
+    ),
   })
   .map((m) => {
     const graph = [
@@ -94,9 +115,9 @@ const model = fc
   });
 
 /** Length-prefix lies: the graph field claims far more bytes than exist. */
-const lies = fc.tuple(fc.constantFrom(2n ** 31n, 2n ** 60n, 2n ** 64n - 1n, 1000n), fc.constantFrom(5, 7, 14)).map(([lie, field]) =>
-  Uint8Array.from([...vf(1, 8), ...bf(field, [...sf(1, 'x')], lie)]),
-);
+const lies = fc
+  .tuple(fc.constantFrom(2n ** 31n, 2n ** 60n, 2n ** 64n - 1n, 1000n), fc.constantFrom(5, 7, 14))
+  .map(([lie, field]) => Uint8Array.from([...vf(1, 8), ...bf(field, [...sf(1, 'x')], lie)]));
 
 /**
  * Subgraphs nested through If attributes, deeper than any real model. Written outside-in
@@ -119,7 +140,16 @@ function nested(depth: number): Uint8Array {
   }
   const out: number[] = [...vf(1, 8), ...tag(7, 2), ...varint(graphLen[depth]!)];
   for (let i = depth - 1; i >= 0; i--) {
-    out.push(...tag(1, 2), ...varint(nodeLen[i]!), ...opIf, ...tag(5, 2), ...varint(attrLen[i]!), ...attrName, ...tag(6, 2), ...varint(graphLen[i]!));
+    out.push(
+      ...tag(1, 2),
+      ...varint(nodeLen[i]!),
+      ...opIf,
+      ...tag(5, 2),
+      ...varint(attrLen[i]!),
+      ...attrName,
+      ...tag(6, 2),
+      ...varint(graphLen[i]!),
+    );
   }
   out.push(...leaf);
   for (let i = 0; i < depth; i++) out.push(...attrType);

@@ -24,7 +24,28 @@ fs.symlinkSync(path.join(base, 'loop2'), path.join(base, 'loop1'));
 fs.symlinkSync(path.join(base, 'loop1'), path.join(base, 'loop2'));
 fs.writeFileSync(path.join(out, 'existing.bin'), 'x');
 
-const SEGMENTS = ['..', '.', 'sub', 'link', 'loop1', 'escape', 'alias', 'inner', 'existing.bin', 'a.safetensors', '', '\u0000', '..\\..', 'ｆ', '\u202e', '🙂', 'x'.repeat(256), '...', ' ', '~'];
+const SEGMENTS = [
+  '..',
+  '.',
+  'sub',
+  'link',
+  'loop1',
+  'escape',
+  'alias',
+  'inner',
+  'existing.bin',
+  'a.safetensors',
+  '',
+  '\u0000',
+  '..\\..',
+  'ｆ',
+  '\u202e',
+  '🙂',
+  'x'.repeat(256),
+  '...',
+  ' ',
+  '~',
+];
 const pathText = fc
   .tuple(
     fc.constantFrom('', '/', `${tmp}/`, `${base}/`, `${extraRoot}/`, `${out}/`, 'C:\\', '//'),

@@ -24,7 +24,11 @@ const desc: fc.Arbitrary<TensorDesc> = fc
     shape: fc.array(fc.oneof(fc.nat(8), fc.constantFrom(2 ** 30, 2 ** 52)), { maxLength: 4 }),
     parameter: fc.boolean(),
   })
-  .chain((d) => fc.array(fc.oneof(fc.nat(16), fc.constant(2 ** 40)), { minLength: d.shape.length, maxLength: d.shape.length }).map((stride) => ({ ...d, stride })));
+  .chain((d) =>
+    fc
+      .array(fc.oneof(fc.nat(16), fc.constant(2 ** 40)), { minLength: d.shape.length, maxLength: d.shape.length })
+      .map((stride) => ({ ...d, stride })),
+  );
 
 const pickles = fc.tuple(fc.array(desc, { maxLength: 5 }), fc.constantFrom(2 as const, 4 as const)).map(([ds, p]) => {
   // One storage key must keep one type/size, as torch writes it.
@@ -38,22 +42,26 @@ const pickles = fc.tuple(fc.array(desc, { maxLength: 5 }), fc.constantFrom(2 as 
 });
 
 /** A random soup of opcodes a state dict uses, with random small arguments. */
-const OPS = [0x28, 0x29, 0x30, 0x32, 0x4e, 0x51, 0x52, 0x5d, 0x61, 0x62, 0x65, 0x73, 0x74, 0x75, 0x7d, 0x85, 0x86, 0x87, 0x88, 0x89, 0x93, 0x94];
-const soup = fc.array(
-  fc.oneof(
-    fc.constantFrom(...OPS).map((o) => [o]),
-    fc.tuple(fc.constantFrom(0x4b, 0x68, 0x71, 0x8c), fc.nat(255)).map(([o, a]) => [o, a]),
-    fc.constantFrom(
-      [...Buffer.from('ccollections\nOrderedDict\n')],
-      [...Buffer.from('ctorch._utils\n_rebuild_tensor_v2\n')],
-      [...Buffer.from('ctorch\nFloatStorage\n')],
-      [0x8c, 7, ...Buffer.from('storage')],
-      [0x8c, 1, 0x30],
-      [0x8c, 3, ...Buffer.from('cpu')],
+const OPS = [
+  0x28, 0x29, 0x30, 0x32, 0x4e, 0x51, 0x52, 0x5d, 0x61, 0x62, 0x65, 0x73, 0x74, 0x75, 0x7d, 0x85, 0x86, 0x87, 0x88, 0x89, 0x93, 0x94,
+];
+const soup = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom(...OPS).map((o) => [o]),
+      fc.tuple(fc.constantFrom(0x4b, 0x68, 0x71, 0x8c), fc.nat(255)).map(([o, a]) => [o, a]),
+      fc.constantFrom(
+        [...Buffer.from('ccollections\nOrderedDict\n')],
+        [...Buffer.from('ctorch._utils\n_rebuild_tensor_v2\n')],
+        [...Buffer.from('ctorch\nFloatStorage\n')],
+        [0x8c, 7, ...Buffer.from('storage')],
+        [0x8c, 1, 0x30],
+        [0x8c, 3, ...Buffer.from('cpu')],
+      ),
     ),
-  ),
-  { maxLength: 80 },
-).map((parts) => Uint8Array.from([0x80, 2, ...parts.flat(), 0x2e]));
+    { maxLength: 80 },
+  )
+  .map((parts) => Uint8Array.from([0x80, 2, ...parts.flat(), 0x2e]));
 
 function checkDecoded(pkl: Uint8Array): void {
   const r = outcome('fuzz.bin', () => decodeStateDict(pkl, 'fuzz.bin'));

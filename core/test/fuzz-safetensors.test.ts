@@ -28,9 +28,16 @@ function image(header: unknown, data: Uint8Array, lengthField?: bigint): Uint8Ar
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
-interface T { key: string; dtype: string; shape: number[] }
+interface T {
+  key: string;
+  dtype: string;
+  shape: number[];
+}
 const tensor: fc.Arbitrary<T> = fc.record({
-  key: fc.oneof(fc.constantFrom('model.embed_tokens.weight', 'lm_head.weight', 'a'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 16 })),
+  key: fc.oneof(
+    fc.constantFrom('model.embed_tokens.weight', 'lm_head.weight', 'a'),
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 16 }),
+  ),
   dtype: fc.constantFrom(...Object.keys(SIZE)),
   shape: fc.array(fc.nat(5), { maxLength: 3 }),
 });
@@ -49,9 +56,7 @@ const validFile = fc.tuple(fc.uniqueArray(tensor, { selector: (t) => t.key, maxL
 });
 
 /** Structure-aware lies: one tensor's fields replaced by hostile values. */
-const LIES: unknown[] = [
-  -1, 1.5, 2 ** 53, 2 ** 60, 2 ** 64, 1e308, '4', null, [], {}, true,
-];
+const LIES: unknown[] = [-1, 1.5, 2 ** 53, 2 ** 60, 2 ** 64, 1e308, '4', null, [], {}, true];
 const liedFile = fc
   .tuple(tensor, fc.constantFrom('shape', 'data_offsets', 'dtype', 'whole'), fc.constantFrom(...LIES), fc.nat(3))
   .map(([t, field, lie, mode]) => {
@@ -65,23 +70,25 @@ const liedFile = fc
   });
 
 /** Text-level tricks JSON.stringify cannot produce. */
-const textTricks = fc.constantFrom(
-  '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}',
-  '{"a":{"dtype":"F32","shape":[NaN],"data_offsets":[0,4]}}',
-  '{"a":{"dtype":"F32","shape":[Infinity],"data_offsets":[0,4]}}',
-  '{"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}}',
-  '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
-  '{"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
-  '{"\\ud800":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}',
-  '{"__metadata__":{"x":1},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}',
-  '{"__metadata__":"x"}',
-  `{"a":${'['.repeat(100000)}${']'.repeat(100000)}}`,
-  '\ufeff{}',
-  '{}    ',
-  '',
-  'null',
-  '[]',
-).map((t) => image(t, new Uint8Array(16)));
+const textTricks = fc
+  .constantFrom(
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}',
+    '{"a":{"dtype":"F32","shape":[NaN],"data_offsets":[0,4]}}',
+    '{"a":{"dtype":"F32","shape":[Infinity],"data_offsets":[0,4]}}',
+    '{"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}}',
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+    '{"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+    '{"\\ud800":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}',
+    '{"__metadata__":{"x":1},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}',
+    '{"__metadata__":"x"}',
+    `{"a":${'['.repeat(100000)}${']'.repeat(100000)}}`,
+    '\ufeff{}',
+    '{}    ',
+    '',
+    'null',
+    '[]',
+  )
+  .map((t) => image(t, new Uint8Array(16)));
 
 const lengthLies = fc
   .tuple(validFile, fc.constantFrom(0n, 1n, 7n, 2n ** 32n, 2n ** 53n, 2n ** 60n, 2n ** 64n - 1n, 100_000_000n))

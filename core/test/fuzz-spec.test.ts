@@ -67,13 +67,44 @@ const specDoc = fc.oneof(
   fc.record({
     version: fc.constant(1),
     checkpoint_files: fc.array(filePath, { maxLength: 2 }),
-    inputs: fc.array(fc.record({ fqn: key, kind: fc.constant('weight'), shape: fc.array(fc.nat(), { maxLength: 3 }), dtype: fc.constantFrom('float32', 'bfloat16') }), { maxLength: 5 }),
+    inputs: fc.array(
+      fc.record({
+        fqn: key,
+        kind: fc.constant('weight'),
+        shape: fc.array(fc.nat(), { maxLength: 3 }),
+        dtype: fc.constantFrom('float32', 'bfloat16'),
+      }),
+      { maxLength: 5 },
+    ),
     tied_weights: fc.option(fc.dictionary(key, key, { maxKeys: 2 }), { nil: undefined }),
   }),
   fc.jsonValue({ maxDepth: 4 }),
 );
 
-const INJECT = ['NaN', 'Infinity', '-Infinity', '1e999', '-1e999', '1e-999', '"\\ud800"', '"\\udfff\\ud800"', '9007199254740993', '-0', '0x10', '"\u202e"', '\ufeff', '//c\n', '/*', ',', ']', '}', '{', '[', ':', '"'];
+const INJECT = [
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '1e999',
+  '-1e999',
+  '1e-999',
+  '"\\ud800"',
+  '"\\udfff\\ud800"',
+  '9007199254740993',
+  '-0',
+  '0x10',
+  '"\u202e"',
+  '\ufeff',
+  '//c\n',
+  '/*',
+  ',',
+  ']',
+  '}',
+  '{',
+  '[',
+  ':',
+  '"',
+];
 
 /** String mutations of a serialized document. */
 const mutatedText = specDoc.chain((doc) => {
@@ -83,11 +114,16 @@ const mutatedText = specDoc.chain((doc) => {
     fc.nat(text.length).map((n) => text.slice(0, n)),
     fc.tuple(fc.nat(text.length), fc.constantFrom(...INJECT)).map(([i, s]) => text.slice(0, i) + s + text.slice(i)),
     fc.tuple(fc.nat(text.length), fc.nat(8), fc.constantFrom(...INJECT)).map(([i, n, s]) => text.slice(0, i) + s + text.slice(i + n)),
-    fc.array(fc.tuple(fc.nat(Math.max(0, text.length - 1)), fc.string({ unit: "binary", minLength: 1, maxLength: 1 })), { minLength: 1, maxLength: 6 }).map((edits) => {
-      const a = [...text];
-      for (const [i, c] of edits) if (a.length) a[i % a.length] = c;
-      return a.join('');
-    }),
+    fc
+      .array(fc.tuple(fc.nat(Math.max(0, text.length - 1)), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), {
+        minLength: 1,
+        maxLength: 6,
+      })
+      .map((edits) => {
+        const a = [...text];
+        for (const [i, c] of edits) if (a.length) a[i % a.length] = c;
+        return a.join('');
+      }),
     // Duplicate a property: repeat the first `"key": value,` line.
     fc.constant(text.replace(/\n(\s*"[^"\n]*": [^\n]*,)\n/, '\n$1\n$1\n')),
     fc.string({ unit: 'binary', maxLength: 200 }),
@@ -115,14 +151,21 @@ describe('spec parser fuzz', () => {
       expect(r.spec).toBeUndefined();
       expect(r.problems.some((p) => p.severity === 'error')).toBe(true);
     }
-    const big = check('{"version": 5, "files": [{"path": "a", "format": "safetensors"}], "inputs": [{"name": "a", "location": {"file": 1e999, "key": "k"}}]}');
+    const big = check(
+      '{"version": 5, "files": [{"path": "a", "format": "safetensors"}], "inputs": [{"name": "a", "location": {"file": 1e999, "key": "k"}}]}',
+    );
     expect(big.spec).toBeUndefined();
-    const uni = check('{"version": 5, "files": [{"path": "模型.safetensors", "format": "safetensors"}], "inputs": [{"name": "\\ud800 ключ 🙂", "location": {"file": 0, "key": "\\u0000"}}]}');
+    const uni = check(
+      '{"version": 5, "files": [{"path": "模型.safetensors", "format": "safetensors"}], "inputs": [{"name": "\\ud800 ключ 🙂", "location": {"file": 0, "key": "\\u0000"}}]}',
+    );
     expect(uni.spec?.inputs[0]?.location.key).toBe('\u0000');
   });
 
   it('accepts nesting just under the 1000-level limit (an unknown field is kept, no problem)', () => {
-    for (const [o, c] of [['[', ']'], ['{"a":', '}']]) {
+    for (const [o, c] of [
+      ['[', ']'],
+      ['{"a":', '}'],
+    ]) {
       const r = check(`{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(990)}1${c!.repeat(990)}}`);
       expect(r.spec).toBeDefined();
       expect(r.problems).toEqual([]);
@@ -131,8 +174,14 @@ describe('spec parser fuzz', () => {
 
   for (const depth of [20_000, 200_000]) {
     it(`answers ${depth}-deep nesting with a problem, not a crash`, () => {
-      for (const [o, c] of [['[', ']'], ['{"a":', '}']]) {
-        for (const text of [`{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(depth)}1${c!.repeat(depth)}}`, o!.repeat(depth) /* unterminated */]) {
+      for (const [o, c] of [
+        ['[', ']'],
+        ['{"a":', '}'],
+      ]) {
+        for (const text of [
+          `{"version": 5, "files": [], "inputs": [], "x": ${o!.repeat(depth)}1${c!.repeat(depth)}}`,
+          o!.repeat(depth) /* unterminated */,
+        ]) {
           const r = check(text);
           expect(r.spec).toBeUndefined();
           expect(r.problems.map((p) => [p.code, p.severity])).toContainEqual(['json-syntax', 'error']);

@@ -39,7 +39,10 @@ describe('dense families: configs → architecture', () => {
     expect(names).toContain('transformer.h.0.ln_mlp.bias');
     expect(names).not.toContain('transformer.h.0.input_layernorm.weight');
     expect(names).toContain('lm_head.weight');
-    expect(weightInputs(a).find((w) => w.name === 'transformer.h.0.self_attention.query_key_value.weight')!.shape).toEqual([(2 * 2 + 8) * 8, 64]);
+    expect(weightInputs(a).find((w) => w.name === 'transformer.h.0.self_attention.query_key_value.weight')!.shape).toEqual([
+      (2 * 2 + 8) * 8,
+      64,
+    ]);
   });
 
   it('gemma2 slides on the even layers (or per layer_types), olmo2 has no input norm, codegen a biased untied head', () => {
@@ -70,7 +73,10 @@ describe('dense families: config fields that change the math and are not impleme
   });
 
   it('unknown layer_types entries, unknown rope types, codegen without rotary_dim', () => {
-    refuses(cfg('gemma2', { layer_types: ['sliding_attention', 'chunked_attention', 'full_attention'] }), /"layer_types" entry "chunked_attention" is not one of/);
+    refuses(
+      cfg('gemma2', { layer_types: ['sliding_attention', 'chunked_attention', 'full_attention'] }),
+      /"layer_types" entry "chunked_attention" is not one of/,
+    );
     refuses(cfg('gemma2', { layer_types: ['sliding_attention'] }), /"layer_types" has 1 entries for 3 layers/);
     for (const name of ['gemma2', 'granite', 'olmo2', 'falcon-40b']) {
       refuses(cfg(name, { rope_scaling: { rope_type: 'dynamic', factor: 4 } }), /rope_scaling type "dynamic" is not supported/);
@@ -82,7 +88,9 @@ describe('dense families: config fields that change the math and are not impleme
 
   it('expert-parallel export of a dense family is a usage error naming the file', () => {
     for (const name of ['gemma2', 'falcon-40b', 'codegen']) {
-      expect(() => archFromConfig(cfg(name), 'm/config.json', { expertParallel: { stages: 2 } })).toThrow(/m\/config\.json: --moe-flavour expert_parallel, but this model has no MoE experts/);
+      expect(() => archFromConfig(cfg(name), 'm/config.json', { expertParallel: { stages: 2 } })).toThrow(
+        /m\/config\.json: --moe-flavour expert_parallel, but this model has no MoE experts/,
+      );
     }
   });
 
@@ -90,7 +98,11 @@ describe('dense families: config fields that change the math and are not impleme
     const dir = path.join(tmp(), 'falcon-alibi');
     mkdirSync(dir);
     writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg('falcon-7b', { alibi: true })));
-    const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', dir, '--out', path.join(dir, 'out')], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', dir, '--out', path.join(dir, 'out')],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^weight-spec: .*config\.json: "alibi" is true/)]);
   });
@@ -109,7 +121,8 @@ describe('dense families: the traps change the reference (so the parity tests ca
     differs('gemma2', { sliding_window: null });
   });
   it('granite: each multiplier matters', () => {
-    for (const k of ['embedding_multiplier', 'attention_multiplier', 'residual_multiplier', 'logits_scaling']) differs('granite', { [k]: 1 });
+    for (const k of ['embedding_multiplier', 'attention_multiplier', 'residual_multiplier', 'logits_scaling'])
+      differs('granite', { [k]: 1 });
   });
   it('falcon: with one kv group, the new-architecture and multi_query splits of HF agree on the same bytes', () => {
     const c = cfg('falcon-new-1ln');

@@ -57,8 +57,12 @@ const cap = (v: number, c: number) => c * Math.tanh(v / c);
  * head of query head j, scores = score(q·k) (scale, soft-cap), masked where `visible` is false.
  */
 function attend(
-  q: number[][][], k: number[][][], v: number[][][], kvOf: (j: number) => number,
-  score: (d: number) => number, visible: (t: number, s: number) => boolean,
+  q: number[][][],
+  k: number[][][],
+  v: number[][][],
+  kvOf: (j: number) => number,
+  score: (d: number) => number,
+  visible: (t: number, s: number) => boolean,
 ): number[][] {
   return q.map((heads, t) =>
     heads.flatMap((qh, j) => {
@@ -108,7 +112,11 @@ function llamaVariant(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): n
   const gemma = type === 'gemma2';
   const norm = (rows: number[][], key: string) => rows.map((r) => rms(r, get(key), eps, gemma));
   const act = actFn(gemma ? (cfg.hidden_activation ?? 'gelu_pytorch_tanh') : (cfg.hidden_act ?? 'silu'));
-  const scaling: number = gemma ? (cfg.query_pre_attn_scalar ?? 256) ** -0.5 : type === 'granite' ? (cfg.attention_multiplier ?? 1) : hd ** -0.5;
+  const scaling: number = gemma
+    ? (cfg.query_pre_attn_scalar ?? 256) ** -0.5
+    : type === 'granite'
+      ? (cfg.attention_multiplier ?? 1)
+      : hd ** -0.5;
   const softcapAttn: number | null = gemma ? (cfg.attn_logit_softcapping === undefined ? 50 : cfg.attn_logit_softcapping) : null;
   const softcapFinal: number | null = gemma ? (cfg.final_logit_softcapping === undefined ? 30 : cfg.final_logit_softcapping) : null;
   const resid: number = type === 'granite' ? (cfg.residual_multiplier ?? 1) : 1;
@@ -138,17 +146,29 @@ function llamaVariant(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): n
     const K = k.map((r, t) => headsOf(r, nkv, hd).map((e) => rope(e, t, inv)));
     const V = v.map((r) => headsOf(r, nkv, hd));
     const score = (d: number) => (softcapAttn != null ? cap(d * scaling, softcapAttn) : d * scaling);
-    let o = linear(attend(Q, K, V, (j) => Math.floor(j / (nh / nkv)), score, visible), get(`${a}.o_proj.weight`), opt(`${a}.o_proj.bias`));
+    let o = linear(
+      attend(Q, K, V, (j) => Math.floor(j / (nh / nkv)), score, visible),
+      get(`${a}.o_proj.weight`),
+      opt(`${a}.o_proj.bias`),
+    );
     if (gemma || type === 'olmo2') o = norm(o, `${p}.post_attention_layernorm.weight`);
     h = add(h, scale(o, resid));
-    const y = gemma ? norm(h, `${p}.pre_feedforward_layernorm.weight`) : type === 'olmo2' ? h : norm(h, `${p}.post_attention_layernorm.weight`);
+    const y = gemma
+      ? norm(h, `${p}.pre_feedforward_layernorm.weight`)
+      : type === 'olmo2'
+        ? h
+        : norm(h, `${p}.post_attention_layernorm.weight`);
     let m: number[][];
     if (moe) {
       m = graniteMoe(cfg, get, `${p}.block_sparse_moe`, y, act);
     } else {
       const g = linear(y, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
       const u = linear(y, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
-      m = linear(g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`));
+      m = linear(
+        g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)),
+        get(`${p}.mlp.down_proj.weight`),
+        opt(`${p}.mlp.down_proj.bias`),
+      );
     }
     if (gemma || type === 'olmo2') m = norm(m, `${p}.post_feedforward_layernorm.weight`);
     h = add(h, scale(m, resid));
@@ -174,7 +194,9 @@ function graniteMoe(cfg: Cfg, get: (k: string) => F32, m: string, y: number[][],
   const out = get(`${m}.output_linear.weight`); // [E, H, I]
   const logits = linear(y, get(`${m}.router.layer.weight`));
   return y.map((row, t) => {
-    const top = logits[t]!.map((v, e) => [v, e] as const).sort((a, b) => b[0] - a[0]).slice(0, k);
+    const top = logits[t]!.map((v, e) => [v, e] as const)
+      .sort((a, b) => b[0] - a[0])
+      .slice(0, k);
     const gates = softmax(top.map(([v]) => v));
     const acc = new Array<number>(H).fill(0);
     top.forEach(([, e], j) => {
@@ -228,7 +250,7 @@ function falcon(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): number[
       kvOf = (j) => Math.floor(j / r); // key broadcast_to(query.shape) within the group
     } else if (!mq) {
       nKvHeld = nh; // view(batch, seq, nh, 3, hd)
-      qOff = (j) => (j * 3) * hd;
+      qOff = (j) => j * 3 * hd;
       kOff = (g) => (g * 3 + 1) * hd;
       vOff = (g) => (g * 3 + 2) * hd;
       kvOf = (j) => j;
@@ -243,7 +265,18 @@ function falcon(cfg: Cfg, get: (k: string) => F32, w: W, ids: number[]): number[
     const Q = fused.map((r, t) => Array.from({ length: nh }, (_, j) => rope(sl(r, qOff(j)), t, inv)));
     const K = fused.map((r, t) => Array.from({ length: nKvHeld }, (_, g) => rope(sl(r, kOff(g)), t, inv)));
     const V = fused.map((r) => Array.from({ length: nKvHeld }, (_, g) => sl(r, vOff(g))));
-    const att = linear(attend(Q, K, V, kvOf, (d) => d / Math.sqrt(hd), () => true), get(`${p}.self_attention.dense.weight`), opt(`${p}.self_attention.dense.bias`));
+    const att = linear(
+      attend(
+        Q,
+        K,
+        V,
+        kvOf,
+        (d) => d / Math.sqrt(hd),
+        () => true,
+      ),
+      get(`${p}.self_attention.dense.weight`),
+      opt(`${p}.self_attention.dense.bias`),
+    );
     let res = residual;
     if (!newArch) {
       if (parallel) xm = xa;
@@ -302,8 +335,22 @@ function codegen(cfg: Cfg, get: (k: string) => F32, ids: number[]): number[][] {
     const Q = qkv.map((r, t) => Array.from({ length: nh }, (_, n) => rot(head(r, 0, n), t)));
     const V = qkv.map((r) => Array.from({ length: nh }, (_, n) => head(r, 1, n)));
     const K = qkv.map((r, t) => Array.from({ length: nh }, (_, n) => rot(head(r, 2, n), t)));
-    const att = linear(attend(Q, K, V, (j) => j, (d) => d / Math.sqrt(hd), () => true), get(`${p}.attn.out_proj.weight`));
-    const mlp = linear(linear(x, get(`${p}.mlp.fc_in.weight`), get(`${p}.mlp.fc_in.bias`)).map((r) => r.map(act)), get(`${p}.mlp.fc_out.weight`), get(`${p}.mlp.fc_out.bias`));
+    const att = linear(
+      attend(
+        Q,
+        K,
+        V,
+        (j) => j,
+        (d) => d / Math.sqrt(hd),
+        () => true,
+      ),
+      get(`${p}.attn.out_proj.weight`),
+    );
+    const mlp = linear(
+      linear(x, get(`${p}.mlp.fc_in.weight`), get(`${p}.mlp.fc_in.bias`)).map((r) => r.map(act)),
+      get(`${p}.mlp.fc_out.weight`),
+      get(`${p}.mlp.fc_out.bias`),
+    );
     h = add(add(att, mlp), h);
   }
   const fin = ln(h, 'transformer.ln_f');

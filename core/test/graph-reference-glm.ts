@@ -16,7 +16,11 @@ type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 
 /** Indices of the k largest values (ties: lower index first, as ONNX TopK). */
 function topk(v: number[], k: number): number[] {
-  return v.map((x, i) => [x, i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, k).map(([, i]) => i);
+  return v
+    .map((x, i) => [x, i] as const)
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+    .slice(0, k)
+    .map(([, i]) => i);
 }
 
 /** Glm4MoeMoE.route_tokens_to_experts for one token's router logits. */
@@ -63,7 +67,10 @@ export function glm4MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
   const mlp = (x: number[][], p: string) => {
     const g = linear(x, get(`${p}.gate_proj.weight`));
     const u = linear(x, get(`${p}.up_proj.weight`));
-    return linear(g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)), get(`${p}.down_proj.weight`));
+    return linear(
+      g.map((r, t) => r.map((z, i) => act(z) * u[t]![i]!)),
+      get(`${p}.down_proj.weight`),
+    );
   };
   for (let l = 0; l < cfg.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
@@ -71,19 +78,23 @@ export function glm4MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
     const x = h.map((r) => rms(r, get(`${p}.input_layernorm.weight`), eps, false));
     const proj = (n: string) => linear(x, get(`${a}.${n}_proj.weight`), opt(`${a}.${n}_proj.bias`));
     const heads = (rows: number[][], n: number, norm?: string) =>
-      rows.map((r, t) => Array.from({ length: n }, (_, j) => {
-        let e = r.slice(j * hd, (j + 1) * hd);
-        if (norm && cfg.use_qk_norm) e = rms(e, get(norm), eps, false);
-        return rope(e, t, inv); // rotate_half on the first `rotary` dims, the rest pass through
-      }));
+      rows.map((r, t) =>
+        Array.from({ length: n }, (_, j) => {
+          let e = r.slice(j * hd, (j + 1) * hd);
+          if (norm && cfg.use_qk_norm) e = rms(e, get(norm), eps, false);
+          return rope(e, t, inv); // rotate_half on the first `rotary` dims, the rest pass through
+        }),
+      );
     const Q = heads(proj('q'), nh, `${a}.q_norm.weight`);
     const K = heads(proj('k'), nkv, `${a}.k_norm.weight`);
     const V = proj('v').map((r) => Array.from({ length: nkv }, (_, j) => r.slice(j * hd, (j + 1) * hd)));
-    const att = Q.map((qs, t) => qs.flatMap((q, j) => {
-      const kv = Math.floor(j / (nh / nkv));
-      const pr = softmax(Array.from({ length: t + 1 }, (_, s) => q.reduce((acc, v, i) => acc + v * K[s]![kv]![i]!, 0) / Math.sqrt(hd)));
-      return Array.from({ length: hd }, (_, i) => pr.reduce((acc, pv, s) => acc + pv * V[s]![kv]![i]!, 0));
-    }));
+    const att = Q.map((qs, t) =>
+      qs.flatMap((q, j) => {
+        const kv = Math.floor(j / (nh / nkv));
+        const pr = softmax(Array.from({ length: t + 1 }, (_, s) => q.reduce((acc, v, i) => acc + v * K[s]![kv]![i]!, 0) / Math.sqrt(hd)));
+        return Array.from({ length: hd }, (_, i) => pr.reduce((acc, pv, s) => acc + pv * V[s]![kv]![i]!, 0));
+      }),
+    );
     const o = linear(att, get(`${a}.o_proj.weight`)); // o_proj has no bias
     h = h.map((r, t) => r.map((v, i) => v + o[t]![i]!));
     const y = h.map((r) => rms(r, get(`${p}.post_attention_layernorm.weight`), eps, false));
@@ -123,8 +134,12 @@ export function randomGlmCheckpoint(cfg: Cfg, seed: number): W {
   const w: W = new Map();
   const put = (k: string, shape: number[], scale: number, center = 0) =>
     w.set(k, { shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => bf16(center + scale * r())) });
-  const H = cfg.hidden_size, nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads ?? nh, hd = cfg.head_dim ?? H / nh;
-  const mi = cfg.moe_intermediate_size, E = cfg.n_routed_experts;
+  const H = cfg.hidden_size,
+    nh = cfg.num_attention_heads,
+    nkv = cfg.num_key_value_heads ?? nh,
+    hd = cfg.head_dim ?? H / nh;
+  const mi = cfg.moe_intermediate_size,
+    E = cfg.n_routed_experts;
   const gated = (p: string, inter: number) => {
     put(`${p}.gate_proj.weight`, [inter, H], 1 / Math.sqrt(H));
     put(`${p}.up_proj.weight`, [inter, H], 1 / Math.sqrt(H));
@@ -132,10 +147,15 @@ export function randomGlmCheckpoint(cfg: Cfg, seed: number): W {
   };
   put('model.embed_tokens.weight', [cfg.vocab_size, H], 0.5);
   for (let l = 0; l < cfg.num_hidden_layers; l++) {
-    const p = `model.layers.${l}`, a = `${p}.self_attn`;
+    const p = `model.layers.${l}`,
+      a = `${p}.self_attn`;
     put(`${p}.input_layernorm.weight`, [H], 0.1, 1);
     put(`${p}.post_attention_layernorm.weight`, [H], 0.1, 1);
-    for (const [n, out] of [['q', nh * hd], ['k', nkv * hd], ['v', nkv * hd]] as const) {
+    for (const [n, out] of [
+      ['q', nh * hd],
+      ['k', nkv * hd],
+      ['v', nkv * hd],
+    ] as const) {
       put(`${a}.${n}_proj.weight`, [out, H], 1 / Math.sqrt(H));
       if (cfg.attention_bias) put(`${a}.${n}_proj.bias`, [out], 0.1);
     }

@@ -70,7 +70,8 @@ export function invFreq(cfg: Cfg, dim: number, seqLen: number): { f: number[]; s
   return { f: invFreqPlain(cfg, dim, theta, rs, type), scale: 1 };
 }
 
-function invFreqPlain(cfg: Cfg, dim: number, theta: number, rs: any, type: string): number[] { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function invFreqPlain(cfg: Cfg, dim: number, theta: number, rs: any, type: string): number[] {
   void cfg;
   const f = Array.from({ length: dim / 2 }, (_, i) => 1 / theta ** ((2 * i) / dim));
   if (type === 'default') return f;
@@ -124,7 +125,14 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   const L: number = gpt2 ? cfg.n_layer : cfg.num_hidden_layers;
   const eps: number = gpt2 ? (cfg.layer_norm_epsilon ?? 1e-5) : (cfg.rms_norm_eps ?? 1e-6);
   const pre = gpt2 ? (w.has('wte.weight') ? '' : 'transformer.') : 'model.';
-  const act = ACT[gpt2 ? (cfg.activation_function ?? 'gelu_new') : type === 'gemma' ? (cfg.hidden_activation ?? 'gelu_pytorch_tanh') : (cfg.hidden_act ?? 'silu')]!;
+  const act =
+    ACT[
+      gpt2
+        ? (cfg.activation_function ?? 'gelu_new')
+        : type === 'gemma'
+          ? (cfg.hidden_activation ?? 'gelu_pytorch_tanh')
+          : (cfg.hidden_act ?? 'silu')
+    ]!;
   const T = ids.length;
   const emb = get(gpt2 ? `${pre}wte.weight` : 'model.embed_tokens.weight');
   let h = ids.map((id, t) => {
@@ -192,16 +200,26 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
         return Array.from({ length: hd }, (_, i) => pr.reduce((acc, pv, s) => acc + pv * V[s]![kvh]![i]!, 0));
       }),
     );
-    const o = gpt2 ? linear(att, get(`${p}.attn.c_proj.weight`), get(`${p}.attn.c_proj.bias`), true) : linear(att, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`));
+    const o = gpt2
+      ? linear(att, get(`${p}.attn.c_proj.weight`), get(`${p}.attn.c_proj.bias`), true)
+      : linear(att, get(`${p}.self_attn.o_proj.weight`), opt(`${p}.self_attn.o_proj.bias`));
     h = h.map((r, t) => r.map((a, i) => a + o[t]![i]!));
     const y = h.map((r) => normRow(r, gpt2 ? `${p}.ln_2` : `${p}.post_attention_layernorm`));
     let m: number[][];
     if (gpt2) {
-      m = linear(linear(y, get(`${p}.mlp.c_fc.weight`), get(`${p}.mlp.c_fc.bias`), true).map((r) => r.map(act)), get(`${p}.mlp.c_proj.weight`), get(`${p}.mlp.c_proj.bias`), true);
+      m = linear(
+        linear(y, get(`${p}.mlp.c_fc.weight`), get(`${p}.mlp.c_fc.bias`), true).map((r) => r.map(act)),
+        get(`${p}.mlp.c_proj.weight`),
+        get(`${p}.mlp.c_proj.bias`),
+        true,
+      );
     } else if (type === 'phi3') {
       const gu = linear(y, get(`${p}.mlp.gate_up_proj.weight`));
       const I = gu[0]!.length / 2;
-      m = linear(gu.map((r) => r.slice(0, I).map((g, i) => act(g) * r[I + i]!)), get(`${p}.mlp.down_proj.weight`));
+      m = linear(
+        gu.map((r) => r.slice(0, I).map((g, i) => act(g) * r[I + i]!)),
+        get(`${p}.mlp.down_proj.weight`),
+      );
     } else if (w.has(`${p}.block_sparse_moe.gate.weight`) || w.has(`${p}.mlp.gate.weight`)) {
       const mix = type === 'mixtral';
       const mp = mix ? `${p}.block_sparse_moe` : `${p}.mlp`;
@@ -209,7 +227,9 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
       const K = cfg.num_experts_per_tok as number;
       const probs = linear(y, get(`${mp}.gate.weight`)).map(softmax);
       m = y.map((row, t) => {
-        const order = probs[t]!.map((pv, e) => [pv, e] as const).sort((a, b) => b[0] - a[0]).slice(0, K);
+        const order = probs[t]!.map((pv, e) => [pv, e] as const)
+          .sort((a, b) => b[0] - a[0])
+          .slice(0, K);
         const norm = mix || cfg.norm_topk_prob ? order.reduce((s, [pv]) => s + pv, 0) : 1;
         const out = new Array<number>(H).fill(0);
         for (const [pv, e] of order) {
@@ -224,7 +244,11 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
     } else {
       const g = linear(y, get(`${p}.mlp.gate_proj.weight`), opt(`${p}.mlp.gate_proj.bias`));
       const u = linear(y, get(`${p}.mlp.up_proj.weight`), opt(`${p}.mlp.up_proj.bias`));
-      m = linear(g.map((r, t) => r.map((a, i) => act(a) * u[t]![i]!)), get(`${p}.mlp.down_proj.weight`), opt(`${p}.mlp.down_proj.bias`));
+      m = linear(
+        g.map((r, t) => r.map((a, i) => act(a) * u[t]![i]!)),
+        get(`${p}.mlp.down_proj.weight`),
+        opt(`${p}.mlp.down_proj.bias`),
+      );
     }
     h = h.map((r, t) => r.map((a, i) => a + m[t]![i]!));
   }

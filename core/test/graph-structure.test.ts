@@ -27,7 +27,12 @@ const configs: [string, Record<string, unknown>][] = [
 
 describe('exported graphs are structurally sound', () => {
   for (const [name, cfg] of configs) {
-    for (const variant of [{}, { continuousBatching: true, batchSize: 4 }, { phase: 'decode' as const, ctxLen: 64 }, { phase: 'prefill' as const, dtype: 'float16' as const }]) {
+    for (const variant of [
+      {},
+      { continuousBatching: true, batchSize: 4 },
+      { phase: 'decode' as const, ctxLen: 64 },
+      { phase: 'prefill' as const, dtype: 'float16' as const },
+    ]) {
       // full-size graphs take seconds to load under ORT; load their default variant only
       const load = !FULL_SIZE.includes(name) || Object.keys(variant).length === 0;
       it(`${name} ${JSON.stringify(variant)}: checker passes${load ? ' and ONNX Runtime loads it' : ''}`, async () => {
@@ -92,7 +97,8 @@ describe('config fields map to the architecture', () => {
     expect(archFromConfig(cfg, 'c').embed).toBe('transformer.wte.weight');
     expect(archFromConfig(cfg, 'c', { keys: new Set(['wte.weight', 'wpe.weight']) }).embed).toBe('transformer.wte.weight');
     const t = { file: 'model.safetensors', dtype: 'F32', shape: [1] };
-    const layout = (keys: string[]): PreparedLayout => ({ dir: '/p', tensors: new Map(keys.map((k) => [k, t] as const)), source: 'plan' }) as PreparedLayout;
+    const layout = (keys: string[]): PreparedLayout =>
+      ({ dir: '/p', tensors: new Map(keys.map((k) => [k, t] as const)), source: 'plan' }) as PreparedLayout;
     expect(keyForInput('transformer.wte.weight', layout(['wte.weight', 'h.0.ln_1.weight']), cfg)).toBe('wte.weight');
     expect(keyForInput('transformer.h.0.ln_1.weight', layout(['wte.weight', 'h.0.ln_1.weight']), cfg)).toBe('h.0.ln_1.weight');
     expect(keyForInput('transformer.wte.weight', layout(['transformer.wte.weight', 'wte.weight']), cfg)).toBe('transformer.wte.weight');
@@ -108,14 +114,26 @@ describe('configs the builder does not implement are refused with one line', () 
     ['unknown rope type', { ...llama, rope_scaling: { rope_type: 'dynamic', factor: 4 } }, /rope_scaling type "dynamic" is not supported/],
     ['dynamic rope', { ...llama, rope_scaling: { type: 'dynamic', factor: 2 } }, /rope_scaling type "dynamic"/],
     ['llama3 rope without its fields', { ...llama, rope_scaling: { rope_type: 'llama3', factor: 8 } }, /needs a numeric "low_freq_factor"/],
-    ['longrope outside phi3', { ...llama, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"rope_scaling" type "longrope" is only implemented for phi3/],
-    ['phi3 longrope with wrong factor count', { ...llama, model_type: 'phi3', rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } }, /"short_factor" must be 8 positive numbers/],
+    [
+      'longrope outside phi3',
+      { ...llama, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } },
+      /"rope_scaling" type "longrope" is only implemented for phi3/,
+    ],
+    [
+      'phi3 longrope with wrong factor count',
+      { ...llama, model_type: 'phi3', rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1] } },
+      /"short_factor" must be 8 positive numbers/,
+    ],
     ['quantized', { ...llama, quantization_config: { quant_method: 'awq' } }, /quantization_config/],
     ['wrong field type', { ...llama, num_hidden_layers: '2' }, /: num_hidden_layers: .*expected number, received string/],
     ['unsupported activation', { ...llama, hidden_act: 'gelu_fast' }, /"hidden_act" = "gelu_fast"/],
     ['qwen2 sliding windows', { ...llama, model_type: 'qwen2', use_sliding_window: true }, /use_sliding_window/],
     ['heads not dividing', { ...llama, num_key_value_heads: 3 }, /num_key_value_heads/],
-    ['gpt2 inverse layer scaling', { ...SYNTHETIC_CONFIGS['gpt2-prefixed']!, scale_attn_by_inverse_layer_idx: true }, /scale_attn_by_inverse_layer_idx/],
+    [
+      'gpt2 inverse layer scaling',
+      { ...SYNTHETIC_CONFIGS['gpt2-prefixed']!, scale_attn_by_inverse_layer_idx: true },
+      /scale_attn_by_inverse_layer_idx/,
+    ],
     ['moe without experts', { ...llama, model_type: 'mixtral' }, /num_local_experts/],
   ];
   for (const [what, cfg, re] of cases) {

@@ -51,8 +51,17 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
     if (fused) {
       // GraniteMoE: input_linear [E, 2I, H] (gate = first I rows), output_linear [E, H, I]
       const [E, R, C] = t.shape as [number, number, number];
-      const slice = (e: number, r0: number, rows: number) => ({ shape: [rows, C], data: t.data.subarray((e * R + r0) * C, (e * R + r0 + rows) * C) });
-      const roles: [string, number, number][] = fused[2] === 'input_linear' ? [['gate', 0, R / 2], ['up', R / 2, R / 2]] : [['down', 0, R]];
+      const slice = (e: number, r0: number, rows: number) => ({
+        shape: [rows, C],
+        data: t.data.subarray((e * R + r0) * C, (e * R + r0 + rows) * C),
+      });
+      const roles: [string, number, number][] =
+        fused[2] === 'input_linear'
+          ? [
+              ['gate', 0, R / 2],
+              ['up', R / 2, R / 2],
+            ]
+          : [['down', 0, R]];
       for (const [role, r0, rows] of roles) {
         for (let e = 0; e < E; e++) {
           const byE = groups.get(`${fused[1]}|${role}`) ?? new Map();
@@ -121,12 +130,19 @@ export class GraphRunner {
   emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
     const n = batch * nKv * ctx * hd;
     return Array.from({ length: 2 * this.g.layers }, () =>
-      this.half ? new ort.Tensor('float16', new Uint16Array(n), [batch, nKv, ctx, hd]) : new ort.Tensor('float32', new Float32Array(n), [batch, nKv, ctx, hd]),
+      this.half
+        ? new ort.Tensor('float16', new Uint16Array(n), [batch, nKv, ctx, hd])
+        : new ort.Tensor('float32', new Float32Array(n), [batch, nKv, ctx, hd]),
     );
   }
 
   /** One call: ids/positions `[B][S]`; returns logits `[B][V]` and the new cache. */
-  async step(ids: number[][], pos: number[][], cache: ort.Tensor[], batchIndex?: number[]): Promise<{ logits: number[][]; cache: ort.Tensor[] }> {
+  async step(
+    ids: number[][],
+    pos: number[][],
+    cache: ort.Tensor[],
+    batchIndex?: number[],
+  ): Promise<{ logits: number[][]; cache: ort.Tensor[] }> {
     const B = ids.length;
     const S = ids[0]!.length;
     const feeds: Record<string, ort.Tensor> = { ...this.weights };

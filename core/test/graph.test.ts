@@ -11,7 +11,11 @@ import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from
 import { referenceForward } from './graph-reference';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
-interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+interface Ref {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
 const CTX = 32;
 
 async function fixture(fam: string) {
@@ -57,7 +61,10 @@ describeFixtures('graph builder vs fixture reference logits', () => {
       const dec = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX, phase: 'decode' }), f.prepared);
       const n = f.ref.input_ids.length;
       const rest = f.ids.slice(n);
-      for (const [p, d] of [[both, both], [pre, dec]] as const) {
+      for (const [p, d] of [
+        [both, both],
+        [pre, dec],
+      ] as const) {
         const s = await p.step([f.ref.input_ids], [f.ref.input_ids.map((_, i) => i)], p.emptyCache(1, a.nKv, CTX, a.headDim));
         const { rows } = await d.tokenByToken(rest, s.cache, n);
         expect(maxAbsDiff([s.logits[0]!, ...rows], f.ref.logits.slice(n - 1))).toBeLessThanOrEqual(1e-4);
@@ -79,7 +86,10 @@ describeFixtures('graph builder vs fixture reference logits', () => {
     it(`${fam}: continuous batching, two sequences in different cache slots`, async () => {
       const f = await fixture(fam);
       const a = archFromConfig(f.cfg, 'config.json', { keys: new Set(f.prepared.keys()) });
-      const r = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32', ctxLen: CTX, continuousBatching: true, batchSize: 3 }), f.prepared);
+      const r = await GraphRunner.open(
+        buildCausalLM(a, { dtype: 'float32', ctxLen: CTX, continuousBatching: true, batchSize: 3 }),
+        f.prepared,
+      );
       const A = f.ids;
       const B = f.ids.slice(2); // a different sequence: same tokens shifted, positions from 0
       const refB = referenceForward(f.cfg, f.raw, B);

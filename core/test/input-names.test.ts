@@ -63,7 +63,11 @@ describeFixtures('input names = parameter paths; keys = checkpoint keys; model_n
     const root = tmp();
     const src = path.join(root, 'gpt2');
     fs.cpSync(path.join(fixturesDir(), 'gpt2'), src, { recursive: true });
-    const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as { input_ids: number[]; generated_ids: number[]; logits: number[][] };
+    const ref = JSON.parse(fs.readFileSync(path.join(src, 'reference.json'), 'utf8')) as {
+      input_ids: number[];
+      generated_ids: number[];
+      logits: number[][];
+    };
     const out = path.join(root, 'export');
     ws('export', '--config', src, '--out', out, '--ctx-len', '32');
     const prepared = ws('prepare', '--checkpoint', src, '--dtype', 'float32').trim().split('\n').pop()!;

@@ -52,7 +52,10 @@ function leftovers(dir: string): string[] {
 /** A bf16 checkpoint of ~`mb` MB in 4 shards: prepare to float32 takes long enough to interrupt. */
 async function bigCheckpoint(dir: string, mb: number): Promise<void> {
   const per = Math.floor((mb * 2 ** 20) / 2 / 4 / 1024);
-  const shards = [0, 1, 2, 3].map((s) => [t(`model.layers.${s}.mlp.up_proj.weight`, [per, 1024], s + 1), t(`model.layers.${s}.input_layernorm.weight`, [1024], s + 10)]);
+  const shards = [0, 1, 2, 3].map((s) => [
+    t(`model.layers.${s}.mlp.up_proj.weight`, [per, 1024], s + 1),
+    t(`model.layers.${s}.input_layernorm.weight`, [1024], s + 10),
+  ]);
   await writeCheckpoint(dir, shards, { model_type: 'llama' });
 }
 
@@ -86,7 +89,11 @@ describe('interrupting prepare', () => {
       expect(r.code, `${pt.name}: ${r.stderr}`).toBe(pt.sig === 'SIGINT' ? 130 : 143);
       const lines = r.stderr.split('\n').filter((l) => l !== '');
       expect(lines, pt.name).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`^weight-spec: interrupted \\(${pt.sig}\\): (nothing was written to ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|.* was already complete)`));
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^weight-spec: interrupted \\(${pt.sig}\\): (nothing was written to ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|.* was already complete)`,
+        ),
+      );
       if (/nothing was written/.test(lines[0]!)) expect(fs.existsSync(out)).toBe(false);
     }
     expect(interrupted, 'at least two of the points were reached before prepare finished').toBeGreaterThanOrEqual(2);
@@ -111,9 +118,16 @@ describe('interrupting prepare', () => {
 });
 
 /** Spawns the CLI with a failpoint and sends `sig` once the process reports it is there. */
-function runToFailpoint(args: string[], point: string, sig: NodeJS.Signals, env: NodeJS.ProcessEnv = {}): Promise<Run & { reached: boolean }> {
+function runToFailpoint(
+  args: string[],
+  point: string,
+  sig: NodeJS.Signals,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Run & { reached: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_FAILPOINT: point, ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_FAILPOINT: point, ...env },
+    });
     let stderr = '';
     let reached = false;
     child.stderr.on('data', (d) => {
@@ -138,7 +152,9 @@ describeFixtures('interrupting export and compile', () => {
       `weight-spec: interrupted (SIGINT): ${out} holds an unfinished export (its export-report.json says "writing"); run the export again`,
     ]);
     expect(leftovers(out)).toEqual([]);
-    const again = spawnSync(process.execPath, [CLI, 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], { encoding: 'utf8' });
+    const again = spawnSync(process.execPath, [CLI, 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], {
+      encoding: 'utf8',
+    });
     expect(again.status, again.stderr).toBe(0);
   });
 
@@ -171,7 +187,9 @@ describeFixtures('interrupting export and compile', () => {
     const r = await runToFailpoint(['compile', path.join(dir, 'e'), '--prepared', path.join(dir, 'p')], 'compile-writing', 'SIGTERM');
     expect(r.reached).toBe(true);
     expect(r.code, r.stderr).toBe(143);
-    expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([`weight-spec: interrupted (SIGTERM): nothing was written to ${path.join(dir, 'e')}`]);
+    expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([
+      `weight-spec: interrupted (SIGTERM): nothing was written to ${path.join(dir, 'e')}`,
+    ]);
     expect(fs.readdirSync(path.join(dir, 'p')).sort()).toEqual(before);
     expect(fs.existsSync(path.join(dir, 'e', 'compile.json'))).toBe(false);
   });

@@ -8,9 +8,25 @@ import { describe, expect, test } from 'vitest';
 import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
 import {
-  AttributeType, decodeModel, encodeModel, externalTensor, getMetadata, makeAttribute, makeNode, makeTensor,
-  makeValueInfo, metadataRecord, readInitializerBytes, readModel, setMetadata, summarizeOnnx, TensorDataType,
-  tensorBytes, writeModel, type ModelProto, type TensorProto,
+  AttributeType,
+  decodeModel,
+  encodeModel,
+  externalTensor,
+  getMetadata,
+  makeAttribute,
+  makeNode,
+  makeTensor,
+  makeValueInfo,
+  metadataRecord,
+  readInitializerBytes,
+  readModel,
+  setMetadata,
+  summarizeOnnx,
+  TensorDataType,
+  tensorBytes,
+  writeModel,
+  type ModelProto,
+  type TensorProto,
 } from '../src/formats/onnx';
 
 const tmp = tempDirs('onnx-build-')();
@@ -52,8 +68,14 @@ describe('tensor bytes', () => {
   test('typed initializers in a file: summary sizes and reads by offset', async () => {
     const file = path.join(tmp, 'typed.onnx');
     await writeModel(file, {
-      irVersion: 9, opsetImport: [{ version: 21 }],
-      graph: { name: 'g', node: [makeNode('Identity', ['f'], ['y'])], initializer: typed.map(([t]) => t), output: [makeValueInfo('y', 'F32', [3])] },
+      irVersion: 9,
+      opsetImport: [{ version: 21 }],
+      graph: {
+        name: 'g',
+        node: [makeNode('Identity', ['f'], ['y'])],
+        initializer: typed.map(([t]) => t),
+        output: [makeValueInfo('y', 'F32', [3])],
+      },
     });
     const s = await summarizeOnnx(file);
     for (const [i, [t, want]] of typed.entries()) {
@@ -79,8 +101,15 @@ describe('builders', () => {
 
   test('externalTensor writes location/offset/length entries', () => {
     expect(externalTensor('w', 'F16', [4, 4], { location: 'a.safetensors', offset: 4096 })).toEqual({
-      name: 'w', dataType: 10, dims: [4, 4], dataLocation: 1,
-      externalData: [{ key: 'location', value: 'a.safetensors' }, { key: 'offset', value: '4096' }, { key: 'length', value: '32' }],
+      name: 'w',
+      dataType: 10,
+      dims: [4, 4],
+      dataLocation: 1,
+      externalData: [
+        { key: 'location', value: 'a.safetensors' },
+        { key: 'offset', value: '4096' },
+        { key: 'length', value: '32' },
+      ],
     });
   });
 
@@ -89,25 +118,56 @@ describe('builders', () => {
     expect(makeAttribute('eps', 'float', 1e-5)).toEqual({ name: 'eps', type: AttributeType.FLOAT, f: 1e-5 });
     expect(makeAttribute('perm', 'ints', [0, 2, 1])).toEqual({ name: 'perm', type: AttributeType.INTS, ints: [0, 2, 1] });
     expect(makeAttribute('s', 'floats', [0.5])).toEqual({ name: 's', type: AttributeType.FLOATS, floats: [0.5] });
-    expect(makeAttribute('mode', 'string', 'constant')).toEqual({ name: 'mode', type: AttributeType.STRING, s: new TextEncoder().encode('constant') });
+    expect(makeAttribute('mode', 'string', 'constant')).toEqual({
+      name: 'mode',
+      type: AttributeType.STRING,
+      s: new TextEncoder().encode('constant'),
+    });
     expect(() => makeAttribute('axis', 'int', 1.5)).toThrow(/not an integer/);
   });
 
   test('a model with subgraphs, functions and sparse initializers round-trips', () => {
-    const then: ModelProto['graph'] = { name: 'then', node: [makeNode('Identity', ['a'], ['o'])], output: [makeValueInfo('o', 'F32', [1])] };
+    const then: ModelProto['graph'] = {
+      name: 'then',
+      node: [makeNode('Identity', ['a'], ['o'])],
+      output: [makeValueInfo('o', 'F32', [1])],
+    };
     const m: ModelProto = {
-      irVersion: 10, opsetImport: [{ domain: '', version: 21 }, { domain: 'local', version: 1 }], producerName: 'p', modelVersion: 3,
+      irVersion: 10,
+      opsetImport: [
+        { domain: '', version: 21 },
+        { domain: 'local', version: 1 },
+      ],
+      producerName: 'p',
+      modelVersion: 3,
       graph: {
         name: 'g',
         node: [
-          { ...makeNode('If', ['c'], ['o']), attribute: [{ name: 'then_branch', type: AttributeType.GRAPH, g: then }, { name: 'else_branch', type: AttributeType.GRAPH, g: then }] },
+          {
+            ...makeNode('If', ['c'], ['o']),
+            attribute: [
+              { name: 'then_branch', type: AttributeType.GRAPH, g: then },
+              { name: 'else_branch', type: AttributeType.GRAPH, g: then },
+            ],
+          },
           makeNode('Twice', ['o'], ['z'], [], 'call', 'local'),
         ],
         input: [makeValueInfo('c', 'BOOL', []), makeValueInfo('a', 'F32', [1])],
         output: [makeValueInfo('z', 'F32', undefined)],
-        sparseInitializer: [{ values: makeTensor('sp', 'F32', [1], new Uint8Array(4)), indices: { dataType: 7, dims: [1], int64Data: [3] }, dims: [8] }],
+        sparseInitializer: [
+          { values: makeTensor('sp', 'F32', [1], new Uint8Array(4)), indices: { dataType: 7, dims: [1], int64Data: [3] }, dims: [8] },
+        ],
       },
-      functions: [{ name: 'Twice', domain: 'local', input: ['x'], output: ['y'], node: [makeNode('Add', ['x', 'x'], ['y'])], opsetImport: [{ domain: '', version: 21 }] }],
+      functions: [
+        {
+          name: 'Twice',
+          domain: 'local',
+          input: ['x'],
+          output: ['y'],
+          node: [makeNode('Add', ['x', 'x'], ['y'])],
+          opsetImport: [{ domain: '', version: 21 }],
+        },
+      ],
       metadataProps: [{ key: 'a', value: '1' }],
       configuration: [{ name: 'two-cards', numDevices: 2, device: ['qaic:0', 'qaic:1'] }],
     };
@@ -127,10 +187,19 @@ describe('builders', () => {
 
 describe('metadata, files', () => {
   test('setMetadata replaces in place, removes, keeps order', () => {
-    const m: ModelProto = { metadataProps: [{ key: 'a', value: '1' }, { key: 'b', value: '2' }, { key: 'a', value: '3' }] };
+    const m: ModelProto = {
+      metadataProps: [
+        { key: 'a', value: '1' },
+        { key: 'b', value: '2' },
+        { key: 'a', value: '3' },
+      ],
+    };
     expect(getMetadata(m, 'a')).toBe('3');
     setMetadata(m, 'a', 'x');
-    expect(m.metadataProps).toEqual([{ key: 'a', value: 'x' }, { key: 'b', value: '2' }]);
+    expect(m.metadataProps).toEqual([
+      { key: 'a', value: 'x' },
+      { key: 'b', value: '2' },
+    ]);
     setMetadata(m, 'c', 'y');
     setMetadata(m, 'b', undefined);
     expect({ ...metadataRecord(m) }).toEqual({ a: 'x', c: 'y' });
@@ -152,7 +221,10 @@ describe('metadata, files', () => {
 
   test('unknown (newer) fields are skipped by the summary and the decoder', async () => {
     const file = path.join(tmp, 'newer.onnx');
-    const bytes = Buffer.concat([Buffer.from(encodeModel({ irVersion: 11, graph: { name: 'g' } })), Buffer.from([0x98, 0x06, 0x05, 0x9a, 0x06, 0x01, 0x00]) /* field 99: varint, then bytes */]);
+    const bytes = Buffer.concat([
+      Buffer.from(encodeModel({ irVersion: 11, graph: { name: 'g' } })),
+      Buffer.from([0x98, 0x06, 0x05, 0x9a, 0x06, 0x01, 0x00]) /* field 99: varint, then bytes */,
+    ]);
     fs.writeFileSync(file, bytes);
     expect((await summarizeOnnx(file)).graphName).toBe('g');
     expect(decodeModel(bytes, file).graph!.name).toBe('g');
@@ -163,10 +235,17 @@ describe('metadata, files', () => {
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'w.bin'), Buffer.alloc(16));
     const file = path.join(dir, 'm.onnx');
-    const mk = (location: string, offset: number) => writeModel(file, {
-      irVersion: 8, graph: { name: 'g', initializer: [externalTensor('w', 'F32', [4], { location, offset })] },
-    });
-    for (const [loc, off, want] of [['../w.bin', 0, /must be a relative path/], [path.join(dir, 'w.bin'), 0, /must be a relative path/], ['w.bin', 8, /outside the file \(16 bytes\)/], ['nope.bin', 0, /cannot read/]] as const) {
+    const mk = (location: string, offset: number) =>
+      writeModel(file, {
+        irVersion: 8,
+        graph: { name: 'g', initializer: [externalTensor('w', 'F32', [4], { location, offset })] },
+      });
+    for (const [loc, off, want] of [
+      ['../w.bin', 0, /must be a relative path/],
+      [path.join(dir, 'w.bin'), 0, /must be a relative path/],
+      ['w.bin', 8, /outside the file \(16 bytes\)/],
+      ['nope.bin', 0, /cannot read/],
+    ] as const) {
       await mk(loc, off);
       const s = await summarizeOnnx(file);
       await expect(readInitializerBytes(file, s.initializers[0]!)).rejects.toThrow(want);

@@ -64,7 +64,11 @@ describeFixtures('ONNX checker (python3-onnx 1.12, strict shape inference)', () 
       const root = tmp();
       const configs = familyConfigs();
       // a new family must come with a config the checker can see (fixture or SYNTHETIC_CONFIGS)
-      for (const type of SUPPORTED_MODEL_TYPES) expect([...configs.values()].some((c) => c.model_type === type), `no config for ${type}`).toBe(true);
+      for (const type of SUPPORTED_MODEL_TYPES)
+        expect(
+          [...configs.values()].some((c) => c.model_type === type),
+          `no config for ${type}`,
+        ).toBe(true);
       const files: string[] = [];
       for (const [name, cfg] of configs) {
         const dir = configDir(root, name, cfg);
@@ -96,7 +100,10 @@ describeFixtures('ONNX checker (python3-onnx 1.12, strict shape inference)', () 
     it('ONNX path: every fixture legacy graph, converted', () => {
       const root = tmp();
       // every fixture with a single legacy.onnx (qwen3_vl_moe ships two graphs: its VLM tests cover them)
-      const families = fs.readdirSync(fixturesDir()).filter((f) => fs.existsSync(path.join(fixturesDir(), f, 'legacy.onnx'))).sort();
+      const families = fs
+        .readdirSync(fixturesDir())
+        .filter((f) => fs.existsSync(path.join(fixturesDir(), f, 'legacy.onnx')))
+        .sort();
       const files = families.map((fam) => {
         const out = path.join(root, `${fam}-onnx`);
         ok('export', '--onnx', path.join(fixturesDir(), fam, 'legacy.onnx'), '--checkpoint', path.join(fixturesDir(), fam), '--out', out);
@@ -112,10 +119,17 @@ describeFixtures('ONNX checker (python3-onnx 1.12, strict shape inference)', () 
       fs.mkdirSync(src);
       for (const fam of ['llama', 'mixtral']) fs.cpSync(path.join(fixturesDir(), fam), path.join(src, fam), { recursive: true });
       const files: string[] = [];
-      for (const [fam, extra] of [['llama', []], ['mixtral', []], ['mixtral', ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2']]] as const) {
+      for (const [fam, extra] of [
+        ['llama', []],
+        ['mixtral', []],
+        ['mixtral', ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2']],
+      ] as const) {
         const out = path.join(root, `${fam}-${extra.length ? 'ep' : 'plain'}`);
         ok('export', '--config', path.join(src, fam), '--out', out, '--ctx-len', '32', ...extra);
-        const prepared = ok('prepare', '--checkpoint', path.join(src, fam), '--dtype', 'float32', ...extra).trim().split('\n').pop()!;
+        const prepared = ok('prepare', '--checkpoint', path.join(src, fam), '--dtype', 'float32', ...extra)
+          .trim()
+          .split('\n')
+          .pop()!;
         ok('compile', out, '--prepared', prepared);
         const rec = JSON.parse(fs.readFileSync(path.join(out, 'compile.json'), 'utf8')) as { artifacts: { model: string } };
         files.push(path.resolve(out, rec.artifacts.model));
@@ -131,7 +145,11 @@ describe('--opset', () => {
     const dir = configDir(root, 'llama', SYNTHETIC_CONFIGS['llama-rope-llama3']!);
     const reduceMeans = async (out: string) => {
       const m = await readModel(path.join(out, 'model.onnx'));
-      return { opset: (m.opsetImport ?? []).find((o) => !o.domain)!.version, ir: m.irVersion, nodes: (m.graph?.node ?? []).filter((n) => n.opType === 'ReduceMean') };
+      return {
+        opset: (m.opsetImport ?? []).find((o) => !o.domain)!.version,
+        ir: m.irVersion,
+        nodes: (m.graph?.node ?? []).filter((n) => n.opType === 'ReduceMean'),
+      };
     };
     ok('export', '--config', dir, '--out', path.join(root, 'o17'));
     const d = await reduceMeans(path.join(root, 'o17'));
@@ -141,7 +159,12 @@ describe('--opset', () => {
       expect(n.input).toHaveLength(1);
       expect((n.attribute ?? []).find((a) => a.name === 'axes')?.ints).toEqual([-1]);
     }
-    for (const [opset, ir] of [[18, 8], [19, 9], [20, 9], [21, 10]] as const) {
+    for (const [opset, ir] of [
+      [18, 8],
+      [19, 9],
+      [20, 9],
+      [21, 10],
+    ] as const) {
       ok('export', '--config', dir, '--out', path.join(root, `o${opset}`), '--opset', String(opset));
       const r = await reduceMeans(path.join(root, `o${opset}`));
       expect([r.opset, r.ir]).toEqual([opset, ir]);

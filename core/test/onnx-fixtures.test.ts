@@ -8,8 +8,13 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { describeFixtures, fixturesDir, LEGACY_ONNX_FOLDERS } from '../../test/support/fixtures';
 import {
-  decodeModel, encodeModel, readInitializerBytes, summarizeOnnx, tensorBytes,
-  type ModelProto, type ValueInfoProto,
+  decodeModel,
+  encodeModel,
+  readInitializerBytes,
+  summarizeOnnx,
+  tensorBytes,
+  type ModelProto,
+  type ValueInfoProto,
 } from '../src/formats/onnx';
 
 const legacy = (fam: string) => path.join(fixturesDir(), fam, 'legacy.onnx');
@@ -20,7 +25,10 @@ function dimsOf(v: ValueInfoProto): (number | string)[] {
 
 describeFixtures('ONNX codec and summary over the fixtures', () => {
   test('every fixture legacy.onnx is covered', () => {
-    const found = fs.readdirSync(fixturesDir()).filter((d) => fs.existsSync(legacy(d))).sort();
+    const found = fs
+      .readdirSync(fixturesDir())
+      .filter((d) => fs.existsSync(legacy(d)))
+      .sort();
     expect(found).toEqual([...LEGACY_ONNX_FOLDERS].sort());
   });
 
@@ -47,7 +55,10 @@ describeFixtures('ONNX codec and summary over the fixtures', () => {
       expect(s.producerName).toBe(m.producerName);
       expect(s.opsets).toEqual(m.opsetImport!.map((o) => ({ domain: o.domain ?? '', version: o.version })));
       expect(s.metadata).toEqual(Object.fromEntries((m.metadataProps ?? []).map((p) => [p.key, p.value])));
-      for (const [mine, theirs] of [[s.inputs, g.input!], [s.outputs, g.output!]] as const) {
+      for (const [mine, theirs] of [
+        [s.inputs, g.input!],
+        [s.outputs, g.output!],
+      ] as const) {
         expect(mine.map((v) => v.name)).toEqual(theirs.map((v) => v.name));
         expect(mine.map((v) => v.elemType)).toEqual(theirs.map((v) => v.type!.tensorType!.elemType));
         expect(mine.map((v) => v.dims)).toEqual(theirs.map(dimsOf));

@@ -69,10 +69,26 @@ const cases: { name: string; data: Uint8Array; want: RegExp; decodeOnly?: boolea
   { name: 'truncated in the graph header', data: good.subarray(0, 8), want: /claims \d+ bytes but the file ends|truncated varint/ },
   { name: 'truncated inside raw_data', data: good.subarray(0, rawAt + 5), want: /claims \d+ bytes but the file ends/ },
   { name: 'truncated by one byte', data: good.subarray(0, good.length - 1), want: /claims \d+ bytes but the file ends|truncated/ },
-  { name: 'graph length past EOF', data: bytes(IR, tag(7, 2), varint(1_000_000), [1, 2, 3]), want: /ModelProto.graph \(field 7\) claims 1000000 bytes but the file ends/ },
-  { name: 'raw_data length past its tensor', data: withTensor([...tag(9, 2), ...varint(50), 1, 2, 3]), want: /TensorProto.raw_data \(field 9\) claims 50 bytes but the enclosing TensorProto ends/ },
-  { name: 'ir_version with wire type 2', data: bytes(len(1, [8]), len(7, [])), want: /ModelProto\.ir_version \(field 1\) has wire type 2, expected 0/ },
-  { name: 'tensor name as a varint', data: withTensor([...tag(8, 0), 5]), want: /TensorProto\.name \(field 8\) has wire type 0, expected 2/ },
+  {
+    name: 'graph length past EOF',
+    data: bytes(IR, tag(7, 2), varint(1_000_000), [1, 2, 3]),
+    want: /ModelProto.graph \(field 7\) claims 1000000 bytes but the file ends/,
+  },
+  {
+    name: 'raw_data length past its tensor',
+    data: withTensor([...tag(9, 2), ...varint(50), 1, 2, 3]),
+    want: /TensorProto.raw_data \(field 9\) claims 50 bytes but the enclosing TensorProto ends/,
+  },
+  {
+    name: 'ir_version with wire type 2',
+    data: bytes(len(1, [8]), len(7, [])),
+    want: /ModelProto\.ir_version \(field 1\) has wire type 2, expected 0/,
+  },
+  {
+    name: 'tensor name as a varint',
+    data: withTensor([...tag(8, 0), 5]),
+    want: /TensorProto\.name \(field 8\) has wire type 0, expected 2/,
+  },
   { name: 'protobuf group', data: bytes(IR, tag(15, 3), tag(15, 4)), want: /groups \(wire type 3\)/ },
   { name: 'invalid wire type 7', data: bytes(IR, [0x0f]), want: /invalid wire type 7/ },
   { name: 'field number 0', data: bytes([0x02, 0x00]), want: /invalid field number 0/ },
@@ -84,12 +100,41 @@ const cases: { name: string; data: Uint8Array; want: RegExp; decodeOnly?: boolea
   { name: 'no graph', data: IR, want: /no graph/ },
   { name: 'no ir_version', data: bytes(len(7, [])), want: /no ir_version/ },
   { name: 'implausible ir_version', data: bytes(tag(1, 0), varint(1000), len(7, [])), want: /implausible ir_version 1000/ },
-  { name: 'raw_data size contradicts dims', data: withTensor([...tag(1, 0), 4, ...tag(2, 0), 1, ...len(8, utf8('w')), ...len(9, [0, 0, 0, 0])]), want: /raw_data has 4 bytes but dims \[4\] of data_type 1 need 16/ },
-  { name: 'typed data count contradicts dims', data: withTensor([...tag(1, 0), 3, ...tag(2, 0), 7, ...len(7, [1, 2])]), want: /typed data holds 2 values but dims \[3\] need 3/ },
-  { name: 'external data without location', data: withTensor([...tag(2, 0), 1, ...len(13, len(1, utf8('offset'))), ...tag(14, 0), 1]), want: /names no location/ },
-  { name: 'external offset not a number', data: withTensor([...tag(2, 0), 1, ...len(13, [...len(1, utf8('location')), ...len(2, utf8('w.bin'))]), ...len(13, [...len(1, utf8('offset')), ...len(2, utf8('-4'))])]), want: /offset "-4" is not a non-negative integer/ },
-  { name: 'opset version truncated', data: bytes(IR, len(8, [...tag(2, 0), 0x80])), want: /truncated varint \(OperatorSetIdProto.version \(field 2\)\)/ },
-  { name: 'dim length past its shape', data: bytes(IR, len(7, len(11, [...len(1, utf8('x')), ...len(2, len(1, len(2, [...tag(1, 2), 9])))])), TAIL), want: /claims 9 bytes but the enclosing TensorShapeProto ends/ },
+  {
+    name: 'raw_data size contradicts dims',
+    data: withTensor([...tag(1, 0), 4, ...tag(2, 0), 1, ...len(8, utf8('w')), ...len(9, [0, 0, 0, 0])]),
+    want: /raw_data has 4 bytes but dims \[4\] of data_type 1 need 16/,
+  },
+  {
+    name: 'typed data count contradicts dims',
+    data: withTensor([...tag(1, 0), 3, ...tag(2, 0), 7, ...len(7, [1, 2])]),
+    want: /typed data holds 2 values but dims \[3\] need 3/,
+  },
+  {
+    name: 'external data without location',
+    data: withTensor([...tag(2, 0), 1, ...len(13, len(1, utf8('offset'))), ...tag(14, 0), 1]),
+    want: /names no location/,
+  },
+  {
+    name: 'external offset not a number',
+    data: withTensor([
+      ...tag(2, 0),
+      1,
+      ...len(13, [...len(1, utf8('location')), ...len(2, utf8('w.bin'))]),
+      ...len(13, [...len(1, utf8('offset')), ...len(2, utf8('-4'))]),
+    ]),
+    want: /offset "-4" is not a non-negative integer/,
+  },
+  {
+    name: 'opset version truncated',
+    data: bytes(IR, len(8, [...tag(2, 0), 0x80])),
+    want: /truncated varint \(OperatorSetIdProto.version \(field 2\)\)/,
+  },
+  {
+    name: 'dim length past its shape',
+    data: bytes(IR, len(7, len(11, [...len(1, utf8('x')), ...len(2, len(1, len(2, [...tag(1, 2), 9])))])), TAIL),
+    want: /claims 9 bytes but the enclosing TensorShapeProto ends/,
+  },
   { name: 'nesting 5000 deep', data: nested(5000), want: /nested too deeply/, decodeOnly: true },
 ];
 

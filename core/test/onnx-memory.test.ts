@@ -36,9 +36,22 @@ beforeAll(() => {
     [...tag(5, 2), ...varint(afterHead.length + 16), ...afterHead],
   ];
   const node = len(1, [...len(1, utf8('x')), ...len(1, utf8('big')), ...len(2, utf8('y')), ...len(4, utf8('MatMul'))]);
-  const input = len(11, [...len(1, utf8('x')), ...len(2, len(1, [...tag(1, 0), 1, ...len(2, [...len(1, len(2, utf8('n'))), ...len(1, [...tag(1, 0), ...varint(1000)])])]))]);
-  const graphLength = node.length + input.length + initializers[0]!.length + 8 + initializers[1]!.length + BIG + initializers[2]!.length + 16;
-  const head = [...tag(1, 0), 8, ...len(8, [...tag(2, 0), 17]), ...len(14, [...len(1, utf8('k')), ...len(2, utf8('v'))]), ...tag(7, 2), ...varint(graphLength), ...node, ...input];
+  const input = len(11, [
+    ...len(1, utf8('x')),
+    ...len(2, len(1, [...tag(1, 0), 1, ...len(2, [...len(1, len(2, utf8('n'))), ...len(1, [...tag(1, 0), ...varint(1000)])])])),
+  ]);
+  const graphLength =
+    node.length + input.length + initializers[0]!.length + 8 + initializers[1]!.length + BIG + initializers[2]!.length + 16;
+  const head = [
+    ...tag(1, 0),
+    8,
+    ...len(8, [...tag(2, 0), 17]),
+    ...len(14, [...len(1, utf8('k')), ...len(2, utf8('v'))]),
+    ...tag(7, 2),
+    ...varint(graphLength),
+    ...node,
+    ...input,
+  ];
   const fd = fs.openSync(file, 'w');
   let pos = 0;
   const put = (b: Uint8Array | number[]) => {
@@ -78,7 +91,9 @@ describe('summary memory on a 300 MB model', () => {
     expect({ ...s.metadata }).toEqual({ k: 'v' });
     expect(s.inputs).toEqual([{ name: 'x', elemType: 1, dtype: 'F32', dims: ['n', 1000], hasShape: true }]);
     expect(s.initializers.map((t) => [t.name, t.storage, t.dims, t.byteLength])).toEqual([
-      ['small', 'raw', [2], 8], ['big', 'raw', [1000, BIG / 4000], BIG], ['after', 'raw', [4], 16],
+      ['small', 'raw', [2], 8],
+      ['big', 'raw', [1000, BIG / 4000], BIG],
+      ['after', 'raw', [4], 16],
     ]);
     expect(s.initializers[1]!.byteOffset).toBe(bigOffset);
     expect(s.initializers[2]!.byteOffset).toBe(afterOffset);

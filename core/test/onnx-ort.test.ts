@@ -9,8 +9,20 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, test } from 'vitest';
 import { tempDirs } from '../../test/support/temp';
 import {
-  externalTensor, getMetadata, makeAttribute, makeNode, makeTensor, makeValueInfo, readInitializerBytes,
-  readModel, setMetadata, summarizeOnnx, TensorDataType, writeModel, type ModelProto, type TensorProto,
+  externalTensor,
+  getMetadata,
+  makeAttribute,
+  makeNode,
+  makeTensor,
+  makeValueInfo,
+  readInitializerBytes,
+  readModel,
+  setMetadata,
+  summarizeOnnx,
+  TensorDataType,
+  writeModel,
+  type ModelProto,
+  type TensorProto,
 } from '../src/formats/onnx';
 
 const tmp = tempDirs('onnx-ort-')();
@@ -38,7 +50,11 @@ function model(weight: TensorProto): ModelProto {
       ],
       initializer: [weight, wt],
       input: [makeValueInfo('X', 'F32', ['batch', 2])],
-      output: [makeValueInfo('Y', 'F32', ['batch', 3]), makeValueInfo('YT', TensorDataType.FLOAT, [3, null]), makeValueInfo('G', 'F32', ['batch', 3])],
+      output: [
+        makeValueInfo('Y', 'F32', ['batch', 3]),
+        makeValueInfo('YT', TensorDataType.FLOAT, [3, null]),
+        makeValueInfo('G', 'F32', ['batch', 3]),
+      ],
     },
   };
   setMetadata(m, 'com.example.note', 'built by the test');
@@ -66,7 +82,10 @@ describe('builders → onnxruntime-node', () => {
     const back = await readModel(file);
     expect(getMetadata(back, 'com.example.note')).toBe('built by the test');
     const s = await summarizeOnnx(file);
-    expect(s.initializers.map((t) => [t.name, t.storage])).toEqual([['W', 'raw'], ['Wt', 'typed']]);
+    expect(s.initializers.map((t) => [t.name, t.storage])).toEqual([
+      ['W', 'raw'],
+      ['Wt', 'typed'],
+    ]);
     expect(Array.from(new Float32Array((await readInitializerBytes(file, s.initializers[1]!)).slice().buffer))).toEqual([1, 4, 2, 5, 3, 6]);
     expect(s.consumers).toMatchObject({ X: ['MatMul', 'Gemm'], W: ['MatMul'], Wt: ['Gemm'] });
     expect(s.outputs[1]!.dims).toEqual([3, '']);

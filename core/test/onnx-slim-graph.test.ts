@@ -7,7 +7,16 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { decodeModel, encodeModel, makeAttribute, makeNode, makeTensor, makeValueInfo, type ModelProto, type NodeProto } from '../src/formats/onnx';
+import {
+  decodeModel,
+  encodeModel,
+  makeAttribute,
+  makeNode,
+  makeTensor,
+  makeValueInfo,
+  type ModelProto,
+  type NodeProto,
+} from '../src/formats/onnx';
 import { parseWireModel, rewriteModel } from '../src/formats/onnx/wire-model';
 import { slimGraph } from '../src/formats/onnx/slim-graph';
 
@@ -34,12 +43,26 @@ function model(withIf: boolean): ModelProto {
       node: [makeNode(op, ['/m/Mul_output_0'], [`${op}_out`], [], `/m/If/${op}`)],
       output: [makeValueInfo(`${op}_out`, 'F32', [2])],
     });
-    nodes.push(makeNode('Constant', [], ['/m/cond'], [makeAttribute('value', 'tensor', makeTensor('', 'BOOL', [], Uint8Array.of(1)))], '/m/Constant_4'));
     nodes.push(
-      makeNode('If', ['/m/cond'], ['Z'], [
-        { name: 'then_branch', type: 5, g: branch('Neg') },
-        { name: 'else_branch', type: 5, g: branch('Abs') },
-      ], '/m/If'),
+      makeNode(
+        'Constant',
+        [],
+        ['/m/cond'],
+        [makeAttribute('value', 'tensor', makeTensor('', 'BOOL', [], Uint8Array.of(1)))],
+        '/m/Constant_4',
+      ),
+    );
+    nodes.push(
+      makeNode(
+        'If',
+        ['/m/cond'],
+        ['Z'],
+        [
+          { name: 'then_branch', type: 5, g: branch('Neg') },
+          { name: 'else_branch', type: 5, g: branch('Abs') },
+        ],
+        '/m/If',
+      ),
     );
     outputs.push(makeValueInfo('Z', 'F32', [2]));
   }

@@ -28,14 +28,29 @@ beforeAll(() => {
 });
 
 function spec(p: string): string {
-  return JSON.stringify({ files: [{ format: 'safetensors', path: p }], inputs: [{ location: { file: 0, key: 'w' }, name: 'w' }], version: 5 }, null, 2);
+  return JSON.stringify(
+    { files: [{ format: 'safetensors', path: p }], inputs: [{ location: { file: 0, key: 'w' }, name: 'w' }], version: 5 },
+    null,
+    2,
+  );
 }
 
 async function codes(p: string, roots?: string[]): Promise<{ codes: string[]; messages: string[] }> {
   const problems = await checkSpec(path.join(exportDir, 'weight_spec.json'), spec(p), { roots, onnx: false, cache: new HeaderCache() });
   // Only the codes about reaching the file matter here (prepared-state checks are another module's).
-  const fileCodes = new Set(['path-outside-root', 'path-invalid', 'symlink-loop', 'file-missing', 'file-not-safetensors', 'file-unreadable', 'key-missing']);
-  return { codes: problems.filter((x) => x.severity === 'error' && fileCodes.has(x.code)).map((x) => x.code), messages: problems.map((x) => x.message) };
+  const fileCodes = new Set([
+    'path-outside-root',
+    'path-invalid',
+    'symlink-loop',
+    'file-missing',
+    'file-not-safetensors',
+    'file-unreadable',
+    'key-missing',
+  ]);
+  return {
+    codes: problems.filter((x) => x.severity === 'error' && fileCodes.has(x.code)).map((x) => x.code),
+    messages: problems.map((x) => x.message),
+  };
 }
 
 describe('checkSpec applies the path policy', () => {

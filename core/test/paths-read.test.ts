@@ -46,7 +46,13 @@ beforeAll(() => {
 describe('resolveReadPath: allowed paths', () => {
   it('resolves a plain relative path against the spec directory', () => {
     const r = resolveReadPath(exportDir, 'sub/a.safetensors');
-    expect(r).toEqual({ abs: path.join(exportDir, 'sub', 'a.safetensors'), real: path.join(exportDir, 'sub', 'a.safetensors'), viaSymlink: false, exists: true, root: exportDir });
+    expect(r).toEqual({
+      abs: path.join(exportDir, 'sub', 'a.safetensors'),
+      real: path.join(exportDir, 'sub', 'a.safetensors'),
+      viaSymlink: false,
+      exists: true,
+      root: exportDir,
+    });
   });
 
   it('reports a missing file without throwing', () => {

@@ -167,7 +167,11 @@ describe('atomic writes', () => {
     fs.mkdirSync(out);
     const f = path.join(out, 'f');
     fs.writeFileSync(f, 'old');
-    const bad = { toString() { throw new Error('boom'); } } as unknown as string;
+    const bad = {
+      toString() {
+        throw new Error('boom');
+      },
+    } as unknown as string;
     await expect(atomicWriteFile(f, bad)).rejects.toThrow();
     expect(fs.readFileSync(f, 'utf8')).toBe('old');
     expect(listing(out)).toEqual(['f']);

@@ -34,7 +34,9 @@ export class Pk {
   str(s: string, short = false): this {
     const b = this.utf8(s);
     if (short && b.length < 256) return this.raw(0x8c, b.length, ...b);
-    return this.raw(0x58).u32(b.length).raw(...b);
+    return this.raw(0x58)
+      .u32(b.length)
+      .raw(...b);
   }
   global(module: string, name: string): this {
     return this.raw(0x63, ...this.utf8(`${module}\n${name}\n`));
@@ -115,8 +117,10 @@ export function stateDictPickle(tensors: TensorDesc[], protocol: 2 | 4 = 2): Uin
     const tag = `g:${m}.${n}`;
     if (memo.has(tag)) return body.get(memo.get(tag)!);
     if (p4) {
-      body.str(m, true); remember(`s:${m}:${next}`);
-      body.str(n, true); remember(`s:${n}:${next}`);
+      body.str(m, true);
+      remember(`s:${m}:${next}`);
+      body.str(n, true);
+      remember(`s:${n}:${next}`);
       body.raw(0x93);
     } else body.global(m, n);
     remember(tag);
@@ -183,11 +187,13 @@ export function stateDictPickle(tensors: TensorDesc[], protocol: 2 | 4 = 2): Uin
   }
   body.raw(0x75); // SETITEMS
   // state = {'_metadata': OrderedDict([('', {'version': 1})])}
-  body.raw(0x7d); remember(`d:${next}`);
+  body.raw(0x7d);
+  remember(`d:${next}`);
   s('_metadata');
   od();
   s('');
-  body.raw(0x7d); remember(`d:${next}`);
+  body.raw(0x7d);
+  remember(`d:${next}`);
   s('version');
   body.int(1).raw(0x73, 0x73, 0x73, 0x62, 0x2e); // SETITEM ×3, BUILD, STOP
   const b = body.bytes();
@@ -304,7 +310,10 @@ export function buildTorchBin(
 export function parseSafetensors(buf: Uint8Array): Map<string, { dtype: string; shape: number[]; data: Uint8Array }> {
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   const n = Number(b.readBigUInt64LE(0));
-  const header = JSON.parse(b.toString('utf8', 8, 8 + n)) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(b.toString('utf8', 8, 8 + n)) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const out = new Map<string, { dtype: string; shape: number[]; data: Uint8Array }>();
   for (const [k, v] of Object.entries(header)) {
     if (k === '__metadata__') continue;

@@ -36,11 +36,52 @@ function llamaLike() {
   const norm = rand(4 * 4, 3); // [4] f32
   const w = rand(3 * 5 * 4, 4); // [3,5] f32, stored transposed view [5,3]
   const descs: TensorDesc[] = [
-    { key: 'model.embed_tokens.weight', storageKey: '0', storageType: 'BFloat16Storage', storageNumel: 32, offset: 0, shape: [8, 4], stride: [4, 1] },
-    { key: 'model.layers.0.self_attn.q_proj.weight', storageKey: '1', storageType: 'BFloat16Storage', storageNumel: 48, offset: 0, shape: [4, 4], stride: [4, 1] },
-    { key: 'model.layers.0.self_attn.k_proj.weight', storageKey: '1', storageType: 'BFloat16Storage', storageNumel: 48, offset: 16, shape: [4, 4], stride: [4, 1] },
-    { key: 'model.layers.0.self_attn.v_proj.weight', storageKey: '1', storageType: 'BFloat16Storage', storageNumel: 48, offset: 32, shape: [4, 4], stride: [4, 1] },
-    { key: 'model.norm.weight', storageKey: '2', storageType: 'FloatStorage', storageNumel: 4, offset: 0, shape: [4], stride: [1], parameter: true },
+    {
+      key: 'model.embed_tokens.weight',
+      storageKey: '0',
+      storageType: 'BFloat16Storage',
+      storageNumel: 32,
+      offset: 0,
+      shape: [8, 4],
+      stride: [4, 1],
+    },
+    {
+      key: 'model.layers.0.self_attn.q_proj.weight',
+      storageKey: '1',
+      storageType: 'BFloat16Storage',
+      storageNumel: 48,
+      offset: 0,
+      shape: [4, 4],
+      stride: [4, 1],
+    },
+    {
+      key: 'model.layers.0.self_attn.k_proj.weight',
+      storageKey: '1',
+      storageType: 'BFloat16Storage',
+      storageNumel: 48,
+      offset: 16,
+      shape: [4, 4],
+      stride: [4, 1],
+    },
+    {
+      key: 'model.layers.0.self_attn.v_proj.weight',
+      storageKey: '1',
+      storageType: 'BFloat16Storage',
+      storageNumel: 48,
+      offset: 32,
+      shape: [4, 4],
+      stride: [4, 1],
+    },
+    {
+      key: 'model.norm.weight',
+      storageKey: '2',
+      storageType: 'FloatStorage',
+      storageNumel: 4,
+      offset: 0,
+      shape: [4],
+      stride: [1],
+      parameter: true,
+    },
     { key: 'lm_head.weight_t', storageKey: '3', storageType: 'FloatStorage', storageNumel: 15, offset: 0, shape: [5, 3], stride: [1, 5] },
   ];
   const wt = new Uint8Array(60);
@@ -96,7 +137,10 @@ describe('convertBinCheckpoint', () => {
     const b = descs.slice(3);
     const pick = (ds: TensorDesc[]) => Object.fromEntries(ds.map((d) => [d.storageKey, storages[d.storageKey as keyof typeof storages]]));
     fs.writeFileSync(path.join(src, 'pytorch_model-00001-of-00002.bin'), buildTorchBin(stateDictPickle(a, 2), pick(a)));
-    fs.writeFileSync(path.join(src, 'pytorch_model-00002-of-00002.bin'), buildTorchBin(stateDictPickle(b, 4), pick(b), { prefix: 'pytorch_model-00002-of-00002', zip64: true }));
+    fs.writeFileSync(
+      path.join(src, 'pytorch_model-00002-of-00002.bin'),
+      buildTorchBin(stateDictPickle(b, 4), pick(b), { prefix: 'pytorch_model-00002-of-00002', zip64: true }),
+    );
     const weightMap = Object.fromEntries(descs.map((d, i) => [d.key, `pytorch_model-0000${i < 3 ? 1 : 2}-of-00002.bin`]));
     fs.writeFileSync(path.join(src, 'pytorch_model.bin.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
     const out = path.join(tmp, 'out');
@@ -119,7 +163,10 @@ describe('convertBinCheckpoint', () => {
     fs.writeFileSync(path.join(out, 'notes.txt'), 'mine');
     await convertBinCheckpoint(bin, out);
     expectSame(path.join(out, 'model.safetensors'), expected);
-    const again = await convertBinCheckpoint(bin, out).then(() => undefined, (e: unknown) => e);
+    const again = await convertBinCheckpoint(bin, out).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(again).toBeInstanceOf(PathPolicyError);
     expect((again as PathPolicyError).code).toBe('overwrite-refused');
     await convertBinCheckpoint(bin, out, { overwrite: true });
@@ -134,7 +181,10 @@ describe('convertBinCheckpoint', () => {
     const evil = new Pk().proto(2).global('posix', 'system').str('echo pwned').raw(0x85, 0x52, 0x2e).bytes();
     fs.writeFileSync(path.join(src, 'pytorch_model-00002-of-00002.bin'), buildTorchBin(evil, {}));
     const out = path.join(tmp, 'out');
-    const err = await convertBinCheckpoint(src, out).then(() => undefined, (e: unknown) => e);
+    const err = await convertBinCheckpoint(src, out).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(FormatError);
     expect((err as Error).message).toMatch(/pytorch_model-00002-of-00002\.bin: pickle: refusing global "posix\.system"/);
     expect(fs.readdirSync(tmp)).toEqual(['src']);
@@ -145,7 +195,10 @@ describe('convertBinCheckpoint', () => {
     fs.mkdirSync(src);
     fs.writeFileSync(path.join(tmp, 'outside.bin'), 'x');
     fs.writeFileSync(path.join(src, 'pytorch_model.bin.index.json'), JSON.stringify({ weight_map: { a: '../outside.bin' } }));
-    const err = await convertBinCheckpoint(src, path.join(tmp, 'out')).then(() => undefined, (e: unknown) => e);
+    const err = await convertBinCheckpoint(src, path.join(tmp, 'out')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PathPolicyError);
     expect((err as PathPolicyError).code).toBe('path-outside-root');
     expect(fs.existsSync(path.join(tmp, 'out'))).toBe(false);

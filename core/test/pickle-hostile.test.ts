@@ -40,13 +40,32 @@ function call(module: string, name: string, arg: string, stack = false): Uint8Ar
 
 describe('globals outside the allow-list are refused before anything is built', () => {
   const evil: [string, string][] = [
-    ['os', 'system'], ['posix', 'system'], ['nt', 'system'], ['builtins', 'eval'], ['builtins', 'exec'],
-    ['__builtin__', 'eval'], ['builtins', 'getattr'], ['builtins', '__import__'], ['subprocess', 'Popen'],
-    ['subprocess', 'check_output'], ['runpy', '_run_code'], ['pickle', 'loads'], ['codecs', 'decode'],
-    ['_codecs', 'encode'], ['torch', 'load'], ['torch.serialization', 'load'], ['torch._utils', '_rebuild_from_type_v2'],
-    ['torch._tensor', '_rebuild_from_type_v2'], ['torch', 'constructor'], ['torch', '__proto__'], ['torch', 'toString'],
-    ['collections', 'defaultdict'], ['collections', 'OrderedDict.__class__'], ['numpy.core.multiarray', '_reconstruct'],
-    ['torch ', 'FloatStorage'], ['TORCH', 'FloatStorage'],
+    ['os', 'system'],
+    ['posix', 'system'],
+    ['nt', 'system'],
+    ['builtins', 'eval'],
+    ['builtins', 'exec'],
+    ['__builtin__', 'eval'],
+    ['builtins', 'getattr'],
+    ['builtins', '__import__'],
+    ['subprocess', 'Popen'],
+    ['subprocess', 'check_output'],
+    ['runpy', '_run_code'],
+    ['pickle', 'loads'],
+    ['codecs', 'decode'],
+    ['_codecs', 'encode'],
+    ['torch', 'load'],
+    ['torch.serialization', 'load'],
+    ['torch._utils', '_rebuild_from_type_v2'],
+    ['torch._tensor', '_rebuild_from_type_v2'],
+    ['torch', 'constructor'],
+    ['torch', '__proto__'],
+    ['torch', 'toString'],
+    ['collections', 'defaultdict'],
+    ['collections', 'OrderedDict.__class__'],
+    ['numpy.core.multiarray', '_reconstruct'],
+    ['torch ', 'FloatStorage'],
+    ['TORCH', 'FloatStorage'],
   ];
   for (const [m, n] of evil) {
     it(`${m}.${n}`, () => {
@@ -61,7 +80,13 @@ describe('globals outside the allow-list are refused before anything is built', 
   }
 
   it('allows exactly the state-dict globals', () => {
-    for (const [m, n] of [['collections', 'OrderedDict'], ['torch._utils', '_rebuild_tensor_v2'], ['torch._utils', '_rebuild_parameter'], ['torch', 'FloatStorage'], ['torch', 'BFloat16Storage']]) {
+    for (const [m, n] of [
+      ['collections', 'OrderedDict'],
+      ['torch._utils', '_rebuild_tensor_v2'],
+      ['torch._utils', '_rebuild_parameter'],
+      ['torch', 'FloatStorage'],
+      ['torch', 'BFloat16Storage'],
+    ]) {
       expect(allowedGlobal(m!, n!)).toBe(true);
     }
   });
@@ -84,14 +109,26 @@ describe('construction opcodes and REDUCE tricks', () => {
     // args not a tuple
     refused(new Pk().proto(2).global('collections', 'OrderedDict').str('x').raw(0x52, 0x2e).bytes(), /not a tuple/);
     // _rebuild_tensor_v2 with a non-storage
-    refused(new Pk().proto(2).global('torch._utils', '_rebuild_tensor_v2').mark().str('x').int(0).raw(0x29, 0x29, 0x89, 0x74, 0x52, 0x2e).bytes(), /needs a storage/);
+    refused(
+      new Pk().proto(2).global('torch._utils', '_rebuild_tensor_v2').mark().str('x').int(0).raw(0x29, 0x29, 0x89, 0x74, 0x52, 0x2e).bytes(),
+      /needs a storage/,
+    );
   });
 
   it('refuses BUILD on anything but a dict, and persistent ids that are not storages', () => {
     refused(new Pk().proto(2).str('x').raw(0x7d, 0x62, 0x2e).bytes(), /BUILD on str/);
     refused(new Pk().proto(2).str('anything').raw(0x51, 0x2e).bytes(), /not a torch storage reference/);
     const pid = (cls: [string, string], key: string) =>
-      new Pk().proto(2).mark().str('storage').global(...cls).str(key).str('cpu').int(4).raw(0x74, 0x51, 0x2e).bytes();
+      new Pk()
+        .proto(2)
+        .mark()
+        .str('storage')
+        .global(...cls)
+        .str(key)
+        .str('cpu')
+        .int(4)
+        .raw(0x74, 0x51, 0x2e)
+        .bytes();
     refused(pid(['collections', 'OrderedDict'], '0'), /storage type .* is not a torch storage class/);
     refused(pid(['torch', 'FloatStorage'], '../../etc/passwd'), /bad storage key/);
   });
@@ -126,11 +163,36 @@ describe('resource abuse', () => {
 
   it('refuses lying lengths and truncation', () => {
     refused(new Pk().proto(2).raw(0x58).u32(0xffffffff).raw(0x41, 0x2e).bytes(), /needs 4294967295 bytes but the pickle ends/);
-    refused(new Pk().proto(4).raw(0x8e).u64(1n << 60n).raw(0x2e).bytes(), /needs \d+ bytes but the pickle ends/);
-    refused(new Pk().proto(4).raw(0x95).u64(1n << 62n).raw(0x2e).bytes(), /FRAME longer than the pickle/);
-    refused(new Pk().proto(2).raw(0x8b).u32(1 << 30).bytes(), /LONG4 of \d+ bytes refused/);
+    refused(
+      new Pk()
+        .proto(4)
+        .raw(0x8e)
+        .u64(1n << 60n)
+        .raw(0x2e)
+        .bytes(),
+      /needs \d+ bytes but the pickle ends/,
+    );
+    refused(
+      new Pk()
+        .proto(4)
+        .raw(0x95)
+        .u64(1n << 62n)
+        .raw(0x2e)
+        .bytes(),
+      /FRAME longer than the pickle/,
+    );
+    refused(
+      new Pk()
+        .proto(2)
+        .raw(0x8b)
+        .u32(1 << 30)
+        .bytes(),
+      /LONG4 of \d+ bytes refused/,
+    );
     refused(new Pk().proto(9).raw(0x4e, 0x2e).bytes(), /unsupported pickle protocol 9/);
-    const good = stateDictPickle([{ key: 'w', storageKey: '0', storageType: 'FloatStorage', storageNumel: 4, offset: 0, shape: [4], stride: [1] }]);
+    const good = stateDictPickle([
+      { key: 'w', storageKey: '0', storageType: 'FloatStorage', storageNumel: 4, offset: 0, shape: [4], stride: [1] },
+    ]);
     for (const cut of [1, 10, 40, good.length - 1]) refused(good.subarray(0, cut), /pickle/);
     refused(Uint8Array.from([0x80, 2, 0x30, 0x2e]), /stack underflow/);
     refused(Uint8Array.from([0x80, 2, 0x4e, 0x4e, 0x2e]), /STOP with 2 stack items/);
@@ -141,7 +203,9 @@ describe('resource abuse', () => {
 
 describe('tensor metadata lies', () => {
   const desc = (over: Partial<Parameters<typeof stateDictPickle>[0][0]>) =>
-    stateDictPickle([{ key: 'w', storageKey: '0', storageType: 'FloatStorage', storageNumel: 4, offset: 0, shape: [4], stride: [1], ...over }]);
+    stateDictPickle([
+      { key: 'w', storageKey: '0', storageType: 'FloatStorage', storageNumel: 4, offset: 0, shape: [4], stride: [1], ...over },
+    ]);
 
   it('rejects a claimed 2^60-element tensor from the header, never allocating it', () => {
     refused(desc({ shape: [2 ** 30, 2 ** 30], stride: [2 ** 30, 1] }), /impossible shape \[1073741824, 1073741824\]/);

@@ -29,7 +29,11 @@ function bytesOf(len: number, seed: number): Uint8Array {
   const out = new Uint8Array(len);
   let x = seed >>> 0 || 1;
   for (let i = 0; i < len; i++) {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     out[i] = x & 0xff;
   }
   return out;
@@ -55,7 +59,10 @@ describe('test builder', () => {
 });
 
 describe('openTorchBin', () => {
-  for (const [proto, hex] of [[2, CPYTHON_P2], [4, CPYTHON_P4]] as const) {
+  for (const [proto, hex] of [
+    [2, CPYTHON_P2],
+    [4, CPYTHON_P4],
+  ] as const) {
     it(`reads the CPython protocol-${proto} stream: contiguous tensor and strided view`, async () => {
       const storage = f32(1, 2, 3, 4, 5, 6);
       const bin = await openTorchBin(write(buildTorchBin(Buffer.from(hex, 'hex'), { '0': storage })));
@@ -76,8 +83,16 @@ describe('openTorchBin', () => {
 
   it('reads every storage dtype byte-exactly, with offsets into shared storages', async () => {
     const types: [string, number][] = [
-      ['DoubleStorage', 8], ['FloatStorage', 4], ['HalfStorage', 2], ['BFloat16Storage', 2], ['LongStorage', 8],
-      ['IntStorage', 4], ['ShortStorage', 2], ['CharStorage', 1], ['ByteStorage', 1], ['BoolStorage', 1],
+      ['DoubleStorage', 8],
+      ['FloatStorage', 4],
+      ['HalfStorage', 2],
+      ['BFloat16Storage', 2],
+      ['LongStorage', 8],
+      ['IntStorage', 4],
+      ['ShortStorage', 2],
+      ['CharStorage', 1],
+      ['ByteStorage', 1],
+      ['BoolStorage', 1],
     ];
     const descs: TensorDesc[] = [];
     const storages: Record<string, Uint8Array> = {};
@@ -85,14 +100,51 @@ describe('openTorchBin', () => {
     types.forEach(([st, es], i) => {
       const data = bytesOf(24 * es, i + 1);
       storages[String(i)] = data;
-      descs.push({ key: `m.${st}.full`, storageKey: String(i), storageType: st, storageNumel: 24, offset: 0, shape: [4, 6], stride: [6, 1] });
-      descs.push({ key: `m.${st}.tail`, storageKey: String(i), storageType: st, storageNumel: 24, offset: 12, shape: [2, 3, 2], stride: [6, 2, 1] });
+      descs.push({
+        key: `m.${st}.full`,
+        storageKey: String(i),
+        storageType: st,
+        storageNumel: 24,
+        offset: 0,
+        shape: [4, 6],
+        stride: [6, 1],
+      });
+      descs.push({
+        key: `m.${st}.tail`,
+        storageKey: String(i),
+        storageType: st,
+        storageNumel: 24,
+        offset: 12,
+        shape: [2, 3, 2],
+        stride: [6, 2, 1],
+      });
       expected.set(`m.${st}.full`, data);
       expected.set(`m.${st}.tail`, data.subarray(12 * es, 24 * es));
     });
     const bin = await openTorchBin(write(buildTorchBin(stateDictPickle(descs, 2), storages)));
     try {
-      expect(bin.tensors.map((t) => t.dtype)).toEqual(['F64', 'F64', 'F32', 'F32', 'F16', 'F16', 'BF16', 'BF16', 'I64', 'I64', 'I32', 'I32', 'I16', 'I16', 'I8', 'I8', 'U8', 'U8', 'BOOL', 'BOOL']);
+      expect(bin.tensors.map((t) => t.dtype)).toEqual([
+        'F64',
+        'F64',
+        'F32',
+        'F32',
+        'F16',
+        'F16',
+        'BF16',
+        'BF16',
+        'I64',
+        'I64',
+        'I32',
+        'I32',
+        'I16',
+        'I16',
+        'I8',
+        'I8',
+        'U8',
+        'U8',
+        'BOOL',
+        'BOOL',
+      ]);
       for (const t of bin.tensors) expect(Buffer.from(await bin.read(t)).equals(Buffer.from(expected.get(t.key)!))).toBe(true);
     } finally {
       await bin.close();
@@ -127,7 +179,9 @@ describe('openTorchBin', () => {
 
   it('unwraps nn.Parameter, reads ZIP64, deflated data.pkl and any archive prefix', async () => {
     const data = bytesOf(64, 9);
-    const descs: TensorDesc[] = [{ key: 'p', storageKey: '7', storageType: 'FloatStorage', storageNumel: 16, offset: 0, shape: [16], stride: [1], parameter: true }];
+    const descs: TensorDesc[] = [
+      { key: 'p', storageKey: '7', storageType: 'FloatStorage', storageNumel: 16, offset: 0, shape: [16], stride: [1], parameter: true },
+    ];
     const pkl = stateDictPickle(descs, 2);
     for (const opts of [{ zip64: true }, { deflatePickle: true, align: 0 }, { prefix: 'pytorch_model', byteorder: null }]) {
       const bin = await openTorchBin(write(buildTorchBin(pkl, { '7': data }, opts)));
@@ -141,7 +195,10 @@ describe('openTorchBin', () => {
 describe('openTorchBin refuses what it cannot read', () => {
   const refuse = async (bytes: Uint8Array, re: RegExp) => {
     const f = write(bytes);
-    const err = await openTorchBin(f).then(() => undefined, (e: unknown) => e);
+    const err = await openTorchBin(f).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(FormatError);
     expect((err as FormatError).message).toMatch(re);
     expect((err as FormatError).message).toContain(f);
@@ -150,7 +207,10 @@ describe('openTorchBin refuses what it cannot read', () => {
 
   it('refuses the legacy (pre-1.6) pickle format with a re-save hint', async () => {
     // torch legacy: pickle of the magic number 0x1950a86a20f9469cfc6c first.
-    await refuse(Uint8Array.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e]), /legacy \(pre-1\.6\).*re-save/);
+    await refuse(
+      Uint8Array.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e]),
+      /legacy \(pre-1\.6\).*re-save/,
+    );
   });
 
   it('refuses tar, empty zip, garbage, big-endian storages and zips without data.pkl', async () => {

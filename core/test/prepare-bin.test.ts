@@ -39,7 +39,16 @@ async function binCheckpoint(fx: string, dir: string, storageType?: string): Pro
       const t = ck.get(key)!;
       const n = t.shape.reduce((a, b) => a * b, 1);
       const stride = t.shape.map((_, d) => t.shape.slice(d + 1).reduce((a, b) => a * b, 1));
-      descs.push({ key, storageKey: String(j), storageType: storageType ?? STORAGE[t.dtype]!, storageNumel: n, offset: 0, shape: t.shape, stride, parameter: j % 2 === 0 });
+      descs.push({
+        key,
+        storageKey: String(j),
+        storageType: storageType ?? STORAGE[t.dtype]!,
+        storageNumel: n,
+        offset: 0,
+        shape: t.shape,
+        stride,
+        parameter: j % 2 === 0,
+      });
       storages[String(j)] = await ck.read(key);
       weightMap[key] = name;
     }

@@ -15,7 +15,10 @@ import { t, tempDir, writeCheckpoint } from './prepare-support';
 
 const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 
-function run(args: string[], killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  killAfterMs?: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
     let stdout = '';
@@ -53,7 +56,14 @@ describe('prepare CLI', () => {
   it('prints the prepared directory, says when nothing changed, and fails with one line', async () => {
     const parent = tempDir('ws-prep-cli-');
     const src = path.join(parent, 'tiny');
-    await writeCheckpoint(src, [[t('model.embed_tokens.weight', [16, 8], 1), t('model.layers.0.mlp.experts.0.gate_proj.weight', [4, 8], 2), t('model.layers.0.mlp.experts.0.up_proj.weight', [4, 8], 3), t('model.layers.0.mlp.experts.0.down_proj.weight', [8, 4], 4)]]);
+    await writeCheckpoint(src, [
+      [
+        t('model.embed_tokens.weight', [16, 8], 1),
+        t('model.layers.0.mlp.experts.0.gate_proj.weight', [4, 8], 2),
+        t('model.layers.0.mlp.experts.0.up_proj.weight', [4, 8], 3),
+        t('model.layers.0.mlp.experts.0.down_proj.weight', [8, 4], 4),
+      ],
+    ]);
     const first = await run(['prepare', '--checkpoint', src, '--dtype', 'float16']);
     expect(first.code, first.stderr).toBe(0);
     const dir = first.stdout.trim().split('\n').pop()!;
@@ -102,7 +112,9 @@ describeFixtures('prepare CLI: expert-parallel N = E / P on the 4-expert mixtral
     expect(derived.stdout.trim().split('\n').pop()).toBe(dirA);
     const bad = await run(['prepare', ...ep, '--pipeline-stages', '2', '--parallel-experts', '4']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr.split('\n')[0]).toMatch(/^weight-spec: prepare: .*--parallel-experts 4 \(N\) × --pipeline-stages 2 \(P\) = 8, but the model has 4 experts \(E\)/);
+    expect(bad.stderr.split('\n')[0]).toMatch(
+      /^weight-spec: prepare: .*--parallel-experts 4 \(N\) × --pipeline-stages 2 \(P\) = 8, but the model has 4 experts \(E\)/,
+    );
     const odd = await run(['prepare', ...ep, '--pipeline-stages', '3']);
     expect(odd.code).toBe(2);
     expect(odd.stderr.split('\n')[0]).toMatch(/4 experts \(E\) do not split into 3 pipeline stages \(P\)/);
@@ -116,8 +128,21 @@ describe('prepare CLI: SIGKILL safety', () => {
     parent = tempDir('ws-prep-kill-');
     src = path.join(parent, 'ckpt');
     const H = 1024;
-    const shard = (i: number) => Array.from({ length: 6 }, (_, j) => ({ key: `model.layers.${i}.mlp.proj${j}.weight`, dtype: 'BF16' as const, shape: [4096, H], data: new Uint8Array(randomBytes(4096 * H * 2)) }));
-    const experts = Array.from({ length: 4 }, (_, e) => ['w1', 'w3', 'w2'].map((w) => ({ key: `model.layers.9.block_sparse_moe.experts.${e}.${w}.weight`, dtype: 'BF16' as const, shape: [1024, 1024], data: new Uint8Array(randomBytes(1024 * 1024 * 2)) }))).flat();
+    const shard = (i: number) =>
+      Array.from({ length: 6 }, (_, j) => ({
+        key: `model.layers.${i}.mlp.proj${j}.weight`,
+        dtype: 'BF16' as const,
+        shape: [4096, H],
+        data: new Uint8Array(randomBytes(4096 * H * 2)),
+      }));
+    const experts = Array.from({ length: 4 }, (_, e) =>
+      ['w1', 'w3', 'w2'].map((w) => ({
+        key: `model.layers.9.block_sparse_moe.experts.${e}.${w}.weight`,
+        dtype: 'BF16' as const,
+        shape: [1024, 1024],
+        data: new Uint8Array(randomBytes(1024 * 1024 * 2)),
+      })),
+    ).flat();
     await writeCheckpoint(src, [shard(0), shard(1), [...shard(2), ...experts]], { model_type: 'mixtral', num_local_experts: 4 });
   });
 

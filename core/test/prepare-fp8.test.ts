@@ -58,7 +58,13 @@ describe('FP8 kernels: every code', () => {
 });
 
 async function prepared(src: string, dtype: 'float32' | 'bfloat16', extra: Record<string, unknown> = {}): Promise<Checkpoint> {
-  const res = await runPrepare({ checkpoint: src, dtype, workerPath: workerPath(), out: path.join(path.dirname(src), `${path.basename(src)}-${dtype}-${Object.keys(extra).length}`), ...extra });
+  const res = await runPrepare({
+    checkpoint: src,
+    dtype,
+    workerPath: workerPath(),
+    out: path.join(path.dirname(src), `${path.basename(src)}-${dtype}-${Object.keys(extra).length}`),
+    ...extra,
+  });
   return Checkpoint.open(res.outDir);
 }
 
@@ -98,7 +104,11 @@ describeFixtures('prepare dequantizes the llama fixture quantized to FP8 in code
 
   it('partial edge blocks (48×40 on 64/128-wide matrices) with bf16 scales: bit for bit', async () => {
     const src = path.join(tempDir('ws-fp8-'), 'llama-fp8-edge');
-    const expected = await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, { method: 'fp8', block: [48, 40], scaleDtype: 'BF16' });
+    const expected = await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, {
+      method: 'fp8',
+      block: [48, 40],
+      scaleDtype: 'BF16',
+    });
     const ck = await Checkpoint.open(src);
     expect(ck.get('model.layers.0.mlp.down_proj.weight_scale_inv')!.shape).toEqual([2, 4]); // [64, 128] → ceil(64/48) × ceil(128/40)
     await expectDequantized(await prepared(src, 'float32'), expected, 'F32');
@@ -107,7 +117,10 @@ describeFixtures('prepare dequantizes the llama fixture quantized to FP8 in code
 
   it('compressed-tensors float8 per-channel (bf16 weight_scale [R, 1]), input_scale dropped: bit for bit', async () => {
     const src = path.join(tempDir('ws-fp8-'), 'llama-ct');
-    const expected = await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, { method: 'compressed-tensors-channel', inputScales: true });
+    const expected = await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, {
+      method: 'compressed-tensors-channel',
+      inputScales: true,
+    });
     expect((await Checkpoint.open(src)).keys().filter((k) => k.endsWith('.input_scale')).length).toBe(14);
     const f32 = await prepared(src, 'float32');
     await expectDequantized(f32, expected, 'F32');
@@ -128,11 +141,18 @@ async function moePair(root: string, block: [number, number]): Promise<{ fp8: st
   const add = (key: string, shape: number[], scaleKey: string) => {
     const w = rand(shape.reduce((a, b) => a * b, 1));
     const z = quantizeBlocks(w, shape, block);
-    fp8.push({ key, dtype: 'F8_E4M3', shape, data: z.q }, { key: scaleKey, dtype: 'F32', shape: z.scaleShape, data: fromFloat32(z.scale, 'F32') });
+    fp8.push(
+      { key, dtype: 'F8_E4M3', shape, data: z.q },
+      { key: scaleKey, dtype: 'F32', shape: z.scaleShape, data: fromFloat32(z.scale, 'F32') },
+    );
     twin.push({ key, dtype: 'F32', shape, data: fromFloat32(z.expected, 'F32') });
   };
   for (let e = 0; e < E; e++) {
-    for (const [p, shape] of [['gate_proj', [I, H]], ['up_proj', [I, H]], ['down_proj', [H, I]]] as const) {
+    for (const [p, shape] of [
+      ['gate_proj', [I, H]],
+      ['up_proj', [I, H]],
+      ['down_proj', [H, I]],
+    ] as const) {
       add(`model.layers.0.mlp.experts.${e}.${p}.weight`, [...shape], `model.layers.0.mlp.experts.${e}.${p}.weight_scale_inv`);
     }
   }
@@ -145,10 +165,16 @@ async function moePair(root: string, block: [number, number]): Promise<{ fp8: st
   fp8.push(router);
   twin.push(router);
   const dirs = { fp8: path.join(root, 'moe-fp8'), twin: path.join(root, 'moe-twin') };
-  for (const [d, tensors, q] of [[dirs.fp8, fp8, { quant_method: 'fp8', weight_block_size: block }], [dirs.twin, twin, undefined]] as const) {
+  for (const [d, tensors, q] of [
+    [dirs.fp8, fp8, { quant_method: 'fp8', weight_block_size: block }],
+    [dirs.twin, twin, undefined],
+  ] as const) {
     fs.mkdirSync(d);
     await writeSafetensors(path.join(d, 'model.safetensors'), tensors);
-    fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ model_type: 'qwen3_moe', num_experts: E, ...(q ? { quantization_config: q } : {}) }));
+    fs.writeFileSync(
+      path.join(d, 'config.json'),
+      JSON.stringify({ model_type: 'qwen3_moe', num_experts: E, ...(q ? { quantization_config: q } : {}) }),
+    );
   }
   return dirs;
 }
@@ -178,14 +204,22 @@ describe('a dense FP8 tensor larger than one streamed chunk', () => {
   it(`[600, 520] in 128×128 blocks (${600 * 520} elements > CHUNK_ELEMS ${CHUNK_ELEMS}: chunks start mid-row and mid-block): bit for bit`, async () => {
     const shape = [600, 520];
     const r = rng(3);
-    const z = quantizeBlocks(Float32Array.from({ length: 600 * 520 }, () => (r() - 0.5) * 3), shape, [128, 128], 'BF16');
+    const z = quantizeBlocks(
+      Float32Array.from({ length: 600 * 520 }, () => (r() - 0.5) * 3),
+      shape,
+      [128, 128],
+      'BF16',
+    );
     const d = path.join(tempDir('ws-fp8-big-'), 'big');
     fs.mkdirSync(d);
     await writeSafetensors(path.join(d, 'model.safetensors'), [
       { key: 'w.weight', dtype: 'F8_E4M3', shape, data: z.q },
       { key: 'w.weight_scale_inv', dtype: 'BF16', shape: z.scaleShape, data: fromFloat32(z.scale, 'BF16') },
     ]);
-    fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] } }));
+    fs.writeFileSync(
+      path.join(d, 'config.json'),
+      JSON.stringify({ quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] } }),
+    );
     expect(600 * 520).toBeGreaterThan(CHUNK_ELEMS);
     await expectDequantized(await prepared(d, 'float32'), new Map([['w.weight', z.expected]]), 'F32');
   });
@@ -201,7 +235,12 @@ describe('compressed-tensors float8 strategies: tensor, group, block', () => {
   for (const [name, weights, block, scaleShape] of cases) {
     it(`${name}: bit for bit in f32`, async () => {
       const r = rng(11);
-      const z = quantizeBlocks(Float32Array.from({ length: 100 * 70 }, () => (r() - 0.5) * 2), [100, 70], block, 'BF16');
+      const z = quantizeBlocks(
+        Float32Array.from({ length: 100 * 70 }, () => (r() - 0.5) * 2),
+        [100, 70],
+        block,
+        'BF16',
+      );
       const d = path.join(tempDir('ws-ct-'), name);
       fs.mkdirSync(d);
       await writeSafetensors(path.join(d, 'model.safetensors'), [
@@ -209,7 +248,13 @@ describe('compressed-tensors float8 strategies: tensor, group, block', () => {
         { key: 'l.weight_scale', dtype: 'BF16', shape: scaleShape ?? z.scaleShape, data: fromFloat32(z.scale, 'BF16') },
         { key: 'l.input_scale', dtype: 'F32', shape: [1], data: new Uint8Array(4) },
       ]);
-      const quantization_config = { quant_method: 'compressed-tensors', format: 'float-quantized', config_groups: { group_0: { targets: ['Linear'], weights: { type: 'float', num_bits: 8, symmetric: true, dynamic: false, ...weights } } } };
+      const quantization_config = {
+        quant_method: 'compressed-tensors',
+        format: 'float-quantized',
+        config_groups: {
+          group_0: { targets: ['Linear'], weights: { type: 'float', num_bits: 8, symmetric: true, dynamic: false, ...weights } },
+        },
+      };
       fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ quantization_config }));
       const out = await prepared(d, 'float32');
       expect(out.keys()).toEqual(['l.weight']);
@@ -223,7 +268,10 @@ describe('quantizations prepare cannot undo are refused at planning', () => {
     const d = path.join(tempDir('ws-fp8-refuse-'), 'model');
     fs.mkdirSync(d);
     await writeSafetensors(path.join(d, 'model.safetensors'), tensors);
-    fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ model_type: 'llama', ...(quant ? { quantization_config: quant } : {}) }));
+    fs.writeFileSync(
+      path.join(d, 'config.json'),
+      JSON.stringify({ model_type: 'llama', ...(quant ? { quantization_config: quant } : {}) }),
+    );
     return d;
   }
   type Tensors = Parameters<typeof writeSafetensors>[1];
@@ -234,13 +282,26 @@ describe('quantizations prepare cannot undo are refused at planning', () => {
     ['awq', { quant_method: 'awq', bits: 4, version: 'gemm' }, plain, /quant_method "awq"/],
     ['bitsandbytes', { quant_method: 'bitsandbytes', load_in_4bit: true }, plain, /quant_method "bitsandbytes"/],
     ['legacy bitsandbytes (load_in_8bit, no quant_method)', { load_in_8bit: true }, plain, /quant_method "bitsandbytes"/],
-    ['compressed-tensors int4', { quant_method: 'compressed-tensors', format: 'pack-quantized', config_groups: { g: { weights: { type: 'int', num_bits: 4 } } } }, plain, /quant_method "compressed-tensors" with format "pack-quantized"/],
-    ['fp8 without scales', { quant_method: 'fp8', weight_block_size: [128, 128] }, f8, /quant_method "fp8" but "a.weight" \(F8_E4M3\) has no scale tensor "a.weight_scale_inv"/],
+    [
+      'compressed-tensors int4',
+      { quant_method: 'compressed-tensors', format: 'pack-quantized', config_groups: { g: { weights: { type: 'int', num_bits: 4 } } } },
+      plain,
+      /quant_method "compressed-tensors" with format "pack-quantized"/,
+    ],
+    [
+      'fp8 without scales',
+      { quant_method: 'fp8', weight_block_size: [128, 128] },
+      f8,
+      /quant_method "fp8" but "a.weight" \(F8_E4M3\) has no scale tensor "a.weight_scale_inv"/,
+    ],
   ];
   for (const [name, quant, tensors, re] of cases) {
     it(`${name}: one line naming quant_method and what is supported`, async () => {
       const d = await ckptWith(quant, tensors);
-      const err = await planPrepare({ checkpoint: d, dtype: 'float32' }).then(() => undefined, (e: Error) => e);
+      const err = await planPrepare({ checkpoint: d, dtype: 'float32' }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(err?.message).toMatch(re);
       expect(err!.message).toContain(path.join(d, 'config.json'));
       if (name !== 'fp8 without scales') expect(err!.message).toMatch(/prepare dequantizes only fp8 .*compressed-tensors .*mxfp4/);
@@ -249,13 +310,22 @@ describe('quantizations prepare cannot undo are refused at planning', () => {
   }
 
   it('FP8 weights or scales without any quantization_config are refused, not misread', async () => {
-    await expect(planPrepare({ checkpoint: await ckptWith(undefined, f8), dtype: 'float32' })).rejects.toThrow(/"a.weight" is F8_E4M3 but config.json declares no quantization_config/);
+    await expect(planPrepare({ checkpoint: await ckptWith(undefined, f8), dtype: 'float32' })).rejects.toThrow(
+      /"a.weight" is F8_E4M3 but config.json declares no quantization_config/,
+    );
     const withScale = [...f8, { key: 'a.weight_scale_inv', dtype: 'F32' as const, shape: [1, 1], data: new Uint8Array(4) }];
-    await expect(planPrepare({ checkpoint: await ckptWith(undefined, withScale), dtype: 'float32' })).rejects.toThrow(/"a.weight_scale_inv" is a quantization scale, but config.json declares no quantization_config/);
+    await expect(planPrepare({ checkpoint: await ckptWith(undefined, withScale), dtype: 'float32' })).rejects.toThrow(
+      /"a.weight_scale_inv" is a quantization scale, but config.json declares no quantization_config/,
+    );
   });
 
   it('a scale whose shape does not fit the block grid names both shapes', async () => {
-    const d = await ckptWith({ quant_method: 'fp8', weight_block_size: [1, 1] }, [...f8, { key: 'a.weight_scale_inv', dtype: 'F32' as const, shape: [1, 1], data: new Uint8Array(4) }]);
-    await expect(planPrepare({ checkpoint: d, dtype: 'float32' })).rejects.toThrow(/scale "a.weight_scale_inv" is \[1,1\], but "a.weight" \[2,2\] in 1×1 blocks needs \[2,2\]/);
+    const d = await ckptWith({ quant_method: 'fp8', weight_block_size: [1, 1] }, [
+      ...f8,
+      { key: 'a.weight_scale_inv', dtype: 'F32' as const, shape: [1, 1], data: new Uint8Array(4) },
+    ]);
+    await expect(planPrepare({ checkpoint: d, dtype: 'float32' })).rejects.toThrow(
+      /scale "a.weight_scale_inv" is \[1,1\], but "a.weight" \[2,2\] in 1×1 blocks needs \[2,2\]/,
+    );
   });
 });

@@ -31,7 +31,10 @@ function ws(...args: string[]): string {
 /** Kilobytes `du -sk` charges to each argument, in one invocation (a hard-linked inode counts once, at its first path). */
 function duK(...dirs: string[]): number[] {
   const r = spawnSync('du', ['-sk', ...dirs], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').map((l) => Number(l.split('\t')[0]));
+  return r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => Number(l.split('\t')[0]));
 }
 
 /** The llama fixture's bf16 weights widened to f32 (exact) in `dst`, one shard per source shard, keys kept. */
@@ -42,14 +45,25 @@ async function f32Copy(fx: string, dst: string): Promise<void> {
   const weightMap: Record<string, string> = {};
   for (const file of ck.files) {
     const h = ck.headers.get(file)!;
-    const tensors = await Promise.all([...h.tensors.values()].map(async (t) => ({ key: t.key, dtype: 'F32' as const, shape: t.shape, data: convertFloat(await ck.read(t.key), t.dtype, 'F32') })));
+    const tensors = await Promise.all(
+      [...h.tensors.values()].map(async (t) => ({
+        key: t.key,
+        dtype: 'F32' as const,
+        shape: t.shape,
+        data: convertFloat(await ck.read(t.key), t.dtype, 'F32'),
+      })),
+    );
     await writeSafetensors(path.join(dst, path.basename(file)), tensors);
     for (const t of tensors) weightMap[t.key] = path.basename(file);
   }
   fs.writeFileSync(path.join(dst, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
 }
 
-interface Ref { input_ids: number[]; generated_ids: number[]; logits: number[][] }
+interface Ref {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
 
 describeFixtures('prepare links unchanged shards', () => {
   it('llama bf16 → bf16: every shard linked, no tensor bytes written (du), a complete prepared directory, stale after a source edit', async () => {
@@ -72,9 +86,14 @@ describeFixtures('prepare links unchanged shards', () => {
       expect(stats.writtenBytes).toEqual({});
     }
     // still a complete prepared directory
-    expect(fs.readdirSync(res.outDir).sort()).toEqual(
-      ['.checkpoint_prepared', '.checkpoint_prepared.json', 'base-0000.safetensors', 'base-0001.safetensors', 'config.json', 'model.safetensors.index.json'],
-    );
+    expect(fs.readdirSync(res.outDir).sort()).toEqual([
+      '.checkpoint_prepared',
+      '.checkpoint_prepared.json',
+      'base-0000.safetensors',
+      'base-0001.safetensors',
+      'config.json',
+      'model.safetensors.index.json',
+    ]);
     expect((await preparedStatus(res.outDir)).state).toBe('prepared');
     // du over source and prepared: the prepared directory is charged only metadata (the shards are the source's inodes)
     const [srcK, prepK] = duK(src, res.outDir);
@@ -111,7 +130,8 @@ describeFixtures('prepare links unchanged shards', () => {
     // a directory QEfficient prepared: <name>-qeff-prepared-<dtype>, shards + index, the sentinel only (no manifest)
     const qeff = path.join(root, 'llama-f32-qeff-prepared-float32');
     fs.mkdirSync(qeff);
-    for (const f of ['base-0000.safetensors', 'base-0001.safetensors', 'model.safetensors.index.json', 'config.json']) fs.copyFileSync(path.join(prepared, f), path.join(qeff, f));
+    for (const f of ['base-0000.safetensors', 'base-0001.safetensors', 'model.safetensors.index.json', 'config.json'])
+      fs.copyFileSync(path.join(prepared, f), path.join(qeff, f));
     fs.writeFileSync(path.join(qeff, '.checkpoint_prepared'), '');
     ws('compile', out, '--prepared', qeff);
     const rec = JSON.parse(fs.readFileSync(path.join(out, 'compile.json'), 'utf8')) as { artifacts: { model: string } };
@@ -161,6 +181,8 @@ describeFixtures('prepare links unchanged shards', () => {
     const r = spawnSync(process.execPath, [CLI, 'compile', exp, '--prepared', p32], { encoding: 'utf8' });
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^weight-spec: .*base-0000\.safetensors: a symlink to .* cannot be hard-linked .*\(EXDEV\); prepare with --out on the source's filesystem/);
+    expect(r.stderr).toMatch(
+      /^weight-spec: .*base-0000\.safetensors: a symlink to .* cannot be hard-linked .*\(EXDEV\); prepare with --out on the source's filesystem/,
+    );
   });
 });

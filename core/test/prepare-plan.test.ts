@@ -22,13 +22,21 @@ async function moeCheckpoint(dir: string, o: { layers?: number; E?: number; I?: 
     for (let e = 0; e < E; e++) {
       // Expert e of every layer lands in shard (E - 1 - e) % 3: later shards hold earlier experts.
       const shard = shards[(E - 1 - e) % 3]!;
-      for (const [w, shape] of [['w1', [I, H]], ['w3', [I, H]], ['w2', [H, I]]] as const) {
+      for (const [w, shape] of [
+        ['w1', [I, H]],
+        ['w3', [I, H]],
+        ['w2', [H, I]],
+      ] as const) {
         const key = `${m(l)}.experts.${e}.${w}.weight`;
         if (key !== o.drop) shard.push(t(key, [...shape], seed++));
       }
     }
   }
-  await writeCheckpoint(dir, shards.filter((s) => s.length), { model_type: 'mixtral', num_local_experts: E });
+  await writeCheckpoint(
+    dir,
+    shards.filter((s) => s.length),
+    { model_type: 'mixtral', num_local_experts: E },
+  );
 }
 
 describe('prepare plan: fingerprints', () => {
@@ -67,7 +75,14 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
   it('one key through several stages before its single write: stacked → packed → final inside one task', async () => {
     const src = path.join(tempDir(), 'moe');
     await moeCheckpoint(src, { layers: 1 });
-    const res = await runPrepare({ checkpoint: src, dtype: 'float16', moeFlavour: 'expert_parallel', pipelineStages: 2, parallelExperts: 2, workerPath: workerPath() });
+    const res = await runPrepare({
+      checkpoint: src,
+      dtype: 'float16',
+      moeFlavour: 'expert_parallel',
+      pipelineStages: 2,
+      parallelExperts: 2,
+      workerPath: workerPath(),
+    });
     const task = res.plan.tasks.find((x) => x.id === 'experts:layer-0')!;
     const gate = task.tensors.find((x) => x.key === `${m(0)}.moe_weights.gate`)!;
     expect(gate.stages).toEqual(['source', 'stacked', 'packed', 'final']);
@@ -79,7 +94,14 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     for (const [key, s] of Object.entries(task.sources)) expect(stats.readBytes[key]).toBe(s.byteLength);
     for (const x of task.tensors) expect(stats.writtenBytes[x.key]).toBe(x.shape.reduce((a, b) => a * b, 1) * 2);
     // No intermediate files: the directory holds exactly the planned shards and the finalization files.
-    expect(fs.readdirSync(res.outDir).sort()).toEqual(['.checkpoint_prepared', '.checkpoint_prepared.json', 'base-0000.safetensors', 'config.json', 'experts-layer-00000.safetensors', 'model.safetensors.index.json']);
+    expect(fs.readdirSync(res.outDir).sort()).toEqual([
+      '.checkpoint_prepared',
+      '.checkpoint_prepared.json',
+      'base-0000.safetensors',
+      'config.json',
+      'experts-layer-00000.safetensors',
+      'model.safetensors.index.json',
+    ]);
   });
 
   it('reports progress: bytes and tasks, monotonic, ending at the totals', async () => {
@@ -103,7 +125,8 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     const a = await runPrepare({ checkpoint: src, dtype: 'float16', out: path.join(root, 'a'), workerPath: workerPath() });
     const b = await runPrepare({ checkpoint: src, dtype: 'float16', out: path.join(root, 'b'), workers: 0 });
     expect(b.executor!.maxConcurrent).toBe(1);
-    for (const t of a.plan.tasks) expect(sameBytes(fs.readFileSync(path.join(a.outDir, t.file)), fs.readFileSync(path.join(b.outDir, t.file)))).toBe(true);
+    for (const t of a.plan.tasks)
+      expect(sameBytes(fs.readFileSync(path.join(a.outDir, t.file)), fs.readFileSync(path.join(b.outDir, t.file)))).toBe(true);
   });
 
   it('grouped task waits for all its keys: one task per layer spanning every shard, experts in index order', async () => {
@@ -125,7 +148,9 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     const root = tempDir();
     const src = path.join(root, 'moe');
     await moeCheckpoint(src, { drop: `${m(1)}.experts.2.w3.weight` });
-    await expect(runPrepare({ checkpoint: src, dtype: 'float16', workerPath: workerPath() })).rejects.toThrow(`"${m(1)}.experts.2.w3.weight" is missing`);
+    await expect(runPrepare({ checkpoint: src, dtype: 'float16', workerPath: workerPath() })).rejects.toThrow(
+      `"${m(1)}.experts.2.w3.weight" is missing`,
+    );
     expect(fs.readdirSync(root)).toEqual(['moe']);
   });
 
@@ -140,7 +165,10 @@ describe('prepare plan: staged tensors, grouped tasks', () => {
     const keep = ck.keys().filter((k) => k !== `${m(0)}.experts.0.w2.weight`);
     const tensors = await Promise.all(keep.map(async (k) => ({ ...ck.get(k)!, data: await ck.read(k) })));
     fs.rmSync(file);
-    await writeSafetensors(file, tensors.map((x) => ({ key: x.key, dtype: x.dtype, shape: x.shape, data: x.data })));
+    await writeSafetensors(
+      file,
+      tensors.map((x) => ({ key: x.key, dtype: x.dtype, shape: x.shape, data: x.data })),
+    );
     const out = tempDir();
     await expect(executeTask(task, out)).rejects.toThrow(/experts\.0\.w2\.weight.*missing; nothing was written/);
     expect(fs.readdirSync(out)).toEqual([]);
@@ -154,7 +182,13 @@ describe('prepare executor: RAM budget', () => {
     const plan = await planPrepare({ checkpoint: src, dtype: 'float16' });
     const peak = Math.max(...plan.tasks.map((x) => x.peakBytes));
     expect(plan.tasks.length).toBe(4);
-    const tight = await runPrepare({ checkpoint: src, dtype: 'float16', budgetBytes: Math.floor(peak * 1.5), workers: 2, workerPath: workerPath() });
+    const tight = await runPrepare({
+      checkpoint: src,
+      dtype: 'float16',
+      budgetBytes: Math.floor(peak * 1.5),
+      workers: 2,
+      workerPath: workerPath(),
+    });
     expect(tight.executor!.peakAdmittedBytes).toBeLessThanOrEqual(Math.floor(peak * 1.5));
     expect(tight.executor!.maxConcurrent).toBe(1);
     fs.rmSync(tight.outDir, { recursive: true });
@@ -186,7 +220,11 @@ describe('prepare: finalization and re-runs', () => {
     expect(man.target_dtype).toBe('float16');
     expect(man.source).toBe(src);
     expect(man.source_files.map((f) => f.path)).toContain('model.safetensors.index.json');
-    expect(man.output_files.map((f) => f.path).sort()).toEqual(['base-0000.safetensors', 'experts-layer-00000.safetensors', 'experts-layer-00001.safetensors']);
+    expect(man.output_files.map((f) => f.path).sort()).toEqual([
+      'base-0000.safetensors',
+      'experts-layer-00000.safetensors',
+      'experts-layer-00001.safetensors',
+    ]);
     expect(man.transforms.map((x) => x.id).sort()).toEqual(['dense', 'moe-stack']);
     expect(fs.readFileSync(path.join(first.outDir, '.checkpoint_prepared'), 'utf8').trim()).toBe(first.fingerprint);
     expect(await isPreparedUpToDate(first.outDir)).toBe(true);
@@ -232,7 +270,9 @@ describe('prepare: finalization and re-runs', () => {
     const out = path.join(root, 'mine');
     fs.mkdirSync(out);
     fs.writeFileSync(path.join(out, 'notes.txt'), 'keep me');
-    await expect(runPrepare({ checkpoint: src, dtype: 'float16', out, workerPath: workerPath() })).rejects.toThrow(/is not a prepared checkpoint/);
+    await expect(runPrepare({ checkpoint: src, dtype: 'float16', out, workerPath: workerPath() })).rejects.toThrow(
+      /is not a prepared checkpoint/,
+    );
     expect(fs.readFileSync(path.join(out, 'notes.txt'), 'utf8')).toBe('keep me');
   });
 });

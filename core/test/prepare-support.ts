@@ -19,7 +19,16 @@ let bundled: string | undefined;
 export function workerPath(): string {
   if (bundled) return bundled;
   const out = path.join(tempDir('ws-prep-worker-'), 'prepare-worker.js');
-  buildSync({ entryPoints: [path.join(REPO_ROOT, 'core/src/prepare/worker.ts')], outfile: out, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error', mainFields: ['module', 'main'] });
+  buildSync({
+    entryPoints: [path.join(REPO_ROOT, 'core/src/prepare/worker.ts')],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'error',
+    mainFields: ['module', 'main'],
+  });
   bundled = out;
   return out;
 }
@@ -52,11 +61,15 @@ export async function writeCheckpoint(dir: string, shards: TensorData[][], confi
   fs.mkdirSync(dir, { recursive: true });
   const weightMap: Record<string, string> = {};
   for (const [i, tensors] of shards.entries()) {
-    const name = shards.length === 1 ? 'model.safetensors' : `model-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`;
+    const name =
+      shards.length === 1
+        ? 'model.safetensors'
+        : `model-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`;
     await writeSafetensors(path.join(dir, name), tensors, { format: 'pt' });
     for (const x of tensors) weightMap[x.key] = name;
   }
-  if (shards.length > 1) fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+  if (shards.length > 1)
+    fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
 }
 

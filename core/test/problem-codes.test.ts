@@ -39,7 +39,9 @@ describe('problem codes', () => {
     const file = path.join(dir, 'weight_spec.json');
     fs.writeFileSync(file, JSON.stringify(spec));
     const problems = await checkSpec(file, fs.readFileSync(file, 'utf8'), { onnx: false });
-    expect(new Set(problems.map((p) => p.code))).toEqual(new Set(['duplicate-name', 'key-missing', 'declared-dtype-mismatch', 'dtype-unknown']));
+    expect(new Set(problems.map((p) => p.code))).toEqual(
+      new Set(['duplicate-name', 'key-missing', 'declared-dtype-mismatch', 'dtype-unknown']),
+    );
     for (const p of problems) {
       expect(isProblemCode(p.code)).toBe(true);
       expect(p.severity).toBe(PROBLEM_SEVERITY[p.code]);

@@ -92,8 +92,14 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
 
   it('custom IO: each past_{kv}.{i} next to its _RetainedState output, layer by layer, float16 or mxint8', () => {
     expect(causalLmCustomIo(2, false).map((e) => e[0])).toEqual([
-      'past_key.0', 'past_key.0_RetainedState', 'past_value.0', 'past_value.0_RetainedState',
-      'past_key.1', 'past_key.1_RetainedState', 'past_value.1', 'past_value.1_RetainedState',
+      'past_key.0',
+      'past_key.0_RetainedState',
+      'past_value.0',
+      'past_value.0_RetainedState',
+      'past_key.1',
+      'past_key.1_RetainedState',
+      'past_value.1',
+      'past_value.1_RetainedState',
     ]);
     expect(customIoYaml(causalLmCustomIo(1, true))).toBe(
       ' - IOName: past_key.0\n   Precision: mxint8\n\n - IOName: past_key.0_RetainedState\n   Precision: mxint8\n\n' +
@@ -113,7 +119,14 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
     expect(plan.command).not.toContain('-retained-state');
     expect(plan.customIoFile).toBeUndefined();
     expect(plan.command.at(-1)).toBe('-aic-binary-dir=/c/qpc');
-    expect(specializationsJson([[['batch_size', 1], ['seq_len', 32]]])).toContain('"seq_len":"32"');
+    expect(
+      specializationsJson([
+        [
+          ['batch_size', 1],
+          ['seq_len', 32],
+        ],
+      ]),
+    ).toContain('"seq_len":"32"');
   });
 
   it('quotes words with spaces for the printed line', () => {

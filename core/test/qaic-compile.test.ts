@@ -47,7 +47,9 @@ describe('qaic backend', () => {
     expect(err).toBeInstanceOf(Error);
     const msg = (err as Error).message;
     expect(msg.split('\n')).toHaveLength(1);
-    expect(msg).toMatch(new RegExp(`^qaic-compile not found at ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} \\(QAIC SDK not installed\\); would run: `));
+    expect(msg).toMatch(
+      new RegExp(`^qaic-compile not found at ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} \\(QAIC SDK not installed\\); would run: `),
+    );
     expect(msg).toContain(`${missing} -aic-hw -aic-hw-version=ai100 -m=`);
     expect(fs.existsSync(path.join(made.exportDir, 'compile.json'))).toBe(false);
   });
@@ -94,9 +96,9 @@ describe('qaic backend', () => {
     const bin = path.join(made.exportDir, '..', 'failing-qaic');
     fs.writeFileSync(bin, '#!/bin/sh\necho boom >&2\nexit 3\n', { mode: 0o755 });
     const sink = { write: () => true } as unknown as NodeJS.WritableStream;
-    await expect(compile(made.exportDir, { backend: 'qaic', env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin }, stderr: sink })).rejects.toThrow(
-      /^qaic-compile exited with code 3; command: /,
-    );
+    await expect(
+      compile(made.exportDir, { backend: 'qaic', env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin }, stderr: sink }),
+    ).rejects.toThrow(/^qaic-compile exited with code 3; command: /);
   });
 });
 

@@ -86,33 +86,80 @@ function qeff(args: Record<string, unknown>): { command: string[]; files: { path
 
 describeFixtures('qaic-compile parity with QEfficient (llama config, 2 layers)', () => {
   const hasPython = fs.existsSync('/usr/bin/python3');
-  it.skipIf(!hasPython && process.env.CI !== 'true')('prefill+decode and continuous batching: same command, same specializations.json and custom_io.yaml bytes', async () => {
-    const root = tmp();
-    const model = path.join(root, 'llama');
-    fs.mkdirSync(model);
-    fs.copyFileSync(path.join(fixturesDir(), 'llama', 'config.json'), path.join(model, 'config.json'));
-    const env = { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: '' };
-    const cases = [
-      { tag: 'pd', exp: { ctxLen: 64 }, qaic: { numCores: 14, prefillSeqLen: 16, mxfp6Matmul: true }, py: { batch_size: 1, full_batch_size: null, continuous_batching: false, mxint8_kv_cache: false, mxfp6_matmul: true, num_cores: 14, prefill_seq_len: 16 } },
-      { tag: 'cb', exp: { ctxLen: 64, continuousBatching: true, batchSize: 4 }, qaic: { prefillSeqLen: 32, mxint8KvCache: true }, py: { batch_size: 1, full_batch_size: 4, continuous_batching: true, mxint8_kv_cache: true, mxfp6_matmul: false, num_cores: 16, prefill_seq_len: 32 } },
-    ];
-    for (const c of cases) {
-      const exp = path.join(root, `export-${c.tag}`);
-      await exportFromConfig({ config: model, out: exp, ...c.exp });
-      const res = await compile(exp, { backend: 'qaic', dryRun: true, env, qaic: c.qaic });
-      const compileDir = path.join(exp, `qpc-${res.record.fingerprint.slice(0, 16)}`);
-      const want = qeff({ ...c.py, ctx_len: 64, num_layers: 2, onnx: path.join(exp, 'model.onnx'), compile_dir: compileDir });
-      expect(res.command).toEqual(want.command);
-      expect(res.files).toEqual(want.files);
-      // the CLI's dry run prints that command and both files, and writes nothing
-      const cli = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'compile', exp, '--backend', 'qaic', '--dry-run', '--prefill-seq-len', String(c.py.prefill_seq_len), ...(c.tag === 'pd' ? ['--num-cores', '14', '--mxfp6-matmul'] : ['--mxint8-kv-cache'])], { encoding: 'utf8', env });
-      expect(cli.status, cli.stderr).toBe(0);
-      // (the CLI's option record differs from this call's, so its qpc directory hash may too)
-      const cliDir = /-aic-binary-dir=(\S+)\/qpc$/m.exec(cli.stdout)![1]!;
-      const wantCli = qeff({ ...c.py, ctx_len: 64, num_layers: 2, onnx: path.join(exp, 'model.onnx'), compile_dir: cliDir });
-      const printed = [wantCli.command.join(' '), ...wantCli.files.flatMap((f) => [`--- ${f.path}`, f.text.endsWith('\n') ? f.text.slice(0, -1) : f.text])].join('\n') + '\n';
-      expect(cli.stdout).toBe(printed);
-      expect(fs.existsSync(compileDir) || fs.existsSync(cliDir)).toBe(false);
-    }
-  });
+  it.skipIf(!hasPython && process.env.CI !== 'true')(
+    'prefill+decode and continuous batching: same command, same specializations.json and custom_io.yaml bytes',
+    async () => {
+      const root = tmp();
+      const model = path.join(root, 'llama');
+      fs.mkdirSync(model);
+      fs.copyFileSync(path.join(fixturesDir(), 'llama', 'config.json'), path.join(model, 'config.json'));
+      const env = { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: '' };
+      const cases = [
+        {
+          tag: 'pd',
+          exp: { ctxLen: 64 },
+          qaic: { numCores: 14, prefillSeqLen: 16, mxfp6Matmul: true },
+          py: {
+            batch_size: 1,
+            full_batch_size: null,
+            continuous_batching: false,
+            mxint8_kv_cache: false,
+            mxfp6_matmul: true,
+            num_cores: 14,
+            prefill_seq_len: 16,
+          },
+        },
+        {
+          tag: 'cb',
+          exp: { ctxLen: 64, continuousBatching: true, batchSize: 4 },
+          qaic: { prefillSeqLen: 32, mxint8KvCache: true },
+          py: {
+            batch_size: 1,
+            full_batch_size: 4,
+            continuous_batching: true,
+            mxint8_kv_cache: true,
+            mxfp6_matmul: false,
+            num_cores: 16,
+            prefill_seq_len: 32,
+          },
+        },
+      ];
+      for (const c of cases) {
+        const exp = path.join(root, `export-${c.tag}`);
+        await exportFromConfig({ config: model, out: exp, ...c.exp });
+        const res = await compile(exp, { backend: 'qaic', dryRun: true, env, qaic: c.qaic });
+        const compileDir = path.join(exp, `qpc-${res.record.fingerprint.slice(0, 16)}`);
+        const want = qeff({ ...c.py, ctx_len: 64, num_layers: 2, onnx: path.join(exp, 'model.onnx'), compile_dir: compileDir });
+        expect(res.command).toEqual(want.command);
+        expect(res.files).toEqual(want.files);
+        // the CLI's dry run prints that command and both files, and writes nothing
+        const cli = spawnSync(
+          process.execPath,
+          [
+            path.join(REPO_ROOT, 'dist', 'cli.js'),
+            'compile',
+            exp,
+            '--backend',
+            'qaic',
+            '--dry-run',
+            '--prefill-seq-len',
+            String(c.py.prefill_seq_len),
+            ...(c.tag === 'pd' ? ['--num-cores', '14', '--mxfp6-matmul'] : ['--mxint8-kv-cache']),
+          ],
+          { encoding: 'utf8', env },
+        );
+        expect(cli.status, cli.stderr).toBe(0);
+        // (the CLI's option record differs from this call's, so its qpc directory hash may too)
+        const cliDir = /-aic-binary-dir=(\S+)\/qpc$/m.exec(cli.stdout)![1]!;
+        const wantCli = qeff({ ...c.py, ctx_len: 64, num_layers: 2, onnx: path.join(exp, 'model.onnx'), compile_dir: cliDir });
+        const printed =
+          [
+            wantCli.command.join(' '),
+            ...wantCli.files.flatMap((f) => [`--- ${f.path}`, f.text.endsWith('\n') ? f.text.slice(0, -1) : f.text]),
+          ].join('\n') + '\n';
+        expect(cli.stdout).toBe(printed);
+        expect(fs.existsSync(compileDir) || fs.existsSync(cliDir)).toBe(false);
+      }
+    },
+  );
 });

@@ -33,7 +33,10 @@ function transpose(v: Float32Array, r: number, c: number): Float32Array {
 /** Writes the checkpoint and returns its tensors as the resolver takes them. */
 async function checkpoint(entries: [string, number[], Float32Array][]): Promise<KeyTensor[]> {
   const file = path.join(tmpDir('ws-resolve-ckpt-'), 'model.safetensors');
-  await writeSafetensors(file, entries.map(([key, shape, v]) => ({ key, dtype: 'BF16', shape, data: fromFloat32(v, 'BF16') })));
+  await writeSafetensors(
+    file,
+    entries.map(([key, shape, v]) => ({ key, dtype: 'BF16', shape, data: fromFloat32(v, 'BF16') })),
+  );
   const ck = await Checkpoint.open(file);
   return ck.keys().map((key) => {
     const t = ck.get(key)!;
@@ -103,8 +106,16 @@ describe('resolveInitializers on files', () => {
     const res = await resolveInitializers(inits, tensors, { chunkBytes: 24 });
     const by = Object.fromEntries(res.map((r) => [r.name, r]));
     expect(by['model.embed_tokens.weight']).toMatchObject({ key: 'model.embed_tokens.weight', strategy: 'exact', transposed: false });
-    expect(by['onnx::MatMul_101']).toMatchObject({ key: 'model.layers.0.self_attn.q_proj.weight', strategy: 'content-transposed', transposed: true });
-    expect(by['onnx::MatMul_102']).toMatchObject({ key: 'model.layers.0.mlp.up_proj.weight', strategy: 'content-transposed', transposed: true });
+    expect(by['onnx::MatMul_101']).toMatchObject({
+      key: 'model.layers.0.self_attn.q_proj.weight',
+      strategy: 'content-transposed',
+      transposed: true,
+    });
+    expect(by['onnx::MatMul_102']).toMatchObject({
+      key: 'model.layers.0.mlp.up_proj.weight',
+      strategy: 'content-transposed',
+      transposed: true,
+    });
     expect(by['onnx::Mul_7']).toMatchObject({ key: 'model.layers.0.input_layernorm.weight', strategy: 'content', transposed: false });
     expect(by['onnx::MatMul_200']).toMatchObject({ key: 'model.embed_tokens.weight', strategy: 'content-transposed' });
     expect(by['cos_cached']!.key).toBeUndefined();
@@ -149,6 +160,10 @@ describe('resolveInitializers on files', () => {
     const scaled = g.map((v) => Math.fround(v * 0.125));
     const res = await resolveInitializers([initializer('onnx::Mul_3', [16], folded), initializer('onnx::Mul_4', [16], scaled)], tensors);
     expect(res[0]).toMatchObject({ key: 'model.layers.0.post_attention_layernorm.weight', strategy: 'content-affine', affine: { add: 1 } });
-    expect(res[1]).toMatchObject({ key: 'model.layers.0.post_attention_layernorm.weight', strategy: 'content-affine', affine: { mul: 0.125 } });
+    expect(res[1]).toMatchObject({
+      key: 'model.layers.0.post_attention_layernorm.weight',
+      strategy: 'content-affine',
+      affine: { mul: 0.125 },
+    });
   });
 });

@@ -39,7 +39,12 @@ async function kvExport(
     for (const inp of spec.inputs.filter((i) => i.location.file === fi)) {
       const t = ck.get(inp.location.key);
       if (!t) throw new Error(`${fam}: ${inp.location.key} is not a checkpoint key (family needs prepare)`);
-      tensors.push({ key: inp.location.key, dtype: 'F32' as const, shape: t.shape, data: convertFloat(await ck.read(t.key), t.dtype, 'F32') });
+      tensors.push({
+        key: inp.location.key,
+        dtype: 'F32' as const,
+        shape: t.shape,
+        data: convertFloat(await ck.read(t.key), t.dtype, 'F32'),
+      });
     }
     const uniq = [...new Map(tensors.map((t) => [t.key, t])).values()];
     await writeSafetensors(path.join(spec.model_id!, path.basename(f.path)), uniq);

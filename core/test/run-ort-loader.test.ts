@@ -13,7 +13,9 @@ describe('loadOrt', () => {
 
   it('names a bad WEIGHT_SPEC_ORT_PATH in one line', () => {
     const env = { WEIGHT_SPEC_ORT_PATH: '/nonexistent/onnxruntime-node' };
-    expect(() => loadOrt(undefined, env)).toThrow(/^cannot load ONNX Runtime from \/nonexistent\/onnxruntime-node \(WEIGHT_SPEC_ORT_PATH\): Cannot find module/);
+    expect(() => loadOrt(undefined, env)).toThrow(
+      /^cannot load ONNX Runtime from \/nonexistent\/onnxruntime-node \(WEIGHT_SPEC_ORT_PATH\): Cannot find module/,
+    );
   });
 
   it('refuses a module that is not onnxruntime-node', () => {

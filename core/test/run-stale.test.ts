@@ -13,7 +13,11 @@ import { tempDirs } from '../../test/support/temp';
 
 const tmp = tempDirs('ws-run-stale-');
 const cli = (cwd: string, ...args: string[]) =>
-  spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd, encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
+  });
 
 describeFixtures('run after a re-export', () => {
   it('refuses a stale compile with one line, recompiles with --recompile, and the tokens are the reference', () => {
@@ -38,14 +42,20 @@ describeFixtures('run after a re-export', () => {
     expect(stale.status).toBe(1);
     const lines = stale.stderr.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^weight-spec: e: the compiled model is stale \((graph|spec)[a-z, ]* changed since the compile\); run `weight-spec compile e` first, or pass --recompile$/);
+    expect(lines[0]).toMatch(
+      /^weight-spec: e: the compiled model is stale \((graph|spec)[a-z, ]* changed since the compile\); run `weight-spec compile e` first, or pass --recompile$/,
+    );
     expect(stale.stdout).toBe('');
 
     // Ids are checked against the export's graph before a recompile they would fail after.
     const vocab = (JSON.parse(readFileSync(path.join(llama, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
     const badId = cli(dir, 'run', 'e', '--input-ids', `1,${vocab}`, '--max-new-tokens', n, '--recompile');
     expect(badId.status).toBe(1);
-    expect(badId.stderr).toMatch(new RegExp(`^weight-spec: token id ${vocab} \\(position 1\\) is outside the vocabulary of .*/e/model\\.onnx: ids must be 0…${vocab - 1} \\(${vocab} tokens\\)\n$`));
+    expect(badId.stderr).toMatch(
+      new RegExp(
+        `^weight-spec: token id ${vocab} \\(position 1\\) is outside the vocabulary of .*/e/model\\.onnx: ids must be 0…${vocab - 1} \\(${vocab} tokens\\)\n$`,
+      ),
+    );
     expect(badId.stderr).not.toContain('recompiling');
 
     const again = cli(dir, 'run', 'e', '--input-ids', ids, '--max-new-tokens', n, '--recompile');

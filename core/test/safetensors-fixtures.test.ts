@@ -8,7 +8,13 @@ import { expect, it } from 'vitest';
 import { Checkpoint, readSafetensorsHeader, readSafetensorsHeaderSync, readTensorBytes } from '../src/formats/safetensors';
 import { describeFixtures, FIXTURE_FOLDERS, fixturesDir } from '../../test/support/fixtures';
 
-interface Raw { file: string; dtype: string; shape: number[]; start: number; end: number }
+interface Raw {
+  file: string;
+  dtype: string;
+  shape: number[];
+  start: number;
+  end: number;
+}
 
 /** Independent reading: the index's weight_map (if any) and each file's raw JSON header. */
 function rawListing(dir: string): Map<string, Raw> {
@@ -20,10 +26,19 @@ function rawListing(dir: string): Map<string, Raw> {
   for (const name of files) {
     const buf = fs.readFileSync(path.join(dir, name));
     const n = Number(buf.readBigUInt64LE(0));
-    const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+    const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<
+      string,
+      { dtype: string; shape: number[]; data_offsets: [number, number] }
+    >;
     for (const [key, t] of Object.entries(header)) {
       if (key === '__metadata__') continue;
-      out.set(key, { file: path.join(dir, name), dtype: t.dtype, shape: t.shape, start: 8 + n + t.data_offsets[0], end: 8 + n + t.data_offsets[1] });
+      out.set(key, {
+        file: path.join(dir, name),
+        dtype: t.dtype,
+        shape: t.shape,
+        start: 8 + n + t.data_offsets[0],
+        end: 8 + n + t.data_offsets[1],
+      });
     }
   }
   if (fs.existsSync(indexFile)) {

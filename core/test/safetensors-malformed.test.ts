@@ -10,7 +10,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDirs } from '../../test/support/temp';
 import { FormatError } from '../src/errors';
-import { Checkpoint, parseSafetensorsHeader, readSafetensorsHeader, readSafetensorsHeaderSync, serializeSafetensors } from '../src/formats/safetensors';
+import {
+  Checkpoint,
+  parseSafetensorsHeader,
+  readSafetensorsHeader,
+  readSafetensorsHeaderSync,
+  serializeSafetensors,
+} from '../src/formats/safetensors';
 
 const tmp = tempDirs('ws-st-bad-')();
 /** A fresh checkpoint folder per case. */
@@ -27,14 +33,26 @@ const t = (dtype: string, shape: unknown, offsets: unknown) => ({ dtype, shape, 
 const hdr = (o: Record<string, unknown>) => JSON.stringify(o);
 const good = serializeSafetensors([{ key: 'w', dtype: 'F32', shape: [2], data: new Uint8Array(8) }]);
 
-interface FileCase { name: string; bytes: Buffer; error: RegExp }
+interface FileCase {
+  name: string;
+  bytes: Buffer;
+  error: RegExp;
+}
 
 const fileCases: FileCase[] = [
   { name: 'empty file', bytes: Buffer.alloc(0), error: /0 bytes, too short/ },
   { name: 'five bytes', bytes: Buffer.from([1, 2, 3, 4, 5]), error: /5 bytes, too short/ },
   { name: 'header length zero', bytes: st('', 8), error: /header length is 0/ },
-  { name: 'header length 2^40', bytes: st('{}', 0, 2n ** 40n), error: /not a safetensors file \(its first 8 bytes are no header length up to the 100000000-byte limit\)/ },
-  { name: 'header length 2^64-1', bytes: st('{}', 0, 2n ** 64n - 1n), error: /not a safetensors file \(its first 8 bytes are no header length up to the 100000000-byte limit\)/ },
+  {
+    name: 'header length 2^40',
+    bytes: st('{}', 0, 2n ** 40n),
+    error: /not a safetensors file \(its first 8 bytes are no header length up to the 100000000-byte limit\)/,
+  },
+  {
+    name: 'header length 2^64-1',
+    bytes: st('{}', 0, 2n ** 64n - 1n),
+    error: /not a safetensors file \(its first 8 bytes are no header length up to the 100000000-byte limit\)/,
+  },
   { name: 'header length past end of file', bytes: st('{}', 0, 100n), error: /header length 100 runs past the end of the 10-byte file/ },
   { name: 'truncated inside the header', bytes: Buffer.from(good).subarray(0, 30), error: /runs past the end/ },
   { name: 'not JSON', bytes: st('{"a": '), error: /header is not valid JSON/ },
@@ -52,28 +70,72 @@ const fileCases: FileCase[] = [
   { name: 'negative dim', bytes: st(hdr({ w: t('F32', [-1], [0, 4]) }), 4), error: /shape\[0\] is -1, not a non-negative integer/ },
   { name: 'float dim', bytes: st(hdr({ w: t('F32', [1.5], [0, 4]) }), 4), error: /shape\[0\] is 1.5/ },
   { name: 'string dim', bytes: st(hdr({ w: t('F32', ['2'], [0, 8]) }), 8), error: /shape\[0\] is "2"/ },
-  { name: 'huge dims (2^90 elements)', bytes: st(hdr({ w: t('U8', [2 ** 30, 2 ** 30, 2 ** 30], [0, 8]) }), 8), error: /more elements than any file can hold/ },
-  { name: 'claims 2^60 bytes (shape and offsets agree)', bytes: st(hdr({ w: t('U8', [2 ** 50, 1024], [0, 2 ** 60]) }), 8), error: /tensor "w": shape \[1125899906842624,1024\] has more elements than any file can hold/ },
-  { name: 'claims 2^50 bytes of data in a small file', bytes: st(hdr({ w: t('U8', [2 ** 50], [0, 2 ** 50]) }), 8), error: /run past the 8-byte data region/ },
-  { name: 'shape × size ≠ byte length', bytes: st(hdr({ w: t('F32', [2], [0, 4]) }), 4), error: /shape \[2\] × F32 \(4 bytes\) needs 8 bytes but data_offsets \[0, 4\] span 4/ },
-  { name: 'data_offsets missing', bytes: st(hdr({ w: { dtype: 'F32', shape: [1] } }), 4), error: /data_offsets is missing, not \[begin, end\]/ },
+  {
+    name: 'huge dims (2^90 elements)',
+    bytes: st(hdr({ w: t('U8', [2 ** 30, 2 ** 30, 2 ** 30], [0, 8]) }), 8),
+    error: /more elements than any file can hold/,
+  },
+  {
+    name: 'claims 2^60 bytes (shape and offsets agree)',
+    bytes: st(hdr({ w: t('U8', [2 ** 50, 1024], [0, 2 ** 60]) }), 8),
+    error: /tensor "w": shape \[1125899906842624,1024\] has more elements than any file can hold/,
+  },
+  {
+    name: 'claims 2^50 bytes of data in a small file',
+    bytes: st(hdr({ w: t('U8', [2 ** 50], [0, 2 ** 50]) }), 8),
+    error: /run past the 8-byte data region/,
+  },
+  {
+    name: 'shape × size ≠ byte length',
+    bytes: st(hdr({ w: t('F32', [2], [0, 4]) }), 4),
+    error: /shape \[2\] × F32 \(4 bytes\) needs 8 bytes but data_offsets \[0, 4\] span 4/,
+  },
+  {
+    name: 'data_offsets missing',
+    bytes: st(hdr({ w: { dtype: 'F32', shape: [1] } }), 4),
+    error: /data_offsets is missing, not \[begin, end\]/,
+  },
   { name: 'data_offsets of three', bytes: st(hdr({ w: t('F32', [1], [0, 4, 8]) }), 4), error: /data_offsets is an array of 3/ },
   { name: 'data_offsets negative', bytes: st(hdr({ w: t('F32', [1], [-4, 0]) }), 4), error: /data_offsets begin is -4/ },
   { name: 'data_offsets strings', bytes: st(hdr({ w: t('F32', [1], ['0', '4']) }), 4), error: /data_offsets begin is "0"/ },
   { name: 'data_offsets reversed', bytes: st(hdr({ w: t('F32', [1], [4, 0]) }), 4), error: /end before they begin/ },
   { name: 'offsets past end of file', bytes: st(hdr({ w: t('F32', [25], [0, 100]) }), 8), error: /run past the 8-byte data region/ },
   { name: 'data region truncated', bytes: st(hdr({ w: t('F32', [2], [0, 8]) }), 4), error: /run past the 4-byte data region/ },
-  { name: 'overlapping tensors', bytes: st(hdr({ a: t('F32', [2], [0, 8]), b: t('F32', [2], [4, 12]) }), 12), error: /tensor "b" data_offsets \[4, 12\] overlap "a"/ },
+  {
+    name: 'overlapping tensors',
+    bytes: st(hdr({ a: t('F32', [2], [0, 8]), b: t('F32', [2], [4, 12]) }), 12),
+    error: /tensor "b" data_offsets \[4, 12\] overlap "a"/,
+  },
   { name: 'identical offsets (aliasing)', bytes: st(hdr({ a: t('F32', [1], [0, 4]), b: t('F32', [1], [0, 4]) }), 4), error: /overlap/ },
-  { name: 'gap between tensors', bytes: st(hdr({ a: t('F32', [1], [0, 4]), b: t('F32', [1], [8, 12]) }), 12), error: /gap in the data region: bytes 4\.\.8/ },
+  {
+    name: 'gap between tensors',
+    bytes: st(hdr({ a: t('F32', [1], [0, 4]), b: t('F32', [1], [8, 12]) }), 12),
+    error: /gap in the data region: bytes 4\.\.8/,
+  },
   { name: 'data does not start at 0', bytes: st(hdr({ a: t('F32', [1], [4, 8]) }), 8), error: /gap in the data region: bytes 0\.\.4/ },
   { name: 'trailing bytes after the last tensor', bytes: st(hdr({ a: t('F32', [1], [0, 4]) }), 8), error: /4 trailing bytes/ },
-  { name: 'duplicate tensor key', bytes: st('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', 4), error: /header has the key "a" twice/ },
-  { name: 'duplicate key spelled with an escape', bytes: st('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\\u0061":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', 1), error: /key "a" twice/ },
-  { name: 'duplicate key inside an entry', bytes: st('{"a":{"dtype":"U8","dtype":"F32","shape":[1],"data_offsets":[0,1]}}', 1), error: /key "dtype" twice/ },
+  {
+    name: 'duplicate tensor key',
+    bytes: st('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', 4),
+    error: /header has the key "a" twice/,
+  },
+  {
+    name: 'duplicate key spelled with an escape',
+    bytes: st('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\\u0061":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', 1),
+    error: /key "a" twice/,
+  },
+  {
+    name: 'duplicate key inside an entry',
+    bytes: st('{"a":{"dtype":"U8","dtype":"F32","shape":[1],"data_offsets":[0,1]}}', 1),
+    error: /key "dtype" twice/,
+  },
   { name: '__metadata__ a string', bytes: st(hdr({ __metadata__: 'x' })), error: /__metadata__ must be an object of strings/ },
   { name: '__metadata__ null', bytes: st(hdr({ __metadata__: null })), error: /__metadata__ must be an object/ },
-  { name: '__metadata__ with a number value', bytes: st(hdr({ __metadata__: { format: 1 } })), error: /__metadata__ value for "format" is 1, not a string/ },
+  {
+    name: '__metadata__ with a number value',
+    bytes: st(hdr({ __metadata__: { format: 1 } })),
+    error: /__metadata__ value for "format" is 1, not a string/,
+  },
   { name: 'deeply nested metadata', bytes: st(`{"__metadata__":${'['.repeat(200_000)}${']'.repeat(200_000)}}`), error: /nests deeper/ },
 ];
 
@@ -119,34 +181,122 @@ describe('malformed safetensors files', () => {
 });
 
 /** A checkpoint directory case: files to create, what to open, which file the error names. */
-interface DirCase { name: string; files: Record<string, string | Buffer>; open?: string; blame: string; error: RegExp }
+interface DirCase {
+  name: string;
+  files: Record<string, string | Buffer>;
+  open?: string;
+  blame: string;
+  error: RegExp;
+}
 
 const shardA = Buffer.from(serializeSafetensors([{ key: 'a', dtype: 'U8', shape: [2], data: new Uint8Array(2) }]));
 const shardB = Buffer.from(serializeSafetensors([{ key: 'b', dtype: 'U8', shape: [1], data: new Uint8Array(1) }]));
 const INDEX = 'model.safetensors.index.json';
-const index = (map: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ metadata: { total_size: 3 }, ...extra, weight_map: map });
+const index = (map: unknown, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ metadata: { total_size: 3 }, ...extra, weight_map: map });
 
 const dirCases: DirCase[] = [
-  { name: 'index not JSON', files: { [INDEX]: '{"weight_map": {', 'a.safetensors': shardA }, blame: INDEX, error: /index is not valid JSON/ },
+  {
+    name: 'index not JSON',
+    files: { [INDEX]: '{"weight_map": {', 'a.safetensors': shardA },
+    blame: INDEX,
+    error: /index is not valid JSON/,
+  },
   { name: 'index is an array', files: { [INDEX]: '[]' }, blame: INDEX, error: /index JSON is not an object/ },
   { name: 'index without weight_map', files: { [INDEX]: '{"metadata": {}}' }, blame: INDEX, error: /no "weight_map"/ },
-  { name: 'weight_map is an array', files: { [INDEX]: '{"weight_map": ["a.safetensors"]}' }, blame: INDEX, error: /"weight_map" is not an object/ },
-  { name: 'weight_map value not a string', files: { [INDEX]: index({ a: 1 }) }, blame: INDEX, error: /weight_map\["a"\] is not a file name/ },
-  { name: 'metadata not an object', files: { [INDEX]: index({ a: 'a.safetensors' }, { metadata: 5 }), 'a.safetensors': shardA }, blame: INDEX, error: /"metadata" is not an object/ },
-  { name: 'duplicate key in weight_map', files: { [INDEX]: '{"weight_map": {"a": "a.safetensors", "a": "b.safetensors"}}', 'a.safetensors': shardA, 'b.safetensors': shardB }, blame: INDEX, error: /index has the key "a" twice/ },
-  { name: 'absolute shard path', files: { [INDEX]: index({ a: '/etc/passwd' }) }, blame: INDEX, error: /shard "\/etc\/passwd" is an absolute path/ },
+  {
+    name: 'weight_map is an array',
+    files: { [INDEX]: '{"weight_map": ["a.safetensors"]}' },
+    blame: INDEX,
+    error: /"weight_map" is not an object/,
+  },
+  {
+    name: 'weight_map value not a string',
+    files: { [INDEX]: index({ a: 1 }) },
+    blame: INDEX,
+    error: /weight_map\["a"\] is not a file name/,
+  },
+  {
+    name: 'metadata not an object',
+    files: { [INDEX]: index({ a: 'a.safetensors' }, { metadata: 5 }), 'a.safetensors': shardA },
+    blame: INDEX,
+    error: /"metadata" is not an object/,
+  },
+  {
+    name: 'duplicate key in weight_map',
+    files: { [INDEX]: '{"weight_map": {"a": "a.safetensors", "a": "b.safetensors"}}', 'a.safetensors': shardA, 'b.safetensors': shardB },
+    blame: INDEX,
+    error: /index has the key "a" twice/,
+  },
+  {
+    name: 'absolute shard path',
+    files: { [INDEX]: index({ a: '/etc/passwd' }) },
+    blame: INDEX,
+    error: /shard "\/etc\/passwd" is an absolute path/,
+  },
   { name: 'shard path with ..', files: { [INDEX]: index({ a: '../a.safetensors' }) }, blame: INDEX, error: /contains "\.\."/ },
-  { name: 'shard path escaping via a subdirectory', files: { [INDEX]: index({ a: 'sub/../../a.safetensors' }) }, blame: INDEX, error: /contains "\.\."/ },
-  { name: 'Windows drive path', files: { [INDEX]: index({ a: 'C:\\weights\\a.safetensors' }) }, blame: INDEX, error: /is an absolute path/ },
+  {
+    name: 'shard path escaping via a subdirectory',
+    files: { [INDEX]: index({ a: 'sub/../../a.safetensors' }) },
+    blame: INDEX,
+    error: /contains "\.\."/,
+  },
+  {
+    name: 'Windows drive path',
+    files: { [INDEX]: index({ a: 'C:\\weights\\a.safetensors' }) },
+    blame: INDEX,
+    error: /is an absolute path/,
+  },
   { name: 'empty shard name', files: { [INDEX]: index({ a: '' }) }, blame: INDEX, error: /is empty/ },
-  { name: 'missing shard', files: { [INDEX]: index({ a: 'a.safetensors', b: 'gone.safetensors' }), 'a.safetensors': shardA }, blame: INDEX, error: /shard "gone.safetensors" \(for "b"\) does not exist/ },
-  { name: 'key not in its shard', files: { [INDEX]: index({ a: 'a.safetensors', b: 'a.safetensors' }), 'a.safetensors': shardA }, blame: INDEX, error: /maps "b" to "a.safetensors", which has no such tensor/ },
-  { name: 'corrupt shard', files: { [INDEX]: index({ a: 'a.safetensors' }), 'a.safetensors': st('{"a": nope}') }, blame: 'a.safetensors', error: /header is not valid JSON/ },
-  { name: 'same key in two shards without an index', files: { '1.safetensors': shardA, '2.safetensors': shardA }, blame: '2.safetensors', error: /tensor "a" is also in 1.safetensors/ },
-  { name: 'directory without safetensors', files: { 'config.json': '{}' }, blame: '.', error: /has no model.safetensors.index.json and no \*.safetensors file/ },
-  { name: 'two index files and no model index', files: { 'a.safetensors.index.json': '{}', 'b.safetensors.index.json': '{}' }, blame: '.', error: /several index files/ },
-  { name: 'single corrupt model.safetensors', files: { 'model.safetensors': Buffer.from([9, 9, 9]) }, blame: 'model.safetensors', error: /too short/ },
-  { name: 'index opened directly, not JSON object', files: { 'x.json': '"hello"' }, open: 'x.json', blame: 'x.json', error: /not an object/ },
+  {
+    name: 'missing shard',
+    files: { [INDEX]: index({ a: 'a.safetensors', b: 'gone.safetensors' }), 'a.safetensors': shardA },
+    blame: INDEX,
+    error: /shard "gone.safetensors" \(for "b"\) does not exist/,
+  },
+  {
+    name: 'key not in its shard',
+    files: { [INDEX]: index({ a: 'a.safetensors', b: 'a.safetensors' }), 'a.safetensors': shardA },
+    blame: INDEX,
+    error: /maps "b" to "a.safetensors", which has no such tensor/,
+  },
+  {
+    name: 'corrupt shard',
+    files: { [INDEX]: index({ a: 'a.safetensors' }), 'a.safetensors': st('{"a": nope}') },
+    blame: 'a.safetensors',
+    error: /header is not valid JSON/,
+  },
+  {
+    name: 'same key in two shards without an index',
+    files: { '1.safetensors': shardA, '2.safetensors': shardA },
+    blame: '2.safetensors',
+    error: /tensor "a" is also in 1.safetensors/,
+  },
+  {
+    name: 'directory without safetensors',
+    files: { 'config.json': '{}' },
+    blame: '.',
+    error: /has no model.safetensors.index.json and no \*.safetensors file/,
+  },
+  {
+    name: 'two index files and no model index',
+    files: { 'a.safetensors.index.json': '{}', 'b.safetensors.index.json': '{}' },
+    blame: '.',
+    error: /several index files/,
+  },
+  {
+    name: 'single corrupt model.safetensors',
+    files: { 'model.safetensors': Buffer.from([9, 9, 9]) },
+    blame: 'model.safetensors',
+    error: /too short/,
+  },
+  {
+    name: 'index opened directly, not JSON object',
+    files: { 'x.json': '"hello"' },
+    open: 'x.json',
+    blame: 'x.json',
+    error: /not an object/,
+  },
 ];
 
 describe('malformed checkpoints', () => {

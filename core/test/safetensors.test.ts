@@ -100,7 +100,15 @@ describe('round trip', () => {
     const h = await readSafetensorsHeader(file);
     expect(h.headerLength).toBe(json.length);
     expect(h.dataStart).toBe(8 + json.length);
-    expect(h.tensors.get('w')).toEqual({ key: 'w', dtype: 'F16', shape: [2], dataOffset: 8 + json.length, byteLength: 4, begin: 0, end: 4 });
+    expect(h.tensors.get('w')).toEqual({
+      key: 'w',
+      dtype: 'F16',
+      shape: [2],
+      dataOffset: 8 + json.length,
+      byteLength: 4,
+      begin: 0,
+      end: 4,
+    });
     expect([...(await readTensorBytes(file, h.tensors.get('w')!))]).toEqual([0, 0x3c, 0, 0xc0]);
   });
 
@@ -171,7 +179,10 @@ describe('SafetensorsWriter', () => {
   it('rejects invalid declarations before creating a file', async () => {
     const file = fresh();
     const bad = [
-      [{ key: 'a', dtype: 'F32', shape: [1] }, { key: 'a', dtype: 'F32', shape: [1] }],
+      [
+        { key: 'a', dtype: 'F32', shape: [1] },
+        { key: 'a', dtype: 'F32', shape: [1] },
+      ],
       [{ key: '__metadata__', dtype: 'F32', shape: [1] }],
       [{ key: 'a', dtype: 'F12', shape: [1] }],
       [{ key: 'a', dtype: 'F32', shape: [-1] }],

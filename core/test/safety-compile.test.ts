@@ -60,6 +60,8 @@ describe('compile writes only into prepared folders (#14.6)', () => {
       /prepared: not a prepared checkpoint \(no \.checkpoint_prepared\); compile writes only into folders prepare made: run weight-spec prepare --checkpoint .*prepared --dtype <dtype> and compile with --prepared <its output>$/,
     );
     expect(fs.readdirSync(ex.preparedDir).sort()).toEqual(before);
-    await expect(compile(ex.exportDir, { ...ORT, prepared: '/' })).rejects.toThrow(/^\/: not a prepared checkpoint \(no \.checkpoint_prepared\)/);
+    await expect(compile(ex.exportDir, { ...ORT, prepared: '/' })).rejects.toThrow(
+      /^\/: not a prepared checkpoint \(no \.checkpoint_prepared\)/,
+    );
   });
 });

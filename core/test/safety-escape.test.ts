@@ -20,7 +20,11 @@ const SHOWN = 'evil\\u001b[2K\\u000d\\u001b[32mok';
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 function cli(args: string[], cwd: string) {
-  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' } });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

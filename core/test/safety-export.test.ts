@@ -16,12 +16,17 @@ const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-export-safety-');
 
 function cli(args: string[], fsizeBytes?: number) {
-  const argv = fsizeBytes === undefined ? [process.execPath, CLI, ...args] : ['prlimit', `--fsize=${fsizeBytes}`, process.execPath, CLI, ...args];
-  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' } });
+  const argv =
+    fsizeBytes === undefined ? [process.execPath, CLI, ...args] : ['prlimit', `--fsize=${fsizeBytes}`, process.execPath, CLI, ...args];
+  const r = spawnSync(argv[0]!, argv.slice(1), {
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const report = (out: string) => JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as { tool: string; state: string };
+const report = (out: string) =>
+  JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as { tool: string; state: string };
 
 beforeAll(() => {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);

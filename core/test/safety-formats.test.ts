@@ -31,7 +31,10 @@ function inspectPeak(file: string): { kb: number; stderr: string } {
   const dir = tmp();
   const preload = path.join(dir, 'rss.cjs');
   const out = path.join(dir, 'rss.txt');
-  fs.writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, String(process.resourceUsage().maxRSS)));`);
+  fs.writeFileSync(
+    preload,
+    `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, String(process.resourceUsage().maxRSS)));`,
+  );
   const r = spawnSync(process.execPath, ['--require', preload, CLI, 'inspect', file], { encoding: 'utf8' });
   return { kb: Number(fs.readFileSync(out, 'utf8')), stderr: r.stderr };
 }
@@ -42,13 +45,19 @@ describe('hostile safetensors headers are scanned before JSON.parse (#14.8)', ()
     const n = 10_000_000;
     const deep = rawSafetensors(path.join(dir, 'deep.safetensors'), `{"__metadata__":${'['.repeat(n)}${']'.repeat(n)}}`);
     const wide = rawSafetensors(path.join(dir, 'wide.safetensors'), `{"a":[${'[],'.repeat(6_000_000)}[]]}`);
-    for (const [file, msg] of [[deep, /header nests deeper than 3 levels \(at byte \d+\)$/], [wide, /header holds 6000003 arrays and objects for 1 property names \(not the shape of a header\)$/]] as const) {
+    for (const [file, msg] of [
+      [deep, /header nests deeper than 3 levels \(at byte \d+\)$/],
+      [wide, /header holds 6000003 arrays and objects for 1 property names \(not the shape of a header\)$/],
+    ] as const) {
       const t0 = performance.now();
       await expect(readSafetensorsHeader(file)).rejects.toThrow(msg);
       expect(performance.now() - t0, file).toBeLessThan(1000);
     }
     // 800,000 keys of 3 numbers each: the right shape, but millions of properties.
-    const keys = rawSafetensors(path.join(dir, 'keys.safetensors'), `{${Array.from({ length: 800_000 }, (_, i) => `"k${i}":{"a":1,"b":2,"c":3}`).join(',')}}`);
+    const keys = rawSafetensors(
+      path.join(dir, 'keys.safetensors'),
+      `{${Array.from({ length: 800_000 }, (_, i) => `"k${i}":{"a":1,"b":2,"c":3}`).join(',')}}`,
+    );
     const t1 = performance.now();
     await expect(readSafetensorsHeader(keys)).rejects.toThrow(/header names 3200000 properties, over the limit of 1000000$/);
     expect(performance.now() - t1).toBeLessThan(1000);
@@ -77,8 +86,14 @@ describe('keys named like Object.prototype members (#14.11)', () => {
     const dir = tmp();
     const src = path.join(dir, 'src');
     fs.mkdirSync(src);
-    await writeSafetensors(path.join(src, 'model-00001-of-00002.safetensors'), keys.slice(0, 2).map((key, i) => ({ key, dtype: 'F32', shape: [2], data: new Uint8Array(new Float32Array([i, i + 0.5]).buffer) })));
-    await writeSafetensors(path.join(src, 'model-00002-of-00002.safetensors'), keys.slice(2).map((key, i) => ({ key, dtype: 'F32', shape: [2], data: new Uint8Array(new Float32Array([i + 2, i + 2.5]).buffer) })));
+    await writeSafetensors(
+      path.join(src, 'model-00001-of-00002.safetensors'),
+      keys.slice(0, 2).map((key, i) => ({ key, dtype: 'F32', shape: [2], data: new Uint8Array(new Float32Array([i, i + 0.5]).buffer) })),
+    );
+    await writeSafetensors(
+      path.join(src, 'model-00002-of-00002.safetensors'),
+      keys.slice(2).map((key, i) => ({ key, dtype: 'F32', shape: [2], data: new Uint8Array(new Float32Array([i + 2, i + 2.5]).buffer) })),
+    );
     const weightMap = Object.create(null) as Record<string, string>;
     keys.forEach((k, i) => (weightMap[k] = `model-0000${i < 2 ? 1 : 2}-of-00002.safetensors`));
     fs.writeFileSync(path.join(src, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
@@ -89,7 +104,9 @@ describe('keys named like Object.prototype members (#14.11)', () => {
     await runPrepare({ checkpoint: src, dtype: 'float16', out, workers: 0, workerPath: workerPath() });
     const prepared = await Checkpoint.open(out);
     expect(prepared.keys().sort()).toEqual([...keys].sort());
-    const index = JSON.parse(fs.readFileSync(path.join(out, 'model.safetensors.index.json'), 'utf8')) as { weight_map: Record<string, string> };
+    const index = JSON.parse(fs.readFileSync(path.join(out, 'model.safetensors.index.json'), 'utf8')) as {
+      weight_map: Record<string, string>;
+    };
     expect(Object.keys(index.weight_map).sort()).toEqual([...keys].sort());
     expect(Array.from(new Uint16Array((await prepared.read('__proto__')).buffer))).toEqual([0x0000, 0x3800]);
   });
@@ -101,7 +118,9 @@ describe('absurd header lengths (#14.13)', () => {
     const text = path.join(dir, 'notes.safetensors');
     fs.writeFileSync(text, 'This is a text file, not weights.\n');
     const err = await readSafetensorsHeader(text).catch((e: Error) => e);
-    expect(String((err as Error).message)).toBe(`${text}: not a safetensors file (its first 8 bytes are no header length up to the 100000000-byte limit) (at byte 0)`);
+    expect(String((err as Error).message)).toBe(
+      `${text}: not a safetensors file (its first 8 bytes are no header length up to the 100000000-byte limit) (at byte 0)`,
+    );
     const digits = Buffer.from('This is ').readBigUInt64LE(0).toString();
     expect(String((err as Error).message)).not.toContain(digits);
   });

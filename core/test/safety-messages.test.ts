@@ -16,7 +16,11 @@ const CLI = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-messages-');
 
 function cli(args: string[], cwd: string) {
-  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' } });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off', WEIGHT_SPEC_DEBUG: '' },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, first: r.stderr.split('\n')[0] };
 }
 
@@ -34,11 +38,15 @@ describe('messages that used to mislead (#14.14)', () => {
     fs.writeFileSync(path.join(dir, 'u16be.weight_spec.json'), Buffer.from(text, 'utf16le').swap16());
     const bom = cli(['check', 'bom.weight_spec.json', '--no-onnx'], dir);
     expect(bom.code).toBe(1);
-    expect(bom.stderr).toBe(`weight-spec: ${path.join(dir, 'bom.weight_spec.json')}: starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM (at byte 0)\n`);
+    expect(bom.stderr).toBe(
+      `weight-spec: ${path.join(dir, 'bom.weight_spec.json')}: starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM (at byte 0)\n`,
+    );
     for (const f of ['u16.weight_spec.json', 'u16be.weight_spec.json']) {
       const r = cli(['check', f, '--no-onnx'], dir);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`weight-spec: ${path.join(dir, f)}: is UTF-16 encoded; a weight spec is UTF-8 JSON (save it as UTF-8) (at byte 0)\n`);
+      expect(r.stderr).toBe(
+        `weight-spec: ${path.join(dir, f)}: is UTF-16 encoded; a weight spec is UTF-8 JSON (save it as UTF-8) (at byte 0)\n`,
+      );
     }
   });
 
@@ -58,7 +66,7 @@ describe('messages that used to mislead (#14.14)', () => {
     expect(r.stdout).toMatch(/error \[schema\] inputs\[0\]\.location: missing required field "key"/);
   });
 
-  it('--ctx-len beyond 2^53 or in hex, and --out \'\', are usage errors', () => {
+  it("--ctx-len beyond 2^53 or in hex, and --out '', are usage errors", () => {
     const dir = tmp();
     const config = path.join(fixturesDir(), 'llama');
     const big = cli(['export', '--config', config, '--out', 'o', '--ctx-len', '9007199254740993'], dir);

@@ -86,9 +86,21 @@ describe('prepare output lock (#14.9)', () => {
     const root = tempDir();
     const src = path.join(root, 'src');
     // ~48 MB of bf16, converted to float32 by a real CLI process: long enough to overlap.
-    await writeCheckpoint(src, [[t('model.embed_tokens.weight', [4096, 2048], 1), t('model.layers.0.mlp.up_proj.weight', [4096, 2048], 2), t('model.layers.0.mlp.down_proj.weight', [2048, 4096], 3)]], { model_type: 'llama' });
+    await writeCheckpoint(
+      src,
+      [
+        [
+          t('model.embed_tokens.weight', [4096, 2048], 1),
+          t('model.layers.0.mlp.up_proj.weight', [4096, 2048], 2),
+          t('model.layers.0.mlp.down_proj.weight', [2048, 4096], 3),
+        ],
+      ],
+      { model_type: 'llama' },
+    );
     const out = path.join(root, 'P');
-    const child = spawn(process.execPath, [CLI, 'prepare', '--checkpoint', src, '--dtype', 'float32', '--out', out], { env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+    const child = spawn(process.execPath, [CLI, 'prepare', '--checkpoint', src, '--dtype', 'float32', '--out', out], {
+      env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -96,7 +108,9 @@ describe('prepare output lock (#14.9)', () => {
     while (!fs.existsSync(`${out}.lock`) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
     expect(fs.existsSync(`${out}.lock`), 'the running prepare holds a lock beside its output folder').toBe(true);
     const err = await prep(src, out, 'float16').catch((e: Error) => e);
-    expect(String((err as Error).message)).toMatch(/P: another prepare \(pid \d+\) is writing this folder; wait for it to finish or choose another --out$/);
+    expect(String((err as Error).message)).toMatch(
+      /P: another prepare \(pid \d+\) is writing this folder; wait for it to finish or choose another --out$/,
+    );
     expect(await exited, stderr).toBe(0);
     const status = await preparedStatus(out);
     expect(status.state).toBe('prepared');

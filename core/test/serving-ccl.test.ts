@@ -59,7 +59,13 @@ describeFixtures('CCL exports reproduce the fixtures', () => {
     const out = await exportCompiled(root, 'llama', 'llama-ccl-poison', CCL);
     const { s, dims } = await session(out);
     const ids = ref.input_ids;
-    const base = { input_ids: i64(ids, [1, ids.length]), position_ids: i64(ids.map((_, i) => i), [1, ids.length]) };
+    const base = {
+      input_ids: i64(ids, [1, ids.length]),
+      position_ids: i64(
+        ids.map((_, i) => i),
+        [1, ids.length],
+      ),
+    };
     const poisoned = () => {
       const caches = zeroCaches(dims, 1);
       for (const t of Object.values(caches)) {
@@ -70,7 +76,8 @@ describeFixtures('CCL exports reproduce the fixtures', () => {
       return caches;
     };
     const run = async (caches: Record<string, unknown>, bucket: number) =>
-      (await s.run({ ...base, ...(caches as Record<string, never>), comp_ctx_lengths: i64(Array(bucket).fill(0), [bucket]) })).logits!.data as Float32Array;
+      (await s.run({ ...base, ...(caches as Record<string, never>), comp_ctx_lengths: i64(Array(bucket).fill(0), [bucket]) })).logits!
+        .data as Float32Array;
     const clean = await run(zeroCaches(dims, 1), 16);
     const dirty = await run(poisoned(), 16);
     expect(Array.from(dirty).every(Number.isFinite)).toBe(true);
@@ -82,11 +89,17 @@ describeFixtures('CCL exports reproduce the fixtures', () => {
 
     // a token at position 20 under bucket 16: its k/v land at slot 20 of the retained cache
     const caches = zeroCaches(dims, 1);
-    const r = await s.run({ ...caches, input_ids: i64([ids[0]!], [1, 1]), position_ids: i64([20], [1, 1]), comp_ctx_lengths: i64(Array(16).fill(0), [16]) });
+    const r = await s.run({
+      ...caches,
+      input_ids: i64([ids[0]!], [1, 1]),
+      position_ids: i64([20], [1, 1]),
+      comp_ctx_lengths: i64(Array(16).fill(0), [16]),
+    });
     const k0 = r['past_key.0_RetainedState']!;
     const [, h, c, d] = k0.dims as number[];
     const data = k0.data as Float32Array;
-    const slot = (j: number) => Array.from({ length: h! }, (_, k) => Array.from(data.subarray((k * c! + j) * d!, (k * c! + j + 1) * d!))).flat();
+    const slot = (j: number) =>
+      Array.from({ length: h! }, (_, k) => Array.from(data.subarray((k * c! + j) * d!, (k * c! + j + 1) * d!))).flat();
     expect(slot(20).some((v) => v !== 0)).toBe(true);
     expect(slot(19).every((v) => v === 0)).toBe(true);
   });

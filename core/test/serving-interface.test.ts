@@ -25,7 +25,11 @@ import { SYNTHETIC_CONFIGS } from './graph-random';
 const tmp = tempDirs('ws-serving-onnx-');
 const ELEM: Record<number, string> = { 1: 'float', 6: 'int32', 7: 'int64', 9: 'bool' };
 const describeIo = (vs: ValueInfoObj[]) =>
-  vs.map((v) => [v.name, ELEM[v.type.tensorType.elemType], v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam))]);
+  vs.map((v) => [
+    v.name,
+    ELEM[v.type.tensorType.elemType],
+    v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam)),
+  ]);
 
 /** QEfficient's non-weight inputs of a continuous-batching CCL + sampler export (mistral: 2 layers, 2 kv heads, head_dim 8, vocab 96). */
 function qeffInputs(ctx: number, k: number): [string, string, (number | string)[]][] {
@@ -33,7 +37,10 @@ function qeffInputs(ctx: number, k: number): [string, string, (number | string)[
   return [
     ['input_ids', 'int64', ['batch_size', 'seq_len']],
     ['position_ids', 'int64', ['batch_size', 'seq_len']],
-    cache('past_key.0'), cache('past_value.0'), cache('past_key.1'), cache('past_value.1'),
+    cache('past_key.0'),
+    cache('past_value.0'),
+    cache('past_key.1'),
+    cache('past_value.1'),
     ['comp_ctx_lengths', 'int64', ['comp_ctx_lengths']],
     ['batch_index', 'int64', ['batch_size', 1]],
     ['last_accepted_output_tokens', 'int64', ['batch_size', 'seq_len']],
@@ -49,9 +56,15 @@ function qeffInputs(ctx: number, k: number): [string, string, (number | string)[
   ];
 }
 
-it('a CCL + sampler export (continuous batching) has QEfficient\'s input and output names, dtypes and shapes', async () => {
+it("a CCL + sampler export (continuous batching) has QEfficient's input and output names, dtypes and shapes", async () => {
   const a = archFromConfig(SYNTHETIC_CONFIGS.mistral, 'mistral/config.json');
-  const g = buildCausalLM(a, { dtype: 'float32', ctxLen: 32, continuousBatching: true, compCtxLengths: { prefill: [16], decode: [16, 32] }, sampler: { maxTopK: 40, returnPdfs: true } });
+  const g = buildCausalLM(a, {
+    dtype: 'float32',
+    ctxLen: 32,
+    continuousBatching: true,
+    compCtxLengths: { prefill: [16], decode: [16, 32] },
+    sampler: { maxTopK: 40, returnPdfs: true },
+  });
   expect(checkGraph(g.model)).toEqual([]);
   const weights = new Set(g.weights.map((w) => w.name));
   const inputs = describeIo(g.model.graph.input.filter((v) => !weights.has(v.name)));
@@ -59,7 +72,9 @@ it('a CCL + sampler export (continuous batching) has QEfficient\'s input and out
   // same names with the same dtype and shape (batch_index sits before the caches here; order is not part of the interface)
   expect(byName(inputs)).toEqual(byName(qeffInputs(32, 40)));
   // the sampler's inputs in QEfficient's (forward signature) order, after the model's
-  const sampler = qeffInputs(32, 40).slice(8).map((x) => x[0]);
+  const sampler = qeffInputs(32, 40)
+    .slice(8)
+    .map((x) => x[0]);
   expect(inputs.slice(-sampler.length).map((x) => x[0])).toEqual(sampler);
   expect(describeIo(g.model.graph.output)).toEqual([
     ['probs', 'float', ['batch_size', 1, 96]],
@@ -77,7 +92,10 @@ it('without --return-pdfs only next_tokens; without CCL no comp_ctx_lengths; wit
   const s = buildCausalLM(a, { dtype: 'float32', sampler: { maxTopK: 96, returnPdfs: false } });
   expect(s.io.outputs.slice(0, 1)).toEqual(['next_tokens']);
   expect(s.io.inputs).not.toContain('comp_ctx_lengths');
-  expect(s.model.graph.input.find((v) => v.name === 'past_repetition_penalty_buffer')!.type.tensorType.shape.dim).toEqual([{ dimParam: 'batch_size' }, { dimValue: 96 }]);
+  expect(s.model.graph.input.find((v) => v.name === 'past_repetition_penalty_buffer')!.type.tensorType.shape.dim).toEqual([
+    { dimParam: 'batch_size' },
+    { dimValue: 96 },
+  ]);
   const c = buildCausalLM(a, { dtype: 'float16', ctxLen: 64, compCtxLengths: { prefill: [32], decode: [48, 64] } });
   expect(c.io.outputs[0]).toBe('logits');
   expect(c.io.inputs).toContain('comp_ctx_lengths');
@@ -96,7 +114,12 @@ describeOnnxChecker('ONNX checker (python3-onnx, strict shape inference) on CCL 
       { continuousBatching: true, dtype: 'float32' as const },
       { continuousBatching: false, dtype: 'float16' as const },
     ].map((v, i) => {
-      const g = buildCausalLM(a, { ...v, ctxLen: 32, compCtxLengths: { prefill: [16], decode: [16, 32] }, sampler: { maxTopK: 40, returnPdfs: true } });
+      const g = buildCausalLM(a, {
+        ...v,
+        ctxLen: 32,
+        compCtxLengths: { prefill: [16], decode: [16, 32] },
+        sampler: { maxTopK: 40, returnPdfs: true },
+      });
       expect(g.model.opsetImport[0]!.version).toBe(17);
       const f = path.join(dir, `serving-${i}.onnx`);
       fs.writeFileSync(f, encodeBuiltModel(g.model));

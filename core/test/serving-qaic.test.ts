@@ -25,7 +25,8 @@ async function dryRunSpecs(root: string, exportDir: string, flags: string[]): Pr
   const at = text.indexOf('specializations.json\n');
   expect(at).toBeGreaterThan(0);
   const body = text.slice(at + 'specializations.json\n'.length);
-  return (JSON.parse(body.slice(0, body.indexOf('\n---'))) as { specializations: { name: string; symbols: Record<string, string> }[] }).specializations;
+  return (JSON.parse(body.slice(0, body.indexOf('\n---'))) as { specializations: { name: string; symbols: Record<string, string> }[] })
+    .specializations;
 }
 
 function configDir(root: string): string {
@@ -45,7 +46,19 @@ it('process_ccl_specializations, by hand', async () => {
 it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one Decode entry per decode bucket', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
-  await ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--comp-ctx-lengths-prefill', '8,16', '--comp-ctx-lengths-decode', '16,32']);
+  await ws(root, [
+    'export',
+    '--config',
+    configDir(root),
+    '--out',
+    out,
+    '--ctx-len',
+    '32',
+    '--comp-ctx-lengths-prefill',
+    '8,16',
+    '--comp-ctx-lengths-decode',
+    '16,32',
+  ]);
   const sym = (seq: number, ccl: number) => ({ batch_size: '1', comp_ctx_lengths: String(ccl), ctx_len: '32', seq_len: String(seq) });
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '4'])).toEqual([
     { name: 'Prefill', symbols: sym(4, 8) },
@@ -54,19 +67,42 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
     { name: 'Decode', symbols: sym(1, 32) },
   ]);
   // prefill_seq_len 1: no separate decode entries (build_decode_specialization returns None), the union as prefill buckets
-  expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual([8, 16, 32].map((c) => ({ name: 'Decode', symbols: sym(1, c) })));
+  expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual(
+    [8, 16, 32].map((c) => ({ name: 'Decode', symbols: sym(1, c) })),
+  );
   // a plain export keeps the two entries without comp_ctx_lengths
   const plain = path.join(root, 'plain');
   await ws(root, ['export', '--config', configDir(root), '--out', plain, '--ctx-len', '32']);
-  expect((await dryRunSpecs(root, plain, ['--prefill-seq-len', '4'])).map((s) => s.symbols.comp_ctx_lengths)).toEqual([undefined, undefined]);
+  expect((await dryRunSpecs(root, plain, ['--prefill-seq-len', '4'])).map((s) => s.symbols.comp_ctx_lengths)).toEqual([
+    undefined,
+    undefined,
+  ]);
 });
 
 it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size for prefill)', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
-  await ws(root, ['export', '--config', configDir(root), '--out', out, '--ctx-len', '32', '--continuous-batching', '--batch-size', '4', '--comp-ctx-lengths-prefill', '16', '--comp-ctx-lengths-decode', '32']);
+  await ws(root, [
+    'export',
+    '--config',
+    configDir(root),
+    '--out',
+    out,
+    '--ctx-len',
+    '32',
+    '--continuous-batching',
+    '--batch-size',
+    '4',
+    '--comp-ctx-lengths-prefill',
+    '16',
+    '--comp-ctx-lengths-decode',
+    '32',
+  ]);
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
-    { name: 'Prefill', symbols: { batch_size: '1', comp_ctx_lengths: '16', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' } },
+    {
+      name: 'Prefill',
+      symbols: { batch_size: '1', comp_ctx_lengths: '16', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' },
+    },
     { name: 'Decode', symbols: { batch_size: '4', comp_ctx_lengths: '32', ctx_len: '32', full_batch_size: '4', seq_len: '1' } },
   ]);
 });

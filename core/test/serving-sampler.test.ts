@@ -36,7 +36,10 @@ function softmax64(x: number[]): number[] {
  */
 function expectedDistribution(logits: number[], T: number, topK: number, topP: number, minP: number): number[] {
   const x = logits.map((v) => v / T);
-  const desc = x.map((_, i) => i).sort((a, b) => x[b]! - x[a]! || a - b).slice(0, topK);
+  const desc = x
+    .map((_, i) => i)
+    .sort((a, b) => x[b]! - x[a]! || a - b)
+    .slice(0, topK);
   const asc = [...desc].reverse();
   const q = softmax64(asc.map((i) => x[i]!));
   const keep = asc.map(() => true);
@@ -81,7 +84,7 @@ function chiSquare(counts: number[], probs: number[]): { stat: number; critical:
   return { stat, critical, df };
 }
 
-it('penalties on the host follow QEfficient\'s formulas, by hand', async () => {
+it("penalties on the host follow QEfficient's formulas, by hand", async () => {
   // logits, tokens 0,1 seen in the prompt, token 3 generated (decode marks it in both buffers)
   const buf = new PenaltyBuffers(5);
   buf.observe([0, 1, 0], [0, 1, 2]); // prefill: repetition {0,1}, presence cleared
@@ -93,7 +96,13 @@ it('penalties on the host follow QEfficient\'s formulas, by hand', async () => {
   buf.observe([4], [-1]); // padding is not marked
   expect(buf.repetition[4]).toBe(0);
   const greedy = (logits: number[], r: number, q: number) =>
-    sampleToken(logits, buf, { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: r, presencePenalty: q }, 5, new Float32Array(0));
+    sampleToken(
+      logits,
+      buf,
+      { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: r, presencePenalty: q },
+      5,
+      new Float32Array(0),
+    );
   // r = 2: token 0: 3 → 1.5; token 1: −1 → −2; token 3: 2.9 → 1.45, then q = 0.5 → 0.95; token 2 stays 1.2
   expect(greedy([3, -1, 1.2, 2.9, 0], 1, 0)).toBe(0);
   expect(greedy([3, -1, 1.2, 2.9, 0], 2, 0)).toBe(0); // 1.5 > 1.45 > 1.2
@@ -148,7 +157,12 @@ describeFixtures('the on-device sampler', () => {
     expect((await generate(root, dev, ref.input_ids, 20, flags)).tokens).toEqual(a);
     expect(a).not.toEqual(ref.generated_ids.concat(a.slice(5)));
     expect((await generate(root, dev, ref.input_ids, 20, ['--temperature', '1.5', '--seed', '12'])).tokens).not.toEqual(a);
-    for (const f of [flags, ['--temperature', '0.8', '--top-k', '20', '--top-p', '0.9', '--min-p', '0.05', '--seed', '7'], ['--repetition-penalty', '1.7', '--presence-penalty', '0.8'], ['--temperature', '1.2', '--repetition-penalty', '1.3', '--presence-penalty', '0.5', '--top-k', '50', '--seed', '3']]) {
+    for (const f of [
+      flags,
+      ['--temperature', '0.8', '--top-k', '20', '--top-p', '0.9', '--min-p', '0.05', '--seed', '7'],
+      ['--repetition-penalty', '1.7', '--presence-penalty', '0.8'],
+      ['--temperature', '1.2', '--repetition-penalty', '1.3', '--presence-penalty', '0.5', '--top-k', '50', '--seed', '3'],
+    ]) {
       const host = await generate(root, plain, ref.input_ids, 20, f);
       expect(host.stderr).toContain("QEfficient's sampler on the host");
       expect((await generate(root, dev, ref.input_ids, 20, f)).tokens).toEqual(host.tokens);
@@ -158,7 +172,9 @@ describeFixtures('the on-device sampler', () => {
   it('llama: the first sampled token follows softmax(logits / T) after top-k / top-p / min-p (chi-square, 1 %)', async () => {
     const ref = reference('llama');
     const dev = await exportCompiled(root, 'llama', 'llama-sampler-chi', ['--ctx-len', '32', '--sampler']);
-    const logits = (await dumpLogits(root, await exportCompiled(root, 'llama', 'llama-plain-chi', ['--ctx-len', '32']), ref.input_ids)).at(-1)!;
+    const logits = (await dumpLogits(root, await exportCompiled(root, 'llama', 'llama-plain-chi', ['--ctx-len', '32']), ref.input_ids)).at(
+      -1,
+    )!;
     const { s, dims } = await session(dev);
     const K = dims.get('random_numbers')![1] as number;
     const V = logits.length;
@@ -218,7 +234,10 @@ describeFixtures('the on-device sampler', () => {
     const pre = await s.run({
       ...zeroCaches(dims, 1),
       input_ids: i64(ids, [1, ids.length]),
-      position_ids: i64(ids.map((_, i) => i), [1, ids.length]),
+      position_ids: i64(
+        ids.map((_, i) => i),
+        [1, ids.length],
+      ),
       last_accepted_output_tokens: i64(ids, [1, ids.length]),
       past_repetition_penalty_buffer: new ort.Tensor('bool', new Uint8Array(V), [1, V]),
       past_presence_penalty_buffer: new ort.Tensor('bool', new Uint8Array(V), [1, V]),

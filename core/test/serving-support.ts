@@ -47,7 +47,8 @@ export function reference(fam: string): Reference {
 /** Prepares `fam` (float32) once per root; returns the prepared dir. */
 export async function prepared(root: string, fam: string): Promise<string> {
   const dir = path.join(root, `${fam}-qeff-prepared-float32`);
-  if (!fs.existsSync(path.join(dir, '.checkpoint_prepared'))) await ws(root, ['prepare', '--checkpoint', path.join(fixturesDir(), fam), '--dtype', 'float32', '--out', dir]);
+  if (!fs.existsSync(path.join(dir, '.checkpoint_prepared')))
+    await ws(root, ['prepare', '--checkpoint', path.join(fixturesDir(), fam), '--dtype', 'float32', '--out', dir]);
   return dir;
 }
 
@@ -67,7 +68,13 @@ export async function dumpLogits(root: string, exportDir: string, ids: number[])
 }
 
 /** `run --max-new-tokens n` with extra flags; the tokens and stderr. */
-export async function generate(root: string, exportDir: string, ids: number[], n: number, flags: string[] = []): Promise<{ tokens: number[]; stderr: string }> {
+export async function generate(
+  root: string,
+  exportDir: string,
+  ids: number[],
+  n: number,
+  flags: string[] = [],
+): Promise<{ tokens: number[]; stderr: string }> {
   const r = await ws(root, ['run', exportDir, '--input-ids', ids.join(','), '--max-new-tokens', String(n), ...flags]);
   return { tokens: r.stdout.trim().split(',').map(Number), stderr: r.stderr };
 }
@@ -93,7 +100,8 @@ export function f32(v: number, dims: number[]): ort.Tensor {
 /** Zero KV caches `[batch, n_kv, ctx_len, head_dim]` for every past_* input (dims as the graph declares them). */
 export function zeroCaches(dims: Map<string, (number | string)[]>, batch: number): Record<string, ort.Tensor> {
   const feeds: Record<string, ort.Tensor> = {};
-  for (const [n, d] of dims) if (/^past_(key|value)\.\d+$/.test(n)) feeds[n] = f32(0, [batch, d[1] as number, d[2] as number, d[3] as number]);
+  for (const [n, d] of dims)
+    if (/^past_(key|value)\.\d+$/.test(n)) feeds[n] = f32(0, [batch, d[1] as number, d[2] as number, d[3] as number]);
   return feeds;
 }
 

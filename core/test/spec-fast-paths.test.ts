@@ -19,7 +19,10 @@ const plainInput = (i: number) => ({ name: `n${i}`, location: { file: 0, key: `k
 describe('parseSpecSchema equals SpecSchema.safeParse', () => {
   const variants: [string, unknown][] = [
     ['plain v5', { version: 5, files: [{ path: 'a', format: 'safetensors' }], inputs: [plainInput(0), plainInput(1)], model_name: 'm' }],
-    ['keys in another order + role', { inputs: [{ role: 'weight', location: { key: 'k', file: 2 }, name: 'n', weight_input: 'w' }], files: ['a'], version: 5 }],
+    [
+      'keys in another order + role',
+      { inputs: [{ role: 'weight', location: { key: 'k', file: 2 }, name: 'n', weight_input: 'w' }], files: ['a'], version: 5 },
+    ],
     ['unknown input field', { version: 5, files: ['a'], inputs: [plainInput(0), { ...plainInput(1), extra: [1] }] }],
     ['unknown location field', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: 0, key: 'k', z: 1 } }] }],
     ['empty key', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: 0, key: '' } }] }],
@@ -75,25 +78,29 @@ describe('parseSpecSchema equals SpecSchema.safeParse', () => {
 describe('duplicate detection by counting', () => {
   it('scanJsonShape finds the same depth as nestingBeyond', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom('[', ']', '{', '}', '"', '\\', ':', 'a', ' '), { maxLength: 40 }), fc.integer({ min: 0, max: 4 }), (chars, max) => {
-        const text = chars.join('');
-        const shape = scanJsonShape(text, max);
-        expect(shape.deepAt).toBe(nestingBeyond(text, max));
-        if (shape.deepAt < 0) {
-          // Reference count: a character-by-character walk.
-          let colons = 0;
-          let inStr = false;
-          for (let i = 0; i < text.length; i++) {
-            const c = text[i];
-            if (inStr) {
-              if (c === '\\') i++;
-              else if (c === '"') inStr = false;
-            } else if (c === '"') inStr = true;
-            else if (c === ':') colons++;
+      fc.property(
+        fc.array(fc.constantFrom('[', ']', '{', '}', '"', '\\', ':', 'a', ' '), { maxLength: 40 }),
+        fc.integer({ min: 0, max: 4 }),
+        (chars, max) => {
+          const text = chars.join('');
+          const shape = scanJsonShape(text, max);
+          expect(shape.deepAt).toBe(nestingBeyond(text, max));
+          if (shape.deepAt < 0) {
+            // Reference count: a character-by-character walk.
+            let colons = 0;
+            let inStr = false;
+            for (let i = 0; i < text.length; i++) {
+              const c = text[i];
+              if (inStr) {
+                if (c === '\\') i++;
+                else if (c === '"') inStr = false;
+              } else if (c === '"') inStr = true;
+              else if (c === ':') colons++;
+            }
+            expect(shape.properties).toBe(colons);
           }
-          expect(shape.properties).toBe(colons);
-        }
-      }),
+        },
+      ),
     );
   });
 
@@ -148,8 +155,16 @@ describe('compact offset index equals the jsonc tree', () => {
   it('value, key, anchor and nearest on random documents, before and after shifts', () => {
     const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('a', 'a"b', 'é', '\\', '/', '~', '__proto__', 'x:y'));
     const doc = fc.letrec((tie) => ({
-      v: fc.oneof({ depthSize: 'small' }, fc.string({ maxLength: 4 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null),
-        fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(key, tie('v'), { maxKeys: 4 })),
+      v: fc.oneof(
+        { depthSize: 'small' },
+        fc.string({ maxLength: 4 }),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('v'), { maxLength: 4 }),
+        fc.dictionary(key, tie('v'), { maxKeys: 4 }),
+      ),
     })).v;
     fc.assert(
       fc.property(doc, fc.constantFrom(undefined, 2, '\t'), (value, indent) => {
@@ -192,7 +207,14 @@ describe('deferred tree', () => {
     const text = JSON.stringify(doc, null, 2);
     const parsed = parseSpecText(text, 'x.weight_spec.json');
     const eager = new SpecOffsets(parseTree(text));
-    for (const p of [['version'], ['files', 0, 'path'], ['inputs', 2], ['inputs', 1, 'location', 'key'], ['inputs', 9], ['nope']] as const) {
+    for (const p of [
+      ['version'],
+      ['files', 0, 'path'],
+      ['inputs', 2],
+      ['inputs', 1, 'location', 'key'],
+      ['inputs', 9],
+      ['nope'],
+    ] as const) {
       expect(parsed.offsets.value(p)).toEqual(eager.value(p));
       expect(parsed.offsets.key(p)).toEqual(eager.key(p));
       expect(parsed.offsets.anchor(p)).toEqual(eager.anchor(p));

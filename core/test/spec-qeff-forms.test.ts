@@ -22,7 +22,8 @@ beforeAll(() => {
   good = twoFileCheckpoint(dir).spec;
 });
 
-const edited = (edit: (s: any) => void): string => { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const edited = (edit: (s: any) => void): string => {
   const s = structuredClone(good) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
   edit(s);
   return JSON.stringify(s, null, 2);

@@ -44,9 +44,15 @@ describeFixtures('QEfficient v5 sample', () => {
     const spec = parseSpecText(text, 'x').spec!;
     // Independent reference: JSON.stringify of the key-sorted document (the sample is ASCII-only).
     const sortDeep = (v: unknown): unknown =>
-      Array.isArray(v) ? v.map(sortDeep) : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]))
-        : v;
+      Array.isArray(v)
+        ? v.map(sortDeep)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(
+              Object.keys(v)
+                .sort()
+                .map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]),
+            )
+          : v;
     expect(specMetadataValue(spec)).toBe(JSON.stringify(sortDeep(JSON.parse(text))));
     expect(specMetadataValue(spec)).not.toMatch(/\s/);
   });
@@ -72,11 +78,13 @@ describe('Python json.dumps emulation', () => {
     n: null,
   };
   it('indent=2, sort_keys=True', () => {
-    const expected = "{\n  \"A\": true,\n  \"a\": {\n    \"x\": \"caf\\u00e9 \\ud83d\\ude00 \\u2028 \\u0000\\u001f\\u007f \\\"q\\\" \\\\ / \\t\\n\\r\\b\\f\",\n    \"y\": {},\n    \"z\": []\n  },\n  \"b\": [\n    1e-05,\n    0.1,\n    123.456,\n    -0.0001,\n    2.5,\n    1e-07,\n    12345678.9,\n    5e-05,\n    3,\n    -7,\n    0.30000000000000004,\n    1.7976931348623157e-300,\n    9007199254740.5\n  ],\n  \"n\": null,\n  \"\\u00e9\": 3,\n  \"\\uffff\": 1,\n  \"\\ud83d\\ude00\": 2\n}";
+    const expected =
+      '{\n  "A": true,\n  "a": {\n    "x": "caf\\u00e9 \\ud83d\\ude00 \\u2028 \\u0000\\u001f\\u007f \\"q\\" \\\\ / \\t\\n\\r\\b\\f",\n    "y": {},\n    "z": []\n  },\n  "b": [\n    1e-05,\n    0.1,\n    123.456,\n    -0.0001,\n    2.5,\n    1e-07,\n    12345678.9,\n    5e-05,\n    3,\n    -7,\n    0.30000000000000004,\n    1.7976931348623157e-300,\n    9007199254740.5\n  ],\n  "n": null,\n  "\\u00e9": 3,\n  "\\uffff": 1,\n  "\\ud83d\\ude00": 2\n}';
     expect(pyJsonDumps(value, { indent: 2, sortKeys: true })).toBe(expected);
   });
   it('compact separators', () => {
-    const expected = "{\"A\":true,\"a\":{\"x\":\"caf\\u00e9 \\ud83d\\ude00 \\u2028 \\u0000\\u001f\\u007f \\\"q\\\" \\\\ / \\t\\n\\r\\b\\f\",\"y\":{},\"z\":[]},\"b\":[1e-05,0.1,123.456,-0.0001,2.5,1e-07,12345678.9,5e-05,3,-7,0.30000000000000004,1.7976931348623157e-300,9007199254740.5],\"n\":null,\"\\u00e9\":3,\"\\uffff\":1,\"\\ud83d\\ude00\":2}";
+    const expected =
+      '{"A":true,"a":{"x":"caf\\u00e9 \\ud83d\\ude00 \\u2028 \\u0000\\u001f\\u007f \\"q\\" \\\\ / \\t\\n\\r\\b\\f","y":{},"z":[]},"b":[1e-05,0.1,123.456,-0.0001,2.5,1e-07,12345678.9,5e-05,3,-7,0.30000000000000004,1.7976931348623157e-300,9007199254740.5],"n":null,"\\u00e9":3,"\\uffff":1,"\\ud83d\\ude00":2}';
     expect(pyJsonDumps(value, { separators: [',', ':'], sortKeys: true })).toBe(expected);
   });
 });
@@ -170,7 +178,14 @@ describe('reading older and newer versions', () => {
   });
 
   it('v6: per-input quantization', () => {
-    const q = { format: 'mxfp6_e2m3', block_size: 32, axis: 1, layout: 'inline_e8m0_fp6_lsb_v1', dequantized_axis_size: 64, logical_dtype: 'float16' };
+    const q = {
+      format: 'mxfp6_e2m3',
+      block_size: 32,
+      axis: 1,
+      layout: 'inline_e8m0_fp6_lsb_v1',
+      dequantized_axis_size: 64,
+      logical_dtype: 'float16',
+    };
     const doc = {
       version: 6,
       files: [{ format: 'safetensors', path: 'a.safetensors' }],
@@ -185,7 +200,11 @@ describe('reading older and newer versions', () => {
   });
 
   it('v6 quantization with a bad field is a schema problem on that field', () => {
-    const text = JSON.stringify({ version: 6, files: ['a'], inputs: [{ name: 'w', location: { file: 0, key: 'k' }, quantization: { format: 'mxfp6', block_size: 0 } }] });
+    const text = JSON.stringify({
+      version: 6,
+      files: ['a'],
+      inputs: [{ name: 'w', location: { file: 0, key: 'k' }, quantization: { format: 'mxfp6', block_size: 0 } }],
+    });
     const p = parseSpecText(text, 'x');
     expect(p.spec).toBeUndefined();
     expect(p.problems).toHaveLength(1);
@@ -212,7 +231,9 @@ describe('ONNX metadata embedding', () => {
     const out = embedSpec(props, spec);
     expect(props).toHaveLength(1); // input not modified
     expect(out.map((p) => p.key)).toEqual(['producer_note', SPEC_METADATA_KEY]);
-    expect(out[1]!.value).toBe('{"files":[{"format":"safetensors","path":"a.safetensors"}],"inputs":[{"location":{"file":0,"key":"k"},"name":"w\\u00e9"}],"model_name":"m","version":5}');
+    expect(out[1]!.value).toBe(
+      '{"files":[{"format":"safetensors","path":"a.safetensors"}],"inputs":[{"location":{"file":0,"key":"k"},"name":"w\\u00e9"}],"model_name":"m","version":5}',
+    );
     const replaced = embedSpec(out, { ...spec, model_name: 'n' });
     expect(replaced).toHaveLength(2);
     expect(extractSpec(replaced, 'm.onnx')!.model_name).toBe('n');
@@ -229,7 +250,11 @@ describeFixtures('ONNX metadata embedding in a real model', () => {
     const file = path.join(fixturesDir(), 'llama', 'legacy.onnx');
     const model = decodeModel(readFileSync(file), file);
     expect(extractSpecFromModel(model, file)).toBeUndefined();
-    const spec: WeightSpec = { version: 5, files: [{ path: 'a.safetensors', format: 'safetensors' }], inputs: [{ name: 'w\u00e9', location: { file: 0, key: 'k' } }] };
+    const spec: WeightSpec = {
+      version: 5,
+      files: [{ path: 'a.safetensors', format: 'safetensors' }],
+      inputs: [{ name: 'w\u00e9', location: { file: 0, key: 'k' } }],
+    };
     const withSpec = embedSpecInModel(model, spec);
     const back = decodeModel(encodeModel(withSpec), file);
     const entry = back.metadataProps!.find((p) => p.key === SPEC_METADATA_KEY)!;
@@ -242,7 +267,11 @@ describe('file I/O', () => {
   it('writeSpec is atomic and leaves no temp file; readSpec reads it back', async () => {
     const dir = tmpDir('ws-spec-');
     const file = path.join(dir, 'weight_spec.json');
-    const spec: WeightSpec = { version: 5, files: [{ path: 'a.safetensors', format: 'safetensors' }], inputs: [{ name: 'w', location: { file: 0, key: 'k' } }] };
+    const spec: WeightSpec = {
+      version: 5,
+      files: [{ path: 'a.safetensors', format: 'safetensors' }],
+      inputs: [{ name: 'w', location: { file: 0, key: 'k' } }],
+    };
     writeFileSync(file, 'old');
     await writeSpec(file, spec);
     expect(readdirSync(dir)).toEqual(['weight_spec.json']);

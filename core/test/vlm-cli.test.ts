@@ -46,7 +46,10 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     mkdirSync(path.join(work, 'model'));
     for (const f of ['config.json', 'model.safetensors']) copyFileSync(path.join(fx, f), path.join(work, 'model', f));
     // min_pixels below 16·16: smart_resize keeps the fixture image's size, as the reference did
-    writeFileSync(path.join(work, 'model', 'preprocessor_config.json'), JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }));
+    writeFileSync(
+      path.join(work, 'model', 'preprocessor_config.json'),
+      JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),
+    );
     await ok('export', '--config', 'model', '--out', 'out');
     await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
     const c = await ok('compile', 'out');
@@ -76,11 +79,17 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
       const down = toFloat32(await src.read(`${m}.experts.down_proj`), 'BF16');
       const gate = new Float32Array(E * H * I);
       const up = new Float32Array(E * H * I);
-      for (let e = 0; e < E; e++) for (let h = 0; h < H; h++) for (let j = 0; j < I; j++) {
-        gate[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + j]!;
-        up[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + I + j]!;
-      }
-      for (const [k, want, shape] of [['gate', gate, [E, H, I]], ['up', up, [E, H, I]], ['down', down, [E, I, H]]] as const) {
+      for (let e = 0; e < E; e++)
+        for (let h = 0; h < H; h++)
+          for (let j = 0; j < I; j++) {
+            gate[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + j]!;
+            up[(e * H + h) * I + j] = fused[(e * H + h) * 2 * I + I + j]!;
+          }
+      for (const [k, want, shape] of [
+        ['gate', gate, [E, H, I]],
+        ['up', up, [E, H, I]],
+        ['down', down, [E, I, H]],
+      ] as const) {
         expect(prep.get(`${m}.moe_weights.${k}`)!.shape).toEqual(shape);
         expect(toFloat32(await prep.read(`${m}.moe_weights.${k}`), 'F32')).toEqual(want);
       }
@@ -101,7 +110,16 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
   });
 
   it('run --pixel-values: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4', async () => {
-    const gen = await ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+    const gen = await ok(
+      'run',
+      'out',
+      '--pixel-values',
+      path.join(fx, 'reference.json'),
+      '--input-ids',
+      ref.input_ids.join(','),
+      '--max-new-tokens',
+      '5',
+    );
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
     const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
     await ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
@@ -115,10 +133,11 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     const W = ref.image[0].length;
     const { PNG } = req('pngjs');
     const png = new PNG({ width: W, height: H });
-    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
-      for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
-      png.data[(y * W + x) * 4 + 3] = 255;
-    }
+    for (let y = 0; y < H; y++)
+      for (let x = 0; x < W; x++) {
+        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
+        png.data[(y * W + x) * 4 + 3] = 255;
+      }
     writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
     const gen = await ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
@@ -128,9 +147,21 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['llava', { ...cfg, model_type: 'llava' }, /vision-language model_type "llava" is not supported/],
-      ['bicubic', { ...cfg, vision_config: { ...cfg.vision_config, interpolation_mode: 'bicubic' } }, /vision_config\.interpolation_mode" "bicubic" is not supported/],
-      ['deep', { ...cfg, vision_config: { ...cfg.vision_config, deepstack_visual_indexes: [0, 5] } }, /deepstack_visual_indexes" names block 5 but depth is 3/],
-      ['mrope', { ...cfg, text_config: { ...cfg.text_config, rope_scaling: { rope_type: 'default', mrope_section: [6, 5, 4] } } }, /mrope_section" sums to 15 but head_dim \/ 2 is 16/],
+      [
+        'bicubic',
+        { ...cfg, vision_config: { ...cfg.vision_config, interpolation_mode: 'bicubic' } },
+        /vision_config\.interpolation_mode" "bicubic" is not supported/,
+      ],
+      [
+        'deep',
+        { ...cfg, vision_config: { ...cfg.vision_config, deepstack_visual_indexes: [0, 5] } },
+        /deepstack_visual_indexes" names block 5 but depth is 3/,
+      ],
+      [
+        'mrope',
+        { ...cfg, text_config: { ...cfg.text_config, rope_scaling: { rope_type: 'default', mrope_section: [6, 5, 4] } } },
+        /mrope_section" sums to 15 but head_dim \/ 2 is 16/,
+      ],
     ];
     for (const [name, c, re] of cases) {
       mkdirSync(path.join(work, name));
@@ -158,16 +189,27 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '32');
     await ok('compile', 'out-cb');
     for (const out of ['out16', 'out-cb']) {
-      const gen = await ok('run', out, '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+      const gen = await ok(
+        'run',
+        out,
+        '--pixel-values',
+        path.join(fx, 'reference.json'),
+        '--input-ids',
+        ref.input_ids.join(','),
+        '--max-new-tokens',
+        '5',
+      );
       expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
     }
   }, 60_000);
 
   // last: onnx 1.12's check_model(path, full_check=True) writes the inferred shapes back into the
   // file, which makes every compile of it stale for the tests after it
-  it.runIf(haveOnnxChecker())('both graphs and both compiled artifacts pass ONNX\'s checker with strict shape inference at opset 17', () => {
+  it.runIf(haveOnnxChecker())("both graphs and both compiled artifacts pass ONNX's checker with strict shape inference at opset 17", () => {
     const graphs = ['vision', 'language'].map((g) => path.join(work, 'out', g, 'model.onnx'));
-    const compiled = ['vision', 'language'].map((g) => JSON.parse(readFileSync(path.join(work, 'out', g, 'compile.json'), 'utf8')).artifacts.model as string);
+    const compiled = ['vision', 'language'].map(
+      (g) => JSON.parse(readFileSync(path.join(work, 'out', g, 'compile.json'), 'utf8')).artifacts.model as string,
+    );
     for (const r of expectOnnxValid([...graphs, ...compiled])) expect(r.opset).toEqual([17]);
   });
 });

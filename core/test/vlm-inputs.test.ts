@@ -24,14 +24,25 @@ const cfg = { imageTokenId: 300, videoTokenId: 301, visionStartTokenId: 302, spa
 
 it('get_rope_index: text only is arange on all rows, delta 0', () => {
   const r = getRopeIndex([5, 6, 7], [], cfg);
-  expect(r.positions).toEqual([[0, 1, 2], [0, 1, 2], [0, 1, 2]]);
+  expect(r.positions).toEqual([
+    [0, 1, 2],
+    [0, 1, 2],
+    [0, 1, 2],
+  ]);
   expect(r.delta).toBe(0);
 });
 
 it('get_rope_index: two images of different grids, hand-computed', () => {
   // text(2) start img(1×4×2 → 2×1 merged) end text(1) start img(1×2×2 → 1×1) end
   const ids = [9, 302, 300, 300, 303, 9, 302, 300, 303];
-  const r = getRopeIndex(ids, [[1, 4, 2], [1, 2, 2]], cfg);
+  const r = getRopeIndex(
+    ids,
+    [
+      [1, 4, 2],
+      [1, 2, 2],
+    ],
+    cfg,
+  );
   expect(r.positions).toEqual([
     [0, 1, 2, 2, 4, 5, 6, 7, 8],
     [0, 1, 2, 3, 4, 5, 6, 7, 8],
@@ -69,14 +80,23 @@ describeFixtures('qwen3_vl_moe processor and rope index vs reference.json', () =
   const H = ref.image.length as number;
   const W = ref.image[0].length as number;
   const rgba = Buffer.alloc(H * W * 4);
-  for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
-    for (let c = 0; c < 3; c++) rgba[(y * W + x) * 4 + c] = ref.image[y][x][c];
-    rgba[(y * W + x) * 4 + 3] = 255;
-  }
+  for (let y = 0; y < H; y++)
+    for (let x = 0; x < W; x++) {
+      for (let c = 0; c < 3; c++) rgba[(y * W + x) * 4 + c] = ref.image[y][x][c];
+      rgba[(y * W + x) * 4 + 3] = 255;
+    }
   const manifest = (modelDir: string): VlmManifest => ({
-    tool: 'weight-spec export', kind: 'vlm', model_type: 'qwen3_vl_moe', config: path.join(modelDir, 'config.json'), graphs: { vision: 'vision', language: 'language' },
-    image_token_id: 300, video_token_id: 301, vision_start_token_id: 302,
-    vision: { patch_size: 4, temporal_patch_size: 2, spatial_merge_size: 2, in_channels: 3, num_feature_layers: 2 }, text: { hidden_size: 64, num_hidden_layers: 2 }, dtype: 'float32',
+    tool: 'weight-spec export',
+    kind: 'vlm',
+    model_type: 'qwen3_vl_moe',
+    config: path.join(modelDir, 'config.json'),
+    graphs: { vision: 'vision', language: 'language' },
+    image_token_id: 300,
+    video_token_id: 301,
+    vision_start_token_id: 302,
+    vision: { patch_size: 4, temporal_patch_size: 2, spatial_merge_size: 2, in_channels: 3, num_feature_layers: 2 },
+    text: { hidden_size: 64, num_hidden_layers: 2 },
+    dtype: 'float32',
   });
 
   it('reproduces position_ids and rope_deltas (prompt) and position_ids_logits (prompt + generated)', () => {
@@ -102,7 +122,18 @@ describeFixtures('qwen3_vl_moe processor and rope index vs reference.json', () =
     rgba.copy(png.data);
     writeFileSync(path.join(t, 'image.png'), PNG.sync.write(png));
     // min_pixels below 16·16 so smart_resize keeps the size (the reference ran without a resize)
-    writeFileSync(path.join(t, 'preprocessor_config.json'), JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], patch_size: 4, temporal_patch_size: 2, merge_size: 2 }));
+    writeFileSync(
+      path.join(t, 'preprocessor_config.json'),
+      JSON.stringify({
+        min_pixels: 64,
+        max_pixels: 1 << 20,
+        image_mean: [0.5, 0.5, 0.5],
+        image_std: [0.5, 0.5, 0.5],
+        patch_size: 4,
+        temporal_patch_size: 2,
+        merge_size: 2,
+      }),
+    );
     const img = readImages([path.join(t, 'image.png')], manifest(t));
     expect(img.grids).toEqual(ref.image_grid_thw);
     const want = (ref.pixel_values as number[][]).flat();

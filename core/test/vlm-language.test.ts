@@ -29,14 +29,19 @@ export function splitFusedExperts(w: Map<string, F32>, declared: Map<string, num
     const E = t.shape[0]!;
     const down = w.get(`${m[1]}.experts.down_proj`)!;
     const at = (e: number, h: number, j: number) => t.data[(e * H + h) * 2 * I + j]!;
-    for (const [role, off] of [['gate', 0], ['up', I]] as const) {
+    for (const [role, off] of [
+      ['gate', 0],
+      ['up', I],
+    ] as const) {
       const key = `${m[1]}.moe_weights.${role}`;
       const shape = declared.get(key)!;
       const data = new Float32Array(E * H * I);
       const canonical = shape[1] === H; // [E, H, I]
-      for (let e = 0; e < E; e++) for (let h = 0; h < H; h++) for (let j = 0; j < I; j++) {
-        data[canonical ? (e * H + h) * I + j : (e * I + j) * H + h] = at(e, h, off + j);
-      }
+      for (let e = 0; e < E; e++)
+        for (let h = 0; h < H; h++)
+          for (let j = 0; j < I; j++) {
+            data[canonical ? (e * H + h) * I + j : (e * I + j) * H + h] = at(e, h, off + j);
+          }
       w.set(key, { shape, data });
     }
     const dkey = `${m[1]}.moe_weights.down`;
@@ -44,7 +49,8 @@ export function splitFusedExperts(w: Map<string, F32>, declared: Map<string, num
     if (dshape[1] === I) w.set(dkey, { shape: dshape, data: down.data });
     else {
       const data = new Float32Array(E * H * I);
-      for (let e = 0; e < E; e++) for (let j = 0; j < I; j++) for (let h = 0; h < H; h++) data[(e * H + h) * I + j] = down.data[(e * I + j) * H + h]!;
+      for (let e = 0; e < E; e++)
+        for (let j = 0; j < I; j++) for (let h = 0; h < H; h++) data[(e * H + h) * I + j] = down.data[(e * I + j) * H + h]!;
       w.set(dkey, { shape: dshape, data });
     }
   }
@@ -83,7 +89,9 @@ describeFixtures('qwen3_vl_moe language graph', () => {
     feeds.vision_embeds = new ort.Tensor('float32', Float32Array.from(ref.image_embeds.flat()), [1, nv, 64]);
     feeds.deepstack_features = new ort.Tensor('float32', Float32Array.from(ref.deepstack_features.flat(2)), [2, 1, nv, 64]);
     feeds.image_idx = i64([0], [1, 1]);
-    for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 32), [1, 2, 32, 32]);
+    for (let i = 0; i < 2; i++)
+      for (const kv of ['key', 'value'])
+        feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 32), [1, 2, 32, 32]);
 
     const all: number[] = [...ref.input_ids, ...ref.generated_ids];
     const pos: number[][] = ref.position_ids_logits; // [3, 19]

@@ -48,13 +48,17 @@ describeFixtures('qwen3_vl_moe legacy graphs through export --onnx', () => {
     };
 
     const pv = ref.pixel_values as number[][];
-    const v = await (await session('vision')).run({ pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]) });
+    const v = await (
+      await session('vision')
+    ).run({ pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]) });
     expect(maxDiff(v.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
     expect(maxDiff(v.deepstack_features!.data as Float32Array, ref.deepstack_features.flat(2))).toBeLessThan(1e-4);
 
     const ids: number[] = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
     const pos: number[][] = ref.position_ids_logits;
-    const d = await (await session('decoder')).run({
+    const d = await (
+      await session('decoder')
+    ).run({
       input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
       position_ids: new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [3, 1, ids.length]),
       vision_embeds: v.vision_embeds!,

@@ -72,7 +72,10 @@ describeFixtures('server commands and own watching (clients without them)', () =
       const { uri, diagnostics } = await c.open(spec);
       expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
       const lens = (await c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } }))[0]!;
-      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: lens.command!.command, arguments: lens.command!.arguments });
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', {
+        command: lens.command!.command,
+        arguments: lens.command!.arguments,
+      });
       expect(r).toMatchObject({ ok: true });
       expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(true);
       // Re-checked once the command finished, without an edit.
@@ -87,7 +90,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 60_000);
 
-  it('the Compile and Inspect lenses run through workspace/executeCommand: compile.json written, the lens turns to Re-run, inspect\'s table returned', async () => {
+  it("the Compile and Inspect lenses run through workspace/executeCommand: compile.json written, the lens turns to Re-run, inspect's table returned", async () => {
     const { dir, spec } = exported();
     cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
     const c = await neovimLike();
@@ -97,7 +100,10 @@ describeFixtures('server commands and own watching (clients without them)', () =
       const lenses = async () => c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
       const compile = (await lenses()).find((l) => l.command!.command === SERVER_COMMANDS.compile)!;
       expect(compile.command!.title).toBe('Compile (never compiled)');
-      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: compile.command!.command, arguments: compile.command!.arguments });
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', {
+        command: compile.command!.command,
+        arguments: compile.command!.arguments,
+      });
       expect(r).toMatchObject({ ok: true, message: `Compiled ${path.join(dir, 'exp')} (ort)` });
       expect(existsSync(path.join(dir, 'exp', 'compile.json'))).toBe(true);
       const after = await lenses();
@@ -105,7 +111,10 @@ describeFixtures('server commands and own watching (clients without them)', () =
       expect(after[1]!.command!.title).toBe('Re-run compile (up to date)');
       const inspect = after[2]!;
       expect(inspect.command!.arguments).toEqual([pathToFileURL(path.join(dir, 'exp', 'model.onnx')).toString()]);
-      const i = await c.request<ServerCommandResult>('workspace/executeCommand', { command: inspect.command!.command, arguments: inspect.command!.arguments });
+      const i = await c.request<ServerCommandResult>('workspace/executeCommand', {
+        command: inspect.command!.command,
+        arguments: inspect.command!.arguments,
+      });
       expect(i.ok).toBe(true);
       expect(i.output).toContain('input_ids');
       expect(i.output).toContain('model.embed_tokens.weight');
@@ -115,7 +124,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 120_000);
 
-  it('a command\'s end re-checks the open specs itself (a client that registered watchers but reports nothing)', async () => {
+  it("a command's end re-checks the open specs itself (a client that registered watchers but reports nothing)", async () => {
     const { spec, prepared } = exported();
     // Dynamic watchers: the server does not watch on its own, and this client never sends didChangeWatchedFiles.
     const c = await startInMemory({ serverOptions: { cliPath: CLI } });
@@ -134,11 +143,14 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 60_000);
 
-  it('a failing command answers ok: false with the CLI\'s one-line error as an error message', async () => {
+  it("a failing command answers ok: false with the CLI's one-line error as an error message", async () => {
     const c = await neovimLike();
     try {
       const missing = path.join(tmp(), 'nothing.onnx');
-      const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing] });
+      const r = await c.request<ServerCommandResult>('workspace/executeCommand', {
+        command: SERVER_COMMANDS.inspect,
+        arguments: [missing],
+      });
       expect(r.ok).toBe(false);
       expect(r.message).toMatch(/^weight-spec: .*nothing\.onnx/);
       expect(c.messages).toEqual([{ type: 1, message: r.message }]);
@@ -147,7 +159,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 30_000);
 
-  it('progress goes to the client\'s workDoneToken when it sends one, and nowhere without window.workDoneProgress', async () => {
+  it("progress goes to the client's workDoneToken when it sends one, and nowhere without window.workDoneProgress", async () => {
     const missing = pathToFileURL(path.join(tmp(), 'nothing.onnx')).toString();
     const c = await neovimLike();
     const created: unknown[] = [];
@@ -160,10 +172,20 @@ describeFixtures('server commands and own watching (clients without them)', () =
     plain.rpc.onNotification('$/progress', (p: unknown) => void plainProgress.push(p));
     plain.rpc.onNotification('window/showMessage', () => undefined);
     try {
-      await c.request('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing], workDoneToken: 'client-token' });
+      await c.request('workspace/executeCommand', {
+        command: SERVER_COMMANDS.inspect,
+        arguments: [missing],
+        workDoneToken: 'client-token',
+      });
       expect(created).toEqual([]);
-      expect(tokens).toEqual([['client-token', 'begin'], ['client-token', 'end']]);
-      const r = await plain.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.inspect, arguments: [missing] });
+      expect(tokens).toEqual([
+        ['client-token', 'begin'],
+        ['client-token', 'end'],
+      ]);
+      const r = await plain.request<ServerCommandResult>('workspace/executeCommand', {
+        command: SERVER_COMMANDS.inspect,
+        arguments: [missing],
+      });
       expect(r.ok).toBe(false);
       expect(plainProgress).toEqual([]);
     } finally {
@@ -178,7 +200,11 @@ describeFixtures('server commands and own watching (clients without them)', () =
     try {
       const { uri } = await c.open(spec);
       const cts = new CancellationTokenSource();
-      const pending = c.rpc.sendRequest<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] }, cts.token);
+      const pending = c.rpc.sendRequest<ServerCommandResult>(
+        'workspace/executeCommand',
+        { command: SERVER_COMMANDS.prepare, arguments: [uri] },
+        cts.token,
+      );
       cts.cancel();
       expect(await pending).toMatchObject({ ok: false, cancelled: true });
       expect(c.messages[0]).toMatchObject({ type: 2, message: expect.stringContaining('cancelled') });
@@ -200,7 +226,11 @@ describeFixtures('server commands and own watching (clients without them)', () =
         reports.push(p.value.message);
         cts.cancel(); // the CLI is running: it reported its first percentage
       });
-      const r = await c.rpc.sendRequest<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] }, cts.token);
+      const r = await c.rpc.sendRequest<ServerCommandResult>(
+        'workspace/executeCommand',
+        { command: SERVER_COMMANDS.prepare, arguments: [uri] },
+        cts.token,
+      );
       expect(reports.length).toBeGreaterThan(0);
       expect(r).toMatchObject({ ok: false, cancelled: true });
       // The message carries the CLI's own account of its interrupt.
@@ -213,7 +243,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 30_000);
 
-  it('Cancel on the server\'s progress (window/workDoneProgress/cancel) stops the CLI', async () => {
+  it("Cancel on the server's progress (window/workDoneProgress/cancel) stops the CLI", async () => {
     const { spec, prepared } = exported();
     const c = await neovimLike();
     try {
@@ -235,7 +265,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     }
   }, 30_000);
 
-  it('without client watchers the server notices a prepare run elsewhere (through the export\'s symlink) and re-checks', async () => {
+  it("without client watchers the server notices a prepare run elsewhere (through the export's symlink) and re-checks", async () => {
     const { dir, spec } = exported();
     const c = await neovimLike();
     try {

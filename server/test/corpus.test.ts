@@ -19,13 +19,19 @@ const brokenSpecs: [string, string][] = [
   ['proto pollution', '{"__proto__": {"x": 1}, "files": [], "inputs": [], "version": 5}'],
   ['wrong types', '{"files": 3, "inputs": "x", "version": -1}'],
   ['null input', '{"files": [], "inputs": [null], "version": 5}'],
-  ['negative file index', '{"files": [{"path": "a.safetensors", "format": "safetensors"}], "inputs": [{"name": "a", "location": {"file": -3, "key": "k"}}], "version": 5}'],
+  [
+    'negative file index',
+    '{"files": [{"path": "a.safetensors", "format": "safetensors"}], "inputs": [{"name": "a", "location": {"file": -3, "key": "k"}}], "version": 5}',
+  ],
   ['huge file index', '{"files": [], "inputs": [{"name": "a", "location": {"file": 1e300, "key": "k"}}], "version": 5}'],
   ['NUL in path', '{"files": [{"path": "a\\u0000b", "format": "safetensors"}], "inputs": [], "version": 5}'],
   ['absolute path', '{"files": [{"path": "/etc/shadow", "format": "safetensors"}], "inputs": [], "version": 5}'],
   ['directory path', '{"files": [{"path": ".", "format": "safetensors"}], "inputs": [], "version": 5}'],
   ['long path', `{"files": [{"path": "${'a/'.repeat(5000)}", "format": "safetensors"}], "inputs": [], "version": 5}`],
-  ['v1 spec', '{"version": 1, "checkpoint_files": ["x.safetensors"], "inputs": [{"fqn": "w", "kind": "weight", "shape": [2], "dtype": "float32"}]}'],
+  [
+    'v1 spec',
+    '{"version": 1, "checkpoint_files": ["x.safetensors"], "inputs": [{"fqn": "w", "kind": "weight", "shape": [2], "dtype": "float32"}]}',
+  ],
   ['future version', '{"version": 99, "files": [], "inputs": []}'],
   ['lone surrogate', '{"files": [], "inputs": [{"name": "\\ud800", "location": {"file": 0, "key": "\\udfff"}}], "version": 5}'],
   ['comments', '// hi\n{"files": [], "inputs": [], "version": 5}'],
@@ -57,13 +63,19 @@ describe('robustness corpus', () => {
     await client.request('textDocument/documentSymbol', { textDocument: { uri } });
     await client.request('textDocument/codeLens', { textDocument: { uri } });
     await client.request('textDocument/formatting', { textDocument: { uri }, options: { tabSize: 2, insertSpaces: true } });
-    await client.request('textDocument/inlayHint', { textDocument: { uri }, range: { start: { line: 0, character: 0 }, end: { line: 9999, character: 0 } } });
+    await client.request('textDocument/inlayHint', {
+      textDocument: { uri },
+      range: { start: { line: 0, character: 0 }, end: { line: 9999, character: 0 } },
+    });
     client.notify('textDocument/didClose', { textDocument: { uri } });
   });
 
   it('broken referenced files: truncated safetensors, garbage ONNX, hostile header', async () => {
     const ws = makeWorkspace();
-    const good = safetensorsBytes([{ key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] }, { key: 'model.norm.weight', dtype: 'F32', shape: [4] }]);
+    const good = safetensorsBytes([
+      { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] },
+      { key: 'model.norm.weight', dtype: 'F32', shape: [4] },
+    ]);
     writeFileSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), good.subarray(0, good.length - 7)); // truncated data
     writeFileSync(path.join(ws.dir, 'model.onnx'), Buffer.from('\x08\x07\x12\xff\xff\xff\xff\x0f garbage onnx'));
     const hostile = Buffer.alloc(16);
@@ -74,7 +86,10 @@ describe('robustness corpus', () => {
     const codes = diagnostics.map((d) => d.code);
     expect(codes.filter((c) => c === 'file-not-safetensors')).toHaveLength(2);
     expect(codes).toContain('onnx-unreadable');
-    const hover = await client.request('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt/a.safetensors') + 1) });
+    const hover = await client.request('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('ckpt/a.safetensors') + 1),
+    });
     expect(hover).not.toBeNull();
   });
 

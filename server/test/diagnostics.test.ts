@@ -32,7 +32,11 @@ describe('diagnostics and quick fixes', () => {
   }
   const codes = (d: Diagnostic[]) => d.map((x) => String(x.code)).sort();
   async function fixes(d: Diagnostic): Promise<CodeAction[]> {
-    return client.request<CodeAction[]>('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+    return client.request<CodeAction[]>('textDocument/codeAction', {
+      textDocument: { uri },
+      range: d.range,
+      context: { diagnostics: [d] },
+    });
   }
   async function applyFix(a: CodeAction): Promise<Diagnostic[]> {
     const text = applyEdits(client.text(uri), a.edit!.changes![uri]!);
@@ -103,9 +107,14 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['key-missing']);
     const d = diags[0]!;
     expect(textOf(text, d.range)).toBe('"model.layers.0.self_attn.q_prj.weight"');
-    expect(d.message).toBe('key "model.layers.0.self_attn.q_prj.weight" is not in ckpt/a.safetensors; did you mean "model.layers.0.self_attn.q_proj.weight" or "model.layers.0.self_attn.k_proj.weight"?');
+    expect(d.message).toBe(
+      'key "model.layers.0.self_attn.q_prj.weight" is not in ckpt/a.safetensors; did you mean "model.layers.0.self_attn.q_proj.weight" or "model.layers.0.self_attn.k_proj.weight"?',
+    );
     const actions = await fixes(d);
-    expect(actions.map((a) => a.title)).toEqual(['Change key to "model.layers.0.self_attn.q_proj.weight"', 'Change key to "model.layers.0.self_attn.k_proj.weight"']);
+    expect(actions.map((a) => a.title)).toEqual([
+      'Change key to "model.layers.0.self_attn.q_proj.weight"',
+      'Change key to "model.layers.0.self_attn.k_proj.weight"',
+    ]);
     expect(await applyFix(actions[0]!)).toEqual([]);
   });
 
@@ -115,7 +124,9 @@ describe('diagnostics and quick fixes', () => {
     const d = diags[0]!;
     expect(textOf(text, d.range)).toBe('"model.norm.weight"');
     expect(text.slice(0, text.indexOf('"model.norm.weight"')).includes('"file": 0')).toBe(true);
-    expect(d.message).toBe('key "model.norm.weight" is not in ckpt/a.safetensors (files[0]) but in ckpt/b.safetensors (files[1]); set location.file to 1');
+    expect(d.message).toBe(
+      'key "model.norm.weight" is not in ckpt/a.safetensors (files[0]) but in ckpt/b.safetensors (files[1]); set location.file to 1',
+    );
     const actions = await fixes(d);
     expect(actions.map((a) => a.title)).toEqual(['Set location.file to 1 (ckpt/b.safetensors)']);
     expect(await applyFix(actions[0]!)).toEqual([]);
@@ -159,7 +170,9 @@ describe('diagnostics and quick fixes', () => {
     expect(diags[0]!.severity).toBe(1);
     expect(textOf(text, diags[0]!.range)).toBe('"model.layers.0.self_attn.k_proj.weight"');
     expect(text.split('\n')[diags[0]!.range.start.line + 2]).toContain('model.layers.0.self_attn.q_proj.weight');
-    expect(diags[0]!.message).toBe('"model.layers.0.self_attn.q_proj.weight" is [4, 4] in model.onnx but "model.layers.0.self_attn.k_proj.weight" has shape [2, 4]');
+    expect(diags[0]!.message).toBe(
+      '"model.layers.0.self_attn.q_proj.weight" is [4, 4] in model.onnx but "model.layers.0.self_attn.k_proj.weight" has shape [2, 4]',
+    );
   });
 
   it('dtype-mismatch (warning) names the prepare --dtype that fixes it', async () => {
@@ -167,7 +180,9 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['dtype-mismatch']);
     expect(diags[0]!.severity).toBe(2);
     expect(textOf(text, diags[0]!.range)).toBe('"model.embed_tokens.weight.f16"');
-    expect(diags[0]!.message).toMatch(/^"model\.embed_tokens\.weight" is F32 in model\.onnx but "model\.embed_tokens\.weight\.f16" is F16; run `weight-spec prepare --checkpoint \S+ --dtype float32`/);
+    expect(diags[0]!.message).toMatch(
+      /^"model\.embed_tokens\.weight" is F32 in model\.onnx but "model\.embed_tokens\.weight\.f16" is F16; run `weight-spec prepare --checkpoint \S+ --dtype float32`/,
+    );
   });
 
   it('not-prepared: a prepared directory that does not exist yet', async () => {

@@ -13,7 +13,9 @@ describe('language server memory under incremental edits', () => {
   it('RSS after 300 key edits of a 6,000-input spec stays within 1.5× RSS after 10', async () => {
     const r = await runEditSoak({ inputs: 6_000, edits: 300 });
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-    console.log(`edit soak: ${mib(r.specBytes)} spec; RSS ${mib(r.rssAt10)} → ${mib(r.rssEnd)}; heap ${mib(r.heapAt10)} → ${mib(r.heapEnd)}; ${(r.ms / 1000).toFixed(1)} s`);
+    console.log(
+      `edit soak: ${mib(r.specBytes)} spec; RSS ${mib(r.rssAt10)} → ${mib(r.rssEnd)}; heap ${mib(r.heapAt10)} → ${mib(r.heapEnd)}; ${(r.ms / 1000).toFixed(1)} s`,
+    );
     expect(r.rssEnd / r.rssAt10).toBeLessThanOrEqual(1.5);
   });
 });

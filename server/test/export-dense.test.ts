@@ -13,7 +13,8 @@ import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fix
 import { positionOf, startInMemory, type TestClient } from './harness';
 import { bundleServer } from './support';
 
-const cli = (args: string[]) => execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
+const cli = (args: string[]) =>
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
 
 type Sym = { name: string; detail?: string; children?: Sym[] };
 
@@ -48,7 +49,9 @@ describeFixtures('specs of the dense families in the language server', () => {
         expect(groups.find((g) => g.name === 'layer 1')!.children!.map((c) => c.name)).toContain(inLayer1);
         const at = text.indexOf(`"name": "${hoverName}"`) + 11;
         const hover = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, at) });
-        expect((hover.contents as { value: string }).value).toContain(`ONNX input \`${hoverName}\` of \`model.onnx\`: \`F32\` \`[${shape.join(', ')}]\``);
+        expect((hover.contents as { value: string }).value).toContain(
+          `ONNX input \`${hoverName}\` of \`model.onnx\`: \`F32\` \`[${shape.join(', ')}]\``,
+        );
       });
     });
   }

@@ -12,7 +12,8 @@ import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fix
 import { positionOf, startInMemory, type TestClient } from './harness';
 import { bundleServer } from './support';
 
-const cli = (args: string[]) => execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
+const cli = (args: string[]) =>
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
 
 describeFixtures('a VLM export (two specs) in the language server', () => {
   let client: TestClient;

@@ -11,7 +11,8 @@ import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fix
 import { startInMemory, type TestClient } from './harness';
 import { bundleServer } from './support';
 
-const cli = (args: string[]) => execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
+const cli = (args: string[]) =>
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], { cwd: REPO_ROOT, stdio: 'pipe' }).toString();
 
 describeFixtures('a spec from our own export', () => {
   let client: TestClient;
@@ -27,7 +28,8 @@ describeFixtures('a spec from our own export', () => {
   });
   afterAll(() => client?.close());
 
-  const lensTitles = async (uri: string) => (await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } })).map((l) => l.command!.title);
+  const lensTitles = async (uri: string) =>
+    (await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } })).map((l) => l.command!.title);
 
   it('opens with zero diagnostics (checked against its model.onnx)', async () => {
     const spec = path.join(dir, 'exp', 'weight_spec.json');

@@ -43,7 +43,10 @@ describe('language features on a workspace spec', () => {
     const typed = base.slice(0, start) + 'model.layers.0.self_attn.q' + base.slice(end);
     await client.replace(uri, typed);
     const at = start + 'model.layers.0.self_attn.q'.length;
-    const list = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(typed, at) });
+    const list = await client.request<CompletionList>('textDocument/completion', {
+      textDocument: { uri },
+      position: positionOf(typed, at),
+    });
     const item = list.items.find((i) => i.label === 'model.layers.0.self_attn.q_proj.weight')!;
     const edit = item.textEdit as { range: Parameters<typeof textOf>[1]; newText: string };
     expect(textOf(typed, edit.range)).toBe('model.layers.0.self_attn.q');
@@ -52,32 +55,52 @@ describe('language features on a workspace spec', () => {
     // No closing quote yet: the edit brings it.
     const open = base.slice(0, start) + 'model.layers.0.self_attn.q\n' + base.slice(end + 1).replace(/^,?/, '');
     await client.replace(uri, open);
-    const list2 = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(open, at) });
+    const list2 = await client.request<CompletionList>('textDocument/completion', {
+      textDocument: { uri },
+      position: positionOf(open, at),
+    });
     const e2 = list2.items.find((i) => i.label === 'model.layers.0.self_attn.q_proj.weight')!.textEdit as { newText: string };
     expect(e2.newText).toBe('model.layers.0.self_attn.q_proj.weight"');
   });
 
   it('a client that takes itemDefaults.editRange (VS Code) gets the range once, and the same edits', async () => {
-    const vscodeLike = await startInMemory({ capabilities: { textDocument: { completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } } } } });
+    const vscodeLike = await startInMemory({
+      capabilities: {
+        textDocument: {
+          completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } },
+        },
+      },
+    });
     try {
       const { uri: u } = await vscodeLike.open(ws.specFile);
       const base = ws.text(ws.spec());
       const start = base.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 8;
       const end = start + 'model.layers.0.self_attn.q_proj.weight'.length;
-      for (const [typed, tail] of [['model.layers.0.self_attn.q', base.slice(end)], ['model.layers.0.self_attn.q\n', base.slice(end + 1).replace(/^,?/, '')]] as const) {
+      for (const [typed, tail] of [
+        ['model.layers.0.self_attn.q', base.slice(end)],
+        ['model.layers.0.self_attn.q\n', base.slice(end + 1).replace(/^,?/, '')],
+      ] as const) {
         const doc = base.slice(0, start) + typed + tail;
         await vscodeLike.replace(u, doc);
         await client.replace(uri, doc);
         const at = start + 'model.layers.0.self_attn.q'.length;
-        const shared = await vscodeLike.request<CompletionList>('textDocument/completion', { textDocument: { uri: u }, position: positionOf(doc, at) });
-        const each = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(doc, at) });
+        const shared = await vscodeLike.request<CompletionList>('textDocument/completion', {
+          textDocument: { uri: u },
+          position: positionOf(doc, at),
+        });
+        const each = await client.request<CompletionList>('textDocument/completion', {
+          textDocument: { uri },
+          position: positionOf(doc, at),
+        });
         const range = shared.itemDefaults?.editRange as Parameters<typeof textOf>[1];
         expect(textOf(doc, range)).toBe(typed.trimEnd());
         expect(shared.items.every((i) => i.textEdit === undefined)).toBe(true);
         // What the client inserts (textEditText, else the label, over the list's range) is what
         // the per-item edits of a client without the capability insert.
         const got = shared.items.map((i) => applyEdits(doc, [{ range, newText: i.textEditText ?? i.label }])).sort();
-        const want = each.items.map((i) => applyEdits(doc, [i.textEdit as { range: Parameters<typeof textOf>[1]; newText: string }])).sort();
+        const want = each.items
+          .map((i) => applyEdits(doc, [i.textEdit as { range: Parameters<typeof textOf>[1]; newText: string }]))
+          .sort();
         expect(got).toEqual(want);
         if (tail === base.slice(end)) expect(got).toContain(base);
       }
@@ -99,9 +122,15 @@ describe('language features on a workspace spec', () => {
   it('hover on a name shows the graph input, on a path the file facts', async () => {
     const text = ws.text(ws.spec());
     await client.replace(uri, text);
-    const onName = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('"name": "lm_head.weight"') + 11) });
+    const onName = await client.request<Hover>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('"name": "lm_head.weight"') + 11),
+    });
     expect((onName.contents as { value: string }).value).toContain('ONNX input `lm_head.weight` of `model.onnx`: `F32` `[16, 4]`');
-    const onFile = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt/b.safetensors') + 2) });
+    const onFile = await client.request<Hover>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('ckpt/b.safetensors') + 2),
+    });
     expect((onFile.contents as { value: string }).value).toContain('2 tensors');
   });
 
@@ -113,7 +142,10 @@ describe('language features on a workspace spec', () => {
     s.files[1]!.path = 'ckpt-link/b.safetensors';
     const text = ws.text(s);
     await client.replace(uri, text);
-    const onFile = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('ckpt-link/b.safetensors') + 2) });
+    const onFile = await client.request<Hover>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('ckpt-link/b.safetensors') + 2),
+    });
     const value = (onFile.contents as { value: string }).value;
     expect(value).toContain(`through a symlink to: \`${path.join(realpathSync(ws.dir), 'ckpt', 'b.safetensors')}\``);
     expect(value).toContain('2 tensors');
@@ -123,7 +155,11 @@ describe('language features on a workspace spec', () => {
     const lenses = await client.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } });
     expect(lenses.map((l) => l.command!.title)).toEqual(['Prepare checkpoint', 'Compile (never compiled)', 'Inspect ONNX']);
     // This client declared no clientCommands: the lenses carry the server's own commands.
-    expect(lenses.map((l) => l.command!.command)).toEqual(['weight-spec.server.prepare', 'weight-spec.server.compile', 'weight-spec.server.inspect']);
+    expect(lenses.map((l) => l.command!.command)).toEqual([
+      'weight-spec.server.prepare',
+      'weight-spec.server.compile',
+      'weight-spec.server.inspect',
+    ]);
     expect(lenses[0]!.command!.arguments).toEqual([uri]);
     expect(lenses[1]!.command!.arguments).toEqual([uri]);
     expect(lenses[2]!.command!.arguments).toEqual([pathToFileURL(path.join(ws.dir, 'model.onnx')).toString()]);
@@ -132,7 +168,10 @@ describe('language features on a workspace spec', () => {
   it('formats a spec as QEfficient writes it (indent 2, sorted keys, no trailing newline)', async () => {
     const messy = JSON.stringify(ws.spec());
     await client.replace(uri, messy);
-    const edits = await client.request<{ range: never; newText: string }[]>('textDocument/formatting', { textDocument: { uri }, options: { tabSize: 4, insertSpaces: true } });
+    const edits = await client.request<{ range: never; newText: string }[]>('textDocument/formatting', {
+      textDocument: { uri },
+      options: { tabSize: 4, insertSpaces: true },
+    });
     const out = applyEdits(messy, edits);
     expect(out.startsWith('{\n  "files": [\n    {\n      "format": "safetensors",\n      "path": "ckpt/a.safetensors"\n    },')).toBe(true);
     expect(out.endsWith('\n  "version": 5\n}')).toBe(true);
@@ -149,7 +188,10 @@ describe('language features on a workspace spec', () => {
     client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(b).toString(), type: 2 }] });
     const diags = await next;
     expect(diags.map((d) => d.code)).toEqual(['key-missing']);
-    writeTensors(b, [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }, { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] }]);
+    writeTensors(b, [
+      { key: 'model.norm.weight', dtype: 'F32', shape: [4] },
+      { key: 'lm_head.weight', dtype: 'F32', shape: [16, 4] },
+    ]);
     const again = client.nextDiagnostics(uri);
     client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(b).toString(), type: 2 }] });
     expect(await again).toEqual([]);
@@ -176,7 +218,14 @@ describe('language features on a workspace spec', () => {
   it('the specState request reports counts, files, ONNX and compile state', async () => {
     await client.replace(uri, ws.text(ws.spec()));
     const st = await client.request<Record<string, unknown>>(SpecStateRequest.method, { uri });
-    expect(st).toMatchObject({ uri, errors: 0, warnings: 0, inputs: 5, onnx: path.join(ws.dir, 'model.onnx'), compile: { state: 'never-compiled' } });
+    expect(st).toMatchObject({
+      uri,
+      errors: 0,
+      warnings: 0,
+      inputs: 5,
+      onnx: path.join(ws.dir, 'model.onnx'),
+      compile: { state: 'never-compiled' },
+    });
     expect((st.files as unknown[]).length).toBe(2);
   });
 

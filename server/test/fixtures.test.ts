@@ -22,7 +22,10 @@ describeFixtures('QEfficient sample spec over the llama fixture', () => {
     const { uri, text } = await client.open(file());
     const key = 'model.layers.0.self_attn.q_proj.weight';
     const at = text.indexOf(`"key": "${key}"`) + 10;
-    const hover = await client.request<{ contents: { value: string } }>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, at) });
+    const hover = await client.request<{ contents: { value: string } }>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, at),
+    });
     const header = safetensorsHeaderJson(path.join(fixturesDir(), 'llama', 'model-00001-of-00002.safetensors'));
     const t = header[key] as { dtype: string; shape: number[] };
     expect(t.dtype).toBe('BF16');
@@ -34,7 +37,8 @@ describeFixtures('QEfficient sample spec over the llama fixture', () => {
   it('inlay hints show dtype and shape after each key on screen', async () => {
     const { uri, text } = await client.open(file());
     const hints = await client.request<{ label: string; position: { line: number } }[]>('textDocument/inlayHint', {
-      textDocument: { uri }, range: { start: { line: 0, character: 0 }, end: positionOf(text, text.length) },
+      textDocument: { uri },
+      range: { start: { line: 0, character: 0 }, end: positionOf(text, text.length) },
     });
     const inputs = (JSON.parse(text) as { inputs: unknown[] }).inputs.length;
     expect(hints).toHaveLength(inputs);
@@ -43,13 +47,19 @@ describeFixtures('QEfficient sample spec over the llama fixture', () => {
 
   it('formatting the sample (QEfficient bytes) changes nothing', async () => {
     const { uri } = await client.open(file());
-    const edits = await client.request<unknown[]>('textDocument/formatting', { textDocument: { uri }, options: { tabSize: 2, insertSpaces: true } });
+    const edits = await client.request<unknown[]>('textDocument/formatting', {
+      textDocument: { uri },
+      options: { tabSize: 2, insertSpaces: true },
+    });
     expect(edits).toEqual([]);
   });
 
   it('document symbols group the inputs by layer', async () => {
     const { uri, text } = await client.open(file());
-    const syms = await client.request<{ name: string; children?: { name: string; children?: { name: string }[] }[] }[]>('textDocument/documentSymbol', { textDocument: { uri } });
+    const syms = await client.request<{ name: string; children?: { name: string; children?: { name: string }[] }[] }[]>(
+      'textDocument/documentSymbol',
+      { textDocument: { uri } },
+    );
     const inputs = syms.find((s) => s.name === 'inputs')!;
     const groups = inputs.children!.map((c) => c.name);
     expect(groups).toContain('layer 0');

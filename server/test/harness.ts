@@ -76,7 +76,10 @@ export function textOf(text: string, r: { start: { line: number; character: numb
 }
 
 /** Applies LSP TextEdits (non-overlapping) to `text`. */
-export function applyEdits(text: string, edits: { range: { start: { line: number; character: number }; end: { line: number; character: number } }; newText: string }[]): string {
+export function applyEdits(
+  text: string,
+  edits: { range: { start: { line: number; character: number }; end: { line: number; character: number } }; newText: string }[],
+): string {
   const lines = text.split('\n');
   const off = (p: { line: number; character: number }) => lines.slice(0, p.line).reduce((a, l) => a + l.length + 1, 0) + p.character;
   const sorted = edits.map((e) => ({ s: off(e.range.start), e: off(e.range.end), t: e.newText })).sort((a, b) => b.s - a.s);
@@ -89,7 +92,12 @@ export function applyEdits(text: string, edits: { range: { start: { line: number
 export async function connectClient(
   toServer: NodeJS.WritableStream,
   fromServer: NodeJS.ReadableStream,
-  opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; server?: WeightSpecServer; workspaceFolders?: { uri: string; name: string }[] } = {},
+  opts: {
+    capabilities?: Record<string, unknown>;
+    initializationOptions?: Record<string, unknown>;
+    server?: WeightSpecServer;
+    workspaceFolders?: { uri: string; name: string }[];
+  } = {},
 ): Promise<TestClient> {
   const rpc = createMessageConnection(new StreamMessageReader(fromServer), new StreamMessageWriter(toServer));
   const latest = new Map<string, { version?: number; diagnostics: Diagnostic[] }>();
@@ -120,7 +128,9 @@ export async function connectClient(
     processId: process.pid,
     rootUri: null,
     workspaceFolders: opts.workspaceFolders ?? null,
-    capabilities: opts.capabilities ?? { workspace: { didChangeWatchedFiles: { dynamicRegistration: true, relativePatternSupport: true } } },
+    capabilities: opts.capabilities ?? {
+      workspace: { didChangeWatchedFiles: { dynamicRegistration: true, relativePatternSupport: true } },
+    },
     initializationOptions: { debounceMs: 0, ...(opts.initializationOptions ?? {}) },
   });
   await rpc.sendNotification('initialized', {});
@@ -143,7 +153,12 @@ export async function connectClient(
       const range = { start: positionOf(d.text, start), end: positionOf(d.text, end) };
       d.text = d.text.slice(0, start) + newText + d.text.slice(end);
       d.version++;
-      void rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: d.version }, contentChanges: [{ range, text: newText }] }).catch(() => undefined);
+      void rpc
+        .sendNotification('textDocument/didChange', {
+          textDocument: { uri, version: d.version },
+          contentChanges: [{ range, text: newText }],
+        })
+        .catch(() => undefined);
     },
     async open(file, text) {
       const t = text ?? readFileSync(file, 'utf8');
@@ -167,7 +182,10 @@ export async function connectClient(
       d.text = d.text.slice(0, start) + newText + d.text.slice(end);
       d.version++;
       const p = wait(uri, d.version);
-      await rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: d.version }, contentChanges: [{ range, text: newText }] });
+      await rpc.sendNotification('textDocument/didChange', {
+        textDocument: { uri, version: d.version },
+        contentChanges: [{ range, text: newText }],
+      });
       return p;
     },
     nextDiagnostics: (uri) => wait(uri),
@@ -183,7 +201,12 @@ export async function connectClient(
 
 /** Starts the server in memory and connects a client to it. */
 export async function startInMemory(
-  opts: { capabilities?: Record<string, unknown>; initializationOptions?: Record<string, unknown>; workspaceFolders?: { uri: string; name: string }[]; serverOptions?: ServerOptions } = {},
+  opts: {
+    capabilities?: Record<string, unknown>;
+    initializationOptions?: Record<string, unknown>;
+    workspaceFolders?: { uri: string; name: string }[];
+    serverOptions?: ServerOptions;
+  } = {},
 ): Promise<TestClient> {
   const toServer = new PassThrough();
   const fromServer = new PassThrough();

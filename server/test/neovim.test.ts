@@ -15,7 +15,7 @@ import { bundleServer } from './support';
 
 const tmp = tempDirs('ws-lsp-nvim-');
 const haveNvim = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
-if (!haveNvim && process.env.CI === 'true') throw new Error('nvim is missing (CI installs Debian\'s neovim package via .ci/run)');
+if (!haveNvim && process.env.CI === 'true') throw new Error("nvim is missing (CI installs Debian's neovim package via .ci/run)");
 const TYPO = 'model.layers.0.mlp.up_prj.weight';
 const FIXED = 'model.layers.0.mlp.up_proj.weight';
 const COMPLETE_KEY = 'model.layers.1.mlp.down_proj.weight';
@@ -37,20 +37,31 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
     execFileSync(process.execPath, [cli, 'export', '--config', path.join(dir, 'llama'), '--out', path.join(dir, 'exp')], { stdio: 'pipe' });
     spec = path.join(dir, 'exp', 'weight_spec.json');
-    prepared = (JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } }).prepared.dir;
+    prepared = (JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } }).prepared
+      .dir;
     const text = readFileSync(spec, 'utf8');
     expect(text).toContain(`"key": "${FIXED}"`);
     writeFileSync(spec, text.replace(`"key": "${FIXED}"`, `"key": "${TYPO}"`));
     const out = path.join(dir, 'nvim-out.json');
-    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${path.join(__dirname, 'neovim', 'lsp-check.lua')}`], {
-      cwd: dir,
-      timeout: 150_000,
-      env: {
-        ...process.env, XDG_CACHE_HOME: path.join(dir, 'cache'), WS_SERVER: path.join(REPO_ROOT, 'dist', 'server.js'), WS_SPEC: spec, WS_OUT: out, WS_TYPO: TYPO,
-        WS_COMPLETE_KEY: COMPLETE_KEY, WS_COMPLETE_PREFIX: PREFIX,
+    const r = spawnSync(
+      'nvim',
+      ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${path.join(__dirname, 'neovim', 'lsp-check.lua')}`],
+      {
+        cwd: dir,
+        timeout: 150_000,
+        env: {
+          ...process.env,
+          XDG_CACHE_HOME: path.join(dir, 'cache'),
+          WS_SERVER: path.join(REPO_ROOT, 'dist', 'server.js'),
+          WS_SPEC: spec,
+          WS_OUT: out,
+          WS_TYPO: TYPO,
+          WS_COMPLETE_KEY: COMPLETE_KEY,
+          WS_COMPLETE_PREFIX: PREFIX,
+        },
+        encoding: 'utf8',
       },
-      encoding: 'utf8',
-    });
+    );
     expect(existsSync(out), `nvim wrote no results (status ${r.status}, ${r.stderr})`).toBe(true);
     ({ steps, errors } = JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps; errors: string[] });
   }, 180_000);
@@ -59,7 +70,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     expect(errors).toEqual([]);
   });
 
-  it('Neovim\'s LSP log holds no errors (protocol errors, error-level logs, server stderr)', () => {
+  it("Neovim's LSP log holds no errors (protocol errors, error-level logs, server stderr)", () => {
     const log = path.join(dir, 'cache', 'nvim', 'lsp.log');
     const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\n') : [];
     expect(lines.filter((l) => l.includes('[ERROR]'))).toEqual([]);

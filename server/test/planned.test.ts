@@ -16,7 +16,11 @@ describeFixtures('the server before prepare', () => {
   let specFile: string;
   beforeAll(async () => {
     const out = path.join(tmp(), 'e');
-    const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist', 'cli.js'), 'export', '--config', path.join(fixturesDir(), 'llama'), '--out', out],
+      { encoding: 'utf8' },
+    );
     expect(r.status, r.stderr).toBe(0);
     specFile = path.join(out, 'weight_spec.json');
     client = await startInMemory();

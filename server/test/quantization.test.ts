@@ -22,16 +22,23 @@ function checkpoint(dir: string, quant: Record<string, unknown>): void {
     { key: 'model.norm.weight', dtype: 'BF16', shape: [320] },
     { key: 'mlp.gate.e8m0', dtype: 'F8_E8M0', shape: [4] },
   ]);
-  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ model_type: 'qwen3_moe', torch_dtype: 'bfloat16', quantization_config: quant }));
+  writeFileSync(
+    path.join(dir, 'config.json'),
+    JSON.stringify({ model_type: 'qwen3_moe', torch_dtype: 'bfloat16', quantization_config: quant }),
+  );
 }
 
 function spec(keys: string[]): string {
-  return JSON.stringify({
-    files: [{ format: 'safetensors', path: 'ckpt/model.safetensors' }],
-    inputs: keys.map((key) => ({ location: { file: 0, key }, name: key })),
-    model_name: 'm',
-    version: 5,
-  }, null, 2);
+  return JSON.stringify(
+    {
+      files: [{ format: 'safetensors', path: 'ckpt/model.safetensors' }],
+      inputs: keys.map((key) => ({ location: { file: 0, key }, name: key })),
+      model_name: 'm',
+      version: 5,
+    },
+    null,
+    2,
+  );
 }
 
 describe('quantized checkpoints: diagnostics and hover', () => {
@@ -52,10 +59,14 @@ describe('quantized checkpoints: diagnostics and hover', () => {
     const by = (code: string) => diagnostics.filter((d: Diagnostic) => d.code === code);
     expect(by('quantization-scale')).toHaveLength(1);
     expect(textOf(text, by('quantization-scale')[0]!.range)).toBe('"model.layers.0.self_attn.q_proj.weight_scale_inv"');
-    expect(by('quantization-scale')[0]!.message).toContain('is a quantization scale of "model.layers.0.self_attn.q_proj.weight", not a weight');
+    expect(by('quantization-scale')[0]!.message).toContain(
+      'is a quantization scale of "model.layers.0.self_attn.q_proj.weight", not a weight',
+    );
     expect(by('quantized-weight')).toHaveLength(1);
     expect(textOf(text, by('quantized-weight')[0]!.range)).toBe('"model.layers.0.self_attn.q_proj.weight"');
-    expect(by('quantized-weight')[0]!.message).toMatch(/stored as F8_E4M3 scaled by "model.layers.0.self_attn.q_proj.weight_scale_inv" \(fp8, blocks 128×128\).*weight-spec prepare/);
+    expect(by('quantized-weight')[0]!.message).toMatch(
+      /stored as F8_E4M3 scaled by "model.layers.0.self_attn.q_proj.weight_scale_inv" \(fp8, blocks 128×128\).*weight-spec prepare/,
+    );
     expect(diagnostics.filter((d: Diagnostic) => /norm/.test(textOf(text, d.range)))).toEqual([]);
 
     const at = text.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 10;
@@ -79,18 +90,38 @@ describe('quantized checkpoints: diagnostics and hover', () => {
       { key: 'model.layers.0.self_attn.q_proj.weight_scale_inv', dtype: 'F32', shape: [2, 3], data: new Uint8Array(24) },
       { key: 'model.norm.weight', dtype: 'BF16', shape: [320], data: new Uint8Array(640) },
     ]);
-    writeFileSync(path.join(src, 'config.json'), JSON.stringify({ model_type: 'qwen3', torch_dtype: 'bfloat16', quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] } }));
+    writeFileSync(
+      path.join(src, 'config.json'),
+      JSON.stringify({
+        model_type: 'qwen3',
+        torch_dtype: 'bfloat16',
+        quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128] },
+      }),
+    );
     const res = await runPrepare({ checkpoint: src, dtype: 'float32', out: path.join(root, 'model-qeff-prepared-float32'), workers: 0 });
     const file = path.join(root, 'p.weight_spec.json');
-    const text = JSON.stringify({
-      files: [{ format: 'safetensors', path: `model-qeff-prepared-float32/${res.plan.outputs.get('model.layers.0.self_attn.q_proj.weight')!.file}` }],
-      inputs: [{ location: { file: 0, key: 'model.layers.0.self_attn.q_proj.weight' }, name: 'model.layers.0.self_attn.q_proj.weight' }],
-      model_name: 'm', version: 5,
-    }, null, 2);
+    const text = JSON.stringify(
+      {
+        files: [
+          {
+            format: 'safetensors',
+            path: `model-qeff-prepared-float32/${res.plan.outputs.get('model.layers.0.self_attn.q_proj.weight')!.file}`,
+          },
+        ],
+        inputs: [{ location: { file: 0, key: 'model.layers.0.self_attn.q_proj.weight' }, name: 'model.layers.0.self_attn.q_proj.weight' }],
+        model_name: 'm',
+        version: 5,
+      },
+      null,
+      2,
+    );
     writeFileSync(file, text);
     const { uri, diagnostics } = await client.open(file, text);
     expect(diagnostics.filter((d: Diagnostic) => /quantiz/.test(String(d.code)))).toEqual([]);
-    const hover = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 10) });
+    const hover = await client.request<Hover>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('"key": "model.layers.0.self_attn.q_proj.weight"') + 10),
+    });
     const value = (hover.contents as { value: string }).value;
     expect(value).toContain('dtype `F32` · shape `[256, 320]`');
     expect(value).toContain('dequantized by `weight-spec prepare` from FP8 (fp8, blocks 128×128)');
@@ -106,11 +137,14 @@ describe('quantized checkpoints: diagnostics and hover', () => {
     writeFileSync(file, text);
     const { uri, diagnostics } = await client.open(file, text);
     expect(diagnostics.filter((d: Diagnostic) => d.code === 'file-not-safetensors')).toEqual([]);
-    const hover = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, text.indexOf('"key": "mlp.gate.e8m0"') + 10) });
+    const hover = await client.request<Hover>('textDocument/hover', {
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('"key": "mlp.gate.e8m0"') + 10),
+    });
     expect((hover.contents as { value: string }).value).toContain('dtype `F8_E8M0` · shape `[4]`');
   });
 
-  it('a GPTQ checkpoint: the server and `weight-spec check` report prepare\'s refusal', async () => {
+  it("a GPTQ checkpoint: the server and `weight-spec check` report prepare's refusal", async () => {
     const gdir = tempDir('ws-lsp-gptq-');
     checkpoint(path.join(gdir, 'ckpt'), { quant_method: 'gptq', bits: 4, group_size: 128 });
     const file = path.join(gdir, 'g.weight_spec.json');

@@ -87,11 +87,18 @@ describe('README "Other editors"', () => {
     expect(toml).toBeDefined();
     const file = path.join(tmp(), 'languages.toml');
     writeFileSync(file, toml!);
-    const r = spawnSync('python3', ['-c', 'import json,sys,tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], "rb"))))', file], { encoding: 'utf8' });
+    const r = spawnSync('python3', ['-c', 'import json,sys,tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], "rb"))))', file], {
+      encoding: 'utf8',
+    });
     expect(r.stderr).toBe('');
-    const cfg = JSON.parse(r.stdout) as { 'language-server': Record<string, { command: string; args: string[]; config: unknown }>; language: { name: string; 'language-servers': string[]; 'file-types': unknown[] }[] };
+    const cfg = JSON.parse(r.stdout) as {
+      'language-server': Record<string, { command: string; args: string[]; config: unknown }>;
+      language: { name: string; 'language-servers': string[]; 'file-types': unknown[] }[];
+    };
     expect(cfg['language-server']['weight-spec']).toEqual({
-      command: 'weight-spec-language-server', args: ['--stdio'], config: { weightSpec: { defaultDtype: 'float32', compileBackend: 'ort' } },
+      command: 'weight-spec-language-server',
+      args: ['--stdio'],
+      config: { weightSpec: { defaultDtype: 'float32', compileBackend: 'ort' } },
     });
     expect(cfg.language[0]).toMatchObject({ name: 'weight-spec', 'language-servers': ['weight-spec'] });
     expect(cfg.language[0]!['file-types']).toEqual([{ glob: 'weight_spec.json' }, { glob: '*.weight_spec.json' }]);
@@ -139,7 +146,11 @@ describe('README "Other editors"', () => {
         other = def.root_dir('${dir}/package.json') or vim.NIL } }
       vim.fn.writefile({ vim.fn.json_encode(out) }, '${files.out}')`;
     writeFileSync(path.join(dir, 'driver.lua'), driver);
-    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${path.join(dir, 'driver.lua')}`, '-c', 'qa!'], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(
+      'nvim',
+      ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${path.join(dir, 'driver.lua')}`, '-c', 'qa!'],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     expect(r.stderr).toBe('');
     const out = JSON.parse(readFileSync(files.out, 'utf8')) as { started: unknown[]; setup: string[]; lspconfig: unknown };
     const cmd = ['weight-spec-language-server', '--stdio'];
@@ -149,10 +160,15 @@ describe('README "Other editors"', () => {
       { name: 'm.weight_spec.json', cmd, root: dir, init: settings },
     ]);
     expect(out.setup).toEqual(['weight_spec']);
-    expect(out.lspconfig).toEqual({ cmd, filetypes: ['json'], settings: { weightSpec: settings }, roots: { spec: dir, named: dir, other: null } });
+    expect(out.lspconfig).toEqual({
+      cmd,
+      filetypes: ['json'],
+      settings: { weightSpec: settings },
+      roots: { spec: dir, named: dir, other: null },
+    });
   });
 
-  it('the Neovim Lua snippets compile (Neovim\'s loadstring)', () => {
+  it("the Neovim Lua snippets compile (Neovim's loadstring)", () => {
     const lua = blocks('lua');
     expect(lua.length).toBe(2);
     const have = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -160,8 +176,22 @@ describe('README "Other editors"', () => {
     for (const code of lua) {
       const file = path.join(tmp(), 'snippet.lua');
       writeFileSync(file, code);
-      const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c',
-        `lua local f = io.open('${file}'); local ok, err = loadstring(f:read('*a')); if not ok then io.stderr:write(err) vim.cmd('cq') end`, '-c', 'qa!'], { encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(
+        'nvim',
+        [
+          '--headless',
+          '-u',
+          'NONE',
+          '-i',
+          'NONE',
+          '-n',
+          '-c',
+          `lua local f = io.open('${file}'); local ok, err = loadstring(f:read('*a')); if not ok then io.stderr:write(err) vim.cmd('cq') end`,
+          '-c',
+          'qa!',
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
       expect(r.stderr + r.stdout).toBe('');
       expect(r.status).toBe(0);
     }

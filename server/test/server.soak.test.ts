@@ -21,7 +21,12 @@ const N_INPUTS = 5000;
 const OPS = 2000;
 const SERVER = path.join(REPO_ROOT, 'dist', 'server.js');
 
-interface Diag { code?: string | number; severity?: number; message: string; range: { start: { line: number } } }
+interface Diag {
+  code?: string | number;
+  severity?: number;
+  message: string;
+  range: { start: { line: number } };
+}
 
 const makeTmp = tempDirs('ws-soak-');
 let tmp: string;
@@ -36,7 +41,11 @@ function specText(broken: Set<number>): string {
     location: { file: 0, key: broken.has(i) ? `${key(i)}_missing` : key(i) },
     name: key(i),
   }));
-  return JSON.stringify({ files: [{ format: 'safetensors', path: 'prepared/base-0000.safetensors' }], inputs, model_name: 'soak', version: 5 }, null, 2);
+  return JSON.stringify(
+    { files: [{ format: 'safetensors', path: 'prepared/base-0000.safetensors' }], inputs, model_name: 'soak', version: 5 },
+    null,
+    2,
+  );
 }
 
 function heap(): Promise<number> {
@@ -85,7 +94,10 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(tmp, 'model.onnx'), encodeModel(model as never));
   fs.writeFileSync(path.join(tmp, 'weight_spec.json'), specText(new Set()));
   const preload = path.join(tmp, 'heap-probe.cjs');
-  fs.writeFileSync(preload, `process.on('message', (m) => { if (m && m.type === 'heap') { global.gc(); global.gc(); process.send({ type: 'heap', heapUsed: process.memoryUsage().heapUsed }); } });\n`);
+  fs.writeFileSync(
+    preload,
+    `process.on('message', (m) => { if (m && m.type === 'heap') { global.gc(); global.gc(); process.send({ type: 'heap', heapUsed: process.memoryUsage().heapUsed }); } });\n`,
+  );
   child = spawn(process.execPath, ['--expose-gc', '-r', preload, SERVER, '--stdio'], { stdio: ['pipe', 'pipe', 'pipe', 'ipc'] });
   child.stderr!.on('data', () => undefined);
   conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
@@ -105,7 +117,11 @@ beforeAll(async () => {
     workspaceFolders: [{ uri: pathToFileURL(tmp).href, name: 'soak' }],
     capabilities: {
       workspace: { configuration: true, didChangeWatchedFiles: { dynamicRegistration: true }, workspaceFolders: true },
-      textDocument: { publishDiagnostics: { versionSupport: true }, hover: { contentFormat: ['markdown', 'plaintext'] }, completion: { completionItem: { snippetSupport: true } } },
+      textDocument: {
+        publishDiagnostics: { versionSupport: true },
+        hover: { contentFormat: ['markdown', 'plaintext'] },
+        completion: { completionItem: { snippetSupport: true } },
+      },
     },
   });
   await conn.sendNotification('initialized', {});
@@ -130,7 +146,7 @@ describe('language server soak', () => {
     await diagnosticsWhere(uri, (d) => errorsOf(d).length === 0, 'error-free', 60_000);
 
     let seed = 12345;
-    const rnd = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    const rnd = (n: number) => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
     const times: number[] = [];
     const slow: string[] = [];
     let opNow = 0;
@@ -184,12 +200,14 @@ describe('language server soak', () => {
         // Diagnostics must follow the latest text: one key-missing per broken key, or the
         // broken shard reported while it is broken — and recover once it is repaired.
         const n = broken.size;
-        if (shardBroken) await diagnosticsWhere(uri, (d) => errorsOf(d).some((x) => x.code !== 'key-missing'), 'reporting the broken shard');
+        if (shardBroken)
+          await diagnosticsWhere(uri, (d) => errorsOf(d).some((x) => x.code !== 'key-missing'), 'reporting the broken shard');
         else await diagnosticsWhere(uri, (d) => missingOf(d) === n && errorsOf(d).length === n, `exactly ${n} key-missing errors`);
         checks++;
       }
     }
-    if (!open) await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'weight-spec', version: version + 1, text } });
+    if (!open)
+      await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'weight-spec', version: version + 1, text } });
     await diagnosticsWhere(uri, (d) => missingOf(d) === broken.size, `exactly ${broken.size} key-missing errors at the end`);
     const heapEnd = await heap();
     const max = Math.max(...times);

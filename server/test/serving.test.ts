@@ -35,7 +35,16 @@ describe('serving features in inspect and hover', () => {
   afterAll(() => client?.close());
 
   it('inspect prints a line per feature (text and --json); none for a plain graph', () => {
-    const served = exportOf('served', ['--comp-ctx-lengths-prefill', '16', '--comp-ctx-lengths-decode', '16,32', '--sampler', '--max-top-k', '40', '--return-pdfs']);
+    const served = exportOf('served', [
+      '--comp-ctx-lengths-prefill',
+      '16',
+      '--comp-ctx-lengths-decode',
+      '16,32',
+      '--sampler',
+      '--max-top-k',
+      '40',
+      '--return-pdfs',
+    ]);
     const text = cli(root, ['inspect', path.join(served, 'model.onnx')]);
     expect(text).toContain('CCL: comp_ctx_lengths input; buckets prefill 16, decode 16,32');
     expect(text).toContain('on-device sampler: next_tokens + probs instead of logits; max_top_k_ids 40, vocab 96');
@@ -44,7 +53,9 @@ describe('serving features in inspect and hover', () => {
     const plain = exportOf('plain', []);
     const plainText = cli(root, ['inspect', path.join(plain, 'model.onnx')]);
     expect(plainText).not.toMatch(/CCL:|sampler/);
-    expect((JSON.parse(cli(root, ['inspect', path.join(plain, 'model.onnx'), '--json'])) as { serving?: string[] }).serving).toBeUndefined();
+    expect(
+      (JSON.parse(cli(root, ['inspect', path.join(plain, 'model.onnx'), '--json'])) as { serving?: string[] }).serving,
+    ).toBeUndefined();
     // only the sampler
     const sampled = exportOf('sampled', ['--sampler']);
     const s = cli(root, ['inspect', sampled]);
@@ -52,7 +63,7 @@ describe('serving features in inspect and hover', () => {
     expect(s).not.toContain('CCL:');
   });
 
-  it('hover on a spec input of a CCL + sampler export names both features; a plain export\'s hover does not', async () => {
+  it("hover on a spec input of a CCL + sampler export names both features; a plain export's hover does not", async () => {
     const hoverOn = async (dir: string) => {
       const spec = path.join(dir, 'weight_spec.json');
       const { uri, text } = await client.open(spec);
@@ -60,7 +71,9 @@ describe('serving features in inspect and hover', () => {
       const h = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: positionOf(text, at) });
       return (h.contents as { value: string }).value;
     };
-    const served = await hoverOn(exportOf('served-hover', ['--comp-ctx-lengths-prefill', '8', '--comp-ctx-lengths-decode', '16,32', '--sampler']));
+    const served = await hoverOn(
+      exportOf('served-hover', ['--comp-ctx-lengths-prefill', '8', '--comp-ctx-lengths-decode', '16,32', '--sampler']),
+    );
     expect(served).toContain('ONNX input `model.norm.weight` of `model.onnx`');
     expect(served).toContain('`model.onnx` serves with CCL: comp_ctx_lengths input; buckets prefill 8, decode 16,32');
     expect(served).toContain('`model.onnx` serves with on-device sampler: next_tokens instead of logits');

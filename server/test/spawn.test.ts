@@ -39,7 +39,8 @@ describe('dist/server.js --stdio', () => {
     expect(diagnostics[0]!.range.start).toEqual(positionOf(text, at));
     expect(diagnostics[0]!.range.end).toEqual(positionOf(text, at + '"model.layers.0.self_attn.q_prj.weight"'.length));
     const hover = await client.request<{ contents: { value: string } }>('textDocument/hover', {
-      textDocument: { uri }, position: positionOf(text, text.indexOf('"key": "model.norm.weight"') + 10),
+      textDocument: { uri },
+      position: positionOf(text, text.indexOf('"key": "model.norm.weight"') + 10),
     });
     expect(hover.contents.value).toContain('dtype `F32` · shape `[4]`');
   });
@@ -69,7 +70,9 @@ describe('the weight-spec-language-server bin (package.json)', () => {
     try {
       const init = await Promise.race([
         rpc.sendRequest<{ capabilities: { executeCommandProvider?: { commands: string[] } } }>('initialize', {
-          processId: process.pid, rootUri: null, capabilities: {},
+          processId: process.pid,
+          rootUri: null,
+          capabilities: {},
         }),
         exited.then((code) => Promise.reject(new Error(`the server exited (${code}) before answering initialize: ${stderr}`))),
       ]);

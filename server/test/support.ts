@@ -26,12 +26,25 @@ export async function bundleServer(root: string): Promise<void> {
   try {
     execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'pipe' });
   } catch (err) {
-    console.warn(`[server tests] scripts/bundle.mjs failed (${String((err as { stderr?: Buffer }).stderr ?? err).split('\n').find((l) => l.includes('ERROR')) ?? 'error'}); bundling dist/server.js alone`);
+    console.warn(
+      `[server tests] scripts/bundle.mjs failed (${
+        String((err as { stderr?: Buffer }).stderr ?? err)
+          .split('\n')
+          .find((l) => l.includes('ERROR')) ?? 'error'
+      }); bundling dist/server.js alone`,
+    );
     const { build } = await import('esbuild');
     await build({
-      absWorkingDir: root, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning',
-      external: ['vscode', 'onnxruntime-node'], mainFields: ['module', 'main'],
-      entryPoints: ['server/src/main.ts'], outfile: 'dist/server.js',
+      absWorkingDir: root,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      logLevel: 'warning',
+      external: ['vscode', 'onnxruntime-node'],
+      mainFields: ['module', 'main'],
+      entryPoints: ['server/src/main.ts'],
+      outfile: 'dist/server.js',
     });
   }
 }

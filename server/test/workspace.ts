@@ -46,13 +46,24 @@ export function preparedCopy(dir: string, name: string, opts: { sentinel: boolea
   copyFileSync(path.join(dir, 'ckpt', 'a.safetensors'), path.join(p, 'a.safetensors'));
   const src = path.join(dir, 'ckpt', 'a.safetensors');
   // A manifest in prepare's format (core/src/prepare/manifest.ts).
-  writeFileSync(path.join(p, '.checkpoint_prepared.json'), JSON.stringify({
-    version: 1, tool: 'weight-spec', source: path.join(dir, 'ckpt'), target_dtype: 'float32', fingerprint: FINGERPRINT,
-    moe_prefill_flavour: null, expert_parallel: null,
-    source_files: [{ path: 'a.safetensors', size: opts.sourceSize ?? statSync(src).size, mtime_ms: statSync(src).mtimeMs }],
-    transforms: [], tasks: [], output_files: [{ path: 'a.safetensors', size: statSync(path.join(p, 'a.safetensors')).size }],
-    sidecars: [], created_at: new Date(0).toISOString(),
-  }));
+  writeFileSync(
+    path.join(p, '.checkpoint_prepared.json'),
+    JSON.stringify({
+      version: 1,
+      tool: 'weight-spec',
+      source: path.join(dir, 'ckpt'),
+      target_dtype: 'float32',
+      fingerprint: FINGERPRINT,
+      moe_prefill_flavour: null,
+      expert_parallel: null,
+      source_files: [{ path: 'a.safetensors', size: opts.sourceSize ?? statSync(src).size, mtime_ms: statSync(src).mtimeMs }],
+      transforms: [],
+      tasks: [],
+      output_files: [{ path: 'a.safetensors', size: statSync(path.join(p, 'a.safetensors')).size }],
+      sidecars: [],
+      created_at: new Date(0).toISOString(),
+    }),
+  );
   // The sentinel holds the manifest's fingerprint (core/src/prepare/manifest.ts).
   if (opts.sentinel) writeFileSync(path.join(p, '.checkpoint_prepared'), FINGERPRINT);
 }

@@ -26,9 +26,10 @@ export function decodePng(file) {
   const { width, height } = pngSize(file);
   const depth = b[24];
   const colorType = b[25];
-  if (depth !== 8 || (colorType !== 2 && colorType !== 6) || b[28] !== 0) throw new Error(`${file}: unsupported PNG (depth ${depth}, color type ${colorType})`);
+  if (depth !== 8 || (colorType !== 2 && colorType !== 6) || b[28] !== 0)
+    throw new Error(`${file}: unsupported PNG (depth ${depth}, color type ${colorType})`);
   const idat = [];
-  for (let p = 8; p < b.length; ) {
+  for (let p = 8; p < b.length;) {
     const len = b.readUInt32BE(p);
     const type = b.toString('latin1', p + 4, p + 8);
     if (type === 'IDAT') idat.push(b.subarray(p + 8, p + 8 + len));
@@ -52,7 +53,9 @@ export function decodePng(file) {
       else if (f === 2) v += up;
       else if (f === 3) v += (a + up) >> 1;
       else if (f === 4) {
-        const pa = Math.abs(up - c), pb = Math.abs(a - c), pc = Math.abs(a + up - 2 * c);
+        const pa = Math.abs(up - c),
+          pb = Math.abs(a - c),
+          pc = Math.abs(a + up - 2 * c);
         v += pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
       }
       cur[i] = v & 0xff;
@@ -158,7 +161,10 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     const shot = path.join(dir, 'problems-panel.png');
     await check('the Problems panel shows the key-missing diagnostic of the installed extension (screenshot)', async () => {
       // Quick Open the spec, then the Problems panel.
-      await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => {});
+      await page
+        .locator('.monaco-workbench')
+        .click({ position: { x: 700, y: 400 } })
+        .catch(() => {});
       await page.keyboard.press('Control+P');
       await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
       await page.keyboard.type(path.basename(ws.badSpec));
@@ -183,7 +189,12 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       const red = errorRedPixels(decodePng(shot));
       if (red < 15) throw new Error(`the screenshot shows no error icon (${red} red pixels): ${shot}`);
       // Each row's text as shown; the screenshot file stays beside the run (kept on failure).
-      return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(text.split('\n').filter((l) => l.includes(ws.badKey) || l.includes('weight_spec')).slice(0, 3))}`;
+      return `${size.width}x${size.height} PNG, ${red} error-red pixels, panel: ${JSON.stringify(
+        text
+          .split('\n')
+          .filter((l) => l.includes(ws.badKey) || l.includes('weight_spec'))
+          .slice(0, 3),
+      )}`;
     });
     if (process.env.WEIGHT_SPEC_E2E_SCREENSHOT && fs.existsSync(shot)) fs.copyFileSync(shot, process.env.WEIGHT_SPEC_E2E_SCREENSHOT);
     if (fs.existsSync(shot)) keepScreenshot(shot);
@@ -192,61 +203,64 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     // WEIGHT_SPEC_E2E_CANCEL=0 leaves this drive out (e.g. on a machine too slow for its waits).
     if (process.env.WEIGHT_SPEC_E2E_CANCEL === '0') {
       console.log('  - skipped: Prepare from the explorer with progress and Cancel (WEIGHT_SPEC_E2E_CANCEL=0)');
-    } else await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
-      const big = path.join(ws.dir, 'big');
-      writeBigCheckpoint(big);
-      await page.keyboard.press('Control+Shift+E');
-      const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
-      await row.click();
-      const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
-      await file.waitFor({ state: 'visible', timeout: 15_000 });
-      // The context menu can open before the explorer has settled (a click then lands on a
-      // menu that is being replaced); try again, up to three times, until the dtype picker shows.
-      for (let attempt = 1; ; attempt++) {
-        await page.keyboard.press('Escape');
-        await file.click({ button: 'right' });
-        // VS Code's menus ignore a mouse-up that comes right after they open (against
-        // click-through), which a scripted click does; so hover the item and press Enter.
-        await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().hover({ timeout: 15_000 });
+    } else
+      await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
+        const big = path.join(ws.dir, 'big');
+        writeBigCheckpoint(big);
+        await page.keyboard.press('Control+Shift+E');
+        const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
+        await row.click();
+        const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
+        await file.waitFor({ state: 'visible', timeout: 15_000 });
+        // The context menu can open before the explorer has settled (a click then lands on a
+        // menu that is being replaced); try again, up to three times, until the dtype picker shows.
+        for (let attempt = 1; ; attempt++) {
+          await page.keyboard.press('Escape');
+          await file.click({ button: 'right' });
+          // VS Code's menus ignore a mouse-up that comes right after they open (against
+          // click-through), which a scripted click does; so hover the item and press Enter.
+          await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().hover({ timeout: 15_000 });
+          await page.keyboard.press('Enter');
+          const shown = await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 }).then(
+            () => true,
+            () => false,
+          );
+          if (shown) break;
+          await page.screenshot({ path: path.join(dir, `picker-miss-${attempt}.png`) });
+          if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
+        }
+        await page.keyboard.type('float32');
         await page.keyboard.press('Enter');
-        const shown = await page
-          .waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 })
-          .then(() => true, () => false);
-        if (shown) break;
-        await page.screenshot({ path: path.join(dir, `picker-miss-${attempt}.png`) });
-        if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
-      }
-      await page.keyboard.type('float32');
-      await page.keyboard.press('Enter');
-      // The progress notification (in the notification center: headless Chromium has no
-      // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
-      // the CLI reports (the extension asks for a plain line every 250 ms).
-      await page.locator('[id="status.notifications"]').click();
-      const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
-      await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
-        await page.screenshot({ path: path.join(dir, 'progress-failure.png') });
-        throw e;
+        // The progress notification (in the notification center: headless Chromium has no
+        // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
+        // the CLI reports (the extension asks for a plain line every 250 ms).
+        await page.locator('[id="status.notifications"]').click();
+        const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
+        await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
+          await page.screenshot({ path: path.join(dir, 'progress-failure.png') });
+          throw e;
+        });
+        await item.filter({ hasText: /[1-9]\d*%/ }).waitFor({ timeout: 60_000 });
+        const shown = (await item.innerText()).replace(/\s+/g, ' ');
+        await page.screenshot({ path: path.join(dir, 'progress.png') });
+        await item.locator('.monaco-button', { hasText: 'Cancel' }).click();
+        // The runner reports "cancelled" once the killed CLI has exited.
+        if (!(await page.locator('.notifications-center').isVisible())) await page.locator('[id="status.notifications"]').click();
+        await page.locator('.notification-list-item', { hasText: 'cancelled' }).first().waitFor({ timeout: 30_000 });
+        // Nothing that looks complete: no prepared dir with its sentinel or manifest; what is left
+        // are temp names (*.tmp-<pid>-…) that a re-run removes.
+        const outs = fs.readdirSync(ws.dir).filter((n) => n.startsWith('big-'));
+        const left = outs.map((d) => `${d}/{${fs.readdirSync(path.join(ws.dir, d)).join(',')}}`);
+        for (const d of outs) {
+          const names = fs.readdirSync(path.join(ws.dir, d));
+          if (names.includes('.checkpoint_prepared')) throw new Error(`${d} has its sentinel after Cancel`);
+          if (!d.includes('.tmp-') && names.some((n) => !n.includes('.tmp-')))
+            throw new Error(`${d} looks complete after Cancel: ${names.join(', ')}`);
+        }
+        fs.rmSync(big, { recursive: true, force: true });
+        for (const d of outs) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
+        return `notification read "${shown.slice(0, 80)}"; left after Cancel: ${JSON.stringify(left)}`;
       });
-      await item.filter({ hasText: /[1-9]\d*%/ }).waitFor({ timeout: 60_000 });
-      const shown = (await item.innerText()).replace(/\s+/g, ' ');
-      await page.screenshot({ path: path.join(dir, 'progress.png') });
-      await item.locator('.monaco-button', { hasText: 'Cancel' }).click();
-      // The runner reports "cancelled" once the killed CLI has exited.
-      if (!(await page.locator('.notifications-center').isVisible())) await page.locator('[id="status.notifications"]').click();
-      await page.locator('.notification-list-item', { hasText: 'cancelled' }).first().waitFor({ timeout: 30_000 });
-      // Nothing that looks complete: no prepared dir with its sentinel or manifest; what is left
-      // are temp names (*.tmp-<pid>-…) that a re-run removes.
-      const outs = fs.readdirSync(ws.dir).filter((n) => n.startsWith('big-'));
-      const left = outs.map((d) => `${d}/{${fs.readdirSync(path.join(ws.dir, d)).join(',')}}`);
-      for (const d of outs) {
-        const names = fs.readdirSync(path.join(ws.dir, d));
-        if (names.includes('.checkpoint_prepared')) throw new Error(`${d} has its sentinel after Cancel`);
-        if (!d.includes('.tmp-') && names.some((n) => !n.includes('.tmp-'))) throw new Error(`${d} looks complete after Cancel: ${names.join(', ')}`);
-      }
-      fs.rmSync(big, { recursive: true, force: true });
-      for (const d of outs) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
-      return `notification read "${shown.slice(0, 80)}"; left after Cancel: ${JSON.stringify(left)}`;
-    });
   } catch (e) {
     failed++;
     console.log(`  ✗ code-server + Chromium session\n      ${e instanceof Error ? e.message : String(e)}`);

@@ -60,7 +60,17 @@ export function float16Tolerance(family: string): number {
 
 /** Every model folder of the shared fixtures (tests that cover "every folder" pin this list). */
 export const FIXTURE_FOLDERS = [
-  'llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gpt_oss', 'gemma2', 'glm4_moe', 'codegen', 'gpt_oss_full', 'qwen3_vl_moe',
+  'llama',
+  'qwen2',
+  'phi3',
+  'mixtral',
+  'gpt2',
+  'gpt_oss',
+  'gemma2',
+  'glm4_moe',
+  'codegen',
+  'gpt_oss_full',
+  'qwen3_vl_moe',
 ] as const;
 
 /** Fixture folders holding a `legacy.onnx` (qwen3_vl_moe has vision/decoder legacy graphs instead). */

@@ -36,7 +36,9 @@ let available: boolean | undefined;
 /** True when `PYTHON` can import onnx. Under CI=true its absence throws. */
 export function haveOnnxChecker(): boolean {
   if (available === undefined) {
-    const r = existsSync(PYTHON) ? spawnSync(PYTHON, ['-c', 'import onnx, onnx.checker, onnx.shape_inference'], { encoding: 'utf8' }) : undefined;
+    const r = existsSync(PYTHON)
+      ? spawnSync(PYTHON, ['-c', 'import onnx, onnx.checker, onnx.shape_inference'], { encoding: 'utf8' })
+      : undefined;
     available = r?.status === 0;
   }
   if (!available && process.env.CI === 'true') {
@@ -57,7 +59,11 @@ export interface OnnxCheck {
 export function checkOnnx(files: string[]): OnnxCheck[] {
   const r = spawnSync(PYTHON, ['-c', SCRIPT, ...files], { encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`${PYTHON} onnx checker failed to run (exit ${r.status}): ${r.stderr.trim()}`);
-  return r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as OnnxCheck);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as OnnxCheck);
 }
 
 /** Expects every file to pass; a failure names the file and ONNX's message. */

@@ -63,7 +63,10 @@ function safeMetadataValue(ctx: CheckContext): string | undefined {
  * Runs the ONNX checks. `explicit` is a companion the *user* named (`--onnx`, relative to the
  * spec's directory): trusted like any command-line path, unlike paths written in the spec.
  */
-export async function checkCompanionOnnx(ctx: CheckContext, explicit?: string): Promise<{ file: string; summary?: OnnxSummary } | undefined> {
+export async function checkCompanionOnnx(
+  ctx: CheckContext,
+  explicit?: string,
+): Promise<{ file: string; summary?: OnnxSummary } | undefined> {
   const file = explicit !== undefined ? path.resolve(ctx.specDir, explicit) : await findCompanionOnnx(ctx);
   if (!file) return undefined;
   let summary: OnnxSummary;
@@ -90,12 +93,21 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
     const gi = graphInputs.get(input.name);
     if (!gi) {
       if (initializers.has(input.name)) {
-        report(ctx, 'name-not-in-onnx', src.name,
-          `"${input.name}" is an initializer of ${onnxName}, not a graph input: the graph still embeds this weight`);
+        report(
+          ctx,
+          'name-not-in-onnx',
+          src.name,
+          `"${input.name}" is an initializer of ${onnxName}, not a graph input: the graph still embeds this weight`,
+        );
       } else {
-        const suggestions = closestNames(input.name, [...graphInputs.keys()].filter((n) => !RUNTIME_INPUT.test(n)));
-        report(ctx, 'name-not-in-onnx', src.name,
-          `"${input.name}" is not an input of ${onnxName}${didYouMean(suggestions)}`, { suggestions, onnx: file });
+        const suggestions = closestNames(
+          input.name,
+          [...graphInputs.keys()].filter((n) => !RUNTIME_INPUT.test(n)),
+        );
+        report(ctx, 'name-not-in-onnx', src.name, `"${input.name}" is not an input of ${onnxName}${didYouMean(suggestions)}`, {
+          suggestions,
+          onnx: file,
+        });
       }
       continue;
     }
@@ -105,26 +117,45 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
     const dims = gi.dims;
     const concrete = dims.every((d): d is number => typeof d === 'number' && d >= 0);
     if (concrete && !sameShape(dims, info.shape)) {
-      report(ctx, 'shape-mismatch', src.key,
+      report(
+        ctx,
+        'shape-mismatch',
+        src.key,
         `"${input.name}" is ${shapeText(dims)} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
-        { expected: dims, actual: info.shape });
+        { expected: dims, actual: info.shape },
+      );
     } else if (!concrete && dims.length !== info.shape.length) {
-      report(ctx, 'shape-mismatch', src.key,
-        `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`);
+      report(
+        ctx,
+        'shape-mismatch',
+        src.key,
+        `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
+      );
     }
     if (gi.dtype && gi.dtype !== info.dtype) {
       const want = prepareDtypeOf(gi.dtype);
       const dir = path.dirname(ctx.files[fi]!.abs!);
       // A warning (issue #7): the graph is right, the checkpoint needs `prepare --dtype`.
-      report(ctx, 'dtype-mismatch', src.key,
+      report(
+        ctx,
+        'dtype-mismatch',
+        src.key,
         `"${input.name}" is ${gi.dtype} in ${onnxName} but "${info.key}" is ${info.dtype}` +
-          (want ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint` : ''),
-        { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) });
+          (want
+            ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint`
+            : ''),
+        { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) },
+      );
     }
   }
   const unmapped = summary.inputs.map((v) => v.name).filter((n) => !specNames.has(n) && !RUNTIME_INPUT.test(n));
   for (const n of unmapped) {
-    report(ctx, 'onnx-input-unmapped', ['inputs'],
-      `graph input "${n}" of ${onnxName} has no entry in the spec (the compiler cannot bind it)`, { name: n, onnx: file });
+    report(
+      ctx,
+      'onnx-input-unmapped',
+      ['inputs'],
+      `graph input "${n}" of ${onnxName} has no entry in the spec (the compiler cannot bind it)`,
+      { name: n, onnx: file },
+    );
   }
 }

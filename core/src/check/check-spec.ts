@@ -113,8 +113,12 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
         // A normal state between export and prepare, not a broken spec: a warning (its keys
         // are still checked, against prepare's plan: see planned.ts).
         state.missingPrepared = true;
-        report(ctx, 'not-prepared', src.path,
-          `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`);
+        report(
+          ctx,
+          'not-prepared',
+          src.path,
+          `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`,
+        );
       } else {
         report(ctx, 'file-missing', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
       }
@@ -134,7 +138,12 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
       state.header = await read;
     } catch (err) {
       if (err instanceof FormatError) {
-        report(ctx, 'file-not-safetensors', src.path, `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`);
+        report(
+          ctx,
+          'file-not-safetensors',
+          src.path,
+          `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`,
+        );
       } else {
         report(ctx, 'file-unreadable', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
       }
@@ -158,8 +167,12 @@ function checkInputs(ctx: CheckContext): void {
     const fi = input.location.file;
     if (fi >= ctx.spec.files.length) {
       const n = ctx.spec.files.length;
-      report(ctx, 'file-index', src.file,
-        `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`);
+      report(
+        ctx,
+        'file-index',
+        src.file,
+        `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`,
+      );
       continue;
     }
     if (fi < 0) {
@@ -175,15 +188,20 @@ function checkInputs(ctx: CheckContext): void {
     }
     const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));
     if (other >= 0) {
-      report(ctx, 'key-in-other-file', src.key,
+      report(
+        ctx,
+        'key-in-other-file',
+        src.key,
         `key "${key}" is not in ${fileLabel(ctx, fi)} (files[${fi}]) but in ${fileLabel(ctx, other)} (files[${other}]); set location.file to ${other}`,
-        { file: other });
+        { file: other },
+      );
       continue;
     }
     const index = keyIndexOf(header.tensors, () => header.tensors.keys());
     const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
-    report(ctx, 'key-missing', src.key,
-      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`, { suggestions });
+    report(ctx, 'key-missing', src.key, `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`, {
+      suggestions,
+    });
   }
 }
 
@@ -199,5 +217,7 @@ function checkUnindexedKey(ctx: CheckContext, i: number, budget: { left: number 
   if (ctx.files.some((s) => !s.header)) return; // an unreadable file may hold it
   const all = ctx.files.flatMap((s) => [...s.header!.tensors.keys()]);
   const suggestions = new KeyIndex(all).closest(key, 3, () => budget.left-- > 0);
-  report(ctx, 'key-missing', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, { suggestions });
+  report(ctx, 'key-missing', ctx.sources.inputs[i]!.key, `key "${key}" is in none of the spec's files${didYouMean(suggestions)}`, {
+    suggestions,
+  });
 }

@@ -17,8 +17,12 @@ export function checkInputFacts(ctx: CheckContext, i: number, info: TensorInfo):
   const node = ctx.sources.inputs[i]!.node;
   if (input.quantization) return; // packed storage: declared facts are logical, not stored
   if (Array.isArray(input.shape) && !sameShape(input.shape, info.shape)) {
-    report(ctx, 'shape-mismatch', [...node, 'shape'],
-      `inputs[${i}] declares shape ${shapeText(input.shape)} but "${info.key}" has shape ${shapeText(info.shape)}`);
+    report(
+      ctx,
+      'shape-mismatch',
+      [...node, 'shape'],
+      `inputs[${i}] declares shape ${shapeText(input.shape)} but "${info.key}" has shape ${shapeText(info.shape)}`,
+    );
   }
   if (typeof input.dtype === 'string') {
     const d = dtypeFromName(input.dtype);
@@ -26,9 +30,13 @@ export function checkInputFacts(ctx: CheckContext, i: number, info: TensorInfo):
       report(ctx, 'dtype-unknown', [...node, 'dtype'], `inputs[${i}]: unknown dtype "${input.dtype}"`);
     } else if (d !== info.dtype) {
       const want = prepareDtypeOf(d);
-      report(ctx, 'declared-dtype-mismatch', [...node, 'dtype'],
+      report(
+        ctx,
+        'declared-dtype-mismatch',
+        [...node, 'dtype'],
         `inputs[${i}] declares dtype ${input.dtype} but "${info.key}" is ${info.dtype}` +
-          (want ? `; run \`weight-spec prepare --dtype ${want}\` and point the spec at the prepared checkpoint` : ''));
+          (want ? `; run \`weight-spec prepare --dtype ${want}\` and point the spec at the prepared checkpoint` : ''),
+      );
     }
   }
 }

@@ -129,12 +129,18 @@ export async function planMissingPrepared(ctx: CheckContext): Promise<void> {
 export function describePlannedOrigin(source: PlannedSource, key: string, info: TensorFacts): string[] {
   const plan = planCache.get(`${source.checkpoint}\u0000${source.dtype}`)?.plan;
   if (!plan) return [];
-  const tasks = plan.tasks.map((t) => ({ transform: t.transform, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) }));
+  const tasks = plan.tasks.map((t) => ({
+    transform: t.transform,
+    inputs: t.inputs.map((r) => r.key),
+    outputs: t.outputs.map((r) => r.key),
+  }));
   return describeOrigin(tasks, key, info, (k) => plan.tasks.find((t) => t.sources[k])?.sources[k], plan.source);
 }
 
 /** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */
 export function plannedNote(ctx: CheckContext, fileIndex: number): string {
   const p = ctx.files[fileIndex]?.planned;
-  return p ? ` (checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`; not prepared yet)` : '';
+  return p
+    ? ` (checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`; not prepared yet)`
+    : '';
 }

@@ -42,7 +42,9 @@ function mxfp4Role(key: string): { from: 'gate_up_proj' | 'down_proj'; bias: boo
   const bias = !!m[2];
   const what =
     m[1] === 'down'
-      ? bias ? 'down_proj_bias as stored' : 'down_proj dequantized, each expert transposed to [in, out] = [I, H]'
+      ? bias
+        ? 'down_proj_bias as stored'
+        : 'down_proj dequantized, each expert transposed to [in, out] = [I, H]'
       : `${m[1] === 'gate' ? 'even' : 'odd'} ${bias ? 'columns of gate_up_proj_bias' : 'rows of gate_up_proj dequantized (interleaved gate/up), each expert transposed to [in, out] = [H, I]'} (${m[1]})`;
   return { from: m[1] === 'down' ? 'down_proj' : 'gate_up_proj', bias, what };
 }
@@ -51,13 +53,21 @@ function mxfp4Role(key: string): { from: 'gate_up_proj' | 'down_proj'; bias: boo
  * Hover lines for prepared `key` (stored as `info`) produced by `tasks`; `source(k)` gives a
  * source tensor's facts. Empty for keys prepare copies or stacks without a transform of note.
  */
-export function describeOrigin(tasks: readonly TaskFacts[], key: string, info: TensorFacts, source: (k: string) => TensorFacts | undefined, sourceDir?: string): string[] {
+export function describeOrigin(
+  tasks: readonly TaskFacts[],
+  key: string,
+  info: TensorFacts,
+  source: (k: string) => TensorFacts | undefined,
+  sourceDir?: string,
+): string[] {
   const fp8 = describeFp8Origin(tasks, key, info, source, sourceDir);
   if (fp8.length) return fp8;
   const task = tasks.find((t) => t.transform === 'mxfp4' && t.outputs.includes(key));
   const role = mxfp4Role(key);
   if (!task || !role) return [];
-  const wanted = task.inputs.filter((k) => (role.bias ? k.endsWith(`.${role.from}_bias`) : k.endsWith(`.${role.from}_blocks`) || k.endsWith(`.${role.from}_scales`)));
+  const wanted = task.inputs.filter((k) =>
+    role.bias ? k.endsWith(`.${role.from}_bias`) : k.endsWith(`.${role.from}_blocks`) || k.endsWith(`.${role.from}_scales`),
+  );
   const lines = [`dequantized by \`weight-spec prepare\` from MXFP4 (GPT-OSS experts, HF \`convert_moe_packed_tensors\`): ${role.what}`];
   for (const k of wanted) {
     const t = source(k);
@@ -72,11 +82,17 @@ export function describePreparedOrigin(dir: string, key: string, info: TensorFac
   const m = manifestOf(dir);
   if (!m) return [];
   const shards = m.source_files.filter((f) => f.path.endsWith('.safetensors')).map((f) => path.resolve(m.source, f.path));
-  return describeOrigin(m.tasks, key, info, (k) => {
-    for (const f of shards) {
-      const t = headerOf(f)?.tensors.get(k);
-      if (t) return t;
-    }
-    return undefined;
-  }, m.source);
+  return describeOrigin(
+    m.tasks,
+    key,
+    info,
+    (k) => {
+      for (const f of shards) {
+        const t = headerOf(f)?.tensors.get(k);
+        if (t) return t;
+      }
+      return undefined;
+    },
+    m.source,
+  );
 }

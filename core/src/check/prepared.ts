@@ -46,11 +46,19 @@ export async function checkPrepared(ctx: CheckContext): Promise<void> {
     const at = ctx.sources.files[i]!.path;
     const shown = ctx.spec.files[i]!.path;
     if (status.state === 'not-prepared') {
-      report(ctx, 'prepared-incomplete', at,
-        `${shown}: the prepared checkpoint is incomplete: ${status.reason ?? 'unknown reason'}; re-run \`weight-spec prepare\``);
+      report(
+        ctx,
+        'prepared-incomplete',
+        at,
+        `${shown}: the prepared checkpoint is incomplete: ${status.reason ?? 'unknown reason'}; re-run \`weight-spec prepare\``,
+      );
     } else if (status.state === 'stale') {
-      report(ctx, 'prepared-stale', at,
-        `${shown}: the prepared checkpoint is stale: ${status.reason ?? 'its source changed'}; re-run \`weight-spec prepare\``);
+      report(
+        ctx,
+        'prepared-stale',
+        at,
+        `${shown}: the prepared checkpoint is stale: ${status.reason ?? 'its source changed'}; re-run \`weight-spec prepare\``,
+      );
     }
   }
 }

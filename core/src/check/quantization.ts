@@ -88,12 +88,21 @@ export function checkQuantization(ctx: CheckContext): void {
     const key = input.location.key;
     const weight = scaledWeight(key, header, q);
     if (weight) {
-      report(ctx, 'quantization-scale', ctx.sources.inputs[i]!.key,
-        `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`, { weight });
+      report(
+        ctx,
+        'quantization-scale',
+        ctx.sources.inputs[i]!.key,
+        `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`,
+        { weight },
+      );
     } else if (FP8.has(info.dtype)) {
       const scale = scaleOf(key, header);
-      report(ctx, 'quantized-weight', ctx.sources.inputs[i]!.key,
-        `key "${key}" is stored as ${info.dtype}${scale ? ` scaled by "${scale.key}"` : ''}${q?.scheme ? ` (${describeScheme(q.scheme)})` : ''}: the graph needs it dequantized; run \`weight-spec prepare\` and point the spec at the prepared checkpoint`);
+      report(
+        ctx,
+        'quantized-weight',
+        ctx.sources.inputs[i]!.key,
+        `key "${key}" is stored as ${info.dtype}${scale ? ` scaled by "${scale.key}"` : ''}${q?.scheme ? ` (${describeScheme(q.scheme)})` : ''}: the graph needs it dequantized; run \`weight-spec prepare\` and point the spec at the prepared checkpoint`,
+      );
     }
   }
 }
@@ -151,12 +160,16 @@ export function describeFp8Origin(
     return w && task.inputs.includes(w) ? [{ weight: w, scale: k }] : [];
   });
   const m = /^(.*)\.moe_weights\.(gate|up|down)$/.exec(key);
-  const mine = m ? pairs.filter((p) => p.weight.startsWith(`${m[1]}.`) && ROLE_SOURCES[m[2]!]!.test(p.weight)) : pairs.filter((p) => p.weight === key);
+  const mine = m
+    ? pairs.filter((p) => p.weight.startsWith(`${m[1]}.`) && ROLE_SOURCES[m[2]!]!.test(p.weight))
+    : pairs.filter((p) => p.weight === key);
   if (mine.length === 0) return [];
   const first = mine[0]!;
   const w = source(first.weight);
   const s = source(first.scale);
-  const lines = [`dequantized by \`weight-spec prepare\` from FP8${scheme ? ` (${describeScheme(scheme)})` : ''}${mine.length > 1 ? `: ${mine.length} expert tensors, e.g.` : ':'}`];
+  const lines = [
+    `dequantized by \`weight-spec prepare\` from FP8${scheme ? ` (${describeScheme(scheme)})` : ''}${mine.length > 1 ? `: ${mine.length} expert tensors, e.g.` : ':'}`,
+  ];
   lines.push(`- stored \`${first.weight}\`${w ? ` \`${w.dtype}\` [${w.shape.join(', ')}]` : ''}`);
   lines.push(`- scale \`${first.scale}\`${s ? ` \`${s.dtype}\` [${s.shape.join(', ')}]` : ''}`);
   if (w && s) {

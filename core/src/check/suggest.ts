@@ -60,8 +60,7 @@ export function closestNames(wanted: string, candidates: Iterable<string>, limit
     scored.push({ name: cand, variant, dist, sfx: commonSuffixSegments(wanted, cand) });
   }
   scored.sort(
-    (p, q) =>
-      Number(q.variant) - Number(p.variant) || p.dist - q.dist || q.sfx - p.sfx || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0),
+    (p, q) => Number(q.variant) - Number(p.variant) || p.dist - q.dist || q.sfx - p.sfx || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0),
   );
   const seen = new Set<string>();
   const out: string[] = [];

@@ -111,7 +111,8 @@ function convert(command: string, name: string, def: FlagDef, raw: string): stri
       throw new UsageError(`${command}: --${name} must be one of ${def.choices.join(', ')} (got "${printable(raw)}")`);
     }
     // An empty value is never meant: `--out ''` would otherwise mean the current directory.
-    if (raw === '') throw new UsageError(`${command}: --${name} needs a value${def.placeholder ? ` ${def.placeholder}` : ''} (got an empty string)`);
+    if (raw === '')
+      throw new UsageError(`${command}: --${name} needs a value${def.placeholder ? ` ${def.placeholder}` : ''} (got an empty string)`);
     return raw;
   }
   const shown = printable(raw);
@@ -119,7 +120,8 @@ function convert(command: string, name: string, def: FlagDef, raw: string): stri
     // Decimal digits only (Number() would take 0x10, 1e3, " 7"), and exactly representable.
     if (!/^-?\d+$/.test(raw)) throw new UsageError(`${command}: --${name} needs a decimal integer (got "${shown}")`);
     const n = Number(raw);
-    if (!Number.isSafeInteger(n)) throw new UsageError(`${command}: --${name} is too large (got ${shown}; at most ${Number.MAX_SAFE_INTEGER})`);
+    if (!Number.isSafeInteger(n))
+      throw new UsageError(`${command}: --${name} is too large (got ${shown}; at most ${Number.MAX_SAFE_INTEGER})`);
     return n;
   }
   const n = Number(raw);

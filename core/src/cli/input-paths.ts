@@ -94,6 +94,10 @@ export function requireOutDir(cwd: string, given: string): string {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT') throw new FormatError(printable(given), errnoSentence(code) ?? `cannot be used (${code})`);
   }
-  if (st && !st.isDirectory()) throw new FormatError(printable(given), `is ${specialKind(st) === undefined ? 'a file' : specialKind(st)}, expected a folder for the output`);
+  if (st && !st.isDirectory())
+    throw new FormatError(
+      printable(given),
+      `is ${specialKind(st) === undefined ? 'a file' : specialKind(st)}, expected a folder for the output`,
+    );
   return abs;
 }

@@ -108,7 +108,10 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
 }
 
 function unknownCommand(name: string): string {
-  const hit = closestWord(name, COMMANDS.map((c) => c.name));
+  const hit = closestWord(
+    name,
+    COMMANDS.map((c) => c.name),
+  );
   return `unknown command "${name}"${hit ? ` (did you mean "${hit}"?)` : ''}`;
 }
 
@@ -137,10 +140,15 @@ export function runCli(): void {
   });
   // Ctrl-C / kill: remove this run's temporaries and lock, say what state the output is in,
   // exit 128 + signal number (130 SIGINT, 143 SIGTERM). Worker threads end with the process.
-  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [sig, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(sig, () => {
       const lines = abandonWork();
-      process.stderr.write(`${process.stderr.isTTY ? '\n' : ''}weight-spec: interrupted (${sig})${lines.length ? `: ${lines.join('; ')}` : ''}\n`);
+      process.stderr.write(
+        `${process.stderr.isTTY ? '\n' : ''}weight-spec: interrupted (${sig})${lines.length ? `: ${lines.join('; ')}` : ''}\n`,
+      );
       process.exit(code);
     });
   }

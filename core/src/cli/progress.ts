@@ -39,7 +39,6 @@ export interface ProgressOptions {
   now?: () => number;
 }
 
-
 /**
  * Starts a progress display for `label`, drawing to stderr (or the given stream /
  * `opts.stream`, e.g. a command's `io.stderr`): a bar when the
@@ -129,4 +128,3 @@ export function createProgress(label: string, optsOrStream: ProgressOptions | Pr
     },
   };
 }
-

@@ -19,10 +19,15 @@ export function table(header: string[], rows: string[][], opts: TableOptions = {
   const right = new Set(opts.right ?? []);
   const pad = ' '.repeat(opts.indent ?? 0);
   return all.map((r) =>
-    (pad + r.map((cell, c) => {
-      const last = c === r.length - 1;
-      if (right.has(c)) return cell.padStart(widths[c]!);
-      return last ? cell : cell.padEnd(widths[c]!);
-    }).join('  ')).trimEnd(),
+    (
+      pad +
+      r
+        .map((cell, c) => {
+          const last = c === r.length - 1;
+          if (right.has(c)) return cell.padStart(widths[c]!);
+          return last ? cell : cell.padEnd(widths[c]!);
+        })
+        .join('  ')
+    ).trimEnd(),
   );
 }

@@ -67,7 +67,9 @@ export function planInitializers(
     const gi = byName.get(si.name);
     if (!gi) throw new PipelineError(`${inp.specPath}: input "${si.name}" is not an input of ${path.basename(inp.onnxPath)}`);
     if (si.quantization) {
-      throw new PipelineError(`${inp.specPath}: input "${si.name}" is quantized (${si.quantization.format}); the ort backend cannot bind packed weights (use --backend qaic)`);
+      throw new PipelineError(
+        `${inp.specPath}: input "${si.name}" is quantized (${si.quantization.format}); the ort backend cannot bind packed weights (use --backend qaic)`,
+      );
     }
     const fi = si.location.file;
     const h = headers[fi];
@@ -85,7 +87,9 @@ export function planInitializers(
       );
     }
     if (gi.dims.length !== t.shape.length || gi.dims.some((d, k) => typeof d === 'number' && d !== t.shape[k])) {
-      throw new PipelineError(`${loc.files[fi]}: tensor "${t.key}" has shape [${t.shape.join(', ')}] but graph input "${si.name}" is [${gi.dims.join(', ')}]`);
+      throw new PipelineError(
+        `${loc.files[fi]}: tensor "${t.key}" has shape [${t.shape.join(', ')}] but graph input "${si.name}" is [${gi.dims.join(', ')}]`,
+      );
     }
     inits.push({ name: si.name, dataType: gi.elemType, dims: t.shape, location: loc.rel[fi]!, offset: t.dataOffset, length: t.byteLength });
     weightBytes += t.byteLength;

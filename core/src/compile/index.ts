@@ -88,7 +88,8 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void,
   }
   const st = await preparedStatus(loc.dir);
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
-  if (st.state === 'stale') log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
+  if (st.state === 'stale')
+    log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
 }
 
@@ -98,7 +99,11 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void,
  * point 5). Its sentinel is the proof a prepare made it, as ours is.
  */
 function isQeffPrepared(dir: string): boolean {
-  return /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) && fs.existsSync(path.join(dir, SENTINEL_FILE)) && !fs.existsSync(path.join(dir, MANIFEST_FILE));
+  return (
+    /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) &&
+    fs.existsSync(path.join(dir, SENTINEL_FILE)) &&
+    !fs.existsSync(path.join(dir, MANIFEST_FILE))
+  );
 }
 
 /** Deletes the previous ORT artifact when it is ours and not the new one. */
@@ -184,7 +189,9 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   const log = opts.log ?? (() => undefined);
   const backend = opts.backend;
   const optionsOf = (preparedDir: string | undefined) =>
-    backend === 'qaic' ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? preparedDir : undefined } : { links: !!opts.links, keepNames: !!opts.keepNames };
+    backend === 'qaic'
+      ? { qaic: opts.qaic ?? {}, prepared: opts.prepared ? preparedDir : undefined }
+      : { links: !!opts.links, keepNames: !!opts.keepNames };
   // Fast path: stamps (or, failing them, the fingerprint) unchanged → no schema validation, no graph parse.
   const status = compileStatus(exportDir, { backend, prepared: opts.prepared, options: optionsOf });
   const prev = status.record;
@@ -247,7 +254,8 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   if (!opts.force && prev?.backend === 'ort' && prev.fingerprint === fp.value && artifactExists(prev)) return done(prev, true);
   const record = await compileOrt(inp, loc, fp, { links: !!opts.links, keepNames: !!opts.keepNames, source });
   record.stamps = stamps;
-  if (opts.verify !== false) record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
+  if (opts.verify !== false)
+    record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
   await writeCompileRecord(inp.exportDir, record);
   dropOldArtifact(inp.exportDir, prev, record);
   return done(record, false);

@@ -58,7 +58,9 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
   if (!fs.existsSync(onnxPath)) {
     const onnx = fs.readdirSync(exportDir).filter((n) => n.endsWith('.onnx') && !n.includes('.qaic.'));
     if (onnx.length !== 1) {
-      throw new PipelineError(`${exportDir}: no model.onnx (${onnx.length === 0 ? 'no .onnx file' : `several .onnx files: ${onnx.join(', ')}`})`);
+      throw new PipelineError(
+        `${exportDir}: no model.onnx (${onnx.length === 0 ? 'no .onnx file' : `several .onnx files: ${onnx.join(', ')}`})`,
+      );
     }
     onnxPath = path.join(exportDir, onnx[0]!);
   }
@@ -125,7 +127,10 @@ export function locatePrepared(inp: ExportInputs, preparedArg?: string): Prepare
   } else {
     const named = preparedDirOf(exportDir, spec);
     const real = named && realOrUndefined(named);
-    if (!real) throw new PipelineError(`${specPath}: file "${spec.files[0]!.path}" does not exist (run weight-spec prepare first, or pass --prepared)`);
+    if (!real)
+      throw new PipelineError(
+        `${specPath}: file "${spec.files[0]!.path}" does not exist (run weight-spec prepare first, or pass --prepared)`,
+      );
     dir = real;
   }
   const files: string[] = [];
@@ -155,7 +160,8 @@ export function locatePrepared(inp: ExportInputs, preparedArg?: string): Prepare
         throw new PipelineError(`${specPath}: file "${f.path}" is not in the prepared directory ${dir}`);
       }
     }
-    if (f.format && f.format !== 'safetensors') throw new PipelineError(`${specPath}: file "${f.path}" has format "${f.format}" (only safetensors can be bound)`);
+    if (f.format && f.format !== 'safetensors')
+      throw new PipelineError(`${specPath}: file "${f.path}" has format "${f.format}" (only safetensors can be bound)`);
     files.push(real);
     rel.push(path.relative(dir, real).split(path.sep).join('/'));
   });

@@ -116,7 +116,11 @@ export interface GraphShapeFacts {
  * it is unique — the compiler needs distinct specializations. A list the graph does not record
  * is [ctx_len].
  */
-export function cclLists(ccl: { prefill: number[]; decode: number[] }, ctxLen: number, prefillSeqLen: number): { prefill: number[]; decode: number[] } {
+export function cclLists(
+  ccl: { prefill: number[]; decode: number[] },
+  ctxLen: number,
+  prefillSeqLen: number,
+): { prefill: number[]; decode: number[] } {
   const cap = (xs: number[]) => (xs.length ? xs : [ctxLen]).map((x) => Math.min(x, ctxLen));
   const sorted = (xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
   if (prefillSeqLen === 1) {
@@ -140,7 +144,11 @@ export function cclLists(ccl: { prefill: number[]; decode: number[] }, ctxLen: n
  * (`QEfficient/transformers/models/modeling_auto.py`): each prefill entry and each decode entry
  * of the plain specializations repeated with `comp_ctx_lengths` = the bucket.
  */
-function withCcl(prefill: Specialization | undefined, decode: Specialization | undefined, lists: { prefill: number[]; decode: number[] }): Specialization[] {
+function withCcl(
+  prefill: Specialization | undefined,
+  decode: Specialization | undefined,
+  lists: { prefill: number[]; decode: number[] },
+): Specialization[] {
   const out: Specialization[] = [];
   if (prefill) for (const c of lists.prefill) out.push([...prefill, ['comp_ctx_lengths', c]]);
   if (decode) for (const c of lists.decode) out.push([...decode, ['comp_ctx_lengths', c]]);
@@ -157,20 +165,47 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
   if (g.continuousBatching) {
     const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
     if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    const p: Specialization = [['batch_size', 1], ['seq_len', prefill], ['ctx_len', ctxLen], ['full_batch_size', fbs], ['full_batch_exec_size', fbs]];
-    const d: Specialization = [['batch_size', fbs], ['seq_len', 1], ['ctx_len', ctxLen], ['full_batch_size', fbs]];
+    const p: Specialization = [
+      ['batch_size', 1],
+      ['seq_len', prefill],
+      ['ctx_len', ctxLen],
+      ['full_batch_size', fbs],
+      ['full_batch_exec_size', fbs],
+    ];
+    const d: Specialization = [
+      ['batch_size', fbs],
+      ['seq_len', 1],
+      ['ctx_len', ctxLen],
+      ['full_batch_size', fbs],
+    ];
     return g.ccl ? withCcl(p, d, cclLists(g.ccl, ctxLen, prefill)) : [p, d];
   }
   const bs = opts.batchSize ?? g.batch ?? 1;
-  const p: Specialization = [['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen]];
-  const d: Specialization | undefined = prefill !== 1 ? [['batch_size', bs], ['seq_len', 1], ['ctx_len', ctxLen]] : undefined;
+  const p: Specialization = [
+    ['batch_size', bs],
+    ['seq_len', prefill],
+    ['ctx_len', ctxLen],
+  ];
+  const d: Specialization | undefined =
+    prefill !== 1
+      ? [
+          ['batch_size', bs],
+          ['seq_len', 1],
+          ['ctx_len', ctxLen],
+        ]
+      : undefined;
   if (g.ccl) return withCcl(p, d, cclLists(g.ccl, ctxLen, prefill));
   return d ? [p, d] : [p];
 }
 
 /** Specializations for a graph without a KV cache: batch and sequence only. */
 export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
-  return [[['batch_size', opts.batchSize ?? g.batch ?? 1], ['seq_len', opts.prefillSeqLen ?? 32]]];
+  return [
+    [
+      ['batch_size', opts.batchSize ?? g.batch ?? 1],
+      ['seq_len', opts.prefillSeqLen ?? 32],
+    ],
+  ];
 }
 
 /** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
@@ -225,7 +260,13 @@ export interface QaicPlan {
  * `compileDir` (QEfficient: `<dir>/qpc-<hash>`), with the binary at `compiler` (default
  * {@link QAIC_COMPILER}'s path).
  */
-export function buildQaicPlan(onnxPath: string, compileDir: string, opts: QaicOptions, g: GraphShapeFacts, compiler: string = QAIC_COMPILER[0]): QaicPlan {
+export function buildQaicPlan(
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
   if (g.numLayers > 0) options.push(['retained_state', true]);

@@ -28,7 +28,12 @@ const recordSchema = z.looseObject({
   backend: z.enum(['ort', 'qaic']),
   fingerprint: z.string().min(1),
   inputs: z.looseObject({ graph: z.string(), spec: z.string(), prepared: z.string(), options: z.string() }),
-  artifacts: z.looseObject({ model: z.string().optional(), qpc: z.string().optional(), compileDir: z.string().optional(), onnx: z.string().optional() }),
+  artifacts: z.looseObject({
+    model: z.string().optional(),
+    qpc: z.string().optional(),
+    compileDir: z.string().optional(),
+    onnx: z.string().optional(),
+  }),
   prepared: z.string().optional(),
   command: z.array(z.string()).optional(),
   stats: z.looseObject({ weightBytes: z.number(), artifactBytes: z.number(), initializers: z.number() }).optional(),

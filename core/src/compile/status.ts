@@ -87,7 +87,13 @@ function memoKey(dir: string, rec: CompileRecord, req: CompileRequest | undefine
     ? [...Object.keys(rec.stamps.files), ...Object.keys(rec.stamps.links)]
     : [path.join(dir, 'model.onnx'), path.join(dir, 'weight_spec.json'), ...(rec.prepared ? [path.join(rec.prepared, MANIFEST_FILE)] : [])];
   const req1 = req ? JSON.stringify([req.backend, req.prepared, req.options(req.prepared)]) : '';
-  return [stampOf(path.join(dir, COMPILE_RECORD)), ...watched.map(stampOf), rec.artifacts.model ?? rec.artifacts.qpc ?? '', artifactExists(rec), req1].join('|');
+  return [
+    stampOf(path.join(dir, COMPILE_RECORD)),
+    ...watched.map(stampOf),
+    rec.artifacts.model ?? rec.artifacts.qpc ?? '',
+    artifactExists(rec),
+    req1,
+  ].join('|');
 }
 
 /**
@@ -100,7 +106,13 @@ export function compileStatus(exportDir: string, req?: CompileRequest): CompileS
   const rec = readCompileRecord(dir);
   if (!rec) return { state: 'never-compiled' };
   const artifact = rec.artifacts.model ?? rec.artifacts.qpc;
-  const base: CompileStatus = { state: 'stale', record: rec, backend: rec.backend, ...(artifact ? { artifact } : {}), createdAt: rec.createdAt };
+  const base: CompileStatus = {
+    state: 'stale',
+    record: rec,
+    backend: rec.backend,
+    ...(artifact ? { artifact } : {}),
+    createdAt: rec.createdAt,
+  };
   const key = memoKey(dir, rec, req);
   const hit = memo.get(dir);
   if (hit && hit.key === key) return hit.status;

@@ -146,7 +146,10 @@ export interface WeightSpecTaskDefinition {
 }
 
 /** CLI arguments of a task definition; throws a one-line Error naming the missing field. */
-export function taskArgs(d: WeightSpecTaskDefinition, defaults: { dtype?: PrepareDtype; maxRamGb?: number; backend?: Backend } = {}): string[] {
+export function taskArgs(
+  d: WeightSpecTaskDefinition,
+  defaults: { dtype?: PrepareDtype; maxRamGb?: number; backend?: Backend } = {},
+): string[] {
   const need = (v: string | undefined, field: string): string => {
     if (!v) throw new Error(`weight-spec task "${d.command}" needs "${field}"`);
     return v;
@@ -168,7 +171,11 @@ export function taskArgs(d: WeightSpecTaskDefinition, defaults: { dtype?: Prepar
         ...((d.maxRamGb ?? defaults.maxRamGb) ? { maxRamGb: d.maxRamGb ?? defaults.maxRamGb } : {}),
       });
     case 'compile':
-      return compileArgs({ exportDir: need(d.exportDir, 'exportDir'), backend: d.backend ?? defaults.backend ?? 'ort', ...(d.prepared ? { prepared: d.prepared } : {}) });
+      return compileArgs({
+        exportDir: need(d.exportDir, 'exportDir'),
+        backend: d.backend ?? defaults.backend ?? 'ort',
+        ...(d.prepared ? { prepared: d.prepared } : {}),
+      });
     default:
       throw new Error(`weight-spec task: unknown command "${String((d as { command?: unknown }).command)}" (export, prepare or compile)`);
   }

@@ -48,7 +48,10 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 export function preparedDirOfSpec(specFile: string): string | undefined {
   const spec = obj(readJson(specFile));
   // v1's string `checkpoint_files` entries are the bare paths.
-  const files = (Array.isArray(spec.files) ? spec.files : []).map((f) => ({ path: str(obj(f).path) ?? str(f) ?? '', format: 'safetensors' }));
+  const files = (Array.isArray(spec.files) ? spec.files : []).map((f) => ({
+    path: str(obj(f).path) ?? str(f) ?? '',
+    format: 'safetensors',
+  }));
   return preparedDirOf(path.dirname(specFile), { files: files.filter((f) => f.path !== ''), model_id: str(spec.model_id) });
 }
 
@@ -62,7 +65,8 @@ export function specInfo(specFile: string): SpecInfo {
   const dtype = str(report?.options?.dtype);
   const { record: _record, ...compile } = compileStatus(dir);
   const prepared = preparedDir !== undefined && fs.existsSync(path.join(preparedDir, SENTINEL_FILE));
-  const state: SpecState = compile.state === 'up-to-date' ? 'compiled' : compile.state === 'stale' ? 'stale' : prepared ? 'prepared' : 'not-prepared';
+  const state: SpecState =
+    compile.state === 'up-to-date' ? 'compiled' : compile.state === 'stale' ? 'stale' : prepared ? 'prepared' : 'not-prepared';
   return {
     spec: specFile,
     dir,
@@ -85,10 +89,13 @@ export function stateAction(state: SpecState): { label: string; command: string;
     case 'compiled':
       return { label: 'compiled', command: 'weightSpec.run', tooltip: 'Compiled: click to run' };
     case 'stale':
-      return { label: 'stale', command: 'weightSpec.recompile', tooltip: 'The compiled model is older than its inputs: click to re-run compile' };
+      return {
+        label: 'stale',
+        command: 'weightSpec.recompile',
+        tooltip: 'The compiled model is older than its inputs: click to re-run compile',
+      };
   }
 }
-
 
 /**
  * Why a compile of `exportDir` would fail before it starts, or undefined: the checkpoint it

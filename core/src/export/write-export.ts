@@ -64,7 +64,8 @@ async function writeLink(outDir: string, name: string, target: string, owned: bo
   const st = await lstat(at).catch(() => undefined);
   if (st) {
     if (st.isSymbolicLink() && (await readlink(at)) === target) return;
-    if (!owned || !st.isSymbolicLink()) throw new PipelineError(`${at} exists and was not made by weight-spec export; remove it or choose another --out`);
+    if (!owned || !st.isSymbolicLink())
+      throw new PipelineError(`${at} exists and was not made by weight-spec export; remove it or choose another --out`);
   }
   const tmp = tempPathFor(at);
   await symlink(target, tmp);
@@ -84,7 +85,13 @@ export async function writeExport<M>(o: ExportOutput<M>): Promise<ExportWritten>
   }
 }
 
-async function writeInScope<M>(o: ExportOutput<M>, outDir: string, owned: string[], guard: OutputGuard, scope: WorkScope): Promise<ExportWritten> {
+async function writeInScope<M>(
+  o: ExportOutput<M>,
+  outDir: string,
+  owned: string[],
+  guard: OutputGuard,
+  scope: WorkScope,
+): Promise<ExportWritten> {
   for (const f of [EXPORT_FILES.model, EXPORT_FILES.spec, EXPORT_FILES.report]) {
     const abs = path.join(outDir, f);
     if (existsSync(abs) && !guard.owns(abs)) {
@@ -96,7 +103,10 @@ async function writeInScope<M>(o: ExportOutput<M>, outDir: string, owned: string
   // `state: "writing"`: a run killed (or out of space) at any later moment leaves a report
   // that lets the next export replace them, and that no reader takes for a complete export.
   const claimed = [...new Set([...owned.filter((n) => !Object.values(EXPORT_FILES).includes(n as never)), ...Object.keys(o.links ?? {})])];
-  await guard.writeFile(EXPORT_FILES.report, JSON.stringify({ tool: EXPORT_REPORT_TOOL, state: 'writing', links: claimed }, null, 2) + '\n');
+  await guard.writeFile(
+    EXPORT_FILES.report,
+    JSON.stringify({ tool: EXPORT_REPORT_TOOL, state: 'writing', links: claimed }, null, 2) + '\n',
+  );
   scope.partial = `${outDir} holds an unfinished export (its export-report.json says "writing"); run the export again`;
   await failpoint('export-writing');
 
@@ -134,7 +144,6 @@ async function writeInScope<M>(o: ExportOutput<M>, outDir: string, owned: string
   return { modelFile, specFile, reportFile, modelBytes: bytes.length, specBytes: Buffer.byteLength(specText), links, report };
 }
 
-
 /**
  * The one-screen stdout summary: a title, aligned `label  value` rows, and next steps.
  * Exporters pass their own rows; the file rows come from what was written.
@@ -157,4 +166,3 @@ export async function nextSteps(preparedDir: string, steps: string[]): Promise<s
   if (!(await isPreparedUpToDate(preparedDir))) return steps;
   return steps.filter((s) => !s.startsWith('weight-spec prepare '));
 }
-

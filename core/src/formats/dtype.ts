@@ -14,8 +14,7 @@ import { TensorDataType as ONNX } from './onnx/types';
 
 /** Element types a safetensors header may name. */
 export type DType =
-  | 'F64' | 'F32' | 'F16' | 'BF16' | 'F8_E4M3' | 'F8_E5M2' | 'F8_E8M0'
-  | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
+  'F64' | 'F32' | 'F16' | 'BF16' | 'F8_E4M3' | 'F8_E5M2' | 'F8_E8M0' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
 /**
  * The one dtype table: for each safetensors dtype its bytes per element, its ONNX
@@ -90,16 +89,42 @@ export function prepareDtypeOf(d: DType): PrepareDtype | undefined {
 
 /** Other spellings of dtypes that specs and configs use, beside the table's codes and names. */
 const ALIASES: Record<string, DType> = {
-  double: 'F64', f64: 'F64', fp64: 'F64', float: 'F32', f32: 'F32', fp32: 'F32', half: 'F16', f16: 'F16', fp16: 'F16',
-  bf16: 'BF16', float8_e4m3: 'F8_E4M3', f8_e4m3: 'F8_E4M3', f8_e5m2: 'F8_E5M2',
-  float8_e8m0: 'F8_E8M0', f8_e8m0: 'F8_E8M0', e8m0: 'F8_E8M0',
-  long: 'I64', i64: 'I64', int: 'I32', i32: 'I32', short: 'I16', i16: 'I16', i8: 'I8',
-  u8: 'U8', u16: 'U16', u32: 'U32', u64: 'U64', boolean: 'BOOL',
+  double: 'F64',
+  f64: 'F64',
+  fp64: 'F64',
+  float: 'F32',
+  f32: 'F32',
+  fp32: 'F32',
+  half: 'F16',
+  f16: 'F16',
+  fp16: 'F16',
+  bf16: 'BF16',
+  float8_e4m3: 'F8_E4M3',
+  f8_e4m3: 'F8_E4M3',
+  f8_e5m2: 'F8_E5M2',
+  float8_e8m0: 'F8_E8M0',
+  f8_e8m0: 'F8_E8M0',
+  e8m0: 'F8_E8M0',
+  long: 'I64',
+  i64: 'I64',
+  int: 'I32',
+  i32: 'I32',
+  short: 'I16',
+  i16: 'I16',
+  i8: 'I8',
+  u8: 'U8',
+  u16: 'U16',
+  u32: 'U32',
+  u64: 'U64',
+  boolean: 'BOOL',
 };
 
 /** The dtype a spec or config names (`float32`, `torch.bfloat16`, `F16`, `fp16`, …), if recognized. */
 export function dtypeFromName(name: string): DType | undefined {
-  const n = name.trim().toLowerCase().replace(/^(torch|np|numpy)\./, '');
+  const n = name
+    .trim()
+    .toLowerCase()
+    .replace(/^(torch|np|numpy)\./, '');
   return NAME_TO_DTYPE.get(n) ?? ALIASES[n];
 }
 
@@ -310,7 +335,14 @@ function rintEven(q: number): number {
   return q + TWO52 - TWO52;
 }
 
-interface MiniFloat { expBits: number; mantBits: number; bias: number; ieeeInf: boolean; max: number; overflowAt: number }
+interface MiniFloat {
+  expBits: number;
+  mantBits: number;
+  bias: number;
+  ieeeInf: boolean;
+  max: number;
+  overflowAt: number;
+}
 /** A format whose largest finite value is `max` = 2^maxExp · (1 + …); overflowAt = max + ulp/2. */
 function mini(expBits: number, mantBits: number, bias: number, ieeeInf: boolean, max: number, maxExp: number): MiniFloat {
   return { expBits, mantBits, bias, ieeeInf, max, overflowAt: max + 2 ** (maxExp - mantBits - 1) };
@@ -342,7 +374,8 @@ function encodeMini(x: number, f: MiniFloat): number {
     return sign | k; // k = 2^mantBits is the smallest normal's bit pattern
   }
   let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e--; // log2 is not exact near powers of two
+  if (2 ** e > a)
+    e--; // log2 is not exact near powers of two
   else if (2 ** (e + 1) <= a) e++;
   let m = rintEven(a * 2 ** (f.mantBits - e));
   if (m === 2 ** (f.mantBits + 1)) {

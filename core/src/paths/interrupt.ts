@@ -67,7 +67,9 @@ export function beginWork(out: string, dirs: string[], lockFile?: string): WorkS
     const stale = ownOrDeadTemps(dir, false);
     for (const p of stale) fs.rmSync(p, { recursive: true, force: true });
     if (stale.length) {
-      notice?.(`removed ${stale.length} temporar${stale.length === 1 ? 'y' : 'ies'} of interrupted runs in ${dir}: ${stale.map((p) => path.basename(p)).join(', ')}`);
+      notice?.(
+        `removed ${stale.length} temporar${stale.length === 1 ? 'y' : 'ies'} of interrupted runs in ${dir}: ${stale.map((p) => path.basename(p)).join(', ')}`,
+      );
     }
   }
   const scope: WorkScope = {
@@ -135,7 +137,13 @@ export function abandonWork(): string[] {
       }
     }
     const cleaned = removed ? ` (removed ${removed} temporar${removed === 1 ? 'y' : 'ies'})` : '';
-    lines.push(s.committed ? `${s.out} was already complete${cleaned}` : s.partial ? `${s.partial}${cleaned}` : `nothing was written to ${s.out}${cleaned}`);
+    lines.push(
+      s.committed
+        ? `${s.out} was already complete${cleaned}`
+        : s.partial
+          ? `${s.partial}${cleaned}`
+          : `nothing was written to ${s.out}${cleaned}`,
+    );
   }
   active.clear();
   return lines;

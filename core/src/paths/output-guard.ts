@@ -104,7 +104,11 @@ export function createOutputGuard(outDir: string, opts: OutputGuardOptions = {})
       if (st.isSymbolicLink()) {
         throw new PathPolicyError('write-through-symlink', rel, 'target is a symlink this run did not create; refusing to replace it');
       }
-      throw new PathPolicyError('overwrite-refused', rel, 'file exists and was not created by this run; remove it or choose another output directory');
+      throw new PathPolicyError(
+        'overwrite-refused',
+        rel,
+        'file exists and was not created by this run; remove it or choose another output directory',
+      );
     }
     if (st?.isDirectory()) {
       throw new PathPolicyError('overwrite-refused', rel, 'target is a directory');

@@ -16,12 +16,7 @@ import { UsageError } from '../errors';
  * - `overwrite-refused`: the target exists and was not created (or marked owned) by this run.
  */
 export type PathPolicyCode =
-  | 'path-outside-root'
-  | 'path-invalid'
-  | 'symlink-loop'
-  | 'write-outside-output'
-  | 'write-through-symlink'
-  | 'overwrite-refused';
+  'path-outside-root' | 'path-invalid' | 'symlink-loop' | 'write-outside-output' | 'write-through-symlink' | 'overwrite-refused';
 
 /**
  * A path refused by the policy. `message` is one line naming the path and the reason. The

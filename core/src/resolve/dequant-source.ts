@@ -29,7 +29,11 @@ async function readAt(fh: FileHandle, offset: number, buf: Uint8Array): Promise<
 
 /** Byte ranges of the dequantized f32 tensor (offset 0 = its first element). */
 export class DequantReader {
-  private constructor(private readonly fh: FileHandle, private readonly d: DequantSource, private readonly scale: Float32Array) {}
+  private constructor(
+    private readonly fh: FileHandle,
+    private readonly d: DequantSource,
+    private readonly scale: Float32Array,
+  ) {}
 
   static async open(d: DequantSource): Promise<DequantReader> {
     const sf = await open(d.scale.file, 'r');

@@ -5,15 +5,7 @@
  * of `W.T`, `onnx::Mul_N` norm weights.
  */
 import { isFloat, type DType } from '../formats/dtype';
-import {
-  affineRelation,
-  comparable,
-  multisetDigest,
-  numel,
-  sameValues,
-  sameValuesTransposed,
-  type TensorSource,
-} from './content';
+import { affineRelation, comparable, multisetDigest, numel, sameValues, sameValuesTransposed, type TensorSource } from './content';
 import { isAllowedUnresolved, proposeByName, type Strategy } from './name-strategies';
 
 export { isAllowedUnresolved, proposeByName, baseModelPrefix, ALLOWED_UNRESOLVED } from './name-strategies';
@@ -63,8 +55,7 @@ async function verify(init: InitializerInput, t: KeyTensor, chunk: number): Prom
   const sameShape = init.shape.length === t.shape.length && init.shape.every((d, i) => d === t.shape[i]);
   // A 1-D checkpoint tensor may be stored with a leading unit axis, so equal element
   // count in the same order counts as natural whenever neither is a reversed 2-D pair.
-  const reversed2d =
-    init.shape.length === 2 && t.shape.length === 2 && init.shape[0] === t.shape[1] && init.shape[1] === t.shape[0];
+  const reversed2d = init.shape.length === 2 && t.shape.length === 2 && init.shape[0] === t.shape[1] && init.shape[1] === t.shape[0];
   if ((sameShape || !reversed2d) && (await sameValues(init, t, chunk))) return 'natural';
   if (reversed2d && (await sameValuesTransposed(init, t, chunk))) return 'transposed';
   return undefined;

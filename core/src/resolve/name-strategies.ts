@@ -19,14 +19,7 @@ export type Strategy =
   | 'content-affine';
 
 /** Names that may stay unresolved (rotary caches and scale constants are not weights). */
-export const ALLOWED_UNRESOLVED = [
-  'cos_cached',
-  'sin_cached',
-  'inv_freq',
-  'original_inv_freq',
-  'embed_positions',
-  'embed_scale',
-] as const;
+export const ALLOWED_UNRESOLVED = ['cos_cached', 'sin_cached', 'inv_freq', 'original_inv_freq', 'embed_positions', 'embed_scale'] as const;
 
 /** True when the ONNX name ends in one of {@link ALLOWED_UNRESOLVED}. */
 export function isAllowedUnresolved(name: string): boolean {
@@ -53,11 +46,7 @@ export interface NameProposal {
  * answers true are proposed. Several proposals can be returned (the resolver takes the
  * first whose content verifies).
  */
-export function proposeByName(
-  name: string,
-  has: (key: string) => boolean,
-  config?: Record<string, unknown>,
-): NameProposal[] {
+export function proposeByName(name: string, has: (key: string) => boolean, config?: Record<string, unknown>): NameProposal[] {
   const out: NameProposal[] = [];
   const push = (key: string, strategy: Strategy): void => {
     if (has(key) && !out.some((p) => p.key === key)) out.push({ key, strategy });

@@ -31,18 +31,23 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
     throw new FormatError(target, 'no such file or directory');
   }
   if (st.isFile()) {
-    if (!abs.endsWith('.onnx')) throw new FormatError(target, 'is a file but not an .onnx model; give the export directory or the compiled .onnx');
+    if (!abs.endsWith('.onnx'))
+      throw new FormatError(target, 'is a file but not an .onnx model; give the export directory or the compiled .onnx');
     return { model: abs };
   }
   const status = compileStatus(abs);
   const rec = status.record;
   if (!rec && fs.existsSync(path.join(abs, COMPILE_RECORD))) {
     // Unreadable, or naming an artifact compile did not make (compile/record.ts): never loaded.
-    throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: not a record of a weight-spec compile here (run weight-spec compile ${target} again)`);
+    throw new PipelineError(
+      `${path.join(abs, COMPILE_RECORD)}: not a record of a weight-spec compile here (run weight-spec compile ${target} again)`,
+    );
   }
   if (!rec) throw new PipelineError(`${target}: no ${COMPILE_RECORD} (run weight-spec compile ${target} first)`);
   if (rec.backend !== 'ort' || !rec.artifacts.model) {
-    throw new PipelineError(`${path.join(abs, COMPILE_RECORD)}: the latest compile used the ${rec.backend} backend; only ort artifacts run here (compile with --backend ort)`);
+    throw new PipelineError(
+      `${path.join(abs, COMPILE_RECORD)}: the latest compile used the ${rec.backend} backend; only ort artifacts run here (compile with --backend ort)`,
+    );
   }
   if (!fs.existsSync(rec.artifacts.model)) {
     throw new PipelineError(`${rec.artifacts.model}: compiled model is missing (run weight-spec compile ${target} again)`);

@@ -20,7 +20,16 @@ import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
-import { cclTensor, pickBucket, samplerFeeds, samplerState, servingFeatures, SAMPLER_INPUT_NAMES, SAMPLER_STATE, type ServingFeatures } from './serving';
+import {
+  cclTensor,
+  pickBucket,
+  samplerFeeds,
+  samplerState,
+  servingFeatures,
+  SAMPLER_INPUT_NAMES,
+  SAMPLER_STATE,
+  type ServingFeatures,
+} from './serving';
 import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 import { TensorDataType } from '../formats/onnx/types';
 
@@ -74,7 +83,9 @@ function zeros(ort: OrtModule, info: WireValueInfo, dims: number[]): OrtTensor {
   const n = dims.reduce((a, b) => a * b, 1);
   if (info.elemType === TensorDataType.FLOAT) return new ort.Tensor('float32', new Float32Array(n), dims);
   if (info.elemType === TensorDataType.FLOAT16) return new ort.Tensor('float16', new Uint16Array(n), dims);
-  throw new PipelineError(`cache input "${info.name}" has element type ${ELEM_NAMES[info.elemType] ?? info.elemType}; expected float32 or float16`);
+  throw new PipelineError(
+    `cache input "${info.name}" has element type ${ELEM_NAMES[info.elemType] ?? info.elemType}; expected float32 or float16`,
+  );
 }
 
 /** Float rows of a logits tensor `[batch, seq, vocab]` (or `[batch, vocab]`) for batch row 0. */
@@ -150,7 +161,9 @@ export async function createRunner(
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));
   if (unknown.length) {
-    throw new PipelineError(`${model}: unbound graph input(s) ${unknown.map((u) => u.name).join(', ')} (not a weight in the spec, not a known model input)`);
+    throw new PipelineError(
+      `${model}: unbound graph input(s) ${unknown.map((u) => u.name).join(', ')} (not a weight in the spec, not a known model input)`,
+    );
   }
   const batch = fixed(ids.dims[0]) ?? 1;
   const seqFixed = fixed(ids.dims[1]);
@@ -162,10 +175,14 @@ export async function createRunner(
     }
   };
   const rowsOf = (v: number[]) => Array.from({ length: batch }, () => v).flat();
-  const noLogits = () => new PipelineError(`${model}: the graph ends in the on-device sampler (next_tokens); it has no logits to dump (export without --sampler for --dump-logits)`);
+  const noLogits = () =>
+    new PipelineError(
+      `${model}: the graph ends in the on-device sampler (next_tokens); it has no logits to dump (export without --sampler for --dump-logits)`,
+    );
 
   if (cache.length === 0) {
-    if (feat.sampler || feat.ccl) throw new PipelineError(`${model}: comp_ctx_lengths / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`);
+    if (feat.sampler || feat.ccl)
+      throw new PipelineError(`${model}: comp_ctx_lengths / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`);
     const forward = async (tokens: number[]): Promise<Float32Array[]> => {
       const dims = [batch, tokens.length];
       const feeds: Record<string, OrtTensor> = { input_ids: intTensor(ort, ids.elemType, rowsOf(tokens), dims) };
@@ -179,28 +196,40 @@ export async function createRunner(
       const rows = await forward(tokens);
       return rows[rows.length - 1]!;
     };
-    return makeRunner('full', model, vocab, feat, session, async (tokens) => {
-      const rows = await forward(tokens);
-      if (rows.length === tokens.length) return rows.map((r) => Array.from(r));
-      const out: number[][] = [];
-      for (let t = 1; t <= tokens.length; t++) out.push(Array.from(await lastLogits(tokens.slice(0, t))));
-      return out;
-    }, async (tokens, n, onFirst, gen) => {
-      // the host sampler sees the calls a KV graph would: the prompt (prefill), then one token each
-      const seq = [...tokens];
-      const out: number[] = [];
-      for (let k = 0; k < n; k++) {
-        const row = await lastLogits(seq);
-        gen.host ??= new PenaltyBuffers(row.length);
-        if (k === 0) gen.host.observe(tokens, tokens.map((_, i) => i));
-        else gen.host.observe([seq[seq.length - 1]!], [seq.length - 1]);
-        const next = hostToken(gen, row, gen.p.temperature !== 0 ? gen.draw(row.length) : undefined);
-        out.push(next);
-        seq.push(next);
-        if (k === 0) onFirst();
-      }
-      return out;
-    });
+    return makeRunner(
+      'full',
+      model,
+      vocab,
+      feat,
+      session,
+      async (tokens) => {
+        const rows = await forward(tokens);
+        if (rows.length === tokens.length) return rows.map((r) => Array.from(r));
+        const out: number[][] = [];
+        for (let t = 1; t <= tokens.length; t++) out.push(Array.from(await lastLogits(tokens.slice(0, t))));
+        return out;
+      },
+      async (tokens, n, onFirst, gen) => {
+        // the host sampler sees the calls a KV graph would: the prompt (prefill), then one token each
+        const seq = [...tokens];
+        const out: number[] = [];
+        for (let k = 0; k < n; k++) {
+          const row = await lastLogits(seq);
+          gen.host ??= new PenaltyBuffers(row.length);
+          if (k === 0)
+            gen.host.observe(
+              tokens,
+              tokens.map((_, i) => i),
+            );
+          else gen.host.observe([seq[seq.length - 1]!], [seq.length - 1]);
+          const next = hostToken(gen, row, gen.p.temperature !== 0 ? gen.draw(row.length) : undefined);
+          out.push(next);
+          seq.push(next);
+          if (k === 0) onFirst();
+        }
+        return out;
+      },
+    );
   }
 
   // KV-cache graph.
@@ -211,7 +240,9 @@ export async function createRunner(
   const nKv = fixed(c0.dims[1]);
   const headDim = fixed(c0.dims[3]);
   if (c0.dims.length !== 4 || nKv === undefined || headDim === undefined) {
-    throw new PipelineError(`${model}: cache input ${c0.name} has shape [${c0.dims.join(', ')}]; expected [batch, n_kv_heads, ctx_len, head_dim] with fixed heads and head_dim`);
+    throw new PipelineError(
+      `${model}: cache input ${c0.name} has shape [${c0.dims.join(', ')}]; expected [batch, n_kv_heads, ctx_len, head_dim] with fixed heads and head_dim`,
+    );
   }
   const cacheBatch = fixed(c0.dims[0]) ?? batch;
   const ctxFixed = fixed(c0.dims[2]);
@@ -228,7 +259,13 @@ export async function createRunner(
    * Feeds `tokens` at positions start…; returns the last call's logits (plain graph) or next
    * token (sampler graph, or host sampling when `gen` is given).
    */
-  const step = async (kv: { state: Record<string, OrtTensor>; ctx: number }, tokens: number[], start: number, phase: 'prefill' | 'decode', gen?: GenState) => {
+  const step = async (
+    kv: { state: Record<string, OrtTensor>; ctx: number },
+    tokens: number[],
+    start: number,
+    phase: 'prefill' | 'decode',
+    gen?: GenState,
+  ) => {
     const { state } = kv;
     const len = seqFixed ?? tokens.length;
     let last: Float32Array | undefined;
@@ -239,7 +276,11 @@ export async function createRunner(
       const padded = chunk.concat(Array(len - chunk.length).fill(0));
       const positions = padded.map((_, k) => (k < chunk.length ? start + at + k : -1));
       const inputIds = intTensor(ort, ids.elemType, rowsOf(padded), [batch, len]);
-      const feeds: Record<string, OrtTensor> = { ...state, input_ids: inputIds, position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]) };
+      const feeds: Record<string, OrtTensor> = {
+        ...state,
+        input_ids: inputIds,
+        position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]),
+      };
       if (bIndex) feeds.batch_index = intTensor(ort, bIndex.elemType, Array(batch).fill(0), [batch, 1]);
       if (feat.ccl) {
         const bucket = pickBucket(phase === 'prefill' ? feat.ccl.prefill : feat.ccl.decode, start + at + chunk.length - 1, kv.ctx);
@@ -276,23 +317,31 @@ export async function createRunner(
     if (!feat.sampler && gen) next = hostToken(gen, last!, u);
     return { logits: last, next };
   };
-  return makeRunner('kv', model, vocab, feat, session, async (tokens) => {
-    if (feat.sampler) throw noLogits();
-    const kv = newState(tokens.length);
-    const out: number[][] = [];
-    for (let t = 0; t < tokens.length; t++) out.push(Array.from((await step(kv, [tokens[t]!], t, 'prefill')).logits!));
-    return out;
-  }, async (tokens, n, onFirst, gen) => {
-    const kv = newState(tokens.length + n);
-    const out: number[] = [];
-    let next = (await step(kv, tokens, 0, 'prefill', gen)).next!;
-    for (let k = 0; k < n; k++) {
-      out.push(next);
-      if (k === 0) onFirst();
-      if (k + 1 < n) next = (await step(kv, [next], tokens.length + k, 'decode', gen)).next!;
-    }
-    return out;
-  });
+  return makeRunner(
+    'kv',
+    model,
+    vocab,
+    feat,
+    session,
+    async (tokens) => {
+      if (feat.sampler) throw noLogits();
+      const kv = newState(tokens.length);
+      const out: number[][] = [];
+      for (let t = 0; t < tokens.length; t++) out.push(Array.from((await step(kv, [tokens[t]!], t, 'prefill')).logits!));
+      return out;
+    },
+    async (tokens, n, onFirst, gen) => {
+      const kv = newState(tokens.length + n);
+      const out: number[] = [];
+      let next = (await step(kv, tokens, 0, 'prefill', gen)).next!;
+      for (let k = 0; k < n; k++) {
+        out.push(next);
+        if (k === 0) onFirst();
+        if (k + 1 < n) next = (await step(kv, [next], tokens.length + k, 'decode', gen)).next!;
+      }
+      return out;
+    },
+  );
 }
 
 /**
@@ -304,7 +353,9 @@ export function checkTokenIds(ids: readonly number[], vocab: number | undefined,
   if (vocab === undefined) return;
   const bad = ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
   if (bad >= 0) {
-    throw new PipelineError(`token id ${ids[bad]} (position ${bad}) is outside the vocabulary of ${model}: ids must be 0…${vocab - 1} (${vocab} tokens)`);
+    throw new PipelineError(
+      `token id ${ids[bad]} (position ${bad}) is outside the vocabulary of ${model}: ids must be 0…${vocab - 1} (${vocab} tokens)`,
+    );
   }
 }
 

@@ -40,7 +40,8 @@ export function checkSampling(p: SamplingParams): SamplingParams {
   if (!(p.minP >= 0 && p.minP <= 1)) throw bad('min-p', p.minP, 'in [0, 1]');
   if (!(Number.isFinite(p.repetitionPenalty) && p.repetitionPenalty > 0)) throw bad('repetition-penalty', p.repetitionPenalty, '> 0');
   if (!Number.isFinite(p.presencePenalty)) throw bad('presence-penalty', p.presencePenalty, 'a number');
-  if (p.seed !== undefined && !(Number.isInteger(p.seed) && p.seed >= 0 && p.seed < 2 ** 32)) throw bad('seed', p.seed, 'an integer in [0, 2^32)');
+  if (p.seed !== undefined && !(Number.isInteger(p.seed) && p.seed >= 0 && p.seed < 2 ** 32))
+    throw bad('seed', p.seed, 'an integer in [0, 2^32)');
   return p;
 }
 
@@ -91,7 +92,13 @@ const FP16_MIN = -65504;
  * The next token from one row of logits, as `sampler_forward` computes it with `maxTopK` = K
  * (the vocabulary size for plain graphs) and `uniforms` of length K.
  */
-export function sampleToken(logits: ArrayLike<number>, buf: PenaltyBuffers, p: SamplingParams, maxTopK: number, uniforms: Float32Array): number {
+export function sampleToken(
+  logits: ArrayLike<number>,
+  buf: PenaltyBuffers,
+  p: SamplingParams,
+  maxTopK: number,
+  uniforms: Float32Array,
+): number {
   const V = logits.length;
   const L = new Float32Array(V);
   for (let v = 0; v < V; v++) {
@@ -107,7 +114,10 @@ export function sampleToken(logits: ArrayLike<number>, buf: PenaltyBuffers, p: S
 
   // the K largest, descending with lower index first on ties (ONNX TopK), then ascending
   const K = Math.min(maxTopK, V);
-  const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => L[b]! - L[a]! || a - b).slice(0, K).reverse();
+  const order = Array.from({ length: V }, (_, i) => i)
+    .sort((a, b) => L[b]! - L[a]! || a - b)
+    .slice(0, K)
+    .reverse();
   const vals = Float32Array.from(order, (i) => L[i]!);
   const k = Math.min(p.topK === 0 ? K : p.topK, K);
   for (let i = 0; i < K - k; i++) vals[i] = FP16_MIN;

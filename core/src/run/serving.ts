@@ -40,7 +40,14 @@ export function samplerState(ort: OrtModule, cacheBatch: number, vocab: number):
 }
 
 /** The sampler's per-call inputs for `batch` identical rows. */
-export function samplerFeeds(ort: OrtModule, p: SamplingParams, batch: number, maxTopK: number, lastAccepted: OrtTensor, uniforms: Float32Array): Record<string, OrtTensor> {
+export function samplerFeeds(
+  ort: OrtModule,
+  p: SamplingParams,
+  batch: number,
+  maxTopK: number,
+  lastAccepted: OrtTensor,
+  uniforms: Float32Array,
+): Record<string, OrtTensor> {
   const col = (v: number) => new ort.Tensor('float32', new Float32Array(batch).fill(v), [batch, 1]);
   const rn = new Float32Array(batch * maxTopK);
   for (let b = 0; b < batch; b++) rn.set(uniforms, b * maxTopK);
@@ -59,4 +66,3 @@ export function samplerFeeds(ort: OrtModule, p: SamplingParams, batch: number, m
 
 /** Names of the sampler's retained buffers (fed back each call). */
 export const SAMPLER_STATE = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;
-

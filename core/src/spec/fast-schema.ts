@@ -43,7 +43,8 @@ function plainInputs(list: unknown): RawInput[] | undefined {
     if (!Object.prototype.hasOwnProperty.call(o, 'name') || !Object.prototype.hasOwnProperty.call(o, 'location')) return undefined;
     const l = loc as Record<string, unknown>;
     const lkeys = Object.keys(l);
-    if (lkeys.length !== 2 || !Object.prototype.hasOwnProperty.call(l, 'file') || !Object.prototype.hasOwnProperty.call(l, 'key')) return undefined;
+    if (lkeys.length !== 2 || !Object.prototype.hasOwnProperty.call(l, 'file') || !Object.prototype.hasOwnProperty.call(l, 'key'))
+      return undefined;
     const file = l.file;
     const key = l.key;
     if (typeof file !== 'number' || !Number.isSafeInteger(file) || file < 0 || !isNonEmpty(key)) return undefined;

@@ -5,7 +5,15 @@
 export * from './types';
 export { MAX_JSON_DEPTH, parseSpecText, readSpec, specFromText, specTextOf, type ParsedSpec } from './parse';
 export { writeSpecText, writeSpec, specMetadataValue, specDocument } from './write';
-export { embedSpec, embedSpecInModel, extractSpec, extractSpecFromModel, parseEmbeddedSpec, specMetadataText, type MetadataEntry } from './embed';
+export {
+  embedSpec,
+  embedSpecInModel,
+  extractSpec,
+  extractSpecFromModel,
+  parseEmbeddedSpec,
+  specMetadataText,
+  type MetadataEntry,
+} from './embed';
 export { SpecOffsets, formatPath } from './offsets';
 export { pyJsonDumps, pyString, pyNumber, codePointCompare } from './py-json';
 export { SpecSchema, InputSchema, LocationSchema, FileEntrySchema, QuantizationSchema } from './schema';

@@ -220,8 +220,16 @@ function buildIndex(text: string): OffsetIndex | undefined {
   ws();
   if (i !== n || count === 0) return undefined;
   return new OffsetIndex(
-    text, count, kind.subarray(0, count), start.subarray(0, count), end.subarray(0, count),
-    kidStart.subarray(0, count), kidCount.subarray(0, count), kids.subarray(0, kidsTop),
-    keyStart.subarray(0, count), keyLength.subarray(0, count), keyStart.slice(0, count),
+    text,
+    count,
+    kind.subarray(0, count),
+    start.subarray(0, count),
+    end.subarray(0, count),
+    kidStart.subarray(0, count),
+    kidCount.subarray(0, count),
+    kids.subarray(0, kidsTop),
+    keyStart.subarray(0, count),
+    keyLength.subarray(0, count),
+    keyStart.slice(0, count),
   );
 }

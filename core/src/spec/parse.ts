@@ -15,14 +15,7 @@ import { fastParseTree } from './fast-tree';
 import { formatPath, SpecOffsets } from './offsets';
 import { parseSpecSchema } from './fast-schema';
 import type { RawInput, RawSpec } from './schema';
-import {
-  LATEST_SPEC_VERSION,
-  type JsonPath,
-  type SpecFile,
-  type SpecInput,
-  type SpecSources,
-  type WeightSpec,
-} from './types';
+import { LATEST_SPEC_VERSION, type JsonPath, type SpecFile, type SpecInput, type SpecSources, type WeightSpec } from './types';
 
 /** The result of {@link parseSpecText}. `spec` is absent when the text is not a usable spec. */
 export interface ParsedSpec {
@@ -53,13 +46,14 @@ const PARSE_OPTIONS = { disallowComments: true, allowTrailingComma: false, allow
 /** Deepest nesting accepted; jsonc-parser, the offset walk and the formatter recurse per level (fuzz finding). */
 export const MAX_JSON_DEPTH = 1000;
 
-
 function parseUnsafe(text: string): ParsedSpec {
   const shape = scanJsonShape(text, MAX_JSON_DEPTH);
   const deepAt = shape.deepAt;
   if (deepAt >= 0) {
     return {
-      problems: [problem('json-syntax', `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, [], { start: deepAt, end: deepAt + 1 })],
+      problems: [
+        problem('json-syntax', `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, [], { start: deepAt, end: deepAt + 1 }),
+      ],
       offsets: new SpecOffsets(),
     };
   }
@@ -121,7 +115,14 @@ function parseUnsafe(text: string): ParsedSpec {
   const { spec, sources, skipped } = normalize(result.data, raw as Record<string, unknown>);
   for (const i of skipped) {
     const range = offsets.anchor(['inputs', i, 'location']) ?? offsets.anchor(['inputs', i]);
-    problems.push(problem('input-skipped', `inputs[${i}]: no location; skipped (as QEfficient's load_weight_spec skips location-less entries)`, ['inputs', i], range));
+    problems.push(
+      problem(
+        'input-skipped',
+        `inputs[${i}]: no location; skipped (as QEfficient's load_weight_spec skips location-less entries)`,
+        ['inputs', i],
+        range,
+      ),
+    );
   }
   if (spec.version > LATEST_SPEC_VERSION) {
     const message = `version ${spec.version} is newer than this tool knows (${LATEST_SPEC_VERSION}); reading it as v${LATEST_SPEC_VERSION}`;
@@ -315,7 +316,10 @@ export function specTextOf(bytes: Uint8Array, file: string): string {
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
     throw new FormatError(file, 'starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM', 0);
   }
-  const utf16 = (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff) || (bytes.length >= 2 && (bytes[0] === 0 || bytes[1] === 0));
+  const utf16 =
+    (bytes[0] === 0xff && bytes[1] === 0xfe) ||
+    (bytes[0] === 0xfe && bytes[1] === 0xff) ||
+    (bytes.length >= 2 && (bytes[0] === 0 || bytes[1] === 0));
   if (utf16) throw new FormatError(file, 'is UTF-16 encoded; a weight spec is UTF-8 JSON (save it as UTF-8)', 0);
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);

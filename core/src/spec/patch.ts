@@ -9,7 +9,6 @@ import type { OffsetRange, Problem } from '../errors';
 import type { ParsedSpec } from './parse';
 import type { JsonPath } from './types';
 
-
 /** The edit between two texts: old `[start, oldEnd)` became new `[start, newEnd)`. */
 export interface TextEdit {
   start: number;
@@ -24,7 +23,7 @@ export function diffTexts(before: string, after: string): TextEdit {
   const min = Math.min(before.length, after.length);
   // Whole chunks are compared as strings first (a memory compare), then character by character.
   let p = 0;
-  for (let c = CHUNK; p + c <= min; ) {
+  for (let c = CHUNK; p + c <= min;) {
     if (before.slice(p, p + c) === after.slice(p, p + c)) p += c;
     else if (c > 16) c >>= 2;
     else break;
@@ -32,7 +31,7 @@ export function diffTexts(before: string, after: string): TextEdit {
   while (p < min && before.charCodeAt(p) === after.charCodeAt(p)) p++;
   let s = 0;
   const maxS = min - p;
-  for (let c = CHUNK; s + c <= maxS; ) {
+  for (let c = CHUNK; s + c <= maxS;) {
     if (before.slice(before.length - s - c, before.length - s) === after.slice(after.length - s - c, after.length - s)) s += c;
     else if (c > 16) c >>= 2;
     else break;

@@ -9,8 +9,7 @@ import { z } from 'zod';
 
 const nonNegInt = z.int({ error: 'expected a non-negative integer' }).min(0, { error: 'expected a non-negative integer' });
 const posInt = z.int({ error: 'expected a positive integer' }).min(1, { error: 'expected a positive integer' });
-const nonEmpty = (what: string) =>
-  z.string({ error: `expected ${what} (a string)` }).min(1, { error: `${what} must not be empty` });
+const nonEmpty = (what: string) => z.string({ error: `expected ${what} (a string)` }).min(1, { error: `${what} must not be empty` });
 
 /** `files[]` / `checkpoint_files[]`: a v1 path string or a v4+ `{path, format}` object. */
 export const FileEntrySchema = z.preprocess(
@@ -30,7 +29,9 @@ export const FileEntrySchema = z.preprocess(
  */
 export const LocationSchema = z.looseObject(
   {
-    file: z.union([nonNegInt, nonEmpty('a file path')], { error: 'expected a non-negative integer (an index into "files") or a file path' }),
+    file: z.union([nonNegInt, nonEmpty('a file path')], {
+      error: 'expected a non-negative integer (an index into "files") or a file path',
+    }),
     key: nonEmpty('a tensor key'),
   },
   { error: 'expected an object {"file", "key"}' },
@@ -74,10 +75,9 @@ export const InputSchema = z
     }
   });
 
-const TiedWeightsSchema = z.union(
-  [z.record(z.string(), z.string()), z.array(z.tuple([z.string(), z.string()]))],
-  { error: 'expected an object {"tied": "target"} or a list of [tied, target] pairs' },
-);
+const TiedWeightsSchema = z.union([z.record(z.string(), z.string()), z.array(z.tuple([z.string(), z.string()]))], {
+  error: 'expected an object {"tied": "target"} or a list of [tied, target] pairs',
+});
 
 /** The whole document. */
 export const SpecSchema = z

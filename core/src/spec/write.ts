@@ -17,7 +17,9 @@ export function specDocument(spec: WeightSpec): Record<string, unknown> {
   for (const [i, input] of spec.inputs.entries()) {
     const f = input.location.file;
     if (!Number.isInteger(f) || f < 0 || f >= spec.files.length) {
-      throw new PipelineError(`cannot write weight spec: inputs[${i}] (${input.name}) has file index ${f} outside 0..${spec.files.length - 1}`);
+      throw new PipelineError(
+        `cannot write weight spec: inputs[${i}] (${input.name}) has file index ${f} outside 0..${spec.files.length - 1}`,
+      );
     }
   }
   const quantized = spec.inputs.some((i) => i.quantization !== undefined);

@@ -4,10 +4,25 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { api, cli, listFiles, REPO, workspace } from './helpers';
 
-const COMMANDS = ['weightSpec.export', 'weightSpec.prepare', 'weightSpec.compile', 'weightSpec.recompile', 'weightSpec.run', 'weightSpec.inspect'];
+const COMMANDS = [
+  'weightSpec.export',
+  'weightSpec.prepare',
+  'weightSpec.compile',
+  'weightSpec.recompile',
+  'weightSpec.run',
+  'weightSpec.inspect',
+];
 
 type Result =
-  | { ok: boolean; out?: string; text?: string; uri?: string; errorLine?: string; stderr?: string; stats?: { tokens: number; ttftMs: number; tokensPerSecond: number } }
+  | {
+      ok: boolean;
+      out?: string;
+      text?: string;
+      uri?: string;
+      errorLine?: string;
+      stderr?: string;
+      stats?: { tokens: number; ttftMs: number; tokensPerSecond: number };
+    }
   | undefined;
 
 function assertOk(r: Result, what: string): asserts r is NonNullable<Result> {
@@ -23,7 +38,9 @@ describe('commands and tasks', () => {
   before(async () => {
     await api();
     // compile --backend ort needs onnxruntime-node: the setting points at this checkout's copy.
-    await vscode.workspace.getConfiguration('weightSpec').update('onnxRuntimePath', path.join(REPO, 'node_modules', 'onnxruntime-node'), vscode.ConfigurationTarget.Workspace);
+    await vscode.workspace
+      .getConfiguration('weightSpec')
+      .update('onnxRuntimePath', path.join(REPO, 'node_modules', 'onnxruntime-node'), vscode.ConfigurationTarget.Workspace);
   });
 
   it('registers every command', async () => {
@@ -40,21 +57,43 @@ describe('commands and tasks', () => {
     const ex = exp.execution as vscode.ProcessExecution;
     assert.ok(ex instanceof vscode.ProcessExecution || 'process' in ex, 'export runs as a process');
     assert.equal(ex.process, process.execPath);
-    assert.deepEqual(ex.args, [path.join(REPO, 'dist', 'cli.js'), 'export', '--config', ws.llama, '--out', path.join(ws.dir, 'llama-weight-free'), '--dtype', 'float32']);
-    assert.deepEqual((prep.execution as vscode.ProcessExecution).args.slice(1), ['prepare', '--checkpoint', ws.llama, '--dtype', 'float32']);
+    assert.deepEqual(ex.args, [
+      path.join(REPO, 'dist', 'cli.js'),
+      'export',
+      '--config',
+      ws.llama,
+      '--out',
+      path.join(ws.dir, 'llama-weight-free'),
+      '--dtype',
+      'float32',
+    ]);
+    assert.deepEqual((prep.execution as vscode.ProcessExecution).args.slice(1), [
+      'prepare',
+      '--checkpoint',
+      ws.llama,
+      '--dtype',
+      'float32',
+    ]);
     assert.deepEqual(exp.problemMatchers, ['$weight-spec']);
     assert.equal(exp.definition.type, 'weight-spec');
   });
 
   it('Export on config.json writes what `weight-spec export --config` writes', async () => {
-    const r = (await vscode.commands.executeCommand('weightSpec.export', vscode.Uri.file(path.join(ws.llama, 'config.json')), { out: exportDir })) as Result;
+    const r = (await vscode.commands.executeCommand('weightSpec.export', vscode.Uri.file(path.join(ws.llama, 'config.json')), {
+      out: exportDir,
+    })) as Result;
     assertOk(r, 'export');
     const byCli = path.join(ws.dir, 'cli-export-llama');
     cli(['export', '--config', ws.llama, '--out', byCli, '--dtype', 'float32']);
     assert.deepEqual(listFiles(exportDir), listFiles(byCli));
-    assert.ok(fs.existsSync(spec) && fs.existsSync(path.join(exportDir, 'model.onnx')) && fs.existsSync(path.join(exportDir, 'export-report.json')));
+    assert.ok(
+      fs.existsSync(spec) && fs.existsSync(path.join(exportDir, 'model.onnx')) && fs.existsSync(path.join(exportDir, 'export-report.json')),
+    );
     assert.equal(fs.readFileSync(spec, 'utf8'), fs.readFileSync(path.join(byCli, 'weight_spec.json'), 'utf8'));
-    assert.ok(fs.readFileSync(path.join(exportDir, 'model.onnx')).equals(fs.readFileSync(path.join(byCli, 'model.onnx'))), 'model.onnx differs from the CLI');
+    assert.ok(
+      fs.readFileSync(path.join(exportDir, 'model.onnx')).equals(fs.readFileSync(path.join(byCli, 'model.onnx'))),
+      'model.onnx differs from the CLI',
+    );
   });
 
   it('the "Weight Spec" tree shows the export after the Export command: graph, spec, checkpoint (not prepared), compile state', async () => {
@@ -69,13 +108,18 @@ describe('commands and tasks', () => {
     const kids = await a.tree(exp.node);
     assert.deepEqual(
       kids.map((k) => [k.node.kind, String(k.item.label)]),
-      [['graph', 'model.onnx'], ['spec', 'weight_spec.json'], ['checkpoint', 'checkpoint'], ['compile', 'compile']],
+      [
+        ['graph', 'model.onnx'],
+        ['spec', 'weight_spec.json'],
+        ['checkpoint', 'checkpoint'],
+        ['compile', 'compile'],
+      ],
     );
     assert.match(String(kids[2]!.item.description), /^not prepared · /);
     assert.equal(kids[3]!.item.description, 'never compiled');
   });
 
-  it('the export\'s model.onnx is known as weight-free, and the Export menu is hidden on weight-free graphs', async () => {
+  it("the export's model.onnx is known as weight-free, and the Export menu is hidden on weight-free graphs", async () => {
     const a = await api();
     assert.equal(a.isWeightFree(path.join(exportDir, 'model.onnx')), true);
     // A legacy graph with its weights embedded (the fixture's) keeps the Export menu.
@@ -85,7 +129,9 @@ describe('commands and tasks', () => {
     await a.rescan();
     assert.equal(a.isWeightFree(legacy), false);
     assert.equal(a.isWeightFree(path.join(exportDir, 'model.onnx')), true);
-    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { contributes: { menus: Record<string, { command: string; when?: string }[]> } };
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      contributes: { menus: Record<string, { command: string; when?: string }[]> };
+    };
     const when = pkg.contributes.menus['explorer/context']!.find((m) => m.command === 'weightSpec.export')!.when!;
     assert.match(when, /!\(resourcePath in weightSpec\.weightFreeGraphs\)/);
   });
@@ -123,7 +169,10 @@ describe('commands and tasks', () => {
   it('Compile (ort) binds the export and records compile.json', async () => {
     const r = (await vscode.commands.executeCommand('weightSpec.compile', vscode.Uri.file(spec), { backend: 'ort' })) as Result;
     assertOk(r, 'compile');
-    const rec = JSON.parse(fs.readFileSync(path.join(exportDir, 'compile.json'), 'utf8')) as { backend: string; artifacts: { model?: string } };
+    const rec = JSON.parse(fs.readFileSync(path.join(exportDir, 'compile.json'), 'utf8')) as {
+      backend: string;
+      artifacts: { model?: string };
+    };
     assert.equal(rec.backend, 'ort');
     assert.ok(rec.artifacts.model && fs.existsSync(rec.artifacts.model), `artifact ${rec.artifacts.model} missing`);
     assert.match((await api()).status().text, /Weight Spec: compiled/);
@@ -137,9 +186,15 @@ describe('commands and tasks', () => {
     const ck = kids.find((k) => k.node.kind === 'checkpoint')!;
     assert.match(String(ck.item.description), /^prepared · /);
     const layers = await a.tree(ck.node);
-    assert.deepEqual(layers.map((l) => String(l.item.label)), ['layer 0', 'layer 1', 'other']);
+    assert.deepEqual(
+      layers.map((l) => String(l.item.label)),
+      ['layer 0', 'layer 1', 'other'],
+    );
     const layer0 = await a.tree(layers[0]!.node);
-    assert.ok(layer0.length > 3 && layer0.every((t) => String(t.item.label).startsWith('model.layers.0.')), JSON.stringify(layer0.map((t) => t.item.label)));
+    assert.ok(
+      layer0.length > 3 && layer0.every((t) => String(t.item.label).startsWith('model.layers.0.')),
+      JSON.stringify(layer0.map((t) => t.item.label)),
+    );
     assert.match(String(layer0[0]!.item.description), /^(F32|BF16|F16) \[\d+(, \d+)*\]$/);
     // The CLI compiling its own export against its own prepared copy builds the same files.
     const cliPrepared = path.join(ws.dir, 'cli-prepared');
@@ -155,7 +210,10 @@ describe('commands and tasks', () => {
   it('Run feeds token ids and returns the greedy tokens of the reference, with time to first token and tokens/s', async () => {
     const ref = JSON.parse(fs.readFileSync(ws.reference, 'utf8')) as { input_ids: number[]; generated_ids: number[] };
     const n = ref.generated_ids.length;
-    const r = (await vscode.commands.executeCommand('weightSpec.run', vscode.Uri.file(spec), { inputIds: ref.input_ids, maxNewTokens: n })) as Result;
+    const r = (await vscode.commands.executeCommand('weightSpec.run', vscode.Uri.file(spec), {
+      inputIds: ref.input_ids,
+      maxNewTokens: n,
+    })) as Result;
     assertOk(r, 'run');
     assert.equal(r.text?.trim(), ref.generated_ids.join(','));
     assert.ok(r.stats, `no stats parsed from the CLI's stderr: ${r.stderr}`);
@@ -163,7 +221,7 @@ describe('commands and tasks', () => {
     assert.ok(r.stats.ttftMs > 0 && r.stats.tokensPerSecond > 0, JSON.stringify(r.stats));
   });
 
-  it('the tree\'s items run the actions: Run on the export item, Inspect on its graph item', async () => {
+  it("the tree's items run the actions: Run on the export item, Inspect on its graph item", async () => {
     const a = await api();
     await a.rescan();
     const exp = (await a.tree()).find((r) => r.node.fsPath === spec)!;
@@ -179,10 +237,16 @@ describe('commands and tasks', () => {
     assert.equal(i.text, cli(['inspect', path.join(exportDir, 'model.onnx')]));
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
     // The menus offer exactly these on such items.
-    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { contributes: { menus: Record<string, { command: string; when?: string; group?: string }[]> } };
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      contributes: { menus: Record<string, { command: string; when?: string; group?: string }[]> };
+    };
     const inline = pkg.contributes.menus['view/item/context']!.filter((m) => m.group?.startsWith('inline'));
     const offered = (viewItem: string) =>
-      inline.filter((m) => new RegExp(/viewItem =~ \/(.*)\/$/.exec(m.when!)?.[1] ?? `^${/viewItem == (\S+)/.exec(m.when!)?.[1]}$`).test(viewItem)).map((m) => m.command);
+      inline
+        .filter((m) =>
+          new RegExp(/viewItem =~ \/(.*)\/$/.exec(m.when!)?.[1] ?? `^${/viewItem == (\S+)/.exec(m.when!)?.[1]}$`).test(viewItem),
+        )
+        .map((m) => m.command);
     assert.deepEqual(offered('weightSpec.export.compiled'), ['weightSpec.run']);
     assert.deepEqual(offered('weightSpec.export.not-prepared'), ['weightSpec.prepare']);
     assert.deepEqual(offered('weightSpec.graph'), ['weightSpec.inspect']);

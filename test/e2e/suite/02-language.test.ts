@@ -32,7 +32,10 @@ describe('language server in VS Code', () => {
   it('a spec in a folder never opened gets its key-missing diagnostic too (workspace diagnostics)', async () => {
     const closed = vscode.Uri.file(ws.closedSpec);
     const diags = await waitForDiagnostics(closed, (d) => d.some((x) => codeOf(x) === 'key-missing'));
-    assert.ok(diags.some((x) => x.message.includes(ws.badKey)), JSON.stringify(diags.map((x) => x.message)));
+    assert.ok(
+      diags.some((x) => x.message.includes(ws.badKey)),
+      JSON.stringify(diags.map((x) => x.message)),
+    );
     assert.ok(!vscode.workspace.textDocuments.some((d) => d.uri.toString() === closed.toString()), 'the closed spec was never opened');
   });
 
@@ -56,13 +59,21 @@ describe('language server in VS Code', () => {
     assert.ok(key, `no key with a unique prefix among ${keys.length}`);
     const typed = unique(key);
     const file = path.join(ws.dir, 'completion.weight_spec.json');
-    const spec = { files: [{ format: 'safetensors', path: shard }], inputs: [{ location: { file: 0, key: typed }, name: key }], model_name: 'tiny-llama', version: 5 };
+    const spec = {
+      files: [{ format: 'safetensors', path: shard }],
+      inputs: [{ location: { file: 0, key: typed }, name: key }],
+      model_name: 'tiny-llama',
+      version: 5,
+    };
     fs.writeFileSync(file, JSON.stringify(spec, null, 2));
     const uri = vscode.Uri.file(file);
     const doc = await vscode.workspace.openTextDocument(uri);
     const editor = await vscode.window.showTextDocument(doc);
     await waitForDiagnostics(uri, (d) => d.some((x) => codeOf(x) === 'key-missing')); // the server has checked it
-    const line = doc.getText().split('\n').findIndex((l) => l.includes(`"key": "${typed}"`));
+    const line = doc
+      .getText()
+      .split('\n')
+      .findIndex((l) => l.includes(`"key": "${typed}"`));
     const at = new vscode.Position(line, doc.lineAt(line).text.indexOf(typed) + typed.length);
     const before = doc.getText();
     // The suggest widget has no event to await: trigger, give it time, accept; again if nothing was inserted.
@@ -96,18 +107,33 @@ describe('language server in VS Code', () => {
       if (want.every((w) => titles.some((t) => t.includes(w))) && titles.some((t) => /Compile|Re-run compile/.test(t))) break;
     }
     const titles = lenses.map((l) => l.command?.title ?? '');
-    for (const w of want) assert.ok(titles.some((t) => t.includes(w)), `no "${w}" lens in ${JSON.stringify(titles)}`);
-    assert.ok(titles.some((t) => /Compile|Re-run compile/.test(t)), `no Compile lens in ${JSON.stringify(titles)}`);
+    for (const w of want)
+      assert.ok(
+        titles.some((t) => t.includes(w)),
+        `no "${w}" lens in ${JSON.stringify(titles)}`,
+      );
+    assert.ok(
+      titles.some((t) => /Compile|Re-run compile/.test(t)),
+      `no Compile lens in ${JSON.stringify(titles)}`,
+    );
     const ours = lenses.filter((l) => l.command?.command.startsWith('weightSpec.'));
     assert.ok(ours.length >= 3, `lenses invoke ${JSON.stringify(lenses.map((l) => l.command?.command))}`);
     for (const l of ours) {
       const arg = l.command!.arguments?.[0] as vscode.Uri | string | undefined;
-      const p = arg instanceof vscode.Uri ? arg.fsPath : typeof arg === 'string' ? (arg.startsWith('file:') ? vscode.Uri.parse(arg).fsPath : arg) : '';
+      const p =
+        arg instanceof vscode.Uri
+          ? arg.fsPath
+          : typeof arg === 'string'
+            ? arg.startsWith('file:')
+              ? vscode.Uri.parse(arg).fsPath
+              : arg
+            : '';
       assert.ok(p.startsWith(dir), `${l.command!.command} gets ${String(arg)}`);
     }
     // vscode-languageclient registers the server's own commands (its executeCommandProvider, for
     // other editors) beside the extension's: distinct ids, so both sets are there.
     const all = await vscode.commands.getCommands(true);
-    for (const id of [...Object.values(CLIENT_COMMANDS), ...Object.values(SERVER_COMMANDS)]) assert.ok(all.includes(id), `${id} is not registered`);
+    for (const id of [...Object.values(CLIENT_COMMANDS), ...Object.values(SERVER_COMMANDS)])
+      assert.ok(all.includes(id), `${id} is not registered`);
   });
 });

@@ -35,7 +35,12 @@ export function serverPath(): string {
 /** Runs the bundled CLI directly (what a user would type), failing the test on a non-zero exit. */
 export function cli(args: string[], cwd?: string): string {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing (node scripts/bundle.mjs)`);
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd, env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, timeout: 300_000 });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    cwd,
+    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    timeout: 300_000,
+  });
   if (r.status !== 0) throw new Error(`weight-spec ${args.join(' ')} exited ${r.status}: ${r.stderr.trim()}`);
   return r.stdout;
 }
@@ -51,7 +56,11 @@ export async function api(): Promise<WeightSpecApi> {
  * Resolves with the diagnostics of `uri` once `pred` holds, driven by onDidChangeDiagnostics
  * (no polling). `timeoutMs` only bounds a broken run.
  */
-export function waitForDiagnostics(uri: vscode.Uri, pred: (d: readonly vscode.Diagnostic[]) => boolean, timeoutMs = 60_000): Promise<readonly vscode.Diagnostic[]> {
+export function waitForDiagnostics(
+  uri: vscode.Uri,
+  pred: (d: readonly vscode.Diagnostic[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<readonly vscode.Diagnostic[]> {
   return new Promise((resolve, reject) => {
     let done = false;
     const finish = (d: readonly vscode.Diagnostic[]) => {
@@ -67,7 +76,11 @@ export function waitForDiagnostics(uri: vscode.Uri, pred: (d: readonly vscode.Di
     });
     const timer = setTimeout(() => {
       sub.dispose();
-      reject(new Error(`diagnostics of ${uri.fsPath} did not arrive within ${timeoutMs / 1000} s; now: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((x) => [codeOf(x), x.message]))}`));
+      reject(
+        new Error(
+          `diagnostics of ${uri.fsPath} did not arrive within ${timeoutMs / 1000} s; now: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((x) => [codeOf(x), x.message]))}`,
+        ),
+      );
     }, timeoutMs);
     const now = vscode.languages.getDiagnostics(uri);
     if (pred(now)) finish(now);

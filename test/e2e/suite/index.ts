@@ -54,14 +54,18 @@ export async function run(): Promise<void> {
   const mocha = new Mocha({ ui: 'bdd', timeout: 180_000, color: false, reporter: LineReporter as never });
   const grep = process.env.WEIGHT_SPEC_E2E_GREP;
   if (grep) mocha.grep(grep);
-  for (const f of fs.readdirSync(__dirname).filter((n) => n.endsWith('.test.js')).sort()) {
+  for (const f of fs
+    .readdirSync(__dirname)
+    .filter((n) => n.endsWith('.test.js'))
+    .sort()) {
     mocha.addFile(path.join(__dirname, f));
   }
   await new Promise<void>((resolve, reject) => {
     try {
       mocha.run((failures) => (failures > 0 ? reject(new Error(`${failures} test(s) failed`)) : resolve()));
     } catch (e) {
-      if (resultsFile) fs.writeFileSync(resultsFile, JSON.stringify({ passed: 0, failed: 1, failures: [{ title: 'load', error: String(e) }] }));
+      if (resultsFile)
+        fs.writeFileSync(resultsFile, JSON.stringify({ passed: 0, failed: 1, failures: [{ title: 'load', error: String(e) }] }));
       reject(e);
     }
   });

@@ -34,8 +34,20 @@ export function lineColumn(text: string, offset: number): { line: number; column
 }
 
 /** The JSON output shape of one problem (the CLI contract). */
-export function problemJson(p: Problem): { code: string; severity: string; message: string; path: (string | number)[]; range: { start: number; end: number } | null } {
-  return { code: p.code, severity: p.severity, message: p.message, path: p.path, range: p.range ? { start: p.range.start, end: p.range.end } : null };
+export function problemJson(p: Problem): {
+  code: string;
+  severity: string;
+  message: string;
+  path: (string | number)[];
+  range: { start: number; end: number } | null;
+} {
+  return {
+    code: p.code,
+    severity: p.severity,
+    message: p.message,
+    path: p.path,
+    range: p.range ? { start: p.range.start, end: p.range.end } : null,
+  };
 }
 
 /** The `check` command. */
@@ -46,7 +58,7 @@ export const checkCommand = defineCommand({
   details: [
     'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it.',
     'Paths in the spec resolve relative to its directory and must stay inside the allowed roots',
-    '(the spec\'s directory plus every --root). Exit 1 when any error is found.',
+    "(the spec's directory plus every --root). Exit 1 when any error is found.",
   ],
   flags: {
     json: { type: 'boolean', description: 'print the problems as a JSON array' },
@@ -75,9 +87,12 @@ export const checkCommand = defineCommand({
         println(io.stdout, `${shown}:${at.line}:${at.column}: ${p.severity} [${p.code}] ${p.message}`);
       }
       const warnings = problems.length - errors;
-      println(io.stdout, problems.length === 0
-        ? `${shown}: ok`
-        : `${shown}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`);
+      println(
+        io.stdout,
+        problems.length === 0
+          ? `${shown}: ok`
+          : `${shown}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`,
+      );
     }
     return errors > 0 ? 1 : 0;
   },

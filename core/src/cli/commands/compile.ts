@@ -20,7 +20,7 @@ export const compileCommand = defineCommand({
   details: [
     'ort: writes a bound ONNX into the prepared directory whose initializers point into the prepared',
     'safetensors files (no weight byte is copied); `weight-spec run <export dir>` runs it.',
-    'qaic: runs /opt/qti-aic/exec/qaic-compile with QEfficient\'s command line (WEIGHT_SPEC_QAIC_COMPILE',
+    "qaic: runs /opt/qti-aic/exec/qaic-compile with QEfficient's command line (WEIGHT_SPEC_QAIC_COMPILE",
     'overrides the binary); --dry-run prints the command and the files it would write, and writes nothing.',
   ],
   flags: {
@@ -28,8 +28,14 @@ export const compileCommand = defineCommand({
     prepared: { type: 'string', placeholder: '<dir>', description: 'prepared checkpoint to bind' },
     force: { type: 'boolean', description: 'recompile even when nothing changed' },
     'no-verify': { type: 'boolean', description: 'ort: do not load the bound model in ONNX Runtime at compile time' },
-    'link-shards': { type: 'boolean', description: 'ort: hard-link the shards into <export dir>/compiled/ instead of writing into the prepared directory' },
-    'keep-names': { type: 'boolean', description: 'ort: keep node names, value names and every Constant node in the bound model (default: slimmed for running)' },
+    'link-shards': {
+      type: 'boolean',
+      description: 'ort: hard-link the shards into <export dir>/compiled/ instead of writing into the prepared directory',
+    },
+    'keep-names': {
+      type: 'boolean',
+      description: 'ort: keep node names, value names and every Constant node in the bound model (default: slimmed for running)',
+    },
     'dry-run': { type: 'boolean', description: 'qaic: print the qaic-compile command, run nothing' },
     'num-cores': { type: 'int', placeholder: '<N>', description: 'qaic: -aic-num-cores (default 16)' },
     'mxfp6-matmul': { type: 'boolean', description: 'qaic: -mxfp6-matmul' },
@@ -37,9 +43,14 @@ export const compileCommand = defineCommand({
     'aic-hw-version': { type: 'string', placeholder: '<v>', description: 'qaic: -aic-hw-version (default ai100)' },
     'batch-size': { type: 'int', placeholder: '<B>', description: 'qaic: specialization batch_size' },
     'prefill-seq-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization seq_len of prefill (default 32)' },
-    'ctx-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization ctx_len (default: the graph\'s, else 128)' },
+    'ctx-len': { type: 'int', placeholder: '<N>', description: "qaic: specialization ctx_len (default: the graph's, else 128)" },
     'full-batch-size': { type: 'int', placeholder: '<N>', description: 'qaic: continuous batching full_batch_size' },
-    'qaic-option': { type: 'string', placeholder: '<name=value>', multiple: true, description: 'qaic: extra compiler option, a_b=v → -a-b=v, a_b → -a-b' },
+    'qaic-option': {
+      type: 'string',
+      placeholder: '<name=value>',
+      multiple: true,
+      description: 'qaic: extra compiler option, a_b=v → -a-b=v, a_b → -a-b',
+    },
   },
   positionals: { min: 1, max: 1, names: ['export dir'] },
   async run(args, io): Promise<number> {

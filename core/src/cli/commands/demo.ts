@@ -18,7 +18,7 @@ const NEXT = [
   'next, on your own model folder (a Hugging Face checkpoint with config.json):',
   '  weight-spec export --config <model dir> --out <export dir>   then prepare, compile, run as above',
   '  weight-spec inspect <model dir | file.safetensors | file.onnx>   what a checkpoint or graph holds (headers only)',
-  '  weight-spec check <export dir>/weight_spec.json               the editor\'s diagnostics, on the command line',
+  "  weight-spec check <export dir>/weight_spec.json               the editor's diagnostics, on the command line",
   '  VS Code: install the extension (npm run package → weight-spec.vsix) for hover, quick fixes and code lenses on weight_spec.json',
 ];
 
@@ -33,7 +33,11 @@ export const demoCommand = defineCommand({
     'Without --out the files go to a new temp directory that is removed at the end unless --keep is given.',
   ],
   flags: {
-    out: { type: 'string', placeholder: '<dir>', description: 'where to put the demo files (kept; default: a temp directory removed at the end)' },
+    out: {
+      type: 'string',
+      placeholder: '<dir>',
+      description: 'where to put the demo files (kept; default: a temp directory removed at the end)',
+    },
     keep: { type: 'boolean', description: 'keep the temp directory and print how to remove it' },
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'prompt token ids (default 1,17,42,7)' },
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate (default 8)' },

@@ -20,34 +20,95 @@ const flags = {
   onnx: { type: 'string', placeholder: '<model.onnx>', description: 'legacy ONNX with embedded weights to convert' },
   checkpoint: { type: 'string', placeholder: '<dir>', description: 'safetensors checkpoint the weights come from (with --onnx)' },
   out: { type: 'string', placeholder: '<dir>', description: 'output directory', required: true },
-  dtype: { type: 'string', placeholder: '<dtype>', choices: EXPORT_DTYPES, description: 'graph weight dtype (default float32; with --config)' },
+  dtype: {
+    type: 'string',
+    placeholder: '<dtype>',
+    choices: EXPORT_DTYPES,
+    description: 'graph weight dtype (default float32; with --config)',
+  },
   'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV-cache context length (default symbolic ctx_len; with --config)' },
-  'batch-size': { type: 'int', placeholder: '<B>', description: 'batch size (the full cache batch with --continuous-batching; default symbolic)' },
+  'batch-size': {
+    type: 'int',
+    placeholder: '<B>',
+    description: 'batch size (the full cache batch with --continuous-batching; default symbolic)',
+  },
   'continuous-batching': { type: 'boolean', description: 'add batch_index and a full-batch KV cache (with --config)' },
-  phase: { type: 'string', placeholder: '<phase>', choices: ['both', 'prefill', 'decode'], description: 'one graph for both phases (default), or the prefill / decode specialization' },
-  'comp-ctx-lengths-prefill': { type: 'string', placeholder: '<A,B,…>', description: 'CCL buckets for prefill: adds the comp_ctx_lengths input (QEfficient; with --config, needs --ctx-len)' },
-  'comp-ctx-lengths-decode': { type: 'string', placeholder: '<C,D,…>', description: 'CCL buckets for decode (given together with --comp-ctx-lengths-prefill)' },
-  sampler: { type: 'boolean', description: 'append QEfficient\'s on-device sampler: next_tokens instead of logits (with --config)' },
-  'max-top-k': { type: 'int', placeholder: '<N>', description: 'sampler: largest top-k the graph supports (QEfficient max_top_k_ids; default min(512, vocab))' },
+  phase: {
+    type: 'string',
+    placeholder: '<phase>',
+    choices: ['both', 'prefill', 'decode'],
+    description: 'one graph for both phases (default), or the prefill / decode specialization',
+  },
+  'comp-ctx-lengths-prefill': {
+    type: 'string',
+    placeholder: '<A,B,…>',
+    description: 'CCL buckets for prefill: adds the comp_ctx_lengths input (QEfficient; with --config, needs --ctx-len)',
+  },
+  'comp-ctx-lengths-decode': {
+    type: 'string',
+    placeholder: '<C,D,…>',
+    description: 'CCL buckets for decode (given together with --comp-ctx-lengths-prefill)',
+  },
+  sampler: { type: 'boolean', description: "append QEfficient's on-device sampler: next_tokens instead of logits (with --config)" },
+  'max-top-k': {
+    type: 'int',
+    placeholder: '<N>',
+    description: 'sampler: largest top-k the graph supports (QEfficient max_top_k_ids; default min(512, vocab))',
+  },
   'return-pdfs': { type: 'boolean', description: 'sampler: also output probs, the sampling distribution' },
-  'prepared-dtype': { type: 'string', placeholder: '<dtype>', choices: PREPARE_DTYPES, description: 'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)' },
+  'prepared-dtype': {
+    type: 'string',
+    placeholder: '<dtype>',
+    choices: PREPARE_DTYPES,
+    description:
+      'dtype the checkpoint will be prepared in (default float32; with --onnx: a Cast to the graph dtype is inserted where they differ)',
+  },
   'allow-unresolved': { type: 'boolean', description: 'keep weights that match no checkpoint tensor embedded (with --onnx)' },
-  'keep-names': { type: 'boolean', description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)' },
-  'max-ram-mb': { type: 'int', placeholder: '<MB>', description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)' },
-  opset: { type: 'int', placeholder: '<17-21>', description: 'ONNX opset of the built graph (default 17, as QEfficient exports and qaic-compile takes; with --config)' },
-  'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE graph over prepare\'s expert-parallel packed layout (with --config and --pipeline-stages)' },
-  'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages of the packed MoE layout (N = E / P experts each; with --moe-flavour)' },
-  root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'extra directory external data may be read from (with --onnx)' },
+  'keep-names': {
+    type: 'boolean',
+    description: 'keep node names and intermediate value names of the legacy graph (with --onnx; default: compacted)',
+  },
+  'max-ram-mb': {
+    type: 'int',
+    placeholder: '<MB>',
+    description: 'memory for streaming reads of the legacy weights (with --onnx; default 256)',
+  },
+  opset: {
+    type: 'int',
+    placeholder: '<17-21>',
+    description: 'ONNX opset of the built graph (default 17, as QEfficient exports and qaic-compile takes; with --config)',
+  },
+  'moe-flavour': {
+    type: 'string',
+    placeholder: '<flavour>',
+    choices: ['expert_parallel'],
+    description: "MoE graph over prepare's expert-parallel packed layout (with --config and --pipeline-stages)",
+  },
+  'pipeline-stages': {
+    type: 'int',
+    placeholder: '<P>',
+    description: 'pipeline stages of the packed MoE layout (N = E / P experts each; with --moe-flavour)',
+  },
+  root: {
+    type: 'string',
+    multiple: true,
+    placeholder: '<dir>',
+    description: 'extra directory external data may be read from (with --onnx)',
+  },
 } as const;
 
 type ExportArgs = ParsedArgs<typeof flags>;
 
 /** Parses a `16,32` bucket list. */
 export function parseLengths(text: string, flag: string): number[] {
-  const parts = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   if (parts.length === 0) throw new UsageError(`export: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
   return parts.map((p) => {
-    if (!/^\d+$/.test(p) || Number(p) <= 0 || !Number.isSafeInteger(Number(p))) throw new UsageError(`export: --${flag}: "${p}" is not a positive integer`);
+    if (!/^\d+$/.test(p) || Number(p) <= 0 || !Number.isSafeInteger(Number(p)))
+      throw new UsageError(`export: --${flag}: "${p}" is not a positive integer`);
     return Number(p);
   });
 }
@@ -67,8 +128,10 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   }
   const cclP = f['comp-ctx-lengths-prefill'];
   const cclD = f['comp-ctx-lengths-decode'];
-  if ((cclP === undefined) !== (cclD === undefined)) throw new UsageError('export: give --comp-ctx-lengths-prefill and --comp-ctx-lengths-decode together (QEfficient needs both lists)');
-  if (!f.sampler && (f['max-top-k'] !== undefined || f['return-pdfs'])) throw new UsageError('export: --max-top-k and --return-pdfs go with --sampler');
+  if ((cclP === undefined) !== (cclD === undefined))
+    throw new UsageError('export: give --comp-ctx-lengths-prefill and --comp-ctx-lengths-decode together (QEfficient needs both lists)');
+  if (!f.sampler && (f['max-top-k'] !== undefined || f['return-pdfs']))
+    throw new UsageError('export: --max-top-k and --return-pdfs go with --sampler');
   const r = await exportFromConfig({
     config,
     out: requireOutDir(io.cwd, f.out),
@@ -81,9 +144,16 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     ...(f.opset !== undefined ? { opset: f.opset } : {}),
     ...(f['moe-flavour'] ? { expertParallel: { stages: f['pipeline-stages']! } } : {}),
     ...(cclP !== undefined && cclD !== undefined
-      ? { compCtxLengths: { prefill: parseLengths(cclP, 'comp-ctx-lengths-prefill'), decode: parseLengths(cclD, 'comp-ctx-lengths-decode') } }
+      ? {
+          compCtxLengths: {
+            prefill: parseLengths(cclP, 'comp-ctx-lengths-prefill'),
+            decode: parseLengths(cclD, 'comp-ctx-lengths-decode'),
+          },
+        }
       : {}),
-    ...(f.sampler ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } } : {}),
+    ...(f.sampler
+      ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
+      : {}),
   });
   for (const line of r.summary) println(io.stdout, line);
   return 0;
@@ -92,7 +162,8 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
 /** `export --onnx`: legacy ONNX with embedded weights → weight-free ONNX + spec. */
 export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
   const f = args.flags;
-  if (f.checkpoint === undefined) throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');
+  if (f.checkpoint === undefined)
+    throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');
   const onnx = requirePath(io.cwd, f.onnx!, 'file');
   const checkpoint = requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES);
   const out = requireOutDir(io.cwd, f.out);
@@ -127,21 +198,33 @@ export const exportCommand = defineCommand({
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
-    'With --config the graph has QEfficient\'s interface: input_ids, position_ids, past_key.{i}/past_value.{i}',
+    "With --config the graph has QEfficient's interface: input_ids, position_ids, past_key.{i}/past_value.{i}",
     '(+ batch_index with --continuous-batching); outputs logits of the last valid position and the',
     '*_RetainedState caches. The spec points at the prepared checkpoint (planned from the model',
-    'directory\'s checkpoint when it has one, derived from config.json otherwise).',
-    'CCL (QEfficient\'s compute-context-length): the comp_ctx_lengths input, whose length is the active bucket;',
+    "directory's checkpoint when it has one, derived from config.json otherwise).",
+    "CCL (QEfficient's compute-context-length): the comp_ctx_lengths input, whose length is the active bucket;",
     'attention reads only that many cache slots, the KV write still goes to the full cache.',
-    '--sampler appends QEfficient\'s on-device sampler (penalties, temperature, top-k/p, min-p): next_tokens replaces logits.',
+    "--sampler appends QEfficient's on-device sampler (penalties, temperature, top-k/p, min-p): next_tokens replaces logits.",
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
     const { config, onnx } = args.flags;
-    if ((config === undefined) === (onnx === undefined)) throw new UsageError('export: give exactly one of --config <model dir> or --onnx <model.onnx>');
+    if ((config === undefined) === (onnx === undefined))
+      throw new UsageError('export: give exactly one of --config <model dir> or --onnx <model.onnx>');
     if (onnx !== undefined) {
-      for (const k of ['dtype', 'ctx-len', 'batch-size', 'phase', 'opset', 'moe-flavour', 'pipeline-stages', 'comp-ctx-lengths-prefill', 'comp-ctx-lengths-decode', 'max-top-k'] as const) {
+      for (const k of [
+        'dtype',
+        'ctx-len',
+        'batch-size',
+        'phase',
+        'opset',
+        'moe-flavour',
+        'pipeline-stages',
+        'comp-ctx-lengths-prefill',
+        'comp-ctx-lengths-decode',
+        'max-top-k',
+      ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
       for (const k of ['continuous-batching', 'sampler', 'return-pdfs'] as const) {

@@ -48,7 +48,10 @@ function printCheckpoint(io: CliIO, shown: string, files: string[], rows: Tensor
     { right: [4] },
   );
   for (const l of lines) println(io.stdout, l);
-  println(io.stdout, `${shown}: ${rows.length} tensor${rows.length === 1 ? '' : 's'}, ${total} bytes (${formatBytes(total)}) in ${files.length} file${files.length === 1 ? '' : 's'}`);
+  println(
+    io.stdout,
+    `${shown}: ${rows.length} tensor${rows.length === 1 ? '' : 's'}, ${total} bytes (${formatBytes(total)}) in ${files.length} file${files.length === 1 ? '' : 's'}`,
+  );
 }
 
 const dims = (d: (number | string)[]) => `[${d.join(', ')}]`;
@@ -60,7 +63,12 @@ function clip(s: string, n: number): string {
 
 /** The graph's serving features (CCL, on-device sampler), one line each. */
 function serving(s: OnnxSummary): string[] {
-  return servingSummary(s.file, s.inputs, s.outputs, Object.entries(s.metadata).map(([key, value]) => ({ key, value })));
+  return servingSummary(
+    s.file,
+    s.inputs,
+    s.outputs,
+    Object.entries(s.metadata).map(([key, value]) => ({ key, value })),
+  );
 }
 
 /** The summary as `--json` prints it: plus `serving` when the graph carries CCL or a sampler. */
@@ -75,7 +83,11 @@ function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): voi
   println(io.stdout, `opsets: ${opsets || '(none)'}`);
   const values = (title: string, vs: OnnxSummary['inputs']) => {
     println(io.stdout, `${title} (${vs.length}):`);
-    for (const l of table(['name', 'dtype', 'shape'], vs.map((v) => [v.name, v.dtype ?? `elem_type ${v.elemType}`, dims(v.dims)]), { indent: 2 })) {
+    for (const l of table(
+      ['name', 'dtype', 'shape'],
+      vs.map((v) => [v.name, v.dtype ?? `elem_type ${v.elemType}`, dims(v.dims)]),
+      { indent: 2 },
+    )) {
       println(io.stdout, l);
     }
   };
@@ -131,10 +143,11 @@ export const inspectCommand = defineCommand({
       if (onnx.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
         const summaries = await Promise.all(onnx.map((n) => summarizeOnnx(path.join(target, n))));
         if (args.flags.json) println(io.stdout, JSON.stringify(summaries.map(onnxJson), null, 2));
-        else summaries.forEach((s, i) => {
-          if (i > 0) println(io.stdout);
-          printOnnx(io, path.join(given, onnx[i]!), s, args.flags.full);
-        });
+        else
+          summaries.forEach((s, i) => {
+            if (i > 0) println(io.stdout);
+            printOnnx(io, path.join(given, onnx[i]!), s, args.flags.full);
+          });
         return 0;
       }
     }

@@ -26,11 +26,19 @@ export const prepareCommand = defineCommand({
   flags: {
     checkpoint: { type: 'string', placeholder: '<dir>', description: 'source safetensors checkpoint', required: true },
     dtype: { type: 'string', placeholder: '<dtype>', choices: PREPARE_DTYPES, description: 'target dtype', required: true },
-    out: { type: 'string', placeholder: '<dir>', description: 'output directory (default <parent>/<name>-prepared-<dtype>-<hash> beside the source)' },
+    out: {
+      type: 'string',
+      placeholder: '<dir>',
+      description: 'output directory (default <parent>/<name>-prepared-<dtype>-<hash> beside the source)',
+    },
     'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
-    'parallel-experts': { type: 'int', placeholder: '<N>', description: 'experts per stage, N = E / P (expert_parallel; derived when omitted)' },
+    'parallel-experts': {
+      type: 'int',
+      placeholder: '<N>',
+      description: 'experts per stage, N = E / P (expert_parallel; derived when omitted)',
+    },
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
@@ -60,7 +68,9 @@ export const prepareCommand = defineCommand({
     }
     const conv = result.conversion;
     if (conv) {
-      const what = conv.converted ? `converted ${conv.binFiles.length} .bin file(s) (${conv.tensors} tensors)` : `reused the conversion of ${conv.binFiles.length} .bin file(s)`;
+      const what = conv.converted
+        ? `converted ${conv.binFiles.length} .bin file(s) (${conv.tensors} tensors)`
+        : `reused the conversion of ${conv.binFiles.length} .bin file(s)`;
       println(io.stdout, `prepare: ${conv.from} has no safetensors: ${what} to ${conv.to} (allow-listed unpickler, no code run)`);
     }
     const ms = result.ms < 10 ? result.ms.toFixed(1) : result.ms.toFixed(0);
@@ -71,7 +81,10 @@ export const prepareCommand = defineCommand({
     } else {
       progress.done(`${formatBytes(result.plan.totalBytes)} in ${result.plan.tasks.length} tasks`);
       const tensors = result.plan.outputs.size;
-      println(io.stdout, `prepare: ${tensors} tensors (${formatBytes(result.plan.totalBytes)}, ${result.plan.dtype}) in ${result.plan.tasks.length} files, budget ${formatBytes(result.budgetBytes)} (fingerprint ${fp}; ${ms} ms)`);
+      println(
+        io.stdout,
+        `prepare: ${tensors} tensors (${formatBytes(result.plan.totalBytes)}, ${result.plan.dtype}) in ${result.plan.tasks.length} files, budget ${formatBytes(result.budgetBytes)} (fingerprint ${fp}; ${ms} ms)`,
+      );
     }
     println(io.stdout, result.outDir);
     return 0;

@@ -16,7 +16,10 @@ import { requirePath } from '../input-paths';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
 export function parseIds(text: string): number[] {
-  const parts = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (parts.length === 0) throw new UsageError('run: --input-ids needs at least one id (e.g. 3,17,5)');
   return parts.map((p) => {
     if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: --input-ids: "${p}" is not a token id`);
@@ -30,18 +33,32 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const runner = await openVlmRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
   try {
-    const images = f['pixel-values'] !== undefined ? readPixelValues(path.resolve(io.cwd, f['pixel-values'])) : f.image.length ? readImages(f.image.map((x) => path.resolve(io.cwd, x)), runner.manifest) : undefined;
+    const images =
+      f['pixel-values'] !== undefined
+        ? readPixelValues(path.resolve(io.cwd, f['pixel-values']))
+        : f.image.length
+          ? readImages(
+              f.image.map((x) => path.resolve(io.cwd, x)),
+              runner.manifest,
+            )
+          : undefined;
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
       const out = path.resolve(io.cwd, f['dump-logits']);
       await atomicWriteFile(out, JSON.stringify({ logits }) + '\n');
-      println(io.stderr, `run: ${logits.length} logit rows (vlm: vision + language graphs) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`);
+      println(
+        io.stderr,
+        `run: ${logits.length} logit rows (vlm: vision + language graphs) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
+      );
     }
     if (n > 0) {
       const s = await runner.generate(ids, images, n);
       println(io.stdout, s.tokens.join(','));
-      println(io.stderr, `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms (vision + prefill), ${s.totalMs.toFixed(0)} ms total (vlm)`);
+      println(
+        io.stderr,
+        `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms (vision + prefill), ${s.totalMs.toFixed(0)} ms total (vlm)`,
+      );
     }
   } finally {
     await runner.close();
@@ -61,7 +78,7 @@ export const runCommand = defineCommand({
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
   ],
   details: [
-    'Sampling follows QEfficient\'s sampler: temperature 0 (default) is greedy; a graph exported with --sampler is',
+    "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
     'fed these values and samples on the device, a plain graph samples on the host with the same semantics.',
     'A graph with comp_ctx_lengths (CCL) gets the smallest bucket covering the position, moving up while decoding.',
     '--dump-logits writes {"logits": number[][]} with one row per given id (row t predicts token t+1);',
@@ -70,7 +87,7 @@ export const runCommand = defineCommand({
     'A VLM export (vlm.json + vision/ + language/) runs the vision graph once, computes the MRoPE position',
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
-    '(preprocessor_config.json beside the model\'s config.json when present).',
+    "(preprocessor_config.json beside the model's config.json when present).",
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
@@ -81,13 +98,22 @@ export const runCommand = defineCommand({
     'top-k': { type: 'int', placeholder: '<K>', description: 'keep the K most likely tokens (default 0: off)' },
     'top-p': { type: 'number', placeholder: '<P>', description: 'keep the smallest set with probability ≥ P (default 1: off)' },
     'min-p': { type: 'number', placeholder: '<M>', description: 'drop tokens below M × the top probability (default 0: off)' },
-    'repetition-penalty': { type: 'number', placeholder: '<R>', description: 'divide (multiply if negative) logits of prompt and output tokens by R (default 1)' },
+    'repetition-penalty': {
+      type: 'number',
+      placeholder: '<R>',
+      description: 'divide (multiply if negative) logits of prompt and output tokens by R (default 1)',
+    },
     'presence-penalty': { type: 'number', placeholder: '<Q>', description: 'subtract Q from logits of output tokens (default 0)' },
     seed: { type: 'int', placeholder: '<S>', description: 'seed of the random numbers (same seed, same tokens)' },
     prepack: { type: 'boolean', description: 'let ONNX Runtime prepack weights (faster, copies MatMul weights into RAM)' },
     recompile: { type: 'boolean', description: 'recompile first when the compile is stale (otherwise a stale compile is refused)' },
     'pixel-values': { type: 'string', placeholder: '<file.json>', description: 'VLM: processed images {"pixel_values", "image_grid_thw"}' },
-    image: { type: 'string', multiple: true, placeholder: '<file.png|.jpg>', description: 'VLM: an image for the prompt (repeat for several, in prompt order)' },
+    image: {
+      type: 'string',
+      multiple: true,
+      placeholder: '<file.png|.jpg>',
+      description: 'VLM: an image for the prompt (repeat for several, in prompt order)',
+    },
   },
   positionals: { min: 1, max: 1, names: ['compiled'] },
   async run(args, io) {
@@ -107,10 +133,14 @@ export const runCommand = defineCommand({
     });
     const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
     if (isVlmExport(target)) {
-      if (needsSampler(sampling)) throw new UsageError('run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily');
+      if (needsSampler(sampling))
+        throw new UsageError(
+          'run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily',
+        );
       return runVlm(target, ids, n, f, io);
     }
-    if (f['pixel-values'] !== undefined || f.image.length) throw new UsageError(`run: --pixel-values / --image need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`);
+    if (f['pixel-values'] !== undefined || f.image.length)
+      throw new UsageError(`run: --pixel-values / --image need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`);
     const { status } = resolveRunnable(target);
     // The same status compile uses: a stale artifact is never run silently.
     if (status?.state === 'stale') {
@@ -149,8 +179,15 @@ export const runCommand = defineCommand({
         const s = await runner.generateWithStats(ids, n, sampling);
         println(io.stdout, s.tokens.join(','));
         const how = runner.features.sampler ? 'on-device sampler' : needsSampler(sampling) ? 'host sampling' : 'greedy';
-        println(io.stderr, `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`);
-        if (how !== 'greedy') println(io.stderr, `run: tokens chosen by ${how === 'host sampling' ? 'QEfficient\'s sampler on the host' : 'the graph\'s on-device sampler'}`);
+        println(
+          io.stderr,
+          `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s (${runner.kind} graph)`,
+        );
+        if (how !== 'greedy')
+          println(
+            io.stderr,
+            `run: tokens chosen by ${how === 'host sampling' ? "QEfficient's sampler on the host" : "the graph's on-device sampler"}`,
+          );
         if (s.buckets) println(io.stderr, `run: comp_ctx_lengths buckets ${s.buckets.join(' → ')}`);
       }
     } finally {

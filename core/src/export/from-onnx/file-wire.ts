@@ -39,7 +39,9 @@ export class FileWire {
   /** The fields of the message occupying `[start, end)` (`msg` names it in errors). */
   fields(start: number, end: number, msg = 'message'): FileField[] {
     const out: FileField[] = [];
-    this.r.each(start, end, msg, (h) => out.push({ field: h.field, wire: h.wire, start: h.start, end: h.vEnd, vStart: h.vStart, vEnd: h.vEnd, int: h.int }));
+    this.r.each(start, end, msg, (h) =>
+      out.push({ field: h.field, wire: h.wire, start: h.start, end: h.vEnd, vStart: h.vStart, vEnd: h.vEnd, int: h.int }),
+    );
     return out;
   }
 

@@ -53,7 +53,11 @@ export interface FromOnnxResult {
  * scales left out (prepare drops them, so nothing may resolve to them).
  */
 function checkpointTensors(ckpt: Checkpoint, config: Record<string, unknown>): KeyTensor[] {
-  const sources = new Map(ckpt.tensors().map((t) => [t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength }]));
+  const sources = new Map(
+    ckpt
+      .tensors()
+      .map((t) => [t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength }]),
+  );
   const configFile = path.join(ckpt.dir, 'config.json');
   const dq = planDequant(sources, quantSchemeOf(config, configFile), configFile);
   const out: KeyTensor[] = [];
@@ -67,8 +71,17 @@ function checkpointTensors(ckpt: Checkpoint, config: Record<string, unknown>): K
     const s = sources.get(ref.key)!;
     const n = t.shape.reduce((a, b) => a * b, 1);
     out.push({
-      key, dtype: 'F32', shape: t.shape, file: t.file, offset: 0, byteLength: n * 4,
-      dequant: { q: { file: t.file, offset: t.offset, dtype: t.dtype, shape: t.shape }, scale: { file: s.file, offset: s.offset, byteLength: s.byteLength, dtype: s.dtype }, ref },
+      key,
+      dtype: 'F32',
+      shape: t.shape,
+      file: t.file,
+      offset: 0,
+      byteLength: n * 4,
+      dequant: {
+        q: { file: t.file, offset: t.offset, dtype: t.dtype, shape: t.shape },
+        scale: { file: s.file, offset: s.offset, byteLength: s.byteLength, dtype: s.dtype },
+        ref,
+      },
     });
   }
   return out;
@@ -104,7 +117,11 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       return shape ? (fusedRowLocation(key, shape, plan) ?? graniteExpertsLocation(key, shape, plan)) : undefined;
     };
     const locate = (key: string) => virtual.get(key) ?? fused(key) ?? preparedLocation(key, plan);
-    const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], { config, chunkBytes, onProgress: o.onProgress });
+    const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], {
+      config,
+      chunkBytes,
+      onProgress: o.onProgress,
+    });
     const unresolved = resolutions.filter((r) => !r.key);
     const fatal = unresolved.filter(looksLikeWeight);
     if (fatal.length && !o.allowUnresolved) {
@@ -138,7 +155,8 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       const loc = locate(r.key);
       const init = graphType.get(r.name)!;
       for (const l of [loc, loc.interleave, loc.concat]) {
-        if (l && !inputs.has(l.key)) inputs.set(l.key, { name: nameOf(l.key), key: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
+        if (l && !inputs.has(l.key))
+          inputs.set(l.key, { name: nameOf(l.key), key: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
       }
       const whole = loc.interleave || loc.concat ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
       const fromShape = loc.expert !== undefined ? whole.slice(1) : whole;
@@ -171,7 +189,10 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       files: files.map((f) => ({ format: 'safetensors', path: `${linkName}/${f}` })),
       inputs: newInputs.map((i) => ({ location: { file: files.indexOf(i.file), key: i.key }, name: i.name })),
       model_id: plan.outDir,
-      model_name: modelClassName(config, typeof config.model_type === 'string' ? path.basename(path.resolve(o.checkpoint)) : path.basename(o.onnx, '.onnx')),
+      model_name: modelClassName(
+        config,
+        typeof config.model_type === 'string' ? path.basename(path.resolve(o.checkpoint)) : path.basename(o.onnx, '.onnx'),
+      ),
       version: 5,
     };
     const byStrategy: Record<string, number> = {};
@@ -182,7 +203,14 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       model,
       metadataOf: (m) => m.metadata,
       encode: (m, props) =>
-        assembleModel(m, drop, rebuilds, newInputs, props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' })), !o.keepNames),
+        assembleModel(
+          m,
+          drop,
+          rebuilds,
+          newInputs,
+          props.map((p) => ({ key: p.key ?? '', value: p.value ?? '' })),
+          !o.keepNames,
+        ),
       spec,
       links: { [linkName]: plan.outDir },
       report: {
@@ -208,7 +236,13 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
             ...(r.note ? { note: r.note } : {}),
           })),
         unresolved: unresolved.map((r) => ({ name: r.name, dtype: r.dtype, shape: r.shape, note: r.note })),
-        totals: { initializers: resolutions.length, resolved: resolutions.length - unresolved.length, inputs: newInputs.length, weight_bytes: weightBytes, by_strategy: byStrategy },
+        totals: {
+          initializers: resolutions.length,
+          resolved: resolutions.length - unresolved.length,
+          inputs: newInputs.length,
+          weight_bytes: weightBytes,
+          by_strategy: byStrategy,
+        },
         seconds: (Date.now() - started) / 1000,
       },
     });
@@ -219,16 +253,26 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
   }
 }
 
-
 /** The one-screen stdout summary of a legacy-ONNX export. */
 export async function fromOnnxSummary(r: FromOnnxResult): Promise<string[]> {
-  const totals = r.written.report.totals as { resolved: number; initializers: number; inputs: number; weight_bytes: number; by_strategy: Record<string, number> };
-  const strategies = Object.entries(totals.by_strategy).map(([k, n]) => `${k} ${n}`).join(', ');
+  const totals = r.written.report.totals as {
+    resolved: number;
+    initializers: number;
+    inputs: number;
+    weight_bytes: number;
+    by_strategy: Record<string, number>;
+  };
+  const strategies = Object.entries(totals.by_strategy)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
   return exportSummary(
     `weight-free export of ${(r.written.report.source as { onnx: string }).onnx}`,
     r.written,
     [
-      ['resolved', `${totals.resolved}/${totals.initializers} initializers → ${totals.inputs} weight inputs (${formatBytes(totals.weight_bytes)})`],
+      [
+        'resolved',
+        `${totals.resolved}/${totals.initializers} initializers → ${totals.inputs} weight inputs (${formatBytes(totals.weight_bytes)})`,
+      ],
       ['strategies', strategies || 'none'],
       ['embedded', r.unresolved.length ? r.unresolved.map((u) => u.name).join(', ') : 'none'],
       ['prepared', r.preparedDir],

@@ -49,7 +49,7 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
   for (const t of w.fields(f.vStart, f.vEnd, 'TensorProto')) {
     if (t.field === TP.dims && t.wire === WIRE.VARINT) dims.push(t.int!);
     else if (t.field === TP.dims && t.wire === WIRE.LEN) {
-      for (let p = t.vStart; p < t.vEnd; ) {
+      for (let p = t.vStart; p < t.vEnd;) {
         const [v, next] = w.varint(p, t.vEnd);
         dims.push(v);
         p = next;
@@ -83,7 +83,11 @@ function readInitializer(w: FileWire, f: FileField, dir: string, roots: string[]
     Object.assign(init, { file: rp.abs, offset });
   } else if (raw) {
     if (raw.vEnd - raw.vStart !== byteLength) {
-      throw new FormatError(w.file, `initializer "${name}": raw_data has ${raw.vEnd - raw.vStart} bytes, dims say ${byteLength}`, raw.start);
+      throw new FormatError(
+        w.file,
+        `initializer "${name}": raw_data has ${raw.vEnd - raw.vStart} bytes, dims say ${byteLength}`,
+        raw.start,
+      );
     }
     Object.assign(init, { file: w.file, offset: raw.vStart });
   } else if (packedFloats && (dtype === 'F32' || dtype === 'F64') && packedFloats.vEnd - packedFloats.vStart === byteLength) {

@@ -69,7 +69,10 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
   try {
     const file = path.join(scratch.dir, 'dequantized.safetensors');
     // HF's in-memory layout: the dequantized [E, R, G·32] transposed per expert → [E, G·32, R]
-    const w = await SafetensorsWriter.open(file, jobs.map((j) => ({ key: j.key, dtype: 'F32' as const, shape: [j.E, j.G * 32, j.R] })));
+    const w = await SafetensorsWriter.open(
+      file,
+      jobs.map((j) => ({ key: j.key, dtype: 'F32' as const, shape: [j.E, j.G * 32, j.R] })),
+    );
     try {
       for (const j of jobs) {
         // one expert at a time (blocks and scales may sit in different shards)
@@ -95,7 +98,14 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
       throw err;
     }
     const header = await readSafetensorsHeader(file);
-    const tensors = [...header.tensors.values()].map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape, file, offset: t.dataOffset, byteLength: t.byteLength }));
+    const tensors = [...header.tensors.values()].map((t) => ({
+      key: t.key,
+      dtype: t.dtype,
+      shape: t.shape,
+      file,
+      offset: t.dataOffset,
+      byteLength: t.byteLength,
+    }));
     return { tensors, locations, origin, close: scratch.remove };
   } catch (err) {
     await scratch.remove();

@@ -47,7 +47,8 @@ export function fusedRowLocation(key: string, shape: readonly number[], plan: Pl
     return t ? { key: k, ...t } : undefined;
   };
   const [E, A, B] = shape as [number, number, number];
-  const same = (t: { shape: number[] } | undefined, want: number[]) => !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+  const same = (t: { shape: number[] } | undefined, want: number[]) =>
+    !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
   if (m[2] === 'gate_up_proj') {
     const gate = at('gate');
     const up = at('up');
@@ -71,7 +72,8 @@ export function graniteExpertsLocation(key: string, shape: readonly number[], pl
     const t = plan.outputs.get(k);
     return t ? { key: k, ...t } : undefined;
   };
-  const same = (t: { shape: number[] } | undefined, want: number[]) => !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+  const same = (t: { shape: number[] } | undefined, want: number[]) =>
+    !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
   const [E, A, B] = shape as [number, number, number];
   if (m[2] === 'input_linear') {
     const gate = at('gate');
@@ -96,7 +98,9 @@ export function preparedLocation(key: string, plan: PlannedOutputs): PreparedLoc
     const expert = Number(m[2]);
     if (t && t.shape.length === 3 && expert < t.shape[0]!) return { key: stacked, ...t, expert, transposed: true };
     if (t) {
-      throw new PipelineError(`${key}: the prepared ${stacked} has shape ${JSON.stringify(t.shape)}; a legacy export needs the plain stacked layout (no expert-parallel packing)`);
+      throw new PipelineError(
+        `${key}: the prepared ${stacked} has shape ${JSON.stringify(t.shape)}; a legacy export needs the plain stacked layout (no expert-parallel packing)`,
+      );
     }
   }
   throw new PipelineError(`${key}: prepare does not produce this key (nor a stacked tensor holding it)`);

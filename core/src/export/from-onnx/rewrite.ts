@@ -103,14 +103,18 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
         nodes.push(node('Reshape', [`${tag}/pairs`, `${tag}/interleaved_shape`], [out], `${tag}/Interleave`));
       });
     }
-    if (r.concat !== undefined) steps.push((out) => nodes.push(node('Concat', [cur, r.concat!], [out], `${tag}/ConcatLast`, [attrInt('axis', (r.concatRank ?? 1) - 1)])));
+    if (r.concat !== undefined)
+      steps.push((out) =>
+        nodes.push(node('Concat', [cur, r.concat!], [out], `${tag}/ConcatLast`, [attrInt('axis', (r.concatRank ?? 1) - 1)])),
+      );
     if (r.gather !== undefined) {
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/expert`, [r.gather!], true));
         nodes.push(node('Gather', [cur, `${tag}/expert`], [out], `${tag}/Gather`, [attrInt('axis', 0)]));
       });
     }
-    if (r.transpose) steps.push((out) => nodes.push(node('Transpose', [cur], [out], `${tag}/Transpose`, [attrInts('perm', r.transposePerm ?? [1, 0])])));
+    if (r.transpose)
+      steps.push((out) => nodes.push(node('Transpose', [cur], [out], `${tag}/Transpose`, [attrInts('perm', r.transposePerm ?? [1, 0])])));
     if (r.reshape) {
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/shape`, r.reshape!, false));
@@ -118,11 +122,16 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       });
     }
     if (r.castTo !== undefined) steps.push((out) => nodes.push(node('Cast', [cur], [out], `${tag}/Cast`, [attrInt('to', r.castTo!)])));
-    for (const [op, c] of [['Add', r.affine?.add], ['Mul', r.affine?.mul]] as const) {
+    for (const [op, c] of [
+      ['Add', r.affine?.add],
+      ['Mul', r.affine?.mul],
+    ] as const) {
       if (c === undefined) continue;
       steps.push((out) => {
         const raw = new Uint8Array(new Float32Array([c]).buffer);
-        constants.push(new WireWriter().int(TP.data_type, TensorDataType.FLOAT).string(TP.name, `${tag}/${op}_const`).bytes(TP.raw_data, raw).finish());
+        constants.push(
+          new WireWriter().int(TP.data_type, TensorDataType.FLOAT).string(TP.name, `${tag}/${op}_const`).bytes(TP.raw_data, raw).finish(),
+        );
         nodes.push(node(op, [cur, `${tag}/${op}_const`], [out], `${tag}/${op}`));
       });
     }
@@ -131,7 +140,9 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       if (r.name === r.input) return;
       steps.push((out) => nodes.push(node('Identity', [cur], [out], `${tag}/Identity`)));
     } else if (r.name === r.input) {
-      throw new PipelineError(`initializer "${r.name}" has its checkpoint key's name but a different layout; it cannot be rebuilt under the same name`);
+      throw new PipelineError(
+        `initializer "${r.name}" has its checkpoint key's name but a different layout; it cannot be rebuilt under the same name`,
+      );
     }
     steps.forEach((step, i) => {
       const out = i === steps.length - 1 ? r.name : `${tag}/${i}`;
@@ -162,7 +173,11 @@ export function assembleModel(
   const inputNames = new Set(inputs.map((i) => i.name));
   const compactor =
     compact && !m.graphFields.some((f) => f.field === GP.sparse_initializer)
-      ? createCompactor(w, m.graphFields.filter((f) => f.field === GP.node && f.wire === WIRE.LEN), interfaceNames(m, inputNames))
+      ? createCompactor(
+          w,
+          m.graphFields.filter((f) => f.field === GP.node && f.wire === WIRE.LEN),
+          interfaceNames(m, inputNames),
+        )
       : undefined;
   const g = new WireWriter();
   for (const n of nodes) g.bytes(GP.node, n);

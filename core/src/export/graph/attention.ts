@@ -40,7 +40,15 @@ export interface CacheContext {
  * `batchIndex` (continuous batching) is `[B, 1]` int64; without it row b writes cache row b.
  * `compCtxLengths` (CCL) limits the slots attention reads to its length (capped at ctx_len).
  */
-export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds: string, pastKey0: string, batchIndex?: string, compCtxLengths?: string): CacheContext {
+export function cacheContext(
+  c: Ctx,
+  a: ArchSpec,
+  inputIds: string,
+  positionIds: string,
+  pastKey0: string,
+  batchIndex?: string,
+  compCtxLengths?: string,
+): CacheContext {
   const g = c.g;
   return g.within('kv', () => {
     const bs = g.op('Shape', [inputIds]); // [B, S]
@@ -49,7 +57,11 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
     // positions < 0 (padding) → last slot; see the file comment for why that is harmless.
     const neg = g.op('Less', [positionIds, g.int(0)]);
     const writePos = g.op('Where', [neg, cMinus1, positionIds]); // [B,S]
-    const idxShape = g.op('Concat', [g.op('Slice', [bs, g.ints([0]), g.ints([1])]), g.ints([a.nKv]), g.op('Slice', [bs, g.ints([1]), g.ints([2])]), g.ints([1])], { axis: 0 }); // [B,nKv,S,1]
+    const idxShape = g.op(
+      'Concat',
+      [g.op('Slice', [bs, g.ints([0]), g.ints([1])]), g.ints([a.nKv]), g.op('Slice', [bs, g.ints([1]), g.ints([2])]), g.ints([1])],
+      { axis: 0 },
+    ); // [B,nKv,S,1]
     let rows: string;
     let batchRows: string | undefined;
     if (batchIndex) {
@@ -60,7 +72,15 @@ export function cacheContext(c: Ctx, a: ArchSpec, inputIds: string, positionIds:
       rows = g.op('Range', [g.int(0), b, g.int(1)]);
     }
     const bIdx = g.op('Expand', [reshape(c, rows, [-1, 1, 1, 1]), idxShape]);
-    const hIdx = g.op('Expand', [g.constant('int64', [1, a.nKv, 1, 1], Array.from({ length: a.nKv }, (_, i) => i), 'kv_heads'), idxShape]);
+    const hIdx = g.op('Expand', [
+      g.constant(
+        'int64',
+        [1, a.nKv, 1, 1],
+        Array.from({ length: a.nKv }, (_, i) => i),
+        'kv_heads',
+      ),
+      idxShape,
+    ]);
     const pIdx = g.op('Expand', [unsqueeze(c, writePos, [1, 3]), idxShape]);
     const scatterIdx = g.op('Concat', [bIdx, hIdx, pIdx], { axis: -1 });
 
@@ -122,7 +142,14 @@ export function attention(
     k = linear(c, x, l.attn.k);
     v = linear(c, x, l.attn.v);
   } else {
-    const layout = l.attn.layout ?? { groups: 1, pieces: [{ role: 'q', size: nh * hd }, { role: 'k', size: nKv * hd }, { role: 'v', size: nKv * hd }] };
+    const layout = l.attn.layout ?? {
+      groups: 1,
+      pieces: [
+        { role: 'q', size: nh * hd },
+        { role: 'k', size: nKv * hd },
+        { role: 'v', size: nKv * hd },
+      ],
+    };
     [q, k, v] = splitFused(c, linear(c, x, l.attn.qkv), layout);
   }
   const overProjection = l.qkNormOver === 'projection';
@@ -185,7 +212,10 @@ function softmaxWithSinks(c: Ctx, a: ArchSpec, scores: string, sinks: string): s
   const s = g.op('Div', [g.op('Slice', [shape, g.ints([2]), g.ints([3])]), g.ints([groups])]); // [S]
   const perHead = reshape(c, cast(c, weight(c, sinks, [a.nHeads]), c.dtype, 'float32'), [1, a.nKv, groups, 1]);
   const repeated = g.op('Expand', [perHead, g.op('Concat', [g.ints([1, a.nKv, groups]), s], { axis: 0 })]); // [1,nKv,groups,S]
-  const column = g.op('Expand', [reshape(c, repeated, [1, a.nKv, -1, 1]), g.op('Concat', [g.op('Slice', [shape, g.ints([0]), g.ints([3])]), g.ints([1])], { axis: 0 })]);
+  const column = g.op('Expand', [
+    reshape(c, repeated, [1, a.nKv, -1, 1]),
+    g.op('Concat', [g.op('Slice', [shape, g.ints([0]), g.ints([3])]), g.ints([1])], { axis: 0 }),
+  ]);
   const probs = g.op('Softmax', [g.op('Concat', [scores, column], { axis: -1 })], { axis: -1 });
   return g.op('Slice', [probs, g.ints([0]), g.ints([-1]), g.ints([-1])]); // drop the sink column
 }

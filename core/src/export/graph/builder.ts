@@ -82,7 +82,17 @@ export function irVersionFor(opset: number): number {
 }
 
 /** Ops whose `axes` moved from an attribute to an input at opset 18 (ReduceSum moved at 13). */
-const REDUCE_AXES_INPUT_AT_18 = new Set(['ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2', 'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare']);
+const REDUCE_AXES_INPUT_AT_18 = new Set([
+  'ReduceMean',
+  'ReduceMax',
+  'ReduceMin',
+  'ReduceProd',
+  'ReduceL1',
+  'ReduceL2',
+  'ReduceLogSum',
+  'ReduceLogSumExp',
+  'ReduceSumSquare',
+]);
 
 const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7 } as const;
 
@@ -101,13 +111,24 @@ export function tensorOf(elem: DtypeName, dims: number[], values: ArrayLike<numb
   if (values.length !== n) throw new Error(`tensorOf: ${values.length} values for dims [${dims}]`);
   let bytes: Uint8Array;
   switch (elem) {
-    case 'float32': bytes = new Uint8Array(Float32Array.from(values).buffer); break;
-    case 'int64': bytes = new Uint8Array(BigInt64Array.from(Array.from(values, (x) => BigInt(x))).buffer); break;
-    case 'int32': bytes = new Uint8Array(Int32Array.from(values).buffer); break;
-    case 'bool': bytes = Uint8Array.from(values, (x) => (x ? 1 : 0)); break;
+    case 'float32':
+      bytes = new Uint8Array(Float32Array.from(values).buffer);
+      break;
+    case 'int64':
+      bytes = new Uint8Array(BigInt64Array.from(Array.from(values, (x) => BigInt(x))).buffer);
+      break;
+    case 'int32':
+      bytes = new Uint8Array(Int32Array.from(values).buffer);
+      break;
+    case 'bool':
+      bytes = Uint8Array.from(values, (x) => (x ? 1 : 0));
+      break;
     // one RNE rounding from the double (as torch.tensor(x, dtype=float16) does)
-    case 'float16': bytes = new Uint8Array(Uint16Array.from(values, doubleToHalfBits).buffer); break;
-    default: throw new Error(`tensorOf: the builder writes no ${elem} constants`);
+    case 'float16':
+      bytes = new Uint8Array(Uint16Array.from(values, doubleToHalfBits).buffer);
+      break;
+    default:
+      throw new Error(`tensorOf: the builder writes no ${elem} constants`);
   }
   return { dims, dataType: onnxTypeOfName(elem), rawData: bytes };
 }

@@ -23,7 +23,10 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
   const problems: GraphProblem[] = [];
   const def = m.opsetImport.find((o) => o.domain === '');
   if (!def || !(OPSETS as readonly number[]).includes(def.version)) {
-    problems.push({ code: 'opset', message: `default-domain opset import ${def?.version ?? 'missing'} (need one of ${OPSETS.join(', ')})` });
+    problems.push({
+      code: 'opset',
+      message: `default-domain opset import ${def?.version ?? 'missing'} (need one of ${OPSETS.join(', ')})`,
+    });
   }
   const defined = new Set<string>();
   const define = (name: string, where: string) => {
@@ -33,15 +36,18 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
   for (const v of m.graph.input) {
     define(v.name, 'graph input');
     const dims = dimsOf(v);
-    if (!(v.type.tensorType.elemType in ELEM_SIZE)) problems.push({ code: 'shape', message: `${v.name}: unexpected element type ${v.type.tensorType.elemType}` });
+    if (!(v.type.tensorType.elemType in ELEM_SIZE))
+      problems.push({ code: 'shape', message: `${v.name}: unexpected element type ${v.type.tensorType.elemType}` });
     for (const d of dims) {
-      if (typeof d === 'number' ? !(Number.isInteger(d) && d > 0) : d.length === 0) problems.push({ code: 'shape', message: `${v.name}: bad dim ${String(d)}` });
+      if (typeof d === 'number' ? !(Number.isInteger(d) && d > 0) : d.length === 0)
+        problems.push({ code: 'shape', message: `${v.name}: bad dim ${String(d)}` });
     }
   }
   for (const t of m.graph.initializer) define(t.name ?? '', 'initializer');
   for (const n of m.graph.node) {
     for (const i of n.input) {
-      if (i !== '' && !defined.has(i)) problems.push({ code: 'undefined-input', message: `node ${n.name} (${n.opType}) uses ${i} before it is defined` });
+      if (i !== '' && !defined.has(i))
+        problems.push({ code: 'undefined-input', message: `node ${n.name} (${n.opType}) uses ${i} before it is defined` });
     }
     for (const o of n.output) define(o, `node ${n.name}`);
     if (n.opType === 'Constant') {
@@ -58,7 +64,8 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
     const r = /^(past_(?:key|value)\.\d+)_RetainedState$/.exec(o.name);
     if (r) {
       const p = inputs.get(r[1]!);
-      const same = p && p.type.tensorType.elemType === o.type.tensorType.elemType && JSON.stringify(dimsOf(p)) === JSON.stringify(dimsOf(o));
+      const same =
+        p && p.type.tensorType.elemType === o.type.tensorType.elemType && JSON.stringify(dimsOf(p)) === JSON.stringify(dimsOf(o));
       if (!same) problems.push({ code: 'retained-mismatch', message: `${o.name} is not declared like input ${r[1]}` });
     }
   }

@@ -74,8 +74,23 @@ export type Gpt2Config = z.infer<typeof gpt2Config>;
 
 /** The model types the builder implements. */
 export const SUPPORTED_MODEL_TYPES = [
-  'llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gpt2', 'mixtral', 'qwen3_moe', 'gpt_oss', 'glm4_moe',
-  'gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'granitemoe',
+  'llama',
+  'mistral',
+  'qwen2',
+  'qwen3',
+  'phi3',
+  'gemma',
+  'gpt2',
+  'mixtral',
+  'qwen3_moe',
+  'gpt_oss',
+  'glm4_moe',
+  'gemma2',
+  'granite',
+  'olmo2',
+  'falcon',
+  'codegen',
+  'granitemoe',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
@@ -132,5 +147,6 @@ export function refuse(file: string, field: string, why: string): never {
 export function checkExpertParallel(file: string, experts: number | undefined, stages: number): void {
   if (!experts) throw new UsageError(`${file}: --moe-flavour expert_parallel, but this model has no MoE experts`);
   if (!Number.isInteger(stages) || stages < 1) throw new UsageError(`--pipeline-stages must be a positive integer (got ${stages})`);
-  if (experts % stages !== 0) throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
+  if (experts % stages !== 0)
+    throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
 }

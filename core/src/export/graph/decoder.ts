@@ -51,7 +51,6 @@ export interface GraphOptions {
   sampler?: SamplerOptions;
 }
 
-
 /** A built graph and the weights it takes. */
 export interface BuiltGraph {
   model: ModelObj;
@@ -82,7 +81,13 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   }));
   const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
   const io = {
-    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]), ...(ccl ? [ccl] : [])],
+    inputs: [
+      'input_ids',
+      'position_ids',
+      ...(cb ? ['batch_index'] : []),
+      ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]),
+      ...(ccl ? [ccl] : []),
+    ],
     outputs: [] as string[],
   };
 
@@ -130,7 +135,12 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 }); // [B,1]
     const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
     const normed = norm(c, picked, a.finalNorm, a.norm);
-    let head = linear(c, normed, { weight: a.lmHead ?? a.embed, out: a.vocab, in: a.hidden, ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}) });
+    let head = linear(c, normed, {
+      weight: a.lmHead ?? a.embed,
+      out: a.vocab,
+      in: a.hidden,
+      ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}),
+    });
     if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(o.dtype, a.logitsDivide, 'logits_scaling')]);
     let logits = cast(c, head, o.dtype, 'float32');
     if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');
@@ -138,7 +148,11 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   });
   // QEfficient's output order: probs?, next_tokens | logits, the caches, the penalty buffers
   const sampled = o.sampler
-    ? appendSampler(c, { logits, inputIds, positionIds, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq, cacheBatch }, o.sampler)
+    ? appendSampler(
+        c,
+        { logits, inputIds, positionIds, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq, cacheBatch },
+        o.sampler,
+      )
     : undefined;
   if (sampled) {
     if (sampled.probs) g.output(sampled.probs, 'probs', 'float32', [batch, 1, a.vocab]);
@@ -166,8 +180,15 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     'weight_spec.phase': phase,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
-    ...(o.compCtxLengths ? { [SERVING_METADATA.cclPrefill]: o.compCtxLengths.prefill.join(','), [SERVING_METADATA.cclDecode]: o.compCtxLengths.decode.join(',') } : {}),
-    ...(o.sampler ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) } : {}),
+    ...(o.compCtxLengths
+      ? {
+          [SERVING_METADATA.cclPrefill]: o.compCtxLengths.prefill.join(','),
+          [SERVING_METADATA.cclDecode]: o.compCtxLengths.decode.join(','),
+        }
+      : {}),
+    ...(o.sampler
+      ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) }
+      : {}),
     ...(o.metadata ?? {}),
   };
   return { model: g.build(o.name ?? `${a.modelType}-causal-lm`, metadata), weights, io, layers: a.layers.length };

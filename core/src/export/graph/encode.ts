@@ -7,7 +7,16 @@ import { FIELD } from '../../formats/onnx/fields';
 import { WireWriter as Writer } from '../../formats/onnx/wire-writer';
 import type { AttrObj, ModelObj, NodeObj, TensorObj, ValueInfoObj } from './builder';
 
-const { ModelProto: MP, GraphProto: GP, NodeProto: NP, AttributeProto: AP, TensorProto: TP, ValueInfoProto: VI, OperatorSetIdProto: OS, StringStringEntryProto: SSE } = FIELD;
+const {
+  ModelProto: MP,
+  GraphProto: GP,
+  NodeProto: NP,
+  AttributeProto: AP,
+  TensorProto: TP,
+  ValueInfoProto: VI,
+  OperatorSetIdProto: OS,
+  StringStringEntryProto: SSE,
+} = FIELD;
 const TT = FIELD['TypeProto.Tensor'];
 const DIM = FIELD['TensorShapeProto.Dimension'];
 
@@ -45,7 +54,9 @@ function valueInfo(w: Writer, v: ValueInfoObj): void {
       tt.int(TT.elem_type, v.type.tensorType.elemType);
       tt.msg(TT.shape, (sh) => {
         for (const d of v.type.tensorType.shape.dim) {
-          sh.msg(FIELD.TensorShapeProto.dim, (dm) => ('dimValue' in d ? dm.int(DIM.dim_value, d.dimValue) : dm.string(DIM.dim_param, d.dimParam)));
+          sh.msg(FIELD.TensorShapeProto.dim, (dm) =>
+            'dimValue' in d ? dm.int(DIM.dim_value, d.dimValue) : dm.string(DIM.dim_param, d.dimParam),
+          );
         }
       });
     }),

@@ -23,7 +23,11 @@ import { isVlmConfig } from './vlm/config';
 import { exportVlm } from './vlm/export-vlm';
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
-export type LayoutPlanner = (checkpointDir: string, dtype: ExportDtype, o?: { expertParallel?: { stages: number } }) => Promise<PreparedLayout>;
+export type LayoutPlanner = (
+  checkpointDir: string,
+  dtype: ExportDtype,
+  o?: { expertParallel?: { stages: number } },
+) => Promise<PreparedLayout>;
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
@@ -96,12 +100,18 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
 export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigExportResult> {
   const t0 = performance.now();
   const dtype = o.dtype ?? 'float32';
-  if (o.ctxLen !== undefined && !(Number.isInteger(o.ctxLen) && o.ctxLen > 0)) throw new UsageError(`--ctx-len must be a positive integer (got ${o.ctxLen})`);
-  if (o.batchSize !== undefined && !(Number.isInteger(o.batchSize) && o.batchSize > 0)) throw new UsageError(`--batch-size must be a positive integer (got ${o.batchSize})`);
-  if (o.opset !== undefined && !(OPSETS as readonly number[]).includes(o.opset)) throw new UsageError(`--opset must be one of ${OPSETS.join(', ')} (got ${o.opset})`);
+  if (o.ctxLen !== undefined && !(Number.isInteger(o.ctxLen) && o.ctxLen > 0))
+    throw new UsageError(`--ctx-len must be a positive integer (got ${o.ctxLen})`);
+  if (o.batchSize !== undefined && !(Number.isInteger(o.batchSize) && o.batchSize > 0))
+    throw new UsageError(`--batch-size must be a positive integer (got ${o.batchSize})`);
+  if (o.opset !== undefined && !(OPSETS as readonly number[]).includes(o.opset))
+    throw new UsageError(`--opset must be one of ${OPSETS.join(', ')} (got ${o.opset})`);
   let ccl: { prefill: number[]; decode: number[] } | undefined;
   if (o.compCtxLengths) {
-    if (o.ctxLen === undefined) throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode need --ctx-len (QEfficient: "ctx_len is required when loading the model with CCL")');
+    if (o.ctxLen === undefined)
+      throw new UsageError(
+        '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode need --ctx-len (QEfficient: "ctx_len is required when loading the model with CCL")',
+      );
     ccl = {
       prefill: normalizeCcl(o.compCtxLengths.prefill, o.ctxLen, '--comp-ctx-lengths-prefill'),
       decode: normalizeCcl(o.compCtxLengths.decode, o.ctxLen, '--comp-ctx-lengths-decode'),
@@ -111,9 +121,23 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const withCheckpoint = hasCheckpoint(cfg.dir);
   if (isVlmConfig(cfg.raw)) {
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
-    if (o.phase !== undefined && o.phase !== 'both') throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
-    if (o.expertParallel) throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
-    const r = await exportVlm({ cfgFile: cfg.file, cfgDir: cfg.dir, raw: cfg.raw, out: o.out, dtype, opset: o.opset, ctxLen: o.ctxLen, batchSize: o.batchSize, continuousBatching: o.continuousBatching, withCheckpoint, planner: o.planner });
+    if (o.phase !== undefined && o.phase !== 'both')
+      throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
+    if (o.expertParallel)
+      throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
+    const r = await exportVlm({
+      cfgFile: cfg.file,
+      cfgDir: cfg.dir,
+      raw: cfg.raw,
+      out: o.out,
+      dtype,
+      opset: o.opset,
+      ctxLen: o.ctxLen,
+      batchSize: o.batchSize,
+      continuousBatching: o.continuousBatching,
+      withCheckpoint,
+      planner: o.planner,
+    });
     return { written: r.written[1]!, summary: r.summary, arch: r.arch.text };
   }
 
@@ -130,7 +154,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
   if (o.sampler) {
     const k = o.sampler.maxTopK ?? Math.min(DEFAULT_MAX_TOP_K, arch.vocab);
-    if (!(Number.isInteger(k) && k >= 1 && k <= arch.vocab)) throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
+    if (!(Number.isInteger(k) && k >= 1 && k <= arch.vocab))
+      throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
     sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
   }
   const built = buildCausalLM(arch, {
@@ -180,15 +205,26 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null },
       model_type: arch.modelType,
       options: {
-        dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching, phase: o.phase ?? 'both',
+        dtype,
+        ctx_len: o.ctxLen ?? 'ctx_len',
+        batch_size: o.batchSize ?? null,
+        continuous_batching: !!o.continuousBatching,
+        phase: o.phase ?? 'both',
         ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
-        comp_ctx_lengths_prefill: ccl?.prefill ?? null, comp_ctx_lengths_decode: ccl?.decode ?? null,
+        comp_ctx_lengths_prefill: ccl?.prefill ?? null,
+        comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
       },
       graph: {
-        layers: built.layers, nodes: built.model.graph.node.length, opset: built.model.opsetImport[0]!.version,
-        inputs: built.io.inputs.filter((n) => !/^past_(key|value)\./.test(n)).concat(`past_key.{i} / past_value.{i} for i < ${built.layers}`),
-        outputs: built.io.outputs.filter((n) => !/^past_(key|value)\./.test(n)).concat(`past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`),
+        layers: built.layers,
+        nodes: built.model.graph.node.length,
+        opset: built.model.opsetImport[0]!.version,
+        inputs: built.io.inputs
+          .filter((n) => !/^past_(key|value)\./.test(n))
+          .concat(`past_key.{i} / past_value.{i} for i < ${built.layers}`),
+        outputs: built.io.outputs
+          .filter((n) => !/^past_(key|value)\./.test(n))
+          .concat(`past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`),
         logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
       },
       weights: { count: built.weights.length, elements: weightElems },
@@ -201,15 +237,44 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.weights.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
     written,
     [
-      ['graph', `${built.model.graph.node.length} nodes, opset ${built.model.opsetImport[0]!.version}, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`],
-      ...(ccl ? [['CCL', `comp_ctx_lengths prefill ${ccl.prefill.join(',')}, decode ${ccl.decode.join(',')} (ctx_len ${o.ctxLen})`] as [string, string]] : []),
-      ...(sampler ? [['sampler', `on-device sampler, max_top_k_ids ${sampler.maxTopK}${sampler.returnPdfs ? ', returns probs' : ''}`] as [string, string]] : []),
-      ['weights', `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`],
-      ['prepared', `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`],
+      [
+        'graph',
+        `${built.model.graph.node.length} nodes, opset ${built.model.opsetImport[0]!.version}, ${dtype}, phase ${o.phase ?? 'both'}${o.continuousBatching ? ', continuous batching' : ''}`,
+      ],
+      ...(ccl
+        ? [
+            ['CCL', `comp_ctx_lengths prefill ${ccl.prefill.join(',')}, decode ${ccl.decode.join(',')} (ctx_len ${o.ctxLen})`] as [
+              string,
+              string,
+            ],
+          ]
+        : []),
+      ...(sampler
+        ? [
+            ['sampler', `on-device sampler, max_top_k_ids ${sampler.maxTopK}${sampler.returnPdfs ? ', returns probs' : ''}`] as [
+              string,
+              string,
+            ],
+          ]
+        : []),
+      [
+        'weights',
+        `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`,
+      ],
+      [
+        'prepared',
+        `${layout.dir} (${files.length} files, layout ${layout.source === 'plan' ? 'planned from the checkpoint' : 'derived from config.json'})`,
+      ],
     ],
     withCheckpoint
-      ? await nextSteps(layout.dir, [`weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`, `weight-spec compile ${path.resolve(o.out)}`])
-      : [`weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`, `weight-spec check ${written.specFile}`],
+      ? await nextSteps(layout.dir, [
+          `weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`,
+          `weight-spec compile ${path.resolve(o.out)}`,
+        ])
+      : [
+          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`,
+          `weight-spec check ${written.specFile}`,
+        ],
   );
   return { written, summary, arch };
 }

@@ -52,8 +52,12 @@ const glm4MoeConfig = llamaLike.extend({
   num_nextn_predict_layers: z.number().int().nonnegative().optional(),
 });
 
-const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
-
+const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
+  weight,
+  out,
+  in: inp,
+  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
+});
 
 /** Rope from `rope_scaling` / `rope_parameters` (newer HF configs carry rope_theta inside). */
 function ropeOf(c: LlamaLikeConfig, rotaryDim: number, file: string, defaultTheta: number) {
@@ -87,7 +91,14 @@ function expertStages(file: string, experts: number, opts: ArchOptions): { stage
 }
 
 /** The Llama-shaped rest of an {@link ArchSpec} (RMSNorm eps 1e-5, head_dim^-0.5, embed/norm/lm_head keys, untied by default). */
-function rmsDecoder(modelType: string, c: LlamaLikeConfig, file: string, h: { nh: number; nKv: number; hd: number }, rope: ArchSpec['rope'], layers: LayerSpec[]): ArchSpec {
+function rmsDecoder(
+  modelType: string,
+  c: LlamaLikeConfig,
+  file: string,
+  h: { nh: number; nKv: number; hd: number },
+  rope: ArchSpec['rope'],
+  layers: LayerSpec[],
+): ArchSpec {
   return {
     ...archDims(modelType, c.vocab_size, c.hidden_size, h),
     norm: { kind: 'rms', eps: c.rms_norm_eps ?? 1e-5, plusOne: false },
@@ -107,7 +118,14 @@ function checkTopK(file: string, topK: number | undefined, experts: number): num
   return topK;
 }
 
-const GPT_OSS_DEFAULT_ROPE = { rope_type: 'yarn', factor: 32.0, beta_fast: 32.0, beta_slow: 1.0, truncate: false, original_max_position_embeddings: 4096 };
+const GPT_OSS_DEFAULT_ROPE = {
+  rope_type: 'yarn',
+  factor: 32.0,
+  beta_fast: 32.0,
+  beta_slow: 1.0,
+  truncate: false,
+  original_max_position_embeddings: 4096,
+};
 
 /** GPT-OSS → {@link ArchSpec}. */
 export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
@@ -123,7 +141,8 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
   const window = c.sliding_window ?? 128;
   const stages = expertStages(file, E, opts);
   // HF GptOssConfig: layer_types defaults to sliding on even layers, full on odd ones
-  const types = c.layer_types ?? Array.from({ length: c.num_hidden_layers }, (_, i) => ((i + 1) % 2 ? 'sliding_attention' : 'full_attention'));
+  const types =
+    c.layer_types ?? Array.from({ length: c.num_hidden_layers }, (_, i) => ((i + 1) % 2 ? 'sliding_attention' : 'full_attention'));
   if (types.length !== c.num_hidden_layers) refuse(file, 'layer_types', `has ${types.length} entries for ${c.num_hidden_layers} layers`);
   const bad = types.find((t) => t !== 'sliding_attention' && t !== 'full_attention');
   if (bad !== undefined) refuse(file, 'layer_types', `entry "${bad}" is not implemented (sliding_attention, full_attention)`);
@@ -152,7 +171,12 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
     };
   });
   // GptOssConfig's default rope_scaling (absent from config.json ≠ null): yarn ×32 over 4096 positions
-  const rope = ropeOf(c.rope_scaling === undefined && c.rope_parameters === undefined ? { ...c, rope_scaling: GPT_OSS_DEFAULT_ROPE } : c, hd, file, 150000);
+  const rope = ropeOf(
+    c.rope_scaling === undefined && c.rope_parameters === undefined ? { ...c, rope_scaling: GPT_OSS_DEFAULT_ROPE } : c,
+    hd,
+    file,
+    150000,
+  );
   return rmsDecoder('gpt_oss', c, file, { nh, nKv, hd }, rope, layers);
 }
 
@@ -161,9 +185,12 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
   const c = parseWith(glm4MoeConfig, raw, file);
   const H = c.hidden_size;
   const { nh, nKv, hd } = heads(c, file, Math.floor(H / c.num_attention_heads));
-  const partial = c.partial_rotary_factor ?? (typeof c.rope_parameters?.partial_rotary_factor === 'number' ? c.rope_parameters.partial_rotary_factor : 0.5);
+  const partial =
+    c.partial_rotary_factor ??
+    (typeof c.rope_parameters?.partial_rotary_factor === 'number' ? c.rope_parameters.partial_rotary_factor : 0.5);
   const rotaryDim = Math.floor(hd * partial);
-  if (rotaryDim % 2 !== 0 || rotaryDim === 0) refuse(file, 'partial_rotary_factor', `gives rotary dim ${rotaryDim} (must be even and positive)`);
+  if (rotaryDim % 2 !== 0 || rotaryDim === 0)
+    refuse(file, 'partial_rotary_factor', `gives rotary dim ${rotaryDim} (must be even and positive)`);
   const E = c.n_routed_experts;
   const topK = checkTopK(file, c.num_experts_per_tok, E);
   const nGroup = c.n_group ?? 1;
@@ -205,7 +232,9 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
       norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
       attn: attnProj(p, H, nh, nKv, hd, bias),
       o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd),
-      ...(qk ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } } : {}),
+      ...(qk
+        ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } }
+        : {}),
       mlp,
     });
   }

@@ -9,7 +9,17 @@
  */
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
-import { actOf, checkExpertParallel, gpt2Config, llamaLike, modelTypeOf, parseWith, refuse, type LlamaLikeConfig, type ModelType } from './config';
+import {
+  actOf,
+  checkExpertParallel,
+  gpt2Config,
+  llamaLike,
+  modelTypeOf,
+  parseWith,
+  refuse,
+  type LlamaLikeConfig,
+  type ModelType,
+} from './config';
 import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
@@ -58,7 +68,12 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
 }
 
 /** A linear layer spec; `bias` names `<weight minus 'weight'>bias`. */
-export const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
+export const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
+  weight,
+  out,
+  in: inp,
+  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
+});
 
 /**
  * The Llama-like families' common architecture; `type` picks the defaults and quirks. Also the
@@ -68,7 +83,8 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
   const H = c.hidden_size;
   const nh = c.num_attention_heads;
   const nKv = c.num_key_value_heads ?? nh;
-  if (H % nh !== 0 && c.head_dim == null) refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
+  if (H % nh !== 0 && c.head_dim == null)
+    refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
   if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
   const defaultHeadDim = type === 'gemma' ? 256 : type === 'qwen3' || type === 'qwen3_moe' ? 128 : H / nh;
   const hd = c.head_dim ?? defaultHeadDim;
@@ -83,7 +99,8 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
   const rotaryDim = Math.floor(hd * partial);
   if (rotaryDim % 2 !== 0) refuse(file, 'partial_rotary_factor', `gives an odd rotary dim ${rotaryDim}`);
   const longrope = scaling && ['longrope', 'su'].includes(String(scaling.rope_type ?? scaling.type));
-  if (longrope && type !== 'phi3') refuse(file, 'rope_scaling', `type "${String(scaling!.rope_type ?? scaling!.type)}" is only implemented for phi3`);
+  if (longrope && type !== 'phi3')
+    refuse(file, 'rope_scaling', `type "${String(scaling!.rope_type ?? scaling!.type)}" is only implemented for phi3`);
   const rope = ropeSpec(theta, rotaryDim, scaling, file, {
     ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
     ...(typeof c.original_max_position_embeddings === 'number' ? { originalMax: c.original_max_position_embeddings } : {}),
@@ -109,7 +126,8 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
   if ((type === 'mixtral' || type === 'qwen3_moe') && (!moeExperts || !c.num_experts_per_tok)) {
     refuse(file, type === 'mixtral' ? 'num_local_experts' : 'num_experts', 'and num_experts_per_tok are required');
   }
-  if (moeExperts && c.num_experts_per_tok! > moeExperts) refuse(file, 'num_experts_per_tok', `(${c.num_experts_per_tok}) exceeds the expert count (${moeExperts})`);
+  if (moeExperts && c.num_experts_per_tok! > moeExperts)
+    refuse(file, 'num_experts_per_tok', `(${c.num_experts_per_tok}) exceeds the expert count (${moeExperts})`);
   if (opts.expertParallel) checkExpertParallel(file, moeExperts, opts.expertParallel.stages);
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
@@ -129,11 +147,18 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
       (type === 'qwen3_moe' && !(c.mlp_only_layers ?? []).includes(i) && (i + 1) % (c.decoder_sparse_step ?? 1) === 0);
     if (sparse) {
       const m = type === 'mixtral' ? `${p}.block_sparse_moe` : `${p}.mlp`;
-      const inter = type === 'mixtral' ? I : (c.moe_intermediate_size ?? refuse(file, 'moe_intermediate_size', 'is required for qwen3_moe'));
+      const inter =
+        type === 'mixtral' ? I : (c.moe_intermediate_size ?? refuse(file, 'moe_intermediate_size', 'is required for qwen3_moe'));
       mlp = {
         kind: 'moe',
         router: `${m}.gate.weight`,
-        weights: { ...canonicalMoeKeys(m), experts: moeExperts!, hidden: H, intermediate: inter, ...(opts.expertParallel ? { stages: opts.expertParallel.stages } : {}) },
+        weights: {
+          ...canonicalMoeKeys(m),
+          experts: moeExperts!,
+          hidden: H,
+          intermediate: inter,
+          ...(opts.expertParallel ? { stages: opts.expertParallel.stages } : {}),
+        },
         topK: c.num_experts_per_tok!,
         normTopK: type === 'mixtral' ? true : !!c.norm_topk_prob,
       };
@@ -153,7 +178,9 @@ export function llamaLikeArch(type: ModelType, c: LlamaLikeConfig, file: string,
       norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
       attn,
       o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd, attnBias && type !== 'qwen2'),
-      ...(qk ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } } : {}),
+      ...(qk
+        ? { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } }
+        : {}),
       mlp,
     });
   }
@@ -185,7 +212,13 @@ function gpt2Arch(raw: unknown, file: string, _opts: ArchOptions): ArchSpec {
   // names them; checkpoints saved from GPT2Model (the original openai-community/gpt2) have
   // keys without the prefix — the spec maps name → key (export-config.ts, keyForInput).
   const prefix = 'transformer.';
-  const conv = (name: string, inp: number, out: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, in: inp, out, conv1d: true });
+  const conv = (name: string, inp: number, out: number): LinearSpec => ({
+    weight: `${name}.weight`,
+    bias: `${name}.bias`,
+    in: inp,
+    out,
+    conv1d: true,
+  });
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.n_layer; i++) {

@@ -33,7 +33,8 @@ export function codegenArch(raw: unknown, file: string): ArchSpec {
   if (nh % MP_NUM !== 0) refuse(file, 'n_head', `(${nh}) is not divisible by CodeGen's mp_num = 4 (the fused qkv split)`);
   const hd = H / nh;
   if (c.rotary_dim == null) refuse(file, 'rotary_dim', 'is not set (HF CodeGen then builds rotary tables of n_embd dims; not supported)');
-  if (c.rotary_dim > hd || c.rotary_dim % 2 !== 0) refuse(file, 'rotary_dim', `(${c.rotary_dim}) must be even and at most the head dim ${hd}`);
+  if (c.rotary_dim > hd || c.rotary_dim % 2 !== 0)
+    refuse(file, 'rotary_dim', `(${c.rotary_dim}) must be even and at most the head dim ${hd}`);
   const I = c.n_inner ?? 4 * H;
   const local = H / MP_NUM;
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
@@ -46,7 +47,14 @@ export function codegenArch(raw: unknown, file: string): ArchSpec {
       attn: {
         kind: 'fused',
         qkv: { weight: `${p}.attn.qkv_proj.weight`, out: 3 * H, in: H },
-        layout: { groups: MP_NUM, pieces: [{ role: 'q', size: local }, { role: 'v', size: local }, { role: 'k', size: local }] },
+        layout: {
+          groups: MP_NUM,
+          pieces: [
+            { role: 'q', size: local },
+            { role: 'v', size: local },
+            { role: 'k', size: local },
+          ],
+        },
       },
       o: { weight: `${p}.attn.out_proj.weight`, out: H, in: H },
       mlp: {

@@ -64,31 +64,60 @@ export function falconArch(raw: unknown, file: string): ArchSpec {
     if (nh % cfgKv !== 0) refuse(file, 'num_kv_heads', `(${cfgKv}) does not divide num_attention_heads (${nh})`);
     if (!parallel) refuse(file, 'parallel_attn', 'is false with new_decoder_architecture (HF Falcon has no such block)');
     nKv = cfgKv;
-    layout = { groups: nKv, pieces: [{ role: 'q', size: (nh / nKv) * hd }, { role: 'k', size: hd }, { role: 'v', size: hd }] };
+    layout = {
+      groups: nKv,
+      pieces: [
+        { role: 'q', size: (nh / nKv) * hd },
+        { role: 'k', size: hd },
+        { role: 'v', size: hd },
+      ],
+    };
   } else if (multiQuery) {
     nKv = 1; // HF: num_kv_heads is 1 for multi_query in the old architecture, whatever the config says
-    layout = { groups: 1, pieces: [{ role: 'q', size: H }, { role: 'k', size: hd }, { role: 'v', size: hd }] };
+    layout = {
+      groups: 1,
+      pieces: [
+        { role: 'q', size: H },
+        { role: 'k', size: hd },
+        { role: 'v', size: hd },
+      ],
+    };
   } else {
-    if (cfgKv !== nh) refuse(file, 'num_kv_heads', `(${cfgKv}) must equal num_attention_heads (${nh}) without multi_query or new_decoder_architecture`);
+    if (cfgKv !== nh)
+      refuse(file, 'num_kv_heads', `(${cfgKv}) must equal num_attention_heads (${nh}) without multi_query or new_decoder_architecture`);
     nKv = nh;
-    layout = { groups: nh, pieces: [{ role: 'q', size: hd }, { role: 'k', size: hd }, { role: 'v', size: hd }] };
+    layout = {
+      groups: nh,
+      pieces: [
+        { role: 'q', size: hd },
+        { role: 'k', size: hd },
+        { role: 'v', size: hd },
+      ],
+    };
   }
   const nLn = c.num_ln_in_parallel_attn ?? (newArch ? 2 : 1);
   if (nLn !== 1 && nLn !== 2) refuse(file, 'num_ln_in_parallel_attn', `(${nLn}) must be 1 or 2`);
-  if (!newArch && parallel && nLn === 2) refuse(file, 'num_ln_in_parallel_attn', 'is 2 without new_decoder_architecture (HF Falcon then uses a norm it never built)');
+  if (!newArch && parallel && nLn === 2)
+    refuse(file, 'num_ln_in_parallel_attn', 'is 2 without new_decoder_architecture (HF Falcon then uses a norm it never built)');
   const bias = !!c.bias;
   const I = c.ffn_hidden_size ?? 4 * H;
   const qkvOut = layout.groups * layout.pieces.reduce((s, p) => s + p.size, 0);
-  const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, out, in: inp, ...(bias ? { bias: `${name}.bias` } : {}) });
+  const lin = (name: string, out: number, inp: number): LinearSpec => ({
+    weight: `${name}.weight`,
+    out,
+    in: inp,
+    ...(bias ? { bias: `${name}.bias` } : {}),
+  });
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
   const layers: LayerSpec[] = [];
   for (let i = 0; i < L; i++) {
     const p = `transformer.h.${i}`;
-    const norms: Pick<LayerSpec, 'norm1' | 'norm2' | 'parallel'> = newArch && nLn === 2
-      ? { norm1: ln(`${p}.ln_attn`), norm2: ln(`${p}.ln_mlp`), parallel: true }
-      : parallel
-        ? { norm1: ln(`${p}.input_layernorm`), parallel: true }
-        : { norm1: ln(`${p}.input_layernorm`), norm2: ln(`${p}.post_attention_layernorm`) };
+    const norms: Pick<LayerSpec, 'norm1' | 'norm2' | 'parallel'> =
+      newArch && nLn === 2
+        ? { norm1: ln(`${p}.ln_attn`), norm2: ln(`${p}.ln_mlp`), parallel: true }
+        : parallel
+          ? { norm1: ln(`${p}.input_layernorm`), parallel: true }
+          : { norm1: ln(`${p}.input_layernorm`), norm2: ln(`${p}.post_attention_layernorm`) };
     layers.push({
       ...norms,
       attn: { kind: 'fused', qkv: lin(`${p}.self_attention.query_key_value`, qkvOut, H), layout },

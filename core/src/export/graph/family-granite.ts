@@ -14,7 +14,11 @@ const graniteConfig = llamaLike.extend({
   embedding_multiplier: mult,
   attention_multiplier: mult,
   residual_multiplier: mult,
-  logits_scaling: z.number().finite().refine((v) => v !== 0, 'must not be 0').optional(),
+  logits_scaling: z
+    .number()
+    .finite()
+    .refine((v) => v !== 0, 'must not be 0')
+    .optional(),
 });
 
 /** Granite's architecture (GraniteConfig defaults: multipliers 1, rms_norm_eps 1e-6, untied). */

@@ -94,16 +94,25 @@ export function keyForInput(name: string, layout: PreparedLayout, config?: Recor
  * mismatch means config.json and the checkpoint disagree, and the graph would not bind) and
  * returns each input's key in the layout.
  */
-export function checkLayout(weights: WeightInput[], layout: PreparedLayout, configFile: string, config?: Record<string, unknown>): Map<string, string> {
+export function checkLayout(
+  weights: WeightInput[],
+  layout: PreparedLayout,
+  configFile: string,
+  config?: Record<string, unknown>,
+): Map<string, string> {
   const keys = new Map<string, string>();
   for (const w of weights) {
     const key = keyForInput(w.name, layout, config);
     const t = key === undefined ? undefined : layout.tensors.get(key);
     if (!t) {
-      throw new PipelineError(`${configFile}: the prepared checkpoint would have no tensor "${w.name}" (the graph needs it; does config.json match the checkpoint?)`);
+      throw new PipelineError(
+        `${configFile}: the prepared checkpoint would have no tensor "${w.name}" (the graph needs it; does config.json match the checkpoint?)`,
+      );
     }
     if (t.shape.length !== w.shape.length || t.shape.some((d, i) => d !== w.shape[i])) {
-      throw new PipelineError(`${configFile}: "${key}" is [${t.shape.join(', ')}] in the prepared checkpoint but the config implies [${w.shape.join(', ')}]`);
+      throw new PipelineError(
+        `${configFile}: "${key}" is [${t.shape.join(', ')}] in the prepared checkpoint but the config implies [${w.shape.join(', ')}]`,
+      );
     }
     keys.set(w.name, key!);
   }
@@ -111,8 +120,15 @@ export function checkLayout(weights: WeightInput[], layout: PreparedLayout, conf
 }
 
 const ARCHITECTURE_CLASS: Record<string, string> = {
-  llama: 'LlamaForCausalLM', mistral: 'MistralForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM',
-  gemma: 'GemmaForCausalLM', gpt2: 'GPT2LMHeadModel', mixtral: 'MixtralForCausalLM', qwen3_moe: 'Qwen3MoeForCausalLM',
+  llama: 'LlamaForCausalLM',
+  mistral: 'MistralForCausalLM',
+  qwen2: 'Qwen2ForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+  phi3: 'Phi3ForCausalLM',
+  gemma: 'GemmaForCausalLM',
+  gpt2: 'GPT2LMHeadModel',
+  mixtral: 'MixtralForCausalLM',
+  qwen3_moe: 'Qwen3MoeForCausalLM',
 };
 
 /**

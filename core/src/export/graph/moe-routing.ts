@@ -60,16 +60,23 @@ function sigmoidGroupRoute(c: Ctx, m: MoeSpec, logits: string, zeros: string): s
     const grouped = reshape(c, forChoice, [-1, grp.nGroup, per]); // [T,G,E/G]
     const [top2] = g.opN('TopK', [grouped, g.ints([2], 'k2')], { axis: -1, largest: 1, sorted: 1 }, 2) as [string, string];
     const groupScores = g.op('ReduceSum', [top2, g.ints([-1], 'axes')], { keepdims: 0 }); // [T,G]
-    const [, groupIdx] = g.opN('TopK', [groupScores, g.ints([grp.topkGroup], 'kg')], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
+    const [, groupIdx] = g.opN('TopK', [groupScores, g.ints([grp.topkGroup], 'kg')], { axis: 1, largest: 1, sorted: 1 }, 2) as [
+      string,
+      string,
+    ];
     const groupZeros = g.op('Mul', [groupScores, g.scalar('float32', 0, 'zero')]);
     const ones = g.op('Add', [g.op('GatherElements', [groupZeros, groupIdx], { axis: 1 }), g.scalar('float32', 1, 'one')]);
     const groupMask = g.op('ScatterElements', [groupZeros, groupIdx, ones], { axis: 1 }); // [T,G] 1 = kept
-    const expertMask = reshape(c, g.op('Expand', [g.op('Unsqueeze', [groupMask, g.ints([-1], 'axes')]), g.ints([1, grp.nGroup, per])]), [-1, m.weights.experts]);
+    const expertMask = reshape(c, g.op('Expand', [g.op('Unsqueeze', [groupMask, g.ints([-1], 'axes')]), g.ints([1, grp.nGroup, per])]), [
+      -1,
+      m.weights.experts,
+    ]);
     forChoice = g.op('Where', [g.op('Greater', [expertMask, g.scalar('float32', 0, 'zero')]), forChoice, g.scalar('float32', 0, 'zero')]);
   }
   const [, topI] = g.opN('TopK', [forChoice, g.ints([m.topK], 'k')], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
   let w = g.op('GatherElements', [scores, topI], { axis: 1 });
-  if (m.normTopK) w = g.op('Div', [w, g.op('Add', [g.op('ReduceSum', [w, g.ints([1], 'axes')], { keepdims: 1 }), g.scalar('float32', 1e-20, 'eps20')])]);
+  if (m.normTopK)
+    w = g.op('Div', [w, g.op('Add', [g.op('ReduceSum', [w, g.ints([1], 'axes')], { keepdims: 1 }), g.scalar('float32', 1e-20, 'eps20')])]);
   if (grp.scale !== 1) w = g.op('Mul', [w, g.scalar('float32', grp.scale, 'routed_scale')]);
   return g.op('ScatterElements', [zeros, topI, w], { axis: 1 });
 }

@@ -31,9 +31,17 @@ export interface MoeWeights {
 }
 
 /** The prepared keys of one MoE module's experts: `<module>.moe_weights.{gate,up,down}` (and `{gate,up,down}_bias` when `biases`). */
-export function canonicalMoeKeys(module: string, biases = false): Pick<MoeWeights, 'gate' | 'up' | 'down' | 'gateBias' | 'upBias' | 'downBias'> {
+export function canonicalMoeKeys(
+  module: string,
+  biases = false,
+): Pick<MoeWeights, 'gate' | 'up' | 'down' | 'gateBias' | 'upBias' | 'downBias'> {
   const m = `${module}.moe_weights`;
-  return { gate: `${m}.gate`, up: `${m}.up`, down: `${m}.down`, ...(biases ? { gateBias: `${m}.gate_bias`, upBias: `${m}.up_bias`, downBias: `${m}.down_bias` } : {}) };
+  return {
+    gate: `${m}.gate`,
+    up: `${m}.up`,
+    down: `${m}.down`,
+    ...(biases ? { gateBias: `${m}.gate_bias`, upBias: `${m}.up_bias`, downBias: `${m}.down_bias` } : {}),
+  };
 }
 
 /** The expert order of a packed `[N, P, …]` tensor flattened to `[E, …]`: slot n·P + p holds expert p·N + n. */
@@ -93,7 +101,8 @@ export function moeExperts(c: Ctx, x: string, route: string, w: MoeWeights, glu:
   const gate = addBias(g.op('MatMul', [xb, expertTensor(c, w.gate, w, [H, I])]), w.gateBias, I); // [E,T,I]
   const up = addBias(g.op('MatMul', [xb, expertTensor(c, w.up, w, [H, I])]), w.upBias, I);
   const down = addBias(g.op('MatMul', [glu(gate, up), expertTensor(c, w.down, w, [I, H])]), w.downBias, H); // [E,T,H]
-  const ordered = w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
+  const ordered =
+    w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
   const r = unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
   return g.reduce('ReduceSum', g.op('Mul', [down, r]), [0], 0); // [T,H]
 }

@@ -130,7 +130,8 @@ function yarnRope(theta: number, dim: number, s: RopeScaling, file: string, p: {
   const mscaleOf = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
   const mscale = num('mscale');
   const mscaleAll = num('mscale_all_dim');
-  const attentionScale = num('attention_factor') ?? (mscale && mscaleAll ? mscaleOf(factor, mscale) / mscaleOf(factor, mscaleAll) : mscaleOf(factor));
+  const attentionScale =
+    num('attention_factor') ?? (mscale && mscaleAll ? mscaleOf(factor, mscale) / mscaleOf(factor, mscaleAll) : mscaleOf(factor));
   const betaFast = num('beta_fast') || 32;
   const betaSlow = num('beta_slow') || 1;
   const corrDim = (rot: number) => (dim * Math.log(originalMax / (rot * 2 * Math.PI))) / (2 * Math.log(theta));

@@ -39,7 +39,6 @@ export interface SamplerOptions {
 /** QEfficient's `Constants.MAX_TOP_K_IDS` / `ONNX_EXPORT_EXAMPLE_MAX_TOP_K_IDS`, capped at the vocabulary. */
 export const DEFAULT_MAX_TOP_K = 512;
 
-
 const FP16_MIN = -65504;
 
 /** What the decoder hands the sampler. */
@@ -82,13 +81,18 @@ export function appendSampler(c: Ctx, w: SamplerWiring, o: SamplerOptions): Samp
   return g.within('sampler', () => {
     const logits2 = reshape(c, w.logits, [-1, V]); // [B, V] (spec_length 1)
     const bs = g.op('Shape', [w.inputIds]);
-    const rows = w.batchIndex ? reshape(c, w.batchIndex, [-1]) : g.op('Range', [g.int(0), g.op('Gather', [bs, g.int(0)], { axis: 0 }), g.int(1)]);
+    const rows = w.batchIndex
+      ? reshape(c, w.batchIndex, [-1])
+      : g.op('Range', [g.int(0), g.op('Gather', [bs, g.int(0)], { axis: 0 }), g.int(1)]);
     const rowIdx = unsqueeze(c, rows, [1]); // [B, 1] ScatterND indices
 
     /** buf with buf[rows[b], tokens[b, t]] = true wherever valid[b, t]. */
     const mark = (rowsOf: string, tokens: string, valid: string) => {
       const idx = g.op('Where', [valid, tokens, g.int(0)]);
-      const add = g.op('ScatterElements', [cast(c, rowsOf, 'bool', 'int32'), idx, cast(c, valid, 'bool', 'int32')], { axis: 1, reduction: 'add' });
+      const add = g.op('ScatterElements', [cast(c, rowsOf, 'bool', 'int32'), idx, cast(c, valid, 'bool', 'int32')], {
+        axis: 1,
+        reduction: 'add',
+      });
       return g.op('Greater', [add, g.constant('int32', [], [0], 'zero_i32')]);
     };
     const writeRows = (buf: string, sel: string) => g.op('ScatterND', [buf, rowIdx, sel]);
@@ -123,16 +127,27 @@ export function appendSampler(c: Ctx, w: SamplerWiring, o: SamplerOptions): Samp
     const hot = g.op('Not', [g.op('Equal', [temps, zero])]);
     L = g.op('Where', [hot, g.op('Div', [L, temps]), L]);
     const [topVals, topIdx] = g.opN('TopK', [L, g.ints([K], 'k')], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
-    const reverse = g.ints(Array.from({ length: K }, (_, i) => K - 1 - i), 'reverse');
+    const reverse = g.ints(
+      Array.from({ length: K }, (_, i) => K - 1 - i),
+      'reverse',
+    );
     let vals = g.op('Gather', [topVals, reverse], { axis: 1 }); // ascending
     const idxAsc = g.op('Gather', [topIdx, reverse], { axis: 1 });
     const lowest = g.scalar('float32', FP16_MIN, 'fp16_min');
     const ks = g.op('Min', [cast(c, topKs, 'int32', 'int64'), g.int(K)]);
-    const arangeK = g.ints(Array.from({ length: K }, (_, i) => i), 'arange_k');
+    const arangeK = g.ints(
+      Array.from({ length: K }, (_, i) => i),
+      'arange_k',
+    );
     vals = g.op('Where', [g.op('Less', [arangeK, g.op('Sub', [g.int(K), ks])]), lowest, vals]);
     const topProbs = g.op('Softmax', [vals], { axis: 1 });
     const cum = g.op('CumSum', [topProbs, g.int(1)]);
-    const notLast = g.constant('bool', [1, K], Array.from({ length: K }, (_, i) => (i < K - 1 ? 1 : 0)), 'not_last');
+    const notLast = g.constant(
+      'bool',
+      [1, K],
+      Array.from({ length: K }, (_, i) => (i < K - 1 ? 1 : 0)),
+      'not_last',
+    );
     const topPMask = g.op('And', [g.op('LessOrEqual', [cum, g.op('Sub', [one, topPs])]), notLast]);
     vals = g.op('Where', [topPMask, lowest, vals]);
     const maxProb = g.op('Slice', [topProbs, g.ints([K - 1]), g.ints([K]), g.ints([1])]); // [B, 1]
@@ -141,7 +156,10 @@ export function appendSampler(c: Ctx, w: SamplerWiring, o: SamplerOptions): Samp
     let probs: string | undefined;
     if (o.returnPdfs) {
       const filled = g.op('Expand', [lowest, g.op('Shape', [L])]);
-      probs = g.op('Reshape', [g.op('Softmax', [g.op('ScatterElements', [filled, idxAsc, vals], { axis: 1 })], { axis: 1 }), g.ints([-1, 1, V])]);
+      probs = g.op('Reshape', [
+        g.op('Softmax', [g.op('ScatterElements', [filled, idxAsc, vals], { axis: 1 })], { axis: 1 }),
+        g.ints([-1, 1, V]),
+      ]);
     }
     // Gumbel-max: argmax(values − log(−log(u)))
     const gumbel = g.op('Neg', [g.op('Log', [g.op('Neg', [g.op('Log', [randoms])])])]);

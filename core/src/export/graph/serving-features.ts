@@ -15,7 +15,11 @@ export const SERVING_METADATA = {
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
 export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {
-  const list = (key: string) => (metadata.find((e) => e.key === key)?.value ?? '').split(',').filter((v) => /^\d+$/.test(v.trim())).map(Number);
+  const list = (key: string) =>
+    (metadata.find((e) => e.key === key)?.value ?? '')
+      .split(',')
+      .filter((v) => /^\d+$/.test(v.trim()))
+      .map(Number);
   return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
 }
 
@@ -48,7 +52,12 @@ export interface ServingFeatures {
 }
 
 /** Reads the features from a model's inputs, outputs and metadata. */
-export function servingFeatures(model: string, inputs: readonly Value[], outputs: readonly Value[], metadata: readonly { key: string; value: string }[]): ServingFeatures {
+export function servingFeatures(
+  model: string,
+  inputs: readonly Value[],
+  outputs: readonly Value[],
+  metadata: readonly { key: string; value: string }[],
+): ServingFeatures {
   const f: ServingFeatures = {};
   if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
   if (outputs.some((o) => o.name === 'next_tokens')) {
@@ -57,7 +66,9 @@ export function servingFeatures(model: string, inputs: readonly Value[], outputs
     const k = rn?.dims[1];
     const vocab = buf?.dims[1];
     if (typeof k !== 'number' || typeof vocab !== 'number') {
-      throw new PipelineError(`${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`);
+      throw new PipelineError(
+        `${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`,
+      );
     }
     f.sampler = { maxTopK: k, returnPdfs: outputs.some((o) => o.name === 'probs'), vocab };
   }
@@ -68,7 +79,12 @@ export function servingFeatures(model: string, inputs: readonly Value[], outputs
  * One line per serving feature a graph carries (for `inspect` and the language server's hover);
  * empty for a plain graph.
  */
-export function servingSummary(model: string, inputs: readonly Value[], outputs: readonly Value[], metadata: readonly { key: string; value: string }[]): string[] {
+export function servingSummary(
+  model: string,
+  inputs: readonly Value[],
+  outputs: readonly Value[],
+  metadata: readonly { key: string; value: string }[],
+): string[] {
   let f: ServingFeatures;
   try {
     f = servingFeatures(model, inputs, outputs, metadata);
@@ -81,7 +97,9 @@ export function servingSummary(model: string, inputs: readonly Value[], outputs:
     lines.push(`CCL: comp_ctx_lengths input; buckets prefill ${list(f.ccl.prefill)}, decode ${list(f.ccl.decode)}`);
   }
   if (f.sampler) {
-    lines.push(`on-device sampler: next_tokens${f.sampler.returnPdfs ? ' + probs' : ''} instead of logits; max_top_k_ids ${f.sampler.maxTopK}, vocab ${f.sampler.vocab}`);
+    lines.push(
+      `on-device sampler: next_tokens${f.sampler.returnPdfs ? ' + probs' : ''} instead of logits; max_top_k_ids ${f.sampler.maxTopK}, vocab ${f.sampler.vocab}`,
+    );
   }
   return lines;
 }

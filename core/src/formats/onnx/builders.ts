@@ -4,8 +4,14 @@
  */
 import { isDType, onnxTypeOf, type DType } from '../dtype';
 import {
-  AttributeType, elementSize, rawByteLength,
-  type AttributeProto, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto,
+  AttributeType,
+  elementSize,
+  rawByteLength,
+  type AttributeProto,
+  type ModelProto,
+  type NodeProto,
+  type TensorProto,
+  type ValueInfoProto,
 } from './types';
 
 /** A dtype name (`'F32'`) or a TensorProto.DataType number. */
@@ -25,7 +31,10 @@ function checkDims(dims: number[]): void {
 export function makeTensor(name: string, dtype: DataTypeLike, dims: number[], raw: Uint8Array): TensorProto {
   const dataType = dataTypeOf(dtype);
   checkDims(dims);
-  const want = rawByteLength(dataType, dims.reduce((a, b) => a * b, 1));
+  const want = rawByteLength(
+    dataType,
+    dims.reduce((a, b) => a * b, 1),
+  );
   if (want !== undefined && want !== raw.length) {
     throw new TypeError(`makeTensor(${name}): ${raw.length} bytes given, dims [${dims.join(', ')}] need ${want}`);
   }
@@ -37,13 +46,23 @@ export function makeTensor(name: string, dtype: DataTypeLike, dims: number[], ra
  * directory), `offset`/`length` in bytes — e.g. straight into a `.safetensors` shard.
  */
 export function externalTensor(
-  name: string, dataType: DataTypeLike, dims: number[],
+  name: string,
+  dataType: DataTypeLike,
+  dims: number[],
   ext: { location: string; offset: number; length?: number },
 ): TensorProto {
   const dt = dataTypeOf(dataType);
   checkDims(dims);
-  const length = ext.length ?? rawByteLength(dt, dims.reduce((a, b) => a * b, 1));
-  const externalData = [{ key: 'location', value: ext.location }, { key: 'offset', value: String(ext.offset) }];
+  const length =
+    ext.length ??
+    rawByteLength(
+      dt,
+      dims.reduce((a, b) => a * b, 1),
+    );
+  const externalData = [
+    { key: 'location', value: ext.location },
+    { key: 'offset', value: String(ext.offset) },
+  ];
   if (length !== undefined) externalData.push({ key: 'length', value: String(length) });
   return { name, dataType: dt, dims: [...dims], externalData, dataLocation: 1 };
 }
@@ -63,21 +82,32 @@ export function makeAttribute(name: string, kind: AttrKind, value: unknown): Att
     case 'int':
       if (!Number.isSafeInteger(value)) throw new TypeError(`attribute ${name}: ${String(value)} is not an integer`);
       return { name, type: AttributeType.INT, i: value as number };
-    case 'float': return { name, type: AttributeType.FLOAT, f: value as number };
+    case 'float':
+      return { name, type: AttributeType.FLOAT, f: value as number };
     case 'ints':
       if (!(value as number[]).every((v) => Number.isSafeInteger(v))) throw new TypeError(`attribute ${name}: not all integers`);
       return { name, type: AttributeType.INTS, ints: [...(value as number[])] };
-    case 'floats': return { name, type: AttributeType.FLOATS, floats: [...(value as number[])] };
-    case 'string': return { name, type: AttributeType.STRING, s: bytes(value as string | Uint8Array) };
-    case 'strings': return { name, type: AttributeType.STRINGS, strings: (value as (string | Uint8Array)[]).map(bytes) };
-    case 'tensor': return { name, type: AttributeType.TENSOR, t: value as TensorProto };
-    default: throw new TypeError(`unknown attribute kind ${String(kind)}`);
+    case 'floats':
+      return { name, type: AttributeType.FLOATS, floats: [...(value as number[])] };
+    case 'string':
+      return { name, type: AttributeType.STRING, s: bytes(value as string | Uint8Array) };
+    case 'strings':
+      return { name, type: AttributeType.STRINGS, strings: (value as (string | Uint8Array)[]).map(bytes) };
+    case 'tensor':
+      return { name, type: AttributeType.TENSOR, t: value as TensorProto };
+    default:
+      throw new TypeError(`unknown attribute kind ${String(kind)}`);
   }
 }
 
 /** A NodeProto; `domain` only when not the default ONNX domain. */
 export function makeNode(
-  opType: string, inputs: string[], outputs: string[], attrs: AttributeProto[] = [], name?: string, domain?: string,
+  opType: string,
+  inputs: string[],
+  outputs: string[],
+  attrs: AttributeProto[] = [],
+  name?: string,
+  domain?: string,
 ): NodeProto {
   const n: NodeProto = { input: [...inputs], output: [...outputs], opType, attribute: attrs };
   if (name !== undefined) n.name = name;
@@ -133,7 +163,13 @@ export function tensorBytes(t: TensorProto): Uint8Array {
   if (t.floatData?.length) return new Uint8Array(Float32Array.from(t.floatData).buffer);
   if (t.doubleData?.length) return new Uint8Array(Float64Array.from(t.doubleData).buffer);
   if (t.int64Data?.length) return le64(t.int64Data, true);
-  if (t.uint64Data?.length) return dt === 12 ? le(t.uint64Data.map((v) => v >>> 0), 4) : le64(t.uint64Data, false);
+  if (t.uint64Data?.length)
+    return dt === 12
+      ? le(
+          t.uint64Data.map((v) => v >>> 0),
+          4,
+        )
+      : le64(t.uint64Data, false);
   if (t.int32Data?.length) {
     // 4-bit types hold one packed byte (two elements) per int32; others one element each.
     const w = dt >= 21 && dt <= 23 ? 1 : elementSize(dt);

@@ -3,16 +3,43 @@
  * reads tensor payloads, builders and tensor-byte helpers. See docs/ARCHITECTURE.md.
  */
 export type {
-  AttributeProto, DimensionProto, FunctionProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-  SparseTensorProto, StringStringEntryProto, TensorAnnotation, TensorProto, TensorShapeProto, TypeProto,
+  AttributeProto,
+  DimensionProto,
+  FunctionProto,
+  GraphProto,
+  ModelProto,
+  NodeProto,
+  OperatorSetIdProto,
+  SparseTensorProto,
+  StringStringEntryProto,
+  TensorAnnotation,
+  TensorProto,
+  TensorShapeProto,
+  TypeProto,
   ValueInfoProto,
 } from './types';
 export { AttributeType, MAX_IR_VERSION, TensorDataType, elementSize, rawByteLength } from './types';
 export { decodeModel, decodeTensor, encodeModel, readModel, writeModel, messageType, onnxRoot } from './codec';
-export { summarizeOnnx, summarizeOnnxBytes, summarizeOnnxSync, type InitializerSummary, type OnnxSummary, type ValueSummary } from './summary';
+export {
+  summarizeOnnx,
+  summarizeOnnxBytes,
+  summarizeOnnxSync,
+  type InitializerSummary,
+  type OnnxSummary,
+  type ValueSummary,
+} from './summary';
 export { readInitializerBytes, externalDataPath } from './initializer-bytes';
 export {
-  externalTensor, getMetadata, makeAttribute, makeNode, makeTensor, makeValueInfo, metadataRecord, setMetadata,
-  tensorBytes, type AttrKind, type DataTypeLike,
+  externalTensor,
+  getMetadata,
+  makeAttribute,
+  makeNode,
+  makeTensor,
+  makeValueInfo,
+  metadataRecord,
+  setMetadata,
+  tensorBytes,
+  type AttrKind,
+  type DataTypeLike,
 } from './builders';
 export { ONNX_PROTO } from './schema';

@@ -63,14 +63,16 @@ function parseNode(bytes: Uint8Array, f: WireField, file: string): ParsedNode {
 
 function hasSubgraph(bytes: Uint8Array, n: ParsedNode, file: string): boolean {
   for (const a of n.parts) {
-    if (a.field === NP.attribute && a.wire === WIRE.LEN && attributeHoldsGraph(scanFields(bytes, a.vStart, a.vEnd, file, 'attribute'))) return true;
+    if (a.field === NP.attribute && a.wire === WIRE.LEN && attributeHoldsGraph(scanFields(bytes, a.vStart, a.vEnd, file, 'attribute')))
+      return true;
   }
   return false;
 }
 
 /** The identity of a Constant node: every field but its output, name and doc string. */
 function constantKey(bytes: Uint8Array, n: ParsedNode): string | undefined {
-  if (n.opType !== 'Constant' || (n.domain !== '' && n.domain !== 'ai.onnx') || n.inputs.length > 0 || n.outputs.length !== 1) return undefined;
+  if (n.opType !== 'Constant' || (n.domain !== '' && n.domain !== 'ai.onnx') || n.inputs.length > 0 || n.outputs.length !== 1)
+    return undefined;
   const kept = n.parts.filter((x) => x.field !== NODE_OUTPUT && x.field !== NODE_NAME && x.field !== NODE_DOC);
   const w = new WireWriter();
   for (const x of kept) w.raw(bytes.subarray(x.start, x.end));
@@ -132,7 +134,8 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
     const w = new WireWriter();
     for (const x of n.parts) {
       if (x.field === NODE_NAME || x.field === NODE_DOC) continue;
-      if ((x.field === NODE_INPUT || x.field === NODE_OUTPUT) && x.wire === WIRE.LEN) w.string(x.field, rename(dec.decode(bytes.subarray(x.vStart, x.vEnd))));
+      if ((x.field === NODE_INPUT || x.field === NODE_OUTPUT) && x.wire === WIRE.LEN)
+        w.string(x.field, rename(dec.decode(bytes.subarray(x.vStart, x.vEnd))));
       else w.raw(bytes.subarray(x.start, x.end));
     }
     replace.set(n.field, w.finish());

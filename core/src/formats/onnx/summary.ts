@@ -149,7 +149,8 @@ function typedCount(r: FileReader, t: FieldHead): number {
   if (t.field === TP.float_data || t.field === TP.double_data) {
     const width = t.field === TP.float_data ? 4 : 8;
     const n = t.vEnd - t.vStart;
-    if (n % width !== 0) r.fail(`${fieldLabel('TensorProto', t.field)} is ${n} bytes, not a whole number of ${width}-byte values`, t.vStart);
+    if (n % width !== 0)
+      r.fail(`${fieldLabel('TensorProto', t.field)} is ${n} bytes, not a whole number of ${width}-byte values`, t.vStart);
     return n / width;
   }
   let n = 0;
@@ -161,8 +162,13 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
   r.expect(h, WIRE.LEN, 'GraphProto', 'initializer');
   const M = 'TensorProto';
   const t: InitializerSummary = {
-    name: '', dataType: 0, dims: [], storage: 'typed', byteLength: 0,
-    messageOffset: h.vStart, messageLength: h.vEnd - h.vStart,
+    name: '',
+    dataType: 0,
+    dims: [],
+    storage: 'typed',
+    byteLength: 0,
+    messageOffset: h.vStart,
+    messageLength: h.vEnd - h.vStart,
   };
   let raw: FieldHead | undefined;
   let typed = 0;
@@ -171,15 +177,43 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
   const ext: Record<string, string> = Object.create(null);
   r.each(h.vStart, h.vEnd, M, (f) => {
     switch (f.field) {
-      case TP.dims: for (const d of r.ints(f, M, 'dims')) t.dims.push(d); break;
-      case TP.data_type: r.expect(f, WIRE.VARINT, M, 'data_type'); t.dataType = f.int; break;
-      case TP.name: t.name = str(r, f, M, 'name'); break;
-      case TP.raw_data: r.expect(f, WIRE.LEN, M, 'raw_data'); raw = f; break;
-      case TP.string_data: r.expect(f, WIRE.LEN, M, 'string_data'); strings += f.vEnd - f.vStart; typed++; break;
-      case TP.float_data: case TP.int32_data: case TP.int64_data: case TP.double_data: case TP.uint64_data: typed += typedCount(r, f); break;
-      case TP.external_data: { const [k, v] = pairs(r, f, M); ext[k] = v; break; }
-      case TP.data_location: r.expect(f, WIRE.VARINT, M, 'data_location'); location = f.int; break;
-      default: break;
+      case TP.dims:
+        for (const d of r.ints(f, M, 'dims')) t.dims.push(d);
+        break;
+      case TP.data_type:
+        r.expect(f, WIRE.VARINT, M, 'data_type');
+        t.dataType = f.int;
+        break;
+      case TP.name:
+        t.name = str(r, f, M, 'name');
+        break;
+      case TP.raw_data:
+        r.expect(f, WIRE.LEN, M, 'raw_data');
+        raw = f;
+        break;
+      case TP.string_data:
+        r.expect(f, WIRE.LEN, M, 'string_data');
+        strings += f.vEnd - f.vStart;
+        typed++;
+        break;
+      case TP.float_data:
+      case TP.int32_data:
+      case TP.int64_data:
+      case TP.double_data:
+      case TP.uint64_data:
+        typed += typedCount(r, f);
+        break;
+      case TP.external_data: {
+        const [k, v] = pairs(r, f, M);
+        ext[k] = v;
+        break;
+      }
+      case TP.data_location:
+        r.expect(f, WIRE.VARINT, M, 'data_location');
+        location = f.int;
+        break;
+      default:
+        break;
     }
   });
   const where = () => (t.name ? `initializer ${quoted(t.name)}` : `an unnamed initializer`);
@@ -199,14 +233,20 @@ function initializer(r: FileReader, h: FieldHead): InitializerSummary {
     t.external = { location: ext.location!, offset: num('offset', 0), length: num('length', -1) };
     t.byteLength = t.external.length >= 0 ? t.external.length : (expected ?? 0);
     if (t.external.length >= 0 && expected !== undefined && t.external.length !== expected) {
-      r.fail(`${where()}: external length ${t.external.length} but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected} bytes`, h.vStart);
+      r.fail(
+        `${where()}: external length ${t.external.length} but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected} bytes`,
+        h.vStart,
+      );
     }
   } else if (raw) {
     t.storage = 'raw';
     t.byteOffset = raw.vStart;
     t.byteLength = raw.vEnd - raw.vStart;
     if (expected !== undefined && t.byteLength !== expected) {
-      r.fail(`${where()}: raw_data has ${t.byteLength} bytes but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected}`, raw.vStart);
+      r.fail(
+        `${where()}: raw_data has ${t.byteLength} bytes but dims [${t.dims.join(', ')}] of data_type ${t.dataType} need ${expected}`,
+        raw.vStart,
+      );
     }
   } else {
     t.byteLength = t.dataType === T.STRING ? strings : (expected ?? 0);
@@ -257,12 +297,24 @@ function graph(r: FileReader, h: FieldHead, acc: GraphAcc): void {
   r.expect(h, WIRE.LEN, 'ModelProto', 'graph');
   r.each(h.vStart, h.vEnd, 'GraphProto', (f) => {
     switch (f.field) {
-      case GP.node: r.expect(f, WIRE.LEN, 'GraphProto', 'node'); acc.nodes.push(f.vStart, f.vEnd); break;
-      case GP.name: acc.s.graphName = str(r, f, 'GraphProto', 'name'); break;
-      case GP.initializer: acc.s.initializers.push(initializer(r, f)); break;
-      case GP.input: acc.s.inputs.push(valueInfo(r, f, 'input')); break;
-      case GP.output: acc.s.outputs.push(valueInfo(r, f, 'output')); break;
-      default: break;
+      case GP.node:
+        r.expect(f, WIRE.LEN, 'GraphProto', 'node');
+        acc.nodes.push(f.vStart, f.vEnd);
+        break;
+      case GP.name:
+        acc.s.graphName = str(r, f, 'GraphProto', 'name');
+        break;
+      case GP.initializer:
+        acc.s.initializers.push(initializer(r, f));
+        break;
+      case GP.input:
+        acc.s.inputs.push(valueInfo(r, f, 'input'));
+        break;
+      case GP.output:
+        acc.s.outputs.push(valueInfo(r, f, 'output'));
+        break;
+      default:
+        break;
     }
   });
 }
@@ -270,8 +322,17 @@ function graph(r: FileReader, h: FieldHead, acc: GraphAcc): void {
 /** Summarizes `r`'s file; see {@link summarizeOnnx}. */
 function summarizeReader(r: FileReader): OnnxSummary {
   const s: OnnxSummary = {
-    file: r.file, fileSize: r.size, irVersion: 0, opsets: [], inputs: [], outputs: [], initializers: [],
-    metadata: Object.create(null), nodeCount: 0, opTypes: Object.create(null), consumers: Object.create(null),
+    file: r.file,
+    fileSize: r.size,
+    irVersion: 0,
+    opsets: [],
+    inputs: [],
+    outputs: [],
+    initializers: [],
+    metadata: Object.create(null),
+    nodeCount: 0,
+    opTypes: Object.create(null),
+    consumers: Object.create(null),
   };
   const acc: GraphAcc = { s, uses: new Map(), nodes: [], known: new Set() };
   let sawGraph = false;
@@ -279,22 +340,41 @@ function summarizeReader(r: FileReader): OnnxSummary {
   const M = 'ModelProto';
   r.each(0, r.size, M, (f) => {
     switch (f.field) {
-      case MP.ir_version: r.expect(f, WIRE.VARINT, M, 'ir_version'); s.irVersion = f.int; sawIr = true; break;
-      case MP.producer_name: s.producerName = str(r, f, M, 'producer_name'); break;
-      case MP.producer_version: s.producerVersion = str(r, f, M, 'producer_version'); break;
-      case MP.graph: graph(r, f, acc); sawGraph = true; break;
+      case MP.ir_version:
+        r.expect(f, WIRE.VARINT, M, 'ir_version');
+        s.irVersion = f.int;
+        sawIr = true;
+        break;
+      case MP.producer_name:
+        s.producerName = str(r, f, M, 'producer_name');
+        break;
+      case MP.producer_version:
+        s.producerVersion = str(r, f, M, 'producer_version');
+        break;
+      case MP.graph:
+        graph(r, f, acc);
+        sawGraph = true;
+        break;
       case MP.opset_import: {
         r.expect(f, WIRE.LEN, M, 'opset_import');
         const o = { domain: '', version: 0 };
         r.each(f.vStart, f.vEnd, 'OperatorSetIdProto', (x) => {
           if (x.field === FIELD.OperatorSetIdProto.domain) o.domain = str(r, x, 'OperatorSetIdProto', 'domain');
-          else if (x.field === FIELD.OperatorSetIdProto.version) { r.expect(x, WIRE.VARINT, 'OperatorSetIdProto', 'version'); o.version = x.int; }
+          else if (x.field === FIELD.OperatorSetIdProto.version) {
+            r.expect(x, WIRE.VARINT, 'OperatorSetIdProto', 'version');
+            o.version = x.int;
+          }
         });
         s.opsets.push(o);
         break;
       }
-      case MP.metadata_props: { const [k, v] = pairs(r, f, M); s.metadata[k] = v; break; }
-      default: break;
+      case MP.metadata_props: {
+        const [k, v] = pairs(r, f, M);
+        s.metadata[k] = v;
+        break;
+      }
+      default:
+        break;
     }
   });
   if (!sawGraph) r.fail('not an ONNX model: ModelProto has no graph');

@@ -168,16 +168,49 @@ export const MAX_IR_VERSION = 32;
 
 /** `TensorProto.DataType` values (onnx 1.18). */
 export const TensorDataType = {
-  UNDEFINED: 0, FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7,
-  STRING: 8, BOOL: 9, FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13, COMPLEX64: 14,
-  COMPLEX128: 15, BFLOAT16: 16, FLOAT8E4M3FN: 17, FLOAT8E4M3FNUZ: 18, FLOAT8E5M2: 19,
-  FLOAT8E5M2FNUZ: 20, UINT4: 21, INT4: 22, FLOAT4E2M1: 23, FLOAT8E8M0: 24,
+  UNDEFINED: 0,
+  FLOAT: 1,
+  UINT8: 2,
+  INT8: 3,
+  UINT16: 4,
+  INT16: 5,
+  INT32: 6,
+  INT64: 7,
+  STRING: 8,
+  BOOL: 9,
+  FLOAT16: 10,
+  DOUBLE: 11,
+  UINT32: 12,
+  UINT64: 13,
+  COMPLEX64: 14,
+  COMPLEX128: 15,
+  BFLOAT16: 16,
+  FLOAT8E4M3FN: 17,
+  FLOAT8E4M3FNUZ: 18,
+  FLOAT8E5M2: 19,
+  FLOAT8E5M2FNUZ: 20,
+  UINT4: 21,
+  INT4: 22,
+  FLOAT4E2M1: 23,
+  FLOAT8E8M0: 24,
 } as const;
 
 /** `AttributeProto.AttributeType` values. */
 export const AttributeType = {
-  UNDEFINED: 0, FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7,
-  STRINGS: 8, TENSORS: 9, GRAPHS: 10, SPARSE_TENSOR: 11, SPARSE_TENSORS: 12, TYPE_PROTO: 13,
+  UNDEFINED: 0,
+  FLOAT: 1,
+  INT: 2,
+  STRING: 3,
+  TENSOR: 4,
+  GRAPH: 5,
+  FLOATS: 6,
+  INTS: 7,
+  STRINGS: 8,
+  TENSORS: 9,
+  GRAPHS: 10,
+  SPARSE_TENSOR: 11,
+  SPARSE_TENSORS: 12,
+  TYPE_PROTO: 13,
   TYPE_PROTOS: 14,
 } as const;
 
@@ -185,12 +218,33 @@ export const AttributeType = {
 export function elementSize(dataType: number): number | undefined {
   const T = TensorDataType;
   switch (dataType) {
-    case T.FLOAT: case T.INT32: case T.UINT32: return 4;
-    case T.UINT8: case T.INT8: case T.BOOL: case T.FLOAT8E4M3FN: case T.FLOAT8E4M3FNUZ: case T.FLOAT8E5M2: case T.FLOAT8E5M2FNUZ: case T.FLOAT8E8M0: return 1;
-    case T.UINT16: case T.INT16: case T.FLOAT16: case T.BFLOAT16: return 2;
-    case T.INT64: case T.DOUBLE: case T.UINT64: case T.COMPLEX64: return 8;
-    case T.COMPLEX128: return 16;
-    default: return undefined;
+    case T.FLOAT:
+    case T.INT32:
+    case T.UINT32:
+      return 4;
+    case T.UINT8:
+    case T.INT8:
+    case T.BOOL:
+    case T.FLOAT8E4M3FN:
+    case T.FLOAT8E4M3FNUZ:
+    case T.FLOAT8E5M2:
+    case T.FLOAT8E5M2FNUZ:
+    case T.FLOAT8E8M0:
+      return 1;
+    case T.UINT16:
+    case T.INT16:
+    case T.FLOAT16:
+    case T.BFLOAT16:
+      return 2;
+    case T.INT64:
+    case T.DOUBLE:
+    case T.UINT64:
+    case T.COMPLEX64:
+      return 8;
+    case T.COMPLEX128:
+      return 16;
+    default:
+      return undefined;
   }
 }
 

@@ -55,7 +55,15 @@ const dec = new TextDecoder('utf-8', { fatal: false });
 export function scanFields(buf: Uint8Array, start: number, end: number, file: string, msg = 'message'): WireField[] {
   const out: WireField[] = [];
   FileReader.fromBytes(buf, file).each(start, end, msg, (h) =>
-    out.push({ field: h.field, wire: h.wire, start: h.start, end: h.vEnd, vStart: h.vStart, vEnd: h.vEnd, int: h.wire === 0 ? h.int : undefined }),
+    out.push({
+      field: h.field,
+      wire: h.wire,
+      start: h.start,
+      end: h.vEnd,
+      vStart: h.vStart,
+      vEnd: h.vEnd,
+      int: h.wire === 0 ? h.int : undefined,
+    }),
   );
   return out;
 }
@@ -155,7 +163,10 @@ export function tensorValueInfo(name: string, elemType: number, dims: readonly (
     shape.msg(FIELD.TensorShapeProto.dim, (x) => void (typeof d === 'number' ? x.int(DIM.dim_value, d) : x.string(DIM.dim_param, d)));
   }
   const tensorType = new WireWriter().int(TT.elem_type, elemType).bytes(TT.shape, shape.finish()).finish();
-  return new WireWriter().string(VI.name, name).bytes(VI.type, new WireWriter().bytes(FIELD.TypeProto.tensor_type, tensorType).finish()).finish();
+  return new WireWriter()
+    .string(VI.name, name)
+    .bytes(VI.type, new WireWriter().bytes(FIELD.TypeProto.tensor_type, tensorType).finish())
+    .finish();
 }
 
 /** Encodes a StringStringEntryProto (metadata_props, external_data). */

@@ -15,7 +15,6 @@ const WINDOW = 1 << 20;
 const JUMP_WINDOW = 16 << 10;
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
-
 /** A name from the file for a one-line message: JSON-quoted (control characters escaped), at most 80 chars. */
 export function quoted(s: string): string {
   return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
@@ -46,7 +45,11 @@ export class FileReader {
   private buf: Buffer | undefined;
   private winStart = 0;
 
-  private constructor(readonly file: string, fd: number, bytes?: Uint8Array) {
+  private constructor(
+    readonly file: string,
+    fd: number,
+    bytes?: Uint8Array,
+  ) {
     this.fd = fd;
     if (bytes) {
       this.win = bytes;
@@ -153,7 +156,11 @@ export class FileReader {
         const w = this.win;
         const o = start - this.winStart;
         let ascii = true;
-        for (let i = 0; i < len; i++) if (w[o + i]! >= 0x80) { ascii = false; break; }
+        for (let i = 0; i < len; i++)
+          if (w[o + i]! >= 0x80) {
+            ascii = false;
+            break;
+          }
         if (ascii) return String.fromCharCode.apply(null, w.subarray(o, o + len) as unknown as number[]);
         return utf8.decode(w.subarray(o, o + len));
       }
@@ -171,7 +178,8 @@ export class FileReader {
    * negatives are int64.
    */
   varint(pos: number, end: number, msg: string, field: number, kind: 'tag' | 'value' | 'length'): number {
-    const what = () => (kind === 'tag' ? `${msg} field tag` : kind === 'length' ? `length of ${fieldLabel(msg, field)}` : fieldLabel(msg, field));
+    const what = () =>
+      kind === 'tag' ? `${msg} field tag` : kind === 'length' ? `length of ${fieldLabel(msg, field)}` : fieldLabel(msg, field);
     let result = 0;
     let mul = 1;
     for (let i = 0; i < 10; i++) {

@@ -39,8 +39,16 @@ export interface ConvertResult {
 
 /** Files copied beside the converted weights so the output is a usable checkpoint directory. */
 export const SIDECARS = [
-  'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'tokenizer.model',
-  'special_tokens_map.json', 'added_tokens.json', 'vocab.json', 'merges.txt', 'chat_template.jinja',
+  'config.json',
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'tokenizer.model',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'vocab.json',
+  'merges.txt',
+  'chat_template.jinja',
 ];
 
 /** `pytorch_model-00001-of-00002.bin` → `model-00001-of-00002.safetensors`. */
@@ -112,11 +120,16 @@ export async function convertBinCheckpoint(input: string, outDir: string, opts: 
       for (let i = 0; i < bins.length; i++) {
         const bin = bins[i]!;
         for (const t of bin.tensors) {
-          if (weightMap[t.key] !== undefined) throw new FormatError(bin.file, `tensor "${printable(t.key)}" also appears in ${weightMap[t.key]}`);
+          if (weightMap[t.key] !== undefined)
+            throw new FormatError(bin.file, `tensor "${printable(t.key)}" also appears in ${weightMap[t.key]}`);
           weightMap[t.key] = outNames[i]!;
         }
         const target = guard.target(outNames[i]!);
-        const w = await SafetensorsWriter.open(target, bin.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })), { format: 'pt' });
+        const w = await SafetensorsWriter.open(
+          target,
+          bin.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })),
+          { format: 'pt' },
+        );
         try {
           for (const t of bin.tensors) {
             await w.write(t.key, await bin.read(t));
@@ -159,7 +172,9 @@ function diskError(e: unknown, out: string): unknown {
   // The safetensors writer reports errno codes inside its own PipelineError message.
   const msg = e instanceof Error ? e.message : '';
   const code = (e as NodeJS.ErrnoException)?.code ?? /\b(ENOSPC|EDQUOT|EFBIG)\b/.exec(msg)?.[1];
-  if (code === 'ENOSPC' || code === 'EDQUOT') return new PipelineError(`${out}: no space left on the device while writing the converted checkpoint (nothing was kept)`);
-  if (code === 'EFBIG') return new PipelineError(`${out}: file size limit reached while writing the converted checkpoint (nothing was kept)`);
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return new PipelineError(`${out}: no space left on the device while writing the converted checkpoint (nothing was kept)`);
+  if (code === 'EFBIG')
+    return new PipelineError(`${out}: file size limit reached while writing the converted checkpoint (nothing was kept)`);
   return e;
 }

@@ -7,7 +7,18 @@
 import { FormatError } from '../../errors';
 import { printable } from '../../paths';
 import { unpickle } from './unpickler';
-import { PyDict, PyGlobal, PyTuple, describe, isStorageRef, isTensorRef, type BinDType, type PyValue, type StorageRef, type TensorRef } from './values';
+import {
+  PyDict,
+  PyGlobal,
+  PyTuple,
+  describe,
+  isStorageRef,
+  isTensorRef,
+  type BinDType,
+  type PyValue,
+  type StorageRef,
+  type TensorRef,
+} from './values';
 
 /** torch storage class → element type. */
 export const STORAGE_DTYPES: Record<string, BinDType> = {
@@ -56,7 +67,8 @@ export interface BinTensor {
 }
 
 function int(v: PyValue, what: string, file: string, at: number): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new FormatError(file, `${what} must be a non-negative integer, got ${describe(v)}`, at);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new FormatError(file, `${what} must be a non-negative integer, got ${describe(v)}`, at);
   return v;
 }
 
@@ -80,7 +92,8 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
       if (!(cls instanceof PyGlobal) || cls.module !== 'torch' || !allowedGlobal(cls.module, cls.name)) {
         throw new FormatError(file, `pickle: storage type ${describe(cls!)} is not a torch storage class`, at);
       }
-      if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(key)) throw new FormatError(file, `pickle: bad storage key ${describe(key!)}`, at);
+      if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(key))
+        throw new FormatError(file, `pickle: bad storage key ${describe(key!)}`, at);
       if (typeof location !== 'string') throw new FormatError(file, `pickle: bad storage location ${describe(location!)}`, at);
       const ref: StorageRef = {
         kind: 'storage',
@@ -92,7 +105,8 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
       };
       const prev = storages.get(key);
       if (prev) {
-        if (prev.dtype !== ref.dtype || prev.numel !== ref.numel) throw new FormatError(file, `pickle: storage ${key} is described twice differently`, at);
+        if (prev.dtype !== ref.dtype || prev.numel !== ref.numel)
+          throw new FormatError(file, `pickle: storage ${key} is described twice differently`, at);
         return prev;
       }
       storages.set(key, ref);
@@ -104,7 +118,8 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
         const d = new PyDict(true);
         if (a.length === 1 && Array.isArray(a[0])) {
           for (const pair of a[0]) {
-            if (!(pair instanceof PyTuple) || pair.items.length !== 2) throw new FormatError(file, 'pickle: OrderedDict item is not a pair', at);
+            if (!(pair instanceof PyTuple) || pair.items.length !== 2)
+              throw new FormatError(file, 'pickle: OrderedDict item is not a pair', at);
             d.entries.set(pair.items[0]!, pair.items[1]!);
           }
         } else if (a.length !== 0) {
@@ -124,7 +139,8 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
           stride: intTuple(a[3]!, 'stride', file, at),
           requiresGrad: a[4] === true,
         };
-        if (t.shape.length !== t.stride.length) throw new FormatError(file, `pickle: size has ${t.shape.length} dims but stride ${t.stride.length}`, at);
+        if (t.shape.length !== t.stride.length)
+          throw new FormatError(file, `pickle: size has ${t.shape.length} dims but stride ${t.stride.length}`, at);
         return t;
       }
       if (fn.module === 'torch._utils' && (fn.name === '_rebuild_parameter' || fn.name === '_rebuild_parameter_with_state')) {
@@ -144,16 +160,19 @@ function stateDictHooks(file: string, baseOffset: number, storages: Map<string, 
 /** Validates a tensor against its storage and computes the byte span to read. */
 export function validateTensor(key: string, t: TensorRef, file: string, at: number): BinTensor {
   const s = t.storage;
-  if (s.dtype === undefined) throw new FormatError(file, `tensor "${printable(key)}" uses an untyped storage; re-save the state dict with typed tensors`, at);
+  if (s.dtype === undefined)
+    throw new FormatError(file, `tensor "${printable(key)}" uses an untyped storage; re-save the state dict with typed tensors`, at);
   const es = BIN_DTYPE_SIZE[s.dtype];
   let numel = 1;
   for (const d of t.shape) {
     numel *= d;
-    if (!Number.isSafeInteger(numel)) throw new FormatError(file, `tensor "${printable(key)}" claims an impossible shape [${t.shape.join(', ')}]`, at);
+    if (!Number.isSafeInteger(numel))
+      throw new FormatError(file, `tensor "${printable(key)}" claims an impossible shape [${t.shape.join(', ')}]`, at);
   }
   const byteLength = numel * es;
   const storageBytes = s.numel * es;
-  if (!Number.isSafeInteger(byteLength) || !Number.isSafeInteger(storageBytes)) throw new FormatError(file, `tensor "${printable(key)}" is too large`, at);
+  if (!Number.isSafeInteger(byteLength) || !Number.isSafeInteger(storageBytes))
+    throw new FormatError(file, `tensor "${printable(key)}" is too large`, at);
   let contiguous = true;
   let expect = 1;
   for (let i = t.shape.length - 1; i >= 0; i--) {
@@ -164,7 +183,11 @@ export function validateTensor(key: string, t: TensorRef, file: string, at: numb
   if (numel > 0) {
     for (let i = 0; i < t.shape.length; i++) lastElem += (t.shape[i]! - 1) * t.stride[i]!;
     if (!Number.isSafeInteger(lastElem) || lastElem >= s.numel) {
-      throw new FormatError(file, `tensor "${printable(key)}" [${t.shape.join(', ')}] at offset ${t.offset} with stride (${t.stride.join(', ')}) reaches past its storage of ${s.numel} elements`, at);
+      throw new FormatError(
+        file,
+        `tensor "${printable(key)}" [${t.shape.join(', ')}] at offset ${t.offset} with stride (${t.stride.join(', ')}) reaches past its storage of ${s.numel} elements`,
+        at,
+      );
     }
   }
   if (numel === 0) contiguous = true;

@@ -33,7 +33,8 @@ async function sniff(file: string): Promise<void> {
     const head = Buffer.alloc(512);
     const { bytesRead } = await fh.read(head, 0, 512, 0);
     if (bytesRead >= 4 && head.readUInt32LE(0) === 0x04034b50) return;
-    if (bytesRead >= 4 && head.readUInt32LE(0) === 0x06054b50) throw new FormatError(file, 'empty zip archive, not a PyTorch checkpoint', 0);
+    if (bytesRead >= 4 && head.readUInt32LE(0) === 0x06054b50)
+      throw new FormatError(file, 'empty zip archive, not a PyTorch checkpoint', 0);
     if (bytesRead >= 2 && head[0] === 0x80 && head[1]! <= 5) {
       throw new FormatError(
         file,
@@ -98,13 +99,20 @@ export async function openTorchBin(file: string): Promise<TorchBin> {
     // eslint-disable-next-line no-control-regex -- entry names with control characters are refused
     const pkls = [...zip.entries.keys()].filter((n) => /^[^/\x00-\x1f]+\/data\.pkl$/.test(n));
     if (pkls.length !== 1) {
-      throw new FormatError(file, pkls.length === 0 ? 'zip has no <archive>/data.pkl: not a torch.save checkpoint' : 'zip holds more than one data.pkl', 0);
+      throw new FormatError(
+        file,
+        pkls.length === 0 ? 'zip has no <archive>/data.pkl: not a torch.save checkpoint' : 'zip holds more than one data.pkl',
+        0,
+      );
     }
     const prefix = pkls[0]!.slice(0, -'/data.pkl'.length);
     const order = zip.entries.get(`${prefix}/byteorder`);
     if (order) {
-      const text = Buffer.from(await zip.readChecked(order, 16)).toString('latin1').trim();
-      if (text !== 'little') throw new FormatError(file, `storages are ${text}-endian; only little-endian checkpoints are supported`, order.cdOffset);
+      const text = Buffer.from(await zip.readChecked(order, 16))
+        .toString('latin1')
+        .trim();
+      if (text !== 'little')
+        throw new FormatError(file, `storages are ${text}-endian; only little-endian checkpoints are supported`, order.cdOffset);
     }
     const pklEntry = zip.entries.get(pkls[0]!)!;
     const pkl = await zip.readChecked(pklEntry, MAX_PICKLE_BYTES);

@@ -105,7 +105,9 @@ export function unpickle(data: Uint8Array, hooks: UnpickleHooks, limits: Partial
   };
   const loadGlobal = (module: string, name: string): void => {
     if (!hooks.allowGlobal(module, name)) {
-      fail(`refusing global ${JSON.stringify(`${module}.${name}`)}: only the globals of a PyTorch state dict are allowed (nothing is executed)`);
+      fail(
+        `refusing global ${JSON.stringify(`${module}.${name}`)}: only the globals of a PyTorch state dict are allowed (nothing is executed)`,
+      );
     }
     push(new PyGlobal(module, name));
   };
@@ -130,17 +132,20 @@ export function unpickle(data: Uint8Array, hooks: UnpickleHooks, limits: Partial
     opAt = pos;
     op = data[pos++]!;
     switch (op) {
-      case 0x80: { // PROTO
+      case 0x80: {
+        // PROTO
         const v = data[need(1)]!;
         if (v > 5) fail(`unsupported pickle protocol ${v}`);
         break;
       }
-      case 0x95: { // FRAME: a length hint; must not claim more than remains
+      case 0x95: {
+        // FRAME: a length hint; must not claim more than remains
         const n = dv.getBigUint64(need(8), true);
         if (n > BigInt(data.length - pos)) fail('FRAME longer than the pickle');
         break;
       }
-      case 0x2e: { // STOP
+      case 0x2e: {
+        // STOP
         if (stack.length !== 1 || marks.length) fail(`STOP with ${stack.length} stack items`);
         return stack[0] as PyValue;
       }
@@ -148,65 +153,176 @@ export function unpickle(data: Uint8Array, hooks: UnpickleHooks, limits: Partial
         if (marks.length >= lim.maxMarks) fail(`more than ${lim.maxMarks} nested MARKs`);
         marks.push(stack.length);
         break;
-      case 0x30: pop(); break; // POP
-      case 0x31: popMark(); break; // POP_MARK
-      case 0x32: push(top()); break; // DUP
-      case 0x4e: push(null); break; // NONE
-      case 0x88: push(true); break; // NEWTRUE
-      case 0x89: push(false); break; // NEWFALSE
-      case 0x4a: push(dv.getInt32(need(4), true)); break; // BININT
-      case 0x4b: push(data[need(1)]!); break; // BININT1
-      case 0x4d: push(dv.getUint16(need(2), true)); break; // BININT2
-      case 0x8a: { const n = data[need(1)]!; push(signedLE(need(n), n)); break; } // LONG1
-      case 0x8b: { // LONG4
+      case 0x30:
+        pop();
+        break; // POP
+      case 0x31:
+        popMark();
+        break; // POP_MARK
+      case 0x32:
+        push(top());
+        break; // DUP
+      case 0x4e:
+        push(null);
+        break; // NONE
+      case 0x88:
+        push(true);
+        break; // NEWTRUE
+      case 0x89:
+        push(false);
+        break; // NEWFALSE
+      case 0x4a:
+        push(dv.getInt32(need(4), true));
+        break; // BININT
+      case 0x4b:
+        push(data[need(1)]!);
+        break; // BININT1
+      case 0x4d:
+        push(dv.getUint16(need(2), true));
+        break; // BININT2
+      case 0x8a: {
+        const n = data[need(1)]!;
+        push(signedLE(need(n), n));
+        break;
+      } // LONG1
+      case 0x8b: {
+        // LONG4
         const n = dv.getInt32(need(4), true);
         if (n < 0 || n > lim.maxLongBytes) fail(`LONG4 of ${n} bytes refused`);
         push(signedLE(need(n), n));
         break;
       }
-      case 0x47: push(dv.getFloat64(need(8), false)); break; // BINFLOAT (big-endian)
-      case 0x58: { const n = dv.getUint32(need(4), true); push(str(need(n), n)); break; } // BINUNICODE
-      case 0x8c: { const n = data[need(1)]!; push(str(need(n), n)); break; } // SHORT_BINUNICODE
-      case 0x8d: { // BINUNICODE8
+      case 0x47:
+        push(dv.getFloat64(need(8), false));
+        break; // BINFLOAT (big-endian)
+      case 0x58: {
+        const n = dv.getUint32(need(4), true);
+        push(str(need(n), n));
+        break;
+      } // BINUNICODE
+      case 0x8c: {
+        const n = data[need(1)]!;
+        push(str(need(n), n));
+        break;
+      } // SHORT_BINUNICODE
+      case 0x8d: {
+        // BINUNICODE8
         const n = len8();
         push(str(need(n), n));
         break;
       }
-      case 0x43: { const n = data[need(1)]!; push(data.slice(need(n), pos)); break; } // SHORT_BINBYTES
-      case 0x42: { const n = dv.getUint32(need(4), true); push(data.slice(need(n), pos)); break; } // BINBYTES
-      case 0x8e: { // BINBYTES8
+      case 0x43: {
+        const n = data[need(1)]!;
+        push(data.slice(need(n), pos));
+        break;
+      } // SHORT_BINBYTES
+      case 0x42: {
+        const n = dv.getUint32(need(4), true);
+        push(data.slice(need(n), pos));
+        break;
+      } // BINBYTES
+      case 0x8e: {
+        // BINBYTES8
         const n = len8();
         push(data.slice(need(n), pos));
         break;
       }
-      case 0x29: push(new PyTuple([])); break; // EMPTY_TUPLE
-      case 0x74: push(new PyTuple(popMark())); break; // TUPLE
-      case 0x85: { const a = pop(); push(new PyTuple([a])); break; } // TUPLE1
-      case 0x86: { const b = pop(); const a = pop(); push(new PyTuple([a, b])); break; } // TUPLE2
-      case 0x87: { const c = pop(); const b = pop(); const a = pop(); push(new PyTuple([a, b, c])); break; } // TUPLE3
-      case 0x5d: push([]); break; // EMPTY_LIST
-      case 0x6c: push(popMark()); break; // LIST
-      case 0x61: { const v = pop(); appendItems(top(), [v]); break; } // APPEND
-      case 0x65: { const items = popMark(); appendItems(top(), items); break; } // APPENDS
-      case 0x7d: push(new PyDict(false)); break; // EMPTY_DICT
-      case 0x64: { const d = new PyDict(false); setItems(d, popMark()); push(d); break; } // DICT
-      case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break; } // SETITEM
-      case 0x75: { const items = popMark(); setItems(top(), items); break; } // SETITEMS
-      case 0x71: memoPut(data[need(1)]!); break; // BINPUT
-      case 0x72: memoPut(dv.getUint32(need(4), true)); break; // LONG_BINPUT
-      case 0x94: memoPut(memo.size); break; // MEMOIZE
-      case 0x68: memoGet(data[need(1)]!); break; // BINGET
-      case 0x6a: memoGet(dv.getUint32(need(4), true)); break; // LONG_BINGET
-      case 0x63: { const m = line(); const n = line(); loadGlobal(m, n); break; } // GLOBAL
-      case 0x93: { // STACK_GLOBAL
+      case 0x29:
+        push(new PyTuple([]));
+        break; // EMPTY_TUPLE
+      case 0x74:
+        push(new PyTuple(popMark()));
+        break; // TUPLE
+      case 0x85: {
+        const a = pop();
+        push(new PyTuple([a]));
+        break;
+      } // TUPLE1
+      case 0x86: {
+        const b = pop();
+        const a = pop();
+        push(new PyTuple([a, b]));
+        break;
+      } // TUPLE2
+      case 0x87: {
+        const c = pop();
+        const b = pop();
+        const a = pop();
+        push(new PyTuple([a, b, c]));
+        break;
+      } // TUPLE3
+      case 0x5d:
+        push([]);
+        break; // EMPTY_LIST
+      case 0x6c:
+        push(popMark());
+        break; // LIST
+      case 0x61: {
+        const v = pop();
+        appendItems(top(), [v]);
+        break;
+      } // APPEND
+      case 0x65: {
+        const items = popMark();
+        appendItems(top(), items);
+        break;
+      } // APPENDS
+      case 0x7d:
+        push(new PyDict(false));
+        break; // EMPTY_DICT
+      case 0x64: {
+        const d = new PyDict(false);
+        setItems(d, popMark());
+        push(d);
+        break;
+      } // DICT
+      case 0x73: {
+        const v = pop();
+        const k = pop();
+        setItems(top(), [k, v]);
+        break;
+      } // SETITEM
+      case 0x75: {
+        const items = popMark();
+        setItems(top(), items);
+        break;
+      } // SETITEMS
+      case 0x71:
+        memoPut(data[need(1)]!);
+        break; // BINPUT
+      case 0x72:
+        memoPut(dv.getUint32(need(4), true));
+        break; // LONG_BINPUT
+      case 0x94:
+        memoPut(memo.size);
+        break; // MEMOIZE
+      case 0x68:
+        memoGet(data[need(1)]!);
+        break; // BINGET
+      case 0x6a:
+        memoGet(dv.getUint32(need(4), true));
+        break; // LONG_BINGET
+      case 0x63: {
+        const m = line();
+        const n = line();
+        loadGlobal(m, n);
+        break;
+      } // GLOBAL
+      case 0x93: {
+        // STACK_GLOBAL
         const n = pop();
         const m = pop();
         if (typeof m !== 'string' || typeof n !== 'string') fail('STACK_GLOBAL needs two strings');
         loadGlobal(m as string, n as string);
         break;
       }
-      case 0x51: { const pid = pop(); push(hooks.persistentLoad(pid, base + opAt)); break; } // BINPERSID
-      case 0x52: { // REDUCE
+      case 0x51: {
+        const pid = pop();
+        push(hooks.persistentLoad(pid, base + opAt));
+        break;
+      } // BINPERSID
+      case 0x52: {
+        // REDUCE
         const args = pop();
         const fn = pop();
         if (!(fn instanceof PyGlobal)) fail(`REDUCE calls ${describe(fn)}, not an allowed global`);
@@ -214,7 +330,8 @@ export function unpickle(data: Uint8Array, hooks: UnpickleHooks, limits: Partial
         push(hooks.reduce(fn as PyGlobal, args as PyTuple, base + opAt));
         break;
       }
-      case 0x62: { // BUILD
+      case 0x62: {
+        // BUILD
         const state = pop();
         const obj = top();
         if (hooks.build) hooks.build(obj, state, base + opAt);
@@ -222,10 +339,15 @@ export function unpickle(data: Uint8Array, hooks: UnpickleHooks, limits: Partial
         else fail(`BUILD on ${describe(obj)}`);
         break;
       }
-      case 0x69: case 0x6f: case 0x81: case 0x92: // INST, OBJ, NEWOBJ, NEWOBJ_EX
+      case 0x69:
+      case 0x6f:
+      case 0x81:
+      case 0x92: // INST, OBJ, NEWOBJ, NEWOBJ_EX
         fail(`opcode 0x${op.toString(16)} (object construction) is refused`);
         break;
-      case 0x82: case 0x83: case 0x84: // EXT1/2/4
+      case 0x82:
+      case 0x83:
+      case 0x84: // EXT1/2/4
         fail('extension-registry opcodes are refused');
         break;
       default:

@@ -58,18 +58,7 @@ export interface TensorRef {
 
 /** Any value the unpickler can build. Lists are JS arrays. */
 export type PyValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | PyValue[]
-  | PyTuple
-  | PyDict
-  | PyGlobal
-  | StorageRef
-  | TensorRef;
+  null | boolean | number | bigint | string | Uint8Array | PyValue[] | PyTuple | PyDict | PyGlobal | StorageRef | TensorRef;
 
 /** Short, non-recursive description of a value for error messages. */
 export function describe(v: PyValue): string {

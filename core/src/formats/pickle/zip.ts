@@ -78,7 +78,8 @@ export class ZipReader {
   async dataOffset(e: ZipEntry): Promise<number> {
     const h = await this.readAt(e.localHeaderOffset, 30);
     const dv = new DataView(h.buffer, h.byteOffset, 30);
-    if (dv.getUint32(0, true) !== LOCAL_SIG) throw new FormatError(this.file, `bad local header for ${printable(e.name)}`, e.localHeaderOffset);
+    if (dv.getUint32(0, true) !== LOCAL_SIG)
+      throw new FormatError(this.file, `bad local header for ${printable(e.name)}`, e.localHeaderOffset);
     const start = e.localHeaderOffset + 30 + dv.getUint16(26, true) + dv.getUint16(28, true);
     if (start + e.compressedSize > this.fileSize) {
       throw new FormatError(this.file, `entry ${printable(e.name)} claims ${e.compressedSize} bytes past the end of the file`, start);
@@ -96,7 +97,8 @@ export class ZipReader {
     }
     const off = await this.dataOffset(e);
     if (e.method === 0) return this.readAt(off + start, length);
-    if (e.size > maxInflate) throw new FormatError(this.file, `compressed entry ${printable(e.name)} is too large to inflate (${e.size} bytes)`, off);
+    if (e.size > maxInflate)
+      throw new FormatError(this.file, `compressed entry ${printable(e.name)} is too large to inflate (${e.size} bytes)`, off);
     const raw = await this.readAt(off, e.compressedSize);
     let out: Buffer;
     try {
@@ -104,15 +106,18 @@ export class ZipReader {
     } catch {
       throw new FormatError(this.file, `entry ${printable(e.name)} does not inflate to its declared ${e.size} bytes`, off);
     }
-    if (out.length !== e.size) throw new FormatError(this.file, `entry ${printable(e.name)} inflates to ${out.length} bytes, not ${e.size}`, off);
+    if (out.length !== e.size)
+      throw new FormatError(this.file, `entry ${printable(e.name)} inflates to ${out.length} bytes, not ${e.size}`, off);
     return new Uint8Array(out.buffer, out.byteOffset + start, length);
   }
 
   /** Reads a whole entry and verifies its CRC-32 (for small metadata entries). */
   async readChecked(e: ZipEntry, maxBytes: number): Promise<Uint8Array> {
-    if (e.size > maxBytes) throw new FormatError(this.file, `entry ${printable(e.name)} is ${e.size} bytes (limit ${maxBytes})`, e.cdOffset);
+    if (e.size > maxBytes)
+      throw new FormatError(this.file, `entry ${printable(e.name)} is ${e.size} bytes (limit ${maxBytes})`, e.cdOffset);
     const data = await this.read(e, 0, e.size, maxBytes);
-    if (zlib.crc32(data) >>> 0 !== e.crc32 >>> 0) throw new FormatError(this.file, `CRC mismatch in entry ${printable(e.name)}`, e.cdOffset);
+    if (zlib.crc32(data) >>> 0 !== e.crc32 >>> 0)
+      throw new FormatError(this.file, `CRC mismatch in entry ${printable(e.name)}`, e.cdOffset);
     return data;
   }
 
@@ -173,7 +178,7 @@ async function readCentralDirectory(fh: fsp.FileHandle, size: number, file: stri
     if (end > cdSize) throw new FormatError(file, 'central directory record runs past its end', at);
     const name = cd.toString('utf8', p + 46, p + 46 + nameLen);
     // ZIP64 extended information: only the fields saturated in the fixed record are present.
-    for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen; ) {
+    for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen;) {
       const id = cd.readUInt16LE(x);
       const len = cd.readUInt16LE(x + 2);
       if (x + 4 + len > p + 46 + nameLen + extraLen) throw new FormatError(file, `bad extra field in ${printable(name)}`, at);
@@ -193,11 +198,20 @@ async function readCentralDirectory(fh: fsp.FileHandle, size: number, file: stri
       x += 4 + len;
     }
     if (flags & 1) throw new FormatError(file, `entry ${printable(name)} is encrypted`, at);
-    if (method !== 0 && method !== 8) throw new FormatError(file, `entry ${printable(name)} uses unsupported compression method ${method}`, at);
+    if (method !== 0 && method !== 8)
+      throw new FormatError(file, `entry ${printable(name)} uses unsupported compression method ${method}`, at);
     if (method === 0 && csize !== usize) throw new FormatError(file, `stored entry ${printable(name)} has different sizes`, at);
     if (local + 30 + csize > size) throw new FormatError(file, `entry ${printable(name)} lies past the end of the file`, at);
     if (entries.has(name)) throw new FormatError(file, `duplicate zip entry ${printable(name)}`, at);
-    entries.set(name, { name, method, compressedSize: csize, size: usize, crc32: cd.readUInt32LE(p + 16), localHeaderOffset: local, cdOffset: at });
+    entries.set(name, {
+      name,
+      method,
+      compressedSize: csize,
+      size: usize,
+      crc32: cd.readUInt32LE(p + 16),
+      localHeaderOffset: local,
+      cdOffset: at,
+    });
     p = end;
   }
   return entries;

@@ -119,7 +119,11 @@ export class Checkpoint {
       for (const [key, t] of h.tensors) {
         const prev = where.get(key);
         if (prev !== undefined) {
-          throw new FormatError(h.file, `tensor ${JSON.stringify(key)} is also in ${path.basename(prev)} (no index says which one to use)`, t.dataOffset);
+          throw new FormatError(
+            h.file,
+            `tensor ${JSON.stringify(key)} is also in ${path.basename(prev)} (no index says which one to use)`,
+            t.dataOffset,
+          );
         }
         where.set(key, h.file);
       }
@@ -135,7 +139,8 @@ export class Checkpoint {
     if (!isJsonObject(value)) throw new FormatError(indexFile, 'index JSON is not an object', 0);
     const map = value.weight_map;
     if (map === undefined) throw new FormatError(indexFile, 'index has no "weight_map"', 0);
-    if (!isJsonObject(map)) throw new FormatError(indexFile, '"weight_map" is not an object', byteOffsetIn(text, json.topLevel.get('weight_map'), 0));
+    if (!isJsonObject(map))
+      throw new FormatError(indexFile, '"weight_map" is not an object', byteOffsetIn(text, json.topLevel.get('weight_map'), 0));
     const meta = value.metadata;
     if (meta !== undefined && meta !== null && !isJsonObject(meta)) {
       throw new FormatError(indexFile, '"metadata" is not an object', byteOffsetIn(text, json.topLevel.get('metadata'), 0));
@@ -163,13 +168,21 @@ export class Checkpoint {
     for (const f of files) {
       if (!fs.existsSync(f)) {
         const key = [...shardOf].find(([, s]) => s === f)![0];
-        throw new FormatError(indexFile, `shard ${JSON.stringify(path.relative(dir, f))} (for ${JSON.stringify(key)}) does not exist`, keyAt(key));
+        throw new FormatError(
+          indexFile,
+          `shard ${JSON.stringify(path.relative(dir, f))} (for ${JSON.stringify(key)}) does not exist`,
+          keyAt(key),
+        );
       }
     }
     await mapLimited(files, 16, async (f) => headers.set(f, await readSafetensorsHeader(f)));
     for (const [key, f] of shardOf) {
       if (!headers.get(f)!.tensors.has(key)) {
-        throw new FormatError(indexFile, `weight_map maps ${JSON.stringify(key)} to ${JSON.stringify(path.relative(dir, f))}, which has no such tensor`, keyAt(key));
+        throw new FormatError(
+          indexFile,
+          `weight_map maps ${JSON.stringify(key)} to ${JSON.stringify(path.relative(dir, f))}, which has no such tensor`,
+          keyAt(key),
+        );
       }
     }
     const ordered = new Map(files.map((f) => [f, headers.get(f)!]));

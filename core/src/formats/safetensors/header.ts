@@ -57,11 +57,19 @@ export function headerLengthOf(prefix: Uint8Array, fileSize: number, file: strin
   if (n === 0n) throw new FormatError(file, 'header length is 0 (a safetensors header is at least "{}")', 0);
   if (n > BigInt(MAX_HEADER_BYTES)) {
     // Any file's first 8 bytes read as a number: printing it would only puzzle the reader.
-    throw new FormatError(file, `not a safetensors file (its first 8 bytes are no header length up to the ${MAX_HEADER_BYTES}-byte limit)`, 0);
+    throw new FormatError(
+      file,
+      `not a safetensors file (its first 8 bytes are no header length up to the ${MAX_HEADER_BYTES}-byte limit)`,
+      0,
+    );
   }
   const len = Number(n);
   if (8 + len > fileSize) {
-    throw new FormatError(file, `header length ${len} runs past the end of the ${fileSize}-byte file (truncated, or not a safetensors file)`, 0);
+    throw new FormatError(
+      file,
+      `header length ${len} runs past the end of the ${fileSize}-byte file (truncated, or not a safetensors file)`,
+      0,
+    );
   }
   return len;
 }
@@ -159,7 +167,14 @@ function parseMetadata(entry: unknown, file: string, byte: () => number | undefi
   return { ...out };
 }
 
-function parseEntry(key: string, entry: unknown, file: string, dataStart: number, dataSize: number, byte: () => number | undefined): TensorInfo {
+function parseEntry(
+  key: string,
+  entry: unknown,
+  file: string,
+  dataStart: number,
+  dataSize: number,
+  byte: () => number | undefined,
+): TensorInfo {
   const bad = (what: string) => new FormatError(file, `tensor ${q(key)}: ${what}`, byte());
   if (!isJsonObject(entry)) throw bad(`entry is ${describe(entry)}, not an object`);
   const { dtype, shape, data_offsets: offsets } = entry;
@@ -182,9 +197,12 @@ function parseEntry(key: string, entry: unknown, file: string, dataStart: number
   const b = begin as number;
   const e = end as number;
   if (e < b) throw bad(`data_offsets [${b}, ${e}] end before they begin`);
-  if (e > dataSize) throw bad(`data_offsets [${b}, ${e}] run past the ${dataSize}-byte data region (file ends at byte ${dataStart + dataSize})`);
+  if (e > dataSize)
+    throw bad(`data_offsets [${b}, ${e}] run past the ${dataSize}-byte data region (file ends at byte ${dataStart + dataSize})`);
   if (!Number.isSafeInteger(expected) || expected !== e - b) {
-    throw bad(`shape ${JSON.stringify(shape)} × ${dtype} (${DTYPE_SIZE[dtype]} bytes) needs ${expected} bytes but data_offsets [${b}, ${e}] span ${e - b}`);
+    throw bad(
+      `shape ${JSON.stringify(shape)} × ${dtype} (${DTYPE_SIZE[dtype]} bytes) needs ${expected} bytes but data_offsets [${b}, ${e}] span ${e - b}`,
+    );
   }
   return { key, dtype, shape: shape as number[], dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
 }

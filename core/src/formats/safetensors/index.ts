@@ -2,21 +2,8 @@
  * safetensors: a header reader that trusts nothing, reads by offset, a streaming atomic
  * writer and a checkpoint view over sharded, single-file and directory layouts.
  */
-export {
-  MAX_HEADER_BYTES,
-  elementCount,
-  headerLengthOf,
-  parseSafetensorsHeader,
-  type SafetensorsHeader,
-  type TensorInfo,
-} from './header';
-export {
-  SafetensorsReader,
-  readSafetensorsHeader,
-  readSafetensorsHeaderSync,
-  readTensorBytes,
-  readTensorBytesSync,
-} from './read';
+export { MAX_HEADER_BYTES, elementCount, headerLengthOf, parseSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './header';
+export { SafetensorsReader, readSafetensorsHeader, readSafetensorsHeaderSync, readTensorBytes, readTensorBytesSync } from './read';
 export {
   SafetensorsWriter,
   buildSafetensorsHeader,

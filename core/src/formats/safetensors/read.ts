@@ -13,10 +13,13 @@ export function fsError(file: string, e: unknown): FormatError {
   if (e instanceof FormatError) return e;
   const err = e as NodeJS.ErrnoException;
   const why =
-    err.code === 'ENOENT' ? 'file does not exist'
-    : err.code === 'EACCES' ? 'permission denied'
-    : err.code === 'EISDIR' ? 'is a directory, not a safetensors file'
-    : `cannot read (${err.code ?? err.message})`;
+    err.code === 'ENOENT'
+      ? 'file does not exist'
+      : err.code === 'EACCES'
+        ? 'permission denied'
+        : err.code === 'EISDIR'
+          ? 'is a directory, not a safetensors file'
+          : `cannot read (${err.code ?? err.message})`;
   return new FormatError(file, why);
 }
 
@@ -34,7 +37,11 @@ async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, 
   while (done < buf.length) {
     const { bytesRead } = await fh.read(buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
     if (bytesRead === 0) {
-      throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
+      throw new FormatError(
+        file,
+        `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`,
+        position + done,
+      );
     }
     done += bytesRead;
   }
@@ -45,7 +52,11 @@ function readFullySync(fd: number, buf: Uint8Array, position: number, file: stri
   while (done < buf.length) {
     const n = fs.readSync(fd, buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
     if (n === 0) {
-      throw new FormatError(file, `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`, position + done);
+      throw new FormatError(
+        file,
+        `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`,
+        position + done,
+      );
     }
     done += n;
   }

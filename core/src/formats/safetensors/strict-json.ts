@@ -36,7 +36,10 @@ export function parseStrictJson(
   if (shape.deepAt >= 0) throw new FormatError(file, `${what} nests deeper than ${maxDepth} levels`, byteAt(shape.deepAt));
   const perProp = limits.maxContainersPerProperty;
   if (perProp !== undefined && shape.containers > perProp * shape.properties + 2) {
-    throw new FormatError(file, `${what} holds ${shape.containers} arrays and objects for ${shape.properties} property names (not the shape of a ${what})`);
+    throw new FormatError(
+      file,
+      `${what} holds ${shape.containers} arrays and objects for ${shape.properties} property names (not the shape of a ${what})`,
+    );
   }
   if (limits.maxProperties !== undefined && shape.properties > limits.maxProperties) {
     throw new FormatError(file, `${what} names ${shape.properties} properties, over the limit of ${limits.maxProperties}`);
@@ -86,7 +89,6 @@ export function byteOffsetIn(text: string, charOffset: number | undefined, base:
   return charOffset === undefined ? undefined : base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
 }
 
-
 /** An open object or array during {@link scanKeys}. */
 interface Frame {
   object: boolean;
@@ -102,7 +104,11 @@ interface Frame {
  * the first duplicate key. A hand-written scan: a general tokenizer with callbacks was most
  * of the cost of reading a 20 000-tensor header.
  */
-function scanKeys(text: string, topLevel: Map<string, number>, secondLevel: Map<string, Map<string, number>>): { key: string; offset: number } | undefined {
+function scanKeys(
+  text: string,
+  topLevel: Map<string, number>,
+  secondLevel: Map<string, Map<string, number>>,
+): { key: string; offset: number } | undefined {
   const frames: Frame[] = [];
   let prev = 0; // last significant character outside strings
   let pendingKey: string | undefined;
@@ -145,7 +151,7 @@ function scanKeys(text: string, topLevel: Map<string, number>, secondLevel: Map<
       prev = 0x22;
       i = k;
     } else if (c === 0x7b || c === 0x5b) {
-      frames.push({ object: c === 0x7b, keys: [], name: frames.length > 0 && frames[frames.length - 1]!.object ? pendingKey ?? '' : '' });
+      frames.push({ object: c === 0x7b, keys: [], name: frames.length > 0 && frames[frames.length - 1]!.object ? (pendingKey ?? '') : '' });
       pendingKey = undefined;
       prev = c;
     } else if (c === 0x7d || c === 0x5d) {

@@ -38,7 +38,11 @@ export interface PlannedHeader {
  * shape, data_offsets}}`, padded with spaces so the data starts 8-byte aligned (as the Rust
  * safetensors does). Throws PipelineError on invalid entries (`file` names the output).
  */
-export function buildSafetensorsHeader(entries: readonly TensorEntry[], metadata: Record<string, string> | undefined, file = '<memory>'): PlannedHeader {
+export function buildSafetensorsHeader(
+  entries: readonly TensorEntry[],
+  metadata: Record<string, string> | undefined,
+  file = '<memory>',
+): PlannedHeader {
   const fail = (what: string) => new PipelineError(`${file}: ${what}`);
   const header: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   if (metadata) {
@@ -65,7 +69,9 @@ export function buildSafetensorsHeader(entries: readonly TensorEntry[], metadata
     // Defined with defineProperty so a key like "__proto__" becomes a real entry.
     Object.defineProperty(header, e.key, {
       value: { dtype: e.dtype, shape: [...e.shape], data_offsets: [offset, offset + size] },
-      enumerable: true, writable: true, configurable: true,
+      enumerable: true,
+      writable: true,
+      configurable: true,
     });
     sizes.push(size);
     offset += size;
@@ -108,7 +114,13 @@ export class SafetensorsWriter {
     const fh = await fsp.open(tmp, 'wx', 0o644).catch((e: unknown) => {
       throw ioError(file, 'cannot create', e);
     });
-    const w = new SafetensorsWriter(file, tmp, entries.map((e) => ({ key: e.key, dtype: e.dtype, shape: [...e.shape] })), plan, fh);
+    const w = new SafetensorsWriter(
+      file,
+      tmp,
+      entries.map((e) => ({ key: e.key, dtype: e.dtype, shape: [...e.shape] })),
+      plan,
+      fh,
+    );
     try {
       await w.writeAt(plan.bytes, 0);
     } catch (e) {
@@ -133,7 +145,9 @@ export class SafetensorsWriter {
     this.expect(key);
     const want = this.plan.sizes[this.index]!;
     if (this.partial !== 0 || bytes.byteLength !== want) {
-      throw this.fail(`tensor ${JSON.stringify(key)} got ${bytes.byteLength} bytes, declared ${want}${this.partial ? ` (${this.partial} already written)` : ''}`);
+      throw this.fail(
+        `tensor ${JSON.stringify(key)} got ${bytes.byteLength} bytes, declared ${want}${this.partial ? ` (${this.partial} already written)` : ''}`,
+      );
     }
     await this.append(bytes, want);
   }

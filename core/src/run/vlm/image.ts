@@ -33,7 +33,13 @@ export interface ProcessorConfig {
 }
 
 /** Qwen3-VL's released preprocessor_config.json values (size.shortest_edge / longest_edge, mean = std = 0.5). */
-export const QWEN3_VL_PROCESSOR_DEFAULTS = { minPixels: 65536, maxPixels: 16777216, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], rescale: 1 / 255 } as const;
+export const QWEN3_VL_PROCESSOR_DEFAULTS = {
+  minPixels: 65536,
+  maxPixels: 16777216,
+  mean: [0.5, 0.5, 0.5],
+  std: [0.5, 0.5, 0.5],
+  rescale: 1 / 255,
+} as const;
 
 function req(): NodeRequire {
   return createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
@@ -137,20 +143,24 @@ export function resizeBicubic(img: RgbImage, height: number, width: number): Rgb
   const clip = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
   const hx = axisWeights(img.width, width);
   const tmp = new Uint8Array(img.height * width * 3);
-  for (let y = 0; y < img.height; y++) for (let x = 0; x < width; x++) for (let ch = 0; ch < 3; ch++) {
-    let s = 0;
-    const ws = hx.w[x]!;
-    for (let k = 0; k < ws.length; k++) s += ws[k]! * img.data[(y * img.width + hx.start[x]! + k) * 3 + ch]!;
-    tmp[(y * width + x) * 3 + ch] = clip(s);
-  }
+  for (let y = 0; y < img.height; y++)
+    for (let x = 0; x < width; x++)
+      for (let ch = 0; ch < 3; ch++) {
+        let s = 0;
+        const ws = hx.w[x]!;
+        for (let k = 0; k < ws.length; k++) s += ws[k]! * img.data[(y * img.width + hx.start[x]! + k) * 3 + ch]!;
+        tmp[(y * width + x) * 3 + ch] = clip(s);
+      }
   const vy = axisWeights(img.height, height);
   const out = new Uint8Array(height * width * 3);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) for (let ch = 0; ch < 3; ch++) {
-    let s = 0;
-    const ws = vy.w[y]!;
-    for (let k = 0; k < ws.length; k++) s += ws[k]! * tmp[((vy.start[y]! + k) * width + x) * 3 + ch]!;
-    out[(y * width + x) * 3 + ch] = clip(s);
-  }
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++)
+      for (let ch = 0; ch < 3; ch++) {
+        let s = 0;
+        const ws = vy.w[y]!;
+        for (let k = 0; k < ws.length; k++) s += ws[k]! * tmp[((vy.start[y]! + k) * width + x) * 3 + ch]!;
+        out[(y * width + x) * 3 + ch] = clip(s);
+      }
   return { width, height, data: out };
 }
 
@@ -176,13 +186,19 @@ export function processorConfig(dir: string | undefined, sizes: { patch: number;
   for (const k of ['image_mean', 'image_std'] as const) {
     const v = raw[k];
     if (v === undefined) continue;
-    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new FormatError(file, `"${k}" must be three numbers`);
+    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
+      throw new FormatError(file, `"${k}" must be three numbers`);
     if (k === 'image_mean') c.mean = v as [number, number, number];
     else c.std = v as [number, number, number];
   }
   c.rescale = raw.rescale_factor === undefined ? c.rescale : num(raw.rescale_factor, 'rescale_factor')!;
-  for (const [k, want] of [['patch_size', sizes.patch], ['temporal_patch_size', sizes.temporalPatch], ['merge_size', sizes.merge]] as const) {
-    if (raw[k] !== undefined && raw[k] !== want) throw new FormatError(file, `"${k}" is ${String(raw[k])} but the model's vision_config says ${want}`);
+  for (const [k, want] of [
+    ['patch_size', sizes.patch],
+    ['temporal_patch_size', sizes.temporalPatch],
+    ['merge_size', sizes.merge],
+  ] as const) {
+    if (raw[k] !== undefined && raw[k] !== want)
+      throw new FormatError(file, `"${k}" is ${String(raw[k])} but the model's vision_config says ${want}`);
   }
   if (raw.do_resize === false || raw.do_rescale === false || raw.do_normalize === false || raw.do_convert_rgb === false) {
     throw new FormatError(file, 'do_resize / do_rescale / do_normalize / do_convert_rgb = false is not supported by run --image');
@@ -211,12 +227,18 @@ export function processImage(img: RgbImage, c: ProcessorConfig): { pixelValues: 
   const out = new Float32Array(gh * gw * dim);
   let o = 0;
   // rows (bh, bw, ih, iw); columns (channel, temporal copy, py, px) — one frame repeated tp times
-  for (let bh = 0; bh < gh / m; bh++) for (let bw = 0; bw < gw / m; bw++) for (let ih = 0; ih < m; ih++) for (let iw = 0; iw < m; iw++) {
-    const y0 = (bh * m + ih) * p;
-    const x0 = (bw * m + iw) * p;
-    for (let ch = 0; ch < 3; ch++) for (let t = 0; t < tp; t++) for (let py = 0; py < p; py++) for (let px = 0; px < p; px++) {
-      out[o++] = norm[ch * H * W + (y0 + py) * W + x0 + px]!;
-    }
-  }
+  for (let bh = 0; bh < gh / m; bh++)
+    for (let bw = 0; bw < gw / m; bw++)
+      for (let ih = 0; ih < m; ih++)
+        for (let iw = 0; iw < m; iw++) {
+          const y0 = (bh * m + ih) * p;
+          const x0 = (bw * m + iw) * p;
+          for (let ch = 0; ch < 3; ch++)
+            for (let t = 0; t < tp; t++)
+              for (let py = 0; py < p; py++)
+                for (let px = 0; px < p; px++) {
+                  out[o++] = norm[ch * H * W + (y0 + py) * W + x0 + px]!;
+                }
+        }
   return { pixelValues: out, grid: [1, gh, gw] };
 }

@@ -21,11 +21,13 @@ export function readPixelValues(file: string): VlmImages {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }
   const pv = raw?.pixel_values;
-  if (!Array.isArray(pv) || pv.length === 0 || !Array.isArray(pv[0])) throw new FormatError(file, '"pixel_values" must be a non-empty array of rows (numbers)');
+  if (!Array.isArray(pv) || pv.length === 0 || !Array.isArray(pv[0]))
+    throw new FormatError(file, '"pixel_values" must be a non-empty array of rows (numbers)');
   const dim = (pv[0] as unknown[]).length;
   const data = new Float32Array(pv.length * dim);
   pv.forEach((row, r) => {
-    if (!Array.isArray(row) || row.length !== dim) throw new FormatError(file, `"pixel_values"[${r}] must be ${dim} numbers like the first row`);
+    if (!Array.isArray(row) || row.length !== dim)
+      throw new FormatError(file, `"pixel_values"[${r}] must be ${dim} numbers like the first row`);
     row.forEach((x, k) => {
       if (typeof x !== 'number' || !Number.isFinite(x)) throw new FormatError(file, `"pixel_values"[${r}][${k}] is not a finite number`);
       data[r * dim + k] = x;
@@ -34,7 +36,8 @@ export function readPixelValues(file: string): VlmImages {
   const thw = raw.image_grid_thw;
   if (!Array.isArray(thw) || thw.length === 0) throw new FormatError(file, '"image_grid_thw" must be a non-empty array of [t, h, w]');
   const grids = thw.map((g, i) => {
-    if (!Array.isArray(g) || g.length !== 3 || !g.every((x) => Number.isInteger(x) && x > 0)) throw new FormatError(file, `"image_grid_thw"[${i}] must be three positive integers [t, h, w]`);
+    if (!Array.isArray(g) || g.length !== 3 || !g.every((x) => Number.isInteger(x) && x > 0))
+      throw new FormatError(file, `"image_grid_thw"[${i}] must be three positive integers [t, h, w]`);
     return g as [number, number, number];
   });
   const rows = grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
@@ -44,7 +47,11 @@ export function readPixelValues(file: string): VlmImages {
 
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest): VlmImages {
-  const cfg = processorConfig(path.dirname(m.config), { patch: m.vision.patch_size, temporalPatch: m.vision.temporal_patch_size, merge: m.vision.spatial_merge_size });
+  const cfg = processorConfig(path.dirname(m.config), {
+    patch: m.vision.patch_size,
+    temporalPatch: m.vision.temporal_patch_size,
+    merge: m.vision.spatial_merge_size,
+  });
   const parts = files.map((f) => processImage(decodeImage(f), cfg));
   const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
   const pixelValues = new Float32Array(total);

@@ -33,9 +33,13 @@ export function getRopeIndex(ids: readonly number[], grids: readonly (readonly [
   let images = 0;
   for (let i = 0; i + 1 < ids.length; i++) if (ids[i] === c.visionStartTokenId && ids[i + 1] === c.imageTokenId) images++;
   for (let i = 0; i + 1 < ids.length; i++) {
-    if (ids[i] === c.visionStartTokenId && ids[i + 1] === c.videoTokenId) throw new UsageError('run: video tokens in --input-ids are not supported (images only)');
+    if (ids[i] === c.visionStartTokenId && ids[i + 1] === c.videoTokenId)
+      throw new UsageError('run: video tokens in --input-ids are not supported (images only)');
   }
-  if (images > grids.length) throw new UsageError(`run: --input-ids hold ${images} images (vision-start + image token) but only ${grids.length} image grid(s) were given`);
+  if (images > grids.length)
+    throw new UsageError(
+      `run: --input-ids hold ${images} images (vision-start + image token) but only ${grids.length} image grid(s) were given`,
+    );
   let st = 0;
   let next = 0; // max position so far + 1
   for (let k = 0; k < images; k++) {
@@ -49,13 +53,18 @@ export function getRopeIndex(ids: readonly number[], grids: readonly (readonly [
     for (let j = 0; j < textLen; j++) push(next + j, next + j, next + j);
     const base = next + textLen;
     let max = base - 1;
-    for (let a = 0; a < t; a++) for (let b = 0; b < gh; b++) for (let d = 0; d < gw; d++) {
-      push(base + a, base + b, base + d);
-      max = Math.max(max, base + a, base + b, base + d);
-    }
+    for (let a = 0; a < t; a++)
+      for (let b = 0; b < gh; b++)
+        for (let d = 0; d < gw; d++) {
+          push(base + a, base + b, base + d);
+          max = Math.max(max, base + a, base + b, base + d);
+        }
     const n = t * gh * gw;
     for (let j = ed; j < ed + n; j++) {
-      if (ids[j] !== c.imageTokenId) throw new UsageError(`run: image ${k} needs ${n} image tokens (grid ${t}×${h}×${w}, merge ${m}) from position ${ed}, but token ${j} is ${ids[j] ?? 'missing'}`);
+      if (ids[j] !== c.imageTokenId)
+        throw new UsageError(
+          `run: image ${k} needs ${n} image tokens (grid ${t}×${h}×${w}, merge ${m}) from position ${ed}, but token ${j} is ${ids[j] ?? 'missing'}`,
+        );
     }
     next = max + 1;
     st = ed + n;

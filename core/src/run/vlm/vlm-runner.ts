@@ -42,11 +42,27 @@ export function readVlmManifest(dir: string): VlmManifest {
   } catch (e) {
     throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
   }
-  const ints = [m?.image_token_id, m?.video_token_id, m?.vision_start_token_id, m?.vision?.spatial_merge_size, m?.vision?.patch_size, m?.vision?.temporal_patch_size, m?.vision?.in_channels, m?.text?.hidden_size];
-  if (m?.kind !== 'vlm' || !ints.every((x) => Number.isInteger(x)) || typeof m.graphs?.vision !== 'string' || typeof m.graphs?.language !== 'string') {
+  const ints = [
+    m?.image_token_id,
+    m?.video_token_id,
+    m?.vision_start_token_id,
+    m?.vision?.spatial_merge_size,
+    m?.vision?.patch_size,
+    m?.vision?.temporal_patch_size,
+    m?.vision?.in_channels,
+    m?.text?.hidden_size,
+  ];
+  if (
+    m?.kind !== 'vlm' ||
+    !ints.every((x) => Number.isInteger(x)) ||
+    typeof m.graphs?.vision !== 'string' ||
+    typeof m.graphs?.language !== 'string'
+  ) {
     throw new FormatError(file, 'not a weight-spec VLM export manifest (kind "vlm", token ids, vision sizes, graphs)');
   }
-  for (const g of [m.graphs.vision, m.graphs.language]) if (g.includes('/') || g.includes('\\') || g === '..' || g === '.') throw new FormatError(file, `graph directory "${g}" must be a plain name`);
+  for (const g of [m.graphs.vision, m.graphs.language])
+    if (g.includes('/') || g.includes('\\') || g === '..' || g === '.')
+      throw new FormatError(file, `graph directory "${g}" must be a plain name`);
   return m;
 }
 
@@ -78,7 +94,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     // as for text models: a stale artifact is never run silently
     if (r.status?.state === 'stale') {
       const what = r.status.changed?.length ? `${r.status.changed.join(', ')} changed` : 'its inputs changed';
-      throw new PipelineError(`${path.join(dir, g)}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${dir}\` first`);
+      throw new PipelineError(
+        `${path.join(dir, g)}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${dir}\` first`,
+      );
     }
     return r.model;
   };
@@ -101,8 +119,10 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   need('image_idx', byName, langModel);
   const cache = lin.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
   const c0 = cache[0];
-  if (!c0 || fixed(c0.dims[1]) === undefined || fixed(c0.dims[3]) === undefined) throw new PipelineError(`${langModel}: no past_key/past_value inputs with fixed heads and head_dim`);
-  if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1) throw new PipelineError(`${langModel}: only batch size 1 runs here`);
+  if (!c0 || fixed(c0.dims[1]) === undefined || fixed(c0.dims[3]) === undefined)
+    throw new PipelineError(`${langModel}: no past_key/past_value inputs with fixed heads and head_dim`);
+  if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1)
+    throw new PipelineError(`${langModel}: only batch size 1 runs here`);
   const half = embedsInfo.elemType === TensorDataType.FLOAT16;
   const H = m.text.hidden_size;
   const F = m.vision.num_feature_layers;
@@ -127,9 +147,13 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       return { embeds: float(new Float32Array(H), [1, 1, H], half), deep: float(new Float32Array(F * H), [F, 1, 1, H], half), rows: 0 };
     }
     const expectDim = m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
-    if (img.patchDim !== expectDim) throw new UsageError(`run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`);
+    if (img.patchDim !== expectDim)
+      throw new UsageError(
+        `run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`,
+      );
     const total = img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
-    if (img.pixelValues.length !== total * img.patchDim) throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
+    if (img.pixelValues.length !== total * img.patchDim)
+      throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
     const same = img.grids.every((g) => g.join() === img.grids[0]!.join());
     const groups = same ? [img.grids] : img.grids.map((g) => [g]);
     const embeds: Float32Array[] = [];
@@ -140,7 +164,10 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       const n = grp.length * t * h * w;
       const pv = img.pixelValues.subarray(row * img.patchDim, (row + n) * img.patchDim);
       row += n;
-      const out = await run(vision, visionModel, { pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === TensorDataType.FLOAT16), image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) });
+      const out = await run(vision, visionModel, {
+        pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === TensorDataType.FLOAT16),
+        image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]),
+      });
       const ve = out.vision_embeds!;
       const ds = out.deepstack_features!;
       const f32 = (x: OrtTensor) => {
@@ -171,14 +198,23 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     for (const c of cache) {
       const dims = [fixed(c.dims[0]) ?? 1, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!];
       const n = dims.reduce((a, b) => a * b, 1);
-      st[c.name] = c.elemType === TensorDataType.FLOAT16 ? new ort.Tensor('float16', new Uint16Array(n), dims) : new ort.Tensor('float32', new Float32Array(n), dims);
+      st[c.name] =
+        c.elemType === TensorDataType.FLOAT16
+          ? new ort.Tensor('float16', new Uint16Array(n), dims)
+          : new ort.Tensor('float32', new Float32Array(n), dims);
     }
     st.image_idx = i64([0], [1, 1]);
     return st;
   };
   const copy = (st: Record<string, OrtTensor>) => ({ ...st });
   /** One language call: `ids` at cache positions `cachePos`, MRoPE rows `mrope` (3 × len). */
-  const step = async (st: Record<string, OrtTensor>, v: { embeds: OrtTensor; deep: OrtTensor }, ids: number[], cachePos: number[], mrope: number[][]) => {
+  const step = async (
+    st: Record<string, OrtTensor>,
+    v: { embeds: OrtTensor; deep: OrtTensor },
+    ids: number[],
+    cachePos: number[],
+    mrope: number[][],
+  ) => {
     const feeds: Record<string, OrtTensor> = {
       ...st,
       input_ids: i64(ids, [1, ids.length]),
@@ -197,8 +233,14 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     if (ids.length === 0) throw new UsageError('run: no input ids given');
     const v = await runVision(img);
     const imageTokens = ids.filter((x) => x === m.image_token_id).length;
-    if (imageTokens > v.rows) throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
-    const rope = getRopeIndex(ids, img?.grids ?? [], { imageTokenId: m.image_token_id, videoTokenId: m.video_token_id, visionStartTokenId: m.vision_start_token_id, spatialMergeSize: m.vision.spatial_merge_size });
+    if (imageTokens > v.rows)
+      throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
+    const rope = getRopeIndex(ids, img?.grids ?? [], {
+      imageTokenId: m.image_token_id,
+      videoTokenId: m.video_token_id,
+      visionStartTokenId: m.vision_start_token_id,
+      spatialMergeSize: m.vision.spatial_merge_size,
+    });
     return { v, rope, range: (a: number, b: number) => rope.positions.map((r) => r.slice(a, b)) };
   };
   const arange = (a: number, b: number) => Array.from({ length: b - a }, (_, k) => a + k);

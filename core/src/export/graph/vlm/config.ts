@@ -18,14 +18,32 @@ export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl'] as const;
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
-const OTHER_VLMS = ['qwen2_vl', 'qwen2_5_vl', 'qwen3_omni_moe', 'llava', 'llava_next', 'mllama', 'gemma3', 'internvl_chat', 'idefics3', 'llama4', 'mistral3', 'granite_vision'];
+const OTHER_VLMS = [
+  'qwen2_vl',
+  'qwen2_5_vl',
+  'qwen3_omni_moe',
+  'llava',
+  'llava_next',
+  'mllama',
+  'gemma3',
+  'internvl_chat',
+  'idefics3',
+  'llama4',
+  'mistral3',
+  'granite_vision',
+];
 
 /** True when `raw` is a config whose model_type is a VLM (supported or known-unsupported). */
 export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
-  return typeof t === 'string' && ((VLM_MODEL_TYPES as readonly string[]).includes(t) || OTHER_VLMS.includes(t) || (typeof r.vision_config === 'object' && r.vision_config !== null));
+  return (
+    typeof t === 'string' &&
+    ((VLM_MODEL_TYPES as readonly string[]).includes(t) ||
+      OTHER_VLMS.includes(t) ||
+      (typeof r.vision_config === 'object' && r.vision_config !== null))
+  );
 }
 
 /** The vision tower (HF `Qwen3VLMoeVisionModel`). */
@@ -93,7 +111,10 @@ const vlmConfig = z.looseObject({
 export function vlmModelTypeOf(raw: unknown, file: string): VlmModelType {
   const t = (raw as Record<string, unknown>).model_type;
   if (!(VLM_MODEL_TYPES as readonly string[]).includes(String(t))) {
-    throw new FormatError(file, `vision-language model_type "${String(t)}" is not supported by --config export (supported VLMs: ${VLM_MODEL_TYPES.join(', ')})`);
+    throw new FormatError(
+      file,
+      `vision-language model_type "${String(t)}" is not supported by --config export (supported VLMs: ${VLM_MODEL_TYPES.join(', ')})`,
+    );
   }
   if ((raw as Record<string, unknown>).quantization_config != null) {
     throw new FormatError(file, `"quantization_config" is set; quantized checkpoints are not supported by --config export`);
@@ -104,14 +125,23 @@ export function vlmModelTypeOf(raw: unknown, file: string): VlmModelType {
 function visionArch(raw: Record<string, unknown>, file: string): VisionArch {
   const v = parseWith(visionConfig, raw, file);
   const at = (f: string) => `vision_config.${f}`;
-  if (v.hidden_size % v.num_heads !== 0) refuse(file, at('hidden_size'), `(${v.hidden_size}) is not divisible by num_heads (${v.num_heads})`);
+  if (v.hidden_size % v.num_heads !== 0)
+    refuse(file, at('hidden_size'), `(${v.hidden_size}) is not divisible by num_heads (${v.num_heads})`);
   const headDim = v.hidden_size / v.num_heads;
   if (headDim % 4 !== 0) refuse(file, at('num_heads'), `gives head_dim ${headDim}; the 2-D vision rotary needs a multiple of 4`);
   const side = Math.round(Math.sqrt(v.num_position_embeddings));
-  if (side * side !== v.num_position_embeddings) refuse(file, at('num_position_embeddings'), `(${v.num_position_embeddings}) is not a square (the learned grid is side × side)`);
-  if (v.interpolation_mode !== undefined && v.interpolation_mode !== 'bilinear') refuse(file, at('interpolation_mode'), `"${v.interpolation_mode}" is not supported (only bilinear position interpolation is implemented)`);
-  if (v.interpolation_align_corners === false) refuse(file, at('interpolation_align_corners'), 'is false (only align-corners interpolation, linspace(0, side-1, n), is implemented)');
-  if (v.deepstack_visual_indexes.length === 0) refuse(file, at('deepstack_visual_indexes'), 'is empty (the graphs implement deepstack; a model without it is not supported)');
+  if (side * side !== v.num_position_embeddings)
+    refuse(file, at('num_position_embeddings'), `(${v.num_position_embeddings}) is not a square (the learned grid is side × side)`);
+  if (v.interpolation_mode !== undefined && v.interpolation_mode !== 'bilinear')
+    refuse(
+      file,
+      at('interpolation_mode'),
+      `"${v.interpolation_mode}" is not supported (only bilinear position interpolation is implemented)`,
+    );
+  if (v.interpolation_align_corners === false)
+    refuse(file, at('interpolation_align_corners'), 'is false (only align-corners interpolation, linspace(0, side-1, n), is implemented)');
+  if (v.deepstack_visual_indexes.length === 0)
+    refuse(file, at('deepstack_visual_indexes'), 'is empty (the graphs implement deepstack; a model without it is not supported)');
   for (const [k, d] of v.deepstack_visual_indexes.entries()) {
     if (d >= v.depth) refuse(file, at('deepstack_visual_indexes'), `names block ${d} but depth is ${v.depth}`);
     if (v.deepstack_visual_indexes.indexOf(d) !== k) refuse(file, at('deepstack_visual_indexes'), `lists block ${d} twice`);
@@ -135,9 +165,19 @@ function visionArch(raw: Record<string, unknown>, file: string): VisionArch {
   };
 }
 
-const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({ weight, out, in: inp, ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}) });
+const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
+  weight,
+  out,
+  in: inp,
+  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
+});
 
-function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolean, file: string): { text: ArchSpec; section: [number, number, number] } {
+function textArch(
+  type: VlmModelType,
+  raw: Record<string, unknown>,
+  tied: boolean,
+  file: string,
+): { text: ArchSpec; section: [number, number, number] } {
   const c = parseWith(llamaLike, { model_type: type, ...raw }, file);
   const at = (f: string) => `text_config.${f}`;
   const H = c.hidden_size;
@@ -145,16 +185,19 @@ function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolea
   const nKv = c.num_key_value_heads ?? nh;
   if (nh % nKv !== 0) refuse(file, at('num_key_value_heads'), `(${nKv}) does not divide num_attention_heads (${nh})`);
   const hd = c.head_dim ?? H / nh;
-  if (!Number.isInteger(hd)) refuse(file, at('hidden_size'), `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
+  if (!Number.isInteger(hd))
+    refuse(file, at('hidden_size'), `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
   const scaling = (c.rope_scaling ?? c.rope_parameters ?? {}) as RopeScaling & { mrope_section?: unknown; mrope_interleaved?: unknown };
   const section = scaling.mrope_section ?? [24, 20, 20];
   if (!Array.isArray(section) || section.length !== 3 || !section.every((s) => Number.isInteger(s) && s >= 0)) {
     refuse(file, at('rope_scaling.mrope_section'), 'must be three non-negative integers (t, h, w)');
   }
   const sec = section as [number, number, number];
-  if (sec[0] + sec[1] + sec[2] !== hd / 2) refuse(file, at('rope_scaling.mrope_section'), `sums to ${sec[0] + sec[1] + sec[2]} but head_dim / 2 is ${hd / 2}`);
+  if (sec[0] + sec[1] + sec[2] !== hd / 2)
+    refuse(file, at('rope_scaling.mrope_section'), `sums to ${sec[0] + sec[1] + sec[2]} but head_dim / 2 is ${hd / 2}`);
   // HF Qwen3-VL always interleaves (apply_interleaved_mrope); a config saying otherwise means another model.
-  if (scaling.mrope_interleaved === false) refuse(file, at('rope_scaling.mrope_interleaved'), 'is false (only interleaved MRoPE, as Qwen3-VL uses, is implemented)');
+  if (scaling.mrope_interleaved === false)
+    refuse(file, at('rope_scaling.mrope_interleaved'), 'is false (only interleaved MRoPE, as Qwen3-VL uses, is implemented)');
   const theta = c.rope_theta ?? (typeof scaling.rope_theta === 'number' ? scaling.rope_theta : 5000000);
   const { mrope_section: _s, mrope_interleaved: _i, ...plain } = scaling;
   const rope = ropeSpec(theta, hd, Object.keys(plain).length ? plain : null, file);
@@ -166,7 +209,8 @@ function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolea
   if (type === 'qwen3_vl_moe' && (!experts || !c.num_experts_per_tok || !c.moe_intermediate_size)) {
     refuse(file, at('num_experts'), ', num_experts_per_tok and moe_intermediate_size are required for qwen3_vl_moe');
   }
-  if (experts && c.num_experts_per_tok! > experts) refuse(file, at('num_experts_per_tok'), `(${c.num_experts_per_tok}) exceeds num_experts (${experts})`);
+  if (experts && c.num_experts_per_tok! > experts)
+    refuse(file, at('num_experts_per_tok'), `(${c.num_experts_per_tok}) exceeds num_experts (${experts})`);
   for (let i = 0; i < c.num_hidden_layers; i++) {
     const p = `model.language_model.layers.${i}`;
     const sparse = !!experts && !(c.mlp_only_layers ?? []).includes(i) && (i + 1) % (c.decoder_sparse_step ?? 1) === 0;
@@ -182,7 +226,12 @@ function textArch(type: VlmModelType, raw: Record<string, unknown>, tied: boolea
       };
     } else {
       const I = c.intermediate_size;
-      mlp = { kind: 'gated', gate: lin(`${p}.mlp.gate_proj.weight`, I, H), up: lin(`${p}.mlp.up_proj.weight`, I, H), down: lin(`${p}.mlp.down_proj.weight`, H, I) };
+      mlp = {
+        kind: 'gated',
+        gate: lin(`${p}.mlp.gate_proj.weight`, I, H),
+        up: lin(`${p}.mlp.up_proj.weight`, I, H),
+        down: lin(`${p}.mlp.down_proj.weight`, H, I),
+      };
     }
     layers.push({
       norm1: { weight: `${p}.input_layernorm.weight`, size: H },
@@ -220,7 +269,8 @@ export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
   const vision = visionArch(c.vision_config, file);
   const tied = c.tie_word_embeddings ?? (c.text_config.tie_word_embeddings as boolean | undefined) ?? false;
   const { text, section } = textArch(modelType, c.text_config, tied, file);
-  if (vision.outHidden !== text.hidden) refuse(file, 'vision_config.out_hidden_size', `(${vision.outHidden}) differs from text_config.hidden_size (${text.hidden})`);
+  if (vision.outHidden !== text.hidden)
+    refuse(file, 'vision_config.out_hidden_size', `(${vision.outHidden}) differs from text_config.hidden_size (${text.hidden})`);
   return {
     modelType,
     vision,

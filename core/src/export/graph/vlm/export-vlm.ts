@@ -105,7 +105,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   const guard = createOutputGuard(outDir, { owned: [path.join(outDir, VLM_MANIFEST)] });
   const written: ExportWritten[] = [];
   const parts = [
-    { dir: 'vision', model: vision.model, weights: vision.weights, io: { inputs: ['pixel_values', 'image_grid_thw'], outputs: ['vision_embeds', 'deepstack_features'] } },
+    {
+      dir: 'vision',
+      model: vision.model,
+      weights: vision.weights,
+      io: { inputs: ['pixel_values', 'image_grid_thw'], outputs: ['vision_embeds', 'deepstack_features'] },
+    },
     { dir: 'language', model: language.model, weights: language.weights, io: language.io },
   ];
   for (const p of parts) {
@@ -123,7 +128,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
           graph_role: p.dir,
           source: { config: o.cfgFile, checkpoint: o.withCheckpoint ? o.cfgDir : null },
           model_type: arch.modelType,
-          options: { dtype: o.dtype, ctx_len: o.ctxLen ?? 'ctx_len', batch_size: o.batchSize ?? null, continuous_batching: !!o.continuousBatching },
+          options: {
+            dtype: o.dtype,
+            ctx_len: o.ctxLen ?? 'ctx_len',
+            batch_size: o.batchSize ?? null,
+            continuous_batching: !!o.continuousBatching,
+          },
           graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
           weights: { count: p.weights.length },
           prepared: { dir: layout.dir, layout: layout.source, files: spec.files.length },
@@ -155,11 +165,18 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   const summary = [
     `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, deepstack [${arch.vision.deepstack.join(', ')}]; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
     ...written.flatMap((w, i) =>
-      exportSummary(`  ${parts[i]!.dir}/`, w, [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]], []).map((l) => `  ${l}`),
+      exportSummary(
+        `  ${parts[i]!.dir}/`,
+        w,
+        [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]],
+        [],
+      ).map((l) => `  ${l}`),
     ),
     `  prepared  ${layout.dir} (one checkpoint for both graphs; ${formatBytes(written.reduce((s, w) => s + w.modelBytes, 0))} of ONNX)`,
     'next:',
-    ...(o.withCheckpoint ? [`  weight-spec prepare --checkpoint ${o.cfgDir} --dtype ${o.dtype}`] : [`  weight-spec prepare --checkpoint <checkpoint of ${name}> --dtype ${o.dtype} --out ${layout.dir}`]),
+    ...(o.withCheckpoint
+      ? [`  weight-spec prepare --checkpoint ${o.cfgDir} --dtype ${o.dtype}`]
+      : [`  weight-spec prepare --checkpoint <checkpoint of ${name}> --dtype ${o.dtype} --out ${layout.dir}`]),
     `  weight-spec compile ${outDir}`,
   ];
   return { summary, arch, written };

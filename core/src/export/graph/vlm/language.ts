@@ -48,7 +48,10 @@ export interface BuiltLanguage {
  */
 export function mropeRows(half: number, section: [number, number, number]): number[] {
   const rows = new Array<number>(half).fill(0);
-  for (const [dim, offset] of [[1, 1], [2, 2]] as const) {
+  for (const [dim, offset] of [
+    [1, 1],
+    [2, 2],
+  ] as const) {
     for (let j = offset; j < section[dim] * 3 && j < half; j += 3) rows[j] = dim;
   }
   return rows;
@@ -103,7 +106,15 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
     value: g.input(`past_value.${i}`, o.dtype, cacheDims),
   }));
   const io = {
-    inputs: ['input_ids', 'vision_embeds', 'deepstack_features', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`])],
+    inputs: [
+      'input_ids',
+      'vision_embeds',
+      'deepstack_features',
+      'position_ids',
+      'image_idx',
+      ...(cb ? ['batch_index'] : []),
+      ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]),
+    ],
     outputs: ['logits', 'vision_embeds_RetainedState', 'deepstack_features_RetainedState', 'image_idx_output'],
   };
 

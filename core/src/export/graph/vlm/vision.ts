@@ -46,7 +46,10 @@ function positionEmbeds(c: Ctx, v: VisionArch, gh: string, gw: string, table: st
     const denom = g.op('Cast', [g.op('Max', [g.op('Sub', [steps, g.int(1)]), g.int(1)])], { to: TensorDataType.FLOAT });
     const step = g.op('Div', [g.scalar('float32', n - 1, 'side_m1'), denom]);
     const fwd = g.op('Mul', [fi, step]);
-    const back = g.op('Sub', [g.scalar('float32', n - 1, 'side_m1'), g.op('Mul', [g.op('Cast', [g.op('Sub', [g.op('Sub', [steps, g.int(1)]), i])], { to: TensorDataType.FLOAT }), step])]);
+    const back = g.op('Sub', [
+      g.scalar('float32', n - 1, 'side_m1'),
+      g.op('Mul', [g.op('Cast', [g.op('Sub', [g.op('Sub', [steps, g.int(1)]), i])], { to: TensorDataType.FLOAT }), step]),
+    ]);
     return g.op('Where', [g.op('Less', [i, g.op('Div', [steps, g.int(2)])]), fwd, back]);
   };
   const axis = (steps: string) => {
@@ -83,13 +86,20 @@ function positionEmbeds(c: Ctx, v: VisionArch, gh: string, gw: string, table: st
 function mergeOrder(c: Ctx, v: VisionArch, x: string, gh: string, gw: string, features: number): string {
   const g = c.g;
   const m = g.int(v.merge);
-  const shape = g.op('Concat', [vec(c, g.op('Div', [gh, m])), g.ints([v.merge]), vec(c, g.op('Div', [gw, m])), g.ints([v.merge, features])], { axis: 0 });
+  const shape = g.op(
+    'Concat',
+    [vec(c, g.op('Div', [gh, m])), g.ints([v.merge]), vec(c, g.op('Div', [gw, m])), g.ints([v.merge, features])],
+    { axis: 0 },
+  );
   const blocks = transpose(c, g.op('Reshape', [x, shape]), [0, 2, 1, 3, 4]);
   return reshape(c, blocks, [-1, features]);
 }
 
 /** Builds the vision graph. */
-export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: number; name?: string; metadata?: Record<string, string> }): BuiltVision {
+export function buildVision(
+  v: VisionArch,
+  o: { dtype: ExportDtype; opset?: number; name?: string; metadata?: Record<string, string> },
+): BuiltVision {
   const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const P = v.prefix;
@@ -121,13 +131,26 @@ export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: numb
   const { cos, sin } = g.within('rotary', () => {
     const rows = g.op('Range', [g.int(0), gh, g.int(1)]);
     const cols = g.op('Range', [g.int(0), gw, g.int(1)]);
-    const grid = g.op('Concat', [g.op('Expand', [unsqueeze(c, rows, [1, 2]), g.op('Concat', [vec(c, gh), vec(c, gw), g.ints([1])], { axis: 0 })]),
-      g.op('Expand', [unsqueeze(c, cols, [0, 2]), g.op('Concat', [vec(c, gh), vec(c, gw), g.ints([1])], { axis: 0 })])], { axis: -1 }); // [gh,gw,2]
+    const grid = g.op(
+      'Concat',
+      [
+        g.op('Expand', [unsqueeze(c, rows, [1, 2]), g.op('Concat', [vec(c, gh), vec(c, gw), g.ints([1])], { axis: 0 })]),
+        g.op('Expand', [unsqueeze(c, cols, [0, 2]), g.op('Concat', [vec(c, gh), vec(c, gw), g.ints([1])], { axis: 0 })]),
+      ],
+      { axis: -1 },
+    ); // [gh,gw,2]
     const ordered = g.op('Tile', [mergeOrder(c, v, grid, gh, gw, 2), g.op('Concat', [vec(c, frames), g.ints([1])], { axis: 0 })]); // [N,2]
     const dim = v.headDim / 2;
     const inv: number[] = [];
     for (let i = 0; i < dim; i += 2) inv.push(Math.fround(1 / Math.pow(10000, i / dim)));
-    const freqs = reshape(c, g.op('Mul', [unsqueeze(c, g.op('Cast', [ordered], { to: TensorDataType.FLOAT }), [-1]), g.constant('float32', [inv.length], inv, 'vision_inv_freq')]), [-1, dim]);
+    const freqs = reshape(
+      c,
+      g.op('Mul', [
+        unsqueeze(c, g.op('Cast', [ordered], { to: TensorDataType.FLOAT }), [-1]),
+        g.constant('float32', [inv.length], inv, 'vision_inv_freq'),
+      ]),
+      [-1, dim],
+    );
     const emb = unsqueeze(c, g.op('Concat', [freqs, freqs], { axis: -1 }), [1]); // [N,1,hd]
     return { cos: g.op('Cos', [emb]), sin: g.op('Sin', [emb]) };
   });
@@ -150,7 +173,9 @@ export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: numb
   const merger = (name: string, x: string, postShuffle: boolean) =>
     g.within(name.slice(P.length + 1), () => {
       const wide = D * v.merge * v.merge;
-      const normed = postShuffle ? norm(c, reshape(c, x, [-1, wide]), ln(`${name}.norm`, wide), LAYER_NORM) : reshape(c, norm(c, x, ln(`${name}.norm`, D), LAYER_NORM), [-1, wide]);
+      const normed = postShuffle
+        ? norm(c, reshape(c, x, [-1, wide]), ln(`${name}.norm`, wide), LAYER_NORM)
+        : reshape(c, norm(c, x, ln(`${name}.norm`, D), LAYER_NORM), [-1, wide]);
       const hidden = activation(c, linear(c, normed, lin(`${name}.linear_fc1`, wide, wide)), 'gelu'); // nn.GELU(): erf
       return linear(c, hidden, lin(`${name}.linear_fc2`, v.outHidden, wide));
     });
@@ -175,7 +200,11 @@ export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: numb
       h = g.op('Add', [h, att]);
       const mlp = g.within('mlp', () => {
         const x = norm(c, h, ln(`${p}.norm2`, D), LAYER_NORM);
-        return linear(c, activation(c, linear(c, x, lin(`${p}.mlp.linear_fc1`, v.intermediate, D)), v.act), lin(`${p}.mlp.linear_fc2`, D, v.intermediate));
+        return linear(
+          c,
+          activation(c, linear(c, x, lin(`${p}.mlp.linear_fc1`, v.intermediate, D)), v.act),
+          lin(`${p}.mlp.linear_fc2`, D, v.intermediate),
+        );
       });
       h = g.op('Add', [h, mlp]);
     });
@@ -187,7 +216,11 @@ export function buildVision(v: VisionArch, o: { dtype: ExportDtype; opset?: numb
   // QEfficient: [N/4, out] → [batch, N/4/batch, out]
   const perImage = (x: string) => g.op('Reshape', [x, g.op('Concat', [vec(c, B), g.ints([-1, v.outHidden])], { axis: 0 })]);
   g.output(perImage(merged), 'vision_embeds', o.dtype, ['batch_size', 'vision_size', v.outHidden]);
-  const stacked = g.op('Concat', deep.map((d) => unsqueeze(c, perImage(d), [0])), { axis: 0 });
+  const stacked = g.op(
+    'Concat',
+    deep.map((d) => unsqueeze(c, perImage(d), [0])),
+    { axis: 0 },
+  );
   g.output(stacked, 'deepstack_features', o.dtype, [v.deepstack.length, 'batch_size', 'vision_size', v.outHidden]);
 
   const weights = g.inputs
