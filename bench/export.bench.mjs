@@ -18,8 +18,14 @@ const TARGET = { seconds: 1, rssMb: 200, mib: 8 };
 /** Configs held to TARGET (issue 6: Qwen3-30B-A3B; issue 23: the QEfficient-validated families' published configs). */
 const TARGETED = ['qwen3-30b-a3b', 'gemma-2-2b', 'gpt-oss-20b', 'glm-4.5-air'];
 
-if (!existsSync(cli)) { console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first'); process.exit(1); }
-if (!existsSync(configs)) { console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`); process.exit(1); }
+if (!existsSync(cli)) {
+  console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first');
+  process.exit(1);
+}
+if (!existsSync(configs)) {
+  console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`);
+  process.exit(1);
+}
 const haveTime = existsSync('/usr/bin/time');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-bench-'));
 let failed = false;
@@ -35,7 +41,11 @@ function run(name) {
     ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' })
     : spawnSync(process.execPath, args, { encoding: 'utf8' });
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.status !== 0) { console.error(`${name}: export failed (${r.status}): ${r.stderr.trim()}`); failed = true; return undefined; }
+  if (r.status !== 0) {
+    console.error(`${name}: export failed (${r.status}): ${r.stderr.trim()}`);
+    failed = true;
+    return undefined;
+  }
   const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
   const mib = statSync(path.join(out, 'model.onnx')).size / 2 ** 20;
   const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
@@ -56,15 +66,23 @@ try {
   const names = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b', ...TARGETED.filter((n) => n !== 'qwen3-30b-a3b')];
   const rows = names.map(run).filter(Boolean);
   console.log('export --config (wall incl. node start-up; peak RSS of the CLI process)');
-  console.log(`  baseline (weight-spec --version, same run): ${base.seconds.toFixed(3)} s, ${Number.isNaN(base.rssMb) ? 'n/a' : base.rssMb.toFixed(0)} MB RSS`);
+  console.log(
+    `  baseline (weight-spec --version, same run): ${base.seconds.toFixed(3)} s, ${Number.isNaN(base.rssMb) ? 'n/a' : base.rssMb.toFixed(0)} MB RSS`,
+  );
   for (const r of rows) {
-    console.log(`  ${r.name.padEnd(14)} ${r.seconds.toFixed(3).padStart(7)} s  ${Number.isNaN(r.rssMb) ? '   n/a' : r.rssMb.toFixed(0).padStart(4)} MB RSS  model.onnx ${r.mib.toFixed(2).padStart(6)} MiB  ${r.nodes} nodes, ${r.inputs} weight inputs`);
+    console.log(
+      `  ${r.name.padEnd(14)} ${r.seconds.toFixed(3).padStart(7)} s  ${Number.isNaN(r.rssMb) ? '   n/a' : r.rssMb.toFixed(0).padStart(4)} MB RSS  model.onnx ${r.mib.toFixed(2).padStart(6)} MiB  ${r.nodes} nodes, ${r.inputs} weight inputs`,
+    );
   }
   const q = rows.find((r) => r.name === 'qwen3-30b-a3b');
   if (q) {
-    console.log(`  qwen3-30b-a3b export work over the baseline: ${(q.seconds - base.seconds).toFixed(3)} s, ${(q.rssMb - base.rssMb).toFixed(0)} MB (${(q.seconds / base.seconds).toFixed(1)}x the start-up time)`);
-    console.log(`  qwen3-30b-a3b vs seed (QEfficient, PyTorch meta trace): ${q.seconds.toFixed(3)} s vs ${SEED.seconds} s (${(SEED.seconds / q.seconds).toFixed(0)}x faster), ` +
-      `${q.mib.toFixed(2)} MiB vs ${SEED.mib} MiB (${(SEED.mib / q.mib).toFixed(0)}x smaller)`);
+    console.log(
+      `  qwen3-30b-a3b export work over the baseline: ${(q.seconds - base.seconds).toFixed(3)} s, ${(q.rssMb - base.rssMb).toFixed(0)} MB (${(q.seconds / base.seconds).toFixed(1)}x the start-up time)`,
+    );
+    console.log(
+      `  qwen3-30b-a3b vs seed (QEfficient, PyTorch meta trace): ${q.seconds.toFixed(3)} s vs ${SEED.seconds} s (${(SEED.seconds / q.seconds).toFixed(0)}x faster), ` +
+        `${q.mib.toFixed(2)} MiB vs ${SEED.mib} MiB (${(SEED.mib / q.mib).toFixed(0)}x smaller)`,
+    );
   }
   // every targeted config: < 1 s wall, < 200 MB peak RSS, model.onnx < 8 MiB
   for (const t of rows.filter((r) => TARGETED.includes(r.name))) {
@@ -72,7 +90,11 @@ try {
     if (t.seconds >= TARGET.seconds) misses.push(`wall ${t.seconds.toFixed(3)} s ≥ ${TARGET.seconds} s`);
     if (t.rssMb >= TARGET.rssMb) misses.push(`RSS ${t.rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
     if (t.mib >= TARGET.mib) misses.push(`model.onnx ${t.mib.toFixed(2)} MiB ≥ ${TARGET.mib} MiB`);
-    console.log(misses.length ? `  ${t.name}: TARGET MISSED: ${misses.join('; ')}` : `  ${t.name}: targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB`);
+    console.log(
+      misses.length
+        ? `  ${t.name}: TARGET MISSED: ${misses.join('; ')}`
+        : `  ${t.name}: targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB`,
+    );
     if (misses.length) failed = true;
   }
   if (rows.length !== names.length) failed = true;

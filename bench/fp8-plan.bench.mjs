@@ -11,7 +11,18 @@
 // fewer bytes than the tensor data (/proc/self/io rchar) — the data is never touched.
 // Prints the timings. Run after `node scripts/bundle.mjs` (npm run bench does).
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,19 +110,28 @@ for (let s = 0; s < SHARDS; s++) {
   closeSync(fd);
   dataBytes += off;
 }
-writeFileSync(path.join(src, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: dataBytes }, weight_map: weightMap }));
+writeFileSync(
+  path.join(src, 'model.safetensors.index.json'),
+  JSON.stringify({ metadata: { total_size: dataBytes }, weight_map: weightMap }),
+);
 writeFileSync(path.join(src, 'config.json'), JSON.stringify(config, null, 2));
 const genMs = performance.now() - t0;
 
 // ---- export --config: plans the prepared layout from the headers and builds the graph
 const counter = path.join(tmp, 'rchar.cjs');
-writeFileSync(counter, `process.on('exit', () => { const m = /rchar: (\\d+)/.exec(require('fs').readFileSync('/proc/self/io', 'utf8')); process.stderr.write('RCHAR ' + (m ? m[1] : -1) + '\\n'); });\n`);
+writeFileSync(
+  counter,
+  `process.on('exit', () => { const m = /rchar: (\\d+)/.exec(require('fs').readFileSync('/proc/self/io', 'utf8')); process.stderr.write('RCHAR ' + (m ? m[1] : -1) + '\\n'); });\n`,
+);
 const out = path.join(tmp, 'export');
 const runs = [];
 for (let round = 0; round < 3; round++) {
   rmSync(out, { recursive: true, force: true });
   const t = performance.now();
-  const r = spawnSync(process.execPath, ['-r', counter, cli, 'export', '--config', src, '--out', out, '--ctx-len', '4096'], { encoding: 'utf8', env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' } });
+  const r = spawnSync(process.execPath, ['-r', counter, cli, 'export', '--config', src, '--out', out, '--ctx-len', '4096'], {
+    encoding: 'utf8',
+    env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
+  });
   const ms = performance.now() - t;
   if (r.status !== 0) fail(`export --config failed (${r.status}): ${r.stderr.trim()}`);
   const rchar = Number(/RCHAR (-?\d+)/.exec(r.stderr)?.[1] ?? -1);
@@ -132,11 +152,26 @@ const files = new Set(spec.files.map((f) => f.path.split('/').pop()));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rchar = Math.max(...runs.map((r) => r.rchar));
 if (rchar < 0) console.log('note: /proc/self/io unavailable; bytes read not measured');
-else if (rchar > dataBytes / 4) fail(`the CLI read ${rchar} bytes, more than a quarter of the ${dataBytes} bytes of tensor data: not headers only`);
+else if (rchar > dataBytes / 4)
+  fail(`the CLI read ${rchar} bytes, more than a quarter of the ${dataBytes} bytes of tensor data: not headers only`);
 
-console.log(`checkpoint: Qwen3-30B-A3B-FP8 key set (${tensors.length} tensors: ${L} layers × ${E} experts, FP8 block ${B}, widths / ${S}), ${SHARDS} shards, ${(dataBytes / 1e6).toFixed(0)} MB of (sparse) tensor data, generated in ${genMs.toFixed(0)} ms`);
-console.log(`export --config (plan from headers + graph): median ${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs: ${runs.map((r) => r.ms.toFixed(0)).join(', ')} ms; planner ${report.timings_ms?.plan ?? '?'} ms, build ${report.timings_ms?.build ?? '?'} ms in the last)`);
-console.log(`planned: ${spec.inputs.length} weight inputs over ${files.size} prepared files (${[...files].filter((f) => f.startsWith('experts-')).length} experts-layer files), 0 scale inputs, router kept`);
-console.log(`bytes read by the CLI process: ${rchar >= 0 ? `${(rchar / 1e6).toFixed(1)} MB (its own code and headers; tensor data ${(dataBytes / 1e6).toFixed(0)} MB untouched)` : 'n/a'}`);
-console.log(`load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-if (!process.env.WS_FP8_BENCH_KEEP) rmSync(tmp, { recursive: true, force: true }); else console.log(tmp);
+console.log(
+  `checkpoint: Qwen3-30B-A3B-FP8 key set (${tensors.length} tensors: ${L} layers × ${E} experts, FP8 block ${B}, widths / ${S}), ${SHARDS} shards, ${(dataBytes / 1e6).toFixed(0)} MB of (sparse) tensor data, generated in ${genMs.toFixed(0)} ms`,
+);
+console.log(
+  `export --config (plan from headers + graph): median ${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs: ${runs.map((r) => r.ms.toFixed(0)).join(', ')} ms; planner ${report.timings_ms?.plan ?? '?'} ms, build ${report.timings_ms?.build ?? '?'} ms in the last)`,
+);
+console.log(
+  `planned: ${spec.inputs.length} weight inputs over ${files.size} prepared files (${[...files].filter((f) => f.startsWith('experts-')).length} experts-layer files), 0 scale inputs, router kept`,
+);
+console.log(
+  `bytes read by the CLI process: ${rchar >= 0 ? `${(rchar / 1e6).toFixed(1)} MB (its own code and headers; tensor data ${(dataBytes / 1e6).toFixed(0)} MB untouched)` : 'n/a'}`,
+);
+console.log(
+  `load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
+if (!process.env.WS_FP8_BENCH_KEEP) rmSync(tmp, { recursive: true, force: true });
+else console.log(tmp);

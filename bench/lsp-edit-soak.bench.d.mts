@@ -7,4 +7,9 @@ export interface EditSoakResult {
   specBytes: number;
   ms: number;
 }
-export function runEditSoak(o?: { inputs?: number; edits?: number; log?: (line: string) => void; snapshot?: string }): Promise<EditSoakResult>;
+export function runEditSoak(o?: {
+  inputs?: number;
+  edits?: number;
+  log?: (line: string) => void;
+  snapshot?: string;
+}): Promise<EditSoakResult>;

@@ -34,16 +34,25 @@ function safetensors(keys) {
 function field(no, bytes) {
   const out = [];
   let tag = (no << 3) | 2;
-  while (tag > 0x7f) { out.push((tag & 0x7f) | 0x80); tag >>>= 7; }
+  while (tag > 0x7f) {
+    out.push((tag & 0x7f) | 0x80);
+    tag >>>= 7;
+  }
   out.push(tag);
   let n = bytes.length;
-  while (n > 0x7f) { out.push((n & 0x7f) | 0x80); n >>>= 7; }
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
   out.push(n);
   return Buffer.concat([Buffer.from(out), bytes]);
 }
 function varintField(no, v) {
   const out = [(no << 3) | 0];
-  while (v > 0x7f) { out.push((v & 0x7f) | 0x80); v >>>= 7; }
+  while (v > 0x7f) {
+    out.push((v & 0x7f) | 0x80);
+    v >>>= 7;
+  }
   out.push(v);
   return Buffer.from(out);
 }
@@ -67,35 +76,56 @@ export async function runEditSoak({ inputs = 55_000, edits = 1_000, log = () => 
   mkdirSync(path.join(tmp, 'prepared'));
   writeFileSync(path.join(tmp, 'prepared', 'base-0000.safetensors'), safetensors(keys));
   writeFileSync(path.join(tmp, 'model.onnx'), onnx(keys));
-  const spec = { files: [{ format: 'safetensors', path: 'prepared/base-0000.safetensors' }], inputs: keys.map((k) => ({ location: { file: 0, key: k }, name: k })), model_name: 'soak', version: 5 };
+  const spec = {
+    files: [{ format: 'safetensors', path: 'prepared/base-0000.safetensors' }],
+    inputs: keys.map((k) => ({ location: { file: 0, key: k }, name: k })),
+    model_name: 'soak',
+    version: 5,
+  };
   const text = JSON.stringify(spec, null, 2);
   const specFile = path.join(tmp, 'weight_spec.json');
   writeFileSync(specFile, text);
   const preload = path.join(tmp, 'probe.cjs');
-  writeFileSync(preload, `process.on('message', (m) => {
+  writeFileSync(
+    preload,
+    `process.on('message', (m) => {
   if (m && m.type === 'mem') { global.gc(); global.gc(); const u = process.memoryUsage(); process.send({ type: 'mem', rss: u.rss, heapUsed: u.heapUsed }); }
   if (m && m.type === 'snapshot') { global.gc(); process.send({ type: 'snapshot', file: require('v8').writeHeapSnapshot(m.file) }); }
-});\n`);
+});\n`,
+  );
   const child = spawn(process.execPath, ['--expose-gc', '-r', preload, SERVER, '--stdio'], { stdio: ['pipe', 'pipe', 'pipe', 'ipc'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const ask = (type, extra = {}) => new Promise((resolve, reject) => {
-    const on = (m) => { if (m?.type === type) { child.off('message', on); resolve(m); } };
-    child.on('message', on);
-    exited.then((e) => reject(new Error(`server exited (${JSON.stringify(e)}): ${stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`)));
-    child.send({ type, ...extra });
-  });
+  const ask = (type, extra = {}) =>
+    new Promise((resolve, reject) => {
+      const on = (m) => {
+        if (m?.type === type) {
+          child.off('message', on);
+          resolve(m);
+        }
+      };
+      child.on('message', on);
+      exited.then((e) =>
+        reject(new Error(`server exited (${JSON.stringify(e)}): ${stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`)),
+      );
+      child.send({ type, ...extra });
+    });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const waiters = new Map();
   conn.onNotification('textDocument/publishDiagnostics', (p) => {
     const w = waiters.get(p.version);
-    if (w) { waiters.delete(p.version); w(p.diagnostics); }
+    if (w) {
+      waiters.delete(p.version);
+      w(p.diagnostics);
+    }
   });
   conn.onRequest(() => null);
   conn.onNotification(() => undefined);
   conn.listen();
-  const died = exited.then((e) => { throw new Error(`server exited (${JSON.stringify(e)}): ${stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`); });
+  const died = exited.then((e) => {
+    throw new Error(`server exited (${JSON.stringify(e)}): ${stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`);
+  });
   const diagnosticsOf = (version) => Promise.race([new Promise((resolve) => waiters.set(version, resolve)), died]);
   const t0 = Date.now();
   try {
@@ -131,7 +161,14 @@ export async function runEditSoak({ inputs = 55_000, edits = 1_000, log = () => 
     }
     const end = await ask('mem');
     if (snapshot) await ask('snapshot', { file: snapshot });
-    return { rssAt10: mem10.rss, rssEnd: end.rss, heapAt10: mem10.heapUsed, heapEnd: end.heapUsed, specBytes: Buffer.byteLength(text), ms: Date.now() - t0 };
+    return {
+      rssAt10: mem10.rss,
+      rssEnd: end.rss,
+      heapAt10: mem10.heapUsed,
+      heapEnd: end.heapUsed,
+      specBytes: Buffer.byteLength(text),
+      ms: Date.now() - t0,
+    };
   } finally {
     conn.dispose();
     child.kill('SIGKILL');
@@ -147,6 +184,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const r = await runEditSoak({ inputs, edits, log: (l) => console.log(`lsp-edit-soak: ${l}`), snapshot: process.env.SOAK_SNAPSHOT });
   const ratio = r.rssEnd / r.rssAt10;
   console.log(`lsp-edit-soak: ${inputs} inputs (${mib(r.specBytes)} spec), ${edits} incremental edits in ${(r.ms / 1000).toFixed(1)} s`);
-  console.log(`lsp-edit-soak: RSS after 10 edits ${mib(r.rssAt10)}, after ${edits} ${mib(r.rssEnd)} (×${ratio.toFixed(2)}, limit ×1.5); heap ${mib(r.heapAt10)} → ${mib(r.heapEnd)}`);
+  console.log(
+    `lsp-edit-soak: RSS after 10 edits ${mib(r.rssAt10)}, after ${edits} ${mib(r.rssEnd)} (×${ratio.toFixed(2)}, limit ×1.5); heap ${mib(r.heapAt10)} → ${mib(r.heapEnd)}`,
+  );
   process.exit(ratio <= 1.5 ? 0 : 1);
 }

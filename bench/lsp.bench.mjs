@@ -31,7 +31,9 @@ const RUNS = Math.max(1, Number(process.env.WS_LSP_BENCH_RUNS ?? 3));
 const SHARDS = 8;
 /** What VS Code declares that changes the server's answers here: completion lists with a shared edit range. */
 const VSCODE_CAPABILITIES = {
-  textDocument: { completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } } },
+  textDocument: {
+    completion: { completionList: { itemDefaults: ['commitCharacters', 'editRange', 'insertTextFormat', 'insertTextMode', 'data'] } },
+  },
 };
 /** Extra node options of the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it). */
 const NODE_ARGS = (process.env.WS_LSP_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);

@@ -15,9 +15,15 @@ const cli = path.join(root, 'dist', 'cli.js');
 const SEED = { seconds: 104.6, mib: 78.4 };
 const TARGET = { seconds: 2, rssMb: 300, mib: 8 };
 
-if (!existsSync(cli)) { console.error('vlm-export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first'); process.exit(1); }
+if (!existsSync(cli)) {
+  console.error('vlm-export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first');
+  process.exit(1);
+}
 const cfg = path.join(configs, 'qwen3-vl-30b-a3b.json');
-if (!existsSync(cfg)) { console.error(`vlm-export.bench: ${cfg} missing (set WEIGHT_SPEC_FIXTURES)`); process.exit(1); }
+if (!existsSync(cfg)) {
+  console.error(`vlm-export.bench: ${cfg} missing (set WEIGHT_SPEC_FIXTURES)`);
+  process.exit(1);
+}
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-vlm-bench-'));
 const haveTime = existsSync('/usr/bin/time');
 let failed = false;
@@ -28,7 +34,9 @@ try {
   const out = path.join(tmp, 'export');
   const args = [cli, 'export', '--config', model, '--out', out];
   const t0 = process.hrtime.bigint();
-  const r = haveTime ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' }) : spawnSync(process.execPath, args, { encoding: 'utf8' });
+  const r = haveTime
+    ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' })
+    : spawnSync(process.execPath, args, { encoding: 'utf8' });
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) throw new Error(`export failed (${r.status}): ${r.stderr.trim()}`);
   const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
@@ -39,13 +47,17 @@ try {
   const mib = parts.reduce((a, p) => a + p.mib, 0);
   console.log('export --config Qwen3-VL-30B-A3B (both graphs; wall incl. node start-up; peak RSS of the CLI process)');
   for (const p of parts) console.log(`  ${p.g.padEnd(8)} ${p.mib.toFixed(2)} MiB, ${p.nodes} nodes, ${p.inputs} weight inputs`);
-  console.log(`  total    ${seconds.toFixed(2)} s, ${Number.isNaN(rssMb) ? 'n/a' : rssMb.toFixed(0)} MB RSS, ${mib.toFixed(2)} MiB ONNX (seed: ${SEED.seconds} s, ${SEED.mib} MiB)`);
+  console.log(
+    `  total    ${seconds.toFixed(2)} s, ${Number.isNaN(rssMb) ? 'n/a' : rssMb.toFixed(0)} MB RSS, ${mib.toFixed(2)} MiB ONNX (seed: ${SEED.seconds} s, ${SEED.mib} MiB)`,
+  );
   const misses = [];
   if (seconds >= TARGET.seconds) misses.push(`${seconds.toFixed(2)} s ≥ ${TARGET.seconds} s`);
   if (rssMb >= TARGET.rssMb) misses.push(`${rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
   if (mib >= TARGET.mib) misses.push(`${mib.toFixed(2)} MiB ≥ ${TARGET.mib} MiB`);
-  if (misses.length) { console.error(`vlm-export.bench: target missed: ${misses.join('; ')}`); failed = true; }
-  else console.log(`  targets met (< ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB)`);
+  if (misses.length) {
+    console.error(`vlm-export.bench: target missed: ${misses.join('; ')}`);
+    failed = true;
+  } else console.log(`  targets met (< ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${TARGET.mib} MiB)`);
 } catch (e) {
   console.error(`vlm-export.bench: ${e.message}`);
   failed = true;

@@ -39,17 +39,24 @@ export function codeActions(doc: TextDocument, run: CheckRun, diagnostics: Diagn
       const r = offsets.value(src.key);
       if (!r) continue;
       strings(extra.suggestions).forEach((s, k) =>
-        fix(`Change key to "${s}"`, d, { range: rangeOf(doc, r), newText: JSON.stringify(s) }, k === 0));
+        fix(`Change key to "${s}"`, d, { range: rangeOf(doc, r), newText: JSON.stringify(s) }, k === 0),
+      );
     } else if (d.code === 'key-in-other-file' && typeof extra.file === 'number') {
       const r = offsets.value(src.file);
       if (!r || !samePath(src.file, ['inputs', i, 'location', 'file'])) continue;
       const target = spec.files[extra.file];
-      fix(`Set location.file to ${extra.file}${target ? ` (${target.path})` : ''}`, d, { range: rangeOf(doc, r), newText: String(extra.file) }, true);
+      fix(
+        `Set location.file to ${extra.file}${target ? ` (${target.path})` : ''}`,
+        d,
+        { range: rangeOf(doc, r), newText: String(extra.file) },
+        true,
+      );
     } else if (d.code === 'name-not-in-onnx' && samePath(data.path!, src.name)) {
       const r = offsets.value(src.name);
       if (!r) continue;
       strings(extra.suggestions).forEach((s, k) =>
-        fix(`Change name to "${s}"`, d, { range: rangeOf(doc, r), newText: JSON.stringify(s) }, k === 0));
+        fix(`Change name to "${s}"`, d, { range: rangeOf(doc, r), newText: JSON.stringify(s) }, k === 0),
+      );
     }
   }
   return out;

@@ -25,9 +25,11 @@ export function codeLenses(uri: string, compile: CompileInfo | undefined, run: C
   const out = [lens('Prepare checkpoint', COMMANDS.prepare, uri)];
   if (compile) {
     const changed = compile.state === 'stale' && compile.changed?.length ? `: ${compile.changed.join(', ')} changed` : '';
-    out.push(compile.state === 'up-to-date'
-      ? lens(`Re-run compile (${STATE_TEXT[compile.state]})`, COMMANDS.recompile, uri)
-      : lens(`Compile (${STATE_TEXT[compile.state]}${changed})`, COMMANDS.compile, uri));
+    out.push(
+      compile.state === 'up-to-date'
+        ? lens(`Re-run compile (${STATE_TEXT[compile.state]})`, COMMANDS.recompile, uri)
+        : lens(`Compile (${STATE_TEXT[compile.state]}${changed})`, COMMANDS.compile, uri),
+    );
   }
   const onnx = run?.onnx?.file;
   out.push(lens('Inspect ONNX', COMMANDS.inspect, onnx ? pathToFileURL(onnx).toString() : uri));

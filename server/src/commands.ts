@@ -61,10 +61,12 @@ export async function executeCommand(
   } catch (err) {
     result = { ok: false, message: `weight-spec: ${err instanceof Error ? err.message : String(err)}` };
   }
-  void ctx.connection.sendNotification('window/showMessage', {
-    type: result.ok ? MessageType.Info : result.cancelled ? MessageType.Warning : MessageType.Error,
-    message: result.message,
-  }).catch(() => undefined);
+  void ctx.connection
+    .sendNotification('window/showMessage', {
+      type: result.ok ? MessageType.Info : result.cancelled ? MessageType.Warning : MessageType.Error,
+      message: result.message,
+    })
+    .catch(() => undefined);
   ctx.finished();
   return result;
 }
@@ -86,14 +88,24 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
       if (!isSpecFile(file)) throw new Error(`${file}: prepare from the editor needs a weight_spec.json`);
       const info = specInfo(file);
       if (!info.sourceCheckpoint) {
-        throw new Error(`${file}: its export recorded no source checkpoint (export-report.json); run weight-spec prepare --checkpoint <dir> --out <dir>`);
+        throw new Error(
+          `${file}: its export recorded no source checkpoint (export-report.json); run weight-spec prepare --checkpoint <dir> --out <dir>`,
+        );
       }
       const fallback = isPrepareDtype(s.defaultDtype) ? s.defaultDtype : 'float32';
       const dtype = isPrepareDtype(info.dtype) ? info.dtype : fallback;
       const maxRamGb = typeof s.maxRamGb === 'number' && s.maxRamGb > 0 ? s.maxRamGb : undefined;
-      const args = prepareArgs({ checkpoint: info.sourceCheckpoint, dtype, ...(info.preparedDir ? { out: info.preparedDir } : {}), ...(maxRamGb ? { maxRamGb } : {}) });
+      const args = prepareArgs({
+        checkpoint: info.sourceCheckpoint,
+        dtype,
+        ...(info.preparedDir ? { out: info.preparedDir } : {}),
+        ...(maxRamGb ? { maxRamGb } : {}),
+      });
       return {
-        title: `Preparing ${path.basename(info.sourceCheckpoint)} (${dtype})`, args, cwd: info.sourceCheckpoint, env,
+        title: `Preparing ${path.basename(info.sourceCheckpoint)} (${dtype})`,
+        args,
+        cwd: info.sourceCheckpoint,
+        env,
         done: () => `Prepared ${info.sourceCheckpoint}${info.preparedDir ? ` into ${info.preparedDir}` : ''}`,
       };
     }
@@ -104,13 +116,18 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
       const backend: Backend = s.compileBackend === 'qaic' ? 'qaic' : 'ort';
       return {
         title: `${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`,
-        args: compileArgs({ exportDir, backend, force }), cwd: exportDir, env,
+        args: compileArgs({ exportDir, backend, force }),
+        cwd: exportDir,
+        env,
         done: () => `Compiled ${exportDir} (${backend})`,
       };
     }
     case SERVER_COMMANDS.inspect:
       return {
-        title: `Inspecting ${path.basename(file)}`, args: ['inspect', file], cwd: path.dirname(file), env,
+        title: `Inspecting ${path.basename(file)}`,
+        args: ['inspect', file],
+        cwd: path.dirname(file),
+        env,
         done: (r) => `Inspected ${file}: ${r.stdout.trim().split('\n').length} lines (in the server log)`,
       };
     default:
@@ -118,18 +135,30 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
   }
 }
 
-async function runPlanned(ctx: CommandContext, plan: Planned, token: CancellationToken, attached?: WorkDoneProgressReporter): Promise<ServerCommandResult> {
+async function runPlanned(
+  ctx: CommandContext,
+  plan: Planned,
+  token: CancellationToken,
+  attached?: WorkDoneProgressReporter,
+): Promise<ServerCommandResult> {
   const abort = new AbortController();
-  const reporter = attached ?? (ctx.progressSupport ? await ctx.connection.window.createWorkDoneProgress().catch(() => undefined) : undefined);
+  const reporter =
+    attached ?? (ctx.progressSupport ? await ctx.connection.window.createWorkDoneProgress().catch(() => undefined) : undefined);
   reporter?.begin(plan.title, 0, undefined, true);
   const cancels = [token.onCancellationRequested(() => abort.abort())];
-  if (reporter && 'token' in reporter) cancels.push((reporter as { token: CancellationToken }).token.onCancellationRequested(() => abort.abort()));
+  if (reporter && 'token' in reporter)
+    cancels.push((reporter as { token: CancellationToken }).token.onCancellationRequested(() => abort.abort()));
   // A cancel that came before the handler ran: the token's listener is not called for it.
   if (token.isCancellationRequested) abort.abort();
   try {
-    const r = await runCli({ node: process.execPath, cli: ctx.cliPath, env: plan.env, cwd: plan.cwd }, plan.args, {
-      onProgress: (percent, detail) => reporter?.report(percent, detail),
-    }, abort.signal);
+    const r = await runCli(
+      { node: process.execPath, cli: ctx.cliPath, env: plan.env, cwd: plan.cwd },
+      plan.args,
+      {
+        onProgress: (percent, detail) => reporter?.report(percent, detail),
+      },
+      abort.signal,
+    );
     if (r.cancelled) {
       // The CLI's interrupt line says what it removed or kept ("nothing was written to …").
       const said = r.errorLine?.replace(/^weight-spec: /, '');

@@ -24,10 +24,19 @@ const MAX_ITEMS = 1000;
  * (half-typed text, or the cursor elsewhere) jsonc-parser scans the text from its start, which
  * costs tens of milliseconds in a 20 000-input spec.
  */
-function cursorAt(text: string, run: CheckRun, current: boolean, offset: number): { path: JsonPath; atKey: boolean; node?: { type: string; offset: number; length: number } } {
+function cursorAt(
+  text: string,
+  run: CheckRun,
+  current: boolean,
+  offset: number,
+): { path: JsonPath; atKey: boolean; node?: { type: string; offset: number; length: number } } {
   const t = current ? targetAt(run, offset) : undefined;
   if (t && t.kind !== 'file' && t.range.start < offset && offset < t.range.end && text[t.range.start] === '"') {
-    return { path: t.kind === 'key' ? ['inputs', t.input, 'location', 'key'] : ['inputs', t.input, 'name'], atKey: false, node: { type: 'string', offset: t.range.start, length: t.range.end - t.range.start } };
+    return {
+      path: t.kind === 'key' ? ['inputs', t.input, 'location', 'key'] : ['inputs', t.input, 'name'],
+      atKey: false,
+      node: { type: 'string', offset: t.range.start, length: t.range.end - t.range.start },
+    };
   }
   const loc = getLocation(text, offset);
   return { path: loc.path, atKey: loc.isAtPropertyKey, ...(loc.previousNode ? { node: loc.previousNode } : {}) };
@@ -42,7 +51,12 @@ export interface CompletionOptions {
 }
 
 /** Completion at `offset`, or null when the cursor is not in a key or name string. */
-export function completionAt(doc: TextDocument, run: CheckRun | undefined, offset: number, opts: CompletionOptions = {}): CompletionList | null {
+export function completionAt(
+  doc: TextDocument,
+  run: CheckRun | undefined,
+  offset: number,
+  opts: CompletionOptions = {},
+): CompletionList | null {
   const current = opts.current === true;
   if (!run) return null;
   const text = doc.getText();
@@ -68,7 +82,13 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
     }
     const quoted = JSON.stringify(label);
     const content = quoted.slice(1, -1) + (closed ? '' : '"');
-    const edit = !replace ? { insertText: quoted } : shared ? (content === label ? {} : { textEditText: content }) : { textEdit: { range: replace, newText: content } };
+    const edit = !replace
+      ? { insertText: quoted }
+      : shared
+        ? content === label
+          ? {}
+          : { textEditText: content }
+        : { textEdit: { range: replace, newText: content } };
     items.push({ label, kind, detail, sortText: sort + label, ...edit });
   };
   const spec = run.parsed.spec;
@@ -89,7 +109,12 @@ export function completionAt(doc: TextDocument, run: CheckRun | undefined, offse
     const used = new Set(spec?.inputs.map((i) => i.name));
     for (const v of inputs) {
       if (RUNTIME_INPUT.test(v.name)) continue;
-      add(v.name, `${v.dtype ?? ''} ${shapeText(v.dims)}${used.has(v.name) ? ' · mapped' : ''}`, CompletionItemKind.Field, used.has(v.name) ? '1' : '0');
+      add(
+        v.name,
+        `${v.dtype ?? ''} ${shapeText(v.dims)}${used.has(v.name) ? ' · mapped' : ''}`,
+        CompletionItemKind.Field,
+        used.has(v.name) ? '1' : '0',
+      );
     }
   } else {
     return null;

@@ -111,10 +111,11 @@ export class SpecDocuments {
     const promise = gate.then(() => this.run(d, version, abort.signal));
     d.current = { version, promise, abort };
     if (delayMs <= 0) start();
-    else d.timer = setTimeout(() => {
-      d.timer = undefined;
-      start();
-    }, delayMs);
+    else
+      d.timer = setTimeout(() => {
+        d.timer = undefined;
+        start();
+      }, delayMs);
     // ready() may start it early: keep the starter reachable.
     (d.current as { start?: () => void }).start = start;
   }

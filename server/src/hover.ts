@@ -31,14 +31,20 @@ function onnxLines(run: CheckRun, name: string): string[] {
     `ONNX input \`${name}\` of \`${onnxName}\`: \`${gi.dtype ?? `type ${gi.elemType}`}\` \`${shapeText(gi.dims)}\``,
     ops.length ? `used by: ${ops.map((o) => `\`${o}\``).join(', ')}` : 'used by no node of the main graph',
     // QEfficient's serving features the graph carries (CCL, on-device sampler)
-    ...servingSummary(onnxName, s.inputs, s.outputs, Object.entries(s.metadata).map(([key, value]) => ({ key, value }))).map((l) => `\`${onnxName}\` serves with ${l}`),
+    ...servingSummary(
+      onnxName,
+      s.inputs,
+      s.outputs,
+      Object.entries(s.metadata).map(([key, value]) => ({ key, value })),
+    ).map((l) => `\`${onnxName}\` serves with ${l}`),
   ];
 }
 
 /** What a key hover says when no header holds the key: only mention a diagnostic that exists. */
 function missingKeyText(run: CheckRun, file: number): string {
   const st = run.files[file];
-  if (st?.missingPrepared) return 'the prepared checkpoint does not exist yet and its layout could not be planned: run `weight-spec prepare`';
+  if (st?.missingPrepared)
+    return 'the prepared checkpoint does not exist yet and its layout could not be planned: run `weight-spec prepare`';
   if (!st?.header) return 'its file is not readable (see the diagnostic on `files`)';
   return 'not found in the checkpoint (see the diagnostic)';
 }

@@ -129,7 +129,13 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       applyRoots();
       if (typeof init.debounceMs === 'number' && init.debounceMs >= 0) documents.debounceMs = init.debounceMs;
       if (init.workspaceDiagnostics === true) {
-        workspaceDiags = new WorkspaceDiagnostics({ connection, log, cache: documents.cache, roots: () => documents.roots, isOpen: (uri) => documents.docs.has(uri) });
+        workspaceDiags = new WorkspaceDiagnostics({
+          connection,
+          log,
+          cache: documents.cache,
+          roots: () => documents.roots,
+          isOpen: (uri) => documents.docs.has(uri),
+        });
       }
       const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
@@ -142,7 +148,11 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
       if (!watches.dynamic) {
-        ownWatch = new FsWatchers((uris) => filesChanged((d) => uris.includes(d.uri)), options.watchDebounceMs ?? 100, options.watchOptions);
+        ownWatch = new FsWatchers(
+          (uris) => filesChanged((d) => uris.includes(d.uri)),
+          options.watchDebounceMs ?? 100,
+          options.watchOptions,
+        );
       }
       codeLensRefresh = !!ws?.codeLens?.refreshSupport;
       inlayRefresh = !!ws?.inlayHint?.refreshSupport;
@@ -167,25 +177,33 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     };
   });
 
-  connection.onDidOpenTextDocument(guardedNotification(log, 'didOpen', (p) => {
-    documents.open(p.textDocument.uri, p.textDocument.languageId, p.textDocument.version, p.textDocument.text);
-  }));
-  connection.onDidChangeTextDocument(guardedNotification(log, 'didChange', (p) => {
-    documents.change(p.textDocument.uri, p.textDocument.version, p.contentChanges);
-  }));
+  connection.onDidOpenTextDocument(
+    guardedNotification(log, 'didOpen', (p) => {
+      documents.open(p.textDocument.uri, p.textDocument.languageId, p.textDocument.version, p.textDocument.text);
+    }),
+  );
+  connection.onDidChangeTextDocument(
+    guardedNotification(log, 'didChange', (p) => {
+      documents.change(p.textDocument.uri, p.textDocument.version, p.contentChanges);
+    }),
+  );
   connection.onDidCloseTextDocument(guardedNotification(log, 'didClose', (p) => documents.close(p.textDocument.uri)));
-  connection.onDidSaveTextDocument(guardedNotification(log, 'didSave', (p) => {
-    // compile.json's spec fingerprint uses the saved file: refresh the lens state.
-    const d = documents.docs.get(p.textDocument.uri);
-    if (d && codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
-  }));
+  connection.onDidSaveTextDocument(
+    guardedNotification(log, 'didSave', (p) => {
+      // compile.json's spec fingerprint uses the saved file: refresh the lens state.
+      const d = documents.docs.get(p.textDocument.uri);
+      if (d && codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+    }),
+  );
 
-  connection.onDidChangeWatchedFiles(guardedNotification(log, 'didChangeWatchedFiles', (p) => {
-    const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
-    if (changed.length === 0) return;
-    filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
-    workspaceDiags?.filesChanged(changed);
-  }));
+  connection.onDidChangeWatchedFiles(
+    guardedNotification(log, 'didChangeWatchedFiles', (p) => {
+      const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
+      if (changed.length === 0) return;
+      filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
+      workspaceDiags?.filesChanged(changed);
+    }),
+  );
 
   /** Replaces the roots that came from the settings; re-checks when they changed. */
   const settingsRoots = (roots: string[] | undefined): void => {
@@ -205,13 +223,15 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       /* the client does not answer: the pushed and initial roots stay */
     }
   };
-  connection.onDidChangeConfiguration(guardedNotification(log, 'didChangeConfiguration', (p) => {
-    // Pushed settings (the extension's synchronize.configurationSection), else pull them: a
-    // client of the pull model sends this notification with `settings: null`.
-    const pushed = rootsOf((p.settings as { weightSpec?: unknown } | null | undefined)?.weightSpec);
-    if (pushed) settingsRoots(pushed);
-    else void pullRoots();
-  }));
+  connection.onDidChangeConfiguration(
+    guardedNotification(log, 'didChangeConfiguration', (p) => {
+      // Pushed settings (the extension's synchronize.configurationSection), else pull them: a
+      // client of the pull model sends this notification with `settings: null`.
+      const pushed = rootsOf((p.settings as { weightSpec?: unknown } | null | undefined)?.weightSpec);
+      if (pushed) settingsRoots(pushed);
+      else void pullRoots();
+    }),
+  );
 
   const foldersChanged = guardedNotification(log, 'didChangeWorkspaceFolders', (e: WorkspaceFoldersChangeEvent) => {
     const removed = new Set(e.removed.map((f) => uriToPath(f.uri)));
@@ -234,49 +254,63 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     }
   });
 
-  connection.onHover(guarded(log, 'hover', null, async (p) => {
-    const r = await runOf(p.textDocument.uri);
-    if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-    return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
-  }));
+  connection.onHover(
+    guarded(log, 'hover', null, async (p) => {
+      const r = await runOf(p.textDocument.uri);
+      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
+      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
+    }),
+  );
 
-  connection.onCompletion(guarded(log, 'completion', null, async (p) => {
-    const d = documents.docs.get(p.textDocument.uri);
-    if (!d) return null;
-    const r = await runOf(p.textDocument.uri);
-    // Half-typed text may not parse: keys and names then come from the last good check.
-    const run = r?.run.parsed.spec ? r.run : d.lastParsed ?? r?.run;
-    const current = !!run && run === r?.run && d.session.last?.text === d.doc.getText();
-    return completionAt(d.doc, run, d.doc.offsetAt(p.position), { current, editRange: completionEditRange });
-  }));
+  connection.onCompletion(
+    guarded(log, 'completion', null, async (p) => {
+      const d = documents.docs.get(p.textDocument.uri);
+      if (!d) return null;
+      const r = await runOf(p.textDocument.uri);
+      // Half-typed text may not parse: keys and names then come from the last good check.
+      const run = r?.run.parsed.spec ? r.run : (d.lastParsed ?? r?.run);
+      const current = !!run && run === r?.run && d.session.last?.text === d.doc.getText();
+      return completionAt(d.doc, run, d.doc.offsetAt(p.position), { current, editRange: completionEditRange });
+    }),
+  );
 
-  connection.onDocumentSymbol(guarded(log, 'documentSymbol', [], async (p) => {
-    const r = await runOf(p.textDocument.uri);
-    return r ? documentSymbols(r.d.doc, r.run.parsed) : [];
-  }));
+  connection.onDocumentSymbol(
+    guarded(log, 'documentSymbol', [], async (p) => {
+      const r = await runOf(p.textDocument.uri);
+      return r ? documentSymbols(r.d.doc, r.run.parsed) : [];
+    }),
+  );
 
-  connection.languages.inlayHint.on(guarded(log, 'inlayHint', [], async (p) => {
-    const r = await runOf(p.textDocument.uri);
-    if (!r || r.d.session.last?.text !== r.d.doc.getText()) return [];
-    return inlayHints(r.d.doc, r.run, offsetsOf(r.d.doc, p.range));
-  }));
+  connection.languages.inlayHint.on(
+    guarded(log, 'inlayHint', [], async (p) => {
+      const r = await runOf(p.textDocument.uri);
+      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return [];
+      return inlayHints(r.d.doc, r.run, offsetsOf(r.d.doc, p.range));
+    }),
+  );
 
-  connection.onDocumentFormatting(guarded(log, 'formatting', [], (p) => {
-    const d = documents.docs.get(p.textDocument.uri);
-    return d ? formatDocument(d.doc, p.options.insertFinalNewline === true) : [];
-  }));
+  connection.onDocumentFormatting(
+    guarded(log, 'formatting', [], (p) => {
+      const d = documents.docs.get(p.textDocument.uri);
+      return d ? formatDocument(d.doc, p.options.insertFinalNewline === true) : [];
+    }),
+  );
 
-  connection.onCodeAction(guarded(log, 'codeAction', [], async (p) => {
-    const r = await runOf(p.textDocument.uri);
-    return r ? codeActions(r.d.doc, r.run, p.context.diagnostics) : [];
-  }));
+  connection.onCodeAction(
+    guarded(log, 'codeAction', [], async (p) => {
+      const r = await runOf(p.textDocument.uri);
+      return r ? codeActions(r.d.doc, r.run, p.context.diagnostics) : [];
+    }),
+  );
 
-  connection.onCodeLens(guarded(log, 'codeLens', [], async (p) => {
-    const d = documents.docs.get(p.textDocument.uri);
-    const file = d?.file || uriToPath(p.textDocument.uri);
-    const run = d?.published?.run ?? (d ? (await runOf(p.textDocument.uri))?.run : undefined);
-    return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run, clientCommands);
-  }));
+  connection.onCodeLens(
+    guarded(log, 'codeLens', [], async (p) => {
+      const d = documents.docs.get(p.textDocument.uri);
+      const file = d?.file || uriToPath(p.textDocument.uri);
+      const run = d?.published?.run ?? (d ? (await runOf(p.textDocument.uri))?.run : undefined);
+      return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run, clientCommands);
+    }),
+  );
 
   const settingsFor = async (file: string): Promise<CommandSettings> => {
     if (!configurationSupport) return initSettings;
@@ -289,41 +323,51 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   };
   // Not connection.onExecuteCommand: it deletes params.workDoneToken before the handler runs,
   // so a client's own token would be lost (and a second progress created).
-  connection.onRequest(ExecuteCommandRequest.type, (p, token) => executeCommand({
-    connection,
-    cliPath: options.cliPath ?? 'cli.js',
-    settings: settingsFor,
-    progressSupport,
-    finished() {
-      // Files the command wrote change the checks (a prepared dir appears): re-check now,
-      // whether or not any watcher reports it.
-      filesChanged(() => true);
-    },
-  }, p, token, p.workDoneToken !== undefined ? connection.window.attachWorkDoneProgress(p.workDoneToken) : undefined));
+  connection.onRequest(ExecuteCommandRequest.type, (p, token) =>
+    executeCommand(
+      {
+        connection,
+        cliPath: options.cliPath ?? 'cli.js',
+        settings: settingsFor,
+        progressSupport,
+        finished() {
+          // Files the command wrote change the checks (a prepared dir appears): re-check now,
+          // whether or not any watcher reports it.
+          filesChanged(() => true);
+        },
+      },
+      p,
+      token,
+      p.workDoneToken !== undefined ? connection.window.attachWorkDoneProgress(p.workDoneToken) : undefined,
+    ),
+  );
 
-  connection.onRequest(SpecStateRequest, guarded(log, SpecStateRequest.method, null, async (p) => {
-    const r = await runOf(p.uri);
-    if (!r) return null;
-    const { run, d } = r;
-    const errors = run.problems.filter((x) => x.severity === 'error').length;
-    const spec = run.parsed.spec;
-    return {
-      uri: p.uri,
-      ...(d.published ? { version: d.published.version } : {}),
-      errors,
-      warnings: run.problems.length - errors,
-      codes: [...new Set(run.problems.map((x) => x.code))].sort(),
-      inputs: spec?.inputs.length ?? 0,
-      files: (spec?.files ?? []).map((f, i) => ({
-        path: f.path,
-        ...(run.files[i]?.abs ? { abs: run.files[i]!.abs } : {}),
-        readable: !!run.files[i]?.header,
-        ...(run.files[i]?.header ? { tensors: run.files[i]!.header!.tensors.size } : {}),
-      })),
-      ...(run.onnx ? { onnx: run.onnx.file } : {}),
-      compile: d.file ? compileStateOf(d.file) : { state: 'never-compiled' },
-    } satisfies SpecStateResult;
-  }));
+  connection.onRequest(
+    SpecStateRequest,
+    guarded(log, SpecStateRequest.method, null, async (p) => {
+      const r = await runOf(p.uri);
+      if (!r) return null;
+      const { run, d } = r;
+      const errors = run.problems.filter((x) => x.severity === 'error').length;
+      const spec = run.parsed.spec;
+      return {
+        uri: p.uri,
+        ...(d.published ? { version: d.published.version } : {}),
+        errors,
+        warnings: run.problems.length - errors,
+        codes: [...new Set(run.problems.map((x) => x.code))].sort(),
+        inputs: spec?.inputs.length ?? 0,
+        files: (spec?.files ?? []).map((f, i) => ({
+          path: f.path,
+          ...(run.files[i]?.abs ? { abs: run.files[i]!.abs } : {}),
+          readable: !!run.files[i]?.header,
+          ...(run.files[i]?.header ? { tensors: run.files[i]!.header!.tensors.size } : {}),
+        })),
+        ...(run.onnx ? { onnx: run.onnx.file } : {}),
+        compile: d.file ? compileStateOf(d.file) : { state: 'never-compiled' },
+      } satisfies SpecStateResult;
+    }),
+  );
 
   connection.onShutdown(() => {
     ownWatch?.dispose();
@@ -356,7 +400,10 @@ function settingsOf(v: unknown): CommandSettings {
   const o = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
   const str = (k: string) => (typeof o[k] === 'string' ? { [k]: o[k] as string } : {});
   return {
-    ...str('defaultDtype'), ...str('compileBackend'), ...str('qaicCompilePath'), ...str('onnxRuntimePath'),
+    ...str('defaultDtype'),
+    ...str('compileBackend'),
+    ...str('qaicCompilePath'),
+    ...str('onnxRuntimePath'),
     ...(typeof o.maxRamGb === 'number' ? { maxRamGb: o.maxRamGb } : {}),
   };
 }

@@ -25,7 +25,14 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
   const { spec, sources, offsets } = parsed;
   if (!spec || !sources) return [];
   const out: DocumentSymbol[] = [];
-  const sym = (name: string, kind: SymbolKind, r: OffsetRange, sel: OffsetRange, detail?: string, children?: DocumentSymbol[]): DocumentSymbol => ({
+  const sym = (
+    name: string,
+    kind: SymbolKind,
+    r: OffsetRange,
+    sel: OffsetRange,
+    detail?: string,
+    children?: DocumentSymbol[],
+  ): DocumentSymbol => ({
     name: name || '(empty)',
     kind,
     range: rangeOf(doc, r),
@@ -45,7 +52,8 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
     return sym(f.path, SymbolKind.File, r, offsets.value(src.path) ?? r, `files[${j}] · ${f.format}`);
   });
   const filesRange = offsets.value([sources.files[0]?.node[0] ?? 'files']);
-  if (filesRange && filesKey) out.push(sym('files', SymbolKind.Array, { start: filesKey.start, end: filesRange.end }, filesKey, `${spec.files.length}`, fileSyms));
+  if (filesRange && filesKey)
+    out.push(sym('files', SymbolKind.Array, { start: filesKey.start, end: filesRange.end }, filesKey, `${spec.files.length}`, fileSyms));
 
   // Groups are runs of consecutive inputs, so no group's range spans another's: the sorted
   // spec has lm_head before the layers and model.norm after them, and one "other" group
@@ -60,7 +68,8 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
     const name = layer === undefined ? 'other' : `layer ${layer}`;
     let run = runs[runs.length - 1];
     if (!run || run.name !== name) runs.push((run = { name, items: [], ranges: [] }));
-    const detail = input.location.key === input.name ? `files[${input.location.file}]` : `${input.location.key} · files[${input.location.file}]`;
+    const detail =
+      input.location.key === input.name ? `files[${input.location.file}]` : `${input.location.key} · files[${input.location.file}]`;
     run.items.push(sym(input.name, SymbolKind.Field, r, sel, detail));
     run.ranges.push(r);
   }
@@ -78,7 +87,9 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
       const name = seen.get(g.name)! > 1 ? `${g.name} (${k})` : g.name;
       return sym(name, SymbolKind.Namespace, r, { start: r.start, end: r.start + 1 }, `${g.items.length} inputs`, g.items);
     });
-    out.push(sym('inputs', SymbolKind.Array, { start: inputsKey.start, end: inputsRange.end }, inputsKey, `${spec.inputs.length}`, children));
+    out.push(
+      sym('inputs', SymbolKind.Array, { start: inputsKey.start, end: inputsRange.end }, inputsKey, `${spec.inputs.length}`, children),
+    );
   }
   return out;
 }

@@ -73,7 +73,10 @@ export class WatchRegistry {
     const previous = this.current;
     const watchers: FileSystemWatcher[] = list.map((d) =>
       this.relativePatterns
-        ? { globPattern: { baseUri: pathToFileURL(d).toString(), pattern: '*' }, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete }
+        ? {
+            globPattern: { baseUri: pathToFileURL(d).toString(), pattern: '*' },
+            kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete,
+          }
         : { globPattern: `${d.replace(/[\\[\]{}*?]/g, (c) => `[${c}]`)}/*`, kind: WatchKind.Create | WatchKind.Change | WatchKind.Delete },
     );
     const method = DidChangeWatchedFilesNotification.type.method;

@@ -34,15 +34,20 @@ function binOnly(checkpoint: string): { dir: string; bins: string[] } | undefine
   if (!st.isDirectory()) return undefined;
   const names = fs.readdirSync(checkpoint);
   if (names.some((n) => n.endsWith('.safetensors') || n === 'model.safetensors.index.json')) return undefined;
-  const bins = names.filter((n) => /^pytorch_model.*\.bin$/.test(n)).sort().map((n) => path.join(checkpoint, n));
+  const bins = names
+    .filter((n) => /^pytorch_model.*\.bin$/.test(n))
+    .sort()
+    .map((n) => path.join(checkpoint, n));
   return bins.length ? { dir: checkpoint, bins } : undefined;
 }
 
 async function stamps(files: string[]): Promise<{ path: string; size: number; mtime_ms: number }[]> {
-  return Promise.all(files.map(async (f) => {
-    const st = await fsp.stat(f);
-    return { path: path.basename(f), size: st.size, mtime_ms: st.mtimeMs };
-  }));
+  return Promise.all(
+    files.map(async (f) => {
+      const st = await fsp.stat(f);
+      return { path: path.basename(f), size: st.size, mtime_ms: st.mtimeMs };
+    }),
+  );
 }
 
 /**

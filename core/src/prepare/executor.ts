@@ -79,7 +79,10 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   let running = 0;
   let maxConcurrent = 0;
   for (const t of tasks) {
-    if (t.peakBytes > opts.budgetBytes) throw new PipelineError(`task ${t.id} (${t.file}) needs an estimated ${t.peakBytes} bytes, over the RAM budget of ${opts.budgetBytes} bytes`);
+    if (t.peakBytes > opts.budgetBytes)
+      throw new PipelineError(
+        `task ${t.id} (${t.file}) needs an estimated ${t.peakBytes} bytes, over the RAM budget of ${opts.budgetBytes} bytes`,
+      );
   }
   const workerPath = opts.workerPath ?? defaultWorkerPath();
   const wanted = opts.workers ?? Math.max(1, Math.min(os.availableParallelism?.() ?? os.cpus().length, tasks.length));
@@ -93,10 +96,11 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   report();
 
   const runOn = (task: Task, w: Worker | undefined): Promise<TaskStats> => {
-    if (!w) return executeTask(task, opts.outDir, (n) => {
-      progress.bytesDone += n;
-      report();
-    });
+    if (!w)
+      return executeTask(task, opts.outDir, (n) => {
+        progress.bytesDone += n;
+        report();
+      });
     return new Promise<TaskStats>((resolve, reject) => {
       const onMessage = (m: WorkerMessage) => {
         if (m.type === 'progress') {
@@ -108,7 +112,12 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
         w.off('error', onError);
         w.off('exit', onExit);
         if (m.type === 'done') resolve(m.stats);
-        else reject(m.name === 'FormatError' || m.name === 'PipelineError' ? new PipelineError(m.message) : new PipelineError(`task ${task.id}: ${m.message}`));
+        else
+          reject(
+            m.name === 'FormatError' || m.name === 'PipelineError'
+              ? new PipelineError(m.message)
+              : new PipelineError(`task ${task.id}: ${m.message}`),
+          );
       };
       const onError = (e: Error) => reject(new PipelineError(`task ${task.id}: worker failed: ${e.message}`));
       // A worker that dies without a word (killed, out of memory) must not hang the run.

@@ -14,7 +14,16 @@ import { checkReplaceable } from './ownership';
 import type { PreparePlan } from './types';
 
 /** Sidecars: files copied beside the prepared shards so the directory is a complete HF model folder. */
-const EXACT = new Set(['config.json', 'generation_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json', 'vocab.json', 'merges.txt', 'added_tokens.json']);
+const EXACT = new Set([
+  'config.json',
+  'generation_config.json',
+  'special_tokens_map.json',
+  'chat_template.jinja',
+  'chat_template.json',
+  'vocab.json',
+  'merges.txt',
+  'added_tokens.json',
+]);
 
 /** True for a sidecar file name (`tokenizer*` included). */
 export function isSidecar(name: string): boolean {
@@ -38,7 +47,14 @@ async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[])
   const written_files = await Promise.all([INDEX_FILE, ...sidecars].map(sized));
   const transforms = new Map<string, { id: string; tasks: number; params: Record<string, unknown> }>();
   for (const t of plan.tasks) {
-    const e = transforms.get(t.transform) ?? { id: t.transform, tasks: 0, params: { dtype: plan.dtype, ...(plan.expertParallel ? { pipelineStages: plan.expertParallel.stages, parallelExperts: plan.expertParallel.experts } : {}) } };
+    const e = transforms.get(t.transform) ?? {
+      id: t.transform,
+      tasks: 0,
+      params: {
+        dtype: plan.dtype,
+        ...(plan.expertParallel ? { pipelineStages: plan.expertParallel.stages, parallelExperts: plan.expertParallel.experts } : {}),
+      },
+    };
     e.tasks++;
     transforms.set(t.transform, e);
   }
@@ -49,10 +65,19 @@ async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[])
     target_dtype: plan.dtype,
     fingerprint: plan.fingerprint,
     moe_prefill_flavour: plan.expertParallel ? 'expert_parallel' : null,
-    expert_parallel: plan.expertParallel ? { pipeline_stages: plan.expertParallel.stages, parallel_experts: plan.expertParallel.experts } : null,
+    expert_parallel: plan.expertParallel
+      ? { pipeline_stages: plan.expertParallel.stages, parallel_experts: plan.expertParallel.experts }
+      : null,
     source_files: plan.sourceFiles.map((f) => ({ path: f.path, size: f.size, mtime_ms: f.mtimeMs })),
     transforms: [...transforms.values()],
-    tasks: plan.tasks.map((t) => ({ id: t.id, transform: t.transform, params: t.params, file: t.file, inputs: t.inputs.map((r) => r.key), outputs: t.outputs.map((r) => r.key) })),
+    tasks: plan.tasks.map((t) => ({
+      id: t.id,
+      transform: t.transform,
+      params: t.params,
+      file: t.file,
+      inputs: t.inputs.map((r) => r.key),
+      outputs: t.outputs.map((r) => r.key),
+    })),
     output_files,
     sidecars,
     written_files,

@@ -26,14 +26,23 @@ export function fp8Values(dtype: DType): Float32Array {
  * Dequantizes `q` (elements `first … first + q.length − 1` of a `shape` tensor of FP8
  * `dtype`) with `scale` (the whole scale tensor in f32, laid out as `ref.grid` per matrix).
  */
-export function dequantFp8(q: Uint8Array, dtype: DType, first: number, shape: readonly number[], scale: Float32Array, ref: ScaleRef): Float32Array {
+export function dequantFp8(
+  q: Uint8Array,
+  dtype: DType,
+  first: number,
+  shape: readonly number[],
+  scale: Float32Array,
+  ref: ScaleRef,
+): Float32Array {
   const values = fp8Values(dtype);
   const C = shape[shape.length - 1]!;
   const R = shape[shape.length - 2]!;
   const [bR, bC] = ref.block;
   const [nR, nC] = ref.grid;
   if (scale.length < Math.ceil((first + q.length) / (R * C)) * nR * nC) {
-    throw new PipelineError(`FP8 dequantization: ${scale.length} scales do not cover elements ${first}…${first + q.length} of ${JSON.stringify(shape)} in ${bR}×${bC} blocks`);
+    throw new PipelineError(
+      `FP8 dequantization: ${scale.length} scales do not cover elements ${first}…${first + q.length} of ${JSON.stringify(shape)} in ${bR}×${bC} blocks`,
+    );
   }
   const out = new Float32Array(q.length);
   let i = 0;
@@ -46,7 +55,7 @@ export function dequantFp8(q: Uint8Array, dtype: DType, first: number, shape: re
     const scaleRow = (matrix * nR + Math.floor(r / bR)) * nC;
     const rowEnd = i + Math.min(C - col, q.length - i);
     // One scale per run of bC columns.
-    for (let c = col; i < rowEnd; ) {
+    for (let c = col; i < rowEnd;) {
       const s = scale[scaleRow + Math.floor(c / bC)]!;
       const runEnd = Math.min(rowEnd, i + (bC - (c % bC)));
       for (; i < runEnd; i++, c++) out[i] = values[q[i]!]! * s;

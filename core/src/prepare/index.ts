@@ -5,7 +5,15 @@
  */
 export { BASE_SHARD_BYTES, planPrepare } from './planner';
 export { runPrepare, type PrepareResult, type RunPrepareOptions } from './run-prepare';
-export { availableMemory, defaultBudgetBytes, defaultWorkerPath, runTasks, type ExecutorOptions, type ExecutorResult, type PrepareProgress } from './executor';
+export {
+  availableMemory,
+  defaultBudgetBytes,
+  defaultWorkerPath,
+  runTasks,
+  type ExecutorOptions,
+  type ExecutorResult,
+  type PrepareProgress,
+} from './executor';
 export { executeTask, type TaskStats } from './run-task';
 export {
   MANIFEST_FILE,

@@ -5,7 +5,15 @@
  * by the worker threads.
  */
 import { PipelineError } from '../errors';
-import { convertFloat, DTYPE_SIZE, floatBitsToBf16Bits, floatBitsToHalfBits, fromFloat32, halfBitsToFloatBits, type DType } from '../formats/dtype';
+import {
+  convertFloat,
+  DTYPE_SIZE,
+  floatBitsToBf16Bits,
+  floatBitsToHalfBits,
+  fromFloat32,
+  halfBitsToFloatBits,
+  type DType,
+} from '../formats/dtype';
 
 /** Elements per chunk of a streamed dense conversion (512 KiB of bf16: read, convert and write stay in cache; measured best here). */
 export const CHUNK_ELEMS = 256 * 1024;
@@ -201,7 +209,8 @@ export function encodeF32(values: Float32Array, to: DType): Uint8Array {
  * Works in 64×64 tiles so both sides stay in cache.
  */
 export function transposeMatrix(bytes: Uint8Array, rows: number, cols: number, size: number): Uint8Array {
-  if (bytes.byteLength !== rows * cols * size) throw new PipelineError(`transpose: ${bytes.byteLength} bytes do not hold [${rows}, ${cols}] of ${size}-byte elements`);
+  if (bytes.byteLength !== rows * cols * size)
+    throw new PipelineError(`transpose: ${bytes.byteLength} bytes do not hold [${rows}, ${cols}] of ${size}-byte elements`);
   const out = new Uint8Array(bytes.byteLength);
   const T = 64;
   const view = <A extends Uint16Array | Uint32Array | Uint8Array>(C: new (b: ArrayBuffer, o: number, n: number) => A, b: Uint8Array): A =>
@@ -221,7 +230,8 @@ export function transposeMatrix(bytes: Uint8Array, rows: number, cols: number, s
     else run(view(Uint32Array, aligned), view(Uint32Array, out));
     return out;
   }
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out.set(bytes.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < cols; c++) out.set(bytes.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
   return out;
 }
 
@@ -246,7 +256,8 @@ function transpose16Table(s: Uint16Array, d: Uint16Array, rows: number, cols: nu
     const r1 = Math.min(rows, r0 + TILE);
     for (let c0 = 0; c0 < cols; c0 += TILE) {
       const c1 = Math.min(cols, c0 + TILE);
-      for (let r = r0; r < r1; r++) for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = table[s[si++]!]!;
+      for (let r = r0; r < r1; r++)
+        for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = table[s[si++]!]!;
     }
   }
 }
@@ -293,7 +304,8 @@ function transpose32(s: Uint16Array | Uint32Array, d: Uint32Array, rows: number,
     const r1 = Math.min(rows, r0 + TILE);
     for (let c0 = 0; c0 < cols; c0 += TILE) {
       const c1 = Math.min(cols, c0 + TILE);
-      for (let r = r0; r < r1; r++) for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = s[si++]! << shift;
+      for (let r = r0; r < r1; r++)
+        for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = s[si++]! << shift;
     }
   }
 }

@@ -22,10 +22,18 @@ export async function linkTask(task: Task, outDir: string): Promise<TaskStats> {
   const started = Date.now();
   const src = task.link!;
   const h = await readSafetensorsHeader(src);
-  const changed = h.tensors.size !== task.tensors.length || Object.values(task.sources).some((t) => {
-    const info = h.tensors.get(t.key);
-    return !info || info.dtype !== t.dtype || info.dataOffset !== t.offset || info.byteLength !== t.byteLength || info.shape.join() !== t.shape.join();
-  });
+  const changed =
+    h.tensors.size !== task.tensors.length ||
+    Object.values(task.sources).some((t) => {
+      const info = h.tensors.get(t.key);
+      return (
+        !info ||
+        info.dtype !== t.dtype ||
+        info.dataOffset !== t.offset ||
+        info.byteLength !== t.byteLength ||
+        info.shape.join() !== t.shape.join()
+      );
+    });
   if (changed) throw new PipelineError(`${src}: changed since planning (task ${task.id}); nothing was written — re-run prepare`);
   const dst = path.join(outDir, task.file);
   let linked: 'hardlink' | 'symlink' = 'hardlink';

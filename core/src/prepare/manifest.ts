@@ -27,17 +27,21 @@ const manifestSchema = z.strictObject({
   target_dtype: z.enum(PREPARE_DTYPES),
   fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
   moe_prefill_flavour: z.literal('expert_parallel').nullable(),
-  expert_parallel: z.strictObject({ pipeline_stages: z.number().int().positive(), parallel_experts: z.number().int().positive() }).nullable(),
+  expert_parallel: z
+    .strictObject({ pipeline_stages: z.number().int().positive(), parallel_experts: z.number().int().positive() })
+    .nullable(),
   source_files: z.array(fileFact),
   transforms: z.array(z.strictObject({ id: z.string(), tasks: z.number().int().nonnegative(), params: z.record(z.string(), z.unknown()) })),
-  tasks: z.array(z.strictObject({
-    id: z.string(),
-    transform: z.string(),
-    params: z.record(z.string(), z.unknown()),
-    file: z.string(),
-    inputs: z.array(z.string()),
-    outputs: z.array(z.string()),
-  })),
+  tasks: z.array(
+    z.strictObject({
+      id: z.string(),
+      transform: z.string(),
+      params: z.record(z.string(), z.unknown()),
+      file: z.string(),
+      inputs: z.array(z.string()),
+      outputs: z.array(z.string()),
+    }),
+  ),
   output_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })),
   sidecars: z.array(z.string()),
   /** Every other file prepare wrote (index, sidecars) with its size: what a re-run may replace. */
@@ -60,7 +64,8 @@ export async function readPreparedManifest(dir: string): Promise<PreparedManifes
   try {
     text = await readRegularFile(file, 'utf8');
   } catch (e) {
-    if (e instanceof FormatError && e.detail === 'file does not exist') throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
+    if (e instanceof FormatError && e.detail === 'file does not exist')
+      throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
     throw e instanceof FormatError ? e : new FormatError(file, `cannot read (${oneLine(e)})`);
   }
   let value: unknown;
@@ -98,10 +103,16 @@ export async function preparedStatus(dir: string): Promise<PreparedStatus> {
   } catch (e) {
     return { state: 'not-prepared', reason: oneLine(e) };
   }
-  if (sentinel !== manifest.fingerprint) return { state: 'not-prepared', reason: `${path.join(dir, SENTINEL_FILE)} does not match the manifest's fingerprint`, manifest };
+  if (sentinel !== manifest.fingerprint)
+    return { state: 'not-prepared', reason: `${path.join(dir, SENTINEL_FILE)} does not match the manifest's fingerprint`, manifest };
   for (const f of manifest.output_files) {
     const st = await fs.stat(path.join(dir, f.path)).catch(() => undefined);
-    if (!st || st.size !== f.size) return { state: 'not-prepared', reason: `${path.join(dir, f.path)} is ${st ? `${st.size} bytes, manifest says ${f.size}` : 'missing'}`, manifest };
+    if (!st || st.size !== f.size)
+      return {
+        state: 'not-prepared',
+        reason: `${path.join(dir, f.path)} is ${st ? `${st.size} bytes, manifest says ${f.size}` : 'missing'}`,
+        manifest,
+      };
   }
   for (const f of manifest.source_files) {
     const abs = path.resolve(manifest.source, f.path);

@@ -118,12 +118,16 @@ export async function lockOutput(outDir: string): Promise<OutputLock> {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       if (attempt >= 5) {
-        throw new PipelineError(`${printable(out)}: locked by ${printable(file)}, which names no running process; remove it if no prepare is running`);
+        throw new PipelineError(
+          `${printable(out)}: locked by ${printable(file)}, which names no running process; remove it if no prepare is running`,
+        );
       }
     }
     const pid = Number.parseInt(await fs.readFile(file, 'utf8').catch(() => ''), 10);
     if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
-      throw new PipelineError(`${printable(out)}: another prepare (pid ${pid}) is writing this folder; wait for it to finish or choose another --out`);
+      throw new PipelineError(
+        `${printable(out)}: another prepare (pid ${pid}) is writing this folder; wait for it to finish or choose another --out`,
+      );
     }
     // A holder that died (or a lock being written this instant): a dead pid's lock is stale.
     if (Number.isInteger(pid) && pid > 0) await fs.rm(file, { force: true });

@@ -27,17 +27,21 @@ export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
 
 /** Validates the options (UsageError for a bad combination); N is checked against E once the experts are known. */
 function checkOptions(o: PrepareOptions): { stages: number; experts?: number } | undefined {
-  if (!isPrepareDtype(o.dtype)) throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
+  if (!isPrepareDtype(o.dtype))
+    throw new UsageError(`prepare: --dtype must be float32, float16 or bfloat16 (got ${JSON.stringify(o.dtype)})`);
   const hasPE = o.pipelineStages !== undefined || o.parallelExperts !== undefined;
   if (!o.moeFlavour) {
     if (hasPE) throw new UsageError('prepare: --pipeline-stages/--parallel-experts need --moe-flavour expert_parallel');
     return undefined;
   }
-  if (o.moeFlavour !== 'expert_parallel') throw new UsageError(`prepare: unknown --moe-flavour ${JSON.stringify(o.moeFlavour)} (expert_parallel)`);
+  if (o.moeFlavour !== 'expert_parallel')
+    throw new UsageError(`prepare: unknown --moe-flavour ${JSON.stringify(o.moeFlavour)} (expert_parallel)`);
   const P = o.pipelineStages;
   const N = o.parallelExperts;
-  if (!Number.isInteger(P) || P! < 1) throw new UsageError('prepare: --moe-flavour expert_parallel needs --pipeline-stages P (a positive integer)');
-  if (N !== undefined && (!Number.isInteger(N) || N < 1)) throw new UsageError(`prepare: --parallel-experts must be a positive integer (got ${N})`);
+  if (!Number.isInteger(P) || P! < 1)
+    throw new UsageError('prepare: --moe-flavour expert_parallel needs --pipeline-stages P (a positive integer)');
+  if (N !== undefined && (!Number.isInteger(N) || N < 1))
+    throw new UsageError(`prepare: --parallel-experts must be a positive integer (got ${N})`);
   return { stages: P!, ...(N !== undefined ? { experts: N } : {}) };
 }
 
@@ -48,7 +52,9 @@ function checkOptions(o: PrepareOptions): { stages: number; experts?: number } |
 export function expertParallelSplit(E: number, P: number, N: number | undefined, where: string): number {
   if (E % P !== 0) throw new UsageError(`prepare: ${where}: ${E} experts (E) do not split into ${P} pipeline stages (P): E % P must be 0`);
   if (N !== undefined && P * N !== E) {
-    throw new UsageError(`prepare: ${where}: --parallel-experts ${N} (N) × --pipeline-stages ${P} (P) = ${P * N}, but the model has ${E} experts (E); N must be E / P = ${E / P} (or left out)`);
+    throw new UsageError(
+      `prepare: ${where}: --parallel-experts ${N} (N) × --pipeline-stages ${P} (P) = ${P * N}, but the model has ${E} experts (E); N must be E / P = ${E / P} (or left out)`,
+    );
   }
   return E / P;
 }
@@ -95,7 +101,11 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
 
   // MoE transforms claim their keys; the rest stays dense.
   const configured = configuredExperts(config);
-  let groups: MoeGroup[] = [...planMxfp4(sources, configured), ...planFusedSplit(sources, configured, moeSizes(config)), ...planMoeStack(sources, configured)];
+  let groups: MoeGroup[] = [
+    ...planMxfp4(sources, configured),
+    ...planFusedSplit(sources, configured, moeSizes(config)),
+    ...planMoeStack(sources, configured),
+  ];
   const claimed = new Map<string, string>();
   for (const g of groups) {
     for (const k of g.inputs) {
@@ -120,18 +130,26 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   });
   for (const layer of [...byLayer.keys()].sort((a, b) => a - b)) {
     const gs = byLayer.get(layer)!;
-    const tensors: OutputTensor[] = gs.flatMap((g) => g.tensors.map((t) => ({ ...t, dtype: finalDtype(t.dtype, target), stages: [...t.stages, 'final'] })));
+    const tensors: OutputTensor[] = gs.flatMap((g) =>
+      g.tensors.map((t) => ({ ...t, dtype: finalDtype(t.dtype, target), stages: [...t.stages, 'final'] })),
+    );
     const inputs = gs.flatMap((g) => g.inputs);
-    tasks.push(makeTask({
-      id: `experts:layer-${layer}`,
-      transform: [...new Set(gs.map((g) => g.transform))].join('+'),
-      params: { dtype: opts.dtype, ...(ep ? { pipelineStages: ep.stages, parallelExperts: ep.experts } : {}), modules: gs.map((g) => g.module) },
-      file: `experts-layer-${String(layer).padStart(5, '0')}.safetensors`,
-      inputs,
-      tensors,
-      sources,
-      dequant,
-    }));
+    tasks.push(
+      makeTask({
+        id: `experts:layer-${layer}`,
+        transform: [...new Set(gs.map((g) => g.transform))].join('+'),
+        params: {
+          dtype: opts.dtype,
+          ...(ep ? { pipelineStages: ep.stages, parallelExperts: ep.experts } : {}),
+          modules: gs.map((g) => g.module),
+        },
+        file: `experts-layer-${String(layer).padStart(5, '0')}.safetensors`,
+        inputs,
+        tensors,
+        sources,
+        dequant,
+      }),
+    );
   }
 
   // Dense keys, in checkpoint order, into base shards: one per source shard (so the tasks
@@ -141,27 +159,47 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   for (const [key, s] of sources) {
     if (claimed.has(key) || isFusedDown(key, sources) || dequant.consumed.has(key)) continue;
     const bytes = elementCount(s.shape) * DTYPE_SIZE[finalDtype(s.dtype, target)];
-    if (shard.keys.length > 0 && (shard.from !== s.file || shard.bytes + bytes > BASE_SHARD_BYTES)) shards.push((shard = { keys: [], bytes: 0 }));
+    if (shard.keys.length > 0 && (shard.from !== s.file || shard.bytes + bytes > BASE_SHARD_BYTES))
+      shards.push((shard = { keys: [], bytes: 0 }));
     shard.from = s.file;
     shard.keys.push(key);
     shard.bytes += bytes;
   }
-  shards.filter((sh) => sh.keys.length > 0).forEach((sh, i) => {
-    const tensors: OutputTensor[] = sh.keys.map((key) => {
-      const s = sources.get(key)!;
-      return { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } };
+  shards
+    .filter((sh) => sh.keys.length > 0)
+    .forEach((sh, i) => {
+      const tensors: OutputTensor[] = sh.keys.map((key) => {
+        const s = sources.get(key)!;
+        return {
+          key,
+          dtype: finalDtype(s.dtype, target),
+          shape: s.shape,
+          stages: ['source', 'final'],
+          recipe: { kind: 'convert', src: key },
+        };
+      });
+      const file = `base-${String(i).padStart(4, '0')}.safetensors`;
+      const task = makeTask({
+        id: `dense:${file}`,
+        transform: 'dense',
+        params: { dtype: opts.dtype },
+        file,
+        inputs: sh.keys,
+        tensors,
+        sources,
+        dequant,
+      });
+      const same = unchangedShard(sh.keys, task.tensors, sources, ckpt.headers.get(sh.from!), dequant.consumed);
+      tasks.push(same ? { ...task, link: sh.from!, peakBytes: 0 } : task);
     });
-    const file = `base-${String(i).padStart(4, '0')}.safetensors`;
-    const task = makeTask({ id: `dense:${file}`, transform: 'dense', params: { dtype: opts.dtype }, file, inputs: sh.keys, tensors, sources, dequant });
-    const same = unchangedShard(sh.keys, task.tensors, sources, ckpt.headers.get(sh.from!), dequant.consumed);
-    tasks.push(same ? { ...task, link: sh.from!, peakBytes: 0 } : task);
-  });
 
   if (opts.budgetBytes !== undefined) {
     // Name the largest task: raising the budget to its size lets every task run.
     const t = tasks.reduce<Task | undefined>((a, b) => (!a || b.peakBytes > a.peakBytes ? b : a), undefined);
     if (t && t.peakBytes > opts.budgetBytes) {
-      throw new PipelineError(`task ${t.id} (${t.file}) needs an estimated ${formatBytes(t.peakBytes)} at once, over the RAM budget of ${formatBytes(opts.budgetBytes)}; raise --max-ram-gb`);
+      throw new PipelineError(
+        `task ${t.id} (${t.file}) needs an estimated ${formatBytes(t.peakBytes)} at once, over the RAM budget of ${formatBytes(opts.budgetBytes)}; raise --max-ram-gb`,
+      );
     }
   }
 
@@ -177,7 +215,9 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   );
   const fingerprint = planFingerprint({ sourceFiles, dtype: opts.dtype, expertParallel: ep, tasks });
   const name = path.basename(ckpt.dir);
-  const outDir = opts.out ? path.resolve(opts.out) : path.join(path.dirname(ckpt.dir), `${name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
+  const outDir = opts.out
+    ? path.resolve(opts.out)
+    : path.join(path.dirname(ckpt.dir), `${name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
   if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
   return {
     fingerprint,
@@ -192,7 +232,16 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   };
 }
 
-function makeTask(p: { id: string; transform: string; params: Record<string, unknown>; file: string; inputs: string[]; tensors: OutputTensor[]; sources: Map<string, SourceTensor>; dequant: DequantPlan }): Task {
+function makeTask(p: {
+  id: string;
+  transform: string;
+  params: Record<string, unknown>;
+  file: string;
+  inputs: string[];
+  tensors: OutputTensor[];
+  sources: Map<string, SourceTensor>;
+  dequant: DequantPlan;
+}): Task {
   // FP8 weights dequantize first: their scales become inputs of the task that reads them.
   const { tensors, scaleKeys } = attachScales(p.tensors, p.dequant);
   const inputs = [...p.inputs, ...scaleKeys];

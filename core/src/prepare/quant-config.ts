@@ -37,7 +37,9 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 function pair(v: unknown): [number, number] | undefined {
-  return Array.isArray(v) && v.length === 2 && v.every((x) => Number.isInteger(x) && (x as number) > 0) ? [v[0] as number, v[1] as number] : undefined;
+  return Array.isArray(v) && v.length === 2 && v.every((x) => Number.isInteger(x) && (x as number) > 0)
+    ? [v[0] as number, v[1] as number]
+    : undefined;
 }
 
 /** The method name of a quantization_config (bitsandbytes' legacy `load_in_*bit` configs have none). */
@@ -72,7 +74,8 @@ function compressedTensors(q: Record<string, unknown>, file: string): QuantSchem
     }
     strategies.push(strategy);
     if (strategy === 'group') {
-      if (!Number.isInteger(w.group_size) || (w.group_size as number) < 1) refuseQuantization(file, method, `group "${name}" has no group_size`);
+      if (!Number.isInteger(w.group_size) || (w.group_size as number) < 1)
+        refuseQuantization(file, method, `group "${name}" has no group_size`);
       groupSizes.push(w.group_size as number);
     }
     if (strategy === 'block') {
@@ -95,10 +98,15 @@ export function quantSchemeOf(config: Record<string, unknown> | undefined, file:
   const method = quantMethodOf(q);
   switch (method) {
     case 'fp8': {
-      if (q.fmt !== undefined && q.fmt !== 'e4m3' && q.fmt !== 'e5m2') refuseQuantization(file, method, `with fmt "${String(q.fmt)}" is not an FP8 format`);
+      if (q.fmt !== undefined && q.fmt !== 'e4m3' && q.fmt !== 'e5m2')
+        refuseQuantization(file, method, `with fmt "${String(q.fmt)}" is not an FP8 format`);
       if (q.weight_block_size === undefined || q.weight_block_size === null) return { method };
       const block = pair(q.weight_block_size);
-      if (!block) throw new FormatError(file, `quantization_config.weight_block_size must be [rows, cols] of positive integers (got ${JSON.stringify(q.weight_block_size)})`);
+      if (!block)
+        throw new FormatError(
+          file,
+          `quantization_config.weight_block_size must be [rows, cols] of positive integers (got ${JSON.stringify(q.weight_block_size)})`,
+        );
       return { method, block };
     }
     case 'compressed-tensors':

@@ -58,7 +58,13 @@ export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult
   }
 }
 
-async function runLocked(plan: PreparePlan, opts: RunPrepareOptions, budgetBytes: number, started: number, scope: WorkScope): Promise<PrepareResult> {
+async function runLocked(
+  plan: PreparePlan,
+  opts: RunPrepareOptions,
+  budgetBytes: number,
+  started: number,
+  scope: WorkScope,
+): Promise<PrepareResult> {
   const status = await preparedStatus(plan.outDir);
   const base = { outDir: plan.outDir, fingerprint: plan.fingerprint, plan, budgetBytes };
   if (status.state === 'prepared' && status.manifest?.fingerprint === plan.fingerprint) {

@@ -11,7 +11,20 @@ import path from 'node:path';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsReader, SafetensorsWriter, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, SLOT_BATCH_BYTES, SLOT_READ_AHEAD, dequantMxfp4, encodeF32, everyOtherElement, everyOtherRow, halfColumns, makeConverter, makeTransposeConverter, transposeMatrix, type Converter } from './kernels';
+import {
+  CHUNK_ELEMS,
+  SLOT_BATCH_BYTES,
+  SLOT_READ_AHEAD,
+  dequantMxfp4,
+  encodeF32,
+  everyOtherElement,
+  everyOtherRow,
+  halfColumns,
+  makeConverter,
+  makeTransposeConverter,
+  transposeMatrix,
+  type Converter,
+} from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor, Task } from './types';
 import { linkTask } from './links';
@@ -28,7 +41,10 @@ export interface TaskStats {
 
 class Sources {
   readonly readBytes: Record<string, number> = Object.create(null) as Record<string, number>;
-  private constructor(private readonly task: Task, private readonly readers: Map<string, SafetensorsReader>) {}
+  private constructor(
+    private readonly task: Task,
+    private readonly readers: Map<string, SafetensorsReader>,
+  ) {}
 
   /** Opens every source file and checks each planned tensor against its header. */
   static async open(task: Task): Promise<Sources> {
@@ -38,10 +54,18 @@ class Sources {
       for (const f of task.sourceFiles) readers.set(f, await SafetensorsReader.open(f));
       const all = Object.values(task.sources);
       const missing = all.find((t) => !readers.get(t.file)?.info(t.key));
-      if (missing) throw new PipelineError(`${missing.file}: tensor "${missing.key}" (needed by task ${task.id}) is missing; nothing was written — re-run prepare`);
+      if (missing)
+        throw new PipelineError(
+          `${missing.file}: tensor "${missing.key}" (needed by task ${task.id}) is missing; nothing was written — re-run prepare`,
+        );
       for (const t of all) {
         const info = readers.get(t.file)!.info(t.key)!;
-        if (info.dtype !== t.dtype || info.dataOffset !== t.offset || info.byteLength !== t.byteLength || info.shape.join() !== t.shape.join()) {
+        if (
+          info.dtype !== t.dtype ||
+          info.dataOffset !== t.offset ||
+          info.byteLength !== t.byteLength ||
+          info.shape.join() !== t.shape.join()
+        ) {
           throw new PipelineError(`${t.file}: tensor "${t.key}" changed since planning; nothing was written — re-run prepare`);
         }
       }
@@ -94,7 +118,10 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
   const writtenBytes: Record<string, number> = Object.create(null) as Record<string, number>;
   const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   try {
-    writer = await SafetensorsWriter.open(path.join(outDir, task.file), task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })));
+    writer = await SafetensorsWriter.open(
+      path.join(outDir, task.file),
+      task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })),
+    );
     const w = writer;
     flusher = await Flusher.open(w.tempFile);
     const f = flusher;
@@ -161,9 +188,12 @@ class Flusher {
     this.pending += n;
     if (!this.fh || this.inflight || this.pending < FLUSH_EVERY) return;
     this.pending = 0;
-    this.inflight = this.fh.datasync().catch(() => undefined).finally(() => {
-      this.inflight = undefined;
-    });
+    this.inflight = this.fh
+      .datasync()
+      .catch(() => undefined)
+      .finally(() => {
+        this.inflight = undefined;
+      });
   }
 
   async close(): Promise<void> {
@@ -184,7 +214,12 @@ function buffer(slot: number, size: number): Uint8Array {
 }
 
 /** Streams one dense tensor through its converter, with one read and one write in flight. */
-async function streamConvert(t: OutputTensor, key: string, src: Sources, write: (k: string, b: Uint8Array) => Promise<void>): Promise<void> {
+async function streamConvert(
+  t: OutputTensor,
+  key: string,
+  src: Sources,
+  write: (k: string, b: Uint8Array) => Promise<void>,
+): Promise<void> {
   const s = src.src(key);
   const inSize = DTYPE_SIZE[s.dtype];
   const outSize = DTYPE_SIZE[t.dtype];
@@ -311,7 +346,12 @@ async function readSlice(src: Sources, key: string, start: number, length: numbe
 }
 
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
-async function produceSlot(slot: SlicePlan, t: OutputTensor, sib: OutputTensor | undefined, src: Sources): Promise<{ main: Uint8Array; sibling?: Uint8Array }> {
+async function produceSlot(
+  slot: SlicePlan,
+  t: OutputTensor,
+  sib: OutputTensor | undefined,
+  src: Sources,
+): Promise<{ main: Uint8Array; sibling?: Uint8Array }> {
   switch (slot.kind) {
     case 'whole':
       return { main: await readSlice(src, slot.src, 0, src.src(slot.src).byteLength, t.dtype, slot.scale) };

@@ -46,7 +46,12 @@ export function weightOfScaleKey(key: string, method: QuantScheme['method'] | un
 }
 
 /** The block a compressed-tensors scale of `scale` shape implies for a `[R, C]` weight. */
-function compressedBlock(s: Extract<QuantScheme, { method: 'compressed-tensors' }>, R: number, C: number, scale: SourceTensor): [number, number] | undefined {
+function compressedBlock(
+  s: Extract<QuantScheme, { method: 'compressed-tensors' }>,
+  R: number,
+  C: number,
+  scale: SourceTensor,
+): [number, number] | undefined {
   const n = elementCount(scale.shape);
   const last = scale.shape.slice(-2);
   const is = (a: number, b: number) => (scale.shape.length >= 2 ? last[0] === a && last[1] === b : n === a * b);
@@ -73,34 +78,58 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
       plan.consumed.add(key);
       continue;
     }
-    if (/\.weight_zero_point$/.test(key)) refuseQuantization(configFile, method ?? 'none', `with a weight zero point ("${key}") is asymmetric`);
+    if (/\.weight_zero_point$/.test(key))
+      refuseQuantization(configFile, method ?? 'none', `with a weight zero point ("${key}") is asymmetric`);
     const wkey = weightOfScaleKey(key, method);
     if (!wkey) continue;
-    if (!scheme) throw new PipelineError(`${configFile}: "${key}" is a quantization scale, but config.json declares no quantization_config (its weights would be misread)`);
+    if (!scheme)
+      throw new PipelineError(
+        `${configFile}: "${key}" is a quantization scale, but config.json declares no quantization_config (its weights would be misread)`,
+      );
     const w = sources.get(wkey);
     if (!w) throw new PipelineError(`${configFile}: scale "${key}" has no weight "${wkey}" in the checkpoint`);
-    if (!FP8.has(w.dtype)) throw new PipelineError(`${configFile}: "${wkey}" is ${w.dtype}, but "${key}" scales it as FP8 (${describeScheme(scheme)})`);
-    if (!SCALE_DTYPES.has(scale.dtype)) throw new PipelineError(`${configFile}: scale "${key}" is ${scale.dtype}; expected F32, BF16 or F16`);
-    if (w.shape.length < 2) throw new PipelineError(`${configFile}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`);
+    if (!FP8.has(w.dtype))
+      throw new PipelineError(`${configFile}: "${wkey}" is ${w.dtype}, but "${key}" scales it as FP8 (${describeScheme(scheme)})`);
+    if (!SCALE_DTYPES.has(scale.dtype))
+      throw new PipelineError(`${configFile}: scale "${key}" is ${scale.dtype}; expected F32, BF16 or F16`);
+    if (w.shape.length < 2)
+      throw new PipelineError(
+        `${configFile}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`,
+      );
     const R = w.shape[w.shape.length - 2]!;
     const C = w.shape[w.shape.length - 1]!;
     const block = scheme.method === 'fp8' ? (scheme.block ?? [R, C]) : compressedBlock(scheme, R, C, scale);
-    if (!block) throw new PipelineError(`${configFile}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`);
+    if (!block)
+      throw new PipelineError(
+        `${configFile}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`,
+      );
     const grid: [number, number] = [Math.ceil(R / block[0]), Math.ceil(C / block[1])];
     const lead = elementCount(w.shape.slice(0, -2));
     const lastTwo = scale.shape.slice(-2);
-    const fits = elementCount(scale.shape) === lead * grid[0] * grid[1] && (scale.shape.length < 2 || (lastTwo[0] === grid[0] && lastTwo[1] === grid[1]));
+    const fits =
+      elementCount(scale.shape) === lead * grid[0] * grid[1] &&
+      (scale.shape.length < 2 || (lastTwo[0] === grid[0] && lastTwo[1] === grid[1]));
     if (!fits) {
-      throw new PipelineError(`${configFile}: scale "${key}" is ${JSON.stringify(scale.shape)}, but "${wkey}" ${JSON.stringify(w.shape)} in ${block[0]}×${block[1]} blocks needs ${JSON.stringify([...w.shape.slice(0, -2), ...grid])}`);
+      throw new PipelineError(
+        `${configFile}: scale "${key}" is ${JSON.stringify(scale.shape)}, but "${wkey}" ${JSON.stringify(w.shape)} in ${block[0]}×${block[1]} blocks needs ${JSON.stringify([...w.shape.slice(0, -2), ...grid])}`,
+      );
     }
     plan.scales.set(wkey, { key, block, grid });
     plan.consumed.add(key);
   }
   for (const [key, t] of sources) {
     if (!FP8.has(t.dtype) || plan.scales.has(key)) continue;
-    if (!scheme) throw new PipelineError(`${configFile}: "${key}" is ${t.dtype} but config.json declares no quantization_config: its scales are unknown, so prepare would misread it`);
-    const want = scheme.method === 'fp8' ? `"${key.replace(/\.weight$/, '')}.weight_scale_inv"` : `"${key.replace(/\.weight$/, '')}.weight_scale"`;
-    refuseQuantization(configFile, scheme.method, `but "${key}" (${t.dtype}) has no scale tensor ${want}: fp8 without scales cannot be dequantized`);
+    if (!scheme)
+      throw new PipelineError(
+        `${configFile}: "${key}" is ${t.dtype} but config.json declares no quantization_config: its scales are unknown, so prepare would misread it`,
+      );
+    const want =
+      scheme.method === 'fp8' ? `"${key.replace(/\.weight$/, '')}.weight_scale_inv"` : `"${key.replace(/\.weight$/, '')}.weight_scale"`;
+    refuseQuantization(
+      configFile,
+      scheme.method,
+      `but "${key}" (${t.dtype}) has no scale tensor ${want}: fp8 without scales cannot be dequantized`,
+    );
   }
   return plan;
 }
@@ -112,7 +141,8 @@ function withScale(slot: SlicePlan, plan: DequantPlan, used: Set<string>): Slice
     used.add(scale.key);
     return { ...slot, scale };
   }
-  if (slot.kind === 'columns' && plan.scales.has(slot.src)) throw new PipelineError(`${slot.src}: an FP8 tensor cannot be split by columns before dequantization`);
+  if (slot.kind === 'columns' && plan.scales.has(slot.src))
+    throw new PipelineError(`${slot.src}: an FP8 tensor cannot be split by columns before dequantization`);
   return slot;
 }
 

@@ -56,7 +56,8 @@ function splitRows(module: string, fused: SourceTensor, down: SourceTensor, conf
   const [E, H, twoI] = fused.shape as [number, number, number];
   const I = twoI / 2;
   checkExpertCount(E, configured, module);
-  const half = (h: 0 | 1): SlicePlan[] => Array.from({ length: E }, (_, e) => ({ kind: 'half-columns' as const, src: fused.key, expert: e, half: h }));
+  const half = (h: 0 | 1): SlicePlan[] =>
+    Array.from({ length: E }, (_, e) => ({ kind: 'half-columns' as const, src: fused.key, expert: e, half: h }));
   return splitGroup(module, transform, fused, down, [E, H, I], half, false);
 }
 
@@ -75,7 +76,12 @@ function splitGroup(
   transposed: boolean,
 ): MoeGroup {
   const downBytes = H * I * DTYPE_SIZE[down.dtype];
-  const downSlots: SlicePlan[] = Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: down.key, start: e * downBytes, length: downBytes }));
+  const downSlots: SlicePlan[] = Array.from({ length: E }, (_, e) => ({
+    kind: 'range' as const,
+    src: down.key,
+    start: e * downBytes,
+    length: downBytes,
+  }));
   const [gate, up] = [`${module}.moe_weights.gate`, `${module}.moe_weights.up`];
   return {
     module,
@@ -90,8 +96,16 @@ function splitGroup(
   };
 }
 
-function split(module: string, fused: SourceTensor, down: SourceTensor, configured: number | undefined, transform: string, sizes: MoeSizes = {}): MoeGroup {
-  if (!isFloat(fused.dtype) || !isFloat(down.dtype)) throw new PipelineError(`${fused.key}: fused experts must be float tensors (got ${fused.dtype}, ${down.dtype})`);
+function split(
+  module: string,
+  fused: SourceTensor,
+  down: SourceTensor,
+  configured: number | undefined,
+  transform: string,
+  sizes: MoeSizes = {},
+): MoeGroup {
+  if (!isFloat(fused.dtype) || !isFloat(down.dtype))
+    throw new PipelineError(`${fused.key}: fused experts must be float tensors (got ${fused.dtype}, ${down.dtype})`);
   if (isRowFused(fused, down, sizes)) return splitRows(module, fused, down, configured, transform);
   if (fused.shape.length !== 3 || fused.shape[1]! % 2 !== 0) {
     throw new PipelineError(`${fused.key}: shape ${JSON.stringify(fused.shape)} is not [E, 2I, H]`);
@@ -99,13 +113,20 @@ function split(module: string, fused: SourceTensor, down: SourceTensor, configur
   const [E, twoI, H] = fused.shape as [number, number, number];
   const I = twoI / 2;
   if (down.shape.length !== 3 || down.shape[0] !== E || down.shape[1] !== H || down.shape[2] !== I) {
-    throw new PipelineError(`${down.key}: shape ${JSON.stringify(down.shape)} is not [E, H, I] = ${JSON.stringify([E, H, I])} (from ${fused.key})`);
+    throw new PipelineError(
+      `${down.key}: shape ${JSON.stringify(down.shape)} is not [E, H, I] = ${JSON.stringify([E, H, I])} (from ${fused.key})`,
+    );
   }
   checkExpertCount(E, configured, module);
   const rowBytes = H * DTYPE_SIZE[fused.dtype];
   const expertBytes = twoI * rowBytes;
   const half = (h: 0 | 1): SlicePlan[] =>
-    Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: fused.key, start: e * expertBytes + h * I * rowBytes, length: I * rowBytes }));
+    Array.from({ length: E }, (_, e) => ({
+      kind: 'range' as const,
+      src: fused.key,
+      start: e * expertBytes + h * I * rowBytes,
+      length: I * rowBytes,
+    }));
   return splitGroup(module, transform, fused, down, [E, H, I], half, true);
 }
 

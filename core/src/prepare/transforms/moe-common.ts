@@ -29,7 +29,10 @@ export function layerOf(module: string): number | undefined {
 /** A source tensor or a planning error naming the group and the missing key. */
 export function need(sources: Map<string, SourceTensor>, key: string, group: string): SourceTensor {
   const t = sources.get(key);
-  if (!t) throw new PipelineError(`${group}: required tensor "${key}" is missing from the checkpoint (the grouped task cannot run without every key of its group)`);
+  if (!t)
+    throw new PipelineError(
+      `${group}: required tensor "${key}" is missing from the checkpoint (the grouped task cannot run without every key of its group)`,
+    );
   return t;
 }
 
@@ -62,7 +65,8 @@ export function packExpertParallel(group: MoeGroup, stages: number): MoeGroup {
   return {
     ...group,
     tensors: group.tensors.map((t) => {
-      if (t.recipe.kind !== 'slots' || t.shape[0] !== experts) throw new PipelineError(`${t.key}: not a stacked [E, …] tensor; cannot pack it`);
+      if (t.recipe.kind !== 'slots' || t.shape[0] !== experts)
+        throw new PipelineError(`${t.key}: not a stacked [E, …] tensor; cannot pack it`);
       const slots = t.recipe.slots;
       return {
         ...t,
@@ -79,7 +83,14 @@ export function packExpertParallel(group: MoeGroup, stages: number): MoeGroup {
  * slot is the source `[out, in]` matrix of a `[in, out]` slice (QEfficient's canonical
  * orientation, `stack_expert_linears(transpose=True)`).
  */
-export function stacked(key: string, stage: string, dtype: OutputTensor['dtype'], slice: number[], slots: SlicePlan[], o: { pairedWith?: string; transposed?: boolean } = {}): OutputTensor {
+export function stacked(
+  key: string,
+  stage: string,
+  dtype: OutputTensor['dtype'],
+  slice: number[],
+  slots: SlicePlan[],
+  o: { pairedWith?: string; transposed?: boolean } = {},
+): OutputTensor {
   return {
     key,
     dtype,

@@ -14,7 +14,14 @@ import { checkExpertCount, need, sameShape, stacked, type MoeGroup } from './moe
 /** Matches one expert's linear weight; groups: module, expert index, projection name. */
 export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
 
-const ROLE: Record<string, 'gate' | 'up' | 'down'> = { w1: 'gate', w3: 'up', w2: 'down', gate_proj: 'gate', up_proj: 'up', down_proj: 'down' };
+const ROLE: Record<string, 'gate' | 'up' | 'down'> = {
+  w1: 'gate',
+  w3: 'up',
+  w2: 'down',
+  gate_proj: 'gate',
+  up_proj: 'up',
+  down_proj: 'down',
+};
 
 /** Finds the per-expert groups among `sources`; `configured` is config.json's expert count. */
 export function planMoeStack(sources: Map<string, SourceTensor>, configured?: number): MoeGroup[] {
@@ -37,7 +44,10 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
     const inputs: string[] = [];
     const tensors = (['gate', 'up', 'down'] as const).map((role) => {
       const names = mod.names.get(role);
-      if (!names) throw new PipelineError(`${module}: required tensor "${module}.experts.0.${role === 'gate' ? 'w1' : role === 'up' ? 'w3' : 'w2'}.weight" (or ${role}_proj) is missing from the checkpoint (the grouped task cannot run without every key of its group)`);
+      if (!names)
+        throw new PipelineError(
+          `${module}: required tensor "${module}.experts.0.${role === 'gate' ? 'w1' : role === 'up' ? 'w3' : 'w2'}.weight" (or ${role}_proj) is missing from the checkpoint (the grouped task cannot run without every key of its group)`,
+        );
       if (names.size > 1) throw new PipelineError(`${module}: experts mix ${[...names].join(' and ')} names for the ${role} projection`);
       const name = [...names][0]!;
       const keys = Array.from({ length: count }, (_, e) => `${module}.experts.${e}.${name}.weight`);
@@ -46,17 +56,28 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
         const t = need(sources, k, module);
         if (!isFloat(t.dtype)) throw new PipelineError(`${k}: dtype ${t.dtype} is not a float type; cannot stack it`);
         if (t.dtype !== first.dtype || !sameShape(t.shape, first.shape) || t.shape.length !== 2) {
-          throw new PipelineError(`${k}: ${t.dtype} ${JSON.stringify(t.shape)} differs from ${keys[0]} (${first.dtype} ${JSON.stringify(first.shape)}); experts must agree`);
+          throw new PipelineError(
+            `${k}: ${t.dtype} ${JSON.stringify(t.shape)} differs from ${keys[0]} (${first.dtype} ${JSON.stringify(first.shape)}); experts must agree`,
+          );
         }
         inputs.push(k);
       }
       const [out, inp] = first.shape as [number, number];
-      return stacked(`${module}.moe_weights.${role}`, 'stacked', first.dtype, [inp, out], keys.map((src) => ({ kind: 'whole' as const, src })), { transposed: true });
+      return stacked(
+        `${module}.moe_weights.${role}`,
+        'stacked',
+        first.dtype,
+        [inp, out],
+        keys.map((src) => ({ kind: 'whole' as const, src })),
+        { transposed: true },
+      );
     });
     const [g, u, d] = tensors;
     if (!sameShape(g!.shape, u!.shape) || g!.shape[1] !== d!.shape[2] || g!.shape[2] !== d!.shape[1]) {
       const src = (t: typeof g) => JSON.stringify([...t!.shape.slice(1)].reverse());
-      throw new PipelineError(`${module}: expert shapes gate ${src(g)}, up ${src(u)}, down ${src(d)} do not form an MLP ([I, H], [I, H], [H, I])`);
+      throw new PipelineError(
+        `${module}: expert shapes gate ${src(g)}, up ${src(u)}, down ${src(d)} do not form an MLP ([I, H], [I, H], [H, I])`,
+      );
     }
     groups.push({ module, transform: 'moe-stack', experts: count, inputs, tensors });
   }

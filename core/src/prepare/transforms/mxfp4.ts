@@ -15,11 +15,15 @@ import { checkExpertCount, need, stacked, type MoeGroup } from './moe-common';
 export const MXFP4_BLOCKS = /^(.*)\.experts\.(gate_up|down)_proj_blocks$/;
 
 function checkPacked(blocks: SourceTensor, scales: SourceTensor): { E: number; R: number; G: number } {
-  if (blocks.dtype !== 'U8' || scales.dtype !== 'U8') throw new PipelineError(`${blocks.key}: MXFP4 blocks and scales must be U8 (got ${blocks.dtype}, ${scales.dtype})`);
+  if (blocks.dtype !== 'U8' || scales.dtype !== 'U8')
+    throw new PipelineError(`${blocks.key}: MXFP4 blocks and scales must be U8 (got ${blocks.dtype}, ${scales.dtype})`);
   const [E, R, G, B] = blocks.shape;
-  if (blocks.shape.length !== 4 || B !== 16) throw new PipelineError(`${blocks.key}: shape ${JSON.stringify(blocks.shape)} is not [E, rows, G, 16]`);
+  if (blocks.shape.length !== 4 || B !== 16)
+    throw new PipelineError(`${blocks.key}: shape ${JSON.stringify(blocks.shape)} is not [E, rows, G, 16]`);
   if (scales.shape.length !== 3 || scales.shape[0] !== E || scales.shape[1] !== R || scales.shape[2] !== G) {
-    throw new PipelineError(`${scales.key}: shape ${JSON.stringify(scales.shape)} does not match blocks ${JSON.stringify(blocks.shape)} (want [E, rows, G])`);
+    throw new PipelineError(
+      `${scales.key}: shape ${JSON.stringify(scales.shape)} does not match blocks ${JSON.stringify(blocks.shape)} (want [E, rows, G])`,
+    );
   }
   return { E: E!, R: R!, G: G! };
 }
@@ -40,7 +44,14 @@ export function planMxfp4(sources: Map<string, SourceTensor>, configured?: numbe
   const groups: MoeGroup[] = [];
   for (const module of modules) {
     const p = `${module}.experts`;
-    const keys = ['gate_up_proj_blocks', 'gate_up_proj_scales', 'gate_up_proj_bias', 'down_proj_blocks', 'down_proj_scales', 'down_proj_bias'].map((n) => `${p}.${n}`);
+    const keys = [
+      'gate_up_proj_blocks',
+      'gate_up_proj_scales',
+      'gate_up_proj_bias',
+      'down_proj_blocks',
+      'down_proj_scales',
+      'down_proj_bias',
+    ].map((n) => `${p}.${n}`);
     const [gub, gus, gubias, db, ds, dbias] = keys.map((k) => need(sources, k, module)) as SourceTensor[];
     const gu = checkPacked(gub!, gus!);
     const dn = checkPacked(db!, ds!);
@@ -56,10 +67,22 @@ export function planMxfp4(sources: Map<string, SourceTensor>, configured?: numbe
       throw new PipelineError(`${db!.key}: dequantizes to [${dn.R}, ${dn.G * 32}] per expert, not [H, I] = [${H}, ${I}]`);
     }
     const mx = (blocks: string, scales: string, parity?: 0 | 1): SlicePlan[] =>
-      Array.from({ length: E }, (_, e) => ({ kind: 'mxfp4' as const, blocks, scales, expert: e, ...(parity !== undefined ? { parity } : {}) }));
-    const cols = (src: string, parity: 0 | 1): SlicePlan[] => Array.from({ length: E }, (_, e) => ({ kind: 'columns' as const, src, row: e, parity }));
+      Array.from({ length: E }, (_, e) => ({
+        kind: 'mxfp4' as const,
+        blocks,
+        scales,
+        expert: e,
+        ...(parity !== undefined ? { parity } : {}),
+      }));
+    const cols = (src: string, parity: 0 | 1): SlicePlan[] =>
+      Array.from({ length: E }, (_, e) => ({ kind: 'columns' as const, src, row: e, parity }));
     const rowBytes = dbias!.byteLength / E;
-    const downBias: SlicePlan[] = Array.from({ length: E }, (_, e) => ({ kind: 'range' as const, src: dbias!.key, start: e * rowBytes, length: rowBytes }));
+    const downBias: SlicePlan[] = Array.from({ length: E }, (_, e) => ({
+      kind: 'range' as const,
+      src: dbias!.key,
+      start: e * rowBytes,
+      length: rowBytes,
+    }));
     const m = `${module}.moe_weights`;
     groups.push({
       module,
