@@ -61,8 +61,15 @@ describe('viewers for model files', () => {
   });
 
   it("an export's model.onnx opens in the ONNX viewer with the inspect summary and the embedded spec", async () => {
+    // A copy of the model: ws.llama's prepared checkpoint may exist already (01-commands prepares
+    // it), and this test needs one that does not.
+    const model = path.join(ws.dir, 'viewer-llama');
+    fs.mkdirSync(model, { recursive: true });
+    for (const f of fs.readdirSync(ws.llama)) {
+      if (fs.statSync(path.join(ws.llama, f)).isFile()) fs.copyFileSync(path.join(ws.llama, f), path.join(model, f));
+    }
     const out = path.join(ws.dir, 'viewer-export');
-    cli(['export', '--config', ws.llama, '--out', out, '--dtype', 'float32']);
+    cli(['export', '--config', model, '--out', out, '--dtype', 'float32']);
     const onnx = path.join(out, 'model.onnx');
     await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(onnx), 'weightSpec.onnxViewer');
     assert.equal(activeCustomTab()?.viewType, 'weightSpec.onnxViewer');
