@@ -201,7 +201,8 @@ export async function editorUiChecks(page, ws, { check, dir }) {
     await page.keyboard.type('Weight Spec');
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Get Started with Weight Spec' }).first();
     await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    // Enter on the (only, focused) row: a hover left by an earlier step can sit over it and take a click.
+    await page.keyboard.press('Enter');
     const page1 = page.locator('.gettingStartedContainer', { hasText: 'Get Started with Weight Spec' }).first();
     await page1.waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.part.editor').screenshot({ path: shot });
