@@ -10,7 +10,7 @@ import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startC
 import { makeWorkspace } from './workspace.mjs';
 import { checkVsix, VSCE_PACKAGE_ARGS } from './vsix.mjs';
 import { viewerChecks } from './viewers-ui.mjs';
-import { editorUiChecks, keepScreenshot, prepareEditorWorkspace } from './ui-editor.mjs';
+import { editorUiChecks, keepScreenshot, prepareEditorWorkspace, runCommand } from './ui-editor.mjs';
 
 /** Width and height from a PNG's IHDR (and that the signature is right). */
 export function pngSize(file) {
@@ -207,8 +207,15 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
         const big = path.join(ws.dir, 'big');
         writeBigCheckpoint(big);
-        await page.keyboard.press('Control+Shift+E');
+        // The explorer, refreshed (the folder was made outside VS Code) and focused by command:
+        // Ctrl+Shift+E lands elsewhere when an earlier step left the focus in a view of its own.
+        await runCommand(page, 'File: Refresh Explorer');
+        await runCommand(page, 'File: Focus on Files Explorer');
         const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
+        await row.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
+          await page.screenshot({ path: path.join(dir, 'explorer-miss.png') });
+          throw e;
+        });
         await row.click();
         const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
         await file.waitFor({ state: 'visible', timeout: 15_000 });

@@ -52,7 +52,7 @@ function expectText(text, want, what) {
 }
 
 /** Runs a command by its title through the command palette (F1), as a user types it. */
-async function runCommand(page, title) {
+export async function runCommand(page, title) {
   await page.keyboard.press('Escape');
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
@@ -60,6 +60,8 @@ async function runCommand(page, title) {
   await page.keyboard.type(title);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 15_000 });
+  // Off any hover an earlier step left, which would take the click.
+  await page.mouse.move(1, 1);
   await row.click();
 }
 
