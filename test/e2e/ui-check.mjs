@@ -207,10 +207,9 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
         const big = path.join(ws.dir, 'big');
         writeBigCheckpoint(big);
-        // The explorer, refreshed (the folder was made outside VS Code) and focused by command:
-        // Ctrl+Shift+E lands elsewhere when an earlier step left the focus in a view of its own.
-        await runCommand(page, 'File: Refresh Explorer');
-        await runCommand(page, 'File: Focus on Files Explorer');
+        // The explorer, shown by command: Ctrl+Shift+E lands elsewhere when an earlier step left
+        // the focus in a view of its own.
+        await runCommand(page, 'View: Show Explorer');
         const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
         await row.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
           await page.screenshot({ path: path.join(dir, 'explorer-miss.png') });
