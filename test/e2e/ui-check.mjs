@@ -207,9 +207,11 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
       await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
         const big = path.join(ws.dir, 'big');
         writeBigCheckpoint(big);
-        // The explorer, shown by command: Ctrl+Shift+E lands elsewhere when an earlier step left
-        // the focus in a view of its own.
+        // The explorer, shown by command (Ctrl+Shift+E toggles the focus when it is there already).
         await runCommand(page, 'View: Show Explorer');
+        // The editor checks leave the folders view collapsed (the Weight Spec view had its room).
+        const folders = page.locator('.pane-header', { hasText: path.basename(ws.dir) }).first();
+        if ((await folders.getAttribute('aria-expanded')) === 'false') await folders.click();
         const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
         await row.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
           await page.screenshot({ path: path.join(dir, 'explorer-miss.png') });
