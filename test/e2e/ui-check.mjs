@@ -227,12 +227,22 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
           await file.click({ button: 'right' });
           // VS Code's menus ignore a mouse-up that comes right after they open (against
           // click-through), which a scripted click does; so hover the item and press Enter.
-          await page.locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' }).first().hover({ timeout: 15_000 });
-          await page.keyboard.press('Enter');
-          const shown = await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 }).then(
-            () => true,
-            () => false,
-          );
+          // A menu that did not open (or opened on another row) is one more try, not a failure.
+          const menu = await page
+            .locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' })
+            .first()
+            .hover({ timeout: 15_000 })
+            .then(
+              () => true,
+              () => false,
+            );
+          if (menu) await page.keyboard.press('Enter');
+          const shown =
+            menu &&
+            (await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 }).then(
+              () => true,
+              () => false,
+            ));
           if (shown) break;
           await page.screenshot({ path: path.join(dir, `picker-miss-${attempt}.png`) });
           if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
