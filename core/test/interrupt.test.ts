@@ -66,12 +66,12 @@ describe('interrupting prepare', () => {
     await bigCheckpoint(ckpt, 160);
     const points: { name: string; sig: NodeJS.Signals; when: (parent: string) => boolean }[] = [
       { name: 'lock taken', sig: 'SIGINT', when: (p) => fs.readdirSync(p).some((n) => n.endsWith('.lock')) },
-      { name: 'temp folder made', sig: 'SIGTERM', when: (p) => fs.readdirSync(p).some((n) => /\.tmp-\d+-/.test(n)) },
+      { name: 'temp folder made', sig: 'SIGTERM', when: (p) => fs.readdirSync(p).some((n) => /^prepared\.tmp-\d+-/.test(n)) },
       {
         name: 'temp folder holding data',
         sig: 'SIGINT',
         when: (p) => {
-          const d = fs.readdirSync(p).find((n) => /\.tmp-\d+-/.test(n));
+          const d = fs.readdirSync(p).find((n) => /^prepared\.tmp-\d+-/.test(n));
           if (!d) return false;
           return fs.readdirSync(path.join(p, d)).some((f) => fs.statSync(path.join(p, d, f)).size > 8 << 20);
         },

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
-import { isInside, printable, processAlive, realPathOf } from '../paths';
+import { isInside, printable, processAlive, realPathOf, tempPathFor } from '../paths';
 import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifest, type PreparedManifest } from './manifest';
 
 /** The manifest of `outDir` when it parses, else why not (ownership then cannot be proven). */
@@ -90,22 +90,26 @@ export interface OutputLock {
   release(): Promise<void>;
 }
 
+/** The lock file of an output folder: `<outDir>.lock`, beside it. */
+export function lockFileOf(outDir: string): string {
+  return `${path.resolve(outDir)}.lock`;
+}
+
 /**
- * Takes `<outDir>.lock` (created exclusively, holding this pid). A lock left by a dead
- * process is removed; a live holder makes this refuse with one line.
+ * Takes `<outDir>.lock` (holding this pid). A lock left by a dead process is removed; a live
+ * holder makes this refuse with one line. The lock appears with its pid already in it (written
+ * to a temporary, then hard-linked into place, which fails if the name exists), so an interrupt
+ * at any moment finds either no lock or one that names this process (interrupt.ts removes it).
  */
 export async function lockOutput(outDir: string): Promise<OutputLock> {
   const out = path.resolve(outDir);
-  const file = `${out}.lock`;
+  const file = lockFileOf(out);
   await fs.mkdir(path.dirname(out), { recursive: true });
   for (let attempt = 0; ; attempt++) {
+    const tmp = tempPathFor(file);
     try {
-      const fh = await fs.open(file, 'wx', 0o644);
-      try {
-        await fh.writeFile(`${process.pid}\n`);
-      } finally {
-        await fh.close();
-      }
+      await fs.writeFile(tmp, `${process.pid}\n`, { mode: 0o644, flag: 'wx' });
+      await fs.link(tmp, file);
       let released = false;
       return {
         file,
@@ -122,6 +126,8 @@ export async function lockOutput(outDir: string): Promise<OutputLock> {
           `${printable(out)}: locked by ${printable(file)}, which names no running process; remove it if no prepare is running`,
         );
       }
+    } finally {
+      await fs.rm(tmp, { force: true });
     }
     const pid = Number.parseInt(await fs.readFile(file, 'utf8').catch(() => ''), 10);
     if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {

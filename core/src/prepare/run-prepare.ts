@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress } from './executor';
 import { finalizePrepared, removeLeftovers } from './finalize';
-import { checkApartFromSource, checkReplaceable, lockOutput } from './ownership';
+import { checkApartFromSource, checkReplaceable, lockFileOf, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
 import { assertWritableDir, beginWork, makeTempSiblingDir, type WorkScope } from '../paths';
 import { safetensorsSource, type BinConversion } from './bin-source';
@@ -46,15 +46,20 @@ export async function runPrepare(opts: RunPrepareOptions): Promise<PrepareResult
   // Refused before the lock is written beside it: an output folder inside (or around) the source.
   checkApartFromSource(plan.outDir, plan.source);
   assertWritableDir(plan.outDir);
-  const lock = await lockOutput(plan.outDir);
-  // The temp sibling and the lock live beside the output; its leftovers inside it.
-  const scope = beginWork(plan.outDir, [path.dirname(plan.outDir), plan.outDir], lock.file);
+  // The temp sibling and the lock live beside the output; its leftovers inside it. The scope
+  // comes first, so an interrupt while the lock is being taken still removes it; the lock is
+  // released before the scope ends, so no moment leaves it behind.
+  const scope = beginWork(plan.outDir, [path.dirname(plan.outDir), plan.outDir], lockFileOf(plan.outDir));
   try {
-    const res = await runLocked(plan, opts, budgetBytes, started, scope);
-    return source.conversion ? { ...res, conversion: source.conversion } : res;
+    const lock = await lockOutput(plan.outDir);
+    try {
+      const res = await runLocked(plan, opts, budgetBytes, started, scope);
+      return source.conversion ? { ...res, conversion: source.conversion } : res;
+    } finally {
+      await lock.release();
+    }
   } finally {
     scope.end();
-    await lock.release();
   }
 }
 
