@@ -32,17 +32,21 @@ function checkRegular(file: string, st: fs.Stats): void {
 /** Largest single read/write call (Node refuses lengths above 2 GiB − 1 per call). */
 export const IO_CHUNK = 1 << 30;
 
+/** The error of a read that found the file shorter than its header said (`done` of `length` bytes read at `position`). */
+function endedEarly(file: string, length: number, position: number, done: number): FormatError {
+  const at = position + done;
+  return new FormatError(
+    file,
+    `file ended at byte ${at} while reading ${length} bytes at byte ${position} (truncated or changed while reading?)`,
+    at,
+  );
+}
+
 async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, file: string): Promise<void> {
   let done = 0;
   while (done < buf.length) {
     const { bytesRead } = await fh.read(buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
-    if (bytesRead === 0) {
-      throw new FormatError(
-        file,
-        `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`,
-        position + done,
-      );
-    }
+    if (bytesRead === 0) throw endedEarly(file, buf.length, position, done);
     done += bytesRead;
   }
 }
@@ -51,13 +55,7 @@ function readFullySync(fd: number, buf: Uint8Array, position: number, file: stri
   let done = 0;
   while (done < buf.length) {
     const n = fs.readSync(fd, buf, done, Math.min(buf.length - done, IO_CHUNK), position + done);
-    if (n === 0) {
-      throw new FormatError(
-        file,
-        `file ended at byte ${position + done} while reading ${buf.length} bytes at byte ${position} (truncated or changed while reading?)`,
-        position + done,
-      );
-    }
+    if (n === 0) throw endedEarly(file, buf.length, position, done);
     done += n;
   }
 }
