@@ -13,10 +13,8 @@ import { expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { fromFloat32 } from '../src/formats/dtype';
 import { summarizeOnnxSync } from '../src/formats/onnx';
-import { writeSafetensors } from '../src/formats/safetensors';
-import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
 import { referenceForward } from './graph-reference';
 import { maxAbsDiff } from './graph-support';
 
@@ -69,13 +67,7 @@ describeFixtures('expert_parallel export consumes the packed layout', () => {
     const root = tmp();
     const cfg = SYNTHETIC_CONFIGS.qwen3_moe!;
     const src = path.join(root, 'qwen3_moe');
-    fs.mkdirSync(src);
-    fs.writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
-    const raw = randomCheckpoint(cfg, 5);
-    await writeSafetensors(
-      path.join(src, 'model.safetensors'),
-      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
-    );
+    const raw = await writeRandomModel(src, cfg, 5);
     const ids = [4, 19, 33, 7, 61, 2, 45];
     const ref = referenceForward(cfg, raw, ids);
     for (const P of [2, 3]) {

@@ -6,16 +6,14 @@
  * float32 (≤ 1e-4) and float16 (≤ 2e-2, gemma2 8e-2: see float16Tolerance); and --phase prefill / decode graphs over one
  * prepared checkpoint giving the logits of `both`.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { fromFloat32 } from '../src/formats/dtype';
-import { writeSafetensors } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
-import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
 import { maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-export-e2e-')();
@@ -78,13 +76,7 @@ describeFixtures('export --config → prepare → compile → run equals the fix
     it(`${name} (checkpoint made in code) float32 and float16`, async () => {
       const cfg = SYNTHETIC_CONFIGS[name]!;
       const src = path.join(tmp, `synthetic-${name}`);
-      mkdirSync(src, { recursive: true });
-      writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
-      const raw = randomCheckpoint(cfg, 11);
-      await writeSafetensors(
-        path.join(src, 'model.safetensors'),
-        [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
-      );
+      const raw = await writeRandomModel(src, cfg, 11);
       const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
       const ref = referenceForward(cfg, raw, ids);
       for (const dtype of ['float32', 'float16']) {

@@ -26,11 +26,11 @@ import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../src/export/graph';
 import * as ort from 'onnxruntime-node';
-import { fromFloat32, toFloat32 } from '../src/formats/dtype';
+import { toFloat32 } from '../src/formats/dtype';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
-import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
+import { Checkpoint } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
-import { randomCheckpoint, rng, SYNTHETIC_CONFIGS } from './graph-random';
+import { rng, SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
 import { glm4MoeReference, randomGlmCheckpoint } from './graph-reference-glm';
 import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
@@ -350,13 +350,7 @@ describe('granitemoe (no fixture): a bf16 checkpoint made in code, judged by the
   it('export --config → prepare (input_linear split into the canonical layout) → compile → run, float32 and float16', async () => {
     const cfg = SYNTHETIC_CONFIGS.granitemoe!;
     const src = path.join(tmp, 'synthetic-granitemoe');
-    mkdirSync(src, { recursive: true });
-    writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
-    const raw = randomCheckpoint(cfg, 23);
-    await writeSafetensors(
-      path.join(src, 'model.safetensors'),
-      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
-    );
+    const raw = await writeRandomModel(src, cfg, 23);
     const ids = [4, 19, 33, 7, 61, 2, 45, 12, 28];
     const ref = referenceForward(cfg, raw, ids);
     for (const dtype of ['float32', 'float16']) {
@@ -389,13 +383,7 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
   it('input_linear [E, 2I, H] and output_linear [E, H, I] initializers resolve and are rebuilt bit for bit from prepared gate/up/down', async () => {
     const cfg = SYNTHETIC_CONFIGS.granitemoe!;
     const src = path.join(tmp, 'legacy-granitemoe');
-    mkdirSync(src, { recursive: true });
-    writeFileSync(path.join(src, 'config.json'), JSON.stringify(cfg));
-    const raw = randomCheckpoint(cfg, 5);
-    await writeSafetensors(
-      path.join(src, 'model.safetensors'),
-      [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
-    );
+    const raw = await writeRandomModel(src, cfg, 5);
     // a graph that embeds the layer-0 experts as the module holds them (QEfficient's patched
     // GraniteMoE gathers rows of the whole parameters) and returns them unchanged
     const m = 'model.layers.0.block_sparse_moe';

@@ -5,6 +5,10 @@
  */
 import { DENSE_SYNTHETIC_CONFIGS, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fromFloat32 } from '../src/formats/dtype';
+import { writeSafetensors } from '../src/formats/safetensors';
 
 /** Deterministic PRNG (mulberry32) with a normal sampler. */
 export function rng(seed: number): () => number {
@@ -272,3 +276,19 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
   },
   ...DENSE_SYNTHETIC_CONFIGS,
 };
+
+/**
+ * A model folder made in code: `config.json` and {@link randomCheckpoint} stored as one BF16
+ * `model.safetensors` (as HF checkpoints are). Returns the float32 weights, for the reference.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function writeRandomModel(dir: string, cfg: Record<string, any>, seed: number): Promise<Map<string, F32>> {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
+  const raw = randomCheckpoint(cfg, seed);
+  await writeSafetensors(
+    path.join(dir, 'model.safetensors'),
+    [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),
+  );
+  return raw;
+}
