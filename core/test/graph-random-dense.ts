@@ -11,6 +11,26 @@
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Put = (k: string, shape: number[], scale: number, center?: number) => void;
 
+/** A Llama-style gated MLP at `m` (`gate_proj`, `up_proj`, `down_proj`, with biases when `bias`). */
+export function putGatedMlp(put: Put, m: string, H: number, I: number, bias: boolean): void {
+  put(`${m}.gate_proj.weight`, [I, H], 1 / Math.sqrt(H));
+  put(`${m}.up_proj.weight`, [I, H], 1 / Math.sqrt(H));
+  put(`${m}.down_proj.weight`, [H, I], 1 / Math.sqrt(I));
+  if (bias)
+    for (const [n, size] of [
+      ['gate', I],
+      ['up', I],
+      ['down', H],
+    ] as const)
+      put(`${m}.${n}_proj.bias`, [size], 0.1);
+}
+
+/** The final norm, and the LM head unless tied (Gemma ties by default). */
+export function putNormAndHead(put: Put, normW: (k: string, n: number) => void, cfg: Cfg, H: number, gemma: boolean): void {
+  normW('model.norm.weight', H);
+  if (!(cfg.tie_word_embeddings ?? gemma)) put('lm_head.weight', [cfg.vocab_size, H], 1 / Math.sqrt(H));
+}
+
 /** Fills `put` with the family's tensors; false if `cfg` is not one of this file's families. */
 export function randomDenseTensors(cfg: Cfg, put: Put): boolean {
   const t = cfg.model_type as string;
@@ -58,19 +78,9 @@ export function randomDenseTensors(cfg: Cfg, put: Put): boolean {
       put(`${m}.output_linear.weight`, [E, H, I], 1 / Math.sqrt(I));
       continue;
     }
-    put(`${p}.mlp.gate_proj.weight`, [I, H], 1 / Math.sqrt(H));
-    put(`${p}.mlp.up_proj.weight`, [I, H], 1 / Math.sqrt(H));
-    put(`${p}.mlp.down_proj.weight`, [H, I], 1 / Math.sqrt(I));
-    if (cfg.mlp_bias)
-      for (const [n, size] of [
-        ['gate', I],
-        ['up', I],
-        ['down', H],
-      ] as const)
-        put(`${p}.mlp.${n}_proj.bias`, [size], 0.1);
+    putGatedMlp(put, `${p}.mlp`, H, I, !!cfg.mlp_bias);
   }
-  normW('model.norm.weight', H);
-  if (!(cfg.tie_word_embeddings ?? gemma)) put('lm_head.weight', [cfg.vocab_size, H], 1 / Math.sqrt(H));
+  putNormAndHead(put, normW, cfg, H, gemma);
   return true;
 }
 

@@ -3,7 +3,7 @@
  * give each family (original per-expert MoE keys), values rounded to bf16 like the fixtures.
  * Key naming is written out here independently of the graph builder's family table.
  */
-import { DENSE_SYNTHETIC_CONFIGS, randomDenseTensors } from './graph-random-dense';
+import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -110,20 +110,10 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
         put(`${mp}.experts.${e}.${d}.weight`, [H, mi], 1 / Math.sqrt(mi));
       }
     } else {
-      put(`${p}.mlp.gate_proj.weight`, [I, H], 1 / Math.sqrt(H));
-      put(`${p}.mlp.up_proj.weight`, [I, H], 1 / Math.sqrt(H));
-      put(`${p}.mlp.down_proj.weight`, [H, I], 1 / Math.sqrt(I));
-      if (cfg.mlp_bias)
-        for (const [n, size] of [
-          ['gate', I],
-          ['up', I],
-          ['down', H],
-        ] as const)
-          put(`${p}.mlp.${n}_proj.bias`, [size], 0.1);
+      putGatedMlp(put, `${p}.mlp`, H, I, !!cfg.mlp_bias);
     }
   }
-  normW('model.norm.weight', H);
-  if (!(cfg.tie_word_embeddings ?? gemma)) put('lm_head.weight', [cfg.vocab_size, H], 1 / Math.sqrt(H));
+  putNormAndHead(put, normW, cfg, H, gemma);
   return w;
 }
 
