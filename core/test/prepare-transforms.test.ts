@@ -9,35 +9,19 @@ import { describe, expect, it } from 'vitest';
 import { Checkpoint } from '../src/formats/safetensors';
 import { runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
-import { concat, readKey, sameBytes, t, tempDir, transposeExperts, u16, workerPath, writeCheckpoint } from './prepare-support';
-
-/** Independent f64 → f16 RNE reference (value arithmetic, not bit tricks). */
-function refHalf(x: number): number {
-  if (Number.isNaN(x)) return 0x7e00;
-  const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-  const a = Math.abs(x);
-  const roundEven = (v: number) => {
-    const f = Math.floor(v);
-    const d = v - f;
-    return d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f;
-  };
-  if (a >= 65520) return sign | 0x7c00;
-  if (a < 2 ** -14) return sign | roundEven(a / 2 ** -24);
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e--;
-  if (2 ** (e + 1) <= a) e++;
-  let q = roundEven((a / 2 ** e - 1) * 1024);
-  if (q === 1024) {
-    q = 0;
-    e++;
-  }
-  if (e > 15) return sign | 0x7c00;
-  return sign | ((e + 15) << 10) | q;
-}
-
-function bf16ToNumber(bits: number): number {
-  return new Float32Array(new Uint32Array([bits << 16]).buffer)[0]!;
-}
+import {
+  bf16ToNumber,
+  concat,
+  readKey,
+  refHalf,
+  sameBytes,
+  t,
+  tempDir,
+  transposeExperts,
+  u16,
+  workerPath,
+  writeCheckpoint,
+} from './prepare-support';
 
 async function prepare(dir: string, dtype: 'float32' | 'float16' | 'bfloat16', extra: Record<string, unknown> = {}) {
   return runPrepare({ checkpoint: dir, dtype, workerPath: workerPath(), ...extra });

@@ -7,7 +7,7 @@
  */
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, SLOT_BATCH_BYTES, SLOT_READ_AHEAD } from './kernels';
+import { CHUNK_ELEMS, SLOT_BATCH_BYTES } from './kernels';
 import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
 
 /** An FP8 scale tensor held in f32 while its weight dequantizes. */
@@ -56,10 +56,11 @@ export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>
   const transposed = t.transposeSlots ? sliceElems * outSize : 0;
   let working = Math.max(0, ...slots.map((s) => sliceBytes(s, srcs, outSize, sliceElems, paired) + transposed));
   if (!paired && slots.length && slots.every((s) => s.kind === 'whole' && !s.scale)) {
-    // the streamed path (run-task streamSlots): slices read ahead, two batches of whole output slices
+    // the streamed path (run-task streamSlots): one slice buffer and one batch of whole output
+    // slices, each counted twice (the buffer pool may round a buffer up to twice its size)
     const sliceOut = sliceElems * outSize;
     const batch = Math.min(slots.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / Math.max(1, sliceOut)))) * sliceOut;
-    working = Math.max(working, SLOT_READ_AHEAD * srcs[(slots[0] as { src: string }).src]!.byteLength + 2 * batch);
+    working = Math.max(working, 2 * srcs[(slots[0] as { src: string }).src]!.byteLength + 2 * batch);
   }
   const sibling = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
   return working + (sibling ? elementCount(sibling.shape) * DTYPE_SIZE[sibling.dtype] : 0);

@@ -9,6 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { FormatError, PipelineError } from '../errors';
+import { SafetensorsWriter } from '../formats/safetensors';
+import { PIECE_BYTES, executePiece, isPieceable, mergeStats, pieceRanges, type TaskPiece } from './run-piece';
 import { executeTask, type TaskStats } from './run-task';
 import type { Task } from './types';
 import type { WorkerMessage, WorkerRequest } from './worker';
@@ -30,6 +32,8 @@ export interface ExecutorOptions {
   /** The bundled worker script (default: prepare-worker.js beside this bundle, or dist/). */
   workerPath?: string;
   onProgress?: (p: PrepareProgress) => void;
+  /** Output bytes per piece of a dense task (default {@link PIECE_BYTES}; tests make it small). */
+  pieceBytes?: number;
 }
 
 /** What the executor observed (the budget test reads these). */
@@ -39,6 +43,8 @@ export interface ExecutorResult {
   peakAdmittedBytes: number;
   /** Most tasks running at once. */
   maxConcurrent: number;
+  /** Pieces run (dense tasks cut into byte ranges; 0 when every task ran whole). */
+  pieces: number;
 }
 
 /** Default RAM budget: 80 % of the memory available now. */
@@ -68,6 +74,40 @@ export function defaultWorkerPath(): string | undefined {
   return candidates.find((c): c is string => !!c && fs.existsSync(c));
 }
 
+/** A queued unit of work: a whole task, or one byte range of a dense task's output. */
+export interface Job {
+  task: Task;
+  piece?: [number, number];
+}
+
+/** A dense task made in pieces: its writer (created by the first piece to start) and its tally. */
+interface Filled {
+  writer?: Promise<SafetensorsWriter>;
+  remaining: number;
+  written: number;
+  stats?: TaskStats;
+}
+
+/**
+ * The pieces of several tasks in the order workers should take them: `width` tasks at a
+ * time, one piece of each in turn (the next task joins when one runs out), so workers
+ * running side by side write different files.
+ */
+export function interleave(lists: Job[][], width: number): Job[] {
+  const out: Job[] = [];
+  const active: Job[][] = [];
+  let next = 0;
+  while (active.length > 0 || next < lists.length) {
+    while (active.length < width && next < lists.length) active.push([...lists[next++]!]);
+    for (let i = 0; i < active.length;) {
+      out.push(active[i]!.shift()!);
+      if (active[i]!.length === 0) active.splice(i, 1);
+      else i++;
+    }
+  }
+  return out;
+}
+
 /** Runs `tasks`, each writing its file into `opts.outDir`. Rejects on the first failure. */
 export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<ExecutorResult> {
   const bytesTotal = tasks.reduce((a, t) => a + t.outBytes, 0);
@@ -91,16 +131,32 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   const slots = inThread ? 1 : wanted;
   const workers: Worker[] = [];
   const idle: Worker[] = [];
-  // Largest first (LPT): the last round then holds small tasks, so no worker idles long.
-  const queue = [...tasks].sort((a, b) => b.outBytes - a.outBytes);
+  // Largest first (LPT): the last round then holds small tasks, so no worker idles long. With
+  // more than one worker, a large dense task is cut into pieces that workers fill side by side.
+  const filled = new Map<string, Filled>();
+  const queue: Job[] = [];
+  const pieced: Job[][] = [];
+  for (const task of [...tasks].sort((a, b) => b.outBytes - a.outBytes)) {
+    const ranges = slots > 1 && isPieceable(task) ? pieceRanges(task, opts.pieceBytes ?? PIECE_BYTES) : [];
+    if (ranges.length < 2) {
+      queue.push({ task });
+      continue;
+    }
+    filled.set(task.id, { remaining: ranges.length, written: 0 });
+    pieced.push(ranges.map((piece) => ({ task, piece })));
+  }
+  queue.push(...interleave(pieced, slots));
+  const queuedPieces = pieced.reduce((a, l) => a + l.length, 0);
+  /** Jobs running per task. */
+  const busy = new Map<string, number>();
   report();
 
-  const runOn = (task: Task, w: Worker | undefined): Promise<TaskStats> => {
-    if (!w)
-      return executeTask(task, opts.outDir, (n) => {
-        progress.bytesDone += n;
-        report();
-      });
+  const runOn = (task: Task, w: Worker | undefined, piece?: TaskPiece): Promise<TaskStats> => {
+    const onBytes = (n: number) => {
+      progress.bytesDone += n;
+      report();
+    };
+    if (!w) return piece ? executePiece(task, piece, onBytes) : executeTask(task, opts.outDir, onBytes);
     return new Promise<TaskStats>((resolve, reject) => {
       const onMessage = (m: WorkerMessage) => {
         if (m.type === 'progress') {
@@ -125,8 +181,30 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
       w.on('message', onMessage);
       w.once('error', onError);
       w.once('exit', onExit);
-      w.postMessage({ type: 'run', task, outDir: opts.outDir } satisfies WorkerRequest);
+      w.postMessage({ type: 'run', task, outDir: opts.outDir, ...(piece ? { piece } : {}) } satisfies WorkerRequest);
     });
+  };
+
+  /** Runs a job; resolves with the task's stats once the task is complete, else undefined. */
+  const runJob = async (job: Job, w: Worker | undefined): Promise<TaskStats | undefined> => {
+    if (!job.piece) return runOn(job.task, w);
+    const f = filled.get(job.task.id)!;
+    const t = job.task;
+    f.writer ??= SafetensorsWriter.open(
+      path.join(opts.outDir, t.file),
+      t.tensors.map((x) => ({ key: x.key, dtype: x.dtype, shape: x.shape })),
+    );
+    const writer = await f.writer;
+    const [start, end] = job.piece;
+    const s = await runOn(t, w, { file: writer.tempFile, dataOffset: writer.dataOffset, start, end });
+    f.stats = mergeStats(f.stats, s);
+    f.written += Object.values(s.writtenBytes).reduce((a, b) => a + b, 0);
+    if (--f.remaining > 0) {
+      writer.startFlush();
+      return undefined;
+    }
+    await writer.finishFilled(f.written);
+    return f.stats;
   };
 
   try {
@@ -136,9 +214,13 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
         if (failed) return;
         if (queue.length === 0 && running === 0) return resolve();
         while (running < slots) {
-          const i = queue.findIndex((t) => admitted + t.peakBytes <= opts.budgetBytes);
+          const fits = (j: Job) => admitted + j.task.peakBytes <= opts.budgetBytes;
+          // a piece of a file no other worker is writing, where there is one (see run-piece.ts)
+          let i = queue.findIndex((j) => fits(j) && !(j.piece && busy.has(j.task.id)));
+          if (i < 0) i = queue.findIndex(fits);
           if (i < 0) break;
-          const task = queue.splice(i, 1)[0]!;
+          const job = queue.splice(i, 1)[0]!;
+          const task = job.task;
           let w: Worker | undefined;
           if (!inThread) {
             w = idle.pop();
@@ -148,15 +230,20 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
             }
           }
           admitted += task.peakBytes;
+          busy.set(task.id, (busy.get(task.id) ?? 0) + 1);
           running++;
           peakAdmittedBytes = Math.max(peakAdmittedBytes, admitted);
           maxConcurrent = Math.max(maxConcurrent, running);
-          runOn(task, w).then(
+          runJob(job, w).then(
             (s) => {
-              stats.set(task.id, s);
               admitted -= task.peakBytes;
+              busy.set(task.id, busy.get(task.id)! - 1);
+              if (busy.get(task.id) === 0) busy.delete(task.id);
               running--;
-              progress.tasksDone++;
+              if (s) {
+                stats.set(task.id, s);
+                progress.tasksDone++;
+              }
               report();
               if (w) idle.push(w);
               pump();
@@ -169,13 +256,15 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
         }
         if (running === 0 && queue.length > 0) {
           failed = true;
-          reject(new PipelineError(`task ${queue[0]!.id} cannot be admitted within the RAM budget`));
+          reject(new PipelineError(`task ${queue[0]!.task.id} cannot be admitted within the RAM budget`));
         }
       };
       pump();
     });
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
+    // a failed run leaves no piece-written file open (finished ones are committed already)
+    for (const f of filled.values()) await f.writer?.then((w) => w.abort()).catch(() => undefined);
   }
-  return { stats, peakAdmittedBytes, maxConcurrent };
+  return { stats, peakAdmittedBytes, maxConcurrent, pieces: queuedPieces };
 }

@@ -25,9 +25,6 @@ export const CHUNK_ELEMS = 256 * 1024;
  */
 export const SLOT_BATCH_BYTES = 1024 * 1024;
 
-/** Expert slices read ahead while stacking (each in its own buffer). */
-export const SLOT_READ_AHEAD = 4;
-
 /** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
 export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;
 

@@ -20,6 +20,8 @@ export interface RunPrepareOptions extends PrepareOptions {
   workers?: number;
   /** The worker script (default: found beside the bundle). */
   workerPath?: string;
+  /** Output bytes per piece of a dense task (tests make it small to exercise the pieces). */
+  pieceBytes?: number;
 }
 
 /** What a prepare run did. */
@@ -84,6 +86,7 @@ async function runLocked(
       budgetBytes,
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
       ...(opts.workerPath ? { workerPath: opts.workerPath } : {}),
+      ...(opts.pieceBytes ? { pieceBytes: opts.pieceBytes } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
     await finalizePrepared(plan, tmp);

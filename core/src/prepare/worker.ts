@@ -1,10 +1,11 @@
 /**
  * Worker-thread entry of the prepare executor (bundled to dist/prepare-worker.js). It runs
- * one task at a time on request: `{type: 'run', task, outDir}` → progress messages
+ * one task (or one piece of a dense task) at a time on request: `{type: 'run', task, outDir, piece?}` → progress messages
  * `{type: 'progress', bytes}` (batched) → `{type: 'done', stats}` or `{type: 'error', message}`.
  */
 import { parentPort } from 'node:worker_threads';
 import { oneLine } from '../errors';
+import { executePiece, type TaskPiece } from './run-piece';
 import { executeTask } from './run-task';
 import type { Task } from './types';
 
@@ -13,6 +14,8 @@ export interface WorkerRequest {
   type: 'run';
   task: Task;
   outDir: string;
+  /** Set for one byte range of a dense task (run-piece.ts): the file exists, the piece fills its range. */
+  piece?: TaskPiece;
 }
 
 /** Messages to the executor. */
@@ -32,10 +35,11 @@ if (port) {
       pending = 0;
       last = Date.now();
     };
-    executeTask(req.task, req.outDir, (n) => {
+    const onBytes = (n: number) => {
       pending += n;
       if (Date.now() - last > 100) flush();
-    }).then(
+    };
+    (req.piece ? executePiece(req.task, req.piece, onBytes) : executeTask(req.task, req.outDir, onBytes)).then(
       (stats) => {
         flush();
         port.postMessage({ type: 'done', stats } satisfies WorkerMessage);

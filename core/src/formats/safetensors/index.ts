@@ -3,7 +3,14 @@
  * writer and a checkpoint view over sharded, single-file and directory layouts.
  */
 export { MAX_HEADER_BYTES, elementCount, headerLengthOf, parseSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './header';
-export { SafetensorsReader, readSafetensorsHeader, readSafetensorsHeaderSync, readTensorBytes, readTensorBytesSync } from './read';
+export {
+  SafetensorsReader,
+  type TensorRange,
+  readSafetensorsHeader,
+  readSafetensorsHeaderSync,
+  readTensorBytes,
+  readTensorBytesSync,
+} from './read';
 export {
   SafetensorsWriter,
   buildSafetensorsHeader,

@@ -139,6 +139,13 @@ export function readTensorBytesSync(file: string, info: TensorInfo): Uint8Array 
   }
 }
 
+/** Bytes `start .. start + length` of a tensor, read into `into` when given. */
+export interface TensorRange {
+  start: number;
+  length: number;
+  into?: Uint8Array;
+}
+
 /**
  * An open safetensors file for many reads through one descriptor (prepare reads hundreds
  * of tensors per shard). Close it when done.
@@ -172,7 +179,24 @@ export class SafetensorsReader {
    * Reads a tensor (by key or info), or `length` bytes of it from byte `start` (relative
    * to the tensor) into `into` when given — for chunked streaming of large tensors.
    */
-  async read(keyOrInfo: string | TensorInfo, range?: { start: number; length: number; into?: Uint8Array }): Promise<Uint8Array> {
+  async read(keyOrInfo: string | TensorInfo, range?: TensorRange): Promise<Uint8Array> {
+    const [info, out, start] = this.target(keyOrInfo, range);
+    await readFully(this.fh, out, info.dataOffset + start, this.file);
+    return out;
+  }
+
+  /**
+   * {@link read} on the calling thread. Prepare's worker threads read this way: a read
+   * through libuv's pool costs a round trip of two thread switches, more than the copy of
+   * a cache-sized chunk itself on a busy machine.
+   */
+  readSync(keyOrInfo: string | TensorInfo, range?: TensorRange): Uint8Array {
+    const [info, out, start] = this.target(keyOrInfo, range);
+    readFullySync(this.fh.fd, out, info.dataOffset + start, this.file);
+    return out;
+  }
+
+  private target(keyOrInfo: string | TensorInfo, range: TensorRange | undefined): [TensorInfo, Uint8Array, number] {
     const info = typeof keyOrInfo === 'string' ? this.info(keyOrInfo) : keyOrInfo;
     if (!info) throw new FormatError(this.file, `has no tensor ${JSON.stringify(keyOrInfo)}`);
     const start = range?.start ?? 0;
@@ -182,8 +206,7 @@ export class SafetensorsReader {
     }
     const out = range?.into ? range.into.subarray(0, length) : new Uint8Array(length);
     if (out.length < length) throw new RangeError(`target buffer of ${out.length} bytes is smaller than ${length}`);
-    await readFully(this.fh, out, info.dataOffset + start, this.file);
-    return out;
+    return [info, out, start];
   }
 
   /** Closes the descriptor (idempotent). */

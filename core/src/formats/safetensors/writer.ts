@@ -5,6 +5,7 @@
  * fsynced and atomically renamed into place. A crash or abort() leaves no file that looks
  * complete.
  */
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { PipelineError } from '../../errors';
 import { commitTempFile, tempPathFor } from '../../paths';
@@ -94,6 +95,7 @@ export class SafetensorsWriter {
   private position: number;
   private state: 'open' | 'done' | 'aborted' = 'open';
   private busy = false;
+  private flushing: Promise<void> | undefined;
 
   private constructor(
     /** The final path. */
@@ -162,6 +164,64 @@ export class SafetensorsWriter {
     await this.append(bytes, want);
   }
 
+  /** {@link writePart} on the calling thread (prepare's workers: see SafetensorsReader.readSync). */
+  writePartSync(key: string, bytes: Uint8Array): void {
+    this.expect(key);
+    const want = this.plan.sizes[this.index]!;
+    if (this.partial + bytes.byteLength > want) {
+      throw this.fail(`tensor ${JSON.stringify(key)} got ${this.partial + bytes.byteLength} bytes, declared ${want}`);
+    }
+    let done = 0;
+    try {
+      while (done < bytes.byteLength) {
+        const n = fs.writeSync(this.fh.fd, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), this.position + done);
+        if (n <= 0) throw this.fail(`write returned ${n} at byte ${this.position + done}`);
+        done += n;
+      }
+    } catch (e) {
+      void this.abort();
+      throw ioError(this.file, 'cannot write', e);
+    }
+    this.advance(bytes.byteLength, want);
+  }
+
+  /** Where tensor data starts in the file (the header's size). */
+  get dataOffset(): number {
+    return this.plan.bytes.length;
+  }
+
+  /**
+   * Finishes a file whose data other descriptors wrote by position (prepare's workers fill
+   * byte ranges of one output in parallel): `written` must be the whole data size, and the
+   * file exactly {@link size} bytes, else the temp file is removed and this throws.
+   */
+  async finishFilled(written: number): Promise<void> {
+    if (this.state !== 'open') throw this.fail(`finish() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
+    const st = await this.fh.stat().catch(() => undefined);
+    if (written !== this.plan.dataSize || st?.size !== this.size) {
+      const err = this.fail(`${written} of ${this.plan.dataSize} data bytes written (file of ${st?.size ?? '?'} bytes, want ${this.size})`);
+      await this.abort();
+      throw err;
+    }
+    this.index = this.entries.length;
+    await this.finish();
+  }
+
+  /**
+   * Starts writing the file's dirty pages back (an fdatasync in the background, one at a
+   * time) so that {@link finish} finds little left to flush. For files that other
+   * descriptors fill (finishFilled): the kernel would otherwise wait for its dirty threshold.
+   */
+  startFlush(): void {
+    if (this.state !== 'open' || this.flushing) return;
+    this.flushing = this.fh
+      .datasync()
+      .catch(() => undefined)
+      .finally(() => {
+        this.flushing = undefined;
+      });
+  }
+
   /** Checks every tensor was written, fsyncs, and renames the temp file to its final name. */
   async finish(): Promise<void> {
     if (this.state !== 'open') throw this.fail(`finish() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
@@ -172,6 +232,7 @@ export class SafetensorsWriter {
       throw err;
     }
     try {
+      await this.flushing;
       await this.fh.sync();
       await this.fh.close();
       await commitTempFile(this.tempFile, this.file);
@@ -186,6 +247,7 @@ export class SafetensorsWriter {
   async abort(): Promise<void> {
     if (this.state !== 'open') return;
     this.state = 'aborted';
+    await this.flushing;
     await this.fh.close().catch(() => undefined);
     await fsp.rm(this.tempFile, { force: true }).catch(() => undefined);
   }
@@ -208,8 +270,12 @@ export class SafetensorsWriter {
       throw e;
     }
     this.busy = false;
-    this.position += bytes.byteLength;
-    this.partial += bytes.byteLength;
+    this.advance(bytes.byteLength, want);
+  }
+
+  private advance(n: number, want: number): void {
+    this.position += n;
+    this.partial += n;
     if (this.partial === want) {
       this.index++;
       this.partial = 0;

@@ -1,0 +1,88 @@
+;; SIMD dtype conversion kernels for prepare (WebAssembly 128-bit SIMD), bit for bit equal to
+;; the scalar reference in formats/dtype.ts (floatBitsToHalfBits: RNE, overflow to ±Inf, NaN
+;; payload kept) — the tests compare every bf16 input and a million f32 ones.
+;; Assembled by scripts/build-wasm.mjs into convert-wasm.ts; edit this file, not that one.
+;; Each export converts n elements (n a multiple of 8) from byte `src` to byte `dst` of the
+;; module's own memory, which the caller reads into and writes from directly.
+(module
+  (memory (export "memory") 1)
+
+  ;; bf16 → f16. A bf16 in f16's normal range converts exactly (its 7 mantissa bits fit in
+  ;; f16's 10): rebias the exponent by 112 and shift. Vectors holding anything else (zero,
+  ;; f16-subnormal values, overflow, Inf, NaN) take the full path: subnormals rounded by the
+  ;; FPU (bits(|x| + 0.5f) − bits(0.5f) is |x| in units of 2^-24, RNE), then selects.
+  (func (export "bf16_f16") (param $src i32) (param $dst i32) (param $n i32)
+    (local $end i32) (local $h v128) (local $a v128) (local $r v128) (local $sub v128) (local $z v128)
+    (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 1))))
+    (block $out (loop $l
+      (br_if $out (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $h (v128.load (local.get $src)))
+      (local.set $a (v128.and (local.get $h) (i16x8.splat (i32.const 0x7fff))))
+      (local.set $r (i16x8.shl (i16x8.sub (local.get $a) (i16x8.splat (i32.const 0x3800))) (i32.const 3)))
+      ;; all lanes normal: 0x3880 <= a < 0x4780
+      (if (i32.eqz (i16x8.all_true (i16x8.lt_u (i16x8.sub (local.get $a) (i16x8.splat (i32.const 0x3880))) (i16x8.splat (i32.const 0x0f00)))))
+        (then
+          (local.set $sub (i16x8.narrow_i32x4_u
+            (i32x4.sub
+              (f32x4.add (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $a)) (i32x4.splat (i32.const 0x3f000000)))
+              (i32x4.splat (i32.const 0x3f000000)))
+            (i32x4.sub
+              (f32x4.add (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $a)) (i32x4.splat (i32.const 0x3f000000)))
+              (i32x4.splat (i32.const 0x3f000000)))))
+          (local.set $r (v128.bitselect (local.get $sub) (local.get $r) (i16x8.lt_s (local.get $a) (i16x8.splat (i32.const 0x3880)))))
+          ;; >= 2^16 overflows to Inf (bf16's largest below it, 65280, is a normal f16)
+          (local.set $r (v128.bitselect (i16x8.splat (i32.const 0x7c00)) (local.get $r) (i16x8.ge_s (local.get $a) (i16x8.splat (i32.const 0x4780)))))
+          ;; NaN: quiet, top payload bits kept
+          (local.set $r (v128.bitselect
+            (v128.or (i16x8.splat (i32.const 0x7e00)) (v128.and (i16x8.shl (local.get $a) (i32.const 3)) (i16x8.splat (i32.const 0x3ff))))
+            (local.get $r) (i16x8.gt_s (local.get $a) (i16x8.splat (i32.const 0x7f80)))))))
+      (v128.store (local.get $dst) (v128.or (local.get $r) (v128.and (local.get $h) (i16x8.splat (i32.const 0x8000)))))
+      (local.set $src (i32.add (local.get $src) (i32.const 16)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
+      (br $l))))
+
+  ;; bf16 → f32: the bf16 bits in the high half of each f32 (interleave with zero bytes).
+  (func (export "bf16_f32") (param $src i32) (param $dst i32) (param $n i32)
+    (local $end i32) (local $h v128) (local $z v128)
+    (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 1))))
+    (block $out (loop $l
+      (br_if $out (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $h (v128.load (local.get $src)))
+      (v128.store (local.get $dst) (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $h)))
+      (v128.store offset=16 (local.get $dst) (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $h)))
+      (local.set $src (i32.add (local.get $src) (i32.const 16)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
+      (br $l))))
+
+  ;; f32 → f16 on four lanes of f32 bits: the result in each lane's low 16 bits.
+  ;; normal: rebias, then round to nearest even at bit 13; subnormal: the 0.5f addition;
+  ;; >= 65520 → Inf; NaN → quiet with the top payload bits.
+  (func $half (param $u v128) (result v128)
+    (local $a v128) (local $r v128)
+    (local.set $a (v128.and (local.get $u) (i32x4.splat (i32.const 0x7fffffff))))
+    (local.set $r (i32x4.sub (local.get $a) (i32x4.splat (i32.const 0x38000000))))
+    (local.set $r (i32x4.shr_u
+      (i32x4.add (i32x4.add (local.get $r) (i32x4.splat (i32.const 0xfff)))
+                 (v128.and (i32x4.shr_u (local.get $r) (i32.const 13)) (i32x4.splat (i32.const 1))))
+      (i32.const 13)))
+    (local.set $r (v128.bitselect
+      (i32x4.sub (f32x4.add (local.get $a) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
+      (local.get $r) (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x38800000)))))
+    (local.set $r (v128.bitselect (i32x4.splat (i32.const 0x7c00)) (local.get $r) (i32x4.ge_s (local.get $a) (i32x4.splat (i32.const 0x477ff000)))))
+    (local.set $r (v128.bitselect
+      (v128.or (i32x4.splat (i32.const 0x7e00)) (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 0x3ff))))
+      (local.get $r) (i32x4.gt_s (local.get $a) (i32x4.splat (i32.const 0x7f800000)))))
+    (v128.or (local.get $r) (i32x4.shr_u (v128.and (local.get $u) (i32x4.splat (i32.const 0x80000000))) (i32.const 16))))
+
+  (func (export "f32_f16") (param $src i32) (param $dst i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 2))))
+    (block $out (loop $l
+      (br_if $out (i32.ge_u (local.get $src) (local.get $end)))
+      (v128.store (local.get $dst) (i16x8.narrow_i32x4_u
+        (call $half (v128.load (local.get $src)))
+        (call $half (v128.load offset=16 (local.get $src)))))
+      (local.set $src (i32.add (local.get $src) (i32.const 32)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
+      (br $l))))
+)

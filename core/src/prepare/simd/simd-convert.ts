@@ -1,0 +1,84 @@
+/**
+ * The SIMD conversion kernels of convert.wat, for the dense conversions that dominate
+ * prepare (bf16 → f16, bf16 → f32, f32 → f16). Each runs in the module's own memory: the
+ * caller reads a chunk straight into {@link SimdConverter.input}, runs the kernel and writes
+ * {@link SimdConverter.output}, so no byte is copied more than the conversion itself needs.
+ * Where WebAssembly SIMD is missing, {@link simdConverter} returns undefined and the scalar
+ * kernels (kernels.ts) do the work; the results are the same bit for bit (tested).
+ */
+import type { DType } from '../../formats/dtype';
+import { CONVERT_WASM_BASE64 } from './convert-wasm';
+
+/** A chunk converter over the module's memory. */
+export interface SimdConverter {
+  /** The first `elems` input elements' bytes, in the module's memory: fill them, then {@link run}. */
+  input(elems: number): Uint8Array;
+  /** The first `elems` output elements' bytes, valid after {@link run}. */
+  output(elems: number): Uint8Array;
+  /** Converts `elems` elements from input to output (a tail of fewer than 8 goes through `tail`). */
+  run(elems: number): void;
+}
+
+/** The kernel export of each pair. */
+const EXPORTS: Partial<Record<string, string>> = { 'BF16>F16': 'bf16_f16', 'BF16>F32': 'bf16_f32', 'F32>F16': 'f32_f16' };
+const SIZES: Partial<Record<DType, number>> = { BF16: 2, F16: 2, F32: 4 };
+
+interface Kernels {
+  memory: { buffer: ArrayBuffer; grow(pages: number): number };
+  [name: string]: unknown;
+}
+
+// The few WebAssembly globals used here (the project's `lib` has no DOM, and @types/node 20 none).
+declare const WebAssembly: {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: object };
+};
+
+let kernels: Kernels | null | undefined;
+/** The instantiated module (one per thread), or null where WebAssembly SIMD is unavailable. */
+function instance(): Kernels | null {
+  if (kernels !== undefined) return kernels;
+  try {
+    const bytes = Buffer.from(CONVERT_WASM_BASE64, 'base64');
+    kernels = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports as unknown as Kernels;
+  } catch {
+    kernels = null; // no SIMD (old engine, or WebAssembly disabled): the scalar kernels serve
+  }
+  return kernels;
+}
+
+/**
+ * A SIMD converter `from` → `to` for chunks of up to `maxElems` elements, or undefined when
+ * there is no kernel for the pair (or no WebAssembly SIMD here). `tail` converts the last
+ * fewer-than-8 elements of a chunk (a scalar converter of the same pair).
+ */
+export function simdConverter(
+  from: DType,
+  to: DType,
+  maxElems: number,
+  tail: (src: Uint8Array, dst: Uint8Array) => unknown,
+): SimdConverter | undefined {
+  if (process.env.WEIGHT_SPEC_SIMD === 'off') return undefined;
+  const name = EXPORTS[`${from}>${to}`];
+  const k = name ? instance() : null;
+  if (!k || !name) return undefined;
+  const kernel = k[name] as (src: number, dst: number, n: number) => void;
+  const inSize = SIZES[from]!;
+  const outSize = SIZES[to]!;
+  const outAt = Math.ceil((maxElems * inSize) / 16) * 16;
+  const need = outAt + maxElems * outSize;
+  const have = k.memory.buffer.byteLength;
+  if (need > have) k.memory.grow(Math.ceil((need - have) / 65536));
+  // views are made per call: growing the memory (another converter) detaches older ones
+  const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
+  return {
+    input: (elems) => view(0, elems * inSize),
+    output: (elems) => view(outAt, elems * outSize),
+    run(elems) {
+      if (elems > maxElems) throw new RangeError(`simd convert: ${elems} elements, room for ${maxElems}`);
+      const body = elems - (elems % 8);
+      kernel(0, outAt, body);
+      if (body < elems) tail(view(body * inSize, (elems - body) * inSize), view(outAt + body * outSize, (elems - body) * outSize));
+    },
+  };
+}
