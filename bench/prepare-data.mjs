@@ -1,6 +1,11 @@
 // Generated checkpoints for the prepare bench (prepare.bench.mjs): safetensors files written
 // from the format's definition (8-byte header length, JSON header padded with spaces, data),
-// plus model.safetensors.index.json and config.json. Values are random finite bf16s.
+// plus model.safetensors.index.json and config.json. Values are drawn as a trained model's
+// weights are distributed — normal, σ = 0.02 (transformers' `initializer_range`), rounded to
+// bf16 — so the kernels see the value mix of a real checkpoint: nearly every value in f16's
+// normal range. WS_PREPARE_BENCH_VALUES=bits instead draws uniform bit patterns with the top
+// exponent bit cleared: finite, but 7 in 8 of them below f16's normal range, the slow case of
+// the bf16 → f16 kernel, which no trained model stores.
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
@@ -10,6 +15,40 @@ export function bf16Noise(bytes) {
   const b = randomBytes(bytes);
   for (let i = 1; i < b.length; i += 2) b[i] &= 0xbf;
   return b;
+}
+
+/** bf16 bytes of normal(0, sigma) values (RNE from f32), from a seeded generator. */
+export function bf16Weights(bytes, sigma = 0.02, seed = 22) {
+  const out = new Uint16Array(bytes >> 1);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  let s = seed >>> 0;
+  const next = () => {
+    // mulberry32
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
+  };
+  for (let i = 0; i < out.length; i += 2) {
+    const r = Math.sqrt(-2 * Math.log(next()));
+    const a = 2 * Math.PI * next();
+    for (const [k, v] of [
+      [i, r * Math.cos(a)],
+      [i + 1, r * Math.sin(a)],
+    ]) {
+      if (k >= out.length) break;
+      f[0] = v * sigma;
+      out[k] = (u[0] + 0x7fff + ((u[0] >>> 16) & 1)) >>> 16;
+    }
+  }
+  return Buffer.from(out.buffer, 0, bytes & ~1);
+}
+
+/** The value buffer the generated tensors are filled from (see the file's comment). */
+function values(bytes) {
+  return process.env.WS_PREPARE_BENCH_VALUES === 'bits' ? bf16Noise(bytes) : bf16Weights(bytes);
 }
 
 const shardName = (s, n) => `model-${String(s + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
@@ -49,7 +88,7 @@ function writeShard(file, tensors, noise) {
 
 function writeCheckpoint(dir, shards, config) {
   mkdirSync(dir, { recursive: true });
-  const noise = bf16Noise(32 * 2 ** 20);
+  const noise = values(32 * 2 ** 20);
   const weightMap = {};
   const files = [];
   let bytes = 0;

@@ -13,7 +13,7 @@
 // Targets: throughput ≥ 0.95 × cp + sync's, peak RSS below the budget (--max-ram-gb 1), linked
 // prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
 // Env: WS_PREPARE_BENCH_ROUNDS (3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
-// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links). Run after `node scripts/bundle.mjs`.
+// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs). Run after `node scripts/bundle.mjs`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -138,7 +138,9 @@ console.log(
   `prepare bench in ${tmp}; load average ${os
     .loadavg()
     .map((x) => x.toFixed(1))
-    .join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${ROUNDS} rounds`,
+    .join(' ')} on ${os.availableParallelism?.() ?? os.cpus().length} cores; ${ROUNDS} rounds; values ${
+    process.env.WS_PREPARE_BENCH_VALUES === 'bits' ? 'uniform bf16 bit patterns (the worst case)' : 'normal(0, 0.02), as trained weights'
+  }`,
 );
 const dense = ONLY.some((x) => x === 'f16' || x === 'f32' || x === 'links') ? denseCheckpoint(path.join(tmp, 'dense'), GB) : undefined;
 if (ONLY.includes('f16')) compare('dense bf16 → f16', dense, 'float16');

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { floatBitsToHalfBits } from '../src/formats/dtype';
 import { makeConverter } from '../src/prepare/kernels';
 import { CONVERT_WASM_BASE64 } from '../src/prepare/simd/convert-wasm';
-import { simdConverter } from '../src/prepare/simd/simd-convert';
+import { simdConverter, simdTransposer } from '../src/prepare/simd/simd-convert';
 import { bf16ToNumber, refHalf, rng } from './prepare-support';
 
 // @ts-expect-error -- a plain .mjs script without types
@@ -102,6 +102,46 @@ describe('SIMD conversion kernels', () => {
     expect(bad).toBe(0);
     // and the scalar kernel agrees (the two paths prepare may take)
     for (let i = 0; i < 4096; i++) expect(got[i]).toBe(floatBitsToHalfBits(u[i]!));
+  });
+
+  it('transposes [rows, cols] 16-bit slices into batch slots as [cols, rows], converting bf16 → f16 or not at all', () => {
+    const r = rng(7);
+    for (const [rows, cols] of [
+      [8, 8],
+      [16, 24],
+      [512, 64],
+      [40, 1024],
+    ] as const) {
+      const n = rows * cols;
+      const bits = new Uint16Array(n).map(() => Math.floor(r() * 65536));
+      for (const to of ['F16', 'BF16'] as const) {
+        const k = simdTransposer('BF16', to, rows, cols, 3)!;
+        expect(k, `[${rows}, ${cols}] → ${to}`).toBeDefined();
+        // three slices: the second is the first reversed, the third all ones — each in its own slot
+        const slices = [bits, bits.slice().reverse(), new Uint16Array(n).fill(0x3f80)];
+        slices.forEach((sl, slot) => {
+          k.input(n).set(new Uint8Array(sl.buffer));
+          k.run(rows, cols, slot);
+        });
+        const out = new Uint16Array(k.output(3, n).slice().buffer);
+        slices.forEach((sl, slot) => {
+          let bad = 0;
+          for (let i = 0; i < rows; i++)
+            for (let j = 0; j < cols; j++) {
+              const b = sl[i * cols + j]!;
+              if (out[slot * n + j * rows + i] !== (to === 'F16' ? wantHalf(b << 16) : b)) bad++;
+            }
+          expect(bad, `[${rows}, ${cols}] slot ${slot} → ${to}`).toBe(0);
+        });
+      }
+    }
+  });
+
+  it('has no transposer for sides that are not multiples of 8, nor for 32-bit outputs (the scalar kernels serve them)', () => {
+    expect(simdTransposer('BF16', 'F16', 601, 64, 1)).toBeUndefined();
+    expect(simdTransposer('BF16', 'F16', 64, 12, 1)).toBeUndefined();
+    expect(simdTransposer('BF16', 'F32', 64, 64, 1)).toBeUndefined();
+    expect(simdTransposer('F16', 'BF16', 64, 64, 1)).toBeUndefined();
   });
 
   it('has no kernel for other pairs, and none when WEIGHT_SPEC_SIMD=off', () => {

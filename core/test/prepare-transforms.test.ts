@@ -163,6 +163,7 @@ describe('prepare: Mixtral experts converted while stacked (fused convert + tran
     ['float16', 2, 601, 501],
     ['float16', 2, 602, 494],
     ['float16', 2, 602, 148],
+    ['float16', 2, 512, 136], // sides multiples of 8: the SIMD transposer (7 per batch)
     ['float32', 4, 601, 501],
   ] as const)(
     'bf16 experts → %s (%i-byte elements, I = %i, H = %i): each expert [out, in] transposed, values converted (RNE), expert order',

@@ -149,6 +149,8 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   const queuedPieces = pieced.reduce((a, l) => a + l.length, 0);
   /** Jobs running per task. */
   const busy = new Map<string, number>();
+  /** Pieced files being committed (fsync + rename) after their last piece. */
+  let finishing = 0;
   report();
 
   const runOn = (task: Task, w: Worker | undefined, piece?: TaskPiece): Promise<TaskStats> => {
@@ -185,9 +187,13 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
     });
   };
 
-  /** Runs a job; resolves with the task's stats once the task is complete, else undefined. */
-  const runJob = async (job: Job, w: Worker | undefined): Promise<TaskStats | undefined> => {
-    if (!job.piece) return runOn(job.task, w);
+  /**
+   * Runs a job on a worker. Resolves when the worker is free again: with the task's stats
+   * when the task is complete, with `finish` when this was a dense task's last piece (the
+   * file's final fsync and rename, which need no worker), else with nothing.
+   */
+  const runJob = async (job: Job, w: Worker | undefined): Promise<{ stats?: TaskStats; finish?: Promise<TaskStats> }> => {
+    if (!job.piece) return { stats: await runOn(job.task, w) };
     const f = filled.get(job.task.id)!;
     const t = job.task;
     f.writer ??= SafetensorsWriter.open(
@@ -201,10 +207,9 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
     f.written += Object.values(s.writtenBytes).reduce((a, b) => a + b, 0);
     if (--f.remaining > 0) {
       writer.startFlush();
-      return undefined;
+      return {};
     }
-    await writer.finishFilled(f.written);
-    return f.stats;
+    return { finish: writer.finishFilled(f.written).then(() => f.stats!) };
   };
 
   try {
@@ -212,7 +217,7 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
       let failed = false;
       const pump = () => {
         if (failed) return;
-        if (queue.length === 0 && running === 0) return resolve();
+        if (queue.length === 0 && running === 0 && finishing === 0) return resolve();
         while (running < slots) {
           const fits = (j: Job) => admitted + j.task.peakBytes <= opts.budgetBytes;
           // a piece of a file no other worker is writing, where there is one (see run-piece.ts)
@@ -234,25 +239,32 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
           running++;
           peakAdmittedBytes = Math.max(peakAdmittedBytes, admitted);
           maxConcurrent = Math.max(maxConcurrent, running);
-          runJob(job, w).then(
-            (s) => {
-              admitted -= task.peakBytes;
-              busy.set(task.id, busy.get(task.id)! - 1);
-              if (busy.get(task.id) === 0) busy.delete(task.id);
-              running--;
-              if (s) {
-                stats.set(task.id, s);
-                progress.tasksDone++;
-              }
-              report();
-              if (w) idle.push(w);
-              pump();
-            },
-            (e: unknown) => {
-              failed = true;
-              reject(e);
-            },
-          );
+          const fail = (e: unknown) => {
+            failed = true;
+            reject(e);
+          };
+          const complete = (s: TaskStats) => {
+            stats.set(task.id, s);
+            progress.tasksDone++;
+            report();
+          };
+          runJob(job, w).then((r) => {
+            admitted -= task.peakBytes;
+            busy.set(task.id, busy.get(task.id)! - 1);
+            if (busy.get(task.id) === 0) busy.delete(task.id);
+            running--;
+            if (r.stats) complete(r.stats);
+            if (r.finish) {
+              finishing++;
+              r.finish.then((s) => {
+                finishing--;
+                complete(s);
+                pump();
+              }, fail);
+            }
+            if (w) idle.push(w);
+            pump();
+          }, fail);
         }
         if (running === 0 && queue.length > 0) {
           failed = true;

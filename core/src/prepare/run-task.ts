@@ -24,6 +24,7 @@ import {
 import { dequantFp8 } from './fp8-kernel';
 import type { OutputTensor, ScaleRef, SlicePlan, Task } from './types';
 import { linkTask } from './links';
+import { simdTransposer } from './simd/simd-convert';
 import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
 
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
@@ -119,7 +120,8 @@ function streamableSlots(t: OutputTensor, src: Sources): boolean {
 /**
  * Makes a stacked tensor of whole expert slices: each slice is read, converted (and
  * transposed, in one pass) straight into a batch buffer, and a full batch is written while
- * it is still in the CPU's cache. No per-slice allocation.
+ * it is still in the CPU's cache. No per-slice allocation. Transposed 16-bit slices whose
+ * sides are multiples of 8 (every real model's) go through the SIMD transposer.
  */
 async function streamSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
   const keys = (t.recipe as { slots: { src: string }[] }).slots.map((s) => s.src);
@@ -130,6 +132,19 @@ async function streamSlots(t: OutputTensor, src: Sources, write: Sink): Promise<
   const fused = t.transposeSlots ? makeTransposeConverter(s0.dtype, t.dtype)! : undefined;
   const plain = fused ? undefined : converter(s0.dtype, t.dtype);
   const per = Math.min(keys.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / Math.max(1, outBytes))));
+  const simd = t.transposeSlots ? simdTransposer(s0.dtype, t.dtype, rows, cols, per) : undefined;
+  if (simd) {
+    let n = 0;
+    for (let i = 0; i < keys.length; i++) {
+      src.read(keys[i]!, 0, inBytes, simd.input(rows * cols));
+      simd.run(rows, cols, n++);
+      if (n === per || i + 1 === keys.length) {
+        await write(t.key, simd.output(n, rows * cols));
+        n = 0;
+      }
+    }
+    return;
+  }
   const inb = buffer(2, inBytes);
   const batch = buffer(3, per * outBytes);
   let filled = 0;

@@ -14,7 +14,7 @@ import fsp from 'node:fs/promises';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
 import { SafetensorsReader, elementCount } from '../formats/safetensors';
-import { CHUNK_ELEMS, encodeF32, makeConverter } from './kernels';
+import { CHUNK_ELEMS, encodeF32, makeConverter, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import { simdConverter } from './simd/simd-convert';
 import type { OutputTensor, ScaleRef, SourceTensor, Task } from './types';
@@ -165,8 +165,10 @@ export async function streamConvert(t: OutputTensor, src: Sources, write: Sink, 
   if (end <= from) return;
   const scaleRef = t.recipe.scale;
   const scale = scaleRef ? src.scale(scaleRef) : undefined;
-  const plain = makeConverter(s.dtype, t.dtype);
   const chunk = Math.min(end - from, CHUNK_ELEMS, Math.floor(CHUNK_BYTES / Math.max(inSize, outSize)));
+  // the scalar converter is made only when needed (bf16 → f16 builds a 64K-entry table)
+  let scalar: Converter | undefined;
+  const plain: Converter = (a, b) => (scalar ??= makeConverter(s.dtype, t.dtype))(a, b);
   const simd = scale ? undefined : simdConverter(s.dtype, t.dtype, chunk, plain);
   if (simd) {
     for (let first = from; first < end; first += chunk) {

@@ -42,10 +42,6 @@ export const prepareCommand = defineCommand({
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
-    // Each worker keeps a read, a write and a background flush in flight; libuv's default pool
-    // of 4 threads queues them (measured: ~1.5× slower). It is sized on first use, which is
-    // later than this in a CLI run; a user's own setting wins.
-    process.env.UV_THREADPOOL_SIZE ??= '8';
     const f = args.flags;
     const gb = f['max-ram-gb'];
     if (gb !== undefined && !(gb > 0)) throw new UsageError('prepare: --max-ram-gb must be a positive number');

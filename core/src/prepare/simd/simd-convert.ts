@@ -1,6 +1,8 @@
 /**
- * The SIMD conversion kernels of convert.wat, for the dense conversions that dominate
- * prepare (bf16 → f16, bf16 → f32, f32 → f16). Each runs in the module's own memory: the
+ * The SIMD kernels of convert.wat, for the dense conversions that dominate prepare (bf16 →
+ * f16, bf16 → f32, f32 → f16) and the transposed stacking of MoE experts (16-bit elements).
+ * One module instance per thread, whose memory serves one converter or transposer at a time
+ * (each call lays it out anew; a task uses them one after another). Each runs in the module's own memory: the
  * caller reads a chunk straight into {@link SimdConverter.input}, runs the kernel and writes
  * {@link SimdConverter.output}, so no byte is copied more than the conversion itself needs.
  * Where WebAssembly SIMD is missing, {@link simdConverter} returns undefined and the scalar
@@ -79,6 +81,47 @@ export function simdConverter(
       const body = elems - (elems % 8);
       kernel(0, outAt, body);
       if (body < elems) tail(view(body * inSize, (elems - body) * inSize), view(outAt + body * outSize, (elems - body) * outSize));
+    },
+  };
+}
+
+/** A batch transposer over the module's memory: expert slices in, a batch of transposed slices out. */
+export interface SimdTransposer {
+  /** One source slice's bytes (`elems` elements), in the module's memory. */
+  input(elems: number): Uint8Array;
+  /** The first `slices` output slices of `elems` elements each. */
+  output(slices: number, elems: number): Uint8Array;
+  /** Transposes the input `[rows, cols]` into output slot `slot` as `[cols, rows]`, converted. */
+  run(rows: number, cols: number, slot: number): void;
+}
+
+/**
+ * A SIMD transposer of 16-bit `from` → `to` (bf16 → f16, or no conversion) for slices of
+ * `sliceElems` elements, `slots` output slices at once; undefined for other pairs, shapes
+ * whose sides are not multiples of 8 (`rows`, `cols`), or without WebAssembly SIMD.
+ */
+export function simdTransposer(from: DType, to: DType, rows: number, cols: number, slots: number): SimdTransposer | undefined {
+  if (process.env.WEIGHT_SPEC_SIMD === 'off' || rows % 8 !== 0 || cols % 8 !== 0) return undefined;
+  const convert = from === to ? undefined : EXPORTS[`${from}>${to}`];
+  if (SIZES[from] !== 2 || SIZES[to] !== 2 || (from !== to && convert !== 'bf16_f16')) return undefined;
+  const k = instance();
+  if (!k) return undefined;
+  const transpose = k.transpose16 as (src: number, dst: number, rows: number, cols: number) => void;
+  const cvt = convert ? (k[convert] as (src: number, dst: number, n: number) => void) : undefined;
+  const slice = rows * cols * 2;
+  const outAt = Math.ceil(slice / 16) * 16;
+  const need = outAt + slots * slice;
+  const have = k.memory.buffer.byteLength;
+  if (need > have) k.memory.grow(Math.ceil((need - have) / 65536));
+  const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
+  return {
+    input: (elems) => view(0, elems * 2),
+    output: (n, elems) => view(outAt, n * elems * 2),
+    run(r, c, slot) {
+      if (r * c * 2 !== slice || slot >= slots) throw new RangeError(`simd transpose: [${r}, ${c}] slot ${slot} does not fit`);
+      const dst = outAt + slot * slice;
+      transpose(0, dst, r, c);
+      cvt?.(dst, dst, r * c);
     },
   };
 }
