@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { FormatError, PipelineError } from '../errors';
-import { SafetensorsWriter } from '../formats/safetensors';
+import { SafetensorsWriter, commitSealedFile } from '../formats/safetensors';
 import { PIECE_BYTES, executePiece, isPieceable, mergeStats, pieceRanges, type TaskPiece } from './run-piece';
 import { executeTask, type TaskStats } from './run-task';
 import type { Task } from './types';
@@ -149,8 +149,9 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   const queuedPieces = pieced.reduce((a, l) => a + l.length, 0);
   /** Jobs running per task. */
   const busy = new Map<string, number>();
-  /** Pieced files being committed (fsync + rename) after their last piece. */
+  /** Files being committed (fsync + rename) after their last piece or their sealed task. */
   let finishing = 0;
+  const commits: Promise<unknown>[] = [];
   report();
 
   const runOn = (task: Task, w: Worker | undefined, piece?: TaskPiece): Promise<TaskStats> => {
@@ -193,7 +194,15 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
    * file's final fsync and rename, which need no worker), else with nothing.
    */
   const runJob = async (job: Job, w: Worker | undefined): Promise<{ stats?: TaskStats; finish?: Promise<TaskStats> }> => {
-    if (!job.piece) return { stats: await runOn(job.task, w) };
+    if (!job.piece) {
+      const st = await runOn(job.task, w);
+      const sealed = st.sealed;
+      if (!sealed) return { stats: st };
+      delete st.sealed;
+      const finish = commitSealedFile(sealed).then(() => st);
+      commits.push(finish);
+      return { finish };
+    }
     const f = filled.get(job.task.id)!;
     const t = job.task;
     f.writer ??= SafetensorsWriter.open(
@@ -209,7 +218,9 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
       writer.startFlush();
       return {};
     }
-    return { finish: writer.finishFilled(f.written).then(() => f.stats!) };
+    const finish = writer.finishFilled(f.written).then(() => f.stats!);
+    commits.push(finish);
+    return { finish };
   };
 
   try {
@@ -275,6 +286,8 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
     });
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
+    // commits under way finish (or fail and remove their temp file) before this returns
+    await Promise.allSettled(commits);
     // a failed run leaves no piece-written file open (finished ones are committed already)
     for (const f of filled.values()) await f.writer?.then((w) => w.abort()).catch(() => undefined);
   }

@@ -35,10 +35,21 @@ export interface TaskStats {
   ms: number;
   /** Set when the task linked its source file instead of writing (links.ts). */
   linked?: 'hardlink' | 'symlink';
+  /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
+  sealed?: { tempFile: string; file: string };
 }
 
-/** Runs `task`, writing `<outDir>/<task.file>`; `onBytes` is told about every write. */
-export async function executeTask(task: Task, outDir: string, onBytes: (n: number) => void = () => undefined): Promise<TaskStats> {
+/**
+ * Runs `task`, writing `<outDir>/<task.file>`; `onBytes` is told about every write. With
+ * `seal`, the file is left sealed under its temp name for the caller to commit (a worker
+ * then goes on while the file's last bytes reach the disk).
+ */
+export async function executeTask(
+  task: Task,
+  outDir: string,
+  onBytes: (n: number) => void = () => undefined,
+  opts: { seal?: boolean } = {},
+): Promise<TaskStats> {
   if (task.link) {
     const stats = await linkTask(task, outDir);
     onBytes(task.outBytes); // its bytes are in place: progress counts them as done
@@ -90,6 +101,11 @@ export async function executeTask(task: Task, outDir: string, onBytes: (n: numbe
         w.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
         writtenBytes[t.key] ??= 0;
       }
+    }
+    if (opts.seal) {
+      flusher.detach();
+      const sealed = await writer.seal();
+      return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, sealed };
     }
     await flusher.close();
     await writer.finish();

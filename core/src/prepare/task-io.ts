@@ -120,6 +120,11 @@ export class Flusher {
     await this.inflight;
     await this.fh?.close().catch(() => undefined);
   }
+
+  /** Closes once the flush in flight (if any) is done, without waiting for it. */
+  detach(): void {
+    void this.close();
+  }
 }
 
 /** Bytes a stream processes between turns of the event loop. */

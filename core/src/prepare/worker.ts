@@ -39,7 +39,7 @@ if (port) {
       pending += n;
       if (Date.now() - last > 100) flush();
     };
-    (req.piece ? executePiece(req.task, req.piece, onBytes) : executeTask(req.task, req.outDir, onBytes)).then(
+    (req.piece ? executePiece(req.task, req.piece, onBytes) : executeTask(req.task, req.outDir, onBytes, { seal: true })).then(
       (stats) => {
         flush();
         port.postMessage({ type: 'done', stats } satisfies WorkerMessage);

@@ -14,6 +14,7 @@ export {
 export {
   SafetensorsWriter,
   buildSafetensorsHeader,
+  commitSealedFile,
   serializeSafetensors,
   writeSafetensors,
   type PlannedHeader,

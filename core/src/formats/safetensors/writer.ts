@@ -243,6 +243,28 @@ export class SafetensorsWriter {
     }
   }
 
+  /**
+   * Checks every tensor was written and closes the temp file without waiting for the disk:
+   * {@link commitSealedFile} then makes it durable and renames it, from any thread. Prepare's
+   * workers seal, so a file's last writeback overlaps the next task instead of idling a core.
+   */
+  async seal(): Promise<{ tempFile: string; file: string }> {
+    if (this.state !== 'open') throw this.fail(`seal() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
+    if (this.index < this.entries.length) {
+      const e = this.entries[this.index]!;
+      const err = this.fail(`seal() with ${this.entries.length - this.index} tensor(s) unwritten, first ${JSON.stringify(e.key)}`);
+      await this.abort();
+      throw err;
+    }
+    await this.flushing;
+    await this.fh.close().catch(async (e: unknown) => {
+      await this.abort();
+      throw ioError(this.file, 'cannot close', e);
+    });
+    this.state = 'done';
+    return { tempFile: this.tempFile, file: this.file };
+  }
+
   /** Closes and removes the temp file (idempotent; a no-op after finish()). */
   async abort(): Promise<void> {
     if (this.state !== 'open') return;
@@ -297,6 +319,25 @@ export class SafetensorsWriter {
 
   private fail(what: string): PipelineError {
     return new PipelineError(`${this.file}: ${what}`);
+  }
+}
+
+/**
+ * Makes a sealed file (SafetensorsWriter.seal) durable and gives it its final name: fsync,
+ * rename, fsync of the directory. On failure the temp file is removed and this throws.
+ */
+export async function commitSealedFile(sealed: { tempFile: string; file: string }): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(sealed.tempFile, 'r+');
+    await fh.sync();
+    await fh.close();
+    fh = undefined;
+    await commitTempFile(sealed.tempFile, sealed.file);
+  } catch (e) {
+    await fh?.close().catch(() => undefined);
+    await fsp.rm(sealed.tempFile, { force: true }).catch(() => undefined);
+    throw ioError(sealed.file, 'cannot finish', e);
   }
 }
 
