@@ -1,6 +1,7 @@
 // "Did you mean" ranking for tensor keys.
 import { describe, expect, it } from 'vitest';
 import { boundedEditDistance, closestNames, commonSuffixSegments, KeyIndex } from '../src/check/suggest';
+import { rng } from '../src/demo/tiny-model';
 
 const keys = [
   'model.embed_tokens.weight',
@@ -48,6 +49,33 @@ describe('KeyIndex', () => {
     let asked = 0;
     idx.closest('model.layers.0.mlp.gate_prj.weight', 3, () => (asked++, true));
     expect(asked).toBe(0); // lookups found it: no scan budget spent
+  });
+  it('nearby() is exactly its definition, on 3,000 generated keys and 600 wanted names (hashed tables, verified candidates)', () => {
+    // The definition, by brute force: keys differing from `wanted` in exactly one dot-segment,
+    // keys ending in `.wanted`, and proper segment suffixes of `wanted` that are keys.
+    const r = rng(5);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+    const parts = ['model', 'layers', 'mlp', 'self_attn', 'q_proj', 'k_proj', 'gate_proj', 'weight', 'bias', 'norm', 'transformer', 'h'];
+    const make = () =>
+      Array.from({ length: 1 + Math.floor(r() * 6) }, () => (r() < 0.3 ? String(Math.floor(r() * 12)) : pick(parts))).join('.');
+    const all = [...new Set(Array.from({ length: 3000 }, make))];
+    const index = new KeyIndex(all);
+    const brute = (wanted: string): string[] => {
+      const w = wanted.split('.');
+      const out = new Set<string>();
+      for (const k of all) {
+        const s = k.split('.');
+        if (s.length === w.length && s.filter((x, i) => x !== w[i]).length === 1) out.add(k);
+        if (k.endsWith(`.${wanted}`)) out.add(k);
+      }
+      for (let j = 1; j < w.length; j++) if (all.includes(w.slice(j).join('.'))) out.add(w.slice(j).join('.'));
+      out.delete(wanted);
+      return [...out].sort();
+    };
+    for (let t = 0; t < 600; t++) {
+      const wanted = t % 3 === 0 ? pick(all) : make();
+      expect(index.nearby(wanted).sort(), wanted).toEqual(brute(wanted));
+    }
   });
   it('closestNames ignores far-away names', () => {
     expect(closestNames('input_idz', ['input_ids', 'logits'])).toEqual(['input_ids']);

@@ -112,7 +112,7 @@ describe('reading older and newer versions', () => {
     expect(s.inputs[1]!.shape).toEqual([8, 4]);
     expect(s.checkpoint_files).toBeUndefined();
     // The key of the tied input comes from its fqn: diagnostics point there.
-    const src = p.sources!.inputs[1]!;
+    const src = p.sources!.inputs.at(1)!;
     expect(src.key).toEqual(['inputs', 1, 'fqn']);
     expect(text.slice(p.offsets.value(src.key)!.start, p.offsets.value(src.key)!.end)).toBe('"lm_head.weight"');
     // Written as v5.

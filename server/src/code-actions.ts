@@ -31,7 +31,7 @@ export function codeActions(doc: TextDocument, run: CheckRun, diagnostics: Diagn
     const data = (d.data ?? {}) as Partial<DiagnosticData>;
     const i = inputOf(data.path);
     if (i === undefined) continue;
-    const src = sources.inputs[i];
+    const src = sources.inputs.at(i);
     const input = spec.inputs[i];
     if (!src || !input) continue;
     const extra = data.data ?? {};

@@ -5,11 +5,12 @@
  * facts of the current text (hover, completion, code actions) await {@link SpecDocuments.ready}.
  */
 import { fileURLToPath } from 'node:url';
-import { TextDocument } from 'vscode-languageserver-textdocument';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { Connection, TextDocumentContentChangeEvent } from 'vscode-languageserver/node';
 import { HeaderCache, SpecCheckSession, type CheckRun } from '../../core/src/check';
 import { oneLine, type Problem } from '../../core/src/errors';
 import { toDiagnostic } from './diagnostics';
+import { createTextDocument, updateTextDocument } from './text-document';
 import type { Log } from './guard';
 
 /** One open spec. */
@@ -61,7 +62,7 @@ export class SpecDocuments {
   open(uri: string, languageId: string, version: number, text: string): void {
     const file = uriToPath(uri) ?? '';
     const session = new SpecCheckSession(file || 'untitled.weight_spec.json', { roots: this.roots, cache: this.cache });
-    const d: SpecDoc = { uri, file, doc: TextDocument.create(uri, languageId, version, text), session };
+    const d: SpecDoc = { uri, file, doc: createTextDocument(uri, languageId, version, text), session };
     this.docs.get(uri)?.current?.abort.abort();
     this.docs.set(uri, d);
     this.schedule(d, 0);
@@ -71,7 +72,7 @@ export class SpecDocuments {
   change(uri: string, version: number, changes: TextDocumentContentChangeEvent[]): void {
     const d = this.docs.get(uri);
     if (!d) return;
-    d.doc = TextDocument.update(d.doc, changes, version);
+    d.doc = updateTextDocument(d.doc, changes, version);
     // Keep the parse one edit behind at most (cheap when it is a key/name edit); the check
     // itself waits for the debounce.
     d.session.advance(d.doc.getText());

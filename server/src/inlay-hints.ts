@@ -18,15 +18,15 @@ export function inlayHints(doc: TextDocument, run: CheckRun, range: OffsetRange)
   let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    const r = offsets.value(sources.inputs[mid]!.node);
+    const r = offsets.value(sources.inputs.at(mid)!.node);
     if (r && r.end < range.start) lo = mid + 1;
     else hi = mid;
   }
   const hints: InlayHint[] = [];
   for (let i = lo; i < n; i++) {
-    const node = offsets.value(sources.inputs[i]!.node);
+    const node = offsets.value(sources.inputs.at(i)!.node);
     if (!node || node.start > range.end) break;
-    const key = offsets.value(sources.inputs[i]!.key);
+    const key = offsets.value(sources.inputs.at(i)!.key);
     if (!key || key.end < range.start || key.end > range.end) continue;
     const hit = tensorOf(run, i);
     if (!hit) continue;

@@ -28,7 +28,7 @@ export function inputAtOffset(run: CheckRun, offset: number): number | undefined
   let hi = spec.inputs.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const r = run.parsed.offsets.value(sources.inputs[mid]!.node);
+    const r = run.parsed.offsets.value(sources.inputs.at(mid)!.node);
     if (!r) return undefined;
     if (offset < r.start) hi = mid - 1;
     else if (offset > r.end) lo = mid + 1;
@@ -43,7 +43,7 @@ export function targetAt(run: CheckRun, offset: number): Target | undefined {
   if (!spec || !sources) return undefined;
   const i = inputAtOffset(run, offset);
   if (i !== undefined) {
-    const src = sources.inputs[i]!;
+    const src = sources.inputs.at(i)!;
     const key = offsets.value(src.key);
     if (contains(key, offset)) return { kind: 'key', input: i, range: key };
     const name = offsets.value(src.name);

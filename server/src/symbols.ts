@@ -60,7 +60,7 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
   // around both would enclose every layer line (the breadcrumb then shows "other" there).
   const runs: { name: string; items: DocumentSymbol[]; ranges: OffsetRange[] }[] = [];
   for (const [i, input] of spec.inputs.entries()) {
-    const src = sources.inputs[i]!;
+    const src = sources.inputs.at(i)!;
     const r = offsets.value(src.node);
     if (!r) continue;
     const sel = offsets.value(src.name) ?? r;

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Connection } from 'vscode-languageserver/node';
-import { TextDocument } from 'vscode-languageserver-textdocument';
+import { createTextDocument } from './text-document';
 import { SpecCheckSession, type HeaderCache } from '../../core/src/check';
 import { oneLine } from '../../core/src/errors';
 import { isSpecFile } from '../../core/src/spec/file-names';
@@ -139,7 +139,7 @@ export class WorkspaceDiagnostics {
       const run = await session.check(text, ac.signal);
       if (ac.signal.aborted || this.host.isOpen(uri) || this.entries.get(uri) !== entry) return;
       entry.deps = dependenciesOf(file, run);
-      const doc = TextDocument.create(uri, 'weight-spec', 0, text);
+      const doc = createTextDocument(uri, 'weight-spec', 0, text);
       await this.host.connection.sendDiagnostics({ uri, diagnostics: run.problems.map((p) => toDiagnostic(doc, p)) });
     } catch (err) {
       if (!ac.signal.aborted) this.host.log.error(`workspace check of ${file}: ${oneLine(err)}`);

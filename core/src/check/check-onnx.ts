@@ -89,7 +89,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
   const specNames = new Set<string>();
   for (const [i, input] of ctx.spec.inputs.entries()) {
     specNames.add(input.name);
-    const src = ctx.sources.inputs[i]!;
+    const src = ctx.sources.inputs.at(i)!;
     const gi = graphInputs.get(input.name);
     if (!gi) {
       if (initializers.has(input.name)) {

@@ -14,7 +14,7 @@ export function shapeText(shape: readonly (number | string)[]): string {
 /** Compares a v1 input's declared `shape`/`dtype` (when present) with the tensor's header. */
 export function checkInputFacts(ctx: CheckContext, i: number, info: TensorInfo): void {
   const input = ctx.spec.inputs[i]!;
-  const node = ctx.sources.inputs[i]!.node;
+  const node = ctx.sources.inputs.at(i)!.node;
   if (input.quantization) return; // packed storage: declared facts are logical, not stored
   if (Array.isArray(input.shape) && !sameShape(input.shape, info.shape)) {
     report(

@@ -91,7 +91,7 @@ export function checkQuantization(ctx: CheckContext): void {
       report(
         ctx,
         'quantization-scale',
-        ctx.sources.inputs[i]!.key,
+        ctx.sources.inputs.at(i)!.key,
         `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`,
         { weight },
       );
@@ -100,7 +100,7 @@ export function checkQuantization(ctx: CheckContext): void {
       report(
         ctx,
         'quantized-weight',
-        ctx.sources.inputs[i]!.key,
+        ctx.sources.inputs.at(i)!.key,
         `key "${key}" is stored as ${info.dtype}${scale ? ` scaled by "${scale.key}"` : ''}${q?.scheme ? ` (${describeScheme(q.scheme)})` : ''}: the graph needs it dequantized; run \`weight-spec prepare\` and point the spec at the prepared checkpoint`,
       );
     }

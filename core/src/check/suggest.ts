@@ -80,30 +80,52 @@ export function closestNames(wanted: string, candidates: Iterable<string>, limit
  * only when those find nothing does a caller fall back to a full edit-distance scan.
  */
 export class KeyIndex {
-  private readonly oneOff = new Map<string, string[]>();
-  private readonly bySuffix = new Map<string, string[]>();
-  private readonly set: Set<string>;
   readonly keys: string[];
+  /** Keys by their dot-segments with one segment masked (position and count included). */
+  private readonly oneOff: HashTable;
+  /** Keys by each proper suffix of whole segments (`layers.0.x` of `model.layers.0.x`). */
+  private readonly bySuffix: HashTable;
+  /** Keys by themselves (a membership test). */
+  private readonly whole: HashTable;
 
   constructor(keys: Iterable<string>) {
     this.keys = [...keys];
-    this.set = new Set(this.keys);
-    for (const k of this.keys) {
-      const seg = k.split('.');
-      for (let j = 0; j < seg.length; j++) push(this.oneOff, maskAt(seg, j), k);
-      for (let j = 1; j < seg.length; j++) push(this.bySuffix, seg.slice(j).join('.'), k);
-    }
+    const oneOff = new HashTableBuilder();
+    const bySuffix = new HashTableBuilder();
+    const whole = new HashTableBuilder();
+    this.keys.forEach((k, i) => {
+      const h = segmentHashes(k);
+      for (let j = 0; j < h.length; j++) oneOff.add(maskHash(h, j), i);
+      for (let j = 1; j < h.length; j++) bySuffix.add(runHash(h, j), i);
+      whole.add(runHash(h, 0), i);
+    });
+    this.oneOff = oneOff.build();
+    this.bySuffix = bySuffix.build();
+    this.whole = whole.build();
   }
 
   /** Candidates found by lookups only (may be empty). */
   nearby(wanted: string): string[] {
     const seg = wanted.split('.');
+    const h = segmentHashes(wanted);
     const out = new Set<string>();
-    for (let j = 0; j < seg.length; j++) for (const k of this.oneOff.get(maskAt(seg, j)) ?? []) out.add(k);
-    for (const k of this.bySuffix.get(wanted) ?? []) out.add(k); // the key has an extra prefix
-    for (let j = 1; j < seg.length; j++) {
+    for (let j = 0; j < h.length; j++) {
+      this.oneOff.each(maskHash(h, j), (i) => {
+        const k = this.keys[i]!;
+        if (differsOnlyAt(k.split('.'), seg, j)) out.add(k);
+      });
+    }
+    // the key has an extra prefix
+    this.bySuffix.each(runHash(h, 0), (i) => {
+      const k = this.keys[i]!;
+      if (k.endsWith(`.${wanted}`)) out.add(k);
+    });
+    // the wanted name has an extra prefix
+    for (let j = 1; j < h.length; j++) {
       const tail = seg.slice(j).join('.');
-      if (this.set.has(tail)) out.add(tail); // the wanted name has an extra prefix
+      this.whole.each(runHash(h, j), (i) => {
+        if (this.keys[i] === tail) out.add(tail);
+      });
     }
     out.delete(wanted);
     return [...out];
@@ -121,14 +143,92 @@ export class KeyIndex {
   }
 }
 
-function maskAt(seg: string[], j: number): string {
-  return `${j}\u0000${seg.length}\u0000${seg.slice(0, j).join('.')}\u0000${seg.slice(j + 1).join('.')}`;
+/** Equal segment counts and equal segments everywhere but at `j`. */
+function differsOnlyAt(a: string[], b: string[], j: number): boolean {
+  if (a.length !== b.length) return false;
+  for (let s = 0; s < a.length; s++) if (s !== j && a[s] !== b[s]) return false;
+  return true;
 }
 
-function push(m: Map<string, string[]>, k: string, v: string): void {
-  const list = m.get(k);
-  if (list) list.push(v);
-  else m.set(k, [v]);
+/** FNV-1a (32-bit) of each dot-segment of `k`. */
+function segmentHashes(k: string): Uint32Array {
+  let n = 1;
+  for (let i = 0; i < k.length; i++) if (k.charCodeAt(i) === 0x2e) n++;
+  const out = new Uint32Array(n);
+  let h = 0x811c9dc5;
+  let s = 0;
+  for (let i = 0; i <= k.length; i++) {
+    const c = i < k.length ? k.charCodeAt(i) : 0x2e;
+    if (c === 0x2e) {
+      out[s++] = h >>> 0;
+      h = 0x811c9dc5;
+    } else h = Math.imul(h ^ c, 0x01000193);
+  }
+  return out;
+}
+
+function mix(h: number, v: number): number {
+  return Math.imul(h ^ v, 0x01000193) ^ (h >>> 15);
+}
+
+/** Hash of segments `from ..` (in order). */
+function runHash(h: Uint32Array, from: number): number {
+  let x = mix(0x2545f491, h.length - from);
+  for (let s = from; s < h.length; s++) x = mix(x, h[s]!);
+  return x >>> 0;
+}
+
+/** Hash of all segments but `j` (with `j` and the count, so masks at different places differ). */
+function maskHash(h: Uint32Array, j: number): number {
+  let x = mix(mix(0x9e3779b9, j), h.length);
+  for (let s = 0; s < h.length; s++) if (s !== j) x = mix(x, h[s]!);
+  return x >>> 0;
+}
+
+/** Key-index bits packed below a 32-bit hash in one float64 (exact below 2^53). */
+const IDX_BITS = 2 ** 21;
+
+/**
+ * A multimap from 32-bit hashes to key indices as one sorted Float64Array (hash · 2^21 +
+ * index): lookups are a binary search, and the whole table lives outside the JS heap (a Map
+ * of mask strings to key lists was a quarter of the language server's heap on a 20 000-key
+ * checkpoint). Hash collisions only add candidates, which callers verify.
+ */
+class HashTable {
+  constructor(private readonly packed: Float64Array) {}
+
+  /** Calls `f` with every index stored under `hash`. */
+  each(hash: number, f: (i: number) => void): void {
+    const a = this.packed;
+    const lo = hash * IDX_BITS;
+    let l = 0;
+    let r = a.length;
+    while (l < r) {
+      const m = (l + r) >>> 1;
+      if (a[m]! < lo) l = m + 1;
+      else r = m;
+    }
+    for (let i = l; i < a.length && a[i]! < lo + IDX_BITS; i++) f(a[i]! - lo);
+  }
+}
+
+class HashTableBuilder {
+  private buf = new Float64Array(1024);
+  private n = 0;
+
+  add(hash: number, i: number): void {
+    if (i >= IDX_BITS) return; // beyond 2M keys: no lookup entry (the scan still finds it)
+    if (this.n === this.buf.length) {
+      const b = new Float64Array(this.buf.length * 2);
+      b.set(this.buf);
+      this.buf = b;
+    }
+    this.buf[this.n++] = hash * IDX_BITS + i;
+  }
+
+  build(): HashTable {
+    return new HashTable(this.buf.slice(0, this.n).sort());
+  }
 }
 
 const indexes = new WeakMap<object, KeyIndex>();

@@ -3,8 +3,10 @@
  * children (contiguous, so `inputs[i]` is O(1)) and, for a property value, where its name is.
  * Built in one pass over text that JSON.parse accepted, into typed arrays: a 20 000-input spec
  * is ~140 000 values, and a tree of node objects for them was most of a cold check's
- * allocation and garbage-collection time. Property names are compared against the text, not
- * stored as strings.
+ * allocation and garbage-collection time. Property names are stored once each (a spec has a
+ * dozen distinct ones) and referred to by number, so the index does not keep the text alive:
+ * a parse patched through many edits (patch.ts) would otherwise pin the version it was built
+ * from for its whole life.
  */
 
 /** Value kinds. */
@@ -16,7 +18,6 @@ export const ARRAY = 2;
 export class OffsetIndex {
   /** Use {@link OffsetIndex.build}. */
   constructor(
-    private readonly text: string,
     readonly count: number,
     readonly kind: Uint8Array,
     readonly start: Int32Array,
@@ -28,8 +29,10 @@ export class OffsetIndex {
     readonly keyStart: Int32Array,
     /** Length of that name token, quotes included. */
     readonly keyLength: Int32Array,
-    /** The name's start in the original text (names are compared there; never folded). */
-    private readonly keyOrig: Int32Array,
+    /** The property name of a property value, as an index into `names` (-1 where none). */
+    private readonly nameId: Int32Array,
+    /** The distinct property names, decoded. */
+    private readonly names: readonly string[],
   ) {}
 
   /** The index of `text`, which must be valid JSON (undefined if it turns out not to be). */
@@ -56,12 +59,19 @@ export class OffsetIndex {
   }
 
   private nameIs(n: number, name: string): boolean {
-    const s = this.keyOrig[n]!;
-    const len = this.keyLength[n]!;
-    const raw = this.text.slice(s + 1, s + len - 1);
-    if (raw.indexOf('\\') === -1) return raw === name;
-    return (JSON.parse(this.text.slice(s, s + len)) as string) === name;
+    const id = this.nameId[n]!;
+    return id >= 0 && this.names[id] === name;
   }
+}
+
+/**
+ * A copy of `s` that does not point into the text it was cut from. V8 makes a slice of 13 or
+ * more characters a "sliced string" that keeps its whole parent alive; a string kept past
+ * the parse (a patched key, an index's names) would pin one whole version of the document
+ * (a heap snapshot after 200 edits of a 3.5 MB spec showed 200 retained versions: #14.3).
+ */
+export function detached(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
 }
 
 function buildIndex(text: string): OffsetIndex | undefined {
@@ -73,6 +83,29 @@ function buildIndex(text: string): OffsetIndex | undefined {
   let kidCount = new Int32Array(cap);
   let keyStart = new Int32Array(cap);
   let keyLength = new Int32Array(cap);
+  let nameId = new Int32Array(cap);
+  const names: string[] = [];
+  const ids = new Map<string, number>(); // name token → id, for this build only
+  // The last name seen at each (length, first character): a spec repeats a dozen names, so
+  // nearly every name is found by one comparison in place, without cutting a string.
+  const recent = new Int32Array(1024).fill(-1);
+  const tokens: string[] = []; // each id's name token as in the text, quotes included
+  const idOf = (s: number, len: number): number => {
+    const slot = (len * 31 + text.charCodeAt(s + 1)) & 1023;
+    const hit = recent[slot]!;
+    if (hit >= 0 && tokens[hit]!.length === len && text.startsWith(tokens[hit]!, s)) return hit;
+    const token = text.slice(s, s + len);
+    let id = ids.get(token);
+    if (id === undefined) {
+      id = names.length;
+      const raw = token.slice(1, -1);
+      names.push(detached(raw.indexOf('\\') === -1 ? raw : (JSON.parse(token) as string)));
+      tokens.push(token);
+      ids.set(token, id);
+    }
+    recent[slot] = id;
+    return id;
+  };
   let count = 0;
   const grow = () => {
     cap *= 2;
@@ -93,6 +126,7 @@ function buildIndex(text: string): OffsetIndex | undefined {
     kidCount = g32(kidCount);
     keyStart = g32(keyStart);
     keyLength = g32(keyLength);
+    nameId = g32(nameId);
   };
   // Children of the open containers, innermost last; copied out when a container closes.
   let pending = new Int32Array(1024);
@@ -140,6 +174,7 @@ function buildIndex(text: string): OffsetIndex | undefined {
     start[id] = s;
     keyStart[id] = nameStart;
     keyLength[id] = nameStart >= 0 ? nameLength : 0;
+    nameId[id] = nameStart >= 0 ? idOf(nameStart, nameLength) : -1;
     nameStart = -1;
     if (stack.length > 0) {
       if (pendingTop === pending.length) {
@@ -220,7 +255,6 @@ function buildIndex(text: string): OffsetIndex | undefined {
   ws();
   if (i !== n || count === 0) return undefined;
   return new OffsetIndex(
-    text,
     count,
     kind.subarray(0, count),
     start.subarray(0, count),
@@ -230,6 +264,7 @@ function buildIndex(text: string): OffsetIndex | undefined {
     kids.subarray(0, kidsTop),
     keyStart.subarray(0, count),
     keyLength.subarray(0, count),
-    keyStart.slice(0, count),
+    nameId.subarray(0, count),
+    names,
   );
 }

@@ -85,7 +85,24 @@ export type JsonPath = (string | number)[];
  */
 export interface SpecSources {
   files: { node: JsonPath; path: JsonPath; format?: JsonPath }[];
-  inputs: { node: JsonPath; name: JsonPath; key: JsonPath; file: JsonPath }[];
+  inputs: InputSources;
+}
+
+/** Where one input's parts are in the document. */
+export interface InputSource {
+  node: JsonPath;
+  name: JsonPath;
+  key: JsonPath;
+  file: JsonPath;
+}
+
+/**
+ * The sources of the normalized inputs, by index (`at(i)`, as an array has). Made on demand
+ * from a few bytes per input: the language server keeps the parse of every open spec.
+ */
+export interface InputSources {
+  readonly length: number;
+  at(i: number): InputSource | undefined;
 }
 
 /** Value and property-name ranges for JSON paths of one document. */

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Checkpoint } from '../formats/safetensors';
 import { parseSpecText } from '../spec';
+import type { InputSource } from '../spec/types';
 import type { SpecLink } from './types';
 
 /** A spec file and its current text. */
@@ -42,7 +43,7 @@ export function linkSpecs(ck: Checkpoint, specs: readonly SpecText[]): { links: 
     spec.inputs.forEach((input, i) => {
       const shard = shardOf[input.location.file];
       if (shard === undefined || ck.fileOf(input.location.key) !== shard) return;
-      const node = parsed.sources?.inputs[i]?.node;
+      const node = parsed.sources?.inputs.at(i)?.node;
       const link: SpecLink = { spec: s.file, input: typeof node?.[1] === 'number' ? node[1] : i, name: input.name };
       (links[input.location.key] ??= []).push(link);
     });
@@ -57,7 +58,9 @@ export function linkSpecs(ck: Checkpoint, specs: readonly SpecText[]): { links: 
  */
 export function specInputKeyRange(text: string, file: string, input: number): { start: number; end: number } | undefined {
   const parsed = parseSpecText(text, file);
-  const src = parsed.sources?.inputs.find((x) => x.node[1] === input);
+  const all = parsed.sources?.inputs;
+  let src: InputSource | undefined;
+  for (let i = 0; all && i < all.length && !src; i++) if (all.at(i)!.node[1] === input) src = all.at(i);
   const range = parsed.offsets.value(src?.key ?? ['inputs', input]);
   return range ? { start: range.start, end: range.end } : undefined;
 }

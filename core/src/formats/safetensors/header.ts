@@ -115,6 +115,7 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   let metadata: Record<string, string> | undefined;
   const tensors: TensorInfo[] = [];
   const keys = Object.keys(value);
+  const share = shapeSharer();
   for (let k = 0; k < keys.length; k++) {
     const key = keys[k]!;
     const entry = value[key];
@@ -122,7 +123,9 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
       metadata = parseMetadata(entry, file, () => at(key));
       continue;
     }
-    tensors.push(parseEntry(key, entry, file, dataStart, dataSize, () => at(key)));
+    const t = parseEntry(key, entry, file, dataStart, dataSize, () => at(key));
+    t.shape = share(t.shape);
+    tensors.push(t);
   }
 
   // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
@@ -205,6 +208,22 @@ function parseEntry(
     );
   }
   return { key, dtype, shape: shape as number[], dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
+}
+
+/**
+ * One array per distinct shape of a header (a checkpoint repeats a few dozen shapes over
+ * thousands of tensors; the language server keeps every header it checks against). Shapes
+ * are never mutated.
+ */
+function shapeSharer(): (shape: number[]) => number[] {
+  const seen = new Map<string, number[]>();
+  return (shape) => {
+    const k = shape.length === 1 ? String(shape[0]) : shape.join(',');
+    const got = seen.get(k);
+    if (got) return got;
+    seen.set(k, shape);
+    return shape;
+  };
 }
 
 function isOffset(v: unknown): v is number {
