@@ -146,17 +146,18 @@ class CompactTextDocument implements TextDocument {
 
   private table(): Uint32Array {
     if (!this.lines) {
-      // two passes (count, then fill) so no array of numbers is made on the way
       const c = this.content;
+      let lines = new Uint32Array(Math.max(16, c.length >> 5));
       let n = 1;
       for (let i = 0; i < c.length; i++) {
         const ch = c.charCodeAt(i);
-        if (ch === LF || (ch === CR && c.charCodeAt(i + 1) !== LF)) n++;
-      }
-      const lines = new Uint32Array(n);
-      for (let i = 0, k = 1; i < c.length; i++) {
-        const ch = c.charCodeAt(i);
-        if (ch === LF || (ch === CR && c.charCodeAt(i + 1) !== LF)) lines[k++] = i + 1;
+        if (ch !== LF && (ch !== CR || c.charCodeAt(i + 1) === LF)) continue;
+        if (n === lines.length) {
+          const grown = new Uint32Array(n * 2);
+          grown.set(lines);
+          lines = grown;
+        }
+        lines[n++] = i + 1;
       }
       this.lines = lines;
       this.lineCountCache = n;

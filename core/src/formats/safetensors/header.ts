@@ -216,12 +216,26 @@ function parseEntry(
  * are never mutated.
  */
 function shapeSharer(): (shape: number[]) => number[] {
-  const seen = new Map<string, number[]>();
+  const vectors = new Map<number, number[]>();
+  const matrices = new Map<number, Map<number, number[]>>();
+  const others = new Map<string, number[]>();
   return (shape) => {
-    const k = shape.length === 1 ? String(shape[0]) : shape.join(',');
-    const got = seen.get(k);
-    if (got) return got;
-    seen.set(k, shape);
+    if (shape.length === 1) {
+      const got = vectors.get(shape[0]!);
+      if (got) return got;
+      vectors.set(shape[0]!, shape);
+    } else if (shape.length === 2) {
+      let rows = matrices.get(shape[0]!);
+      if (!rows) matrices.set(shape[0]!, (rows = new Map()));
+      const got = rows.get(shape[1]!);
+      if (got) return got;
+      rows.set(shape[1]!, shape);
+    } else {
+      const k = shape.join(',');
+      const got = others.get(k);
+      if (got) return got;
+      others.set(k, shape);
+    }
     return shape;
   };
 }
