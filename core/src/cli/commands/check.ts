@@ -7,10 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Problem } from '../../errors';
-import { checkSpec } from '../../check';
 import { defineCommand, println } from '../command';
 import { readInputFile } from '../../paths';
-import { specTextOf } from '../../spec';
 import { specFileIn } from '../../spec/file-names';
 import { requirePath } from '../input-paths';
 
@@ -68,6 +66,8 @@ export const checkCommand = defineCommand({
   },
   positionals: { min: 1, max: 1, names: ['weight_spec.json'] },
   async run(args, io) {
+    // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
+    const [{ checkSpec }, { specTextOf }] = await Promise.all([import('../../check'), import('../../spec')]);
     // An export directory holding a spec means that spec (as compile and run take the directory).
     const given = path.resolve(io.cwd, args.positionals[0]!);
     const file = (isDirectory(given) && specFileIn(given)) || requirePath(io.cwd, args.positionals[0]!, 'file');

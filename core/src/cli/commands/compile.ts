@@ -4,9 +4,7 @@
  * An unchanged input finishes at once and says so.
  */
 import path from 'node:path';
-import { compile, shellLine } from '../../compile';
 import { defineCommand, println } from '../command';
-import { isVlmExport, readVlmManifest } from '../../run/vlm/vlm-runner';
 import { formatBytes } from '../../display';
 import { requirePath } from '../input-paths';
 
@@ -54,6 +52,11 @@ export const compileCommand = defineCommand({
   },
   positionals: { min: 1, max: 1, names: ['export dir'] },
   async run(args, io): Promise<number> {
+    // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
+    const [{ compile, shellLine }, { isVlmExport, readVlmManifest }] = await Promise.all([
+      import('../../compile'),
+      import('../../run/vlm/vlm-runner'),
+    ]);
     const f = args.flags;
     const exportDir = requirePath(io.cwd, args.positionals[0]!, 'dir', 'give the export directory');
     // a VLM export: compile both graphs (one prepared checkpoint; each artifact names its graph)

@@ -7,10 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, UsageError } from '../../errors';
 import { EXPORT_DTYPES, PREPARE_DTYPES, type ExportDtype, type PrepareDtype } from '../../formats/dtype';
-import { exportFromOnnx, fromOnnxSummary } from '../../export/from-onnx';
 import { createProgress } from '../progress';
-import { exportFromConfig } from '../../export/graph/export-config';
-import { planLayout } from '../../export/graph/plan-layout';
 import type { ParsedArgs } from '../args';
 import { defineCommand, println, type CliIO } from '../command';
 import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
@@ -115,6 +112,11 @@ export function parseLengths(text: string, flag: string): number[] {
 
 /** `export --config`: builds the graph from config.json. */
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
+  // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
+  const [{ exportFromConfig }, { planLayout }] = await Promise.all([
+    import('../../export/graph/export-config'),
+    import('../../export/graph/plan-layout'),
+  ]);
   const f = args.flags;
   if (f.checkpoint !== undefined) {
     throw new UsageError('export: --checkpoint goes with --onnx; with --config the checkpoint (if any) is the model directory itself');
@@ -161,6 +163,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
 
 /** `export --onnx`: legacy ONNX with embedded weights → weight-free ONNX + spec. */
 export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
+  const { exportFromOnnx, fromOnnxSummary } = await import('../../export/from-onnx');
   const f = args.flags;
   if (f.checkpoint === undefined)
     throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');

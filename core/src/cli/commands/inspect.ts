@@ -8,14 +8,12 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Checkpoint } from '../../formats/safetensors';
-import { summarizeOnnx, type OnnxSummary } from '../../formats/onnx';
+import type { OnnxSummary } from '../../formats/onnx';
 import { defineCommand, println, type CliIO } from '../command';
 import { formatBytes } from '../../display';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requirePath } from '../input-paths';
-import { servingSummary } from '../../export/graph/serving-features';
-import { storageOrder } from '../../view/checkpoint-page';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -28,6 +26,7 @@ export interface TensorRow {
 
 /** Tensors of a checkpoint in storage order (shard order, then data offset). */
 export async function checkpointRows(target: string): Promise<{ files: string[]; rows: TensorRow[]; dir: string }> {
+  const { storageOrder } = await import('../../view/checkpoint-page'); // loaded on use, as the ONNX modules
   const ck = await Checkpoint.open(target);
   // The checkpoint's tensors (for an index: the keys it maps), by shard then data offset.
   const rows: TensorRow[] = storageOrder(ck).map((t) => ({
@@ -61,23 +60,30 @@ function clip(s: string, n: number): string {
   return flat.length > n ? `${flat.slice(0, n)}… (${s.length} chars)` : flat;
 }
 
-/** The graph's serving features (CCL, on-device sampler), one line each. */
-function serving(s: OnnxSummary): string[] {
-  return servingSummary(
-    s.file,
-    s.inputs,
-    s.outputs,
-    Object.entries(s.metadata).map(([key, value]) => ({ key, value })),
+/** An ONNX summary with its serving features (CCL, on-device sampler), one line each. */
+type Summary = OnnxSummary & { servingLines: string[] };
+
+/** Summaries of `files`, each with its serving lines (the ONNX modules load here, on use). */
+async function summarize(files: string[]): Promise<Summary[]> {
+  const [{ summarizeOnnx }, { servingSummary }] = await Promise.all([
+    import('../../formats/onnx'),
+    import('../../export/graph/serving-features'),
+  ]);
+  return Promise.all(
+    files.map(async (f) => {
+      const s = await summarizeOnnx(f);
+      const meta = Object.entries(s.metadata).map(([key, value]) => ({ key, value }));
+      return { ...s, servingLines: servingSummary(s.file, s.inputs, s.outputs, meta) };
+    }),
   );
 }
 
 /** The summary as `--json` prints it: plus `serving` when the graph carries CCL or a sampler. */
-function onnxJson(s: OnnxSummary): OnnxSummary & { serving?: string[] } {
-  const lines = serving(s);
+function onnxJson({ servingLines: lines, ...s }: Summary): OnnxSummary & { serving?: string[] } {
   return lines.length ? { ...s, serving: lines } : s;
 }
 
-function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): void {
+function printOnnx(io: CliIO, shown: string, s: Summary, full: boolean): void {
   const opsets = s.opsets.map((o) => `${o.domain || 'ai.onnx'} ${o.version}`).join(', ');
   println(io.stdout, `${shown}: ONNX ir_version ${s.irVersion}${s.producer ? `, producer ${s.producer}` : ''}, ${s.nodeCount} nodes`);
   println(io.stdout, `opsets: ${opsets || '(none)'}`);
@@ -93,7 +99,7 @@ function printOnnx(io: CliIO, shown: string, s: OnnxSummary, full: boolean): voi
   };
   values('inputs', s.inputs);
   values('outputs', s.outputs);
-  for (const l of serving(s)) println(io.stdout, l);
+  for (const l of s.servingLines) println(io.stdout, l);
   const initBytes = s.initializers.reduce((a, t) => a + t.byteLength, 0);
   println(io.stdout, `initializers (${s.initializers.length}, ${initBytes} bytes):`);
   const rows = s.initializers.map((t) => [
@@ -131,7 +137,7 @@ export const inspectCommand = defineCommand({
     const isDir = st.isDirectory();
     if (!isDir) assertRegularFile(given, st);
     if (!isDir && target.toLowerCase().endsWith('.onnx')) {
-      const s = await summarizeOnnx(target);
+      const [s] = (await summarize([target])) as [Summary];
       if (args.flags.json) println(io.stdout, JSON.stringify(onnxJson(s), null, 2));
       else printOnnx(io, given, s, args.flags.full);
       return 0;
@@ -141,7 +147,7 @@ export const inspectCommand = defineCommand({
       const names = (await readdir(target)).sort();
       const onnx = names.filter((n) => n.toLowerCase().endsWith('.onnx'));
       if (onnx.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
-        const summaries = await Promise.all(onnx.map((n) => summarizeOnnx(path.join(target, n))));
+        const summaries = await summarize(onnx.map((n) => path.join(target, n)));
         if (args.flags.json) println(io.stdout, JSON.stringify(summaries.map(onnxJson), null, 2));
         else
           summaries.forEach((s, i) => {

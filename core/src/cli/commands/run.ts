@@ -4,13 +4,9 @@
  * New token ids go to stdout (comma-separated); time to first token and tokens/s to stderr.
  */
 import path from 'node:path';
-import { compile } from '../../compile';
-import { readExportInputs } from '../../compile/locate';
 import { PipelineError, UsageError } from '../../errors';
 import { atomicWriteFile } from '../../paths';
-import { checkSampling, checkTokenIds, GREEDY, needsSampler, openRunner, resolveRunnable, vocabOf, type SamplingParams } from '../../run';
-import { readImages, readPixelValues } from '../../run/vlm/inputs';
-import { isVlmExport, openVlmRunner } from '../../run/vlm/vlm-runner';
+import type { SamplingParams } from '../../run';
 import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
 
@@ -30,6 +26,10 @@ export function parseIds(text: string): number[] {
 type RunFlags = { 'pixel-values'?: string; image: string[]; 'dump-logits'?: string; prepack: boolean; 'ctx-len'?: number };
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
+  const [{ openVlmRunner }, { readImages, readPixelValues }] = await Promise.all([
+    import('../../run/vlm/vlm-runner'),
+    import('../../run/vlm/inputs'),
+  ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const runner = await openVlmRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
   try {
@@ -117,6 +117,18 @@ export const runCommand = defineCommand({
   },
   positionals: { min: 1, max: 1, names: ['compiled'] },
   async run(args, io) {
+    // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
+    const [
+      { compile },
+      { readExportInputs },
+      { checkSampling, checkTokenIds, GREEDY, needsSampler, openRunner, resolveRunnable, vocabOf },
+      { isVlmExport },
+    ] = await Promise.all([
+      import('../../compile'),
+      import('../../compile/locate'),
+      import('../../run'),
+      import('../../run/vlm/vlm-runner'),
+    ]);
     const f = args.flags;
     const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
