@@ -17,20 +17,12 @@ export function bf16Noise(bytes) {
   return b;
 }
 
-/** bf16 bytes of normal(0, sigma) values (RNE from f32), from a seeded generator. */
-export function bf16Weights(bytes, sigma = 0.02, seed = 22) {
+/** bf16 bytes of normal(0, sigma) values (RNE from f32). */
+export function bf16Weights(bytes, sigma = 0.02) {
   const out = new Uint16Array(bytes >> 1);
   const f = new Float32Array(1);
   const u = new Uint32Array(f.buffer);
-  let s = seed >>> 0;
-  const next = () => {
-    // mulberry32
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
+  const next = () => 1 - Math.random(); // in (0, 1]: log() stays finite
   for (let i = 0; i < out.length; i += 2) {
     const r = Math.sqrt(-2 * Math.log(next()));
     const a = 2 * Math.PI * next();

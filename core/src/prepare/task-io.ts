@@ -13,7 +13,7 @@
 import fsp from 'node:fs/promises';
 import { PipelineError } from '../errors';
 import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
-import { SafetensorsReader, elementCount } from '../formats/safetensors';
+import { SafetensorsReader, backgroundDatasync, elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS, encodeF32, makeConverter, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import { simdConverter } from './simd/simd-convert';
@@ -108,12 +108,7 @@ export class Flusher {
     this.pending += n;
     if (!this.fh || this.inflight || this.pending < FLUSH_EVERY) return;
     this.pending = 0;
-    this.inflight = this.fh
-      .datasync()
-      .catch(() => undefined)
-      .finally(() => {
-        this.inflight = undefined;
-      });
+    this.inflight = backgroundDatasync(this.fh, () => (this.inflight = undefined));
   }
 
   async close(): Promise<void> {

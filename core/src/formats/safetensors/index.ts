@@ -13,6 +13,7 @@ export {
 } from './read';
 export {
   SafetensorsWriter,
+  backgroundDatasync,
   buildSafetensorsHeader,
   commitSealedFile,
   serializeSafetensors,

@@ -214,23 +214,12 @@ export class SafetensorsWriter {
    */
   startFlush(): void {
     if (this.state !== 'open' || this.flushing) return;
-    this.flushing = this.fh
-      .datasync()
-      .catch(() => undefined)
-      .finally(() => {
-        this.flushing = undefined;
-      });
+    this.flushing = backgroundDatasync(this.fh, () => (this.flushing = undefined));
   }
 
   /** Checks every tensor was written, fsyncs, and renames the temp file to its final name. */
   async finish(): Promise<void> {
-    if (this.state !== 'open') throw this.fail(`finish() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
-    if (this.index < this.entries.length) {
-      const e = this.entries[this.index]!;
-      const err = this.fail(`finish() with ${this.entries.length - this.index} tensor(s) unwritten, first ${JSON.stringify(e.key)}`);
-      await this.abort();
-      throw err;
-    }
+    await this.expectComplete('finish()');
     try {
       await this.flushing;
       await this.fh.sync();
@@ -249,13 +238,7 @@ export class SafetensorsWriter {
    * workers seal, so a file's last writeback overlaps the next task instead of idling a core.
    */
   async seal(): Promise<{ tempFile: string; file: string }> {
-    if (this.state !== 'open') throw this.fail(`seal() after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
-    if (this.index < this.entries.length) {
-      const e = this.entries[this.index]!;
-      const err = this.fail(`seal() with ${this.entries.length - this.index} tensor(s) unwritten, first ${JSON.stringify(e.key)}`);
-      await this.abort();
-      throw err;
-    }
+    await this.expectComplete('seal()');
     await this.flushing;
     await this.fh.close().catch(async (e: unknown) => {
       await this.abort();
@@ -272,6 +255,17 @@ export class SafetensorsWriter {
     await this.flushing;
     await this.fh.close().catch(() => undefined);
     await fsp.rm(this.tempFile, { force: true }).catch(() => undefined);
+  }
+
+  /** Throws (after aborting) unless the writer is open with every declared tensor written. */
+  private async expectComplete(call: string): Promise<void> {
+    if (this.state !== 'open') throw this.fail(`${call} after ${this.state === 'done' ? 'finish()' : 'abort()'}`);
+    if (this.index < this.entries.length) {
+      const e = this.entries[this.index]!;
+      const err = this.fail(`${call} with ${this.entries.length - this.index} tensor(s) unwritten, first ${JSON.stringify(e.key)}`);
+      await this.abort();
+      throw err;
+    }
   }
 
   private expect(key: string): void {
@@ -320,6 +314,17 @@ export class SafetensorsWriter {
   private fail(what: string): PipelineError {
     return new PipelineError(`${this.file}: ${what}`);
   }
+}
+
+/**
+ * An fdatasync of `fh` that runs in the background and never rejects (a failure shows at the
+ * final fsync, which waits for the same pages); `done` runs when it settles.
+ */
+export function backgroundDatasync(fh: fsp.FileHandle, done: () => void): Promise<void> {
+  return fh
+    .datasync()
+    .catch(() => undefined)
+    .finally(done);
 }
 
 /**
