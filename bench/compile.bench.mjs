@@ -46,7 +46,8 @@ if (!existsSync(llamaConfig)) {
 }
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-compile-bench-'));
 const exportDir = path.join(tmp, 'export'),
-  prepared = path.join(tmp, 'prepared');
+  // named and marked as QEfficient's prepare leaves a folder (see qeffSentinel)
+  prepared = path.join(tmp, 'synthetic-qeff-prepared-float32');
 mkdirSync(exportDir);
 mkdirSync(prepared);
 
@@ -173,6 +174,16 @@ function stHeader(hdr) {
   return Buffer.concat([len, h]);
 }
 
+/**
+ * Marks `dir` as QEfficient marks a folder its prepare made: the `.checkpoint_prepared`
+ * sentinel and no manifest, in a folder named `*-qeff-prepared-<dtype>`. compile binds only
+ * folders a prepare made (docs/SAFETY.md); the bench's shards stand for a checkpoint prepared
+ * elsewhere, which compile accepts as it is.
+ */
+function qeffSentinel(dir) {
+  writeFileSync(path.join(dir, '.checkpoint_prepared'), '');
+}
+
 // --- real graphs (Llama-3.1-8B, Qwen3-30B-A3B), sparse prepared shards ------------------------
 /** Exports `configFile` and writes sparse prepared shards (real headers, data as holes) where its spec points. */
 function bigExportOf(configFile, name) {
@@ -205,6 +216,7 @@ function bigExportOf(configFile, name) {
     truncateSync(file, head.length + o);
     weights += o;
   });
+  qeffSentinel(spec.model_id);
   return { dir: out, inputs: spec.inputs.length, weights };
 }
 const bigModels = [
@@ -241,6 +253,7 @@ for (const t of tensors) {
   }
 }
 closeSync(fd);
+qeffSentinel(prepared);
 const g = new W();
 g.bytes(1, node('Gather', ['model.embed.weight', 'input_ids'], 'e'));
 g.bytes(1, node('Flatten', ['e'], 'x0', [['axis', 2]]));
