@@ -152,11 +152,17 @@ export function runCli(): void {
       process.exit(code);
     });
   }
+  // Until main settles the process stays: an await on something that holds no event-loop
+  // handle (a native callback) must not let Node exit early with the default code 0, a
+  // success nothing was done for.
+  const alive = setInterval(() => undefined, 2 ** 30);
   main(process.argv.slice(2), io).then(
     (code) => {
+      clearInterval(alive);
       process.exitCode = code;
     },
     (err: unknown) => {
+      clearInterval(alive);
       process.stderr.write(`weight-spec: ${escapeControls(oneLine(err), true)}\n`);
       process.exitCode = 1;
     },
