@@ -44,7 +44,8 @@ export function describeFixtures(name: string, fn: () => void): void {
 
 /**
  * Families whose fixture ships a legacy.onnx and reference.json and that the pipeline
- * reproduces (export --config and export --onnx); the suites iterate these.
+ * reproduces (export --config and export --onnx); the suites iterate these. A family leaves
+ * {@link PENDING_FIXTURES} and joins this list in the change that builds it.
  */
 export const LEGACY_FAMILIES = ['llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gemma2', 'codegen', 'glm4_moe', 'gpt_oss_full'] as const;
 
@@ -60,21 +61,80 @@ export function float16Tolerance(family: string): number {
 
 /** Every model folder of the shared fixtures (tests that cover "every folder" pin this list). */
 export const FIXTURE_FOLDERS = [
-  'llama',
-  'qwen2',
-  'phi3',
-  'mixtral',
+  'codegen',
+  'deepseek_v3',
+  'gemma2',
+  'gemma3',
+  'gemma3_vlm',
+  'glm4_moe',
   'gpt2',
   'gpt_oss',
-  'gemma2',
-  'glm4_moe',
-  'codegen',
   'gpt_oss_full',
+  'grok1',
+  'llama',
+  'llama4',
+  'mixtral',
+  'mpt',
+  'phi',
+  'phi3',
+  'qwen2',
+  'qwen2_5_vl',
+  'qwen3_5_moe',
   'qwen3_vl_moe',
+  'starcoder2',
 ] as const;
 
-/** Fixture folders holding a `legacy.onnx` (qwen3_vl_moe has vision/decoder legacy graphs instead). */
-export const LEGACY_ONNX_FOLDERS = ['llama', 'qwen2', 'phi3', 'mixtral', 'gpt2', 'gemma2', 'glm4_moe', 'codegen', 'gpt_oss_full'] as const;
+/** A pipeline path a fixture goes through: `export --config` or `export --onnx` of its legacy graph(s). */
+export type FixturePath = 'config' | 'onnx';
+
+/**
+ * The one place that names fixture families not built yet: folder → the issue that builds it
+ * and the paths that do not work today. `core/test/fixture-coverage.test.ts` reads it: every
+ * folder is built or pending, each pending path is shown to still fail (a family that starts
+ * working must leave this list), and the pending families are printed on every run — never
+ * skipped silently.
+ */
+export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
+  deepseek_v3: { issue: 31, paths: ['config'] },
+  grok1: { issue: 31, paths: ['config'] },
+  gemma3: { issue: 31, paths: ['config'] },
+  llama4: { issue: 31, paths: ['config'] },
+  phi: { issue: 32, paths: ['config'] },
+  starcoder2: { issue: 32, paths: ['config'] },
+  mpt: { issue: 32, paths: ['config'] },
+  qwen2_5_vl: { issue: 33, paths: ['config'] },
+  gemma3_vlm: { issue: 33, paths: ['config'] },
+  qwen3_5_moe: { issue: 34, paths: ['config', 'onnx'] },
+};
+
+/** True when `folder`'s `path` is built (not named in {@link PENDING_FIXTURES}). */
+export function fixtureBuilt(folder: string, p: FixturePath): boolean {
+  return !(PENDING_FIXTURES[folder]?.paths ?? []).includes(p);
+}
+
+/** Fixture folders holding a single `legacy.onnx` (the VLMs ship vision/decoder legacy graphs instead). */
+export const LEGACY_ONNX_FOLDERS = [
+  'codegen',
+  'deepseek_v3',
+  'gemma2',
+  'gemma3',
+  'glm4_moe',
+  'gpt2',
+  'gpt_oss_full',
+  'grok1',
+  'llama',
+  'llama4',
+  'mixtral',
+  'mpt',
+  'phi',
+  'phi3',
+  'qwen2',
+  'qwen3_5_moe',
+  'starcoder2',
+] as const;
+
+/** The VLM fixture folders (`vision.legacy.onnx` + `decoder.legacy.onnx`). */
+export const VLM_FOLDERS = ['qwen2_5_vl', 'gemma3_vlm', 'qwen3_vl_moe'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;
