@@ -117,6 +117,36 @@ describe('interrupting prepare', () => {
   });
 });
 
+describe('a held prepare (the e2e Cancel point)', () => {
+  it('holds only the checkpoint its failpoint names; a signal there leaves nothing complete and no temporary', async () => {
+    const root = tmp();
+    const held = path.join(root, 'big');
+    const other = path.join(root, 'other');
+    await bigCheckpoint(held, 8);
+    await bigCheckpoint(other, 8);
+    const env = { WEIGHT_SPEC_FAILPOINT: `prepare-before-commit:${held}` };
+    // another checkpoint goes through: the scope is honoured, not a global pause
+    const free = await runToFailpoint(
+      ['prepare', '--checkpoint', other, '--dtype', 'float32', '--out', path.join(root, 'o1')],
+      'prepare-before-commit',
+      'SIGTERM',
+      env,
+    );
+    expect([free.reached, free.code], free.stderr).toEqual([false, 0]);
+    const out = path.join(root, 'o2');
+    const r = await runToFailpoint(
+      ['prepare', '--checkpoint', held, '--dtype', 'float32', '--out', out],
+      'prepare-before-commit',
+      'SIGTERM',
+      env,
+    );
+    expect(r.reached, r.stderr).toBe(true);
+    expect(r.code).toBe(143);
+    expect(fs.existsSync(path.join(out, '.checkpoint_prepared'))).toBe(false);
+    expect(leftovers(root)).toEqual([]);
+  });
+});
+
 /** Spawns the CLI with a failpoint and sends `sig` once the process reports it is there. */
 function runToFailpoint(
   args: string[],

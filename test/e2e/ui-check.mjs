@@ -152,7 +152,10 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
   let server;
   let browser;
   try {
-    server = await startCodeServer(profile);
+    // The Cancel check below holds its prepare (of ws.dir/big only) once every task is written
+    // and before anything is committed, so Cancel lands at a known point however fast the
+    // machine is (a 1 GiB prepare once finished in 1.5 s, before the click).
+    server = await startCodeServer(profile, { env: { WEIGHT_SPEC_FAILPOINT: `prepare-before-commit:${path.join(ws.dir, 'big')}` } });
     const launched = await launchBrowser();
     browser = launched.browser;
     const page = launched.page;
@@ -200,85 +203,81 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     if (fs.existsSync(shot)) keepScreenshot(shot);
     await viewerChecks(page, ws, check, { extensionRoot });
     await editorUiChecks(page, ws, { check, dir });
-    // WEIGHT_SPEC_E2E_CANCEL=0 leaves this drive out (e.g. on a machine too slow for its waits).
-    if (process.env.WEIGHT_SPEC_E2E_CANCEL === '0') {
-      console.log('  - skipped: Prepare from the explorer with progress and Cancel (WEIGHT_SPEC_E2E_CANCEL=0)');
-    } else
-      await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
-        const big = path.join(ws.dir, 'big');
-        writeBigCheckpoint(big);
-        // The explorer, shown by command (Ctrl+Shift+E toggles the focus when it is there already).
-        await runCommand(page, 'View: Show Explorer');
-        // The editor checks leave the folders view collapsed (the Weight Spec view had its room).
-        const folders = page.locator('.pane-header', { hasText: path.basename(ws.dir) }).first();
-        if ((await folders.getAttribute('aria-expanded')) === 'false') await folders.click();
-        const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
-        await row.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
-          await page.screenshot({ path: path.join(dir, 'explorer-miss.png') });
-          throw e;
-        });
-        await row.click();
-        const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
-        await file.waitFor({ state: 'visible', timeout: 15_000 });
-        // The context menu can open before the explorer has settled (a click then lands on a
-        // menu that is being replaced); try again, up to three times, until the dtype picker shows.
-        for (let attempt = 1; ; attempt++) {
-          await page.keyboard.press('Escape');
-          await file.click({ button: 'right' });
-          // VS Code's menus ignore a mouse-up that comes right after they open (against
-          // click-through), which a scripted click does; so hover the item and press Enter.
-          // A menu that did not open (or opened on another row) is one more try, not a failure.
-          const menu = await page
-            .locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' })
-            .first()
-            .hover({ timeout: 15_000 })
-            .then(
-              () => true,
-              () => false,
-            );
-          if (menu) await page.keyboard.press('Enter');
-          const shown =
-            menu &&
-            (await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 }).then(
-              () => true,
-              () => false,
-            ));
-          if (shown) break;
-          await page.screenshot({ path: path.join(dir, `picker-miss-${attempt}.png`) });
-          if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
-        }
-        await page.keyboard.type('float32');
-        await page.keyboard.press('Enter');
-        // The progress notification (in the notification center: headless Chromium has no
-        // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
-        // the CLI reports (the extension asks for a plain line every 250 ms).
-        await page.locator('[id="status.notifications"]').click();
-        const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
-        await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
-          await page.screenshot({ path: path.join(dir, 'progress-failure.png') });
-          throw e;
-        });
-        await item.filter({ hasText: /[1-9]\d*%/ }).waitFor({ timeout: 60_000 });
-        const shown = (await item.innerText()).replace(/\s+/g, ' ');
-        await page.screenshot({ path: path.join(dir, 'progress.png') });
-        await item.locator('.monaco-button', { hasText: 'Cancel' }).click();
-        // The runner reports "cancelled" once the killed CLI has exited.
-        if (!(await page.locator('.notifications-center').isVisible())) await page.locator('[id="status.notifications"]').click();
-        await page.locator('.notification-list-item', { hasText: 'cancelled' }).first().waitFor({ timeout: 30_000 });
-        // Nothing that looks complete: no prepared dir with its sentinel or manifest; what is left
-        // are temp names (*.tmp-<pid>-…) that a re-run removes.
-        const outs = fs.readdirSync(ws.dir).filter((n) => n.startsWith('big-'));
-        const left = outs.map((d) => `${d}/{${fs.readdirSync(path.join(ws.dir, d)).join(',')}}`);
-        for (const d of outs) {
-          const names = fs.readdirSync(path.join(ws.dir, d));
-          if (names.includes('.checkpoint_prepared')) throw new Error(`${d} has its sentinel after Cancel`);
-          if (!d.includes('.tmp-') && names.some((n) => !n.includes('.tmp-')))
-            throw new Error(`${d} looks complete after Cancel: ${names.join(', ')}`);
-        }
-        fs.rmSync(big, { recursive: true, force: true });
-        for (const d of outs) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
-        return `notification read "${shown.slice(0, 80)}"; left after Cancel: ${JSON.stringify(left)}`;
+    await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
+      const big = path.join(ws.dir, 'big');
+      writeBigCheckpoint(big);
+      // The explorer, shown by command (Ctrl+Shift+E toggles the focus when it is there already).
+      await runCommand(page, 'View: Show Explorer');
+      // The editor checks leave the folders view collapsed (the Weight Spec view had its room).
+      const folders = page.locator('.pane-header', { hasText: path.basename(ws.dir) }).first();
+      if ((await folders.getAttribute('aria-expanded')) === 'false') await folders.click();
+      const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'big' }).first();
+      await row.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
+        await page.screenshot({ path: path.join(dir, 'explorer-miss.png') });
+        throw e;
       });
+      await row.click();
+      const file = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.safetensors' }).first();
+      await file.waitFor({ state: 'visible', timeout: 15_000 });
+      // The context menu can open before the explorer has settled (a click then lands on a
+      // menu that is being replaced); try again, up to three times, until the dtype picker shows.
+      for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('Escape');
+        await file.click({ button: 'right' });
+        // VS Code's menus ignore a mouse-up that comes right after they open (against
+        // click-through), which a scripted click does; so hover the item and press Enter.
+        // A menu that did not open (or opened on another row) is one more try, not a failure.
+        const menu = await page
+          .locator('.monaco-menu .action-label', { hasText: 'Prepare Checkpoint' })
+          .first()
+          .hover({ timeout: 15_000 })
+          .then(
+            () => true,
+            () => false,
+          );
+        if (menu) await page.keyboard.press('Enter');
+        const shown =
+          menu &&
+          (await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 20_000 }).then(
+            () => true,
+            () => false,
+          ));
+        if (shown) break;
+        await page.screenshot({ path: path.join(dir, `picker-miss-${attempt}.png`) });
+        if (attempt === 3) throw new Error('the Prepare dtype picker did not open after 3 tries');
+      }
+      await page.keyboard.type('float32');
+      await page.keyboard.press('Enter');
+      // The progress notification (in the notification center: headless Chromium has no
+      // window focus, and VS Code holds toasts back until it has): title, then "NN% …" once
+      // the CLI reports (the extension asks for a plain line every 250 ms).
+      await page.locator('[id="status.notifications"]').click();
+      const item = page.locator('.notifications-center .notification-list-item', { hasText: 'Preparing big' });
+      await item.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e) => {
+        await page.screenshot({ path: path.join(dir, 'progress-failure.png') });
+        throw e;
+      });
+      await item.filter({ hasText: /[1-9]\d*%/ }).waitFor({ timeout: 60_000 });
+      const shown = (await item.innerText()).replace(/\s+/g, ' ');
+      await page.screenshot({ path: path.join(dir, 'progress.png') });
+      await item.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      // The runner reports "cancelled" once the killed CLI has exited.
+      if (!(await page.locator('.notifications-center').isVisible())) await page.locator('[id="status.notifications"]').click();
+      await page.locator('.notification-list-item', { hasText: 'cancelled' }).first().waitFor({ timeout: 30_000 });
+      // Nothing that looks complete: no prepared dir with its sentinel or manifest; what is left
+      // are temp names (*.tmp-<pid>-…) that a re-run removes.
+      const outs = fs.readdirSync(ws.dir).filter((n) => n.startsWith('big-'));
+      const left = outs.map((d) => `${d}/{${fs.readdirSync(path.join(ws.dir, d)).join(',')}}`);
+      for (const d of outs) {
+        const names = fs.readdirSync(path.join(ws.dir, d));
+        if (names.includes('.checkpoint_prepared')) throw new Error(`${d} has its sentinel after Cancel`);
+        if (!d.includes('.tmp-') && names.some((n) => !n.includes('.tmp-')))
+          throw new Error(`${d} looks complete after Cancel: ${names.join(', ')}`);
+      }
+      fs.rmSync(big, { recursive: true, force: true });
+      for (const d of outs) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
+      return `notification read "${shown.slice(0, 80)}"; left after Cancel: ${JSON.stringify(left)}`;
+    });
   } catch (e) {
     failed++;
     console.log(`  ✗ code-server + Chromium session\n      ${e instanceof Error ? e.message : String(e)}`);

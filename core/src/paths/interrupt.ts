@@ -153,9 +153,16 @@ export function abandonWork(): string[] {
  * A named pause for the interrupt tests: when `WEIGHT_SPEC_FAILPOINT` names this point, the
  * process says so on stderr and waits (up to a minute) for the test's signal. It lets a test
  * interrupt a fast command at an exact moment instead of guessing a delay. Unset, it is a no-op.
+ * `name:<text>` holds only where `subject` (e.g. the checkpoint being prepared) contains
+ * `<text>`, so an end-to-end run can hold one command while the others it starts go through.
  */
-export async function failpoint(name: string): Promise<void> {
-  if (process.env.WEIGHT_SPEC_FAILPOINT !== name) return;
+export async function failpoint(name: string, subject?: string): Promise<void> {
+  const want = process.env.WEIGHT_SPEC_FAILPOINT;
+  if (!want) return;
+  const colon = want.indexOf(':');
+  const point = colon < 0 ? want : want.slice(0, colon);
+  if (point !== name) return;
+  if (colon >= 0 && !(subject ?? '').includes(want.slice(colon + 1))) return;
   process.stderr.write(`failpoint ${name}\n`);
   await new Promise((r) => setTimeout(r, 60_000));
 }

@@ -8,7 +8,7 @@ import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress
 import { finalizePrepared, removeLeftovers } from './finalize';
 import { checkApartFromSource, checkReplaceable, lockFileOf, lockOutput } from './ownership';
 import { preparedStatus } from './manifest';
-import { assertWritableDir, beginWork, makeTempSiblingDir, type WorkScope } from '../paths';
+import { assertWritableDir, beginWork, failpoint, makeTempSiblingDir, type WorkScope } from '../paths';
 import { safetensorsSource, type BinConversion } from './bin-source';
 import { planPrepare } from './planner';
 import type { PrepareOptions, PreparePlan } from './types';
@@ -89,6 +89,8 @@ async function runLocked(
       ...(opts.pieceBytes ? { pieceBytes: opts.pieceBytes } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
+    // Every task is written, nothing is committed yet: where a Cancel test holds the job.
+    await failpoint('prepare-before-commit', plan.source);
     await finalizePrepared(plan, tmp);
     scope.committed = true;
     return { ...base, upToDate: false, ms: performance.now() - started, executor };
