@@ -7,7 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { FormatError } from '../errors';
+import { FormatError, UsageError } from '../errors';
+import { parseModelId, resolveModelId, type HubOrigin } from '../hub/hf-cache';
 import { specialKind } from '../paths';
 import { printable } from '../paths/policy-error';
 
@@ -100,4 +101,28 @@ export function requireOutDir(cwd: string, given: string): string {
       `is ${specialKind(st) === undefined ? 'a file' : specialKind(st)}, expected a folder for the output`,
     );
   return abs;
+}
+
+/**
+ * A model folder as the user named it: a path (a local folder of that name wins), or a Hub id
+ * `org/name[@revision]` (or `revision` from `--revision`) resolved in the local Hugging Face cache
+ * (core/src/hub/hf-cache.ts). Returns the absolute folder and, for an id, where it came from.
+ * @throws FormatError naming what was looked at, as {@link requirePath} and `resolveModelId` do
+ */
+export function requireModelPath(
+  cwd: string,
+  given: string,
+  o: { env: NodeJS.ProcessEnv; revision?: string | undefined; hint?: string; exts?: readonly string[] },
+): { path: string; hub?: HubOrigin } {
+  const abs = path.resolve(cwd, given);
+  const id = parseModelId(given);
+  if (fs.existsSync(abs) || !id) {
+    if (o.revision !== undefined)
+      throw new UsageError(`--revision goes with a model id (org/name), not with the folder ${printable(given)}`);
+    return { path: requirePath(cwd, given, 'file-or-dir', o.hint, o.exts) };
+  }
+  if (id.revision && o.revision !== undefined && id.revision !== o.revision)
+    throw new UsageError(`${given} names revision ${id.revision} and --revision says ${o.revision}: give one`);
+  const hub = resolveModelId(id.id, id.revision ?? o.revision, o.env, abs);
+  return { path: hub.dir, hub };
 }

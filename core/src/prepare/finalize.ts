@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { hubRecord } from '../hub/hf-cache';
 import { INDEX_FILE } from '../formats/safetensors';
 import { atomicReplaceDir, atomicWriteFile, fsyncDir, processAlive, TEMP_NAME_RE } from '../paths';
 import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
@@ -62,6 +63,7 @@ async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[])
     version: MANIFEST_VERSION,
     tool: 'weight-spec',
     source: plan.source,
+    ...hubRecord(plan.source),
     target_dtype: plan.dtype,
     fingerprint: plan.fingerprint,
     moe_prefill_flavour: plan.expertParallel ? 'expert_parallel' : null,

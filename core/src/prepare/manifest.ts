@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { movedRef } from '../hub/hf-cache';
 import { z } from 'zod';
 import { FormatError, oneLine } from '../errors';
 import { PREPARE_DTYPES } from '../formats/dtype';
@@ -24,6 +25,8 @@ const manifestSchema = z.strictObject({
   version: z.literal(MANIFEST_VERSION),
   tool: z.literal('weight-spec'),
   source: z.string().min(1),
+  /** The Hub id, revision and snapshot commit when the source is a snapshot of the HF cache (hub/hf-cache.ts). */
+  hub: z.strictObject({ id: z.string(), revision: z.string(), commit: z.string() }).optional(),
   target_dtype: z.enum(PREPARE_DTYPES),
   fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
   moe_prefill_flavour: z.literal('expert_parallel').nullable(),
@@ -114,6 +117,13 @@ export async function preparedStatus(dir: string): Promise<PreparedStatus> {
         manifest,
       };
   }
+  const moved = manifest.hub && movedRef({ ...manifest.hub, dir: manifest.source });
+  if (moved)
+    return {
+      state: 'stale',
+      reason: `${manifest.hub!.id}: ${manifest.hub!.revision} moved from ${manifest.hub!.commit.slice(0, 12)} to ${moved.slice(0, 12)} since prepare (a newer download of the model)`,
+      manifest,
+    };
   for (const f of manifest.source_files) {
     const abs = path.resolve(manifest.source, f.path);
     const st = await fs.stat(abs).catch(() => undefined);

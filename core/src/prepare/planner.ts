@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { insideHubCache, modelHome } from '../hub/hf-cache';
 import { PipelineError, UsageError } from '../errors';
 import { DTYPE_SIZE, dtypeOfName, isPrepareDtype, isFloat, type DType } from '../formats/dtype';
 import { Checkpoint, elementCount } from '../formats/safetensors';
@@ -214,11 +215,16 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
     }),
   );
   const fingerprint = planFingerprint({ sourceFiles, dtype: opts.dtype, expertParallel: ep, tasks });
-  const name = path.basename(ckpt.dir);
+  // beside the source, or for a snapshot of the Hugging Face cache in weight-spec's own home
+  const home = modelHome(ckpt.dir);
   const outDir = opts.out
     ? path.resolve(opts.out)
-    : path.join(path.dirname(ckpt.dir), `${name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
+    : path.join(home.parent, `${home.name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
   if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
+  if (insideHubCache(outDir))
+    throw new UsageError(
+      `prepare: --out ${outDir} is inside the Hugging Face cache, which weight-spec never writes to; name a folder outside it`,
+    );
   return {
     fingerprint,
     outDir,

@@ -10,7 +10,7 @@ import type { Problem } from '../../errors';
 import { defineCommand, println } from '../command';
 import { readInputFile } from '../../paths';
 import { specFileIn } from '../../spec/file-names';
-import { requirePath } from '../input-paths';
+import { requireModelPath, requirePath } from '../input-paths';
 
 const isDirectory = (p: string) => {
   try {
@@ -60,7 +60,12 @@ export const checkCommand = defineCommand({
   ],
   flags: {
     json: { type: 'boolean', description: 'print the problems as a JSON array' },
-    root: { type: 'string', multiple: true, placeholder: '<dir>', description: 'also allow files below this directory' },
+    root: {
+      type: 'string',
+      multiple: true,
+      placeholder: '<dir>',
+      description: 'also allow files below this directory (or a Hub id org/name[@rev]: its snapshot in the HF cache)',
+    },
     onnx: { type: 'string', placeholder: '<model.onnx>', description: 'companion ONNX to check against (default: found beside the spec)' },
     'no-onnx': { type: 'boolean', description: 'skip the checks against the companion ONNX' },
   },
@@ -75,7 +80,8 @@ export const checkCommand = defineCommand({
     const shown = file === given || !isDirectory(given) ? args.positionals[0]! : path.join(args.positionals[0]!, path.basename(file));
     const text = specTextOf(await readInputFile(file, shown), file);
     const problems = await checkSpec(file, text, {
-      roots: args.flags.root.map((r) => path.resolve(io.cwd, r)),
+      // a root may be a Hub id: its snapshot in the local HF cache (files there are symlinks to blobs)
+      roots: args.flags.root.map((r) => requireModelPath(io.cwd, r, { env: io.env }).path),
       onnx: args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined,
     });
     const errors = problems.filter((p) => p.severity === 'error').length;

@@ -10,10 +10,19 @@ import { EXPORT_DTYPES, PREPARE_DTYPES, type ExportDtype, type PrepareDtype } fr
 import { createProgress } from '../progress';
 import type { ParsedArgs } from '../args';
 import { defineCommand, println, type CliIO } from '../command';
-import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
+import { CHECKPOINT_FILES, requireModelPath, requireOutDir, requirePath } from '../input-paths';
 
 const flags = {
-  config: { type: 'string', placeholder: '<model dir>', description: 'HF model directory (config.json) to build the graph from' },
+  config: {
+    type: 'string',
+    placeholder: '<model dir>',
+    description: 'HF model directory (config.json) to build the graph from, or a Hub id org/name[@revision] in the local HF cache',
+  },
+  revision: {
+    type: 'string',
+    placeholder: '<rev>',
+    description: 'branch, tag or commit of a Hub id given to --config or --checkpoint (default main)',
+  },
   onnx: { type: 'string', placeholder: '<model.onnx>', description: 'legacy ONNX with embedded weights to convert' },
   checkpoint: { type: 'string', placeholder: '<dir>', description: 'safetensors checkpoint the weights come from (with --onnx)' },
   out: { type: 'string', placeholder: '<dir>', description: 'output directory', required: true },
@@ -124,7 +133,12 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
   if ((f['moe-flavour'] === undefined) !== (f['pipeline-stages'] === undefined)) {
     throw new UsageError('export: --moe-flavour expert_parallel and --pipeline-stages P go together');
   }
-  const config = requirePath(io.cwd, f.config!, 'file-or-dir', 'the model directory holding config.json', ['.json']);
+  const config = requireModelPath(io.cwd, f.config!, {
+    env: io.env,
+    revision: f.revision,
+    hint: 'the model directory holding config.json',
+    exts: ['.json'],
+  }).path;
   if (fs.statSync(config).isDirectory() && !fs.existsSync(path.join(config, 'config.json'))) {
     throw new FormatError(f.config!, 'has no config.json — to export from an existing ONNX use --onnx <model.onnx> --checkpoint <dir>');
   }
@@ -168,7 +182,7 @@ export async function exportOnnx(args: ExportArgs, io: CliIO): Promise<number> {
   if (f.checkpoint === undefined)
     throw new UsageError('export: --onnx needs --checkpoint <dir> (the safetensors checkpoint the weights come from)');
   const onnx = requirePath(io.cwd, f.onnx!, 'file');
-  const checkpoint = requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES);
+  const checkpoint = requireModelPath(io.cwd, f.checkpoint, { env: io.env, revision: f.revision, exts: CHECKPOINT_FILES }).path;
   const out = requireOutDir(io.cwd, f.out);
   const progress = createProgress('resolving initializers', { stream: io.stderr, unit: 'items' });
   try {

@@ -13,7 +13,7 @@ import { defineCommand, println, type CliIO } from '../command';
 import { formatBytes } from '../../display';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
-import { requirePath } from '../input-paths';
+import { requireModelPath } from '../input-paths';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -127,12 +127,12 @@ export const inspectCommand = defineCommand({
   flags: {
     json: { type: 'boolean', description: 'print the listing as JSON' },
     full: { type: 'boolean', description: 'do not shorten long metadata values' },
+    revision: { type: 'string', placeholder: '<rev>', description: 'branch, tag or commit when the path is a Hub id org/name' },
   },
   positionals: { min: 1, max: 1, names: ['path'] },
   async run(args, io) {
     const given = args.positionals[0]!;
-    const target = path.resolve(io.cwd, given);
-    requirePath(io.cwd, given, 'file-or-dir');
+    const target = requireModelPath(io.cwd, given, { env: io.env, revision: args.flags.revision }).path;
     const st = await stat(target);
     const isDir = st.isDirectory();
     if (!isDir) assertRegularFile(given, st);

@@ -10,7 +10,7 @@ import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { createProgress } from '../progress';
-import { CHECKPOINT_FILES, requireOutDir, requirePath } from '../input-paths';
+import { CHECKPOINT_FILES, requireModelPath, requireOutDir } from '../input-paths';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
@@ -24,7 +24,13 @@ export const prepareCommand = defineCommand({
     'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
   ],
   flags: {
-    checkpoint: { type: 'string', placeholder: '<dir>', description: 'source safetensors checkpoint', required: true },
+    checkpoint: {
+      type: 'string',
+      placeholder: '<dir>',
+      description: 'source safetensors checkpoint, or a Hub id org/name[@revision] in the local HF cache',
+      required: true,
+    },
+    revision: { type: 'string', placeholder: '<rev>', description: 'branch, tag or commit of a Hub id (default main)' },
     dtype: { type: 'string', placeholder: '<dtype>', choices: PREPARE_DTYPES, description: 'target dtype', required: true },
     out: {
       type: 'string',
@@ -49,7 +55,7 @@ export const prepareCommand = defineCommand({
     let result;
     try {
       result = await runPrepare({
-        checkpoint: requirePath(io.cwd, f.checkpoint, 'file-or-dir', '', CHECKPOINT_FILES),
+        checkpoint: requireModelPath(io.cwd, f.checkpoint, { env: io.env, revision: f.revision, exts: CHECKPOINT_FILES }).path,
         dtype: f.dtype as PrepareDtype,
         ...(f.out !== undefined ? { out: requireOutDir(io.cwd, f.out) } : {}),
         ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),

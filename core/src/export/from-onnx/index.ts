@@ -20,6 +20,7 @@ import { baseModelPrefix } from '../../resolve/name-strategies';
 import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 import { printable } from '../../paths';
+import { hubRecord, modelArg } from '../../hub/hf-cache';
 
 /** Options of {@link exportFromOnnx}. */
 export interface FromOnnxOptions {
@@ -215,7 +216,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       links: { [linkName]: plan.outDir },
       report: {
         kind: 'onnx',
-        source: { onnx: path.resolve(o.onnx), checkpoint: path.resolve(o.checkpoint) },
+        source: { onnx: path.resolve(o.onnx), checkpoint: path.resolve(o.checkpoint), ...hubRecord(o.checkpoint) },
         options: { dtype, allow_unresolved: !!o.allowUnresolved, keep_names: !!o.keepNames },
         prepared: { dir: plan.outDir, fingerprint: plan.fingerprint },
         inputs: resolutions
@@ -278,7 +279,7 @@ export async function fromOnnxSummary(r: FromOnnxResult): Promise<string[]> {
       ['prepared', r.preparedDir],
     ],
     await nextSteps(r.preparedDir, [
-      `weight-spec prepare --checkpoint ${(r.written.report.source as { checkpoint: string }).checkpoint} --dtype ${(r.written.report.options as { dtype: string }).dtype}`,
+      `weight-spec prepare --checkpoint ${modelArg((r.written.report.source as { checkpoint: string }).checkpoint)} --dtype ${(r.written.report.options as { dtype: string }).dtype}`,
       `weight-spec compile ${path.dirname(r.written.modelFile)}`,
     ]),
   );

@@ -21,6 +21,7 @@ import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type Pre
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from './vlm/config';
 import { exportVlm } from './vlm/export-vlm';
+import { hubRecord, modelArg } from '../../hub/hf-cache';
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
 export type LayoutPlanner = (
@@ -202,7 +203,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     links: { [link]: layout.dir },
     report: {
       kind: 'config',
-      source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null },
+      source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null, ...hubRecord(cfg.dir) },
       model_type: arch.modelType,
       options: {
         dtype,
@@ -268,7 +269,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ],
     withCheckpoint
       ? await nextSteps(layout.dir, [
-          `weight-spec prepare --checkpoint ${cfg.dir} --dtype ${dtype}`,
+          `weight-spec prepare --checkpoint ${modelArg(cfg.dir)} --dtype ${dtype}`,
           `weight-spec compile ${path.resolve(o.out)}`,
         ])
       : [

@@ -8,6 +8,7 @@
  * checkpoint exists.
  */
 import path from 'node:path';
+import { modelHome } from '../../hub/hf-cache';
 import { PipelineError } from '../../errors';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
@@ -34,10 +35,13 @@ export interface PreparedLayout {
 /** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */
 export { BASE_SHARD_BYTES };
 
-/** QEfficient's prepared directory: `<parent>/<name>-qeff-prepared-<dtype>` beside the source. */
+/**
+ * QEfficient's prepared directory: `<parent>/<name>-qeff-prepared-<dtype>` beside the source
+ * (for a snapshot of the Hugging Face cache, in weight-spec's home: never inside the cache).
+ */
 export function preparedDirFor(modelDir: string, dtype: string): string {
-  const abs = path.resolve(modelDir);
-  return path.join(path.dirname(abs), `${path.basename(abs)}-qeff-prepared-${dtype}`);
+  const home = modelHome(modelDir);
+  return path.join(home.parent, `${home.name}-qeff-prepared-${dtype}`);
 }
 
 const DTYPE_BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };

@@ -21,6 +21,7 @@ import type { LayoutPlanner } from '../export-config';
 import { vlmArchFromConfig, type VlmArch } from './config';
 import { buildLanguage } from './language';
 import { buildVision } from './vision';
+import { hubRecord } from '../../../hub/hf-cache';
 
 /** Marker file of a VLM export directory. */
 export const VLM_MANIFEST = 'vlm.json';
@@ -126,7 +127,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
         report: {
           kind: 'config',
           graph_role: p.dir,
-          source: { config: o.cfgFile, checkpoint: o.withCheckpoint ? o.cfgDir : null },
+          source: { config: o.cfgFile, checkpoint: o.withCheckpoint ? o.cfgDir : null, ...hubRecord(o.cfgDir) },
           model_type: arch.modelType,
           options: {
             dtype: o.dtype,
