@@ -91,6 +91,9 @@ export const SUPPORTED_MODEL_TYPES = [
   'falcon',
   'codegen',
   'granitemoe',
+  'phi',
+  'starcoder2',
+  'gptj',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

@@ -5,7 +5,7 @@
  * k_norm per head, explicit head_dim), Phi-3 (fused qkv_proj and gate_up_proj), Gemma ((1 + w)
  * RMSNorm, embeddings × √hidden, gelu-tanh, tied head), GPT-2 (Conv1D, learned positions,
  * LayerNorm), Mixtral and Qwen3-MoE (router + prepared `moe_weights`). Gemma-2, Granite,
- * OLMo-2, Falcon and CodeGen live in `family-<name>.ts`.
+ * OLMo-2, Falcon, CodeGen, Phi, StarCoder2 and GPT-J live in `family-<name>.ts`.
  */
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from './arch';
 import { canonicalMoeKeys } from './moe';
@@ -23,8 +23,11 @@ import {
 import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
+import { gptjArch } from './family-gptj';
 import { graniteArch } from './family-granite';
 import { olmo2Arch } from './family-olmo2';
+import { phiArch } from './family-phi';
+import { starcoder2Arch } from './family-starcoder2';
 import { ropeSpec, type RopeScaling } from './rope';
 import { glm4MoeArch, gptOssArch, graniteMoeArch } from './families-moe';
 
@@ -37,7 +40,7 @@ export interface ArchOptions {
 }
 
 /** The families in `family-<name>.ts`: dense only. */
-const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen']);
+const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'phi', 'starcoder2', 'gptj']);
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
@@ -62,6 +65,12 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return falconArch(raw, file);
     case 'codegen':
       return codegenArch(raw, file);
+    case 'phi':
+      return phiArch(raw, file);
+    case 'starcoder2':
+      return starcoder2Arch(raw, file);
+    case 'gptj':
+      return gptjArch(raw, file);
     default:
       return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
   }
