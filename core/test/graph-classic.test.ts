@@ -125,6 +125,13 @@ describe('classic families: config values that change the math and are not imple
     refuses(cfg('gptj', { n_head: 5 }), /"n_embd" \(48\) is not divisible by n_head \(5\)/);
   });
 
+  it('expert-parallel export of these dense families is a usage error naming the file', () => {
+    for (const name of ['phi', 'starcoder2', 'gptj'])
+      expect(() => archFromConfig(cfg(name), 'm/config.json', { expertParallel: { stages: 2 } })).toThrow(
+        /m\/config\.json: --moe-flavour expert_parallel, but this model has no MoE experts/,
+      );
+  });
+
   it('the CLI prints the refusal as one line and exits 1', () => {
     const dir = path.join(tmp(), 'gptj-no-rotary');
     mkdirSync(dir);

@@ -17,27 +17,15 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from './arch';
-import { actOf, parseWith, refuse } from './config';
+import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
 
-const int = z.number().int().positive();
 const phiConfig = z.looseObject({
   model_type: z.literal('phi'),
-  vocab_size: int.optional(),
-  hidden_size: int.optional(),
-  intermediate_size: int.optional(),
-  num_hidden_layers: int.optional(),
-  num_attention_heads: int.optional(),
-  num_key_value_heads: int.nullable().optional(),
-  head_dim: int.nullable().optional(),
-  hidden_act: z.string().optional(),
+  ...optionalDecoderFields,
   layer_norm_eps: z.number().finite().positive().optional(),
-  rope_theta: z.number().finite().positive().optional(),
-  rope_scaling: z.record(z.string(), z.unknown()).nullable().optional(),
   partial_rotary_factor: z.number().finite().positive().max(1).optional(),
   qk_layernorm: z.boolean().optional(),
-  max_position_embeddings: int.optional(),
-  tie_word_embeddings: z.boolean().optional(),
 });
 
 /** Phi's architecture (PhiConfig defaults where a field is absent). */

@@ -17,27 +17,15 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from './arch';
-import { actOf, parseWith, refuse } from './config';
+import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
 
-const int = z.number().int().positive();
 const starcoder2Config = z.looseObject({
   model_type: z.literal('starcoder2'),
-  vocab_size: int.optional(),
-  hidden_size: int.optional(),
-  intermediate_size: int.optional(),
-  num_hidden_layers: int.optional(),
-  num_attention_heads: int.optional(),
-  num_key_value_heads: int.nullable().optional(),
-  head_dim: int.nullable().optional(),
-  hidden_act: z.string().optional(),
+  ...optionalDecoderFields,
   norm_epsilon: z.number().finite().positive().optional(),
-  rope_theta: z.number().finite().positive().optional(),
-  rope_scaling: z.record(z.string(), z.unknown()).nullable().optional(),
-  sliding_window: int.nullable().optional(),
+  sliding_window: z.number().int().positive().nullable().optional(),
   use_bias: z.boolean().optional(),
-  max_position_embeddings: int.optional(),
-  tie_word_embeddings: z.boolean().optional(),
 });
 
 /** StarCoder2's architecture (Starcoder2Config defaults where a field is absent). */
