@@ -7,6 +7,12 @@
  * configs of graph-random-classic.ts) and export-classic.test.ts (GPT-J judged by a PyTorch
  * reference, second configurations through the CLI).
  *
+ * The graph interface (QEfficient's, quic/efficient-transformers): `QEfficient/transformers/models/
+ * phi/modeling_phi.py` @ 3dee232, `starcoder2/modeling_starcoder2.py` @ 0e4081d (a full ctx_len
+ * cache with the sliding window in the causal mask, as attention.ts builds it) and
+ * `gptj/modeling_gptj.py` @ fc7a71a: input_ids / position_ids (/ batch_index), past_key.{i} /
+ * past_value.{i} written at position_ids, logits of the last valid position.
+ *
  * The published configs under test/configs/: microsoft/phi-2 (transformers_version 4.37.0),
  * bigcode/starcoder2-15b (4.37.0.dev0, untied head), EleutherAI/gpt-j-6b (4.18.0.dev0).
  */
