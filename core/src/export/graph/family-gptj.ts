@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type NormSpec } from './arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
+import type { FamilyRow } from './family-row';
 import { ropeSpec } from './rope';
 
 const gptjConfig = z.looseObject({
@@ -72,3 +73,43 @@ export function gptjArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The gptj row of the family registry. */
+export const gptjFamily: FamilyRow = {
+  modelType: 'gptj',
+  hfClass: 'GPTJForCausalLM',
+  keyPrefix: 'transformer',
+  moe: 'none',
+  build: (raw, file) => gptjArch(raw, file),
+  test: {
+    configs: {
+      // gpt-j-6b's shape of config, small: rotary_dim 8 of head_dim 12, n_inner null (4×)
+      gptj: {
+        model_type: 'gptj',
+        vocab_size: 96,
+        n_embd: 48,
+        n_layer: 2,
+        n_head: 4,
+        n_positions: 64,
+        rotary_dim: 8,
+        n_inner: null,
+        activation_function: 'gelu_new',
+        layer_norm_epsilon: 1e-5,
+        rotary: true,
+        tie_word_embeddings: false,
+      },
+      // another head count, rotary_dim 4 of 8, explicit n_inner
+      'gptj-inner': {
+        model_type: 'gptj',
+        vocab_size: 80,
+        n_embd: 64,
+        n_layer: 3,
+        n_head: 8,
+        n_positions: 64,
+        rotary_dim: 4,
+        n_inner: 80,
+        layer_norm_epsilon: 1e-5,
+      },
+    },
+  },
+};

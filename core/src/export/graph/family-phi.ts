@@ -18,6 +18,7 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from './arch';
 import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
+import type { FamilyRow } from './family-row';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const phiConfig = z.looseObject({
@@ -83,3 +84,54 @@ export function phiArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The phi row of the family registry. */
+export const phiFamily: FamilyRow = {
+  modelType: 'phi',
+  hfClass: 'PhiForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => phiArch(raw, file),
+  test: {
+    fixture: 'phi',
+    configs: {
+      // phi-2's shape of config at another head count: MHA, no qk_layernorm, partial rotary 0.5
+      phi: {
+        model_type: 'phi',
+        vocab_size: 96,
+        hidden_size: 64,
+        intermediate_size: 96,
+        num_hidden_layers: 2,
+        num_attention_heads: 8,
+        num_key_value_heads: 8,
+        hidden_act: 'gelu_new',
+        layer_norm_eps: 1e-5,
+        partial_rotary_factor: 0.5,
+        qk_layernorm: false,
+        rope_theta: 10000.0,
+        rope_scaling: null,
+        resid_pdrop: 0.1,
+        embd_pdrop: 0.1,
+        tie_word_embeddings: false,
+        torch_dtype: 'float16',
+      },
+      // GQA, qk_layernorm, rotary dim 6 of head_dim 12, tied head with its own bias, linear rope scaling
+      'phi-qk-gqa': {
+        model_type: 'phi',
+        vocab_size: 80,
+        hidden_size: 48,
+        intermediate_size: 64,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        hidden_act: 'gelu_new',
+        layer_norm_eps: 1e-5,
+        partial_rotary_factor: 0.5,
+        qk_layernorm: true,
+        rope_theta: 5000.0,
+        rope_scaling: { rope_type: 'linear', factor: 2.0 },
+        tie_word_embeddings: true,
+      },
+    },
+  },
+};

@@ -18,6 +18,7 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from './arch';
 import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
+import type { FamilyRow } from './family-row';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const starcoder2Config = z.looseObject({
@@ -77,3 +78,49 @@ export function starcoder2Arch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The starcoder2 row of the family registry. */
+export const starcoder2Family: FamilyRow = {
+  modelType: 'starcoder2',
+  hfClass: 'Starcoder2ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => starcoder2Arch(raw, file),
+  test: {
+    fixture: 'starcoder2',
+    configs: {
+      // GQA with biases; a window of 3 is shorter than the 7-token prompt the tests prefill
+      starcoder2: {
+        model_type: 'starcoder2',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 80,
+        num_hidden_layers: 2,
+        num_attention_heads: 6,
+        num_key_value_heads: 2,
+        hidden_act: 'gelu_pytorch_tanh',
+        norm_epsilon: 1e-5,
+        rope_theta: 100000.0,
+        sliding_window: 3,
+        use_bias: true,
+        attention_dropout: 0.1,
+        residual_dropout: 0.1,
+        embedding_dropout: 0.1,
+      },
+      // no biases, MQA, no window, untied head
+      'starcoder2-nobias': {
+        model_type: 'starcoder2',
+        vocab_size: 80,
+        hidden_size: 32,
+        intermediate_size: 64,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 1,
+        norm_epsilon: 1e-6,
+        sliding_window: null,
+        use_bias: false,
+        tie_word_embeddings: false,
+      },
+    },
+  },
+};
