@@ -3,6 +3,7 @@
  * give each family (original per-expert MoE keys), values rounded to bf16 like the fixtures.
  * Key naming is written out here independently of the graph builder's family table.
  */
+import { randomClassicTensors } from './graph-random-classic';
 import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
@@ -40,7 +41,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     const n = shape.reduce((a, b) => a * b, 1);
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
-  if (randomDenseTensors(cfg, put)) return w;
+  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'gpt2') {
     const H = cfg.n_embd,

@@ -41,7 +41,7 @@ function erf(x: number): number {
   return Math.sign(x) * (1 - erfc);
 }
 /** HF ACT2FN by name: graph-reference's table plus erf GELU (read at call time: the modules import each other). */
-function actFn(name: string): (x: number) => number {
+export function actFn(name: string): (x: number) => number {
   if (name === 'gelu') return (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
   const f = ACT[name];
   if (!f) throw new Error(`reference: activation ${name}`);
@@ -56,7 +56,7 @@ const cap = (v: number, c: number) => c * Math.tanh(v / c);
  * Causal attention over per-token heads: q[t][j], k[t][g], v[t][g] (vectors), `kvOf(j)` the kv
  * head of query head j, scores = score(q·k) (scale, soft-cap), masked where `visible` is false.
  */
-function attend(
+export function attend(
   q: number[][][],
   k: number[][][],
   v: number[][][],
@@ -83,7 +83,8 @@ function attend(
   );
 }
 
-const headsOf = (row: number[], n: number, hd: number) => Array.from({ length: n }, (_, j) => row.slice(j * hd, (j + 1) * hd));
+/** The `n` heads of `hd` features in one projected row. */
+export const headsOf = (row: number[], n: number, hd: number) => Array.from({ length: n }, (_, j) => row.slice(j * hd, (j + 1) * hd));
 
 /** Full-sequence logits for the dense families of this file. */
 export function denseReferenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {

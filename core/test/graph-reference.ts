@@ -3,9 +3,10 @@
  * modeling files and sharing no code with the graph builder: it reads the raw config.json and
  * the *original* checkpoint keys (per-expert MoE weights, not the prepared layout), and runs
  * the whole sequence at once without a cache (Gemma-2, Granite, OLMo-2, Falcon and CodeGen in
- * graph-reference-dense.ts). Tests validate it against the fixtures'
+ * graph-reference-dense.ts; Phi, StarCoder2 and GPT-J in graph-reference-classic.ts). Tests validate it against the fixtures'
  * reference.json first, then use it as the judge for families without fixtures.
  */
+import { CLASSIC_TYPES, classicReferenceForward } from './graph-reference-classic';
 import { DENSE_TYPES, denseReferenceForward } from './graph-reference-dense';
 import { glm4MoeReference } from './graph-reference-glm';
 import { gptOssReference } from './graph-reference-gpt-oss';
@@ -115,6 +116,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   const opt = (k: string) => w.get(k);
   const type: string = cfg.model_type;
   if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);
+  if (CLASSIC_TYPES.has(type)) return classicReferenceForward(cfg, w, ids);
   if (type === 'glm4_moe') return glm4MoeReference(cfg, w, ids);
   if (type === 'gpt_oss') return gptOssReference(cfg, w, ids);
   const gpt2 = type === 'gpt2';

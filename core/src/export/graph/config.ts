@@ -59,6 +59,25 @@ export const gptNamedFields = {
   tie_word_embeddings: z.boolean().optional(),
 };
 
+/**
+ * The Llama-named decoder fields, each optional: for families whose HF config class supplies
+ * the defaults (Phi, StarCoder2), which their family file fills in.
+ */
+export const optionalDecoderFields = {
+  vocab_size: int.optional(),
+  hidden_size: int.optional(),
+  intermediate_size: int.optional(),
+  num_hidden_layers: int.optional(),
+  num_attention_heads: int.optional(),
+  num_key_value_heads: int.nullable().optional(),
+  head_dim: int.nullable().optional(),
+  hidden_act: z.string().optional(),
+  rope_theta: num.positive().optional(),
+  rope_scaling: ropeScaling,
+  max_position_embeddings: int.optional(),
+  tie_word_embeddings: z.boolean().optional(),
+};
+
 /** GPT-2's fields (GPT2Config defaults). */
 export const gpt2Config = z.looseObject({
   model_type: z.literal('gpt2'),

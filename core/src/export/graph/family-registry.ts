@@ -13,15 +13,18 @@ import { falconFamily } from './family-falcon';
 import { gemmaFamily } from './family-gemma';
 import { gemma2Family } from './family-gemma2';
 import { gpt2Family } from './family-gpt2';
+import { gptjFamily } from './family-gptj';
 import { graniteFamily } from './family-granite';
 import { llamaFamily } from './family-llama';
 import { mistralFamily } from './family-mistral';
 import { mixtralFamily } from './family-mixtral';
 import { olmo2Family } from './family-olmo2';
+import { phiFamily } from './family-phi';
 import { phi3Family } from './family-phi3';
 import { qwen2Family } from './family-qwen2';
 import { qwen3Family } from './family-qwen3';
 import { qwen3MoeFamily } from './family-qwen3-moe';
+import { starcoder2Family } from './family-starcoder2';
 import type { FamilyRow, TestConfig } from './family-row';
 import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './families-moe';
 
@@ -44,6 +47,9 @@ export const FAMILIES: readonly FamilyRow[] = [
   falconFamily,
   codegenFamily,
   graniteMoeFamily,
+  phiFamily,
+  starcoder2Family,
+  gptjFamily,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */
@@ -100,7 +106,7 @@ export function familyOf(raw: unknown, file: string): FamilyRow {
  * HF `base_model_prefix` of families without a row yet, for the ONNX path's name lookup (a
  * legacy graph of any model converts); a family's row replaces its entry here.
  */
-const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { gpt_bigcode: 'transformer', gptj: 'transformer', bloom: 'transformer' };
+const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { gpt_bigcode: 'transformer', bloom: 'transformer' };
 
 /** The module a config's trunk keys live under (HF `base_model_prefix`): the row's, else `model`. */
 export function keyPrefixOf(config: unknown): string {
