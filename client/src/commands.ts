@@ -22,6 +22,9 @@ import { settings } from './settings';
 import { compileBlocker, isSpecFile, specInfo } from '../../core/src/editor/spec-state';
 import type { InspectDocuments } from './inspect-document';
 import { runCommand, type RunCommandOptions } from './run-flow';
+import { listCachedModels } from '../../core/src/editor/cached-models';
+import { insideHubCache, modelHome } from '../../core/src/hub/hf-cache';
+import { formatBytes } from '../../core/src/display';
 import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath, vlmSpecs } from './targets';
 
 const LAST_EXPORT = 'weightSpec.lastExport';
@@ -83,7 +86,7 @@ async function exportCommand(
     if (!mode) return undefined;
     source =
       mode.mode === 'config'
-        ? await pickFolder('Model folder with config.json', last?.mode === 'config' ? last.source : undefined)
+        ? await pickModel(last?.mode === 'config' ? last.source : undefined)
         : await pickFile('Legacy ONNX with embedded weights', { ONNX: ['onnx'] }, last?.mode === 'onnx' ? last.source : undefined);
     if (!source) return undefined;
   }
@@ -95,8 +98,11 @@ async function exportCommand(
     checkpoint = await pickFolder('Checkpoint folder (safetensors) the ONNX weights come from', last?.checkpoint ?? modelDir);
     if (!checkpoint) return undefined;
   }
-  const stem = isOnnx ? path.basename(source, '.onnx') : path.basename(modelDir);
-  const defaultOut = last && last.source === source ? last.out : path.join(path.dirname(modelDir), `${stem}-weight-free`);
+  // a snapshot of the Hugging Face cache is named by its repo, and nothing is written beside it in the cache
+  const home = modelHome(modelDir);
+  const stem = isOnnx ? path.basename(source, '.onnx') : home.name;
+  const outBase = insideHubCache(modelDir) ? (vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? home.parent) : path.dirname(modelDir);
+  const defaultOut = last && last.source === source ? last.out : path.join(outBase, `${stem}-weight-free`);
   const out =
     o.out ??
     (await vscode.window.showInputBox({
@@ -238,4 +244,29 @@ async function inspectCommand(runner: CliRunner, docs: InspectDocuments, arg: un
   // A read-only document of its own scheme: never dirty, never asks to be saved.
   const doc = await docs.show(file, r.stdout);
   return { ...r, text: r.stdout, uri: doc.uri.toString() };
+}
+
+/**
+ * The model folder to export from: the models of the user's Hugging Face cache (size,
+ * model_type, whether this tool builds that family), or "Browse…" for any folder.
+ */
+async function pickModel(lastSource: string | undefined): Promise<string | undefined> {
+  const cached = listCachedModels();
+  if (cached.length === 0) return pickFolder('Model folder with config.json', lastSource);
+  type Item = vscode.QuickPickItem & { dir?: string };
+  const items: Item[] = [
+    ...cached.map((m) => ({
+      label: m.id,
+      description: `${formatBytes(m.bytes)} · ${m.modelType ?? 'no config.json'} · ${m.supported ? 'supported' : 'not supported'}`,
+      detail: `${m.revision === m.commit ? '' : `${m.revision} → `}${m.commit.slice(0, 12)}`,
+      dir: m.dir,
+    })),
+    { label: 'Browse…', description: 'a model folder with config.json' },
+  ];
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'Weight Spec: Export Model — from the Hugging Face cache or a folder',
+    matchOnDescription: true,
+  });
+  if (!pick) return undefined;
+  return pick.dir ?? pickFolder('Model folder with config.json', lastSource);
 }

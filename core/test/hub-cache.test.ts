@@ -13,6 +13,8 @@ import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { maxAbsDiff } from './graph-support';
+import { listCachedModels } from '../src/editor/cached-models';
+import { hubLabelOf } from '../src/hub/hf-cache';
 
 const tmp = tempDirs('ws-hub-');
 
@@ -206,5 +208,26 @@ describeFixtures('Hub ids resolved in the local Hugging Face cache', () => {
     // and a prepare by the same id now makes a new folder from the new snapshot
     const re = await ok('prepare', '--checkpoint', 'org/m', '--dtype', 'float32');
     expect(re).toContain(`org--m-${C2.slice(0, 8)}-prepared-float32`);
+  });
+
+  it("the editor's pick lists cached models with size, model_type and support; files are labelled by id, not by blob path", () => {
+    const repo = makeRepo(cache, 'org/llama', 'llama', [C1], { main: C1 });
+    makeRepo(cache, 'org/mystery', 'llama', [C2], {});
+    fs.writeFileSync(path.join(cache, 'models--org--mystery', 'blobs', 'cfg'), JSON.stringify({ model_type: 'not_a_family' }));
+    fs.rmSync(path.join(cache, 'models--org--mystery', 'snapshots', C2, 'config.json'));
+    fs.symlinkSync(path.join('..', '..', 'blobs', 'cfg'), path.join(cache, 'models--org--mystery', 'snapshots', C2, 'config.json'));
+    const blobBytes = (id: string) =>
+      fs
+        .readdirSync(path.join(cache, `models--${id.replace('/', '--')}`, 'blobs'))
+        .reduce((a, b) => a + fs.statSync(path.join(cache, `models--${id.replace('/', '--')}`, 'blobs', b)).size, 0);
+    const got = listCachedModels(process.env);
+    expect(got.map((m) => [m.id, m.revision, m.commit, m.modelType, m.supported, m.bytes])).toEqual([
+      ['org/llama', 'main', C1, 'llama', true, blobBytes('org/llama')],
+      ['org/mystery', C2, C2, 'not_a_family', false, blobBytes('org/mystery')],
+    ]);
+    const shard = path.join(repo, 'snapshots', C1, 'model-00001-of-00002.safetensors');
+    expect(hubLabelOf(shard)).toBe(`org/llama@main (commit ${C1.slice(0, 12)})`);
+    expect(hubLabelOf(fs.realpathSync(shard))).toBe('org/llama (a blob of the Hugging Face cache)');
+    expect(hubLabelOf(path.join(fixturesDir(), 'llama', 'config.json'))).toBeUndefined();
   });
 });

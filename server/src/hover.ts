@@ -10,6 +10,7 @@ import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
 import { servingSummary } from '../../core/src/export/graph/serving-features';
 import { formatBytes } from '../../core/src/display';
+import { hubLabelOf } from '../../core/src/hub/hf-cache';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './locate';
 
@@ -73,7 +74,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
       const abs = run.files[file]!.abs!;
       lines.push(
         `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
-        `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)`,
+        `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)${hubLabelOf(abs) ? ` of \`${hubLabelOf(abs)}\`` : ''}`,
         `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
         ...describeQuantizedKey(path.dirname(run.files[file]!.real ?? abs), run.files[file]!.header!, info.key),
         ...describePreparedOrigin(path.dirname(run.files[file]!.real ?? abs), info.key, info),
@@ -93,8 +94,11 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
     const f = spec.files[t.file]!;
     const st = run.files[t.file];
     lines.push(`**\`${f.path}\`** (${f.format})`);
-    if (st?.abs) lines.push(`resolved: \`${st.abs}\``);
-    if (st?.real) lines.push(`through a symlink to: \`${st.real}\``);
+    // a file of the Hugging Face cache is shown by model id and revision, not by its blob's hash path
+    const hub = st?.abs ? hubLabelOf(st.abs) : undefined;
+    if (hub) lines.push(`Hugging Face cache: \`${hub}\``);
+    else if (st?.abs) lines.push(`resolved: \`${st.abs}\``);
+    if (st?.real && !hub) lines.push(`through a symlink to: \`${st.real}\`${hubLabelOf(st.real) ? ` (${hubLabelOf(st.real)})` : ''}`);
     const h = st?.header;
     if (h && st?.planned) {
       lines.push(`not written yet: prepare will write ${n(h.tensors.size)} tensors here (planned from \`${st.planned.checkpoint}\`)`);

@@ -11,6 +11,7 @@ import { makeWorkspace } from './workspace.mjs';
 import { checkVsix, VSCE_PACKAGE_ARGS } from './vsix.mjs';
 import { viewerChecks } from './viewers-ui.mjs';
 import { editorUiChecks, keepScreenshot, prepareEditorWorkspace, runCommand } from './ui-editor.mjs';
+import { hubPickCheck, makeHubCache } from './ui-hub.mjs';
 
 /** Width and height from a PNG's IHDR (and that the signature is right). */
 export function pngSize(file) {
@@ -155,7 +156,10 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     // The Cancel check below holds its prepare (of ws.dir/big only) once every task is written
     // and before anything is committed, so Cancel lands at a known point however fast the
     // machine is (a 1 GiB prepare once finished in 1.5 s, before the click).
-    server = await startCodeServer(profile, { env: { WEIGHT_SPEC_FAILPOINT: `prepare-before-commit:${path.join(ws.dir, 'big')}` } });
+    // HF_HUB_CACHE: a Hugging Face cache laid out in code, for the Export Model pick (ui-hub.mjs).
+    server = await startCodeServer(profile, {
+      env: { WEIGHT_SPEC_FAILPOINT: `prepare-before-commit:${path.join(ws.dir, 'big')}`, HF_HUB_CACHE: makeHubCache(dir) },
+    });
     const launched = await launchBrowser();
     browser = launched.browser;
     const page = launched.page;
@@ -168,10 +172,20 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
         .locator('.monaco-workbench')
         .click({ position: { x: 700, y: 400 } })
         .catch(() => {});
-      await page.keyboard.press('Control+P');
-      await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
-      await page.keyboard.type(path.basename(ws.badSpec));
-      await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 15_000 });
+      // Quick Open right after start-up can find nothing while the workspace is still being
+      // searched (seen under load): one more try, with a longer wait, before failing.
+      for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('Control+P');
+        await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
+        await page.keyboard.type(path.basename(ws.badSpec));
+        const found = await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: attempt * 30_000 }).then(
+          () => true,
+          () => false,
+        );
+        if (found) break;
+        if (attempt === 2) throw new Error(`Quick Open found no ${path.basename(ws.badSpec)} in 90 s`);
+        await page.keyboard.press('Escape');
+      }
       await page.keyboard.press('Enter');
       await page.waitForSelector(`.tab[aria-label*="${path.basename(ws.badSpec)}"]`, { timeout: 15_000 });
       await page.keyboard.press('Control+Shift+M');
@@ -203,6 +217,7 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
     if (fs.existsSync(shot)) keepScreenshot(shot);
     await viewerChecks(page, ws, check, { extensionRoot });
     await editorUiChecks(page, ws, { check, dir });
+    await hubPickCheck(page, ws, { check, dir });
     await check('Prepare from the explorer shows a progress percentage, and Cancel stops it leaving nothing complete', async () => {
       const big = path.join(ws.dir, 'big');
       writeBigCheckpoint(big);

@@ -190,3 +190,16 @@ export function modelArg(dir: string): string {
   const o = hubOriginOf(dir);
   return o ? `${o.id}@${o.commit}` : dir;
 }
+
+/**
+ * How to show a file of the Hugging Face cache to a person: `org/name@revision (commit 1234567890ab)`
+ * for a file of a snapshot or a blob of the repo, instead of the blob's hash path; undefined elsewhere.
+ */
+export function hubLabelOf(file: string): string | undefined {
+  const abs = path.resolve(file);
+  const snap = hubOriginOf(path.dirname(abs));
+  if (snap) return `${snap.id}@${snap.revision}${snap.revision === snap.commit ? '' : ` (commit ${snap.commit.slice(0, 12)})`}`;
+  const m = /^models--(.+?)--(.+)$/.exec(path.basename(path.dirname(path.dirname(abs))));
+  if (m && path.basename(path.dirname(abs)) === 'blobs') return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
+  return undefined;
+}
