@@ -5,7 +5,7 @@
  */
 
 import type { StateDecl } from './graph-interface';
-import { moeWeightInputs, type MoeWeights } from './moe';
+import { moeWeightInputs, type MoeWeights } from './moe-weights';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
 export interface LinearSpec {

@@ -18,17 +18,12 @@ import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
 import { DEFAULT_MAX_TOP_K } from './sampler';
-import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type PreparedLayout } from './layout';
+import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from './vlm/config';
 import { exportVlm } from './vlm/export-vlm';
 
-/** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
-export type LayoutPlanner = (
-  checkpointDir: string,
-  dtype: ExportDtype,
-  o?: { expertParallel?: { stages: number } },
-) => Promise<PreparedLayout>;
+export type { LayoutPlanner } from './layout';
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
