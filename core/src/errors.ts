@@ -6,7 +6,6 @@
  * still readable (reported as a {@link Problem} value so the CLI, the language server and
  * tests can all consume the same data).
  */
-import type { ProblemCode } from './problem-codes';
 
 /** A file is malformed. The message is one line: `<file>: <what> (at byte N)`. */
 export class FormatError extends Error {
@@ -38,29 +37,8 @@ export class PipelineError extends Error {
   override readonly name = 'PipelineError';
 }
 
-/** Severity of a {@link Problem}; mirrors LSP's levels without depending on LSP. */
-export type Severity = 'error' | 'warning' | 'information' | 'hint';
-
-/** A half-open byte/character range `[start, end)` into a document's text. */
-export interface OffsetRange {
-  start: number;
-  end: number;
-}
-
-/**
- * A finding about a spec (or any checked file), as data. `path` is the JSON path of the
- * offending value (e.g. `["inputs", 3, "location", "key"]`); `range` is its text offsets.
- */
-export interface Problem {
-  /** One of the closed set in problem-codes.ts; `severity` is always that code's. */
-  code: ProblemCode;
-  severity: Severity;
-  message: string;
-  path: (string | number)[];
-  range?: OffsetRange;
-  /** Machine-readable extras (suggested keys, the file that holds a key, …) for quick fixes. */
-  data?: Record<string, unknown>;
-}
+// Severity, OffsetRange and Problem live beside the codes (problem-codes.ts), so the two files form no import cycle.
+export type { OffsetRange, Problem, Severity } from './problem-codes';
 
 /** Turns any thrown value into a one-line message fit for stderr or a diagnostic. */
 export function oneLine(err: unknown): string {

@@ -5,7 +5,29 @@
  * changes severity with the place that reports it (two situations that deserve two
  * severities get two codes).
  */
-import type { OffsetRange, Problem, Severity } from './errors';
+/** Severity of a {@link Problem}; mirrors LSP's levels without depending on LSP. */
+export type Severity = 'error' | 'warning' | 'information' | 'hint';
+
+/** A half-open byte/character range `[start, end)` into a document's text. */
+export interface OffsetRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * A finding about a spec (or any checked file), as data. `path` is the JSON path of the
+ * offending value (e.g. `["inputs", 3, "location", "key"]`); `range` is its text offsets.
+ */
+export interface Problem {
+  /** One of the closed set below; `severity` is always that code's. */
+  code: ProblemCode;
+  severity: Severity;
+  message: string;
+  path: (string | number)[];
+  range?: OffsetRange;
+  /** Machine-readable extras (suggested keys, the file that holds a key, …) for quick fixes. */
+  data?: Record<string, unknown>;
+}
 
 /** Code → severity. The keys are the stable codes users and tools see. */
 export const PROBLEM_SEVERITY = {

@@ -11,8 +11,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { readSafetensorsHeader } from '../formats/safetensors';
-import type { TaskStats } from './run-task';
-import type { Task } from './types';
+import type { Task, TaskStats } from './types';
 
 /** errno codes for which a hard link is impossible here but a symlink may work. */
 const NO_HARD_LINK = new Set(['EXDEV', 'EPERM', 'EMLINK', 'ENOTSUP', 'EOPNOTSUPP', 'EACCES']);

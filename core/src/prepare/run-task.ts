@@ -22,22 +22,12 @@ import {
   type Converter,
 } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
-import type { OutputTensor, ScaleRef, SlicePlan, Task } from './types';
+import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
 import { simdTransposer } from './simd/simd-convert';
 import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
 
-/** What a task did: bytes read per source key, written per output key, each output's stages. */
-export interface TaskStats {
-  readBytes: Record<string, number>;
-  writtenBytes: Record<string, number>;
-  stages: Record<string, string[]>;
-  ms: number;
-  /** Set when the task linked its source file instead of writing (links.ts). */
-  linked?: 'hardlink' | 'symlink';
-  /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
-  sealed?: { tempFile: string; file: string };
-}
+export type { TaskStats } from './types';
 
 /**
  * Runs `task`, writing `<outDir>/<task.file>`; `onBytes` is told about every write. With

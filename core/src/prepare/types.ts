@@ -141,3 +141,15 @@ export interface PreparePlan {
   /** Sum of the tasks' output bytes. */
   totalBytes: number;
 }
+
+/** What a task did: bytes read per source key, written per output key, each output's stages. */
+export interface TaskStats {
+  readBytes: Record<string, number>;
+  writtenBytes: Record<string, number>;
+  stages: Record<string, string[]>;
+  ms: number;
+  /** Set when the task linked its source file instead of writing (links.ts). */
+  linked?: 'hardlink' | 'symlink';
+  /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
+  sealed?: { tempFile: string; file: string };
+}

@@ -10,6 +10,7 @@
 import path from 'node:path';
 import { modelHome } from '../../hub/hf-cache';
 import { PipelineError } from '../../errors';
+import type { ExportDtype } from '../../formats/dtype';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
 import { familyOfConfig } from './family-registry';
@@ -32,6 +33,13 @@ export interface PreparedLayout {
   /** `plan`: from the prepare planner over a real checkpoint; `config`: derived from config alone. */
   source: 'plan' | 'config';
 }
+
+/** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
+export type LayoutPlanner = (
+  checkpointDir: string,
+  dtype: ExportDtype,
+  o?: { expertParallel?: { stages: number } },
+) => Promise<PreparedLayout>;
 
 /** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */
 export { BASE_SHARD_BYTES };

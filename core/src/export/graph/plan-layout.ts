@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { planPrepare } from '../../prepare';
-import type { LayoutPlanner } from './export-config';
+import type { LayoutPlanner } from './layout';
 import type { PlannedTensor } from './layout';
 
 /** Plans the prepared layout of the checkpoint in `checkpointDir`. */

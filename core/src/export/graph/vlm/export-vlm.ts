@@ -16,8 +16,7 @@ import { exportSummary, writeExport, type ExportWritten } from '../../write-expo
 import type { ModelObj } from '../builder';
 import { checkGraph } from '../check-graph';
 import { encodeBuiltModel } from '../encode';
-import { checkLayout, layoutFromConfig, preparedDirFor, type PreparedLayout } from '../layout';
-import type { LayoutPlanner } from '../export-config';
+import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../layout';
 import { vlmArchFromConfig, type VlmArch } from './config';
 import { buildLanguage } from './language';
 import { buildVision } from './vision';
