@@ -41,6 +41,18 @@ export const QWEN3_VL_PROCESSOR_DEFAULTS = {
   rescale: 1 / 255,
 } as const;
 
+/**
+ * HF `Qwen2VLImageProcessor`'s own defaults, which Qwen2.5-VL uses (image_processing_qwen2_vl.py:
+ * size shortest_edge 56·56, longest_edge 28·28·1280, OPENAI_CLIP_MEAN / OPENAI_CLIP_STD).
+ */
+export const QWEN2_VL_PROCESSOR_DEFAULTS = {
+  minPixels: 56 * 56,
+  maxPixels: 28 * 28 * 1280,
+  mean: [0.48145466, 0.4578275, 0.40821073],
+  std: [0.26862954, 0.26130258, 0.27577711],
+  rescale: 1 / 255,
+} as const;
+
 function req(): NodeRequire {
   return createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
 }
@@ -164,9 +176,14 @@ export function resizeBicubic(img: RgbImage, height: number, width: number): Rgb
   return { width, height, data: out };
 }
 
-/** Reads preprocessor_config.json in `dir` (if any) over the Qwen3-VL defaults. */
-export function processorConfig(dir: string | undefined, sizes: { patch: number; temporalPatch: number; merge: number }): ProcessorConfig {
-  const c: ProcessorConfig = { ...QWEN3_VL_PROCESSOR_DEFAULTS, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], ...sizes };
+/** Reads preprocessor_config.json in `dir` (if any) over the model type's defaults (Qwen3-VL's unless `modelType` is qwen2_5_vl). */
+export function processorConfig(
+  dir: string | undefined,
+  sizes: { patch: number; temporalPatch: number; merge: number },
+  modelType?: string,
+): ProcessorConfig {
+  const d = modelType === 'qwen2_5_vl' ? QWEN2_VL_PROCESSOR_DEFAULTS : QWEN3_VL_PROCESSOR_DEFAULTS;
+  const c: ProcessorConfig = { ...d, mean: [...d.mean], std: [...d.std], ...sizes };
   const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
   if (!file || !fs.existsSync(file)) return c;
   let raw: Record<string, unknown>;

@@ -47,11 +47,15 @@ export function readPixelValues(file: string): VlmImages {
 
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest): VlmImages {
-  const cfg = processorConfig(path.dirname(m.config), {
-    patch: m.vision.patch_size,
-    temporalPatch: m.vision.temporal_patch_size,
-    merge: m.vision.spatial_merge_size,
-  });
+  const cfg = processorConfig(
+    path.dirname(m.config),
+    {
+      patch: m.vision.patch_size,
+      temporalPatch: m.vision.temporal_patch_size,
+      merge: m.vision.spatial_merge_size,
+    },
+    m.model_type,
+  );
   const parts = files.map((f) => processImage(decodeImage(f), cfg));
   const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
   const pixelValues = new Float32Array(total);

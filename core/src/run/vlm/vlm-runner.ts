@@ -115,7 +115,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   };
   const pixelInfo = need('pixel_values', new Map(vin.map((i) => [i.name, i])), visionModel);
   const embedsInfo = need('vision_embeds', byName, langModel);
-  need('deepstack_features', byName, langModel);
+  const F = m.vision.num_feature_layers;
+  // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
+  if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
   const cache = lin.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
   const c0 = cache[0];
@@ -125,7 +127,6 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     throw new PipelineError(`${langModel}: only batch size 1 runs here`);
   const half = embedsInfo.elemType === TensorDataType.FLOAT16;
   const H = m.text.hidden_size;
-  const F = m.vision.num_feature_layers;
   const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
   const float = (v: Float32Array, dims: number[], f16: boolean) => {
     if (!f16) return new ort.Tensor('float32', v, dims);
@@ -169,16 +170,18 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
         image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]),
       });
       const ve = out.vision_embeds!;
-      const ds = out.deepstack_features!;
+      const ds = out.deepstack_features;
       const f32 = (x: OrtTensor) => {
         if (x.type !== 'float16') return x.data as Float32Array;
         const u = x.data as Uint16Array;
         return toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
       };
       embeds.push(f32(ve));
-      const dsData = f32(ds);
-      const per = dsData.length / F;
-      for (let k = 0; k < F; k++) deep[k]!.push(dsData.subarray(k * per, (k + 1) * per));
+      if (ds) {
+        const dsData = f32(ds);
+        const per = dsData.length / F;
+        for (let k = 0; k < F; k++) deep[k]!.push(dsData.subarray(k * per, (k + 1) * per));
+      }
     }
     const cat = (parts: Float32Array[]) => {
       const outArr = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
@@ -220,7 +223,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       input_ids: i64(ids, [1, ids.length]),
       position_ids: i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
       vision_embeds: v.embeds,
-      deepstack_features: v.deep,
+      ...(F > 0 ? { deepstack_features: v.deep } : {}),
     };
     if (byName.has('batch_index')) feeds.batch_index = i64([0], [1, 1]);
     const out = await run(lang, langModel, feeds);

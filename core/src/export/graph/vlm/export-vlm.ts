@@ -2,7 +2,7 @@
  * `export --config` for a vision-language model: two export directories under `<out>` —
  * `vision/` and `language/`, each a normal export (model.onnx + weight_spec.json + link +
  * export-report.json) — whose specs point into ONE prepared checkpoint (keys `model.visual.*`,
- * `model.language_model.*`, `lm_head.weight`). `<out>/vlm.json`, written last, ties them
+ * `model.language_model.*`, `lm_head.weight`; Qwen2.5-VL's `visual.*`, `model.*`). `<out>/vlm.json`, written last, ties them
  * together for `compile` and `run`: model type, the token ids and processor sizes `run`
  * needs, and the two directory names.
  */
@@ -110,7 +110,10 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       dir: 'vision',
       model: vision.model,
       weights: vision.weights,
-      io: { inputs: ['pixel_values', 'image_grid_thw'], outputs: ['vision_embeds', 'deepstack_features'] },
+      io: {
+        inputs: ['pixel_values', 'image_grid_thw'],
+        outputs: ['vision_embeds', ...(arch.vision.deepstack.length ? ['deepstack_features'] : [])],
+      },
     },
     { dir: 'language', model: language.model, weights: language.weights, io: language.io },
   ];
@@ -163,8 +166,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   };
   await guard.writeFile(VLM_MANIFEST, JSON.stringify(manifest, null, 2) + '\n');
   const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const w = arch.vision.window;
+  const visionNote = w
+    ? `window ${w.units}×${w.units}, full attention [${w.fullAtt.join(', ')}]`
+    : `deepstack [${arch.vision.deepstack.join(', ')}]`;
   const summary = [
-    `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, deepstack [${arch.vision.deepstack.join(', ')}]; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
+    `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, ${visionNote}; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
     ...written.flatMap((w, i) =>
       exportSummary(
         `  ${parts[i]!.dir}/`,
