@@ -4,6 +4,7 @@
  * Key naming is written out here independently of the graph builder's family table.
  */
 import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
+import { MPT_BIGCODE_GEMMA3_CONFIGS, randomMptBigcodeGemma3 } from './graph-random-mpt-bigcode-gemma3';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -39,7 +40,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     const n = shape.reduce((a, b) => a * b, 1);
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
-  if (randomDenseTensors(cfg, put)) return w;
+  if (randomDenseTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'gpt2') {
     const H = cfg.n_embd,
@@ -265,6 +266,7 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
     tie_word_embeddings: true,
   },
   ...DENSE_SYNTHETIC_CONFIGS,
+  ...MPT_BIGCODE_GEMMA3_CONFIGS,
 };
 
 /**

@@ -91,6 +91,7 @@ export const SUPPORTED_MODEL_TYPES = [
   'falcon',
   'codegen',
   'granitemoe',
+  'mpt',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

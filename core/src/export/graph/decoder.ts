@@ -12,7 +12,7 @@
  * limits what attention reads (attention.ts); `sampler` appends the on-device sampler
  * (sampler.ts), whose `next_tokens` (and `probs`) replace `logits`.
  */
-import type { ArchSpec, LayerSpec } from './arch';
+import type { ArchSpec, LayerSpec, RopeSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { attention, cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
@@ -103,7 +103,13 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     return e;
   });
   const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex, ccl);
-  const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
+  // one cos/sin table per distinct rope spec (Gemma-3: global and local layers differ)
+  const tables = new Map<RopeSpec, ReturnType<typeof ropeTables>>();
+  const ropeFor = (r: RopeSpec | undefined) => {
+    if (!r) return undefined;
+    if (!tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
+    return tables.get(r);
+  };
 
   const retained: { key: string; value: string }[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
@@ -115,7 +121,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
-      const att = g.within('attn', () => attention(c, a, l, x1, kv, rope, past[i]!));
+      const att = g.within('attn', () => attention(c, a, l, x1, kv, ropeFor(l.rope ?? a.rope), past[i]!));
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));

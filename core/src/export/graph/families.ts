@@ -24,6 +24,7 @@ import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
 import { graniteArch } from './family-granite';
+import { mptArch } from './family-mpt';
 import { olmo2Arch } from './family-olmo2';
 import { ropeSpec, type RopeScaling } from './rope';
 import { glm4MoeArch, gptOssArch, graniteMoeArch } from './families-moe';
@@ -37,7 +38,14 @@ export interface ArchOptions {
 }
 
 /** The families in `family-<name>.ts`: dense only. */
-const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen']);
+const DENSE_FAMILIES: ReadonlySet<string> = new Set([
+  'gemma2',
+  'granite',
+  'olmo2',
+  'falcon',
+  'codegen',
+  'mpt',
+]);
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
@@ -62,6 +70,8 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return falconArch(raw, file);
     case 'codegen':
       return codegenArch(raw, file);
+    case 'mpt':
+      return mptArch(raw, file);
     default:
       return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
   }
