@@ -92,6 +92,7 @@ export const SUPPORTED_MODEL_TYPES = [
   'codegen',
   'granitemoe',
   'mpt',
+  'gpt_bigcode',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

@@ -23,6 +23,7 @@ import {
 import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
+import { gptBigcodeArch } from './family-gpt-bigcode';
 import { graniteArch } from './family-granite';
 import { mptArch } from './family-mpt';
 import { olmo2Arch } from './family-olmo2';
@@ -38,14 +39,7 @@ export interface ArchOptions {
 }
 
 /** The families in `family-<name>.ts`: dense only. */
-const DENSE_FAMILIES: ReadonlySet<string> = new Set([
-  'gemma2',
-  'granite',
-  'olmo2',
-  'falcon',
-  'codegen',
-  'mpt',
-]);
+const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'mpt', 'gpt_bigcode']);
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
@@ -72,6 +66,8 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return codegenArch(raw, file);
     case 'mpt':
       return mptArch(raw, file);
+    case 'gpt_bigcode':
+      return gptBigcodeArch(raw, file);
     default:
       return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
   }
