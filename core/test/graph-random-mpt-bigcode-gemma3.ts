@@ -150,4 +150,28 @@ export const MPT_BIGCODE_GEMMA3_CONFIGS: Record<string, Cfg> = {
     layer_norm_epsilon: 1e-5,
     scale_attn_weights: false,
   },
+  // pattern 3 → layers 0, 1 slide, 2 is global, 3 slides; window 3; rope bases 1e6 (linear ×2) / 100
+  gemma3_text: {
+    architectures: ['Gemma3ForCausalLM'],
+    model_type: 'gemma3_text',
+    vocab_size: 96,
+    hidden_size: 48,
+    intermediate_size: 64,
+    num_hidden_layers: 4,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    query_pre_attn_scalar: 24,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1000000.0,
+    rope_scaling: { rope_type: 'linear', factor: 2.0 },
+    rope_local_base_freq: 100.0,
+    sliding_window: 3,
+    sliding_window_pattern: 3,
+    final_logit_softcapping: 5.0,
+    // HF never applies it (Gemma3Attention does not pass it on): a cap this low would show if it were
+    attn_logit_softcapping: 1.0,
+    hidden_activation: 'gelu_pytorch_tanh',
+    max_position_embeddings: 512,
+  },
 };

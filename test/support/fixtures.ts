@@ -58,6 +58,7 @@ export const LEGACY_FAMILIES = [
   'glm4_moe',
   'gpt_oss_full',
   'mpt',
+  'gemma3',
 ] as const;
 
 /**
@@ -108,7 +109,6 @@ export type FixturePath = 'config' | 'onnx';
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
   deepseek_v3: { issue: 31, paths: ['config'] },
   grok1: { issue: 31, paths: ['config'] },
-  gemma3: { issue: 31, paths: ['config'] },
   llama4: { issue: 31, paths: ['config'] },
   phi: { issue: 32, paths: ['config'] },
   starcoder2: { issue: 32, paths: ['config'] },

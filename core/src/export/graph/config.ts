@@ -93,6 +93,7 @@ export const SUPPORTED_MODEL_TYPES = [
   'granitemoe',
   'mpt',
   'gpt_bigcode',
+  'gemma3_text',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

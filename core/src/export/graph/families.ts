@@ -23,6 +23,7 @@ import {
 import { codegenArch } from './family-codegen';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
+import { gemma3Arch } from './family-gemma3';
 import { gptBigcodeArch } from './family-gpt-bigcode';
 import { graniteArch } from './family-granite';
 import { mptArch } from './family-mpt';
@@ -39,7 +40,16 @@ export interface ArchOptions {
 }
 
 /** The families in `family-<name>.ts`: dense only. */
-const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'mpt', 'gpt_bigcode']);
+const DENSE_FAMILIES: ReadonlySet<string> = new Set([
+  'gemma2',
+  'granite',
+  'olmo2',
+  'falcon',
+  'codegen',
+  'mpt',
+  'gpt_bigcode',
+  'gemma3_text',
+]);
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
@@ -68,6 +78,8 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return mptArch(raw, file);
     case 'gpt_bigcode':
       return gptBigcodeArch(raw, file);
+    case 'gemma3_text':
+      return gemma3Arch(raw, file);
     default:
       return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
   }
