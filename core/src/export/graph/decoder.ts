@@ -103,13 +103,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     return e;
   });
   const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex, ccl);
-  // one cos/sin table per distinct rope spec (Gemma-3: global and local layers differ)
+  // one cos/sin table per distinct rope spec, built before the layers (Gemma-3: global and local layers differ)
   const tables = new Map<RopeSpec, ReturnType<typeof ropeTables>>();
-  const ropeFor = (r: RopeSpec | undefined) => {
-    if (!r) return undefined;
-    if (!tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
-    return tables.get(r);
-  };
+  for (const r of [a.rope, ...a.layers.map((l) => l.rope)]) if (r && !tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
+  const ropeFor = (r: RopeSpec | undefined) => (r ? tables.get(r) : undefined);
 
   const retained: { key: string; value: string }[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
