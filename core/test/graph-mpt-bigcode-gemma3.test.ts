@@ -12,13 +12,14 @@
  * `QEfficient/transformers/models/gpt_bigcode/modeling_gpt_bigcode.py` @ 0498a5a9a2ac21a62bcdbd2f742f45b9c3c752a0
  * (one kv head under multi_query), `QEfficient/transformers/models/gemma3/modeling_gemma3.py` @ af8f1970fbcaa6d7d21431a772c8af7f9d677d72.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
+import { configsDir, REPO_ROOT } from '../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph, weightInputs } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, weightInputs } from '../src/export/graph';
 import { alibiSlopes } from '../src/export/graph/alibi';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
@@ -210,6 +211,43 @@ describe('gemma3_text: traps and a prompt longer than the window through the KV 
     refuses(cfg('gemma3_text', { layer_types: ['chunked_attention', 'a', 'b', 'c'] }), /"layer_types" entry "chunked_attention"/);
     refuses(cfg('gemma3_text', { sliding_window: null }), /"sliding_window" is null but layer_types has sliding_attention layers/);
     refuses(cfg('gemma3_text', { rope_scaling: { rope_type: 'dynamic', factor: 2 } }), /rope_scaling type "dynamic" is not supported/);
+  });
+});
+
+describe('published configs (the bench exports them)', () => {
+  const real = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  it('mpt-7b (MPTForCausalLM + auto_map): 32 layers of 32 heads, 4096 wide, tied head, power-of-two slopes', () => {
+    const a = arch(real(path.join(REPO_ROOT, 'test', 'configs', 'mpt-7b.json')));
+    expect([a.layers.length, a.nHeads, a.nKv, a.hidden, a.vocab, a.lmHead]).toEqual([32, 32, 32, 4096, 50432, undefined]);
+    expect(a.alibi!.slopes).toEqual(Array.from({ length: 32 }, (_, h) => 2 ** -((h + 1) / 4)).map(Math.fround));
+  });
+  it('starcoder (15.5B): multi-query, 40 layers, c_attn [6144 + 2·128, 6144], n_inner 24576, 8192 positions', () => {
+    const a = arch(real(path.join(REPO_ROOT, 'test', 'configs', 'starcoder.json')));
+    const w = new Map(weightInputs(a).map((x) => [x.name, x.shape]));
+    expect([a.layers.length, a.nKv, a.headDim]).toEqual([40, 1, 128]);
+    expect(w.get('transformer.h.39.attn.c_attn.weight')).toEqual([6144 + 256, 6144]);
+    expect(w.get('transformer.h.0.mlp.c_fc.weight')).toEqual([24576, 6144]);
+    expect(w.get('transformer.wpe.weight')).toEqual([8192, 6144]);
+  });
+  it.runIf(existsSync(path.join(configsDir(), 'gemma-3-1b.json')))(
+    'gemma-3-1b: five local layers per global one, window 512, a graph under 2 MiB',
+    () => {
+      const a = arch(real(path.join(configsDir(), 'gemma-3-1b.json')));
+      expect(a.layers.map((l) => (l.slidingWindow === undefined ? 'G' : 'L')).join('')).toBe('LLLLLG'.repeat(4) + 'LL');
+      expect(a.layers[0]!.slidingWindow).toBe(512);
+      expect(encodeBuiltModel(buildCausalLM(a, { dtype: 'float32' }).model).length).toBeLessThan(2 * 2 ** 20);
+    },
+  );
+});
+
+describe('a refusal through the CLI', () => {
+  it('is one line naming the file and the field, exit 1', async () => {
+    const dir = path.join(tmp(), 'mpt-qk-ln');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'config.json'), JSON.stringify(mptAttn({ qk_ln: true })));
+    const r = await cliInProcess(['export', '--config', dir, '--out', path.join(dir, 'out')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^weight-spec: .*config\.json: "attn_config\.qk_ln" is true/)]);
   });
 });
 
