@@ -1,7 +1,8 @@
 /**
  * Random HF-layout checkpoints for MPT, GPTBigCode and Gemma-3 text (key names and shapes from
- * their modeling files, written out here independently of the graph builder), and small configs
- * that take each family's traps: MPT with 6 heads (ALiBi slopes reordered for a non-power of two),
+ * their modeling files, written out here independently of the graph builder) for the registry
+ * rows' test configs (family-mpt.ts, family-gpt-bigcode.ts, family-gemma3.ts), which take each
+ * family's traps: MPT with 6 heads (ALiBi slopes reordered for a non-power of two),
  * `clip_qkv` low enough to clamp, max_seq_len below the test's ctx_len and MosaicML's real-config
  * spelling (`MPTForCausalLM` + `auto_map`); GPTBigCode with multi-query (one kv head) and without
  * (per-head fused rows), `n_inner` and `scale_attn_weights` both ways; Gemma-3 with layer_types
@@ -89,89 +90,3 @@ function gemma3(cfg: Cfg, put: Put): void {
   }
   normW('model.norm.weight', H);
 }
-
-/** Small configs (real HF field names) for MPT, GPTBigCode and Gemma-3 text. */
-export const MPT_BIGCODE_GEMMA3_CONFIGS: Record<string, Cfg> = {
-  // 6 heads: slopes over 8 reordered [1::2] + [::2]; clip 0.6 clamps a good share of Wqkv's outputs
-  'mpt-6h-clip': {
-    architectures: ['MPTForCausalLM'],
-    auto_map: { AutoConfig: 'configuration_mpt.MPTConfig', AutoModelForCausalLM: 'modeling_mpt.MPTForCausalLM' },
-    model_type: 'mpt',
-    d_model: 48,
-    n_heads: 6,
-    n_layers: 2,
-    expansion_ratio: 4,
-    max_seq_len: 8,
-    vocab_size: 96,
-    no_bias: true,
-    learned_pos_emb: true,
-    norm_type: 'low_precision_layernorm',
-    layer_norm_epsilon: 1e-5,
-    attn_config: {
-      alibi: true,
-      alibi_bias_max: 8,
-      attn_impl: 'torch',
-      attn_pdrop: 0,
-      attn_type: 'multihead_attention',
-      attn_uses_sequence_id: false,
-      clip_qkv: 0.6,
-      prefix_lm: false,
-      qk_ln: false,
-      softmax_scale: null,
-    },
-  },
-  'gpt_bigcode-mq': {
-    architectures: ['GPTBigCodeForCausalLM'],
-    model_type: 'gpt_bigcode',
-    vocab_size: 96,
-    n_embd: 48,
-    n_head: 6,
-    n_layer: 2,
-    n_inner: 80,
-    n_positions: 64,
-    multi_query: true,
-    activation_function: 'gelu_pytorch_tanh',
-    layer_norm_epsilon: 1e-5,
-    scale_attn_weights: true,
-    attention_softmax_in_fp32: true,
-    scale_attention_softmax_in_fp32: true,
-  },
-  // multi-head: c_attn rows per head [q | k | v]; unscaled scores; n_inner null → 4H
-  'gpt_bigcode-mha': {
-    model_type: 'gpt_bigcode',
-    vocab_size: 80,
-    n_embd: 32,
-    n_head: 4,
-    n_layer: 2,
-    n_inner: null,
-    n_positions: 48,
-    multi_query: false,
-    activation_function: 'gelu_pytorch_tanh',
-    layer_norm_epsilon: 1e-5,
-    scale_attn_weights: false,
-  },
-  // pattern 3 → layers 0, 1 slide, 2 is global, 3 slides; window 3; rope bases 1e6 (linear ×2) / 100
-  gemma3_text: {
-    architectures: ['Gemma3ForCausalLM'],
-    model_type: 'gemma3_text',
-    vocab_size: 96,
-    hidden_size: 48,
-    intermediate_size: 64,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 16,
-    query_pre_attn_scalar: 24,
-    rms_norm_eps: 1e-6,
-    rope_theta: 1000000.0,
-    rope_scaling: { rope_type: 'linear', factor: 2.0 },
-    rope_local_base_freq: 100.0,
-    sliding_window: 3,
-    sliding_window_pattern: 3,
-    final_logit_softcapping: 5.0,
-    // HF never applies it (Gemma3Attention does not pass it on): a cap this low would show if it were
-    attn_logit_softcapping: 1.0,
-    hidden_activation: 'gelu_pytorch_tanh',
-    max_position_embeddings: 512,
-  },
-};

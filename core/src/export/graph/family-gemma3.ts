@@ -19,7 +19,9 @@
 import { z } from 'zod';
 import type { ArchSpec, RopeSpec } from './arch';
 import { llamaLike, parseWith, refuse } from './config';
-import { llamaLikeArch } from './families';
+import { GEMMA_QUIRKS } from './family-gemma';
+import { llamaLikeArch } from './family-llama';
+import type { FamilyRow } from './family-row';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const rope = z.record(z.string(), z.unknown()).nullable().optional();
@@ -71,7 +73,7 @@ export function gemma3Arch(raw: unknown, file: string): ArchSpec {
     if (r.long) refuse(file, field, 'type longrope is only implemented for phi3');
 
   // the llama-like base with rope fields cleared: the two rope specs above replace its one
-  const base = llamaLikeArch('gemma', { ...c, rope_scaling: null, rope_parameters: null, rope_theta: globalTheta }, file);
+  const base = llamaLikeArch('gemma', GEMMA_QUIRKS, { ...c, rope_scaling: null, rope_parameters: null, rope_theta: globalTheta }, file);
   const H = c.hidden_size;
   const finalSoftcap = c.final_logit_softcapping ?? undefined;
   return {
@@ -95,3 +97,41 @@ export function gemma3Arch(raw: unknown, file: string): ArchSpec {
     }),
   };
 }
+
+/** The gemma3_text row of the family registry (`gemma3` is the multimodal wrapper, a VLM). */
+export const gemma3Family: FamilyRow = {
+  modelType: 'gemma3_text',
+  hfClass: 'Gemma3ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => gemma3Arch(raw, file),
+  test: {
+    fixture: 'gemma3',
+    configs: {
+      // pattern 3 → layers 0, 1 slide, 2 is global, 3 slides; window 3; rope bases 1e6 (linear ×2) / 100
+      gemma3_text: {
+        architectures: ['Gemma3ForCausalLM'],
+        model_type: 'gemma3_text',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 64,
+        num_hidden_layers: 4,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        head_dim: 16,
+        query_pre_attn_scalar: 24,
+        rms_norm_eps: 1e-6,
+        rope_theta: 1000000.0,
+        rope_scaling: { rope_type: 'linear', factor: 2.0 },
+        rope_local_base_freq: 100.0,
+        sliding_window: 3,
+        sliding_window_pattern: 3,
+        final_logit_softcapping: 5.0,
+        // HF never applies it (Gemma3Attention does not pass it on): a cap this low would show if it were
+        attn_logit_softcapping: 1.0,
+        hidden_activation: 'gelu_pytorch_tanh',
+        max_position_embeddings: 512,
+      },
+    },
+  },
+};

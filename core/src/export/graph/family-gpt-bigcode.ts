@@ -16,6 +16,7 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
 import { actOf, parseWith, refuse } from './config';
+import type { FamilyRow } from './family-row';
 
 const int = z.number().int().positive();
 const bigcodeConfig = z.looseObject({
@@ -79,3 +80,47 @@ export function gptBigcodeArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The gpt_bigcode row of the family registry (no fixture: judged from source by code-made checkpoints). */
+export const gptBigcodeFamily: FamilyRow = {
+  modelType: 'gpt_bigcode',
+  architectures: ['GPTBigCodeForCausalLM'],
+  hfClass: 'GPTBigCodeForCausalLM',
+  keyPrefix: 'transformer',
+  moe: 'none',
+  build: (raw, file) => gptBigcodeArch(raw, file),
+  test: {
+    configs: {
+      'gpt_bigcode-mq': {
+        architectures: ['GPTBigCodeForCausalLM'],
+        model_type: 'gpt_bigcode',
+        vocab_size: 96,
+        n_embd: 48,
+        n_head: 6,
+        n_layer: 2,
+        n_inner: 80,
+        n_positions: 64,
+        multi_query: true,
+        activation_function: 'gelu_pytorch_tanh',
+        layer_norm_epsilon: 1e-5,
+        scale_attn_weights: true,
+        attention_softmax_in_fp32: true,
+        scale_attention_softmax_in_fp32: true,
+      },
+      // multi-head: c_attn rows per head [q | k | v]; unscaled scores; n_inner null → 4H
+      'gpt_bigcode-mha': {
+        model_type: 'gpt_bigcode',
+        vocab_size: 80,
+        n_embd: 32,
+        n_head: 4,
+        n_layer: 2,
+        n_inner: null,
+        n_positions: 48,
+        multi_query: false,
+        activation_function: 'gelu_pytorch_tanh',
+        layer_norm_epsilon: 1e-5,
+        scale_attn_weights: false,
+      },
+    },
+  },
+};

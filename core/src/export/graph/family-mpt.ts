@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
 import { alibiSlopes } from './alibi';
 import { parseWith, refuse } from './config';
+import type { FamilyRow } from './family-row';
 
 const int = z.number().int().positive();
 const attnConfig = z.looseObject({
@@ -104,3 +105,46 @@ export function mptArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The mpt row of the family registry: MosaicML's spelling and HF's identify it. */
+export const mptFamily: FamilyRow = {
+  modelType: 'mpt',
+  architectures: ['MPTForCausalLM', 'MptForCausalLM'],
+  hfClass: 'MptForCausalLM',
+  keyPrefix: 'transformer',
+  moe: 'none',
+  build: (raw, file) => mptArch(raw, file),
+  test: {
+    fixture: 'mpt',
+    configs: {
+      // 6 heads: slopes over 8 reordered [1::2] + [::2]; clip 0.6 clamps a good share of Wqkv's outputs
+      'mpt-6h-clip': {
+        architectures: ['MPTForCausalLM'],
+        auto_map: { AutoConfig: 'configuration_mpt.MPTConfig', AutoModelForCausalLM: 'modeling_mpt.MPTForCausalLM' },
+        model_type: 'mpt',
+        d_model: 48,
+        n_heads: 6,
+        n_layers: 2,
+        expansion_ratio: 4,
+        max_seq_len: 8,
+        vocab_size: 96,
+        no_bias: true,
+        learned_pos_emb: true,
+        norm_type: 'low_precision_layernorm',
+        layer_norm_epsilon: 1e-5,
+        attn_config: {
+          alibi: true,
+          alibi_bias_max: 8,
+          attn_impl: 'torch',
+          attn_pdrop: 0,
+          attn_type: 'multihead_attention',
+          attn_uses_sequence_id: false,
+          clip_qkv: 0.6,
+          prefix_lm: false,
+          qk_ln: false,
+          softmax_scale: null,
+        },
+      },
+    },
+  },
+};
