@@ -4,6 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
@@ -149,6 +150,11 @@ export interface LayerSpec {
   slidingWindow?: number;
   /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
   rope?: RopeSpec;
+  /**
+   * The state tensors this layer's attention block carries between calls (graph-interface.ts);
+   * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
+   */
+  states?: StateDecl[];
 }
 
 /** Rotary embedding tables (computed from the config, baked into the graph as constants). */
