@@ -59,6 +59,8 @@ export const LEGACY_FAMILIES = [
   'gpt_oss_full',
   'phi',
   'starcoder2',
+  'mpt',
+  'gemma3',
 ] as const;
 
 /**
@@ -109,9 +111,7 @@ export type FixturePath = 'config' | 'onnx';
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
   deepseek_v3: { issue: 31, paths: ['config'] },
   grok1: { issue: 31, paths: ['config'] },
-  gemma3: { issue: 31, paths: ['config'] },
   llama4: { issue: 31, paths: ['config'] },
-  mpt: { issue: 32, paths: ['config'] },
   gemma3_vlm: { issue: 33, paths: ['config'] },
   qwen3_5_moe: { issue: 34, paths: ['config', 'onnx'] },
 };
