@@ -121,12 +121,16 @@ export function smartResize(height: number, width: number, factor: number, minPi
   return [h, w];
 }
 
-/** Bicubic (a = −0.5) weights for one axis, PIL's resampling (support grows when shrinking). */
-function axisWeights(inSize: number, outSize: number): { start: number[]; w: Float64Array[] } {
+/** PIL's resampling filters: bicubic (a = −0.5, support 2) and bilinear (triangle, support 1). */
+export type Resample = 'bicubic' | 'bilinear';
+
+/** Filter weights for one axis, PIL's resampling (support grows when shrinking). */
+function axisWeights(inSize: number, outSize: number, filter: Resample): { start: number[]; w: Float64Array[] } {
   const scale = inSize / outSize;
   const fscale = Math.max(scale, 1);
-  const support = 2 * fscale;
-  const cubic = (x: number) => {
+  const support = (filter === 'bilinear' ? 1 : 2) * fscale;
+  const triangle = (x: number) => Math.max(0, 1 - Math.abs(x));
+  const bicubic = (x: number) => {
     const a = -0.5;
     x = Math.abs(x);
     if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
@@ -141,7 +145,8 @@ function axisWeights(inSize: number, outSize: number): { start: number[]; w: Flo
     const hi = Math.min(inSize, Math.trunc(center + support + 0.5));
     const ws = new Float64Array(hi - lo);
     let sum = 0;
-    for (let i = lo; i < hi; i++) sum += ws[i - lo] = cubic((i - center + 0.5) / fscale);
+    const kernel = filter === 'bilinear' ? triangle : bicubic;
+    for (let i = lo; i < hi; i++) sum += ws[i - lo] = kernel((i - center + 0.5) / fscale);
     if (sum !== 0) for (let k = 0; k < ws.length; k++) ws[k]! /= sum;
     start.push(lo);
     w.push(ws);
@@ -149,11 +154,11 @@ function axisWeights(inSize: number, outSize: number): { start: number[]; w: Flo
   return { start, w };
 }
 
-/** Resizes RGB bytes with PIL-style separable bicubic resampling (8-bit rounding between passes, as PIL does). */
-export function resizeBicubic(img: RgbImage, height: number, width: number): RgbImage {
+/** Resizes RGB bytes with PIL-style separable resampling (bicubic unless told; 8-bit rounding between passes, as PIL does). */
+export function resizeBicubic(img: RgbImage, height: number, width: number, filter: Resample = 'bicubic'): RgbImage {
   if (img.height === height && img.width === width) return img;
   const clip = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
-  const hx = axisWeights(img.width, width);
+  const hx = axisWeights(img.width, width, filter);
   const tmp = new Uint8Array(img.height * width * 3);
   for (let y = 0; y < img.height; y++)
     for (let x = 0; x < width; x++)
@@ -163,7 +168,7 @@ export function resizeBicubic(img: RgbImage, height: number, width: number): Rgb
         for (let k = 0; k < ws.length; k++) s += ws[k]! * img.data[(y * img.width + hx.start[x]! + k) * 3 + ch]!;
         tmp[(y * width + x) * 3 + ch] = clip(s);
       }
-  const vy = axisWeights(img.height, height);
+  const vy = axisWeights(img.height, height, filter);
   const out = new Uint8Array(height * width * 3);
   for (let y = 0; y < height; y++)
     for (let x = 0; x < width; x++)

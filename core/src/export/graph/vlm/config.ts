@@ -14,7 +14,7 @@ import { ropeSpec, type RopeScaling } from '../rope';
 import { qwen25VlArch } from './config-qwen2-5';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl'] as const;
+export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3'] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
@@ -25,7 +25,6 @@ const OTHER_VLMS = [
   'llava',
   'llava_next',
   'mllama',
-  'gemma3',
   'internvl_chat',
   'idefics3',
   'llama4',
@@ -298,6 +297,7 @@ export function textArch(
 export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
   const modelType = vlmModelTypeOf(raw, file);
   if (modelType === 'qwen2_5_vl') return qwen25VlArch(raw as Record<string, unknown>, file);
+  if (modelType === 'gemma3') throw new Error('internal: gemma3 is built by vlm/export-vlm.ts (vision-gemma3.ts, language-gemma3.ts)');
   const c = parseWith(vlmConfig, raw, file);
   const vision = visionArch(c.vision_config, file);
   const tied = c.tie_word_embeddings ?? (c.text_config.tie_word_embeddings as boolean | undefined) ?? false;

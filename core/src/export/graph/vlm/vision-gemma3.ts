@@ -8,8 +8,7 @@
  * `x @ mm_input_projection_weight` ([D, text hidden], not transposed).
  *   input   pixel_values [batch_size, C, image_size, image_size] (the processor's fixed resize)
  *   output  vision_embeds [batch_size, mm_tokens_per_image, text hidden]
- * Not wired into `export --config` yet: the Gemma 3 text side (bidirectional image attention
- * over the gemma3_text layers) is still to come, so config.ts keeps refusing model_type gemma3.
+ * export-vlm.ts pairs it with language-gemma3.ts.
  */
 import { z } from 'zod';
 import type { LinearSpec, NormKind } from '../arch';
