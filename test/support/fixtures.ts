@@ -112,7 +112,6 @@ export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: r
   deepseek_v3: { issue: 31, paths: ['config'] },
   grok1: { issue: 31, paths: ['config'] },
   llama4: { issue: 31, paths: ['config'] },
-  gemma3_vlm: { issue: 33, paths: ['config'] },
   qwen3_5_moe: { issue: 34, paths: ['config', 'onnx'] },
 };
 
@@ -149,7 +148,7 @@ export const VLM_FOLDERS = ['qwen2_5_vl', 'gemma3_vlm', 'qwen3_vl_moe'] as const
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
  * its own suites (core/test/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
-export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl'] as const;
+export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;

@@ -36,6 +36,20 @@ export interface Gemma3LanguageArch {
   mmTokens: number;
 }
 
+/** Gemma3TextConfig's defaults for the fields the llama-like parser requires (configuration_gemma3.py). */
+const GEMMA3_TEXT_DEFAULTS = {
+  vocab_size: 262208,
+  hidden_size: 2304,
+  intermediate_size: 9216,
+  num_hidden_layers: 26,
+  num_attention_heads: 8,
+  num_key_value_heads: 4,
+  head_dim: 256,
+  hidden_activation: 'gelu_pytorch_tanh',
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: true,
+};
+
 /** Key strings of the gemma3_text architecture (`model.*`) moved under the multimodal checkpoint's `language_model.`. */
 function rekey<T>(x: T): T {
   if (typeof x === 'string') return (x.startsWith('model.') ? `language_model.${x}` : x) as T;
@@ -52,7 +66,8 @@ function rekey<T>(x: T): T {
  */
 export function gemma3LanguageArch(raw: Record<string, unknown>, file: string): Gemma3LanguageArch {
   const tc = (raw.text_config ?? {}) as Record<string, unknown>;
-  const { finalSoftcap: _cap, ...text } = gemma3Arch({ ...tc, model_type: 'gemma3_text' }, file);
+  // Gemma3Config builds Gemma3TextConfig(**text_config): the published configs (gemma-3-27b) leave these to its defaults
+  const { finalSoftcap: _cap, ...text } = gemma3Arch({ ...GEMMA3_TEXT_DEFAULTS, ...tc, model_type: 'gemma3_text' }, file);
   const mm = raw.mm_tokens_per_image ?? 256;
   const image = raw.image_token_index ?? raw.image_token_id ?? 262144;
   if (typeof mm !== 'number' || !Number.isInteger(mm) || mm <= 0) refuse(file, 'mm_tokens_per_image', 'must be a positive integer');
