@@ -13,7 +13,7 @@
  * last position of a prefill) cannot give; every other row is.
  * Graph sources: see vlm-gemma3-vision.test.ts and vlm-gemma3-language.test.ts.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -124,6 +124,24 @@ describeFixtures('gemma3_vlm through the CLI', () => {
       ).toBeLessThan(1e-4);
     });
   }
+
+  it('run expands a bare <boi> to "\\n\\n <boi> <image>×16 <eoi> \\n\\n" (Gemma3Processor) with the "\\n\\n" id from tokenizer.json', async () => {
+    // the fixture's prompt before the processor: 108 ("\n\n") + image + 108 collapse back to the bare boi 290
+    const compact = [...ids.slice(0, first - 2), 290, ...ids.slice(last + 3)];
+    const without = await cliRun('run', 'out', '--image', 'image.png', '--input-ids', compact.join(','), '--max-new-tokens', '5');
+    expect(without.code).toBe(1);
+    expect(without.stderr.trim().split('\n')).toHaveLength(1);
+    expect(without.stderr).toMatch(/tokenizer\.json \(not found\)/);
+    // removed again after: a new file in the checkpoint dir would change its fingerprint for the tests after this one
+    const tok = path.join(work, 'model', 'tokenizer.json');
+    writeFileSync(tok, JSON.stringify({ model: { vocab: { '\n\n': 108 } } }));
+    try {
+      const gen = await ok('run', 'out', '--image', 'image.png', '--input-ids', compact.join(','), '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    } finally {
+      rmSync(tok);
+    }
+  });
 
   it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
     for (const g of ['vision', 'decoder'])

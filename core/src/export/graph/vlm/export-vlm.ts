@@ -46,6 +46,8 @@ export interface VlmManifest {
   /** Gemma 3: the processor's fixed square size and the image tokens per image (absent for the Qwen VLMs). */
   image_size?: number;
   mm_tokens_per_image?: number;
+  /** Gemma 3: the end-of-image token closing each expanded image (`eoi_token_index`). */
+  image_end_token_id?: number;
   text: { hidden_size: number; num_hidden_layers: number };
   dtype: ExportDtype;
 }
@@ -248,6 +250,7 @@ function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions):
       text: { hidden_size: l.text.hidden, num_hidden_layers: l.text.layers.length },
       image_size: v.imageSize,
       mm_tokens_per_image: l.mmTokens,
+      image_end_token_id: int(raw.eoi_token_index, 256000),
     },
     note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
   };
