@@ -151,6 +151,27 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
   }, 60_000);
 
+  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
+    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
+    await ok('compile', 'out16');
+    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '64');
+    await ok('compile', 'out-cb');
+    for (const out of ['out16', 'out-cb']) {
+      const gen = await ok(
+        'run',
+        out,
+        '--pixel-values',
+        path.join(fx, 'reference.json'),
+        '--input-ids',
+        ref.input_ids.join(','),
+        '--max-new-tokens',
+        '5',
+      );
+      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    }
+  }, 60_000);
+
   it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [
