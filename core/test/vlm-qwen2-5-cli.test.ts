@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
 import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
 import { cliInProcess } from '../../test/support/cli';
 import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
@@ -199,6 +200,34 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     const compiled = dirs.map((g) => JSON.parse(readFileSync(path.join(work, g, 'compile.json'), 'utf8')).artifacts.model as string);
     expectOnnxValid([...graphs, ...compiled]);
   });
+});
+
+it('a config that relies on defaults gets Qwen2_5_VLConfig / Qwen2_5_VLVisionConfig values', () => {
+  const rope_scaling = { type: 'mrope', mrope_section: [16, 24, 24] };
+  // HF's own defaults disagree (vision out_hidden_size 3584, text hidden_size 8192): refused by name
+  expect(() => vlmArchFromConfig({ model_type: 'qwen2_5_vl', rope_scaling }, 'config.json')).toThrow(
+    /"vision_config\.out_hidden_size" \(3584\) differs from the text hidden_size \(8192\)/,
+  );
+  const a = vlmArchFromConfig(
+    { model_type: 'qwen2_5_vl', hidden_size: 3584, num_attention_heads: 28, num_key_value_heads: 4, rope_scaling },
+    'config.json',
+  );
+  expect([a.vision.depth, a.vision.hidden, a.vision.patch, a.vision.window, a.vision.outHidden]).toEqual([
+    32,
+    3584,
+    14,
+    { units: 4, fullAtt: [7, 15, 23, 31] },
+    3584,
+  ]);
+  expect([a.text.layers.length, a.text.hidden, a.text.nKv, a.text.lmHead, a.imageTokenId, a.mropeInterleaved]).toEqual([
+    80,
+    3584,
+    4,
+    'lm_head.weight',
+    151655,
+    false,
+  ]);
+  expect(a.text.norm.eps).toBe(1e-5);
 });
 
 describeFixtures('the real Qwen2.5-VL-7B config (benchmark: npm run bench vlm-export)', () => {

@@ -33,6 +33,17 @@ const topConfig = z.looseObject({
   vision_config: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** Qwen2_5_VLTextConfig's defaults for the fields the llama-like parser requires or defaults otherwise. */
+const TEXT_DEFAULTS = {
+  vocab_size: 152064,
+  hidden_size: 8192,
+  intermediate_size: 29568,
+  num_hidden_layers: 80,
+  num_attention_heads: 64,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+};
+
 function visionArch(raw: Record<string, unknown>, file: string): VisionArch {
   const v = parseWith(visionConfig, raw, file);
   const at = (f: string) => `vision_config.${f}`;
@@ -76,7 +87,7 @@ export function qwen25VlArch(raw: Record<string, unknown>, file: string): VlmArc
   const c = parseWith(topConfig, raw, file);
   const vision = visionArch(c.vision_config ?? {}, file);
   const nested = c.text_config !== undefined;
-  const textRaw = c.text_config ?? raw;
+  const textRaw: Record<string, unknown> = { ...TEXT_DEFAULTS, ...(c.text_config ?? raw) };
   const tied = c.tie_word_embeddings ?? (textRaw.tie_word_embeddings as boolean | undefined) ?? false;
   const { text, section } = textArch('qwen2_5_vl', textRaw, tied, file, { field: nested ? 'text_config.' : '', keys: 'model' });
   if (vision.outHidden !== text.hidden)
