@@ -271,6 +271,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     manifest: m,
     async logits(ids, img) {
       const { v, range } = await prepare(ids, img);
+      // Gemma 3: a row of a token inside an image (before its last token) comes from the prefix
+      // that ends there, while HF's one forward lets it see the whole image (bidirectional); the
+      // interface's last-position logits cannot give HF's value for those rows.
       // image rows merge only in calls with seq > 1 (QEfficient), so every prefix up to the
       // last image token is a fresh prefill; later tokens go one per call through the cache
       const last = ids.lastIndexOf(m.image_token_id);
