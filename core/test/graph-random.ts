@@ -5,6 +5,7 @@
  */
 import { randomClassicTensors } from './graph-random-classic';
 import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
+import { randomMptBigcodeGemma3 } from './graph-random-mpt-bigcode-gemma3';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -41,7 +42,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     const n = shape.reduce((a, b) => a * b, 1);
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
-  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put)) return w;
+  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'gpt2') {
     const H = cfg.n_embd,

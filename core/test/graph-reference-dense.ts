@@ -23,7 +23,7 @@ type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 export const DENSE_TYPES = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen', 'granitemoe']);
 
 /** erf to ~1e-15: Taylor series below 3, Lentz continued fraction for erfc above. */
-function erf(x: number): number {
+export function erf(x: number): number {
   const ax = Math.abs(x);
   if (ax < 3) {
     let term = x;

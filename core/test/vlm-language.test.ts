@@ -7,6 +7,13 @@
  * deepstack after the first layers, top-k renormalized router) and QEfficient
  * QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py (release/v1.22.8.0:
  * QEffQwen3VLDecoderWrapper's inputs, image merge by cumsum + image_idx, position_ids [4, B, S]).
+ *
+ * Qwen2.5-VL: HF src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (Qwen2 layers with
+ * q/k/v biases; apply_multimodal_rotary_pos_emb splits cos/sin by mrope_section · 2 into
+ * contiguous t | h | w chunks) and QEfficient QEfficient/transformers/models/qwen2_5_vl/
+ * modeling_qwen2_5_vl.py (commit 02cdf56d505bdc3cf033e515713360c6322021ea: the interface;
+ * its qeff_apply_rotary_pos_emb hard-codes 0:32 | 32:80 | 80:128, which the fixture's
+ * mrope_section [2, 3, 3] over head_dim 16 tells apart).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -71,6 +78,48 @@ it('interleaves the MRoPE rows like HF apply_interleaved_mrope', () => {
   const r = mropeRows(64, [24, 20, 20]);
   expect(r.slice(57)).toEqual([0, 1, 2, 0, 0, 0, 0]);
   expect(r.filter((x) => x === 1).length).toBe(20);
+});
+
+it('splits the MRoPE rows into contiguous chunks like HF apply_multimodal_rotary_pos_emb (Qwen2.5-VL)', () => {
+  expect(mropeRows(8, [2, 3, 3], false)).toEqual([0, 0, 1, 1, 1, 2, 2, 2]);
+  // Qwen2.5-VL-7B: [16, 24, 24] over 64
+  const r = mropeRows(64, [16, 24, 24], false);
+  expect([r.indexOf(1), r.indexOf(2), r.filter((x) => x === 2).length]).toEqual([16, 40, 24]);
+});
+
+describeFixtures('qwen2_5_vl language graph', () => {
+  it('prefill + KV decode reproduce the reference logits within 1e-4 (weights fed as inputs)', async () => {
+    const dir = path.join(fixturesDir(), 'qwen2_5_vl');
+    const cfgFile = path.join(dir, 'config.json');
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
+    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const built = buildLanguage(arch, { dtype: 'float32', ctxLen: 32 });
+    expect(built.io.inputs).not.toContain('deepstack_features');
+    const w = await loadCheckpoint(dir);
+    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const x of built.weights) feeds[x.name] = new ort.Tensor('float32', w.get(x.name)!.data, x.shape);
+    const nv = ref.image_embeds.length;
+    feeds.vision_embeds = new ort.Tensor('float32', Float32Array.from(ref.image_embeds.flat()), [1, nv, 64]);
+    feeds.image_idx = i64([0], [1, 1]);
+    for (let i = 0; i < 2; i++)
+      for (const kv of ['key', 'value'])
+        feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 16), [1, 2, 32, 16]);
+    const all: number[] = [...ref.input_ids, ...ref.generated_ids];
+    const pos: number[][] = ref.position_ids_logits;
+    const step = async (from: number, to: number) => {
+      const ids = all.slice(from, to);
+      const rows = [ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))];
+      const out = await session.run({ ...feeds, input_ids: i64(ids, [1, ids.length]), position_ids: i64(rows.flat(), [4, 1, ids.length]) });
+      for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = out[`past_${kv}.${i}_RetainedState`]!;
+      feeds.image_idx = out.image_idx_output!;
+      return out.logits!.data as Float32Array;
+    };
+    const n = ref.input_ids.length;
+    let worst = maxDiff(await step(0, n), ref.logits[n - 1]);
+    for (let t = n; t < all.length - 1; t++) worst = Math.max(worst, maxDiff(await step(t, t + 1), ref.logits[t]));
+    expect(worst).toBeLessThan(1e-4);
+  });
 });
 
 describeFixtures('qwen3_vl_moe language graph', () => {

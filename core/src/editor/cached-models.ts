@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hubCacheDir, hubOriginOf, type HubOrigin } from '../hub/hf-cache';
-import { modelTypeOf } from '../export/graph/config';
+import { familyOf } from '../export/graph/family-registry';
 import { VLM_MODEL_TYPES } from '../export/graph/vlm/config';
 import { readRegularFileSync } from '../paths';
 
@@ -25,7 +25,7 @@ function supportedType(raw: unknown, file: string): boolean {
   const t = (raw as { model_type?: unknown } | null)?.model_type;
   if ((VLM_MODEL_TYPES as readonly unknown[]).includes(t)) return true;
   try {
-    modelTypeOf(raw, file);
+    familyOf(raw, file);
     return true;
   } catch {
     return false;

@@ -26,13 +26,16 @@ export function parseIds(text: string): number[] {
 type RunFlags = { 'pixel-values'?: string; image: string[]; 'dump-logits'?: string; prepack: boolean; 'ctx-len'?: number };
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
-  const [{ openVlmRunner }, { readImages, readPixelValues }] = await Promise.all([
+  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
     import('../../run/vlm/vlm-runner'),
     import('../../run/vlm/inputs'),
+    import('../../run/vlm/gemma3-prompt'),
   ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const runner = await openVlmRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
   try {
+    // Gemma 3: a bare begin-of-image token expands to the processor's full image sequence
+    ids = expandGemma3Prompt(ids, runner.manifest);
     const images =
       f['pixel-values'] !== undefined
         ? readPixelValues(path.resolve(io.cwd, f['pixel-values']))

@@ -62,7 +62,12 @@ export interface FusedLayout {
 export type AttnProj =
   | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
   /** One projection producing q, k and v along the output features; `layout` absent = one group [q | k | v]. */
-  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout };
+  | {
+      kind: 'fused';
+      qkv: LinearSpec;
+      layout?: FusedLayout;
+      /** MPT clip_qkv: clamp the fused output to ±clip before the split. */ clip?: number;
+    };
 
 /** The feed-forward block of one layer. */
 export type MlpSpec =
@@ -143,6 +148,8 @@ export interface LayerSpec {
   sinks?: string;
   /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
+  /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
+  rope?: RopeSpec;
   /**
    * The state tensors this layer's attention block carries between calls (graph-interface.ts);
    * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
@@ -193,6 +200,8 @@ export interface ArchSpec {
   /** Gemma-2 attn_logit_softcapping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
   attnSoftcap?: number;
   rope?: RopeSpec;
+  /** ALiBi position biases (MPT), one slope per attention head (see `alibi.ts`). */
+  alibi?: { slopes: number[] };
   /** Learned absolute positions (GPT-2 wpe): key and table size. */
   positions?: { weight: string; max: number };
   /** Gemma: embeddings × √hidden, rounded to the model dtype; Granite: embedding_multiplier. */

@@ -15,6 +15,7 @@
  * `comp_ctx_lengths.shape[-1]` and hands that length to the cache read (`cache_kwargs["CCL"]`).
  */
 import type { ArchSpec, FusedLayout, LayerSpec } from './arch';
+import { alibiBias } from './alibi';
 import { applyRope, type ropeTables } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
@@ -33,6 +34,8 @@ export interface CacheContext {
   bs: string;
   /** CCL: `[1]` int64, the number of cache slots attention reads (absent: the whole cache). */
   readLen?: string;
+  /** ALiBi (MPT): the float32 bias added to the scaled scores, `[B, nKv, groups·S, C or R]` (see `alibi.ts`). */
+  alibi?: string;
 }
 
 /**
@@ -111,7 +114,16 @@ export function cacheContext(
       masks.set(window, mask);
       return mask;
     };
-    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, batchRows, bs, ...(readLen ? { readLen } : {}) };
+    const alibi = a.alibi ? alibiBias(c, a.alibi.slopes, a.nKv, slots, pos3) : undefined;
+    return {
+      scatterIdx,
+      mask: maskFor(a.slidingWindow),
+      maskFor,
+      batchRows,
+      bs,
+      ...(readLen ? { readLen } : {}),
+      ...(alibi ? { alibi } : {}),
+    };
   });
 }
 
@@ -150,7 +162,11 @@ export function attention(
         { role: 'v', size: nKv * hd },
       ],
     };
-    [q, k, v] = splitFused(c, linear(c, x, l.attn.qkv), layout);
+    let qkv = linear(c, x, l.attn.qkv);
+    // MPT clip_qkv: the fused output is clamped before the split (HF MptAttention.forward)
+    if (l.attn.clip !== undefined)
+      qkv = g.op('Clip', [qkv, g.scalar(c.dtype, -l.attn.clip, 'clip_lo'), g.scalar(c.dtype, l.attn.clip, 'clip_hi')]);
+    [q, k, v] = splitFused(c, qkv, layout);
   }
   const overProjection = l.qkNormOver === 'projection';
   if (overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
@@ -161,9 +177,10 @@ export function attention(
   v = heads(v, nKv);
   if (!overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
   if (!overProjection && l.kNorm) k = norm(c, k, l.kNorm, a.norm);
-  if (rope && a.rope) {
-    q = applyRope(c, q, rope, a.rope, hd);
-    k = applyRope(c, k, rope, a.rope, hd);
+  const ropeSpec = l.rope ?? a.rope;
+  if (rope && ropeSpec) {
+    q = applyRope(c, q, rope, ropeSpec, hd);
+    k = applyRope(c, k, rope, ropeSpec, hd);
   }
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
@@ -190,6 +207,7 @@ export function attention(
   // caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score)
   let sf = cast(c, scores, se, 'float32');
   if (a.attnSoftcap !== undefined) sf = softcap(c, sf, a.attnSoftcap, 'float32');
+  if (kv.alibi) sf = g.op('Add', [sf, kv.alibi]);
   const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
   const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);

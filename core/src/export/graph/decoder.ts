@@ -13,7 +13,7 @@
  * limits what attention reads (attention.ts); `sampler` appends the on-device sampler
  * (sampler.ts), whose `next_tokens` (and `probs`) replace `logits`.
  */
-import type { ArchSpec, LayerSpec } from './arch';
+import type { ArchSpec, LayerSpec, RopeSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
@@ -93,7 +93,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     return e;
   });
   const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
-  const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
+  // one cos/sin table per distinct rope spec, built before the layers (Gemma-3: global and local layers differ)
+  const tables = new Map<RopeSpec, ReturnType<typeof ropeTables>>();
+  for (const r of [a.rope, ...a.layers.map((l) => l.rope)]) if (r && !tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
+  const ropeFor = (r: RopeSpec | undefined) => (r ? tables.get(r) : undefined);
 
   const updated: StateValues[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
@@ -106,7 +109,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
       const block = attentionBlockOf(l);
-      const att = g.within('attn', () => block(c, a, l, x1, kv, rope, layerStateInputs(iface.states, declared, i)));
+      const att = g.within('attn', () => block(c, a, l, x1, kv, ropeFor(l.rope ?? a.rope), layerStateInputs(iface.states, declared, i)));
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));

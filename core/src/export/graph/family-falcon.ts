@@ -10,7 +10,7 @@
  *   to 2 there); otherwise sequential with `post_attention_layernorm`.
  * - LayerNorm with bias, erf GELU (`activation`), scores ÷ √head_dim, `transformer.` keys, head
  *   tied per `tie_word_embeddings` (PretrainedConfig's default: tied).
- * ALiBi (`alibi: true`) is refused: it is not implemented.
+ * ALiBi (`alibi: true`) is refused: Falcon's is BLOOM's, which the MPT block (`alibi.ts`) does not compute.
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
@@ -48,7 +48,14 @@ const falconConfig = z.looseObject({
 /** Falcon's architecture (FalconConfig defaults where a field is absent). */
 export function falconArch(raw: unknown, file: string): ArchSpec {
   const c = parseWith(falconConfig, raw, file);
-  if (c.alibi) refuse(file, 'alibi', 'is true (ALiBi position biases are not implemented; only rotary Falcon models export)');
+  // Falcon's ALiBi is BLOOM's, not MPT's (alibi.ts): other slopes, rounded to bfloat16 and multiplied by the
+  // absolute key position in bfloat16, added before the 1/√head_dim scaling (HF modeling_falcon.py build_alibi_tensor)
+  if (c.alibi)
+    refuse(
+      file,
+      'alibi',
+      "is true (ALiBi as Falcon applies it, BLOOM's bfloat16 slopes × key position, is not implemented; only rotary Falcon models export)",
+    );
   const H = c.hidden_size ?? c.n_embed ?? 4544;
   const nh = c.num_attention_heads ?? c.n_head ?? 71;
   const L = c.num_hidden_layers ?? c.n_layer ?? 32;

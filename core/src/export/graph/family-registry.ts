@@ -12,12 +12,15 @@ import { codegenFamily } from './family-codegen';
 import { falconFamily } from './family-falcon';
 import { gemmaFamily } from './family-gemma';
 import { gemma2Family } from './family-gemma2';
+import { gemma3Family } from './family-gemma3';
+import { gptBigcodeFamily } from './family-gpt-bigcode';
 import { gpt2Family } from './family-gpt2';
 import { gptjFamily } from './family-gptj';
 import { graniteFamily } from './family-granite';
 import { llamaFamily } from './family-llama';
 import { mistralFamily } from './family-mistral';
 import { mixtralFamily } from './family-mixtral';
+import { mptFamily } from './family-mpt';
 import { olmo2Family } from './family-olmo2';
 import { phiFamily } from './family-phi';
 import { phi3Family } from './family-phi3';
@@ -50,6 +53,9 @@ export const FAMILIES: readonly FamilyRow[] = [
   phiFamily,
   starcoder2Family,
   gptjFamily,
+  mptFamily,
+  gptBigcodeFamily,
+  gemma3Family,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */
@@ -106,7 +112,7 @@ export function familyOf(raw: unknown, file: string): FamilyRow {
  * HF `base_model_prefix` of families without a row yet, for the ONNX path's name lookup (a
  * legacy graph of any model converts); a family's row replaces its entry here.
  */
-const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { gpt_bigcode: 'transformer', bloom: 'transformer' };
+const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { bloom: 'transformer' };
 
 /** The module a config's trunk keys live under (HF `base_model_prefix`): the row's, else `model`. */
 export function keyPrefixOf(config: unknown): string {

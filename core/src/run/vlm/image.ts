@@ -41,6 +41,18 @@ export const QWEN3_VL_PROCESSOR_DEFAULTS = {
   rescale: 1 / 255,
 } as const;
 
+/**
+ * HF `Qwen2VLImageProcessor`'s own defaults, which Qwen2.5-VL uses (image_processing_qwen2_vl.py:
+ * size shortest_edge 56·56, longest_edge 28·28·1280, OPENAI_CLIP_MEAN / OPENAI_CLIP_STD).
+ */
+export const QWEN2_VL_PROCESSOR_DEFAULTS = {
+  minPixels: 56 * 56,
+  maxPixels: 28 * 28 * 1280,
+  mean: [0.48145466, 0.4578275, 0.40821073],
+  std: [0.26862954, 0.26130258, 0.27577711],
+  rescale: 1 / 255,
+} as const;
+
 function req(): NodeRequire {
   return createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
 }
@@ -109,12 +121,16 @@ export function smartResize(height: number, width: number, factor: number, minPi
   return [h, w];
 }
 
-/** Bicubic (a = −0.5) weights for one axis, PIL's resampling (support grows when shrinking). */
-function axisWeights(inSize: number, outSize: number): { start: number[]; w: Float64Array[] } {
+/** PIL's resampling filters: bicubic (a = −0.5, support 2) and bilinear (triangle, support 1). */
+export type Resample = 'bicubic' | 'bilinear';
+
+/** Filter weights for one axis, PIL's resampling (support grows when shrinking). */
+function axisWeights(inSize: number, outSize: number, filter: Resample): { start: number[]; w: Float64Array[] } {
   const scale = inSize / outSize;
   const fscale = Math.max(scale, 1);
-  const support = 2 * fscale;
-  const cubic = (x: number) => {
+  const support = (filter === 'bilinear' ? 1 : 2) * fscale;
+  const triangle = (x: number) => Math.max(0, 1 - Math.abs(x));
+  const bicubic = (x: number) => {
     const a = -0.5;
     x = Math.abs(x);
     if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
@@ -129,7 +145,8 @@ function axisWeights(inSize: number, outSize: number): { start: number[]; w: Flo
     const hi = Math.min(inSize, Math.trunc(center + support + 0.5));
     const ws = new Float64Array(hi - lo);
     let sum = 0;
-    for (let i = lo; i < hi; i++) sum += ws[i - lo] = cubic((i - center + 0.5) / fscale);
+    const kernel = filter === 'bilinear' ? triangle : bicubic;
+    for (let i = lo; i < hi; i++) sum += ws[i - lo] = kernel((i - center + 0.5) / fscale);
     if (sum !== 0) for (let k = 0; k < ws.length; k++) ws[k]! /= sum;
     start.push(lo);
     w.push(ws);
@@ -137,11 +154,11 @@ function axisWeights(inSize: number, outSize: number): { start: number[]; w: Flo
   return { start, w };
 }
 
-/** Resizes RGB bytes with PIL-style separable bicubic resampling (8-bit rounding between passes, as PIL does). */
-export function resizeBicubic(img: RgbImage, height: number, width: number): RgbImage {
+/** Resizes RGB bytes with PIL-style separable resampling (bicubic unless told; 8-bit rounding between passes, as PIL does). */
+export function resizeBicubic(img: RgbImage, height: number, width: number, filter: Resample = 'bicubic'): RgbImage {
   if (img.height === height && img.width === width) return img;
   const clip = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
-  const hx = axisWeights(img.width, width);
+  const hx = axisWeights(img.width, width, filter);
   const tmp = new Uint8Array(img.height * width * 3);
   for (let y = 0; y < img.height; y++)
     for (let x = 0; x < width; x++)
@@ -151,7 +168,7 @@ export function resizeBicubic(img: RgbImage, height: number, width: number): Rgb
         for (let k = 0; k < ws.length; k++) s += ws[k]! * img.data[(y * img.width + hx.start[x]! + k) * 3 + ch]!;
         tmp[(y * width + x) * 3 + ch] = clip(s);
       }
-  const vy = axisWeights(img.height, height);
+  const vy = axisWeights(img.height, height, filter);
   const out = new Uint8Array(height * width * 3);
   for (let y = 0; y < height; y++)
     for (let x = 0; x < width; x++)
@@ -164,9 +181,14 @@ export function resizeBicubic(img: RgbImage, height: number, width: number): Rgb
   return { width, height, data: out };
 }
 
-/** Reads preprocessor_config.json in `dir` (if any) over the Qwen3-VL defaults. */
-export function processorConfig(dir: string | undefined, sizes: { patch: number; temporalPatch: number; merge: number }): ProcessorConfig {
-  const c: ProcessorConfig = { ...QWEN3_VL_PROCESSOR_DEFAULTS, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], ...sizes };
+/** Reads preprocessor_config.json in `dir` (if any) over the model type's defaults (Qwen3-VL's unless `modelType` is qwen2_5_vl). */
+export function processorConfig(
+  dir: string | undefined,
+  sizes: { patch: number; temporalPatch: number; merge: number },
+  modelType?: string,
+): ProcessorConfig {
+  const d = modelType === 'qwen2_5_vl' ? QWEN2_VL_PROCESSOR_DEFAULTS : QWEN3_VL_PROCESSOR_DEFAULTS;
+  const c: ProcessorConfig = { ...d, mean: [...d.mean], std: [...d.std], ...sizes };
   const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
   if (!file || !fs.existsSync(file)) return c;
   let raw: Record<string, unknown>;

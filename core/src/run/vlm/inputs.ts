@@ -9,6 +9,7 @@ import { FormatError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig } from './image';
+import { gemma3Processor, processGemma3Image } from './image-gemma3';
 import type { VlmImages } from './vlm-runner';
 
 /** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
@@ -20,7 +21,21 @@ export function readPixelValues(file: string): VlmImages {
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }
-  const pv = raw?.pixel_values;
+  let pv = raw?.pixel_values;
+  // Gemma 3's processor gives whole images [n, C, S, S]: one row per image, grid [1, S, S]
+  const images = Array.isArray(pv) && Array.isArray(pv[0]) && Array.isArray(pv[0][0]) && Array.isArray(pv[0][0][0]);
+  if (images) {
+    const all = pv as unknown[][][][];
+    const S = all[0]![0]!.length;
+    if (
+      !all.every(
+        (im) => im.length === all[0]!.length && im.every((ch) => ch.length === S && ch.every((r) => Array.isArray(r) && r.length === S)),
+      )
+    )
+      throw new FormatError(file, '"pixel_values" images must all be [channels, size, size]');
+    pv = all.map((im) => im.flat(2));
+    raw.image_grid_thw ??= all.map(() => [1, S, S]);
+  }
   if (!Array.isArray(pv) || pv.length === 0 || !Array.isArray(pv[0]))
     throw new FormatError(file, '"pixel_values" must be a non-empty array of rows (numbers)');
   const dim = (pv[0] as unknown[]).length;
@@ -40,18 +55,30 @@ export function readPixelValues(file: string): VlmImages {
       throw new FormatError(file, `"image_grid_thw"[${i}] must be three positive integers [t, h, w]`);
     return g as [number, number, number];
   });
-  const rows = grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+  const rows = images ? grids.length : grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
   if (rows !== pv.length) throw new FormatError(file, `"pixel_values" has ${pv.length} rows but "image_grid_thw" needs ${rows}`);
   return { pixelValues: data, patchDim: dim, grids };
 }
 
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest): VlmImages {
-  const cfg = processorConfig(path.dirname(m.config), {
-    patch: m.vision.patch_size,
-    temporalPatch: m.vision.temporal_patch_size,
-    merge: m.vision.spatial_merge_size,
-  });
+  if (m.model_type === 'gemma3') {
+    const S = m.image_size!;
+    const p = gemma3Processor(path.dirname(m.config), S);
+    const parts = files.map((f) => processGemma3Image(decodeImage(f), p));
+    const pixelValues = new Float32Array(parts.length * 3 * S * S);
+    parts.forEach((x, i) => pixelValues.set(x, i * x.length));
+    return { pixelValues, patchDim: 3 * S * S, grids: parts.map(() => [1, S, S] as [number, number, number]) };
+  }
+  const cfg = processorConfig(
+    path.dirname(m.config),
+    {
+      patch: m.vision.patch_size,
+      temporalPatch: m.vision.temporal_patch_size,
+      merge: m.vision.spatial_merge_size,
+    },
+    m.model_type,
+  );
   const parts = files.map((f) => processImage(decodeImage(f), cfg));
   const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
   const pixelValues = new Float32Array(total);

@@ -116,7 +116,11 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   };
   const pixelInfo = need('pixel_values', new Map(vin.map((i) => [i.name, i])), visionModel);
   const embedsInfo = need('vision_embeds', byName, langModel);
-  need('deepstack_features', byName, langModel);
+  const F = m.vision.num_feature_layers;
+  // Gemma 3: pixel_values [n, C, S, S] without a grid, vision_embeds [n, mm, H], plain position_ids [B, S]
+  const gemma = m.model_type === 'gemma3';
+  // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
+  if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
   // the language graph's states (graph-interface.ts); ctx_len from the first with a ctx_len axis
   const cache = statesOfGraph(lin);
@@ -127,7 +131,6 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     throw new PipelineError(`${langModel}: only batch size 1 runs here`);
   const half = embedsInfo.elemType === TensorDataType.FLOAT16;
   const H = m.text.hidden_size;
-  const F = m.vision.num_feature_layers;
   const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
   const float = (v: Float32Array, dims: number[], f16: boolean) => {
     if (!f16) return new ort.Tensor('float32', v, dims);
@@ -146,17 +149,24 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const runVision = async (img: VlmImages | undefined): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
     if (!img || img.grids.length === 0) {
       // text-only prompt: one zero row keeps the gather in range; no image token selects it
-      return { embeds: float(new Float32Array(H), [1, 1, H], half), deep: float(new Float32Array(F * H), [F, 1, 1, H], half), rows: 0 };
+      const zeroRows = gemma ? (m.mm_tokens_per_image ?? 1) : 1;
+      return {
+        embeds: float(new Float32Array(zeroRows * H), [1, zeroRows, H], half),
+        deep: float(new Float32Array(F * H), [F, 1, 1, H], half),
+        rows: 0,
+      };
     }
-    const expectDim = m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
+    const expectDim = gemma
+      ? m.vision.in_channels * (m.image_size ?? 0) ** 2
+      : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
     if (img.patchDim !== expectDim)
       throw new UsageError(
         `run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`,
       );
-    const total = img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+    const total = gemma ? img.grids.length : img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
     if (img.pixelValues.length !== total * img.patchDim)
       throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
-    const same = img.grids.every((g) => g.join() === img.grids[0]!.join());
+    const same = gemma || img.grids.every((g) => g.join() === img.grids[0]!.join());
     const groups = same ? [img.grids] : img.grids.map((g) => [g]);
     const embeds: Float32Array[] = [];
     const deep: Float32Array[][] = Array.from({ length: F }, () => []);
@@ -164,23 +174,26 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     for (const grp of groups) {
       const [t, h, w] = grp[0]!;
       const n = grp.length * t * h * w;
-      const pv = img.pixelValues.subarray(row * img.patchDim, (row + n) * img.patchDim);
-      row += n;
+      const pvDims = gemma ? [grp.length, m.vision.in_channels, h, w] : [n, img.patchDim];
+      const pv = img.pixelValues.subarray(row * img.patchDim, (row + (gemma ? grp.length : n)) * img.patchDim);
+      row += gemma ? grp.length : n;
       const out = await run(vision, visionModel, {
-        pixel_values: float(pv, [n, img.patchDim], pixelInfo.elemType === TensorDataType.FLOAT16),
-        image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]),
+        pixel_values: float(pv, pvDims, pixelInfo.elemType === TensorDataType.FLOAT16),
+        ...(gemma ? {} : { image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) }),
       });
       const ve = out.vision_embeds!;
-      const ds = out.deepstack_features!;
+      const ds = out.deepstack_features;
       const f32 = (x: OrtTensor) => {
         if (x.type !== 'float16') return x.data as Float32Array;
         const u = x.data as Uint16Array;
         return toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
       };
       embeds.push(f32(ve));
-      const dsData = f32(ds);
-      const per = dsData.length / F;
-      for (let k = 0; k < F; k++) deep[k]!.push(dsData.subarray(k * per, (k + 1) * per));
+      if (ds) {
+        const dsData = f32(ds);
+        const per = dsData.length / F;
+        for (let k = 0; k < F; k++) deep[k]!.push(dsData.subarray(k * per, (k + 1) * per));
+      }
     }
     const cat = (parts: Float32Array[]) => {
       const outArr = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
@@ -190,7 +203,12 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     };
     const all = cat(embeds);
     const rows = all.length / H;
-    return { embeds: float(all, [1, rows, H], half), deep: float(cat(deep.flat()), [F, 1, rows, H], half), rows };
+    const mm = m.mm_tokens_per_image ?? rows;
+    return {
+      embeds: float(all, gemma ? [rows / mm, mm, H] : [1, rows, H], half),
+      deep: float(cat(deep.flat()), [F, 1, rows, H], half),
+      rows,
+    };
   };
 
   const newState = (tokens: number) => {
@@ -220,9 +238,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const feeds: Record<string, OrtTensor> = {
       ...st,
       input_ids: i64(ids, [1, ids.length]),
-      position_ids: i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
+      position_ids: gemma ? i64(cachePos, [1, ids.length]) : i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
       vision_embeds: v.embeds,
-      deepstack_features: v.deep,
+      ...(F > 0 ? { deepstack_features: v.deep } : {}),
     };
     if (byName.has('batch_index')) feeds.batch_index = i64([0], [1, 1]);
     const out = await run(lang, langModel, feeds);
@@ -237,12 +255,14 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const imageTokens = ids.filter((x) => x === m.image_token_id).length;
     if (imageTokens > v.rows)
       throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
-    const rope = getRopeIndex(ids, img?.grids ?? [], {
-      imageTokenId: m.image_token_id,
-      videoTokenId: m.video_token_id,
-      visionStartTokenId: m.vision_start_token_id,
-      spatialMergeSize: m.vision.spatial_merge_size,
-    });
+    const rope = gemma
+      ? { positions: [0, 1, 2].map(() => ids.map((_, k) => k)) as [number[], number[], number[]], delta: 0 }
+      : getRopeIndex(ids, img?.grids ?? [], {
+          imageTokenId: m.image_token_id,
+          videoTokenId: m.video_token_id,
+          visionStartTokenId: m.vision_start_token_id,
+          spatialMergeSize: m.vision.spatial_merge_size,
+        });
     return { v, rope, range: (a: number, b: number) => rope.positions.map((r) => r.slice(a, b)) };
   };
   const arange = (a: number, b: number) => Array.from({ length: b - a }, (_, k) => a + k);
@@ -251,6 +271,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     manifest: m,
     async logits(ids, img) {
       const { v, range } = await prepare(ids, img);
+      // Gemma 3: a row of a token inside an image (before its last token) comes from the prefix
+      // that ends there, while HF's one forward lets it see the whole image (bidirectional); the
+      // interface's last-position logits cannot give HF's value for those rows.
       // image rows merge only in calls with seq > 1 (QEfficient), so every prefix up to the
       // last image token is a fresh prefill; later tokens go one per call through the cache
       const last = ids.lastIndexOf(m.image_token_id);

@@ -11,21 +11,20 @@ import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec 
 import { actOf, llamaLike, parseWith, refuse } from '../config';
 import { canonicalMoeKeys } from '../moe';
 import { ropeSpec, type RopeScaling } from '../rope';
+import { qwen25VlArch } from './config-qwen2-5';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl'] as const;
+export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3'] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
 const OTHER_VLMS = [
   'qwen2_vl',
-  'qwen2_5_vl',
   'qwen3_omni_moe',
   'llava',
   'llava_next',
   'mllama',
-  'gemma3',
   'internvl_chat',
   'idefics3',
   'llama4',
@@ -46,8 +45,13 @@ export function isVlmConfig(raw: unknown): boolean {
   );
 }
 
-/** The vision tower (HF `Qwen3VLMoeVisionModel`). */
+/** The vision tower (HF `Qwen3VLMoeVisionModel`, or `Qwen2_5_VisionTransformerPretrainedModel` when `kind` says so). */
 export interface VisionArch {
+  /**
+   * qwen3_vl: learned positions, LayerNorm, plain MLP, deepstack mergers. qwen2_5_vl: no
+   * position table, RMSNorm, gated MLP with biases, window attention, `merger.ln_q`.
+   */
+  kind: 'qwen3_vl' | 'qwen2_5_vl';
   depth: number;
   hidden: number;
   nHeads: number;
@@ -64,8 +68,10 @@ export interface VisionArch {
   numPositions: number;
   side: number;
   deepstack: number[];
-  /** Key prefix of the tower, `model.visual`. */
+  /** Key prefix of the tower, `model.visual` (Qwen3-VL) or `visual` (Qwen2.5-VL's Hub keys). */
   prefix: string;
+  /** Qwen2.5-VL window attention: window side in merged tokens and the blocks that attend over the whole frame. */
+  window?: { units: number; fullAtt: number[] };
 }
 
 /** Everything both graphs need. */
@@ -73,8 +79,10 @@ export interface VlmArch {
   modelType: VlmModelType;
   vision: VisionArch;
   text: ArchSpec;
-  /** Interleaved MRoPE sections (t, h, w) over head_dim / 2 frequencies. */
+  /** MRoPE sections (t, h, w) over head_dim / 2 frequencies. */
   mropeSection: [number, number, number];
+  /** Qwen3-VL interleaves the sections (t h w t h w …); Qwen2.5-VL takes them as contiguous chunks. */
+  mropeInterleaved: boolean;
   imageTokenId: number;
   videoTokenId: number;
   visionStartTokenId: number;
@@ -147,6 +155,7 @@ function visionArch(raw: Record<string, unknown>, file: string): VisionArch {
     if (v.deepstack_visual_indexes.indexOf(d) !== k) refuse(file, at('deepstack_visual_indexes'), `lists block ${d} twice`);
   }
   return {
+    kind: 'qwen3_vl',
     depth: v.depth,
     hidden: v.hidden_size,
     nHeads: v.num_heads,
@@ -172,14 +181,25 @@ const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSp
   ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
 });
 
-function textArch(
+/** Where the text model's fields and keys live: Qwen3-VL nests them (`text_config`, `model.language_model.*`); Qwen2.5-VL keeps the Hub's flat layout. */
+interface TextLayout {
+  /** Config path of the text fields in refusals (`text_config.` or ``). */
+  field: string;
+  /** Key prefix of the text model (`model.language_model` or `model`). */
+  keys: string;
+}
+
+/** @internal Shared by the Qwen3-VL and Qwen2.5-VL parsers. */
+export function textArch(
   type: VlmModelType,
   raw: Record<string, unknown>,
   tied: boolean,
   file: string,
+  layout: TextLayout = { field: 'text_config.', keys: 'model.language_model' },
 ): { text: ArchSpec; section: [number, number, number] } {
   const c = parseWith(llamaLike, { model_type: type, ...raw }, file);
-  const at = (f: string) => `text_config.${f}`;
+  const at = (f: string) => `${layout.field}${f}`;
+  const qwen25 = type === 'qwen2_5_vl';
   const H = c.hidden_size;
   const nh = c.num_attention_heads;
   const nKv = c.num_key_value_heads ?? nh;
@@ -188,6 +208,8 @@ function textArch(
   if (!Number.isInteger(hd))
     refuse(file, at('hidden_size'), `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
   const scaling = (c.rope_scaling ?? c.rope_parameters ?? {}) as RopeScaling & { mrope_section?: unknown; mrope_interleaved?: unknown };
+  // Qwen2.5-VL's modeling reads rope_scaling["mrope_section"] unconditionally: no default to fall back on
+  if (qwen25 && scaling.mrope_section === undefined) refuse(file, at('rope_scaling.mrope_section'), 'is missing (Qwen2.5-VL needs it)');
   const section = scaling.mrope_section ?? [24, 20, 20];
   if (!Array.isArray(section) || section.length !== 3 || !section.every((s) => Number.isInteger(s) && s >= 0)) {
     refuse(file, at('rope_scaling.mrope_section'), 'must be three non-negative integers (t, h, w)');
@@ -196,14 +218,22 @@ function textArch(
   if (sec[0] + sec[1] + sec[2] !== hd / 2)
     refuse(file, at('rope_scaling.mrope_section'), `sums to ${sec[0] + sec[1] + sec[2]} but head_dim / 2 is ${hd / 2}`);
   // HF Qwen3-VL always interleaves (apply_interleaved_mrope); a config saying otherwise means another model.
-  if (scaling.mrope_interleaved === false)
+  if (!qwen25 && scaling.mrope_interleaved === false)
     refuse(file, at('rope_scaling.mrope_interleaved'), 'is false (only interleaved MRoPE, as Qwen3-VL uses, is implemented)');
-  const theta = c.rope_theta ?? (typeof scaling.rope_theta === 'number' ? scaling.rope_theta : 5000000);
+  // HF Qwen2.5-VL (apply_multimodal_rotary_pos_emb) takes the sections as contiguous chunks
+  if (qwen25 && scaling.mrope_interleaved === true)
+    refuse(file, at('rope_scaling.mrope_interleaved'), 'is true (Qwen2.5-VL takes the MRoPE sections as contiguous chunks)');
+  const theta = c.rope_theta ?? (typeof scaling.rope_theta === 'number' ? scaling.rope_theta : qwen25 ? 1000000 : 5000000);
   const { mrope_section: _s, mrope_interleaved: _i, ...plain } = scaling;
+  // Qwen2_5_VLConfig rewrites rope_scaling type "mrope" to "default"
+  if (plain.type === 'mrope') delete plain.type;
+  if (plain.rope_type === 'mrope') delete plain.rope_type;
   const rope = ropeSpec(theta, hd, Object.keys(plain).length ? plain : null, file);
-  if (c.use_sliding_window) refuse(file, at('use_sliding_window'), 'is true (sliding windows are not implemented for Qwen3-VL)');
+  if (c.use_sliding_window) refuse(file, at('use_sliding_window'), 'is true (sliding windows are not implemented for the VLM text models)');
   const act = actOf(c.hidden_act ?? 'silu', file, at('hidden_act'));
+  // Qwen2 attention: q/k/v always carry biases, o_proj never; Qwen3 follows attention_bias
   const bias = !!c.attention_bias;
+  const qkvBias = qwen25 || bias;
   const layers: LayerSpec[] = [];
   const experts = type === 'qwen3_vl_moe' ? c.num_experts : undefined;
   if (type === 'qwen3_vl_moe' && (!experts || !c.num_experts_per_tok || !c.moe_intermediate_size)) {
@@ -212,7 +242,7 @@ function textArch(
   if (experts && c.num_experts_per_tok! > experts)
     refuse(file, at('num_experts_per_tok'), `(${c.num_experts_per_tok}) exceeds num_experts (${experts})`);
   for (let i = 0; i < c.num_hidden_layers; i++) {
-    const p = `model.language_model.layers.${i}`;
+    const p = `${layout.keys}.layers.${i}`;
     const sparse = !!experts && !(c.mlp_only_layers ?? []).includes(i) && (i + 1) % (c.decoder_sparse_step ?? 1) === 0;
     let mlp: MlpSpec;
     if (sparse) {
@@ -238,13 +268,14 @@ function textArch(
       norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
       attn: {
         kind: 'separate',
-        q: lin(`${p}.self_attn.q_proj.weight`, nh * hd, H, bias),
-        k: lin(`${p}.self_attn.k_proj.weight`, nKv * hd, H, bias),
-        v: lin(`${p}.self_attn.v_proj.weight`, nKv * hd, H, bias),
+        q: lin(`${p}.self_attn.q_proj.weight`, nh * hd, H, qkvBias),
+        k: lin(`${p}.self_attn.k_proj.weight`, nKv * hd, H, qkvBias),
+        v: lin(`${p}.self_attn.v_proj.weight`, nKv * hd, H, qkvBias),
       },
-      o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd, bias),
-      qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd },
-      kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd },
+      o: lin(`${p}.self_attn.o_proj.weight`, H, nh * hd, bias && !qwen25),
+      ...(qwen25
+        ? {}
+        : { qNorm: { weight: `${p}.self_attn.q_norm.weight`, size: hd }, kNorm: { weight: `${p}.self_attn.k_norm.weight`, size: hd } }),
       mlp,
     });
   }
@@ -254,8 +285,8 @@ function textArch(
     act,
     scoreScale: { op: 'mul', value: Math.pow(hd, -0.5) },
     rope,
-    embed: 'model.language_model.embed_tokens.weight',
-    finalNorm: { weight: 'model.language_model.norm.weight', size: H },
+    embed: `${layout.keys}.embed_tokens.weight`,
+    finalNorm: { weight: `${layout.keys}.norm.weight`, size: H },
     ...(tied ? {} : { lmHead: 'lm_head.weight' }),
     layers,
   };
@@ -265,6 +296,8 @@ function textArch(
 /** Parses a Qwen3-VL(-MoE) config.json into both architectures. */
 export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
   const modelType = vlmModelTypeOf(raw, file);
+  if (modelType === 'qwen2_5_vl') return qwen25VlArch(raw as Record<string, unknown>, file);
+  if (modelType === 'gemma3') throw new Error('internal: gemma3 is built by vlm/export-vlm.ts (vision-gemma3.ts, language-gemma3.ts)');
   const c = parseWith(vlmConfig, raw, file);
   const vision = visionArch(c.vision_config, file);
   const tied = c.tie_word_embeddings ?? (c.text_config.tie_word_embeddings as boolean | undefined) ?? false;
@@ -276,6 +309,7 @@ export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
     vision,
     text,
     mropeSection: section,
+    mropeInterleaved: true,
     imageTokenId: c.image_token_id,
     videoTokenId: c.video_token_id,
     visionStartTokenId: c.vision_start_token_id,

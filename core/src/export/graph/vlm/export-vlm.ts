@@ -2,7 +2,7 @@
  * `export --config` for a vision-language model: two export directories under `<out>` —
  * `vision/` and `language/`, each a normal export (model.onnx + weight_spec.json + link +
  * export-report.json) — whose specs point into ONE prepared checkpoint (keys `model.visual.*`,
- * `model.language_model.*`, `lm_head.weight`). `<out>/vlm.json`, written last, ties them
+ * `model.language_model.*`, `lm_head.weight`; Qwen2.5-VL's `visual.*`, `model.*`). `<out>/vlm.json`, written last, ties them
  * together for `compile` and `run`: model type, the token ids and processor sizes `run`
  * needs, and the two directory names.
  */
@@ -17,9 +17,13 @@ import type { ModelObj } from '../builder';
 import { checkGraph } from '../check-graph';
 import { encodeBuiltModel } from '../encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../layout';
-import { vlmArchFromConfig, type VlmArch } from './config';
-import { buildLanguage } from './language';
-import { buildVision } from './vision';
+import type { ArchSpec } from '../arch';
+import { refuse } from '../config';
+import { vlmArchFromConfig, vlmModelTypeOf } from './config';
+import { buildLanguage, type LanguageOptions } from './language';
+import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
+import { buildVision, type BuiltVision } from './vision';
+import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
 import { hubRecord } from '../../../hub/hf-cache';
 
 /** Marker file of a VLM export directory. */
@@ -38,6 +42,11 @@ export interface VlmManifest {
   video_token_id: number;
   vision_start_token_id: number;
   vision: { patch_size: number; temporal_patch_size: number; spatial_merge_size: number; in_channels: number; num_feature_layers: number };
+  /** Gemma 3: the processor's fixed square size and the image tokens per image (absent for the Qwen VLMs). */
+  image_size?: number;
+  mm_tokens_per_image?: number;
+  /** Gemma 3: the end-of-image token closing each expanded image (`eoi_token_index`). */
+  image_end_token_id?: number;
   text: { hidden_size: number; num_hidden_layers: number };
   dtype: ExportDtype;
 }
@@ -75,29 +84,31 @@ function specFor(weights: { name: string }[], layout: PreparedLayout, name: stri
 }
 
 /** Builds both graphs, checks them against one layout and writes `<out>/{vision,language}` + vlm.json. */
-export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[]; arch: VlmArch; written: ExportWritten[] }> {
+export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[]; arch: { text: ArchSpec }; written: ExportWritten[] }> {
   const t0 = performance.now();
-  const arch = vlmArchFromConfig(o.raw, o.cfgFile);
-  let layout: PreparedLayout | undefined;
-  if (o.withCheckpoint) {
-    if (!o.planner) throw new PipelineError(`${o.cfgDir}: holds a checkpoint but no prepare planner is available`);
-    layout = await o.planner(o.cfgDir, o.dtype);
-  }
   const name = path.basename(o.cfgDir);
-  const vision = buildVision(arch.vision, { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` });
-  const language = buildLanguage(arch, {
+  const modelType = vlmModelTypeOf(o.raw, o.cfgFile);
+  const langOpts = {
     dtype: o.dtype,
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
     ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
     continuousBatching: !!o.continuousBatching,
     name: `${name}-language`,
-  });
+  };
+  const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
+  const parts0 = modelType === 'gemma3' ? gemma3Parts(o, visionOpts, langOpts) : qwenParts(o, visionOpts, langOpts);
+  const { vision, language, text } = parts0;
+  let layout: PreparedLayout | undefined;
+  if (o.withCheckpoint) {
+    if (!o.planner) throw new PipelineError(`${o.cfgDir}: holds a checkpoint but no prepare planner is available`);
+    layout = await o.planner(o.cfgDir, o.dtype);
+  }
   for (const m of [vision.model, language.model]) {
     const problems = checkGraph(m);
     if (problems.length) throw new PipelineError(`internal error: the built ${m.graph.name} graph is malformed: ${problems[0]!.message}`);
   }
-  layout ??= layoutFromConfig(arch.text, [...vision.weights, ...language.weights], preparedDirFor(o.cfgDir, o.dtype), o.dtype);
+  layout ??= layoutFromConfig(text, [...vision.weights, ...language.weights], preparedDirFor(o.cfgDir, o.dtype), o.dtype);
   checkLayout([...vision.weights, ...language.weights], layout, o.cfgFile);
   const tBuild = performance.now();
 
@@ -109,7 +120,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       dir: 'vision',
       model: vision.model,
       weights: vision.weights,
-      io: { inputs: ['pixel_values', 'image_grid_thw'], outputs: ['vision_embeds', 'deepstack_features'] },
+      io: parts0.visionIo,
     },
     { dir: 'language', model: language.model, weights: language.weights, io: language.io },
   ];
@@ -127,7 +138,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
           kind: 'config',
           graph_role: p.dir,
           source: { config: o.cfgFile, checkpoint: o.withCheckpoint ? o.cfgDir : null, ...hubRecord(o.cfgDir) },
-          model_type: arch.modelType,
+          model_type: modelType,
           options: {
             dtype: o.dtype,
             ctx_len: o.ctxLen ?? 'ctx_len',
@@ -144,26 +155,15 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   const manifest: VlmManifest = {
     tool: 'weight-spec export',
     kind: 'vlm',
-    model_type: arch.modelType,
+    model_type: modelType,
     config: o.cfgFile,
     graphs: { vision: 'vision', language: 'language' },
-    image_token_id: arch.imageTokenId,
-    video_token_id: arch.videoTokenId,
-    vision_start_token_id: arch.visionStartTokenId,
-    vision: {
-      patch_size: arch.vision.patch,
-      temporal_patch_size: arch.vision.temporalPatch,
-      spatial_merge_size: arch.vision.merge,
-      in_channels: arch.vision.inChannels,
-      num_feature_layers: arch.vision.deepstack.length,
-    },
-    text: { hidden_size: arch.text.hidden, num_hidden_layers: arch.text.layers.length },
+    ...parts0.manifest,
     dtype: o.dtype,
   };
   await guard.writeFile(VLM_MANIFEST, JSON.stringify(manifest, null, 2) + '\n');
-  const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   const summary = [
-    `exported ${name} (${arch.modelType}: vision ${arch.vision.depth} blocks, deepstack [${arch.vision.deepstack.join(', ')}]; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
+    `exported ${name} (${modelType}: ${parts0.note}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
     ...written.flatMap((w, i) =>
       exportSummary(
         `  ${parts[i]!.dir}/`,
@@ -179,5 +179,78 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       : [`  weight-spec prepare --checkpoint <checkpoint of ${name}> --dtype ${o.dtype} --out ${layout.dir}`]),
     `  weight-spec compile ${outDir}`,
   ];
-  return { summary, arch, written };
+  return { summary, arch: { text }, written };
+}
+
+type Opts = { dtype: ExportDtype; opset?: number; name: string };
+type ManifestPart = Omit<VlmManifest, 'tool' | 'kind' | 'model_type' | 'config' | 'graphs' | 'dtype'>;
+interface Parts {
+  vision: BuiltVision;
+  language: { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } };
+  text: ArchSpec;
+  visionIo: { inputs: string[]; outputs: string[] };
+  manifest: ManifestPart;
+  note: string;
+}
+
+/** Qwen3-VL(-MoE) and Qwen2.5-VL: vision.ts + language.ts over one {@link VlmArch}. */
+function qwenParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const arch = vlmArchFromConfig(o.raw, o.cfgFile);
+  const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const w = arch.vision.window;
+  const visionNote = w
+    ? `window ${w.units}×${w.units}, full attention [${w.fullAtt.join(', ')}]`
+    : `deepstack [${arch.vision.deepstack.join(', ')}]`;
+  return {
+    vision: buildVision(arch.vision, vo),
+    language: buildLanguage(arch, lo),
+    text: arch.text,
+    visionIo: {
+      inputs: ['pixel_values', 'image_grid_thw'],
+      outputs: ['vision_embeds', ...(arch.vision.deepstack.length ? ['deepstack_features'] : [])],
+    },
+    manifest: {
+      image_token_id: arch.imageTokenId,
+      video_token_id: arch.videoTokenId,
+      vision_start_token_id: arch.visionStartTokenId,
+      vision: {
+        patch_size: arch.vision.patch,
+        temporal_patch_size: arch.vision.temporalPatch,
+        spatial_merge_size: arch.vision.merge,
+        in_channels: arch.vision.inChannels,
+        num_feature_layers: arch.vision.deepstack.length,
+      },
+      text: { hidden_size: arch.text.hidden, num_hidden_layers: arch.text.layers.length },
+    },
+    note: `vision ${arch.vision.depth} blocks, ${visionNote}; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
+  };
+}
+
+/** Gemma 3: the SigLIP tower + projector (vision-gemma3.ts) and the gemma3_text layers (language-gemma3.ts). */
+function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const raw = o.raw as Record<string, unknown>;
+  const v = gemma3VisionArch(raw, o.cfgFile);
+  const l = gemma3LanguageArch(raw, o.cfgFile);
+  if (v.textHidden !== l.text.hidden)
+    refuse(o.cfgFile, 'text_config.hidden_size', `(${l.text.hidden}) differs from the projector's output (${v.textHidden})`);
+  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
+  const sliding = l.text.layers.filter((x) => x.slidingWindow !== undefined).length;
+  return {
+    vision: buildGemma3Vision(v, vo),
+    language: buildGemma3Language(l, lo),
+    text: l.text,
+    visionIo: { inputs: ['pixel_values'], outputs: ['vision_embeds'] },
+    manifest: {
+      image_token_id: l.imageTokenId,
+      // no video in Gemma 3; the begin-of-image token stands where Qwen's vision-start does
+      video_token_id: -1,
+      vision_start_token_id: int(raw.boi_token_index, 255999),
+      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
+      text: { hidden_size: l.text.hidden, num_hidden_layers: l.text.layers.length },
+      image_size: v.imageSize,
+      mm_tokens_per_image: l.mmTokens,
+      image_end_token_id: int(raw.eoi_token_index, 256000),
+    },
+    note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
+  };
 }

@@ -48,8 +48,14 @@ export interface BuiltLanguage {
  * `apply_interleaved_mrope` starts from t and overwrites `[offset : 3·section[dim] : 3]` with
  * h (offset 1) and w (offset 2).
  */
-export function mropeRows(half: number, section: [number, number, number]): number[] {
+export function mropeRows(half: number, section: [number, number, number], interleaved = true): number[] {
   const rows = new Array<number>(half).fill(0);
+  if (!interleaved) {
+    // HF Qwen2.5-VL apply_multimodal_rotary_pos_emb: cos.split(mrope_section * 2) and chunk i takes row i % 3,
+    // i.e. contiguous t | h | w chunks over each half of head_dim
+    for (let j = 0; j < half; j++) rows[j] = j < section[0] ? 0 : j < section[0] + section[1] ? 1 : 2;
+    return rows;
+  }
   for (const [dim, offset] of [
     [1, 1],
     [2, 2],
@@ -64,7 +70,7 @@ function mropeTables(c: Ctx, arch: VlmArch, mrope: string): { cos: string; sin: 
   const g = c.g;
   const r = arch.text.rope!;
   const half = r.invFreq.length;
-  const rows = mropeRows(half, arch.mropeSection);
+  const rows = mropeRows(half, arch.mropeSection, arch.mropeInterleaved);
   return g.within('mrope', () => {
     const pos = unsqueeze(c, g.op('Cast', [mrope], { to: TensorDataType.FLOAT }), [-1]); // [3,B,S,1]
     const freqs3 = g.op('Mul', [pos, g.constant('float32', [half], r.invFreq, 'inv_freq')]); // [3,B,S,half]
@@ -99,7 +105,8 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
 
   const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
   const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  const deepstack = g.input('deepstack_features', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
+  // Qwen2.5-VL has no deepstack: its language graph takes QEfficient's inputs without it
+  const deepstack = F > 0 ? g.input('deepstack_features', o.dtype, [F, 'vision_batch_size', 'vision_size', H]) : undefined;
   const positionIds = g.input('position_ids', 'int64', [4, batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
@@ -108,13 +115,13 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
     inputs: [
       'input_ids',
       'vision_embeds',
-      'deepstack_features',
+      ...(deepstack ? ['deepstack_features'] : []),
       'position_ids',
       'image_idx',
       ...(cb ? ['batch_index'] : []),
       ...states.map((st) => st.name),
     ],
-    outputs: ['logits', 'vision_embeds_RetainedState', 'deepstack_features_RetainedState', 'image_idx_output'],
+    outputs: ['logits', 'vision_embeds_RetainedState', ...(deepstack ? ['deepstack_features_RetainedState'] : []), 'image_idx_output'],
   };
 
   const textPos = g.op('Squeeze', [g.op('Slice', [positionIds, g.ints([0]), g.ints([1]), g.ints([0])]), g.ints([0])]); // [B,S]
@@ -130,8 +137,8 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
     const withImage = g.op('Where', [unsqueeze(c, selected, [-1]), rows, e]);
     const seqIsOne = g.op('Equal', [g.op('Gather', [g.op('Shape', [inputIds]), g.int(1)], { axis: 0 }), g.int(1)]);
     const embeds = g.op('Where', [seqIsOne, e, withImage]);
-    const ds = g.op('Gather', [reshape(c, deepstack, [F, -1, H]), idx], { axis: 1 }); // [F,B,S,H]
-    const maskF = cast(c, g.op('Cast', [unsqueeze(c, selected, [-1])], { to: TensorDataType.FLOAT }), 'float32', o.dtype); // [B,S,1]
+    const ds = deepstack ? g.op('Gather', [reshape(c, deepstack, [F, -1, H]), idx], { axis: 1 }) : ''; // [F,B,S,H]
+    const maskF = !deepstack ? '' : cast(c, g.op('Cast', [unsqueeze(c, selected, [-1])], { to: TensorDataType.FLOAT }), 'float32', o.dtype); // [B,S,1]
     // max(idx) + 1 (TopK rather than ReduceMax, whose axes moved from attribute to input at opset 18)
     const [top] = g.opN('TopK', [reshape(c, idx, [-1]), g.ints([1], 'k')], { axis: 0, largest: 1, sorted: 1 }, 2);
     const imageIdxOut = reshape(c, g.op('Add', [top!, g.int(1)]), [1, 1]);
@@ -166,7 +173,8 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   });
   g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
+  if (deepstack)
+    g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
   const metadata: Record<string, string> = {

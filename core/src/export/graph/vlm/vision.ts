@@ -20,6 +20,8 @@ import type { VisionArch } from './config';
 import { TensorDataType } from '../../../formats/onnx/types';
 
 const LAYER_NORM: NormKind = { kind: 'layer', eps: 1e-6, plusOne: false };
+/** Qwen2.5-VL's vision norms: Qwen2RMSNorm(eps=1e-6). */
+const RMS_NORM: NormKind = { kind: 'rms', eps: 1e-6, plusOne: false };
 
 /** A built vision graph and its weight inputs (checkpoint keys) in first-use order. */
 export interface BuiltVision {
@@ -103,11 +105,13 @@ export function buildVision(
   const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
   const P = v.prefix;
+  const qwen25 = v.kind === 'qwen2_5_vl';
+  const normKind = qwen25 ? RMS_NORM : LAYER_NORM;
   const patchElems = v.inChannels * v.temporalPatch * v.patch * v.patch;
   const pixels = g.input('pixel_values', o.dtype, ['grid_height', patchElems]);
   const thw = g.input('image_grid_thw', 'int64', ['batch_size', 'time', 'grid_h', 'grid_w']);
   const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
-  const ln = (name: string, size: number) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size });
+  const ln = (name: string, size: number) => ({ weight: `${name}.weight`, ...(qwen25 ? {} : { bias: `${name}.bias` }), size });
 
   const dims = g.op('Shape', [thw]);
   const dim = (k: number) => g.op('Gather', [dims, g.int(k)], { axis: 0 });
@@ -120,12 +124,15 @@ export function buildVision(
     const x = reshape(c, pixels, [-1, v.inChannels, v.temporalPatch, v.patch, v.patch]);
     const k = [v.temporalPatch, v.patch, v.patch];
     const w = weight(c, `${P}.patch_embed.proj.weight`, [v.hidden, v.inChannels, ...k]);
-    const b = weight(c, `${P}.patch_embed.proj.bias`, [v.hidden]);
-    return reshape(c, g.op('Conv', [x, w, b], { kernel_shape: k, strides: k }), [-1, v.hidden]);
+    // Qwen2.5-VL's Conv3d has no bias
+    const b = qwen25 ? [] : [weight(c, `${P}.patch_embed.proj.bias`, [v.hidden])];
+    return reshape(c, g.op('Conv', [x, w, ...b], { kernel_shape: k, strides: k }), [-1, v.hidden]);
   });
-  const table = weight(c, `${P}.pos_embed.weight`, [v.numPositions, v.hidden]);
-  const pos = positionEmbeds(c, v, gh, gw, table);
-  h = g.op('Add', [h, g.op('Tile', [pos, g.op('Concat', [vec(c, frames), g.ints([1])], { axis: 0 })])]);
+  if (!qwen25) {
+    const table = weight(c, `${P}.pos_embed.weight`, [v.numPositions, v.hidden]);
+    const pos = positionEmbeds(c, v, gh, gw, table);
+    h = g.op('Add', [h, g.op('Tile', [pos, g.op('Concat', [vec(c, frames), g.ints([1])], { axis: 0 })])]);
+  }
 
   // 2-D rotary: per token (row, col) in merge-block order; freqs = [row·inv | col·inv], emb = [freqs | freqs]
   const { cos, sin } = g.within('rotary', () => {
@@ -156,10 +163,28 @@ export function buildVision(
   });
 
   // attention only within a frame: token i belongs to frame ⌊i / (gh·gw)⌋
-  const mask = g.within('mask', () => {
+  const { frameMask, windowMask } = g.within('mask', () => {
     const n = g.op('Mul', [frames, frame]);
-    const id = g.op('Div', [g.op('Range', [g.int(0), n, g.int(1)]), frame]);
-    return g.op('Equal', [unsqueeze(c, id, [1]), unsqueeze(c, id, [0])]); // [N,N]
+    const i = g.op('Range', [g.int(0), n, g.int(1)]);
+    const same = (id: string) => g.op('Equal', [unsqueeze(c, id, [1]), unsqueeze(c, id, [0])]); // [N,N]
+    const frameMask = same(g.op('Div', [i, frame]));
+    if (!v.window) return { frameMask, windowMask: undefined };
+    // Qwen2.5-VL get_window_index pads each frame's merged grid to whole windows of `units`
+    // merged tokens, permutes tokens window by window before the blocks and back after the
+    // merger, and window blocks attend within cu_window_seqlens (unique_consecutive drops the
+    // empty windows the padding adds). Attention under a mask is permutation-equivariant and
+    // every other op is per token (the merger's groups of merge² rows move as a whole), so
+    // permute → window-segment attention → inverse permute equals attention masked to "same
+    // frame and same window" in the original order: merged token (bh, bw) is in window
+    // (⌊bh / units⌋, ⌊bw / units⌋), and empty windows hold no token.
+    const gwm = g.op('Div', [gw, g.int(v.merge)]);
+    const merged = g.op('Div', [g.op('Mod', [i, frame]), g.int(v.merge * v.merge)]);
+    const u = g.int(v.window.units);
+    const win = g.op('Add', [
+      g.op('Mul', [g.op('Div', [g.op('Div', [merged, gwm]), u]), gwm]),
+      g.op('Div', [g.op('Mod', [merged, gwm]), u]),
+    ]);
+    return { frameMask, windowMask: g.op('And', [frameMask, same(win)]) };
   });
 
   const D = v.hidden;
@@ -185,13 +210,14 @@ export function buildVision(
     const p = `${P}.blocks.${i}`;
     g.within(`blocks.${i}`, () => {
       const att = g.within('attn', () => {
-        const x = norm(c, h, ln(`${p}.norm1`, D), LAYER_NORM);
+        const x = norm(c, h, ln(`${p}.norm1`, D), normKind);
         const qkv = reshape(c, linear(c, x, lin(`${p}.attn.qkv`, 3 * D, D)), [-1, 3, v.nHeads, hd]);
         const [q, k, vv] = split(c, qkv, 1, [1, 1, 1]).map((t) => reshape(c, t, [-1, v.nHeads, hd])) as [string, string, string];
         const qh = transpose(c, rope(q), [1, 0, 2]); // [nh,N,hd]
         const kh = transpose(c, rope(k), [1, 2, 0]); // [nh,hd,N]
         const vh = transpose(c, vv, [1, 0, 2]);
         const scores = g.op('Mul', [g.op('MatMul', [qh, kh]), g.scalar(o.dtype, Math.pow(hd, -0.5), 'vision_scale')]);
+        const mask = windowMask && !v.window!.fullAtt.includes(i) ? windowMask : frameMask;
         const masked = g.op('Where', [mask, cast(c, scores, o.dtype, 'float32'), g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
         const probs = cast(c, g.op('Softmax', [masked], { axis: -1 }), 'float32', o.dtype);
         const ctx = reshape(c, transpose(c, g.op('MatMul', [probs, vh]), [1, 0, 2]), [-1, D]);
@@ -199,7 +225,13 @@ export function buildVision(
       });
       h = g.op('Add', [h, att]);
       const mlp = g.within('mlp', () => {
-        const x = norm(c, h, ln(`${p}.norm2`, D), LAYER_NORM);
+        const x = norm(c, h, ln(`${p}.norm2`, D), normKind);
+        if (qwen25) {
+          // Qwen2_5_VLMLP: down(act(gate(x)) · up(x)), all with biases
+          const gate = activation(c, linear(c, x, lin(`${p}.mlp.gate_proj`, v.intermediate, D)), v.act);
+          const up = linear(c, x, lin(`${p}.mlp.up_proj`, v.intermediate, D));
+          return linear(c, g.op('Mul', [gate, up]), lin(`${p}.mlp.down_proj`, D, v.intermediate));
+        }
         return linear(
           c,
           activation(c, linear(c, x, lin(`${p}.mlp.linear_fc1`, v.intermediate, D)), v.act),
@@ -211,21 +243,31 @@ export function buildVision(
     const k = v.deepstack.indexOf(i);
     if (k >= 0) deep[k] = merger(`${P}.deepstack_merger_list.${k}`, h, true);
   }
-  const merged = merger(`${P}.merger`, h, false);
+  const merged = qwen25
+    ? g.within('merger', () => {
+        // Qwen2_5_VLPatchMerger: ln_q (RMSNorm over hidden), merge² rows side by side, mlp.0 → GELU (erf) → mlp.2
+        const wide = D * v.merge * v.merge;
+        const normed = reshape(c, norm(c, h, ln(`${P}.merger.ln_q`, D), RMS_NORM), [-1, wide]);
+        const hidden = activation(c, linear(c, normed, lin(`${P}.merger.mlp.0`, wide, wide)), 'gelu');
+        return linear(c, hidden, lin(`${P}.merger.mlp.2`, v.outHidden, wide));
+      })
+    : merger(`${P}.merger`, h, false);
 
   // QEfficient: [N/4, out] → [batch, N/4/batch, out]
   const perImage = (x: string) => g.op('Reshape', [x, g.op('Concat', [vec(c, B), g.ints([-1, v.outHidden])], { axis: 0 })]);
   g.output(perImage(merged), 'vision_embeds', o.dtype, ['batch_size', 'vision_size', v.outHidden]);
-  const stacked = g.op(
-    'Concat',
-    deep.map((d) => unsqueeze(c, perImage(d), [0])),
-    { axis: 0 },
-  );
-  g.output(stacked, 'deepstack_features', o.dtype, [v.deepstack.length, 'batch_size', 'vision_size', v.outHidden]);
+  if (deep.length > 0) {
+    const stacked = g.op(
+      'Concat',
+      deep.map((d) => unsqueeze(c, perImage(d), [0])),
+      { axis: 0 },
+    );
+    g.output(stacked, 'deepstack_features', o.dtype, [v.deepstack.length, 'batch_size', 'vision_size', v.outHidden]);
+  }
 
   const weights = g.inputs
     .filter((i) => c.declared.has(i.name))
     .map((i) => ({ name: i.name, shape: i.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'qwen3_vl_vision', ...(o.metadata ?? {}) };
-  return { model: g.build(o.name ?? 'qwen3-vl-vision', metadata), weights };
+  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': `${v.kind}_vision`, ...(o.metadata ?? {}) };
+  return { model: g.build(o.name ?? `${v.kind}-vision`, metadata), weights };
 }

@@ -1,0 +1,246 @@
+/**
+ * Qwen2.5-VL end to end through the CLI (in this process, test/support/cli.ts) on the fixture
+ * (config.json in the published flat layout, a two-file checkpoint under the Hub's keys
+ * `visual.*`, `model.*`, `lm_head.*`, preprocessor_config.json with CLIP mean/std):
+ * `export --config` → `prepare --dtype float32` → `compile` (both graphs) → `run
+ * --pixel-values reference.json` / `run --image` reproduce reference.json (HF transformers,
+ * fp32 on the bf16 weights): generated_ids, logits within 1e-4, image features within 1e-4 —
+ * from the fixture's pixel values and from the image itself through the processor port
+ * (HF models/qwen2_vl/image_processing_qwen2_vl.py: smart_resize, OPENAI_CLIP_MEAN/STD). The
+ * fixture's two legacy graphs also go through `export --onnx` over the same prepared checkpoint.
+ * Graph sources: HF src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py and QEfficient
+ * QEfficient/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (commit
+ * 02cdf56d505bdc3cf033e515713360c6322021ea) — see vlm-vision.test.ts / vlm-language.test.ts.
+ */
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { beforeAll, expect, it } from 'vitest';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
+import { cliInProcess } from '../../test/support/cli';
+import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
+import { tempDirs } from '../../test/support/temp';
+
+const tmp = tempDirs('ws-vlm-qwen25-');
+const req = createRequire(__filename);
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+describeFixtures('qwen2_5_vl through the CLI', () => {
+  const fx = path.join(fixturesDir(), 'qwen2_5_vl');
+  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  let work = '';
+  const cliRun = (...args: string[]) => cliInProcess(args, { cwd: work });
+  const ok = async (...args: string[]) => {
+    const r = await cliRun(...args);
+    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}: ${r.stderr}`);
+    return r;
+  };
+  const session = (dir: string) =>
+    ort.InferenceSession.create(JSON.parse(readFileSync(path.join(work, dir, 'compile.json'), 'utf8')).artifacts.model);
+  const grid = () => {
+    const [[t, h, w]] = ref.image_grid_thw as number[][];
+    return new ort.Tensor('int64', new BigInt64Array(t! * h! * w!), [1, t!, h!, w!]);
+  };
+
+  beforeAll(async () => {
+    work = tmp();
+    mkdirSync(path.join(work, 'model'));
+    for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
+      copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+    const H = ref.image.length;
+    const W = ref.image[0].length;
+    const { PNG } = req('pngjs');
+    const png = new PNG({ width: W, height: H });
+    for (let y = 0; y < H; y++)
+      for (let x = 0; x < W; x++) {
+        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
+        png.data[(y * W + x) * 4 + 3] = 255;
+      }
+    writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
+    await ok('export', '--config', 'model', '--out', 'out');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+    await ok('compile', 'out');
+  }, 120_000);
+
+  it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and no deepstack', async () => {
+    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
+    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
+    expect(v.model_id).toBe(l.model_id);
+    expect(v.inputs.every((i: { location: { key: string } }) => i.location.key.startsWith('visual.'))).toBe(true);
+    const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
+    expect(keys).toContain('lm_head.weight');
+    expect(keys).toContain('model.layers.1.self_attn.q_proj.bias');
+    const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    expect(m).toMatchObject({ model_type: 'qwen2_5_vl', image_token_id: 303, vision: { num_feature_layers: 0 } });
+  });
+
+  it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image', async () => {
+    const s = await session('out/vision');
+    const pv = ref.pixel_values as number[][];
+    const out = await s.run({
+      pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]),
+      image_grid_thw: grid(),
+    });
+    expect(maxDiff(out.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
+    // the processor port on the PNG: CLIP mean/std from preprocessor_config.json, smart_resize keeps 24×32
+    const cfg = processorConfig(path.join(work, 'model'), { patch: 4, temporalPatch: 2, merge: 2 }, 'qwen2_5_vl');
+    const p = processImage(decodeImage(path.join(work, 'image.png')), cfg);
+    expect(p.grid).toEqual(ref.image_grid_thw[0]);
+    expect(maxDiff(p.pixelValues, pv.flat())).toBeLessThan(1e-5);
+    const fromImage = await s.run({
+      pixel_values: new ort.Tensor('float32', p.pixelValues, [pv.length, pv[0]!.length]),
+      image_grid_thw: grid(),
+    });
+    expect(maxDiff(fromImage.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
+  });
+
+  it('without preprocessor_config.json the processor falls back to CLIP mean/std (Qwen2VLImageProcessor defaults)', () => {
+    const cfg = processorConfig(undefined, { patch: 14, temporalPatch: 2, merge: 2 }, 'qwen2_5_vl');
+    expect([cfg.mean, cfg.std, cfg.minPixels, cfg.maxPixels]).toEqual([
+      [0.48145466, 0.4578275, 0.40821073],
+      [0.26862954, 0.26130258, 0.27577711],
+      3136,
+      1003520,
+    ]);
+  });
+
+  for (const [name, source] of [
+    ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
+    ['--image', () => ['--image', 'image.png']],
+  ] as const) {
+    it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4`, async () => {
+      const gen = await ok('run', 'out', ...source(), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+      await ok('run', 'out', ...source(), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
+      const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+      expect(got).toHaveLength(ref.logits.length);
+      expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+    });
+  }
+
+  it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
+    for (const g of ['vision', 'decoder'])
+      await ok('export', '--onnx', path.join(fx, `${g}.legacy.onnx`), '--checkpoint', 'model', '--out', `legacy-${g}`);
+    const spec = (g: string) => JSON.parse(readFileSync(path.join(work, g, 'weight_spec.json'), 'utf8'));
+    expect(spec('legacy-vision').model_id).toBe(spec('legacy-decoder').model_id);
+    expect(spec('legacy-vision').model_id).toBe(spec('out/vision').model_id);
+    for (const g of ['legacy-vision', 'legacy-decoder']) await ok('compile', g);
+    const pv = ref.pixel_values as number[][];
+    const v = await (
+      await session('legacy-vision')
+    ).run({ pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]) });
+    expect(maxDiff(v.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
+    const ids: number[] = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    const pos: number[][] = ref.position_ids_logits;
+    const d = await (
+      await session('legacy-decoder')
+    ).run({
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
+      position_ids: new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [3, 1, ids.length]),
+      vision_embeds: new ort.Tensor('float32', v.vision_embeds!.data as Float32Array, [1, ref.image_embeds.length, 64]),
+    });
+    expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+  }, 60_000);
+
+  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
+    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
+    await ok('compile', 'out16');
+    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '64');
+    await ok('compile', 'out-cb');
+    for (const out of ['out16', 'out-cb']) {
+      const gen = await ok(
+        'run',
+        out,
+        '--pixel-values',
+        path.join(fx, 'reference.json'),
+        '--input-ids',
+        ref.input_ids.join(','),
+        '--max-new-tokens',
+        '5',
+      );
+      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    }
+  }, 60_000);
+
+  it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
+    const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['nosec', { ...cfg, rope_scaling: { type: 'mrope' } }, /"rope_scaling\.mrope_section" is missing/],
+      ['sum', { ...cfg, rope_scaling: { type: 'mrope', mrope_section: [2, 3, 4] } }, /mrope_section" sums to 9 but head_dim \/ 2 is 8/],
+      ['win', { ...cfg, vision_config: { ...cfg.vision_config, window_size: 4 } }, /vision_config\.window_size" \(4\) is smaller/],
+      ['full', { ...cfg, vision_config: { ...cfg.vision_config, fullatt_block_indexes: [3] } }, /names block 3 but depth is 3/],
+      ['slide', { ...cfg, use_sliding_window: true }, /"use_sliding_window" is true/],
+    ];
+    for (const [name, c, re] of cases) {
+      mkdirSync(path.join(work, name));
+      writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
+      const r = await cliRun('export', '--config', name, '--out', `${name}-out`);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(re);
+      expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
+    }
+  });
+
+  // last: onnx's check_model(path, full_check=True) may write inferred shapes back into the file
+  it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
+    const dirs = ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder'];
+    const graphs = dirs.map((g) => path.join(work, g, 'model.onnx'));
+    const compiled = dirs.map((g) => JSON.parse(readFileSync(path.join(work, g, 'compile.json'), 'utf8')).artifacts.model as string);
+    expectOnnxValid([...graphs, ...compiled]);
+  });
+});
+
+it('a config that relies on defaults gets Qwen2_5_VLConfig / Qwen2_5_VLVisionConfig values', () => {
+  const rope_scaling = { type: 'mrope', mrope_section: [16, 24, 24] };
+  // HF's own defaults disagree (vision out_hidden_size 3584, text hidden_size 8192): refused by name
+  expect(() => vlmArchFromConfig({ model_type: 'qwen2_5_vl', rope_scaling }, 'config.json')).toThrow(
+    /"vision_config\.out_hidden_size" \(3584\) differs from the text hidden_size \(8192\)/,
+  );
+  const a = vlmArchFromConfig(
+    { model_type: 'qwen2_5_vl', hidden_size: 3584, num_attention_heads: 28, num_key_value_heads: 4, rope_scaling },
+    'config.json',
+  );
+  expect([a.vision.depth, a.vision.hidden, a.vision.patch, a.vision.window, a.vision.outHidden]).toEqual([
+    32,
+    3584,
+    14,
+    { units: 4, fullAtt: [7, 15, 23, 31] },
+    3584,
+  ]);
+  expect([a.text.layers.length, a.text.hidden, a.text.nKv, a.text.lmHead, a.imageTokenId, a.mropeInterleaved]).toEqual([
+    80,
+    3584,
+    4,
+    'lm_head.weight',
+    151655,
+    false,
+  ]);
+  expect(a.text.norm.eps).toBe(1e-5);
+});
+
+describeFixtures('the real Qwen2.5-VL-7B config (benchmark: npm run bench vlm-export)', () => {
+  it('exports both graphs from config.json alone: 32 window blocks with full attention on [7, 15, 23, 31], 28 text layers', async () => {
+    const work = tmp();
+    const model = path.join(work, 'Qwen2.5-VL-7B');
+    mkdirSync(model);
+    copyFileSync(path.join(configsDir(), 'qwen2.5-vl-7b.json'), path.join(model, 'config.json'));
+    const r = await cliInProcess(['export', '--config', model, '--out', path.join(work, 'out')]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/qwen2_5_vl: vision 32 blocks, window 4×4, full attention \[7, 15, 23, 31\]; text 28 layers/);
+    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 151655, vision: { patch_size: 14, num_feature_layers: 0 } });
+  });
+});
