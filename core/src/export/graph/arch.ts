@@ -53,7 +53,32 @@ export interface FusedLayout {
 export type AttnProj =
   | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
   /** One projection producing q, k and v along the output features; `layout` absent = one group [q | k | v]. */
-  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout };
+  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout }
+  /** DeepSeek-V3 Multi-head Latent Attention (attention-mla.ts). */
+  | MlaSpec;
+
+/**
+ * DeepSeek-V3 MLA projections (HF `DeepseekV3Attention`): queries through `q` (q_lora_rank
+ * null) or `qA → qANorm → qB`; `kvA` gives [latent (kvLoraRank) | k_pe (rope)], the latent is
+ * normalized by `kvANorm` and expanded by `kvB` into per-head [k_nope | v]. Its norms use
+ * RMSNorm's default eps 1e-6 (HF builds them without `rms_norm_eps`).
+ */
+export interface MlaSpec {
+  kind: 'mla';
+  q?: LinearSpec;
+  qA?: LinearSpec;
+  qANorm?: NormSpec;
+  qB?: LinearSpec;
+  kvA: LinearSpec;
+  kvANorm: NormSpec;
+  kvB: LinearSpec;
+  kvLoraRank: number;
+  nope: number;
+  rope: number;
+  v: number;
+  /** HF `rope_interleave`: the rope dims are de-interleaved (pairs 2i, 2i+1 → i, i + d/2) before rotate_half. */
+  interleave: boolean;
+}
 
 /** The feed-forward block of one layer. */
 export type MlpSpec =
@@ -196,6 +221,12 @@ export interface ArchSpec {
   /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */
   finalSoftcap?: number;
   layers: LayerSpec[];
+  /**
+   * The KV cache's form. Absent: `past_key.{i}` / `past_value.{i}` `[b, nKv, ctx, headDim]`
+   * (value head dim `valueDim` when it differs). `mla-compressed`: QEfficient's compressed MLA
+   * cache `compressed_kv.{i}` `[b, 1, ctx, kvLoraRank]` and `k_pe.{i}` `[b, 1, ctx, rope]`.
+   */
+  cache?: { form: 'per-head'; valueDim?: number } | { form: 'mla-compressed'; kvLoraRank: number; rope: number };
 }
 
 /** A weight the graph takes as input: its (prepared) checkpoint key and expected shape. */
@@ -223,7 +254,17 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   for (const l of a.layers) {
     if (l.norm1) norm(l.norm1);
     if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
-    else lin(l.attn.qkv);
+    else if (l.attn.kind === 'fused') lin(l.attn.qkv);
+    else {
+      const m = l.attn;
+      if (m.q) lin(m.q);
+      if (m.qA) lin(m.qA);
+      if (m.qANorm) norm(m.qANorm);
+      if (m.qB) lin(m.qB);
+      [m.kvA].forEach(lin);
+      norm(m.kvANorm);
+      lin(m.kvB);
+    }
     if (l.qNorm) norm(l.qNorm);
     if (l.kNorm) norm(l.kNorm);
     add(l.sinks, [a.nHeads]);

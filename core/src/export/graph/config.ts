@@ -91,6 +91,8 @@ export const SUPPORTED_MODEL_TYPES = [
   'falcon',
   'codegen',
   'granitemoe',
+  'deepseek_v3',
+  'kimi_k2',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

@@ -15,6 +15,7 @@
 import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { attention, cacheContext } from './attention';
+import { mlaAttention } from './attention-mla';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { mlp } from './mlp';
 import { norm } from './norms';
@@ -60,6 +61,32 @@ export interface BuiltGraph {
   layers: number;
 }
 
+/** One of a layer's two cache inputs: its name per layer and its dims. */
+export interface CacheSlot {
+  name: (layer: number) => string;
+  dims: Dim[];
+}
+
+/**
+ * The two cache inputs of each layer in `a`'s cache form: `past_key.{i}` / `past_value.{i}`
+ * `[b, nKv, ctx, head_dim]` (MLA: value head dim v_head_dim), or QEfficient's compressed MLA
+ * cache `compressed_kv.{i}` `[b, 1, ctx, kv_lora_rank]` / `k_pe.{i}` `[b, 1, ctx, rope]`
+ * (`modeling_deepseek.py` `get_dummy_pkv_cache`, inputs named as QEfficient's exporter names them).
+ */
+export function cacheSlots(a: ArchSpec, batch: Dim, ctx: Dim): { key: CacheSlot; value: CacheSlot } {
+  const f = a.cache;
+  if (f?.form === 'mla-compressed') {
+    return {
+      key: { name: (i) => `compressed_kv.${i}`, dims: [batch, 1, ctx, f.kvLoraRank] },
+      value: { name: (i) => `k_pe.${i}`, dims: [batch, 1, ctx, f.rope] },
+    };
+  }
+  return {
+    key: { name: (i) => `past_key.${i}`, dims: [batch, a.nKv, ctx, a.headDim] },
+    value: { name: (i) => `past_value.${i}`, dims: [batch, a.nKv, ctx, f?.valueDim ?? a.headDim] },
+  };
+}
+
 /** Builds the decoder graph for `a`. */
 export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const g = new GraphBuilder(o.opset);
@@ -70,24 +97,18 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
   const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
   const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
-  const cacheDims = [cacheBatch, a.nKv, ctxLen, a.headDim];
+  const slots = cacheSlots(a, cacheBatch, ctxLen);
 
   const inputIds = g.input('input_ids', 'int64', [batch, seq]);
   const positionIds = g.input('position_ids', 'int64', [batch, seq]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
   const past = a.layers.map((_, i) => ({
-    key: g.input(`past_key.${i}`, o.dtype, cacheDims),
-    value: g.input(`past_value.${i}`, o.dtype, cacheDims),
+    key: g.input(slots.key.name(i), o.dtype, slots.key.dims),
+    value: g.input(slots.value.name(i), o.dtype, slots.value.dims),
   }));
   const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
   const io = {
-    inputs: [
-      'input_ids',
-      'position_ids',
-      ...(cb ? ['batch_index'] : []),
-      ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]),
-      ...(ccl ? [ccl] : []),
-    ],
+    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((p) => [p.key, p.value]), ...(ccl ? [ccl] : [])],
     outputs: [] as string[],
   };
 
@@ -102,7 +123,16 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
     return e;
   });
-  const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex, ccl);
+  // the compressed MLA cache has one shared "head" per layer: its writes and mask are those of one kv head
+  const kv = cacheContext(
+    c,
+    a.cache?.form === 'mla-compressed' ? { ...a, nHeads: 1, nKv: 1 } : a,
+    inputIds,
+    positionIds,
+    past[0]!.key,
+    batchIndex,
+    ccl,
+  );
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
   const retained: { key: string; value: string }[] = [];
@@ -115,7 +145,9 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
-      const att = g.within('attn', () => attention(c, a, l, x1, kv, rope, past[i]!));
+      const att = g.within('attn', () =>
+        l.attn.kind === 'mla' ? mlaAttention(c, a, l, l.attn, x1, kv, rope!, past[i]!) : attention(c, a, l, x1, kv, rope, past[i]!),
+      );
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
@@ -164,9 +196,9 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     io.outputs.push('logits');
   }
   retained.forEach((r, i) => {
-    g.output(r.key, `past_key.${i}_RetainedState`, o.dtype, cacheDims);
-    g.output(r.value, `past_value.${i}_RetainedState`, o.dtype, cacheDims);
-    io.outputs.push(`past_key.${i}_RetainedState`, `past_value.${i}_RetainedState`);
+    g.output(r.key, `${slots.key.name(i)}_RetainedState`, o.dtype, slots.key.dims);
+    g.output(r.value, `${slots.value.name(i)}_RetainedState`, o.dtype, slots.value.dims);
+    io.outputs.push(`${slots.key.name(i)}_RetainedState`, `${slots.value.name(i)}_RetainedState`);
   });
   if (sampled) {
     g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);

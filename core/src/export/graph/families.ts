@@ -20,7 +20,9 @@ import {
   type LlamaLikeConfig,
   type ModelType,
 } from './config';
+import { UsageError } from '../../errors';
 import { codegenArch } from './family-codegen';
+import { deepseekV3Arch } from './family-deepseek-v3';
 import { falconArch } from './family-falcon';
 import { gemma2Arch } from './family-gemma2';
 import { graniteArch } from './family-granite';
@@ -34,7 +36,12 @@ export interface ArchOptions {
   keys?: ReadonlySet<string>;
   /** Expert-parallel packed MoE layout (QEfficient's `moe_prefill_flavour=expert_parallel`): P pipeline stages. */
   expertParallel?: { stages: number };
+  /** MLA families: the KV cache form, per head (QEfficient's default) or compressed (`--mla-cache compressed`). */
+  mlaCache?: 'per-head' | 'compressed';
 }
+
+/** The model types with Multi-head Latent Attention (the only ones `--mla-cache` applies to). */
+export const MLA_FAMILIES: ReadonlySet<string> = new Set(['deepseek_v3', 'kimi_k2']);
 
 /** The families in `family-<name>.ts`: dense only. */
 const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2', 'falcon', 'codegen']);
@@ -43,7 +50,14 @@ const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const type = modelTypeOf(raw, file);
   if (opts.expertParallel && DENSE_FAMILIES.has(type)) checkExpertParallel(file, undefined, opts.expertParallel.stages);
+  if (opts.mlaCache === 'compressed' && !MLA_FAMILIES.has(type))
+    throw new UsageError(
+      `${file}: --mla-cache compressed needs a Multi-head Latent Attention model (${[...MLA_FAMILIES].join(', ')}), not ${type}`,
+    );
   switch (type) {
+    case 'deepseek_v3':
+    case 'kimi_k2':
+      return deepseekV3Arch(raw, file, opts);
     case 'gpt2':
       return gpt2Arch(raw, file, opts);
     case 'gpt_oss':
