@@ -20,7 +20,7 @@
  * RMSNorm's default eps 1e-6 as HF builds them.
  */
 import type { ArchSpec, LayerSpec, MlaSpec } from './arch';
-import { attendCache, maskedSoftmax, readCache, type CacheContext } from './attention';
+import { attendCache, maskedSoftmax, readCaches, type CacheContext } from './attention';
 import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { applyRope, type ropeTables } from './rope';
@@ -72,8 +72,7 @@ export function mlaAttention(
   const latent4 = unsqueeze(c, g.op('Reshape', [latentN, g.op('Concat', [kv.bs, g.ints([m.kvLoraRank])], { axis: 0 })]), [1]); // [B,1,S,L]
   const ckv = g.op('ScatterND', [past.key, kv.scatterIdx, latent4]);
   const kpe = g.op('ScatterND', [past.value, kv.scatterIdx, transpose(c, kRot, [0, 2, 1, 3])]);
-  const ckvRows = readCache(c, kv, ckv); // [B,1,C,L]
-  const kpeRows = readCache(c, kv, kpe); // [B,1,C,rope]
+  const [ckvRows, kpeRows] = readCaches(c, kv, [ckv, kpe]) as [string, string]; // [B,1,C,L], [B,1,C,rope]
 
   // kv_b_proj [nh·(nope+v), L] per head as [k_up (nope) | v_up (v)], each [nh, ·, L]
   const wkv = reshape(c, weight(c, m.kvB.weight, [m.kvB.out, m.kvB.in]), [nh, m.nope + m.v, m.kvLoraRank]);

@@ -173,12 +173,14 @@ export function attention(
   return attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd });
 }
 
-/** Cache rows attention reads after the write: the batch_index rows (continuous batching), the CCL bucket's slots. */
-export function readCache(c: Ctx, kv: CacheContext, t: string): string {
+/**
+ * The cache rows attention reads after the write, for each of `ts`: the batch_index rows
+ * (continuous batching), then the CCL bucket's slots (the write went to the full cache).
+ */
+export function readCaches(c: Ctx, kv: CacheContext, ts: string[]): string[] {
   const g = c.g;
-  const rows = kv.batchRows ? g.op('Gather', [t, kv.batchRows], { axis: 0 }) : t;
-  // CCL: the write went to the full cache; attention reads only the bucket's slots
-  return kv.readLen ? g.op('Slice', [rows, g.ints([0]), kv.readLen, g.ints([2])]) : rows;
+  const rows = ts.map((t) => (kv.batchRows ? g.op('Gather', [t, kv.batchRows], { axis: 0 }) : t));
+  return kv.readLen ? rows.map((r) => g.op('Slice', [r, g.ints([0]), kv.readLen!, g.ints([2])])) : rows;
 }
 
 /**
@@ -199,8 +201,7 @@ export function attendCache(
   const { nHeads: nh, nKv } = a;
   const key = g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
   const value = g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
-  const kRows = readCache(c, kv, key);
-  const vRows = readCache(c, kv, value);
+  const [kRows, vRows] = readCaches(c, kv, [key, value]) as [string, string];
 
   const qg = reshape(c, t.q, [0, nKv, -1, dims.qk]); // [B,nKv,groups·S,hd]
   // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))
