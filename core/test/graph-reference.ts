@@ -7,6 +7,7 @@
  * reference.json first, then use it as the judge for families without fixtures.
  */
 import { DENSE_TYPES, denseReferenceForward } from './graph-reference-dense';
+import { deepseekV3Reference } from './graph-reference-deepseek';
 import { glm4MoeReference } from './graph-reference-glm';
 import { gptOssReference } from './graph-reference-gpt-oss';
 import type { F32 } from './graph-support';
@@ -117,6 +118,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);
   if (type === 'glm4_moe') return glm4MoeReference(cfg, w, ids);
   if (type === 'gpt_oss') return gptOssReference(cfg, w, ids);
+  if (type === 'deepseek_v3' || type === 'kimi_k2') return deepseekV3Reference(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;
