@@ -21,7 +21,7 @@ import { closestNames, didYouMean } from './suggest';
 
 /** Graph inputs a causal-LM graph (or a VLM's vision / language graph) feeds at run time (never weights). */
 export const RUNTIME_INPUT =
-  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|cache_position|comp_ctx_lengths|past_(key|value)[._]\d+|past_key_values\..+)$/;
+  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|cache_position|comp_ctx_lengths|past_(key|value)[._]\d+|compressed_kv\.\d+|k_pe\.\d+|past_key_values\..+)$/;
 
 /** Finds the companion ONNX of a spec; undefined when there is none. */
 export async function findCompanionOnnx(ctx: CheckContext): Promise<string | undefined> {

@@ -94,7 +94,7 @@ export function parseExtraOptions(words: readonly string[]): [string, OptionValu
 
 /** What the graph says about itself (from its inputs). */
 export interface GraphShapeFacts {
-  /** Number of `past_key.{i}` inputs (0 for a graph without a KV cache). */
+  /** Number of `past_key.{i}` (or `compressed_kv.{i}`) inputs (0 for a graph without a KV cache). */
   numLayers: number;
   /** True when the graph takes `batch_index` (continuous batching). */
   continuousBatching: boolean;
@@ -106,6 +106,8 @@ export interface GraphShapeFacts {
   cacheBatch?: number;
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
+  /** The cache is QEfficient's compressed MLA cache (`compressed_kv.{i}` / `k_pe.{i}`). */
+  mlaCompressed?: boolean;
 }
 
 /**
@@ -208,10 +210,19 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
   ];
 }
 
-/** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
-export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
+/**
+ * QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its
+ * retained output. The compressed MLA cache is listed as QEfficient's DeepSeek example scripts
+ * write it (`create_custom_io_yaml`): every `compressed_kv.{i}` / `k_pe.{i}` input, then every output.
+ */
+export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean, mlaCompressed = false): [string, string][] {
   const dtype = mxint8KvCache ? 'mxint8' : 'float16';
   const out: [string, string][] = [];
+  if (mlaCompressed) {
+    for (const suffix of ['', '_RetainedState'])
+      for (let i = 0; i < numLayers; i++) out.push([`compressed_kv.${i}${suffix}`, dtype], [`k_pe.${i}${suffix}`, dtype]);
+    return out;
+  }
   for (let i = 0; i < numLayers; i++) {
     for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}`, dtype], [`past_${kv}.${i}_RetainedState`, dtype]);
   }
@@ -297,7 +308,7 @@ export function buildQaicPlan(
   const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
   if (g.numLayers > 0) {
     plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
-    plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false));
+    plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false, g.mlaCompressed));
     command.push(`-custom-IO-list-file=${plan.customIoFile}`);
   }
   command.push(`-aic-binary-dir=${qpcDir}`);

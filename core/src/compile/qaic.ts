@@ -21,8 +21,9 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
-  const layers = m.inputs.filter((i) => /^past_key\.\d+$/.test(i.name)).length;
-  const pk = m.inputs.find((i) => i.name === 'past_key.0');
+  const mlaCompressed = m.inputs.some((i) => i.name === 'compressed_kv.0');
+  const layers = m.inputs.filter((i) => (mlaCompressed ? /^compressed_kv\.\d+$/ : /^past_key\.\d+$/).test(i.name)).length;
+  const pk = m.inputs.find((i) => i.name === (mlaCompressed ? 'compressed_kv.0' : 'past_key.0'));
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   return {
@@ -32,6 +33,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     batch: num(ids?.dims[0]),
     cacheBatch: num(pk?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
+    ...(mlaCompressed ? { mlaCompressed } : {}),
   };
 }
 

@@ -156,7 +156,8 @@ export async function createRunner(
   const logitsOut = outputs.find((o) => o.name === 'logits');
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
-  const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
+  // per layer a (key, value) pair: past_key/past_value, or the compressed MLA cache compressed_kv/k_pe
+  const cache = inputs.filter((i) => /^(past_key|past_value|compressed_kv|k_pe)\.\d+$/.test(i.name));
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));

@@ -61,7 +61,7 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
   const inputs = new Map(m.graph.input.map((v) => [v.name, v]));
   for (const o of m.graph.output) {
     if (!defined.has(o.name)) problems.push({ code: 'output-undefined', message: `graph output ${o.name} is never produced` });
-    const r = /^(past_(?:key|value)\.\d+)_RetainedState$/.exec(o.name);
+    const r = /^((?:past_key|past_value|compressed_kv|k_pe)\.\d+)_RetainedState$/.exec(o.name);
     if (r) {
       const p = inputs.get(r[1]!);
       const same =

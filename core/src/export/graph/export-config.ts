@@ -29,6 +29,9 @@ export type LayoutPlanner = (
   o?: { expertParallel?: { stages: number } },
 ) => Promise<PreparedLayout>;
 
+/** A per-layer cache input or its retained output, in either cache form. */
+const CACHE_NAME = /^(past_key|past_value|compressed_kv|k_pe)\./;
+
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
   /** Model directory holding config.json (or the config.json file itself). */
@@ -45,6 +48,8 @@ export interface ConfigExportOptions {
   opset?: number;
   /** `--moe-flavour expert_parallel --pipeline-stages P`: the MoE blocks consume prepare's packed `[N, P, …]` layout. */
   expertParallel?: { stages: number };
+  /** `--mla-cache`: the KV cache form of Multi-head Latent Attention models (per head by default). */
+  mlaCache?: 'per-head' | 'compressed';
   /** CCL buckets (`--comp-ctx-lengths-prefill` / `--comp-ctx-lengths-decode`); needs ctxLen. */
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
@@ -125,6 +130,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
     if (o.expertParallel)
       throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
+    if (o.mlaCache)
+      throw new UsageError('--mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not a vision-language model');
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
@@ -146,7 +153,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
   }
   // the architecture first: a model without experts (or experts that do not split into P) is a usage error before any planning
-  const ep = o.expertParallel ? { expertParallel: o.expertParallel } : {};
+  const ep = { ...(o.expertParallel ? { expertParallel: o.expertParallel } : {}), ...(o.mlaCache ? { mlaCache: o.mlaCache } : {}) };
   archFromConfig(cfg.raw, cfg.file, ep);
   if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
   const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
@@ -193,6 +200,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
 
+  const compressed = arch.cache?.form === 'mla-compressed';
+  const [cacheKey, cacheValue] = compressed ? ['compressed_kv', 'k_pe'] : ['past_key', 'past_value'];
   const written = await writeExport<ModelObj>({
     outDir: o.out,
     model: built.model,
@@ -211,6 +220,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         continuous_batching: !!o.continuousBatching,
         phase: o.phase ?? 'both',
         ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
+        ...(o.mlaCache ? { mla_cache: o.mlaCache } : {}),
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
@@ -219,12 +229,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         layers: built.layers,
         nodes: built.model.graph.node.length,
         opset: built.model.opsetImport[0]!.version,
-        inputs: built.io.inputs
-          .filter((n) => !/^past_(key|value)\./.test(n))
-          .concat(`past_key.{i} / past_value.{i} for i < ${built.layers}`),
+        inputs: built.io.inputs.filter((n) => !CACHE_NAME.test(n)).concat(`${cacheKey}.{i} / ${cacheValue}.{i} for i < ${built.layers}`),
         outputs: built.io.outputs
-          .filter((n) => !/^past_(key|value)\./.test(n))
-          .concat(`past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`),
+          .filter((n) => !CACHE_NAME.test(n))
+          .concat(`${cacheKey}.{i}_RetainedState / ${cacheValue}.{i}_RetainedState for i < ${built.layers}`),
         logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
       },
       weights: { count: built.weights.length, elements: weightElems },
