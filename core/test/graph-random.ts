@@ -3,6 +3,7 @@
  * give each family (original per-expert MoE keys), values rounded to bf16 like the fixtures.
  * Key naming is written out here independently of the graph builder's family table.
  */
+import { randomDeepseekCheckpoint } from './graph-reference-deepseek';
 import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
@@ -41,6 +42,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
   };
   if (randomDenseTensors(cfg, put)) return w;
   const t = cfg.model_type as string;
+  if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);
   if (t === 'gpt2') {
     const H = cfg.n_embd,
       I = cfg.n_inner ?? 4 * H;
@@ -265,6 +267,46 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
     tie_word_embeddings: true,
   },
   ...DENSE_SYNTHETIC_CONFIGS,
+  // Kimi-K2's shape in small (model_type kimi_k2, one expert group, rope_theta 50000, yarn ×32
+  // with beta_fast 1, routed_scaling_factor 2.827; kimi-k2.json in ../shared/configs)
+  kimi_k2: {
+    model_type: 'kimi_k2',
+    architectures: ['DeepseekV3ForCausalLM'],
+    vocab_size: 96,
+    hidden_size: 48,
+    intermediate_size: 64,
+    moe_intermediate_size: 16,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 4,
+    n_routed_experts: 8,
+    n_shared_experts: 1,
+    num_experts_per_tok: 2,
+    n_group: 1,
+    topk_group: 1,
+    routed_scaling_factor: 2.827,
+    norm_topk_prob: true,
+    first_k_dense_replace: 1,
+    kv_lora_rank: 32,
+    q_lora_rank: 24,
+    qk_nope_head_dim: 8,
+    qk_rope_head_dim: 8,
+    v_head_dim: 12,
+    rms_norm_eps: 1e-6,
+    max_position_embeddings: 131072,
+    rope_theta: 50000,
+    rope_scaling: {
+      type: 'yarn',
+      factor: 32,
+      original_max_position_embeddings: 4096,
+      beta_fast: 1,
+      beta_slow: 1,
+      mscale: 1,
+      mscale_all_dim: 1,
+    },
+    num_nextn_predict_layers: 0,
+    tie_word_embeddings: false,
+  },
 };
 
 /**

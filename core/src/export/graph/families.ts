@@ -50,9 +50,9 @@ const DENSE_FAMILIES: ReadonlySet<string> = new Set(['gemma2', 'granite', 'olmo2
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
   const type = modelTypeOf(raw, file);
   if (opts.expertParallel && DENSE_FAMILIES.has(type)) checkExpertParallel(file, undefined, opts.expertParallel.stages);
-  if (opts.mlaCache === 'compressed' && !MLA_FAMILIES.has(type))
+  if (opts.mlaCache !== undefined && !MLA_FAMILIES.has(type))
     throw new UsageError(
-      `${file}: --mla-cache compressed needs a Multi-head Latent Attention model (${[...MLA_FAMILIES].join(', ')}), not ${type}`,
+      `${file}: --mla-cache goes with a Multi-head Latent Attention model (${[...MLA_FAMILIES].join(', ')}), not ${type}`,
     );
   switch (type) {
     case 'deepseek_v3':
