@@ -15,9 +15,9 @@
  * `mlaCache: 'compressed'` selects QEfficient's compressed cache (decoder.ts `cacheSlots`).
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlaSpec } from './arch';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from './arch';
 import { actOf, parseWith, refuse } from './config';
-import type { ArchOptions } from './families';
+import type { ArchOptions, FamilyRow } from './family-row';
 import { gatedMlp, sigmoidGroupMoe } from './families-moe';
 import { ropeSpec, type RopeScaling } from './rope';
 
@@ -62,13 +62,6 @@ const deepseekV3Config = z.looseObject({
   topk_method: z.string().optional(),
   moe_layer_freq: int.optional(),
   num_nextn_predict_layers: count.optional(),
-});
-
-const lin = (weight: string, out: number, inp: number, bias = false): LinearSpec => ({
-  weight,
-  out,
-  in: inp,
-  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
 });
 
 /** HF `yarn_get_mscale`. */
@@ -174,3 +167,59 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
       opts.mlaCache === 'compressed' ? { form: 'mla-compressed', kvLoraRank: kvRank, rope: ropeDim } : { form: 'per-head', valueDim: vDim },
   };
 }
+
+/** The deepseek_v3 row of the family registry (`kimi_k2`: Kimi-K2's model_type, the same DeepseekV3ForCausalLM). */
+export const deepseekV3Family: FamilyRow = {
+  modelType: 'deepseek_v3',
+  aliases: ['kimi_k2'],
+  hfClass: 'DeepseekV3ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'sigmoid-group',
+  mla: true,
+  build: (raw, file, opts) => deepseekV3Arch(raw, file, opts),
+  test: {
+    fixture: 'deepseek_v3',
+    configs: {
+      // Kimi-K2's shape in small (model_type kimi_k2, one expert group, rope_theta 50000, yarn ×32
+      // with beta_fast 1, routed_scaling_factor 2.827; kimi-k2.json in ../shared/configs)
+      kimi_k2: {
+        model_type: 'kimi_k2',
+        architectures: ['DeepseekV3ForCausalLM'],
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 64,
+        moe_intermediate_size: 16,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 4,
+        n_routed_experts: 8,
+        n_shared_experts: 1,
+        num_experts_per_tok: 2,
+        n_group: 1,
+        topk_group: 1,
+        routed_scaling_factor: 2.827,
+        norm_topk_prob: true,
+        first_k_dense_replace: 1,
+        kv_lora_rank: 32,
+        q_lora_rank: 24,
+        qk_nope_head_dim: 8,
+        qk_rope_head_dim: 8,
+        v_head_dim: 12,
+        rms_norm_eps: 1e-6,
+        max_position_embeddings: 131072,
+        rope_theta: 50000,
+        rope_scaling: {
+          type: 'yarn',
+          factor: 32,
+          original_max_position_embeddings: 4096,
+          beta_fast: 1,
+          beta_slow: 1,
+          mscale: 1,
+          mscale_all_dim: 1,
+        },
+        num_nextn_predict_layers: 0,
+        tie_word_embeddings: false,
+      },
+    },
+  },
+};
