@@ -28,6 +28,9 @@ import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checke
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/graph';
 import { mtpKeys } from '../src/prepare/planner';
+import { graphFacts } from '../src/compile/qaic';
+import { causalLmCustomIo } from '../src/compile/qaic-command';
+import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { deepseekV3Reference, randomDeepseekCheckpoint } from './graph-reference-deepseek';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 import { writeFileSync } from 'node:fs';
@@ -139,6 +142,23 @@ describeFixtures('deepseek_v3: the compressed MLA cache on the FP8 fixture', () 
     expect((await ws('run', out, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5')).trim()).toBe(
       ref.generated_ids.join(','),
     );
+  });
+
+  it('qaic: the compressed cache counts its layers and gets QEfficient custom IO (every compressed_kv/k_pe input, then every output)', async () => {
+    const f = await fixture();
+    const g = buildCausalLM(archFromConfig(f.cfg, 'config.json', { mlaCache: 'compressed' }), { dtype: 'float16', ctxLen: 64 });
+    const facts = graphFacts(parseWireModel(encodeBuiltModel(g.model), 'model.onnx'));
+    expect(facts).toMatchObject({ numLayers: 3, ctxLen: 64, mlaCompressed: true });
+    expect(causalLmCustomIo(2, false, true).map(([n]) => n)).toEqual([
+      'compressed_kv.0',
+      'k_pe.0',
+      'compressed_kv.1',
+      'k_pe.1',
+      'compressed_kv.0_RetainedState',
+      'k_pe.0_RetainedState',
+      'compressed_kv.1_RetainedState',
+      'k_pe.1_RetainedState',
+    ]);
   });
 
   it('prepare leaves out the MTP layer only when num_nextn_predict_layers is set', () => {
