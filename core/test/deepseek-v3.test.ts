@@ -23,7 +23,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/graph';
@@ -98,6 +98,17 @@ describeFixtures('deepseek_v3: the compressed MLA cache on the FP8 fixture', () 
       cache = o.cache;
     }
     expect(maxAbsDiff(cbRows, f.ref.logits)).toBeLessThanOrEqual(1e-4);
+  });
+
+  it('compressed cache with a symbolic ctx_len (plain export) and in float16 (≤ 2e-2)', async () => {
+    const f = await fixture();
+    const a = archFromConfig(f.cfg, 'config.json', { mlaCache: 'compressed' });
+    const plain = await GraphRunner.open(buildCausalLM(a, { dtype: 'float32' }), f.prepared);
+    const p = await plain.tokenByToken(f.ids, plain.emptyCache(1, 1, 24, 0));
+    expect(maxAbsDiff(p.rows, f.ref.logits)).toBeLessThanOrEqual(1e-4);
+    const half = await GraphRunner.open(buildCausalLM(a, { dtype: 'float16', ctxLen: CTX }), f.prepared, true);
+    const h = await half.tokenByToken(f.ids, half.emptyCache(1, 1, CTX, 0));
+    expect(maxAbsDiff(h.rows, f.ref.logits)).toBeLessThanOrEqual(float16Tolerance('deepseek_v3'));
   });
 
   it('ONNX checker passes on both cache forms (float32 and float16, KV and continuous batching)', async () => {
