@@ -28,6 +28,8 @@ import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checke
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/graph';
 import { mtpKeys } from '../src/prepare/planner';
+import { toFloat32 } from '../src/formats/dtype';
+import { Checkpoint } from '../src/formats/safetensors';
 import { graphFacts } from '../src/compile/qaic';
 import { causalLmCustomIo } from '../src/compile/qaic-command';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
@@ -140,6 +142,20 @@ describeFixtures('deepseek_v3: the compressed MLA cache on the FP8 fixture', () 
       string
     >;
     expect(Object.keys(index).filter((k) => k.startsWith('model.layers.3.'))).toEqual([]);
+    // the fixture's FP8 corner cases, dequantized by prepare as the test's own e4m3 decode does
+    // (graph-support.ts): kv_b_proj of layer 1 has its weight_scale_inv in the other shard, and
+    // kv_a_proj_with_mqa's 192 rows end in a partial 128-row block
+    const srcIndex = JSON.parse(readFileSync(path.join(src, 'model.safetensors.index.json'), 'utf8')).weight_map as Record<string, string>;
+    const split = 'model.layers.1.self_attn.kv_b_proj.weight';
+    expect(srcIndex[`${split}_scale_inv`]).not.toBe(srcIndex[split]);
+    const mine = await loadCheckpoint(src);
+    const theirs = await Checkpoint.open(prepared);
+    for (const key of [split, 'model.layers.0.self_attn.kv_a_proj_with_mqa.weight']) {
+      const t = [...theirs.tensors()].find((x) => x.key === key)!;
+      expect(t.shape).toEqual(mine.get(key)!.shape);
+      expect(Array.from(toFloat32(await theirs.read(key), t.dtype))).toEqual(Array.from(mine.get(key)!.data));
+    }
+    expect(mine.get('model.layers.0.self_attn.kv_a_proj_with_mqa.weight')!.shape).toEqual([192, 128]);
     expect(readdirSync(prepared).filter((n) => n.startsWith('experts-layer'))).toEqual([
       'experts-layer-00001.safetensors',
       'experts-layer-00002.safetensors',
