@@ -4,6 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
@@ -86,6 +87,11 @@ export interface MlaSpec {
   v: number;
   /** HF `rope_interleave`: the rope dims are de-interleaved (pairs 2i, 2i+1 → i, i + d/2) before rotate_half. */
   interleave: boolean;
+  /**
+   * QEfficient's cache form: per head (`past_key` nope + rope, `past_value` v; its default) or
+   * compressed (`compressed_kv` latent, `k_pe`); the layer's `states` declare the same.
+   */
+  cache: 'per-head' | 'compressed';
 }
 
 /** The feed-forward block of one layer. */
@@ -167,6 +173,11 @@ export interface LayerSpec {
   sinks?: string;
   /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
+  /**
+   * The state tensors this layer's attention block carries between calls (graph-interface.ts);
+   * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
+   */
+  states?: StateDecl[];
 }
 
 /** Rotary embedding tables (computed from the config, baked into the graph as constants). */
@@ -229,12 +240,6 @@ export interface ArchSpec {
   /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */
   finalSoftcap?: number;
   layers: LayerSpec[];
-  /**
-   * The KV cache's form. Absent: `past_key.{i}` / `past_value.{i}` `[b, nKv, ctx, headDim]`
-   * (value head dim `valueDim` when it differs). `mla-compressed`: QEfficient's compressed MLA
-   * cache `compressed_kv.{i}` `[b, 1, ctx, kvLoraRank]` and `k_pe.{i}` `[b, 1, ctx, rope]`.
-   */
-  cache?: { form: 'per-head'; valueDim?: number } | { form: 'mla-compressed'; kvLoraRank: number; rope: number };
 }
 
 /** A weight the graph takes as input: its (prepared) checkpoint key and expected shape. */

@@ -24,6 +24,8 @@ import { attendCache, maskedSoftmax, readCaches, type CacheContext } from './att
 import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { applyRope, type ropeTables } from './rope';
+import type { StateKind } from './graph-interface';
+import type { AttentionBlock } from './layer-states';
 
 /**
  * HF `apply_rotary_pos_emb_interleave`'s `view(d/2, 2).transpose` as an index permutation of the
@@ -33,7 +35,24 @@ export function deinterleaveOrder(d: number): number[] {
   return [...Array.from({ length: d / 2 }, (_, i) => 2 * i), ...Array.from({ length: d / 2 }, (_, i) => 2 * i + 1)];
 }
 
-/** Layer `l`'s MLA block on 2-D hidden `x [B·S, H]`; `past` is the layer's cache pair in the arch's cache form. */
+/** The MLA attention block (layer-states.ts `ATTENTION_BLOCKS.mla`): the layer's states in its cache form. */
+export const mlaBlock: AttentionBlock = (c, a, l, x, kv, rope, states) => {
+  const m = l.attn as MlaSpec;
+  const need = (k: StateKind) => {
+    const v = states[k];
+    if (v === undefined) throw new Error(`internal error: the MLA block (${m.cache} cache) needs a ${k} state`);
+    return v;
+  };
+  if (!rope) throw new Error('internal error: MLA needs the rope tables');
+  if (m.cache === 'compressed') {
+    const r = mlaAttention(c, a, l, m, x, kv, rope, { key: need('compressed_kv'), value: need('k_pe') });
+    return { out: r.out, states: { compressed_kv: r.key, k_pe: r.value } };
+  }
+  const r = mlaAttention(c, a, l, m, x, kv, rope, { key: need('past_key'), value: need('past_value') });
+  return { out: r.out, states: { past_key: r.key, past_value: r.value } };
+};
+
+/** Layer `l`'s MLA on 2-D hidden `x [B·S, H]`; `past` is the layer's cache pair in `m.cache`'s form. */
 export function mlaAttention(
   c: Ctx,
   a: ArchSpec,
@@ -59,7 +78,7 @@ export function mlaAttention(
   const qRot = applyRope(c, deint(qRot0), rope, a.rope!, m.rope); // [B,S,nh,rope]
   const kRot = applyRope(c, deint(heads(kRot0, 1, m.rope)), rope, a.rope!, m.rope); // [B,S,1,rope]
 
-  if (a.cache?.form !== 'mla-compressed') {
+  if (m.cache === 'per-head') {
     const [kNope, v] = split(c, heads(linear(c, latentN, m.kvB), nh, m.nope + m.v), -1, [m.nope, m.v]) as [string, string];
     const kRotAll = g.op('Expand', [kRot, g.op('Concat', [kv.bs, g.ints([nh, m.rope])], { axis: 0 })]);
     const t = (y: string) => transpose(c, y, [0, 2, 1, 3]); // [B,nh,S,·]
@@ -68,10 +87,12 @@ export function mlaAttention(
     return attendCache(c, a, l, { q, k, v: t(v) }, kv, past, { qk: qkDim, v: m.v });
   }
 
-  // compressed: cache the normalized latent and the rotated k_pe, one "head" each
+  // compressed: cache the normalized latent and the rotated k_pe, one "head" each — written at
+  // the kv context's head-0 indices (its heads are the query heads, as for the per-head form)
+  const idx = g.op('Slice', [kv.scatterIdx, g.ints([0]), g.ints([1]), g.ints([1])]); // [B,1,S,3]
   const latent4 = unsqueeze(c, g.op('Reshape', [latentN, g.op('Concat', [kv.bs, g.ints([m.kvLoraRank])], { axis: 0 })]), [1]); // [B,1,S,L]
-  const ckv = g.op('ScatterND', [past.key, kv.scatterIdx, latent4]);
-  const kpe = g.op('ScatterND', [past.value, kv.scatterIdx, transpose(c, kRot, [0, 2, 1, 3])]);
+  const ckv = g.op('ScatterND', [past.key, idx, latent4]);
+  const kpe = g.op('ScatterND', [past.value, idx, transpose(c, kRot, [0, 2, 1, 3])]);
   const [ckvRows, kpeRows] = readCaches(c, kv, [ckv, kpe]) as [string, string]; // [B,1,C,L], [B,1,C,rope]
 
   // kv_b_proj [nh·(nope+v), L] per head as [k_up (nope) | v_up (v)], each [nh, ·, L]

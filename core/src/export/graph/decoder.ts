@@ -1,10 +1,11 @@
 /**
  * The causal-LM graph with QEfficient's interface:
  *   inputs  input_ids, position_ids int64 [batch, seq]; [batch_index int64 [batch, 1]];
- *           past_key.{i} / past_value.{i} [cacheBatch, nKv, ctx_len, head_dim]; weights by key
+ *           the states (graph-interface.ts: past_key.{i} / past_value.{i} [cacheBatch, nKv, ctx_len,
+ *           head_dim], or what the layer's attention block declares); weights by key
  *   outputs logits float32 [batch, 1, vocab] — the last valid position (argmax of
  *           position_ids, as QEfficient does); per-position logits come from feeding one token
- *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
+ *           per call — and each state's `_RetainedState`, in layer order.
  * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
  *
  * Serving features (QEfficient's): `compCtxLengths` adds the `comp_ctx_lengths` input (int64,
@@ -14,9 +15,10 @@
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
-import { attention, cacheContext } from './attention';
-import { mlaAttention } from './attention-mla';
+import { cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
+import { decoderInterface } from './graph-interface';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from './layer-states';
 import { mlp } from './mlp';
 import { norm } from './norms';
 import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from './ops';
@@ -61,32 +63,6 @@ export interface BuiltGraph {
   layers: number;
 }
 
-/** One of a layer's two cache inputs: its name per layer and its dims. */
-export interface CacheSlot {
-  name: (layer: number) => string;
-  dims: Dim[];
-}
-
-/**
- * The two cache inputs of each layer in `a`'s cache form: `past_key.{i}` / `past_value.{i}`
- * `[b, nKv, ctx, head_dim]` (MLA: value head dim v_head_dim), or QEfficient's compressed MLA
- * cache `compressed_kv.{i}` `[b, 1, ctx, kv_lora_rank]` / `k_pe.{i}` `[b, 1, ctx, rope]`
- * (`modeling_deepseek.py` `get_dummy_pkv_cache`, inputs named as QEfficient's exporter names them).
- */
-export function cacheSlots(a: ArchSpec, batch: Dim, ctx: Dim): { key: CacheSlot; value: CacheSlot } {
-  const f = a.cache;
-  if (f?.form === 'mla-compressed') {
-    return {
-      key: { name: (i) => `compressed_kv.${i}`, dims: [batch, 1, ctx, f.kvLoraRank] },
-      value: { name: (i) => `k_pe.${i}`, dims: [batch, 1, ctx, f.rope] },
-    };
-  }
-  return {
-    key: { name: (i) => `past_key.${i}`, dims: [batch, a.nKv, ctx, a.headDim] },
-    value: { name: (i) => `past_value.${i}`, dims: [batch, a.nKv, ctx, f?.valueDim ?? a.headDim] },
-  };
-}
-
 /** Builds the decoder graph for `a`. */
 export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const g = new GraphBuilder(o.opset);
@@ -97,20 +73,13 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
   const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
   const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
-  const slots = cacheSlots(a, cacheBatch, ctxLen);
-
-  const inputIds = g.input('input_ids', 'int64', [batch, seq]);
-  const positionIds = g.input('position_ids', 'int64', [batch, seq]);
-  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  const past = a.layers.map((_, i) => ({
-    key: g.input(slots.key.name(i), o.dtype, slots.key.dims),
-    value: g.input(slots.value.name(i), o.dtype, slots.value.dims),
-  }));
-  const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
-  const io = {
-    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flatMap((p) => [p.key, p.value]), ...(ccl ? [ccl] : [])],
-    outputs: [] as string[],
-  };
+  const iface = decoderInterface(a, { batch, seq, cacheBatch, ctxLen, dtype: o.dtype, continuousBatching: cb, ccl: !!o.compCtxLengths });
+  const declared = declareInputs(g, iface.inputs);
+  const inputIds = declared.get('input_ids')!;
+  const positionIds = declared.get('position_ids')!;
+  const batchIndex = declared.get('batch_index');
+  const ccl = declared.get('comp_ctx_lengths');
+  const io = { inputs: iface.inputs.map((i) => i.name), outputs: [] as string[] };
 
   // embeddings → 2-D hidden [B·S, H]
   let h = g.within('embed', () => {
@@ -123,19 +92,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
     return e;
   });
-  // the compressed MLA cache has one shared "head" per layer: its writes and mask are those of one kv head
-  const kv = cacheContext(
-    c,
-    a.cache?.form === 'mla-compressed' ? { ...a, nHeads: 1, nKv: 1 } : a,
-    inputIds,
-    positionIds,
-    past[0]!.key,
-    batchIndex,
-    ccl,
-  );
+  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
-  const retained: { key: string; value: string }[] = [];
+  const updated: StateValues[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
   // Granite's residual_multiplier scales each branch before its residual add
   const branch = (l: LayerSpec, x: string, post: LayerSpec['postAttnNorm']) => {
@@ -145,9 +105,8 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
-      const att = g.within('attn', () =>
-        l.attn.kind === 'mla' ? mlaAttention(c, a, l, l.attn, x1, kv, rope!, past[i]!) : attention(c, a, l, x1, kv, rope, past[i]!),
-      );
+      const block = attentionBlockOf(l);
+      const att = g.within('attn', () => block(c, a, l, x1, kv, rope, layerStateInputs(iface.states, declared, i)));
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
@@ -157,7 +116,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
         const m = g.within('mlp', () => mlp(c, a, l.mlp, maybeNorm(h, l.norm2)));
         h = g.op('Add', [h, branch(l, m, l.postMlpNorm)]);
       }
-      retained.push({ key: att.key, value: att.value });
+      updated.push(att.states);
     });
   });
 
@@ -195,11 +154,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
     io.outputs.push('logits');
   }
-  retained.forEach((r, i) => {
-    g.output(r.key, `${slots.key.name(i)}_RetainedState`, o.dtype, slots.key.dims);
-    g.output(r.value, `${slots.value.name(i)}_RetainedState`, o.dtype, slots.value.dims);
-    io.outputs.push(`${slots.key.name(i)}_RetainedState`, `${slots.value.name(i)}_RetainedState`);
-  });
+  retainStates(g, iface.states, updated, io.outputs);
   if (sampled) {
     g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
     g.output(sampled.presenceBuffer, 'past_presence_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);

@@ -13,6 +13,7 @@ import { exportSummary, nextSteps, writeExport, type ExportWritten } from '../wr
 import type { ArchSpec } from './arch';
 import { OPSETS, type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
+import { isStateInput, parseStateName, RETAINED } from './graph-interface';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
@@ -28,9 +29,6 @@ export type LayoutPlanner = (
   dtype: ExportDtype,
   o?: { expertParallel?: { stages: number } },
 ) => Promise<PreparedLayout>;
-
-/** A per-layer cache input or its retained output, in either cache form. */
-const CACHE_NAME = /^(past_key|past_value|compressed_kv|k_pe)\./;
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
@@ -198,10 +196,9 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   });
   const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: modelClassName(cfg.raw, path.basename(cfg.dir)) };
   const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const stateKinds = [...new Set(built.io.inputs.map(parseStateName).flatMap((p) => (p ? [p.kind] : [])))];
   const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
 
-  const compressed = arch.cache?.form === 'mla-compressed';
-  const [cacheKey, cacheValue] = compressed ? ['compressed_kv', 'k_pe'] : ['past_key', 'past_value'];
   const written = await writeExport<ModelObj>({
     outDir: o.out,
     model: built.model,
@@ -229,10 +226,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         layers: built.layers,
         nodes: built.model.graph.node.length,
         opset: built.model.opsetImport[0]!.version,
-        inputs: built.io.inputs.filter((n) => !CACHE_NAME.test(n)).concat(`${cacheKey}.{i} / ${cacheValue}.{i} for i < ${built.layers}`),
+        inputs: built.io.inputs
+          .filter((n) => !isStateInput(n))
+          .concat(`${stateKinds.map((k) => `${k}.{i}`).join(' / ')} for i < ${built.layers}`),
         outputs: built.io.outputs
-          .filter((n) => !CACHE_NAME.test(n))
-          .concat(`${cacheKey}.{i}_RetainedState / ${cacheValue}.{i}_RetainedState for i < ${built.layers}`),
+          .filter((n) => !(n.endsWith(RETAINED) && isStateInput(n.slice(0, -RETAINED.length))))
+          .concat(`${stateKinds.map((k) => `${k}.{i}${RETAINED}`).join(' / ')} for i < ${built.layers}`),
         logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
       },
       weights: { count: built.weights.length, elements: weightElems },

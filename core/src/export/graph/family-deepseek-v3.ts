@@ -12,13 +12,15 @@
  *   sigmoid routing plus shared experts (families-moe.ts {@link sigmoidGroupMoe});
  * - the `num_nextn_predict_layers` MTP layers (index ≥ num_hidden_layers) are never referenced.
  *
- * `mlaCache: 'compressed'` selects QEfficient's compressed cache (decoder.ts `cacheSlots`).
+ * `mlaCache: 'compressed'` selects QEfficient's compressed cache: each layer's `states`
+ * (graph-interface.ts) are `compressed_kv` / `k_pe` instead of `past_key` / `past_value`.
  */
 import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from './arch';
 import { actOf, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow } from './family-row';
 import { gatedMlp, sigmoidGroupMoe } from './families-moe';
+import type { StateDecl } from './graph-interface';
 import { ropeSpec, type RopeScaling } from './rope';
 
 const int = z.number().int().positive();
@@ -122,6 +124,17 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
     intermediate: c.moe_intermediate_size ?? 2048,
   };
   const firstDense = c.first_k_dense_replace ?? 3;
+  const compressed = opts.mlaCache === 'compressed';
+  // QEfficient's `get_dummy_pkv_cache` shapes of the two forms
+  const states: StateDecl[] = compressed
+    ? [
+        { kind: 'compressed_kv', dims: ['batch', 1, 'ctx', kvRank] },
+        { kind: 'k_pe', dims: ['batch', 1, 'ctx', ropeDim] },
+      ]
+    : [
+        { kind: 'past_key', dims: ['batch', nh, 'ctx', qk] },
+        { kind: 'past_value', dims: ['batch', nh, 'ctx', vDim] },
+      ];
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
     const p = `model.layers.${i}`;
@@ -143,6 +156,7 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
       rope: ropeDim,
       v: vDim,
       interleave: c.rope_interleave ?? true,
+      cache: compressed ? 'compressed' : 'per-head',
     };
     const m = `${p}.mlp`;
     layers.push({
@@ -150,6 +164,7 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
       norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
       attn,
       o: lin(`${a}.o_proj.weight`, H, nh * vDim, bias),
+      states,
       mlp: i < firstDense ? gatedMlp(H, m, c.intermediate_size) : sigmoidGroupMoe(file, m, H, routing, opts),
     });
   }
@@ -163,8 +178,6 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
     finalNorm: { weight: 'model.norm.weight', size: H },
     ...((c.tie_word_embeddings ?? false) ? {} : { lmHead: 'lm_head.weight' }),
     layers,
-    cache:
-      opts.mlaCache === 'compressed' ? { form: 'mla-compressed', kvLoraRank: kvRank, rope: ropeDim } : { form: 'per-head', valueDim: vDim },
   };
 }
 
