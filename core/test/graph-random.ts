@@ -4,6 +4,7 @@
  * Key naming is written out here independently of the graph builder's family table.
  */
 import { randomClassicTensors } from './graph-random-classic';
+import { randomDeepseekCheckpoint } from './graph-reference-deepseek';
 import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import { randomMptBigcodeGemma3 } from './graph-random-mpt-bigcode-gemma3';
 import type { F32 } from './graph-support';
@@ -44,6 +45,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
   };
   if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
   const t = cfg.model_type as string;
+  if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);
   if (t === 'gpt2') {
     const H = cfg.n_embd,
       I = cfg.n_inner ?? 4 * H;

@@ -8,6 +8,7 @@
  */
 import { CLASSIC_TYPES, classicReferenceForward } from './graph-reference-classic';
 import { DENSE_TYPES, denseReferenceForward } from './graph-reference-dense';
+import { deepseekV3Reference } from './graph-reference-deepseek';
 import { glm4MoeReference } from './graph-reference-glm';
 import { gptOssReference } from './graph-reference-gpt-oss';
 import { MPT_BIGCODE_GEMMA3_TYPES, mptBigcodeGemma3Reference } from './graph-reference-mpt-bigcode-gemma3';
@@ -121,6 +122,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   if (type === 'glm4_moe') return glm4MoeReference(cfg, w, ids);
   if (type === 'gpt_oss') return gptOssReference(cfg, w, ids);
   if (MPT_BIGCODE_GEMMA3_TYPES.has(type)) return mptBigcodeGemma3Reference(cfg, w, ids);
+  if (type === 'deepseek_v3' || type === 'kimi_k2') return deepseekV3Reference(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;

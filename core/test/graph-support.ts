@@ -8,6 +8,19 @@ import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
 import { dequantMxfp4Reference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { e4m3 } from './fp8-support';
+
+/** Block-scaled e4m3 → float32, edge blocks partial (the test's own decode, from fp8-support.ts's e4m3). */
+function dequantFp8Reference(q: Uint8Array, shape: number[], scale: Float32Array, [bR, bC]: [number, number]): F32 {
+  const [R, C] = shape as [number, number];
+  const sC = Math.ceil(C / bC);
+  const data = new Float32Array(R * C);
+  for (let i = 0; i < R; i++)
+    for (let j = 0; j < C; j++) data[i * C + j] = Math.fround(e4m3(q[i * C + j]!) * scale[Math.floor(i / bR) * sC + Math.floor(j / bC)]!);
+  return { shape, data };
+}
 
 /** A float tensor in memory. */
 export interface F32 {
@@ -19,7 +32,17 @@ export interface F32 {
 export async function loadCheckpoint(dir: string): Promise<Map<string, F32>> {
   const ck = await Checkpoint.open(dir);
   const out = new Map<string, F32>();
+  const cfg = existsSync(path.join(dir, 'config.json')) ? JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) : {};
+  const block = cfg.quantization_config?.weight_block_size as [number, number] | undefined;
   for (const t of ck.tensors()) {
+    if (t.dtype === 'F8_E4M3') {
+      // DeepSeek-V3's block-scaled FP8 (fp8-support.ts): f32(e4m3) · weight_scale_inv[⌊i/bR⌋, ⌊j/bC⌋]
+      const sKey = `${t.key}_scale_inv`;
+      const sDtype = [...ck.tensors()].find((x) => x.key === sKey)!.dtype;
+      out.set(t.key, dequantFp8Reference(await ck.read(t.key), t.shape, toFloat32(await ck.read(sKey), sDtype), block!));
+      continue;
+    }
+    if (t.key.endsWith('_scale_inv')) continue;
     const blocks = /^(.*)_blocks$/.exec(t.key);
     if (blocks && t.dtype === 'U8') {
       // GPT-OSS MXFP4 experts → HF's in-memory dequantized tensor (the test's own decode)
@@ -126,14 +149,27 @@ export class GraphRunner {
     return new GraphRunner(session, g, feeds, half);
   }
 
-  /** A zeroed cache: one [past_key, past_value] pair per layer. */
+  /**
+   * A zeroed cache: one (key, value) pair per layer, `[batch, nKv, ctx, hd]`. Where the graph
+   * declares a cache input's heads and head dim (MLA: value dim ≠ key dim; the compressed
+   * cache: one head of kv_lora_rank / rope), those declared sizes are used.
+   */
   emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
-    const n = batch * nKv * ctx * hd;
-    return Array.from({ length: 2 * this.g.layers }, () =>
-      this.half
-        ? new ort.Tensor('float16', new Uint16Array(n), [batch, nKv, ctx, hd])
-        : new ort.Tensor('float32', new Float32Array(n), [batch, nKv, ctx, hd]),
-    );
+    return this.cacheNames().map((name) => {
+      const dims = this.g.model.graph.input.find((i) => i.name === name)!.type.tensorType.shape.dim;
+      const fixed = (k: number, d: number) => {
+        const v = dims[k] as { dimValue?: number };
+        return typeof v.dimValue === 'number' ? v.dimValue : d;
+      };
+      const shape = [batch, fixed(1, nKv), ctx, fixed(3, hd)];
+      const n = shape.reduce((a, b) => a * b, 1);
+      return this.half ? new ort.Tensor('float16', new Uint16Array(n), shape) : new ort.Tensor('float32', new Float32Array(n), shape);
+    });
+  }
+
+  /** The graph's cache inputs in order (per layer: key then value, whatever the cache form names them). */
+  cacheNames(): string[] {
+    return this.g.io.inputs.filter((n) => /^(past_key|past_value|compressed_kv|k_pe)\.\d+$/.test(n));
   }
 
   /** One call: ids/positions `[B][S]`; returns logits `[B][V]` and the new cache. */
@@ -149,17 +185,14 @@ export class GraphRunner {
     feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids.flat().map(BigInt)), [B, S]);
     feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [B, S]);
     if (batchIndex) feeds.batch_index = new ort.Tensor('int64', BigInt64Array.from(batchIndex.map(BigInt)), [B, 1]);
-    for (let i = 0; i < this.g.layers; i++) {
-      feeds[`past_key.${i}`] = cache[2 * i]!;
-      feeds[`past_value.${i}`] = cache[2 * i + 1]!;
-    }
+    const names = this.cacheNames();
+    names.forEach((n, k) => (feeds[n] = cache[k]!));
     const r = await this.session.run(feeds);
     const lg = r.logits!;
     const V = lg.dims[2]!;
     const data = lg.data as Float32Array;
     const logits = Array.from({ length: B }, (_, b) => Array.from(data.subarray(b * V, (b + 1) * V)));
-    const next: ort.Tensor[] = [];
-    for (let i = 0; i < this.g.layers; i++) next.push(r[`past_key.${i}_RetainedState`]!, r[`past_value.${i}_RetainedState`]!);
+    const next = names.map((n) => r[`${n}_RetainedState`]!);
     return { logits, cache: next };
   }
 

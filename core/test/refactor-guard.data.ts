@@ -898,8 +898,8 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '2c6d62df4d4e51519a9d4e2e1813ccbc3cd5eb04f71c8a2bfe1e6582f34df6ba',
   },
   'onnx/deepseek_v3': {
-    'model.onnx': '1abf5c45de23f442017a7784617159ffe204ad30d434fd6abed8f4b18425a743',
-    'weight_spec.json': 'e76447bc928ddbefd2ef75176c7953f579eb552f6de0476f2f47f6379ea9bd70',
+    'model.onnx': 'd2e983ba8775cfcaf476ada8d0b52f2be356e9939b0ea43df9df0c9dfce62975',
+    'weight_spec.json': '7343a813663c43b5df2885d45285d7c4759542388e8df51767a50e6aa7783cf4',
   },
   'onnx/gemma2': {
     'model.onnx': '7b7765a2a1d0d2ad74015a48d871f118112fd95d0669a382d2c0286cd5f0edf7',
@@ -956,5 +956,73 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'onnx/starcoder2': {
     'model.onnx': '76053bb8551fdad15e023a50dcba6c25be32ead1f0d0a0cc1d419923e9265e45',
     'weight_spec.json': 'c0fbee6ef1a3daacf9650007c8ec2e68bde951a6cf36d0640dd786c73b4702d5',
+  },
+  'config/synthetic-kimi_k2/plain': {
+    'model.onnx': '5558b62b2b2dc76fafadd7be75776422f5d0b9fa7bff25674af59734449e78c5',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/kv': {
+    'model.onnx': '1736e06f10d8da8aa624d8ad1c8953a5d7dc472cb13a0ae540057a638dd8808e',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/cb': {
+    'model.onnx': '8e3388ad95a1b71853b0e5ecd793d0823dff3b630dd02971962de026686c906b',
+    'weight_spec.json': '988bd9d9ad42d1b3df6c87c7ab0a85d03962b705e5c6c0c2b18f5d69f74a936c',
+  },
+  'config/synthetic-kimi_k2/prefill': {
+    'model.onnx': '404d729c5b529c72c9a93b5426c67e742996525b5a381d67fb039cace2f1f81e',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/decode': {
+    'model.onnx': '70140c8bb8b728a3e800dd046da7c114d1f50b512971c17997e6750e41f1575c',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/ccl': {
+    'model.onnx': 'ad8f3dbfa51df26ace7a1bc556b559febacd4abeba3d023bb4c9298db6dbda20',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/sampler': {
+    'model.onnx': '01ed5bbb4b5c3adb5d680b76357aadf3d404145d3bc548db3a11af0efaadf914',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/synthetic-kimi_k2/ep2': {
+    'model.onnx': '8989ae13fb3acf99215362aada4aa9cf4cacc610e27d2a3b048d72089f1d33cd',
+    'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
+  },
+  'config/fixture-deepseek_v3/plain': {
+    'model.onnx': 'c948c7d6e068ad0504b1f50008256553017cc51c27f36869e6767b6ef96e07e6',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/kv': {
+    'model.onnx': '292c4910e1962fb7cf8e43e0057d4a383af6f62b0a510e9a9c730aa9d5df7b9e',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/cb': {
+    'model.onnx': 'a3c62d45c178dc9f58b02a3c78088a4bd0ee81793534c8c59887c105c6540618',
+    'weight_spec.json': 'b7a8466dbb5d497c28ce868f8a3ed308670027279472cdaa79c672facbe8e559',
+  },
+  'config/fixture-deepseek_v3/prefill': {
+    'model.onnx': '31c1aba5f2af707845c4c5909ebe700decd50118d73af58dd9b4bf12c06f3924',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/decode': {
+    'model.onnx': '10905da889cf7a36a10db89b5b21fa19d84f955ab85b655c109d9a9f72fdbd04',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/ccl': {
+    'model.onnx': 'e449961d812dd3f1123f232d28a45f426a83386e997c23c12f472a633532859d',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/sampler': {
+    'model.onnx': '1212662b9b8928f39a92e396370f1522cd6528711a0b2c084fdc1ebe40a9dff9',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'config/fixture-deepseek_v3/ep2': {
+    'model.onnx': '3c00f4cc60a6fc7bafa6ae1a67147083f0f8eceb5525aca015c42558e6cfe0d9',
+    'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
+  },
+  'planned/deepseek_v3/kv': {
+    'model.onnx': '2a11ad49ddb2bf45402481f8999a9ddd63032f5be7e6fef0eea41f5ce8aac9e7',
+    'weight_spec.json': '52e93ac15bf7a05405dfd35bcd9e824d610d64126d49560d0ca903c387b802c9',
   },
 };

@@ -24,6 +24,10 @@
  *   `architectures` (was the directory name for gemma2, granite, granitemoe, olmo2, falcon,
  *   codegen: their code-made configs); GPT-2 refuses `--moe-flavour expert_parallel` like every
  *   dense family (it accepted and ignored it).
+ * - `deepseek_v3:` prepare leaves out the multi-token-prediction layers (`num_nextn_predict_layers`,
+ *   keys `model.layers.{i ≥ num_hidden_layers}`), so the deepseek_v3 fixture's prepared layout —
+ *   and with it `onnx/deepseek_v3`'s spec and its copy in the ONNX metadata — has no layer-3 files.
+ *   deepseek_v3 / kimi_k2 cases recorded on their arrival.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -61,6 +61,7 @@ export const LEGACY_FAMILIES = [
   'starcoder2',
   'mpt',
   'gemma3',
+  'deepseek_v3',
 ] as const;
 
 /**
@@ -109,7 +110,6 @@ export type FixturePath = 'config' | 'onnx';
  * skipped silently.
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  deepseek_v3: { issue: 31, paths: ['config'] },
   grok1: { issue: 31, paths: ['config'] },
   llama4: { issue: 31, paths: ['config'] },
   qwen3_5_moe: { issue: 34, paths: ['config', 'onnx'] },

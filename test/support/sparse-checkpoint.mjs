@@ -37,6 +37,9 @@ export function qwen3MoeTensors(o = {}) {
   return t.map((x) => ({ ...x, dtype: 'BF16' }));
 }
 
+/** Bytes per element of the dtypes a sparse checkpoint may declare (BF16 when unlisted). */
+const DTYPE_BYTES = { BF16: 2, F16: 2, F32: 4, F8_E4M3: 1, U8: 1 };
+
 /**
  * Writes `tensors` as `shards` safetensors files (model-0000i-of-0000n.safetensors, sparse:
  * header, then a hole up to the data's end) plus model.safetensors.index.json into `dir`.
@@ -54,7 +57,7 @@ export function writeSparseCheckpoint(dir, tensors, shards = 16) {
     const header = {};
     let off = 0;
     for (const t of part) {
-      const len = t.shape.reduce((a, b) => a * b, 1) * 2;
+      const len = t.shape.reduce((a, b) => a * b, 1) * (DTYPE_BYTES[t.dtype] ?? 2);
       header[t.key] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + len] };
       weightMap[t.key] = name;
       off += len;

@@ -82,6 +82,22 @@ function moeSizes(config: Record<string, unknown> | undefined): MoeSizes {
   return hidden !== undefined && intermediate !== undefined ? { hidden, intermediate } : {};
 }
 
+/**
+ * Keys of the multi-token-prediction layers (`num_nextn_predict_layers` > 0: DeepSeek-V3,
+ * Kimi-K2, GLM-4.5), stored as `model.layers.{i}` with i ≥ num_hidden_layers. They are not part
+ * of the causal LM — HF does not load them (DeepseekV3Model `_keys_to_ignore_on_load_unexpected`)
+ * and no graph reads them — so prepare writes none of their data (DeepSeek-V3's is a whole MoE layer).
+ */
+export function mtpKeys(keys: Iterable<string>, config: Record<string, unknown> | undefined): string[] {
+  const c = textConfig(config);
+  const layers = posInt(c?.num_hidden_layers);
+  if (layers === undefined || !posInt(c?.num_nextn_predict_layers)) return [];
+  return [...keys].filter((k) => {
+    const m = /^model\.layers\.(\d+)\./.exec(k);
+    return m !== null && Number(m[1]) >= layers;
+  });
+}
+
 function finalDtype(src: DType, target: DType): DType {
   return isFloat(src) ? target : src;
 }
@@ -96,6 +112,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   for (const t of ckpt.tensors()) {
     sources.set(t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength });
   }
+  for (const k of mtpKeys(sources.keys(), config)) sources.delete(k);
   // Quantized weights: refused unless prepare can undo them; FP8 scales attach in makeTask.
   const configFile = path.join(ckpt.dir, 'config.json');
   const dequant = planDequant(sources, quantSchemeOf(config, configFile), configFile);

@@ -95,6 +95,13 @@ const flags = {
     placeholder: '<P>',
     description: 'pipeline stages of the packed MoE layout (N = E / P experts each; with --moe-flavour)',
   },
+  'mla-cache': {
+    type: 'string',
+    placeholder: '<form>',
+    choices: ['per-head', 'compressed'],
+    description:
+      "Multi-head Latent Attention cache (DeepSeek-V3, Kimi-K2): per-head past_key/past_value (default) or QEfficient's compressed_kv/k_pe (with --config)",
+  },
   root: {
     type: 'string',
     multiple: true,
@@ -159,6 +166,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     planner: planLayout,
     ...(f.opset !== undefined ? { opset: f.opset } : {}),
     ...(f['moe-flavour'] ? { expertParallel: { stages: f['pipeline-stages']! } } : {}),
+    ...(f['mla-cache'] !== undefined ? { mlaCache: f['mla-cache'] as 'per-head' | 'compressed' } : {}),
     ...(cclP !== undefined && cclD !== undefined
       ? {
           compCtxLengths: {
@@ -211,6 +219,7 @@ export const exportCommand = defineCommand({
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
     'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
+    '       [--mla-cache per-head|compressed]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
@@ -222,6 +231,8 @@ export const exportCommand = defineCommand({
     "CCL (QEfficient's compute-context-length): the comp_ctx_lengths input, whose length is the active bucket;",
     'attention reads only that many cache slots, the KV write still goes to the full cache.',
     "--sampler appends QEfficient's on-device sampler (penalties, temperature, top-k/p, min-p): next_tokens replaces logits.",
+    "--mla-cache compressed (DeepSeek-V3, Kimi-K2): QEfficient's compressed MLA cache compressed_kv.{i} [b,1,ctx,kv_lora_rank]",
+    'and k_pe.{i} [b,1,ctx,rope] instead of the per-head past_key.{i}/past_value.{i}.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -238,6 +249,7 @@ export const exportCommand = defineCommand({
         'opset',
         'moe-flavour',
         'pipeline-stages',
+        'mla-cache',
         'comp-ctx-lengths-prefill',
         'comp-ctx-lengths-decode',
         'max-top-k',

@@ -67,7 +67,37 @@ export type AttnProj =
       qkv: LinearSpec;
       layout?: FusedLayout;
       /** MPT clip_qkv: clamp the fused output to ±clip before the split. */ clip?: number;
-    };
+    }
+  /** DeepSeek-V3 Multi-head Latent Attention (attention-mla.ts). */
+  | MlaSpec;
+
+/**
+ * DeepSeek-V3 MLA projections (HF `DeepseekV3Attention`): queries through `q` (q_lora_rank
+ * null) or `qA → qANorm → qB`; `kvA` gives [latent (kvLoraRank) | k_pe (rope)], the latent is
+ * normalized by `kvANorm` and expanded by `kvB` into per-head [k_nope | v]. Its norms use
+ * RMSNorm's default eps 1e-6 (HF builds them without `rms_norm_eps`).
+ */
+export interface MlaSpec {
+  kind: 'mla';
+  q?: LinearSpec;
+  qA?: LinearSpec;
+  qANorm?: NormSpec;
+  qB?: LinearSpec;
+  kvA: LinearSpec;
+  kvANorm: NormSpec;
+  kvB: LinearSpec;
+  kvLoraRank: number;
+  nope: number;
+  rope: number;
+  v: number;
+  /** HF `rope_interleave`: the rope dims are de-interleaved (pairs 2i, 2i+1 → i, i + d/2) before rotate_half. */
+  interleave: boolean;
+  /**
+   * QEfficient's cache form: per head (`past_key` nope + rope, `past_value` v; its default) or
+   * compressed (`compressed_kv` latent, `k_pe`); the layer's `states` declare the same.
+   */
+  cache: 'per-head' | 'compressed';
+}
 
 /** The feed-forward block of one layer. */
 export type MlpSpec =
@@ -246,7 +276,17 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   for (const l of a.layers) {
     if (l.norm1) norm(l.norm1);
     if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
-    else lin(l.attn.qkv);
+    else if (l.attn.kind === 'fused') lin(l.attn.qkv);
+    else {
+      const m = l.attn;
+      if (m.q) lin(m.q);
+      if (m.qA) lin(m.qA);
+      if (m.qANorm) norm(m.qANorm);
+      if (m.qB) lin(m.qB);
+      [m.kvA].forEach(lin);
+      norm(m.kvANorm);
+      lin(m.kvB);
+    }
     if (l.qNorm) norm(l.qNorm);
     if (l.kNorm) norm(l.kNorm);
     add(l.sinks, [a.nHeads]);

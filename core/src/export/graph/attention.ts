@@ -153,7 +153,7 @@ export function attention(
     q = linear(c, x, l.attn.q);
     k = linear(c, x, l.attn.k);
     v = linear(c, x, l.attn.v);
-  } else {
+  } else if (l.attn.kind === 'fused') {
     const layout = l.attn.layout ?? {
       groups: 1,
       pieces: [
@@ -167,6 +167,8 @@ export function attention(
     if (l.attn.clip !== undefined)
       qkv = g.op('Clip', [qkv, g.scalar(c.dtype, -l.attn.clip, 'clip_lo'), g.scalar(c.dtype, l.attn.clip, 'clip_hi')]);
     [q, k, v] = splitFused(c, qkv, layout);
+  } else {
+    throw new Error('internal: MLA layers go through attention-mla.ts');
   }
   const overProjection = l.qkNormOver === 'projection';
   if (overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
@@ -185,35 +187,64 @@ export function attention(
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
   v = transpose(c, v, [0, 2, 1, 3]);
+  return attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd });
+}
 
-  const key = g.op('ScatterND', [past.key, kv.scatterIdx, k]);
-  const value = g.op('ScatterND', [past.value, kv.scatterIdx, v]);
-  let kRows = kv.batchRows ? g.op('Gather', [key, kv.batchRows], { axis: 0 }) : key;
-  let vRows = kv.batchRows ? g.op('Gather', [value, kv.batchRows], { axis: 0 }) : value;
-  if (kv.readLen) {
-    // CCL: the write above went to the full cache; attention reads only the bucket's slots
-    kRows = g.op('Slice', [kRows, g.ints([0]), kv.readLen, g.ints([2])]);
-    vRows = g.op('Slice', [vRows, g.ints([0]), kv.readLen, g.ints([2])]);
-  }
+/**
+ * The cache rows attention reads after the write, for each of `ts`: the batch_index rows
+ * (continuous batching), then the CCL bucket's slots (the write went to the full cache).
+ */
+export function readCaches(c: Ctx, kv: CacheContext, ts: string[]): string[] {
+  const g = c.g;
+  const rows = ts.map((t) => (kv.batchRows ? g.op('Gather', [t, kv.batchRows], { axis: 0 }) : t));
+  return kv.readLen ? rows.map((r) => g.op('Slice', [r, g.ints([0]), kv.readLen!, g.ints([2])])) : rows;
+}
 
-  const qg = reshape(c, q, [0, nKv, -1, hd]); // [B,nKv,groups·S,hd]
+/**
+ * Writes `k`/`v` `[B, nKv, S, ·]` into the layer's cache at the positions and attends `q`
+ * `[B, nh, S, dims.qk]` over it (scale, soft-cap, mask, softmax in float32, sinks); returns the
+ * merged heads through `o` and the new cache. `dims.v` is the value head size (MLA's v_head_dim).
+ */
+export function attendCache(
+  c: Ctx,
+  a: ArchSpec,
+  l: LayerSpec,
+  t: { q: string; k: string; v: string },
+  kv: CacheContext,
+  past: { key: string; value: string },
+  dims: { qk: number; v: number },
+): { out: string; key: string; value: string } {
+  const g = c.g;
+  const { nHeads: nh, nKv } = a;
+  const key = g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
+  const value = g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
+  const [kRows, vRows] = readCaches(c, kv, [key, value]) as [string, string];
+
+  const qg = reshape(c, t.q, [0, nKv, -1, dims.qk]); // [B,nKv,groups·S,hd]
   // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))
   const se = a.scoresInFloat32 ? 'float32' : c.dtype;
   let scores = g.op('MatMul', [cast(c, qg, c.dtype, se), cast(c, transpose(c, kRows, [0, 1, 3, 2]), c.dtype, se)]); // [B,nKv,groups·S,C]
   if (a.scoreScale) {
     scores = g.op(a.scoreScale.op === 'mul' ? 'Mul' : 'Div', [scores, g.scalar(se, a.scoreScale.value, 'attn_scale')]);
   }
-  // softmax in float32 (HF: softmax(..., dtype=float32).to(query.dtype)); the soft-cap too (HF
-  // caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score)
-  let sf = cast(c, scores, se, 'float32');
-  if (a.attnSoftcap !== undefined) sf = softcap(c, sf, a.attnSoftcap, 'float32');
+  const probs = maskedSoftmax(c, a, l, kv, cast(c, scores, se, 'float32'));
+  const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,v]
+  const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, dims.v]), [0, 2, 1, 3]), [-1, nh * dims.v]);
+  return { out: linear(c, merged, l.o), key, value };
+}
+
+/**
+ * float32 scores → soft-cap, the layer's mask, softmax (with sinks) → probabilities in the
+ * compute dtype. HF softmaxes in float32 (`softmax(..., dtype=float32).to(query.dtype)`) and
+ * caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score, so the cap is here too.
+ */
+export function maskedSoftmax(c: Ctx, a: ArchSpec, l: LayerSpec, kv: CacheContext, scores: string): string {
+  const g = c.g;
+  let sf = a.attnSoftcap !== undefined ? softcap(c, scores, a.attnSoftcap, 'float32') : scores;
   if (kv.alibi) sf = g.op('Add', [sf, kv.alibi]);
   const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
-  const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
-  const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,hd]
-  const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, hd]), [0, 2, 1, 3]), [-1, nh * hd]);
-  return { out: linear(c, merged, l.o), key, value };
+  return cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
 }
 
 /**

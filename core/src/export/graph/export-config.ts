@@ -42,6 +42,8 @@ export interface ConfigExportOptions {
   opset?: number;
   /** `--moe-flavour expert_parallel --pipeline-stages P`: the MoE blocks consume prepare's packed `[N, P, …]` layout. */
   expertParallel?: { stages: number };
+  /** `--mla-cache`: the KV cache form of Multi-head Latent Attention models (per head by default). */
+  mlaCache?: 'per-head' | 'compressed';
   /** CCL buckets (`--comp-ctx-lengths-prefill` / `--comp-ctx-lengths-decode`); needs ctxLen. */
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
@@ -122,6 +124,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
     if (o.expertParallel)
       throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
+    if (o.mlaCache)
+      throw new UsageError('--mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not a vision-language model');
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
@@ -143,7 +147,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
   }
   // the architecture first: a model without experts (or experts that do not split into P) is a usage error before any planning
-  const ep = o.expertParallel ? { expertParallel: o.expertParallel } : {};
+  const ep = { ...(o.expertParallel ? { expertParallel: o.expertParallel } : {}), ...(o.mlaCache ? { mlaCache: o.mlaCache } : {}) };
   archFromConfig(cfg.raw, cfg.file, ep);
   if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
   const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
@@ -209,6 +213,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         continuous_batching: !!o.continuousBatching,
         phase: o.phase ?? 'both',
         ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
+        ...(o.mlaCache ? { mla_cache: o.mlaCache } : {}),
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,

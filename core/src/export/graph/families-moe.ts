@@ -184,42 +184,24 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
   const rotaryDim = Math.floor(hd * partial);
   if (rotaryDim % 2 !== 0 || rotaryDim === 0)
     refuse(file, 'partial_rotary_factor', `gives rotary dim ${rotaryDim} (must be even and positive)`);
-  const E = c.n_routed_experts;
-  const topK = checkTopK(file, c.num_experts_per_tok, E);
-  const nGroup = c.n_group ?? 1;
-  const topkGroup = c.topk_group ?? 1;
-  if (E % nGroup !== 0) refuse(file, 'n_group', `(${nGroup}) does not divide n_routed_experts (${E})`);
-  if (nGroup > 1 && E / nGroup < 2) refuse(file, 'n_group', `leaves ${E / nGroup} expert per group; the group score needs the top 2`);
-  if (topkGroup > nGroup) refuse(file, 'topk_group', `(${topkGroup}) exceeds n_group (${nGroup})`);
-  if (topK > (E / nGroup) * topkGroup) refuse(file, 'num_experts_per_tok', `(${topK}) exceeds the experts of the topk_group groups`);
   const firstDense = c.first_k_dense_replace ?? 1;
-  const stages = expertStages(file, E, opts);
-  const shared = c.n_shared_experts ?? 1;
-  const mi = c.moe_intermediate_size;
+  const routing = {
+    experts: c.n_routed_experts,
+    topK: c.num_experts_per_tok,
+    nGroup: c.n_group ?? 1,
+    topkGroup: c.topk_group ?? 1,
+    scale: c.routed_scaling_factor ?? 1,
+    normTopK: c.norm_topk_prob ?? true,
+    shared: c.n_shared_experts ?? 1,
+    intermediate: c.moe_intermediate_size,
+  };
   const qk = !!c.use_qk_norm;
   const bias = !!c.attention_bias;
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
     const p = `model.layers.${i}`;
     const m = `${p}.mlp`;
-    const gated = (prefix: string, inter: number) => ({
-      gate: lin(`${prefix}.gate_proj.weight`, inter, H),
-      up: lin(`${prefix}.up_proj.weight`, inter, H),
-      down: lin(`${prefix}.down_proj.weight`, H, inter),
-    });
-    const mlp: MlpSpec =
-      i < firstDense
-        ? { kind: 'gated', ...gated(m, c.intermediate_size) }
-        : {
-            kind: 'moe',
-            router: `${m}.gate.weight`,
-            routing: 'sigmoid-group',
-            group: { correctionBias: `${m}.gate.e_score_correction_bias`, nGroup, topkGroup, scale: c.routed_scaling_factor ?? 1 },
-            weights: { ...canonicalMoeKeys(m), experts: E, hidden: H, intermediate: mi, ...stages },
-            topK,
-            normTopK: c.norm_topk_prob ?? true,
-            ...(shared > 0 ? { shared: gated(`${m}.shared_experts`, mi * shared) } : {}),
-          };
+    const mlp: MlpSpec = i < firstDense ? gatedMlp(H, m, c.intermediate_size) : sigmoidGroupMoe(file, m, H, routing, opts);
     layers.push({
       norm1: { weight: `${p}.input_layernorm.weight`, size: H },
       norm2: { weight: `${p}.post_attention_layernorm.weight`, size: H },
@@ -232,6 +214,53 @@ export function glm4MoeArch(raw: unknown, file: string, opts: ArchOptions = {}):
     });
   }
   return rmsDecoder('glm4_moe', c, file, { nh, nKv, hd }, ropeOf(c, rotaryDim, file, 10000), layers);
+}
+
+/** A gated MLP `<prefix>.{gate,up,down}_proj` without biases (dense layers and shared experts). */
+export const gatedMlp = (H: number, prefix: string, inter: number) => ({
+  kind: 'gated' as const,
+  gate: lin(`${prefix}.gate_proj.weight`, inter, H),
+  up: lin(`${prefix}.up_proj.weight`, inter, H),
+  down: lin(`${prefix}.down_proj.weight`, H, inter),
+});
+
+/** The resolved routing fields of {@link sigmoidGroupMoe} (each family states its own config defaults). */
+export interface SigmoidGroupRouting {
+  experts: number;
+  topK: number | undefined;
+  nGroup: number;
+  topkGroup: number;
+  scale: number;
+  normTopK: boolean;
+  /** n_shared_experts: the shared MLP has `intermediate · shared` features (none when 0). */
+  shared: number;
+  intermediate: number;
+}
+
+/**
+ * The routed-experts block of GLM-4-MoE (`Glm4MoeMoE`) and DeepSeek-V3 (`DeepseekV3MoE`), one
+ * routing in both HF files: router `<m>.gate.weight` and `<m>.gate.e_score_correction_bias`,
+ * grouped sigmoid routing (see moe-routing.ts), experts in the prepared `moe_weights` layout,
+ * plus `<m>.shared_experts`. Group counts that the routing cannot honour are refused.
+ */
+export function sigmoidGroupMoe(file: string, m: string, H: number, r: SigmoidGroupRouting, opts: ArchOptions): MlpSpec {
+  const E = r.experts;
+  const topK = checkTopK(file, r.topK, E);
+  const { nGroup, topkGroup } = r;
+  if (E % nGroup !== 0) refuse(file, 'n_group', `(${nGroup}) does not divide n_routed_experts (${E})`);
+  if (nGroup > 1 && E / nGroup < 2) refuse(file, 'n_group', `leaves ${E / nGroup} expert per group; the group score needs the top 2`);
+  if (topkGroup > nGroup) refuse(file, 'topk_group', `(${topkGroup}) exceeds n_group (${nGroup})`);
+  if (topK > (E / nGroup) * topkGroup) refuse(file, 'num_experts_per_tok', `(${topK}) exceeds the experts of the topk_group groups`);
+  return {
+    kind: 'moe',
+    router: `${m}.gate.weight`,
+    routing: 'sigmoid-group',
+    group: { correctionBias: `${m}.gate.e_score_correction_bias`, nGroup, topkGroup, scale: r.scale },
+    weights: { ...canonicalMoeKeys(m), experts: E, hidden: H, intermediate: r.intermediate, ...expertStages(file, E, opts) },
+    topK,
+    normTopK: r.normTopK,
+    ...(r.shared > 0 ? { shared: gatedMlp(H, `${m}.shared_experts`, r.intermediate * r.shared) } : {}),
+  };
 }
 
 /** GraniteMoeConfig's MoE fields (num_local_experts 8 and num_experts_per_tok 2 by default). */

@@ -3,6 +3,7 @@
  * its row's builder parses the config. Each family's mapping lives in its own `family-<name>.ts`.
  */
 import type { ArchSpec } from './arch';
+import { UsageError } from '../../errors';
 import { checkExpertParallel } from './config';
 import { familyOf } from './family-registry';
 import type { ArchOptions } from './family-row';
@@ -16,5 +17,7 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
   const row = familyOf(raw, file);
   // a dense family has no experts to split: refused before anything else is read
   if (opts.expertParallel && row.moe === 'none') checkExpertParallel(file, undefined, opts.expertParallel.stages);
+  if (opts.mlaCache !== undefined && !row.mla)
+    throw new UsageError(`${file}: --mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not ${row.modelType}`);
   return row.build(raw, file, opts);
 }

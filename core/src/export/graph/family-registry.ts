@@ -9,6 +9,7 @@
 import { FormatError } from '../../errors';
 import { quantSchemeOf } from '../../prepare/quant-config';
 import { codegenFamily } from './family-codegen';
+import { deepseekV3Family } from './family-deepseek-v3';
 import { falconFamily } from './family-falcon';
 import { gemmaFamily } from './family-gemma';
 import { gemma2Family } from './family-gemma2';
@@ -56,6 +57,7 @@ export const FAMILIES: readonly FamilyRow[] = [
   mptFamily,
   gptBigcodeFamily,
   gemma3Family,
+  deepseekV3Family,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */

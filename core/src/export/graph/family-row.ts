@@ -16,6 +16,8 @@ export interface ArchOptions {
   keys?: ReadonlySet<string>;
   /** Expert-parallel packed MoE layout (QEfficient's `moe_prefill_flavour=expert_parallel`): P pipeline stages. */
   expertParallel?: { stages: number };
+  /** Multi-head Latent Attention families: the KV cache form, per head (default) or compressed (`--mla-cache compressed`). */
+  mlaCache?: 'per-head' | 'compressed';
 }
 
 /** A small config.json object (real HF field names). */
@@ -49,6 +51,8 @@ export interface FamilyRow {
   keyPrefix: string;
   /** MoE routing kind; `none` for dense families (expert-parallel export is refused up front). */
   moe: MoeKind;
+  /** Multi-head Latent Attention (DeepSeek-V3): `--mla-cache` chooses its cache form; refused for other families. */
+  mla?: boolean;
   /** config.json → {@link ArchSpec}; refuses (config.ts `refuse`) what the graph does not implement. */
   build: (raw: unknown, file: string, opts: ArchOptions) => ArchSpec;
   /**
