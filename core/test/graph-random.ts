@@ -23,7 +23,8 @@ export function rng(seed: number): () => number {
   return () => Math.sqrt(-2 * Math.log(uni() + 1e-12)) * Math.cos(2 * Math.PI * uni());
 }
 
-function bf16(x: number): number {
+/** Rounds to bfloat16 (nearest even), as the fixtures store weights. */
+export function bf16(x: number): number {
   const f = new Float32Array([x]);
   const u = new Uint32Array(f.buffer);
   u[0] = ((u[0]! + 0x7fff + ((u[0]! >>> 16) & 1)) >>> 16) << 16;

@@ -41,7 +41,7 @@ function erf(x: number): number {
   return Math.sign(x) * (1 - erfc);
 }
 /** HF ACT2FN by name: graph-reference's table plus erf GELU (read at call time: the modules import each other). */
-function actFn(name: string): (x: number) => number {
+export function actFn(name: string): (x: number) => number {
   if (name === 'gelu') return (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
   const f = ACT[name];
   if (!f) throw new Error(`reference: activation ${name}`);

@@ -18,6 +18,7 @@ import type { ArchSpec, FusedLayout, LayerSpec } from './arch';
 import { applyRope, type ropeTables } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
+import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
 
 /** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
 export interface CacheContext {
@@ -25,8 +26,10 @@ export interface CacheContext {
   scatterIdx: string;
   /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot (the model-wide window). */
   mask: string;
-  /** The mask for a layer with its own sliding window (HF `layer_types`), built once per window. */
-  maskFor(window: number | undefined): string;
+  /** The mask for a layer with its own sliding window (HF `layer_types`) or attention chunk (Llama 4), built once per kind. */
+  maskFor(window: number | undefined, chunk?: number): string;
+  /** The `position_ids` input (int64 `[B, S]`). */
+  positionIds: string;
   /** Continuous batching: `[B]` int64 cache rows to read after the write. */
   batchRows?: string;
   /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
@@ -96,11 +99,11 @@ export function cacheContext(
     const pos3 = unsqueeze(c, positionIds, [-1]); // [B,S,1]
     const causal = g.op('LessOrEqual', [slots, pos3]);
     const groups = a.nHeads / a.nKv;
-    const masks = new Map<number | undefined, string>();
-    const maskFor = (window: number | undefined): string => {
-      const hit = masks.get(window);
+    const masks = new Map<string, string>();
+    const maskFor = (window: number | undefined, chunk?: number): string => {
+      const hit = masks.get(`${window}:${chunk}`);
       if (hit) return hit;
-      let allowed = causal;
+      let allowed = chunk === undefined ? causal : sameChunk(c, causal, slots, pos3, chunk);
       if (window !== undefined) {
         const lo = g.op('Sub', [pos3, g.int(window)]);
         allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
@@ -108,10 +111,10 @@ export function cacheContext(
       let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C or R]
       // queries are laid out (group, position) per kv head; tile the mask to match
       if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
-      masks.set(window, mask);
+      masks.set(`${window}:${chunk}`, mask);
       return mask;
     };
-    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, batchRows, bs, ...(readLen ? { readLen } : {}) };
+    return { scatterIdx, mask: maskFor(a.slidingWindow), maskFor, positionIds, batchRows, bs, ...(readLen ? { readLen } : {}) };
   });
 }
 
@@ -161,10 +164,15 @@ export function attention(
   v = heads(v, nKv);
   if (!overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
   if (!overProjection && l.kNorm) k = norm(c, k, l.kNorm, a.norm);
-  if (rope && a.rope) {
+  if (rope && a.rope && !l.noRope) {
     q = applyRope(c, q, rope, a.rope, hd);
     k = applyRope(c, k, rope, a.rope, hd);
   }
+  if (l.qkL2NormEps !== undefined) {
+    q = l2Norm(c, q, l.qkL2NormEps);
+    k = l2Norm(c, k, l.qkL2NormEps);
+  }
+  if (l.attnTemperature) q = temperatureScale(c, q, kv.positionIds, l.attnTemperature);
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
   v = transpose(c, v, [0, 2, 1, 3]);
@@ -190,7 +198,7 @@ export function attention(
   // caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score)
   let sf = cast(c, scores, se, 'float32');
   if (a.attnSoftcap !== undefined) sf = softcap(c, sf, a.attnSoftcap, 'float32');
-  const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
+  const mask = l.slidingWindow !== undefined || l.attnChunk !== undefined ? kv.maskFor(l.slidingWindow, l.attnChunk) : kv.mask;
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
   const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
   const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,hd]

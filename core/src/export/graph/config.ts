@@ -91,6 +91,9 @@ export const SUPPORTED_MODEL_TYPES = [
   'falcon',
   'codegen',
   'granitemoe',
+  'grok-1',
+  'llama4_text',
+  'llama4',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
@@ -103,7 +106,9 @@ export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): 
 /** The config's model_type, refused unless supported. */
 export function modelTypeOf(raw: unknown, file: string): ModelType {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError(file, `not a JSON object`);
-  const t = (raw as Record<string, unknown>).model_type;
+  const r = raw as Record<string, unknown>;
+  // Grok-1's published config.json (hpcai-tech) may lack model_type: its architecture names it
+  const t = r.model_type ?? (Array.isArray(r.architectures) && r.architectures.includes('Grok1ModelForCausalLM') ? 'grok-1' : undefined);
   if (typeof t !== 'string') throw new FormatError(file, `"model_type" is missing`);
   if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(t)) {
     throw new FormatError(file, `model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);

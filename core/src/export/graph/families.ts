@@ -27,6 +27,8 @@ import { graniteArch } from './family-granite';
 import { olmo2Arch } from './family-olmo2';
 import { ropeSpec, type RopeScaling } from './rope';
 import { glm4MoeArch, gptOssArch, graniteMoeArch } from './families-moe';
+import { grok1Arch } from './family-grok1';
+import { llama4Arch } from './family-llama4';
 
 /** Options that depend on the checkpoint rather than the config. */
 export interface ArchOptions {
@@ -62,6 +64,11 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return falconArch(raw, file);
     case 'codegen':
       return codegenArch(raw, file);
+    case 'grok-1':
+      return grok1Arch(raw, file, opts);
+    case 'llama4_text':
+    case 'llama4':
+      return llama4Arch(raw, file, opts);
     default:
       return llamaLikeArch(type, parseWith(llamaLike, raw, file), file, opts);
   }
