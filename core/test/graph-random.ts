@@ -5,6 +5,9 @@
  */
 import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import type { F32 } from './graph-support';
+import { GROK_LLAMA4_SYNTHETIC_CONFIGS } from './graph-random-grok-llama4';
+import { randomGrok1Checkpoint } from './graph-reference-grok1';
+import { randomLlama4Checkpoint } from './graph-reference-llama4';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
@@ -42,6 +45,9 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
   };
   if (randomDenseTensors(cfg, put)) return w;
   const t = cfg.model_type as string;
+  if (t === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return randomGrok1Checkpoint(cfg, seed);
+  if (t === 'llama4_text') return randomLlama4Checkpoint(cfg, seed);
+  if (t === 'llama4') return new Map([...randomLlama4Checkpoint(cfg.text_config, seed)].map(([k, v]) => [`language_model.${k}`, v]));
   if (t === 'gpt2') {
     const H = cfg.n_embd,
       I = cfg.n_inner ?? 4 * H;
@@ -266,6 +272,7 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
     tie_word_embeddings: true,
   },
   ...DENSE_SYNTHETIC_CONFIGS,
+  ...GROK_LLAMA4_SYNTHETIC_CONFIGS,
 };
 
 /**

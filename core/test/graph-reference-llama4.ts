@@ -64,7 +64,7 @@ export function llama4Reference(config: Cfg, w: W, ids: number[]): number[][] {
   const eps: number = c.rms_norm_eps;
   const act = ACT[c.hidden_act ?? 'silu']!;
   const { useRope, moe, chunked } = llama4Derived(c);
-  const chunk: number = c.attention_chunk_size;
+  const chunk: number = c.attention_chunk_size ?? 8192;
   const f = invFreq({ ...c, rope_scaling: c.rope_scaling ? { ...c.rope_scaling, rope_type: 'llama3' } : null }, hd, ids.length).f;
   const emb = get('model.embed_tokens.weight');
   let h = ids.map((id) => Array.from(emb.data.subarray(id * H, (id + 1) * H)));
@@ -84,8 +84,8 @@ export function llama4Reference(config: Cfg, w: W, ids: number[]): number[][] {
           let e = head(r, j);
           if (rope) e = ropeComplex(e, t, f);
           if (rope && (c.use_qk_norm ?? true)) e = l2(e, eps);
-          if (isQ && !rope && c.attn_temperature_tuning) {
-            const s = Math.log(Math.floor((t + 1) / c.floor_scale) + 1) * c.attn_scale + 1;
+          if (isQ && !rope && (c.attn_temperature_tuning ?? true)) {
+            const s = Math.log(Math.floor((t + 1) / (c.floor_scale ?? 8192)) + 1) * (c.attn_scale ?? 0.1) + 1;
             e = e.map((a) => a * s);
           }
           return e;

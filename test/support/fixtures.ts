@@ -65,10 +65,11 @@ export const LEGACY_FAMILIES = [
  * max |Δlogit| allowed for a float16 graph against a fixture's fp32 reference. 2e-2, except
  * gemma2, whose fixture drives q/k to |x| ≈ 13 and the residual stream to ≈ 16: a float16
  * forward rounded where HF's would be (an independent numpy emulation of modeling_gemma2.py,
- * core/test/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json.
+ * core/test/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json; and grok1,
+ * whose float16 emulation (core/test/grok1-float16-bound.test.ts) is ≈ 0.021 off.
  */
 export function float16Tolerance(family: string): number {
-  return family === 'gemma2' ? 8e-2 : 2e-2;
+  return family === 'gemma2' ? 8e-2 : family === 'grok1' ? 3e-2 : 2e-2;
 }
 
 /** Every model folder of the shared fixtures (tests that cover "every folder" pin this list). */
