@@ -15,7 +15,8 @@ import { checkExpertCount, need, sameShape, stacked, type MoeGroup } from './moe
 /** Matches one expert's linear weight; groups: module, expert index, projection name. */
 export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj|linear|linear_v|linear_1)\.weight$/;
 
-const ROLE: Record<string, 'gate' | 'up' | 'down'> = {
+/** The canonical role of each per-expert projection name (also how export --onnx places a per-expert key). */
+export const EXPERT_ROLE: Readonly<Record<string, 'gate' | 'up' | 'down'>> = {
   w1: 'gate',
   w3: 'up',
   w2: 'down',
@@ -37,7 +38,7 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
     const mod = modules.get(m[1]!) ?? { experts: new Set(), names: new Map() };
     modules.set(m[1]!, mod);
     mod.experts.add(Number(m[2]));
-    const role = ROLE[m[3]!]!;
+    const role = EXPERT_ROLE[m[3]!]!;
     const set = mod.names.get(role) ?? new Set<string>();
     set.add(m[3]!);
     mod.names.set(role, set);
