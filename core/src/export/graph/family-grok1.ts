@@ -20,7 +20,8 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec } from './arch';
-import type { ArchOptions } from './families';
+import type { FamilyRow } from './family-row';
+import type { ArchOptions } from './family-row';
 import { checkExpertParallel, parseWith, refuse } from './config';
 import { canonicalMoeKeys } from './moe';
 import { ropeSpec } from './rope';
@@ -115,3 +116,36 @@ export function grok1Arch(raw: unknown, file: string, opts: ArchOptions = {}): A
     layers,
   };
 }
+
+/** The grok-1 row of the family registry (hpcai-tech's remote code; configs may name only the architecture). */
+export const grok1Family: FamilyRow = {
+  modelType: 'grok-1',
+  architectures: ['Grok1ModelForCausalLM'],
+  hfClass: 'Grok1ModelForCausalLM',
+  keyPrefix: 'model',
+  moe: 'softmax',
+  build: (raw, file, opts) => grok1Arch(raw, file, opts),
+  test: {
+    fixture: 'grok1',
+    configs: {
+      // no model_type: the architecture names it; top-3 of 6 experts (QEfficient's block would take 2)
+      'grok1-top3': {
+        architectures: ['Grok1ModelForCausalLM'],
+        vocab_size: 96,
+        hidden_size: 32,
+        intermediate_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        attn_output_multiplier: 0.3,
+        embedding_multiplier_scale: 3.0,
+        output_multiplier_scale: 0.7,
+        max_attn_value: 4.0,
+        rms_norm_eps: 1e-5,
+        tie_word_embeddings: true,
+        num_experts_per_tok: 3,
+        num_experts: 6,
+      },
+    },
+  },
+};

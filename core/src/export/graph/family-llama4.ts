@@ -21,7 +21,7 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type MlpSpec } from './arch';
-import type { ArchOptions } from './families';
+import type { ArchOptions, FamilyRow } from './family-row';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
 import { canonicalMoeKeys } from './moe';
 import { ropeSpec, type RopeScaling } from './rope';
@@ -164,3 +164,93 @@ export function llama4Arch(raw: unknown, file: string, opts: ArchOptions = {}): 
     layers,
   };
 }
+
+/** The fields the code-made Llama 4 test configs share. */
+const llama4Text = {
+  model_type: 'llama4_text',
+  vocab_size: 96,
+  hidden_size: 32,
+  head_dim: 8,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  intermediate_size: 24,
+  intermediate_size_mlp: 40,
+  num_local_experts: 4,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000.0,
+  hidden_act: 'silu',
+  tie_word_embeddings: false,
+  max_position_embeddings: 64,
+};
+
+/** The llama4_text row of the family registry. */
+export const llama4TextFamily: FamilyRow = {
+  modelType: 'llama4_text',
+  hfClass: 'Llama4ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'topk-sigmoid',
+  build: (raw, file, opts) => llama4Arch(raw, file, opts),
+  test: {
+    fixture: 'llama4',
+    configs: {
+      // NoPE on layers 1 and 4, MoE every third layer (2 and 5), chunks of 3, top-2 sigmoid routing
+      'llama4-nope-step3': {
+        ...llama4Text,
+        num_hidden_layers: 6,
+        no_rope_layers: [1, 0, 1, 1, 0, 1],
+        interleave_moe_layer_step: 3,
+        num_experts_per_tok: 2,
+        attention_chunk_size: 3,
+        attn_temperature_tuning: true,
+        floor_scale: 2,
+        attn_scale: 0.3,
+        use_qk_norm: true,
+        rope_scaling: {
+          rope_type: 'llama3',
+          factor: 8.0,
+          low_freq_factor: 1.0,
+          high_freq_factor: 4.0,
+          original_max_position_embeddings: 16,
+        },
+      },
+      // no_rope_layers [] (derived: NoPE every 4th layer), every layer MoE, no q/k norm, no tuning, plain rope
+      'llama4-derived': {
+        ...llama4Text,
+        num_hidden_layers: 5,
+        no_rope_layers: [],
+        num_experts_per_tok: 1,
+        attention_chunk_size: 5,
+        attn_temperature_tuning: false,
+        use_qk_norm: false,
+      },
+    },
+  },
+};
+
+/** The llama4 row: the text model of Llama4ForConditionalGeneration (every published checkpoint). */
+export const llama4Family: FamilyRow = {
+  modelType: 'llama4',
+  hfClass: 'Llama4ForConditionalGeneration',
+  keyPrefix: 'language_model',
+  moe: 'topk-sigmoid',
+  build: (raw, file, opts) => llama4Arch(raw, file, opts),
+  test: {
+    configs: {
+      // Llama4ForConditionalGeneration: text_config, keys under language_model.
+      'llama4-multimodal': {
+        model_type: 'llama4',
+        architectures: ['Llama4ForConditionalGeneration'],
+        text_config: {
+          ...llama4Text,
+          num_hidden_layers: 4,
+          interleave_moe_layer_step: 2,
+          num_experts_per_tok: 1,
+          attention_chunk_size: 4,
+          floor_scale: 3,
+          attn_scale: 0.5,
+        },
+        vision_config: { model_type: 'llama4_vision_model', hidden_size: 16 },
+      },
+    },
+  },
+};
