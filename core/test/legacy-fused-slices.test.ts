@@ -5,13 +5,17 @@
  * expert's gate and up halves transposed for MatMul, `output_linear [E, H, I]` transposed),
  * Llama 4 (`modeling_llama4.py` `Llama4TextExperts`: `gate_up_proj [E, H, 2I]`, `down_proj
  * [E, I, H]`, one `bmm` operand per expert) and a fused qkv (Phi-3 `qkv_proj [(nh + 2·nkv)·hd, H]`
- * cut into q, k, v). No fixture ships such a graph, so each is made here with the project's
+ * cut into q, k, v), GPT-OSS (`modeling_gpt_oss.py` `GptOssExperts`: the dequantized MXFP4
+ * `gate_up_proj [E, H, 2I]`, gate and up interleaved, one expert per matmul). No fixture ships such a graph, so each is made here with the project's
  * ONNX builders: Identity nodes return the slices, and after export --onnx → prepare → compile
  * the compiled graph must return them bit for bit from the prepared (canonical) tensors.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { describeFixtures, fixturesDir, haveFixtures } from '../../test/support/fixtures';
+import { Checkpoint } from '../src/formats/safetensors';
+import { dequantMxfp4Reference } from './graph-reference-gpt-oss';
 import * as ort from 'onnxruntime-node';
 import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
@@ -70,7 +74,11 @@ async function roundTrip(name: string, src: string, inits: [string, F32][]): Pro
     expect(Array.from(got.data as Float32Array), n).toEqual(Array.from(t.data));
   });
   await session.release();
-  const used = (i: { input: string; concatenated_with?: string }) => [i.input, ...(i.concatenated_with ? [i.concatenated_with] : [])];
+  const used = (i: { input: string; concatenated_with?: string; interleaved_with?: string }) => [
+    i.input,
+    ...(i.concatenated_with ? [i.concatenated_with] : []),
+    ...(i.interleaved_with ? [i.interleaved_with] : []),
+  ];
   return { inputs: report.inputs.flatMap(used), onnx: path.join(out, 'model.onnx') };
 }
 
@@ -140,9 +148,31 @@ describe('legacy graphs holding per-expert slices of fused experts bind to the p
     made.push(onnx);
   });
 
+  describeFixtures('on the gpt_oss_full fixture (MXFP4 experts)', () => {
+    it('GPT-OSS: each expert’s dequantized gate_up_proj [H, 2I] and down_proj [I, H] (its own dequantization of the checkpoint)', async () => {
+      const src = path.join(fixturesDir(), 'gpt_oss_full');
+      const ck = await Checkpoint.open(src);
+      const m = 'model.layers.1.mlp.experts';
+      const deq = async (proj: string) => {
+        const b = ck.get(`${m}.${proj}_blocks`)!;
+        const [E, R, G] = b.shape as [number, number, number];
+        return dequantMxfp4Reference(await ck.read(b.key), await ck.read(`${m}.${proj}_scales`), E, R, G);
+      };
+      const [gu, down] = [await deq('gate_up_proj'), await deq('down_proj')];
+      const inits: [string, F32][] = [];
+      for (let e = 0; e < gu.shape[0]!; e++) {
+        inits.push([`onnx::MatMul_gu${e}`, slice(gu, e, 0, gu.shape[1]!, false)]);
+        inits.push([`onnx::MatMul_d${e}`, slice(down, e, 0, down.shape[1]!, true)]);
+      }
+      const { inputs, onnx } = await roundTrip('gpt-oss-slices', src, inits);
+      expect(new Set(inputs)).toEqual(new Set(['gate', 'up', 'down'].map((r) => `model.layers.1.mlp.moe_weights.${r}`)));
+      made.push(onnx);
+    });
+  });
+
   describeOnnxChecker('the rewritten legacy graphs', () => {
     it('pass ONNX’s checker', () => {
-      expect(made.length).toBe(3);
+      expect(made.length).toBe(haveFixtures() ? 4 : 3);
       expectOnnxValid(made);
     });
   });
