@@ -34,11 +34,12 @@
  * with continuous batching prefill has batch_size 1, `full_batch_size` and `full_batch_exec_size`
  * = full_batch_size, decode batch_size = full_batch_size and `full_batch_size`. Its custom IO:
  * each cache input next to its `_RetainedState` output, layer by layer (for i: for kv in
- * [key, value]: `past_{kv}.{i}`, `past_{kv}.{i}_RetainedState`) → "mxint8" if mxint8_kv_cache
- * else "float16".
+ * [key, value]: `past_{kv}.{i}`, `past_{kv}.{i}_RetainedState`; here: every state input of
+ * graph-interface.ts in graph order) → "mxint8" if mxint8_kv_cache else "float16".
  */
 import path from 'node:path';
 import { UsageError } from '../errors';
+import { RETAINED } from '../export/graph/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
 
 /** QEfficient's `constants.COMPILER`. */
@@ -94,8 +95,8 @@ export function parseExtraOptions(words: readonly string[]): [string, OptionValu
 
 /** What the graph says about itself (from its inputs). */
 export interface GraphShapeFacts {
-  /** Number of `past_key.{i}` inputs (0 for a graph without a KV cache). */
-  numLayers: number;
+  /** The state inputs (graph-interface.ts `statesOfGraph`: `past_key.{i}`, `past_value.{i}`, …) in graph order; empty without a cache. */
+  states: readonly string[];
   /** True when the graph takes `batch_index` (continuous batching). */
   continuousBatching: boolean;
   /** Fixed ctx_len of the cache inputs, when the dim is a number. */
@@ -208,14 +209,16 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
   ];
 }
 
-/** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
-export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
+/**
+ * QEfficient's custom IO map for a causal LM: each state input beside its retained output, in
+ * the graph's (layer) order.
+ */
+export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
   const dtype = mxint8KvCache ? 'mxint8' : 'float16';
-  const out: [string, string][] = [];
-  for (let i = 0; i < numLayers; i++) {
-    for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}`, dtype], [`past_${kv}.${i}_RetainedState`, dtype]);
-  }
-  return out;
+  return states.flatMap((name): [string, string][] => [
+    [name, dtype],
+    [name + RETAINED, dtype],
+  ]);
 }
 
 /** QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. */
@@ -269,7 +272,7 @@ export function buildQaicPlan(
 ): QaicPlan {
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
-  if (g.numLayers > 0) options.push(['retained_state', true]);
+  if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const extra = parseExtraOptions(opts.extra ?? []);
   let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
@@ -291,13 +294,13 @@ export function buildQaicPlan(
   }
   const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
   const qpcDir = path.join(compileDir, 'qpc');
-  const specs = g.numLayers > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
+  const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const specializationsFile = path.join(compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
-  if (g.numLayers > 0) {
+  if (g.states.length > 0) {
     plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
-    plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false));
+    plan.customIoText = customIoYaml(causalLmCustomIo(g.states, opts.mxint8KvCache ?? false));
     command.push(`-custom-IO-list-file=${plan.customIoFile}`);
   }
   command.push(`-aic-binary-dir=${qpcDir}`);

@@ -11,6 +11,7 @@ import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './locate';
 import { cclFromMetadata } from '../export/graph/serving-features';
+import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { buildQaicPlan, QAIC_COMPILER, shellLine, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 
@@ -21,16 +22,16 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
-  const layers = m.inputs.filter((i) => /^past_key\.\d+$/.test(i.name)).length;
-  const pk = m.inputs.find((i) => i.name === 'past_key.0');
+  const states = statesOfGraph(m.inputs);
+  const pk = ctxState(states);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   return {
-    numLayers: layers,
+    states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
-    ctxLen: num(pk?.dims[2]),
+    ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
-    cacheBatch: num(pk?.dims[0]),
+    cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
   };
 }

@@ -4,6 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
@@ -156,6 +157,11 @@ export interface LayerSpec {
   qkL2NormEps?: number;
   /** Llama 4 attention temperature tuning: q · (log(⌊(pos + 1) / floorScale⌋ + 1) · attnScale + 1). */
   attnTemperature?: { floorScale: number; attnScale: number };
+  /**
+   * The state tensors this layer's attention block carries between calls (graph-interface.ts);
+   * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
+   */
+  states?: StateDecl[];
 }
 
 /** Rotary embedding tables (computed from the config, baked into the graph as constants). */
