@@ -8,6 +8,8 @@ import { randomDeepseekCheckpoint } from './graph-reference-deepseek';
 import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import { randomMptBigcodeGemma3 } from './graph-random-mpt-bigcode-gemma3';
 import type { F32 } from './graph-support';
+import { randomGrok1Checkpoint } from './graph-reference-grok1';
+import { randomLlama4Checkpoint } from './graph-reference-llama4';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
@@ -27,7 +29,8 @@ export function rng(seed: number): () => number {
   return () => Math.sqrt(-2 * Math.log(uni() + 1e-12)) * Math.cos(2 * Math.PI * uni());
 }
 
-function bf16(x: number): number {
+/** Rounds to bfloat16 (nearest even), as the fixtures store weights. */
+export function bf16(x: number): number {
   const f = new Float32Array([x]);
   const u = new Uint32Array(f.buffer);
   u[0] = ((u[0]! + 0x7fff + ((u[0]! >>> 16) & 1)) >>> 16) << 16;
@@ -46,6 +49,9 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
   if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);
+  if (t === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return randomGrok1Checkpoint(cfg, seed);
+  if (t === 'llama4_text') return randomLlama4Checkpoint(cfg, seed);
+  if (t === 'llama4') return new Map([...randomLlama4Checkpoint(cfg.text_config, seed)].map(([k, v]) => [`language_model.${k}`, v]));
   if (t === 'gpt2') {
     const H = cfg.n_embd,
       I = cfg.n_inner ?? 4 * H;

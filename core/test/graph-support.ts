@@ -94,12 +94,41 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
       }
       continue;
     }
-    const m = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/.exec(k);
+    const bmm = /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(k);
+    if (bmm) {
+      // Llama 4: gate_up_proj [E, H, 2I] (gate = first I columns), down_proj [E, I, H]: canonical per expert already
+      if (bmm[2] === 'down_proj') out.set(`${bmm[1]}.moe_weights.down`, t);
+      else {
+        const [E, H, twoI] = t.shape as [number, number, number];
+        const I = twoI / 2;
+        for (const [role, c0] of [
+          ['gate', 0],
+          ['up', I],
+        ] as const) {
+          const data = new Float32Array(E * H * I);
+          for (let e = 0; e < E; e++)
+            for (let h = 0; h < H; h++) for (let i = 0; i < I; i++) data[(e * H + h) * I + i] = t.data[(e * H + h) * twoI + c0 + i]!;
+          out.set(`${bmm[1]}.moe_weights.${role}`, { shape: [E, H, I], data });
+        }
+      }
+      continue;
+    }
+    const m = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj|linear|linear_v|linear_1)\.weight$/.exec(k);
     if (!m) {
       out.set(k, t);
       continue;
     }
-    const role = { w1: 'gate', gate_proj: 'gate', w3: 'up', up_proj: 'up', w2: 'down', down_proj: 'down' }[m[3]!]!;
+    const role = {
+      w1: 'gate',
+      gate_proj: 'gate',
+      linear: 'gate',
+      w3: 'up',
+      up_proj: 'up',
+      linear_v: 'up',
+      w2: 'down',
+      down_proj: 'down',
+      linear_1: 'down',
+    }[m[3]!]!;
     const byE = groups.get(`${m[1]}|${role}`) ?? new Map();
     groups.set(`${m[1]}|${role}`, byE);
     byE.set(Number(m[2]), new Map([[role, t]]));

@@ -922,8 +922,8 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '476e33535697865b0cbb5bfac8321ee838dbb0167d59dc30cc52710060103a2f',
   },
   'onnx/grok1': {
-    'model.onnx': '5507e36401e2391e15392984d4b8e106f56e281d1f20915b4704f439da7ff997',
-    'weight_spec.json': '951c46c982ab7c503043a837a33e2fcd58a77a52d902bcb133f2a60ebba5d230',
+    'model.onnx': 'e07257f5613a38162902a5f78d244c22ba3a6e0a12035fd9dd6228fde1904741',
+    'weight_spec.json': '8128902c7ed883cea790b4ed4a9d3fe2ac802a84a9a7d8b037da989219e83c83',
   },
   'onnx/llama': {
     'model.onnx': '88ebb8093fd5d1d057fa81d4d3d870c498184c097fc5a8badfc2f2d99f58752f',

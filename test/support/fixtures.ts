@@ -62,16 +62,19 @@ export const LEGACY_FAMILIES = [
   'mpt',
   'gemma3',
   'deepseek_v3',
+  'grok1',
+  'llama4',
 ] as const;
 
 /**
  * max |Δlogit| allowed for a float16 graph against a fixture's fp32 reference. 2e-2, except
  * gemma2, whose fixture drives q/k to |x| ≈ 13 and the residual stream to ≈ 16: a float16
  * forward rounded where HF's would be (an independent numpy emulation of modeling_gemma2.py,
- * core/test/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json.
+ * core/test/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json; and grok1,
+ * whose float16 emulation (core/test/grok1-float16-bound.test.ts) is ≈ 0.021 off.
  */
 export function float16Tolerance(family: string): number {
-  return family === 'gemma2' ? 8e-2 : 2e-2;
+  return family === 'gemma2' ? 8e-2 : family === 'grok1' ? 3e-2 : 2e-2;
 }
 
 /** Every model folder of the shared fixtures (tests that cover "every folder" pin this list). */
@@ -110,8 +113,6 @@ export type FixturePath = 'config' | 'onnx';
  * skipped silently.
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  grok1: { issue: 31, paths: ['config'] },
-  llama4: { issue: 31, paths: ['config'] },
   qwen3_5_moe: { issue: 34, paths: ['config', 'onnx'] },
 };
 

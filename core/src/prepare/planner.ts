@@ -78,7 +78,8 @@ function configuredExperts(config: Record<string, unknown> | undefined): number 
 function moeSizes(config: Record<string, unknown> | undefined): MoeSizes {
   const c = textConfig(config);
   const hidden = posInt(c?.hidden_size);
-  const intermediate = posInt(c?.moe_intermediate_size);
+  // Llama 4's experts are intermediate_size wide (its dense layers use intermediate_size_mlp)
+  const intermediate = posInt(c?.moe_intermediate_size) ?? (c?.model_type === 'llama4_text' ? posInt(c?.intermediate_size) : undefined);
   return hidden !== undefined && intermediate !== undefined ? { hidden, intermediate } : {};
 }
 

@@ -7,9 +7,11 @@
 import { isFloat, type DType } from '../formats/dtype';
 import { affineRelation, comparable, multisetDigest, numel, sameValues, sameValuesTransposed, type TensorSource } from './content';
 import { isAllowedUnresolved, proposeByName, type Strategy } from './name-strategies';
+import { sliceCandidates, type SliceOf } from './slices';
 
 export { isAllowedUnresolved, proposeByName, baseModelPrefix, ALLOWED_UNRESOLVED } from './name-strategies';
 export type { Strategy } from './name-strategies';
+export type { SliceOf } from './slices';
 export { affineRelation, multisetDigest, sameValues, sameValuesTransposed, numel, type Affine, type TensorSource } from './content';
 
 /** An ONNX initializer whose bytes can be read from a file. */
@@ -31,6 +33,11 @@ export interface Resolution {
   strategy?: Strategy;
   /** The initializer holds the transpose of the checkpoint tensor (2-D only). */
   transposed: boolean;
+  /**
+   * The initializer equals this part of the checkpoint tensor (one expert, a block of rows of a
+   * fused weight), in the orientation `transposed` says (legacy exports that unrolled an expert loop).
+   */
+  slice?: SliceOf;
   /** The initializer is the checkpoint tensor plus (or times) a constant folded in by the export. */
   affine?: { add?: number; mul?: number };
   /** Why it stayed unresolved, or what was odd about the match. */
@@ -109,8 +116,9 @@ export async function resolveInitializers(
     const d = await multisetDigest(t, chunk);
     digests.set(d, [...(digests.get(d) ?? []), t]);
   }
+  const searchable = (init: InitializerInput) => isFloat(init.dtype) && numel(init.shape) >= minEl;
   for (const { init, res } of pending) {
-    if (isFloat(init.dtype) && numel(init.shape) >= minEl) {
+    if (searchable(init)) {
       const candidates = digests.get(await multisetDigest(init, chunk)) ?? [];
       const ordered = [...candidates.filter((t) => !used.has(t.key)), ...candidates.filter((t) => used.has(t.key))];
       for (const t of ordered) {
@@ -127,12 +135,41 @@ export async function resolveInitializers(
       }
     }
     if (!res.key && init.dtype === 'F32' && init.shape.length === 1) await resolveAffine(init, res, tensors, used);
+  }
+  await resolveSlices(
+    pending.filter(({ init, res }) => !res.key && searchable(init) && init.shape.length >= 2),
+    tensors,
+    chunk,
+  );
+  for (const { init, res } of pending) {
     if (!res.key && !res.note) {
       res.note = isAllowedUnresolved(init.name) ? 'allowed to stay embedded' : 'no checkpoint tensor holds these values';
     }
     opts.onProgress?.(++done, inits.length);
   }
   return results;
+}
+
+/**
+ * What neither a name nor a whole tensor explains: initializers equal to a contiguous slice of a
+ * checkpoint tensor (see `slices.ts`), in either orientation. Only slices of the pending
+ * initializers' element counts are digested.
+ */
+async function resolveSlices(left: { init: InitializerInput; res: Resolution }[], tensors: readonly KeyTensor[], chunk: number) {
+  if (!left.length) return;
+  const digests = new Map<string, ReturnType<typeof sliceCandidates>>();
+  for (const s of sliceCandidates(tensors, new Set(left.map(({ init }) => numel(init.shape))))) {
+    const d = await multisetDigest(s, chunk);
+    digests.set(d, [...(digests.get(d) ?? []), s]);
+  }
+  for (const { init, res } of left) {
+    for (const s of digests.get(await multisetDigest(init, chunk)) ?? []) {
+      const how = await verify(init, s, chunk);
+      if (!how) continue;
+      Object.assign(res, { key: s.key, strategy: 'content-slice', transposed: how === 'transposed', slice: s.slice, note: undefined });
+      break;
+    }
+  }
 }
 
 /**

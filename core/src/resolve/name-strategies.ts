@@ -17,7 +17,9 @@ export type Strategy =
   | 'tied'
   | 'content'
   | 'content-transposed'
-  | 'content-affine';
+  | 'content-affine'
+  /** One expert of a stacked tensor or a block of rows of a fused one (`Resolution.slice` says which). */
+  | 'content-slice';
 
 /** Names that may stay unresolved (rotary caches and scale constants are not weights). */
 export const ALLOWED_UNRESOLVED = ['cos_cached', 'sin_cached', 'inv_freq', 'original_inv_freq', 'embed_positions', 'embed_scale'] as const;

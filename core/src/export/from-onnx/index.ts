@@ -18,6 +18,7 @@ import { assembleModel, type NewInput, type Rebuild } from './rewrite';
 import { modelClassName } from '../graph/layout';
 import { baseModelPrefix } from '../../resolve/name-strategies';
 import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
+import { sliceLocation } from './slice-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 import { printable } from '../../paths';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
@@ -151,16 +152,23 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     // checkpoints saved without `transformer.`: input `transformer.wte.weight`, key `wte.weight`).
     const nameOf = (key: string) => paramPathOf(key, config);
     const graphType = new Map(model.initializers.map((i) => [i.name, i]));
+    // where each resolved initializer's values live in the prepared layout (a slice: that part of its key's)
+    const where = new Map(
+      resolutions
+        .filter((r) => r.key)
+        .map((r) => [r.name, r.slice ? sliceLocation(r.key!, locate(r.key!), r.slice) : { loc: locate(r.key!) }]),
+    );
     for (const r of resolutions) {
       if (!r.key) continue;
-      const loc = locate(r.key);
+      const { loc, slice } = where.get(r.name)!;
       const init = graphType.get(r.name)!;
       for (const l of [loc, loc.interleave, loc.concat]) {
         if (l && !inputs.has(l.key))
           inputs.set(l.key, { name: nameOf(l.key), key: l.key, elemType: onnxTypeOf(l.dtype), dims: l.shape, file: l.file });
       }
       const whole = loc.interleave || loc.concat ? [...loc.shape.slice(0, -1), 2 * loc.shape[loc.shape.length - 1]!] : loc.shape;
-      const fromShape = loc.expert !== undefined ? whole.slice(1) : whole;
+      const fromShape = loc.expert !== undefined ? whole.slice(1) : [...whole];
+      if (slice) fromShape[slice.axis] = slice.end - slice.start;
       // r.transposed: the initializer is the checkpoint key transposed; loc.transposed: so is
       // the prepared slice (canonical MoE [in, out]). Equal orientations need no Transpose.
       const flip = !!r.transposed !== !!loc.transposed;
@@ -172,6 +180,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
         name: r.name,
         input: nameOf(loc.key),
         gather: loc.expert,
+        ...(slice ? { slice } : {}),
         ...(loc.interleave ? { interleave: nameOf(loc.interleave.key), interleaveDims: loc.shape } : {}),
         ...(loc.concat ? { concat: nameOf(loc.concat.key), concatRank: loc.shape.length } : {}),
         transpose: flip || undefined,
@@ -224,9 +233,10 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
           .map((r) => ({
             initializer: r.name,
             key: r.key,
-            input: nameOf(locate(r.key!).key),
-            ...(locate(r.key!).interleave ? { interleaved_with: locate(r.key!).interleave!.key } : {}),
-            ...(locate(r.key!).concat ? { concatenated_with: locate(r.key!).concat!.key } : {}),
+            input: nameOf(where.get(r.name)!.loc.key),
+            ...(where.get(r.name)!.loc.interleave ? { interleaved_with: where.get(r.name)!.loc.interleave!.key } : {}),
+            ...(where.get(r.name)!.loc.concat ? { concatenated_with: where.get(r.name)!.loc.concat!.key } : {}),
+            ...(r.slice ? { slice_of_key: r.slice } : {}),
             ...(dequantized!.origin(r.key!) ? { dequantized_from: dequantized!.origin(r.key!) } : {}),
             strategy: r.strategy,
             transposed: r.transposed,

@@ -45,7 +45,8 @@ export function mxfp4Modules(keys: Iterable<string>): string[] {
 
 /**
  * Writes the dequantized `<m>.experts.{gate_up_proj,down_proj}` of every MXFP4 module whose
- * element count some legacy initializer has (`wanted`). Nothing is written when none does.
+ * element count, or one expert's, some legacy initializer has (`wanted`; an unrolled expert
+ * loop holds per-expert slices). Nothing is written when none does.
  */
 export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>): Promise<Mxfp4Sources> {
   const modules = mxfp4Modules(ckpt.keys());
@@ -56,7 +57,8 @@ export async function mxfp4Sources(ckpt: Checkpoint, wanted: ReadonlySet<number>
       const scales = ckpt.get(`${m}.experts.${proj}_scales`);
       if (!blocks || !scales || blocks.shape.length !== 4) continue;
       const [E, R, G] = blocks.shape as [number, number, number];
-      if (wanted.has(E * R * G * 32)) jobs.push({ key: `${m}.experts.${proj}`, blocks: blocks.key, scales: scales.key, E, R, G });
+      if (wanted.has(E * R * G * 32) || wanted.has(R * G * 32))
+        jobs.push({ key: `${m}.experts.${proj}`, blocks: blocks.key, scales: scales.key, E, R, G });
     }
   }
   const locations = (plan: PlannedOutputs) => mxfp4Locations(modules, plan);

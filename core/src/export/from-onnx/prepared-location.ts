@@ -6,6 +6,7 @@
  */
 import type { DType } from '../../formats/dtype';
 import { PipelineError } from '../../errors';
+import { EXPERT_ROLE, PER_EXPERT_KEY } from '../../prepare/transforms/moe-stack';
 
 /** The part of a prepare plan this mapping reads. */
 export interface PlannedOutputs {
@@ -84,16 +85,13 @@ export function graniteExpertsLocation(key: string, shape: readonly number[], pl
   return same(down, [E, B, A]) ? { ...down!, transposed: true } : undefined;
 }
 
-const EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
-const ROLE: Record<string, string> = { w1: 'gate', w3: 'up', w2: 'down', gate_proj: 'gate', up_proj: 'up', down_proj: 'down' };
-
 /** Maps `key` through the plan; a PipelineError when prepare would not produce it. */
 export function preparedLocation(key: string, plan: PlannedOutputs): PreparedLoc {
   const direct = plan.outputs.get(key);
   if (direct) return { key, ...direct };
-  const m = EXPERT_KEY.exec(key);
+  const m = PER_EXPERT_KEY.exec(key);
   if (m) {
-    const stacked = `${m[1]}.moe_weights.${ROLE[m[3]!]}`;
+    const stacked = `${m[1]}.moe_weights.${EXPERT_ROLE[m[3]!]}`;
     const t = plan.outputs.get(stacked);
     const expert = Number(m[2]);
     if (t && t.shape.length === 3 && expert < t.shape[0]!) return { key: stacked, ...t, expert, transposed: true };

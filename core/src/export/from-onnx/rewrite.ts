@@ -34,6 +34,8 @@ export interface Rebuild {
   concat?: string;
   /** Rank of `input` (the concat's last axis is rank − 1; the wire writer takes no negative ints). */
   concatRank?: number;
+  /** A block along one axis, after the Gather (one piece of a fused weight). */
+  slice?: { axis: number; start: number; end: number };
   transpose?: boolean;
   /** The transpose's permutation (default `[1, 0]`; `[0, 2, 1]` for a whole stacked `[E, a, b]` tensor). */
   transposePerm?: number[];
@@ -111,6 +113,15 @@ export function rebuildNodes(rebuilds: readonly Rebuild[]): { nodes: Uint8Array[
       steps.push((out) => {
         constants.push(int64Tensor(`${tag}/expert`, [r.gather!], true));
         nodes.push(node('Gather', [cur, `${tag}/expert`], [out], `${tag}/Gather`, [attrInt('axis', 0)]));
+      });
+    }
+    if (r.slice) {
+      const sl = r.slice;
+      steps.push((out) => {
+        constants.push(int64Tensor(`${tag}/slice_starts`, [sl.start], false));
+        constants.push(int64Tensor(`${tag}/slice_ends`, [sl.end], false));
+        constants.push(int64Tensor(`${tag}/slice_axes`, [sl.axis], false));
+        nodes.push(node('Slice', [cur, `${tag}/slice_starts`, `${tag}/slice_ends`, `${tag}/slice_axes`], [out], `${tag}/Slice`));
       });
     }
     if (r.transpose)

@@ -124,7 +124,13 @@ export interface MoeSpec {
    * softmax over those k (GPT-OSS, GraniteMoE). `sigmoid-group`: GLM-4-MoE's grouped sigmoid
    * routing, see {@link MoeGroupRouting}.
    */
-  routing?: 'softmax' | 'topk-softmax' | 'sigmoid-group';
+  routing?: 'softmax' | 'topk-softmax' | 'sigmoid-group' | 'topk-sigmoid';
+  /**
+   * Llama 4: each expert's routing weight scales its input (`routed_in = x · score`) instead of
+   * its output; `topk-sigmoid` leaves σ(−∞) = 0 for the unchosen experts, whose zero input gives
+   * a zero output.
+   */
+  routeScalesInput?: boolean;
   /** Router bias key `[experts]` (GPT-OSS). */
   routerBias?: string;
   /** Parameters of `sigmoid-group` routing. */
@@ -180,6 +186,14 @@ export interface LayerSpec {
   slidingWindow?: number;
   /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
   rope?: RopeSpec;
+  /** Llama 4 chunked attention: a query sees the keys of its own `attnChunk`-sized chunk of positions, causally. */
+  attnChunk?: number;
+  /** Llama 4 NoPE layers: no rotary embedding on this layer. */
+  noRope?: boolean;
+  /** Llama 4 `Llama4TextL2Norm`: weightless RMS normalization of q and k per head after rope, with this eps. */
+  qkL2NormEps?: number;
+  /** Llama 4 attention temperature tuning: q · (log(⌊(pos + 1) / floorScale⌋ + 1) · attnScale + 1). */
+  attnTemperature?: { floorScale: number; attnScale: number };
   /**
    * The state tensors this layer's attention block carries between calls (graph-interface.ts);
    * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
@@ -244,6 +258,8 @@ export interface ArchSpec {
   lmHead?: string;
   /** CodeGen: the head's bias. */
   lmHeadBias?: string;
+  /** Grok-1: logits multiplied by output_multiplier_scale (in the model dtype). */
+  logitsScale?: number;
   /** Granite: logits divided by logits_scaling. */
   logitsDivide?: number;
   /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */

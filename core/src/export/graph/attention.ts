@@ -19,6 +19,7 @@ import { alibiBias } from './alibi';
 import { applyRope, type ropeTables } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
+import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
 
 /** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
 export interface CacheContext {
@@ -26,8 +27,10 @@ export interface CacheContext {
   scatterIdx: string;
   /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot (the model-wide window). */
   mask: string;
-  /** The mask for a layer with its own sliding window (HF `layer_types`), built once per window. */
-  maskFor(window: number | undefined): string;
+  /** The mask for a layer with its own sliding window (HF `layer_types`) or attention chunk (Llama 4), built once per kind. */
+  maskFor(window: number | undefined, chunk?: number): string;
+  /** The `position_ids` input (int64 `[B, S]`). */
+  positionIds: string;
   /** Continuous batching: `[B]` int64 cache rows to read after the write. */
   batchRows?: string;
   /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
@@ -99,11 +102,11 @@ export function cacheContext(
     const pos3 = unsqueeze(c, positionIds, [-1]); // [B,S,1]
     const causal = g.op('LessOrEqual', [slots, pos3]);
     const groups = a.nHeads / a.nKv;
-    const masks = new Map<number | undefined, string>();
-    const maskFor = (window: number | undefined): string => {
-      const hit = masks.get(window);
+    const masks = new Map<string, string>();
+    const maskFor = (window: number | undefined, chunk?: number): string => {
+      const hit = masks.get(`${window}:${chunk}`);
       if (hit) return hit;
-      let allowed = causal;
+      let allowed = chunk === undefined ? causal : sameChunk(c, causal, slots, pos3, chunk);
       if (window !== undefined) {
         const lo = g.op('Sub', [pos3, g.int(window)]);
         allowed = g.op('And', [allowed, g.op('Greater', [slots, lo])]);
@@ -111,7 +114,7 @@ export function cacheContext(
       let mask = unsqueeze(c, allowed, [1]); // [B,1,S,C or R]
       // queries are laid out (group, position) per kv head; tile the mask to match
       if (groups > 1) mask = g.op('Tile', [mask, g.ints([1, 1, groups, 1])]);
-      masks.set(window, mask);
+      masks.set(`${window}:${chunk}`, mask);
       return mask;
     };
     const alibi = a.alibi ? alibiBias(c, a.alibi.slopes, a.nKv, slots, pos3) : undefined;
@@ -119,6 +122,7 @@ export function cacheContext(
       scatterIdx,
       mask: maskFor(a.slidingWindow),
       maskFor,
+      positionIds,
       batchRows,
       bs,
       ...(readLen ? { readLen } : {}),
@@ -180,10 +184,15 @@ export function attention(
   if (!overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
   if (!overProjection && l.kNorm) k = norm(c, k, l.kNorm, a.norm);
   const ropeSpec = l.rope ?? a.rope;
-  if (rope && ropeSpec) {
+  if (rope && ropeSpec && !l.noRope) {
     q = applyRope(c, q, rope, ropeSpec, hd);
     k = applyRope(c, k, rope, ropeSpec, hd);
   }
+  if (l.qkL2NormEps !== undefined) {
+    q = l2Norm(c, q, l.qkL2NormEps);
+    k = l2Norm(c, k, l.qkL2NormEps);
+  }
+  if (l.attnTemperature) q = temperatureScale(c, q, kv.positionIds, l.attnTemperature);
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
   v = transpose(c, v, [0, 2, 1, 3]);
@@ -242,7 +251,7 @@ export function maskedSoftmax(c: Ctx, a: ArchSpec, l: LayerSpec, kv: CacheContex
   const g = c.g;
   let sf = a.attnSoftcap !== undefined ? softcap(c, scores, a.attnSoftcap, 'float32') : scores;
   if (kv.alibi) sf = g.op('Add', [sf, kv.alibi]);
-  const mask = l.slidingWindow !== undefined ? kv.maskFor(l.slidingWindow) : kv.mask;
+  const mask = l.slidingWindow !== undefined || l.attnChunk !== undefined ? kv.maskFor(l.slidingWindow, l.attnChunk) : kv.mask;
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
   return cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
 }

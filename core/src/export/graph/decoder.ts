@@ -135,6 +135,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
       in: a.hidden,
       ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}),
     });
+    if (a.logitsScale !== undefined) head = g.op('Mul', [head, g.scalar(o.dtype, a.logitsScale, 'output_multiplier')]);
     if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(o.dtype, a.logitsDivide, 'logits_scaling')]);
     let logits = cast(c, head, o.dtype, 'float32');
     if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');

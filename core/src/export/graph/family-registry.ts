@@ -31,6 +31,8 @@ import { qwen3MoeFamily } from './family-qwen3-moe';
 import { starcoder2Family } from './family-starcoder2';
 import type { FamilyRow, TestConfig } from './family-row';
 import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './families-moe';
+import { grok1Family } from './family-grok1';
+import { llama4Family, llama4TextFamily } from './family-llama4';
 
 /** Every family `export --config` builds, in the order the refusal message lists them. */
 export const FAMILIES: readonly FamilyRow[] = [
@@ -58,6 +60,9 @@ export const FAMILIES: readonly FamilyRow[] = [
   gptBigcodeFamily,
   gemma3Family,
   deepseekV3Family,
+  grok1Family,
+  llama4TextFamily,
+  llama4Family,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */

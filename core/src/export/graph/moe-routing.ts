@@ -10,6 +10,9 @@
  *   `masked_fill` does), weights = the unbiased sigmoid of the chosen experts, renormalized
  *   (+1e-20) when `norm_topk_prob`, times `routed_scaling_factor`.
  *
+ * - `topk-sigmoid` — Llama 4 `Llama4Router`: top-k of the logits, sigmoid of those, the others
+ *   0 (σ(−∞)); with `routeScalesInput` the weight scales each expert's input.
+ *
  * Every router returns a dense float32 `[T, E]` routing matrix (the chosen weights, zeros
  * elsewhere), so one batched expert block (`moe.ts` {@link moeExperts}) serves them all.
  */
@@ -46,6 +49,11 @@ export function routeTokens(c: Ctx, hidden: number, m: MoeSpec, x: string): stri
     }
     case 'sigmoid-group':
       return sigmoidGroupRoute(c, m, logits, zeros());
+    case 'topk-sigmoid': {
+      // Llama 4 `Llama4Router`: top-k of the logits, σ of those; the rest σ(−∞) = 0
+      const [topV, topI] = g.opN('TopK', [logits, k()], { axis: 1, largest: 1, sorted: 1 }, 2) as [string, string];
+      return g.op('ScatterElements', [zeros(), topI, g.op('Sigmoid', [topV])], { axis: 1 });
+    }
   }
 }
 
@@ -115,7 +123,7 @@ export function routedMoe(c: Ctx, hidden: number, act: Act, m: MoeSpec, x: strin
   const g = c.g;
   return g.within('moe', () => {
     const route = cast(c, routeTokens(c, hidden, m, x), 'float32', c.dtype);
-    const routed = moeExperts(c, x, route, m.weights, expertGlu(c, m, act));
+    const routed = moeExperts(c, x, route, m.weights, expertGlu(c, m, act), !!m.routeScalesInput);
     const shared = sharedExperts(c, m, act, x);
     return shared ? g.op('Add', [routed, shared]) : routed;
   });

@@ -41,19 +41,31 @@ export function softmaxTopK(c: Ctx, logits: string, topK: number, normTopK: bool
 /**
  * Every expert on `x [T, H]`, weighted by `route [T, E]` (model dtype) and summed → `[T, H]`.
  * `glu(gate, up)` combines the two projections (`[E, T, I]` each, biases added); the default
- * is `act(gate) · up`.
+ * is `act(gate) · up`. `scaleInput` (Llama 4): the weight multiplies each expert's input
+ * (`[E, T, H]`) instead of its output.
  */
-export function moeExperts(c: Ctx, x: string, route: string, w: MoeWeights, glu: (gate: string, up: string) => string): string {
+export function moeExperts(
+  c: Ctx,
+  x: string,
+  route: string,
+  w: MoeWeights,
+  glu: (gate: string, up: string) => string,
+  scaleInput = false,
+): string {
   const g = c.g;
   const { experts: E, hidden: H, intermediate: I } = w;
-  const xb = unsqueeze(c, x, [0]); // [1,T,H]
+  const routeColumns = () => {
+    const ordered =
+      w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
+    return unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
+  };
+  const rIn = scaleInput ? routeColumns() : undefined;
+  const xb = rIn ? g.op('Mul', [unsqueeze(c, x, [0]), rIn]) : unsqueeze(c, x, [0]); // [E,T,H] | [1,T,H]
   const addBias = (y: string, key: string | undefined, size: number) =>
     key ? g.op('Add', [y, unsqueeze(c, expertTensor(c, key, w, [size]), [1])]) : y; // [E,1,size]
   const gate = addBias(g.op('MatMul', [xb, expertTensor(c, w.gate, w, [H, I])]), w.gateBias, I); // [E,T,I]
   const up = addBias(g.op('MatMul', [xb, expertTensor(c, w.up, w, [H, I])]), w.upBias, I);
   const down = addBias(g.op('MatMul', [glu(gate, up), expertTensor(c, w.down, w, [I, H])]), w.downBias, H); // [E,T,H]
-  const ordered =
-    w.stages && w.stages > 1 ? g.op('Gather', [route, g.ints(packedExpertOrder(E, w.stages), 'expert_order')], { axis: 1 }) : route;
-  const r = unsqueeze(c, transpose(c, ordered, [1, 0]), [2]); // [E,T,1]
-  return g.reduce('ReduceSum', g.op('Mul', [down, r]), [0], 0); // [T,H]
+  if (rIn) return g.reduce('ReduceSum', down, [0], 0); // [T,H]
+  return g.reduce('ReduceSum', g.op('Mul', [down, routeColumns()]), [0], 0); // [T,H]
 }

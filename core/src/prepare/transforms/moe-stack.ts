@@ -1,6 +1,7 @@
 /**
  * Per-expert MoE stacking: Mixtral `…block_sparse_moe.experts.N.{w1,w3,w2}.weight` and
- * Qwen-MoE `…mlp.experts.N.{gate_proj,up_proj,down_proj}.weight` become
+ * Qwen-MoE `…mlp.experts.N.{gate_proj,up_proj,down_proj}.weight` and Grok-1
+ * `…moe_block.experts.N.{linear,linear_v,linear_1}.weight` become
  * `<module>.moe_weights.{gate,up,down}` in QEfficient's canonical orientation
  * (`QEfficient/transformers/moe/weights.py` `stack_expert_linears`): each expert's `[out, in]`
  * weight transposed to `[in, out]`, stacked over experts in expert order (never file order) —
@@ -12,15 +13,20 @@ import type { SourceTensor } from '../types';
 import { checkExpertCount, need, sameShape, stacked, type MoeGroup } from './moe-common';
 
 /** Matches one expert's linear weight; groups: module, expert index, projection name. */
-export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
+export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj|linear|linear_v|linear_1)\.weight$/;
 
-const ROLE: Record<string, 'gate' | 'up' | 'down'> = {
+/** The canonical role of each per-expert projection name (also how export --onnx places a per-expert key). */
+export const EXPERT_ROLE: Readonly<Record<string, 'gate' | 'up' | 'down'>> = {
   w1: 'gate',
   w3: 'up',
   w2: 'down',
   gate_proj: 'gate',
   up_proj: 'up',
   down_proj: 'down',
+  // Grok-1 (hpcai-tech MoeMLP): linear_1(gelu(linear(h)) · linear_v(h))
+  linear: 'gate',
+  linear_v: 'up',
+  linear_1: 'down',
 };
 
 /** Finds the per-expert groups among `sources`; `configured` is config.json's expert count. */
@@ -32,7 +38,7 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
     const mod = modules.get(m[1]!) ?? { experts: new Set(), names: new Map() };
     modules.set(m[1]!, mod);
     mod.experts.add(Number(m[2]));
-    const role = ROLE[m[3]!]!;
+    const role = EXPERT_ROLE[m[3]!]!;
     const set = mod.names.get(role) ?? new Set<string>();
     set.add(m[3]!);
     mod.names.set(role, set);

@@ -27,7 +27,6 @@ const OTHER_VLMS = [
   'mllama',
   'internvl_chat',
   'idefics3',
-  'llama4',
   'mistral3',
   'granite_vision',
 ];
@@ -37,6 +36,8 @@ export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
+  // Llama 4: every published checkpoint is Llama4ForConditionalGeneration; its text model is exported (family-llama4.ts)
+  if (t === 'llama4') return false;
   return (
     typeof t === 'string' &&
     ((VLM_MODEL_TYPES as readonly string[]).includes(t) ||
