@@ -47,7 +47,8 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
   const out = new Map<string, F32>();
   const groups = new Map<string, Map<number, Map<string, F32>>>();
   for (const [k, t] of w) {
-    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k);
+    // GraniteMoE input_linear/output_linear and Qwen3.5-MoE experts.gate_up_proj/down_proj: [E, 2I, H] / [E, H, I]
+    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k) ?? /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(k);
     if (fused) {
       // GraniteMoE: input_linear [E, 2I, H] (gate = first I rows), output_linear [E, H, I]
       const [E, R, C] = t.shape as [number, number, number];
@@ -56,7 +57,7 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
         data: t.data.subarray((e * R + r0) * C, (e * R + r0 + rows) * C),
       });
       const roles: [string, number, number][] =
-        fused[2] === 'input_linear'
+        fused[2] === 'input_linear' || fused[2] === 'gate_up_proj'
           ? [
               ['gate', 0, R / 2],
               ['up', R / 2, R / 2],
@@ -126,14 +127,21 @@ export class GraphRunner {
     return new GraphRunner(session, g, feeds, half);
   }
 
-  /** A zeroed cache: one [past_key, past_value] pair per layer. */
+  /** The graph's state inputs in order: past_key/past_value per layer, conv_state/recurrent_state per linear-attention layer. */
+  get stateInputs() {
+    return this.g.model.graph.input.filter((v) => /^(past_key|past_value|conv_state|recurrent_state)\.\d+$/.test(v.name));
+  }
+
+  /** A zeroed cache: each state input with batch `batch` (KV caches `[batch, nKv, ctx, hd]`, linear-attention states as declared). */
   emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
-    const n = batch * nKv * ctx * hd;
-    return Array.from({ length: 2 * this.g.layers }, () =>
-      this.half
-        ? new ort.Tensor('float16', new Uint16Array(n), [batch, nKv, ctx, hd])
-        : new ort.Tensor('float32', new Float32Array(n), [batch, nKv, ctx, hd]),
-    );
+    return this.stateInputs.map((v) => {
+      const declared = v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0));
+      const dims = v.name.startsWith('past_') ? [batch, nKv, ctx, hd] : [batch, ...declared.slice(1)];
+      const n = dims.reduce((x, y) => x * y, 1);
+      return v.type.tensorType.elemType === 10
+        ? new ort.Tensor('float16', new Uint16Array(n), dims)
+        : new ort.Tensor('float32', new Float32Array(n), dims);
+    });
   }
 
   /** One call: ids/positions `[B][S]`; returns logits `[B][V]` and the new cache. */
@@ -149,17 +157,14 @@ export class GraphRunner {
     feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids.flat().map(BigInt)), [B, S]);
     feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [B, S]);
     if (batchIndex) feeds.batch_index = new ort.Tensor('int64', BigInt64Array.from(batchIndex.map(BigInt)), [B, 1]);
-    for (let i = 0; i < this.g.layers; i++) {
-      feeds[`past_key.${i}`] = cache[2 * i]!;
-      feeds[`past_value.${i}`] = cache[2 * i + 1]!;
-    }
+    this.stateInputs.forEach((v, i) => (feeds[v.name] = cache[i]!));
     const r = await this.session.run(feeds);
     const lg = r.logits!;
     const V = lg.dims[2]!;
     const data = lg.data as Float32Array;
     const logits = Array.from({ length: B }, (_, b) => Array.from(data.subarray(b * V, (b + 1) * V)));
     const next: ort.Tensor[] = [];
-    for (let i = 0; i < this.g.layers; i++) next.push(r[`past_key.${i}_RetainedState`]!, r[`past_value.${i}_RetainedState`]!);
+    for (const v of this.stateInputs) next.push(r[`${v.name}_RetainedState`]!);
     return { logits, cache: next };
   }
 

@@ -4,6 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import { deltaNetWeightInputs, type GatedDeltaNetSpec } from './gated-deltanet';
 import { moeWeightInputs, type MoeWeights } from './moe';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
@@ -53,7 +54,9 @@ export interface FusedLayout {
 export type AttnProj =
   | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
   /** One projection producing q, k and v along the output features; `layout` absent = one group [q | k | v]. */
-  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout };
+  | { kind: 'fused'; qkv: LinearSpec; layout?: FusedLayout }
+  /** Qwen3.5's Gated DeltaNet linear attention (`gated-deltanet.ts`): recurrent states, no KV cache; the layer's `o` is its out_proj. */
+  | GatedDeltaNetSpec;
 
 /** The feed-forward block of one layer. */
 export type MlpSpec =
@@ -89,6 +92,8 @@ export interface MoeSpec {
   clampedSwiglu?: { limit: number; alpha: number };
   /** Shared experts run on every token and added to the routed output (GLM-4-MoE). */
   shared?: { gate: LinearSpec; up: LinearSpec; down: LinearSpec };
+  /** Qwen3.5-MoE: the shared expert's output × sigmoid(x · gateᵀ), gate `[1, hidden]` (`shared_expert_gate`). */
+  sharedGate?: string;
 }
 
 /**
@@ -129,6 +134,8 @@ export interface LayerSpec {
   qNorm?: NormSpec;
   kNorm?: NormSpec;
   qkNormOver?: 'head' | 'projection';
+  /** Qwen3.5: q_proj gives [query | gate] per head (2·head_dim each head, query first); the output × sigmoid(gate) before o_proj. */
+  attnOutputGate?: boolean;
   mlp: MlpSpec;
   /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
   sinks?: string;
@@ -223,7 +230,8 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   for (const l of a.layers) {
     if (l.norm1) norm(l.norm1);
     if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
-    else lin(l.attn.qkv);
+    else if (l.attn.kind === 'fused') lin(l.attn.qkv);
+    else for (const w of deltaNetWeightInputs(l.attn, a.hidden)) add(w.name, w.shape);
     if (l.qNorm) norm(l.qNorm);
     if (l.kNorm) norm(l.kNorm);
     add(l.sinks, [a.nHeads]);
@@ -240,6 +248,7 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
       if (m.group) add(m.group.correctionBias, [m.weights.experts]);
       for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
       if (m.shared) [m.shared.gate, m.shared.up, m.shared.down].forEach(lin);
+      add(m.sharedGate, [1, a.hidden]);
     }
     if (l.postMlpNorm) norm(l.postMlpNorm);
   }

@@ -141,7 +141,7 @@ export function attention(
     q = linear(c, x, l.attn.q);
     k = linear(c, x, l.attn.k);
     v = linear(c, x, l.attn.v);
-  } else {
+  } else if (l.attn.kind === 'fused') {
     const layout = l.attn.layout ?? {
       groups: 1,
       pieces: [
@@ -151,6 +151,16 @@ export function attention(
       ],
     };
     [q, k, v] = splitFused(c, linear(c, x, l.attn.qkv), layout);
+  } else {
+    throw new Error('attention: a gated-deltanet layer has no softmax attention (decoder.ts routes it to gated-deltanet.ts)');
+  }
+  let gate: string | undefined;
+  if (l.attnOutputGate) {
+    // Qwen3.5: q_proj(x).view(..., heads, 2·head_dim).chunk(2, -1) → query, gate (query first)
+    const qg = g.op('Reshape', [q, g.op('Concat', [kv.bs, g.ints([nh, 2 * hd])], { axis: 0 })]);
+    const [qPart, gPart] = split(c, qg, 3, [hd, hd]);
+    q = qPart!;
+    gate = reshape(c, gPart!, [-1, nh * hd]);
   }
   const overProjection = l.qkNormOver === 'projection';
   if (overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
@@ -195,7 +205,8 @@ export function attention(
   const probs = cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
   const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,hd]
   const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, hd]), [0, 2, 1, 3]), [-1, nh * hd]);
-  return { out: linear(c, merged, l.o), key, value };
+  const gated = gate ? g.op('Mul', [merged, g.op('Sigmoid', [gate])]) : merged;
+  return { out: linear(c, gated, l.o), key, value };
 }
 
 /**

@@ -91,6 +91,8 @@ export const SUPPORTED_MODEL_TYPES = [
   'falcon',
   'codegen',
   'granitemoe',
+  'qwen3_5_moe_text',
+  'qwen3_5_moe',
 ] as const;
 /** One supported model type. */
 export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];

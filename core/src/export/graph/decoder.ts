@@ -15,6 +15,7 @@
 import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { attention, cacheContext } from './attention';
+import { deltaNetStates, gatedDeltaNet, linearContext } from './gated-deltanet';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { mlp } from './mlp';
 import { norm } from './norms';
@@ -75,19 +76,18 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const inputIds = g.input('input_ids', 'int64', [batch, seq]);
   const positionIds = g.input('position_ids', 'int64', [batch, seq]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  const past = a.layers.map((_, i) => ({
-    key: g.input(`past_key.${i}`, o.dtype, cacheDims),
-    value: g.input(`past_value.${i}`, o.dtype, cacheDims),
-  }));
+  // per layer: past_key/past_value, or a linear-attention layer's conv_state/recurrent_state (gated-deltanet.ts)
+  const stateInputs = a.layers.map((l, i) =>
+    l.attn.kind === 'gated-deltanet'
+      ? deltaNetStates(l.attn, i, cacheBatch, o.dtype)
+      : [`past_key.${i}`, `past_value.${i}`].map((name) => ({ name, elem: o.dtype, dims: cacheDims })),
+  );
+  const past = stateInputs.map((st) => st.map((x) => g.input(x.name, x.elem, x.dims)));
+  const firstKv = a.layers.findIndex((l) => l.attn.kind !== 'gated-deltanet');
+  if (firstKv < 0) throw new Error(`${a.modelType}: a graph needs at least one softmax-attention layer`);
   const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
   const io = {
-    inputs: [
-      'input_ids',
-      'position_ids',
-      ...(cb ? ['batch_index'] : []),
-      ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]),
-      ...(ccl ? [ccl] : []),
-    ],
+    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flat(), ...(ccl ? [ccl] : [])],
     outputs: [] as string[],
   };
 
@@ -102,10 +102,11 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
     return e;
   });
-  const kv = cacheContext(c, a, inputIds, positionIds, past[0]!.key, batchIndex, ccl);
+  const kv = cacheContext(c, a, inputIds, positionIds, past[firstKv]![0]!, batchIndex, ccl);
+  const lc = a.layers.some((l) => l.attn.kind === 'gated-deltanet') ? linearContext(c, positionIds, kv.bs, kv.batchRows, phase) : undefined;
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
-  const retained: { key: string; value: string }[] = [];
+  const retained: string[][] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
   // Granite's residual_multiplier scales each branch before its residual add
   const branch = (l: LayerSpec, x: string, post: LayerSpec['postAttnNorm']) => {
@@ -115,7 +116,14 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
-      const att = g.within('attn', () => attention(c, a, l, x1, kv, rope, past[i]!));
+      const att = g.within('attn', () => {
+        if (l.attn.kind !== 'gated-deltanet') {
+          const r = attention(c, a, l, x1, kv, rope, { key: past[i]![0]!, value: past[i]![1]! });
+          return { out: r.out, states: [r.key, r.value] };
+        }
+        const r = gatedDeltaNet(c, l.attn, l.o, x1, lc!, { conv: past[i]![0]!, rec: past[i]![1]! });
+        return { out: r.out, states: [r.conv, r.rec] };
+      });
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
@@ -125,7 +133,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
         const m = g.within('mlp', () => mlp(c, a, l.mlp, maybeNorm(h, l.norm2)));
         h = g.op('Add', [h, branch(l, m, l.postMlpNorm)]);
       }
-      retained.push({ key: att.key, value: att.value });
+      retained.push(att.states);
     });
   });
 
@@ -163,11 +171,13 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
     io.outputs.push('logits');
   }
-  retained.forEach((r, i) => {
-    g.output(r.key, `past_key.${i}_RetainedState`, o.dtype, cacheDims);
-    g.output(r.value, `past_value.${i}_RetainedState`, o.dtype, cacheDims);
-    io.outputs.push(`past_key.${i}_RetainedState`, `past_value.${i}_RetainedState`);
-  });
+  retained.forEach((r, i) =>
+    r.forEach((value, k) => {
+      const st = stateInputs[i]![k]!;
+      g.output(value, `${st.name}_RetainedState`, st.elem, st.dims);
+      io.outputs.push(`${st.name}_RetainedState`);
+    }),
+  );
   if (sampled) {
     g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
     g.output(sampled.presenceBuffer, 'past_presence_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);

@@ -27,6 +27,7 @@ import { graniteArch } from './family-granite';
 import { olmo2Arch } from './family-olmo2';
 import { ropeSpec, type RopeScaling } from './rope';
 import { glm4MoeArch, gptOssArch, graniteMoeArch } from './families-moe';
+import { qwen35MoeArch } from './family-qwen3-5-moe';
 
 /** Options that depend on the checkpoint rather than the config. */
 export interface ArchOptions {
@@ -52,6 +53,9 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
       return glm4MoeArch(raw, file, opts);
     case 'granitemoe':
       return graniteMoeArch(raw, file, opts);
+    case 'qwen3_5_moe_text':
+    case 'qwen3_5_moe':
+      return qwen35MoeArch(raw, file, opts);
     case 'gemma2':
       return gemma2Arch(raw, file);
     case 'granite':
