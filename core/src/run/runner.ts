@@ -7,7 +7,9 @@
  * - QEfficient KV graphs (`input_ids`, `position_ids`, `past_key.{i}`/`past_value.{i}`
  *   `[batch, n_kv, ctx_len, head_dim]`, optional `batch_index`): logits for the last valid
  *   position, `*_RetainedState` outputs fed back as the next step's cache. A fixed sequence
- *   dim is filled with padding at position -1, as QEfficient's generation does.
+ *   dim is filled with padding at position -1, as QEfficient's generation does. Hybrid
+ *   linear-attention graphs (Qwen3.5) add `conv_state.{i}` / `recurrent_state.{i}`: fixed-size
+ *   states carried between calls exactly like the KV caches (zeros for a new sequence).
  *
  * QEfficient's serving features (serving.ts): a `comp_ctx_lengths` input gets the smallest
  * covering CCL bucket per call; a graph ending in the on-device sampler (`next_tokens`) is fed
@@ -43,6 +45,8 @@ export interface RunnerOptions {
   ctxLen?: number;
   /** Ids must be below this (the embedding's rows, see vocab.ts); default: the logits' last dimension. */
   vocab?: number;
+  /** KV graphs: feed the prompt in calls of this many tokens, the last padded at position −1 (QEfficient's prefill_seq_len). */
+  prefillSeqLen?: number;
 }
 
 /** Timing of one generation. */
@@ -156,7 +160,8 @@ export async function createRunner(
   const logitsOut = outputs.find((o) => o.name === 'logits');
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
-  const cache = inputs.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
+  // retained states: KV caches, and the conv/recurrent states of linear-attention layers
+  const cache = inputs.filter((i) => /^(past_key|past_value|conv_state|recurrent_state)\.\d+$/.test(i.name));
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));
@@ -236,7 +241,7 @@ export async function createRunner(
   const pos = byName.get('position_ids');
   if (!pos) throw new PipelineError(`${model}: the graph has past_key/past_value inputs but no position_ids`);
   const bIndex = byName.get('batch_index');
-  const c0 = cache[0]!;
+  const c0 = cache.find((c) => c.name.startsWith('past_')) ?? cache[0]!;
   const nKv = fixed(c0.dims[1]);
   const headDim = fixed(c0.dims[3]);
   if (c0.dims.length !== 4 || nKv === undefined || headDim === undefined) {
@@ -251,7 +256,13 @@ export async function createRunner(
     const ctx = ctxFixed ?? opts.ctxLen ?? need;
     if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
     const state: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
-    for (const c of cache) state[c.name] = zeros(ort, c, [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]);
+    for (const c of cache) {
+      // a linear-attention state has no ctx_len: its declared dims, the batch aside
+      const dims = c.name.startsWith('past_')
+        ? [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]
+        : [cacheBatch, ...c.dims.slice(1).map((d) => fixed(d) ?? 1)];
+      state[c.name] = zeros(ort, c, dims);
+    }
     if (feat.sampler) Object.assign(state, samplerState(ort, cacheBatch, feat.sampler.vocab));
     return { state, ctx };
   };
@@ -267,7 +278,7 @@ export async function createRunner(
     gen?: GenState,
   ) => {
     const { state } = kv;
-    const len = seqFixed ?? tokens.length;
+    const len = seqFixed ?? (phase === 'prefill' && opts.prefillSeqLen ? opts.prefillSeqLen : tokens.length);
     let last: Float32Array | undefined;
     let next: number | undefined;
     let u: Float32Array | undefined;
