@@ -96,6 +96,12 @@ export function parseExtraOptions(words: readonly string[]): [string, OptionValu
 export interface GraphShapeFacts {
   /** Number of `past_key.{i}` inputs (0 for a graph without a KV cache). */
   numLayers: number;
+  /**
+   * The retained-state inputs in graph order when the graph has more than KV caches: `past_key.{i}` /
+   * `past_value.{i}`, and a hybrid model's `conv_state.{i}` / `recurrent_state.{i}` (Qwen3.5's
+   * linear-attention layers, fixed size, no ctx_len).
+   */
+  states?: string[];
   /** True when the graph takes `batch_index` (continuous batching). */
   continuousBatching: boolean;
   /** Fixed ctx_len of the cache inputs, when the dim is a number. */
@@ -208,6 +214,21 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
   ];
 }
 
+/**
+ * The custom IO map of a graph's retained states (`states` in graph order), each input beside its
+ * retained output: KV caches as {@link causalLmCustomIo}; linear-attention states float16, as
+ * QEfficient keeps every retained state of a `-convert-to-fp16` compile (mxint8 is for KV only).
+ */
+export function stateCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
+  return states.flatMap((name): [string, string][] => {
+    const dtype = mxint8KvCache && name.startsWith('past_') ? 'mxint8' : 'float16';
+    return [
+      [name, dtype],
+      [`${name}_RetainedState`, dtype],
+    ];
+  });
+}
+
 /** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
 export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
   const dtype = mxint8KvCache ? 'mxint8' : 'float16';
@@ -291,13 +312,14 @@ export function buildQaicPlan(
   }
   const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
   const qpcDir = path.join(compileDir, 'qpc');
-  const specs = g.numLayers > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
+  const specs = g.numLayers > 0 || g.states?.length ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const specializationsFile = path.join(compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
-  if (g.numLayers > 0) {
+  if (g.numLayers > 0 || g.states?.length) {
     plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
-    plan.customIoText = customIoYaml(causalLmCustomIo(g.numLayers, opts.mxint8KvCache ?? false));
+    const mx = opts.mxint8KvCache ?? false;
+    plan.customIoText = customIoYaml(g.states?.length ? stateCustomIo(g.states, mx) : causalLmCustomIo(g.numLayers, mx));
     command.push(`-custom-IO-list-file=${plan.customIoFile}`);
   }
   command.push(`-aic-binary-dir=${qpcDir}`);

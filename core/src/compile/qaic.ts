@@ -22,11 +22,15 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
   const layers = m.inputs.filter((i) => /^past_key\.\d+$/.test(i.name)).length;
-  const pk = m.inputs.find((i) => i.name === 'past_key.0');
+  // a hybrid graph's first KV layer need not be layer 0 (Qwen3.5: linear-attention layers first)
+  const pk = m.inputs.find((i) => /^past_key\.\d+$/.test(i.name));
+  const states = m.inputs.filter((i) => /^(past_key|past_value|conv_state|recurrent_state)\.\d+$/.test(i.name)).map((i) => i.name);
+  const hybrid = states.some((n) => !n.startsWith('past_'));
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   return {
     numLayers: layers,
+    ...(hybrid ? { states } : {}),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
     ctxLen: num(pk?.dims[2]),
     batch: num(ids?.dims[0]),
