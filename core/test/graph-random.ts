@@ -4,6 +4,8 @@
  * Key naming is written out here independently of the graph builder's family table.
  */
 import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
+import { multimodalConfig, QWEN35_OTHER } from './graph-configs-qwen35';
+import { randomQwen35 } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,6 +42,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
   if (randomDenseTensors(cfg, put)) return w;
+  if (String(cfg.model_type).startsWith('qwen3_5_moe')) return randomQwen35(cfg, seed);
   const t = cfg.model_type as string;
   if (t === 'gpt2') {
     const H = cfg.n_embd,
@@ -265,6 +268,8 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
     tie_word_embeddings: true,
   },
   ...DENSE_SYNTHETIC_CONFIGS,
+  // Qwen3.5-MoE's published multimodal layout (text_config, model.language_model.* keys); the text layout has a fixture
+  'qwen3_5_moe-multimodal': multimodalConfig(QWEN35_OTHER),
 };
 
 /**

@@ -14,6 +14,8 @@ import { linear, rms, softmax } from './graph-reference';
 import { rng } from './graph-random';
 import type { F32 } from './graph-support';
 
+export { multimodalConfig, QWEN35_OTHER } from './graph-configs-qwen35';
+
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -178,6 +180,33 @@ export function qwen35MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
   });
   const normed = h.map((r) => rms(r, get('model.norm.weight'), eps, true));
   return linear(normed, cfg.tie_word_embeddings ? emb : get('lm_head.weight'));
+}
+
+/** A text checkpoint in the multimodal layout: `model.language_model.*`, plus vision and MTP tensors the text model ignores. */
+export function multimodalCheckpoint(text: W): W {
+  const w: W = new Map();
+  for (const [k, t] of text) w.set(k.replace(/^model\./, 'model.language_model.'), t);
+  w.set('model.visual.patch_embed.proj.weight', { shape: [4, 3], data: Float32Array.from({ length: 12 }, (_, i) => i / 12) });
+  w.set('mtp.fc.weight', { shape: [4, 4], data: Float32Array.from({ length: 16 }, (_, i) => i / 16) });
+  return w;
+}
+
+/** {@link qwen35MoeReference} for either layout. */
+export function qwen35Reference(cfg: Cfg, w: W, ids: number[]): number[][] {
+  if (cfg.model_type !== 'qwen3_5_moe') return qwen35MoeReference(cfg, w, ids);
+  const text = new Map(
+    [...w]
+      .filter(([k]) => !k.startsWith('model.visual.') && !k.startsWith('mtp.'))
+      .map(([k, t]) => [k.replace(/^model\.language_model\./, 'model.'), t]),
+  );
+  return qwen35MoeReference({ ...cfg.text_config, tie_word_embeddings: cfg.tie_word_embeddings }, text, ids);
+}
+
+/** {@link randomQwen35Checkpoint} for either layout. */
+export function randomQwen35(cfg: Cfg, seed: number): W {
+  return cfg.model_type === 'qwen3_5_moe'
+    ? multimodalCheckpoint(randomQwen35Checkpoint(cfg.text_config, seed))
+    : randomQwen35Checkpoint(cfg, seed);
 }
 
 function bf16(x: number): number {

@@ -9,7 +9,7 @@
 import { DENSE_TYPES, denseReferenceForward } from './graph-reference-dense';
 import { glm4MoeReference } from './graph-reference-glm';
 import { gptOssReference } from './graph-reference-gpt-oss';
-import { qwen35MoeReference } from './graph-reference-qwen35';
+import { qwen35Reference } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
@@ -118,7 +118,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);
   if (type === 'glm4_moe') return glm4MoeReference(cfg, w, ids);
   if (type === 'gpt_oss') return gptOssReference(cfg, w, ids);
-  if (type === 'qwen3_5_moe_text') return qwen35MoeReference(cfg, w, ids);
+  if (type.startsWith('qwen3_5_moe')) return qwen35Reference(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;

@@ -16,43 +16,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { qwen35MoeReference, randomQwen35Checkpoint } from './graph-reference-qwen35';
+import { multimodalCheckpoint, multimodalConfig, QWEN35_OTHER, qwen35MoeReference, randomQwen35Checkpoint } from './graph-reference-qwen35';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts, type F32 } from './graph-support';
 
 const CTX = 96;
-
-/** Another configuration: linear, full, linear, linear, linear; nv/nk = 3, dk 8 ≠ dv 12, kernel 3, 6 experts top-3, GQA 3. */
-export const QWEN35_OTHER: Record<string, unknown> = {
-  architectures: ['Qwen3_5MoeForCausalLM'],
-  model_type: 'qwen3_5_moe_text',
-  vocab_size: 96,
-  hidden_size: 48,
-  num_hidden_layers: 5,
-  layer_types: ['linear_attention', 'full_attention', 'linear_attention', 'linear_attention', 'linear_attention'],
-  num_attention_heads: 6,
-  num_key_value_heads: 2,
-  head_dim: 16,
-  linear_num_key_heads: 1,
-  linear_num_value_heads: 3,
-  linear_key_head_dim: 8,
-  linear_value_head_dim: 12,
-  linear_conv_kernel_dim: 3,
-  num_experts: 6,
-  num_experts_per_tok: 3,
-  moe_intermediate_size: 20,
-  shared_expert_intermediate_size: 28,
-  rms_norm_eps: 1e-6,
-  hidden_act: 'silu',
-  max_position_embeddings: 512,
-  rope_parameters: {
-    rope_type: 'default',
-    rope_theta: 10000,
-    partial_rotary_factor: 0.5,
-    mrope_section: [2, 1, 1],
-    mrope_interleaved: true,
-  },
-  tie_word_embeddings: false,
-};
 
 const ids70 = Array.from({ length: 70 }, (_, i) => (i * 37 + 11) % 96);
 
@@ -124,19 +91,8 @@ describeFixtures('qwen3_5_moe fixture: prefill, decode and split prompts', () =>
 
   it('the published multimodal layout (text_config, model.language_model.* keys, visual and mtp tensors) exports the same text model', async () => {
     const cfg = JSON.parse(readFileSync(path.join(dir(), 'config.json'), 'utf8'));
-    const raw = await loadCheckpoint(dir());
-    const mm = new Map<string, F32>();
-    for (const [k, t] of raw) mm.set(k.startsWith('model.') ? k.replace(/^model\./, 'model.language_model.') : k, t);
-    mm.set('model.visual.patch_embed.proj.weight', { shape: [4, 3], data: new Float32Array(12) });
-    mm.set('mtp.fc.weight', { shape: [4, 4], data: new Float32Array(16) });
-    const { architectures: _a, model_type: _t, tie_word_embeddings: tied, ...text } = cfg;
-    const nested = {
-      architectures: ['Qwen3_5MoeForConditionalGeneration'],
-      model_type: 'qwen3_5_moe',
-      tie_word_embeddings: tied,
-      text_config: { ...text, model_type: 'qwen3_5_moe_text' },
-      vision_config: { depth: 2, hidden_size: 16, model_type: 'qwen3_5_moe' },
-    };
+    const mm = multimodalCheckpoint(await loadCheckpoint(dir()));
+    const nested = multimodalConfig(cfg);
     const prepared = stackExperts(mm);
     const a = archFromConfig(nested, 'config.json', { keys: new Set(prepared.keys()) });
     const g = buildCausalLM(a, { dtype: 'float32', ctxLen: 32 });

@@ -38,6 +38,8 @@ export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
+  // Qwen3.5-MoE's multimodal checkpoints export their text model (family-qwen3-5-moe.ts); the vision tower is not built yet
+  if (t === 'qwen3_5_moe') return false;
   return (
     typeof t === 'string' &&
     ((VLM_MODEL_TYPES as readonly string[]).includes(t) ||
