@@ -3,14 +3,14 @@
  * give each family (original per-expert MoE keys), values rounded to bf16 like the fixtures.
  * Key naming is written out here independently of the graph builder's family table.
  */
-import { DENSE_SYNTHETIC_CONFIGS, putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
-import { multimodalConfig, QWEN35_OTHER } from './graph-configs-qwen35';
+import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import { randomQwen35 } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
+import { familyTestConfigs } from '../src/export/graph/family-registry';
 
 /** Deterministic PRNG (mulberry32) with a normal sampler. */
 export function rng(seed: number): () => number {
@@ -120,157 +120,11 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
   return w;
 }
 
-/** Small configs (real HF field names) for the families without shipped fixtures. */
-export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = {
-  mistral: {
-    model_type: 'mistral',
-    vocab_size: 96,
-    hidden_size: 48,
-    intermediate_size: 80,
-    num_hidden_layers: 2,
-    num_attention_heads: 6,
-    num_key_value_heads: 2,
-    head_dim: null,
-    rms_norm_eps: 1e-5,
-    rope_theta: 10000.0,
-    sliding_window: 5,
-    tie_word_embeddings: false,
-    hidden_act: 'silu',
-  },
-  qwen3: {
-    model_type: 'qwen3',
-    vocab_size: 96,
-    hidden_size: 32,
-    intermediate_size: 64,
-    num_hidden_layers: 2,
-    num_attention_heads: 4,
-    num_key_value_heads: 1,
-    head_dim: 16,
-    rms_norm_eps: 1e-6,
-    rope_theta: 1000000.0,
-    attention_bias: false,
-    tie_word_embeddings: true,
-    hidden_act: 'silu',
-  },
-  gemma: {
-    model_type: 'gemma',
-    vocab_size: 96,
-    hidden_size: 48,
-    intermediate_size: 96,
-    num_hidden_layers: 2,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    head_dim: 32,
-    rms_norm_eps: 1e-6,
-    rope_theta: 10000.0,
-    hidden_act: 'gelu',
-    hidden_activation: 'gelu_pytorch_tanh',
-  },
-  qwen3_moe: {
-    model_type: 'qwen3_moe',
-    vocab_size: 96,
-    hidden_size: 32,
-    intermediate_size: 64,
-    moe_intermediate_size: 24,
-    num_hidden_layers: 2,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 8,
-    rms_norm_eps: 1e-6,
-    rope_theta: 1000000.0,
-    num_experts: 6,
-    num_experts_per_tok: 2,
-    norm_topk_prob: true,
-    decoder_sparse_step: 1,
-    mlp_only_layers: [],
-    tie_word_embeddings: false,
-    hidden_act: 'silu',
-  },
-  // dense layer 0 (mlp_only_layers), norm_topk_prob off, MQA
-  'qwen3_moe-mixed': {
-    model_type: 'qwen3_moe',
-    vocab_size: 64,
-    hidden_size: 32,
-    intermediate_size: 40,
-    moe_intermediate_size: 16,
-    num_hidden_layers: 3,
-    num_attention_heads: 4,
-    num_key_value_heads: 1,
-    head_dim: 8,
-    rms_norm_eps: 1e-6,
-    rope_theta: 10000.0,
-    num_experts: 5,
-    num_experts_per_tok: 3,
-    norm_topk_prob: false,
-    decoder_sparse_step: 1,
-    mlp_only_layers: [0],
-    tie_word_embeddings: true,
-    hidden_act: 'silu',
-  },
-  'llama-rope-llama3': {
-    model_type: 'llama',
-    vocab_size: 96,
-    hidden_size: 64,
-    intermediate_size: 96,
-    num_hidden_layers: 2,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    rms_norm_eps: 1e-5,
-    rope_theta: 500000.0,
-    rope_scaling: { rope_type: 'llama3', factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 64 },
-    tie_word_embeddings: false,
-    hidden_act: 'silu',
-  },
-  'llama-rope-linear': {
-    model_type: 'llama',
-    vocab_size: 96,
-    hidden_size: 32,
-    intermediate_size: 48,
-    num_hidden_layers: 1,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    rms_norm_eps: 1e-5,
-    rope_theta: 10000.0,
-    rope_scaling: { type: 'linear', factor: 4.0 },
-    attention_bias: true,
-    mlp_bias: true,
-    tie_word_embeddings: false,
-    hidden_act: 'silu',
-  },
-  // Phi-3 with LongRoPE and partial rotary dims: 11 tokens > original_max 8 → the long factors
-  'phi3-longrope': {
-    model_type: 'phi3',
-    vocab_size: 96,
-    hidden_size: 32,
-    intermediate_size: 48,
-    num_hidden_layers: 2,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    rms_norm_eps: 1e-5,
-    rope_theta: 10000.0,
-    partial_rotary_factor: 0.5,
-    max_position_embeddings: 64,
-    original_max_position_embeddings: 8,
-    rope_scaling: { type: 'longrope', short_factor: [1.0, 1.3, 1.9, 2.5], long_factor: [1.5, 2.0, 4.0, 9.0] },
-    tie_word_embeddings: false,
-    hidden_act: 'silu',
-  },
-  'gpt2-prefixed': {
-    model_type: 'gpt2',
-    vocab_size: 80,
-    n_embd: 32,
-    n_layer: 2,
-    n_head: 2,
-    n_positions: 64,
-    n_inner: null,
-    activation_function: 'gelu_new',
-    layer_norm_epsilon: 1e-5,
-    tie_word_embeddings: true,
-  },
-  ...DENSE_SYNTHETIC_CONFIGS,
-  // Qwen3.5-MoE's published multimodal layout (text_config, model.language_model.* keys); the text layout has a fixture
-  'qwen3_5_moe-multimodal': multimodalConfig(QWEN35_OTHER),
-};
+/**
+ * Small configs (real HF field names) of every family, named: the family registry's test
+ * configs (`row.test.configs` in each `family-<name>.ts`).
+ */
+export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = familyTestConfigs();
 
 /**
  * A model folder made in code: `config.json` and {@link randomCheckpoint} stored as one BF16

@@ -4,6 +4,7 @@
  * resolver then verifies the proposal by content, so a name that happens to match a key of
  * different content is never trusted blindly.
  */
+import { keyPrefixOf } from '../export/graph/family-registry';
 
 /** How a mapping was found; recorded per input in export-report.json. */
 export type Strategy =
@@ -27,12 +28,10 @@ export function isAllowedUnresolved(name: string): boolean {
   return (ALLOWED_UNRESOLVED as readonly string[]).includes(last);
 }
 
-/** The model's `base_model_prefix`, from `model_type` as Hugging Face defines it. */
+/** The model's `base_model_prefix`, as Hugging Face defines it for its family. */
 export function baseModelPrefix(config: Record<string, unknown> | undefined): string {
-  const type = typeof config?.model_type === 'string' ? config.model_type : '';
-  // GPT-2-style models keep their trunk under `transformer`; every Llama-family model under `model`.
-  if (['gpt2', 'gpt_bigcode', 'gptj', 'bloom', 'falcon', 'codegen'].includes(type)) return 'transformer';
-  return 'model';
+  // the family registry's key prefix (GPT-2-style trunks under `transformer`, Llama-style under `model`)
+  return keyPrefixOf(config);
 }
 
 /** One proposal: a key the checkpoint holds, and the strategy that found it. */

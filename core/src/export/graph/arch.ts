@@ -18,6 +18,14 @@ export interface LinearSpec {
   conv1d?: boolean;
 }
 
+/** A linear layer spec; `bias` names `<weight minus 'weight'>bias`. */
+export const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
+  weight,
+  out,
+  in: inp,
+  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
+});
+
 /** A normalization layer. */
 export interface NormSpec {
   weight: string;

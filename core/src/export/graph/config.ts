@@ -4,7 +4,6 @@
  * implement are refused with one line naming the file and the field.
  */
 import { z } from 'zod';
-import { quantSchemeOf } from '../../prepare/quant-config';
 import { FormatError, UsageError } from '../../errors';
 import { parseOrThrow } from '../../zod-issue';
 
@@ -72,48 +71,9 @@ export const gpt2Config = z.looseObject({
 /** A parsed GPT-2 config. */
 export type Gpt2Config = z.infer<typeof gpt2Config>;
 
-/** The model types the builder implements. */
-export const SUPPORTED_MODEL_TYPES = [
-  'llama',
-  'mistral',
-  'qwen2',
-  'qwen3',
-  'phi3',
-  'gemma',
-  'gpt2',
-  'mixtral',
-  'qwen3_moe',
-  'gpt_oss',
-  'glm4_moe',
-  'gemma2',
-  'granite',
-  'olmo2',
-  'falcon',
-  'codegen',
-  'granitemoe',
-  'qwen3_5_moe_text',
-  'qwen3_5_moe',
-] as const;
-/** One supported model type. */
-export type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
-
 /** Parses with `schema`, turning the first zod issue into a one-line FormatError naming the file. */
 export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): T {
   return parseOrThrow(schema, raw, file);
-}
-
-/** The config's model_type, refused unless supported. */
-export function modelTypeOf(raw: unknown, file: string): ModelType {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError(file, `not a JSON object`);
-  const t = (raw as Record<string, unknown>).model_type;
-  if (typeof t !== 'string') throw new FormatError(file, `"model_type" is missing`);
-  if (!(SUPPORTED_MODEL_TYPES as readonly string[]).includes(t)) {
-    throw new FormatError(file, `model_type "${t}" is not supported by --config export (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
-  }
-  // A quantization prepare undoes is fine (the graph takes the dequantized weights); any
-  // other is refused with prepare's own message.
-  quantSchemeOf(raw as Record<string, unknown>, file);
-  return t as ModelType;
 }
 
 /** HF activation names → the builder's. */

@@ -16,8 +16,8 @@
  *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from './arch';
-import type { ArchOptions } from './families';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from './arch';
+import type { ArchOptions, FamilyRow } from './family-row';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
 import { canonicalMoeKeys } from './moe';
 import { graniteArch } from './family-granite';
@@ -50,13 +50,6 @@ const glm4MoeConfig = llamaLike.extend({
   routed_scaling_factor: num.positive().optional(),
   first_k_dense_replace: z.number().int().nonnegative().optional(),
   num_nextn_predict_layers: z.number().int().nonnegative().optional(),
-});
-
-const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
-  weight,
-  out,
-  in: inp,
-  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
 });
 
 /** Rope from `rope_scaling` / `rope_parameters` (newer HF configs carry rope_theta inside). */
@@ -278,3 +271,56 @@ export function graniteMoeArch(raw: unknown, file: string, opts: ArchOptions = {
     }),
   };
 }
+
+/** The gpt_oss row of the family registry. */
+export const gptOssFamily: FamilyRow = {
+  modelType: 'gpt_oss',
+  hfClass: 'GptOssForCausalLM',
+  keyPrefix: 'model',
+  moe: 'topk-softmax',
+  build: (raw, file, opts) => gptOssArch(raw, file, opts),
+  test: { fixture: 'gpt_oss_full' },
+};
+
+/** The glm4_moe row of the family registry. */
+export const glm4MoeFamily: FamilyRow = {
+  modelType: 'glm4_moe',
+  hfClass: 'Glm4MoeForCausalLM',
+  keyPrefix: 'model',
+  moe: 'sigmoid-group',
+  build: (raw, file, opts) => glm4MoeArch(raw, file, opts),
+  test: { fixture: 'glm4_moe' },
+};
+
+/** The granitemoe row of the family registry. */
+export const graniteMoeFamily: FamilyRow = {
+  modelType: 'granitemoe',
+  hfClass: 'GraniteMoeForCausalLM',
+  keyPrefix: 'model',
+  moe: 'topk-softmax',
+  build: (raw, file, opts) => graniteMoeArch(raw, file, opts),
+  test: {
+    configs: {
+      // GraniteMoE: the granite multipliers, 5 experts top-2, GQA, untied
+      granitemoe: {
+        model_type: 'granitemoe',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 24,
+        num_hidden_layers: 2,
+        num_attention_heads: 6,
+        num_key_value_heads: 2,
+        rms_norm_eps: 1e-6,
+        rope_theta: 10000.0,
+        embedding_multiplier: 12.0,
+        attention_multiplier: 0.05,
+        residual_multiplier: 0.22,
+        logits_scaling: 8.0,
+        num_local_experts: 5,
+        num_experts_per_tok: 2,
+        tie_word_embeddings: false,
+        hidden_act: 'silu',
+      },
+    },
+  },
+};

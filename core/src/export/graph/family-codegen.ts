@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec } from './arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
 import { ropeSpec } from './rope';
+import type { FamilyRow } from './family-row';
 
 const codegenConfig = z.looseObject({
   model_type: z.literal('codegen'),
@@ -78,3 +79,30 @@ export function codegenArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The codegen row of the family registry. */
+export const codegenFamily: FamilyRow = {
+  modelType: 'codegen',
+  hfClass: 'CodeGenForCausalLM',
+  keyPrefix: 'transformer',
+  moe: 'none',
+  build: (raw, file) => codegenArch(raw, file),
+  test: {
+    fixture: 'codegen',
+    configs: {
+      codegen: {
+        model_type: 'codegen',
+        vocab_size: 96,
+        n_embd: 64,
+        n_layer: 2,
+        n_head: 8,
+        rotary_dim: 6,
+        n_inner: null,
+        activation_function: 'gelu_new',
+        layer_norm_epsilon: 1e-5,
+        n_positions: 128,
+        tie_word_embeddings: false,
+      },
+    },
+  },
+};

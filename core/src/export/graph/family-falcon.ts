@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
 import { actOf, parseWith, refuse } from './config';
 import { ropeSpec, type RopeScaling } from './rope';
+import type { FamilyRow } from './family-row';
 
 const int = z.number().int().positive();
 const falconConfig = z.looseObject({
@@ -141,3 +142,82 @@ export function falconArch(raw: unknown, file: string): ArchSpec {
     layers,
   };
 }
+
+/** The falcon row of the family registry. */
+export const falconFamily: FamilyRow = {
+  modelType: 'falcon',
+  hfClass: 'FalconForCausalLM',
+  keyPrefix: 'transformer',
+  moe: 'none',
+  build: (raw, file) => falconArch(raw, file),
+  test: {
+    configs: {
+      // Falcon-7B layout: old architecture, multi_query (one kv head whatever num_kv_heads says), parallel, one norm
+      'falcon-7b': {
+        model_type: 'falcon',
+        vocab_size: 96,
+        hidden_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 6,
+        num_kv_heads: 6,
+        multi_query: true,
+        new_decoder_architecture: false,
+        parallel_attn: true,
+        bias: false,
+        alibi: false,
+        layer_norm_epsilon: 1e-5,
+        rope_theta: 10000.0,
+        tie_word_embeddings: true,
+      },
+      // Falcon-40B layout: new decoder architecture, grouped kv, ln_attn + ln_mlp
+      'falcon-40b': {
+        model_type: 'falcon',
+        vocab_size: 96,
+        hidden_size: 64,
+        num_hidden_layers: 2,
+        num_attention_heads: 8,
+        num_kv_heads: 2,
+        new_decoder_architecture: true,
+        multi_query: true,
+        parallel_attn: true,
+        bias: false,
+        alibi: false,
+        layer_norm_epsilon: 1e-5,
+        rope_theta: 10000.0,
+        tie_word_embeddings: false,
+      },
+      'falcon-new-1ln': {
+        model_type: 'falcon',
+        vocab_size: 80,
+        hidden_size: 48,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_kv_heads: 1,
+        new_decoder_architecture: true,
+        parallel_attn: true,
+        num_ln_in_parallel_attn: 1,
+        ffn_hidden_size: 72,
+        bias: true,
+        alibi: false,
+        layer_norm_epsilon: 1e-5,
+        rope_theta: 10000.0,
+      },
+      // old architecture without multi_query: per-head [q|k|v], sequential block, biases, untied
+      'falcon-seq': {
+        model_type: 'falcon',
+        vocab_size: 80,
+        hidden_size: 32,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        multi_query: false,
+        new_decoder_architecture: false,
+        parallel_attn: false,
+        bias: true,
+        alibi: false,
+        layer_norm_epsilon: 1e-5,
+        rope_theta: 10000.0,
+        tie_word_embeddings: false,
+      },
+    },
+  },
+};

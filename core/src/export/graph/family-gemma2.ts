@@ -10,7 +10,9 @@
 import { z } from 'zod';
 import type { ArchSpec } from './arch';
 import { llamaLike, parseWith, refuse } from './config';
-import { llamaLikeArch } from './families';
+import { GEMMA_QUIRKS } from './family-gemma';
+import { llamaLikeArch } from './family-llama';
+import type { FamilyRow } from './family-row';
 
 const capField = z.number().finite().positive().nullable().optional();
 const gemma2Config = llamaLike.extend({
@@ -26,7 +28,7 @@ const LAYER_TYPES = ['sliding_attention', 'full_attention'];
 /** Gemma-2's architecture from its config (Gemma2Config defaults where a field is absent). */
 export function gemma2Arch(raw: unknown, file: string): ArchSpec {
   const c = parseWith(gemma2Config, raw, file);
-  const base = llamaLikeArch('gemma', c, file);
+  const base = llamaLikeArch('gemma', GEMMA_QUIRKS, c, file);
   const L = c.num_hidden_layers;
   const types = c.layer_types;
   if (types) {
@@ -57,3 +59,36 @@ export function gemma2Arch(raw: unknown, file: string): ArchSpec {
     }),
   };
 }
+
+/** The gemma2 row of the family registry. */
+export const gemma2Family: FamilyRow = {
+  modelType: 'gemma2',
+  hfClass: 'Gemma2ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => gemma2Arch(raw, file),
+  test: {
+    fixture: 'gemma2',
+    configs: {
+      // window 3 on layers 0 and 2, scalar 24 ≠ head_dim 16, both soft-caps low enough to bite
+      gemma2: {
+        model_type: 'gemma2',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 64,
+        num_hidden_layers: 3,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        head_dim: 16,
+        query_pre_attn_scalar: 24,
+        rms_norm_eps: 1e-6,
+        rope_theta: 10000.0,
+        sliding_window: 3,
+        attn_logit_softcapping: 2.0,
+        final_logit_softcapping: 3.0,
+        hidden_activation: 'gelu_pytorch_tanh',
+        hidden_act: 'gelu_pytorch_tanh',
+      },
+    },
+  },
+};

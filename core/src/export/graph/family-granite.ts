@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import type { ArchSpec } from './arch';
 import { llamaLike, parseWith } from './config';
-import { llamaLikeArch } from './families';
+import { LLAMA_QUIRKS, llamaLikeArch } from './family-llama';
+import type { FamilyRow } from './family-row';
 
 const mult = z.number().finite().optional();
 const graniteConfig = llamaLike.extend({
@@ -24,7 +25,7 @@ const graniteConfig = llamaLike.extend({
 /** Granite's architecture (GraniteConfig defaults: multipliers 1, rms_norm_eps 1e-6, untied). */
 export function graniteArch(raw: unknown, file: string): ArchSpec {
   const c = parseWith(graniteConfig, raw, file);
-  const base = llamaLikeArch('llama', { ...c, head_dim: null, rms_norm_eps: c.rms_norm_eps ?? 1e-6 }, file);
+  const base = llamaLikeArch('llama', LLAMA_QUIRKS, { ...c, head_dim: null, rms_norm_eps: c.rms_norm_eps ?? 1e-6 }, file);
   const emb = c.embedding_multiplier ?? 1;
   const res = c.residual_multiplier ?? 1;
   const logits = c.logits_scaling ?? 1;
@@ -37,3 +38,35 @@ export function graniteArch(raw: unknown, file: string): ArchSpec {
     layers: res === 1 ? base.layers : base.layers.map((l) => ({ ...l, residualScale: res })),
   };
 }
+
+/** The granite row of the family registry. */
+export const graniteFamily: FamilyRow = {
+  modelType: 'granite',
+  hfClass: 'GraniteForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => graniteArch(raw, file),
+  test: {
+    configs: {
+      granite: {
+        model_type: 'granite',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 80,
+        num_hidden_layers: 2,
+        num_attention_heads: 6,
+        num_key_value_heads: 2,
+        rms_norm_eps: 1e-6,
+        rope_theta: 10000.0,
+        embedding_multiplier: 12.0,
+        attention_multiplier: 0.05,
+        residual_multiplier: 0.22,
+        logits_scaling: 8.0,
+        attention_bias: true,
+        mlp_bias: true,
+        tie_word_embeddings: true,
+        hidden_act: 'silu',
+      },
+    },
+  },
+};

@@ -7,13 +7,14 @@
  */
 import type { ArchSpec } from './arch';
 import { llamaLike, parseWith, refuse } from './config';
-import { llamaLikeArch } from './families';
+import { LLAMA_QUIRKS, llamaLikeArch } from './family-llama';
+import type { FamilyRow } from './family-row';
 
 /** OLMo-2's architecture (Olmo2Config defaults: rms_norm_eps 1e-5, untied). */
 export function olmo2Arch(raw: unknown, file: string): ArchSpec {
   const c = parseWith(llamaLike, raw, file);
   if (c.mlp_bias) refuse(file, 'mlp_bias', 'is true but OLMo-2 MLPs have no bias');
-  const base = llamaLikeArch('llama', { ...c, rms_norm_eps: c.rms_norm_eps ?? 1e-5 }, file);
+  const base = llamaLikeArch('llama', LLAMA_QUIRKS, { ...c, rms_norm_eps: c.rms_norm_eps ?? 1e-5 }, file);
   const { nHeads, nKv, headDim } = base;
   return {
     ...base,
@@ -32,3 +33,30 @@ export function olmo2Arch(raw: unknown, file: string): ArchSpec {
     }),
   };
 }
+
+/** The olmo2 row of the family registry. */
+export const olmo2Family: FamilyRow = {
+  modelType: 'olmo2',
+  hfClass: 'Olmo2ForCausalLM',
+  keyPrefix: 'model',
+  moe: 'none',
+  build: (raw, file) => olmo2Arch(raw, file),
+  test: {
+    configs: {
+      olmo2: {
+        model_type: 'olmo2',
+        vocab_size: 96,
+        hidden_size: 48,
+        intermediate_size: 80,
+        num_hidden_layers: 2,
+        num_attention_heads: 6,
+        num_key_value_heads: 3,
+        rms_norm_eps: 1e-6,
+        rope_theta: 500000.0,
+        attention_bias: false,
+        tie_word_embeddings: false,
+        hidden_act: 'silu',
+      },
+    },
+  },
+};

@@ -25,7 +25,7 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
-import type { ArchOptions } from './families';
+import type { ArchOptions, FamilyRow, TestConfig } from './family-row';
 import { convDim, type GatedDeltaNetSpec } from './gated-deltanet';
 import { canonicalMoeKeys } from './moe';
 import { ropeSpec, type RopeScaling } from './rope';
@@ -194,3 +194,63 @@ export function qwen35MoeArch(raw: unknown, file: string, opts: ArchOptions = {}
     layers,
   };
 }
+
+/**
+ * The published multimodal layout (`Qwen3_5MoeForConditionalGeneration`) of a text config: the
+ * text fields under `text_config`, tie_word_embeddings at the top (tests build their checkpoints
+ * from it too).
+ */
+export function qwen35MultimodalConfig(text: TestConfig): TestConfig {
+  const { architectures: _a, tie_word_embeddings: tied, ...rest } = text;
+  return {
+    architectures: ['Qwen3_5MoeForConditionalGeneration'],
+    model_type: 'qwen3_5_moe',
+    tie_word_embeddings: tied ?? false,
+    text_config: { ...rest, model_type: 'qwen3_5_moe_text' },
+    vision_config: { depth: 2, hidden_size: 16, model_type: 'qwen3_5_moe' },
+  };
+}
+
+/** Another configuration than the fixture's: ends on a linear layer; nv/nk = 3, dk 8 ≠ dv 12, conv kernel 3, 6 experts top-3, GQA 3. */
+const OTHER: TestConfig = {
+  architectures: ['Qwen3_5MoeForCausalLM'],
+  model_type: 'qwen3_5_moe_text',
+  vocab_size: 96,
+  hidden_size: 48,
+  num_hidden_layers: 5,
+  layer_types: ['linear_attention', 'full_attention', 'linear_attention', 'linear_attention', 'linear_attention'],
+  num_attention_heads: 6,
+  num_key_value_heads: 2,
+  head_dim: 16,
+  linear_num_key_heads: 1,
+  linear_num_value_heads: 3,
+  linear_key_head_dim: 8,
+  linear_value_head_dim: 12,
+  linear_conv_kernel_dim: 3,
+  num_experts: 6,
+  num_experts_per_tok: 3,
+  moe_intermediate_size: 20,
+  shared_expert_intermediate_size: 28,
+  rms_norm_eps: 1e-6,
+  hidden_act: 'silu',
+  max_position_embeddings: 512,
+  rope_parameters: {
+    rope_type: 'default',
+    rope_theta: 10000,
+    partial_rotary_factor: 0.5,
+    mrope_section: [2, 1, 1],
+    mrope_interleaved: true,
+  },
+  tie_word_embeddings: false,
+};
+
+/** The qwen3_5_moe row of the family registry (the multimodal `qwen3_5_moe` type exports its text model). */
+export const qwen35MoeFamily: FamilyRow = {
+  modelType: 'qwen3_5_moe_text',
+  aliases: ['qwen3_5_moe'],
+  hfClass: 'Qwen3_5MoeForCausalLM',
+  keyPrefix: 'model',
+  moe: 'softmax',
+  build: qwen35MoeArch,
+  test: { fixture: 'qwen3_5_moe', configs: { 'qwen3_5_moe-other': OTHER, 'qwen3_5_moe-multimodal': qwen35MultimodalConfig(OTHER) } },
+};

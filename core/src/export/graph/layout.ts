@@ -11,6 +11,7 @@ import path from 'node:path';
 import { PipelineError } from '../../errors';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
+import { familyOfConfig } from './family-registry';
 import { moeWeightInputs } from './moe';
 import { proposeByName } from '../../resolve/name-strategies';
 
@@ -119,26 +120,14 @@ export function checkLayout(
   return keys;
 }
 
-const ARCHITECTURE_CLASS: Record<string, string> = {
-  llama: 'LlamaForCausalLM',
-  mistral: 'MistralForCausalLM',
-  qwen2: 'Qwen2ForCausalLM',
-  qwen3: 'Qwen3ForCausalLM',
-  phi3: 'Phi3ForCausalLM',
-  gemma: 'GemmaForCausalLM',
-  gpt2: 'GPT2LMHeadModel',
-  mixtral: 'MixtralForCausalLM',
-  qwen3_moe: 'Qwen3MoeForCausalLM',
-};
-
 /**
  * The spec's `model_name`: the architecture class (`LlamaForCausalLM`), as QEfficient writes
  * `self.model.__class__.__name__` — config.json's `architectures[0]`, else the Hugging Face
- * class of its `model_type`, else `fallback`.
+ * class of its family (the registry row's `hfClass`), else `fallback`.
  */
 export function modelClassName(config: unknown, fallback: string): string {
-  const c = (config ?? {}) as { architectures?: unknown; model_type?: unknown };
+  const c = (config ?? {}) as { architectures?: unknown };
   const first = Array.isArray(c.architectures) ? c.architectures[0] : undefined;
   if (typeof first === 'string' && first.length > 0) return first;
-  return (typeof c.model_type === 'string' ? ARCHITECTURE_CLASS[c.model_type] : undefined) ?? fallback;
+  return familyOfConfig(config)?.hfClass ?? fallback;
 }
