@@ -5,7 +5,10 @@
  *   outputs logits float32 [batch, 1, vocab] — the last valid position (argmax of
  *           position_ids, as QEfficient does); per-position logits come from feeding one token
  *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
- * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
+ * The KV cache has the compute dtype. Weight inputs are declared in first-use order. A
+ * linear-attention layer (Qwen3.5's Gated DeltaNet, gated-deltanet.ts) takes `conv_state.{i}` /
+ * `recurrent_state.{i}` instead of `past_key.{i}` / `past_value.{i}`, with `_RetainedState`
+ * outputs in the same layer order.
  *
  * Serving features (QEfficient's): `compCtxLengths` adds the `comp_ctx_lengths` input (int64,
  * dim `comp_ctx_lengths`, after the caches as QEfficient's forward signature orders it) and
