@@ -165,6 +165,8 @@ export class GraphBuilder {
   private readonly constCache = new Map<string, string>();
   /** Constants made so far (names stay unique when a subgraph's cache is set aside). */
   private constCount = 0;
+  /** Subgraphs made so far (each names its values under its own scope). */
+  private subgraphs = 0;
   private scope = '';
 
   /** Runs `fn` with node and value names prefixed by `scope` (e.g. `/layers.3/attn`). */
@@ -236,6 +238,9 @@ export class GraphBuilder {
     const start = this.nodes.length;
     const consts = new Map(this.constCache);
     this.constCache.clear();
+    // a subgraph's values get a short scope of their own (`/g<n>`): compile keeps the names subgraphs use
+    const scope = this.scope;
+    this.scope = `/g${this.subgraphs++}`;
     try {
       const outs = fn();
       const node = this.nodes.splice(start);
@@ -246,6 +251,7 @@ export class GraphBuilder {
       });
       return { name, node, input: inputs.map((i) => valueInfo(i.name, i.elem, i.dims)), output, initializer: [], valueInfo: [] };
     } finally {
+      this.scope = scope;
       this.constCache.clear();
       for (const [k, v] of consts) this.constCache.set(k, v);
     }

@@ -2,7 +2,8 @@
  * Structural checks of a built graph, the subset of `onnx.checker` the project can run without
  * Python: opset imports present, every node input defined before use, every value defined
  * once, graph outputs produced, declared shapes well-formed, Constant payloads sized to their
- * dims, and each `_RetainedState` output declared exactly like its `past_*` input.
+ * dims, and each `_RetainedState` output declared exactly like its state input (`past_*`, and a
+ * linear-attention layer's `conv_state` / `recurrent_state`).
  */
 import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
 
@@ -61,7 +62,7 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
   const inputs = new Map(m.graph.input.map((v) => [v.name, v]));
   for (const o of m.graph.output) {
     if (!defined.has(o.name)) problems.push({ code: 'output-undefined', message: `graph output ${o.name} is never produced` });
-    const r = /^(past_(?:key|value)\.\d+)_RetainedState$/.exec(o.name);
+    const r = /^((?:past_key|past_value|conv_state|recurrent_state)\.\d+)_RetainedState$/.exec(o.name);
     if (r) {
       const p = inputs.get(r[1]!);
       const same =

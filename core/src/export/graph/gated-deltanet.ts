@@ -99,6 +99,8 @@ export interface LinearContext {
   /** `[B, S]` as an int64 shape vector. */
   bs: string;
   phase: Phase;
+  /** The chunked rule's masks (not in decode graphs). */
+  chunk?: ChunkConstants;
 }
 
 /** Builds the masks the linear layers share from `position_ids` `[B, S]`. */
@@ -116,6 +118,7 @@ export function linearContext(c: Ctx, positionIds: string, bs: string, rows: str
       ...(rows ? { rows } : {}),
       bs,
       phase,
+      ...(phase === 'decode' ? {} : { chunk: chunkConstants(c) }),
     };
   });
 }
@@ -215,13 +218,13 @@ export function gatedDeltaNet(
   const rule = { q, k, v, g: decay, beta, s0 };
   let core: { o: string; s: string };
   if (lc.phase === 'decode') core = g.within('recurrent', () => recurrentStep(c, rule));
-  else if (lc.phase === 'prefill') core = g.within('chunked', () => chunkedRule(c, rule, lc.bs, s));
+  else if (lc.phase === 'prefill') core = g.within('chunked', () => chunkedRule(c, rule, lc.bs, s, lc.chunk!));
   else {
     const oDims: Dim[] = ['batch_size', nv, 'seq_len', dv];
     const sDims: Dim[] = ['batch_size', nv, dk, dv];
     const branch = (name: string, fn: () => { o: string; s: string }) =>
       g.subgraph(name, [], () => {
-        const r = g.within(name, fn);
+        const r = fn();
         return [
           { value: r.o, name: g.fresh(`${name}_o`), elem: 'float32', dims: oDims },
           { value: r.s, name: g.fresh(`${name}_s`), elem: 'float32', dims: sDims },
@@ -233,7 +236,7 @@ export function gatedDeltaNet(
       [isDecode],
       {
         then_branch: { graph: branch('recurrent', () => recurrentStep(c, rule)) },
-        else_branch: { graph: branch('chunked', () => chunkedRule(c, rule, lc.bs, s)) },
+        else_branch: { graph: branch('chunked', () => chunkedRule(c, rule, lc.bs, s, lc.chunk!)) },
       },
       2,
     );
@@ -273,15 +276,32 @@ function recurrentStep(c: Ctx, r: Rule): { o: string; s: string } {
   return { o: g.op('MatMul', [r.q, s]), s };
 }
 
-/** Row ≥ column (incl. the diagonal, `strict` false) or row > column, as a `[64, 64]` bool constant. */
-function lowerMask(c: Ctx, strict: boolean): string {
-  const v: number[] = [];
-  for (let i = 0; i < CHUNK; i++) for (let j = 0; j < CHUNK; j++) v.push(strict ? +(i > j) : +(i >= j));
-  return c.g.constant('bool', [CHUNK, CHUNK], v, strict ? 'strict_lower' : 'lower');
+/** The chunk's `[64, 64]` masks and matrices (built once per graph, outside any subgraph, so every layer shares them). */
+interface ChunkConstants {
+  /** row ≥ column */
+  lower: string;
+  /** row > column */
+  strict: string;
+  /** float32 M[j][i] = j ≤ i: g · M is the in-chunk cumulative sum */
+  cumsum: string;
+  /** float32 identity */
+  eye: string;
+}
+
+function chunkConstants(c: Ctx): ChunkConstants {
+  const g = c.g;
+  // made from a Range at run time: a few nodes instead of 64×64 tables in the graph
+  const idx = g.op('Range', [g.int(0), g.int(CHUNK), g.int(1)]);
+  const rows = unsqueeze(c, idx, [1]);
+  const cols = unsqueeze(c, idx, [0]);
+  const lower = g.op('GreaterOrEqual', [rows, cols]);
+  const strict = g.op('Greater', [rows, cols]);
+  const f32 = (b: string) => g.op('Cast', [b], { to: TensorDataType.FLOAT });
+  return { lower, strict, cumsum: f32(g.op('LessOrEqual', [rows, cols])), eye: f32(g.op('Equal', [rows, cols])) };
 }
 
 /** HF `torch_chunk_gated_delta_rule` (chunk 64) with an exact in-chunk solve; see the file comment. */
-function chunkedRule(c: Ctx, r: Rule, bs: string, dims: GatedDeltaNetSpec): { o: string; s: string } {
+function chunkedRule(c: Ctx, r: Rule, bs: string, dims: GatedDeltaNetSpec, k64: ChunkConstants): { o: string; s: string } {
   const g = c.g;
   const seq = g.op('Gather', [bs, g.int(1)], { axis: 0 }); // S
   const pad = g.op('Mod', [g.op('Sub', [g.int(CHUNK), g.op('Mod', [seq, g.int(CHUNK)])]), g.int(CHUNK)]);
@@ -298,12 +318,9 @@ function chunkedRule(c: Ctx, r: Rule, bs: string, dims: GatedDeltaNetSpec): { o:
   const gg = reshape(c, padSeq(r.g, 3), [0, 0, -1, CHUNK]); // [B,nv,n,64]
   const beta = unsqueeze(c, reshape(c, padSeq(r.beta, 3), [0, 0, -1, CHUNK]), [4]); // [B,nv,n,64,1]
   const zero = g.scalar('float32', 0, 'zero');
-  const lower = lowerMask(c, false);
-  const strict = lowerMask(c, true);
-  const upperOnes: number[] = [];
-  for (let j = 0; j < CHUNK; j++) for (let i = 0; i < CHUNK; i++) upperOnes.push(+(j <= i));
+  const { lower, strict } = k64;
   // in-chunk cumulative decay as a MatMul (QEfficient's cumsum replacement): gc[i] = Σ_{j≤i} g[j]
-  const gc = g.op('MatMul', [gg, g.constant('float32', [CHUNK, CHUNK], upperOnes, 'cumsum')]);
+  const gc = g.op('MatMul', [gg, k64.cumsum]);
   const gcCol = unsqueeze(c, gc, [4]); // [B,nv,n,64,1]
   const diff = g.op('Sub', [gcCol, unsqueeze(c, gc, [3])]); // gc[i] − gc[j]
   const decay = g.op('Where', [lower, g.op('Exp', [g.op('Where', [lower, diff, zero])]), zero]); // exp only where j ≤ i
@@ -311,9 +328,7 @@ function chunkedRule(c: Ctx, r: Rule, bs: string, dims: GatedDeltaNetSpec): { o:
   const kBeta = g.op('Mul', [k, beta]);
   const vBeta = g.op('Mul', [v, beta]);
   const n = g.op('Where', [strict, g.op('Neg', [g.op('Mul', [g.op('MatMul', [kBeta, kT]), decay])]), zero]);
-  const eye: number[] = [];
-  for (let i = 0; i < CHUNK; i++) for (let j = 0; j < CHUNK; j++) eye.push(+(i === j));
-  const I = g.constant('float32', [CHUNK, CHUNK], eye, 'eye');
+  const I = k64.eye;
   let inv = g.op('Add', [I, n]);
   let power = n;
   for (let m = 1; m < Math.log2(CHUNK); m++) {
@@ -340,18 +355,17 @@ function chunkedRule(c: Ctx, r: Rule, bs: string, dims: GatedDeltaNetSpec): { o:
       { name: condIn, elem: 'bool', dims: [] },
       { name: sIn, elem: 'float32', dims: sDims },
     ],
-    () =>
-      g.within('chunk_step', () => {
-        const at = (t: string) => g.op('Gather', [t, iter], { axis: 2 }); // chunk `iter` of a [B,nv,n,…] tensor
-        const vNew = g.op('Sub', [at(value), g.op('MatMul', [at(kCumDecay), sIn])]); // [B,nv,64,dv]
-        const o = g.op('Add', [g.op('MatMul', [at(qDecay), sIn]), g.op('MatMul', [at(intra), vNew])]);
-        const s = g.op('Add', [g.op('Mul', [sIn, at(stateDecay)]), g.op('MatMul', [at(kDecayT), vNew])]);
-        return [
-          { value: condIn, name: g.fresh('cond_out'), elem: 'bool', dims: [] },
-          { value: s, name: g.fresh('state_out'), elem: 'float32', dims: sDims },
-          { value: o, name: g.fresh('chunk_out'), elem: 'float32', dims: ['batch_size', 'nv', CHUNK, 'dv'] },
-        ];
-      }),
+    () => {
+      const at = (t: string) => g.op('Gather', [t, iter], { axis: 2 }); // chunk `iter` of a [B,nv,n,…] tensor
+      const vNew = g.op('Sub', [at(value), g.op('MatMul', [at(kCumDecay), sIn])]); // [B,nv,64,dv]
+      const o = g.op('Add', [g.op('MatMul', [at(qDecay), sIn]), g.op('MatMul', [at(intra), vNew])]);
+      const s = g.op('Add', [g.op('Mul', [sIn, at(stateDecay)]), g.op('MatMul', [at(kDecayT), vNew])]);
+      return [
+        { value: condIn, name: g.fresh('cond_out'), elem: 'bool', dims: [] },
+        { value: s, name: g.fresh('state_out'), elem: 'float32', dims: sDims },
+        { value: o, name: g.fresh('chunk_out'), elem: 'float32', dims: ['batch_size', 'nv', CHUNK, 'dv'] },
+      ];
+    },
   );
   const [sFinal, stacked] = g.opN('Loop', [trips, g.constant('bool', [], [1], 'true'), r.s0], { body: { graph: body } }, 2);
   // [n,B,nv,64,dv] → [B,nv,n·64,dv] → the first S positions
