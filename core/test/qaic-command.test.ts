@@ -14,6 +14,8 @@ import {
   specializationsJson,
 } from '../src/compile/qaic-command';
 
+/** The state inputs of a two-layer KV graph, in graph order. */
+const KV2 = ['past_key.0', 'past_value.0', 'past_key.1', 'past_value.1'];
 describe('qaic option → flag rules', () => {
   it('maps a_b=v to -a-b=v, True to a bare flag, False to nothing (every underscore replaced)', () => {
     expect(
@@ -40,7 +42,7 @@ describe('qaic option → flag rules', () => {
 });
 
 describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', () => {
-  const g = { numLayers: 2, continuousBatching: false, ctxLen: 256, batch: undefined };
+  const g = { states: KV2, continuousBatching: false, ctxLen: 256, batch: undefined };
 
   it('builds the full command in QEfficient order', () => {
     const plan = buildQaicPlan('/e/model.qaic.onnx', '/e/qpc-0123456789abcdef', { numCores: 14, mxfp6Matmul: true }, g);
@@ -91,7 +93,7 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
   });
 
   it('custom IO: each past_{kv}.{i} next to its _RetainedState output, layer by layer, float16 or mxint8', () => {
-    expect(causalLmCustomIo(2, false).map((e) => e[0])).toEqual([
+    expect(causalLmCustomIo(KV2, false).map((e) => e[0])).toEqual([
       'past_key.0',
       'past_key.0_RetainedState',
       'past_value.0',
@@ -101,7 +103,7 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
       'past_value.1',
       'past_value.1_RetainedState',
     ]);
-    expect(customIoYaml(causalLmCustomIo(1, true))).toBe(
+    expect(customIoYaml(causalLmCustomIo(['past_key.0', 'past_value.0'], true))).toBe(
       ' - IOName: past_key.0\n   Precision: mxint8\n\n - IOName: past_key.0_RetainedState\n   Precision: mxint8\n\n' +
         ' - IOName: past_value.0\n   Precision: mxint8\n\n - IOName: past_value.0_RetainedState\n   Precision: mxint8\n\n',
     );
@@ -115,7 +117,7 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
   });
 
   it('a graph without a KV cache gets no -retained-state and no custom IO file', () => {
-    const plan = buildQaicPlan('/m.onnx', '/c', {}, { numLayers: 0, continuousBatching: false });
+    const plan = buildQaicPlan('/m.onnx', '/c', {}, { states: [], continuousBatching: false });
     expect(plan.command).not.toContain('-retained-state');
     expect(plan.customIoFile).toBeUndefined();
     expect(plan.command.at(-1)).toBe('-aic-binary-dir=/c/qpc');

@@ -12,6 +12,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import type { OnnxSummary } from '../formats/onnx';
+import { isStateInput } from '../export/graph/graph-interface';
 import { SPEC_METADATA_KEY } from '../spec/types';
 import { specMetadataValue } from '../spec/write';
 import { report, type CheckContext } from './context';
@@ -19,9 +20,15 @@ import { prepareDtypeOf } from '../formats/dtype';
 import { sameShape, shapeText } from './facts';
 import { closestNames, didYouMean } from './suggest';
 
-/** Graph inputs a causal-LM graph (or a VLM's vision / language graph) feeds at run time (never weights). */
-export const RUNTIME_INPUT =
-  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|cache_position|comp_ctx_lengths|past_(key|value)[._]\d+|past_key_values\..+)$/;
+const RUNTIME_NAMES =
+  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|cache_position|comp_ctx_lengths|past_(key|value)_\d+|past_key_values\..+)$/;
+
+/**
+ * Graph inputs a causal-LM graph (or a VLM's vision / language graph) feeds at run time (never
+ * weights): the named ones, the states of graph-interface.ts (`past_key.{i}`, `compressed_kv.{i}`,
+ * `conv_state.{i}`, …) and the legacy exporters' cache spellings (`past_key_3`, `past_key_values.…`).
+ */
+export const RUNTIME_INPUT = { test: (name: string): boolean => RUNTIME_NAMES.test(name) || isStateInput(name) };
 
 /** Finds the companion ONNX of a spec; undefined when there is none. */
 export async function findCompanionOnnx(ctx: CheckContext): Promise<string | undefined> {

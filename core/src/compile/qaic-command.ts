@@ -34,11 +34,12 @@
  * with continuous batching prefill has batch_size 1, `full_batch_size` and `full_batch_exec_size`
  * = full_batch_size, decode batch_size = full_batch_size and `full_batch_size`. Its custom IO:
  * each cache input next to its `_RetainedState` output, layer by layer (for i: for kv in
- * [key, value]: `past_{kv}.{i}`, `past_{kv}.{i}_RetainedState`) → "mxint8" if mxint8_kv_cache
- * else "float16".
+ * [key, value]: `past_{kv}.{i}`, `past_{kv}.{i}_RetainedState`; here: every state input of
+ * graph-interface.ts in graph order) → "mxint8" if mxint8_kv_cache else "float16".
  */
 import path from 'node:path';
 import { UsageError } from '../errors';
+import { RETAINED } from '../export/graph/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
 
 /** QEfficient's `constants.COMPILER`. */
@@ -94,14 +95,8 @@ export function parseExtraOptions(words: readonly string[]): [string, OptionValu
 
 /** What the graph says about itself (from its inputs). */
 export interface GraphShapeFacts {
-  /** Number of `past_key.{i}` inputs (0 for a graph without a KV cache). */
-  numLayers: number;
-  /**
-   * The retained-state inputs in graph order when the graph has more than KV caches: `past_key.{i}` /
-   * `past_value.{i}`, and a hybrid model's `conv_state.{i}` / `recurrent_state.{i}` (Qwen3.5's
-   * linear-attention layers, fixed size, no ctx_len).
-   */
-  states?: string[];
+  /** The state inputs (graph-interface.ts `statesOfGraph`: `past_key.{i}`, `past_value.{i}`, …) in graph order; empty without a cache. */
+  states: readonly string[];
   /** True when the graph takes `batch_index` (continuous batching). */
   continuousBatching: boolean;
   /** Fixed ctx_len of the cache inputs, when the dim is a number. */
@@ -215,28 +210,15 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
 }
 
 /**
- * The custom IO map of a graph's retained states (`states` in graph order), each input beside its
- * retained output: KV caches as {@link causalLmCustomIo}; linear-attention states float16, as
- * QEfficient keeps every retained state of a `-convert-to-fp16` compile (mxint8 is for KV only).
+ * QEfficient's custom IO map for a causal LM: each state input beside its retained output, in
+ * the graph's (layer) order.
  */
-export function stateCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
-  return states.flatMap((name): [string, string][] => {
-    const dtype = mxint8KvCache && name.startsWith('past_') ? 'mxint8' : 'float16';
-    return [
-      [name, dtype],
-      [`${name}_RetainedState`, dtype],
-    ];
-  });
-}
-
-/** QEfficient's custom IO map for a causal LM with `numLayers` layers: each cache input beside its retained output. */
-export function causalLmCustomIo(numLayers: number, mxint8KvCache: boolean): [string, string][] {
+export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
   const dtype = mxint8KvCache ? 'mxint8' : 'float16';
-  const out: [string, string][] = [];
-  for (let i = 0; i < numLayers; i++) {
-    for (const kv of ['key', 'value']) out.push([`past_${kv}.${i}`, dtype], [`past_${kv}.${i}_RetainedState`, dtype]);
-  }
-  return out;
+  return states.flatMap((name): [string, string][] => [
+    [name, dtype],
+    [name + RETAINED, dtype],
+  ]);
 }
 
 /** QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. */
@@ -290,7 +272,7 @@ export function buildQaicPlan(
 ): QaicPlan {
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
-  if (g.numLayers > 0) options.push(['retained_state', true]);
+  if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const extra = parseExtraOptions(opts.extra ?? []);
   let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
@@ -312,14 +294,13 @@ export function buildQaicPlan(
   }
   const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
   const qpcDir = path.join(compileDir, 'qpc');
-  const specs = g.numLayers > 0 || g.states?.length ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
+  const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const specializationsFile = path.join(compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
-  if (g.numLayers > 0 || g.states?.length) {
+  if (g.states.length > 0) {
     plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
-    const mx = opts.mxint8KvCache ?? false;
-    plan.customIoText = customIoYaml(g.states?.length ? stateCustomIo(g.states, mx) : causalLmCustomIo(g.numLayers, mx));
+    plan.customIoText = customIoYaml(causalLmCustomIo(g.states, opts.mxint8KvCache ?? false));
     command.push(`-custom-IO-list-file=${plan.customIoFile}`);
   }
   command.push(`-aic-binary-dir=${qpcDir}`);

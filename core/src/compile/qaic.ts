@@ -11,6 +11,7 @@ import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './locate';
 import { cclFromMetadata } from '../export/graph/serving-features';
+import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { buildQaicPlan, QAIC_COMPILER, shellLine, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 
@@ -21,20 +22,16 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
-  const layers = m.inputs.filter((i) => /^past_key\.\d+$/.test(i.name)).length;
-  // a hybrid graph's first KV layer need not be layer 0 (Qwen3.5: linear-attention layers first)
-  const pk = m.inputs.find((i) => /^past_key\.\d+$/.test(i.name));
-  const states = m.inputs.filter((i) => /^(past_key|past_value|conv_state|recurrent_state)\.\d+$/.test(i.name)).map((i) => i.name);
-  const hybrid = states.some((n) => !n.startsWith('past_'));
+  const states = statesOfGraph(m.inputs);
+  const pk = ctxState(states);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   return {
-    numLayers: layers,
-    ...(hybrid ? { states } : {}),
+    states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
-    ctxLen: num(pk?.dims[2]),
+    ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
-    cacheBatch: num(pk?.dims[0]),
+    cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
   };
 }

@@ -4,12 +4,11 @@
  * - full-sequence graphs (`input_ids`, optionally `attention_mask`/`position_ids`, no cache):
  *   one forward over all ids; `logits` `[batch, seq, vocab]` gives a row per position (a graph
  *   that returns only the last position is run once per prefix).
- * - QEfficient KV graphs (`input_ids`, `position_ids`, `past_key.{i}`/`past_value.{i}`
- *   `[batch, n_kv, ctx_len, head_dim]`, optional `batch_index`): logits for the last valid
- *   position, `*_RetainedState` outputs fed back as the next step's cache. A fixed sequence
- *   dim is filled with padding at position -1, as QEfficient's generation does. Hybrid
- *   linear-attention graphs (Qwen3.5) add `conv_state.{i}` / `recurrent_state.{i}`: fixed-size
- *   states carried between calls exactly like the KV caches (zeros for a new sequence).
+ * - QEfficient KV graphs (`input_ids`, `position_ids`, the state inputs of graph-interface.ts —
+ *   `past_key.{i}`/`past_value.{i}` `[batch, n_kv, ctx_len, head_dim]`, MLA's compressed cache,
+ *   recurrent states — optional `batch_index`): logits for the last valid position, each state's
+ *   `_RetainedState` output fed back as the next step's state (zeros at the start). A fixed sequence
+ *   dim is filled with padding at position -1, as QEfficient's generation does.
  *
  * QEfficient's serving features (serving.ts): a `comp_ctx_lengths` input gets the smallest
  * covering CCL bucket per call; a graph ending in the on-device sampler (`next_tokens`) is fed
@@ -18,6 +17,7 @@
  * with the same semantics.
  */
 import { PipelineError } from '../errors';
+import { ctxState, RETAINED, stateDims, statesOfGraph } from '../export/graph/graph-interface';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
@@ -160,10 +160,10 @@ export async function createRunner(
   const logitsOut = outputs.find((o) => o.name === 'logits');
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
-  // retained states: KV caches, and the conv/recurrent states of linear-attention layers
-  const cache = inputs.filter((i) => /^(past_key|past_value|conv_state|recurrent_state)\.\d+$/.test(i.name));
+  // the graph's state tensors (graph-interface.ts): KV caches, MLA's compressed cache, recurrent states
+  const states = statesOfGraph(inputs);
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
-  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...cache.map((c) => c.name), ...served]);
+  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...states.map((st) => st.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));
   if (unknown.length) {
     throw new PipelineError(
@@ -185,7 +185,7 @@ export async function createRunner(
       `${model}: the graph ends in the on-device sampler (next_tokens); it has no logits to dump (export without --sampler for --dump-logits)`,
     );
 
-  if (cache.length === 0) {
+  if (states.length === 0) {
     if (feat.sampler || feat.ccl)
       throw new PipelineError(`${model}: comp_ctx_lengths / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`);
     const forward = async (tokens: number[]): Promise<Float32Array[]> => {
@@ -241,28 +241,24 @@ export async function createRunner(
   const pos = byName.get('position_ids');
   if (!pos) throw new PipelineError(`${model}: the graph has past_key/past_value inputs but no position_ids`);
   const bIndex = byName.get('batch_index');
-  const c0 = cache.find((c) => c.name.startsWith('past_')) ?? cache[0]!;
-  const nKv = fixed(c0.dims[1]);
-  const headDim = fixed(c0.dims[3]);
-  if (c0.dims.length !== 4 || nKv === undefined || headDim === undefined) {
-    throw new PipelineError(
-      `${model}: cache input ${c0.name} has shape [${c0.dims.join(', ')}]; expected [batch, n_kv_heads, ctx_len, head_dim] with fixed heads and head_dim`,
-    );
+  // the ctx_len and cache batch come from the first state with a ctx_len axis; every other dim must be fixed
+  const c0 = ctxState(states);
+  const ctxAxis = c0?.ctxAxis;
+  for (const st of states) {
+    if (!stateDims(st, 1, 1)) {
+      throw new PipelineError(
+        `${model}: state input ${st.name} has shape [${st.dims.join(', ')}]; expected [batch, …] with every dim fixed but batch${st.ctxAxis !== undefined ? ` and ctx_len (axis ${st.ctxAxis})` : ''}`,
+      );
+    }
   }
-  const cacheBatch = fixed(c0.dims[0]) ?? batch;
-  const ctxFixed = fixed(c0.dims[2]);
+  const cacheBatch = fixed(states[0]!.dims[0]) ?? batch;
+  const ctxFixed = c0 && ctxAxis !== undefined ? fixed(c0.dims[ctxAxis]) : undefined;
 
   const newState = (need: number) => {
     const ctx = ctxFixed ?? opts.ctxLen ?? need;
     if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
     const state: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
-    for (const c of cache) {
-      // a linear-attention state has no ctx_len: its declared dims, the batch aside
-      const dims = c.name.startsWith('past_')
-        ? [cacheBatch, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!]
-        : [cacheBatch, ...c.dims.slice(1).map((d) => fixed(d) ?? 1)];
-      state[c.name] = zeros(ort, c, dims);
-    }
+    for (const st of states) state[st.name] = zeros(ort, byName.get(st.name)!, stateDims(st, cacheBatch, ctx)!);
     if (feat.sampler) Object.assign(state, samplerState(ort, cacheBatch, feat.sampler.vocab));
     return { state, ctx };
   };
@@ -306,9 +302,9 @@ export async function createRunner(
         Object.assign(feeds, samplerFeeds(ort, p, batch, k, inputIds, hot ? gen.draw(k) : new Float32Array(k).fill(0.5)));
       }
       const out = await run(feeds);
-      for (const c of [...cache.map((x) => x.name), ...(feat.sampler ? SAMPLER_STATE : [])]) {
-        const r = out[`${c}_RetainedState`];
-        if (!r) throw new PipelineError(`${model}: output ${c}_RetainedState is missing`);
+      for (const c of [...states.map((x) => x.name), ...(feat.sampler ? SAMPLER_STATE : [])]) {
+        const r = out[c + RETAINED];
+        if (!r) throw new PipelineError(`${model}: output ${c + RETAINED} is missing`);
         state[c] = r;
       }
       if (feat.sampler) {

@@ -5,6 +5,7 @@
  */
 
 import { deltaNetWeightInputs, type GatedDeltaNetSpec } from './gated-deltanet';
+import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */
@@ -149,6 +150,11 @@ export interface LayerSpec {
   sinks?: string;
   /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
+  /**
+   * The state tensors this layer's attention block carries between calls (graph-interface.ts);
+   * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
+   */
+  states?: StateDecl[];
 }
 
 /** Rotary embedding tables (computed from the config, baked into the graph as constants). */

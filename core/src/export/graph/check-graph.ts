@@ -2,10 +2,11 @@
  * Structural checks of a built graph, the subset of `onnx.checker` the project can run without
  * Python: opset imports present, every node input defined before use, every value defined
  * once, graph outputs produced, declared shapes well-formed, Constant payloads sized to their
- * dims, and each `_RetainedState` output declared exactly like its state input (`past_*`, and a
- * linear-attention layer's `conv_state` / `recurrent_state`).
+ * dims, and each state input (graph-interface.ts: `past_key.{i}`, `compressed_kv.{i}`,
+ * `conv_state.{i}`, …) carried by a `_RetainedState` output declared exactly like it.
  */
 import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
+import { isStateInput, RETAINED } from './graph-interface';
 
 /** One structural finding. */
 export interface GraphProblem {
@@ -62,13 +63,18 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
   const inputs = new Map(m.graph.input.map((v) => [v.name, v]));
   for (const o of m.graph.output) {
     if (!defined.has(o.name)) problems.push({ code: 'output-undefined', message: `graph output ${o.name} is never produced` });
-    const r = /^((?:past_key|past_value|conv_state|recurrent_state)\.\d+)_RetainedState$/.exec(o.name);
-    if (r) {
-      const p = inputs.get(r[1]!);
+    const state = o.name.endsWith(RETAINED) ? o.name.slice(0, -RETAINED.length) : undefined;
+    if (state !== undefined && isStateInput(state)) {
+      const p = inputs.get(state);
       const same =
         p && p.type.tensorType.elemType === o.type.tensorType.elemType && JSON.stringify(dimsOf(p)) === JSON.stringify(dimsOf(o));
-      if (!same) problems.push({ code: 'retained-mismatch', message: `${o.name} is not declared like input ${r[1]}` });
+      if (!same) problems.push({ code: 'retained-mismatch', message: `${o.name} is not declared like input ${state}` });
     }
+  }
+  const outputs = new Set(m.graph.output.map((o) => o.name));
+  for (const i of m.graph.input) {
+    if (isStateInput(i.name) && !outputs.has(i.name + RETAINED))
+      problems.push({ code: 'retained-mismatch', message: `state input ${i.name} has no ${i.name + RETAINED} output` });
   }
   return problems;
 }

@@ -1,14 +1,12 @@
 /**
  * The causal-LM graph with QEfficient's interface:
  *   inputs  input_ids, position_ids int64 [batch, seq]; [batch_index int64 [batch, 1]];
- *           past_key.{i} / past_value.{i} [cacheBatch, nKv, ctx_len, head_dim]; weights by key
+ *           the states (graph-interface.ts: past_key.{i} / past_value.{i} [cacheBatch, nKv, ctx_len,
+ *           head_dim], or what the layer's attention block declares); weights by key
  *   outputs logits float32 [batch, 1, vocab] — the last valid position (argmax of
  *           position_ids, as QEfficient does); per-position logits come from feeding one token
- *           per call — and past_key.{i}_RetainedState / past_value.{i}_RetainedState.
- * The KV cache has the compute dtype. Weight inputs are declared in first-use order. A
- * linear-attention layer (Qwen3.5's Gated DeltaNet, gated-deltanet.ts) takes `conv_state.{i}` /
- * `recurrent_state.{i}` instead of `past_key.{i}` / `past_value.{i}`, with `_RetainedState`
- * outputs in the same layer order.
+ *           per call — and each state's `_RetainedState`, in layer order.
+ * The KV cache has the compute dtype. Weight inputs are declared in first-use order.
  *
  * Serving features (QEfficient's): `compCtxLengths` adds the `comp_ctx_lengths` input (int64,
  * dim `comp_ctx_lengths`, after the caches as QEfficient's forward signature orders it) and
@@ -17,9 +15,10 @@
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
-import { attention, cacheContext } from './attention';
-import { deltaNetStates, gatedDeltaNet, linearContext } from './gated-deltanet';
+import { cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
+import { decoderInterface } from './graph-interface';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from './layer-states';
 import { mlp } from './mlp';
 import { norm } from './norms';
 import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from './ops';
@@ -74,25 +73,13 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
   const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
   const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
-  const cacheDims = [cacheBatch, a.nKv, ctxLen, a.headDim];
-
-  const inputIds = g.input('input_ids', 'int64', [batch, seq]);
-  const positionIds = g.input('position_ids', 'int64', [batch, seq]);
-  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  // per layer: past_key/past_value, or a linear-attention layer's conv_state/recurrent_state (gated-deltanet.ts)
-  const stateInputs = a.layers.map((l, i) =>
-    l.attn.kind === 'gated-deltanet'
-      ? deltaNetStates(l.attn, i, cacheBatch, o.dtype)
-      : [`past_key.${i}`, `past_value.${i}`].map((name) => ({ name, elem: o.dtype, dims: cacheDims })),
-  );
-  const past = stateInputs.map((st) => st.map((x) => g.input(x.name, x.elem, x.dims)));
-  const firstKv = a.layers.findIndex((l) => l.attn.kind !== 'gated-deltanet');
-  if (firstKv < 0) throw new Error(`${a.modelType}: a graph needs at least one softmax-attention layer`);
-  const ccl = o.compCtxLengths ? g.input('comp_ctx_lengths', 'int64', ['comp_ctx_lengths']) : undefined;
-  const io = {
-    inputs: ['input_ids', 'position_ids', ...(cb ? ['batch_index'] : []), ...past.flat(), ...(ccl ? [ccl] : [])],
-    outputs: [] as string[],
-  };
+  const iface = decoderInterface(a, { batch, seq, cacheBatch, ctxLen, dtype: o.dtype, continuousBatching: cb, ccl: !!o.compCtxLengths });
+  const declared = declareInputs(g, iface.inputs);
+  const inputIds = declared.get('input_ids')!;
+  const positionIds = declared.get('position_ids')!;
+  const batchIndex = declared.get('batch_index');
+  const ccl = declared.get('comp_ctx_lengths');
+  const io = { inputs: iface.inputs.map((i) => i.name), outputs: [] as string[] };
 
   // embeddings → 2-D hidden [B·S, H]
   let h = g.within('embed', () => {
@@ -105,11 +92,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
     return e;
   });
-  const kv = cacheContext(c, a, inputIds, positionIds, past[firstKv]![0]!, batchIndex, ccl);
-  const lc = a.layers.some((l) => l.attn.kind === 'gated-deltanet') ? linearContext(c, positionIds, kv.bs, kv.batchRows, phase) : undefined;
+  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
   const rope = a.rope ? ropeTables(c, positionIds, a.rope) : undefined;
 
-  const retained: string[][] = [];
+  const updated: StateValues[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
   // Granite's residual_multiplier scales each branch before its residual add
   const branch = (l: LayerSpec, x: string, post: LayerSpec['postAttnNorm']) => {
@@ -119,14 +105,8 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
       const x1 = maybeNorm(h, l.norm1);
-      const att = g.within('attn', () => {
-        if (l.attn.kind !== 'gated-deltanet') {
-          const r = attention(c, a, l, x1, kv, rope, { key: past[i]![0]!, value: past[i]![1]! });
-          return { out: r.out, states: [r.key, r.value] };
-        }
-        const r = gatedDeltaNet(c, l.attn, l.o, x1, lc!, { conv: past[i]![0]!, rec: past[i]![1]! });
-        return { out: r.out, states: [r.conv, r.rec] };
-      });
+      const block = attentionBlockOf(l);
+      const att = g.within('attn', () => block(c, a, l, x1, kv, rope, layerStateInputs(iface.states, declared, i)));
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
@@ -136,7 +116,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
         const m = g.within('mlp', () => mlp(c, a, l.mlp, maybeNorm(h, l.norm2)));
         h = g.op('Add', [h, branch(l, m, l.postMlpNorm)]);
       }
-      retained.push(att.states);
+      updated.push(att.states);
     });
   });
 
@@ -174,13 +154,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
     io.outputs.push('logits');
   }
-  retained.forEach((r, i) =>
-    r.forEach((value, k) => {
-      const st = stateInputs[i]![k]!;
-      g.output(value, `${st.name}_RetainedState`, st.elem, st.dims);
-      io.outputs.push(`${st.name}_RetainedState`);
-    }),
-  );
+  retainStates(g, iface.states, updated, io.outputs);
   if (sampled) {
     g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
     g.output(sampled.presenceBuffer, 'past_presence_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);

@@ -13,6 +13,7 @@ import { exportSummary, nextSteps, writeExport, type ExportWritten } from '../wr
 import type { ArchSpec } from './arch';
 import { OPSETS, type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
+import { isStateInput, parseStateName, RETAINED } from './graph-interface';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from './families';
@@ -191,6 +192,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   });
   const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: modelClassName(cfg.raw, path.basename(cfg.dir)) };
   const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const stateKinds = [...new Set(built.io.inputs.map(parseStateName).flatMap((p) => (p ? [p.kind] : [])))];
   const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
 
   const written = await writeExport<ModelObj>({
@@ -220,11 +222,11 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         nodes: built.model.graph.node.length,
         opset: built.model.opsetImport[0]!.version,
         inputs: built.io.inputs
-          .filter((n) => !/^past_(key|value)\./.test(n))
-          .concat(`past_key.{i} / past_value.{i} for i < ${built.layers}`),
+          .filter((n) => !isStateInput(n))
+          .concat(`${stateKinds.map((k) => `${k}.{i}`).join(' / ')} for i < ${built.layers}`),
         outputs: built.io.outputs
-          .filter((n) => !/^past_(key|value)\./.test(n))
-          .concat(`past_key.{i}_RetainedState / past_value.{i}_RetainedState for i < ${built.layers}`),
+          .filter((n) => !(n.endsWith(RETAINED) && isStateInput(n.slice(0, -RETAINED.length))))
+          .concat(`${stateKinds.map((k) => `${k}.{i}${RETAINED}`).join(' / ')} for i < ${built.layers}`),
         logits: 'last valid position per row (argmax of position_ids); feed one token per call for every position',
       },
       weights: { count: built.weights.length, elements: weightElems },

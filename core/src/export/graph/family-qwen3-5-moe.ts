@@ -26,7 +26,7 @@ import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow, TestConfig } from './family-row';
-import { convDim, type GatedDeltaNetSpec } from './gated-deltanet';
+import { convDim, deltaNetStateDecls, type GatedDeltaNetSpec } from './gated-deltanet';
 import { canonicalMoeKeys } from './moe';
 import { ropeSpec, type RopeScaling } from './rope';
 
@@ -164,7 +164,7 @@ export function qwen35MoeArch(raw: unknown, file: string, opts: ArchOptions = {}
         eps,
       };
       if (convDim(attn) % nk !== 0) refuse(file, field('linear_num_key_heads'), `does not divide the conv channels (${convDim(attn)})`);
-      return { ...base, attn, o: lin(`${la}.out_proj.weight`, H, nv * dv) };
+      return { ...base, attn, o: lin(`${la}.out_proj.weight`, H, nv * dv), states: deltaNetStateDecls(attn) };
     }
     const sa = `${p}.self_attn`;
     return {

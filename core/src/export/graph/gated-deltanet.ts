@@ -24,11 +24,15 @@
  * drops N³²…N⁶³ and so is exact only for chunks ≤ 32. The chunks follow each other through the
  * state in an ONNX `Loop` (opset 17, run by ONNX Runtime); everything that does not need the
  * state is computed for all chunks at once before it. Decode (one token): HF's
- * `torch_recurrent_gated_delta_rule` step. A `both` graph picks between them with an `If` on
- * seq_len = 1, so a decode step never pays for a padded 64-token chunk.
+ * `torch_recurrent_gated_delta_rule` step. A graph with a symbolic seq_len picks between them
+ * with an `If` on seq_len = 1, so a decode step never pays for a padded 64-token chunk; a
+ * `--phase decode` graph (seq_len fixed at 1) holds the step only.
  */
 import type { LinearSpec } from './arch';
+import type { CacheContext } from './attention';
 import type { Dim } from './builder';
+import type { StateDecl } from './graph-interface';
+import type { AttentionBlock } from './layer-states';
 import type { Phase } from './decoder';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { TensorDataType } from '../../formats/onnx/types';
@@ -77,13 +81,42 @@ export function deltaNetWeightInputs(s: GatedDeltaNetSpec, hidden: number): { na
   ];
 }
 
-/** The two state inputs of linear layer `i`: name, element type and dims (batch dim `batch`). */
-export function deltaNetStates(s: GatedDeltaNetSpec, i: number, batch: Dim, dtype: Ctx['dtype']) {
+/**
+ * The layer's states for the graph interface (graph-interface.ts): conv_state `[batch, nk,
+ * conv_dim / nk, K]` in the model dtype, recurrent_state `[batch, nv, dk, dv]` in float32.
+ */
+export function deltaNetStateDecls(s: GatedDeltaNetSpec): StateDecl[] {
   return [
-    { name: `conv_state.${i}`, elem: dtype, dims: [batch, s.nk, convDim(s) / s.nk, s.kernel] as Dim[] },
-    { name: `recurrent_state.${i}`, elem: 'float32' as const, dims: [batch, s.nv, s.dk, s.dv] as Dim[] },
+    { kind: 'conv_state', dims: ['batch', s.nk, convDim(s) / s.nk, s.kernel] },
+    { kind: 'recurrent_state', dims: ['batch', s.nv, s.dk, s.dv], dtype: 'float32' },
   ];
 }
+
+/** One LinearContext per graph (per CacheContext): the masks every linear layer shares. */
+const contexts = new WeakMap<CacheContext, LinearContext>();
+
+/**
+ * The attention block of a `gated-deltanet` layer (registered in layer-states.ts): its
+ * conv_state / recurrent_state in, the updated ones out. A graph whose input_ids have a fixed
+ * sequence of 1 (`--phase decode`) gets the recurrent step only; any other the If of both.
+ */
+export const gatedDeltaNetBlock: AttentionBlock = (c, _a, l, x, kv, _rope, states) => {
+  if (l.attn.kind !== 'gated-deltanet') throw new Error('internal error: the gated-deltanet block got another attention kind');
+  let lc = contexts.get(kv);
+  if (!lc) {
+    const ids = c.g.inputs.find((i) => i.name === 'input_ids');
+    const seq = ids?.type.tensorType.shape.dim[1];
+    const decode = !!seq && 'dimValue' in seq && seq.dimValue === 1;
+    lc = linearContext(c, 'position_ids', kv.bs, kv.batchRows, decode ? 'decode' : 'both');
+    contexts.set(kv, lc);
+  }
+  const conv = states.conv_state;
+  const rec = states.recurrent_state;
+  if (conv === undefined || rec === undefined)
+    throw new Error('internal error: a gated-deltanet layer needs conv_state and recurrent_state');
+  const r = gatedDeltaNet(c, l.attn, l.o, x, lc, { conv, rec });
+  return { out: r.out, states: { conv_state: r.conv, recurrent_state: r.rec } };
+};
 
 /** Per-graph values every linear layer shares (built once by {@link linearContext}). */
 export interface LinearContext {

@@ -5,6 +5,7 @@
  * {@link getRopeIndex} (rows 1–3; row 0 is the cache position), one prefill of the prompt with
  * the vision outputs, then greedy decode at cache position p with MRoPE position p + delta.
  */
+import { ctxState, stateDims, statesOfGraph } from '../../export/graph/graph-interface';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
@@ -117,10 +118,11 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const embedsInfo = need('vision_embeds', byName, langModel);
   need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
-  const cache = lin.filter((i) => /^past_(key|value)\.\d+$/.test(i.name));
-  const c0 = cache[0];
-  if (!c0 || fixed(c0.dims[1]) === undefined || fixed(c0.dims[3]) === undefined)
-    throw new PipelineError(`${langModel}: no past_key/past_value inputs with fixed heads and head_dim`);
+  // the language graph's states (graph-interface.ts); ctx_len from the first with a ctx_len axis
+  const cache = statesOfGraph(lin);
+  const c0 = ctxState(cache);
+  if (!c0 || cache.some((st) => !stateDims(st, 1, 1)))
+    throw new PipelineError(`${langModel}: no state inputs (past_key/past_value) with every dim fixed but batch and ctx_len`);
   if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1)
     throw new PipelineError(`${langModel}: only batch size 1 runs here`);
   const half = embedsInfo.elemType === TensorDataType.FLOAT16;
@@ -192,14 +194,14 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   };
 
   const newState = (tokens: number) => {
-    const ctx = fixed(c0.dims[2]) ?? opts.ctxLen ?? tokens;
+    const ctx = fixed(c0.dims[c0.ctxAxis!]) ?? opts.ctxLen ?? tokens;
     if (tokens > ctx) throw new PipelineError(`${langModel}: ${tokens} tokens do not fit the KV cache (ctx_len ${ctx})`);
     const st: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
     for (const c of cache) {
-      const dims = [fixed(c.dims[0]) ?? 1, fixed(c.dims[1])!, ctx, fixed(c.dims[3])!];
+      const dims = stateDims(c, fixed(c.dims[0]) ?? 1, ctx)!;
       const n = dims.reduce((a, b) => a * b, 1);
       st[c.name] =
-        c.elemType === TensorDataType.FLOAT16
+        byName.get(c.name)!.elemType === TensorDataType.FLOAT16
           ? new ort.Tensor('float16', new Uint16Array(n), dims)
           : new ort.Tensor('float32', new Float32Array(n), dims);
     }
@@ -224,7 +226,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     };
     if (byName.has('batch_index')) feeds.batch_index = i64([0], [1, 1]);
     const out = await run(lang, langModel, feeds);
-    for (const c of cache) st[c.name] = out[`${c.name}_RetainedState`]!;
+    for (const c of cache) st[c.name] = out[c.retained]!;
     st.image_idx = out.image_idx_output!;
     const rows = logitRows(out.logits!);
     return rows[rows.length - 1]!;

@@ -13,7 +13,9 @@
  * MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
  */
 import { weightInputs, type WeightInput } from '../arch';
-import { attention, cacheContext } from '../attention';
+import { cacheContext } from '../attention';
+import { archStates } from '../graph-interface';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../layer-states';
 import { GraphBuilder, type Dim, type ModelObj } from '../builder';
 import { mlp } from '../mlp';
 import { norm } from '../norms';
@@ -91,7 +93,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
   const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
-  const cacheDims = [cacheBatch, a.nKv, ctxLen, a.headDim];
+  const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
   const F = arch.vision.deepstack.length;
   const H = a.hidden;
 
@@ -101,10 +103,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const positionIds = g.input('position_ids', 'int64', [4, batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  const past = a.layers.map((_, i) => ({
-    key: g.input(`past_key.${i}`, o.dtype, cacheDims),
-    value: g.input(`past_value.${i}`, o.dtype, cacheDims),
-  }));
+  const declared = declareInputs(g, states);
   const io = {
     inputs: [
       'input_ids',
@@ -113,7 +112,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
       'position_ids',
       'image_idx',
       ...(cb ? ['batch_index'] : []),
-      ...past.flatMap((_, i) => [`past_key.${i}`, `past_value.${i}`]),
+      ...states.map((st) => st.name),
     ],
     outputs: ['logits', 'vision_embeds_RetainedState', 'deepstack_features_RetainedState', 'image_idx_output'],
   };
@@ -140,15 +139,16 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   });
 
   let h = reshape(c, merged.embeds, [-1, H]); // [B·S, H]
-  const kv = cacheContext(c, a, inputIds, textPos, past[0]!.key, batchIndex);
+  const kv = cacheContext(c, a, inputIds, textPos, ctxSource(states, declared), batchIndex);
   const rope = mropeTables(c, arch, mrope);
-  const retained: { key: string; value: string }[] = [];
+  const updated: StateValues[] = [];
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => attention(c, a, l, norm(c, h, l.norm1!, a.norm), kv, rope, past[i]!));
+      const block = attentionBlockOf(l);
+      const att = g.within('attn', () => block(c, a, l, norm(c, h, l.norm1!, a.norm), kv, rope, layerStateInputs(states, declared, i)));
       h = g.op('Add', [h, att.out]);
       h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2!, a.norm)))]);
-      retained.push({ key: att.key, value: att.value });
+      updated.push(att.states);
       if (i < F) {
         // QEffQwen3VLMoeTextModel._deepstack_process: hidden + deepstack[i] · image mask
         const add = g.op('Mul', [g.op('Gather', [merged.ds, g.int(i)], { axis: 0 }), merged.maskF]); // [B,S,H]
@@ -168,11 +168,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
-  retained.forEach((r, i) => {
-    g.output(r.key, `past_key.${i}_RetainedState`, o.dtype, cacheDims);
-    g.output(r.value, `past_value.${i}_RetainedState`, o.dtype, cacheDims);
-    io.outputs.push(`past_key.${i}_RetainedState`, `past_value.${i}_RetainedState`);
-  });
+  retainStates(g, states, updated, io.outputs);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
     'weight_spec.model_type': arch.modelType,

@@ -1,0 +1,205 @@
+/**
+ * The graph interface as data: the runtime inputs of a causal-LM graph and its state tensors,
+ * each with its `_RetainedState` output, dims and dtype. The decoder builds its inputs and
+ * outputs from it ({@link decoderInterface}, derived from the ArchSpec); the runner, qaic
+ * (specializations, custom IO), `check` and `checkGraph` read a graph's states back with
+ * {@link statesOfGraph} — no other file spells a cache name or shape.
+ *
+ * A state is per layer: input `<kind>.<layer>`, output `<kind>.<layer>_RetainedState`
+ * (QEfficient's convention), batch on axis 0. Its {@link STATE_KINDS} row says which axis is
+ * ctx_len (KV-like caches) or that it has none (recurrent states have a fixed size). What a
+ * layer holds is its attention block's choice: {@link layerStates} returns `LayerSpec.states`
+ * when the family declares them (MLA, linear attention), else per-layer K and V.
+ *
+ * No graph code here (the server and the runner import it without the builder).
+ */
+/** A dim: a number, or a symbolic name (`batch_size`, `full_batch_size`, `ctx_len`, `seq_len`). */
+export type Dim = number | string;
+
+/** What kinds of per-layer state a graph may carry, and where their ctx_len axis is. */
+export const STATE_KINDS = {
+  /** Keys `[batch, kv heads, ctx_len, key head dim]` (MHA/GQA; MLA per head: nope + rope dims). */
+  past_key: { ctxAxis: 2 },
+  /** Values `[batch, kv heads, ctx_len, value head dim]`. */
+  past_value: { ctxAxis: 2 },
+  /** MLA's compressed cache `[batch, 1, ctx_len, kv_lora_rank]`. */
+  compressed_kv: { ctxAxis: 2 },
+  /** MLA's shared rotary key `[batch, 1, ctx_len, qk_rope_head_dim]`. */
+  k_pe: { ctxAxis: 2 },
+  /** Linear attention's causal-conv window `[batch, key heads, conv_dim / key heads, kernel]` (no ctx_len). */
+  conv_state: {},
+  /** Linear attention's recurrent state `[batch, value heads, key dim, value dim]` (no ctx_len). */
+  recurrent_state: {},
+} as const satisfies Record<string, { ctxAxis?: number }>;
+
+/** One kind of state. */
+export type StateKind = keyof typeof STATE_KINDS;
+
+/** The suffix of a state's output: the state after this call, fed back as the next call's input. */
+export const RETAINED = '_RetainedState';
+
+/**
+ * A state as a layer's attention block declares it: its kind and dims, `batch` and `ctx`
+ * standing for the graph's cache batch and ctx_len; `dtype` absent = the model dtype.
+ */
+export interface StateDecl {
+  kind: StateKind;
+  dims: (number | 'batch' | 'ctx')[];
+  dtype?: 'float32';
+}
+
+/** One state tensor of a graph: input `name`, output `retained`. */
+export interface StateTensor {
+  name: string;
+  retained: string;
+  kind: StateKind;
+  layer: number;
+  dims: Dim[];
+  dtype: string;
+  /** The ctx_len axis (KV-like caches); absent for fixed-size states. */
+  ctxAxis?: number;
+}
+
+/** One runtime (non-weight) input. */
+export interface RuntimeInput {
+  name: string;
+  dtype: string;
+  dims: Dim[];
+}
+
+/** The interface of a causal-LM graph. */
+export interface GraphInterface {
+  /** Runtime inputs in declaration order: input_ids, position_ids, [batch_index], the states, [comp_ctx_lengths]. */
+  inputs: RuntimeInput[];
+  /** The states, in layer order (within a layer, the block's order), each with its retained output. */
+  states: StateTensor[];
+}
+
+/**
+ * The hook where a layer's attention block declares its states: `LayerSpec.states` when the
+ * family sets them, else K and V `[batch, nKv, ctx, headDim]` (MHA / GQA / MQA).
+ */
+export function layerStates(a: { nKv: number; headDim: number }, l: { states?: StateDecl[] }): StateDecl[] {
+  if (l.states) return l.states;
+  const dims: StateDecl['dims'] = ['batch', a.nKv, 'ctx', a.headDim];
+  return [
+    { kind: 'past_key', dims },
+    { kind: 'past_value', dims },
+  ];
+}
+
+/** A state's input name: `<kind>.<layer>`. */
+export function stateName(kind: StateKind, layer: number): string {
+  return `${kind}.${layer}`;
+}
+
+/** The states of `a` with the graph's cache batch, ctx_len and model dtype filled in. */
+export function archStates(
+  a: { nKv: number; headDim: number; layers: readonly { states?: StateDecl[] }[] },
+  o: { cacheBatch: Dim; ctxLen: Dim; dtype: string },
+): StateTensor[] {
+  return a.layers.flatMap((l, layer) =>
+    layerStates(a, l).map((s) => {
+      const name = stateName(s.kind, layer);
+      const ctxAxis = (STATE_KINDS[s.kind] as { ctxAxis?: number }).ctxAxis;
+      return {
+        name,
+        retained: name + RETAINED,
+        kind: s.kind,
+        layer,
+        dims: s.dims.map((d) => (d === 'batch' ? o.cacheBatch : d === 'ctx' ? o.ctxLen : d)),
+        dtype: s.dtype ?? o.dtype,
+        ...(ctxAxis !== undefined ? { ctxAxis } : {}),
+      };
+    }),
+  );
+}
+
+/** Shape options of {@link decoderInterface}: the decoder's batch, seq, cache batch and ctx_len dims. */
+export interface InterfaceDims {
+  batch: Dim;
+  seq: Dim;
+  cacheBatch: Dim;
+  ctxLen: Dim;
+  dtype: string;
+  continuousBatching: boolean;
+  ccl: boolean;
+}
+
+/** The causal-LM decoder's interface (QEfficient's forward signature order). */
+export function decoderInterface(a: Parameters<typeof archStates>[0], o: InterfaceDims): GraphInterface {
+  const states = archStates(a, o);
+  return {
+    inputs: [
+      { name: 'input_ids', dtype: 'int64', dims: [o.batch, o.seq] },
+      { name: 'position_ids', dtype: 'int64', dims: [o.batch, o.seq] },
+      ...(o.continuousBatching ? [{ name: 'batch_index', dtype: 'int64', dims: [o.batch, 1] }] : []),
+      ...states.map((s) => ({ name: s.name, dtype: s.dtype, dims: s.dims })),
+      ...(o.ccl ? [{ name: 'comp_ctx_lengths', dtype: 'int64', dims: ['comp_ctx_lengths'] }] : []),
+    ],
+    states,
+  };
+}
+
+/** `<kind>.<layer>` → kind and layer, when `name` is a state input. */
+export function parseStateName(name: string): { kind: StateKind; layer: number } | undefined {
+  const m = /^([a-z_]+)\.(\d+)$/.exec(name);
+  if (!m || !Object.hasOwn(STATE_KINDS, m[1]!)) return undefined;
+  return { kind: m[1] as StateKind, layer: Number(m[2]) };
+}
+
+/** A value of a read graph: name, element type name and dims. */
+export interface GraphValue {
+  name: string;
+  dims: readonly Dim[];
+  dtype?: string;
+}
+
+/**
+ * The states of a read graph: every input named `<kind>.<layer>`, in input order, with the
+ * name of the `_RetainedState` output that carries it over (whether the graph has that output
+ * is the caller's check: the runner and `checkGraph` refuse a state without it).
+ */
+export function statesOfGraph(inputs: readonly GraphValue[]): StateTensor[] {
+  const out: StateTensor[] = [];
+  for (const i of inputs) {
+    const p = parseStateName(i.name);
+    if (!p) continue;
+    const ctxAxis = (STATE_KINDS[p.kind] as { ctxAxis?: number }).ctxAxis;
+    out.push({
+      name: i.name,
+      retained: i.name + RETAINED,
+      kind: p.kind,
+      layer: p.layer,
+      dims: [...i.dims],
+      dtype: i.dtype ?? '',
+      ...(ctxAxis !== undefined ? { ctxAxis } : {}),
+    });
+  }
+  return out;
+}
+
+/** The number of layers carrying state (0 for a graph without a cache). */
+export function stateLayers(states: readonly StateTensor[]): number {
+  return new Set(states.map((s) => s.layer)).size;
+}
+
+/** The first state with a ctx_len axis (the one whose dims give the graph's ctx_len and cache batch). */
+export function ctxState(states: readonly StateTensor[]): StateTensor | undefined {
+  return states.find((s) => s.ctxAxis !== undefined);
+}
+
+/** True when `name` is a state input (`past_key.3`, `conv_state.0`, …). */
+export function isStateInput(name: string): boolean {
+  return parseStateName(name) !== undefined;
+}
+
+/**
+ * The dims to allocate state `st` with: `batch` on axis 0, `ctx` on its ctx_len axis, every
+ * other dim as the graph declares it; undefined when one of those is not a fixed number.
+ */
+export function stateDims(st: StateTensor, batch: number, ctx: number): number[] | undefined {
+  if (st.ctxAxis !== undefined && st.dims.length <= st.ctxAxis) return undefined;
+  const dims = st.dims.map((d, k) => (k === 0 ? batch : k === st.ctxAxis ? ctx : typeof d === 'number' && d > 0 ? d : -1));
+  return dims.includes(-1) ? undefined : dims;
+}
