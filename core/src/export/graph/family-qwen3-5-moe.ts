@@ -23,7 +23,7 @@
  * exported on its own: `model.visual.*` and the `mtp.*` tensors are never referenced.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
+import { archDims, lin, type ArchSpec, type LayerSpec } from './arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow, TestConfig } from './family-row';
 import { convDim, deltaNetStateDecls, type GatedDeltaNetSpec } from './gated-deltanet';
@@ -43,13 +43,6 @@ const textConfig = llamaLike.extend({
   linear_num_key_heads: int.optional(),
   linear_num_value_heads: int.optional(),
   shared_expert_intermediate_size: int.optional(),
-});
-
-const lin = (weight: string, out: number, inp: number, bias = false): LinearSpec => ({
-  weight,
-  out,
-  in: inp,
-  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
 });
 
 /** The text config and key prefix of either layout; refusals of a nested field name `text_config.<field>`. */
