@@ -15,6 +15,7 @@ const IDS = [5, 17, 3, 88, 41, 9, 60, 2, 33, 71, 12, 50];
 
 describe('graph builder on families without fixtures (vs float64 reference forward)', () => {
   for (const [name, cfg] of Object.entries(SYNTHETIC_CONFIGS)) {
+    // a multimodal layout (Qwen3.5-MoE) keeps the text fields under text_config
     const vocab = (cfg.vocab_size ?? (cfg.text_config as { vocab_size?: number } | undefined)?.vocab_size) as number;
     const ids = IDS.map((i) => i % vocab);
 

@@ -7,6 +7,7 @@ import { randomClassicTensors } from './graph-random-classic';
 import { randomDeepseekCheckpoint } from './graph-reference-deepseek';
 import { putGatedMlp, putNormAndHead, randomDenseTensors } from './graph-random-dense';
 import { randomMptBigcodeGemma3 } from './graph-random-mpt-bigcode-gemma3';
+import { randomQwen35 } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 import { randomGrok1Checkpoint } from './graph-reference-grok1';
 import { randomLlama4Checkpoint } from './graph-reference-llama4';
@@ -46,6 +47,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     const n = shape.reduce((a, b) => a * b, 1);
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
+  if (String(cfg.model_type).startsWith('qwen3_5_moe')) return randomQwen35(cfg, seed);
   if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
   const t = cfg.model_type as string;
   if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);

@@ -70,7 +70,8 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
   const out = new Map<string, F32>();
   const groups = new Map<string, Map<number, Map<string, F32>>>();
   for (const [k, t] of w) {
-    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k);
+    // GraniteMoE input_linear/output_linear and Qwen3.5-MoE experts.gate_up_proj/down_proj: [E, 2I, H] / [E, H, I]
+    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k) ?? /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(k);
     if (fused) {
       // GraniteMoE: input_linear [E, 2I, H] (gate = first I rows), output_linear [E, H, I]
       const [E, R, C] = t.shape as [number, number, number];
@@ -79,7 +80,7 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
         data: t.data.subarray((e * R + r0) * C, (e * R + r0 + rows) * C),
       });
       const roles: [string, number, number][] =
-        fused[2] === 'input_linear'
+        fused[2] === 'input_linear' || fused[2] === 'gate_up_proj'
           ? [
               ['gate', 0, R / 2],
               ['up', R / 2, R / 2],
@@ -178,27 +179,32 @@ export class GraphRunner {
     return new GraphRunner(session, g, feeds, half);
   }
 
+  /** The graph's state inputs in order (per layer: key then value whatever the cache form names them; conv/recurrent states of linear-attention layers). */
+  get stateInputs() {
+    return this.g.model.graph.input.filter((v) => /^(past_key|past_value|compressed_kv|k_pe|conv_state|recurrent_state)\.\d+$/.test(v.name));
+  }
+
   /**
-   * A zeroed cache: one (key, value) pair per layer, `[batch, nKv, ctx, hd]`. Where the graph
-   * declares a cache input's heads and head dim (MLA: value dim ≠ key dim; the compressed
-   * cache: one head of kv_lora_rank / rope), those declared sizes are used.
+   * A zeroed cache: one tensor per state input. KV-like caches are `[batch, nKv, ctx, hd]`, except
+   * where the graph declares a cache input's heads and head dim (MLA: value dim ≠ key dim; the
+   * compressed cache: one head of kv_lora_rank / rope); linear-attention states are as declared.
    */
   emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
-    return this.cacheNames().map((name) => {
-      const dims = this.g.model.graph.input.find((i) => i.name === name)!.type.tensorType.shape.dim;
-      const fixed = (k: number, d: number) => {
-        const v = dims[k] as { dimValue?: number };
-        return typeof v.dimValue === 'number' ? v.dimValue : d;
-      };
-      const shape = [batch, fixed(1, nKv), ctx, fixed(3, hd)];
-      const n = shape.reduce((a, b) => a * b, 1);
-      return this.half ? new ort.Tensor('float16', new Uint16Array(n), shape) : new ort.Tensor('float32', new Float32Array(n), shape);
+    return this.stateInputs.map((v) => {
+      const declared = v.type.tensorType.shape.dim.map((d) => (typeof (d as { dimValue?: number }).dimValue === 'number' ? (d as { dimValue: number }).dimValue : undefined));
+      const shape = /^(conv_state|recurrent_state)\./.test(v.name)
+        ? [batch, ...declared.slice(1).map((d) => d ?? 0)]
+        : [batch, declared[1] ?? nKv, ctx, declared[3] ?? hd];
+      const n = shape.reduce((x, y) => x * y, 1);
+      return v.type.tensorType.elemType === 10
+        ? new ort.Tensor('float16', new Uint16Array(n), shape)
+        : new ort.Tensor('float32', new Float32Array(n), shape);
     });
   }
 
-  /** The graph's cache inputs in order (per layer: key then value, whatever the cache form names them). */
+  /** The graph's state input names in order. */
   cacheNames(): string[] {
-    return this.g.io.inputs.filter((n) => /^(past_key|past_value|compressed_kv|k_pe)\.\d+$/.test(n));
+    return this.stateInputs.map((v) => v.name);
   }
 
   /** One call: ids/positions `[B][S]`; returns logits `[B][V]` and the new cache. */

@@ -75,7 +75,7 @@ function configuredExperts(config: Record<string, unknown> | undefined): number 
 }
 
 /** Hidden and MoE-intermediate sizes config.json declares (they decide a fused layout). */
-function moeSizes(config: Record<string, unknown> | undefined): MoeSizes {
+export function moeSizes(config: Record<string, unknown> | undefined): MoeSizes {
   const c = textConfig(config);
   const hidden = posInt(c?.hidden_size);
   // Llama 4's experts are intermediate_size wide (its dense layers use intermediate_size_mlp)

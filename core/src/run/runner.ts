@@ -45,6 +45,8 @@ export interface RunnerOptions {
   ctxLen?: number;
   /** Ids must be below this (the embedding's rows, see vocab.ts); default: the logits' last dimension. */
   vocab?: number;
+  /** KV graphs: feed the prompt in calls of this many tokens, the last padded at position −1 (QEfficient's prefill_seq_len). */
+  prefillSeqLen?: number;
 }
 
 /** Timing of one generation. */
@@ -272,7 +274,7 @@ export async function createRunner(
     gen?: GenState,
   ) => {
     const { state } = kv;
-    const len = seqFixed ?? tokens.length;
+    const len = seqFixed ?? (phase === 'prefill' && opts.prefillSeqLen ? opts.prefillSeqLen : tokens.length);
     let last: Float32Array | undefined;
     let next: number | undefined;
     let u: Float32Array | undefined;

@@ -97,6 +97,11 @@ export const runCommand = defineCommand({
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate greedily' },
     'dump-logits': { type: 'string', placeholder: '<out.json>', description: 'write {"logits": number[][]}, one row per input position' },
     'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV cache length for graphs whose ctx_len is not fixed' },
+    'prefill-seq-len': {
+      type: 'int',
+      placeholder: '<N>',
+      description: 'feed the prompt in calls of N tokens, the last padded at position -1 (QEfficient prefill_seq_len)',
+    },
     temperature: { type: 'number', placeholder: '<T>', description: 'sampling temperature (default 0: greedy)' },
     'top-k': { type: 'int', placeholder: '<K>', description: 'keep the K most likely tokens (default 0: off)' },
     'top-p': { type: 'number', placeholder: '<P>', description: 'keep the smallest set with probability ≥ P (default 1: off)' },
@@ -136,6 +141,7 @@ export const runCommand = defineCommand({
     const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
+    if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
     if (n === 0 && !f['dump-logits']) throw new UsageError('run: --max-new-tokens 0 without --dump-logits leaves nothing to do');
     const sampling: SamplingParams = checkSampling({
       temperature: f.temperature ?? GREEDY.temperature,
@@ -180,6 +186,7 @@ export const runCommand = defineCommand({
     const runner = await openRunner(target, {
       prepack: f.prepack,
       ctxLen: f['ctx-len'],
+      ...(f['prefill-seq-len'] !== undefined ? { prefillSeqLen: f['prefill-seq-len'] } : {}),
       ortPath: io.env.WEIGHT_SPEC_ORT_PATH,
     });
     try {

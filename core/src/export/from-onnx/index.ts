@@ -9,6 +9,8 @@ import { DTYPE_SIZE, onnxTypeOf, type PrepareDtype } from '../../formats/dtype';
 import { Checkpoint } from '../../formats/safetensors';
 import { PipelineError } from '../../errors';
 import { planDequant, planPrepare, quantSchemeOf } from '../../prepare';
+import { moeSizes } from '../../prepare/planner';
+import { isRowFused } from '../../prepare/transforms/fused-split';
 import { isAllowedUnresolved, resolveInitializers, type InitializerInput, type KeyTensor, type Resolution } from '../../resolve';
 import type { WeightSpec } from '../../spec';
 import { formatBytes } from '../../display';
@@ -116,7 +118,13 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
     const virtual = dequantized.locations(plan);
     const fused = (key: string) => {
       const shape = ckpt.get(key)?.shape;
-      return shape ? (fusedRowLocation(key, shape, plan) ?? graniteExpertsLocation(key, shape, plan)) : undefined;
+      if (!shape) return undefined;
+      // fused experts: prepare's own row/column decision for this module's gate_up_proj + down_proj
+      const m = /^(.*)\.experts\.(?:gate_up_proj|down_proj)$/.exec(key);
+      const gateUp = m && ckpt.get(`${m[1]}.experts.gate_up_proj`);
+      const down = m && ckpt.get(`${m[1]}.experts.down_proj`);
+      const rowFused = gateUp && down ? isRowFused(gateUp, down, moeSizes(config)) : true;
+      return fusedRowLocation(key, shape, plan, rowFused) ?? graniteExpertsLocation(key, shape, plan);
     };
     const locate = (key: string) => virtual.get(key) ?? fused(key) ?? preparedLocation(key, plan);
     const resolutions = await resolveInitializers(inits, [...tensors, ...dequantized.tensors], {

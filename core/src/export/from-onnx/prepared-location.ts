@@ -35,11 +35,15 @@ export interface PreparedLoc {
 }
 
 /**
- * Qwen3-VL-MoE's released fused experts, which prepare splits by rows (`[E, H, 2I]` → canonical
- * gate/up `[E, H, I]`; `down_proj [E, I, H]` kept): the source `gate_up_proj` is gate ⧺ up on
- * the last axis, `down_proj` the prepared down itself. Undefined for any other key or layout.
+ * Fused experts `<m>.experts.gate_up_proj` / `down_proj`, which prepare splits into canonical
+ * `moe_weights`. Row-fused (Qwen3-VL-MoE's released `[E, H, 2I]` → gate/up `[E, H, I]`; `down_proj
+ * [E, I, H]` kept): the source `gate_up_proj` is gate ⧺ up on the last axis, `down_proj` the
+ * prepared down itself. Column-fused (`rowFused` false: transformers 5 / Qwen3.5-MoE `[E, 2I, H]`
+ * / `[E, H, I]`): the same per expert, transposed. `rowFused` is prepare's own decision
+ * (`isRowFused`, from config.json's sizes — H may equal 2I, so the shapes alone cannot tell).
+ * Undefined for any other key or layout.
  */
-export function fusedRowLocation(key: string, shape: readonly number[], plan: PlannedOutputs): PreparedLoc | undefined {
+export function fusedRowLocation(key: string, shape: readonly number[], plan: PlannedOutputs, rowFused = true): PreparedLoc | undefined {
   const m = /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(key);
   if (!m || shape.length !== 3) return undefined;
   const at = (role: string) => {
@@ -50,6 +54,15 @@ export function fusedRowLocation(key: string, shape: readonly number[], plan: Pl
   const [E, A, B] = shape as [number, number, number];
   const same = (t: { shape: number[] } | undefined, want: number[]) =>
     !!t && t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+  if (!rowFused) {
+    if (m[2] === 'gate_up_proj') {
+      const gate = at('gate');
+      const up = at('up');
+      return A % 2 === 0 && same(gate, [E, B, A / 2]) && same(up, [E, B, A / 2]) ? { ...gate!, concat: up!, transposed: true } : undefined;
+    }
+    const down = at('down');
+    return same(down, [E, B, A]) ? { ...down!, transposed: true } : undefined;
+  }
   if (m[2] === 'gate_up_proj') {
     const gate = at('gate');
     const up = at('up');

@@ -4,6 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
+import { deltaNetWeightInputs, type GatedDeltaNetSpec } from './gated-deltanet';
 import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe-weights';
 
@@ -69,7 +70,9 @@ export type AttnProj =
       /** MPT clip_qkv: clamp the fused output to ±clip before the split. */ clip?: number;
     }
   /** DeepSeek-V3 Multi-head Latent Attention (attention-mla.ts). */
-  | MlaSpec;
+  | MlaSpec
+  /** Qwen3.5's Gated DeltaNet linear attention (`gated-deltanet.ts`): recurrent states, no KV cache; the layer's `o` is its out_proj. */
+  | GatedDeltaNetSpec;
 
 /**
  * DeepSeek-V3 MLA projections (HF `DeepseekV3Attention`): queries through `q` (q_lora_rank
@@ -139,6 +142,8 @@ export interface MoeSpec {
   clampedSwiglu?: { limit: number; alpha: number };
   /** Shared experts run on every token and added to the routed output (GLM-4-MoE). */
   shared?: { gate: LinearSpec; up: LinearSpec; down: LinearSpec };
+  /** Qwen3.5-MoE: the shared expert's output × sigmoid(x · gateᵀ), gate `[1, hidden]` (`shared_expert_gate`). */
+  sharedGate?: string;
 }
 
 /**
@@ -179,6 +184,8 @@ export interface LayerSpec {
   qNorm?: NormSpec;
   kNorm?: NormSpec;
   qkNormOver?: 'head' | 'projection';
+  /** Qwen3.5: q_proj gives [query | gate] per head (2·head_dim each head, query first); the output × sigmoid(gate) before o_proj. */
+  attnOutputGate?: boolean;
   mlp: MlpSpec;
   /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
   sinks?: string;
@@ -293,6 +300,7 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
     if (l.norm1) norm(l.norm1);
     if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
     else if (l.attn.kind === 'fused') lin(l.attn.qkv);
+    else if (l.attn.kind === 'gated-deltanet') for (const w of deltaNetWeightInputs(l.attn, a.hidden)) add(w.name, w.shape);
     else {
       const m = l.attn;
       if (m.q) lin(m.q);
@@ -319,6 +327,7 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
       if (m.group) add(m.group.correctionBias, [m.weights.experts]);
       for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
       if (m.shared) [m.shared.gate, m.shared.up, m.shared.down].forEach(lin);
+      add(m.sharedGate, [1, a.hidden]);
     }
     if (l.postMlpNorm) norm(l.postMlpNorm);
   }

@@ -172,7 +172,16 @@ export function attention(
       qkv = g.op('Clip', [qkv, g.scalar(c.dtype, -l.attn.clip, 'clip_lo'), g.scalar(c.dtype, l.attn.clip, 'clip_hi')]);
     [q, k, v] = splitFused(c, qkv, layout);
   } else {
-    throw new Error('internal: MLA layers go through attention-mla.ts');
+    // MLA (attention-mla.ts) and Gated DeltaNet (gated-deltanet.ts) layers do not come here (decoder.ts routes them)
+    throw new Error(`internal: a ${l.attn.kind} layer has no softmax attention here`);
+  }
+  let gate: string | undefined;
+  if (l.attnOutputGate) {
+    // Qwen3.5: q_proj(x).view(..., heads, 2·head_dim).chunk(2, -1) → query, gate (query first)
+    const qg = g.op('Reshape', [q, g.op('Concat', [kv.bs, g.ints([nh, 2 * hd])], { axis: 0 })]);
+    const [qPart, gPart] = split(c, qg, 3, [hd, hd]);
+    q = qPart!;
+    gate = reshape(c, gPart!, [-1, nh * hd]);
   }
   const overProjection = l.qkNormOver === 'projection';
   if (overProjection && l.qNorm) q = norm(c, q, l.qNorm, a.norm);
@@ -196,7 +205,7 @@ export function attention(
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
   v = transpose(c, v, [0, 2, 1, 3]);
-  return attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd });
+  return attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd }, gate);
 }
 
 /**
@@ -212,7 +221,8 @@ export function readCaches(c: Ctx, kv: CacheContext, ts: string[]): string[] {
 /**
  * Writes `k`/`v` `[B, nKv, S, ·]` into the layer's cache at the positions and attends `q`
  * `[B, nh, S, dims.qk]` over it (scale, soft-cap, mask, softmax in float32, sinks); returns the
- * merged heads through `o` and the new cache. `dims.v` is the value head size (MLA's v_head_dim).
+ * merged heads through `o` and the new cache. `dims.v` is the value head size (MLA's v_head_dim);
+ * `gate` (Qwen3.5's gated attention) multiplies the merged heads by sigmoid(gate) before `o`.
  */
 export function attendCache(
   c: Ctx,
@@ -222,6 +232,7 @@ export function attendCache(
   kv: CacheContext,
   past: { key: string; value: string },
   dims: { qk: number; v: number },
+  gate?: string,
 ): { out: string; key: string; value: string } {
   const g = c.g;
   const { nHeads: nh, nKv } = a;
@@ -239,7 +250,9 @@ export function attendCache(
   const probs = maskedSoftmax(c, a, l, kv, cast(c, scores, se, 'float32'));
   const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,v]
   const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, dims.v]), [0, 2, 1, 3]), [-1, nh * dims.v]);
-  return { out: linear(c, merged, l.o), key, value };
+  // Qwen3.5's gated attention: the output times sigmoid(gate) before o_proj
+  const gated = gate ? g.op('Mul', [merged, g.op('Sigmoid', [gate])]) : merged;
+  return { out: linear(c, gated, l.o), key, value };
 }
 
 /**

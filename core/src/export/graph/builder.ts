@@ -22,6 +22,8 @@ export interface AttrObj {
   ints?: number[];
   floats?: number[];
   t?: TensorObj;
+  /** A subgraph (If branches, Loop body). */
+  g?: GraphObj;
 }
 /** One `TensorProto` in toObject shape (raw data only). */
 export interface TensorObj {
@@ -44,6 +46,15 @@ export interface ValueInfoObj {
   name: string;
   type: { tensorType: { elemType: number; shape: { dim: ({ dimValue: number } | { dimParam: string })[] } } };
 }
+/** One `GraphProto` (the model's graph or a subgraph). */
+export interface GraphObj {
+  name: string;
+  node: NodeObj[];
+  input: ValueInfoObj[];
+  output: ValueInfoObj[];
+  initializer: TensorObj[];
+  valueInfo: ValueInfoObj[];
+}
 /** The `ModelProto` the builder produces. */
 export interface ModelObj {
   irVersion: number;
@@ -51,18 +62,11 @@ export interface ModelObj {
   producerVersion: string;
   opsetImport: { domain: string; version: number }[];
   metadataProps: { key: string; value: string }[];
-  graph: {
-    name: string;
-    node: NodeObj[];
-    input: ValueInfoObj[];
-    output: ValueInfoObj[];
-    initializer: TensorObj[];
-    valueInfo: ValueInfoObj[];
-  };
+  graph: GraphObj;
 }
 
 /** Attribute values accepted by {@link GraphBuilder.op}. */
-export type AttrValue = number | string | number[] | TensorObj | { float: number } | { floats: number[] };
+export type AttrValue = number | string | number[] | TensorObj | { float: number } | { floats: number[] } | { graph: GraphObj };
 
 /**
  * The default opset: QEfficient exports at `ONNX_EXPORT_OPSET = 17` (`QEfficient/utils/constants.py`,
@@ -94,7 +98,7 @@ const REDUCE_AXES_INPUT_AT_18 = new Set([
   'ReduceSumSquare',
 ]);
 
-const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7 } as const;
+const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;
 
 function attr(name: string, v: AttrValue): AttrObj {
   if (typeof v === 'number') return { name, type: ATTR.INT, i: v };
@@ -102,6 +106,7 @@ function attr(name: string, v: AttrValue): AttrObj {
   if (Array.isArray(v)) return { name, type: ATTR.INTS, ints: v };
   if ('float' in v) return { name, type: ATTR.FLOAT, f: v.float };
   if ('floats' in v) return { name, type: ATTR.FLOATS, floats: v.floats };
+  if ('graph' in v) return { name, type: ATTR.GRAPH, g: v.graph };
   return { name, type: ATTR.TENSOR, t: v };
 }
 
@@ -158,6 +163,10 @@ export class GraphBuilder {
   readonly outputs: ValueInfoObj[] = [];
   private readonly counters = new Map<string, number>();
   private readonly constCache = new Map<string, string>();
+  /** Constants made so far (names stay unique when a subgraph's cache is set aside). */
+  private constCount = 0;
+  /** Subgraphs made so far (each names its values under its own scope). */
+  private subgraphs = 0;
   private scope = '';
 
   /** Runs `fn` with node and value names prefixed by `scope` (e.g. `/layers.3/attn`). */
@@ -215,12 +224,45 @@ export class GraphBuilder {
     return asInput ? this.op(opType, [x, this.ints(axes, 'axes')], { keepdims }) : this.op(opType, [x], { axes, keepdims });
   }
 
+  /**
+   * A subgraph (If branch, Loop body) built by `fn` with this builder: its nodes are taken out
+   * of the main list, and constants made inside stay inside (a fresh constant cache), while
+   * values of the enclosing graph may be named freely (ONNX outer-scope references).
+   * `inputs` are declared as the subgraph's formal inputs; `fn` returns the outputs.
+   */
+  subgraph(
+    name: string,
+    inputs: { name: string; elem: DtypeName; dims: Dim[] }[],
+    fn: () => { value: string; name: string; elem: DtypeName; dims: Dim[] }[],
+  ): GraphObj {
+    const start = this.nodes.length;
+    const consts = new Map(this.constCache);
+    this.constCache.clear();
+    // a subgraph's values get a short scope of their own (`/g<n>`): compile keeps the names subgraphs use
+    const scope = this.scope;
+    this.scope = `/g${this.subgraphs++}`;
+    try {
+      const outs = fn();
+      const node = this.nodes.splice(start);
+      // an Identity gives each output its exact name (the value may be an input or an outer value)
+      const output = outs.map((o) => {
+        if (o.value !== o.name) node.push({ name: `${o.name}_out`, opType: 'Identity', input: [o.value], output: [o.name], attribute: [] });
+        return valueInfo(o.name, o.elem, o.dims);
+      });
+      return { name, node, input: inputs.map((i) => valueInfo(i.name, i.elem, i.dims)), output, initializer: [], valueInfo: [] };
+    } finally {
+      this.scope = scope;
+      this.constCache.clear();
+      for (const [k, v] of consts) this.constCache.set(k, v);
+    }
+  }
+
   /** A `Constant` node holding `values` (deduplicated across the graph). */
   constant(elem: DtypeName, dims: number[], values: ArrayLike<number>, hint = 'const'): string {
     const key = `${elem}|${dims.join(',')}|${Array.from(values).join(',')}`;
     const hit = this.constCache.get(key);
     if (hit) return hit;
-    const name = `/const/${hint}_${this.constCache.size}`;
+    const name = `/const/${hint}_${this.constCount++}`;
     this.nodes.push({ name, opType: 'Constant', input: [], output: [name], attribute: [attr('value', tensorOf(elem, dims, values))] });
     this.constCache.set(key, name);
     return name;

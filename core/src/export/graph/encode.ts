@@ -5,7 +5,7 @@
  */
 import { FIELD } from '../../formats/onnx/fields';
 import { WireWriter as Writer } from '../../formats/onnx/wire-writer';
-import type { AttrObj, ModelObj, NodeObj, TensorObj, ValueInfoObj } from './builder';
+import type { AttrObj, GraphObj, ModelObj, NodeObj, TensorObj, ValueInfoObj } from './builder';
 
 const {
   ModelProto: MP,
@@ -33,6 +33,7 @@ function attribute(w: Writer, a: AttrObj): void {
   if (a.i !== undefined) w.int(AP.i, a.i);
   if (a.s !== undefined) w.bytes(AP.s, a.s);
   if (a.t !== undefined) w.msg(AP.t, (x) => tensor(x, a.t!));
+  if (a.g !== undefined) w.msg(AP.g, (x) => graph(x, a.g!));
   for (const f of a.floats ?? []) w.float(AP.floats, f);
   for (const i of a.ints ?? []) w.int(AP.ints, i);
   w.int(AP.type, a.type);
@@ -63,20 +64,22 @@ function valueInfo(w: Writer, v: ValueInfoObj): void {
   );
 }
 
+function graph(g: Writer, m: GraphObj): void {
+  for (const n of m.node) g.msg(GP.node, (x) => node(x, n));
+  g.string(GP.name, m.name);
+  for (const t of m.initializer) g.msg(GP.initializer, (x) => tensor(x, t));
+  for (const v of m.input) g.msg(GP.input, (x) => valueInfo(x, v));
+  for (const v of m.output) g.msg(GP.output, (x) => valueInfo(x, v));
+  for (const v of m.valueInfo) g.msg(GP.value_info, (x) => valueInfo(x, v));
+}
+
 /** Serializes the model to ONNX protobuf bytes. */
 export function encodeBuiltModel(m: ModelObj): Uint8Array {
   const w = new Writer(1 << 20);
   w.int(MP.ir_version, m.irVersion);
   w.string(MP.producer_name, m.producerName);
   w.string(MP.producer_version, m.producerVersion);
-  w.msg(MP.graph, (g) => {
-    for (const n of m.graph.node) g.msg(GP.node, (x) => node(x, n));
-    g.string(GP.name, m.graph.name);
-    for (const t of m.graph.initializer) g.msg(GP.initializer, (x) => tensor(x, t));
-    for (const v of m.graph.input) g.msg(GP.input, (x) => valueInfo(x, v));
-    for (const v of m.graph.output) g.msg(GP.output, (x) => valueInfo(x, v));
-    for (const v of m.graph.valueInfo) g.msg(GP.value_info, (x) => valueInfo(x, v));
-  });
+  w.msg(MP.graph, (g) => graph(g, m.graph));
   for (const o of m.opsetImport) w.msg(MP.opset_import, (x) => x.string(OS.domain, o.domain).int(OS.version, o.version));
   for (const p of m.metadataProps) w.msg(MP.metadata_props, (x) => x.string(SSE.key, p.key).string(SSE.value, p.value));
   return w.finish();

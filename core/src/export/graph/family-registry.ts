@@ -29,6 +29,7 @@ import { qwen2Family } from './family-qwen2';
 import { qwen3Family } from './family-qwen3';
 import { qwen3MoeFamily } from './family-qwen3-moe';
 import { starcoder2Family } from './family-starcoder2';
+import { qwen35MoeFamily } from './family-qwen3-5-moe';
 import type { FamilyRow, TestConfig } from './family-row';
 import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './families-moe';
 import { grok1Family } from './family-grok1';
@@ -63,6 +64,7 @@ export const FAMILIES: readonly FamilyRow[] = [
   grok1Family,
   llama4TextFamily,
   llama4Family,
+  qwen35MoeFamily,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */

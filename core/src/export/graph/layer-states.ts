@@ -12,6 +12,7 @@
 import type { ArchSpec, LayerSpec } from './arch';
 import { attention, type CacheContext } from './attention';
 import { mlaBlock } from './attention-mla';
+import { gatedDeltaNetBlock } from './gated-deltanet';
 import type { GraphBuilder } from './builder';
 import type { DtypeName } from '../../formats/dtype';
 import { ctxState, type RuntimeInput, type StateKind, type StateTensor } from './graph-interface';
@@ -45,7 +46,7 @@ export const mhaBlock: AttentionBlock = (c, a, l, x, kv, rope, states) => {
 };
 
 /** Attention blocks by `LayerSpec.attn.kind` for kinds that are not MHA (MLA and linear attention register here). */
-export const ATTENTION_BLOCKS: Partial<Record<string, AttentionBlock>> = { mla: mlaBlock };
+export const ATTENTION_BLOCKS: Partial<Record<string, AttentionBlock>> = { mla: mlaBlock, 'gated-deltanet': gatedDeltaNetBlock };
 
 /** The attention block of layer `l`. */
 export function attentionBlockOf(l: LayerSpec): AttentionBlock {

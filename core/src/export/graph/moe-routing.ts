@@ -107,11 +107,18 @@ export function expertGlu(c: Ctx, m: MoeSpec, act: Act): (gate: string, up: stri
   };
 }
 
-/** GLM-4-MoE shared experts on `x [T, H]` (a plain gated MLP), or undefined. */
+/** GLM-4-MoE / Qwen3.5-MoE shared experts on `x [T, H]` (a plain gated MLP, Qwen3.5 gated by a sigmoid), or undefined. */
 export function sharedExperts(c: Ctx, m: MoeSpec, act: Act, x: string): string | undefined {
   const s = m.shared;
   if (!s) return undefined;
-  return c.g.within('shared', () => linear(c, c.g.op('Mul', [activation(c, linear(c, x, s.gate), act), linear(c, x, s.up)]), s.down));
+  const g = c.g;
+  return g.within('shared', () => {
+    const y = linear(c, g.op('Mul', [activation(c, linear(c, x, s.gate), act), linear(c, x, s.up)]), s.down);
+    if (!m.sharedGate) return y;
+    // Qwen3.5-MoE: sigmoid(shared_expert_gate(x)) · shared_expert(x)
+    const gate = g.op('Gemm', [x, weight(c, m.sharedGate, [1, m.weights.hidden])], { transB: 1 }); // [T,1]
+    return g.op('Mul', [g.op('Sigmoid', [gate]), y]);
+  });
 }
 
 /**

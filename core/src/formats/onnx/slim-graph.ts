@@ -15,15 +15,17 @@
  * - gives intermediate values the shortest free names (base 36, in order of appearance).
  *
  * Graph inputs, outputs and initializers keep their names: they are the model's interface and
- * the weights' link to weight_spec.json. A graph with subgraphs (If, Loop, Scan attributes),
- * quantization annotations or training info may name values from elsewhere, so there only
- * names and doc strings are dropped. The result computes exactly what the input does.
+ * the weights' link to weight_spec.json, and so do the values subgraphs (If, Loop, Scan
+ * attributes) mention: a subgraph may name values of the enclosing graph, and its own names
+ * stay as written (the short names avoid them). Graphs with quantization annotations or
+ * training info may name values from elsewhere, so there only names and doc strings are
+ * dropped. The result computes exactly what the input does.
  */
 import { attributeHoldsGraph, FIELD, WIRE } from './fields';
 import { scanFields, type WireField, type WireModel } from './wire-model';
 import { WireWriter } from './wire-writer';
 
-const { NodeProto: NP, GraphProto: GP, ValueInfoProto: VI } = FIELD;
+const { NodeProto: NP, GraphProto: GP, ValueInfoProto: VI, AttributeProto: AP, TensorProto: TP } = FIELD;
 const NODE_INPUT = NP.input;
 const NODE_OUTPUT = NP.output;
 const NODE_NAME = NP.name;
@@ -69,6 +71,29 @@ function hasSubgraph(bytes: Uint8Array, n: ParsedNode, file: string): boolean {
   return false;
 }
 
+/** Adds every value name `n`'s subgraphs mention (node inputs and outputs, graph inputs, outputs, value_info, initializers), recursively. */
+function subgraphNames(bytes: Uint8Array, n: ParsedNode, file: string, out: Set<string>): void {
+  for (const a of n.parts) {
+    if (a.field !== NP.attribute || a.wire !== WIRE.LEN) continue;
+    for (const x of scanFields(bytes, a.vStart, a.vEnd, file, 'attribute')) {
+      if ((x.field !== AP.g && x.field !== AP.graphs) || x.wire !== WIRE.LEN) continue;
+      for (const f of scanFields(bytes, x.vStart, x.vEnd, file, 'graph')) {
+        if (f.wire !== WIRE.LEN) continue;
+        if (f.field === GP.node) {
+          const sub = parseNode(bytes, f, file);
+          for (const name of [...sub.inputs, ...sub.outputs]) out.add(name);
+          subgraphNames(bytes, sub, file, out);
+        } else if (f.field === GP.input || f.field === GP.output || f.field === GP.value_info || f.field === GP.initializer) {
+          const nameField = f.field === GP.initializer ? TP.name : VI.name;
+          for (const y of scanFields(bytes, f.vStart, f.vEnd, file, 'value')) {
+            if (y.field === nameField && y.wire === WIRE.LEN) out.add(dec.decode(bytes.subarray(y.vStart, y.vEnd)));
+          }
+        }
+      }
+    }
+  }
+}
+
 /** The identity of a Constant node: every field but its output, name and doc string. */
 function constantKey(bytes: Uint8Array, n: ParsedNode): string | undefined {
   if (n.opType !== 'Constant' || (n.domain !== '' && n.domain !== 'ai.onnx') || n.inputs.length > 0 || n.outputs.length !== 1)
@@ -91,8 +116,9 @@ export function slimGraph(m: WireModel, keep: ReadonlySet<string>, file: string)
   const fixed = new Set<string>([...keep, ...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name), ...m.initializerNames, '']);
   const renameAll =
     !m.fields.some((f) => f.field === FIELD.ModelProto.training_info) /* its bindings name graph values */ &&
-    !m.graphFields.some((f) => f.field === GP.quantization_annotation) &&
-    !nodes.some((n) => hasSubgraph(bytes, n, file));
+    !m.graphFields.some((f) => f.field === GP.quantization_annotation);
+  // values a subgraph names keep their names, and no short name takes one of a subgraph's own
+  if (renameAll) for (const n of nodes) if (hasSubgraph(bytes, n, file)) subgraphNames(bytes, n, file, fixed);
 
   // Shared constants: later duplicates read the first one's output.
   const alias = new Map<string, string>();

@@ -33,8 +33,11 @@ export interface MoeSizes {
 
 const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
-/** `[E, H, 2I]` + `[E, I, H]` (transformers 4.57 Qwen3-VL-MoE): true when the config's sizes (or both shapes) say so. */
-function isRowFused(fused: SourceTensor, down: SourceTensor, sizes: MoeSizes): boolean {
+/**
+ * `[E, H, 2I]` + `[E, I, H]` (transformers 4.57 Qwen3-VL-MoE): true when the config's sizes (or both shapes) say so.
+ * Also what `export --onnx` asks to rebuild a legacy graph's fused experts from the prepared ones.
+ */
+export function isRowFused(fused: Pick<SourceTensor, 'key' | 'shape'>, down: Pick<SourceTensor, 'shape'>, sizes: MoeSizes): boolean {
   if (fused.shape.length !== 3 || down.shape.length !== 3) return false;
   const [E, A, B] = fused.shape as [number, number, number];
   if (sizes.hidden !== undefined && sizes.intermediate !== undefined) {
