@@ -90,13 +90,19 @@ export class SpecDocuments {
     this.hooks.closed?.(d);
   }
 
-  /** Re-checks every open document (files on disk or settings changed). */
-  recheckAll(filter: (d: SpecDoc) => boolean = () => true): void {
+  /**
+   * Re-checks every open document (files on disk or settings changed); the promises settle
+   * once each check published its diagnostics (or was superseded).
+   */
+  recheckAll(filter: (d: SpecDoc) => boolean = () => true): Promise<CheckRun | undefined>[] {
+    const checks: Promise<CheckRun | undefined>[] = [];
     for (const d of this.docs.values()) {
       if (!filter(d)) continue;
       d.session.options = { ...d.session.options, roots: this.roots };
       this.schedule(d, 0, true);
+      if (d.current) checks.push(d.current.promise);
     }
+    return checks;
   }
 
   /** Schedules a check of `d`'s current text; aborts the older one. */
