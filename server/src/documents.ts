@@ -92,17 +92,29 @@ export class SpecDocuments {
 
   /**
    * Re-checks every open document (files on disk or settings changed); the promises settle
-   * once each check published its diagnostics (or was superseded).
+   * once each document's newest check published its diagnostics (or the document closed).
    */
-  recheckAll(filter: (d: SpecDoc) => boolean = () => true): Promise<CheckRun | undefined>[] {
-    const checks: Promise<CheckRun | undefined>[] = [];
+  recheckAll(filter: (d: SpecDoc) => boolean = () => true): Promise<void>[] {
+    const checks: Promise<void>[] = [];
     for (const d of this.docs.values()) {
       if (!filter(d)) continue;
       d.session.options = { ...d.session.options, roots: this.roots };
       this.schedule(d, 0, true);
-      if (d.current) checks.push(d.current.promise);
+      checks.push(this.settled(d));
     }
     return checks;
+  }
+
+  /**
+   * Resolves when `d`'s newest check is done: a check superseded meanwhile (a watcher's, an
+   * edit's) publishes nothing, so the one that replaced it is awaited in turn.
+   */
+  private async settled(d: SpecDoc): Promise<void> {
+    for (let cur = d.current; cur; ) {
+      await cur.promise;
+      if (d.current === cur || this.docs.get(d.uri) !== d) return;
+      cur = d.current;
+    }
   }
 
   /** Schedules a check of `d`'s current text; aborts the older one. */
