@@ -110,7 +110,7 @@ export class SpecDocuments {
    * edit's) publishes nothing, so the one that replaced it is awaited in turn.
    */
   private async settled(d: SpecDoc): Promise<void> {
-    for (let cur = d.current; cur; ) {
+    for (let cur = d.current; cur;) {
       await cur.promise;
       if (d.current === cur || this.docs.get(d.uri) !== d) return;
       cur = d.current;
