@@ -6,13 +6,13 @@
 // file read here: diagnostics, hover, the quick fix, completion picked as company/corfu pick
 // and with C-M-i right after "mlp.", Prepare through workspace/executeCommand with the
 // warnings gone at its reply, and a renamed shard of the prepared folder noticed without an edit.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { bundleServer } from './support';
+import { bundleServer, typoExport } from './support';
 
 const tmp = tempDirs('ws-lsp-emacs-');
 const have = (cmd: string, arg: string) => spawnSync(cmd, [arg], { stdio: 'ignore' }).status === 0;
@@ -58,18 +58,10 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
   beforeAll(async () => {
     await bundleServer(REPO_ROOT);
     dir = tmp();
-    // A copy of the fixture checkpoint, so prepare can write its prepared folder beside it.
-    cpSync(path.join(fixturesDir(), 'llama'), path.join(dir, 'llama'), { recursive: true });
-    const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-    execFileSync(process.execPath, [cli, 'export', '--config', path.join(dir, 'llama'), '--out', path.join(dir, 'exp')], { stdio: 'pipe' });
-    const spec = path.join(dir, 'exp', 'weight_spec.json');
-    prepared = (JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } }).prepared
-      .dir;
-    const text = readFileSync(spec, 'utf8');
-    expect(text).toContain(`"key": "${FIXED}"`);
-    writeFileSync(spec, text.replace(`"key": "${FIXED}"`, `"key": "${TYPO}"`));
+    let spec: string;
+    ({ spec, prepared } = typoExport(fixturesDir(), REPO_ROOT, dir, FIXED, TYPO));
     // The spec's first file, in the prepared folder (reached through the export's symlink).
-    const first = (JSON.parse(text) as { files: { path: string }[] }).files[0]!.path;
+    const first = (JSON.parse(readFileSync(spec, 'utf8')) as { files: { path: string }[] }).files[0]!.path;
     shard = path.join(prepared, path.basename(first));
     // The bin on PATH, as `npm install -g .` links it; node beside it.
     const bin = path.join(dir, 'bin');

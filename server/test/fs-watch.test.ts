@@ -42,6 +42,19 @@ async function until(c: TestClient, uri: string, pred: (codes: string[]) => bool
   return codes(c.diagnostics(uri));
 }
 
+/** A workspace whose second shard lives elsewhere, reached through a link `linked` beside the spec. */
+function linkedShards(): { ws: ReturnType<typeof makeWorkspace>; real: string } {
+  const ws = makeWorkspace();
+  const real = path.join(tmp(), 'shards');
+  mkdirSync(real);
+  renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
+  symlinkSync(real, path.join(ws.dir, 'linked'));
+  const s = ws.spec();
+  s.files[1]!.path = 'linked/b.safetensors';
+  writeFileSync(ws.specFile, ws.text(s));
+  return { ws, real };
+}
+
 describe('own file watching (client without watchers)', () => {
   it('does not ask the client to watch, and notices a shard renamed away and back', async () => {
     const c = await noWatchClient();
@@ -78,15 +91,7 @@ describe('own file watching (client without watchers)', () => {
 
   it("follows a symlinked shard folder: a change at the link's target is noticed", async () => {
     const c = await noWatchClient();
-    const ws = makeWorkspace();
-    // The shards live elsewhere; the spec reaches them through a link beside it.
-    const real = path.join(tmp(), 'shards');
-    mkdirSync(real);
-    renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
-    symlinkSync(real, path.join(ws.dir, 'linked'));
-    const s = ws.spec();
-    s.files[1]!.path = 'linked/b.safetensors';
-    writeFileSync(ws.specFile, ws.text(s));
+    const { ws, real } = linkedShards();
     const { uri, diagnostics } = await c.open(ws.specFile);
     expect(diagnostics).toEqual([]);
     writeTensors(path.join(real, 'b.safetensors'), [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }]); // lm_head.weight gone
@@ -142,14 +147,7 @@ async function claimingClient(folder: string, init: Record<string, unknown> = {}
 
 describe('own file watching when the client claims it (folders it could miss)', () => {
   it('a shard folder behind a symlink inside the workspace folder is watched by the server; plain folders are left to the client', async () => {
-    const ws = makeWorkspace();
-    const real = path.join(tmp(), 'shards');
-    mkdirSync(real);
-    renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
-    symlinkSync(real, path.join(ws.dir, 'linked'));
-    const s = ws.spec();
-    s.files[1]!.path = 'linked/b.safetensors';
-    writeFileSync(ws.specFile, ws.text(s));
+    const { ws, real } = linkedShards();
     const c = await claimingClient(ws.dir, { roots: [real] });
     const { uri, diagnostics } = await c.open(ws.specFile);
     expect(diagnostics).toEqual([]);
