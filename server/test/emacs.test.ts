@@ -124,7 +124,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
   }, 300_000);
 
   it('ran every step in time, and the server wrote nothing on stderr', () => {
-    expect(errors).toEqual([]);
+    expect(errors, `eglot's JSON-RPC log:\n${String(steps.events)}\n*Messages*:\n${String(steps.messages)}`).toEqual([]);
     expect(steps.stderr).toBe('');
   });
 

@@ -1,9 +1,11 @@
 ;;; eglot-check.el --- drives Debian's Emacs + eglot against dist/server.js  -*- lexical-binding: t -*-
-;; Loaded by `emacs -nw -q' (site-start on: Debian's elpa-eglot) after the README's snippet,
-;; inside a tmux pane, so the real command loop runs: keys are typed into the terminal
-;; (tmux send-keys), idle timers (eglot's didChange, Flymake, ElDoc) fire as for a user. Each step waits for its condition by polling with a deadline, then the next runs.
-;; What it saw goes to $WS_OUT as JSON (server/test/emacs.test.ts checks it).
-;; Env: WS_TMUX (tmux's socket; the session is "ws"), WS_SPEC, WS_OUT, WS_TYPO, WS_COMPLETE_KEY, WS_COMPLETE_PREFIX, WS_DOT_PREFIX, WS_SHARD.
+;; Loaded by `emacs -nw -l' in a fresh HOME whose init.el is the README's snippet (Debian's
+;; site-start activates elpa-eglot), inside a tmux pane, so the real command loop runs: keys
+;; are typed into the terminal (tmux send-keys); idle timers (eglot's didChange, Flymake,
+;; ElDoc) fire as for a user. Each step waits for its condition by polling with a deadline,
+;; then the next runs. What it saw goes to $WS_OUT as JSON (server/test/emacs.test.ts checks it).
+;; Env: WS_TMUX (tmux's socket; the session is "ws"), WS_SPEC, WS_OUT, WS_TYPO,
+;; WS_COMPLETE_KEY, WS_COMPLETE_PREFIX, WS_DOT_PREFIX, WS_SHARD.
 (require 'cl-lib)
 (require 'json)
 (require 'subr-x)
@@ -27,18 +29,17 @@
   (puthash name value ws-steps)
   (ws-save))
 
+(defun ws-eglot-buffers (kind)
+  "The text of eglot's KIND buffers (\"stderr\": the server's stderr; \"events\": the JSON-RPC log)."
+  (mapconcat (lambda (b) (with-current-buffer b (buffer-string)))
+             (cl-remove-if-not (lambda (b) (string-match-p (format "\\`\\*EGLOT.*%s\\*\\'" kind) (buffer-name b)))
+                               (buffer-list))
+             ""))
+
 (defun ws-finish ()
   (puthash "messages" (with-current-buffer "*Messages*" (buffer-string)) ws-steps)
-  (puthash "stderr" (mapconcat (lambda (b) (with-current-buffer b (buffer-string)))
-                               (cl-remove-if-not (lambda (b) (string-match-p "\\`\\*EGLOT.*stderr\\*\\'" (buffer-name b)))
-                                                 (buffer-list))
-                               "")
-           ws-steps)
-  (puthash "events" (mapconcat (lambda (b) (with-current-buffer b (buffer-string)))
-                               (cl-remove-if-not (lambda (b) (string-match-p "\\`\\*EGLOT.*events\\*\\'" (buffer-name b)))
-                                                 (buffer-list))
-                               "")
-           ws-steps)
+  (puthash "stderr" (ws-eglot-buffers "stderr") ws-steps)
+  (puthash "events" (ws-eglot-buffers "events") ws-steps)
   (puthash "done" t ws-steps)
   (ws-save)
   (kill-emacs 0))
