@@ -115,14 +115,15 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
         return false; // not written yet, or being written
       }
     };
-    let finished = false;
-    let screen = '';
-    try {
-      finished = await until(() => done() || tmux('has-session').status !== 0, 240_000);
-      screen = tmux('capture-pane', '-p').stdout;
-    } finally {
-      tmux('kill-server'); // Emacs and the server with it, whatever happened
-    }
+    const watch = async (): Promise<{ finished: boolean; screen: string }> => {
+      try {
+        const finished = await until(() => done() || tmux('has-session').status !== 0, 240_000);
+        return { finished, screen: tmux('capture-pane', '-p').stdout };
+      } finally {
+        tmux('kill-server'); // Emacs and the server with it, whatever happened
+      }
+    };
+    const { finished, screen } = await watch();
     expect(finished && existsSync(out), `Emacs wrote no results; its screen:\n${screen}`).toBe(true);
     ({ steps, errors } = JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps; errors: string[] });
     expect(steps.done, `Emacs stopped early; its screen:\n${screen}`).toBe(true);
