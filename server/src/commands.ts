@@ -40,8 +40,8 @@ export interface CommandContext {
   settings(file: string): Promise<CommandSettings>;
   /** The client shows `window/workDoneProgress` created by the server. */
   progressSupport: boolean;
-  /** Called when a command finished (re-check the specs, refresh the lenses). */
-  finished(): void;
+  /** Called when a command finished (re-check the specs, refresh the lenses); the reply waits for it. */
+  finished(): void | Promise<void>;
 }
 
 type Planned = { title: string; args: string[]; cwd: string; env: Record<string, string>; done: (r: CliResult) => string };
@@ -67,7 +67,7 @@ export async function executeCommand(
       message: result.message,
     })
     .catch(() => undefined);
-  ctx.finished();
+  await ctx.finished();
   return result;
 }
 

@@ -71,7 +71,14 @@ export function completionAt(
   const contentEnd = inString ? node.offset + node.length - (closed ? 1 : 0) : 0;
   const replace = inString ? rangeOf(doc, { start: node.offset + 1, end: contentEnd }) : undefined;
   const shared = !!replace && opts.editRange === true;
-  const typed = inString ? text.slice(node.offset + 1, offset).toLowerCase() : '';
+  const typedRaw = inString ? text.slice(node.offset + 1, offset) : '';
+  const typed = typedRaw.toLowerCase();
+  // Clients that complete only the word at the cursor (eglot 1.9's completion-at-point, C-M-i)
+  // replace the text after the last '.' and insert `insertText` there, using the edit only
+  // after a choice: the insertText is the key's rest after what is typed up to that '.'.
+  // No filterText: VS Code filters it against the whole range, and Neovim 0.7's omnifunc
+  // would then start its match at the word instead of the edit.
+  const head = typedRaw.slice(0, typedRaw.lastIndexOf('.') + 1);
   const items: CompletionItem[] = [];
   let capped = false;
   const add = (label: string, detail: string, kind: CompletionItemKind, sort: string) => {
@@ -81,7 +88,8 @@ export function completionAt(
       return;
     }
     const quoted = JSON.stringify(label);
-    const content = quoted.slice(1, -1) + (closed ? '' : '"');
+    const escaped = quoted.slice(1, -1);
+    const content = escaped + (closed ? '' : '"');
     const edit = !replace
       ? { insertText: quoted }
       : shared
@@ -89,7 +97,8 @@ export function completionAt(
           ? {}
           : { textEditText: content }
         : { textEdit: { range: replace, newText: content } };
-    items.push({ label, kind, detail, sortText: sort + label, ...edit });
+    const rest = head && escaped.startsWith(head) && escaped.length > head.length ? escaped.slice(head.length) + (closed ? '' : '"') : '';
+    items.push({ label, kind, detail, sortText: sort + label, ...edit, ...(rest ? { insertText: rest } : {}) });
   };
   const spec = run.parsed.spec;
   if (p.length === 4 && p[2] === 'location' && p[3] === 'key') {

@@ -90,12 +90,30 @@ export class SpecDocuments {
     this.hooks.closed?.(d);
   }
 
-  /** Re-checks every open document (files on disk or settings changed). */
-  recheckAll(filter: (d: SpecDoc) => boolean = () => true): void {
+  /**
+   * Re-checks every open document (files on disk or settings changed); the promises settle
+   * once each document's newest check published its diagnostics (or the document closed).
+   */
+  recheckAll(filter: (d: SpecDoc) => boolean = () => true): Promise<void>[] {
+    const checks: Promise<void>[] = [];
     for (const d of this.docs.values()) {
       if (!filter(d)) continue;
       d.session.options = { ...d.session.options, roots: this.roots };
       this.schedule(d, 0, true);
+      checks.push(this.settled(d));
+    }
+    return checks;
+  }
+
+  /**
+   * Resolves when `d`'s newest check is done: a check superseded meanwhile (a watcher's, an
+   * edit's) publishes nothing, so the one that replaced it is awaited in turn.
+   */
+  private async settled(d: SpecDoc): Promise<void> {
+    for (let cur = d.current; cur;) {
+      await cur.promise;
+      if (d.current === cur || this.docs.get(d.uri) !== d) return;
+      cur = d.current;
     }
   }
 

@@ -1,6 +1,8 @@
 /**
- * The server's own file watching, for clients that cannot watch (no dynamic registration of
- * `workspace/didChangeWatchedFiles`, as Neovim 0.7): `fs.watch` on the directories each open
+ * The server's own file watching: for clients that cannot watch (no dynamic registration of
+ * `workspace/didChangeWatchedFiles`, as Neovim 0.7) every directory an open spec depends on,
+ * for the others those a client watching its roots could miss ({@link missedByClient}).
+ * `fs.watch` on the directories each open
  * spec depends on (see {@link dependenciesOf}) and on their real paths when they go through
  * symlinks. A directory that does not exist yet (the prepared folder before prepare) is
  * watched through its nearest existing ancestor, so its creation is seen. Events are
@@ -13,6 +15,33 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
+/**
+ * True when a client that watches its workspace roots could miss changes in `dir`: it lies
+ * outside every root, or a symlink lies between the root and it (eglot 1.9 watches only
+ * folders that hold project files, and a project listing does not follow the export's link
+ * to its prepared folder). The server then watches `dir` itself, whatever the client claims.
+ */
+export function missedByClient(dir: string, roots: readonly string[]): boolean {
+  const abs = path.resolve(dir);
+  for (const r of roots) {
+    const root = path.resolve(r);
+    const rel = path.relative(root, abs);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) continue;
+    let linked = false;
+    for (let cur = abs; cur.length > root.length && !linked; cur = path.dirname(cur)) linked = isLink(cur);
+    if (!linked) return false;
+  }
+  return true;
+}
+
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false; // not there (yet): its nearest existing ancestor decides
+  }
+}
 
 /** The directories to watch for a set of dependency directories. */
 export function watchTargets(dirs: Iterable<string>): Set<string> {

@@ -31,7 +31,7 @@ import { compileStateOf } from './compile-state';
 import { offsetsOf } from './diagnostics';
 import { SpecDocuments, uriToPath, type SpecDoc } from './documents';
 import { formatDocument } from './formatting';
-import { FsWatchers, type FsWatchOptions } from './fs-watch';
+import { FsWatchers, missedByClient, type FsWatchOptions } from './fs-watch';
 import { connectionLog, guarded, guardedNotification } from './guard';
 import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
@@ -72,14 +72,20 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let completionEditRange = false;
   let configurationSupport = false;
   let initSettings: CommandSettings = {};
-  /** The server's own watchers, when the client cannot watch (set at initialize). */
+  /**
+   * The server's own watchers (made at initialize): every dependency folder when the client
+   * cannot watch, else those outside the workspace folders or behind a symlink, which a
+   * client need not report whatever it claims (eglot 1.9 watches only folders of project files).
+   */
   let ownWatch: FsWatchers | undefined;
   /** Diagnostics of the closed specs of the workspace (initializationOptions.workspaceDiagnostics). */
   let workspaceDiags: WorkspaceDiagnostics | undefined;
-  const filesChanged = (filter: (d: SpecDoc) => boolean): void => {
-    documents.recheckAll(filter);
+  /** Re-checks the specs `filter` picks; resolves once their diagnostics are published. */
+  const filesChanged = (filter: (d: SpecDoc) => boolean): Promise<void> => {
+    const checks = documents.recheckAll(filter);
     if (codeLensRefresh) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
     if (inlayRefresh) void connection.languages.inlayHint.refresh().catch(() => undefined);
+    return Promise.all(checks).then(() => undefined);
   };
   let inlayRefresh = false;
   // Allowed roots by where they came from; each source replaces its own part, so a removed
@@ -93,7 +99,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       const dep = dependenciesOf(d.file, run);
       deps.set(d.uri, dep);
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
-      if (ownWatch) ownWatch.update(d.uri, dep.dirs);
+      if (ownWatch)
+        ownWatch.update(d.uri, watches.dynamic ? [...dep.dirs].filter((x) => missedByClient(x, rootSources.folders)) : dep.dirs);
       if (specStateChanged) void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
     },
     closed(d) {
@@ -147,13 +154,11 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       const ws = params.capabilities.workspace;
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
-      if (!watches.dynamic) {
-        ownWatch = new FsWatchers(
-          (uris) => filesChanged((d) => uris.includes(d.uri)),
-          options.watchDebounceMs ?? 100,
-          options.watchOptions,
-        );
-      }
+      ownWatch = new FsWatchers(
+        (uris) => void filesChanged((d) => uris.includes(d.uri)),
+        options.watchDebounceMs ?? 100,
+        options.watchOptions,
+      );
       codeLensRefresh = !!ws?.codeLens?.refreshSupport;
       inlayRefresh = !!ws?.inlayHint?.refreshSupport;
     } catch (err) {
@@ -200,7 +205,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     guardedNotification(log, 'didChangeWatchedFiles', (p) => {
       const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
       if (changed.length === 0) return;
-      filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
+      void filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
       workspaceDiags?.filesChanged(changed);
     }),
   );
@@ -332,8 +337,10 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         progressSupport,
         finished() {
           // Files the command wrote change the checks (a prepared dir appears): re-check now,
-          // whether or not any watcher reports it.
-          filesChanged(() => true);
+          // whether or not any watcher reports it, and publish before the reply: a client may
+          // leave what follows a reply unread until the server next writes (jsonrpc 1.0.14,
+          // eglot on Emacs 28), so diagnostics sent after it would look stale.
+          return filesChanged(() => true);
         },
       },
       p,

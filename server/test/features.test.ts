@@ -63,6 +63,37 @@ describe('language features on a workspace spec', () => {
     expect(e2.newText).toBe('model.layers.0.self_attn.q_proj.weight"');
   });
 
+  it('a client that replaces only the word at the cursor with insertText (eglot 1.9, C-M-i) gets the same key as the edit', async () => {
+    const base = ws.text(ws.spec());
+    const key = 'model.layers.0.self_attn.q_proj.weight';
+    const start = base.indexOf(`"key": "${key}"`) + 8;
+    // Typed up to a '.', typed into the last part, and without the closing quote yet.
+    for (const [typed, tail] of [
+      ['model.layers.0.self_attn.', base.slice(start + key.length)],
+      ['model.layers.0.self_attn.q_p', base.slice(start + key.length)],
+      ['model.layers.0.self_attn.q_p\n', base.slice(start + key.length + 1).replace(/^,?/, '')],
+    ] as const) {
+      const doc = base.slice(0, start) + typed + tail;
+      await client.replace(uri, doc);
+      const at = start + typed.trimEnd().length;
+      const list = await client.request<CompletionList>('textDocument/completion', {
+        textDocument: { uri },
+        position: positionOf(doc, at),
+      });
+      const item = list.items.find((i) => i.label === key)!;
+      expect(item.filterText).toBeUndefined();
+      // The word at the cursor, as Emacs's symbol bounds in js-mode see it ('.' ends a word).
+      let from = at;
+      while (from > 0 && /[\w$]/.test(doc[from - 1]!)) from--;
+      let to = at;
+      while (/[\w$]/.test(doc[to] ?? '')) to++;
+      const byWord = doc.slice(0, from) + item.insertText! + doc.slice(to);
+      const byEdit = applyEdits(doc, [item.textEdit as { range: Parameters<typeof textOf>[1]; newText: string }]);
+      expect(byWord).toBe(byEdit);
+      if (!typed.endsWith('\n')) expect(byWord).toBe(base);
+    }
+  });
+
   it('a client that takes itemDefaults.editRange (VS Code) gets the range once, and the same edits', async () => {
     const vscodeLike = await startInMemory({
       capabilities: {

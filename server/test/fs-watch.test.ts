@@ -4,10 +4,11 @@
 // notification. The prepare-written-elsewhere case is in commands.test.ts.
 import fs, { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Diagnostic } from 'vscode-languageserver-protocol';
 import { ELEM, onnxBytes, writeTensors } from '../../core/test/check-helpers';
-import { FsWatchers, watchTargets } from '../src/fs-watch';
+import { FsWatchers, missedByClient, watchTargets } from '../src/fs-watch';
 import { startInMemory, type TestClient } from './harness';
 import { tempDirs } from '../../test/support/temp';
 import { makeWorkspace, preparedCopy } from './workspace';
@@ -39,6 +40,19 @@ async function until(c: TestClient, uri: string, pred: (codes: string[]) => bool
     await Promise.race([c.nextDiagnostics(uri), new Promise((r) => setTimeout(r, left))]);
   }
   return codes(c.diagnostics(uri));
+}
+
+/** A workspace whose second shard lives elsewhere, reached through a link `linked` beside the spec. */
+function linkedShards(): { ws: ReturnType<typeof makeWorkspace>; real: string } {
+  const ws = makeWorkspace();
+  const real = path.join(tmp(), 'shards');
+  mkdirSync(real);
+  renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
+  symlinkSync(real, path.join(ws.dir, 'linked'));
+  const s = ws.spec();
+  s.files[1]!.path = 'linked/b.safetensors';
+  writeFileSync(ws.specFile, ws.text(s));
+  return { ws, real };
 }
 
 describe('own file watching (client without watchers)', () => {
@@ -77,15 +91,7 @@ describe('own file watching (client without watchers)', () => {
 
   it("follows a symlinked shard folder: a change at the link's target is noticed", async () => {
     const c = await noWatchClient();
-    const ws = makeWorkspace();
-    // The shards live elsewhere; the spec reaches them through a link beside it.
-    const real = path.join(tmp(), 'shards');
-    mkdirSync(real);
-    renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(real, 'b.safetensors'));
-    symlinkSync(real, path.join(ws.dir, 'linked'));
-    const s = ws.spec();
-    s.files[1]!.path = 'linked/b.safetensors';
-    writeFileSync(ws.specFile, ws.text(s));
+    const { ws, real } = linkedShards();
     const { uri, diagnostics } = await c.open(ws.specFile);
     expect(diagnostics).toEqual([]);
     writeTensors(path.join(real, 'b.safetensors'), [{ key: 'model.norm.weight', dtype: 'F32', shape: [4] }]); // lm_head.weight gone
@@ -121,6 +127,72 @@ describe('own file watching (client without watchers)', () => {
     await expect.poll(() => published() - before, { timeout: 10_000 }).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 600)); // longer than the debounce: any second check would show
     expect(published() - before).toBe(1);
+  });
+});
+
+/**
+ * A client that claims dynamic watching but reports nothing, as eglot 1.9 for folders that
+ * hold no project files; `watched` records the folders the server's own watcher opened.
+ */
+async function claimingClient(folder: string, init: Record<string, unknown> = {}): Promise<TestClient & { watched: string[] }> {
+  const watched: string[] = [];
+  const c = await startInMemory({
+    workspaceFolders: [{ uri: pathToFileURL(folder).toString(), name: 'ws' }],
+    initializationOptions: init,
+    serverOptions: { watchDebounceMs: 50, watchOptions: { watch: (d, o, l) => (watched.push(d), fs.watch(d, o, l)) } },
+  });
+  clients.push(c);
+  return Object.assign(c, { watched });
+}
+
+describe('own file watching when the client claims it (folders it could miss)', () => {
+  it('a shard folder behind a symlink inside the workspace folder is watched by the server; plain folders are left to the client', async () => {
+    const { ws, real } = linkedShards();
+    const c = await claimingClient(ws.dir, { roots: [real] });
+    const { uri, diagnostics } = await c.open(ws.specFile);
+    expect(diagnostics).toEqual([]);
+    await expect.poll(() => c.registrations.length).toBeGreaterThan(0); // the client is still asked to watch
+    expect(c.watched.sort()).toEqual([path.join(ws.dir, 'linked'), real].sort());
+    renameSync(path.join(real, 'b.safetensors'), path.join(real, 'b.old'));
+    expect(await until(c, uri, (x) => x.includes('file-missing'))).toContain('file-missing');
+    expect(c.version(uri)).toBe(1); // no edit
+  });
+
+  it('a shard folder outside the workspace folders (admitted by roots) is watched by the server', async () => {
+    const ws = makeWorkspace();
+    const outside = path.join(tmp(), 'shards');
+    mkdirSync(outside);
+    renameSync(path.join(ws.dir, 'ckpt', 'b.safetensors'), path.join(outside, 'b.safetensors'));
+    const s = ws.spec();
+    s.files[1]!.path = path.join(outside, 'b.safetensors');
+    writeFileSync(ws.specFile, ws.text(s));
+    const c = await claimingClient(ws.dir, { roots: [outside] });
+    const { uri, diagnostics } = await c.open(ws.specFile);
+    expect(diagnostics).toEqual([]);
+    expect(c.watched).toEqual([outside]);
+    renameSync(path.join(outside, 'b.safetensors'), path.join(outside, 'b.old'));
+    expect(await until(c, uri, (x) => x.includes('file-missing'))).toContain('file-missing');
+  });
+});
+
+describe('missedByClient', () => {
+  it('inside a root without links: no; behind a link, dangling or not, outside every root, or without roots: yes', () => {
+    const dir = tmp();
+    mkdirSync(path.join(dir, 'ws', 'plain'), { recursive: true });
+    mkdirSync(path.join(dir, 'elsewhere'));
+    symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'ws', 'link'));
+    symlinkSync(path.join(dir, 'not-yet'), path.join(dir, 'ws', 'dangling'));
+    const roots = [path.join(dir, 'ws')];
+    expect(missedByClient(path.join(dir, 'ws', 'plain'), roots)).toBe(false);
+    expect(missedByClient(path.join(dir, 'ws'), roots)).toBe(false);
+    expect(missedByClient(path.join(dir, 'ws', 'link'), roots)).toBe(true);
+    expect(missedByClient(path.join(dir, 'ws', 'link', 'sub'), roots)).toBe(true);
+    expect(missedByClient(path.join(dir, 'ws', 'dangling'), roots)).toBe(true);
+    expect(missedByClient(path.join(dir, 'elsewhere'), roots)).toBe(true);
+    expect(missedByClient(path.join(dir, 'ws-sibling'), roots)).toBe(true);
+    expect(missedByClient(path.join(dir, 'ws', 'plain'), [])).toBe(true);
+    // Another root holding it without a link wins over one it is linked into.
+    expect(missedByClient(path.join(dir, 'ws', 'link'), [...roots, path.join(dir, 'ws', 'link')])).toBe(false);
   });
 });
 

@@ -4,14 +4,14 @@
 // <C-y>, the Prepare lens run through workspace/executeCommand, and the not-prepared warnings
 // clearing without an edit. Neovim runs server/test/neovim/lsp-check.lua, which writes what
 // it saw to a JSON file read here.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SERVER_COMMANDS } from '../../core/src/protocol';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { bundleServer } from './support';
+import { bundleServer, typoExport } from './support';
 
 const tmp = tempDirs('ws-lsp-nvim-');
 const haveNvim = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -32,16 +32,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
   beforeAll(async () => {
     await bundleServer(REPO_ROOT);
     dir = tmp();
-    // A copy of the fixture checkpoint, so prepare can write its prepared folder beside it.
-    cpSync(path.join(fixturesDir(), 'llama'), path.join(dir, 'llama'), { recursive: true });
-    const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
-    execFileSync(process.execPath, [cli, 'export', '--config', path.join(dir, 'llama'), '--out', path.join(dir, 'exp')], { stdio: 'pipe' });
-    spec = path.join(dir, 'exp', 'weight_spec.json');
-    prepared = (JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } }).prepared
-      .dir;
-    const text = readFileSync(spec, 'utf8');
-    expect(text).toContain(`"key": "${FIXED}"`);
-    writeFileSync(spec, text.replace(`"key": "${FIXED}"`, `"key": "${TYPO}"`));
+    ({ spec, prepared } = typoExport(fixturesDir(), REPO_ROOT, dir, FIXED, TYPO));
     const out = path.join(dir, 'nvim-out.json');
     const r = spawnSync(
       'nvim',

@@ -111,6 +111,8 @@ describe('README "Other editors"', () => {
     expect(forms.length).toBe(5);
     const flat = JSON.stringify(forms);
     expect(flat).toContain('"weight-spec-language-server","--stdio"');
+    // js-mode, not js-json-mode (Emacs 29.1+ only): one snippet for Emacs 28 and 29 (issue 38).
+    expect(forms[0]).toEqual([{ sym: 'define-derived-mode' }, { sym: 'weight-spec-mode' }, { sym: 'js-mode' }, 'Weight-Spec']);
     expect(flat).toContain('{"sym":"eglot-server-programs"}');
     expect(flat).toContain('{"sym":":initializationOptions"}');
     expect(flat).toContain('{"sym":":weightSpec"}');

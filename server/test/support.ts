@@ -1,5 +1,7 @@
 // Small helpers shared by the server tests (data made in code, in temp dirs).
-import { openSync, readSync, closeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, cpSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 /** The JSON header of a safetensors file, read independently of core. */
 export function safetensorsHeaderJson(file: string): Record<string, unknown> {
@@ -47,4 +49,21 @@ export async function bundleServer(root: string): Promise<void> {
       outfile: 'dist/server.js',
     });
   }
+}
+
+/**
+ * The editor tests' workspace: a copy of the llama fixture checkpoint in `dir` (so prepare can
+ * write its prepared folder beside it), our export of it in `dir/exp` by dist/cli.js, and in its
+ * spec the key `fixed` replaced by `typo`. Returns the spec and where export says prepare writes.
+ */
+export function typoExport(fixtures: string, root: string, dir: string, fixed: string, typo: string): { spec: string; prepared: string } {
+  cpSync(path.join(fixtures, 'llama'), path.join(dir, 'llama'), { recursive: true });
+  const cli = path.join(root, 'dist', 'cli.js');
+  execFileSync(process.execPath, [cli, 'export', '--config', path.join(dir, 'llama'), '--out', path.join(dir, 'exp')], { stdio: 'pipe' });
+  const spec = path.join(dir, 'exp', 'weight_spec.json');
+  const report = JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } };
+  const text = readFileSync(spec, 'utf8');
+  if (!text.includes(`"key": "${fixed}"`)) throw new Error(`${spec} has no key "${fixed}"`);
+  writeFileSync(spec, text.replace(`"key": "${fixed}"`, `"key": "${typo}"`));
+  return { spec, prepared: report.prepared.dir };
 }
