@@ -29,6 +29,7 @@ export {
   readRegularFileSync,
   specialKind,
 } from './file-kind';
+export { confineFilePath, judgeFilePath, trustedFolders, type FilePathVerdict } from './trust';
 export { createOutputGuard, type OutputGuard, type OutputGuardOptions } from './output-guard';
 export {
   TEMP_NAME_RE,
