@@ -30,7 +30,7 @@ export {
   specialKind,
 } from './file-kind';
 export { confineFilePath, judgeFilePath, trustedFolders, type FilePathVerdict } from './trust';
-export { createOutputGuard, type OutputGuard, type OutputGuardOptions } from './output-guard';
+export { checkOutputFile, createOutputGuard, writeOutputFile, type OutputGuard, type OutputGuardOptions } from './output-guard';
 export {
   TEMP_NAME_RE,
   atomicReplaceDir,

@@ -5,10 +5,10 @@
  * through the Qwen processor steps (image.ts) with the model's preprocessor_config.json.
  */
 import path from 'node:path';
-import { FormatError } from '../../errors';
+import { FormatError, UsageError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
-import { decodeImage, processImage, processorConfig } from './image';
+import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import type { VlmImages } from './vlm-runner';
 
 /** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
@@ -45,14 +45,38 @@ export function readPixelValues(file: string): VlmImages {
   return { pixelValues: data, patchDim: dim, grids };
 }
 
+/** Limits of {@link readImages}, judged on each image's declared size before it is decoded. */
+export interface ImageLimits {
+  /** `run --max-image-pixels` (default Pillow's limit). */
+  maxPixels?: number;
+  /** The language graph's KV cache length, when known: the images' vision rows must fit it. */
+  ctxLen?: number;
+}
+
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
-export function readImages(files: string[], m: VlmManifest): VlmImages {
+export function readImages(files: string[], m: VlmManifest, limits: ImageLimits = {}): VlmImages {
   const cfg = processorConfig(path.dirname(m.config), {
     patch: m.vision.patch_size,
     temporalPatch: m.vision.temporal_patch_size,
     merge: m.vision.spatial_merge_size,
   });
-  const parts = files.map((f) => processImage(decodeImage(f), cfg));
+  const factor = cfg.patch * cfg.merge;
+  let rows = 0;
+  const parts = files.map((f) => {
+    const checkSize = (width: number, height: number) => {
+      // The grid smart_resize will give, from the declared size: its merged rows are the
+      // image's tokens, which must fit the cache together with the earlier images'.
+      const [h, w] = smartResize(height, width, factor, cfg.minPixels, cfg.maxPixels);
+      rows += (h / factor) * (w / factor);
+      if (limits.ctxLen !== undefined && rows > limits.ctxLen) {
+        throw new UsageError(
+          `${f}: ${width}×${height} resizes to ${w}×${h}, ${(h / factor) * (w / factor)} image tokens; ` +
+            `the images need ${rows} positions but ctx_len is ${limits.ctxLen} (refused before decoding; use a smaller image or a larger ctx_len)`,
+        );
+      }
+    };
+    return processImage(decodeImage(f, { maxPixels: limits.maxPixels, checkSize }), cfg);
+  });
   const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
   const pixelValues = new Float32Array(total);
   let o = 0;
