@@ -45,7 +45,7 @@ describeFixtures('compile.json is judged where it sits', () => {
     const copy = path.join(user.root, 'copy');
     fs.cpSync(user.exportDir, copy, { recursive: true, verbatimSymlinks: true });
     // "Re-export" the copy: the same weights, another graph (a changed doc string is enough).
-    const m = decodeModel(fs.readFileSync(path.join(copy, 'model.onnx')));
+    const m = decodeModel(fs.readFileSync(path.join(copy, 'model.onnx')), path.join(copy, 'model.onnx'));
     (m as { docString?: string }).docString = 'exported again with --ctx-len 16';
     fs.writeFileSync(path.join(copy, 'model.onnx'), encodeModel(m));
     const st = compileStatus(copy);
