@@ -20,6 +20,7 @@ import { isPrepareDtype, PREPARE_DTYPES, type PrepareDtype } from '../../core/sr
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
 import { compileBlocker, isSpecFile, specInfo } from '../../core/src/editor/spec-state';
+import { outsideConfirmation, prepareTargets } from '../../core/src/editor/workspace-trust';
 import type { InspectDocuments } from './inspect-document';
 import { runCommand, type RunCommandOptions } from './run-flow';
 import { listCachedModels } from '../../core/src/editor/cached-models';
@@ -141,8 +142,17 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
   let dtype = o.dtype;
   if (target && isSpecFile(target) && !o.checkpoint) {
     const info = specInfo(target);
-    checkpoint = info.sourceCheckpoint;
-    out ??= info.preparedDir;
+    // --checkpoint and --out come from export-report.json, a file anyone may have written:
+    // resolved against it, and a path outside the workspace needs the user's yes.
+    const roots = [...(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), ...settings(vscode.Uri.file(target)).roots];
+    const targets = prepareTargets(target, roots);
+    const ask = outsideConfirmation('Prepare', o.out ? targets.outside.filter((v) => v !== targets.out) : targets.outside);
+    if (ask) {
+      const allow = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, 'Use them');
+      if (allow !== 'Use them') return undefined;
+    }
+    checkpoint = targets.checkpoint?.abs;
+    out ??= targets.out?.abs;
     if (!dtype && isPrepareDtype(info.dtype)) dtype = info.dtype;
     if (!checkpoint) checkpoint = await pickFolder('Source checkpoint (safetensors) to prepare for this spec', info.dir);
   } else if (target) {

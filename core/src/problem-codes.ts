@@ -55,6 +55,11 @@ export const PROBLEM_SEVERITY = {
   'not-prepared': 'warning',
   /** A prepared checkpoint whose prepare never finished or whose files were damaged since. */
   'prepared-incomplete': 'error',
+  /**
+   * A prepared checkpoint whose manifest records another fingerprint than its folder name, or
+   * another source than the export's report: another prepare replaced it (issue #28).
+   */
+  'prepared-mismatch': 'error',
   /** A prepared checkpoint whose source changed since (its files are still self-consistent). */
   'prepared-stale': 'warning',
   // inputs[] against the checkpoint.

@@ -119,11 +119,26 @@ export interface ServerInitOptions {
   qaicCompilePath?: string;
   onnxRuntimePath?: string;
   /**
+   * Settings that name code to run (`qaicCompilePath`, `onnxRuntimePath`) are taken from
+   * `workspace/configuration` only when this is true: a client may answer that request from
+   * project-local files (`.vscode/settings.json`, `.helix/languages.toml`, `.dir-locals.el`),
+   * which a repository can carry. Default false: only the values in initializationOptions
+   * (the user's own editor configuration) count.
+   */
+  trustWorkspaceSettings?: boolean;
+  /**
    * The same settings nested (Helix sends its `config` table, written `config.weightSpec`, as
    * initializationOptions); they win over the flat keys.
    */
   weightSpec?: Pick<
     ServerInitOptions,
-    'roots' | 'debounceMs' | 'defaultDtype' | 'maxRamGb' | 'compileBackend' | 'qaicCompilePath' | 'onnxRuntimePath'
+    | 'roots'
+    | 'debounceMs'
+    | 'defaultDtype'
+    | 'maxRamGb'
+    | 'compileBackend'
+    | 'qaicCompilePath'
+    | 'onnxRuntimePath'
+    | 'trustWorkspaceSettings'
   >;
 }

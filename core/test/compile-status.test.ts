@@ -62,9 +62,10 @@ describe('compileStatus', () => {
       expect(st.state).toBe('up-to-date');
       expect(st.backend).toBe('ort');
       expect(fs.existsSync(st.artifact!)).toBe(true);
-      // Only compile.json itself is read: the stamps decide.
+      // Only compile.json itself and the prepared folder's list of what compile wrote there
+      // (the proof the artifact is this export's, issue #28) are read: the stamps decide.
       const byPath = [...read.mock.calls, ...open.mock.calls].map((c) => c[0]).filter((p) => typeof p === 'string');
-      expect(byPath.map((p) => path.basename(String(p)))).toEqual(['compile.json']);
+      expect(byPath.map((p) => path.basename(String(p)))).toEqual(['compile.json', '.weight-spec-compiled.json']);
     } finally {
       read.mockRestore();
       open.mockRestore();

@@ -19,6 +19,8 @@ import { compileArgs, prepareArgs, type Backend } from '../../core/src/editor/cl
 import { isPrepareDtype } from '../../core/src/formats/dtype';
 import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
 import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
+import { compileOutside, outsideRefusal, prepareTargets } from '../../core/src/editor/workspace-trust';
+import { isInside } from '../../core/src/paths';
 import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
 import { uriToPath } from './documents';
 
@@ -38,6 +40,11 @@ export interface CommandContext {
   cliPath: string;
   /** The settings for a file (workspace/configuration, else initializationOptions). */
   settings(file: string): Promise<CommandSettings>;
+  /**
+   * The workspace roots (folders, `weightSpec.roots`): paths read from files in the workspace
+   * (export-report.json, compile.json, the spec) must stay inside them or the export folder.
+   */
+  roots(): readonly string[];
   /** The client shows `window/workDoneProgress` created by the server. */
   progressSupport: boolean;
   /** Called when a command finished (re-check the specs, refresh the lenses); the reply waits for it. */
@@ -79,15 +86,26 @@ function fileOf(arg: unknown): string {
   return file;
 }
 
+/** An executeCommand argument (any client may send one) must name a file inside the roots, when there are roots. */
+function confinedArgument(file: string, roots: readonly string[]): void {
+  if (roots.length === 0 || roots.some((r) => isInside(path.resolve(r), file))) return;
+  throw new Error(`${file}: the command's argument is outside the workspace (${roots.join(', ')})`);
+}
+
 async function planCommand(ctx: CommandContext, command: string, arg: unknown): Promise<Planned> {
   const file = fileOf(arg);
+  const roots = ctx.roots();
+  confinedArgument(file, roots);
   const s = await ctx.settings(file);
   const env = cliToolEnv({ qaicCompilePath: s.qaicCompilePath || undefined, ortPath: s.onnxRuntimePath || undefined });
   switch (command) {
     case SERVER_COMMANDS.prepare: {
       if (!isSpecFile(file)) throw new Error(`${file}: prepare from the editor needs a weight_spec.json`);
       const info = specInfo(file);
-      if (!info.sourceCheckpoint) {
+      const targets = prepareTargets(file, roots);
+      const refused = outsideRefusal(targets.outside);
+      if (refused) throw new Error(refused);
+      if (!targets.checkpoint) {
         throw new Error(
           `${file}: its export recorded no source checkpoint (export-report.json); run weight-spec prepare --checkpoint <dir> --out <dir>`,
         );
@@ -95,24 +113,24 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
       const fallback = isPrepareDtype(s.defaultDtype) ? s.defaultDtype : 'float32';
       const dtype = isPrepareDtype(info.dtype) ? info.dtype : fallback;
       const maxRamGb = typeof s.maxRamGb === 'number' && s.maxRamGb > 0 ? s.maxRamGb : undefined;
-      const args = prepareArgs({
-        checkpoint: info.sourceCheckpoint,
-        dtype,
-        ...(info.preparedDir ? { out: info.preparedDir } : {}),
-        ...(maxRamGb ? { maxRamGb } : {}),
-      });
+      // Absolute paths, resolved against the report (never against the CLI's cwd).
+      const checkpoint = targets.checkpoint.abs;
+      const out = targets.out?.abs;
+      const args = prepareArgs({ checkpoint, dtype, ...(out ? { out } : {}), ...(maxRamGb ? { maxRamGb } : {}) });
       return {
-        title: `Preparing ${path.basename(info.sourceCheckpoint)} (${dtype})`,
+        title: `Preparing ${path.basename(checkpoint)} (${dtype})`,
         args,
-        cwd: info.sourceCheckpoint,
+        cwd: checkpoint,
         env,
-        done: () => `Prepared ${info.sourceCheckpoint}${info.preparedDir ? ` into ${info.preparedDir}` : ''}`,
+        done: () => `Prepared ${checkpoint}${out ? ` into ${out}` : ''}`,
       };
     }
     case SERVER_COMMANDS.compile:
     case SERVER_COMMANDS.recompile: {
       const force = command === SERVER_COMMANDS.recompile;
       const exportDir = isSpecFile(file) ? path.dirname(file) : file;
+      const refused = outsideRefusal(compileOutside(exportDir, roots));
+      if (refused) throw new Error(refused);
       const backend: Backend = s.compileBackend === 'qaic' ? 'qaic' : 'ort';
       return {
         title: `${force ? 'Re-compiling' : 'Compiling'} ${path.basename(exportDir)} (${backend})`,

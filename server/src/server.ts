@@ -72,6 +72,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let completionEditRange = false;
   let configurationSupport = false;
   let initSettings: CommandSettings = {};
+  let trustWorkspaceSettings = false;
   /**
    * The server's own watchers (made at initialize): every dependency folder when the client
    * cannot watch, else those outside the workspace folders or behind a symlink, which a
@@ -151,6 +152,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       completionEditRange = params.capabilities.textDocument?.completion?.completionList?.itemDefaults?.includes('editRange') === true;
       configurationSupport = params.capabilities.workspace?.configuration === true;
       initSettings = settingsOf(init);
+      trustWorkspaceSettings = init.trustWorkspaceSettings === true;
       const ws = params.capabilities.workspace;
       watches.dynamic = !!ws?.didChangeWatchedFiles?.dynamicRegistration;
       watches.relativePatterns = !!ws?.didChangeWatchedFiles?.relativePatternSupport;
@@ -321,7 +323,12 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     if (!configurationSupport) return initSettings;
     try {
       const got: unknown = await connection.workspace.getConfiguration({ scopeUri: pathToFileURL(file).toString(), section: 'weightSpec' });
-      return { ...initSettings, ...settingsOf(got) };
+      const { qaicCompilePath, onnxRuntimePath, ...rest } = settingsOf(got);
+      // Code to run comes from the user's own configuration unless the client vouches for the project's.
+      const code = trustWorkspaceSettings
+        ? { ...(qaicCompilePath ? { qaicCompilePath } : {}), ...(onnxRuntimePath ? { onnxRuntimePath } : {}) }
+        : {};
+      return { ...initSettings, ...rest, ...code };
     } catch {
       return initSettings;
     }
@@ -334,6 +341,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         connection,
         cliPath: options.cliPath ?? 'cli.js',
         settings: settingsFor,
+        roots: () => documents.roots,
         progressSupport,
         finished() {
           // Files the command wrote change the checks (a prepared dir appears): re-check now,

@@ -30,8 +30,11 @@ function exported(): { dir: string; spec: string; prepared: string } {
 }
 
 /** A client like Neovim 0.7: progress yes, dynamic file watchers no, no custom options. */
-async function neovimLike(): Promise<TestClient & { messages: { type: number; message: string }[]; progress: unknown[] }> {
+async function neovimLike(root?: string): Promise<TestClient & { messages: { type: number; message: string }[]; progress: unknown[] }> {
   const c = await startInMemory({
+    // The workspace holds the checkpoint, the export and the prepared folder (issue #28: paths
+    // from export-report.json must stay inside the workspace).
+    ...(root ? { workspaceFolders: [{ uri: pathToFileURL(root).toString(), name: 'ws' }] } : {}),
     capabilities: { window: { workDoneProgress: true }, workspace: { didChangeWatchedFiles: { dynamicRegistration: false } } },
     serverOptions: { cliPath: CLI, watchDebounceMs: 50 },
   });
@@ -49,8 +52,8 @@ describeFixtures('server commands and own watching (clients without them)', () =
   }, 120_000);
 
   it('lenses carry the server commands, unless the client runs its own (the extension)', async () => {
-    const { spec } = exported();
-    const c = await neovimLike();
+    const { dir, spec } = exported();
+    const c = await neovimLike(dir);
     const vs = await startInMemory({ initializationOptions: { clientCommands: true } });
     try {
       const { uri } = await c.open(spec);
@@ -66,8 +69,8 @@ describeFixtures('server commands and own watching (clients without them)', () =
   });
 
   it('the Prepare lens runs through workspace/executeCommand: progress, a message, prepared files, diagnostics clear', async () => {
-    const { spec, prepared } = exported();
-    const c = await neovimLike();
+    const { dir, spec, prepared } = exported();
+    const c = await neovimLike(dir);
     try {
       const { uri, diagnostics } = await c.open(spec);
       expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
@@ -94,7 +97,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
   it("the Compile and Inspect lenses run through workspace/executeCommand: compile.json written, the lens turns to Re-run, inspect's table returned", async () => {
     const { dir, spec } = exported();
     cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
-    const c = await neovimLike();
+    const c = await neovimLike(dir);
     try {
       const { uri, diagnostics } = await c.open(spec);
       expect(diagnostics).toEqual([]);
@@ -126,10 +129,13 @@ describeFixtures('server commands and own watching (clients without them)', () =
   }, 120_000);
 
   it("a command's end re-checks the open specs itself (a client that registered watchers but reports nothing)", async () => {
-    const { spec, prepared } = exported();
+    const { dir, spec, prepared } = exported();
     // Dynamic watchers that this client never reports, and the server's own watches (the
     // prepared folder is behind the export's symlink) never fire: only the command's end re-checks.
-    const c = await startInMemory({ serverOptions: { cliPath: CLI, watchOptions: { watch: (d, o) => watch(d, o, () => undefined) } } });
+    const c = await startInMemory({
+      serverOptions: { cliPath: CLI, watchOptions: { watch: (d, o) => watch(d, o, () => undefined) } },
+      workspaceFolders: [{ uri: pathToFileURL(dir).toString(), name: 'ws' }],
+    });
     c.rpc.onNotification('window/showMessage', () => undefined);
     try {
       const { uri, diagnostics } = await c.open(spec);
@@ -198,8 +204,8 @@ describeFixtures('server commands and own watching (clients without them)', () =
   }, 30_000);
 
   it('cancelling the request stops the CLI and leaves no prepared checkpoint', async () => {
-    const { spec, prepared } = exported();
-    const c = await neovimLike();
+    const { dir, spec, prepared } = exported();
+    const c = await neovimLike(dir);
     try {
       const { uri } = await c.open(spec);
       const cts = new CancellationTokenSource();
@@ -219,7 +225,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
 
   it('cancelling while the CLI prepares (its first progress report) leaves nothing: no prepared folder, no temporaries', async () => {
     const { dir, spec, prepared } = exported();
-    const c = await neovimLike();
+    const c = await neovimLike(dir);
     try {
       const { uri } = await c.open(spec);
       const cts = new CancellationTokenSource();
@@ -247,8 +253,8 @@ describeFixtures('server commands and own watching (clients without them)', () =
   }, 30_000);
 
   it("Cancel on the server's progress (window/workDoneProgress/cancel) stops the CLI", async () => {
-    const { spec, prepared } = exported();
-    const c = await neovimLike();
+    const { dir, spec, prepared } = exported();
+    const c = await neovimLike(dir);
     try {
       const { uri } = await c.open(spec);
       const tokens: unknown[] = [];
@@ -270,7 +276,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
 
   it("without client watchers the server notices a prepare run elsewhere (through the export's symlink) and re-checks", async () => {
     const { dir, spec } = exported();
-    const c = await neovimLike();
+    const c = await neovimLike(dir);
     try {
       expect(c.registrations).toEqual([]);
       const { uri, diagnostics } = await c.open(spec);

@@ -45,6 +45,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
           XDG_CACHE_HOME: path.join(dir, 'cache'),
           WS_SERVER: path.join(REPO_ROOT, 'dist', 'server.js'),
           WS_SPEC: spec,
+          WS_ROOT: dir,
           WS_OUT: out,
           WS_TYPO: TYPO,
           WS_COMPLETE_KEY: COMPLETE_KEY,

@@ -9,6 +9,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
+import { preparedMismatch } from '../prepare/provenance';
 import { report, type CheckContext } from './context';
 
 /** Manifest of a prepared checkpoint (QEfficient's name). */
@@ -32,7 +33,11 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-/** Reports `prepared-incomplete` / `prepared-stale` once per prepared directory the spec uses. */
+/**
+ * Reports `prepared-incomplete` / `prepared-mismatch` (the manifest records another source or
+ * fingerprint than the folder name and the export's report say) / `prepared-stale` once per
+ * prepared directory the spec uses.
+ */
 export async function checkPrepared(ctx: CheckContext): Promise<void> {
   const seen = new Set<string>();
   for (const [i, state] of ctx.files.entries()) {
@@ -52,6 +57,8 @@ export async function checkPrepared(ctx: CheckContext): Promise<void> {
         at,
         `${shown}: the prepared checkpoint is incomplete: ${status.reason ?? 'unknown reason'}; re-run \`weight-spec prepare\``,
       );
+    } else if (status.manifest && preparedMismatch(ctx.specDir, dir, status.manifest)) {
+      report(ctx, 'prepared-mismatch', at, `${shown}: ${preparedMismatch(ctx.specDir, dir, status.manifest)}`);
     } else if (status.state === 'stale') {
       report(
         ctx,

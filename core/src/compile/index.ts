@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { MANIFEST_FILE, SENTINEL_FILE, preparedStatus } from '../prepare/manifest';
+import { preparedMismatch } from '../prepare/provenance';
 import { beginWork, failpoint, printable, type WorkScope } from '../paths';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
@@ -20,7 +21,7 @@ import { changedParts, computeFingerprint, type Fingerprint } from './fingerprin
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import type { QaicOptions } from './qaic-command';
 import { planQaic, runQaic } from './qaic';
-import { artifactTrusted, writeCompileRecord, type CompileRecord } from './record';
+import { artifactTrusted, forgetArtifact, noteArtifact, writeCompileRecord, type CompileRecord } from './record';
 import { artifactExists, compileStatus, inputStamps } from './status';
 
 export { COMPILE_RECORD, readCompileRecord, type CompileRecord } from './record';
@@ -73,7 +74,12 @@ export interface CompileResult {
  * its artifact there; qaic reads a --prepared folder).
  * Returns the source checkpoint (named in dtype errors).
  */
-async function checkPrepared(loc: PreparedLocation, log: (line: string) => void, required: boolean): Promise<string | undefined> {
+async function checkPrepared(
+  exportDir: string,
+  loc: PreparedLocation,
+  log: (line: string) => void,
+  required: boolean,
+): Promise<string | undefined> {
   const plain = !fs.existsSync(path.join(loc.dir, MANIFEST_FILE)) && !fs.existsSync(path.join(loc.dir, SENTINEL_FILE));
   if (plain && !required) return undefined;
   if (plain) {
@@ -88,6 +94,8 @@ async function checkPrepared(loc: PreparedLocation, log: (line: string) => void,
   }
   const st = await preparedStatus(loc.dir);
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
+  const mismatch = st.manifest && preparedMismatch(exportDir, loc.dir, st.manifest);
+  if (mismatch) throw new PipelineError(mismatch);
   if (st.state === 'stale')
     log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
@@ -106,12 +114,16 @@ function isQeffPrepared(dir: string): boolean {
   );
 }
 
-/** Deletes the previous ORT artifact when it is ours and not the new one. */
-function dropOldArtifact(exportDir: string, prev: CompileRecord | undefined, now: CompileRecord): void {
+/**
+ * Deletes the previous ORT artifact when compile made it for this export (artifactTrusted:
+ * in `<export>/compiled/`, or listed for this export in its prepared folder) and it is not the
+ * new one.
+ */
+async function dropOldArtifact(exportDir: string, prev: CompileRecord | undefined, now: CompileRecord): Promise<void> {
   const old = prev?.backend === 'ort' ? prev.artifacts.model : undefined;
-  // readCompileRecord already refused records naming an artifact compile did not make.
   if (!old || !prev || old === now.artifacts.model || !artifactTrusted(exportDir, prev)) return;
   fs.rmSync(old, { force: true });
+  await forgetArtifact(old);
 }
 
 async function compileOrt(
@@ -206,7 +218,7 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
     // A dry run only prints the command; it needs no prepared weights.
     if (!(backend === 'qaic' && opts.dryRun)) throw e;
   }
-  const source = loc && !opts.dryRun ? await checkPrepared(loc, log, backend === 'ort' || !!opts.prepared) : undefined;
+  const source = loc && !opts.dryRun ? await checkPrepared(inp.exportDir, loc, log, backend === 'ort' || !!opts.prepared) : undefined;
   if (loc) scope?.addDir(loc.dir);
   await failpoint('compile-writing');
   const options = optionsOf(loc?.dir);
@@ -256,7 +268,9 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   record.stamps = stamps;
   if (opts.verify !== false)
     record.verified = await verifyOrt(record.artifacts.model!, { onnxPath: inp.onnxPath, slimmed: !opts.keepNames }, opts.env, log);
+  if (path.dirname(record.artifacts.model!) !== path.join(inp.exportDir, 'compiled'))
+    await noteArtifact(record.artifacts.model!, inp.exportDir);
   await writeCompileRecord(inp.exportDir, record);
-  dropOldArtifact(inp.exportDir, prev, record);
+  await dropOldArtifact(inp.exportDir, prev, record);
   return done(record, false);
 }

@@ -69,11 +69,50 @@ function realOf(p: string): string {
 }
 
 /**
- * True when the record's ort artifact is one compile made: an absolute path named as compile
- * names it (with the record's own fingerprint), lying either in the export's `compiled/`
- * folder or directly in the record's prepared folder, which must carry prepare's sentinel.
- * compile.json is a file anyone can edit; a path failing this is never loaded, reported up
- * to date or deleted.
+ * The list compile keeps in a prepared folder of the artifacts it wrote there, each with the
+ * export it was compiled for (real path) and its size: the proof, kept beside the artifact,
+ * that compile made it for that export. A compile.json is a file anyone can write; this list
+ * sits in the user's prepared folder, which a repository cannot write into.
+ */
+export const COMPILED_LIST = '.weight-spec-compiled.json';
+
+type ListEntry = { path: string; size: number; export: string };
+
+function readList(dir: string): ListEntry[] {
+  try {
+    const v = JSON.parse(readRegularFileSync(path.join(dir, COMPILED_LIST), 'utf8')) as { artifacts?: unknown };
+    return (Array.isArray(v.artifacts) ? v.artifacts : []).filter(
+      (e): e is ListEntry =>
+        !!e && typeof e === 'object' && typeof e.path === 'string' && typeof e.size === 'number' && typeof e.export === 'string',
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** Records in `model`'s folder that compile wrote it for `exportDir` (after writing it). */
+export async function noteArtifact(model: string, exportDir: string): Promise<void> {
+  const dir = path.dirname(model);
+  const entry = { path: path.basename(model), size: fs.statSync(model).size, export: realOf(exportDir) };
+  const rest = readList(dir).filter((e) => e.path !== entry.path && fs.existsSync(path.join(dir, e.path)));
+  await atomicWriteFile(path.join(dir, COMPILED_LIST), JSON.stringify({ artifacts: [...rest, entry] }, null, 2) + '\n');
+}
+
+/** Drops `model` from its folder's list (after deleting it). */
+export async function forgetArtifact(model: string): Promise<void> {
+  const dir = path.dirname(model);
+  const list = readList(dir);
+  const rest = list.filter((e) => e.path !== path.basename(model));
+  if (rest.length !== list.length)
+    await atomicWriteFile(path.join(dir, COMPILED_LIST), JSON.stringify({ artifacts: rest }, null, 2) + '\n');
+}
+
+/**
+ * True when the record's ort artifact is one compile made for this export: an absolute path
+ * named as compile names it (with the record's own fingerprint), lying either in the export's
+ * own `compiled/` folder, or in a prepared folder (prepare's sentinel) whose compile list
+ * names it, for this export, with its size. compile.json is a file anyone can edit (or copy
+ * from another export); a path failing this is never loaded, reported up to date or deleted.
  */
 export function artifactTrusted(exportDir: string, rec: CompileRecord): boolean {
   const model = rec.artifacts.model;
@@ -82,7 +121,11 @@ export function artifactTrusted(exportDir: string, rec: CompileRecord): boolean 
   if (!path.isAbsolute(model) || !m || m[1] !== rec.fingerprint.slice(0, 12)) return false;
   const dir = realOf(path.dirname(model));
   if (dir === realOf(path.join(exportDir, 'compiled'))) return true;
-  return rec.prepared !== undefined && dir === realOf(rec.prepared) && fs.existsSync(path.join(dir, SENTINEL_FILE));
+  if (!fs.existsSync(path.join(dir, SENTINEL_FILE))) return false;
+  const own = realOf(exportDir);
+  const size = fs.statSync(model, { throwIfNoEntry: false })?.size;
+  // A listed artifact since deleted is still this export's (status then says "artifact" changed).
+  return readList(dir).some((e) => e.path === path.basename(model) && e.export === own && (size === undefined || e.size === size));
 }
 
 /**

@@ -11,6 +11,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isInside } from '../paths';
 import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
 import { computeFingerprint, optionsPart, stampOf } from './fingerprint';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
@@ -65,6 +66,22 @@ export function inputStamps(inp: ExportInputs, loc: PreparedLocation): CompileSt
     links[abs] = realOrEmpty(abs);
   }
   return { files, links };
+}
+
+/**
+ * True when the stamps are this export's own: its graph and spec (files in `dir`), the rest in
+ * the record's prepared folder. A record copied from another export folder names that
+ * folder's files, whose stamps hold there and say nothing about this one's.
+ */
+function stampsOwn(dir: string, rec: CompileRecord): boolean {
+  const s = rec.stamps!;
+  const files = Object.keys(s.files);
+  const here = files.filter((f) => path.dirname(f) === dir);
+  return (
+    here.length >= 2 &&
+    files.every((f) => path.dirname(f) === dir || (rec.prepared !== undefined && isInside(rec.prepared, f))) &&
+    Object.keys(s.links).every((f) => isInside(dir, f))
+  );
 }
 
 function stampsHold(s: CompileStamps): boolean {
@@ -141,7 +158,13 @@ function evaluate(dir: string, rec: CompileRecord, base: CompileStatus, req: Com
   if (!artifactExists(rec)) return { ...base, changed: ['artifact'] };
   const requested = req?.prepared ? realOrEmpty(path.resolve(req.prepared)) : undefined;
   const sameOptions = (d: string | undefined) => !req || optionsPart(rec.backend, req.options(d)) === rec.inputs.options;
-  if (rec.stamps && (!requested || requested === rec.prepared) && sameOptions(requested ?? rec.prepared) && stampsHold(rec.stamps)) {
+  if (
+    rec.stamps &&
+    stampsOwn(dir, rec) &&
+    (!requested || requested === rec.prepared) &&
+    sameOptions(requested ?? rec.prepared) &&
+    stampsHold(rec.stamps)
+  ) {
     return { ...base, state: 'up-to-date' };
   }
   try {

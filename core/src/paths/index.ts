@@ -29,7 +29,8 @@ export {
   readRegularFileSync,
   specialKind,
 } from './file-kind';
-export { createOutputGuard, type OutputGuard, type OutputGuardOptions } from './output-guard';
+export { confineFilePath, judgeFilePath, trustedFolders, type FilePathVerdict } from './trust';
+export { checkOutputFile, createOutputGuard, writeOutputFile, type OutputGuard, type OutputGuardOptions } from './output-guard';
 export {
   TEMP_NAME_RE,
   atomicReplaceDir,

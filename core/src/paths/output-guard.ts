@@ -148,3 +148,36 @@ export function createOutputGuard(outDir: string, opts: OutputGuardOptions = {})
     created: () => [...created],
   };
 }
+
+/**
+ * Writes one file the user named (`run --dump-logits F`) under the same policy as an output
+ * folder: nothing on `/dev`, `/proc` or `/sys` (as root, renaming over `/dev/null` would
+ * replace the device with a regular file), no special file replaced, no symlink replaced
+ * (rename would swap the link, never write its target — refused, as a symlinked `--out` is).
+ * Then an atomic write. Returns the absolute path.
+ */
+export async function writeOutputFile(cwd: string, given: string, data: Uint8Array | string): Promise<string> {
+  const abs = checkOutputFile(cwd, given);
+  await atomicWriteFile(abs, data);
+  return abs;
+}
+
+/** The checks of {@link writeOutputFile}, without writing (run checks before it computes anything). */
+export function checkOutputFile(cwd: string, given: string): string {
+  validatePathText(given);
+  const abs = path.resolve(cwd, given);
+  const real = realPathOf(abs).real;
+  if (real === '/dev' || real.startsWith('/dev/') || abs.startsWith('/dev/')) {
+    throw new PathPolicyError('overwrite-refused', given, 'is under /dev, not a file on disk; write to a file (or "-" for stdout)');
+  }
+  assertWritableDir(path.dirname(abs));
+  const st = lstatOrUndefined(abs);
+  if (st?.isSymbolicLink()) {
+    throw new PathPolicyError('write-through-symlink', given, 'is a symlink; refusing to replace it (name its target instead)');
+  }
+  if (st && !st.isFile()) {
+    const kind = st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device or special file';
+    throw new PathPolicyError('overwrite-refused', given, `is ${kind}, not a regular file; refusing to replace it`);
+  }
+  return abs;
+}

@@ -33,6 +33,8 @@ export function dequantFp8(
   shape: readonly number[],
   scale: Float32Array,
   ref: ScaleRef,
+  /** The weight's file and name: NaN codes are then refused naming it (prepare); without, they stay NaN. */
+  name?: string,
 ): Float32Array {
   const values = fp8Values(dtype);
   const C = shape[shape.length - 1]!;
@@ -45,6 +47,7 @@ export function dequantFp8(
     );
   }
   const out = new Float32Array(q.length);
+  let nan = 0;
   let i = 0;
   while (i < q.length) {
     const f = first + i;
@@ -58,8 +61,18 @@ export function dequantFp8(
     for (let c = col; i < rowEnd;) {
       const s = scale[scaleRow + Math.floor(c / bC)]!;
       const runEnd = Math.min(rowEnd, i + (bC - (c % bC)));
-      for (; i < runEnd; i++, c++) out[i] = values[q[i]!]! * s;
+      for (; i < runEnd; i++, c++) {
+        const v = values[q[i]!]!;
+        if (v !== v) nan++; // counted in this pass: no second look at the weights
+        out[i] = v * s;
+      }
     }
+  }
+  // A NaN code (E4M3's 0x7f / 0xff) dequantizes to NaN whatever the scale: refused, not passed on.
+  if (nan > 0 && name !== undefined) {
+    throw new PipelineError(
+      `${name}: ${nan} FP8 NaN code${nan === 1 ? '' : 's'} among elements ${first}…${first + q.length - 1}; refusing to prepare NaN weights`,
+    );
   }
   return out;
 }

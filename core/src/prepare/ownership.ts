@@ -3,13 +3,13 @@
  * deletes anything it must prove that every entry there is one it wrote: the manifest lists
  * it (name and size) and nothing else is in the folder. A folder holding the source (or
  * held by it) is never replaced. Two prepares into one folder are serialized by a lock file
- * beside it (`<out>.lock`, holding the pid), so at most one of them reports success.
+ * beside it (lock.ts), so at most one of them reports success.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
-import { isInside, printable, processAlive, realPathOf, tempPathFor } from '../paths';
+import { isInside, printable, realPathOf } from '../paths';
 import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifest, type PreparedManifest } from './manifest';
 
 /** The manifest of `outDir` when it parses, else why not (ownership then cannot be proven). */
@@ -84,59 +84,4 @@ function foreign(dir: string, name: string, why: string): PipelineError {
   return new PipelineError(`${dir}: refusing to replace it: ${printable(name)} ${why}; move it away or choose another --out`);
 }
 
-/** A held lock; `release` removes it (idempotent). */
-export interface OutputLock {
-  readonly file: string;
-  release(): Promise<void>;
-}
-
-/** The lock file of an output folder: `<outDir>.lock`, beside it. */
-export function lockFileOf(outDir: string): string {
-  return `${path.resolve(outDir)}.lock`;
-}
-
-/**
- * Takes `<outDir>.lock` (holding this pid). A lock left by a dead process is removed; a live
- * holder makes this refuse with one line. The lock appears with its pid already in it (written
- * to a temporary, then hard-linked into place, which fails if the name exists), so an interrupt
- * at any moment finds either no lock or one that names this process (interrupt.ts removes it).
- */
-export async function lockOutput(outDir: string): Promise<OutputLock> {
-  const out = path.resolve(outDir);
-  const file = lockFileOf(out);
-  await fs.mkdir(path.dirname(out), { recursive: true });
-  for (let attempt = 0; ; attempt++) {
-    const tmp = tempPathFor(file);
-    try {
-      await fs.writeFile(tmp, `${process.pid}\n`, { mode: 0o644, flag: 'wx' });
-      await fs.link(tmp, file);
-      let released = false;
-      return {
-        file,
-        async release() {
-          if (released) return;
-          released = true;
-          await fs.rm(file, { force: true });
-        },
-      };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      if (attempt >= 5) {
-        throw new PipelineError(
-          `${printable(out)}: locked by ${printable(file)}, which names no running process; remove it if no prepare is running`,
-        );
-      }
-    } finally {
-      await fs.rm(tmp, { force: true });
-    }
-    const pid = Number.parseInt(await fs.readFile(file, 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
-      throw new PipelineError(
-        `${printable(out)}: another prepare (pid ${pid}) is writing this folder; wait for it to finish or choose another --out`,
-      );
-    }
-    // A holder that died (or a lock being written this instant): a dead pid's lock is stale.
-    if (Number.isInteger(pid) && pid > 0) await fs.rm(file, { force: true });
-    else await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { lockFileOf, lockOutput, type OutputLock } from './lock';

@@ -187,7 +187,7 @@ function readSlice(src: Sources, key: string, start: number, length: number, to:
   const s = src.src(key);
   const bytes = src.read(key, start, length);
   if (!scale) return converter(s.dtype, to)(bytes);
-  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale), to);
+  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale, `${s.file}: "${key}"`), to);
 }
 
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
@@ -219,7 +219,15 @@ function produceSlot(
       let from = s.dtype;
       if (slot.scale) {
         // FP8 experts: dequantize the expert's whole [H, 2I] matrix first, then split it.
-        const f = dequantFp8(m, s.dtype, (slot.expert * per) / DTYPE_SIZE[s.dtype], s.shape, src.scale(slot.scale), slot.scale);
+        const f = dequantFp8(
+          m,
+          s.dtype,
+          (slot.expert * per) / DTYPE_SIZE[s.dtype],
+          s.shape,
+          src.scale(slot.scale),
+          slot.scale,
+          `${s.file}: "${slot.src}"`,
+        );
         m = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
         from = 'F32';
       }

@@ -76,13 +76,32 @@ export class Sources {
     let f = this.scales.get(ref.key);
     if (!f) {
       const s = this.src(ref.key);
-      this.scales.set(ref.key, (f = toFloat32(this.read(ref.key, 0, s.byteLength), s.dtype)));
+      f = toFloat32(this.read(ref.key, 0, s.byteLength), s.dtype);
+      checkScales(s.file, ref.key, f);
+      this.scales.set(ref.key, f);
     }
     return f;
   }
 
   async close(): Promise<void> {
     for (const r of this.readers.values()) await r.close();
+  }
+}
+
+/**
+ * Refuses a scale tensor holding NaN, ±Inf or 0: every weight of its block would come out NaN,
+ * ±Inf or zero with exit 0 (issue #28). Scales are a few thousand values per matrix, checked
+ * once as they are read — no pass over the weights.
+ */
+export function checkScales(file: string, key: string, f: Float32Array): void {
+  for (let i = 0; i < f.length; i++) {
+    const v = f[i]!;
+    if (v === 0 || !Number.isFinite(v)) {
+      throw new PipelineError(
+        `${file}: FP8 scale tensor "${key}" holds ${Object.is(v, -0) ? '-0' : String(v)} at element ${i}; ` +
+          'refusing to dequantize its weights with it (they would come out NaN, infinite or zero)',
+      );
+    }
   }
 }
 
@@ -185,7 +204,7 @@ export async function streamConvert(t: OutputTensor, src: Sources, write: Sink, 
     const elems = Math.min(chunk, end - first);
     const bytes = src.read(key, first * inSize, elems * inSize, inb.subarray(0, elems * inSize));
     const out = outb.subarray(0, elems * outSize);
-    if (scale) out.set(encodeF32(dequantFp8(bytes, s.dtype, first, s.shape, scale, scaleRef!), t.dtype));
+    if (scale) out.set(encodeF32(dequantFp8(bytes, s.dtype, first, s.shape, scale, scaleRef!, `${s.file}: "${key}"`), t.dtype));
     else plain(bytes, out);
     await write(t.key, out);
   }

@@ -29,7 +29,9 @@ local ok, err = pcall(function()
   local client_id = vim.lsp.start_client({
     name = 'weight-spec',
     cmd = { 'node', os.getenv('WS_SERVER'), '--stdio' },
-    root_dir = vim.fn.fnamemodify(spec, ':h'),
+    -- The folder holding checkpoint, export and prepared folder: Prepare's paths from
+    -- export-report.json must lie inside the workspace (issue #28).
+    root_dir = os.getenv('WS_ROOT') or vim.fn.fnamemodify(spec, ':h'),
   })
   vim.lsp.buf_attach_client(bufnr, client_id)
   local client = vim.lsp.get_client_by_id(client_id)

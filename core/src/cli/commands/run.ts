@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
-import { atomicWriteFile } from '../../paths';
+import { checkOutputFile, writeOutputFile } from '../../paths';
 import type { SamplingParams } from '../../run';
 import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
@@ -23,7 +23,24 @@ export function parseIds(text: string): number[] {
   });
 }
 
-type RunFlags = { 'pixel-values'?: string; image: string[]; 'dump-logits'?: string; prepack: boolean; 'ctx-len'?: number };
+/** `--dump-logits F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
+async function dumpLogits(io: CliIO, given: string, logits: number[][]): Promise<string> {
+  const text = JSON.stringify({ logits }) + '\n';
+  if (given === '-') {
+    io.stdout.write(text);
+    return 'stdout';
+  }
+  return writeOutputFile(io.cwd, given, text);
+}
+
+type RunFlags = {
+  'pixel-values'?: string;
+  image: string[];
+  'dump-logits'?: string;
+  prepack: boolean;
+  'ctx-len'?: number;
+  'max-image-pixels'?: number;
+};
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
   const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
@@ -32,6 +49,9 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
     import('../../run/vlm/gemma3-prompt'),
   ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
+  const maxPixels = f['max-image-pixels'];
+  if (maxPixels !== undefined && (!f.image.length || maxPixels <= 0))
+    throw new UsageError('run: --max-image-pixels needs --image and a positive number of pixels');
   const runner = await openVlmRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
   try {
     // Gemma 3: a bare begin-of-image token expands to the processor's full image sequence
@@ -43,13 +63,13 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
           ? readImages(
               f.image.map((x) => path.resolve(io.cwd, x)),
               runner.manifest,
+              { maxPixels: f['max-image-pixels'], ctxLen: runner.ctxLen },
             )
           : undefined;
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
-      const out = path.resolve(io.cwd, f['dump-logits']);
-      await atomicWriteFile(out, JSON.stringify({ logits }) + '\n');
+      const out = await dumpLogits(io, f['dump-logits'], logits);
       println(
         io.stderr,
         `run: ${logits.length} logit rows (vlm: vision + language graphs) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
@@ -95,7 +115,11 @@ export const runCommand = defineCommand({
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate greedily' },
-    'dump-logits': { type: 'string', placeholder: '<out.json>', description: 'write {"logits": number[][]}, one row per input position' },
+    'dump-logits': {
+      type: 'string',
+      placeholder: '<out.json|->',
+      description: 'write {"logits": number[][]}, one row per input position ("-": stdout)',
+    },
     'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV cache length for graphs whose ctx_len is not fixed' },
     'prefill-seq-len': {
       type: 'int',
@@ -122,6 +146,11 @@ export const runCommand = defineCommand({
       placeholder: '<file.png|.jpg>',
       description: 'VLM: an image for the prompt (repeat for several, in prompt order)',
     },
+    'max-image-pixels': {
+      type: 'int',
+      placeholder: '<N>',
+      description: "VLM: refuse an image declaring more pixels (default 89478485, Pillow's bomb limit), checked before decoding",
+    },
   },
   positionals: { min: 1, max: 1, names: ['compiled'] },
   async run(args, io) {
@@ -139,6 +168,8 @@ export const runCommand = defineCommand({
     ]);
     const f = args.flags;
     const ids = parseIds(f['input-ids']);
+    // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
+    if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
@@ -160,8 +191,10 @@ export const runCommand = defineCommand({
         );
       return runVlm(target, ids, n, f, io);
     }
-    if (f['pixel-values'] !== undefined || f.image.length)
-      throw new UsageError(`run: --pixel-values / --image need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`);
+    if (f['pixel-values'] !== undefined || f.image.length || f['max-image-pixels'] !== undefined)
+      throw new UsageError(
+        `run: --pixel-values / --image / --max-image-pixels need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`,
+      );
     const { status } = resolveRunnable(target);
     // The same status compile uses: a stale artifact is never run silently.
     if (status?.state === 'stale') {
@@ -193,8 +226,7 @@ export const runCommand = defineCommand({
       if (f['dump-logits']) {
         const t0 = performance.now();
         const logits = await runner.logits(ids);
-        const out = path.resolve(io.cwd, f['dump-logits']);
-        await atomicWriteFile(out, JSON.stringify({ logits }) + '\n');
+        const out = await dumpLogits(io, f['dump-logits'], logits);
         println(io.stderr, `run: ${logits.length} logit rows (${runner.kind} graph) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`);
       }
       if (n > 0) {

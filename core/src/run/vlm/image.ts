@@ -12,6 +12,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
+import { checkImagePixels, readImageHeader } from './image-header';
+
+export { DEFAULT_MAX_IMAGE_PIXELS } from './image-header';
 
 /** An RGB image, `height × width × 3` bytes, row-major. */
 export interface RgbImage {
@@ -64,19 +67,47 @@ function load<T>(name: string): T {
   }
 }
 
-/** Decodes a PNG or JPEG file (by its signature) to 8-bit RGB. */
-export function decodeImage(file: string): RgbImage {
+/** Options of {@link decodeImage}. */
+export interface DecodeOptions {
+  /** Refuse a declared size above this many pixels (default Pillow's, {@link DEFAULT_MAX_IMAGE_PIXELS}). */
+  maxPixels?: number;
+  /** Judges the declared size (width, height) before decoding; throws to refuse (run: the ctx_len check). */
+  checkSize?: (width: number, height: number) => void;
+}
+
+type Rgba = { width: number; height: number; data: Uint8Array | Uint16Array };
+
+/**
+ * 16-bit samples to 8 bits as Pillow does (and so the reference processor): RGB(A) and
+ * grey+alpha unpack through "…;16B", which keeps the high byte (3000 → 11, where scaling
+ * would round to 12); plain 16-bit grey opens as mode I;16, whose conversion to RGB clips
+ * at 255.
+ */
+function to8bit(v: number, colorType: number): number {
+  return colorType === 0 ? Math.min(v, 255) : v >>> 8;
+}
+
+/**
+ * Decodes a PNG or JPEG file (by its signature) to 8-bit RGB. The declared size is judged
+ * first (image-header.ts): above the pixel limit, or refused by `checkSize`, nothing is
+ * decoded. JPEG's EXIF orientation is applied as transformers' load_image does
+ * (`PIL.ImageOps.exif_transpose`).
+ */
+export function decodeImage(file: string, opts: DecodeOptions = {}): RgbImage {
   const bytes = readRegularFileSync(file); // refuses FIFOs, devices and directories with one line
-  let rgba: { width: number; height: number; data: Uint8Array };
+  const header = readImageHeader(file, bytes);
+  checkImagePixels(file, header, opts.maxPixels);
+  opts.checkSize?.(header.width, header.height);
+  let rgba: Rgba;
   try {
-    if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
-      const { PNG } = load<{ PNG: { sync: { read(b: Buffer): { width: number; height: number; data: Buffer } } } }>('pngjs');
-      rgba = PNG.sync.read(bytes); // always RGBA 8-bit (16-bit scaled down, palettes expanded)
-    } else if (bytes[0] === 0xff && bytes[1] === 0xd8) {
-      const jpeg = load<{ decode(b: Buffer, o: Record<string, unknown>): { width: number; height: number; data: Uint8Array } }>('jpeg-js');
-      rgba = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true, maxMemoryUsageInMB: 1024 });
+    if (header.kind === 'png') {
+      const { PNG } = load<{ PNG: { sync: { read(b: Buffer, o?: Record<string, unknown>): Rgba } } }>('pngjs');
+      // RGBA out; palettes expanded, 1/2/4-bit grey scaled as Pillow's unpackers do. 16-bit kept (to8bit).
+      rgba = PNG.sync.read(bytes, { skipRescale: header.bitDepth === 16 });
     } else {
-      throw new FormatError(file, 'not a PNG or JPEG image (unknown signature)');
+      const jpeg = load<{ decode(b: Buffer, o: Record<string, unknown>): Rgba }>('jpeg-js');
+      const mp = Math.ceil((header.width * header.height) / 1e6) + 1;
+      rgba = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true, maxMemoryUsageInMB: 1024, maxResolutionInMP: mp });
     }
   } catch (e) {
     if (e instanceof FormatError || e instanceof PipelineError) throw e;
@@ -84,13 +115,50 @@ export function decodeImage(file: string): RgbImage {
   }
   const n = rgba.width * rgba.height;
   const data = new Uint8Array(n * 3);
+  const src = rgba.data;
+  const wide = src instanceof Uint16Array;
+  const ct = header.colorType ?? 2;
   // alpha is dropped, as PIL's convert("RGB") does for the processor's input
   for (let i = 0; i < n; i++) {
-    data[i * 3] = rgba.data[i * 4]!;
-    data[i * 3 + 1] = rgba.data[i * 4 + 1]!;
-    data[i * 3 + 2] = rgba.data[i * 4 + 2]!;
+    for (let ch = 0; ch < 3; ch++) data[i * 3 + ch] = wide ? to8bit(src[i * 4 + ch]!, ct) : src[i * 4 + ch]!;
   }
-  return { width: rgba.width, height: rgba.height, data };
+  return orient({ width: rgba.width, height: rgba.height, data }, header.orientation);
+}
+
+/**
+ * Applies EXIF orientation `o` as Pillow's exif_transpose: 2 FLIP_LEFT_RIGHT, 3 ROTATE_180,
+ * 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE, 6 ROTATE_270, 7 TRANSVERSE, 8 ROTATE_90 (PIL's rotations
+ * are counter-clockwise).
+ */
+export function orient(img: RgbImage, o: number): RgbImage {
+  if (o <= 1 || o > 8) return img;
+  const { width: W, height: H } = img;
+  const swap = o >= 5;
+  const w = swap ? H : W;
+  const h = swap ? W : H;
+  // (r, c) of the output → (row, col) of the input
+  const at: (r: number, c: number) => [number, number] = [
+    (r: number, c: number): [number, number] => [r, c],
+    (r: number, c: number): [number, number] => [r, c],
+    (r: number, c: number): [number, number] => [r, W - 1 - c],
+    (r: number, c: number): [number, number] => [H - 1 - r, W - 1 - c],
+    (r: number, c: number): [number, number] => [H - 1 - r, c],
+    (r: number, c: number): [number, number] => [c, r],
+    (r: number, c: number): [number, number] => [H - 1 - c, r],
+    (r: number, c: number): [number, number] => [H - 1 - c, W - 1 - r],
+    (r: number, c: number): [number, number] => [c, W - 1 - r],
+  ][o]!;
+  const out = new Uint8Array(w * h * 3);
+  for (let r = 0; r < h; r++)
+    for (let c = 0; c < w; c++) {
+      const [y, x] = at(r, c);
+      const s = (y * W + x) * 3;
+      const d = (r * w + c) * 3;
+      out[d] = img.data[s]!;
+      out[d + 1] = img.data[s + 1]!;
+      out[d + 2] = img.data[s + 2]!;
+    }
+  return { width: w, height: h, data: out };
 }
 
 /** Python's round(): halves to even. */

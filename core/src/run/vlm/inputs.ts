@@ -5,10 +5,10 @@
  * through the Qwen processor steps (image.ts) with the model's preprocessor_config.json.
  */
 import path from 'node:path';
-import { FormatError } from '../../errors';
+import { FormatError, UsageError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
-import { decodeImage, processImage, processorConfig } from './image';
+import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
 import type { VlmImages } from './vlm-runner';
 
@@ -60,12 +60,21 @@ export function readPixelValues(file: string): VlmImages {
   return { pixelValues: data, patchDim: dim, grids };
 }
 
+/** Limits of {@link readImages}, judged on each image's declared size before it is decoded. */
+export interface ImageLimits {
+  /** `run --max-image-pixels` (default Pillow's limit). */
+  maxPixels?: number;
+  /** The language graph's KV cache length, when known: the images' vision rows must fit it. */
+  ctxLen?: number;
+}
+
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
-export function readImages(files: string[], m: VlmManifest): VlmImages {
+export function readImages(files: string[], m: VlmManifest, limits: ImageLimits = {}): VlmImages {
   if (m.model_type === 'gemma3') {
+    // Gemma 3's processor resizes every image to image_size: a fixed token count, so only the pixel limit applies
     const S = m.image_size!;
     const p = gemma3Processor(path.dirname(m.config), S);
-    const parts = files.map((f) => processGemma3Image(decodeImage(f), p));
+    const parts = files.map((f) => processGemma3Image(decodeImage(f, { maxPixels: limits.maxPixels }), p));
     const pixelValues = new Float32Array(parts.length * 3 * S * S);
     parts.forEach((x, i) => pixelValues.set(x, i * x.length));
     return { pixelValues, patchDim: 3 * S * S, grids: parts.map(() => [1, S, S] as [number, number, number]) };
@@ -79,7 +88,23 @@ export function readImages(files: string[], m: VlmManifest): VlmImages {
     },
     m.model_type,
   );
-  const parts = files.map((f) => processImage(decodeImage(f), cfg));
+  const factor = cfg.patch * cfg.merge;
+  let rows = 0;
+  const parts = files.map((f) => {
+    const checkSize = (width: number, height: number) => {
+      // The grid smart_resize will give, from the declared size: its merged rows are the
+      // image's tokens, which must fit the cache together with the earlier images'.
+      const [h, w] = smartResize(height, width, factor, cfg.minPixels, cfg.maxPixels);
+      rows += (h / factor) * (w / factor);
+      if (limits.ctxLen !== undefined && rows > limits.ctxLen) {
+        throw new UsageError(
+          `${f}: ${width}×${height} resizes to ${w}×${h}, ${(h / factor) * (w / factor)} image tokens; ` +
+            `the images need ${rows} positions but ctx_len is ${limits.ctxLen} (refused before decoding; use a smaller image or a larger ctx_len)`,
+        );
+      }
+    };
+    return processImage(decodeImage(f, { maxPixels: limits.maxPixels, checkSize }), cfg);
+  });
   const total = parts.reduce((s, p) => s + p.pixelValues.length, 0);
   const pixelValues = new Float32Array(total);
   let o = 0;

@@ -70,6 +70,8 @@ export function readVlmManifest(dir: string): VlmManifest {
 /** A loaded VLM. */
 export interface VlmRunner {
   readonly manifest: VlmManifest;
+  /** The KV cache length: fixed by the graph, else `--ctx-len`; undefined when neither (sized per call). */
+  readonly ctxLen: number | undefined;
   /** Logits predicting token t+1 for every t of `ids` (one row per id). */
   logits(ids: number[], images: VlmImages | undefined): Promise<number[][]>;
   /** Greedy decode of `n` tokens; `ttftMs` is the time to the first one. */
@@ -269,6 +271,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
 
   return {
     manifest: m,
+    ctxLen: fixed(c0.dims[2]) ?? opts.ctxLen,
     async logits(ids, img) {
       const { v, range } = await prepare(ids, img);
       // Gemma 3: a row of a token inside an image (before its last token) comes from the prefix
