@@ -181,7 +181,9 @@ export class GraphRunner {
 
   /** The graph's state inputs in order (per layer: key then value whatever the cache form names them; conv/recurrent states of linear-attention layers). */
   get stateInputs() {
-    return this.g.model.graph.input.filter((v) => /^(past_key|past_value|compressed_kv|k_pe|conv_state|recurrent_state)\.\d+$/.test(v.name));
+    return this.g.model.graph.input.filter((v) =>
+      /^(past_key|past_value|compressed_kv|k_pe|conv_state|recurrent_state)\.\d+$/.test(v.name),
+    );
   }
 
   /**
@@ -191,7 +193,9 @@ export class GraphRunner {
    */
   emptyCache(batch: number, nKv: number, ctx: number, hd: number): ort.Tensor[] {
     return this.stateInputs.map((v) => {
-      const declared = v.type.tensorType.shape.dim.map((d) => (typeof (d as { dimValue?: number }).dimValue === 'number' ? (d as { dimValue: number }).dimValue : undefined));
+      const declared = v.type.tensorType.shape.dim.map((d) =>
+        typeof (d as { dimValue?: number }).dimValue === 'number' ? (d as { dimValue: number }).dimValue : undefined,
+      );
       const shape = /^(conv_state|recurrent_state)\./.test(v.name)
         ? [batch, ...declared.slice(1).map((d) => d ?? 0)]
         : [batch, declared[1] ?? nKv, ctx, declared[3] ?? hd];

@@ -113,8 +113,7 @@ export type FixturePath = 'config' | 'onnx';
  * working must leave this list), and the pending families are printed on every run — never
  * skipped silently.
  */
-export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-};
+export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {};
 
 /** True when `folder`'s `path` is built (not named in {@link PENDING_FIXTURES}). */
 export function fixtureBuilt(folder: string, p: FixturePath): boolean {
