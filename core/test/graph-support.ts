@@ -70,8 +70,9 @@ export function stackExperts(w: Map<string, F32>): Map<string, F32> {
   const out = new Map<string, F32>();
   const groups = new Map<string, Map<number, Map<string, F32>>>();
   for (const [k, t] of w) {
-    // GraniteMoE input_linear/output_linear and Qwen3.5-MoE experts.gate_up_proj/down_proj: [E, 2I, H] / [E, H, I]
-    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k) ?? /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(k);
+    // GraniteMoE input_linear/output_linear and Qwen3.5-MoE mlp.experts.gate_up_proj/down_proj: [E, 2I, H] / [E, H, I]
+    // (Llama 4's feed_forward.experts.* are [E, H, 2I] / [E, I, H]: below)
+    const fused = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(k) ?? /^(.*\.mlp)\.experts\.(gate_up_proj|down_proj)$/.exec(k);
     if (fused) {
       // GraniteMoE: input_linear [E, 2I, H] (gate = first I rows), output_linear [E, H, I]
       const [E, R, C] = t.shape as [number, number, number];

@@ -20,7 +20,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { encodeBuiltModel } from '../src/export/graph';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
 import { buildLanguage, mropeRows } from '../src/export/graph/vlm/language';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint, type F32 } from './graph-support';

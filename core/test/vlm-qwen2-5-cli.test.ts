@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
 import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
 import { cliInProcess } from '../../test/support/cli';
 import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';

@@ -21,7 +21,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { encodeBuiltModel } from '../src/export/graph';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/config';
+import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
 import { buildVision } from '../src/export/graph/vlm/vision';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint } from './graph-support';

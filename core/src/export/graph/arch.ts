@@ -4,7 +4,6 @@
  * file is just "which HF fields and key names mean what".
  */
 
-import { deltaNetWeightInputs, type GatedDeltaNetSpec } from './gated-deltanet';
 import type { StateDecl } from './graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe-weights';
 
@@ -335,4 +334,47 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   add(a.lmHead, [a.vocab, a.hidden]);
   add(a.lmHeadBias, [a.vocab]);
   return [...out].map(([name, shape]) => ({ name, shape }));
+}
+
+/* Qwen3.5 Gated DeltaNet: the layer's spec lives here with the other attention kinds (the block is gated-deltanet.ts). */
+
+/** One Gated DeltaNet layer's weights and sizes. */
+export interface GatedDeltaNetSpec {
+  kind: 'gated-deltanet';
+  /** in_proj_qkv `[2·nk·dk + nv·dv, hidden]`, in_proj_z `[nv·dv, hidden]`, in_proj_b / in_proj_a `[nv, hidden]`. */
+  qkv: LinearSpec;
+  z: LinearSpec;
+  b: LinearSpec;
+  a: LinearSpec;
+  /** conv1d.weight `[conv_dim, 1, K]`, A_log `[nv]`, dt_bias `[nv]`, norm.weight `[dv]`. */
+  conv: string;
+  aLog: string;
+  dtBias: string;
+  norm: string;
+  nk: number;
+  nv: number;
+  dk: number;
+  dv: number;
+  kernel: number;
+  /** The gated RMSNorm's eps (rms_norm_eps). */
+  eps: number;
+}
+
+/** conv_dim = 2·nk·dk + nv·dv (the q | k | v channels the conv runs over). */
+export function convDim(s: GatedDeltaNetSpec): number {
+  return 2 * s.nk * s.dk + s.nv * s.dv;
+}
+
+/** The layer's weight inputs (besides out_proj, the layer's `o`). */
+export function deltaNetWeightInputs(s: GatedDeltaNetSpec, hidden: number): { name: string; shape: number[] }[] {
+  return [
+    { name: s.qkv.weight, shape: [convDim(s), hidden] },
+    { name: s.z.weight, shape: [s.nv * s.dv, hidden] },
+    { name: s.b.weight, shape: [s.nv, hidden] },
+    { name: s.a.weight, shape: [s.nv, hidden] },
+    { name: s.conv, shape: [convDim(s), 1, s.kernel] },
+    { name: s.dtBias, shape: [s.nv] },
+    { name: s.aLog, shape: [s.nv] },
+    { name: s.norm, shape: [s.dv] },
+  ];
 }

@@ -25,7 +25,7 @@ import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { applyRope, type ropeTables } from './rope';
 import type { StateKind } from './graph-interface';
-import type { AttentionBlock } from './layer-states';
+import type { AttentionBlock } from './attention-block';
 
 /**
  * HF `apply_rotary_pos_emb_interleave`'s `view(d/2, 2).transpose` as an index permutation of the

@@ -31,7 +31,8 @@ import { TensorDataType } from '../../formats/onnx/types';
 export { SERVING_METADATA, cclFromMetadata } from './serving-features';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
-export type Phase = 'both' | 'prefill' | 'decode';
+export type { Phase } from './graph-interface';
+import type { Phase } from './graph-interface';
 
 /** Graph options. */
 export interface GraphOptions {

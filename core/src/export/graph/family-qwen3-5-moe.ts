@@ -26,7 +26,8 @@ import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec } from './arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow, TestConfig } from './family-row';
-import { convDim, deltaNetStateDecls, type GatedDeltaNetSpec } from './gated-deltanet';
+import { convDim, type GatedDeltaNetSpec } from './arch';
+import { deltaNetStateDecls } from './gated-deltanet';
 import { canonicalMoeKeys } from './moe';
 import { ropeSpec, type RopeScaling } from './rope';
 

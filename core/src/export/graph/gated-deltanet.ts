@@ -28,58 +28,17 @@
  * with an `If` on seq_len = 1, so a decode step never pays for a padded 64-token chunk; a
  * `--phase decode` graph (seq_len fixed at 1) holds the step only.
  */
-import type { LinearSpec } from './arch';
+import { convDim, type GatedDeltaNetSpec, type LinearSpec } from './arch';
 import type { CacheContext } from './attention';
 import type { Dim } from './builder';
 import type { StateDecl } from './graph-interface';
-import type { AttentionBlock } from './layer-states';
-import type { Phase } from './decoder';
+import type { AttentionBlock } from './attention-block';
+import type { Phase } from './graph-interface';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { TensorDataType } from '../../formats/onnx/types';
 
-/** One Gated DeltaNet layer's weights and sizes. */
-export interface GatedDeltaNetSpec {
-  kind: 'gated-deltanet';
-  /** in_proj_qkv `[2·nk·dk + nv·dv, hidden]`, in_proj_z `[nv·dv, hidden]`, in_proj_b / in_proj_a `[nv, hidden]`. */
-  qkv: LinearSpec;
-  z: LinearSpec;
-  b: LinearSpec;
-  a: LinearSpec;
-  /** conv1d.weight `[conv_dim, 1, K]`, A_log `[nv]`, dt_bias `[nv]`, norm.weight `[dv]`. */
-  conv: string;
-  aLog: string;
-  dtBias: string;
-  norm: string;
-  nk: number;
-  nv: number;
-  dk: number;
-  dv: number;
-  kernel: number;
-  /** The gated RMSNorm's eps (rms_norm_eps). */
-  eps: number;
-}
-
 /** QEfficient's chunk length. */
 const CHUNK = 64;
-
-/** conv_dim = 2·nk·dk + nv·dv (the q | k | v channels the conv runs over). */
-export function convDim(s: GatedDeltaNetSpec): number {
-  return 2 * s.nk * s.dk + s.nv * s.dv;
-}
-
-/** The layer's weight inputs (besides out_proj, the layer's `o`). */
-export function deltaNetWeightInputs(s: GatedDeltaNetSpec, hidden: number): { name: string; shape: number[] }[] {
-  return [
-    { name: s.qkv.weight, shape: [convDim(s), hidden] },
-    { name: s.z.weight, shape: [s.nv * s.dv, hidden] },
-    { name: s.b.weight, shape: [s.nv, hidden] },
-    { name: s.a.weight, shape: [s.nv, hidden] },
-    { name: s.conv, shape: [convDim(s), 1, s.kernel] },
-    { name: s.dtBias, shape: [s.nv] },
-    { name: s.aLog, shape: [s.nv] },
-    { name: s.norm, shape: [s.dv] },
-  ];
-}
 
 /**
  * The layer's states for the graph interface (graph-interface.ts): conv_state `[batch, nk,

@@ -203,3 +203,6 @@ export function stateDims(st: StateTensor, batch: number, ctx: number): number[]
   const dims = st.dims.map((d, k) => (k === 0 ? batch : k === st.ctxAxis ? ctx : typeof d === 'number' && d > 0 ? d : -1));
   return dims.includes(-1) ? undefined : dims;
 }
+
+/** Which specializations a graph serves: prefill and decode in one graph, or one of them. */
+export type Phase = 'both' | 'prefill' | 'decode';

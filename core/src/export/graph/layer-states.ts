@@ -9,29 +9,15 @@
  * its `LayerSpec.attn.kind` receives the layer's state inputs by kind and returns the updated
  * states by kind; the layer's `LayerSpec.states` declares their dims.
  */
-import type { ArchSpec, LayerSpec } from './arch';
-import { attention, type CacheContext } from './attention';
+import type { LayerSpec } from './arch';
+import { attention } from './attention';
 import { mlaBlock } from './attention-mla';
 import { gatedDeltaNetBlock } from './gated-deltanet';
 import type { GraphBuilder } from './builder';
 import type { DtypeName } from '../../formats/dtype';
 import { ctxState, type RuntimeInput, type StateKind, type StateTensor } from './graph-interface';
-import type { Ctx } from './ops';
-import type { ropeTables } from './rope';
-
-/** A layer's state values by kind (inputs going in, updated states coming out). */
-export type StateValues = Partial<Record<StateKind, string>>;
-
-/** An attention block: hidden `x [B·S, H]` and the layer's states → output and updated states. */
-export type AttentionBlock = (
-  c: Ctx,
-  a: ArchSpec,
-  l: LayerSpec,
-  x: string,
-  kv: CacheContext,
-  rope: ReturnType<typeof ropeTables> | undefined,
-  states: StateValues,
-) => { out: string; states: StateValues };
+import type { AttentionBlock, StateValues } from './attention-block';
+export type { AttentionBlock, StateValues } from './attention-block';
 
 function need(states: StateValues, kind: StateKind): string {
   const v = states[kind];

@@ -11,7 +11,6 @@ import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec 
 import { actOf, llamaLike, parseWith, refuse } from '../config';
 import { canonicalMoeKeys } from '../moe';
 import { ropeSpec, type RopeScaling } from '../rope';
-import { qwen25VlArch } from './config-qwen2-5';
 
 /** The VLM model types `export --config` builds as two graphs. */
 export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3'] as const;
@@ -296,11 +295,8 @@ export function textArch(
   return { text, section: sec };
 }
 
-/** Parses a Qwen3-VL(-MoE) config.json into both architectures. */
-export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
-  const modelType = vlmModelTypeOf(raw, file);
-  if (modelType === 'qwen2_5_vl') return qwen25VlArch(raw as Record<string, unknown>, file);
-  if (modelType === 'gemma3') throw new Error('internal: gemma3 is built by vlm/export-vlm.ts (vision-gemma3.ts, language-gemma3.ts)');
+/** Parses a Qwen3-VL(-MoE) config.json into both architectures (vlm-arch.ts dispatches by model_type). */
+export function qwen3VlArch(raw: unknown, file: string, modelType: VlmModelType): VlmArch {
   const c = parseWith(vlmConfig, raw, file);
   const vision = visionArch(c.vision_config, file);
   const tied = c.tie_word_embeddings ?? (c.text_config.tie_word_embeddings as boolean | undefined) ?? false;
