@@ -6,7 +6,7 @@
 // file read here: diagnostics, hover, the quick fix, completion picked as company/corfu pick
 // and with C-M-i right after "mlp.", Prepare through workspace/executeCommand with the
 // warnings gone at its reply, and a renamed shard of the prepared folder noticed without an edit.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -60,6 +60,10 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     dir = tmp();
     let spec: string;
     ({ spec, prepared } = typoExport(fixturesDir(), REPO_ROOT, dir, FIXED, TYPO));
+    // The model folder is a git repository holding the checkpoint, the export and the prepared
+    // folder, as a user's is: eglot (project.el) then roots the workspace there, and the report's
+    // paths (../llama, the prepared folder beside it) lie inside it (issue 28's confinement).
+    execFileSync('git', ['init', '-q', dir]);
     // The spec's first file, in the prepared folder (reached through the export's symlink).
     const first = (JSON.parse(readFileSync(spec, 'utf8')) as { files: { path: string }[] }).files[0]!.path;
     shard = path.join(prepared, path.basename(first));

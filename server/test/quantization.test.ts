@@ -87,7 +87,13 @@ describe('quantized checkpoints: diagnostics and hover', () => {
     mkdirSync(src);
     await writeSafetensors(path.join(src, 'model.safetensors'), [
       { key: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F8_E4M3', shape: [256, 320], data: new Uint8Array(256 * 320).fill(0x38) },
-      { key: 'model.layers.0.self_attn.q_proj.weight_scale_inv', dtype: 'F32', shape: [2, 3], data: new Uint8Array(24) },
+      {
+        key: 'model.layers.0.self_attn.q_proj.weight_scale_inv',
+        dtype: 'F32',
+        shape: [2, 3],
+        // finite, non-zero scales: prepare refuses zero or non-finite ones (issue 28)
+        data: new Uint8Array(new Float32Array(6).fill(0.5).buffer),
+      },
       { key: 'model.norm.weight', dtype: 'BF16', shape: [320], data: new Uint8Array(640) },
     ]);
     writeFileSync(
