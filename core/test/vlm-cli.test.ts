@@ -160,6 +160,14 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     }
   });
 
+  it('qaic compile of either VLM graph is refused with one line (exit 2) until its Vision/language specializations are built', async () => {
+    for (const g of ['vision', 'language']) {
+      const r = await cliRun('compile', path.join('out', g), '--backend', 'qaic', '--dry-run');
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(new RegExp(`qaic for the ${g} graph of a vision-language model is not supported yet`));
+    }
+  });
+
   it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [

@@ -107,6 +107,8 @@ export interface GraphShapeFacts {
   seqLen?: number;
   /** Fixed batch of the cache inputs (the full batch with continuous batching), when a number. */
   cacheBatch?: number;
+  /** A vision-language model's graph: `vision` takes pixel_values, `language` takes vision_embeds. */
+  vlmRole?: 'vision' | 'language';
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
 }
@@ -340,6 +342,13 @@ export function buildQaicPlan(
   g: GraphShapeFacts,
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
+  // QEfficient's Vision / language specializations (grid and vision_size symbols derived from the
+  // image size) and their fp16 custom IO are not built yet: refuse rather than write a
+  // specialization that leaves the graph's dims unresolved
+  if (g.vlmRole)
+    throw new UsageError(
+      `compile: qaic for the ${g.vlmRole} graph of a vision-language model is not supported yet (its Vision/language specializations need the image size); use --backend ort`,
+    );
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
   if (g.states.length > 0) options.push(['retained_state', true]);

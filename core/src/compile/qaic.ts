@@ -54,6 +54,11 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
     seqLen: num(ids?.dims[1]),
+    ...(m.inputs.some((i) => i.name === 'pixel_values')
+      ? { vlmRole: 'vision' as const }
+      : m.inputs.some((i) => i.name === 'vision_embeds')
+        ? { vlmRole: 'language' as const }
+        : {}),
     cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
   };
