@@ -84,10 +84,10 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
   });
 
   it('continuous batching: prefill batch 1 with full_batch_size and full_batch_exec_size, decode batch = full_batch_size', () => {
-    const plan = buildQaicPlan('/m.onnx', '/c', { fullBatchSize: 4, ctxLen: 128 }, { ...g, continuousBatching: true });
+    const plan = buildQaicPlan('/m.onnx', '/c', { fullBatchSize: 4, ctxLen: 256 }, { ...g, continuousBatching: true });
     expect(JSON.parse(plan.specializationsText!).specializations).toEqual([
-      { name: 'Prefill', symbols: { batch_size: '1', seq_len: '32', ctx_len: '128', full_batch_size: '4', full_batch_exec_size: '4' } },
-      { name: 'Decode', symbols: { batch_size: '4', seq_len: '1', ctx_len: '128', full_batch_size: '4' } },
+      { name: 'Prefill', symbols: { batch_size: '1', seq_len: '32', ctx_len: '256', full_batch_size: '4', full_batch_exec_size: '4' } },
+      { name: 'Decode', symbols: { batch_size: '4', seq_len: '1', ctx_len: '256', full_batch_size: '4' } },
     ]);
     expect(() => buildQaicPlan('/m.onnx', '/c', {}, { ...g, continuousBatching: true })).toThrow(/--full-batch-size/);
   });

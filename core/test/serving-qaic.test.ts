@@ -5,8 +5,11 @@
  * `for i in range(len(self.comp_ctx_lengths_prefill)): specializations.append(
  * self.build_prefill_specialization(…, comp_ctx_lengths=self.comp_ctx_lengths_prefill[i], …))`,
  * then the decode buckets), after `process_ccl_specializations`
- * (`QEfficient/utils/check_ccl_specializations.py`): values capped at ctx_len, a prefill bucket
- * that is also a decode bucket lowered by one, and with prefill_seq_len 1 the sorted union for both.
+ * (`QEfficient/utils/check_ccl_specializations.py` on main, `validate_ccl_lists`): values below
+ * `CCL_MIN_CTX_LEN` (1024) raised to it, ctx_len appended to a list that ends below it (prefill:
+ * below ctx_len - 1), values capped at ctx_len, a prefill bucket that is also a decode bucket
+ * lowered by one (not to a multiple of 32: the source walks `val -= 1`), and with prefill_seq_len 1
+ * the sorted union for both. Repeated names get `_<k>` (see qaic-command.ts `uniqueNames`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,10 +40,18 @@ function configDir(root: string): string {
 }
 
 it('process_ccl_specializations, by hand', async () => {
-  expect(cclLists({ prefill: [16], decode: [16, 32] }, 32, 32)).toEqual({ prefill: [15], decode: [16, 32] });
-  expect(cclLists({ prefill: [64, 16, 15], decode: [16, 48] }, 32, 8)).toEqual({ prefill: [14, 15, 31], decode: [16, 32] }); // 16 → 15 taken → 14; 64 → 32 → 31
-  expect(cclLists({ prefill: [16, 8], decode: [16, 32] }, 32, 1)).toEqual({ prefill: [8, 16, 32], decode: [8, 16, 32] });
-  expect(cclLists({ prefill: [], decode: [16] }, 32, 4)).toEqual({ prefill: [32], decode: [16] });
+  // the issue's example; check_ccl_specializations lowers a colliding prefill value by one (not to a multiple of 32)
+  expect(cclLists({ prefill: [1024, 2048], decode: [2048, 4096] }, 4096, 32)).toEqual({
+    prefill: [1024, 2047, 4095],
+    decode: [2048, 4096],
+  });
+  // below CCL_MIN_CTX_LEN raised to 1024; ctx_len appended to the prefill list (last 2048 < 4095)
+  expect(cclLists({ prefill: [256, 2048], decode: [512, 4096] }, 4096, 32)).toEqual({ prefill: [1023, 2048, 4095], decode: [1024, 4096] });
+  expect(cclLists({ prefill: [512, 2048], decode: [4096] }, 4096, 1)).toEqual({ prefill: [1024, 2048, 4096], decode: [1024, 2048, 4096] });
+  // a missing list is [ctx_len]; ctx_len appended to the decode list (last 2048 < 4096)
+  expect(cclLists({ prefill: [], decode: [2048] }, 4096, 4)).toEqual({ prefill: [4095], decode: [2048, 4096] });
+  // a ctx_len below 1024: everything raised, then capped at ctx_len, then made distinct
+  expect(cclLists({ prefill: [8, 16], decode: [16, 32] }, 32, 4)).toEqual({ prefill: [31], decode: [32] });
 });
 
 it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one Decode entry per decode bucket', async () => {
@@ -53,22 +64,24 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
     '--out',
     out,
     '--ctx-len',
-    '32',
+    '4096',
     '--comp-ctx-lengths-prefill',
-    '8,16',
+    '1024,2048',
     '--comp-ctx-lengths-decode',
-    '16,32',
+    '2048,4096',
   ]);
-  const sym = (seq: number, ccl: number) => ({ batch_size: '1', comp_ctx_lengths: String(ccl), ctx_len: '32', seq_len: String(seq) });
+  const sym = (seq: number, ccl: number) => ({ batch_size: '1', comp_ctx_lengths: String(ccl), ctx_len: '4096', seq_len: String(seq) });
+  // repeated names get _0, _1, … (the compiler must not see two graphs with one name)
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '4'])).toEqual([
-    { name: 'Prefill', symbols: sym(4, 8) },
-    { name: 'Prefill', symbols: sym(4, 15) },
-    { name: 'Decode', symbols: sym(1, 16) },
-    { name: 'Decode', symbols: sym(1, 32) },
+    { name: 'Prefill_0', symbols: sym(4, 1024) },
+    { name: 'Prefill_1', symbols: sym(4, 2047) },
+    { name: 'Prefill_2', symbols: sym(4, 4095) },
+    { name: 'Decode_0', symbols: sym(1, 2048) },
+    { name: 'Decode_1', symbols: sym(1, 4096) },
   ]);
   // prefill_seq_len 1: no separate decode entries (build_decode_specialization returns None), the union as prefill buckets
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual(
-    [8, 16, 32].map((c) => ({ name: 'Decode', symbols: sym(1, c) })),
+    [1024, 2048, 4096].map((c, i) => ({ name: `Decode_${i}`, symbols: sym(1, c) })),
   );
   // a plain export keeps the two entries without comp_ctx_lengths
   const plain = path.join(root, 'plain');
@@ -101,7 +114,7 @@ it('continuous batching: the CCL entries carry full_batch_size (and full_batch_e
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
     {
       name: 'Prefill',
-      symbols: { batch_size: '1', comp_ctx_lengths: '16', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' },
+      symbols: { batch_size: '1', comp_ctx_lengths: '31', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' },
     },
     { name: 'Decode', symbols: { batch_size: '4', comp_ctx_lengths: '32', ctx_len: '32', full_batch_size: '4', seq_len: '1' } },
   ]);

@@ -143,6 +143,31 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
   });
 
+  it('refuses --comp-ctx-lengths-* and --sampler on a VLM with one line (exit 2) instead of dropping them', async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        ['--ctx-len', '4096', '--comp-ctx-lengths-prefill', '1024,2048', '--comp-ctx-lengths-decode', '2048,4096'],
+        /--comp-ctx-lengths-prefill\/--comp-ctx-lengths-decode are not supported for vision-language models/,
+      ],
+      [['--sampler'], /--sampler is not supported for vision-language models/],
+    ];
+    for (const [i, [flags, re]] of cases.entries()) {
+      const r = await cliRun('export', '--config', fx, '--out', `refused-${i}`, ...flags);
+      expect(r.code).toBe(2);
+      // a usage error: one line naming the flag, then the command's usage (the CLI's convention)
+      expect(r.stderr.split('\n')[0]).toMatch(re);
+      expect(existsSync(path.join(work, `refused-${i}`))).toBe(false);
+    }
+  });
+
+  it('qaic compile of either VLM graph is refused with one line (exit 2) until its Vision/language specializations are built', async () => {
+    for (const g of ['vision', 'language']) {
+      const r = await cliRun('compile', path.join('out', g), '--backend', 'qaic', '--dry-run');
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(new RegExp(`qaic for the ${g} graph of a vision-language model is not supported yet`));
+    }
+  });
+
   it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [

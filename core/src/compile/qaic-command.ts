@@ -103,34 +103,48 @@ export interface GraphShapeFacts {
   ctxLen?: number;
   /** Fixed batch of input_ids, when a number. */
   batch?: number;
+  /** Fixed sequence length of input_ids, when a number (1: an export made with `--phase decode`). */
+  seqLen?: number;
   /** Fixed batch of the cache inputs (the full batch with continuous batching), when a number. */
   cacheBatch?: number;
+  /** A vision-language model's graph: `vision` takes pixel_values, `language` takes vision_embeds. */
+  vlmRole?: 'vision' | 'language';
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
 }
 
+/** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
+export const CCL_MIN_CTX_LEN = 1024;
+
 /**
  * QEfficient's `process_ccl_specializations` for explicit lists
- * (`QEfficient/utils/check_ccl_specializations.py`): values capped at ctx_len; with
- * prefill_seq_len 1 both phases share the sorted union; otherwise each list is deduplicated and
- * sorted, and a prefill value also in the decode list (or already taken) is lowered by one until
- * it is unique — the compiler needs distinct specializations. A list the graph does not record
- * is [ctx_len].
+ * (`QEfficient/utils/check_ccl_specializations.py` on main, `validate_ccl_lists`): a missing list
+ * is [ctx_len]; each value below CCL_MIN_CTX_LEN is raised to it; ctx_len is appended to the
+ * prefill list when its last value is below ctx_len - 1 and to the decode list when below
+ * ctx_len; with prefill_seq_len 1 both phases share the sorted union (capped at ctx_len);
+ * otherwise each list is capped, deduplicated and sorted, and a prefill value also in the decode
+ * list (or already taken) is lowered by one until it is unique — the compiler needs distinct
+ * specializations.
  */
 export function cclLists(
   ccl: { prefill: number[]; decode: number[] },
   ctxLen: number,
   prefillSeqLen: number,
 ): { prefill: number[]; decode: number[] } {
-  const cap = (xs: number[]) => (xs.length ? xs : [ctxLen]).map((x) => Math.min(x, ctxLen));
-  const sorted = (xs: number[]) => [...new Set(xs)].sort((a, b) => a - b);
+  const raise = (xs: number[]) => (xs.length ? xs : [ctxLen]).map((x) => Math.max(x, CCL_MIN_CTX_LEN));
+  const pre = raise(ccl.prefill);
+  const dec = raise(ccl.decode);
+  // the last value as given (QEfficient checks ccl_prefill[-1], the list order of the user)
+  if (pre[pre.length - 1]! < ctxLen - 1) pre.push(ctxLen);
+  if (dec[dec.length - 1]! < ctxLen) dec.push(ctxLen);
+  const sorted = (xs: number[]) => [...new Set(xs.map((x) => Math.min(x, ctxLen)))].sort((a, b) => a - b);
   if (prefillSeqLen === 1) {
-    const all = sorted(cap([...ccl.prefill, ...ccl.decode]));
+    const all = sorted([...pre, ...dec]);
     return { prefill: all, decode: all };
   }
-  const decode = sorted(cap(ccl.decode));
+  const decode = sorted(dec);
   const prefill: number[] = [];
-  for (let v of sorted(cap(ccl.prefill))) {
+  for (let v of sorted(pre)) {
     while (decode.includes(v) || prefill.includes(v)) {
       v -= 1;
       if (v < 0) break;
@@ -161,7 +175,12 @@ export type Specialization = [string, number][];
 
 /** QEfficient's causal-LM specializations for the given options. */
 export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
+  if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
+    throw new UsageError(
+      `compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions (export again with --ctx-len ${opts.ctxLen})`,
+    );
   const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
+  if (g.seqLen === 1) return decodeOnlySpecializations(opts, g, ctxLen);
   const prefill = opts.prefillSeqLen ?? 32;
   if (g.continuousBatching) {
     const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
@@ -199,6 +218,36 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
   return d ? [p, d] : [p];
 }
 
+/**
+ * A graph exported with `--phase decode` (input_ids `[batch, 1]`) meets only QEfficient's decode
+ * specialization: `{batch_size, seq_len: 1, ctx_len}` (continuous batching: batch_size and
+ * `full_batch_size` = the full batch), with CCL one entry per decode bucket.
+ */
+function decodeOnlySpecializations(opts: QaicOptions, g: GraphShapeFacts, ctxLen: number): Specialization[] {
+  if (opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
+    throw new UsageError(
+      `compile: the graph was exported with --phase decode (input_ids [batch, 1]); --prefill-seq-len ${opts.prefillSeqLen} cannot be met`,
+    );
+  let d: Specialization;
+  if (g.continuousBatching) {
+    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
+    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
+    d = [
+      ['batch_size', fbs],
+      ['seq_len', 1],
+      ['ctx_len', ctxLen],
+      ['full_batch_size', fbs],
+    ];
+  } else {
+    d = [
+      ['batch_size', opts.batchSize ?? g.batch ?? 1],
+      ['seq_len', 1],
+      ['ctx_len', ctxLen],
+    ];
+  }
+  return g.ccl ? withCcl(undefined, d, cclLists(g.ccl, ctxLen, 32)) : [d];
+}
+
 /** Specializations for a graph without a KV cache: batch and sequence only. */
 export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
   return [
@@ -232,11 +281,31 @@ export function specializationName(spec: Specialization, i: number): string {
 }
 
 /**
+ * Names that occur more than once become `<name>_0`, `<name>_1`, … in order (CCL buckets, a
+ * continuous-batching export at prefill_seq_len 1): the compiler must not see two graphs with one
+ * name. A name that occurs once is kept as it is.
+ */
+export function uniqueNames(names: readonly string[]): string[] {
+  const total = new Map<string, number>();
+  for (const n of names) total.set(n, (total.get(n) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return names.map((n) => {
+    if (total.get(n) === 1) return n;
+    const k = seen.get(n) ?? 0;
+    seen.set(n, k + 1);
+    return `${n}_${k}`;
+  });
+}
+
+/**
  * specializations.json text as QEfficient writes it: `create_json({"specializations":
  * to_named_specializations(specs)})` = `json.dump(…, indent=4, separators=(",", ":"), sort_keys=True)`.
  */
 export function specializationsJson(specs: Specialization[]): string {
-  const named = specs.map((s, i) => ({ name: specializationName(s, i), symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
+  const named = uniqueNames(specs.map((s, i) => specializationName(s, i))).map((name, i) => ({
+    name,
+    symbols: Object.fromEntries(specs[i]!.map(([k, v]) => [k, String(v)])),
+  }));
   return pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
 }
 
@@ -254,6 +323,9 @@ export interface QaicPlan {
   specializationsText?: string;
   customIoFile?: string;
   customIoText?: string;
+  /** `hashed_compile_params.json` beside the binary directory, written after a successful compile. */
+  hashedParamsFile: string;
+  hashedParamsText: string;
   /** Options dropped with a warning (e.g. compile_only). */
   warnings: string[];
 }
@@ -270,6 +342,13 @@ export function buildQaicPlan(
   g: GraphShapeFacts,
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
+  // QEfficient's Vision / language specializations (grid and vision_size symbols derived from the
+  // image size) and their fp16 custom IO are not built yet: refuse rather than write a
+  // specialization that leaves the graph's dims unresolved
+  if (g.vlmRole)
+    throw new UsageError(
+      `compile: qaic for the ${g.vlmRole} graph of a vision-language model is not supported yet (its Vision/language specializations need the image size); use --backend ort`,
+    );
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
   if (g.states.length > 0) options.push(['retained_state', true]);
@@ -297,14 +376,58 @@ export function buildQaicPlan(
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const specializationsFile = path.join(compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
-  const plan: QaicPlan = { command, compileDir, qpcDir, specializationsFile, specializationsText: specializationsJson(specs), warnings };
-  if (g.states.length > 0) {
-    plan.customIoFile = path.join(compileDir, 'custom_io.yaml');
-    plan.customIoText = customIoYaml(causalLmCustomIo(g.states, opts.mxint8KvCache ?? false));
-    command.push(`-custom-IO-list-file=${plan.customIoFile}`);
-  }
+  const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false) : undefined;
+  const customIoFile = customIo ? path.join(compileDir, 'custom_io.yaml') : undefined;
+  if (customIoFile) command.push(`-custom-IO-list-file=${customIoFile}`);
   command.push(`-aic-binary-dir=${qpcDir}`);
-  return plan;
+  return {
+    command,
+    compileDir,
+    qpcDir,
+    specializationsFile,
+    specializationsText: specializationsJson(specs),
+    ...(customIo ? { customIoFile, customIoText: customIoYaml(customIo) } : {}),
+    hashedParamsFile: path.join(compileDir, 'hashed_compile_params.json'),
+    hashedParamsText: hashedCompileParams(command, specs, customIo),
+    warnings,
+  };
+}
+
+/**
+ * `hashed_compile_params.json` as `_compile` writes it (release/v1.22.8.0,
+ * `QEfficient/base/modeling_qeff.py`): `create_json(compile_dir / "hashed_compile_params.json",
+ * compile_hash_params)` with `{"command": command, "specializations": specializations,
+ * "custom_io": custom_io, "mdp_ts_num_devices": …, "mdp_ts_json": …, "num_speculative_tokens": …}`.
+ * `command` is the list the compiler ran (the dict holds the list itself, so the flags appended
+ * after hashing are in the file); specializations are the flat dicts with their int values; one
+ * device, so no MDP config.
+ */
+export function hashedCompileParams(command: readonly string[], specs: Specialization[], customIo: [string, string][] | undefined): string {
+  return pyJsonDumps(
+    {
+      command,
+      specializations: specs.map((s) => Object.fromEntries(s)),
+      custom_io: customIo ? Object.fromEntries(customIo) : null,
+      mdp_ts_num_devices: 1,
+      mdp_ts_json: null,
+      num_speculative_tokens: null,
+    },
+    { indent: 4, separators: [',', ':'], sortKeys: true },
+  );
+}
+
+/**
+ * QEfficient's `get_default_aic_hw_version` (`QEfficient/utils/hw_detection.py` on main): the
+ * `NSP IMAGE_VARIANT` of `qaic-util -q`, AIC200 → "ai200", AIC100 → "ai100"; undefined when the
+ * output names neither (the caller keeps DEFAULT_AIC_HW_VERSION).
+ */
+export function hwVersionFromQaicUtil(output: string): string | undefined {
+  const m = /NSP IMAGE_VARIANT\s*:\s*(\S+)/.exec(output);
+  if (!m) return undefined;
+  const v = m[1]!.toUpperCase();
+  if (v.includes('AIC200')) return 'ai200';
+  if (v.includes('AIC100')) return 'ai100';
+  return undefined;
 }
 
 /** The command as one shell line (POSIX single quotes where a word needs them). */

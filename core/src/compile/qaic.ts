@@ -3,7 +3,7 @@
  * compiler finds the weights), writes specializations.json and custom_io.yaml beside the
  * binary directory and runs qaic-compile with QEfficient's command line (qaic-command.ts).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
@@ -13,11 +13,33 @@ import type { ExportInputs, PreparedLocation } from './locate';
 import { cclFromMetadata } from '../export/graph/serving-features';
 import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
-import { buildQaicPlan, QAIC_COMPILER, shellLine, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
+import {
+  buildQaicPlan,
+  hwVersionFromQaicUtil,
+  QAIC_COMPILER,
+  shellLine,
+  type GraphShapeFacts,
+  type QaicOptions,
+  type QaicPlan,
+} from './qaic-command';
 
 /** The compiler binary: `WEIGHT_SPEC_QAIC_COMPILE` overrides QEfficient's path (other SDK locations, tests). */
 export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
   return env.WEIGHT_SPEC_QAIC_COMPILE || QAIC_COMPILER[0];
+}
+
+/** QEfficient's qaic-util path (`QEfficient/utils/hw_detection.py`); `WEIGHT_SPEC_QAIC_UTIL` overrides it. */
+export const QAIC_UTIL = '/opt/qti-aic/tools/qaic-util';
+
+/**
+ * The hardware version of the first device, as QEfficient detects it: `qaic-util -q` when the
+ * binary is there, else undefined (DEFAULT_AIC_HW_VERSION applies; `--aic-hw-version` overrides both).
+ */
+export function detectAicHwVersion(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const util = env.WEIGHT_SPEC_QAIC_UTIL || QAIC_UTIL;
+  if (!isExecutable(util)) return undefined;
+  const r = spawnSync(util, ['-q'], { encoding: 'utf8', timeout: 10_000 });
+  return r.status === 0 ? hwVersionFromQaicUtil(r.stdout ?? '') : undefined;
 }
 
 /** Facts about the graph that shape the specializations and the custom IO. */
@@ -31,6 +53,12 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
     ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
+    seqLen: num(ids?.dims[1]),
+    ...(m.inputs.some((i) => i.name === 'pixel_values')
+      ? { vlmRole: 'vision' as const }
+      : m.inputs.some((i) => i.name === 'vision_embeds')
+        ? { vlmRole: 'language' as const }
+        : {}),
     cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
   };
@@ -64,7 +92,9 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
     onnxBytes = rewriteModel(m, { setMetadata: { [SPEC_METADATA_KEY]: value } });
   }
   const compileDir = path.join(inp.exportDir, `qpc-${fp.slice(0, 16)}`);
-  return { plan: buildQaicPlan(onnx, compileDir, opts, graphFacts(m), qaicCompilerPath(env)), onnx, onnxBytes };
+  const hw = opts.aicHwVersion ?? detectAicHwVersion(env);
+  const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
+  return { plan: buildQaicPlan(onnx, compileDir, withHw, graphFacts(m), qaicCompilerPath(env)), onnx, onnxBytes };
 }
 
 function isExecutable(file: string): boolean {
@@ -100,4 +130,6 @@ export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: 
   if (!fs.existsSync(path.join(job.plan.qpcDir, 'programqpc.bin'))) {
     throw new PipelineError(`qaic-compile finished but wrote no ${path.join(job.plan.qpcDir, 'programqpc.bin')}`);
   }
+  // _compile dumps the hashed parameters after the compiler succeeded
+  await atomicWriteFile(job.plan.hashedParamsFile, job.plan.hashedParamsText);
 }

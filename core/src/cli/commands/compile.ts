@@ -38,7 +38,11 @@ export const compileCommand = defineCommand({
     'num-cores': { type: 'int', placeholder: '<N>', description: 'qaic: -aic-num-cores (default 16)' },
     'mxfp6-matmul': { type: 'boolean', description: 'qaic: -mxfp6-matmul' },
     'mxint8-kv-cache': { type: 'boolean', description: 'qaic: KV cache IO in mxint8 (custom IO)' },
-    'aic-hw-version': { type: 'string', placeholder: '<v>', description: 'qaic: -aic-hw-version (default ai100)' },
+    'aic-hw-version': {
+      type: 'string',
+      placeholder: '<v>',
+      description: 'qaic: -aic-hw-version (default: the first device by qaic-util -q; else ai100)',
+    },
     'batch-size': { type: 'int', placeholder: '<B>', description: 'qaic: specialization batch_size' },
     'prefill-seq-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization seq_len of prefill (default 32)' },
     'ctx-len': { type: 'int', placeholder: '<N>', description: "qaic: specialization ctx_len (default: the graph's, else 128)" },

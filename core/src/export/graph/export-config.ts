@@ -126,6 +126,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
     if (o.mlaCache)
       throw new UsageError('--mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not a vision-language model');
+    // the language graph does not take comp_ctx_lengths or carry the sampler yet: refuse rather than drop them
+    if (o.compCtxLengths)
+      throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet');
+    if (o.sampler) throw new UsageError('--sampler is not supported for vision-language models yet');
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
