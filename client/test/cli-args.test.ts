@@ -67,6 +67,8 @@ describe('CLI argument lists', () => {
       '4',
     ]);
     expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', maxRamGb: 0 })).not.toContain('--max-ram-gb');
+    // the editor's Prepare never passes --allow-overflow: the user sees prepare's refusal (issue #28)
+    expect(prepareArgs({ checkpoint: '/c', dtype: 'float16', out: '/p', maxRamGb: 1 })).not.toContain('--allow-overflow');
     // N omitted: the CLI derives N = E / P (QEfficient modeling_auto.py)
     expect(prepareArgs({ checkpoint: '/c', dtype: 'float32', expertParallel: { stages: 4 } })).toEqual([
       'prepare',

@@ -56,7 +56,10 @@ describe('prepare: dense dtype conversion', () => {
       { model_type: 'llama' },
     );
     fs.writeFileSync(path.join(src, 'tokenizer.json'), '{}');
-    const res = await prepare(src, 'float16');
+    // 65520 and 70000 overflow to Inf: kept only with allowOverflow (issue #28), and counted
+    await expect(prepare(src, 'float16')).rejects.toThrow(/"special" would hold 2 non-finite values/);
+    const res = await prepare(src, 'float16', { allowOverflow: true });
+    expect(res.nonFinite).toEqual({ special: 2 });
     expect(res.upToDate).toBe(false);
     const out = res.outDir;
     expect(path.basename(out)).toMatch(/^dense-prepared-float16-[0-9a-f]{10}$/);

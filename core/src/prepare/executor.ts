@@ -12,6 +12,7 @@ import { FormatError, PipelineError } from '../errors';
 import { SafetensorsWriter, commitSealedFile } from '../formats/safetensors';
 import { PIECE_BYTES, executePiece, isPieceable, mergeStats, pieceRanges, type TaskPiece } from './run-piece';
 import { executeTask, type TaskStats } from './run-task';
+import { checkTaskNonFinite } from './overflow';
 import type { Task } from './types';
 import type { WorkerMessage, WorkerRequest } from './worker';
 
@@ -34,6 +35,8 @@ export interface ExecutorOptions {
   onProgress?: (p: PrepareProgress) => void;
   /** Output bytes per piece of a dense task (default {@link PIECE_BYTES}; tests make it small). */
   pieceBytes?: number;
+  /** Keep tensors that got ±Inf/NaN values (narrowing overflow, FP8 NaN codes): counted, not refused. */
+  allowOverflow?: boolean;
 }
 
 /** What the executor observed (the budget test reads these). */
@@ -45,6 +48,8 @@ export interface ExecutorResult {
   maxConcurrent: number;
   /** Pieces run (dense tasks cut into byte ranges; 0 when every task ran whole). */
   pieces: number;
+  /** Output tensors holding ±Inf/NaN values, with their counts (only with `allowOverflow`; else the run fails). */
+  nonFinite: Record<string, number>;
 }
 
 /** Default RAM budget: 80 % of the memory available now. */
@@ -193,9 +198,13 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
    * when the task is complete, with `finish` when this was a dense task's last piece (the
    * file's final fsync and rename, which need no worker), else with nothing.
    */
+  const nonFinite: Record<string, number> = {};
+  // checked once the task is whole, before its file is committed: a refusal leaves nothing complete
+  const checked = (task: Task, st: TaskStats) => Object.assign(nonFinite, checkTaskNonFinite(task, st, opts.allowOverflow ?? false));
   const runJob = async (job: Job, w: Worker | undefined): Promise<{ stats?: TaskStats; finish?: Promise<TaskStats> }> => {
     if (!job.piece) {
       const st = await runOn(job.task, w);
+      checked(job.task, st);
       const sealed = st.sealed;
       if (!sealed) return { stats: st };
       delete st.sealed;
@@ -218,6 +227,7 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
       writer.startFlush();
       return {};
     }
+    checked(t, f.stats);
     const finish = writer.finishFilled(f.written).then(() => f.stats!);
     commits.push(finish);
     return { finish };
@@ -291,5 +301,5 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
     // a failed run leaves no piece-written file open (finished ones are committed already)
     for (const f of filled.values()) await f.writer?.then((w) => w.abort()).catch(() => undefined);
   }
-  return { stats, peakAdmittedBytes, maxConcurrent, pieces: queuedPieces };
+  return { stats, peakAdmittedBytes, maxConcurrent, pieces: queuedPieces, nonFinite };
 }

@@ -41,7 +41,12 @@ export async function sidecarNames(dir: string): Promise<string[]> {
 }
 
 /** The manifest of `plan` once its files exist in `dir`. */
-async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[]): Promise<PreparedManifest> {
+async function buildManifest(
+  plan: PreparePlan,
+  dir: string,
+  sidecars: string[],
+  nonFinite: Record<string, number>,
+): Promise<PreparedManifest> {
   const files = [...new Set(plan.tasks.map((t) => t.file))];
   const sized = (f: string) => fs.stat(path.join(dir, f)).then((st) => ({ path: f, size: st.size }));
   const output_files = await Promise.all(files.map(sized));
@@ -83,6 +88,7 @@ async function buildManifest(plan: PreparePlan, dir: string, sidecars: string[])
     output_files,
     sidecars,
     written_files,
+    ...(Object.keys(nonFinite).length > 0 ? { non_finite: sortedRecord(nonFinite) } : {}),
     created_at: new Date().toISOString(),
   };
 }
@@ -98,15 +104,23 @@ async function copySynced(src: string, dst: string): Promise<void> {
   }
 }
 
-/** Writes index, sidecars, manifest and sentinel into `tmpDir`, then renames it to `plan.outDir`. */
-export async function finalizePrepared(plan: PreparePlan, tmpDir: string): Promise<void> {
+/** `r` with its keys in order (a stable manifest). */
+function sortedRecord(r: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(r).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+}
+
+/**
+ * Writes index, sidecars, manifest and sentinel into `tmpDir`, then renames it to `plan.outDir`.
+ * `nonFinite`: tensors kept with ±Inf/NaN values (`--allow-overflow`) and their counts.
+ */
+export async function finalizePrepared(plan: PreparePlan, tmpDir: string, nonFinite: Record<string, number> = {}): Promise<void> {
   const weightMap: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const k of [...plan.outputs.keys()].sort()) weightMap[k] = plan.outputs.get(k)!.file;
   const index = { metadata: { total_size: plan.totalBytes }, weight_map: weightMap };
   await atomicWriteFile(path.join(tmpDir, INDEX_FILE), JSON.stringify(index, null, 2) + '\n');
   const sidecars = plan.sourceFiles.map((f) => f.path).filter((p) => !p.includes('/') && isSidecar(p));
   for (const s of sidecars) await copySynced(path.join(plan.source, s), path.join(tmpDir, s));
-  const manifest = await buildManifest(plan, tmpDir, sidecars);
+  const manifest = await buildManifest(plan, tmpDir, sidecars, nonFinite);
   await atomicWriteFile(path.join(tmpDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
   await atomicWriteFile(path.join(tmpDir, SENTINEL_FILE), plan.fingerprint + '\n');
   await fsyncDir(tmpDir);

@@ -8,6 +8,7 @@
  */
 import { PipelineError } from '../errors';
 import { toFloat32, type DType } from '../formats/dtype';
+import { narrowingTally } from './overflow';
 import type { ScaleRef } from './types';
 
 const tables = new Map<DType, Float32Array>();
@@ -33,8 +34,6 @@ export function dequantFp8(
   shape: readonly number[],
   scale: Float32Array,
   ref: ScaleRef,
-  /** The weight's file and name: NaN codes are then refused naming it (prepare); without, they stay NaN. */
-  name?: string,
 ): Float32Array {
   const values = fp8Values(dtype);
   const C = shape[shape.length - 1]!;
@@ -68,11 +67,8 @@ export function dequantFp8(
       }
     }
   }
-  // A NaN code (E4M3's 0x7f / 0xff) dequantizes to NaN whatever the scale: refused, not passed on.
-  if (nan > 0 && name !== undefined) {
-    throw new PipelineError(
-      `${name}: ${nan} FP8 NaN code${nan === 1 ? '' : 's'} among elements ${first}…${first + q.length - 1}; refusing to prepare NaN weights`,
-    );
-  }
+  // A NaN code (E4M3's 0x7f / 0xff) dequantizes to NaN whatever the scale: prepare refuses the
+  // tensor unless --allow-overflow (overflow.ts).
+  narrowingTally.fp8Nan += nan;
   return out;
 }

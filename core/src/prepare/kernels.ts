@@ -14,6 +14,7 @@ import {
   halfBitsToFloatBits,
   type DType,
 } from '../formats/dtype';
+import { narrowingTally, narrows } from './overflow';
 
 /** Elements per chunk of a streamed dense conversion (512 KiB of bf16: read, convert and write stay in cache; measured best here). */
 export const CHUNK_ELEMS = 256 * 1024;
@@ -24,6 +25,42 @@ export const CHUNK_ELEMS = 256 * 1024;
  * the CPU's cache: 8 MiB batches measured twice the system time.
  */
 export const SLOT_BATCH_BYTES = 1024 * 1024;
+
+/** The exponent mask of a 16-bit float target: a result with all of it set is ±Inf or NaN. */
+function expMask(to: DType): number {
+  return to === 'F16' ? 0x7c00 : 0x7f80;
+}
+
+/** Counts the ±Inf/NaN among 16-bit results of dtype `to` (for the rare sources without a counting kernel). */
+function countNonFinite16(out: Uint8Array, to: DType): number {
+  const m = expMask(to);
+  let n = 0;
+  for (let i = 0; i + 1 < out.byteLength; i += 2) if (((out[i]! | (out[i + 1]! << 8)) & m) === m) n++;
+  return n;
+}
+
+/**
+ * f32 bits → 16-bit `to` (RNE, as fromFloat32) into `d`, returning how many results are ±Inf
+ * or NaN. Branch-free count: adding the exponent's lowest bit to an all-ones exponent carries
+ * into bit 15.
+ */
+function narrowF32(s: Int32Array, d: Uint16Array, to: DType): number {
+  let bad = 0;
+  if (to === 'F16') {
+    for (let i = 0; i < s.length; i++) {
+      const h = floatBitsToHalfBits(s[i]!);
+      d[i] = h;
+      bad += ((h & 0x7c00) + 0x400) >>> 15;
+    }
+  } else {
+    for (let i = 0; i < s.length; i++) {
+      const h = floatBitsToBf16Bits(s[i]!);
+      d[i] = h;
+      bad += ((h & 0x7f80) + 0x80) >>> 15;
+    }
+  }
+  return bad;
+}
 
 /** Converts `src` (dtype from) into `dst` (dtype to, exactly the right size) or returns new bytes. */
 export type Converter = (src: Uint8Array, dst?: Uint8Array) => Uint8Array;
@@ -57,14 +94,27 @@ function u16(b: Uint8Array): Uint16Array {
  * `dst[i] = table[src[i]]` over 16-bit elements, two at a time through 32-bit views (half
  * the loads and stores of the 16-bit loop; this loop is the whole cost of bf16 → f16).
  */
-function lookupPairs(src: Uint8Array, dst: Uint8Array, table: Uint16Array): void {
+function lookupPairs(src: Uint8Array, dst: Uint8Array, table: Uint16Array, count: boolean): void {
   const pairs = src.byteLength >> 2;
   const s32 = new Uint32Array(src.buffer, src.byteOffset, pairs);
   if (dst.byteOffset % 4 === 0) {
     const d32 = new Uint32Array(dst.buffer, dst.byteOffset, pairs);
-    for (let i = 0; i < pairs; i++) {
-      const v = s32[i]!;
-      d32[i] = table[v & 0xffff]! | (table[v >>> 16]! << 16);
+    if (count) {
+      // bf16 → f16: both halves' exponents at once; an all-ones one carries into bit 15 / 31
+      let bad = 0;
+      for (let i = 0; i < pairs; i++) {
+        const v = s32[i]!;
+        const w = table[v & 0xffff]! | (table[v >>> 16]! << 16);
+        d32[i] = w;
+        const t = (w & 0x7c007c00) + 0x04000400;
+        bad += ((t >>> 15) & 1) + (t >>> 31);
+      }
+      narrowingTally.nonFinite += bad;
+    } else {
+      for (let i = 0; i < pairs; i++) {
+        const v = s32[i]!;
+        d32[i] = table[v & 0xffff]! | (table[v >>> 16]! << 16);
+      }
     }
   } else {
     const d = u16(dst.byteOffset % 2 === 0 ? dst : new Uint8Array(dst.byteLength));
@@ -74,6 +124,7 @@ function lookupPairs(src: Uint8Array, dst: Uint8Array, table: Uint16Array): void
       d[2 * i + 1] = table[v >>> 16]!;
     }
     if (d.buffer !== dst.buffer) dst.set(new Uint8Array(d.buffer, 0, pairs * 4));
+    if (count) narrowingTally.nonFinite += countNonFinite16(dst.subarray(0, pairs * 4), 'F16'); // unaligned output: rare
   }
   if (src.byteLength & 2) {
     const last = (src.byteLength >> 1) - 1;
@@ -81,6 +132,7 @@ function lookupPairs(src: Uint8Array, dst: Uint8Array, table: Uint16Array): void
     const r = table[v]!;
     dst[last * 2] = r & 0xff;
     dst[last * 2 + 1] = r >>> 8;
+    if (count && (r & 0x7c00) === 0x7c00) narrowingTally.nonFinite++;
   }
 }
 
@@ -106,7 +158,7 @@ export function makeConverter(from: DType, to: DType): Converter {
     return (src, dst) => {
       const out = sized(src, dst);
       const a = src.byteOffset % 4 === 0 ? src : src.slice();
-      lookupPairs(a, out, table);
+      lookupPairs(a, out, table, to === 'F16');
       return out;
     };
   }
@@ -130,8 +182,22 @@ export function makeConverter(from: DType, to: DType): Converter {
       return out;
     };
   }
+  if (from === 'F32' && (to === 'F16' || to === 'BF16')) {
+    return (src, dst) => {
+      const out = sized(src, dst);
+      const a = src.byteOffset % 4 === 0 ? src : src.slice();
+      const s = new Int32Array(a.buffer, a.byteOffset, a.byteLength >> 2);
+      const d = out.byteOffset % 2 === 0 ? u16(out) : new Uint16Array(s.length);
+      narrowingTally.nonFinite += narrowF32(s, d, to);
+      if (d.buffer !== out.buffer) out.set(new Uint8Array(d.buffer));
+      return out;
+    };
+  }
+  const count = narrows(from, to);
   return (src, dst) => {
     const bytes = convertFloat(src, from, to);
+    // rare sources (f64, plain fp8): their results are counted as they leave, still in cache
+    if (count) narrowingTally.nonFinite += countNonFinite16(bytes, to);
     if (!dst) return bytes;
     sized(src, dst).set(bytes);
     return dst;
@@ -197,7 +263,10 @@ export function halfColumns(bytes: Uint8Array, rows: number, _size: number, half
 /** f32 values → bytes of `to` (RNE). */
 export function encodeF32(values: Float32Array, to: DType): Uint8Array {
   if (to === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-  return fromFloat32(values, to);
+  if (to !== 'F16' && to !== 'BF16') return fromFloat32(values, to);
+  const d = new Uint16Array(values.length);
+  narrowingTally.nonFinite += narrowF32(new Int32Array(values.buffer, values.byteOffset, values.length), d, to);
+  return new Uint8Array(d.buffer);
 }
 
 /**
@@ -248,15 +317,22 @@ function transpose16(s: Uint16Array, d: Uint16Array, rows: number, cols: number)
   }
 }
 
-function transpose16Table(s: Uint16Array, d: Uint16Array, rows: number, cols: number, table: Uint16Array): void {
+/** Returns how many results are f16 ±Inf/NaN (the only table here that narrows is bf16 → f16). */
+function transpose16Table(s: Uint16Array, d: Uint16Array, rows: number, cols: number, table: Uint16Array): number {
+  let bad = 0;
   for (let r0 = 0; r0 < rows; r0 += TILE) {
     const r1 = Math.min(rows, r0 + TILE);
     for (let c0 = 0; c0 < cols; c0 += TILE) {
       const c1 = Math.min(cols, c0 + TILE);
       for (let r = r0; r < r1; r++)
-        for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) d[di] = table[s[si++]!]!;
+        for (let c = c0, si = r * cols + c0, di = c0 * rows + r; c < c1; c++, di += rows) {
+          const h = table[s[si++]!]!;
+          d[di] = h;
+          bad += ((h & 0x7c00) + 0x400) >>> 15;
+        }
     }
   }
+  return bad;
 }
 
 /**
@@ -265,7 +341,8 @@ function transpose16Table(s: Uint16Array, d: Uint16Array, rows: number, cols: nu
  * c + 1 of the output), half the loads and stores of the element loop (measured 2× faster).
  * Without a table (`table` undefined) the elements move unchanged.
  */
-function transpose16Pairs(s: Uint32Array, d: Uint32Array, rows: number, cols: number, table: Uint16Array | undefined): void {
+function transpose16Pairs(s: Uint32Array, d: Uint32Array, rows: number, cols: number, table: Uint16Array | undefined): number {
+  let bad = 0;
   const hc = cols >> 1;
   const hr = rows >> 1;
   for (let r0 = 0; r0 < rows; r0 += TILE) {
@@ -279,8 +356,13 @@ function transpose16Pairs(s: Uint32Array, d: Uint32Array, rows: number, cols: nu
           for (let c = c0; c < c1; c += 2, i0++, o += rows) {
             const a = s[i0]!;
             const b = s[i0 + hc]!;
-            d[o] = table[a & 0xffff]! | (table[b & 0xffff]! << 16);
-            d[o + hr] = table[a >>> 16]! | (table[b >>> 16]! << 16);
+            const w0 = table[a & 0xffff]! | (table[b & 0xffff]! << 16);
+            const w1 = table[a >>> 16]! | (table[b >>> 16]! << 16);
+            d[o] = w0;
+            d[o + hr] = w1;
+            const t0 = (w0 & 0x7c007c00) + 0x04000400;
+            const t1 = (w1 & 0x7c007c00) + 0x04000400;
+            bad += ((t0 >>> 15) & 1) + (t0 >>> 31) + ((t1 >>> 15) & 1) + (t1 >>> 31);
           }
         } else {
           for (let c = c0; c < c1; c += 2, i0++, o += rows) {
@@ -293,6 +375,7 @@ function transpose16Pairs(s: Uint32Array, d: Uint32Array, rows: number, cols: nu
       }
     }
   }
+  return bad;
 }
 
 /** bf16 → f32 is the bf16 bits in the high half: `shift` 16 (or 0 for a plain 32-bit transpose). */
@@ -325,16 +408,21 @@ export function makeTransposeConverter(from: DType, to: DType): TransposeConvert
     if (dst.byteOffset % outSize !== 0) throw new PipelineError(`transpose: output at unaligned offset ${dst.byteOffset}`);
   };
   const table = table16(from, to);
+  // the kernels count f16 exponents: kept for bf16 → f16 only (f16 → bf16 cannot overflow)
+  const count = from === 'BF16' && to === 'F16';
   if (table || (from === to && inSize === 2)) {
     return (src, dst, rows, cols) => {
       check(src, dst, rows, cols);
       if (rows % 2 === 0 && cols % 2 === 0 && dst.byteOffset % 4 === 0) {
-        transpose16Pairs(view32(aligned(src, 4)), view32(dst), rows, cols, table);
+        const bad = transpose16Pairs(view32(aligned(src, 4)), view32(dst), rows, cols, table);
+        if (count) narrowingTally.nonFinite += bad;
         return;
       }
       const s = view16(aligned(src, 2));
-      if (table) transpose16Table(s, view16(dst), rows, cols, table);
-      else transpose16(s, view16(dst), rows, cols);
+      if (table) {
+        const bad = transpose16Table(s, view16(dst), rows, cols, table);
+        if (count) narrowingTally.nonFinite += bad;
+      } else transpose16(s, view16(dst), rows, cols);
     };
   }
   if ((from === 'BF16' && to === 'F32') || (from === to && inSize === 4)) {

@@ -49,6 +49,8 @@ const manifestSchema = z.strictObject({
   sidecars: z.array(z.string()),
   /** Every other file prepare wrote (index, sidecars) with its size: what a re-run may replace. */
   written_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })).optional(),
+  /** Output tensors kept with ±Inf/NaN values (`--allow-overflow`: narrowing overflow, FP8 NaN codes) → how many. */
+  non_finite: z.record(z.string(), z.number().int().positive()).optional(),
   created_at: z.string(),
 });
 

@@ -15,7 +15,8 @@ import { PipelineError } from '../errors';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
-import type { TaskStats } from './run-task';
+import { counted, type TaskStats } from './run-task';
+import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
 import { Sources, streamConvert, yieldingSink } from './task-io';
 import type { Task } from './types';
 
@@ -98,13 +99,17 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
       if (mine) owned.push({ t, lo: Math.max(piece.start, offset) - offset, hi: Math.min(piece.end, offset + bytes) - offset });
       offset += bytes;
     });
+    const nonFinite: Record<string, NonFinite> = Object.create(null) as Record<string, NonFinite>;
     for (const { t, lo, hi } of owned) {
       stages[t.key] = t.stages;
       writtenBytes[t.key] ??= 0;
       const size = DTYPE_SIZE[t.dtype];
+      const mark = markTally();
       if (lo < hi) await streamConvert(t, src, write, lo / size, hi / size);
+      const got = nonFiniteOf(tallySince(mark), t.dtype);
+      if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
     }
-    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started };
+    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
   } catch (e) {
     throw e instanceof PipelineError
       ? e
@@ -126,6 +131,11 @@ export function mergeStats(into: TaskStats | undefined, add: TaskStats): TaskSta
   sum(out.readBytes, add.readBytes);
   sum(out.writtenBytes, add.writtenBytes);
   Object.assign(out.stages, add.stages);
+  for (const [k, v] of Object.entries(add.nonFinite ?? {})) {
+    const had = ((out.nonFinite ??= Object.create(null) as Record<string, NonFinite>)[k] ??= { n: 0, fp8Nan: 0 });
+    had.n += v.n;
+    had.fp8Nan += v.fp8Nan;
+  }
   out.ms = Math.max(out.ms, add.ms);
   return out;
 }

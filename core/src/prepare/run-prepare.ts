@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { PipelineError } from '../errors';
 import { defaultBudgetBytes, runTasks, type ExecutorResult, type PrepareProgress } from './executor';
 import { finalizePrepared, removeLeftovers } from './finalize';
 import { checkApartFromSource, checkReplaceable, lockFileOf, lockOutput } from './ownership';
@@ -22,6 +23,12 @@ export interface RunPrepareOptions extends PrepareOptions {
   workerPath?: string;
   /** Output bytes per piece of a dense task (tests make it small to exercise the pieces). */
   pieceBytes?: number;
+  /**
+   * Keep tensors that got ±Inf/NaN values (`--allow-overflow`), recording the count per tensor
+   * in the manifest. Not part of the fingerprint: the bytes written are the same either way,
+   * the flag only decides whether they are accepted.
+   */
+  allowOverflow?: boolean;
 }
 
 /** What a prepare run did. */
@@ -36,6 +43,8 @@ export interface PrepareResult {
   executor?: ExecutorResult;
   /** Set when the checkpoint was `.bin` only and prepare planned from its safetensors conversion. */
   conversion?: BinConversion;
+  /** Output tensors holding ±Inf/NaN values and their counts (allowed by `allowOverflow`; as recorded when up to date). */
+  nonFinite: Record<string, number>;
 }
 
 /** Prepares the checkpoint (see DESIGN.md, "Prepared checkpoint"). */
@@ -75,7 +84,15 @@ async function runLocked(
   const status = await preparedStatus(plan.outDir);
   const base = { outDir: plan.outDir, fingerprint: plan.fingerprint, plan, budgetBytes };
   if (status.state === 'prepared' && status.manifest?.fingerprint === plan.fingerprint) {
-    return { ...base, upToDate: true, ms: performance.now() - started };
+    const nonFinite = status.manifest.non_finite ?? {};
+    const [worst] = Object.entries(nonFinite).sort((a, b) => b[1] - a[1]);
+    // made earlier with --allow-overflow: the same bytes are accepted only with the flag again
+    if (worst && !opts.allowOverflow)
+      throw new PipelineError(
+        `${plan.outDir}: "${worst[0]}" holds ${worst[1]} non-finite value${worst[1] === 1 ? '' : 's'} (prepared with --allow-overflow); ` +
+          'pass --allow-overflow to use it',
+      );
+    return { ...base, upToDate: true, ms: performance.now() - started, nonFinite };
   }
   await checkReplaceable(plan.outDir, plan.source);
   await removeLeftovers(plan.outDir);
@@ -88,12 +105,13 @@ async function runLocked(
       ...(opts.workerPath ? { workerPath: opts.workerPath } : {}),
       ...(opts.pieceBytes ? { pieceBytes: opts.pieceBytes } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      ...(opts.allowOverflow ? { allowOverflow: true } : {}),
     });
     // Every task is written, nothing is committed yet: where a Cancel test holds the job.
     await failpoint('prepare-before-commit', plan.source);
-    await finalizePrepared(plan, tmp);
+    await finalizePrepared(plan, tmp, executor.nonFinite);
     scope.committed = true;
-    return { ...base, upToDate: false, ms: performance.now() - started, executor };
+    return { ...base, upToDate: false, ms: performance.now() - started, executor, nonFinite: executor.nonFinite };
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     throw e;

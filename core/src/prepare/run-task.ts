@@ -22,6 +22,7 @@ import {
   type Converter,
 } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
+import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } from './overflow';
 import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
 import { simdTransposer } from './simd/simd-convert';
@@ -67,9 +68,14 @@ export async function executeTask(
     });
     const stash = new Map<string, Uint8Array[]>();
     const byKey = new Map(task.tensors.map((t) => [t.key, t]));
+    // non-finite results per output (overflow.ts): a paired sibling's are counted while its main tensor is made
+    const nonFinite: Record<string, NonFinite> = Object.create(null) as Record<string, NonFinite>;
+    const sibTally = new Map<string, TallyMark>();
     for (const t of task.tensors) {
       stages[t.key] = t.stages;
       const kept = stash.get(t.key);
+      const mark = markTally();
+      let sibGrowth: TallyMark | undefined;
       if (kept) {
         stash.delete(t.key);
         for (const part of kept) await write(t.key, part);
@@ -81,12 +87,30 @@ export async function executeTask(
         const sib = t.pairedWith ? byKey.get(t.pairedWith) : undefined;
         const parts: Uint8Array[] = [];
         if (sib) stash.set(sib.key, parts);
+        sibGrowth = { nonFinite: 0, fp8Nan: 0 };
         for (const slot of t.recipe.slots) {
           const r = produceSlot(slot, t, sib, src);
           await write(t.key, oriented(t, r.main));
           if (r.sibling) parts.push(oriented(sib!, r.sibling));
+          if (r.sibTally) {
+            sibGrowth.nonFinite += r.sibTally.nonFinite;
+            sibGrowth.fp8Nan += r.sibTally.fp8Nan;
+          }
         }
+        if (sib) sibTally.set(sib.key, sibGrowth);
       }
+      const grew = tallySince(mark);
+      if (sibGrowth) {
+        grew.nonFinite -= sibGrowth.nonFinite;
+        grew.fp8Nan -= sibGrowth.fp8Nan;
+      }
+      const had = sibTally.get(t.key);
+      if (had) {
+        grew.nonFinite += had.nonFinite;
+        grew.fp8Nan += had.fp8Nan;
+      }
+      const got = nonFiniteOf(grew, t.dtype);
+      if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
       if (elementCount(t.shape) === 0) {
         w.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
         writtenBytes[t.key] ??= 0;
@@ -95,11 +119,11 @@ export async function executeTask(
     if (opts.seal) {
       flusher.detach();
       const sealed = await writer.seal();
-      return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, sealed };
+      return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, sealed, ...counted(nonFinite) };
     }
     await flusher.close();
     await writer.finish();
-    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started };
+    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
   } catch (e) {
     await flusher?.close();
     await writer?.abort();
@@ -107,6 +131,11 @@ export async function executeTask(
   } finally {
     await src.close();
   }
+}
+
+/** `{ nonFinite }` when any output got non-finite values, else nothing (stats stay as they were). */
+export function counted(nonFinite: Record<string, NonFinite>): { nonFinite?: Record<string, NonFinite> } {
+  return Object.keys(nonFinite).length > 0 ? { nonFinite } : {};
 }
 
 /** Whether `t` is whole, unscaled slices of one dtype with a fused kernel: {@link streamSlots} can make it. */
@@ -187,7 +216,7 @@ function readSlice(src: Sources, key: string, start: number, length: number, to:
   const s = src.src(key);
   const bytes = src.read(key, start, length);
   if (!scale) return converter(s.dtype, to)(bytes);
-  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale, `${s.file}: "${key}"`), to);
+  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale), to);
 }
 
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
@@ -196,7 +225,13 @@ function produceSlot(
   t: OutputTensor,
   sib: OutputTensor | undefined,
   src: Sources,
-): { main: Uint8Array; sibling?: Uint8Array } {
+): { main: Uint8Array; sibling?: Uint8Array; sibTally?: TallyMark } {
+  // the sibling's share of the tally, measured around its conversion
+  const sibling = (make: () => Uint8Array): { sibling: Uint8Array; sibTally: TallyMark } => {
+    const m = markTally();
+    const out = make();
+    return { sibling: out, sibTally: tallySince(m) };
+  };
   switch (slot.kind) {
     case 'whole':
       return { main: readSlice(src, slot.src, 0, src.src(slot.src).byteLength, t.dtype, slot.scale) };
@@ -209,7 +244,7 @@ function produceSlot(
       const size = DTYPE_SIZE[s.dtype];
       const main = converter(s.dtype, t.dtype)(everyOtherElement(row, size, slot.parity));
       if (!sib) return { main };
-      return { main, sibling: converter(s.dtype, sib.dtype)(everyOtherElement(row, size, slot.parity === 0 ? 1 : 0)) };
+      return { main, ...sibling(() => converter(s.dtype, sib.dtype)(everyOtherElement(row, size, slot.parity === 0 ? 1 : 0))) };
     }
     case 'half-columns': {
       const s = src.src(slot.src);
@@ -219,22 +254,14 @@ function produceSlot(
       let from = s.dtype;
       if (slot.scale) {
         // FP8 experts: dequantize the expert's whole [H, 2I] matrix first, then split it.
-        const f = dequantFp8(
-          m,
-          s.dtype,
-          (slot.expert * per) / DTYPE_SIZE[s.dtype],
-          s.shape,
-          src.scale(slot.scale),
-          slot.scale,
-          `${s.file}: "${slot.src}"`,
-        );
+        const f = dequantFp8(m, s.dtype, (slot.expert * per) / DTYPE_SIZE[s.dtype], s.shape, src.scale(slot.scale), slot.scale);
         m = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
         from = 'F32';
       }
       const size = DTYPE_SIZE[from];
       const main = converter(from, t.dtype)(halfColumns(m, rows, size, slot.half));
       if (!sib) return { main };
-      return { main, sibling: converter(from, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0)) };
+      return { main, ...sibling(() => converter(from, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0))) };
     }
     case 'mxfp4': {
       const b = src.src(slot.blocks);
@@ -246,7 +273,7 @@ function produceSlot(
       const cols = G * 32;
       const main = encodeF32(everyOtherRow(f32, R, cols, slot.parity), t.dtype);
       if (!sib) return { main };
-      return { main, sibling: encodeF32(everyOtherRow(f32, R, cols, slot.parity === 0 ? 1 : 0), sib.dtype) };
+      return { main, ...sibling(() => encodeF32(everyOtherRow(f32, R, cols, slot.parity === 0 ? 1 : 0), sib.dtype)) };
     }
   }
 }

@@ -150,6 +150,8 @@ export interface TaskStats {
   ms: number;
   /** Set when the task linked its source file instead of writing (links.ts). */
   linked?: 'hardlink' | 'symlink';
+  /** Output tensors that got ±Inf/NaN values (narrowing overflow, FP8 NaN codes), counted by the kernels (overflow.ts). */
+  nonFinite?: Record<string, import('./overflow').NonFinite>;
   /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
   sealed?: { tempFile: string; file: string };
 }

@@ -6,6 +6,7 @@
  */
 import { UsageError } from '../../errors';
 import { runPrepare } from '../../prepare';
+import { formatNonFinite } from '../../prepare/overflow';
 import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
@@ -16,7 +17,7 @@ export const prepareCommand = defineCommand({
   name: 'prepare',
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
-    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
+    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
   ],
   details: [
     'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
@@ -40,6 +41,10 @@ export const prepareCommand = defineCommand({
     'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
+    'allow-overflow': {
+      type: 'boolean',
+      description: 'keep values that become ±Inf/NaN (above 65504 in float16, FP8 NaN codes); counted per tensor in the manifest',
+    },
     'parallel-experts': {
       type: 'int',
       placeholder: '<N>',
@@ -62,6 +67,7 @@ export const prepareCommand = defineCommand({
         ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
         ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
         ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
+        ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
         onProgress: (p) => progress.update(p.bytesDone, p.bytesTotal, `${p.tasksDone}/${p.tasksTotal} tasks`),
       });
     } catch (e) {
@@ -88,6 +94,9 @@ export const prepareCommand = defineCommand({
         `prepare: ${tensors} tensors (${formatBytes(result.plan.totalBytes)}, ${result.plan.dtype}) in ${result.plan.tasks.length} files, budget ${formatBytes(result.budgetBytes)} (fingerprint ${fp}; ${ms} ms)`,
       );
     }
+    const kept = Object.keys(result.nonFinite).length;
+    if (kept > 0)
+      println(io.stdout, `prepare: kept ±Inf/NaN values (--allow-overflow) in ${kept} tensor(s): ${formatNonFinite(result.nonFinite)}`);
     println(io.stdout, result.outDir);
     return 0;
   },

@@ -3,7 +3,9 @@
 ;; payload kept) — the tests compare every bf16 input and a million f32 ones.
 ;; Assembled by scripts/build-wasm.mjs into convert-wasm.ts; edit this file, not that one.
 ;; Each export converts n elements (n a multiple of 8) from byte `src` to byte `dst` of the
-;; module's own memory, which the caller reads into and writes from directly.
+;; module's own memory, which the caller reads into and writes from directly. The narrowing
+;; ones (to f16) return how many results are ±Inf or NaN (issue #28: overflow is refused
+;; unless allowed), counted in the same pass: prepare never looks at the weights twice.
 (module
   (memory (export "memory") 1)
 
@@ -11,8 +13,9 @@
   ;; f16's 10): rebias the exponent by 112 and shift. Vectors holding anything else (zero,
   ;; f16-subnormal values, overflow, Inf, NaN) take the full path: subnormals rounded by the
   ;; FPU (bits(|x| + 0.5f) − bits(0.5f) is |x| in units of 2^-24, RNE), then selects.
-  (func (export "bf16_f16") (param $src i32) (param $dst i32) (param $n i32)
-    (local $end i32) (local $h v128) (local $a v128) (local $r v128) (local $sub v128) (local $z v128)
+  ;; Only the full path can produce Inf or NaN, so only it counts (the fast path pays nothing).
+  (func (export "bf16_f16") (param $src i32) (param $dst i32) (param $n i32) (result i32)
+    (local $cnt i32) (local $end i32) (local $h v128) (local $a v128) (local $r v128) (local $sub v128) (local $z v128)
     (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 1))))
     (block $out (loop $l
       (br_if $out (i32.ge_u (local.get $src) (local.get $end)))
@@ -35,11 +38,15 @@
           ;; NaN: quiet, top payload bits kept
           (local.set $r (v128.bitselect
             (v128.or (i16x8.splat (i32.const 0x7e00)) (v128.and (i16x8.shl (local.get $a) (i32.const 3)) (i16x8.splat (i32.const 0x3ff))))
-            (local.get $r) (i16x8.gt_s (local.get $a) (i16x8.splat (i32.const 0x7f80)))))))
+            (local.get $r) (i16x8.gt_s (local.get $a) (i16x8.splat (i32.const 0x7f80)))))
+          ;; lanes with an all-ones f16 exponent (no sign bit in $r yet)
+          (local.set $cnt (i32.add (local.get $cnt)
+            (i32.popcnt (i16x8.bitmask (i16x8.ge_u (local.get $r) (i16x8.splat (i32.const 0x7c00)))))))))
       (v128.store (local.get $dst) (v128.or (local.get $r) (v128.and (local.get $h) (i16x8.splat (i32.const 0x8000)))))
       (local.set $src (i32.add (local.get $src) (i32.const 16)))
       (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
-      (br $l))))
+      (br $l)))
+    (local.get $cnt))
 
   ;; bf16 → f32: the bf16 bits in the high half of each f32 (interleave with zero bytes).
   (func (export "bf16_f32") (param $src i32) (param $dst i32) (param $n i32)
@@ -54,11 +61,12 @@
       (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
       (br $l))))
 
-  ;; f32 → f16 on four lanes of f32 bits: the result in each lane's low 16 bits.
+;; f32 → f16 on four lanes of f32 bits: the result in each lane's low 16 bits.
   ;; normal: rebias, then round to nearest even at bit 13; subnormal: the 0.5f addition;
-  ;; >= 65520 → Inf; NaN → quiet with the top payload bits.
-  (func $half (param $u v128) (result v128)
-    (local $a v128) (local $r v128)
+  ;; >= 65520 → Inf; NaN → quiet with the top payload bits. Also returns $big, the lanes that
+  ;; became ±Inf or NaN (all ones), for the caller's count.
+  (func $half (param $u v128) (result v128 v128)
+    (local $a v128) (local $r v128) (local $big v128)
     (local.set $a (v128.and (local.get $u) (i32x4.splat (i32.const 0x7fffffff))))
     (local.set $r (i32x4.sub (local.get $a) (i32x4.splat (i32.const 0x38000000))))
     (local.set $r (i32x4.shr_u
@@ -68,23 +76,36 @@
     (local.set $r (v128.bitselect
       (i32x4.sub (f32x4.add (local.get $a) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
       (local.get $r) (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x38800000)))))
-    (local.set $r (v128.bitselect (i32x4.splat (i32.const 0x7c00)) (local.get $r) (i32x4.ge_s (local.get $a) (i32x4.splat (i32.const 0x477ff000)))))
+    (local.set $big (i32x4.ge_s (local.get $a) (i32x4.splat (i32.const 0x477ff000))))
+    (local.set $r (v128.bitselect (i32x4.splat (i32.const 0x7c00)) (local.get $r) (local.get $big)))
     (local.set $r (v128.bitselect
       (v128.or (i32x4.splat (i32.const 0x7e00)) (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 0x3ff))))
       (local.get $r) (i32x4.gt_s (local.get $a) (i32x4.splat (i32.const 0x7f800000)))))
-    (v128.or (local.get $r) (i32x4.shr_u (v128.and (local.get $u) (i32x4.splat (i32.const 0x80000000))) (i32.const 16))))
+    (v128.or (local.get $r) (i32x4.shr_u (v128.and (local.get $u) (i32x4.splat (i32.const 0x80000000))) (i32.const 16)))
+    (local.get $big))
 
-  (func (export "f32_f16") (param $src i32) (param $dst i32) (param $n i32)
-    (local $end i32)
+  ;; Counts the lanes $half marks (overflow, Inf, NaN: the f16 results ±Inf or NaN) in i32 lane
+  ;; counters, one subtract per four elements, reusing the compare the conversion makes anyway
+  ;; (measured: a separate test of the results cost several per cent).
+  (func (export "f32_f16") (param $src i32) (param $dst i32) (param $n i32) (result i32)
+    (local $end i32) (local $lo v128) (local $hi v128) (local $acc v128)
     (local.set $end (i32.add (local.get $src) (i32.shl (local.get $n) (i32.const 2))))
     (block $out (loop $l
       (br_if $out (i32.ge_u (local.get $src) (local.get $end)))
-      (v128.store (local.get $dst) (i16x8.narrow_i32x4_u
-        (call $half (v128.load (local.get $src)))
-        (call $half (v128.load offset=16 (local.get $src)))))
+      (call $half (v128.load (local.get $src)))
+      (local.set $acc (i32x4.add (local.get $acc)))
+      (local.set $lo)
+      (call $half (v128.load offset=16 (local.get $src)))
+      (local.set $acc (i32x4.add (local.get $acc)))
+      (local.set $hi)
+      (v128.store (local.get $dst) (i16x8.narrow_i32x4_u (local.get $lo) (local.get $hi)))
       (local.set $src (i32.add (local.get $src) (i32.const 32)))
       (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
-      (br $l))))
+      (br $l)))
+    ;; the masks are -1 per marked lane
+    (i32.sub (i32.const 0) (i32.add
+      (i32.add (i32x4.extract_lane 0 (local.get $acc)) (i32x4.extract_lane 1 (local.get $acc)))
+      (i32.add (i32x4.extract_lane 2 (local.get $acc)) (i32x4.extract_lane 3 (local.get $acc))))))
 
   ;; [rows, cols] of 16-bit elements at src → [cols, rows] at dst (rows and cols multiples of
   ;; 8; src and dst apart): 8×8 blocks, each transposed in registers by three rounds of

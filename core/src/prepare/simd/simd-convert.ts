@@ -9,6 +9,7 @@
  * kernels (kernels.ts) do the work; the results are the same bit for bit (tested).
  */
 import type { DType } from '../../formats/dtype';
+import { narrowingTally } from '../overflow';
 import { CONVERT_WASM_BASE64 } from './convert-wasm';
 
 /** A chunk converter over the module's memory. */
@@ -64,7 +65,8 @@ export function simdConverter(
   const name = EXPORTS[`${from}>${to}`];
   const k = name ? instance() : null;
   if (!k || !name) return undefined;
-  const kernel = k[name] as (src: number, dst: number, n: number) => void;
+  // the narrowing kernels return their ±Inf/NaN results' count (bf16_f32 returns nothing)
+  const kernel = k[name] as (src: number, dst: number, n: number) => number | undefined;
   const inSize = SIZES[from]!;
   const outSize = SIZES[to]!;
   const outAt = Math.ceil((maxElems * inSize) / 16) * 16;
@@ -79,7 +81,7 @@ export function simdConverter(
     run(elems) {
       if (elems > maxElems) throw new RangeError(`simd convert: ${elems} elements, room for ${maxElems}`);
       const body = elems - (elems % 8);
-      kernel(0, outAt, body);
+      narrowingTally.nonFinite += kernel(0, outAt, body) ?? 0;
       if (body < elems) tail(view(body * inSize, (elems - body) * inSize), view(outAt + body * outSize, (elems - body) * outSize));
     },
   };
@@ -107,7 +109,7 @@ export function simdTransposer(from: DType, to: DType, rows: number, cols: numbe
   const k = instance();
   if (!k) return undefined;
   const transpose = k.transpose16 as (src: number, dst: number, rows: number, cols: number) => void;
-  const cvt = convert ? (k[convert] as (src: number, dst: number, n: number) => void) : undefined;
+  const cvt = convert ? (k[convert] as (src: number, dst: number, n: number) => number) : undefined;
   const slice = rows * cols * 2;
   const outAt = Math.ceil(slice / 16) * 16;
   const need = outAt + slots * slice;
@@ -121,7 +123,7 @@ export function simdTransposer(from: DType, to: DType, rows: number, cols: numbe
       if (r * c * 2 !== slice || slot >= slots) throw new RangeError(`simd transpose: [${r}, ${c}] slot ${slot} does not fit`);
       const dst = outAt + slot * slice;
       transpose(0, dst, r, c);
-      cvt?.(dst, dst, r * c);
+      if (cvt) narrowingTally.nonFinite += cvt(dst, dst, r * c);
     },
   };
 }
