@@ -13,9 +13,14 @@
 // Targets: throughput ≥ 0.95 × cp + sync's, peak RSS below the budget (--max-ram-gb 1), linked
 // prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
 // Env: WS_PREPARE_BENCH_ROUNDS (5; the peer runs in the first 3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
-// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs). Run after `node scripts/bundle.mjs`.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
+// WS_PREPARE_BENCH_SHARDS (2,4: the N of the shard scenario). Run after `node scripts/bundle.mjs`.
+// - shards (issue 35): `prepare --shard i/N` as N concurrent processes + `--finalize`, against one process
+//   (`--shard 0/1` + `--finalize`), on the dense checkpoint bf16 → f16; each sharded output is compared byte for
+//   byte with a single-host prepare. On this machine the N processes share 2 cores and one disk, so the speed-up
+//   is a sanity figure (≈ 1× or below: the same disk, and each shard hashes what it wrote), not a cluster number.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +37,7 @@ const GB = Number(process.env.WS_PREPARE_BENCH_GB ?? 2.2);
 const ROUNDS = Math.max(1, Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 5));
 /** Rounds that also time the peer (slow: one thread; its figure needs fewer rounds). */
 const PEER_ROUNDS = Math.min(ROUNDS, 3);
-const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,links').split(',');
+const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,links,shards').split(',');
 const BUDGET_GB = 1;
 const TARGET = { ratio: 0.95, linkGrowth: 1.5 };
 const tmp = mkdtempSync(path.join(process.env.WS_PREPARE_BENCH_DIR ?? os.tmpdir(), 'ws-prepare-bench-'));
@@ -43,10 +48,10 @@ process.on('SIGINT', () => process.exit(130));
 const env = { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' };
 const sync = () => spawnSync('sync');
 /** Runs `cmd` under /usr/bin/time (peak RSS) after a `sync`; seconds and KiB. */
-function timed(cmd, args) {
+function timed(cmd, args, runEnv = env) {
   sync();
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env });
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env: runEnv });
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) {
     console.error(`prepare.bench: ${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
@@ -140,6 +145,82 @@ function compare(label, ck, dtype) {
   );
 }
 
+/** Runs the commands at once after a `sync`; seconds until the last ends. */
+async function timedTogether(cmds) {
+  sync();
+  const t0 = process.hrtime.bigint();
+  const codes = await Promise.all(
+    cmds.map(
+      ([cmd, args]) =>
+        new Promise((resolve) => {
+          const p = spawn(cmd, args, { env: shardEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+          let err = '';
+          p.stderr.on('data', (d) => (err += d));
+          p.on('close', (code) => resolve({ code, err, args }));
+        }),
+    ),
+  );
+  const bad = codes.find((c) => c.code !== 0);
+  if (bad) {
+    console.error(`prepare.bench: ${bad.args.join(' ')} failed (${bad.code}): ${bad.err.trim()}`);
+    process.exit(1);
+  }
+  return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+const shardEnv = { ...env, SOURCE_DATE_EPOCH: '1700000000' };
+/** Every file of `a` and `b` byte for byte (the same names). */
+function sameFiles(a, b) {
+  const names = readdirSync(a).sort();
+  if (readdirSync(b).sort().join() !== names.join()) return false;
+  return names.every((n) => readFileSync(path.join(a, n)).equals(readFileSync(path.join(b, n))));
+}
+
+/** N concurrent shard processes + finalize against one, and the identity of their outputs with one host's. */
+async function shards(ck) {
+  const Ns = (process.env.WS_PREPARE_BENCH_SHARDS ?? '2,4').split(',').map(Number);
+  const rounds = Math.min(ROUNDS, 3);
+  const single = path.join(tmp, 'single');
+  const first = spawnSync(...prepare(ck, 'float16', single), { env: shardEnv, encoding: 'utf8' });
+  if (first.status !== 0) {
+    console.error(`prepare.bench: the single-host prepare failed (${first.status}): ${first.stderr.trim()}`);
+    process.exit(1);
+  }
+  const sharded = async (n, out) => {
+    const [cmd, args] = prepare(ck, 'float16', out);
+    const t = await timedTogether(Array.from({ length: n }, (_, i) => [cmd, [...args, '--shard', `${i}/${n}`]]));
+    const f = timed(cmd, [...args, '--finalize'], shardEnv).s;
+    return t + f;
+  };
+  const times = new Map([1, ...Ns].map((n) => [n, []]));
+  let identical = true;
+  for (let r = 0; r < rounds; r++) {
+    for (const n of times.keys()) {
+      const out = path.join(tmp, `sharded-${n}`);
+      times.get(n).push(await sharded(n, out));
+      if (r === 0) identical &&= sameFiles(single, out);
+      remove(out);
+    }
+  }
+  remove(single);
+  const cores = os.availableParallelism?.() ?? os.cpus().length;
+  console.log(`\nsharded prepare (--shard i/N as N concurrent processes, then --finalize), ${(ck.bytes / 1e9).toFixed(2)} GB bf16 → f16:`);
+  const one = times.get(1);
+  console.log(`  1 process:    median ${median(one).toFixed(2)} s (runs ${one.map((x) => x.toFixed(2)).join(', ')} s)`);
+  for (const n of Ns) {
+    const sp = times.get(n).map((t, i) => one[i] / t);
+    console.log(
+      `  ${n} processes:  median ${median(times.get(n)).toFixed(2)} s, speed-up ${median(sp).toFixed(2)}× over 1 (rounds ${spread(sp)})`,
+    );
+    summary.push(`shards: ${n} processes ${median(sp).toFixed(2)}× one (sanity figure, ${cores} cores, one disk)`);
+  }
+  console.log(
+    `  sanity figure only: the processes share ${cores} cores and one disk here (each already runs ${cores} worker threads); ≈ 1× or below is expected here (a shard also hashes what it wrote); it is not what a cluster of hosts gains`,
+  );
+  console.log(`  byte-identical to a single-host prepare (every file, the manifest included): ${identical ? 'OK' : 'MISSED'}`);
+  summary.push(`shards: output byte-identical to one host: ${identical ? 'yes' : 'NO'}`);
+  if (!identical) ok = false;
+}
+
 console.log(
   `prepare bench in ${tmp}; load average ${os
     .loadavg()
@@ -148,7 +229,9 @@ console.log(
     process.env.WS_PREPARE_BENCH_VALUES === 'bits' ? 'uniform bf16 bit patterns (the worst case)' : 'normal(0, 0.02), as trained weights'
   }`,
 );
-const dense = ONLY.some((x) => x === 'f16' || x === 'f32' || x === 'links') ? denseCheckpoint(path.join(tmp, 'dense'), GB) : undefined;
+const dense = ONLY.some((x) => x === 'f16' || x === 'f32' || x === 'links' || x === 'shards')
+  ? denseCheckpoint(path.join(tmp, 'dense'), GB)
+  : undefined;
 if (ONLY.includes('f16')) compare('dense bf16 → f16', dense, 'float16');
 if (ONLY.includes('f32')) compare('dense bf16 → f32', dense, 'float32');
 if (ONLY.includes('moe')) {
@@ -185,5 +268,6 @@ if (ONLY.includes('links')) {
   if (growth > TARGET.linkGrowth) ok = false;
   summary.push(`links: ${(dense.bytes / small.bytes).toFixed(0)}× the bytes in ${growth.toFixed(2)}× the time`);
 }
+if (ONLY.includes('shards')) await shards(dense);
 console.log(`\nsummary:\n  ${summary.join('\n  ')}`);
 process.exit(ok ? 0 : 1);

@@ -89,8 +89,18 @@ async function buildManifest(
     sidecars,
     written_files,
     ...(Object.keys(nonFinite).length > 0 ? { non_finite: sortedRecord(nonFinite) } : {}),
-    created_at: new Date().toISOString(),
+    created_at: createdAt(),
   };
+}
+
+/**
+ * The manifest's date: now, or `SOURCE_DATE_EPOCH` (seconds) when set — the reproducible-builds
+ * convention, so a sharded prepare and a single-host one of the same plan are byte-identical.
+ */
+export function createdAt(env: NodeJS.ProcessEnv = process.env): string {
+  const s = env.SOURCE_DATE_EPOCH;
+  if (s !== undefined && /^\d+$/.test(s.trim())) return new Date(Number(s.trim()) * 1000).toISOString();
+  return new Date().toISOString();
 }
 
 /** Copies `src` to `dst` and fsyncs the copy. */

@@ -32,3 +32,16 @@ export type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SlicePla
 export { quantSchemeOf, quantMethodOf, describeScheme, SUPPORTED_QUANTIZATION, type QuantScheme } from './quant-config';
 export { planDequant, weightOfScaleKey, type DequantPlan } from './transforms/fp8';
 export { dequantFp8, fp8Values } from './fp8-kernel';
+export {
+  assignShards,
+  finalizeShards,
+  parseShard,
+  runShard,
+  stagingDirOf,
+  taskFingerprint,
+  type FinalizeResult,
+  type ShardRecord,
+  type ShardResult,
+  type ShardSpec,
+  type TaskRecord,
+} from './shards';

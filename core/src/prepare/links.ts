@@ -11,6 +11,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { readSafetensorsHeader } from '../formats/safetensors';
+import { tempPathFor } from '../paths';
 import type { Task, TaskStats } from './types';
 
 /** errno codes for which a hard link is impossible here but a symlink may work. */
@@ -35,13 +36,22 @@ export async function linkTask(task: Task, outDir: string): Promise<TaskStats> {
     });
   if (changed) throw new PipelineError(`${src}: changed since planning (task ${task.id}); nothing was written — re-run prepare`);
   const dst = path.join(outDir, task.file);
+  // Linked under a unique name, then renamed: a shard run again (or twice at once) replaces
+  // the link with the same one instead of failing on the existing name.
+  const tmp = tempPathFor(dst);
   let linked: 'hardlink' | 'symlink' = 'hardlink';
   try {
-    await fs.link(src, dst);
+    try {
+      await fs.link(src, tmp);
+    } catch (e) {
+      if (!NO_HARD_LINK.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+      linked = 'symlink';
+      await fs.symlink(path.relative(outDir, src), tmp);
+    }
+    await fs.rename(tmp, dst);
   } catch (e) {
-    if (!NO_HARD_LINK.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
-    linked = 'symlink';
-    await fs.symlink(path.relative(outDir, src), dst);
+    await fs.rm(tmp, { force: true });
+    throw e;
   }
   const stages: Record<string, string[]> = {};
   for (const t of task.tensors) stages[t.key] = [...t.stages.slice(0, -1), 'linked', 'final'];

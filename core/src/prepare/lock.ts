@@ -121,15 +121,18 @@ async function takeOver(file: string, stale: string, me: string): Promise<boolea
 }
 
 /**
- * Takes `<outDir>.lock`. A live holder makes this refuse with one line; a stale lock (dead
- * holder, reused pid) is taken over atomically (see the module comment).
+ * Takes `<outDir>.lock`. A live holder makes this refuse with one line — after `waitMs` of
+ * retries when given (a shard waits out another shard's brief hold, shards.ts); a stale lock
+ * (dead holder, reused pid) is taken over atomically (see the module comment).
  */
-export async function lockOutput(outDir: string): Promise<OutputLock> {
+export async function lockOutput(outDir: string, opts: { waitMs?: number } = {}): Promise<OutputLock> {
+  const since = Date.now();
   const out = path.resolve(outDir);
   const file = lockFileOf(out);
   await fsp.mkdir(path.dirname(out), { recursive: true });
   const me = `${process.pid} ${processStartTime(process.pid) ?? '-'} ${randomBytes(8).toString('hex')}\n`;
-  for (let attempt = 0; ; attempt++) {
+  let staleTries = 0;
+  for (;;) {
     if (await linkNew(file, me)) {
       let released = false;
       return {
@@ -144,12 +147,16 @@ export async function lockOutput(outDir: string): Promise<OutputLock> {
     const held = await readLock(file);
     if (!held) continue; // released meanwhile
     if (holderAlive(held.text, held.mtimeMs)) {
+      if (Date.now() - since < (opts.waitMs ?? 0)) {
+        await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
+        continue;
+      }
       const pid = Number.parseInt(held.text, 10);
       throw new PipelineError(
         `${printable(out)}: another prepare (pid ${pid}) is writing this folder; wait for it to finish or choose another --out`,
       );
     }
-    if (attempt >= 200) {
+    if (staleTries++ >= 200) {
       throw new PipelineError(`${printable(out)}: cannot take over the stale lock ${printable(file)}; remove it if no prepare is running`);
     }
     if (!(await takeOver(file, held.text, me))) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));

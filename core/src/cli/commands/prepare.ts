@@ -5,7 +5,7 @@
  * directory (last stdout line); an unchanged plan is a no-op and says so.
  */
 import { UsageError } from '../../errors';
-import { runPrepare } from '../../prepare';
+import { finalizeShards, parseShard, runPrepare, runShard, type PrepareProgress } from '../../prepare';
 import { formatNonFinite } from '../../prepare/overflow';
 import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
@@ -18,11 +18,14 @@ export const prepareCommand = defineCommand({
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
     'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
+    'prepare … --shard i/N      (run shard i of N into the shared staging folder; then prepare … --finalize)',
   ],
   details: [
     'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
     'read once and written once. The output (default <parent>/<name>-prepared-<dtype>-<plan hash>) gets',
     'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
+    'On a cluster (docs/PREPARE-CLUSTER.md): --shard i/N on every host, then --finalize once; the result is',
+    'byte-identical to a single-host prepare of the same plan.',
   ],
   flags: {
     checkpoint: {
@@ -50,26 +53,67 @@ export const prepareCommand = defineCommand({
       placeholder: '<N>',
       description: 'experts per stage, N = E / P (expert_parallel; derived when omitted)',
     },
+    shard: {
+      type: 'string',
+      placeholder: '<i/N>',
+      description: 'run only the tasks of shard i of N (0 ≤ i < N) into <out>.shards-<fingerprint>, recording them',
+    },
+    finalize: { type: 'boolean', description: 'commit the shards: check every task is present, write index, manifest, sentinel' },
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
     const f = args.flags;
     const gb = f['max-ram-gb'];
     if (gb !== undefined && !(gb > 0)) throw new UsageError('prepare: --max-ram-gb must be a positive number');
+    if (f.shard !== undefined && f.finalize) throw new UsageError('prepare: --shard and --finalize are separate steps; give one of them');
+    const shard = f.shard !== undefined ? parseShard(f.shard) : undefined;
+    // the sharded path refuses non-finite values (the executor's check) but does not yet carry
+    // the per-tensor counts into the finalized manifest: the flag is refused there, not ignored
+    if (f['allow-overflow'] && (shard || f.finalize))
+      throw new UsageError('prepare: --allow-overflow is not supported with --shard / --finalize yet; prepare on one host to keep non-finite values');
+    const opts = {
+      checkpoint: requireModelPath(io.cwd, f.checkpoint, { env: io.env, revision: f.revision, exts: CHECKPOINT_FILES }).path,
+      dtype: f.dtype as PrepareDtype,
+      ...(f.out !== undefined ? { out: requireOutDir(io.cwd, f.out) } : {}),
+      ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),
+      ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
+      ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
+      ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
+      ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
+    };
+    if (f.finalize) {
+      const r = await finalizeShards(opts);
+      const fp = r.plan.fingerprint.slice(0, 12);
+      println(
+        io.stdout,
+        r.upToDate
+          ? `prepare: up to date (fingerprint ${fp}, nothing changed)`
+          : `prepare: finalized ${r.tasks} tasks (${formatBytes(r.plan.totalBytes)}, ${r.plan.dtype}; fingerprint ${fp})`,
+      );
+      println(io.stdout, r.plan.outDir);
+      return 0;
+    }
     const progress = createProgress('prepare', { unit: 'bytes', stream: io.stderr });
+    const onProgress = (p: PrepareProgress) => progress.update(p.bytesDone, p.bytesTotal, `${p.tasksDone}/${p.tasksTotal} tasks`);
+    if (shard) {
+      let r;
+      try {
+        r = await runShard({ ...opts, shard, onProgress });
+      } catch (e) {
+        progress.fail();
+        throw e;
+      }
+      progress.fail();
+      const what = r.upToDate
+        ? `the output is already prepared (fingerprint ${r.plan.fingerprint.slice(0, 12)}); nothing to do`
+        : `${r.written} of ${r.assigned} tasks written, ${r.skipped} already present (${formatBytes(r.bytes)})`;
+      println(io.stdout, `prepare: shard ${shard.i}/${shard.n}: ${what}`);
+      println(io.stdout, r.staging);
+      return 0;
+    }
     let result;
     try {
-      result = await runPrepare({
-        checkpoint: requireModelPath(io.cwd, f.checkpoint, { env: io.env, revision: f.revision, exts: CHECKPOINT_FILES }).path,
-        dtype: f.dtype as PrepareDtype,
-        ...(f.out !== undefined ? { out: requireOutDir(io.cwd, f.out) } : {}),
-        ...(gb !== undefined ? { budgetBytes: Math.floor(gb * 1024 ** 3) } : {}),
-        ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
-        ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
-        ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
-        ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
-        onProgress: (p) => progress.update(p.bytesDone, p.bytesTotal, `${p.tasksDone}/${p.tasksTotal} tasks`),
-      });
+      result = await runPrepare({ ...opts, onProgress });
     } catch (e) {
       progress.fail();
       throw e;
