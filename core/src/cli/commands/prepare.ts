@@ -10,18 +10,19 @@ import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { createProgress } from '../progress';
-import { CHECKPOINT_FILES, requireModelPath, requireOutDir } from '../input-paths';
+import { CHECKPOINT_FILES, requireModelPath, requireOutDir, requirePath } from '../input-paths';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
-    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
+    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]] [--spec <weight_spec.json>]',
   ],
   details: [
     'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
     'read once and written once. The output (default <parent>/<name>-prepared-<dtype>-<plan hash>) gets',
     'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
+    "With --spec, writes exactly the files and keys that spec names (ours or QEfficient's naming) into its files' folder.",
   ],
   flags: {
     checkpoint: {
@@ -45,6 +46,11 @@ export const prepareCommand = defineCommand({
       placeholder: '<N>',
       description: 'experts per stage, N = E / P (expert_parallel; derived when omitted)',
     },
+    spec: {
+      type: 'string',
+      placeholder: '<weight_spec.json>',
+      description: "write exactly the files, keys and shapes this spec's inputs name (default --out: the spec's files' folder)",
+    },
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
@@ -62,6 +68,7 @@ export const prepareCommand = defineCommand({
         ...(f['moe-flavour'] ? { moeFlavour: f['moe-flavour'] as 'expert_parallel' } : {}),
         ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
         ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
+        ...(f.spec !== undefined ? { spec: requirePath(io.cwd, f.spec, 'file') } : {}),
         onProgress: (p) => progress.update(p.bytesDone, p.bytesTotal, `${p.tasksDone}/${p.tasksTotal} tasks`),
       });
     } catch (e) {
