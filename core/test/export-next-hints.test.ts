@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { COMPILE_RECORD } from '../src/compile/record';
+import { specInfo } from '../src/editor/spec-state';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
@@ -87,4 +88,37 @@ describeFixtures('export: the next: hints run as printed', () => {
       }
     }, 300_000);
   }
+});
+
+describeFixtures('export: a config-only export’s prepare hint', () => {
+  it('prepares exactly the layout derived from config.json (--spec); check, compile and the editor find it', async () => {
+    const root = tmp();
+    const cfgOnly = path.join(root, 'llama-config');
+    fs.mkdirSync(cfgOnly);
+    fs.copyFileSync(path.join(fixturesDir(), 'llama', 'config.json'), path.join(cfgOnly, 'config.json'));
+    const out = path.join(root, 'out');
+    const env = { WEIGHT_SPEC_PREPARE_WORKER: workerPath() };
+    const exp = await cliInProcess(['export', '--config', cfgOnly, '--out', out], { env });
+    expect(exp.code, exp.stderr).toBe(0);
+    // the one placeholder a config-only export prints: the checkpoint it has not seen
+    const [prepare] = hintsOf(exp.stdout.replace(/<checkpoint of [^>]*>/, path.join(fixturesDir(), 'llama')));
+    expect(prepare!.slice(-2)).toEqual(['--spec', path.join(out, 'weight_spec.json')]);
+    const report = JSON.parse(fs.readFileSync(path.join(out, 'export-report.json'), 'utf8')) as { model_id: string };
+    const preparedDir = report.model_id;
+    expect(fs.existsSync(preparedDir)).toBe(false);
+
+    const prep = await cliInProcess(prepare!, { env });
+    expect(prep.code, prep.stderr).toBe(0);
+    expect(fs.existsSync(path.join(preparedDir, '.checkpoint_prepared'))).toBe(true);
+
+    const spec = path.join(out, 'weight_spec.json');
+    const check = await cliInProcess(['check', spec]);
+    expect(check.stdout.trim().split('\n').at(-1)).toBe(`${spec}: ok`);
+    expect(check.code).toBe(0);
+    expect(specInfo(spec).preparedDir).toBe(preparedDir);
+    const compile = await cliInProcess(['compile', out], { env });
+    expect(compile.code, compile.stderr).toBe(0);
+    expect(fs.existsSync(path.join(out, COMPILE_RECORD))).toBe(true);
+    expect(specInfo(spec).state).toBe('compiled');
+  }, 300_000);
 });

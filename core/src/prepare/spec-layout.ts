@@ -17,6 +17,7 @@ import path from 'node:path';
 import { FormatError } from '../errors';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
+import { reportedPreparedFile } from '../export/report';
 import { readSpec } from '../spec/parse';
 import { peakOfTensor } from './estimate';
 import type { OutputTensor, SourceTensor, Task } from './types';
@@ -51,18 +52,21 @@ function recipeSources(t: OutputTensor): string[] {
   });
 }
 
-/** The prepared directory a spec's files live in: the link QEfficient's export makes resolved. */
-function specOutDir(specFile: string, dirs: Set<string>): string {
+/**
+ * The prepared directory a spec's files live in: the link an export made, resolved; before the
+ * folder exists (export links it only then) the folder its export report names; else the
+ * files' folder as written.
+ */
+function specOutDir(specFile: string, dirs: Set<string>, firstFile: string): string {
   if (dirs.size !== 1)
     throw new FormatError(specFile, `files: the spec's files lie in ${dirs.size} folders; prepare --spec writes one prepared folder`);
   const dir = [...dirs][0]!;
   try {
     const st = fs.lstatSync(dir);
-    if (st.isSymbolicLink()) return path.resolve(path.dirname(dir), fs.readlinkSync(dir));
+    return st.isSymbolicLink() ? path.resolve(path.dirname(dir), fs.readlinkSync(dir)) : dir;
   } catch {
-    // not there yet: prepare makes it
+    return reportedPreparedFile(path.dirname(path.resolve(specFile)), firstFile)?.dir ?? dir;
   }
-  return dir;
 }
 
 /**
@@ -109,7 +113,7 @@ export async function specLayout(
     wanted.set(input.location.file, keys);
     keys.set(key, hit);
   });
-  const outDir = out ? path.resolve(out) : specOutDir(specFile, dirs);
+  const outDir = out ? path.resolve(out) : specOutDir(specFile, dirs, spec.files[0]?.path ?? '');
 
   const files = new Set<string>();
   const result: Task[] = [];

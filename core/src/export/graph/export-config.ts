@@ -272,7 +272,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     withCheckpoint
       ? await nextSteps(layout.dir, [prepareHint(modelArg(cfg.dir), dtype, o), `weight-spec compile ${shellWord(path.resolve(o.out))}`])
       : [
-          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`,
+          // the layout was derived from config.json: --spec makes prepare write exactly it (files, keys), into the folder the report names
+          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,
           `weight-spec check ${shellWord(written.specFile)}`,
         ],
   );
