@@ -8,7 +8,7 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { MANIFEST_FILE, preparedStatus } from '../prepare/manifest';
+import { MANIFEST_FILE, isQeffPrepared, preparedStatus } from '../prepare/manifest';
 import { preparedMismatch } from '../prepare/provenance';
 import { report, type CheckContext } from './context';
 
@@ -47,6 +47,8 @@ export async function checkPrepared(ctx: CheckContext): Promise<void> {
     seen.add(dir);
     const prepared = looksPrepared(state.abs) || (await exists(path.join(dir, PREPARED_MANIFEST)));
     if (!prepared) continue; // an ordinary checkpoint
+    // QEfficient's prepare (sentinel, no manifest of ours): its sentinel is the proof, as compile takes it
+    if (isQeffPrepared(dir)) continue;
     const status = await preparedStatus(dir);
     const at = ctx.sources.files[i]!.path;
     const shown = ctx.spec.files[i]!.path;

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { MANIFEST_FILE, SENTINEL_FILE, preparedStatus } from '../prepare/manifest';
+import { MANIFEST_FILE, SENTINEL_FILE, isQeffPrepared, preparedStatus } from '../prepare/manifest';
 import { preparedMismatch } from '../prepare/provenance';
 import { beginWork, failpoint, printable, type WorkScope } from '../paths';
 import { loadOrt } from '../ort/loader';
@@ -99,19 +99,6 @@ async function checkPrepared(
   if (st.state === 'stale')
     log(`compile: warning: ${loc.dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
-}
-
-/**
- * A directory QEfficient prepared: named `<name>-qeff-prepared-<dtype>`, with its sentinel
- * `.checkpoint_prepared` and no manifest of ours (QEfficient's prepare writes its own; issue #21
- * point 5). Its sentinel is the proof a prepare made it, as ours is.
- */
-function isQeffPrepared(dir: string): boolean {
-  return (
-    /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) &&
-    fs.existsSync(path.join(dir, SENTINEL_FILE)) &&
-    !fs.existsSync(path.join(dir, MANIFEST_FILE))
-  );
 }
 
 /**

@@ -34,3 +34,18 @@ export function readExportReport(dir: string): ExportReport | undefined {
     return undefined;
   }
 }
+
+/**
+ * Where a spec file lies when the export's link to the prepared folder is not there: export
+ * links `<name>-qeff-prepared-<dtype>` only once the folder exists (as QEfficient's export.py),
+ * so before a re-export the folder is found through the export's report (`prepared.dir`, else
+ * `model_id`), when its name is the path's first segment.
+ */
+export function reportedPreparedFile(specDir: string, filePath: string): { dir: string; rest: string } | undefined {
+  const r = readExportReport(specDir);
+  const dir = r?.prepared?.dir ?? r?.model_id;
+  if (!dir || !path.isAbsolute(dir)) return undefined;
+  const segs = filePath.split(/[\\/]/).filter((s) => s && s !== '.');
+  if (segs.length < 2 || segs[0] !== path.basename(dir) || segs.includes('..')) return undefined;
+  return { dir, rest: segs.slice(1).join('/') };
+}

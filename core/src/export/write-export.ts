@@ -158,6 +158,21 @@ export function exportSummary(title: string, w: ExportWritten, rows: [string, st
   return [title, ...all.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ...(next.length ? ['next:', ...next.map((n) => `  ${n}`)] : [])];
 }
 
+/** One shell word: as it is when it needs no quoting, else single-quoted (a `next:` hint runs as printed). */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The `weight-spec prepare` hint of an export: the checkpoint, the dtype and every option that
+ * changes the prepared layout (expert-parallel packing), so that it prepares the folder the
+ * spec points at — not a sibling that compile then rejects.
+ */
+export function prepareHint(checkpoint: string, dtype: string, o: { expertParallel?: { stages: number } } = {}): string {
+  const ep = o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : '';
+  return `weight-spec prepare --checkpoint ${shellWord(checkpoint)} --dtype ${dtype}${ep}`;
+}
+
 /**
  * The `next:` steps, without the `weight-spec prepare` step when `preparedDir` already holds a
  * complete, up-to-date prepared checkpoint (suggesting it again would redo nothing).

@@ -20,6 +20,7 @@ export {
   MANIFEST_VERSION,
   SENTINEL_FILE,
   isPreparedUpToDate,
+  isQeffPrepared,
   parsePreparedManifest,
   preparedStatus,
   readPreparedManifest,

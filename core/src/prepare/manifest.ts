@@ -4,6 +4,7 @@
  * fingerprint). {@link preparedStatus} is what the language server, compile and the
  * no-op check of prepare use to tell prepared / stale / not prepared.
  */
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { movedRef } from '../hub/hf-cache';
@@ -139,4 +140,17 @@ export async function preparedStatus(dir: string): Promise<PreparedStatus> {
 /** True when `dir` is a complete prepared checkpoint whose sources are unchanged. */
 export async function isPreparedUpToDate(dir: string): Promise<boolean> {
   return (await preparedStatus(dir)).state === 'prepared';
+}
+
+/**
+ * A directory QEfficient prepared: named `<name>-qeff-prepared-<dtype>`, with its sentinel
+ * `.checkpoint_prepared` and no manifest of ours (QEfficient's prepare writes its own; issue #21
+ * point 5). Its sentinel is the proof a prepare made it, as ours is.
+ */
+export function isQeffPrepared(dir: string): boolean {
+  return (
+    /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) &&
+    fsSync.existsSync(path.join(dir, SENTINEL_FILE)) &&
+    !fsSync.existsSync(path.join(dir, MANIFEST_FILE))
+  );
 }

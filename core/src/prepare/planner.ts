@@ -21,6 +21,7 @@ import { isFusedDown, planFusedSplit, type MoeSizes } from './transforms/fused-s
 import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';
 import { planMxfp4 } from './transforms/mxfp4';
+import { specLayout } from './spec-layout';
 import type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SourceTensor, Task } from './types';
 
 /** Dense output shard size limit (the graph builder's derived layout uses the same). */
@@ -141,7 +142,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
     groups = groups.map((g) => packExpertParallel(g, epOpt.stages));
   }
 
-  const tasks: Task[] = [];
+  let tasks: Task[] = [];
   const byLayer = new Map<number, MoeGroup[]>();
   groups.forEach((g, i) => {
     const layer = layerOf(g.module) ?? 100000 + i;
@@ -212,6 +213,9 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       tasks.push(same ? { ...task, link: sh.from!, peakBytes: 0 } : task);
     });
 
+  let specOut: string | undefined;
+  if (opts.spec) ({ tasks, outDir: specOut } = await specLayout(opts.spec, tasks, ckpt.dir, opts.out));
+
   if (opts.budgetBytes !== undefined) {
     // Name the largest task: raising the budget to its size lets every task run.
     const t = tasks.reduce<Task | undefined>((a, b) => (!a || b.peakBytes > a.peakBytes ? b : a), undefined);
@@ -235,9 +239,11 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   const fingerprint = planFingerprint({ sourceFiles, dtype: opts.dtype, expertParallel: ep, tasks });
   // beside the source, or for a snapshot of the Hugging Face cache in weight-spec's own home
   const home = modelHome(ckpt.dir);
-  const outDir = opts.out
-    ? path.resolve(opts.out)
-    : path.join(home.parent, `${home.name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
+  const outDir = specOut
+    ? specOut
+    : opts.out
+      ? path.resolve(opts.out)
+      : path.join(home.parent, `${home.name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
   if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
   if (insideHubCache(outDir))
     throw new UsageError(

@@ -116,6 +116,8 @@ export interface PrepareOptions {
   out?: string;
   /** RAM budget in bytes; a task above it fails at planning. */
   budgetBytes?: number;
+  /** A weight_spec.json: write exactly its files and keys (spec-layout.ts); the default out is its files' folder. */
+  spec?: string;
 }
 
 /** A planned prepared tensor (what export writes its spec against). */

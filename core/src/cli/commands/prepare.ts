@@ -11,13 +11,13 @@ import { PREPARE_DTYPES, type PrepareDtype } from '../../formats/dtype';
 import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { createProgress } from '../progress';
-import { CHECKPOINT_FILES, requireModelPath, requireOutDir } from '../input-paths';
+import { CHECKPOINT_FILES, requireModelPath, requireOutDir, requirePath } from '../input-paths';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
-    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]]',
+    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]] [--spec <weight_spec.json>]',
     'prepare … --shard i/N      (run shard i of N into the shared staging folder; then prepare … --finalize)',
   ],
   details: [
@@ -26,6 +26,7 @@ export const prepareCommand = defineCommand({
     'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
     'On a cluster (docs/PREPARE-CLUSTER.md): --shard i/N on every host, then --finalize once; the result is',
     'byte-identical to a single-host prepare of the same plan.',
+    "With --spec, writes exactly the files and keys that spec names (ours or QEfficient's naming) into its files' folder.",
   ],
   flags: {
     checkpoint: {
@@ -59,6 +60,11 @@ export const prepareCommand = defineCommand({
       description: 'run only the tasks of shard i of N (0 ≤ i < N) into <out>.shards-<fingerprint>, recording them',
     },
     finalize: { type: 'boolean', description: 'commit the shards: check every task is present, write index, manifest, sentinel' },
+    spec: {
+      type: 'string',
+      placeholder: '<weight_spec.json>',
+      description: "write exactly the files, keys and shapes this spec's inputs name (default --out: the spec's files' folder)",
+    },
   },
   positionals: { min: 0, max: 0, names: [] },
   async run(args, io) {
@@ -69,6 +75,8 @@ export const prepareCommand = defineCommand({
     const shard = f.shard !== undefined ? parseShard(f.shard) : undefined;
     // the sharded path refuses non-finite values (the executor's check) but does not yet carry
     // the per-tensor counts into the finalized manifest: the flag is refused there, not ignored
+    if (f.spec !== undefined && (shard || f.finalize))
+      throw new UsageError('prepare: --spec is not supported with --shard / --finalize yet; prepare a spec layout on one host');
     if (f['allow-overflow'] && (shard || f.finalize))
       throw new UsageError('prepare: --allow-overflow is not supported with --shard / --finalize yet; prepare on one host to keep non-finite values');
     const opts = {
@@ -80,6 +88,7 @@ export const prepareCommand = defineCommand({
       ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
       ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
       ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
+      ...(f.spec !== undefined ? { spec: requirePath(io.cwd, f.spec, 'file') } : {}),
     };
     if (f.finalize) {
       const r = await finalizeShards(opts);

@@ -14,7 +14,7 @@ import { isRowFused } from '../../prepare/transforms/fused-split';
 import { isAllowedUnresolved, resolveInitializers, type InitializerInput, type KeyTensor, type Resolution } from '../../resolve';
 import type { WeightSpec } from '../../spec';
 import { formatBytes } from '../../display';
-import { exportSummary, nextSteps, writeExport, type ExportWritten } from '../write-export';
+import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
 import { modelClassName } from '../graph/layout';
@@ -297,8 +297,11 @@ export async function fromOnnxSummary(r: FromOnnxResult): Promise<string[]> {
       ['prepared', r.preparedDir],
     ],
     await nextSteps(r.preparedDir, [
-      `weight-spec prepare --checkpoint ${modelArg((r.written.report.source as { checkpoint: string }).checkpoint)} --dtype ${(r.written.report.options as { dtype: string }).dtype}`,
-      `weight-spec compile ${path.dirname(r.written.modelFile)}`,
+      prepareHint(
+        modelArg((r.written.report.source as { checkpoint: string }).checkpoint),
+        (r.written.report.options as { dtype: string }).dtype,
+      ),
+      `weight-spec compile ${shellWord(path.dirname(r.written.modelFile))}`,
     ]),
   );
 }

@@ -9,7 +9,7 @@ import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
 import type { ExportDtype } from '../../formats/dtype';
 import type { WeightSpec } from '../../spec';
 import { formatBytes } from '../../display';
-import { exportSummary, nextSteps, writeExport, type ExportWritten } from '../write-export';
+import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
 import type { ArchSpec } from './arch';
 import { OPSETS, type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
@@ -274,13 +274,11 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ],
     ],
     withCheckpoint
-      ? await nextSteps(layout.dir, [
-          `weight-spec prepare --checkpoint ${modelArg(cfg.dir)} --dtype ${dtype}`,
-          `weight-spec compile ${path.resolve(o.out)}`,
-        ])
+      ? await nextSteps(layout.dir, [prepareHint(modelArg(cfg.dir), dtype, o), `weight-spec compile ${shellWord(path.resolve(o.out))}`])
       : [
-          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype} --out ${layout.dir}`,
-          `weight-spec check ${written.specFile}`,
+          // the layout was derived from config.json: --spec makes prepare write exactly it (files, keys), into the folder the report names
+          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,
+          `weight-spec check ${shellWord(written.specFile)}`,
         ],
   );
   return { written, summary, arch };

@@ -12,7 +12,7 @@ import type { ExportDtype } from '../../../formats/dtype';
 import { createOutputGuard } from '../../../paths';
 import type { WeightSpec } from '../../../spec';
 import { formatBytes } from '../../../display';
-import { exportSummary, writeExport, type ExportWritten } from '../../write-export';
+import { exportSummary, prepareHint, shellWord, writeExport, type ExportWritten } from '../../write-export';
 import type { ModelObj } from '../builder';
 import { checkGraph } from '../check-graph';
 import { encodeBuiltModel } from '../encode';
@@ -25,7 +25,7 @@ import { buildLanguage, type LanguageOptions } from './language';
 import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
 import { buildVision, type BuiltVision } from './vision';
 import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
-import { hubRecord } from '../../../hub/hf-cache';
+import { hubRecord, modelArg } from '../../../hub/hf-cache';
 
 /** Marker file of a VLM export directory. */
 export const VLM_MANIFEST = 'vlm.json';
@@ -176,9 +176,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     `  prepared  ${layout.dir} (one checkpoint for both graphs; ${formatBytes(written.reduce((s, w) => s + w.modelBytes, 0))} of ONNX)`,
     'next:',
     ...(o.withCheckpoint
-      ? [`  weight-spec prepare --checkpoint ${o.cfgDir} --dtype ${o.dtype}`]
+      ? [`  ${prepareHint(modelArg(o.cfgDir), o.dtype)}`]
       : [`  weight-spec prepare --checkpoint <checkpoint of ${name}> --dtype ${o.dtype} --out ${layout.dir}`]),
-    `  weight-spec compile ${outDir}`,
+    `  weight-spec compile ${shellWord(outDir)}`,
   ];
   return { summary, arch: { text }, written };
 }
