@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CodeAction, Diagnostic } from 'vscode-languageserver-protocol';
+import { SERVER_COMMANDS } from '../../core/src/protocol';
 import { applyEdits, textOf, type TestClient } from './harness';
 import { openWorkspace, preparedCopy, type makeWorkspace, type SpecJson } from './workspace';
 
@@ -188,8 +189,40 @@ describe('diagnostics and quick fixes', () => {
   it('not-prepared: a prepared directory that does not exist yet', async () => {
     const { text, diags } = await faulty((s) => (s.files[0]!.path = 'tiny-qeff-prepared-float32/a.safetensors'));
     expect(codes(diags)).toEqual(['not-prepared']);
-    expect(textOf(text, diags[0]!.range)).toBe('"tiny-qeff-prepared-float32/a.safetensors"');
-    expect(diags[0]!.message).toContain('run `weight-spec prepare`');
+    expect(textOf(text, diags[0]!.range)).toBe('"files"');
+    expect(diags[0]!.message).toBe(
+      'not prepared yet: the prepared checkpoint does not exist (1 of 2 shards missing); run Prepare (weight-spec prepare) to create it: tiny-qeff-prepared-float32/',
+    );
+  });
+
+  it('not-prepared: every missing shard is one warning on "files", with the count, each shard as related information and the Prepare quick fix (issue 36)', async () => {
+    const { text, diags } = await faulty((s) => {
+      s.files[0]!.path = 'tiny-qeff-prepared-float32/model-00001-of-00002.safetensors';
+      s.files[1]!.path = 'tiny-qeff-prepared-float32/model-00002-of-00002.safetensors';
+    });
+    expect(codes(diags)).toEqual(['not-prepared']);
+    const d = diags[0]!;
+    expect(textOf(text, d.range)).toBe('"files"');
+    // The problem first, the short relative folder last.
+    expect(d.message).toMatch(
+      /^not prepared yet: .*\(all 2 shards missing\); run Prepare \(weight-spec prepare\) to create it: tiny-qeff-prepared-float32\/$/,
+    );
+    expect(d.relatedInformation?.map((r) => [r.message, textOf(text, r.location.range), r.location.uri])).toEqual([
+      [
+        'missing: tiny-qeff-prepared-float32/model-00001-of-00002.safetensors',
+        '"tiny-qeff-prepared-float32/model-00001-of-00002.safetensors"',
+        uri,
+      ],
+      [
+        'missing: tiny-qeff-prepared-float32/model-00002-of-00002.safetensors',
+        '"tiny-qeff-prepared-float32/model-00002-of-00002.safetensors"',
+        uri,
+      ],
+    ]);
+    const actions = await fixes(d);
+    expect(actions.map((a) => [a.title, a.command?.arguments, a.isPreferred])).toEqual([['Prepare the checkpoint', [uri], true]]);
+    // The test client runs the server's own commands (no clientCommands): the server's Prepare.
+    expect(actions[0]!.command!.command).toBe(SERVER_COMMANDS.prepare);
   });
 
   it('prepared-incomplete: a prepared directory without its sentinel (unfinished prepare)', async () => {
