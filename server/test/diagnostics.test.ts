@@ -79,7 +79,7 @@ describe('diagnostics and quick fixes', () => {
     const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/nope.safetensors'));
     expect(codes(diags)).toEqual(['file-missing']);
     expect(textOf(text, diags[0]!.range)).toBe('"ckpt/nope.safetensors"');
-    expect(diags[0]!.message).toContain('ckpt/nope.safetensors does not exist');
+    expect(diags[0]!.message).toBe('file not found: ckpt/nope.safetensors');
   });
 
   it('file-not-safetensors on the path string', async () => {
@@ -87,7 +87,7 @@ describe('diagnostics and quick fixes', () => {
     const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/garbage.safetensors'));
     expect(codes(diags)).toEqual(['file-not-safetensors']);
     expect(textOf(text, diags[0]!.range)).toBe('"ckpt/garbage.safetensors"');
-    expect(diags[0]!.message).toMatch(/^ckpt\/garbage\.safetensors is not a valid safetensors file: /);
+    expect(diags[0]!.message).toMatch(/^not a valid safetensors file \(.*\): ckpt\/garbage\.safetensors$/);
   });
 
   it('path-outside-root for a path leaving the spec directory', async () => {
@@ -239,7 +239,9 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['prepared-stale']);
     expect(diags[0]!.severity).toBe(2);
     expect(textOf(text, diags[0]!.range)).toBe('"old-qeff-prepared-float32/a.safetensors"');
-    expect(diags[0]!.message).toMatch(/is stale: source .*a\.safetensors changed size \(12345 → \d+ bytes\)/);
+    expect(diags[0]!.message).toMatch(
+      /^the prepared checkpoint is stale \(source .*a\.safetensors changed size \(12345 → \d+ bytes\)\); run Prepare \(weight-spec prepare\) again: old-qeff-prepared-float32\/a\.safetensors$/,
+    );
   });
 
   it('the same problems as `weight-spec check` (core checkSpec) for a faulty text', async () => {

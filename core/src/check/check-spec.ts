@@ -115,7 +115,7 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
         // Reported once for all such shards, after this loop (one warning per spec, not per shard).
         state.missingPrepared = true;
       } else {
-        report(ctx, 'file-missing', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
+        report(ctx, 'file-missing', src.path, `file not found: ${f.path}`, { resolved: state.abs });
       }
       continue;
     }
@@ -138,10 +138,10 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
           ctx,
           'file-not-safetensors',
           src.path,
-          `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`,
+          `not a valid safetensors file (${err.detail}${err.byte !== undefined ? `, at byte ${err.byte}` : ''}): ${f.path}`,
         );
       } else {
-        report(ctx, 'file-unreadable', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
+        report(ctx, 'file-unreadable', src.path, `cannot read the file (${oneLine(err)}): ${f.path}`);
       }
     }
   }
