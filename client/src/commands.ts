@@ -154,7 +154,10 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
     checkpoint = targets.checkpoint?.abs;
     out ??= targets.out?.abs;
     if (!dtype && isPrepareDtype(info.dtype)) dtype = info.dtype;
-    if (!checkpoint) checkpoint = await pickFolder('Source checkpoint (safetensors) to prepare for this spec', info.dir);
+    // No checkpoint recorded: start where the export's model folder is (the report's
+    // source.config, confined to the workspace), not in the export folder.
+    if (!checkpoint)
+      checkpoint = await pickFolder('Source checkpoint (safetensors) to prepare for this spec', targets.pickFrom ?? info.dir);
   } else if (target) {
     checkpoint = isDir(target) ? target : path.dirname(target);
   } else {

@@ -1,7 +1,7 @@
 /**
  * The extension's entry point: the context object (ctx.ts: log channel "Weight Spec", CLI
  * runner, file watcher, status bar, workspace index, language client), the commands, the
- * `weight-spec` task provider, the "Weight Spec" explorer tree and the read-only Inspect
+ * `weight-spec` task provider, the "Weight Spec" tree (own activity-bar container) and the read-only Inspect
  * documents. Everything is in `context.subscriptions`. Activation errors are shown and
  * logged, then rethrown so VS Code records the failed activation too.
  */

@@ -1,5 +1,5 @@
 /**
- * The "Weight Spec" view in the explorer: each export folder of the workspace with its
+ * The "Weight Spec" view (its own activity-bar container): each export folder of the workspace with its
  * graph(s), spec, prepared checkpoint (expanding to the checkpoint's tensors by layer) and
  * compile state. Prepare / Compile / Run / Inspect sit on the items (package.json
  * `view/item/context`, keyed by `contextValue`). Items carry `fsPath`, so the commands take

@@ -27,6 +27,11 @@ export interface Problem {
   range?: OffsetRange;
   /** Machine-readable extras (suggested keys, the file that holds a key, …) for quick fixes. */
   data?: Record<string, unknown>;
+  /**
+   * The places one grouped problem is about (e.g. each shard of a missing prepared checkpoint),
+   * as LSP's related information: a short message and the JSON path / range in the same document.
+   */
+  related?: { message: string; path: (string | number)[]; range?: OffsetRange }[];
 }
 
 /** Code → severity. The keys are the stable codes users and tools see. */

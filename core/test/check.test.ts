@@ -71,7 +71,9 @@ describe('checks against checkpoints made here', () => {
     expect(problems.map((p) => p.code)).toEqual(['file-missing', 'file-not-safetensors']);
     expect(problems[0]!.range).toEqual(rangeOf(t, '"ckpt/nope.safetensors"'));
     expect(problems[1]!.range).toEqual(rangeOf(t, '"ckpt/b.safetensors"'));
-    expect(problems[1]!.message).toMatch(/ckpt\/b\.safetensors is not a valid safetensors file: /);
+    expect(problems[1]!.message).toMatch(/^not a valid safetensors file \(.*\): ckpt\/b\.safetensors$/);
+    // The problem first, the short relative path last (issue 36).
+    expect(problems[0]!.message).toBe('file not found: ckpt/nope.safetensors');
   });
 
   it('paths that leave the allowed roots are refused; --root admits them', async () => {

@@ -27,7 +27,7 @@ describe('exit codes and usage', () => {
       expect(r.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
     const c = cli(['check', '--help']);
     expect(c.code).toBe(0);
-    expect(c.stdout).toContain('usage: weight-spec check <weight_spec.json | export dir>');
+    expect(c.stdout).toContain('usage: weight-spec check <weight_spec.json | export dir | VLM export dir>');
     expect(c.stdout).toContain('--json');
   });
   it.each([

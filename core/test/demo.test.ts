@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { cliInvocation } from '../src/cli/invocation';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 
@@ -14,6 +15,7 @@ const tmp = tempDirs('ws-demo-');
 const cli = (...args: string[]) =>
   spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), ...args], {
     encoding: 'utf8',
+    cwd: REPO_ROOT,
     env: { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' },
   });
 
@@ -33,8 +35,17 @@ it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => 
   expect(r.stdout).toMatch(/random .*tokens are arbitrary/);
   expect(r.stdout).toContain(`every file is in ${out}`);
   expect(r.stdout).not.toContain('rm -rf');
-  for (const next of ['weight-spec export --config <model dir>', 'weight-spec inspect', 'weight-spec check', 'VS Code'])
+  // Started as `node dist/cli.js` (as `npm run demo` does), it prints that form, which runs where
+  // `npm ci` left the user (no `weight-spec` on PATH), and says how to install the command (issue 36).
+  for (const next of ['node dist/cli.js export --config <model dir>', 'node dist/cli.js inspect', 'node dist/cli.js check', 'VS Code'])
     expect(r.stdout).toContain(next);
+  expect(r.stdout).not.toMatch(/^\$ weight-spec /m);
+  expect(r.stdout).toMatch(/install the command: npm link .* or npm i -g \./);
+  const checkLine = r.stdout.split('\n').find((l) => l.startsWith('$ node dist/cli.js check '));
+  expect(checkLine, r.stdout).toBeDefined();
+  const again0 = spawnSync('sh', ['-c', checkLine!.slice(2)], { cwd: REPO_ROOT, encoding: 'utf8' });
+  expect(again0.status, again0.stderr).toBe(0);
+  expect(again0.stdout).toContain('weight_spec.json: ok');
 
   // Export's `next:` no longer suggests prepare once the checkpoint is prepared.
   const again = cli('export', '--config', path.join(out, 'tiny-llama'), '--out', path.join(out, 'again'));
@@ -57,4 +68,11 @@ it('by default the demo removes the temp directory it made; --keep keeps it and 
   expect(kept, k.stdout).toBeDefined();
   expect(existsSync(path.join(kept!, 'tiny-llama-export', 'weight_spec.json'))).toBe(true);
   rmSync(kept!, { recursive: true, force: true });
+});
+
+it('cliInvocation: `weight-spec` when started through the installed command, else node + the script relative to the working folder', () => {
+  expect(cliInvocation('/repo', '/usr/local/bin/weight-spec')).toBe('weight-spec');
+  expect(cliInvocation('/repo', '/repo/dist/cli.js')).toBe('node dist/cli.js');
+  expect(cliInvocation('/elsewhere/x', '/repo/dist/cli.js')).toBe('node /repo/dist/cli.js');
+  expect(cliInvocation('/a', '/my repo/dist/cli.js')).toBe('node "/my repo/dist/cli.js"');
 });

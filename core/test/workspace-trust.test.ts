@@ -67,6 +67,23 @@ describe('paths read from files in the workspace', () => {
     expect(prepareTargets(l.spec, [l.ws]).out).toMatchObject({ abs: path.join(l.exp, 'p'), inside: true, field: 'files[0].path' });
   });
 
+  it("Prepare's folder picker starts at the model folder the report's source.config names, only inside the workspace (issue 36)", () => {
+    // Exported from a config without weights: no checkpoint recorded, the picker is shown.
+    const l = layout({ source: { config: '../ckpt/config.json', checkpoint: null } });
+    fs.writeFileSync(path.join(l.ws, 'ckpt', 'config.json'), '{}');
+    const t = prepareTargets(l.spec, [l.ws]);
+    expect(t.checkpoint).toBeUndefined();
+    expect(t.pickFrom).toBe(path.join(l.ws, 'ckpt'));
+    // A folder given as source.config is the model folder itself.
+    const f = layout({ source: { config: '../ckpt' } });
+    expect(prepareTargets(f.spec, [f.ws]).pickFrom).toBe(path.join(f.ws, 'ckpt'));
+    // Outside the workspace, or gone: no start folder from the report (the picker opens at the export).
+    const out = layout({ source: { config: '../../victim/prep/config.json' } });
+    fs.writeFileSync(path.join(out.victim, 'config.json'), '{}');
+    expect(prepareTargets(out.spec, [out.ws]).pickFrom).toBeUndefined();
+    expect(prepareTargets(layout({ source: { config: '../gone/config.json' } }).spec, [l.ws]).pickFrom).toBeUndefined();
+  });
+
   it('compile: the report, the spec files and compile.json prepared / artifacts.* are judged', () => {
     const l = layout(
       { prepared: { dir: '../ckpt' } },

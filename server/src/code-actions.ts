@@ -1,12 +1,14 @@
 /**
  * Quick fixes from the data core attaches to problems: `key-missing` → replace the key with a
  * suggested one; `key-in-other-file` → set `location.file` to the file that holds the key;
- * `name-not-in-onnx` → replace the name with a suggested graph input. Edits are computed
+ * `name-not-in-onnx` → replace the name with a suggested graph input; `not-prepared` → run
+ * Prepare. Edits are computed
  * on the current parse, so a fix never lands on a stale range.
  */
 import { CodeActionKind, type CodeAction, type Diagnostic, type TextEdit } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { CheckRun } from '../../core/src/check';
+import { CLIENT_COMMANDS, SERVER_COMMANDS } from '../../core/src/protocol';
 import { DIAGNOSTIC_SOURCE, rangeOf, type DiagnosticData } from './diagnostics';
 import { samePath } from './locate';
 
@@ -19,8 +21,11 @@ function inputOf(path: unknown): number | undefined {
   return Array.isArray(path) && path[0] === 'inputs' && typeof path[1] === 'number' ? path[1] : undefined;
 }
 
-/** Quick fixes for the given diagnostics of `doc`. */
-export function codeActions(doc: TextDocument, run: CheckRun, diagnostics: Diagnostic[]): CodeAction[] {
+/**
+ * Quick fixes for the given diagnostics of `doc`. `not-prepared` offers Prepare (the lens's
+ * command: the extension's when `clientCommands`, else the server's workspace/executeCommand).
+ */
+export function codeActions(doc: TextDocument, run: CheckRun, diagnostics: Diagnostic[], clientCommands = true): CodeAction[] {
   const { spec, sources, offsets } = run.parsed;
   if (!spec || !sources) return [];
   const out: CodeAction[] = [];
@@ -28,6 +33,17 @@ export function codeActions(doc: TextDocument, run: CheckRun, diagnostics: Diagn
     out.push({ title, kind: CodeActionKind.QuickFix, diagnostics: [d], isPreferred: preferred, edit: { changes: { [doc.uri]: [edit] } } });
   for (const d of diagnostics) {
     if (d.source !== DIAGNOSTIC_SOURCE) continue;
+    if (d.code === 'not-prepared') {
+      const prepare = (clientCommands ? CLIENT_COMMANDS : SERVER_COMMANDS).prepare;
+      out.push({
+        title: 'Prepare the checkpoint',
+        kind: CodeActionKind.QuickFix,
+        diagnostics: [d],
+        isPreferred: true,
+        command: { title: 'Prepare the checkpoint', command: prepare, arguments: [doc.uri] },
+      });
+      continue;
+    }
     const data = (d.data ?? {}) as Partial<DiagnosticData>;
     const i = inputOf(data.path);
     if (i === undefined) continue;

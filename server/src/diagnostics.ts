@@ -42,6 +42,15 @@ export function toDiagnostic(doc: TextDocument, p: Problem): Diagnostic {
     source: DIAGNOSTIC_SOURCE,
     message: escapeControls(p.message, true),
     data,
+    // A grouped problem (one not-prepared for all shards) points at each place it is about.
+    ...(p.related?.length
+      ? {
+          relatedInformation: p.related.map((r) => ({
+            location: { uri: doc.uri, range: rangeOf(doc, r.range) },
+            message: escapeControls(r.message, true),
+          })),
+        }
+      : {}),
   };
 }
 

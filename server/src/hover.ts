@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, type CheckRun } from '../../core/src/check';
+import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, PREPARE_HINT, type CheckRun } from '../../core/src/check';
 import { servingSummary } from '../../core/src/export/graph/serving-features';
 import { formatBytes } from '../../core/src/display';
 import { hubLabelOf } from '../../core/src/hub/hf-cache';
@@ -45,7 +45,7 @@ function onnxLines(run: CheckRun, name: string): string[] {
 function missingKeyText(run: CheckRun, file: number): string {
   const st = run.files[file];
   if (st?.missingPrepared)
-    return 'the prepared checkpoint does not exist yet and its layout could not be planned: run `weight-spec prepare`';
+    return `not prepared yet: the prepared checkpoint does not exist, and its source checkpoint could not be read to check this key; ${PREPARE_HINT}`;
   if (!st?.header) return 'its file is not readable (see the diagnostic on `files`)';
   return 'not found in the checkpoint (see the diagnostic)';
 }
@@ -111,7 +111,9 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
         if (meta.length > 12) lines.push(`- … ${meta.length - 12} more`);
       }
     } else {
-      lines.push(st?.missingPrepared ? 'does not exist yet: run `weight-spec prepare` to create it' : 'not readable (see the diagnostic)');
+      lines.push(
+        st?.missingPrepared ? `not prepared yet: this shard does not exist; ${PREPARE_HINT}` : 'not readable (see the diagnostic)',
+      );
     }
   }
   return { contents: { kind: 'markdown', value: lines.join('\n\n') }, range: rangeOf(doc, t.range) };

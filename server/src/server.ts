@@ -306,7 +306,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   connection.onCodeAction(
     guarded(log, 'codeAction', [], async (p) => {
       const r = await runOf(p.textDocument.uri);
-      return r ? codeActions(r.d.doc, r.run, p.context.diagnostics) : [];
+      return r ? codeActions(r.d.doc, r.run, p.context.diagnostics, clientCommands) : [];
     }),
   );
 

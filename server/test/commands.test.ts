@@ -73,7 +73,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     const c = await neovimLike(dir);
     try {
       const { uri, diagnostics } = await c.open(spec);
-      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared']);
       const lens = (await c.request<CodeLens[]>('textDocument/codeLens', { textDocument: { uri } }))[0]!;
       const r = await c.request<ServerCommandResult>('workspace/executeCommand', {
         command: lens.command!.command,
@@ -139,7 +139,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     c.rpc.onNotification('window/showMessage', () => undefined);
     try {
       const { uri, diagnostics } = await c.open(spec);
-      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared']);
       await expect.poll(() => c.registrations.length).toBeGreaterThan(0);
       const before = c.published.length;
       const r = await c.request<ServerCommandResult>('workspace/executeCommand', { command: SERVER_COMMANDS.prepare, arguments: [uri] });
@@ -280,7 +280,7 @@ describeFixtures('server commands and own watching (clients without them)', () =
     try {
       expect(c.registrations).toEqual([]);
       const { uri, diagnostics } = await c.open(spec);
-      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared', 'not-prepared']);
+      expect(diagnostics.map((d) => d.code)).toEqual(['not-prepared']);
       cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
       await expect.poll(() => c.published.filter((p) => p.uri === uri).at(-1)?.count, { timeout: 10_000 }).toBe(0);
       expect(c.version(uri)).toBe(1); // no edit

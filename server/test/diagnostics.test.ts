@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CodeAction, Diagnostic } from 'vscode-languageserver-protocol';
+import { SERVER_COMMANDS } from '../../core/src/protocol';
 import { applyEdits, textOf, type TestClient } from './harness';
 import { openWorkspace, preparedCopy, type makeWorkspace, type SpecJson } from './workspace';
 
@@ -78,7 +79,7 @@ describe('diagnostics and quick fixes', () => {
     const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/nope.safetensors'));
     expect(codes(diags)).toEqual(['file-missing']);
     expect(textOf(text, diags[0]!.range)).toBe('"ckpt/nope.safetensors"');
-    expect(diags[0]!.message).toContain('ckpt/nope.safetensors does not exist');
+    expect(diags[0]!.message).toBe('file not found: ckpt/nope.safetensors');
   });
 
   it('file-not-safetensors on the path string', async () => {
@@ -86,7 +87,7 @@ describe('diagnostics and quick fixes', () => {
     const { text, diags } = await faulty((s) => (s.files[1]!.path = 'ckpt/garbage.safetensors'));
     expect(codes(diags)).toEqual(['file-not-safetensors']);
     expect(textOf(text, diags[0]!.range)).toBe('"ckpt/garbage.safetensors"');
-    expect(diags[0]!.message).toMatch(/^ckpt\/garbage\.safetensors is not a valid safetensors file: /);
+    expect(diags[0]!.message).toMatch(/^not a valid safetensors file \(.*\): ckpt\/garbage\.safetensors$/);
   });
 
   it('path-outside-root for a path leaving the spec directory', async () => {
@@ -188,8 +189,40 @@ describe('diagnostics and quick fixes', () => {
   it('not-prepared: a prepared directory that does not exist yet', async () => {
     const { text, diags } = await faulty((s) => (s.files[0]!.path = 'tiny-qeff-prepared-float32/a.safetensors'));
     expect(codes(diags)).toEqual(['not-prepared']);
-    expect(textOf(text, diags[0]!.range)).toBe('"tiny-qeff-prepared-float32/a.safetensors"');
-    expect(diags[0]!.message).toContain('run `weight-spec prepare`');
+    expect(textOf(text, diags[0]!.range)).toBe('"files"');
+    expect(diags[0]!.message).toBe(
+      'not prepared yet: the prepared checkpoint does not exist (1 of 2 shards missing); run Prepare (weight-spec prepare) to create it: tiny-qeff-prepared-float32/',
+    );
+  });
+
+  it('not-prepared: every missing shard is one warning on "files", with the count, each shard as related information and the Prepare quick fix (issue 36)', async () => {
+    const { text, diags } = await faulty((s) => {
+      s.files[0]!.path = 'tiny-qeff-prepared-float32/model-00001-of-00002.safetensors';
+      s.files[1]!.path = 'tiny-qeff-prepared-float32/model-00002-of-00002.safetensors';
+    });
+    expect(codes(diags)).toEqual(['not-prepared']);
+    const d = diags[0]!;
+    expect(textOf(text, d.range)).toBe('"files"');
+    // The problem first, the short relative folder last.
+    expect(d.message).toMatch(
+      /^not prepared yet: .*\(all 2 shards missing\); run Prepare \(weight-spec prepare\) to create it: tiny-qeff-prepared-float32\/$/,
+    );
+    expect(d.relatedInformation?.map((r) => [r.message, textOf(text, r.location.range), r.location.uri])).toEqual([
+      [
+        'missing: tiny-qeff-prepared-float32/model-00001-of-00002.safetensors',
+        '"tiny-qeff-prepared-float32/model-00001-of-00002.safetensors"',
+        uri,
+      ],
+      [
+        'missing: tiny-qeff-prepared-float32/model-00002-of-00002.safetensors',
+        '"tiny-qeff-prepared-float32/model-00002-of-00002.safetensors"',
+        uri,
+      ],
+    ]);
+    const actions = await fixes(d);
+    expect(actions.map((a) => [a.title, a.command?.arguments, a.isPreferred])).toEqual([['Prepare the checkpoint', [uri], true]]);
+    // The test client runs the server's own commands (no clientCommands): the server's Prepare.
+    expect(actions[0]!.command!.command).toBe(SERVER_COMMANDS.prepare);
   });
 
   it('prepared-incomplete: a prepared directory without its sentinel (unfinished prepare)', async () => {
@@ -206,7 +239,9 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['prepared-stale']);
     expect(diags[0]!.severity).toBe(2);
     expect(textOf(text, diags[0]!.range)).toBe('"old-qeff-prepared-float32/a.safetensors"');
-    expect(diags[0]!.message).toMatch(/is stale: source .*a\.safetensors changed size \(12345 → \d+ bytes\)/);
+    expect(diags[0]!.message).toMatch(
+      /^the prepared checkpoint is stale \(source .*a\.safetensors changed size \(12345 → \d+ bytes\)\); run Prepare \(weight-spec prepare\) again: old-qeff-prepared-float32\/a\.safetensors$/,
+    );
   });
 
   it('the same problems as `weight-spec check` (core checkSpec) for a faulty text', async () => {

@@ -104,17 +104,21 @@ export async function editorUiChecks(page, ws, { check, dir }) {
   });
 
   await checkClean(
-    'the "Weight Spec" explorer view lists the export with its graph, spec, checkpoint and compile state (screenshot)',
+    'the "Weight Spec" view, in its own activity-bar container, lists the export with its graph, spec, checkpoint and compile state (screenshot)',
     async () => {
       const shot = shotOf('tree.png');
-      await page.keyboard.press('Control+Shift+E');
-      const header = page.locator('.pane-header', { hasText: 'Weight Spec' }).first();
-      await header.waitFor({ state: 'visible', timeout: 30_000 });
-      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
-      // The folders view would take the room; collapse it so the tree shows whole.
-      const folders = page.locator('.pane-header[aria-expanded="true"]', { hasText: path.basename(ws.dir) }).first();
-      if (await folders.count()) await folders.click();
-      const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Weight Spec' }) }).first();
+      // Its own container (issue 36): an activity-bar icon opens a side bar that holds only this
+      // tree, so its labels get the side bar's whole width instead of sharing the explorer.
+      const icon = page.locator('.activitybar .action-item a[aria-label^="Weight Spec"]').first();
+      await icon.waitFor({ state: 'visible', timeout: 30_000 });
+      await icon.click();
+      const sidebar = page.locator('.part.sidebar');
+      await sidebar
+        .locator('.composite.title', { hasText: /weight spec/i })
+        .first()
+        .waitFor({ state: 'visible', timeout: 30_000 });
+      if (await sidebar.locator('.explorer-folders-view').count()) throw new Error('the Weight Spec container also shows the explorer');
+      const pane = sidebar;
       await pane.locator('.monaco-list-row', { hasText: 'llama-export' }).first().waitFor({ state: 'visible', timeout: 60_000 });
       await pane.locator('.monaco-list-row', { hasText: 'up to date' }).first().waitFor({ state: 'visible', timeout: 30_000 });
       await pane.screenshot({ path: shot });
@@ -124,6 +128,11 @@ export async function editorUiChecks(page, ws, { check, dir }) {
         ['llama-export', 'compiled', 'model.onnx', 'weight_spec.json', 'checkpoint', 'prepared', 'compile', 'up to date'],
         'the Weight Spec view',
       );
+      // No label is cut ("weight…"): each row's label fits its row.
+      const cut = await pane
+        .locator('.monaco-list-row .label-name')
+        .evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent));
+      if (cut.length) throw new Error(`cut labels in the Weight Spec view: ${JSON.stringify(cut)}`);
       keepScreenshot(shot);
       return JSON.stringify(text.split('\n').slice(0, 12));
     },
@@ -168,7 +177,9 @@ export async function editorUiChecks(page, ws, { check, dir }) {
     async () => {
       const shot = shotOf('run-output.png');
       // The export's spec as the active editor (Run works on it), opened from the tree's item.
-      const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Weight Spec' }) }).first();
+      await page.locator('.activitybar .action-item a[aria-label^="Weight Spec"]').first().click();
+      const pane = page.locator('.part.sidebar');
+      await pane.locator('.monaco-list-row', { hasText: 'llama-export' }).first().waitFor({ state: 'visible', timeout: 30_000 });
       const rows = pane.locator('.monaco-list-row');
       const labels = await rows.allInnerTexts();
       const at = labels.findIndex((l) => l.startsWith('llama-export'));

@@ -9,6 +9,7 @@ export const VSIX_FILES = [
   'extension/LICENSE.txt',
   'extension/readme.md',
   'extension/changelog.md',
+  'extension/media/activity-bar.svg',
   'extension/media/icon.png',
   'extension/media/walkthrough/compile.md',
   'extension/media/walkthrough/export.md',

@@ -15,7 +15,7 @@ import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
 import type { SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
-import { fileLabel, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
+import { fileLabel, PREPARE_HINT, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
 import { planMissingPrepared, plannedNote } from './planned';
 import { checkPrepared, looksPrepared } from './prepared';
@@ -112,15 +112,10 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
       if (looksPrepared(state.abs)) {
         // A normal state between export and prepare, not a broken spec: a warning (its keys
         // are still checked, against prepare's plan: see planned.ts).
+        // Reported once for all such shards, after this loop (one warning per spec, not per shard).
         state.missingPrepared = true;
-        report(
-          ctx,
-          'not-prepared',
-          src.path,
-          `${f.path} does not exist yet: the prepared checkpoint is missing; run \`weight-spec prepare\` to create it`,
-        );
       } else {
-        report(ctx, 'file-missing', src.path, `${f.path} does not exist (resolved to ${state.abs})`);
+        report(ctx, 'file-missing', src.path, `file not found: ${f.path}`, { resolved: state.abs });
       }
       continue;
     }
@@ -128,6 +123,7 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     read.catch(() => undefined); // handled below; an abort must not leave it unobserved
     reads[i] = read;
   }
+  reportNotPrepared(ctx);
   for (const [i, f] of ctx.spec.files.entries()) {
     const read = reads[i];
     if (!read) continue;
@@ -142,13 +138,48 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
           ctx,
           'file-not-safetensors',
           src.path,
-          `${f.path} is not a valid safetensors file: ${err.detail}${err.byte !== undefined ? ` (at byte ${err.byte})` : ''}`,
+          `not a valid safetensors file (${err.detail}${err.byte !== undefined ? `, at byte ${err.byte}` : ''}): ${f.path}`,
         );
       } else {
-        report(ctx, 'file-unreadable', src.path, `${f.path} cannot be read: ${oneLine(err)}`);
+        report(ctx, 'file-unreadable', src.path, `cannot read the file (${oneLine(err)}): ${f.path}`);
       }
     }
   }
+}
+
+/**
+ * One `not-prepared` warning per spec, on `files`, for every shard of a prepared checkpoint that
+ * does not exist yet (issue 36: 50 shards were 50 identical warnings): the count, what to do and
+ * the folder, with each shard as related information. `data.files` lists their indices.
+ */
+function reportNotPrepared(ctx: CheckContext): void {
+  const missing = ctx.files.flatMap((s, i) => (s.missingPrepared ? [i] : []));
+  if (missing.length === 0) return;
+  const total = ctx.spec.files.length;
+  const paths = missing.map((i) => ctx.spec.files[i]!.path);
+  const dirs = [...new Set(paths.map((p) => path.posix.dirname(p.replace(/\\/g, '/'))))];
+  const where = dirs.length === 1 ? `${dirs[0]}/` : `${paths[0]} and ${paths.length - 1} more`;
+  const count =
+    missing.length === 1 && total === 1
+      ? 'its file'
+      : missing.length === total
+        ? `all ${total} shards`
+        : `${missing.length} of ${total} shards`;
+  report(
+    ctx,
+    'not-prepared',
+    ['files'],
+    `not prepared yet: the prepared checkpoint does not exist (${count} missing); ${PREPARE_HINT}: ${where}`,
+    {
+      files: missing,
+    },
+  );
+  const p = ctx.problems[ctx.problems.length - 1]!;
+  p.related = missing.map((i) => {
+    const at = ctx.sources.files[i]!.path;
+    const range = ctx.parsed.offsets.anchor(at);
+    return { message: `missing: ${ctx.spec.files[i]!.path}`, path: at, ...(range ? { range } : {}) };
+  });
 }
 
 /** File index, key presence and name uniqueness for every input. */

@@ -60,6 +60,9 @@ export function report(ctx: CheckContext, code: ProblemCode, at: JsonPath, messa
   ctx.problems.push(p);
 }
 
+/** What to do about a prepared checkpoint that does not exist yet: the same words in Problems, hover and the CLI. */
+export const PREPARE_HINT = 'run Prepare (weight-spec prepare) to create it';
+
 /** `files[i]` shown as its path relative to the spec (what the user wrote). */
 export function fileLabel(ctx: CheckContext, index: number): string {
   const f = ctx.spec.files[index];

@@ -3,7 +3,7 @@
  * server. See check-spec.ts for the passes and docs/ARCHITECTURE.md for the stable codes.
  */
 export { checkSpec } from './check-spec';
-export type { CheckOptions } from './context';
+export { PREPARE_HINT, type CheckOptions } from './context';
 export { HeaderCache, defaultHeaderCache } from './header-cache';
 export { closestNames, boundedEditDistance, commonSuffixSegments, KeyIndex, keyIndexOf } from './suggest';
 export { findCompanionOnnx, RUNTIME_INPUT } from './check-onnx';

@@ -57,16 +57,16 @@ export async function checkPrepared(ctx: CheckContext): Promise<void> {
         ctx,
         'prepared-incomplete',
         at,
-        `${shown}: the prepared checkpoint is incomplete: ${status.reason ?? 'unknown reason'}; re-run \`weight-spec prepare\``,
+        `the prepared checkpoint is incomplete (${status.reason ?? 'unknown reason'}); run Prepare (weight-spec prepare) again: ${shown}`,
       );
     } else if (status.manifest && preparedMismatch(ctx.specDir, dir, status.manifest)) {
-      report(ctx, 'prepared-mismatch', at, `${shown}: ${preparedMismatch(ctx.specDir, dir, status.manifest)}`);
+      report(ctx, 'prepared-mismatch', at, `${preparedMismatch(ctx.specDir, dir, status.manifest)}: ${shown}`);
     } else if (status.state === 'stale') {
       report(
         ctx,
         'prepared-stale',
         at,
-        `${shown}: the prepared checkpoint is stale: ${status.reason ?? 'its source changed'}; re-run \`weight-spec prepare\``,
+        `the prepared checkpoint is stale (${status.reason ?? 'its source changed'}); run Prepare (weight-spec prepare) again: ${shown}`,
       );
     }
   }

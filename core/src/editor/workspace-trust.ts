@@ -25,6 +25,12 @@ export interface PrepareTargets {
   out?: FilePathVerdict;
   /** The verdicts that are outside the workspace (empty: nothing to ask or refuse). */
   outside: FilePathVerdict[];
+  /**
+   * Where Prepare's folder picker opens when no checkpoint is recorded: the model folder (the
+   * folder of the report's `source.config`), only when inside the workspace; else undefined
+   * and the picker opens at the export folder. Never asked about: it only starts a picker.
+   */
+  pickFrom?: string;
 }
 
 function readJson(file: string): unknown {
@@ -37,6 +43,14 @@ function readJson(file: string): unknown {
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
 const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+function isFolder(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
 
 /** The spec's `files[i].path` values (v1's bare strings too). */
 function specFilePaths(specFile: string): string[] {
@@ -58,6 +72,12 @@ export function prepareTargets(specFile: string, roots: readonly string[]): Prep
     if (first) out.out = judgeFilePath(specFile, 'files[0].path', path.dirname(first), roots);
   }
   out.outside = [out.checkpoint, out.out].filter((v): v is FilePathVerdict => !!v && !v.inside);
+  if (nonEmpty(report?.source?.config)) {
+    const config = judgeFilePath(reportFile, 'source.config', report.source.config, roots);
+    // A config file's folder, or the folder itself (export takes either).
+    const model = config.inside ? (isFolder(config.abs) ? config.abs : path.dirname(config.abs)) : undefined;
+    if (model && isFolder(model)) out.pickFrom = model;
+  }
   return out;
 }
 

@@ -35,3 +35,17 @@ export function specFileIn(dir: string): string | undefined {
   const named = names.filter((n) => n.endsWith(SPEC_SUFFIX));
   return named.length === 1 ? path.join(dir, named[0]!) : undefined;
 }
+
+/** The manifest a VLM export writes beside its two graph folders (export-vlm.ts's VLM_MANIFEST). */
+export const VLM_MANIFEST_FILE = 'vlm.json';
+/** A VLM export's graph folders, in the order run uses them. */
+export const VLM_GRAPHS = ['vision', 'language'] as const;
+
+/**
+ * The graph folders of a VLM export directory (`vlm.json` + `vision/` + `language/`) that hold a
+ * spec, as `[name, folder]`; undefined when `dir` is not a VLM export.
+ */
+export function vlmGraphDirs(dir: string): [string, string][] | undefined {
+  if (!fs.existsSync(path.join(dir, VLM_MANIFEST_FILE))) return undefined;
+  return VLM_GRAPHS.map((g): [string, string] => [g, path.join(dir, g)]).filter(([, d]) => specFileIn(d) !== undefined);
+}

@@ -187,7 +187,7 @@ diagnostics at the moment the reply came, before Emacs reads anything more from 
     (ws-wait "the picked completion" (lambda () (gethash "company_candidates" ws-steps)) 20))
   (lambda ()
     (ws-step "company" (list :line (ws-line) :valid_json (ws-valid-json)))
-    (ws-wait "diagnostics after the pick" (lambda () (equal (ws-codes) '("not-prepared" "not-prepared")))))
+    (ws-wait "diagnostics after the pick" (lambda () (equal (ws-codes) '("not-prepared")))))
   (lambda ()
     ;; 4b. Emacs's own C-M-i right after "mlp.": no candidate is unique, nothing inserted.
     (ws-retype (ws-env "WS_COMPLETE_KEY") (ws-env "WS_DOT_PREFIX"))
@@ -202,7 +202,7 @@ diagnostics at the moment the reply came, before Emacs reads anything more from 
     (ws-wait "C-M-i completing" (lambda () (string-match-p (regexp-quote (concat "\"" (ws-env "WS_COMPLETE_KEY") "\"")) (ws-line)))))
   (lambda ()
     (ws-step "cmi" (list :line (ws-line) :valid_json (ws-valid-json)))
-    (ws-wait "diagnostics after C-M-i" (lambda () (equal (ws-codes) '("not-prepared" "not-prepared")))))
+    (ws-wait "diagnostics after C-M-i" (lambda () (equal (ws-codes) '("not-prepared")))))
   (lambda ()
     ;; 5. Prepare through workspace/executeCommand; the warnings must be gone with the reply.
     (setq ws-tick (buffer-chars-modified-tick))

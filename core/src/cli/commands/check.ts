@@ -6,10 +6,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Problem } from '../../errors';
+import { UsageError, type Problem } from '../../errors';
 import { defineCommand, println } from '../command';
 import { readInputFile } from '../../paths';
-import { specFileIn } from '../../spec/file-names';
+import { specFileIn, vlmGraphDirs } from '../../spec/file-names';
 import { requireModelPath, requirePath } from '../input-paths';
 
 const isDirectory = (p: string) => {
@@ -48,13 +48,21 @@ export function problemJson(p: Problem): {
   };
 }
 
+/** The spec file `given` names (a file, or an export directory's spec) and how to show it. */
+function singleTarget(cwd: string, arg: string, given: string): { file: string; shown: string } {
+  const file = (isDirectory(given) && specFileIn(given)) || requirePath(cwd, arg, 'file');
+  // Shown as given; for a directory, the spec file in it.
+  return { file, shown: file === given || !isDirectory(given) ? arg : path.join(arg, path.basename(file)) };
+}
+
 /** The `check` command. */
 export const checkCommand = defineCommand({
   name: 'check',
   summary: 'check a weight_spec.json against its checkpoint files and companion ONNX',
-  synopsis: ['check <weight_spec.json | export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
+  synopsis: ['check <weight_spec.json | export dir | VLM export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
   details: [
-    'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it.',
+    'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it;',
+    'a VLM export directory (vlm.json + vision/ + language/) for both of its specs.',
     'Paths in the spec resolve relative to its directory and must stay inside the allowed roots',
     "(the spec's directory plus every --root). Exit 1 when any error is found.",
   ],
@@ -73,33 +81,46 @@ export const checkCommand = defineCommand({
   async run(args, io) {
     // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
     const [{ checkSpec }, { specTextOf }] = await Promise.all([import('../../check'), import('../../spec')]);
-    // An export directory holding a spec means that spec (as compile and run take the directory).
+    // An export directory holding a spec means that spec (as compile and run take the directory);
+    // a VLM export (vlm.json + vision/ + language/) means both of its graphs' specs.
     const given = path.resolve(io.cwd, args.positionals[0]!);
-    const file = (isDirectory(given) && specFileIn(given)) || requirePath(io.cwd, args.positionals[0]!, 'file');
-    // Shown as given; for a directory, the spec file in it.
-    const shown = file === given || !isDirectory(given) ? args.positionals[0]! : path.join(args.positionals[0]!, path.basename(file));
-    const text = specTextOf(await readInputFile(file, shown), file);
-    const problems = await checkSpec(file, text, {
+    const vlm = isDirectory(given) && !specFileIn(given) ? vlmGraphDirs(given) : undefined;
+    const targets: { file: string; shown: string }[] = vlm?.length
+      ? vlm.map(([g, dir]) => {
+          const file = specFileIn(dir)!;
+          return { file, shown: path.join(args.positionals[0]!, g, path.basename(file)) };
+        })
+      : [singleTarget(io.cwd, args.positionals[0]!, given)];
+    const roots = args.flags.root.map((r) => requireModelPath(io.cwd, r, { env: io.env }).path);
+    const onnx = args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined;
+    if (onnx && targets.length > 1)
+      throw new UsageError('check: --onnx names one graph; a VLM export folder has two (check vision/ and language/ one by one)');
+    let errors = 0;
+    const json: (ReturnType<typeof problemJson> & { file?: string })[] = [];
+    for (const { file, shown } of targets) {
+      const text = specTextOf(await readInputFile(file, shown), file);
       // a root may be a Hub id: its snapshot in the local HF cache (files there are symlinks to blobs)
-      roots: args.flags.root.map((r) => requireModelPath(io.cwd, r, { env: io.env }).path),
-      onnx: args.flags['no-onnx'] ? false : args.flags.onnx !== undefined ? path.resolve(io.cwd, args.flags.onnx) : undefined,
-    });
-    const errors = problems.filter((p) => p.severity === 'error').length;
-    if (args.flags.json) {
-      println(io.stdout, JSON.stringify(problems.map(problemJson), null, 2));
-    } else {
+      const problems = await checkSpec(file, text, { roots, ...(onnx !== undefined ? { onnx } : {}) });
+      const e = problems.filter((p) => p.severity === 'error').length;
+      errors += e;
+      if (args.flags.json) {
+        // One spec: the array of problems (the contract); a VLM export: each problem names its spec.
+        json.push(...problems.map((p) => (targets.length > 1 ? { ...problemJson(p), file: shown } : problemJson(p))));
+        continue;
+      }
       for (const p of problems) {
         const at = p.range ? lineColumn(text, p.range.start) : { line: 1, column: 1 };
         println(io.stdout, `${shown}:${at.line}:${at.column}: ${p.severity} [${p.code}] ${p.message}`);
       }
-      const warnings = problems.length - errors;
+      const warnings = problems.length - e;
       println(
         io.stdout,
         problems.length === 0
           ? `${shown}: ok`
-          : `${shown}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`,
+          : `${shown}: ${e} error${e === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`,
       );
     }
+    if (args.flags.json) println(io.stdout, JSON.stringify(json, null, 2));
     return errors > 0 ? 1 : 0;
   },
 });

@@ -11,16 +11,21 @@ import { PipelineError } from '../../errors';
 import { scratchDir } from '../../paths';
 import { writeTinyLlama } from '../../demo/tiny-model';
 import { defineCommand, println, type CliIO } from '../command';
+import { cliInvocation, INSTALL_HINT } from '../invocation';
 
-/** What a new user can try after the demo. */
-const NEXT = [
-  '',
-  'next, on your own model folder (a Hugging Face checkpoint with config.json):',
-  '  weight-spec export --config <model dir> --out <export dir>   then prepare, compile, run as above',
-  '  weight-spec inspect <model dir | file.safetensors | file.onnx>   what a checkpoint or graph holds (headers only)',
-  "  weight-spec check <export dir>/weight_spec.json               the editor's diagnostics, on the command line",
-  '  VS Code: install the extension (npm run package → weight-spec.vsix) for hover, quick fixes and code lenses on weight_spec.json',
-];
+/** What a new user can try after the demo, `cmd` being how this CLI was started (cliInvocation). */
+function nextLines(cmd: string): string[] {
+  const lines = [
+    '',
+    'next, on your own model folder (a Hugging Face checkpoint with config.json):',
+    `  ${cmd} export --config <model dir> --out <export dir>   then prepare, compile, run as above`,
+    `  ${cmd} inspect <model dir | file.safetensors | file.onnx>   what a checkpoint or graph holds (headers only)`,
+    `  ${cmd} check <export dir>/weight_spec.json               the editor's diagnostics, on the command line`,
+    '  VS Code: install the extension (npm run package → weight-spec.vsix) for hover, quick fixes and code lenses on weight_spec.json',
+  ];
+  if (cmd !== 'weight-spec') lines.push(`  ${INSTALL_HINT}`);
+  return lines;
+}
 
 type Main = (argv: readonly string[], io: CliIO) => Promise<number>;
 
@@ -71,8 +76,10 @@ export const demoCommand = defineCommand({
         String(args.flags['max-new-tokens'] ?? 8),
       ],
     ];
+    // The form that runs where the user is (`npm ci` puts no `weight-spec` on PATH).
+    const cmd = cliInvocation(io.cwd);
     for (const step of steps) {
-      println(io.stdout, `\n$ weight-spec ${step.join(' ')}`);
+      println(io.stdout, `\n$ ${cmd} ${step.join(' ')}`);
       const code = await main(step, io);
       if (code !== 0) throw new PipelineError(`demo: step "weight-spec ${step[0]}" failed (exit ${code}); files are in ${root}`);
     }
@@ -84,7 +91,7 @@ export const demoCommand = defineCommand({
       await scratch?.remove();
       println(io.stdout, `demo: done — removed its temp files (${root}); --keep keeps them, --out <dir> puts them where you say`);
     }
-    for (const line of NEXT) println(io.stdout, line);
+    for (const line of nextLines(cmd)) println(io.stdout, line);
     return 0;
   },
 });

@@ -14,6 +14,7 @@ import { formatBytes } from '../../display';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requireModelPath } from '../input-paths';
+import { vlmGraphDirs } from '../../spec/file-names';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -122,7 +123,8 @@ export const inspectCommand = defineCommand({
   synopsis: ['inspect <file.safetensors|model.safetensors.index.json|dir|file.onnx> [--json] [--full]'],
   details: [
     'Reads headers only. A directory is read as a checkpoint (index, single file or shards);',
-    'one with ONNX files and no safetensors (an export directory) lists its graphs.',
+    'one with ONNX files and no safetensors (an export directory) lists its graphs, and a VLM export',
+    'directory (vlm.json + vision/ + language/) the graphs of both folders.',
   ],
   flags: {
     json: { type: 'boolean', description: 'print the listing as JSON' },
@@ -143,16 +145,21 @@ export const inspectCommand = defineCommand({
       return 0;
     }
     if (isDir) {
-      // An export directory (graphs, no checkpoint): show its ONNX files.
+      // An export directory (graphs, no checkpoint): show its ONNX files; a VLM export
+      // (vlm.json + vision/ + language/): the graphs of both folders.
       const names = (await readdir(target)).sort();
-      const onnx = names.filter((n) => n.toLowerCase().endsWith('.onnx'));
-      if (onnx.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
-        const summaries = await summarize(onnx.map((n) => path.join(target, n)));
+      const vlm = vlmGraphDirs(target);
+      const onnx = vlm?.length
+        ? (await Promise.all(vlm.map(async ([g, d]) => (await readdir(d)).sort().map((n) => path.join(g, n))))).flat()
+        : names;
+      const graphs = onnx.filter((n) => n.toLowerCase().endsWith('.onnx'));
+      if (graphs.length > 0 && !names.some((n) => n.endsWith('.safetensors') || n.endsWith('.safetensors.index.json'))) {
+        const summaries = await summarize(graphs.map((n) => path.join(target, n)));
         if (args.flags.json) println(io.stdout, JSON.stringify(summaries.map(onnxJson), null, 2));
         else
           summaries.forEach((s, i) => {
             if (i > 0) println(io.stdout);
-            printOnnx(io, path.join(given, onnx[i]!), s, args.flags.full);
+            printOnnx(io, path.join(given, graphs[i]!), s, args.flags.full);
           });
         return 0;
       }

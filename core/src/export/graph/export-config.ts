@@ -78,7 +78,16 @@ export function hasCheckpoint(dir: string): boolean {
   }
 }
 
-async function readConfig(p: string): Promise<{ file: string; dir: string; raw: unknown }> {
+/**
+ * The model's name for a config file: its folder's name when the file is a `config.json` (a model
+ * folder), else the file's own stem (`--config configs/qwen3-30b.json` is "qwen3-30b", not "configs").
+ */
+export function modelNameOfConfig(file: string): string {
+  const base = path.basename(file);
+  return base === 'config.json' ? path.basename(path.dirname(file)) : base.replace(/\.json$/i, '').replace(/[._-]config$/i, '') || base;
+}
+
+async function readConfig(p: string): Promise<{ file: string; dir: string; raw: unknown; name: string }> {
   const abs = path.resolve(p);
   if (!existsSync(abs)) throw new UsageError(`${p}: no such file or directory`);
   const file = statSync(abs).isDirectory() ? path.join(abs, 'config.json') : abs;
@@ -89,7 +98,7 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
     throw err instanceof FormatError ? err : new FormatError(file, `cannot read config: ${oneLine(err)}`);
   }
   try {
-    return { file, dir: path.dirname(file), raw: JSON.parse(text) };
+    return { file, dir: path.dirname(file), raw: JSON.parse(text), name: modelNameOfConfig(file) };
   } catch (err) {
     throw new FormatError(file, `not valid JSON: ${oneLine(err)}`);
   }
@@ -133,6 +142,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
+      name: cfg.name,
       raw: cfg.raw,
       out: o.out,
       dtype,
@@ -169,7 +179,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
     continuousBatching: !!o.continuousBatching,
     phase: o.phase ?? 'both',
-    name: path.basename(cfg.dir),
+    name: cfg.name,
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
@@ -194,7 +204,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     }
     return { location: { file: idx, key }, name: w.name };
   });
-  const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: modelClassName(cfg.raw, path.basename(cfg.dir)) };
+  const spec: WeightSpec = { version: 5, files, inputs, model_id: layout.dir, model_name: modelClassName(cfg.raw, cfg.name) };
   const experts = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   const stateKinds = [...new Set(built.io.inputs.map(parseStateName).flatMap((p) => (p ? [p.kind] : [])))];
   const weightElems = built.weights.reduce((s, w) => s + w.shape.reduce((a, b) => a * b, 1), 0);
@@ -241,7 +251,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   });
   const arch1 = `${arch.modelType}, ${arch.layers.length} layers, hidden ${arch.hidden}, ${arch.nHeads}/${arch.nKv} heads`;
   const summary = exportSummary(
-    `exported ${path.basename(cfg.dir)} (${arch1}${experts?.kind === 'moe' ? `, ${experts.weights.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
+    `exported ${cfg.name} (${arch1}${experts?.kind === 'moe' ? `, ${experts.weights.experts} experts top-${experts.topK}` : ''}) in ${Math.round(performance.now() - t0)} ms`,
     written,
     [
       [
@@ -277,7 +287,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ? await nextSteps(layout.dir, [prepareHint(modelArg(cfg.dir), dtype, o), `weight-spec compile ${shellWord(path.resolve(o.out))}`])
       : [
           // the layout was derived from config.json: --spec makes prepare write exactly it (files, keys), into the folder the report names
-          `weight-spec prepare --checkpoint <checkpoint of ${path.basename(cfg.dir)}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,
+          `weight-spec prepare --checkpoint <checkpoint of ${cfg.name}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,
           `weight-spec check ${shellWord(written.specFile)}`,
         ],
   );

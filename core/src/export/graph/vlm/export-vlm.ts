@@ -26,9 +26,10 @@ import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
 import { buildVision, type BuiltVision } from './vision';
 import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
 import { hubRecord, modelArg } from '../../../hub/hf-cache';
+import { VLM_MANIFEST_FILE } from '../../../spec/file-names';
 
 /** Marker file of a VLM export directory. */
-export const VLM_MANIFEST = 'vlm.json';
+export const VLM_MANIFEST = VLM_MANIFEST_FILE;
 /** Sub-export directory names. */
 export const VLM_GRAPHS = ['vision', 'language'] as const;
 
@@ -56,6 +57,8 @@ export interface VlmManifest {
 export interface VlmExportOptions {
   cfgFile: string;
   cfgDir: string;
+  /** The model's name (export-config.ts modelNameOfConfig: not the folder of a config file named otherwise). */
+  name?: string;
   raw: unknown;
   out: string;
   dtype: ExportDtype;
@@ -87,7 +90,7 @@ function specFor(weights: { name: string }[], layout: PreparedLayout, name: stri
 /** Builds both graphs, checks them against one layout and writes `<out>/{vision,language}` + vlm.json. */
 export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[]; arch: { text: ArchSpec }; written: ExportWritten[] }> {
   const t0 = performance.now();
-  const name = path.basename(o.cfgDir);
+  const name = o.name ?? path.basename(o.cfgDir);
   const modelType = vlmModelTypeOf(o.raw, o.cfgFile);
   const langOpts = {
     dtype: o.dtype,
