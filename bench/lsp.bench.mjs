@@ -245,12 +245,13 @@ const line = (n, bytes, ours, json, ratio, target, d) =>
   `  ${String(n).padStart(6)}  ${(bytes / 2 ** 20).toFixed(1).padStart(4)} MiB  ${median(ours).toFixed(d).padStart(6)} ms (${runs(ours, d)})`.padEnd(
     60,
   ) +
-  `${median(json).toFixed(d).padStart(6)} ms (${runs(json, d)})`.padEnd(34) +
+  `${median(json).toFixed(d).padStart(6)} ms (${runs(json, d)})`.padEnd(42) +
+  ' ' +
   `${ratio.toFixed(3)}× ${ratio <= target ? 'OK' : 'MISSED'} (target ≤ ${target}; spread ${(Math.min(...ours) / Math.max(...json)).toFixed(3)}–${(Math.max(...ours) / Math.min(...json)).toFixed(3)})`;
 console.log(
   `\ncold open → diagnostics (server: fresh process, didOpen → publishDiagnostics; JSON service with the anchor schema: fresh process, first validation); medians (runs)`,
 );
-console.log('  inputs   spec       server (runs)                             JSON service (runs)               ratio');
+console.log('  inputs   spec       server (runs)                             JSON service (runs)                       ratio');
 for (const c of curve) {
   console.log(line(c.n, c.bytes, c.oursRuns, c.jsonRuns, c.ratio, TARGET.cold, 0));
   if (c.ratio > TARGET.cold) ok = false;
@@ -258,7 +259,7 @@ for (const c of curve) {
 console.log(
   `\none-key edit → diagnostics (incremental didChange, debounce 0; server: median of ${EDITS} edits per run; JSON service: re-validation, median of ${JSON_EDITS} edits per run); medians (runs)`,
 );
-console.log('  inputs   spec       server (runs)                             JSON service (runs)               ratio');
+console.log('  inputs   spec       server (runs)                             JSON service (runs)                       ratio');
 for (const c of curve) {
   console.log(line(c.n, c.bytes, c.oursEdits, c.jsonEdits, c.editRatio, TARGET.edit, 1));
   if (c.editRatio > TARGET.edit) ok = false;
