@@ -187,11 +187,12 @@ function checkInputs(ctx: CheckContext): void {
   const firstByName = new Map<string, number>();
   // Full edit-distance scans over a file's keys are rationed; index lookups are not.
   const suggestionsBudget = { left: 10 };
+  // An input's source paths are made on demand (inputs.at allocates): only for a problem.
+  const src = (i: number) => ctx.sources.inputs.at(i)!;
   for (const [i, input] of ctx.spec.inputs.entries()) {
-    const src = ctx.sources.inputs.at(i)!;
     const prev = firstByName.get(input.name);
     if (prev !== undefined) {
-      report(ctx, 'duplicate-name', src.name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
+      report(ctx, 'duplicate-name', src(i).name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
     } else {
       firstByName.set(input.name, i);
     }
@@ -201,7 +202,7 @@ function checkInputs(ctx: CheckContext): void {
       report(
         ctx,
         'file-index',
-        src.file,
+        src(i).file,
         `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`,
       );
       continue;
@@ -227,7 +228,7 @@ function checkInputs(ctx: CheckContext): void {
       report(
         ctx,
         'key-in-other-file',
-        src.key,
+        src(i).key,
         `key "${key}" is not in ${fileLabel(ctx, fi)} (files[${fi}]) but in ${fileLabel(ctx, other)} (files[${other}]); set location.file to ${other}`,
         { file: other },
       );
@@ -235,9 +236,15 @@ function checkInputs(ctx: CheckContext): void {
     }
     const index = keyIndexOf(header.tensors, () => header.tensors.keys());
     const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
-    report(ctx, 'key-missing', src.key, `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`, {
-      suggestions,
-    });
+    report(
+      ctx,
+      'key-missing',
+      src(i).key,
+      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`,
+      {
+        suggestions,
+      },
+    );
   }
 }
 

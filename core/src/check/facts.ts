@@ -14,8 +14,9 @@ export function shapeText(shape: readonly (number | string)[]): string {
 /** Compares a v1 input's declared `shape`/`dtype` (when present) with the tensor's header. */
 export function checkInputFacts(ctx: CheckContext, i: number, info: TensorInfo): void {
   const input = ctx.spec.inputs[i]!;
-  const node = ctx.sources.inputs.at(i)!.node;
   if (input.quantization) return; // packed storage: declared facts are logical, not stored
+  if (input.shape === undefined && input.dtype === undefined) return; // nothing declared (v2+ specs)
+  const node = ctx.sources.inputs.at(i)!.node;
   if (Array.isArray(input.shape) && !sameShape(input.shape, info.shape)) {
     report(
       ctx,

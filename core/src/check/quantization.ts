@@ -52,6 +52,22 @@ export function quantFactsOf(dir: string): QuantFacts | undefined {
 
 const FP8 = new Set(['F8_E4M3', 'F8_E5M2']);
 
+const fp8Headers = new WeakMap<SafetensorsHeader, boolean>();
+/** Whether `header` stores any FP8 tensor (memoized: headers are immutable and cached). */
+function hasFp8(header: SafetensorsHeader): boolean {
+  let has = fp8Headers.get(header);
+  if (has === undefined) {
+    has = false;
+    for (const t of header.tensors.values())
+      if (FP8.has(t.dtype)) {
+        has = true;
+        break;
+      }
+    fp8Headers.set(header, has);
+  }
+  return has;
+}
+
 /** The weight `key` scales, when it is a scale tensor of a quantized checkpoint. */
 function scaledWeight(key: string, header: SafetensorsHeader, facts: QuantFacts | undefined): string | undefined {
   const w = weightOfScaleKey(key, facts?.scheme?.method);
@@ -79,8 +95,13 @@ export function checkQuantization(ctx: CheckContext): void {
     reported.add(q.configFile);
     report(ctx, 'quantization-unsupported', ctx.sources.files[i]!.path, `${fileLabel(ctx, i)}: ${q.configFile}: ${q.refusal}`);
   });
+  // Only a file with FP8 tensors or a quantization scheme can yield a problem below: the
+  // per-input pass is skipped for the others (a 20 000-input spec is re-checked on every edit).
+  const relevant = ctx.files.map((f, i) => !!f.header && (!!facts[i]?.scheme || hasFp8(f.header)));
+  if (!relevant.includes(true)) return;
   for (const [i, input] of ctx.spec.inputs.entries()) {
     const fi = input.location.file;
+    if (!relevant[fi]) continue;
     const header = ctx.files[fi]?.header;
     const info = header?.tensors.get(input.location.key);
     if (!header || !info) continue;
