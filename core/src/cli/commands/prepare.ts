@@ -78,7 +78,9 @@ export const prepareCommand = defineCommand({
     if (f.spec !== undefined && (shard || f.finalize))
       throw new UsageError('prepare: --spec is not supported with --shard / --finalize yet; prepare a spec layout on one host');
     if (f['allow-overflow'] && (shard || f.finalize))
-      throw new UsageError('prepare: --allow-overflow is not supported with --shard / --finalize yet; prepare on one host to keep non-finite values');
+      throw new UsageError(
+        'prepare: --allow-overflow is not supported with --shard / --finalize yet; prepare on one host to keep non-finite values',
+      );
     const opts = {
       checkpoint: requireModelPath(io.cwd, f.checkpoint, { env: io.env, revision: f.revision, exts: CHECKPOINT_FILES }).path,
       dtype: f.dtype as PrepareDtype,
