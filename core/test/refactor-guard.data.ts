@@ -843,18 +843,9 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen3_vl_moe/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-qwen3_vl_moe/ccl': {
-    'language/model.onnx': 'dd3def04d6ffefe4dc50ae32768f936070052b54d0537fb13b2c1ef9f75609f3',
-    'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': '9427a1fccc004e93a39125d348d698b64d8d1796cd69532928bc61de4502c3aa',
-    'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
-  },
-  'config/fixture-qwen3_vl_moe/sampler': {
-    'language/model.onnx': 'dd3def04d6ffefe4dc50ae32768f936070052b54d0537fb13b2c1ef9f75609f3',
-    'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': '9427a1fccc004e93a39125d348d698b64d8d1796cd69532928bc61de4502c3aa',
-    'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
-  },
+  'config/fixture-qwen3_vl_moe/ccl':
+    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
+  'config/fixture-qwen3_vl_moe/sampler': 'refused: --sampler is not supported for vision-language models yet',
   'config/fixture-qwen3_vl_moe/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'planned/llama/kv': {

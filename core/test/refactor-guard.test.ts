@@ -28,6 +28,8 @@
  *   keys `model.layers.{i ≥ num_hidden_layers}`), so the deepseek_v3 fixture's prepared layout —
  *   and with it `onnx/deepseek_v3`'s spec and its copy in the ONNX metadata — has no layer-3 files.
  *   deepseek_v3 / kimi_k2 cases recorded on their arrival.
+ * - `qaic:` a VLM export with CCL or the sampler is refused (issue 30.3: never accepted and ignored);
+ *   before, both flags were dropped and the bytes equalled the plain export's (config/fixture-qwen3_vl_moe/{ccl,sampler}).
  * - `grok1:` prepare stacks Grok-1's per-expert `linear`/`linear_v`/`linear_1` into
  *   `moe_block.moe_weights`, so the ONNX path of the grok1 fixture reads its experts from the
  *   stacked tensors (a Gather per expert) instead of the per-expert keys (onnx/grok1).
