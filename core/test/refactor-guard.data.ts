@@ -849,104 +849,104 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen3_vl_moe/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'planned/llama/kv': {
-    'model.onnx': '8890243e3c571bb1c9b107f297eda3c69810dbc3e1c69adadd5e13dd09d57724',
-    'weight_spec.json': '98fba3d6bcc0a0ac45900136c736d6bcdba47bbf344e32e113e4025733e40b43',
+    'model.onnx': 'f35c6bb105c0765f591968ac8ef7cfd64bc8346e090fa6134534dc3d756f34f7',
+    'weight_spec.json': '462a16ff4b6f1356cc4205b2ff203826ab5aab39856feed1a81009929ec43891',
   },
   'planned/qwen2/kv': {
-    'model.onnx': '8f4ee60af3db1b18d39fde7fb9bd990bb3dbde0b5d87f89dc833fdb966b888db',
-    'weight_spec.json': '032396c588095aede0522fc82099e0a46ee80e1b37bbfd8bc416123e81bf05ca',
+    'model.onnx': 'f901ce862a49fca265183159a1376eb1fe3fdf51380ef498d30d146c4d6a477c',
+    'weight_spec.json': '55e03e2796a351d6542a60320692b36c987ce2c3301b9196533344def38589ef',
   },
   'planned/phi3/kv': {
-    'model.onnx': '22bcdb364f2e0298d7c7bcc9151e9d74206f53984b48e3f83573467b838fe6c8',
-    'weight_spec.json': 'fe62aa7ff22d15e5a5db133117e16ee0ade8fc927c6f5edd81de444f3270f77c',
+    'model.onnx': '410435857ecf5ecd87930c3e313073f44ac08459e0ab41987d3ede773c4f3041',
+    'weight_spec.json': '1ff459009f8e34d8e407a2ebbb7fc0e370ef28e84b9e0bf51def5a876e637cc8',
   },
   'planned/mixtral/kv': {
-    'model.onnx': '99029f387fa4404b99ee6ad81143e3a6b82aff8cfff74abb1e87a6fda8029fe9',
-    'weight_spec.json': 'ee79ceeaaedf07e17eb6d2b6fc822cf43f46d59ce859bbbb161fef53e3c41ea7',
+    'model.onnx': '87a1e2b087bd7c582619a7734853dbb0d87a8aa68cba7a5808338d8ceb6ccf02',
+    'weight_spec.json': '38aed80288a15d6bee0990eb9998869536d94a6199131affdf7954d79bf3620c',
   },
   'planned/gpt2/kv': {
-    'model.onnx': '5e0d4779dd5a4739e6cd52a95f9533414a806c0248b733b8aa06007c27704db5',
-    'weight_spec.json': '7e36092de50bdfa6d54c55136e54f5454f3cf5eb957e29cd147d3c457ba2c1ae',
+    'model.onnx': '9d2b4f984b1544920bd2b8db34198cf177f79a31c67a2e476f633b8285361362',
+    'weight_spec.json': '7ce07fd29a725dd10195426ccb507df66602b9fc23d80ba2912b4ce0da78ac76',
   },
   'planned/gemma2/kv': {
-    'model.onnx': '5c30533b6ba678704d8f2c0377acd900e3029ef18a103d43ac5988db37c46362',
-    'weight_spec.json': '7f780b07258f456b2f662968e78be5752b1f7b9f3ccd9b38a53f7f16e67d4861',
+    'model.onnx': 'c1575a828f3e39bf9b625f416a48c27a593aad22cb2b937c152adaf1602e4da5',
+    'weight_spec.json': 'ba54aae44f115e8d1841b33de7a5b488e4f8ead858196f830e3fa330e5a38b2f',
   },
   'planned/codegen/kv': {
-    'model.onnx': '3ac0ee4fee04cbdbffaf969c4660e677765f47f8d8e7def12759f0058e665878',
-    'weight_spec.json': '83bcf2aaba091b3ed5cf1535cb70d4a44d31c9abd5785d4b356da78cb2143c5e',
+    'model.onnx': '60b8363a915fe808f6ae153cfc5b6fee6b5706ff98b69df6cb0c834cf51e86eb',
+    'weight_spec.json': 'fa74c483c74f57fbaa9cf73ba148c6a5a1e611384af9ca5d1ffcc7a30f5454d1',
   },
   'planned/glm4_moe/kv': {
-    'model.onnx': '6ff36f5e8df43660027aa3ba3d01723455c003121195ea312e98514ed9b0eb6a',
-    'weight_spec.json': 'e3b42a0796c6338f7d61d2011b5be63238eebb17077b7cd1b5603ecde992536d',
+    'model.onnx': '80a7bd9f3d30d35d5b2d13f459aa28d255ac449c8172d6d37b5f6a0703c23814',
+    'weight_spec.json': '391a89eb3b287ba637df16ff500d11f249477793de89f3190fd0413eac7043e6',
   },
   'planned/gpt_oss_full/kv': {
-    'model.onnx': '15d4edd20bca0507d5d0de45b04b5a996e60e4b513657acfaafcb4f3b3c01d5d',
-    'weight_spec.json': '52756e65dafcbe95d99b93da7f10c5c8ca7a6f9bbfb1b1f4cb88c69a7e2ecc18',
+    'model.onnx': '4c5eab943babb195b38c608a3f6d734374c590fee6de0f564ebd9fc632997222',
+    'weight_spec.json': 'adacc617f0d33ead41eeb2bf5f8b747705543338e292f3c2236ad406ba74f9e3',
   },
   'onnx/codegen': {
-    'model.onnx': '3b78dc5060bfb24cd45f1cb29e07b321f438361cb8a1910da9c1642080e7ab62',
-    'weight_spec.json': '2c6d62df4d4e51519a9d4e2e1813ccbc3cd5eb04f71c8a2bfe1e6582f34df6ba',
+    'model.onnx': '79105f21cd10742d150851ce2f6dffc483e755c753854543688973d548c3844b',
+    'weight_spec.json': 'acd9a9474a4e0849e9303120ee33a7b06049d2b96420815fd7feea1595d462d2',
   },
   'onnx/deepseek_v3': {
-    'model.onnx': 'd2e983ba8775cfcaf476ada8d0b52f2be356e9939b0ea43df9df0c9dfce62975',
-    'weight_spec.json': '7343a813663c43b5df2885d45285d7c4759542388e8df51767a50e6aa7783cf4',
+    'model.onnx': 'f26a1b054b136022c97c08fbbb6aa15d0261860cd20881c913f9cb6c9b36a320',
+    'weight_spec.json': '655fdfb8400a0a49b847f926a62cd2af39e8bb6114fc3487e945517173407862',
   },
   'onnx/gemma2': {
-    'model.onnx': '7b7765a2a1d0d2ad74015a48d871f118112fd95d0669a382d2c0286cd5f0edf7',
-    'weight_spec.json': '7f780b07258f456b2f662968e78be5752b1f7b9f3ccd9b38a53f7f16e67d4861',
+    'model.onnx': '00943d5360cd5a871e6a8b3c0465c20eda1bc3295b66d7b6bd3abc9611bc2afe',
+    'weight_spec.json': 'ba54aae44f115e8d1841b33de7a5b488e4f8ead858196f830e3fa330e5a38b2f',
   },
   'onnx/gemma3': {
-    'model.onnx': '129831e72fbdaea9dcf0a2b45d1f8437886d6a23b3f6db8f138307b780d3e0b6',
-    'weight_spec.json': '7fec7760aa58d40887a154d697104c7209df2f64e2802e087dc144a779591165',
+    'model.onnx': '7a75e774ea7ccdeccb0f7a148f047b12c20e94f621e1db13364c341417358b6d',
+    'weight_spec.json': 'd005fe4893b6b2116884a63302a8b411779119d10b10fcdd3664ea6adf4baf31',
   },
   'onnx/glm4_moe': {
-    'model.onnx': 'ea570ca7fc90dedae1c2b06193065c9d6d472548cfc21ec9aa4308983b159d9e',
-    'weight_spec.json': 'b4c5aec009d2f53ed7636023e7d729e3fc85bb7b05dbbaf91b8090051c411156',
+    'model.onnx': 'ea27fa3b7dd018df482f3d520d0254b70af9d5904481490fe3e0ede9f37b860f',
+    'weight_spec.json': 'faddf3870d9d212c1a1020547835f9f0dc7fce9002b280a09d6aef904cf8c88f',
   },
   'onnx/gpt2': {
-    'model.onnx': '41254d4dc2c3905541cafd78c297577634c4342fb19966f774a99b112f6f53b1',
-    'weight_spec.json': '7e36092de50bdfa6d54c55136e54f5454f3cf5eb957e29cd147d3c457ba2c1ae',
+    'model.onnx': 'cbc9651ead313876b7c6aaf0c3bf110fd87e8732b1e0e96425c152a3d5b827e0',
+    'weight_spec.json': '7ce07fd29a725dd10195426ccb507df66602b9fc23d80ba2912b4ce0da78ac76',
   },
   'onnx/gpt_oss_full': {
-    'model.onnx': 'bc5366a222a0cb3d59f7823c3fa2be4b4d277d7ce208bd116f63842d959ae4c9',
-    'weight_spec.json': '476e33535697865b0cbb5bfac8321ee838dbb0167d59dc30cc52710060103a2f',
+    'model.onnx': 'b1b640b78c996a84d2d68db59a963df32500dddb9da0de21097865abc27c5a08',
+    'weight_spec.json': '7a6056892874041c8660ee9f4fdaa3c00f61ce5abe7b4cb93942a6921d21d000',
   },
   'onnx/grok1': {
-    'model.onnx': 'e07257f5613a38162902a5f78d244c22ba3a6e0a12035fd9dd6228fde1904741',
-    'weight_spec.json': '8128902c7ed883cea790b4ed4a9d3fe2ac802a84a9a7d8b037da989219e83c83',
+    'model.onnx': '5b825440ef54e5ed76891502f81ec4a9f299eb0d7cb81e4ca9cad4c3b2cb3054',
+    'weight_spec.json': '93ea41e2ab318af98a306b4bd5e29d745f3386bcb76491f2727bff9a7ebcdf8b',
   },
   'onnx/llama': {
-    'model.onnx': '88ebb8093fd5d1d057fa81d4d3d870c498184c097fc5a8badfc2f2d99f58752f',
-    'weight_spec.json': 'aa8c4a2f54420c7a3f7bdc2f3774a1488777394b37929721a52174ac4c282fc7',
+    'model.onnx': 'd42967f6a7d96b3924ac32fad6efa2a09fe9f0ff0c2401cb88dd612ceafd9225',
+    'weight_spec.json': '30878302d0385b1f7494b56b74798d9c4457bdccdd6762f36785a216ba280883',
   },
   'onnx/llama4': {
-    'model.onnx': '1bf657b7986e2a1a850858f4ffbe25f2939320c8df7b46ee2c0991c5836b443a',
-    'weight_spec.json': '55d06c77fd4331374deff3f93f260e4050d2d886ee4832c6800c78b2fc7bcf97',
+    'model.onnx': 'fbe64e433ffdbc65e36203a9c737467b4933234b8bf0da25d32b258ed46b4d48',
+    'weight_spec.json': '3b4a81a9b796a366f2273f7e5a61da48dbd33bda11bb200aef3122e8dc7ea55e',
   },
   'onnx/mixtral': {
-    'model.onnx': 'c80393ba64d29fe6f505695307a9ec7f421a27b609e43b8452cb35508b81b3ad',
-    'weight_spec.json': 'bc10785712d6cd897a4626e4c1ca3125c96fe529b6884fb9ae318b4d98305b42',
+    'model.onnx': '1695ef1bee56e1b9966611d7b045c7161cb824f3a778d9f737887045155a1a8f',
+    'weight_spec.json': 'a9a792033d386f9875011ae8296b48a02edbc30aef2c4c1e36add9b05d80e5e4',
   },
   'onnx/mpt': {
-    'model.onnx': '583e092cfaeec29f914fcf2a6cfd92f34fb95f11fc9c7de63a74c9ee42e35cd9',
-    'weight_spec.json': 'ec8b1d9cf02c6263cfb19f6ccee7d4d5aff8bc5935ddabd31282ff444c78dd23',
+    'model.onnx': '84bc248a447b07b275c1d7270e76717396959ba6f58b30f150da3ddb8584828a',
+    'weight_spec.json': '62d5a35dcbd38bbb17977dd8f75e511f2cefa29c1cca452b202ea0403048c6c4',
   },
   'onnx/phi': {
-    'model.onnx': '55f8a25ee67cbc0d089d2178c59983dcda0a3c17c4d3ec6c579575e78dce6c94',
-    'weight_spec.json': '1dfde7bb63078709a82f0e524e0ba299d833221228fee39575ae60422dc60cca',
+    'model.onnx': '310fd0cf5515fdd3fa8b5eae7e8944dbbe8e4e6ad8b5367994ca014c69f1abe4',
+    'weight_spec.json': '004a571b479976609063498cde68da49b223cf02bba840eb45551dafd0a38d1a',
   },
   'onnx/phi3': {
-    'model.onnx': '2d65bb52032f4f434f25dcdbc3d39190c4f5f11280842b0939e7ee162956423f',
-    'weight_spec.json': 'a7edc433150b46931b4db875a6fc1add996c1f82f87e0b9643b59097c5f18a7d',
+    'model.onnx': 'f007da1cd067312e1a50759b97d88342e6a50e8552c500e24b9cba99eb390839',
+    'weight_spec.json': 'f897a76d36dec1cb52e64b13892bdb3778a308fef1f329a2a449ceeeae9cadd0',
   },
   'onnx/qwen2': {
-    'model.onnx': '3f526bbbe66ab57647e59a21f11c334f0b5cd5ff0d4d1d451c8e5551264dd576',
-    'weight_spec.json': 'fd783df89e6f074c1055abead7ee24e7fab9bcc022c2dad5e418c77ddcc24705',
+    'model.onnx': 'a027860255f0d10d7c1cf278a8b4984c0427c826600d843b3c3fb66ac34e9dff',
+    'weight_spec.json': 'eec1cae07ab229725f2353e79818325d71d1c669957b38b48d42edecb4e622cb',
   },
   'onnx/starcoder2': {
-    'model.onnx': '76053bb8551fdad15e023a50dcba6c25be32ead1f0d0a0cc1d419923e9265e45',
-    'weight_spec.json': 'c0fbee6ef1a3daacf9650007c8ec2e68bde951a6cf36d0640dd786c73b4702d5',
+    'model.onnx': 'cf716a0b48296f9949917b1d5e6f1b502f6d871b828ef1d04879daca9c5010d8',
+    'weight_spec.json': '7fde4b668bf0fb921ad4cd1003a0091bbddf5bea286c2813bb0397d7aba7f74a',
   },
   'config/synthetic-kimi_k2/plain': {
     'model.onnx': '5558b62b2b2dc76fafadd7be75776422f5d0b9fa7bff25674af59734449e78c5',
@@ -1013,7 +1013,799 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '9f62a111b29d3a0d8283b6f6cff6c1a862cca244696e71e8356e209730d03107',
   },
   'planned/deepseek_v3/kv': {
-    'model.onnx': '2a11ad49ddb2bf45402481f8999a9ddd63032f5be7e6fef0eea41f5ce8aac9e7',
-    'weight_spec.json': '52e93ac15bf7a05405dfd35bcd9e824d610d64126d49560d0ca903c387b802c9',
+    'model.onnx': 'e95d7274379c7a5aecdb2823fb8e623063063388041b7cd192d557e49c541884',
+    'weight_spec.json': '80803bf11df7a70f82b1fb05623702e9cc77f85f3473d74d5872efa189bf87ae',
+  },
+  'config/synthetic-phi/plain': {
+    'model.onnx': '66d4350c355213086264ba95be6929d7a275d7b28816dd5676769c69a0747164',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/kv': {
+    'model.onnx': '0bd1d7e5b228070b7a4c470b2cd6109de8fe3f15d4ea88b1c036010b0177bb86',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/cb': {
+    'model.onnx': 'e606804ff5158140673f52f10e0a5df542f2438a671b299f708ea997dc109ad1',
+    'weight_spec.json': 'd44e1c2ccd11037a30dfb0468ff9d5e1227f7dfdcea787be88f4d5014ce6e1cd',
+  },
+  'config/synthetic-phi/prefill': {
+    'model.onnx': '21916f8d732fd38b75d8649ae812c27a65c0db7e7b9fb56bb3b3fcae91052357',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/decode': {
+    'model.onnx': '9a4dfacfba705e7dfc7dfa07857b028d99fa80253e371b0110efaeb4f63f1f43',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/ccl': {
+    'model.onnx': 'abe5a05bfc7a4cba41935ed0ee6a4ecfec4eda272685945332d9270b27451c66',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/sampler': {
+    'model.onnx': '4c1d0d91cb37a234054fe22d23867254a7e6f626c76e4f7fe5d8245b3e6f4e92',
+    'weight_spec.json': '352c34ba01615c06094ac52fac51216a10ecc00e5dd72c3f9a40b12de6182631',
+  },
+  'config/synthetic-phi/ep2':
+    'refused: <tmp>/cfg/synthetic-phi/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-phi-qk-gqa/plain': {
+    'model.onnx': '7f11d5ecc10854ef9b7532f086ee0a56f7eaac9269503e38012dab9d0f490e6d',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/kv': {
+    'model.onnx': 'c0d3833d965e01992483f8200dd17c8df410fb1d66ac0afe9b120d87ddffd2fb',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/cb': {
+    'model.onnx': 'fd83b695ceea223661479ad85fb4c4aaff4cecf003d8e238d4319c32d48b8402',
+    'weight_spec.json': '048897c7135338c0e6345757177f33962f1d6d533e0a78782cdcfa46cca5edfc',
+  },
+  'config/synthetic-phi-qk-gqa/prefill': {
+    'model.onnx': '5d9ba92510f8f91d124c25392d7d699aa81b9d2d9eedb45fe98bfd590242d673',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/decode': {
+    'model.onnx': '861dfa75afc519df5d4a667167901f1eb8d3543f1e15684f30911005a8a6fa9c',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/ccl': {
+    'model.onnx': 'fcb73c88af28b4d8c8323d859faa01ad262286dc41dfae7855ab841842917a4c',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/sampler': {
+    'model.onnx': '2370926d4201efb6a3e67fafff834c10454efedfbde30095ef6a2803dd2aa7cb',
+    'weight_spec.json': '81731bd05d12f3e0107e5e409ea20816ae2cccd30eeaead6f7305cc0137ac1c7',
+  },
+  'config/synthetic-phi-qk-gqa/ep2':
+    'refused: <tmp>/cfg/synthetic-phi-qk-gqa/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-starcoder2/plain': {
+    'model.onnx': '5bf5ef9cf87e53aab45d74c4d039e3dea29d24fb4bf94bb3f8839e9fdad6e5ae',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/kv': {
+    'model.onnx': '58dcf60e9541593d61786390e7f3299b77947f922339acaa1f808bfd026d53d0',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/cb': {
+    'model.onnx': '6506f892e55450d3c0f30711b50b2fd90b50a3dcbf4b5fcc4dfc90b33d009ae4',
+    'weight_spec.json': '117da05f40e8e026214ed46b0f948c083d92cbf7043079649b6c6ddc9619c8df',
+  },
+  'config/synthetic-starcoder2/prefill': {
+    'model.onnx': '0e1779d5ff5db1332a2380640d561d351326eca94f5c74edbf0f1ae655909f12',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/decode': {
+    'model.onnx': '1f7b9dab92f9f912cc0880ef36aa40f48e8acaed5567309710c49297e453f672',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/ccl': {
+    'model.onnx': '4b829d367bcd58702990b232b8d7a5cf45f8b7bf92b3c8742cc9cdcaa2d4a1a2',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/sampler': {
+    'model.onnx': '9e1d3245913a5aa7fcda444cc1bebc4fbfc2dabd6211398e7b3711788f7745e4',
+    'weight_spec.json': 'a0ff81875ab92c1a5f89496452541729c6fb79fe7c2a12871c48d10f3a4c7c7f',
+  },
+  'config/synthetic-starcoder2/ep2':
+    'refused: <tmp>/cfg/synthetic-starcoder2/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-starcoder2-nobias/plain': {
+    'model.onnx': '46a72f66873bd9848ae2b738e685da165e57d717d68c5043bd31b79176a7470d',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/kv': {
+    'model.onnx': '7d1da11145f61abd2eb739a9e1a9054bdac63120c951e85870a2e04d6a8bec2e',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/cb': {
+    'model.onnx': '467b511c382b17c397267d2318c3bb8db62f0e1b5af91170fffa7e7a96148810',
+    'weight_spec.json': '3411090bc75bcd11057d50226464af7198a62239def3f71c69fc716c56baa687',
+  },
+  'config/synthetic-starcoder2-nobias/prefill': {
+    'model.onnx': 'd36c9d550044deb57fff791e92531eaddfd372f681c5f5fe5027c6f5bc32aa95',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/decode': {
+    'model.onnx': '68bc1b2fc8429ca7554bc1a812a33de8c18bb40cd2d074d1ef09a3993f659a1c',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/ccl': {
+    'model.onnx': '4935d9b21e108278c38e2200a2db4c1f946b0ea74dc5cfda6c1e5890ab3a881e',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/sampler': {
+    'model.onnx': 'aecaed78be3e9150ea2cb77e757ea42c675237aa24457cfc2e5186f8d8f017fc',
+    'weight_spec.json': 'ab72bf29555955a6eefb58c9d6d68762585ed0dc87d8effb9537ff0fcae7b481',
+  },
+  'config/synthetic-starcoder2-nobias/ep2':
+    'refused: <tmp>/cfg/synthetic-starcoder2-nobias/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-gptj/plain': {
+    'model.onnx': '8236447a26e3d8beaee5c5519c5af961dbf48d953c0f6a67aff423e451c88019',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/kv': {
+    'model.onnx': 'c29407630b681abb168b174fd172424928f1eaf614fb9cfb1162cad0a82fc300',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/cb': {
+    'model.onnx': '4be8664e0b28f909c570bf330d869cd7a6e41ef9358f0adf9e848effc0f0e4ef',
+    'weight_spec.json': 'bfdb3fd07ff3e37c0e7900aa5a762ec41b0cf04c0c6726c8178cf1fe88831b73',
+  },
+  'config/synthetic-gptj/prefill': {
+    'model.onnx': 'c1f2bab83c43efcf7491b723378cdf7444a5ad58a003910c1681a541dfe3e8df',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/decode': {
+    'model.onnx': '12892bee33e13b12211d70ec36b27eb967db899b6ca9859c26a9869a7a088a87',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/ccl': {
+    'model.onnx': 'a3bef7afad6b2b4b53a6d1ddeb3200673a5c87ef57758e6af0c02e7ab35dca94',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/sampler': {
+    'model.onnx': '00714aa770414877d79949181a228706e0b79f31934af36b041b46fb1b67f168',
+    'weight_spec.json': 'fac2dcbc8e7e594cda733f2b8028bf473691d22d9986ab7654bfb92d865b9134',
+  },
+  'config/synthetic-gptj/ep2':
+    'refused: <tmp>/cfg/synthetic-gptj/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-gptj-inner/plain': {
+    'model.onnx': 'bdd126a5f9aad7f2ca301b2e48a754ff36cd4758f144a2d698e4707108ba0580',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/kv': {
+    'model.onnx': '4abc92166a0d345fa00f1fc338e4f4af293ac06bdffcae45053ed56f9db3dfcb',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/cb': {
+    'model.onnx': '83259235f777d5cc57070aaec5b7c193aa383e97cbd7267b2d422674d136a8e1',
+    'weight_spec.json': 'd860aa377fff1328ba3afecd4bcef129967fbaaf7b830cf85bb1586302117b8a',
+  },
+  'config/synthetic-gptj-inner/prefill': {
+    'model.onnx': '4a5a25f8656146cdba38ebd697810dd1a57ec462441d37399b14c99d3385157e',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/decode': {
+    'model.onnx': '43087eadd137b4c9da39e558e2522aebf0ac0e42bba48173b909cb00c0f97ed0',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/ccl': {
+    'model.onnx': '746ee6be2c146c1d8207698337963b744044109a5ed82dcce09dc386dcab53fb',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/sampler': {
+    'model.onnx': '4d1d9f88b28d8d57790670d74b720134675308d1175bd42654329b19d37f3904',
+    'weight_spec.json': '68370e00237a28ea7089c398aa3ff8131a4888c9e48f65c23c3897c3b591b73b',
+  },
+  'config/synthetic-gptj-inner/ep2':
+    'refused: <tmp>/cfg/synthetic-gptj-inner/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-mpt-6h-clip/plain': {
+    'model.onnx': 'd25d1551e730b3f3cae8cd5079c98c32ea2ebbe1ba68dfb7a17913ffeb34b558',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/kv': {
+    'model.onnx': '8ae45afca767ab03dfa506845699152df1aaf93cd398cf3a40b88f5c849d0ec6',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/cb': {
+    'model.onnx': '363f7553991f0035e73dc4a1b9ad3d99e08b198f03bac8b222d3f6d6f29fff18',
+    'weight_spec.json': 'fd52a14a2c09923302b29a419949c56cc6108dc0156d9de4ac59f3cf6299b3b8',
+  },
+  'config/synthetic-mpt-6h-clip/prefill': {
+    'model.onnx': 'e811d42c6e6d9e663a75d0ddd2d118d6150e7e3cb6ea7452cd7e129bfc983722',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/decode': {
+    'model.onnx': 'c74db5d11b4cb84a0be0664be7502e7e94923def98e77230ba4a1d923b6d677f',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/ccl': {
+    'model.onnx': '370fd266c1e022c86f285b7ec210b22956f1620fddd1632224dc1424326e1bdc',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/sampler': {
+    'model.onnx': 'd8f60c1d340528e82df9752a99445e49af6cd45c3018951f93c8a9b722bdb4a2',
+    'weight_spec.json': 'de286874527f7aca2db6bf04a86d3552ccd7a8c807d6e20424c9c4e5ac4761d3',
+  },
+  'config/synthetic-mpt-6h-clip/ep2':
+    'refused: <tmp>/cfg/synthetic-mpt-6h-clip/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-gpt_bigcode-mq/plain': {
+    'model.onnx': 'e724d4c6cfad3813d557fe9a71760ebd8c990c0a0f9ca459616baba010fb1ed7',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/kv': {
+    'model.onnx': '81bda644303006884c73c5f6b9aef4b8d6bfb53b1dcf7297814a8ddcd54d1556',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/cb': {
+    'model.onnx': 'bdaa6e9f504c857c2200604df4b39815fe6cd9888d7b634119a4dda76b7bbb1c',
+    'weight_spec.json': 'b46585938cc9028fc6202c0e509c94732a96f1b723a84afde18566c883f5a1cd',
+  },
+  'config/synthetic-gpt_bigcode-mq/prefill': {
+    'model.onnx': 'ea510503e8cd2626d38ef500eecd69d181ae7dee906259e161c5e90c70a8a630',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/decode': {
+    'model.onnx': 'd5fc6f92351bfe46f367cc74e53144924ad426e0b481c591e4e6f4583f896133',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/ccl': {
+    'model.onnx': 'b61e8edf2f7b132c3ea2e83921f7f33da37202b4a1a06d154dd6ce15a8b69867',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/sampler': {
+    'model.onnx': 'bf9b2cf0f948cdece13151bf3ba63e85c8be71273907702e15e3ad10b8486ab5',
+    'weight_spec.json': '10327eb364d72fd79fd235c85489c2571f108e08a76f3d13bbff14a2f23065f4',
+  },
+  'config/synthetic-gpt_bigcode-mq/ep2':
+    'refused: <tmp>/cfg/synthetic-gpt_bigcode-mq/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-gpt_bigcode-mha/plain': {
+    'model.onnx': '1e6ba6bdc095c6c29146fffe25cbc7ef2b0567e89859cb08f9b2996b2bc09ae1',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/kv': {
+    'model.onnx': '9f26831b6985f69c5637b803a5356169e9050bd6084aaf3bd24f6e2bacbce846',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/cb': {
+    'model.onnx': '3d94ca54294ea8c98a41beda6d121a1eff40a7ba9c9d7fcf3588f5cbadd8407d',
+    'weight_spec.json': 'e51dbaa245e777df751f1b6291af38939cb9c05d1d04eb99d5225739c6b48b23',
+  },
+  'config/synthetic-gpt_bigcode-mha/prefill': {
+    'model.onnx': 'b4983a686ba696330a49a8bb8aab05e629dcedd1c3dd2c6d35b587f43ab231d8',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/decode': {
+    'model.onnx': '33181e4adb4cb2aaadd66c3fe9fec662ca97b10826027226dce9b7a72db930d1',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/ccl': {
+    'model.onnx': '7ebcaea733a6ef9f39105ecd9b7c19cf9b85fe401ab443277592a26552db33f8',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/sampler': {
+    'model.onnx': 'ef848ba5da973dc61d7e83a2805cd3ee9ccb78f23ca0112a7696eeda32f105a0',
+    'weight_spec.json': '495e542f6ac5d1f2629ede3cb381ccd0faa3471ad2b03451ddeb2e18bbd27fa9',
+  },
+  'config/synthetic-gpt_bigcode-mha/ep2':
+    'refused: <tmp>/cfg/synthetic-gpt_bigcode-mha/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-gemma3_text/plain': {
+    'model.onnx': '5419f7a171e2fb2ca7deecb39a9bb5106a00df4814957008bdda63334baa46fb',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/kv': {
+    'model.onnx': '358c6917b3c0acd86df0ed31208f590f3a8fd287ae626cbbcc170ef53ce55cb7',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/cb': {
+    'model.onnx': '091782156be71b8a423d666a83ac6664cce40c6ab2774c4d27b759627d0cf4a9',
+    'weight_spec.json': 'f3a1b8cc1614bc5a808fe5de22758c835c859cde74178753503f37c9314770c4',
+  },
+  'config/synthetic-gemma3_text/prefill': {
+    'model.onnx': '3f6e3feb7074ccb335ad057b39d20b8bf75ff24bb70608e7c7a7f3e049a33110',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/decode': {
+    'model.onnx': 'c97df93966e4a4e6b0d3477ba3b57f6e93b8b673927e77ec7cef70b33d557db8',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/ccl': {
+    'model.onnx': '23bce61fbf6c41224c6c83df647cf5f723375f6c3d54ef5ab952d48bd37ae949',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/sampler': {
+    'model.onnx': '2f71034fa5537d14e6a1978cfb157a9ae3c4be5014b6bbbe90c6aaf6f2b3e924',
+    'weight_spec.json': '6d2d77675e6891f5304d8bd6528efe3469b0d98aad8b7de9dd0fad0b273d57c8',
+  },
+  'config/synthetic-gemma3_text/ep2':
+    'refused: <tmp>/cfg/synthetic-gemma3_text/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/synthetic-grok1-top3/plain': {
+    'model.onnx': 'efdaa20d70efac24c2c320d8a41bad1b6618c8e7a422937027c3ef8dcad43113',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/kv': {
+    'model.onnx': '916e30dba6bca96f150175e7c584d51fcdb6cbdb34105ee3ee74f2c668cbb49c',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/cb': {
+    'model.onnx': 'd88db9c949b1ab84130bef9f9e5017d26cf3f888f96d912c361e92dfa6487213',
+    'weight_spec.json': '5bce4381a4f49857f760fd594dff3371c3dcbf91fdc8a673e4db70e325659cfa',
+  },
+  'config/synthetic-grok1-top3/prefill': {
+    'model.onnx': 'fd92edc042196a070168e7c773a002cb26d35bd2a8813e263cc27516eaed47e7',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/decode': {
+    'model.onnx': 'd975fe718afa3826b24525387277072034838c3da71e7898a124b64291d5b665',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/ccl': {
+    'model.onnx': '0facbce5755be1720e3ed2de02f37c078b4a03e171ed34342518131690a2c478',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/sampler': {
+    'model.onnx': '3f370ce28f2436091d7ba302e6216c79e7b73081cccd03d29257c2e90603a709',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-grok1-top3/ep2': {
+    'model.onnx': '5a7b1b4c4e29703760bd1e61c8da852339b1dd4945ec590c90d29d6762079429',
+    'weight_spec.json': '8397581403d1b8d952f6f06dda9d4ce3c5976dadb0a800fbee40c77f4a9f89ec',
+  },
+  'config/synthetic-llama4-nope-step3/plain': {
+    'model.onnx': 'de02f619196738e9cdd812c0c3cc86bebcd42a5d44b0a9b91c3905bf1b4d4fcb',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/kv': {
+    'model.onnx': '5e11b5be755ae29c61ba22d35a06e33fa3dade9f93de96c9ff2c9a93d9d8bdcd',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/cb': {
+    'model.onnx': 'ab3ffb1358dd0a71cb5ac85febb2a86d6e1a1f92ef3220c0da212f614bcd07b6',
+    'weight_spec.json': 'dbff3e8e81e2f2e41101cda11027dc8aacee8ddac7276405c237219896e08a0a',
+  },
+  'config/synthetic-llama4-nope-step3/prefill': {
+    'model.onnx': '6943d6d419eedf4a3adcd65cc643a8d7992faa91541f5d2dd17ec6321eff92df',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/decode': {
+    'model.onnx': 'fec72d217e7fa959cb6512ab553f8f575f7578e09b9e7b725cf3e6a5fd7de901',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/ccl': {
+    'model.onnx': 'a31020977d61adb50f4f7ed2edaa974eab3f32f8334a60365c173ff57c99cf0f',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/sampler': {
+    'model.onnx': '320868fe9030ffa88daca5e7afa748e923818d956f0c4a6937ed01e9970d22c3',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-nope-step3/ep2': {
+    'model.onnx': '3b5b3e50c508b037bb939d525dcbcd1bfc3e1cb0578e88c7a84b26b50faf2715',
+    'weight_spec.json': 'caff74aaaae25a3a83bd454e50b1ac5f5e2e0c534b16591dc4780647ea481a26',
+  },
+  'config/synthetic-llama4-derived/plain': {
+    'model.onnx': '94dbe551ebf989582c81acb9f4ac2264061bd875522136bd0be18b48c0a2f536',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/kv': {
+    'model.onnx': '043e0da807e070d6a81d6c6c8908448917267dd4b345fe491512fd2ce5671b18',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/cb': {
+    'model.onnx': '880c7287f44112e16263bc6da23b9f71ffdb99d19e2267b6f7de39a0aadf4315',
+    'weight_spec.json': 'a00dc9a3302695f455093af10ad5d47457b2b182c0a00c07716c4e61b3a60eb4',
+  },
+  'config/synthetic-llama4-derived/prefill': {
+    'model.onnx': '7b1c42df926dac2a1653979a2e265d6de6304123384b38dfa4d26bf979128885',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/decode': {
+    'model.onnx': '9c221f32e748b22ce4abb07571ee40b50bc40df68937802593f29e215aab5419',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/ccl': {
+    'model.onnx': '24de85203060debef571da20cf98cef417d6800b6db4c977e5e9e08a15731f12',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/sampler': {
+    'model.onnx': 'b18172e1ffb1eb283201379ef714dd35d17a3e89594803f4767ae1f90782c3a5',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-derived/ep2': {
+    'model.onnx': '058ccb53554d7940977bec6a8448d15851d414263d5572e0b264d53309c7f5b6',
+    'weight_spec.json': '2a9796212dc5e305e2e202e46a4d611339aa3cab1d0cdd8e011b3ba6591af9c4',
+  },
+  'config/synthetic-llama4-multimodal/plain': {
+    'model.onnx': '9e8a3b8e5e38416ff1e12c345f390d61d769effaabbd4a65d14541743b6f6b22',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/kv': {
+    'model.onnx': '38cb265b11b44a43d89093d17b5600fa0ca17673bd1a4ea1a70951e8607fa9e0',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/cb': {
+    'model.onnx': 'df6e8b033d0ce96100054901deab04dce1e787da321e0a0d1f7d4549f65b2968',
+    'weight_spec.json': '5682ccbf6b81023797ac794bd863187f931cd072e06db25eb5be0d8660500a06',
+  },
+  'config/synthetic-llama4-multimodal/prefill': {
+    'model.onnx': '8109098e94815f4aa1a71c887ee1974858dd4bd583f3381e1757bc1362b9a0a7',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/decode': {
+    'model.onnx': '54563f468ea776b9136831ff7ac4dfef337b10bba94364065a9b00620b5b70f2',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/ccl': {
+    'model.onnx': '17072f3f6e76c3483c10a7481661528e02b51a5d22d3a7da6aa74fb4d7c1d086',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/sampler': {
+    'model.onnx': '2c4d2fcf3efc8fd4849aa7ac88ac89e9ba3af29dee4a05c2a0b5cb29cf35c892',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-llama4-multimodal/ep2': {
+    'model.onnx': '584b2ddb3ffa8b90fc070f16cbda0c858533a89982c593e0babd20df72d49eef',
+    'weight_spec.json': '1313c51a1380e530653576ab8f670a544edeb70e788b0747c671ba126710c121',
+  },
+  'config/synthetic-qwen3_5_moe-other/plain': {
+    'model.onnx': 'd0c19bc7e0f1382742d85a2dd02394a341ccece6291c1f7c6226fbfcbd8ecff4',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/kv': {
+    'model.onnx': '618446fea41f479e33e083bb6bafc3a6f7de1c9464d0bd2d6fa3d7ea62da10ca',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/cb': {
+    'model.onnx': '382952c7d36acdeea3244d2de529b5ae24b109903c5cecaa5f1a6646b713f126',
+    'weight_spec.json': '9daa018da42483a7a7e8b4eb6f91f9a82af5c158582925fa3eecd81d6d350ad6',
+  },
+  'config/synthetic-qwen3_5_moe-other/prefill': {
+    'model.onnx': '8a1c7e32a26a53ae42d361ada2b58e7902df9439c6ad42dee54b275898a05e5f',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/decode': {
+    'model.onnx': '3b42e24a1b35ad0dfb06638cb5af10a056faafc676fd93b339d7d5b731b43bc2',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/ccl': {
+    'model.onnx': 'f5f57dd01a455350743d0fcd338c3a802e353de48556fff249c979c34413e94b',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/sampler': {
+    'model.onnx': '1d9b9e37216ef1f1e2bae6d6cb9b3b6eef7c543b8bf6bf7571e59023a6fcd4fa',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-other/ep2': {
+    'model.onnx': '4497e3503b9164d19dc9ee0d80548be814c918dcfaa48c4acd23a81b5d8a1e5d',
+    'weight_spec.json': '19f6f50e1ca6f6612f44575e9df1eaf9a38acf2f1152fc0abf1c7d9c8a217ef5',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/plain': {
+    'model.onnx': 'c8b9d7f6355e4f76d4b0d5d47585e952f21e271dc8feb6cae8d5e85bf78cd231',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/kv': {
+    'model.onnx': 'e9cac20e70b088c70aaf227af2d70af94f46937a32176fd435666500702bee79',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/cb': {
+    'model.onnx': 'dc359111c75fb6570f9f0a49d2f038668003d114e32626e15db03447d38d3264',
+    'weight_spec.json': '4e957fd39d5248cd8e19f48f46a49ff8b3ae508650453218ddc8598aba4e6805',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/prefill': {
+    'model.onnx': '06bd4bafa1a9a16ced0d887ca3f3f9930c8ca2d5ceda6328da65eb89b419d0d8',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/decode': {
+    'model.onnx': 'b545bc7ae0ebf871b43d8427d4806c45f4be65e08dc7e1f2a23a09c662645e3b',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/ccl': {
+    'model.onnx': '0fdc21b7e057bd1bcf3779372d761e81ffbb4c58503992c821aad0d37e127635',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/sampler': {
+    'model.onnx': '6db6984027604e4df0b7fa340f058f55f37828ec1e162c1345b1c380b1c4d375',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/synthetic-qwen3_5_moe-multimodal/ep2': {
+    'model.onnx': '2dd76abab044c8f66efbb2e8c6e6a70ba23789dfce2b212e26943a09248b1274',
+    'weight_spec.json': '56396dd5ec4d11ff23d359a997b2ab558da0883a04a146fe4ec7a89b443615a3',
+  },
+  'config/fixture-gemma3/plain': {
+    'model.onnx': '2aba3a20780ac97b52d209f24c19e266de38079beb8eb1627fc073d62d73c970',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/kv': {
+    'model.onnx': 'e25675dd4a9f68454782c7021843565d90287ebb040c0977b1973369baab3571',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/cb': {
+    'model.onnx': '284e8d121862b75bce3d79d9d28ce7d731f9a0d69c42f46747a0b22edb9060fc',
+    'weight_spec.json': '2e0b8a189cf1c6bda97409c4a76b706c9f36dd16593b5507fc4f5859ff922fdd',
+  },
+  'config/fixture-gemma3/prefill': {
+    'model.onnx': '27c5959940de6eab03e569b2de17f9464968a3280c7491b5930ba7fad6cea669',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/decode': {
+    'model.onnx': '3c748bceb791a8a89ad2811d5f35278ecb23aa44a9f24e7dabbcacfe815c9abe',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/ccl': {
+    'model.onnx': '828b5b124a60a3c1127dbc5efc001d716be856a81a0796df13f2d63b85510cd4',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/sampler': {
+    'model.onnx': 'c4636ea98e4d5aeceac291a252995de69872ca32aa3fe0361d25cf6c872f7850',
+    'weight_spec.json': '6ca5da750709cc74bbdb606ee8bc2d0ecfb3a2a7bb84c15760c6e27045ebaa31',
+  },
+  'config/fixture-gemma3/ep2':
+    'refused: <tmp>/cfg/fixture-gemma3/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/fixture-gemma3_vlm/plain': {
+    'language/model.onnx': '8fd2bd35c580bc2b0f90240950349928d135852badc94c356e4035a4986cb6e1',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
+  'config/fixture-gemma3_vlm/kv': {
+    'language/model.onnx': 'c4e97d309493b87e929c9b6aea9f1787da03e665b80fba9bf52d0039ad47187c',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
+  'config/fixture-gemma3_vlm/cb': {
+    'language/model.onnx': 'f2e70acc5e1b00f101c4917a8963d568fea760c244c60eb7138586c74c4740ce',
+    'language/weight_spec.json': 'c544a40b582a4b2ab620441df42d7e6a62791f66117096f23260587e7e4ae21b',
+    'vision/model.onnx': '0a6a5be8dfe271ab37bff08b2103b98ca477dcac4dfbc4549c178997f4d43052',
+    'vision/weight_spec.json': 'c8ab4f3308de302ecd6beb144f3aebd5b230f1d68a4c1c15a41911386f974ecc',
+  },
+  'config/fixture-gemma3_vlm/prefill':
+    'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-gemma3_vlm/decode':
+    'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-gemma3_vlm/ccl':
+    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
+  'config/fixture-gemma3_vlm/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-gemma3_vlm/ep2':
+    'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
+  'config/fixture-grok1/plain': {
+    'model.onnx': 'a9f9d30375cc18dbd3a20e51831ab4603d14a78492225b36941ca46a08bdb051',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/kv': {
+    'model.onnx': 'caf96d26d5184291f7755f65acc13a178a55f3ef77f08eb3ada70e631a36006d',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/cb': {
+    'model.onnx': 'efe2054a8cfd970ca71b8b6c6ee9791c9b11271a62c2e871440f869bdeb69b9a',
+    'weight_spec.json': 'a1ab91ebefd9a62f39088e39bfcd3d0113726a73dc5ddeeda4acdd61a311748c',
+  },
+  'config/fixture-grok1/prefill': {
+    'model.onnx': '14fa3a92238a045898a9c7052742a6a66bbc7a0f46af1df86e9558a27e79b999',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/decode': {
+    'model.onnx': 'ca2914c2e7a9dc023fcd2d0e1ba5ef1e5b17a40e09523057560aaeb912b45cd9',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/ccl': {
+    'model.onnx': '8329201ddceedbb2f358ba0bed1495c6fbdfedf86f4917eab79f4e82b5d5f8d2',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/sampler': {
+    'model.onnx': '43434a23967f7986ee0e5c0120aef1bb7e78b7a1e97662a61d6dd929f04762df',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-grok1/ep2': {
+    'model.onnx': 'd4bc1de8e10ddbbe5af5cc88c6a24aa6847fbaf560bf916bfc6a8793df84d299',
+    'weight_spec.json': '1b43a8298283368beab333bcc545ccf7b0a3ebbea5ae532c656e678250ef4aea',
+  },
+  'config/fixture-llama4/plain': {
+    'model.onnx': '711ef5740344af671e56729ed746a078619d7dcb425356849cbe5e02efd6d774',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/kv': {
+    'model.onnx': '768d7f8972dd48cfbf522868ef9c6b57a71a50affc1bd2d71b58c705c1f614ea',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/cb': {
+    'model.onnx': '967e22a4c705e3234084f7cd19a039629df5df02b09831f8c189e98b6f1b832f',
+    'weight_spec.json': 'c83e0e2bf5c5382c736b12f34f4c5251978fa5da0a293a058531cdf44bf61a3a',
+  },
+  'config/fixture-llama4/prefill': {
+    'model.onnx': 'e51115aa05f8c4f09219b9c2a57657a6ee57191fab1d8ddde0ab8311909204a4',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/decode': {
+    'model.onnx': 'b3eb0da9718c2d5bae7c121618e0e59f2ef4347d6b9947ad97311d19b66d86d3',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/ccl': {
+    'model.onnx': 'cee7a173a67f74f6f0e0e8ae8366fc52fbd59d67fb2adda35ab620bb8481037c',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/sampler': {
+    'model.onnx': '507d42b8523d86f357019e1505089769f4bd76da63fe92c4b9e990c36111e16a',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-llama4/ep2': {
+    'model.onnx': '32450dd5f3e21a3ba97d0058fc0318722e4895a7ec59e67e319da3de00864ca8',
+    'weight_spec.json': 'ab01436e372035ce9836f52c299ab8f27464b44cc130f0e7787eea645effaf0e',
+  },
+  'config/fixture-mpt/plain': {
+    'model.onnx': 'a0e9e367e85863f5de287e55a5aaa9a5ff658ef682ccea2c55354287a73c135b',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/kv': {
+    'model.onnx': '8e0ac5649884262d4961d261a5c1d853aae439b867449ab49acdea150a7b60f5',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/cb': {
+    'model.onnx': 'cbe7e77fc8347877cc2cf328fd4dc152eda3081d980e5dcdcef0a2c164855122',
+    'weight_spec.json': 'b8983b3e9a3e3f2e14e3a684213afd2117f2f173d2af1c9d631ff7e27506a7bc',
+  },
+  'config/fixture-mpt/prefill': {
+    'model.onnx': '9c3f5bdbb1574b82d9987e62a9e36a55b7c98195d44a26d1db64515ecb249b3a',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/decode': {
+    'model.onnx': 'd3d4f8f4dbeec5ed1a1946bc8534536c05fc620cade6d27b9cac3bf343d8925b',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/ccl': {
+    'model.onnx': '2822cc4fec8b920e76eac4c58bcf68540091f44dac98bbe1a29af084b2aac698',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/sampler': {
+    'model.onnx': 'e4bda65fe76cf5a970df0a69649af41f5f73b38339bf3428b4b31986cb1bae3c',
+    'weight_spec.json': '9af9f0951aca97b7c75a46e9369239b9a6da9dc43ca135d156e751156631d991',
+  },
+  'config/fixture-mpt/ep2': 'refused: <tmp>/cfg/fixture-mpt/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/fixture-phi/plain': {
+    'model.onnx': 'df06ab867fff3ee0b0532ad1db692b86ee3b4d124e6fd10e09ef6761c70f919f',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/kv': {
+    'model.onnx': '323de96aa94a09f9f7e1c0ab6a36a5ab0f071b93772a76f2ae5f681b55ca7a8c',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/cb': {
+    'model.onnx': '158c2da2d7ae6f3b418b1fdb0351e4d6deaad038abc5f3257d2fd87794179289',
+    'weight_spec.json': 'b61a6ddf12e9726c75ed5b6215b9e0c9cb4cb95cdf2d06e26e42b3a836e76f63',
+  },
+  'config/fixture-phi/prefill': {
+    'model.onnx': '8961ac993628c9610b9384363246cff4d581112bb2c6f44c36705b23242207d0',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/decode': {
+    'model.onnx': '87d38a0ace7535afdbaf75a859f466fabce0e2916a3d5028a033dca75f83797c',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/ccl': {
+    'model.onnx': '14015bb8ca9dd9d0d1b8c67faff94da1cb38248183d06440379cbbbc6f985ba8',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/sampler': {
+    'model.onnx': '648e3c3cc2163824443dac1f9401b449d36e2e9e12fa8839f9b2ffa43de968eb',
+    'weight_spec.json': '6698a20b94ab24df2b6bbc0fa23b928a85a6f956f1830222cbf6b2712c15af22',
+  },
+  'config/fixture-phi/ep2': 'refused: <tmp>/cfg/fixture-phi/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'config/fixture-qwen2_5_vl/plain': {
+    'language/model.onnx': 'b07e522a1255c60ce40abfd1fed66f0e784bc1a2802c0b86b14dd83861bee832',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
+  'config/fixture-qwen2_5_vl/kv': {
+    'language/model.onnx': '4cbf46dd638a138f86400c521130d5088dc12b145a51c35e753be4f04ebba1d5',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
+  'config/fixture-qwen2_5_vl/cb': {
+    'language/model.onnx': 'afc6cba443dd7cea0f465f0f781ba83e84f2af0782ec141ae6a1c7928c9e9318',
+    'language/weight_spec.json': '2027bc1ba0b588d61bc963a5f0441d7184a7631b384d039a4802d8aed2aa7862',
+    'vision/model.onnx': '57b7c2476400806378ac154aa76519b250e9490c6732a7447a2c9e0a0e44e5d0',
+    'vision/weight_spec.json': 'af2bb5b4b1ebe7c93bdc08d926ccd868b243fced22b2a189e8da8e29f99719b1',
+  },
+  'config/fixture-qwen2_5_vl/prefill':
+    'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-qwen2_5_vl/decode':
+    'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-qwen2_5_vl/ccl':
+    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
+  'config/fixture-qwen2_5_vl/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-qwen2_5_vl/ep2':
+    'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
+  'config/fixture-qwen3_5_moe/plain': {
+    'model.onnx': 'cf557953083da6ab6767e1ba35240a7782798133665a88645e7704c2e846862b',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/kv': {
+    'model.onnx': '1c91f2a4008b8601748d6de4bcfe161f4fd44a9638ef6e88fa53133f36ae7eef',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/cb': {
+    'model.onnx': 'cc66bd87cc3d55e2a12e0ba24859a36891b98bb6b4a02d8a6e82425099d3ea43',
+    'weight_spec.json': 'b094615386b00c338ff09f4a6bf7921acb4fb2a78e765c2a146b1ab4dc67607a',
+  },
+  'config/fixture-qwen3_5_moe/prefill': {
+    'model.onnx': 'a18f8fb2df490e0e17aaa5c713de0087d1a1dd02e7e556e9bb37803791823142',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/decode': {
+    'model.onnx': 'f5b788e367f40e49fb1c5dbcaa4c38acec9f308a8059ff779961004142025acf',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/ccl': {
+    'model.onnx': 'a31f6436a32eb9c0cd69cd578bd713f7fdd33bf833bf92360a9dc23a564a64b6',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/sampler': {
+    'model.onnx': 'dd239ef1dbef9969f6007e0fe8c7f37ccfa0e9644e74db45aac87cca0d895eae',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-qwen3_5_moe/ep2': {
+    'model.onnx': '14de68771b0b00c5074120adf3c0ec23ef148a0260033b1118e616a07ffae05b',
+    'weight_spec.json': '8ff42668c5c6213616ce031960e2f7738d1d8c176abe61afa70bd891f7e1e194',
+  },
+  'config/fixture-starcoder2/plain': {
+    'model.onnx': 'ad21f2a37d4b6ec5642da9b9f7576c881a1ac646668a002bfccbaf6877b63d69',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/kv': {
+    'model.onnx': '2ad1b2462ec2f9dff1ac7c7f07297097a119cc9756f94bc595685cfc4abd6e11',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/cb': {
+    'model.onnx': 'b6529c6aded5d57c3b8b841b290918a370a9740531ce5722f11c7da838d06440',
+    'weight_spec.json': 'ff9581b6f8b545b2d0adf066da4cc3f210a2aee30467cefdbd9c1b8d4311dffe',
+  },
+  'config/fixture-starcoder2/prefill': {
+    'model.onnx': 'bf7972531b233252ab5592368b342a5669fc5489b34393216448cf39701ea353',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/decode': {
+    'model.onnx': '6ccdb4f0835afe08eb2a8ce3585c22120d5220abd2fbf77f04d73275b435ca6d',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/ccl': {
+    'model.onnx': '4d4d72111e9b6ca87afd1721e26ec98711a1a5134c80605f9df3f4e8fd6b6212',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/sampler': {
+    'model.onnx': 'edced91c545ab0b1ecf0c88bd1ffc052c7bff2dfc33166b4cbc2e8eb20139730',
+    'weight_spec.json': '418878e7299fee19f066a134445adc76322261424fc664b6deea090e7d6efe65',
+  },
+  'config/fixture-starcoder2/ep2':
+    'refused: <tmp>/cfg/fixture-starcoder2/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
+  'planned/phi/kv': {
+    'model.onnx': '0c3eb91f2b493f5802a1b4657f11f9c9d43913602fbdcac84ce944311cccf026',
+    'weight_spec.json': '68f3de0555ebc386115e1ef9a583b02122615fe78c1110b43f4d47cb812eff16',
+  },
+  'planned/starcoder2/kv': {
+    'model.onnx': '81bfd1e42ddf1bda9cd4bc12d36acf37b9e66a377fef94b2a675855c664ea229',
+    'weight_spec.json': '408a301949af595c27023f95df3c7050c2a80229bbea7cccf159ec3872936e81',
+  },
+  'planned/mpt/kv': {
+    'model.onnx': 'af47c22cae6b2561a6f6bdc05111e5c15ad789e77bc655617333888c55a419b2',
+    'weight_spec.json': '55e3b92d0780439d87daeb6096eab66b624cad8b45978bfdb97f9dd2a7f52d73',
+  },
+  'planned/gemma3/kv': {
+    'model.onnx': 'dcf4514fa39197861e3119ca5298bb3433bb31310597f9203482e70eee0ec0d1',
+    'weight_spec.json': 'd005fe4893b6b2116884a63302a8b411779119d10b10fcdd3664ea6adf4baf31',
+  },
+  'planned/grok1/kv': {
+    'model.onnx': '2487a409b32d4d6832de9cb3537d923ac7d9d818490ade967249fc92254940f5',
+    'weight_spec.json': 'c3b2070ffc5d90abfa7a85fecf359af3311a2dcede8a7c40ddd7e192ea56212e',
+  },
+  'planned/llama4/kv': {
+    'model.onnx': 'f7b90ada61e6f6a5965d9f8d3e4555938b6fbe8a5c84f748580c2d6cbc557fa4',
+    'weight_spec.json': '7ac5def5c4ddf19a35cf0389a757297b2ca307e1c6ab840debc2ec18a790165b',
+  },
+  'planned/qwen3_5_moe/kv': {
+    'model.onnx': '7e2aefece8aa28d09eff1b864a444f40fd643bf7b2e4b88bf9e455219b1bcf17',
+    'weight_spec.json': '481648a97acc35710c8b276f3fcc34eca1c4a310c471cb9e14a6294bd37268e6',
+  },
+  'onnx/qwen3_5_moe': {
+    'model.onnx': '43be4c79ffecb5cd5685c90041e777b6a728bb18f15d1a7469932172476a11b9',
+    'weight_spec.json': '80358e5bb6008555445991792095519f00e688f059f8ac575c982e5ad1cf3b0e',
   },
 };

@@ -19,6 +19,11 @@
  * INTENDED change of bytes, run with WEIGHT_SPEC_GUARD_WRITE=1: the test then writes the table
  * and fails, so a rewrite is never a pass; review the diff before committing it.
  *
+ * The prepared folder's 10-hex plan fingerprint is replaced by `<plan>` too: it covers the
+ * checkpoint files' mtimes, and CI found the table tied to one copy of the fixtures. The table was
+ * re-recorded with that normalization from commit 1fa0c81, whose bytes matched the previous table
+ * on this machine's fixture copy (the whole suite passed there).
+ *
  * Deliberate changes since cbea1eb, each in the commit that made it:
  * - `registry:` the spec's `model_name` is the registry row's HF class when config.json names no
  *   `architectures` (was the directory name for gemma2, granite, granitemoe, olmo2, falcon,
@@ -201,7 +206,16 @@ describeFixtures('refactor guard (#29): exported bytes as of commit cbea1eb', ()
   it('every recorded export has identical model.onnx and weight_spec.json bytes', async () => {
     const root = tmp();
     const fixtures = fixturesDir();
-    const norm = (s: string) => s.split(root).join('<tmp>').split(fixtures).join('<fixtures>');
+    // The prepared folder's short plan fingerprint covers the source files' mtimes (a cache key:
+    // a re-copied checkpoint is re-prepared), so it differs on every machine that copies the
+    // fixtures afresh; the guard judges the bytes around it.
+    const norm = (s: string) =>
+      s
+        .split(root)
+        .join('<tmp>')
+        .split(fixtures)
+        .join('<fixtures>')
+        .replace(/-prepared-(float32|float16|bfloat16)-[0-9a-f]{10}/g, '-prepared-$1-<plan>');
     const write = process.env.WEIGHT_SPEC_GUARD_WRITE === '1';
     const all = cases(root);
     const byId = new Map(all.map((c) => [c.id, c]));
