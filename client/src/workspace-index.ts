@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { stampOf } from '../../core/src/compile/fingerprint';
+import { pathStamp } from '../../core/src/file-stamp';
 import { specInfo, type SpecInfo } from '../../core/src/editor/spec-state';
 import { summarizeOnnxSync } from '../../core/src/formats/onnx/summary';
 import { SPEC_GLOB, specFileIn } from '../../core/src/spec/file-names';
@@ -126,7 +126,7 @@ export class WorkspaceIndex implements vscode.Disposable {
     }
     const seen = new Map<string, { stamp: string; weightFree: boolean }>();
     for (const g of graphs.map((u) => u.fsPath)) {
-      const stamp = stampOf(g);
+      const stamp = pathStamp(g);
       const hit = this.weightFree.get(g);
       if (hit && hit.stamp === stamp) {
         seen.set(g, hit);

@@ -20,6 +20,18 @@ export function fileStamp(file: string): string | undefined {
 }
 
 /**
+ * The stamp of any path (a directory too), or `-` when it cannot be stat'ed: what the compile
+ * record keeps per input and the extension's index compares.
+ */
+export function pathStamp(file: string): string {
+  try {
+    return statStamp(statSync(file));
+  } catch {
+    return '-';
+  }
+}
+
+/**
  * `read` memoized by file stamp: a file is read again only after it changed; a failed read
  * (`read` throws) gives undefined and is remembered the same way. At most `capacity` files are
  * kept (then the memo starts over); a missing file is never cached.

@@ -14,8 +14,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DTYPE_SIZE, isPrepareDtype } from '../formats/dtype';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
-import { planPrepare } from '../prepare';
-import type { PreparePlan } from '../prepare/types';
+import { planPrepare, type PreparePlan } from '../prepare';
 import type { CheckContext } from './context';
 import { describeOrigin, type TensorFacts } from './prepared-origin';
 

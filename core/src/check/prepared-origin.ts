@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { memoByStamp } from '../file-stamp';
 import { readSafetensorsHeaderSync } from '../formats/safetensors';
-import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare/manifest';
+import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare';
 import { describeFp8Origin } from './quantization';
 
 /** One prepare task: what it read and wrote. */

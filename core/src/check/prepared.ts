@@ -8,8 +8,7 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { MANIFEST_FILE, isQeffPrepared, preparedStatus } from '../prepare/manifest';
-import { preparedMismatch } from '../prepare/provenance';
+import { MANIFEST_FILE, isQeffPrepared, preparedMismatch, preparedStatus } from '../prepare';
 import { report, type CheckContext } from './context';
 
 /** Manifest of a prepared checkpoint (QEfficient's name). */

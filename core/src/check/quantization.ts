@@ -11,9 +11,7 @@ import path from 'node:path';
 import { FormatError } from '../errors';
 import { memoByStamp } from '../file-stamp';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
-import { MANIFEST_FILE } from '../prepare/manifest';
-import { describeScheme, quantSchemeOf, type QuantScheme } from '../prepare/quant-config';
-import { weightOfScaleKey } from '../prepare/transforms/fp8';
+import { MANIFEST_FILE, describeScheme, quantSchemeOf, weightOfScaleKey, type QuantScheme } from '../prepare';
 import { fileLabel, report, type CheckContext } from './context';
 import { looksPrepared } from './prepared';
 

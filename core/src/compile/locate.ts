@@ -14,7 +14,7 @@ import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
 import { isInside, resolveReadPath } from '../paths';
 import { specFromText, type WeightSpec } from '../spec';
-import { stampOf } from './fingerprint';
+import { pathStamp } from '../file-stamp';
 import { specFileIn } from '../spec/file-names';
 import { readRegularFileSync } from '../paths';
 
@@ -26,7 +26,7 @@ export interface ExportInputs {
   specPath: string;
   specText: string;
   spec: WeightSpec;
-  /** Stamps (status.ts stampOf) of the graph and the spec, taken before reading them. */
+  /** Stamps (file-stamp.ts pathStamp) of the graph and the spec, taken before reading them. */
   stamps: { onnx: string; spec: string };
 }
 
@@ -66,7 +66,7 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
   }
   const specPath = specFileIn(exportDir);
   if (!specPath) throw new PipelineError(`${exportDir}: no weight_spec.json or single *.weight_spec.json (export the model first)`);
-  const stamps = { onnx: stampOf(onnxPath), spec: stampOf(specPath) };
+  const stamps = { onnx: pathStamp(onnxPath), spec: pathStamp(specPath) };
   const specText = readRegularFileSync(specPath, 'utf8');
   const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
   if (!spec) return undefined;

@@ -3,7 +3,6 @@
  * reads it to find the artifact; `compile` reads it to skip work when the input fingerprint
  * is unchanged.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -51,11 +50,6 @@ const recordSchema = z.looseObject({
  * artifact at compile time; `stamps` let status.ts skip reading the inputs.
  */
 export type CompileRecord = z.infer<typeof recordSchema>;
-
-/** sha256 hex of bytes or text. */
-export function sha256(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}
 
 /** The name compile gives an ort artifact: `compiled-<stem>-<first 12 hex of the fingerprint>.onnx`. */
 export const ARTIFACT_NAME_RE = /^compiled-[A-Za-z0-9._-]*-([0-9a-f]{12})\.onnx$/;
@@ -126,6 +120,12 @@ export function artifactTrusted(exportDir: string, rec: CompileRecord): boolean 
   const size = fs.statSync(model, { throwIfNoEntry: false })?.size;
   // A listed artifact since deleted is still this export's (status then says "artifact" changed).
   return readList(dir).some((e) => e.path === path.basename(model) && e.export === own && (size === undefined || e.size === size));
+}
+
+/** True when the record's artifact is still on disk. */
+export function artifactExists(rec: CompileRecord): boolean {
+  if (rec.backend === 'ort') return !!rec.artifacts.model && fs.existsSync(rec.artifacts.model);
+  return !!rec.artifacts.qpc && fs.existsSync(path.join(rec.artifacts.qpc, 'programqpc.bin'));
 }
 
 /**

@@ -6,22 +6,19 @@
  * Cheap first: compile.json records a stamp (size, mtime, inode) of every file the
  * fingerprint covers and the real path every spec file resolved to. When all of them still
  * hold, the compile is up to date without reading a byte of the graph or the spec. Otherwise
- * the fingerprint parts are recomputed (fingerprint.ts) and compared, so a `touch` or an
- * edit is named by the part it changed.
+ * the inputs are read once (inputs.ts) and `decide` (decide.ts) compares their fingerprint
+ * parts, so a `touch` or an edit is named by the part it changed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathStamp } from '../file-stamp';
 import { isInside } from '../paths';
-import { MANIFEST_FILE, SENTINEL_FILE } from '../prepare/manifest';
-import { computeFingerprint, optionsPart, stampOf } from './fingerprint';
-import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
-import { COMPILE_RECORD, readCompileRecord, type CompileBackend, type CompileRecord, type CompileStamps } from './record';
+import { MANIFEST_FILE } from '../prepare/manifest';
+import { decide, optionsPart, recordChange, type CompileChange, type CompileState } from './decide';
+import { readCompileInputs } from './inputs';
+import { COMPILE_RECORD, artifactExists, readCompileRecord, type CompileBackend, type CompileRecord, type CompileStamps } from './record';
 
-/** State of the last compile of an export directory. */
-export type CompileState = 'never-compiled' | 'up-to-date' | 'stale';
-
-/** What made a compile stale: a fingerprint part, another backend, or a deleted artifact. */
-export type CompileChange = 'graph' | 'spec' | 'prepared' | 'options' | 'backend' | 'artifact';
+export type { CompileChange, CompileState } from './decide';
 
 /** The answer of {@link compileStatus}. */
 export interface CompileStatus {
@@ -54,21 +51,6 @@ function realOrEmpty(p: string): string {
 }
 
 /**
- * The stamps a compile records. The graph's and the spec's are taken before they were read
- * (ExportInputs.stamps), so an edit racing the compile shows as a mismatch, never as a match.
- */
-export function inputStamps(inp: ExportInputs, loc: PreparedLocation): CompileStamps {
-  const files: Record<string, string> = { [inp.onnxPath]: inp.stamps.onnx, [inp.specPath]: inp.stamps.spec };
-  for (const f of [path.join(loc.dir, MANIFEST_FILE), path.join(loc.dir, SENTINEL_FILE), ...loc.files]) files[f] = stampOf(f);
-  const links: Record<string, string> = {};
-  for (const f of inp.spec.files) {
-    const abs = path.resolve(inp.exportDir, f.path);
-    links[abs] = realOrEmpty(abs);
-  }
-  return { files, links };
-}
-
-/**
  * True when the stamps are this export's own: its graph and spec (files in `dir`), the rest in
  * the record's prepared folder. A record copied from another export folder names that
  * folder's files, whose stamps hold there and say nothing about this one's.
@@ -85,15 +67,21 @@ function stampsOwn(dir: string, rec: CompileRecord): boolean {
 }
 
 function stampsHold(s: CompileStamps): boolean {
-  for (const [f, st] of Object.entries(s.files)) if (stampOf(f) !== st) return false;
+  for (const [f, st] of Object.entries(s.files)) if (pathStamp(f) !== st) return false;
   for (const [f, real] of Object.entries(s.links)) if (realOrEmpty(f) !== real) return false;
   return true;
 }
 
-/** True when the record's artifact is still on disk. */
-export function artifactExists(rec: CompileRecord): boolean {
-  if (rec.backend === 'ort') return !!rec.artifacts.model && fs.existsSync(rec.artifacts.model);
-  return !!rec.artifacts.qpc && fs.existsSync(path.join(rec.artifacts.qpc, 'programqpc.bin'));
+/**
+ * True when the record's stamps still hold for this request: same backend, artifact on disk,
+ * same `--prepared` and options, and every stamped file unchanged. Stats only, reads no file.
+ */
+export function recordHolds(dir: string, rec: CompileRecord, req: CompileRequest | undefined): boolean {
+  if ((req && req.backend !== rec.backend) || !rec.stamps || !artifactExists(rec)) return false;
+  const requested = req?.prepared ? realOrEmpty(path.resolve(req.prepared)) : undefined;
+  if (requested && requested !== rec.prepared) return false;
+  if (req && optionsPart(rec.backend, req.options(requested ?? rec.prepared)) !== rec.inputs.options) return false;
+  return stampsOwn(dir, rec) && stampsHold(rec.stamps);
 }
 
 /** Last answers by export directory, reused while no stamp involved moved. */
@@ -105,8 +93,8 @@ function memoKey(dir: string, rec: CompileRecord, req: CompileRequest | undefine
     : [path.join(dir, 'model.onnx'), path.join(dir, 'weight_spec.json'), ...(rec.prepared ? [path.join(rec.prepared, MANIFEST_FILE)] : [])];
   const req1 = req ? JSON.stringify([req.backend, req.prepared, req.options(req.prepared)]) : '';
   return [
-    stampOf(path.join(dir, COMPILE_RECORD)),
-    ...watched.map(stampOf),
+    pathStamp(path.join(dir, COMPILE_RECORD)),
+    ...watched.map(pathStamp),
     rec.artifacts.model ?? rec.artifacts.qpc ?? '',
     artifactExists(rec),
     req1,
@@ -122,6 +110,15 @@ export function compileStatus(exportDir: string, req?: CompileRequest): CompileS
   const dir = path.resolve(exportDir);
   const rec = readCompileRecord(dir);
   if (!rec) return { state: 'never-compiled' };
+  const key = memoKey(dir, rec, req);
+  const hit = memo.get(dir);
+  if (hit && hit.key === key) return hit.status;
+  const status = evaluate(dir, rec, req);
+  memo.set(dir, { key, status });
+  return status;
+}
+
+function evaluate(dir: string, rec: CompileRecord, req: CompileRequest | undefined): CompileStatus {
   const artifact = rec.artifacts.model ?? rec.artifacts.qpc;
   const base: CompileStatus = {
     state: 'stale',
@@ -130,51 +127,21 @@ export function compileStatus(exportDir: string, req?: CompileRequest): CompileS
     ...(artifact ? { artifact } : {}),
     createdAt: rec.createdAt,
   };
-  const key = memoKey(dir, rec, req);
-  const hit = memo.get(dir);
-  if (hit && hit.key === key) return hit.status;
-  const status = evaluate(dir, rec, base, req);
-  memo.set(dir, { key, status });
-  return status;
-}
-
-/**
- * The prepared checkpoint as the compile would locate it: `--prepared` when the request has
- * it; without a request, by the spec's own paths as a plain `compile` does, falling back to
- * the recorded directory (a compile that needed `--prepared`).
- */
-function locateAsCompile(inp: ExportInputs, req: CompileRequest | undefined, rec: CompileRecord): PreparedLocation {
-  if (req) return locatePrepared(inp, req.prepared);
+  const early = recordChange(rec, req?.backend ?? rec.backend, artifactExists(rec));
+  if (early) return { ...base, changed: [early] };
+  if (recordHolds(dir, rec, req)) return { ...base, state: 'up-to-date' };
   try {
-    return locatePrepared(inp);
-  } catch (e) {
-    if (!rec.prepared) throw e;
-    return locatePrepared(inp, rec.prepared);
-  }
-}
-
-function evaluate(dir: string, rec: CompileRecord, base: CompileStatus, req: CompileRequest | undefined): CompileStatus {
-  if (req && req.backend !== rec.backend) return { ...base, changed: ['backend'] };
-  if (!artifactExists(rec)) return { ...base, changed: ['artifact'] };
-  const requested = req?.prepared ? realOrEmpty(path.resolve(req.prepared)) : undefined;
-  const sameOptions = (d: string | undefined) => !req || optionsPart(rec.backend, req.options(d)) === rec.inputs.options;
-  if (
-    rec.stamps &&
-    stampsOwn(dir, rec) &&
-    (!requested || requested === rec.prepared) &&
-    sameOptions(requested ?? rec.prepared) &&
-    stampsHold(rec.stamps)
-  ) {
-    return { ...base, state: 'up-to-date' };
-  }
-  try {
-    const inp = readExportInputs(dir, true);
-    if (!inp) return { ...base, changed: ['spec'] };
-    const loc = locateAsCompile(inp, req, rec);
-    const fp = computeFingerprint(inp, loc, rec.backend, req ? req.options(req.prepared ? loc.dir : undefined) : null);
-    const parts = req ? (['graph', 'spec', 'prepared', 'options'] as const) : (['graph', 'spec', 'prepared'] as const);
-    const changed: CompileChange[] = parts.filter((k) => rec.inputs[k] !== fp.parts[k]);
-    return changed.length === 0 ? { ...base, state: 'up-to-date' } : { ...base, changed };
+    // Located as compile would: `--prepared` when asked; else by the spec's own paths, falling
+    // back to the recorded folder (a compile that needed `--prepared`).
+    const inputs = readCompileInputs(dir, rec, { prepared: req?.prepared, fallbackPrepared: req ? undefined : rec.prepared, quick: true });
+    if (!inputs) return { ...base, changed: ['spec'] };
+    if (!inputs.prepared) throw inputs.locateError;
+    const d = decide(inputs, rec, {
+      backend: req?.backend ?? rec.backend,
+      options: req ? req.options(req.prepared ? inputs.prepared.loc.dir : undefined) : null,
+      compareOptions: !!req,
+    });
+    return d.state === 'up-to-date' ? { ...base, state: 'up-to-date' } : { ...base, changed: d.changed };
   } catch {
     return { ...base, changed: [] };
   }

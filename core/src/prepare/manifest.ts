@@ -74,6 +74,11 @@ export async function readPreparedManifest(dir: string): Promise<PreparedManifes
       throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
     throw e instanceof FormatError ? e : new FormatError(file, `cannot read (${oneLine(e)})`);
   }
+  return parsePreparedManifestText(text, file);
+}
+
+/** Validates a manifest's text as read from `file` (FormatError when it is not JSON or not a manifest). */
+export function parsePreparedManifestText(text: string, file: string): PreparedManifest {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -97,15 +102,30 @@ export interface PreparedStatus {
  * file unchanged in size and mtime (else `stale`).
  */
 export async function preparedStatus(dir: string): Promise<PreparedStatus> {
-  let sentinel: string;
+  let sentinel: string | undefined;
   try {
-    sentinel = (await readRegularFile(path.join(dir, SENTINEL_FILE), 'utf8')).trim();
+    sentinel = await readRegularFile(path.join(dir, SENTINEL_FILE), 'utf8');
   } catch {
-    return { state: 'not-prepared', reason: `${dir} has no ${SENTINEL_FILE} sentinel (prepare never finished there)` };
+    sentinel = undefined;
   }
+  return preparedStatusOf(dir, sentinel, () => readPreparedManifest(dir));
+}
+
+/**
+ * {@link preparedStatus} over a sentinel and a manifest already read (compile reads each
+ * once): `sentinel` is its text (undefined when absent), `manifest` gives the validated manifest or throws.
+ */
+export async function preparedStatusOf(
+  dir: string,
+  sentinelText: string | undefined,
+  manifestOf: () => PreparedManifest | Promise<PreparedManifest>,
+): Promise<PreparedStatus> {
+  if (sentinelText === undefined)
+    return { state: 'not-prepared', reason: `${dir} has no ${SENTINEL_FILE} sentinel (prepare never finished there)` };
+  const sentinel = sentinelText.trim();
   let manifest: PreparedManifest;
   try {
-    manifest = await readPreparedManifest(dir);
+    manifest = await manifestOf();
   } catch (e) {
     return { state: 'not-prepared', reason: oneLine(e) };
   }
