@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { stateAction } from '../../core/src/editor/spec-state';
 import { Checkpoint } from '../../core/src/formats/safetensors/checkpoint';
-import { layerOf } from '../../core/src/prepare/transforms/moe-common';
+import { layerNumberOf } from '../../core/src/foundation/layer-number';
 import type { ExportEntry, WorkspaceIndex } from './workspace-index';
 
 export const TREE_VIEW_ID = 'weightSpec.exports';
@@ -148,7 +148,7 @@ async function tensorsByLayer(dir: string): Promise<TreeNode[]> {
   const groups = new Map<number, { key: string; dtype: string; shape: number[]; file: string }[]>();
   for (const [file, h] of ck.headers) {
     for (const t of h.tensors.values()) {
-      const layer = layerOf(t.key) ?? -1;
+      const layer = layerNumberOf(t.key) ?? -1;
       let g = groups.get(layer);
       if (!g) groups.set(layer, (g = []));
       g.push({ key: t.key, dtype: t.dtype, shape: t.shape, file });

@@ -1,7 +1,7 @@
 // "Did you mean" ranking for tensor keys.
 import { describe, expect, it } from 'vitest';
 import { boundedEditDistance, closestNames, commonSuffixSegments, KeyIndex } from '../src/check/suggest';
-import { rng } from '../src/demo/tiny-model';
+import { rng } from '../src/foundation/rng';
 
 const keys = [
   'model.embed_tokens.weight',

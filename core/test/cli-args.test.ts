@@ -4,7 +4,7 @@ import { UsageError } from '../src/errors';
 import { parseArgs } from '../src/cli/args';
 import type { CliIO } from '../src/cli/command';
 import { main } from '../src/cli/main';
-import { closestWord, typoDistance } from '../src/check/suggest';
+import { closestWord, typoDistance } from '../src/foundation/closest-word';
 import { formatBytes } from '../src/display';
 import { createProgress } from '../src/cli/progress';
 import { table } from '../src/cli/table';

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { encodeModel, makeNode, makeTensor, makeValueInfo, type ModelProto } from '../src/formats/onnx';
 import { writeSafetensors } from '../src/formats/safetensors';
-import { rng } from '../src/demo/tiny-model';
+import { rng } from '../src/foundation/rng';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 

@@ -5,67 +5,14 @@
  * type` (a circle in the layering, which a type-only move dissolves). A cycle is reported as its
  * strongly connected component.
  *
- * KNOWN_CYCLES are the circles that remain in files another change of issue #29 is reworking
- * (check/ reaching prepare through one facade, compile's fingerprint and locate): the list may
- * only shrink — a new cycle fails, and so does a listed one that is gone (delete it here).
+ * KNOWN_CYCLES is empty since issue #29 step 5 dissolved the last circles (check's context ↔
+ * planned by a type move, compile's fingerprint ↔ locate by decide.ts): it may only stay empty.
+ * The import graph is read by test/support/import-graph.ts (shared with layers.test.ts).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import ts from 'typescript';
 import { expect, it } from 'vitest';
-import { REPO_ROOT } from '../../test/support/fixtures';
+import { importGraph } from '../../test/support/import-graph';
 
-const ROOTS = ['core/src', 'server/src', 'client/src'];
-
-const KNOWN_CYCLES = [
-  'core/src/check/context.ts core/src/check/planned.ts core/src/check/prepared-origin.ts core/src/check/prepared.ts core/src/check/quantization.ts',
-];
-
-/** Every .ts file under `dir` (repository-relative). */
-function sources(dir: string): string[] {
-  return fs
-    .readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => path.relative(REPO_ROOT, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
-    .sort();
-}
-
-/** The module a relative specifier from `from` resolves to, if it is one of ours. */
-function resolve(from: string, spec: string): string | undefined {
-  const base = path.posix.join(path.posix.dirname(from), spec);
-  return [`${base}.ts`, `${base}/index.ts`].find((f) => fs.existsSync(path.join(REPO_ROOT, f)));
-}
-
-/** True when an import or export declaration brings in types only. */
-function typeOnly(st: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
-  if (ts.isImportDeclaration(st)) {
-    const c = st.importClause;
-    if (!c) return false; // a side-effect import runs the module
-    if (c.isTypeOnly) return true;
-    const b = c.namedBindings;
-    return !c.name && !!b && ts.isNamedImports(b) && b.elements.length > 0 && b.elements.every((e) => e.isTypeOnly);
-  }
-  const c = st.exportClause;
-  return st.isTypeOnly || (!!c && ts.isNamedExports(c) && c.elements.length > 0 && c.elements.every((e) => e.isTypeOnly));
-}
-
-/** module → the modules it imports (`values`: value imports only). */
-function importGraph(values: boolean): Map<string, string[]> {
-  const graph = new Map<string, string[]>();
-  for (const file of ROOTS.flatMap(sources)) {
-    const sf = ts.createSourceFile(file, fs.readFileSync(path.join(REPO_ROOT, file), 'utf8'), ts.ScriptTarget.Latest, false);
-    const deps: string[] = [];
-    for (const st of sf.statements) {
-      if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier) continue;
-      if (!ts.isStringLiteral(st.moduleSpecifier) || !st.moduleSpecifier.text.startsWith('.')) continue;
-      if (values && typeOnly(st)) continue;
-      const to = resolve(file, st.moduleSpecifier.text);
-      if (to) deps.push(to);
-    }
-    graph.set(file, deps);
-  }
-  return graph;
-}
+const KNOWN_CYCLES: string[] = [];
 
 /** The strongly connected components with more than one module (Tarjan), each as sorted paths joined by spaces. */
 function cycles(graph: Map<string, string[]>): string[] {

@@ -2,7 +2,7 @@
  * Shared helpers of the prepare tests: checkpoints built in code (real safetensors files on
  * disk, sharded with an index), the worker bundled from the current source, and readers.
  */
-import { rng } from '../src/demo/tiny-model';
+import { rng } from '../src/foundation/rng';
 import { buildSync } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';

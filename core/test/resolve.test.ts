@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { proposeByName, resolveInitializers, type InitializerInput, type KeyTensor } from '../src/resolve';
-import { rng } from '../src/demo/tiny-model';
+import { rng } from '../src/foundation/rng';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');

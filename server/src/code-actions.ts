@@ -10,7 +10,7 @@ import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { CheckRun } from '../../core/src/check';
 import { CLIENT_COMMANDS, SERVER_COMMANDS } from '../../core/src/protocol';
 import { DIAGNOSTIC_SOURCE, rangeOf, type DiagnosticData } from './diagnostics';
-import { samePath } from './locate';
+import { samePath } from './spec-target';
 
 function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];

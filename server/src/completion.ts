@@ -10,7 +10,7 @@ import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { RUNTIME_INPUT, type CheckRun } from '../../core/src/check';
 import type { JsonPath } from '../../core/src/spec';
 import { rangeOf } from './diagnostics';
-import { shapeText, targetAt } from './locate';
+import { shapeText, targetAt } from './spec-target';
 
 /**
  * Items offered at most; past it the list is marked incomplete and VS Code asks again as the

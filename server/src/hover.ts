@@ -8,11 +8,11 @@ import path from 'node:path';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, PREPARE_HINT, type CheckRun } from '../../core/src/check';
-import { servingSummary } from '../../core/src/export/graph/serving-features';
+import { servingSummary } from '../../core/src/artifacts/graph-metadata';
 import { formatBytes } from '../../core/src/display';
 import { hubLabelOf } from '../../core/src/hub/hf-cache';
 import { rangeOf } from './diagnostics';
-import { graphInput, shapeText, targetAt, tensorOf } from './locate';
+import { graphInput, shapeText, targetAt, tensorOf } from './spec-target';
 
 const n = (x: number) => x.toLocaleString('en-US');
 

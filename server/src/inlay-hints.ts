@@ -6,7 +6,7 @@ import { InlayHintKind, type InlayHint } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { CheckRun } from '../../core/src/check';
 import type { OffsetRange } from '../../core/src/errors';
-import { shapeText, tensorOf } from './locate';
+import { shapeText, tensorOf } from './spec-target';
 
 /** Hints for the inputs whose key lies in `range`. */
 export function inlayHints(doc: TextDocument, run: CheckRun, range: OffsetRange): InlayHint[] {

@@ -11,7 +11,7 @@ import { rangeOf } from './diagnostics';
 const LAYER = /(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\./;
 
 /** The layer number a parameter name belongs to, if any. */
-export function layerOf(name: string): number | undefined {
+export function outlineLayerOf(name: string): number | undefined {
   const m = LAYER.exec(name);
   return m ? Number(m[1]) : undefined;
 }
@@ -64,7 +64,7 @@ export function documentSymbols(doc: TextDocument, parsed: ParsedSpec): Document
     const r = offsets.value(src.node);
     if (!r) continue;
     const sel = offsets.value(src.name) ?? r;
-    const layer = layerOf(input.name);
+    const layer = outlineLayerOf(input.name);
     const name = layer === undefined ? 'other' : `layer ${layer}`;
     let run = runs[runs.length - 1];
     if (!run || run.name !== name) runs.push((run = { name, items: [], ranges: [] }));

@@ -8,7 +8,6 @@ import type { SafetensorsHeader } from '../formats/safetensors';
 import type { ParsedSpec } from '../spec/parse';
 import type { JsonPath, SpecSources, WeightSpec } from '../spec/types';
 import type { HeaderCache } from './header-cache';
-import type { PlannedSource } from './planned';
 
 /** Options of {@link checkSpec}. */
 export interface CheckOptions {
@@ -37,6 +36,12 @@ export interface FileState {
   missingPrepared?: boolean;
   /** `header` was made from prepare's plan of this source, not read from the file. */
   planned?: PlannedSource;
+}
+
+/** Where a planned header came from, for messages. */
+export interface PlannedSource {
+  checkpoint: string;
+  dtype: string;
 }
 
 /** One check in progress. */

@@ -15,43 +15,26 @@ import path from 'node:path';
 import { DTYPE_SIZE, isPrepareDtype } from '../formats/dtype';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
 import { planPrepare, type PreparePlan } from '../prepare';
-import type { CheckContext } from './context';
+import { readExportReport } from '../artifacts/export-report';
+import type { CheckContext, PlannedSource } from './context';
 import { describeOrigin, type TensorFacts } from './prepared-origin';
-
-/** Where a planned header came from, for messages. */
-export interface PlannedSource {
-  checkpoint: string;
-  dtype: string;
-}
-
-const PREPARED_DIR = /^(.+)-prepared-(float32|float16|bfloat16)-[0-9a-f]{6,}$/;
-
-async function readJson(file: string): Promise<Record<string, unknown> | undefined> {
-  try {
-    const st = await fs.stat(file);
-    if (!st.isFile() || st.size > 16 << 20) return undefined;
-    const v: unknown = JSON.parse(await fs.readFile(file, 'utf8'));
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+import { parsePreparedFolderName } from '../artifacts/prepared-folder';
 
 /** The source checkpoint and dtype prepare would be run with for this spec, if they can be found. */
 async function findSource(ctx: CheckContext, preparedDirName: string): Promise<PlannedSource | undefined> {
-  const report = await readJson(path.join(ctx.specDir, 'export-report.json'));
-  const src = report?.source as { checkpoint?: unknown } | undefined;
-  const opts = report?.options as { dtype?: unknown } | undefined;
-  if (typeof src?.checkpoint === 'string' && typeof opts?.dtype === 'string' && isPrepareDtype(opts.dtype)) {
-    return { checkpoint: path.resolve(ctx.specDir, src.checkpoint), dtype: opts.dtype };
+  const report = readExportReport(ctx.specDir);
+  const checkpoint = report?.source?.checkpoint;
+  const dtype = report?.options?.dtype;
+  if (typeof checkpoint === 'string' && typeof dtype === 'string' && isPrepareDtype(dtype)) {
+    return { checkpoint: path.resolve(ctx.specDir, checkpoint), dtype };
   }
   // prepare's default output is `<parent>/<name>-prepared-<dtype>-<hash>` beside `<parent>/<name>`.
-  const m = PREPARED_DIR.exec(preparedDirName);
+  const m = parsePreparedFolderName(preparedDirName);
   const modelId = ctx.spec.model_id;
   if (m && typeof modelId === 'string' && path.isAbsolute(modelId) && path.basename(modelId) === preparedDirName) {
-    const checkpoint = path.join(path.dirname(modelId), m[1]!);
+    const checkpoint = path.join(path.dirname(modelId), m.name);
     const st = await fs.stat(checkpoint).catch(() => undefined);
-    if (st?.isDirectory()) return { checkpoint, dtype: m[2]! };
+    if (st?.isDirectory()) return { checkpoint, dtype: m.dtype };
   }
   return undefined;
 }

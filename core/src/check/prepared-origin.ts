@@ -13,6 +13,7 @@ import { memoByStamp } from '../file-stamp';
 import { readSafetensorsHeaderSync } from '../formats/safetensors';
 import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare';
 import { describeFp8Origin } from './quantization';
+import { MOE_WEIGHTS_KEY } from '../artifacts/prepared-keys';
 
 /** One prepare task: what it read and wrote. */
 export interface TaskFacts {
@@ -37,16 +38,16 @@ function manifestOf(dir: string): PreparedManifest | undefined {
 
 /** What each MXFP4 output is, relative to the dequantized source (`[E, rows, G·32]`). */
 function mxfp4Role(key: string): { from: 'gate_up_proj' | 'down_proj'; bias: boolean; what: string } | undefined {
-  const m = /\.moe_weights\.(gate|up|down)(_bias)?$/.exec(key);
+  const m = MOE_WEIGHTS_KEY.exec(key);
   if (!m) return undefined;
-  const bias = !!m[2];
+  const bias = !!m[3];
   const what =
-    m[1] === 'down'
+    m[2] === 'down'
       ? bias
         ? 'down_proj_bias as stored'
         : 'down_proj dequantized, each expert transposed to [in, out] = [I, H]'
-      : `${m[1] === 'gate' ? 'even' : 'odd'} ${bias ? 'columns of gate_up_proj_bias' : 'rows of gate_up_proj dequantized (interleaved gate/up), each expert transposed to [in, out] = [H, I]'} (${m[1]})`;
-  return { from: m[1] === 'down' ? 'down_proj' : 'gate_up_proj', bias, what };
+      : `${m[2] === 'gate' ? 'even' : 'odd'} ${bias ? 'columns of gate_up_proj_bias' : 'rows of gate_up_proj dequantized (interleaved gate/up), each expert transposed to [in, out] = [H, I]'} (${m[2]})`;
+  return { from: m[2] === 'down' ? 'down_proj' : 'gate_up_proj', bias, what };
 }
 
 /**

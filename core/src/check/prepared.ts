@@ -10,6 +10,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { MANIFEST_FILE, isQeffPrepared, preparedMismatch, preparedStatus } from '../prepare';
 import { report, type CheckContext } from './context';
+import { looksPreparedName } from '../artifacts/prepared-folder';
 
 /** Manifest of a prepared checkpoint (QEfficient's name). */
 export const PREPARED_MANIFEST = MANIFEST_FILE;
@@ -20,7 +21,7 @@ export const PREPARED_MANIFEST = MANIFEST_FILE;
  */
 export function looksPrepared(file: string): boolean {
   const dir = path.basename(path.dirname(file));
-  return /-qeff-prepared-[A-Za-z0-9_]+$/.test(dir) || /-prepared-(float32|float16|bfloat16)-[0-9a-f]{6,}$/.test(dir);
+  return looksPreparedName(dir);
 }
 
 async function exists(p: string): Promise<boolean> {

@@ -4,7 +4,7 @@
  * repeated flags for `multiple`, and `--` to end flags. Anything unexpected is a
  * {@link UsageError} (exit code 2).
  */
-import { closestWord } from '../check/suggest';
+import { closestWord } from '../foundation/closest-word';
 import { UsageError } from '../errors';
 import { printable } from '../paths/policy-error';
 

@@ -3,7 +3,7 @@
  * 0 ok, 1 failure (one line `weight-spec: <message>` on stderr, never a stack trace),
  * 2 usage error (unknown command or flag, missing argument) with a short usage text.
  */
-import { closestWord } from '../check/suggest';
+import { closestWord } from '../foundation/closest-word';
 import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
 import { describeFlags, parseArgs } from './args';
 import { errnoSentence } from './input-paths';

@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { MANIFEST_FILE, SENTINEL_FILE, isQeffPrepared, preparedStatusOf } from '../prepare/manifest';
+import { MANIFEST_FILE, SENTINEL_FILE } from '../artifacts/prepared-manifest';
+import { isQeffPrepared, preparedStatusOf } from '../prepare/manifest';
 import { preparedMismatch } from '../prepare/provenance';
 import { beginWork, failpoint, printable, type WorkScope } from '../paths';
 import type { CompileDriver, CompileOptions, CompileResult } from './backend';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import { readRegularFileSync } from '../paths';
-import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifestText, type PreparedManifest } from '../prepare/manifest';
+import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifestText, type PreparedManifest } from '../artifacts/prepared-manifest';
 import { sha256, specContentHash, type DecideInputs } from './decide';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import { artifactExists, type CompileRecord, type CompileStamps } from './record';

@@ -10,7 +10,7 @@ import { PipelineError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './locate';
-import { cclFromMetadata } from '../export/graph/serving-features';
+import { cclFromMetadata } from '../artifacts/graph-metadata';
 import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import {

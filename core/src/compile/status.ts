@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathStamp } from '../file-stamp';
 import { isInside } from '../paths';
-import { MANIFEST_FILE } from '../prepare/manifest';
+import { MANIFEST_FILE } from '../artifacts/prepared-manifest';
 import { decide, optionsPart, recordChange, type CompileChange, type CompileState } from './decide';
 import { readCompileInputs } from './inputs';
 import { COMPILE_RECORD, artifactExists, readCompileRecord, type CompileBackend, type CompileRecord, type CompileStamps } from './record';

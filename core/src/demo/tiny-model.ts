@@ -8,18 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../formats/dtype';
 import { writeSafetensors } from '../formats/safetensors';
-
-/** mulberry32: a small, fast, well-distributed 32-bit PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../foundation/rng';
 
 /** The demo model's config.json (a Llama with GQA). */
 export const TINY_LLAMA_CONFIG = {

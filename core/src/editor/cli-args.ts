@@ -29,7 +29,7 @@ export interface PrepareOptions {
 }
 
 /** `compile <export dir> …`. */
-export interface CompileOptions {
+export interface CompileArgOptions {
   exportDir: string;
   backend?: Backend;
   prepared?: string;
@@ -69,7 +69,7 @@ export function prepareArgs(o: PrepareOptions): string[] {
   return a;
 }
 
-export function compileArgs(o: CompileOptions): string[] {
+export function compileArgs(o: CompileArgOptions): string[] {
   const a = ['compile', o.exportDir];
   if (o.backend) a.push('--backend', o.backend);
   if (o.prepared) a.push('--prepared', o.prepared);

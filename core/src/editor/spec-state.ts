@@ -7,11 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { compileStatus } from '../compile/status';
-import { readExportReport } from '../export/report';
+import { readExportReport } from '../artifacts/export-report';
 import type { CompileInfo } from '../protocol';
 import { preparedDirOf } from '../compile/locate';
 import { specFileIn } from '../spec/file-names';
-import { SENTINEL_FILE } from '../prepare/manifest';
+import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
 export { isSpecFile } from '../spec/file-names';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';

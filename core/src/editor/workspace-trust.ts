@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { EXPORT_REPORT_FILE, readExportReport } from '../export/report';
+import { EXPORT_REPORT_FILE, readExportReport } from '../artifacts/export-report';
 import { COMPILE_RECORD } from '../compile/record';
 import { judgeFilePath, printable, type FilePathVerdict } from '../paths';
 import { specFileIn } from '../spec/file-names';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
 import { beginWork, createOutputGuard, failpoint, tempPathFor, type OutputGuard, type WorkScope } from '../paths';
-import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from './report';
+import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from '../artifacts/export-report';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
 
 /** File names inside an export directory. */

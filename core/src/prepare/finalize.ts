@@ -10,7 +10,7 @@ import path from 'node:path';
 import { hubRecord } from '../hub/hf-cache';
 import { INDEX_FILE } from '../formats/safetensors';
 import { atomicReplaceDir, atomicWriteFile, fsyncDir, processAlive, TEMP_NAME_RE } from '../paths';
-import { MANIFEST_FILE, MANIFEST_VERSION, SENTINEL_FILE, type PreparedManifest } from './manifest';
+import { MANIFEST_VERSION, SENTINEL_FILE, writePreparedManifest, type PreparedManifest } from '../artifacts/prepared-manifest';
 import { checkReplaceable } from './ownership';
 import type { PreparePlan } from './types';
 
@@ -131,7 +131,7 @@ export async function finalizePrepared(plan: PreparePlan, tmpDir: string, nonFin
   const sidecars = plan.sourceFiles.map((f) => f.path).filter((p) => !p.includes('/') && isSidecar(p));
   for (const s of sidecars) await copySynced(path.join(plan.source, s), path.join(tmpDir, s));
   const manifest = await buildManifest(plan, tmpDir, sidecars, nonFinite);
-  await atomicWriteFile(path.join(tmpDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
+  await writePreparedManifest(tmpDir, manifest);
   await atomicWriteFile(path.join(tmpDir, SENTINEL_FILE), plan.fingerprint + '\n');
   await fsyncDir(tmpDir);
   // Checked again right before the old folder goes: a file added there during the run is kept.

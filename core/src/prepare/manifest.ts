@@ -8,85 +8,20 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { movedRef } from '../hub/hf-cache';
-import { z } from 'zod';
-import { FormatError, oneLine } from '../errors';
-import { PREPARE_DTYPES } from '../formats/dtype';
+import { oneLine } from '../errors';
 import { readRegularFile } from '../paths';
-import { parseOrThrow } from '../zod-issue';
+import { MANIFEST_FILE, SENTINEL_FILE, readPreparedManifest, type PreparedManifest } from '../artifacts/prepared-manifest';
+import { isQeffPreparedName } from '../artifacts/prepared-folder';
 
-/** Manifest file name (QEfficient's). */
-export const MANIFEST_FILE = '.checkpoint_prepared.json';
-/** Sentinel file name, written last. */
-export const SENTINEL_FILE = '.checkpoint_prepared';
-/** Manifest format version. */
-export const MANIFEST_VERSION = 1;
-
-const fileFact = z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative(), mtime_ms: z.number() });
-const manifestSchema = z.strictObject({
-  version: z.literal(MANIFEST_VERSION),
-  tool: z.literal('weight-spec'),
-  source: z.string().min(1),
-  /** The Hub id, revision and snapshot commit when the source is a snapshot of the HF cache (hub/hf-cache.ts). */
-  hub: z.strictObject({ id: z.string(), revision: z.string(), commit: z.string() }).optional(),
-  target_dtype: z.enum(PREPARE_DTYPES),
-  fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
-  moe_prefill_flavour: z.literal('expert_parallel').nullable(),
-  expert_parallel: z
-    .strictObject({ pipeline_stages: z.number().int().positive(), parallel_experts: z.number().int().positive() })
-    .nullable(),
-  source_files: z.array(fileFact),
-  transforms: z.array(z.strictObject({ id: z.string(), tasks: z.number().int().nonnegative(), params: z.record(z.string(), z.unknown()) })),
-  tasks: z.array(
-    z.strictObject({
-      id: z.string(),
-      transform: z.string(),
-      params: z.record(z.string(), z.unknown()),
-      file: z.string(),
-      inputs: z.array(z.string()),
-      outputs: z.array(z.string()),
-    }),
-  ),
-  output_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })),
-  sidecars: z.array(z.string()),
-  /** Every other file prepare wrote (index, sidecars) with its size: what a re-run may replace. */
-  written_files: z.array(z.strictObject({ path: z.string().min(1), size: z.number().int().nonnegative() })).optional(),
-  /** Output tensors kept with ±Inf/NaN values (`--allow-overflow`: narrowing overflow, FP8 NaN codes) → how many. */
-  non_finite: z.record(z.string(), z.number().int().positive()).optional(),
-  created_at: z.string(),
-});
-
-/** The manifest, as written. */
-export type PreparedManifest = z.infer<typeof manifestSchema>;
-
-/** Validates manifest data (throws FormatError naming `file` and the first problem). */
-export function parsePreparedManifest(value: unknown, file: string): PreparedManifest {
-  return parseOrThrow(manifestSchema, value, file, 'invalid prepared manifest');
-}
-
-/** Reads and validates `<dir>/.checkpoint_prepared.json` (FormatError when absent or invalid). */
-export async function readPreparedManifest(dir: string): Promise<PreparedManifest> {
-  const file = path.join(dir, MANIFEST_FILE);
-  let text: string;
-  try {
-    text = await readRegularFile(file, 'utf8');
-  } catch (e) {
-    if (e instanceof FormatError && e.detail === 'file does not exist')
-      throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
-    throw e instanceof FormatError ? e : new FormatError(file, `cannot read (${oneLine(e)})`);
-  }
-  return parsePreparedManifestText(text, file);
-}
-
-/** Validates a manifest's text as read from `file` (FormatError when it is not JSON or not a manifest). */
-export function parsePreparedManifestText(text: string, file: string): PreparedManifest {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new FormatError(file, `is not valid JSON (${oneLine(e)})`);
-  }
-  return parsePreparedManifest(value, file);
-}
+export {
+  MANIFEST_FILE,
+  MANIFEST_VERSION,
+  SENTINEL_FILE,
+  parsePreparedManifest,
+  parsePreparedManifestText,
+  readPreparedManifest,
+  type PreparedManifest,
+} from '../artifacts/prepared-manifest';
 
 /** State of a prepared directory. */
 export interface PreparedStatus {
@@ -169,7 +104,7 @@ export async function isPreparedUpToDate(dir: string): Promise<boolean> {
  */
 export function isQeffPrepared(dir: string): boolean {
   return (
-    /-qeff-prepared-[A-Za-z0-9_]+$/.test(path.basename(dir)) &&
+    isQeffPreparedName(path.basename(dir)) &&
     fsSync.existsSync(path.join(dir, SENTINEL_FILE)) &&
     !fsSync.existsSync(path.join(dir, MANIFEST_FILE))
   );

@@ -18,11 +18,13 @@ import { sidecarNames } from './finalize';
 import { quantSchemeOf } from './quant-config';
 import { attachScales, planDequant, type DequantPlan } from './transforms/fp8';
 import { isFusedDown, planFusedSplit, type MoeSizes } from './transforms/fused-split';
-import { layerOf, packExpertParallel, type MoeGroup } from './transforms/moe-common';
+import { layerNumberOf } from '../foundation/layer-number';
+import { packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';
 import { planMxfp4 } from './transforms/mxfp4';
 import { specLayout } from './spec-layout';
 import type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SourceTensor, Task } from './types';
+import { preparedFolderName } from '../artifacts/prepared-folder';
 
 /** Dense output shard size limit (the graph builder's derived layout uses the same). */
 export const BASE_SHARD_BYTES = 4 * 1024 ** 3;
@@ -145,7 +147,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   let tasks: Task[] = [];
   const byLayer = new Map<number, MoeGroup[]>();
   groups.forEach((g, i) => {
-    const layer = layerOf(g.module) ?? 100000 + i;
+    const layer = layerNumberOf(g.module) ?? 100000 + i;
     byLayer.set(layer, [...(byLayer.get(layer) ?? []), g]);
   });
   for (const layer of [...byLayer.keys()].sort((a, b) => a - b)) {
@@ -243,7 +245,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
     ? specOut
     : opts.out
       ? path.resolve(opts.out)
-      : path.join(home.parent, `${home.name}-prepared-${opts.dtype}-${shortHash(fingerprint)}`);
+      : path.join(home.parent, preparedFolderName(home.name, opts.dtype, shortHash(fingerprint)));
   if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
   if (insideHubCache(outDir))
     throw new UsageError(

@@ -8,12 +8,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readExportReport } from '../export/report';
+import { readExportReport } from '../artifacts/export-report';
+import { parsePreparedFolderName } from '../artifacts/prepared-folder';
 import { printable } from '../paths';
-import type { PreparedManifest } from './manifest';
-
-/** prepare's default folder name; group 1 is the fingerprint prefix. */
-const PREPARED_NAME_RE = /-prepared-(?:float32|float16|bfloat16)-([0-9a-f]{10})$/;
+import type { PreparedManifest } from '../artifacts/prepared-manifest';
 
 function realOf(p: string): string {
   try {
@@ -29,10 +27,12 @@ function realOf(p: string): string {
  */
 export function preparedMismatch(exportDir: string, preparedDir: string, manifest: PreparedManifest): string | undefined {
   const shown = printable(preparedDir);
-  const named = PREPARED_NAME_RE.exec(path.basename(preparedDir));
-  if (named && !manifest.fingerprint.startsWith(named[1]!)) {
+  // prepare names its folder with the first 10 hex of the plan fingerprint
+  const parsed = parsePreparedFolderName(path.basename(preparedDir));
+  const named = parsed && parsed.hash.length === 10 ? parsed.hash : undefined;
+  if (named && !manifest.fingerprint.startsWith(named)) {
     return (
-      `${shown}: its manifest's fingerprint ${manifest.fingerprint.slice(0, 10)} is not the ${named[1]} its name says ` +
+      `${shown}: its manifest's fingerprint ${manifest.fingerprint.slice(0, 10)} is not the ${named} its name says ` +
       `(prepared from ${printable(manifest.source)}: another prepare replaced this folder); re-run weight-spec prepare`
     );
   }

@@ -17,10 +17,11 @@ import path from 'node:path';
 import { FormatError } from '../errors';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
-import { reportedPreparedFile } from '../export/report';
+import { reportedPreparedFile } from '../artifacts/export-report';
 import { readSpec } from '../spec/parse';
 import { peakOfTensor } from './estimate';
 import type { OutputTensor, SourceTensor, Task } from './types';
+import { moeWeightsKey, type MoeTensor } from '../artifacts/prepared-keys';
 
 /** QEfficient PR-head stacked-expert names → our role names (biases keep their `_bias`). */
 const QEFF_EXPERT = /^(.*)\.experts\.(gate_proj|up_proj|down_proj_t)(_bias)?$/;
@@ -31,7 +32,7 @@ export function plannerKeyCandidates(key: string): string[] {
   const base = key.startsWith('base_model.') ? [key, key.slice('base_model.'.length)] : [key];
   const named = base.flatMap((k) => {
     const m = QEFF_EXPERT.exec(k);
-    return m ? [k, `${m[1]}.moe_weights.${ROLE[m[2]!]}${m[3] ?? ''}`] : [k];
+    return m ? [k, moeWeightsKey(m[1]!, `${ROLE[m[2]!]}${m[3] ?? ''}` as MoeTensor)] : [k];
   });
   const swapped = named.flatMap((k) => [
     k,

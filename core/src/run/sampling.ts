@@ -8,7 +8,7 @@
  * same uniform numbers — so a sampler graph and a plain graph given the same seed agree.
  */
 import { UsageError } from '../errors';
-import { rng } from '../demo/tiny-model';
+import { rng } from '../foundation/rng';
 
 /** `run --temperature … --seed` (QEfficient's sampling_params, one row). */
 export interface SamplingParams {

@@ -15,9 +15,9 @@
  */
 import type { OrtModule, OrtTensor } from '../ort/loader';
 import type { SamplingParams } from './sampling';
-import { SAMPLER_INPUTS } from '../export/graph/serving-features';
+import { SAMPLER_INPUTS } from '../artifacts/graph-metadata';
 
-export { servingFeatures, servingSummary, type ServingFeatures } from '../export/graph/serving-features';
+export { servingFeatures, servingSummary, type ServingFeatures } from '../artifacts/graph-metadata';
 
 /** The sampler's inputs `run` feeds (QEfficient's names). */
 export const SAMPLER_INPUT_NAMES: readonly string[] = SAMPLER_INPUTS;

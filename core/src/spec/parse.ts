@@ -3,7 +3,7 @@
  * `parseSpecText` never throws: JSON syntax errors and schema violations come back as
  * {@link Problem} values whose ranges point at the offending text.
  */
-import { closestWord } from '../check/suggest';
+import { closestWord } from '../foundation/closest-word';
 import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
 import { readInputFile } from '../paths/file-kind';
 import path from 'node:path';

@@ -11,7 +11,7 @@
  */
 import { FIELD, WIRE } from '../formats/onnx/fields';
 import { FileReader } from '../formats/onnx/wire-reader';
-import { layerOf } from '../prepare/transforms/moe-common';
+import { layerNumberOf } from '../foundation/layer-number';
 import type { GraphGroupInfo, GraphNode, GraphView } from './types';
 
 /** One NodeProto of the main graph. */
@@ -72,7 +72,7 @@ const PARAM_PATH = /^[A-Za-z_]\w*(?:\.\w+)+$/;
 
 /** The layer of a node from its name, or undefined (`/layers.3/…` → 3). */
 export function nodeNameLayer(name: string): number | undefined {
-  return name ? layerOf(name.replace(/\//g, '.')) : undefined;
+  return name ? layerNumberOf(name.replace(/\//g, '.')) : undefined;
 }
 
 /** Groups `nodes` by layer; see the module comment for the rules. */
@@ -93,7 +93,7 @@ export function indexGraph(
     for (const v of n.inputs) {
       if (!v) continue;
       if (weights.has(v)) {
-        const l = layerOf(v);
+        const l = layerNumberOf(v);
         // Only a parameter path counts (legacy exports rename layer weights `onnx::MatMul_12`).
         if (l === undefined) readsOtherWeight ||= PARAM_PATH.test(v);
         else r = Math.max(r, l);

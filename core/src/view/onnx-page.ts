@@ -6,9 +6,9 @@
  */
 import path from 'node:path';
 import { checkSpec, type HeaderCache } from '../check';
-import { servingSummary } from '../export/graph/serving-features';
+import { servingSummary } from '../artifacts/graph-metadata';
 import { summarizeOnnx, type OnnxSummary, type ValueSummary } from '../formats/onnx';
-import { layerOf } from '../prepare/transforms/moe-common';
+import { layerNumberOf } from '../foundation/layer-number';
 import { formatPath, parseSpecText, SPEC_METADATA_KEY } from '../spec';
 import { indexGraph, readGraphNodes, type GraphIndex } from './onnx-graph';
 import type { OnnxPage, PageProblem, ValueEntry, WeightGroup } from './types';
@@ -30,7 +30,7 @@ const valueEntry = (v: ValueSummary): ValueEntry => ({ name: v.name, dtype: v.dt
 export function groupWeights(weights: ValueEntry[]): WeightGroup[] {
   const byLayer = new Map<number, WeightGroup>();
   for (const w of weights) {
-    const layer = layerOf(w.name) ?? -1;
+    const layer = layerNumberOf(w.name) ?? -1;
     let g = byLayer.get(layer);
     if (!g) byLayer.set(layer, (g = { label: layer < 0 ? 'other' : `layer ${layer}`, layer, weights: [], params: 0 }));
     g.weights.push(w);

@@ -68,7 +68,7 @@ type Summary = OnnxSummary & { servingLines: string[] };
 async function summarize(files: string[]): Promise<Summary[]> {
   const [{ summarizeOnnx }, { servingSummary }] = await Promise.all([
     import('../../formats/onnx'),
-    import('../../export/graph/serving-features'),
+    import('../../artifacts/graph-metadata'),
   ]);
   return Promise.all(
     files.map(async (f) => {

@@ -21,6 +21,7 @@ import { MXFP4_BLOCKS } from '../../prepare/transforms/mxfp4';
 import { failpoint, scratchDir } from '../../paths';
 import type { KeyTensor } from '../../resolve';
 import type { PlannedOutputs, PreparedLoc } from './prepared-location';
+import { moeWeightsPrefix } from '../../artifacts/prepared-keys';
 
 /** Dequantized MXFP4 experts as resolvable tensors, and where their keys land when prepared. */
 export interface Mxfp4Sources {
@@ -123,7 +124,7 @@ function mxfp4Locations(modules: string[], plan: PlannedOutputs): Map<string, Pr
     return t ? { key, ...t } : undefined;
   };
   for (const m of modules) {
-    const p = `${m}.moe_weights`;
+    const p = moeWeightsPrefix(m);
     for (const suffix of ['', '_bias']) {
       const gate = at(`${p}.gate${suffix}`);
       const up = at(`${p}.up${suffix}`);

@@ -6,7 +6,7 @@
  */
 import type { DType } from '../../formats/dtype';
 import { PipelineError } from '../../errors';
-import { EXPERT_ROLE, PER_EXPERT_KEY } from '../../prepare/transforms/moe-stack';
+import { EXPERT_ROLE, PER_EXPERT_KEY, moeWeightsKey, type MoeRole } from '../../artifacts/prepared-keys';
 
 /** The part of a prepare plan this mapping reads. */
 export interface PlannedOutputs {
@@ -46,8 +46,8 @@ export interface PreparedLoc {
 export function fusedRowLocation(key: string, shape: readonly number[], plan: PlannedOutputs, rowFused = true): PreparedLoc | undefined {
   const m = /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(key);
   if (!m || shape.length !== 3) return undefined;
-  const at = (role: string) => {
-    const k = `${m[1]}.moe_weights.${role}`;
+  const at = (role: MoeRole) => {
+    const k = moeWeightsKey(m[1]!, role);
     const t = plan.outputs.get(k);
     return t ? { key: k, ...t } : undefined;
   };
@@ -81,8 +81,8 @@ export function fusedRowLocation(key: string, shape: readonly number[], plan: Pl
 export function graniteExpertsLocation(key: string, shape: readonly number[], plan: PlannedOutputs): PreparedLoc | undefined {
   const m = /^(.*)\.(input_linear|output_linear)\.weight$/.exec(key);
   if (!m || shape.length !== 3) return undefined;
-  const at = (role: string) => {
-    const k = `${m[1]}.moe_weights.${role}`;
+  const at = (role: MoeRole) => {
+    const k = moeWeightsKey(m[1]!, role);
     const t = plan.outputs.get(k);
     return t ? { key: k, ...t } : undefined;
   };
@@ -104,7 +104,7 @@ export function preparedLocation(key: string, plan: PlannedOutputs): PreparedLoc
   if (direct) return { key, ...direct };
   const m = PER_EXPERT_KEY.exec(key);
   if (m) {
-    const stacked = `${m[1]}.moe_weights.${EXPERT_ROLE[m[3]!]}`;
+    const stacked = moeWeightsKey(m[1]!, EXPERT_ROLE[m[3]!]!);
     const t = plan.outputs.get(stacked);
     const expert = Number(m[2]);
     if (t && t.shape.length === 3 && expert < t.shape[0]!) return { key: stacked, ...t, expert, transposed: true };

@@ -16,6 +16,7 @@ import type { ArchSpec, WeightInput } from './arch';
 import { familyOfConfig } from './family-registry';
 import { moeWeightInputs } from './moe';
 import { proposeByName } from '../../resolve/name-strategies';
+import { qeffPreparedFolderName } from '../../artifacts/prepared-folder';
 
 /** One planned tensor of the prepared checkpoint. */
 export interface PlannedTensor {
@@ -50,7 +51,7 @@ export { BASE_SHARD_BYTES };
  */
 export function preparedDirFor(modelDir: string, dtype: string): string {
   const home = modelHome(modelDir);
-  return path.join(home.parent, `${home.name}-qeff-prepared-${dtype}`);
+  return path.join(home.parent, qeffPreparedFolderName(home.name, dtype));
 }
 
 const DTYPE_BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };

@@ -3,6 +3,7 @@
  * layout; the graph block is moe.ts): their keys, shapes and the expert-parallel packing order.
  * No graph code, so the ArchSpec (arch.ts) reads it without an import cycle through the ops.
  */
+import { moeWeightsKey, type MoeTensor } from '../../artifacts/prepared-keys';
 
 /** Prepared expert tensors of one MoE module (keys) and their sizes. */
 export interface MoeWeights {
@@ -24,12 +25,12 @@ export function canonicalMoeKeys(
   module: string,
   biases = false,
 ): Pick<MoeWeights, 'gate' | 'up' | 'down' | 'gateBias' | 'upBias' | 'downBias'> {
-  const m = `${module}.moe_weights`;
+  const k = (t: MoeTensor) => moeWeightsKey(module, t);
   return {
-    gate: `${m}.gate`,
-    up: `${m}.up`,
-    down: `${m}.down`,
-    ...(biases ? { gateBias: `${m}.gate_bias`, upBias: `${m}.up_bias`, downBias: `${m}.down_bias` } : {}),
+    gate: k('gate'),
+    up: k('up'),
+    down: k('down'),
+    ...(biases ? { gateBias: k('gate_bias'), upBias: k('up_bias'), downBias: k('down_bias') } : {}),
   };
 }
 

@@ -19,6 +19,7 @@ import { PipelineError } from '../../errors';
 import { DTYPE_SIZE, isFloat } from '../../formats/dtype';
 import type { SlicePlan, SourceTensor } from '../types';
 import { checkExpertCount, need, stacked, type MoeGroup } from './moe-common';
+import { moeWeightsKey } from '../../artifacts/prepared-keys';
 
 /** `<m>.experts.gate_up_proj` (optionally `.weight`), not GPT-OSS's `_blocks` variant. */
 export const FUSED_GATE_UP = /^(.*)\.experts\.gate_up_proj(\.weight)?$/;
@@ -85,7 +86,7 @@ function splitGroup(
     start: e * downBytes,
     length: downBytes,
   }));
-  const [gate, up] = [`${module}.moe_weights.gate`, `${module}.moe_weights.up`];
+  const [gate, up] = [moeWeightsKey(module, 'gate'), moeWeightsKey(module, 'up')];
   return {
     module,
     transform,
@@ -94,7 +95,7 @@ function splitGroup(
     tensors: [
       stacked(gate, 'split', fused.dtype, [H, I], half(0), transposed ? { transposed } : { pairedWith: up }),
       stacked(up, 'split', fused.dtype, [H, I], half(1), transposed ? { transposed } : { pairedWith: gate }),
-      stacked(`${module}.moe_weights.down`, 'stacked', down.dtype, [I, H], downSlots, transposed ? { transposed } : {}),
+      stacked(moeWeightsKey(module, 'down'), 'stacked', down.dtype, [I, H], downSlots, transposed ? { transposed } : {}),
     ],
   };
 }

@@ -20,12 +20,6 @@ export interface MoeGroup {
   tensors: OutputTensor[];
 }
 
-/** Layer number of a module path (`…layers.12…` → 12), or undefined. */
-export function layerOf(module: string): number | undefined {
-  const m = /(?:^|\.)(?:layers|h|blocks|block)\.(\d+)(?:\.|$)/.exec(module);
-  return m ? Number(m[1]) : undefined;
-}
-
 /** A source tensor or a planning error naming the group and the missing key. */
 export function need(sources: Map<string, SourceTensor>, key: string, group: string): SourceTensor {
   const t = sources.get(key);

@@ -10,24 +10,8 @@
 import { PipelineError } from '../../errors';
 import { isFloat } from '../../formats/dtype';
 import type { SourceTensor } from '../types';
+import { EXPERT_ROLE, PER_EXPERT_KEY, moeWeightsKey } from '../../artifacts/prepared-keys';
 import { checkExpertCount, need, sameShape, stacked, type MoeGroup } from './moe-common';
-
-/** Matches one expert's linear weight; groups: module, expert index, projection name. */
-export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj|linear|linear_v|linear_1)\.weight$/;
-
-/** The canonical role of each per-expert projection name (also how export --onnx places a per-expert key). */
-export const EXPERT_ROLE: Readonly<Record<string, 'gate' | 'up' | 'down'>> = {
-  w1: 'gate',
-  w3: 'up',
-  w2: 'down',
-  gate_proj: 'gate',
-  up_proj: 'up',
-  down_proj: 'down',
-  // Grok-1 (hpcai-tech MoeMLP): linear_1(gelu(linear(h)) · linear_v(h))
-  linear: 'gate',
-  linear_v: 'up',
-  linear_1: 'down',
-};
 
 /** Finds the per-expert groups among `sources`; `configured` is config.json's expert count. */
 export function planMoeStack(sources: Map<string, SourceTensor>, configured?: number): MoeGroup[] {
@@ -70,7 +54,7 @@ export function planMoeStack(sources: Map<string, SourceTensor>, configured?: nu
       }
       const [out, inp] = first.shape as [number, number];
       return stacked(
-        `${module}.moe_weights.${role}`,
+        moeWeightsKey(module, role),
         'stacked',
         first.dtype,
         [inp, out],

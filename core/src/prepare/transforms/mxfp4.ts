@@ -10,6 +10,7 @@
 import { PipelineError } from '../../errors';
 import type { SlicePlan, SourceTensor } from '../types';
 import { checkExpertCount, need, stacked, type MoeGroup } from './moe-common';
+import { moeWeightsPrefix } from '../../artifacts/prepared-keys';
 
 /** `<m>.experts.gate_up_proj_blocks`. */
 export const MXFP4_BLOCKS = /^(.*)\.experts\.(gate_up|down)_proj_blocks$/;
@@ -83,7 +84,7 @@ export function planMxfp4(sources: Map<string, SourceTensor>, configured?: numbe
       start: e * rowBytes,
       length: rowBytes,
     }));
-    const m = `${module}.moe_weights`;
+    const m = moeWeightsPrefix(module);
     groups.push({
       module,
       transform: 'mxfp4',

@@ -8,16 +8,18 @@
 import { ctxState, stateDims, statesOfGraph } from '../../export/graph/graph-interface';
 import fs from 'node:fs';
 import path from 'node:path';
-import { FormatError, PipelineError, UsageError } from '../../errors';
+import { PipelineError, UsageError } from '../../errors';
 import { fromFloat32, toFloat32 } from '../../formats/dtype';
 import { parseWireModel, type WireValueInfo } from '../../formats/onnx/wire-model';
-import { VLM_MANIFEST, type VlmManifest } from '../../export/graph/vlm/export-vlm';
+import { VLM_MANIFEST } from '../../export/graph/vlm/export-vlm';
+import { readVlmManifest, type VlmManifest } from '../../artifacts/vlm-manifest';
+
+export { readVlmManifest } from '../../artifacts/vlm-manifest';
 import { resolveRunnable } from '../index';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../ort/loader';
 import { argmax, logitRows } from '../runner';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
-import { readRegularFileSync } from '../../paths';
 import { TensorDataType } from '../../formats/onnx/types';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
@@ -32,39 +34,6 @@ export interface VlmImages {
 /** True when `dir` is a VLM export directory. */
 export function isVlmExport(dir: string): boolean {
   return fs.existsSync(path.join(dir, VLM_MANIFEST));
-}
-
-/** Reads and checks `<dir>/vlm.json`. */
-export function readVlmManifest(dir: string): VlmManifest {
-  const file = path.join(dir, VLM_MANIFEST);
-  let m: VlmManifest;
-  try {
-    m = JSON.parse(readRegularFileSync(file, 'utf8')) as VlmManifest;
-  } catch (e) {
-    throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
-  }
-  const ints = [
-    m?.image_token_id,
-    m?.video_token_id,
-    m?.vision_start_token_id,
-    m?.vision?.spatial_merge_size,
-    m?.vision?.patch_size,
-    m?.vision?.temporal_patch_size,
-    m?.vision?.in_channels,
-    m?.text?.hidden_size,
-  ];
-  if (
-    m?.kind !== 'vlm' ||
-    !ints.every((x) => Number.isInteger(x)) ||
-    typeof m.graphs?.vision !== 'string' ||
-    typeof m.graphs?.language !== 'string'
-  ) {
-    throw new FormatError(file, 'not a weight-spec VLM export manifest (kind "vlm", token ids, vision sizes, graphs)');
-  }
-  for (const g of [m.graphs.vision, m.graphs.language])
-    if (g.includes('/') || g.includes('\\') || g === '..' || g === '.')
-      throw new FormatError(file, `graph directory "${g}" must be a plain name`);
-  return m;
 }
 
 /** A loaded VLM. */

@@ -27,31 +27,14 @@ import { buildVision, type BuiltVision } from './vision';
 import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
 import { hubRecord, modelArg } from '../../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../../spec/file-names';
+import { vlmManifestText, type VlmManifest } from '../../../artifacts/vlm-manifest';
 
 /** Marker file of a VLM export directory. */
 export const VLM_MANIFEST = VLM_MANIFEST_FILE;
 /** Sub-export directory names. */
 export const VLM_GRAPHS = ['vision', 'language'] as const;
 
-/** What `run` reads from `<out>/vlm.json`. */
-export interface VlmManifest {
-  tool: 'weight-spec export';
-  kind: 'vlm';
-  model_type: string;
-  config: string;
-  graphs: { vision: string; language: string };
-  image_token_id: number;
-  video_token_id: number;
-  vision_start_token_id: number;
-  vision: { patch_size: number; temporal_patch_size: number; spatial_merge_size: number; in_channels: number; num_feature_layers: number };
-  /** Gemma 3: the processor's fixed square size and the image tokens per image (absent for the Qwen VLMs). */
-  image_size?: number;
-  mm_tokens_per_image?: number;
-  /** Gemma 3: the end-of-image token closing each expanded image (`eoi_token_index`). */
-  image_end_token_id?: number;
-  text: { hidden_size: number; num_hidden_layers: number };
-  dtype: ExportDtype;
-}
+export type { VlmManifest } from '../../../artifacts/vlm-manifest';
 
 /** Options (a subset of the text export's). */
 export interface VlmExportOptions {
@@ -165,7 +148,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     ...parts0.manifest,
     dtype: o.dtype,
   };
-  await guard.writeFile(VLM_MANIFEST, JSON.stringify(manifest, null, 2) + '\n');
+  await guard.writeFile(VLM_MANIFEST, vlmManifestText(manifest));
   const summary = [
     `exported ${name} (${modelType}: ${parts0.note}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
     ...written.flatMap((w, i) =>

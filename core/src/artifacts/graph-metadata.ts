@@ -1,0 +1,105 @@
+/**
+ * How an exported graph says it carries QEfficient's serving features — the metadata keys the
+ * exporter writes and the inputs/outputs that give them away — read by `run`, `compile` (qaic
+ * specializations), `inspect` and the language server's hover. No graph-building code here, so
+ * the language server bundles only this.
+ */
+import { PipelineError } from '../errors';
+
+/** metadata_props keys recording the serving features (read by `run`, `inspect` and the language server). */
+export const SERVING_METADATA = {
+  cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
+  cclDecode: 'weight_spec.comp_ctx_lengths_decode',
+  sampler: 'weight_spec.sampler',
+} as const;
+
+/** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
+export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {
+  const list = (key: string) =>
+    (metadata.find((e) => e.key === key)?.value ?? '')
+      .split(',')
+      .filter((v) => /^\d+$/.test(v.trim()))
+      .map(Number);
+  return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
+}
+
+/** The sampler's graph inputs in QEfficient's order (after the model's own inputs). */
+export const SAMPLER_INPUTS = [
+  'last_accepted_output_tokens',
+  'past_repetition_penalty_buffer',
+  'repetition_penalties',
+  'past_presence_penalty_buffer',
+  'presence_penalties',
+  'temperatures',
+  'top_ks',
+  'top_ps',
+  'min_ps',
+  'random_numbers',
+] as const;
+
+/** A graph value as both ONNX readers describe it (wire model, summary). */
+interface Value {
+  name: string;
+  dims: (number | string)[];
+}
+
+/** The serving features of a graph. */
+export interface ServingFeatures {
+  /** CCL buckets; `[]` lists when the graph takes comp_ctx_lengths but records none. */
+  ccl?: { prefill: number[]; decode: number[] };
+  /** On-device sampler: K = random_numbers' second dim; probs output present. */
+  sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
+}
+
+/** Reads the features from a model's inputs, outputs and metadata. */
+export function servingFeatures(
+  model: string,
+  inputs: readonly Value[],
+  outputs: readonly Value[],
+  metadata: readonly { key: string; value: string }[],
+): ServingFeatures {
+  const f: ServingFeatures = {};
+  if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
+  if (outputs.some((o) => o.name === 'next_tokens')) {
+    const rn = inputs.find((i) => i.name === 'random_numbers');
+    const buf = inputs.find((i) => i.name === 'past_repetition_penalty_buffer');
+    const k = rn?.dims[1];
+    const vocab = buf?.dims[1];
+    if (typeof k !== 'number' || typeof vocab !== 'number') {
+      throw new PipelineError(
+        `${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`,
+      );
+    }
+    f.sampler = { maxTopK: k, returnPdfs: outputs.some((o) => o.name === 'probs'), vocab };
+  }
+  return f;
+}
+
+/**
+ * One line per serving feature a graph carries (for `inspect` and the language server's hover);
+ * empty for a plain graph.
+ */
+export function servingSummary(
+  model: string,
+  inputs: readonly Value[],
+  outputs: readonly Value[],
+  metadata: readonly { key: string; value: string }[],
+): string[] {
+  let f: ServingFeatures;
+  try {
+    f = servingFeatures(model, inputs, outputs, metadata);
+  } catch (e) {
+    return [`on-device sampler: ${(e as Error).message}`];
+  }
+  const lines: string[] = [];
+  if (f.ccl) {
+    const list = (xs: number[]) => (xs.length ? xs.join(',') : '(not recorded)');
+    lines.push(`CCL: comp_ctx_lengths input; buckets prefill ${list(f.ccl.prefill)}, decode ${list(f.ccl.decode)}`);
+  }
+  if (f.sampler) {
+    lines.push(
+      `on-device sampler: next_tokens${f.sampler.returnPdfs ? ' + probs' : ''} instead of logits; max_top_k_ids ${f.sampler.maxTopK}, vocab ${f.sampler.vocab}`,
+    );
+  }
+  return lines;
+}

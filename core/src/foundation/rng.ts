@@ -1,0 +1,16 @@
+/**
+ * The seeded generator behind the demo model's weights and `run --seed` sampling: the same seed
+ * gives the same numbers on every machine. Foundation: imports nothing of ours.
+ */
+
+/** mulberry32: a small, fast, well-distributed 32-bit PRNG. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
