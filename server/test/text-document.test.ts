@@ -7,7 +7,7 @@
  */
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { describe, expect, it } from 'vitest';
-import { rng } from '../../core/src/demo/tiny-model';
+import { rng } from '../../core/src/foundation/rng';
 import { createTextDocument, updateTextDocument } from '../src/text-document';
 
 const PIECES = ['a', 'bc', '\n', '\r\n', '\r', '"key": "x"', '  ', '\n\n', 'é', '𝔁'];

@@ -1,6 +1,6 @@
 /**
  * Spec diagnostics against the real files, shared by `weight-spec check` and the language
- * server. See check-spec.ts for the passes and docs/ARCHITECTURE.md for the stable codes.
+ * server. See check-spec.ts for the passes and docs/MODULES.md for the stable codes.
  */
 export { checkSpec } from './check-spec';
 export { PREPARE_HINT, type CheckOptions } from './context';

@@ -1,5 +1,5 @@
 /**
- * Where a source checkpoint key lands in the prepared layout (docs/ARCHITECTURE.md,
+ * Where a source checkpoint key lands in the prepared layout (docs/MODULES.md,
  * "Prepared layout"): dense keys keep their name; a per-expert weight `[out, in]` becomes one
  * slice of the stacked `moe_weights` tensor of its layer, transposed to `[in, out]`
  * (QEfficient's canonical MoE orientation, `QEfficient/transformers/moe/weights.py`).

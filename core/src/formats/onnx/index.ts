@@ -1,6 +1,6 @@
 /**
  * ONNX: protobufjs codec from the official onnx.proto, a metadata-only summary that never
- * reads tensor payloads, builders and tensor-byte helpers. See docs/ARCHITECTURE.md.
+ * reads tensor payloads, builders and tensor-byte helpers. See docs/MODULES.md.
  */
 export type {
   AttributeProto,
