@@ -8,17 +8,11 @@
  * the prepared folder (manifest hash and the stats of every bound file: weight bytes are never
  * read) and the options (format version, backend, backend options).
  */
-import { pyJsonDumps } from '../spec/py-json';
-import { createHash } from 'node:crypto';
+import { sha256 } from '../foundation/sha256';
 import type { CompileBackend, CompileRecord } from './record';
 
 /** Bump when the artifact layout changes, so old compiles are redone. */
 export const COMPILE_FORMAT = 'weight-spec-compile/2';
-
-/** sha256 hex of bytes or text. */
-export function sha256(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}
 
 /** The parts and the whole. */
 export interface Fingerprint {
@@ -62,21 +56,6 @@ export interface Decision {
 /** The options part of the fingerprint: format version, backend and backend options. */
 export function optionsPart(backend: string, options: unknown): string {
   return sha256(JSON.stringify({ format: COMPILE_FORMAT, backend, options }));
-}
-
-/**
- * The hash of a spec's content: its JSON re-serialized compactly with sorted keys, so
- * whitespace, key order and a trailing newline do not count. Text that does not parse is
- * hashed as it is (compile reports the parse error anyway).
- */
-export function specContentHash(text: string): string {
-  let canonical: string;
-  try {
-    canonical = pyJsonDumps(JSON.parse(text), { separators: [',', ':'], sortKeys: true });
-  } catch {
-    canonical = text;
-  }
-  return sha256(`spec-content:${canonical}`);
 }
 
 /** The fingerprint of the inputs under `backend` and `options`. */

@@ -10,7 +10,9 @@ import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import { readRegularFileSync } from '../paths';
 import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifestText, type PreparedManifest } from '../artifacts/prepared-manifest';
-import { sha256, specContentHash, type DecideInputs } from './decide';
+import { sha256 } from '../foundation/sha256';
+import { pyJsonDumps } from '../spec/py-json';
+import type { DecideInputs } from './decide';
 import { locatePrepared, readExportInputs, type ExportInputs, type PreparedLocation } from './locate';
 import { artifactExists, type CompileRecord, type CompileStamps } from './record';
 import { pathStamp } from '../file-stamp';
@@ -86,6 +88,21 @@ function preparedPart(loc: PreparedLocation, manifest: PreparedFacts['manifest']
     files,
   };
   return sha256(JSON.stringify(state));
+}
+
+/**
+ * The hash of a spec's content: its JSON re-serialized compactly with sorted keys, so
+ * whitespace, key order and a trailing newline do not count. Text that does not parse is
+ * hashed as it is (compile reports the parse error anyway).
+ */
+export function specContentHash(text: string): string {
+  let canonical: string;
+  try {
+    canonical = pyJsonDumps(JSON.parse(text), { separators: [',', ':'], sortKeys: true });
+  } catch {
+    canonical = text;
+  }
+  return sha256(`spec-content:${canonical}`);
 }
 
 /**
