@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import { atomicWriteFile, readRegularFileSync } from '../paths';
 import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
 import { readCompileRecordFile, type CompileRecord } from '../artifacts/compile-record';
@@ -36,15 +37,19 @@ function realOf(p: string): string {
  */
 export const COMPILED_LIST = '.weight-spec-compiled.json';
 
-type ListEntry = { path: string; size: number; export: string };
+const listEntry = z.looseObject({ path: z.string(), size: z.number(), export: z.string() });
+type ListEntry = z.infer<typeof listEntry>;
+const listSchema = z.looseObject({ artifacts: z.array(z.unknown()).catch([]) });
 
+/** The list's entries, through zod: a malformed entry is left out, a malformed list is empty. */
 function readList(dir: string): ListEntry[] {
   try {
-    const v = JSON.parse(readRegularFileSync(path.join(dir, COMPILED_LIST), 'utf8')) as { artifacts?: unknown };
-    return (Array.isArray(v.artifacts) ? v.artifacts : []).filter(
-      (e): e is ListEntry =>
-        !!e && typeof e === 'object' && typeof e.path === 'string' && typeof e.size === 'number' && typeof e.export === 'string',
-    );
+    const v = listSchema.safeParse(JSON.parse(readRegularFileSync(path.join(dir, COMPILED_LIST), 'utf8')));
+    if (!v.success) return [];
+    return v.data.artifacts.flatMap((e) => {
+      const r = listEntry.safeParse(e);
+      return r.success ? [r.data] : [];
+    });
   } catch {
     return [];
   }
