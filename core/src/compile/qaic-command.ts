@@ -59,6 +59,10 @@ export interface QaicOptions {
   prefillSeqLen?: number;
   ctxLen?: number;
   fullBatchSize?: number;
+  /** A vision-language export: the image size compiled for (qaic-vlm.ts; refused for a text model). */
+  imgHeight?: number;
+  imgWidth?: number;
+  imgSize?: number;
   /** Extra compiler options `a_b=v` (→ `-a-b=v`) or `a_b` (boolean → `-a-b`), in order. */
   extra?: string[];
 }
@@ -331,6 +335,32 @@ export interface QaicPlan {
 }
 
 /**
+ * Adds the `--qaic-option` words to `options` (in place) as QEfficient's `**compiler_options`
+ * do: a key already there is overridden in place, `aic_hw_version` is popped into the
+ * `-aic-hw-version` flag, `compile_only` is dropped with a warning.
+ */
+export function mergeExtraOptions(options: [string, OptionValue][], opts: QaicOptions): { hw: string; warnings: string[] } {
+  let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
+  const warnings: string[] = [];
+  for (const [k, v] of parseExtraOptions(opts.extra ?? [])) {
+    if (k === 'compile_only') {
+      // the compiler no longer takes -compile-only; QEfficient drops it with a deprecation warning
+      warnings.push('compile: ignoring compile_only: qaic-compile no longer supports -compile-only (QEfficient drops it too)');
+      continue;
+    }
+    // `_compile` pops aic_hw_version before the loop; a later duplicate key overrides in the dict.
+    if (k === 'aic_hw_version') {
+      hw = String(v);
+      continue;
+    }
+    const at = options.findIndex(([ok]) => ok === k);
+    if (at >= 0) options[at] = [k, v];
+    else options.push([k, v]);
+  }
+  return { hw, warnings };
+}
+
+/**
  * Builds the command QEfficient's `_compile` would run for `onnxPath`, writing into
  * `compileDir` (QEfficient: `<dir>/qpc-<hash>`), with the binary at `compiler` (default
  * {@link QAIC_COMPILER}'s path).
@@ -353,24 +383,7 @@ export function buildQaicPlan(
   const options: [string, OptionValue][] = [];
   if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
-  const extra = parseExtraOptions(opts.extra ?? []);
-  let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
-  const warnings: string[] = [];
-  for (const [k, v] of extra) {
-    if (k === 'compile_only') {
-      // the compiler no longer takes -compile-only; QEfficient drops it with a deprecation warning
-      warnings.push('compile: ignoring compile_only: qaic-compile no longer supports -compile-only (QEfficient drops it too)');
-      continue;
-    }
-    // `_compile` pops aic_hw_version before the loop; a later duplicate key overrides in the dict.
-    if (k === 'aic_hw_version') {
-      hw = String(v);
-      continue;
-    }
-    const at = options.findIndex(([ok]) => ok === k);
-    if (at >= 0) options[at] = [k, v];
-    else options.push([k, v]);
-  }
+  const { hw, warnings } = mergeExtraOptions(options, opts);
   const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
   const qpcDir = path.join(compileDir, 'qpc');
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
@@ -402,7 +415,11 @@ export function buildQaicPlan(
  * after hashing are in the file); specializations are the flat dicts with their int values; one
  * device, so no MDP config.
  */
-export function hashedCompileParams(command: readonly string[], specs: Specialization[], customIo: [string, string][] | undefined): string {
+export function hashedCompileParams(
+  command: readonly string[],
+  specs: readonly (readonly [string, number | string][])[],
+  customIo: [string, string][] | undefined,
+): string {
   return pyJsonDumps(
     {
       command,
