@@ -38,6 +38,8 @@ export interface VlmModelFacts {
   family: VlmFamily;
   patchSize: number;
   temporalPatchSize: number;
+  /** `vision_config.spatial_merge_size`: the grid must divide by it (QEfficient's `// 4` assumes 2). */
+  mergeSize: number;
   /** Qwen3-VL: the deepstack feature layers (`len(deepstack_visual_indexes)`). */
   numFeatureLayers: number;
   /** Gemma 3: `vision_config.image_size`, `mm_tokens_per_image`, `text_config.sliding_window`. */
@@ -138,6 +140,16 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
   const time = 1;
   const gridH = Math.floor(rh / m.patchSize);
   const gridW = Math.floor(rw / m.patchSize);
+  // QEfficient's factors (28, 32) are patch × merge of the published models; a model whose patch
+  // differs can get a grid the merger cannot pool — refused rather than handed to the compiler
+  if (m.mergeSize !== 2)
+    throw new UsageError(
+      `compile: QEfficient's vision_size (grid // 4) assumes a 2x2 patch merger; this model merges ${m.mergeSize}x${m.mergeSize}`,
+    );
+  if (gridH % 2 || gridW % 2)
+    throw new UsageError(
+      `compile: an image of ${height}x${width} resizes to ${rh}x${rw} = ${gridH}x${gridW} patches, which the 2x2 patch merger cannot pool: choose another --img-height/--img-width`,
+    );
   const visionSize = Math.floor((gridH * gridW) / 4) * time;
   if (visionSize >= s.ctxLen)
     throw new UsageError(

@@ -73,7 +73,7 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
   const m = readJson(file) as {
     model_type?: unknown;
     config?: unknown;
-    vision?: { patch_size?: unknown; temporal_patch_size?: unknown; num_feature_layers?: unknown };
+    vision?: { patch_size?: unknown; temporal_patch_size?: unknown; spatial_merge_size?: unknown; num_feature_layers?: unknown };
     image_size?: unknown;
     mm_tokens_per_image?: unknown;
   };
@@ -87,6 +87,7 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
     family,
     patchSize: int(m.vision?.patch_size, 'vision.patch_size'),
     temporalPatchSize: int(m.vision?.temporal_patch_size, 'vision.temporal_patch_size'),
+    mergeSize: int(m.vision?.spatial_merge_size, 'vision.spatial_merge_size'),
     numFeatureLayers: Number.isInteger(m.vision?.num_feature_layers) ? (m.vision!.num_feature_layers as number) : 0,
   };
   if (family !== 'gemma3') return facts;
