@@ -26,6 +26,7 @@
  * `full_batch_exec_size`), the decode entry batch_size = full_batch_size.
  */
 import { UsageError } from '../errors';
+import { pyRound } from '../run/vlm/image';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];
@@ -72,19 +73,12 @@ export function vlmDefaultPrefill(family: VlmFamily): number {
   return family === 'gemma3' ? 32 : 128;
 }
 
-/** Python 3's `round()` (half to even) — `round_by_factor` uses it. */
-function pyRound(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f;
-  return f % 2 === 0 ? f : f + 1;
-}
-
 /**
  * qwen-vl-utils' `smart_resize` (QwenLM/Qwen3-VL `qwen-vl-utils/src/qwen_vl_utils/vision_process.py`,
  * commit 004d5e0a; QEfficient's Qwen2.5-VL copy is the same): both sides a multiple of
  * `factor`, the area within [min_pixels, max_pixels], the aspect kept as closely as possible.
+ * Not run/vlm/image.ts's HF `smart_resize`: this one floors the first rounding at `factor` and
+ * not the shrunk sides, so the two differ at the edges.
  */
 export function smartResize(height: number, width: number, factor: number, minPixels: number, maxPixels: number): [number, number] {
   if (Math.max(height, width) / Math.min(height, width) > 200)
