@@ -62,7 +62,8 @@ def smart_resize(height, width, factor, min_pixels, max_pixels):
         w_bar = ceil_by_factor(width * beta, factor)
     return h_bar, w_bar
 batch_size = 1
-kv_cache_batch_size = batch_size
+cb, full_batch_size = a["continuous_batching"], a["full_batch_size"]
+kv_cache_batch_size = full_batch_size or batch_size
 ctx_len = a["ctx_len"] or 4096
 kv_dtype = "mxint8" if a["mxint8_kv_cache"] else "float16"
 if fam in ("qwen3_vl_moe", "qwen2_5_vl"):
@@ -92,19 +93,24 @@ if fam in ("qwen3_vl_moe", "qwen2_5_vl"):
         vision[0]["time"] = 1  # our graph's image_grid_thw dim 1 is the symbol "time" (see the header)
         extra = {}
         num_layers = cfg["num_hidden_layers"]
-    lang = [{"batch_size": batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra},
-            {"batch_size": batch_size, "seq_len": 1, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra}]
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra}]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]
     mm = cfg.get("mm_tokens_per_image", 256)
     sw = cfg["text_config"]["sliding_window"]
     vision = [{"batch_size": batch_size, "img_size": img_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}]
-    lang = [{"batch_size": batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size},
-            {"batch_size": batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size}]
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
-for s in lang:
-    s["batch_size"] = kv_cache_batch_size
+for i, s in enumerate(lang):
+    if cb:
+        s["full_batch_size"] = kv_cache_batch_size
+    else:
+        s["batch_size"] = kv_cache_batch_size
+    if i == 0 and full_batch_size:
+        s["full_batch_exec_size"] = full_batch_size
 vision_output_names = ["vision_embeds"] + (["deepstack_features"] if fam == "qwen3_vl_moe" else [])
 lang_output_names = ["logits"]
 for i in range(num_layers):
@@ -208,7 +214,7 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
     bin = recordingCompiler(root, record);
   });
 
-  const cases: { tag: string; fixture: string; family: string; comp: string[]; py: Record<string, unknown> }[] = [
+  const cases: { tag: string; fixture: string; family: string; exp?: string[]; comp: string[]; py: Record<string, unknown> }[] = [
     {
       // 80/32 and 112/32 end in .5: Python's round() goes to the even neighbour (64, 128)
       tag: 'qwen3_vl_moe at 80x112, mxint8 KV, mxfp6 (language only)',
@@ -224,24 +230,34 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       comp: ['--img-height', '112', '--img-width', '168', '--prefill-seq-len', '64', '--ctx-len', '2048'],
       py: { height: 112, width: 168, prefill_seq_len: 64, ctx_len: 2048 },
     },
+    {
+      tag: 'qwen2_5_vl with continuous batching (full batch 2)',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--img-height', '112', '--img-width', '168'],
+      py: { height: 112, width: 168, continuous_batching: true, full_batch_size: 2 },
+    },
     { tag: 'gemma3_vlm at its image_size', fixture: 'gemma3_vlm', family: 'gemma3', comp: [], py: {} },
   ];
 
   const exported = new Map<string, string>();
-  async function exportOf(fixture: string): Promise<string> {
-    if (exported.has(fixture)) return exported.get(fixture)!;
+  async function exportOf(fixture: string, exp: string[] = []): Promise<string> {
+    const key = [fixture, ...exp].join(' ');
+    if (exported.has(key)) return exported.get(key)!;
     const model = path.join(root, fixture);
-    fs.cpSync(path.join(fixturesDir(), fixture), model, { recursive: true });
-    const out = path.join(root, `export-${fixture}`);
-    await ok(['export', '--config', model, '--out', out]);
-    await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
-    exported.set(fixture, out);
+    const fresh = !fs.existsSync(model);
+    if (fresh) fs.cpSync(path.join(fixturesDir(), fixture), model, { recursive: true });
+    const out = path.join(root, exp.length ? `export-${fixture}-cb` : `export-${fixture}`);
+    await ok(['export', '--config', model, '--out', out, ...exp]);
+    if (fresh) await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
+    exported.set(key, out);
     return out;
   }
 
   for (const c of cases) {
     it(`${c.tag}: argv, specializations.json, custom_io.yaml and hashed_compile_params.json of both graphs as QEfficient writes them`, async () => {
-      const out = await exportOf(c.fixture);
+      const out = await exportOf(c.fixture, c.exp);
       const r = await ok(['compile', out, '--backend', 'qaic', ...c.comp]);
       const dirs = [...(r.stderr + r.stdout).matchAll(/-aic-binary-dir=(\S+)\/qpc$/gm)].map((x) => x[1]!);
       const dirOf = (g: string) => dirs.find((d) => path.basename(path.dirname(d)) === g)!;
@@ -261,6 +277,8 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
         ctx_len: null,
         mxint8_kv_cache: false,
         mxfp6_matmul: false,
+        continuous_batching: false,
+        full_batch_size: null,
         ...c.py,
         compiler: bin,
         onnx: { vision: onnxOf('vision'), language: onnxOf('language') },
