@@ -372,13 +372,10 @@ export function buildQaicPlan(
   g: GraphShapeFacts,
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
-  // QEfficient's Vision / language specializations (grid and vision_size symbols derived from the
-  // image size) and their fp16 custom IO are not built yet: refuse rather than write a
-  // specialization that leaves the graph's dims unresolved
+  // a VLM graph needs the model's sizes from vlm.json: planQaic hands it to qaic-vlm.ts; here
+  // its dims would stay unresolved, so a caller that comes this way is refused
   if (g.vlmRole)
-    throw new UsageError(
-      `compile: qaic for the ${g.vlmRole} graph of a vision-language model is not supported yet (its Vision/language specializations need the image size); use --backend ort`,
-    );
+    throw new UsageError(`compile: the ${g.vlmRole} graph of a vision-language model is planned by buildVlmQaicPlan (qaic-vlm.ts)`);
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
   if (g.states.length > 0) options.push(['retained_state', true]);
