@@ -59,6 +59,10 @@ export interface QaicOptions {
   prefillSeqLen?: number;
   ctxLen?: number;
   fullBatchSize?: number;
+  /** A vision-language export: the image size compiled for (qaic-vlm.ts; refused for a text model). */
+  imgHeight?: number;
+  imgWidth?: number;
+  imgSize?: number;
   /** Extra compiler options `a_b=v` (→ `-a-b=v`) or `a_b` (boolean → `-a-b`), in order. */
   extra?: string[];
 }
@@ -331,32 +335,14 @@ export interface QaicPlan {
 }
 
 /**
- * Builds the command QEfficient's `_compile` would run for `onnxPath`, writing into
- * `compileDir` (QEfficient: `<dir>/qpc-<hash>`), with the binary at `compiler` (default
- * {@link QAIC_COMPILER}'s path).
+ * Adds the `--qaic-option` words to `options` (in place) as QEfficient's `**compiler_options`
+ * do: a key already there is overridden in place, `aic_hw_version` is popped into the
+ * `-aic-hw-version` flag, `compile_only` is dropped with a warning.
  */
-export function buildQaicPlan(
-  onnxPath: string,
-  compileDir: string,
-  opts: QaicOptions,
-  g: GraphShapeFacts,
-  compiler: string = QAIC_COMPILER[0],
-): QaicPlan {
-  // QEfficient's Vision / language specializations (grid and vision_size symbols derived from the
-  // image size) and their fp16 custom IO are not built yet: refuse rather than write a
-  // specialization that leaves the graph's dims unresolved
-  if (g.vlmRole)
-    throw new UsageError(
-      `compile: qaic for the ${g.vlmRole} graph of a vision-language model is not supported yet (its Vision/language specializations need the image size); use --backend ort`,
-    );
-  const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
-  const options: [string, OptionValue][] = [];
-  if (g.states.length > 0) options.push(['retained_state', true]);
-  options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
-  const extra = parseExtraOptions(opts.extra ?? []);
+export function mergeExtraOptions(options: [string, OptionValue][], opts: QaicOptions): { hw: string; warnings: string[] } {
   let hw = opts.aicHwVersion ?? DEFAULT_AIC_HW_VERSION;
   const warnings: string[] = [];
-  for (const [k, v] of extra) {
+  for (const [k, v] of parseExtraOptions(opts.extra ?? [])) {
     if (k === 'compile_only') {
       // the compiler no longer takes -compile-only; QEfficient drops it with a deprecation warning
       warnings.push('compile: ignoring compile_only: qaic-compile no longer supports -compile-only (QEfficient drops it too)');
@@ -371,6 +357,30 @@ export function buildQaicPlan(
     if (at >= 0) options[at] = [k, v];
     else options.push([k, v]);
   }
+  return { hw, warnings };
+}
+
+/**
+ * Builds the command QEfficient's `_compile` would run for `onnxPath`, writing into
+ * `compileDir` (QEfficient: `<dir>/qpc-<hash>`), with the binary at `compiler` (default
+ * {@link QAIC_COMPILER}'s path).
+ */
+export function buildQaicPlan(
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  // a VLM graph needs the model's sizes from vlm.json: planQaic hands it to qaic-vlm.ts; here
+  // its dims would stay unresolved, so a caller that comes this way is refused
+  if (g.vlmRole)
+    throw new UsageError(`compile: the ${g.vlmRole} graph of a vision-language model is planned by buildVlmQaicPlan (qaic-vlm.ts)`);
+  const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
+  const options: [string, OptionValue][] = [];
+  if (g.states.length > 0) options.push(['retained_state', true]);
+  options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
+  const { hw, warnings } = mergeExtraOptions(options, opts);
   const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
   const qpcDir = path.join(compileDir, 'qpc');
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
@@ -402,7 +412,11 @@ export function buildQaicPlan(
  * after hashing are in the file); specializations are the flat dicts with their int values; one
  * device, so no MDP config.
  */
-export function hashedCompileParams(command: readonly string[], specs: Specialization[], customIo: [string, string][] | undefined): string {
+export function hashedCompileParams(
+  command: readonly string[],
+  specs: readonly (readonly [string, number | string][])[],
+  customIo: [string, string][] | undefined,
+): string {
   return pyJsonDumps(
     {
       command,

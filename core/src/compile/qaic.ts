@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PipelineError } from '../errors';
+import { PipelineError, UsageError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './locate';
@@ -22,6 +22,7 @@ import {
   type QaicOptions,
   type QaicPlan,
 } from './qaic-command';
+import { buildVlmQaicPlan, imageFlagsGiven, vlmModelFacts } from './qaic-vlm';
 
 /** The compiler binary: `WEIGHT_SPEC_QAIC_COMPILE` overrides QEfficient's path (other SDK locations, tests). */
 export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -94,7 +95,16 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const compileDir = path.join(inp.exportDir, `qpc-${fp.slice(0, 16)}`);
   const hw = opts.aicHwVersion ?? detectAicHwVersion(env);
   const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
-  return { plan: buildQaicPlan(onnx, compileDir, withHw, graphFacts(m), qaicCompilerPath(env)), onnx, onnxBytes };
+  const g = graphFacts(m);
+  // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
+  if (g.vlmRole) {
+    const facts = vlmModelFacts(inp.exportDir, g.vlmRole);
+    return { plan: buildVlmQaicPlan(onnx, compileDir, withHw, m, g, facts, qaicCompilerPath(env)), onnx, onnxBytes };
+  }
+  const img = imageFlagsGiven(opts);
+  if (img.length)
+    throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${inp.exportDir} is a text model`);
+  return { plan: buildQaicPlan(onnx, compileDir, withHw, g, qaicCompilerPath(env)), onnx, onnxBytes };
 }
 
 function isExecutable(file: string): boolean {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { requirePath } from '../input-paths';
+import { UsageError } from '../../errors';
 
 export const compileCommand = defineCommand({
   name: 'compile',
@@ -14,6 +15,7 @@ export const compileCommand = defineCommand({
   synopsis: [
     'compile <export dir> [--backend ort|qaic] [--prepared <dir>]',
     'compile <export dir> --backend qaic [--dry-run] [--num-cores N] [--mxfp6-matmul] [--mxint8-kv-cache] [--ctx-len N] [--prefill-seq-len N] [--qaic-option name=value]',
+    'compile <VLM export dir> --backend qaic [--img-height PX --img-width PX | --img-size PX] [...]',
   ],
   details: [
     'ort: writes a bound ONNX into the prepared directory whose initializers point into the prepared',
@@ -44,9 +46,28 @@ export const compileCommand = defineCommand({
       description: 'qaic: -aic-hw-version (default: the first device by qaic-util -q; else ai100)',
     },
     'batch-size': { type: 'int', placeholder: '<B>', description: 'qaic: specialization batch_size' },
-    'prefill-seq-len': { type: 'int', placeholder: '<N>', description: 'qaic: specialization seq_len of prefill (default 32)' },
-    'ctx-len': { type: 'int', placeholder: '<N>', description: "qaic: specialization ctx_len (default: the graph's, else 128)" },
+    'prefill-seq-len': {
+      type: 'int',
+      placeholder: '<N>',
+      description: 'qaic: specialization seq_len of prefill (default 32; VLM: 128, Gemma 3: 32)',
+    },
+    'ctx-len': { type: 'int', placeholder: '<N>', description: "qaic: specialization ctx_len (default: the graph's, else 128; VLM: 4096)" },
     'full-batch-size': { type: 'int', placeholder: '<N>', description: 'qaic: continuous batching full_batch_size' },
+    'img-height': {
+      type: 'int',
+      placeholder: '<px>',
+      description: "qaic, Qwen VLM export: image height the vision graph is compiled for (QEfficient's height; default 354)",
+    },
+    'img-width': {
+      type: 'int',
+      placeholder: '<px>',
+      description: "qaic, Qwen VLM export: image width the vision graph is compiled for (QEfficient's width; default 536)",
+    },
+    'img-size': {
+      type: 'int',
+      placeholder: '<px>',
+      description: "qaic, Gemma 3 VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
+    },
     'qaic-option': {
       type: 'string',
       placeholder: '<name=value>',
@@ -73,6 +94,9 @@ export const compileCommand = defineCommand({
       return 0;
     }
     const backend = (f.backend ?? 'ort') as 'ort' | 'qaic';
+    const img = (['img-height', 'img-width', 'img-size'] as const).filter((k) => f[k] !== undefined);
+    if (img.length && backend !== 'qaic')
+      throw new UsageError(`compile: --${img[0]} sizes the qaic specializations of a VLM export; it needs --backend qaic`);
     const res = await compile(exportDir, {
       backend,
       prepared: f.prepared ? requirePath(io.cwd, f.prepared, 'dir', 'give the prepared checkpoint directory') : undefined,
@@ -93,6 +117,9 @@ export const compileCommand = defineCommand({
         prefillSeqLen: f['prefill-seq-len'],
         ctxLen: f['ctx-len'],
         fullBatchSize: f['full-batch-size'],
+        imgHeight: f['img-height'],
+        imgWidth: f['img-width'],
+        imgSize: f['img-size'],
         extra: f['qaic-option'],
       },
     });

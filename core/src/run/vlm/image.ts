@@ -162,7 +162,7 @@ export function orient(img: RgbImage, o: number): RgbImage {
 }
 
 /** Python's round(): halves to even. */
-function pyRound(x: number): number {
+export function pyRound(x: number): number {
   const f = Math.floor(x);
   const d = x - f;
   if (d > 0.5) return f + 1;

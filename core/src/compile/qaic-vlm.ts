@@ -1,0 +1,246 @@
+/**
+ * qaic-compile for the two graphs of a vision-language export (`vlm.json` + `vision/` +
+ * `language/`), as `QEFFAutoModelForImageTextToText.compile` (kv_offload, the dual-QPC class)
+ * does it — quic/efficient-transformers `QEfficient/transformers/models/modeling_auto.py`
+ * (commit 00074466158ecd8d7fd64c370ab8821214d8c540):
+ *
+ * - vision: `_compile(specializations=specs["vision"], specialization_module_name="Vision",
+ *   convert_to_fp16=True, mxfp6_matmul=constants.VISION_MXFP6_MATMUL (False), aic_num_cores,
+ *   custom_io=custom_io_vision, **compiler_options)` — no retained state; custom IO
+ *   `pixel_values` then each vision output, in float16;
+ * - language: `_compile(retained_state=True, specializations=specs["lang"],
+ *   convert_to_fp16=True, mxfp6_matmul, aic_num_cores, custom_io=custom_io_lang, ...)`; custom IO:
+ *   for each `_RetainedState` output in output order, its input then itself
+ *   (`_add_retained_state_custom_io`), float16 for `vision_embeds`/`deepstack_features`, the KV
+ *   dtype (mxint8 with `--mxint8-kv-cache`) otherwise; with prefill_seq_len 1 (and no continuous
+ *   batching over a larger batch) only the decode entries.
+ *
+ * The specializations come from qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
+ * dynamic axes do; the one extra symbol is Qwen2.5-VL's `time` (dim 1 of image_grid_thw, fixed
+ * at 1 in QEfficient's graph), which the Vision entry carries as 1. Every symbolic dim of the
+ * graph must be specialized and every fixed dim QEfficient names must agree with its value —
+ * else the compile is refused (a graph the compiler cannot meet is never handed over).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { FormatError, UsageError } from '../errors';
+import { RETAINED } from '../export/graph/graph-interface';
+import type { WireModel } from '../formats/onnx/wire-model';
+import { readRegularFileSync } from '../paths';
+import { pyJsonDumps } from '../spec/py-json';
+import { VLM_MANIFEST_FILE } from '../spec/file-names';
+import {
+  DEFAULT_AIC_NUM_CORES,
+  QAIC_COMPILER,
+  customIoYaml,
+  hashedCompileParams,
+  mergeExtraOptions,
+  optionFlags,
+  specializationName,
+  uniqueNames,
+  type GraphShapeFacts,
+  type OptionValue,
+  type QaicOptions,
+  type QaicPlan,
+} from './qaic-command';
+import {
+  VLM_DEFAULT_CTX_LEN,
+  vlmDefaultPrefill,
+  vlmSpecializations,
+  type VlmFamily,
+  type VlmModelFacts,
+  type VlmSpecialization,
+} from './qaic-vlm-specs';
+
+/** The flags that size the image (refused for a text model: a flag is never accepted and ignored). */
+export function imageFlagsGiven(opts: QaicOptions): string[] {
+  return [
+    ...(opts.imgHeight !== undefined ? ['--img-height'] : []),
+    ...(opts.imgWidth !== undefined ? ['--img-width'] : []),
+    ...(opts.imgSize !== undefined ? ['--img-size'] : []),
+  ];
+}
+
+const FAMILY: Record<string, VlmFamily> = { qwen3_vl_moe: 'qwen3_vl', qwen3_vl: 'qwen3_vl', qwen2_5_vl: 'qwen2_5_vl', gemma3: 'gemma3' };
+
+/** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
+export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): VlmModelFacts {
+  const file = path.join(path.dirname(graphDir), VLM_MANIFEST_FILE);
+  if (!fs.existsSync(file))
+    throw new UsageError(
+      `compile: ${graphDir} is the ${role} graph of a vision-language model but ${file} is missing: qaic compiles a VLM export made by export --config (vlm.json + vision/ + language/)`,
+    );
+  const m = readJson(file) as {
+    model_type?: unknown;
+    config?: unknown;
+    vision?: { patch_size?: unknown; temporal_patch_size?: unknown; spatial_merge_size?: unknown; num_feature_layers?: unknown };
+    image_size?: unknown;
+    mm_tokens_per_image?: unknown;
+  };
+  const family = FAMILY[String(m.model_type)];
+  if (!family) throw new FormatError(file, `model_type "${String(m.model_type)}" has no qaic specializations here`);
+  const int = (v: unknown, field: string): number => {
+    if (!Number.isInteger(v) || (v as number) <= 0) throw new FormatError(file, `${field} must be a positive integer`);
+    return v as number;
+  };
+  const facts: VlmModelFacts = {
+    family,
+    patchSize: int(m.vision?.patch_size, 'vision.patch_size'),
+    temporalPatchSize: int(m.vision?.temporal_patch_size, 'vision.temporal_patch_size'),
+    mergeSize: int(m.vision?.spatial_merge_size, 'vision.spatial_merge_size'),
+    numFeatureLayers: Number.isInteger(m.vision?.num_feature_layers) ? (m.vision!.num_feature_layers as number) : 0,
+  };
+  if (family !== 'gemma3') return facts;
+  const cfgFile = String(m.config);
+  const text = (readJson(cfgFile) as { text_config?: { sliding_window?: unknown } }).text_config;
+  return {
+    ...facts,
+    imageSize: int(m.image_size, 'image_size'),
+    mmTokensPerImage: int(m.mm_tokens_per_image, 'mm_tokens_per_image'),
+    slidingWindow: Number.isInteger(text?.sliding_window)
+      ? (text!.sliding_window as number)
+      : (() => {
+          throw new FormatError(cfgFile, 'text_config.sliding_window must be an integer (a qaic language specialization names it)');
+        })(),
+  };
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readRegularFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Custom IO of the vision graph: pixel_values, then each output, in float16. */
+function visionCustomIo(m: WireModel): [string, string][] {
+  return [['pixel_values', 'float16'], ...m.outputs.map((o): [string, string] => [o.name, 'float16'])];
+}
+
+/** Custom IO of the language graph: each retained output's input, then the output itself. */
+function langCustomIo(m: WireModel, mxint8: boolean): [string, string][] {
+  const kv = mxint8 ? 'mxint8' : 'float16';
+  const names = new Set([...m.inputs, ...m.outputs].map((v) => v.name));
+  return m.outputs
+    .filter((o) => o.name.endsWith(RETAINED))
+    .flatMap((o): [string, string][] => {
+      const input = o.name.slice(0, -RETAINED.length);
+      const dtype = /vision_embeds|deepstack_features/.test(o.name) ? 'float16' : kv;
+      return [...(names.has(input) ? [[input, dtype] as [string, string]] : []), [o.name, dtype]];
+    });
+}
+
+/**
+ * Refuses a specialization the graph cannot meet: a symbolic dim without a value, or a fixed
+ * dim where the entry names a different value for the symbol QEfficient's graph has there.
+ */
+function checkAgainstGraph(m: WireModel, specs: VlmSpecialization[], onnx: string, fixedAt: [string, number, string][]): void {
+  for (const s of specs) {
+    const sym = new Map(s.map(([k, v]) => [k, Number(v)]));
+    for (const v of [...m.inputs, ...m.outputs]) {
+      for (const d of v.dims)
+        if (typeof d === 'string' && !sym.has(d))
+          throw new UsageError(`compile: ${onnx}: dim "${d}" of ${v.name} has no value in QEfficient's specialization`);
+    }
+    for (const [name, axis, symbol] of fixedAt) {
+      const d = [...m.inputs, ...m.outputs].find((v) => v.name === name)?.dims[axis];
+      if (typeof d === 'number' && sym.has(symbol) && d !== sym.get(symbol))
+        throw new UsageError(
+          `compile: ${onnx}: ${name} has ${d} at dim ${axis} (its ${symbol}), but the compile asks for ${symbol} ${sym.get(symbol)}${symbol === 'img_size' ? ' (give --img-size ' + d + ' or export at that size)' : ''}`,
+        );
+    }
+  }
+}
+
+/** specializations.json: `{name, symbols}` entries (`Vision` for the vision graph), `create_json`'s layout. */
+function namedJson(specs: VlmSpecialization[], module: string | undefined): string {
+  const names = uniqueNames(
+    specs.map(
+      (s, i) =>
+        module ??
+        specializationName(
+          s.map(([k, v]) => [k, Number(v)]),
+          i,
+        ),
+    ),
+  );
+  const named = specs.map((s, i) => ({ name: names[i], symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
+  return pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
+}
+
+/** Builds the qaic-compile plan of one graph of a VLM export (see the module comment). */
+export function buildVlmQaicPlan(
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  m: WireModel,
+  g: GraphShapeFacts,
+  facts: VlmModelFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  const role = g.vlmRole!;
+  if (g.ccl) throw new UsageError('compile: CCL (comp_ctx_lengths) in a vision-language language graph is not supported by qaic yet');
+  if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
+    throw new UsageError(`compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions`);
+  if (opts.fullBatchSize !== undefined && role === 'language' && !g.continuousBatching)
+    throw new UsageError('compile: --full-batch-size needs a continuous-batching export (export --continuous-batching)');
+  const fbs = opts.fullBatchSize ?? (g.continuousBatching ? g.cacheBatch : undefined);
+  if (role === 'language' && g.continuousBatching && fbs === undefined)
+    throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
+  const prefill = opts.prefillSeqLen ?? (g.seqLen === 1 ? 1 : vlmDefaultPrefill(facts.family));
+  const sizes = {
+    batchSize: opts.batchSize ?? g.batch ?? 1,
+    prefillSeqLen: prefill,
+    ctxLen: opts.ctxLen ?? g.ctxLen ?? VLM_DEFAULT_CTX_LEN,
+    continuousBatching: g.continuousBatching,
+    ...(fbs !== undefined && g.continuousBatching ? { fullBatchSize: fbs } : {}),
+    ...(opts.imgHeight !== undefined ? { height: opts.imgHeight } : {}),
+    ...(opts.imgWidth !== undefined ? { width: opts.imgWidth } : {}),
+    ...(opts.imgSize !== undefined ? { imgSize: opts.imgSize } : {}),
+  };
+  const all = vlmSpecializations(facts, sizes);
+  let specs = role === 'vision' ? all.vision : all.lang;
+  // modeling_auto.py: prefill_seq_len 1 without CB over a larger batch compiles the decode entries only
+  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize)) specs = specs.slice(-1);
+  // Qwen2.5-VL: our image_grid_thw names its time dim (Qwen3-VL's layout); QEfficient's fixes it at 1
+  const namesTime = [...m.inputs].some((v) => v.name === 'image_grid_thw' && v.dims[1] === 'time');
+  if (role === 'vision' && facts.family === 'qwen2_5_vl' && namesTime) specs = specs.map((s) => [...s, ['time', 1]]);
+  checkAgainstGraph(m, specs, onnxPath, [
+    ['pixel_values', 1, 'grid_width'],
+    ['pixel_values', 2, 'img_size'],
+    ['pixel_values', 3, 'img_size'],
+    ['deepstack_features', 0, 'num_feature_layers'],
+    ['vision_embeds', 1, 'mm_tokens_per_image'],
+  ]);
+
+  const options: [string, OptionValue][] = [];
+  if (role === 'language') options.push(['retained_state', true]);
+  options.push(
+    ['convert_to_fp16', true],
+    // the vision graph: constants.VISION_MXFP6_MATMUL = False, whatever --mxfp6-matmul says
+    ['mxfp6_matmul', role === 'language' ? (opts.mxfp6Matmul ?? false) : false],
+    ['aic_num_cores', opts.numCores ?? DEFAULT_AIC_NUM_CORES],
+  );
+  const { hw, warnings } = mergeExtraOptions(options, opts);
+  const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
+  const specializationsFile = path.join(compileDir, 'specializations.json');
+  command.push(`-network-specialization-config=${specializationsFile}`);
+  const customIo = role === 'vision' ? visionCustomIo(m) : langCustomIo(m, opts.mxint8KvCache ?? false);
+  const customIoFile = path.join(compileDir, 'custom_io.yaml');
+  command.push(`-custom-IO-list-file=${customIoFile}`);
+  const qpcDir = path.join(compileDir, 'qpc');
+  command.push(`-aic-binary-dir=${qpcDir}`);
+  return {
+    command,
+    compileDir,
+    qpcDir,
+    specializationsFile,
+    specializationsText: namedJson(specs, role === 'vision' ? 'Vision' : undefined),
+    customIoFile,
+    customIoText: customIoYaml(customIo),
+    hashedParamsFile: path.join(compileDir, 'hashed_compile_params.json'),
+    hashedParamsText: hashedCompileParams(command, specs, customIo),
+    warnings,
+  };
+}
