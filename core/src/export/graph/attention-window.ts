@@ -17,7 +17,7 @@
  * runner (and QEfficient's generation) feed a sequence.
  */
 import type { ArchSpec } from './arch';
-import { UsageError } from '../../errors';
+import { FormatError, UsageError } from '../../errors';
 import { reshape, unsqueeze, type Ctx } from './ops';
 
 /** What every ring layer of one window shares (built once per graph and window). */
@@ -129,8 +129,9 @@ export function windowCacheArch(a: ArchSpec, file: string): ArchSpec {
   if (!a.layers.some(ringable))
     throw new UsageError(`${file}: --sliding-cache window: ${a.modelType} has no sliding-window layer (layer_types sliding_attention)`);
   if (a.layers.every(ringable))
-    throw new UsageError(
-      `${file}: --sliding-cache window: every layer of ${a.modelType} slides; a full_attention layer must remain to carry ctx_len`,
+    throw new FormatError(
+      file,
+      '"layer_types" has only sliding_attention layers: --sliding-cache window needs a full_attention layer to carry ctx_len',
     );
   return { ...a, layers: a.layers.map((l) => (ringable(l) ? { ...l, windowCache: true } : l)) };
 }
