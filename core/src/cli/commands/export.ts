@@ -107,7 +107,7 @@ const flags = {
     placeholder: '<layout>',
     choices: ['full', 'window'],
     description:
-      "Gemma 3's sliding layers: a ctx_len cache (default) or QEfficient's ring of sliding_window slots, past_key.{i} [b,kv,sliding_window,d] (with --config)",
+      "Gemma 3's sliding layers: a ctx_len cache (default) or QEfficient's ring of the config's sliding_window slots, past_key.{i} [b,kv,sliding_window,d] (with --config)",
   },
   root: {
     type: 'string',
