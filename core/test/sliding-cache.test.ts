@@ -30,6 +30,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { graphFacts } from '../src/compile/qaic';
+import { buildQaicPlan } from '../src/compile/qaic-command';
 import { statesOfGraph, WINDOW_CACHE_METADATA } from '../src/export/graph/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { cliInProcess } from '../../test/support/cli';
@@ -79,6 +80,12 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
     expect(states.find((s) => s.name === 'past_key.0')).not.toHaveProperty('ctxAxis');
     expect(states.find((s) => s.name === 'past_key.5')?.ctxAxis).toBe(2);
     expect(graphFacts(m).ctxLen).toBe(32);
+    // qaic: the specializations' ctx_len is the full layer's; the rings' fixed length needs no symbol
+    const plan = buildQaicPlan('/e/model.qaic.onnx', '/e/qpc', {}, graphFacts(m));
+    expect(
+      JSON.parse(plan.specializationsText!).specializations.every((s: { symbols: { ctx_len: string } }) => s.symbols.ctx_len === '32'),
+    ).toBe(true);
+    expect(plan.customIoText).toContain('past_key.0_RetainedState');
     const rep = JSON.parse(readFileSync(path.join(work, 'out', 'export-report.json'), 'utf8'));
     expect(rep.options.sliding_cache).toBe('window');
 
