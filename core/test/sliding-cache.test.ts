@@ -156,30 +156,10 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
     await ws(work, 'prepare', '--checkpoint', fx, '--dtype', 'float32', '--out', 'prep');
     await ws(work, 'compile', 'out', '--prepared', 'prep');
     const ids = ref.input_ids;
-    const gen = await ws(
-      work,
-      'run',
-      'out',
-      '--pixel-values',
-      path.join(fx, 'reference.json'),
-      '--input-ids',
-      ids.join(','),
-      '--max-new-tokens',
-      '5',
-    );
-    expect(gen.trim()).toBe(ref.generated_ids.join(','));
+    const run = (...args: string[]) => ws(work, 'run', 'out', '--pixel-values', path.join(fx, 'reference.json'), ...args);
+    expect((await run('--input-ids', ids.join(','), '--max-new-tokens', '5')).trim()).toBe(ref.generated_ids.join(','));
     const all = [...ids, ...ref.generated_ids.slice(0, -1)];
-    await ws(
-      work,
-      'run',
-      'out',
-      '--pixel-values',
-      path.join(fx, 'reference.json'),
-      '--input-ids',
-      all.join(','),
-      '--dump-logits',
-      'logits.json',
-    );
+    await run('--input-ids', all.join(','), '--dump-logits', 'logits.json');
     const got = (JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')) as { logits: number[][] }).logits;
     expect(got).toHaveLength(ref.logits.length);
     // rows of tokens inside the image are HF's with the whole image visible; QEfficient's interface cannot give them (vlm-gemma3-cli.test.ts)
