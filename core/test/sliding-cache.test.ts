@@ -31,13 +31,17 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { graphFacts } from '../src/compile/qaic';
 import { buildQaicPlan } from '../src/compile/qaic-command';
-import { statesOfGraph, WINDOW_CACHE_METADATA } from '../src/export/graph/graph-interface';
+import * as ort from 'onnxruntime-node';
+import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
+import { stateDims, statesOfGraph, WINDOW_CACHE_METADATA } from '../src/export/graph/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { maxAbsDiff } from './graph-support';
+import { referenceForward } from './graph-reference';
+import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
+import { GraphRunner, maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-sliding-cache-');
 
@@ -207,6 +211,49 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
       if (args[1] === allSliding) expect(lines, r.stderr).toHaveLength(1);
       expect(existsSync(path.join(work, 'refused'))).toBe(false);
     }
+  });
+});
+
+/**
+ * The code-made gemma3_text config (window 3, pattern 3: layers 0, 1, 3 slide; final soft cap)
+ * against the independent float64 reference (graph-reference-mpt-bigcode-gemma3.ts): 20 ids fed
+ * in calls of `chunk` ids (the last padded at position −1), each call's logits against the
+ * reference row of its last id; the zeroed states sized as the graph declares them.
+ */
+async function windowedCalls(chunk: number, ctx: number): Promise<number> {
+  const c = SYNTHETIC_CONFIGS['gemma3_text']!;
+  const ids = Array.from({ length: 20 }, (_, i) => (i * 37 + 11) % 80);
+  const raw = randomCheckpoint(c, 7);
+  const a = archFromConfig(c, 'config.json', { keys: new Set(raw.keys()), slidingCache: 'window' });
+  expect(a.layers.map((l) => !!l.windowCache)).toEqual([true, true, false, true]);
+  const g = buildCausalLM(a, { dtype: 'float32', ctxLen: ctx });
+  expect(checkGraph(g.model)).toEqual([]);
+  const values = g.model.graph.input.map((v) => ({
+    name: v.name,
+    dims: v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam)),
+  }));
+  let cache: ort.Tensor[] = statesOfGraph(values, g.model.metadataProps).map((st) => {
+    const dims = stateDims(st, 1, ctx)!;
+    return new ort.Tensor('float32', new Float32Array(dims.reduce((x, y) => x * y, 1)), dims);
+  });
+  expect(cache.map((t) => t.dims[2])).toEqual([3, 3, 3, 3, ctx, ctx, 3, 3]);
+  const r = await GraphRunner.open(g, raw);
+  const ref = referenceForward(c, raw, ids);
+  let worst = 0;
+  for (let at = 0; at < ids.length; at += chunk) {
+    const part = ids.slice(at, at + chunk);
+    const pad = Array<number>(chunk - part.length).fill(0);
+    const s = await r.step([[...part, ...pad]], [[...part.map((_, k) => at + k), ...pad.map(() => -1)]], cache);
+    worst = Math.max(worst, maxAbsDiff([s.logits[0]!], [ref[at + part.length - 1]!]));
+    cache = s.cache;
+  }
+  return worst;
+}
+
+describe('--sliding-cache window on a code-made gemma3_text config (window 3) against the float64 reference', () => {
+  it('one id per call, calls of 2 (< window), 5 and 17 (> window, padded): every call ≤ 1e-4, ctx_len 24 and 64', async () => {
+    for (const ctx of [24, 64])
+      for (const chunk of [1, 2, 5, 17]) expect(await windowedCalls(chunk, ctx), `chunk ${chunk} ctx ${ctx}`).toBeLessThanOrEqual(1e-4);
   });
 });
 
