@@ -4,7 +4,7 @@
  * export --config → prepare → compile (ORT) → run against the fixtures' reference.json
  * (gemma3: window 4, 7 prompt ids + 4 generated = 11 positions; gemma3_vlm: window 6, a 26-id
  * prompt with a 16-token image, 30 positions), so every decode runs past the window and every
- * prefill is longer than it.
+ * prefill is longer than it; ONNX's checker on every exported graph and compiled artifact.
  *
  * Sources read for the port:
  * - QEfficient (quic/efficient-transformers) `QEfficient/transformers/models/gemma3/modeling_gemma3.py`
@@ -50,6 +50,9 @@ interface Ref {
   generated_ids: number[];
   logits: number[][];
 }
+
+/** The ORT artifact the latest compile of an export dir wrote (compile.json). */
+const compiledModel = (dir: string): string => JSON.parse(readFileSync(path.join(dir, 'compile.json'), 'utf8')).artifacts.model;
 
 const dimsOf = (file: string) => {
   const m = parseWireModel(readFileSync(file), file);
@@ -131,7 +134,8 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
     await ws(work, 'run', 'f16', '--input-ids', ids.join(','), '--dump-logits', 'logits16.json');
     const rows16 = (JSON.parse(readFileSync(path.join(work, 'logits16.json'), 'utf8')) as { logits: number[][] }).logits;
     expect(maxAbsDiff(rows16, ref.logits)).toBeLessThanOrEqual(float16Tolerance('gemma3'));
-    if (haveOnnxChecker()) expectOnnxValid(['out', 'cb', 'f16'].map((d) => path.join(work, d, 'model.onnx')));
+    if (haveOnnxChecker())
+      expectOnnxValid(['out', 'cb', 'f16'].flatMap((d) => [path.join(work, d, 'model.onnx'), compiledModel(path.join(work, d))]));
   }, 120_000);
 
   it('gemma3 (text): --sliding-cache full writes the default graph byte for byte', async () => {
@@ -176,7 +180,10 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
         rows.map((t) => ref.logits[t]!),
       ),
     ).toBeLessThanOrEqual(1e-4);
-    if (haveOnnxChecker()) expectOnnxValid(['vision', 'language'].map((g) => path.join(work, 'out', g, 'model.onnx')));
+    if (haveOnnxChecker())
+      expectOnnxValid(
+        ['vision', 'language'].flatMap((g) => [path.join(work, 'out', g, 'model.onnx'), compiledModel(path.join(work, 'out', g))]),
+      );
   }, 120_000);
 
   it('is refused by name, writing nothing, for families without QEfficient sliding caches and configs without a full layer', async () => {
