@@ -45,7 +45,7 @@ export function detectAicHwVersion(env: NodeJS.ProcessEnv = process.env): string
 
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
-  const states = statesOfGraph(m.inputs);
+  const states = statesOfGraph(m.inputs, m.metadata);
   const pk = ctxState(states);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);

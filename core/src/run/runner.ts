@@ -161,7 +161,7 @@ export async function createRunner(
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
   // the graph's state tensors (graph-interface.ts): KV caches, MLA's compressed cache, recurrent states
-  const states = statesOfGraph(inputs);
+  const states = statesOfGraph(inputs, metadata);
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...states.map((st) => st.name), ...served]);
   const unknown = inputs.filter((i) => !known.has(i.name));

@@ -102,6 +102,13 @@ const flags = {
     description:
       "Multi-head Latent Attention cache (DeepSeek-V3, Kimi-K2): per-head past_key/past_value (default) or QEfficient's compressed_kv/k_pe (with --config)",
   },
+  'sliding-cache': {
+    type: 'string',
+    placeholder: '<layout>',
+    choices: ['full', 'window'],
+    description:
+      "Gemma 3's sliding layers: a ctx_len cache (default) or QEfficient's ring of the config's sliding_window slots, past_key.{i} [b,kv,sliding_window,d] (with --config)",
+  },
   root: {
     type: 'string',
     multiple: true,
@@ -167,6 +174,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     ...(f.opset !== undefined ? { opset: f.opset } : {}),
     ...(f['moe-flavour'] ? { expertParallel: { stages: f['pipeline-stages']! } } : {}),
     ...(f['mla-cache'] !== undefined ? { mlaCache: f['mla-cache'] as 'per-head' | 'compressed' } : {}),
+    ...(f['sliding-cache'] !== undefined ? { slidingCache: f['sliding-cache'] as 'full' | 'window' } : {}),
     ...(cclP !== undefined && cclD !== undefined
       ? {
           compCtxLengths: {
@@ -219,7 +227,7 @@ export const exportCommand = defineCommand({
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
     'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
-    '       [--mla-cache per-head|compressed]',
+    '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
@@ -233,6 +241,8 @@ export const exportCommand = defineCommand({
     "--sampler appends QEfficient's on-device sampler (penalties, temperature, top-k/p, min-p): next_tokens replaces logits.",
     "--mla-cache compressed (DeepSeek-V3, Kimi-K2): QEfficient's compressed MLA cache compressed_kv.{i} [b,1,ctx,kv_lora_rank]",
     'and k_pe.{i} [b,1,ctx,rope] instead of the per-head past_key.{i}/past_value.{i}.',
+    "--sliding-cache window (Gemma 3, text and VLM): QEfficient's layout, each sliding layer's past_key/past_value a ring of",
+    'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -250,6 +260,7 @@ export const exportCommand = defineCommand({
         'moe-flavour',
         'pipeline-stages',
         'mla-cache',
+        'sliding-cache',
         'comp-ctx-lengths-prefill',
         'comp-ctx-lengths-decode',
         'max-top-k',

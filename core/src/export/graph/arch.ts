@@ -190,6 +190,11 @@ export interface LayerSpec {
   sinks?: string;
   /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
+  /**
+   * `export --sliding-cache window` (QEfficient's Gemma 3 layout): this sliding layer's K/V cache
+   * is a ring of `slidingWindow` slots instead of ctx_len (attention-window.ts).
+   */
+  windowCache?: boolean;
   /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
   rope?: RopeSpec;
   /** Llama 4 chunked attention: a query sees the keys of its own `attnChunk`-sized chunk of positions, causally. */

@@ -20,6 +20,7 @@ import { applyRope, type ropeTables } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
 import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
+import { windowContext, windowReadWrite, type WindowContext } from './attention-window';
 
 /** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
 export interface CacheContext {
@@ -39,6 +40,8 @@ export interface CacheContext {
   readLen?: string;
   /** ALiBi (MPT): the float32 bias added to the scaled scores, `[B, nKv, groups·S, C or R]` (see `alibi.ts`). */
   alibi?: string;
+  /** Ring-cache layers (`--sliding-cache window`): their mask and write indices, built once per window (attention-window.ts). */
+  windowFor(window: number): WindowContext;
 }
 
 /**
@@ -118,10 +121,17 @@ export function cacheContext(
       return mask;
     };
     const alibi = a.alibi ? alibiBias(c, a.alibi.slopes, a.nKv, slots, pos3) : undefined;
+    const windows = new Map<number, WindowContext>();
+    const windowFor = (w: number): WindowContext => {
+      const hit = windows.get(w) ?? windowContext(c, a, positionIds, bs, w);
+      windows.set(w, hit);
+      return hit;
+    };
     return {
       scatterIdx,
       mask: maskFor(a.slidingWindow),
       maskFor,
+      windowFor,
       positionIds,
       batchRows,
       bs,
@@ -236,9 +246,12 @@ export function attendCache(
 ): { out: string; key: string; value: string } {
   const g = c.g;
   const { nHeads: nh, nKv } = a;
-  const key = g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
-  const value = g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
-  const [kRows, vRows] = readCaches(c, kv, [key, value]) as [string, string];
+  // a ring layer reads [ring ‖ the call's keys] under its window's own mask (attention-window.ts)
+  const ring = l.windowCache && l.slidingWindow !== undefined ? kv.windowFor(l.slidingWindow) : undefined;
+  const rw = ring ? windowReadWrite(c, ring, kv.batchRows, t, past) : undefined;
+  const key = rw ? rw.key : g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
+  const value = rw ? rw.value : g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
+  const [kRows, vRows] = rw ? [rw.kRead, rw.vRead] : (readCaches(c, kv, [key, value]) as [string, string]);
 
   const qg = reshape(c, t.q, [0, nKv, -1, dims.qk]); // [B,nKv,groups·S,hd]
   // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))
@@ -247,7 +260,7 @@ export function attendCache(
   if (a.scoreScale) {
     scores = g.op(a.scoreScale.op === 'mul' ? 'Mul' : 'Div', [scores, g.scalar(se, a.scoreScale.value, 'attn_scale')]);
   }
-  const probs = maskedSoftmax(c, a, l, kv, cast(c, scores, se, 'float32'));
+  const probs = maskedSoftmax(c, a, l, kv, cast(c, scores, se, 'float32'), ring?.mask);
   const ctx = g.op('MatMul', [probs, vRows]); // [B,nKv,groups·S,v]
   const merged = reshape(c, transpose(c, reshape(c, ctx, [0, nh, -1, dims.v]), [0, 2, 1, 3]), [-1, nh * dims.v]);
   // Qwen3.5's gated attention: the output times sigmoid(gate) before o_proj
@@ -259,12 +272,14 @@ export function attendCache(
  * float32 scores → soft-cap, the layer's mask, softmax (with sinks) → probabilities in the
  * compute dtype. HF softmaxes in float32 (`softmax(..., dtype=float32).to(query.dtype)`) and
  * caps in the model dtype, where a float16 tanh·50 loses ~0.02 per score, so the cap is here too.
+ * `ringMask` replaces the layer's cache mask for a ring layer (its keys are [ring ‖ the call's]).
  */
-export function maskedSoftmax(c: Ctx, a: ArchSpec, l: LayerSpec, kv: CacheContext, scores: string): string {
+export function maskedSoftmax(c: Ctx, a: ArchSpec, l: LayerSpec, kv: CacheContext, scores: string, ringMask?: string): string {
   const g = c.g;
   let sf = a.attnSoftcap !== undefined ? softcap(c, scores, a.attnSoftcap, 'float32') : scores;
   if (kv.alibi) sf = g.op('Add', [sf, kv.alibi]);
-  const mask = l.slidingWindow !== undefined || l.attnChunk !== undefined ? kv.maskFor(l.slidingWindow, l.attnChunk) : kv.mask;
+  const mask =
+    ringMask ?? (l.slidingWindow !== undefined || l.attnChunk !== undefined ? kv.maskFor(l.slidingWindow, l.attnChunk) : kv.mask);
   const masked = g.op('Where', [mask, sf, g.scalar('float32', -3.4028234663852886e38, 'neg_max')]);
   return cast(c, l.sinks ? softmaxWithSinks(c, a, masked, l.sinks) : g.op('Softmax', [masked], { axis: -1 }), 'float32', c.dtype);
 }

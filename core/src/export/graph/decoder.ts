@@ -17,7 +17,7 @@ import type { ArchSpec, LayerSpec, RopeSpec } from './arch';
 import { weightInputs, type WeightInput } from './arch';
 import { cacheContext } from './attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
-import { decoderInterface } from './graph-interface';
+import { decoderInterface, windowCacheMetadata } from './graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from './layer-states';
 import { mlp } from './mlp';
 import { norm } from './norms';
@@ -181,6 +181,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     ...(o.sampler
       ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) }
       : {}),
+    ...windowCacheMetadata(iface.states),
     ...(o.metadata ?? {}),
   };
   return { model: g.build(o.name ?? `${a.modelType}-causal-lm`, metadata), weights, io, layers: a.layers.length };

@@ -21,6 +21,7 @@ import { DEFAULT_MAX_TOP_K } from './sampler';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from './vlm/config';
+import type { SlidingCache } from './attention-window';
 import { exportVlm } from './vlm/export-vlm';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 
@@ -44,6 +45,8 @@ export interface ConfigExportOptions {
   expertParallel?: { stages: number };
   /** `--mla-cache`: the KV cache form of Multi-head Latent Attention models (per head by default). */
   mlaCache?: 'per-head' | 'compressed';
+  /** `--sliding-cache`: Gemma 3's sliding layers over a ctx_len cache (`full`, default) or a `sliding_window` ring (`window`). */
+  slidingCache?: SlidingCache;
   /** CCL buckets (`--comp-ctx-lengths-prefill` / `--comp-ctx-lengths-decode`); needs ctxLen. */
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
@@ -150,6 +153,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ctxLen: o.ctxLen,
       batchSize: o.batchSize,
       continuousBatching: o.continuousBatching,
+      ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
       withCheckpoint,
       planner: o.planner,
     });
@@ -161,7 +165,11 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
   }
   // the architecture first: a model without experts (or experts that do not split into P) is a usage error before any planning
-  const ep = { ...(o.expertParallel ? { expertParallel: o.expertParallel } : {}), ...(o.mlaCache ? { mlaCache: o.mlaCache } : {}) };
+  const ep = {
+    ...(o.expertParallel ? { expertParallel: o.expertParallel } : {}),
+    ...(o.mlaCache ? { mlaCache: o.mlaCache } : {}),
+    ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
+  };
   archFromConfig(cfg.raw, cfg.file, ep);
   if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
   const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
@@ -228,6 +236,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         phase: o.phase ?? 'both',
         ...(o.expertParallel ? { moe_flavour: 'expert_parallel', pipeline_stages: o.expertParallel.stages } : {}),
         ...(o.mlaCache ? { mla_cache: o.mlaCache } : {}),
+        ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,

@@ -7,6 +7,7 @@ import { UsageError } from '../../errors';
 import { checkExpertParallel } from './config';
 import { familyOf } from './family-registry';
 import type { ArchOptions } from './family-row';
+import { slidingCacheRefused, windowCacheArch } from './attention-window';
 
 export type { ArchOptions } from './family-row';
 export { lin } from './arch';
@@ -19,5 +20,7 @@ export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {
   if (opts.expertParallel && row.moe === 'none') checkExpertParallel(file, undefined, opts.expertParallel.stages);
   if (opts.mlaCache !== undefined && !row.mla)
     throw new UsageError(`${file}: --mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not ${row.modelType}`);
-  return row.build(raw, file, opts);
+  if (opts.slidingCache !== undefined && !row.slidingCache) throw slidingCacheRefused(file, row.modelType);
+  const a = row.build(raw, file, opts);
+  return opts.slidingCache === 'window' ? windowCacheArch(a, file) : a;
 }

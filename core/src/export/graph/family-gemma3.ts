@@ -104,6 +104,7 @@ export const gemma3Family: FamilyRow = {
   hfClass: 'Gemma3ForCausalLM',
   keyPrefix: 'model',
   moe: 'none',
+  slidingCache: true,
   build: (raw, file) => gemma3Arch(raw, file),
   test: {
     fixture: 'gemma3',

@@ -18,6 +18,8 @@ export interface ArchOptions {
   expertParallel?: { stages: number };
   /** Multi-head Latent Attention families: the KV cache form, per head (default) or compressed (`--mla-cache compressed`). */
   mlaCache?: 'per-head' | 'compressed';
+  /** `--sliding-cache`: sliding layers' KV cache, ctx_len long (`full`, default) or a `sliding_window` ring (`window`). */
+  slidingCache?: 'full' | 'window';
 }
 
 /** A small config.json object (real HF field names). */
@@ -53,6 +55,8 @@ export interface FamilyRow {
   moe: MoeKind;
   /** Multi-head Latent Attention (DeepSeek-V3): `--mla-cache` chooses its cache form; refused for other families. */
   mla?: boolean;
+  /** QEfficient gives this family's sliding layers a `sliding_window`-long cache: `--sliding-cache window` offers it; refused for other families. */
+  slidingCache?: boolean;
   /** config.json → {@link ArchSpec}; refuses (config.ts `refuse`) what the graph does not implement. */
   build: (raw: unknown, file: string, opts: ArchOptions) => ArchSpec;
   /**

@@ -13,6 +13,8 @@
  *
  * No graph code here (the server and the runner import it without the builder).
  */
+import { PipelineError } from '../../errors';
+
 /** A dim: a number, or a symbolic name (`batch_size`, `full_batch_size`, `ctx_len`, `seq_len`). */
 export type Dim = number | string;
 
@@ -46,6 +48,11 @@ export interface StateDecl {
   kind: StateKind;
   dims: (number | 'batch' | 'ctx')[];
   dtype?: 'float32';
+  /**
+   * A ring over the layer's sliding window (`export --sliding-cache window`): the KV axis holds
+   * `window` slots (a number in `dims`), not ctx_len, so the state has no ctx_len axis.
+   */
+  window?: number;
 }
 
 /** One state tensor of a graph: input `name`, output `retained`. */
@@ -56,8 +63,10 @@ export interface StateTensor {
   layer: number;
   dims: Dim[];
   dtype: string;
-  /** The ctx_len axis (KV-like caches); absent for fixed-size states. */
+  /** The ctx_len axis (KV-like caches); absent for fixed-size states and window rings. */
   ctxAxis?: number;
+  /** A sliding layer's ring of `window` slots (position p at slot p mod window); see {@link StateDecl.window}. */
+  window?: number;
 }
 
 /** One runtime (non-weight) input. */
@@ -75,16 +84,27 @@ export interface GraphInterface {
   states: StateTensor[];
 }
 
+/** What {@link layerStates} reads of a layer. */
+export interface StateLayer {
+  states?: StateDecl[];
+  slidingWindow?: number;
+  /** `--sliding-cache window`: this sliding layer's K/V are a ring of `slidingWindow` slots. */
+  windowCache?: boolean;
+}
+
 /**
  * The hook where a layer's attention block declares its states: `LayerSpec.states` when the
- * family sets them, else K and V `[batch, nKv, ctx, headDim]` (MHA / GQA / MQA).
+ * family sets them, else K and V `[batch, nKv, ctx, headDim]` (MHA / GQA / MQA), or
+ * `[batch, nKv, sliding_window, headDim]` rings for a sliding layer with `windowCache`.
  */
-export function layerStates(a: { nKv: number; headDim: number }, l: { states?: StateDecl[] }): StateDecl[] {
+export function layerStates(a: { nKv: number; headDim: number }, l: StateLayer): StateDecl[] {
   if (l.states) return l.states;
-  const dims: StateDecl['dims'] = ['batch', a.nKv, 'ctx', a.headDim];
+  const w = l.windowCache ? l.slidingWindow : undefined;
+  const dims: StateDecl['dims'] = ['batch', a.nKv, w ?? 'ctx', a.headDim];
+  const ring = w !== undefined ? { window: w } : {};
   return [
-    { kind: 'past_key', dims },
-    { kind: 'past_value', dims },
+    { kind: 'past_key', dims, ...ring },
+    { kind: 'past_value', dims, ...ring },
   ];
 }
 
@@ -95,13 +115,13 @@ export function stateName(kind: StateKind, layer: number): string {
 
 /** The states of `a` with the graph's cache batch, ctx_len and model dtype filled in. */
 export function archStates(
-  a: { nKv: number; headDim: number; layers: readonly { states?: StateDecl[] }[] },
+  a: { nKv: number; headDim: number; layers: readonly StateLayer[] },
   o: { cacheBatch: Dim; ctxLen: Dim; dtype: string },
 ): StateTensor[] {
   return a.layers.flatMap((l, layer) =>
     layerStates(a, l).map((s) => {
       const name = stateName(s.kind, layer);
-      const ctxAxis = (STATE_KINDS[s.kind] as { ctxAxis?: number }).ctxAxis;
+      const ctxAxis = s.window === undefined ? (STATE_KINDS[s.kind] as { ctxAxis?: number }).ctxAxis : undefined;
       return {
         name,
         retained: name + RETAINED,
@@ -110,6 +130,7 @@ export function archStates(
         dims: s.dims.map((d) => (d === 'batch' ? o.cacheBatch : d === 'ctx' ? o.ctxLen : d)),
         dtype: s.dtype ?? o.dtype,
         ...(ctxAxis !== undefined ? { ctxAxis } : {}),
+        ...(s.window !== undefined ? { window: s.window } : {}),
       };
     }),
   );
@@ -156,16 +177,51 @@ export interface GraphValue {
 }
 
 /**
+ * The metadata_props key naming a graph's window rings (`--sliding-cache window`): JSON
+ * `{"sliding_window": W, "layers": [i, …]}`. A ring's dims do not say it is one (with a fixed
+ * ctx_len both lengths are numbers), so a reader learns it here; absent = no rings.
+ */
+export const WINDOW_CACHE_METADATA = 'weight_spec.sliding_cache';
+
+/** The {@link WINDOW_CACHE_METADATA} entry of a graph with these states (empty without rings). */
+export function windowCacheMetadata(states: readonly StateTensor[]): Record<string, string> {
+  const rings = states.filter((s) => s.window !== undefined);
+  if (rings.length === 0) return {};
+  const layers = [...new Set(rings.map((s) => s.layer))];
+  return { [WINDOW_CACHE_METADATA]: JSON.stringify({ sliding_window: rings[0]!.window, layers }) };
+}
+
+/** The ring layers a graph's metadata declares: layer → window. */
+function windowLayers(metadata: readonly { key?: string; value?: string }[]): Map<number, number> {
+  const v = metadata.find((e) => e.key === WINDOW_CACHE_METADATA)?.value;
+  if (v === undefined) return new Map();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    parsed = undefined;
+  }
+  const p = parsed as { sliding_window?: unknown; layers?: unknown } | undefined;
+  const w = p?.sliding_window;
+  if (typeof w !== 'number' || !Number.isInteger(w) || w <= 0 || !Array.isArray(p?.layers) || !p.layers.every(Number.isInteger))
+    throw new PipelineError(`the graph's metadata ${WINDOW_CACHE_METADATA} is not {"sliding_window": W, "layers": [i, …]}: ${v}`);
+  return new Map((p.layers as number[]).map((l) => [l, w]));
+}
+
+/**
  * The states of a read graph: every input named `<kind>.<layer>`, in input order, with the
  * name of the `_RetainedState` output that carries it over (whether the graph has that output
- * is the caller's check: the runner and `checkGraph` refuse a state without it).
+ * is the caller's check: the runner and `checkGraph` refuse a state without it). `metadata`
+ * (the graph's metadata_props) marks the window rings ({@link WINDOW_CACHE_METADATA}).
  */
-export function statesOfGraph(inputs: readonly GraphValue[]): StateTensor[] {
+export function statesOfGraph(inputs: readonly GraphValue[], metadata: readonly { key?: string; value?: string }[] = []): StateTensor[] {
+  const rings = windowLayers(metadata);
   const out: StateTensor[] = [];
   for (const i of inputs) {
     const p = parseStateName(i.name);
     if (!p) continue;
-    const ctxAxis = (STATE_KINDS[p.kind] as { ctxAxis?: number }).ctxAxis;
+    const window = p.kind === 'past_key' || p.kind === 'past_value' ? rings.get(p.layer) : undefined;
+    const ctxAxis = window === undefined ? (STATE_KINDS[p.kind] as { ctxAxis?: number }).ctxAxis : undefined;
     out.push({
       name: i.name,
       retained: i.name + RETAINED,
@@ -174,6 +230,7 @@ export function statesOfGraph(inputs: readonly GraphValue[]): StateTensor[] {
       dims: [...i.dims],
       dtype: i.dtype ?? '',
       ...(ctxAxis !== undefined ? { ctxAxis } : {}),
+      ...(window !== undefined ? { window } : {}),
     });
   }
   return out;

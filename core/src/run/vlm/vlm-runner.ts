@@ -75,7 +75,8 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const visionModel = runnable(m.graphs.vision);
   const langModel = runnable(m.graphs.language);
   const vin = parseWireModel(fs.readFileSync(visionModel), visionModel).inputs;
-  const lin = parseWireModel(fs.readFileSync(langModel), langModel).inputs;
+  const langWire = parseWireModel(fs.readFileSync(langModel), langModel);
+  const lin = langWire.inputs;
   const ort = loadOrt(opts.ortPath);
   const vision = await open(ort, visionModel, opts.prepack);
   const lang = await open(ort, langModel, opts.prepack);
@@ -94,7 +95,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
   // the language graph's states (graph-interface.ts); ctx_len from the first with a ctx_len axis
-  const cache = statesOfGraph(lin);
+  const cache = statesOfGraph(lin, langWire.metadata);
   const c0 = ctxState(cache);
   if (!c0 || cache.some((st) => !stateDims(st, 1, 1)))
     throw new PipelineError(`${langModel}: no state inputs (past_key/past_value) with every dim fixed but batch and ctx_len`);

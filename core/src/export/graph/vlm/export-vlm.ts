@@ -19,6 +19,7 @@ import { encodeBuiltModel } from '../encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../layout';
 import type { ArchSpec } from '../arch';
 import { refuse } from '../config';
+import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../attention-window';
 import { vlmModelTypeOf } from './config';
 import { vlmArchFromConfig } from './vlm-arch';
 import { buildLanguage, type LanguageOptions } from './language';
@@ -49,6 +50,8 @@ export interface VlmExportOptions {
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;
+  /** `--sliding-cache` (Gemma 3): sliding layers over ctx_len (`full`, default) or a `sliding_window` ring. */
+  slidingCache?: SlidingCache;
   withCheckpoint: boolean;
   planner?: LayoutPlanner;
 }
@@ -84,6 +87,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     name: `${name}-language`,
   };
   const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
+  if (o.slidingCache !== undefined && modelType !== 'gemma3') throw slidingCacheRefused(o.cfgFile, modelType);
   const parts0 = modelType === 'gemma3' ? gemma3Parts(o, visionOpts, langOpts) : qwenParts(o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
@@ -131,6 +135,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             ctx_len: o.ctxLen ?? 'ctx_len',
             batch_size: o.batchSize ?? null,
             continuous_batching: !!o.continuousBatching,
+            ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
           },
           graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
           weights: { count: p.weights.length },
@@ -217,7 +222,8 @@ function qwenParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): P
 function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
   const raw = o.raw as Record<string, unknown>;
   const v = gemma3VisionArch(raw, o.cfgFile);
-  const l = gemma3LanguageArch(raw, o.cfgFile);
+  const l0 = gemma3LanguageArch(raw, o.cfgFile);
+  const l = o.slidingCache === 'window' ? { ...l0, text: windowCacheArch(l0.text, o.cfgFile) } : l0;
   if (v.textHidden !== l.text.hidden)
     refuse(o.cfgFile, 'text_config.hidden_size', `(${l.text.hidden}) differs from the projector's output (${v.textHidden})`);
   const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);

@@ -17,8 +17,9 @@
  */
 import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../arch';
 import { cacheContext, type CacheContext } from '../attention';
+import { groupMask, type WindowContext } from '../attention-window';
 import { GraphBuilder, type Dim, type ModelObj } from '../builder';
-import { archStates } from '../graph-interface';
+import { archStates, windowCacheMetadata } from '../graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../layer-states';
 import { mlp } from '../mlp';
 import { norm } from '../norms';
@@ -167,6 +168,7 @@ export function buildGemma3Language(
     'weight_spec.model_type': 'gemma3',
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...windowCacheMetadata(states),
     ...(o.metadata ?? {}),
   };
   return { model: g.build(o.name ?? 'gemma3-language', metadata), weights: weightInputs(a), io };
@@ -198,5 +200,18 @@ function bidirectional(c: Ctx, a: ArchSpec, kv: CacheContext, positionIds: strin
     memo.set(w, m);
     return m;
   };
-  return { ...kv, mask: maskFor(a.slidingWindow), maskFor };
+  // ring layers (--sliding-cache window) read [ring ‖ the call's keys]: ring slots hold earlier
+  // calls' tokens (group 0), the call's keys carry their own token's group
+  const rings = new Map<number, WindowContext>();
+  const windowFor = (w: number): WindowContext => {
+    const hit = rings.get(w);
+    if (hit) return hit;
+    const base = kv.windowFor(w);
+    const sameCall = g.op('And', [g.op('Greater', [qg, g.scalar('float32', 0, 'zero_f')]), g.op('Equal', [qg, gf])]); // [B,S,S]
+    const none = g.op('Expand', [g.constant('bool', [1, 1, 1], [0], 'no'), g.op('Concat', [kv.bs, g.ints([w])], { axis: 0 })]); // [B,S,W]
+    const ring = { ...base, mask: g.op('Or', [base.mask, groupMask(c, a, g.op('Concat', [none, sameCall], { axis: 2 }))]) };
+    rings.set(w, ring);
+    return ring;
+  };
+  return { ...kv, mask: maskFor(a.slidingWindow), maskFor, windowFor };
 }
