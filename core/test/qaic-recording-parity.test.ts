@@ -8,7 +8,12 @@
  *    a53a44dfd3efe0fe6fe11d8abccf184c4e6027fd for CCL) `QEFFAutoModelForCausalLM.compile`:
  *    prefill `{batch_size, seq_len, ctx_len}` (CB: batch_size 1, full_batch_size and
  *    full_batch_exec_size = full_batch_size), decode when prefill_seq_len != 1 or CB, one entry per
- *    CCL bucket with `comp_ctx_lengths`; custom IO `past_{key,value}.{i}` beside `_RetainedState`;
+ *    CCL bucket with `comp_ctx_lengths`; custom IO `past_{key,value}.{i}` beside `_RetainedState`.
+ *    Issue 30.4 says CB prefill's full_batch_exec_size is 1 ("exec_batch_size"); the source says
+ *    otherwise, and is followed: a53a44df `build_prefill_specialization` ends
+ *    `if full_batch_size: spec["full_batch_exec_size"] = full_batch_size`, as do the older stored
+ *    versions (the `prefill_specialization.update({"full_batch_exec_size": full_batch_size})` form)
+ *    and the VLM language specs; no stored QEfficient file names `exec_batch_size`;
  *  - `QEfficient/utils/check_ccl_specializations.py` (main) `validate_ccl_lists`: values below
  *    CCL_MIN_CTX_LEN = 1024 raised, ctx_len appended (prefill when the last < ctx_len - 1, decode
  *    when < ctx_len), capped, deduplicated, sorted, a prefill value colliding with a decode value
