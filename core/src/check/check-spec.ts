@@ -113,14 +113,16 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     if (resolved.value.viaSymlink) state.real = resolved.value.real;
     let exists = resolved.value.exists;
     if (!exists) {
-      // Export links the prepared folder only once it exists: after a prepare and before the
-      // re-export, the file lies in the folder the export's report names (compile's model_id).
+      // Export links the prepared folder only once it exists: until the re-export, the file
+      // lies (or will lie, once prepared) in the folder the export's report names (compile's
+      // model_id) — where the server watches for prepare to write it.
       reported ??= { dir: reportedPreparedDir(ctx.specDir) };
       const r = reportedPreparedFile(ctx.specDir, f.path, reported.dir);
-      const there = r && path.join(r.dir, r.rest);
-      if (there && fs.existsSync(there)) {
-        state.abs = state.real = there;
-        exists = true;
+      if (r) {
+        state.abs = path.join(r.dir, r.rest);
+        state.viaReport = true;
+        exists = fs.existsSync(state.abs);
+        if (exists) state.real = state.abs;
       }
     }
     if (!exists) {
