@@ -40,9 +40,11 @@ beforeAll(async () => {
   model = path.join(root, 'tiny');
   exp = path.join(root, 'tiny-export');
   await writeTinyLlama(model);
+  // Prepare first: export links the prepared folder only once it exists (issue 30.8), and
+  // the retargeted-link case below needs that link.
   for (const args of [
-    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
     ['prepare', '--checkpoint', model, '--dtype', 'float32'],
+    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
   ]) {
     const r = await cliInProcess(args);
     expect(r.code, r.stderr).toBe(0);

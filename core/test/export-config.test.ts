@@ -41,6 +41,13 @@ describe('export --config writes a complete, consistent export directory', () =>
       for (const f of ['model.onnx', 'weight_spec.json', 'export-report.json']) expect(existsSync(path.join(out, f))).toBe(true);
       const prepared = `${dir}-qeff-prepared-float32`;
       const link = path.join(out, path.basename(prepared));
+      // Issue 30.8: the prepared folder does not exist yet, so no link (a dangling one before
+      // prepare); QEfficient's export.py (commit 0bd37957) links only `if prepared_out.exists()`.
+      expect(() => lstatSync(link)).toThrow(/ENOENT/);
+      expect(JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8')).links).toEqual([]);
+      // Once the folder exists, a re-export links it.
+      mkdirSync(prepared, { recursive: true });
+      await exportFromConfig({ config: dir, out, ctxLen: 16 });
       expect(lstatSync(link).isSymbolicLink()).toBe(true);
       expect(readlinkSync(link)).toBe(prepared);
 

@@ -65,10 +65,11 @@ describeFixtures('compile under faults', () => {
     const src = path.join(tmp, 'llama');
     fs.cpSync(path.join(fixturesDir(), 'llama'), src, { recursive: true });
     exp = path.join(tmp, 'exp');
-    const e = await cli(['export', '--config', src, '--out', exp]);
-    expect(errors(e.stderr)).toEqual([]);
+    // Prepare first: export links the prepared folder only once it exists (issue 30.8).
     const p = await cli(['prepare', '--checkpoint', src, '--dtype', 'float32']);
     expect(errors(p.stderr)).toEqual([]);
+    const e = await cli(['export', '--config', src, '--out', exp]);
+    expect(errors(e.stderr)).toEqual([]);
     prepared = fs.realpathSync(
       path.join(
         exp,

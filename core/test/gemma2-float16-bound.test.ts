@@ -4,28 +4,13 @@
  * (huggingface/transformers @ 006e86931247d7bacf94ad00ada1fb6baf11e94b) and rounded to
  * float16 where a float16 model holds values (projections, cache, residual stream, norm
  * outputs), already lies beyond 2e-2 of reference.json — while the same code in float64
- * reproduces it within 1e-4 (so the emulation itself is right). Runs under the python3 that has
- * Debian's python3-onnx (which brings numpy); skipped with a notice elsewhere.
+ * reproduces it within 1e-4 (so the emulation itself is right). The shared check and the numpy
+ * prelude (weights, config, reference, float16 rounding) are in test/support/float16-bound.ts.
  */
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
-import { describeOnnxChecker, PYTHON } from '../../test/support/onnx-checker';
+import { describeFloat16Bound } from '../../test/support/float16-bound';
 
-const SCRIPT = `
-import json, struct, sys
-import numpy as np
-d, mode = sys.argv[1], sys.argv[2]
-b = open(d + '/model.safetensors', 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
-W = {}
-for k, v in h.items():
-    if k == '__metadata__': continue
-    s, e = v['data_offsets']
-    W[k] = (np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(v['shape']).astype(np.float64)
-c = json.load(open(d + '/config.json')); ref = json.load(open(d + '/reference.json'))
-ids = ref['input_ids'] + ref['generated_ids'][:-1]
-R = (lambda x: x.astype(np.float16).astype(np.float64)) if mode == 'f16' else (lambda x: x)
+/** The forward, after float16-bound.ts's prelude (d, mode, W, c, ref, ids, R). */
+const FORWARD = `
 H, nh, nkv, hd, T = c['hidden_size'], c['num_attention_heads'], c['num_key_value_heads'], c['head_dim'], len(ids)
 eps, W_, scal = c['rms_norm_eps'], c['sliding_window'], c['query_pre_attn_scalar'] ** -0.5
 acap, fcap = c['attn_logit_softcapping'], c['final_logit_softcapping']
@@ -56,19 +41,4 @@ lg = R(rms(x, W['model.norm.weight']) @ W['model.embed_tokens.weight'].T)
 print(float(np.abs(fcap * np.tanh(lg / fcap) - np.array(ref['logits'])).max()))
 `;
 
-function maxDiff(mode: 'f64' | 'f16'): number {
-  const r = spawnSync(PYTHON, ['-c', SCRIPT, path.join(fixturesDir(), 'gemma2'), mode], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`numpy emulation failed: ${r.stderr.trim()}`);
-  return Number(r.stdout.trim());
-}
-
-describeFixtures('gemma2 float16 bound', () => {
-  describeOnnxChecker('numpy emulation of a float16 forward', () => {
-    it('float64: reproduces reference.json; float16: beyond 2e-2 yet within the tolerance the tests use', () => {
-      expect(maxDiff('f64')).toBeLessThanOrEqual(1e-4);
-      const f16 = maxDiff('f16');
-      expect(f16).toBeGreaterThan(2e-2);
-      expect(f16).toBeLessThanOrEqual(float16Tolerance('gemma2'));
-    });
-  });
-});
+describeFloat16Bound('gemma2', FORWARD);

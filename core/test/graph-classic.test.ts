@@ -15,6 +15,7 @@
  *
  * The published configs under test/configs/: microsoft/phi-2 (transformers_version 4.37.0),
  * bigcode/starcoder2-15b (4.37.0.dev0, untied head), EleutherAI/gpt-j-6b (4.18.0.dev0).
+ * Each was checked field by field against a published copy; test/configs/README.md names them.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

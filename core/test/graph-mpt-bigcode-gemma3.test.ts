@@ -11,6 +11,9 @@
  * (it drops clip_qkv and sizes its ALiBi table by max_seq_len — not copied),
  * `QEfficient/transformers/models/gpt_bigcode/modeling_gpt_bigcode.py` @ 0498a5a9a2ac21a62bcdbd2f742f45b9c3c752a0
  * (one kv head under multi_query), `QEfficient/transformers/models/gemma3/modeling_gemma3.py` @ af8f1970fbcaa6d7d21431a772c8af7f9d677d72.
+ *
+ * test/configs/mpt-7b.json and starcoder.json: what each was verified against (and that
+ * bigcode/starcoder's own config.json was not found) is in test/configs/README.md.
  */
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';

@@ -1,8 +1,9 @@
 /**
  * The qaic-compile command and both files it names against the same things written by
- * QEfficient's rules, in Python (json.dump does the JSON, not our writer): for a
+ * QEfficient's rules, in Python (json.dump does the JSON, not our writer; transcribed in
+ * test/support/qeff-qaic-rules.ts, shared with qaic-recording-parity.test.ts): for a
  * prefill+decode export and a continuous-batching export of the llama fixture's config.
- * The Python below transcribes quic/efficient-transformers:
+ * The Python transcribes quic/efficient-transformers:
  *  - `QEfficient/transformers/models/modeling_auto.py` (release/v1.22.8.0)
  *    `QEFFAutoModelForCausalLM.compile`: the specializations (prefill, decode; CB adds
  *    full_batch_size / full_batch_exec_size), the custom IO (each cache input beside its
@@ -21,67 +22,22 @@ import { expect, it } from 'vitest';
 import { compile } from '../src/compile';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { qeffQaicCompile } from '../../test/support/qeff-qaic-rules';
 import { tempDirs } from '../../test/support/temp';
 
 const tmp = tempDirs('ws-qeff-parity-');
 
-const QEFF_RULES = `
-import json, sys
-a = json.loads(sys.argv[1])
-COMPILER = ["/opt/qti-aic/exec/qaic-compile", "-aic-hw"]
-batch_size, prefill_seq_len, ctx_len, full_batch_size = a["batch_size"], a["prefill_seq_len"], a["ctx_len"], a["full_batch_size"]
-cb = a["continuous_batching"]
-kv_cache_batch_size = full_batch_size if full_batch_size else batch_size
-prefill = {"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
-if cb:
-    prefill.update({"full_batch_size": kv_cache_batch_size})
-else:
-    prefill.update({"batch_size": kv_cache_batch_size})
-if full_batch_size:
-    prefill.update({"full_batch_exec_size": full_batch_size})
-specializations = [prefill]
-if prefill_seq_len != 1 or cb:
-    decode = {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len}
-    if cb:
-        decode.update({"full_batch_size": kv_cache_batch_size})
-    else:
-        decode.update({"batch_size": kv_cache_batch_size})
-    specializations.append(decode)
-custom_io = {}
-kv_dtype = "mxint8" if a["mxint8_kv_cache"] else "float16"
-for i in range(a["num_layers"]):
-    for kv in ["key", "value"]:
-        custom_io[f"past_{kv}.{i}"] = kv_dtype
-        custom_io[f"past_{kv}.{i}_RetainedState"] = kv_dtype
-compiler_options = dict(retained_state=True, convert_to_fp16=True, mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
-command = COMPILER + [f"-aic-hw-version={compiler_options.pop('aic_hw_version', 'ai100')}"] + [f"-m={a['onnx']}"]
-for key, value in compiler_options.items():
-    option = "-" + key.replace("_", "-")
-    if isinstance(value, bool):
-        if value:
-            command.append(option)
-        continue
-    command.append(f"{option}={value}")
-def name_of(spec, i):
-    if "seq_len" in spec:
-        return "Prefill" if int(spec["seq_len"]) > 1 else "Decode"
-    return f"Graph_{i}"
-named = [{"name": name_of(s, i), "symbols": {k: str(v) for k, v in s.items()}} for i, s in enumerate(specializations)]
-compile_dir = a["compile_dir"]
-spec_file = compile_dir + "/specializations.json"
-spec_text = json.dumps({"specializations": named}, indent=4, separators=(",", ":"), sort_keys=True)
-command.append(f"-network-specialization-config={spec_file}")
-io_file = compile_dir + "/custom_io.yaml"
-io_text = "".join(f" - IOName: {n}\\n   Precision: {d}\\n\\n" for n, d in custom_io.items())
-command.append(f"-custom-IO-list-file={io_file}")
-command.append(f"-aic-binary-dir={compile_dir}/qpc")
-print(json.dumps({"command": command, "files": [{"path": spec_file, "text": spec_text}, {"path": io_file, "text": io_text}]}))
-`;
-
+/** QEfficient's command and the two files it names, for the options of one case (ai100, no CCL). */
 function qeff(args: Record<string, unknown>): { command: string[]; files: { path: string; text: string }[] } {
-  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_RULES, JSON.stringify(args)], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
-  return JSON.parse(r.stdout) as { command: string[]; files: { path: string; text: string }[] };
+  const w = qeffQaicCompile({ compiler: '/opt/qti-aic/exec/qaic-compile', hw: 'ai100', decode_only: false, ccl: null, ...args });
+  const dir = String(args.compile_dir);
+  return {
+    command: w.command,
+    files: [
+      { path: `${dir}/specializations.json`, text: w.specializations },
+      { path: `${dir}/custom_io.yaml`, text: w.custom_io },
+    ],
+  };
 }
 
 describeFixtures('qaic-compile parity with QEfficient (llama config, 2 layers)', () => {

@@ -2,10 +2,11 @@
  * Issue 15.1: `run` checks the same compile status `compile` uses. A re-export into the same
  * folder makes the compile stale: `run` refuses with one line naming what changed and the
  * command that fixes it, or recompiles first with --recompile. A re-export also drops the
- * prepared-directory link the previous export made when it names another one.
+ * prepared-directory link the previous export made when it names another one, and export links
+ * the prepared folder only once it exists (issue 30.8).
  */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
@@ -73,14 +74,30 @@ describeFixtures('run after a re-export', () => {
     expect(nothing.stderr).toMatch(/^weight-spec: run: --max-new-tokens 0 without --dump-logits leaves nothing to do\n/);
   });
 
-  it('a re-export in another dtype replaces the prepared-directory link it made before', () => {
+  it('export links the prepared folder only once it exists; a re-export in another dtype replaces the link it made before', () => {
     const dir = tmp();
-    const llama = path.join(fixturesDir(), 'llama');
+    // A copy of the fixture: prepare's default output lies beside the checkpoint (../shared is read-only).
+    const llama = path.join(dir, 'llama');
+    cpSync(path.join(fixturesDir(), 'llama'), llama, { recursive: true });
     const links = () => readdirSync(path.join(dir, 'e')).filter((f) => lstatSync(path.join(dir, 'e', f)).isSymbolicLink());
+    // Issue 30.8: before prepare there is no folder, so no (dangling) link, as QEfficient's
+    // link_prepared_checkpoint_dir (QEfficient/exporter/weight_free/export.py, commit 0bd37957).
+    expect(cli(dir, 'export', '--config', llama, '--out', 'e').status).toBe(0);
+    expect(links()).toEqual([]);
+    // check finds the prepared shards through the export's report until the re-export links them.
+    expect(cli(dir, 'prepare', '--checkpoint', llama, '--dtype', 'float32').status).toBe(0);
+    const checked = cli(dir, 'check', 'e/weight_spec.json');
+    expect(checked.status, checked.stdout + checked.stderr).toBe(0);
+    expect(checked.stdout + checked.stderr).not.toMatch(/not prepared/);
     expect(cli(dir, 'export', '--config', llama, '--out', 'e').status).toBe(0);
     const first = links();
     expect(first).toHaveLength(1);
     expect(first[0]).toMatch(/-prepared-float32-/);
+    expect(existsSync(path.join(dir, 'e', first[0]!))).toBe(true);
+    // float16 is not prepared: the float32 link goes, and no float16 link dangles.
+    expect(cli(dir, 'export', '--config', llama, '--out', 'e', '--dtype', 'float16').status).toBe(0);
+    expect(links()).toEqual([]);
+    expect(cli(dir, 'prepare', '--checkpoint', llama, '--dtype', 'float16').status).toBe(0);
     expect(cli(dir, 'export', '--config', llama, '--out', 'e', '--dtype', 'float16').status).toBe(0);
     const second = links();
     expect(second).toHaveLength(1);

@@ -8,38 +8,33 @@
  * `[E, H, I]` / `[E, I, H]` (QEfficient/transformers/moe/weights.py; DESIGN.md "Prepared checkpoint").
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
-import { cliInProcess } from '../../test/support/cli';
-import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
+import {
+  expectConfigRefusals,
+  expectGraphsAndArtifactsValid,
+  exportRealConfig,
+  itFloat16AndContinuousBatching,
+  maxDiff,
+  vlmCli,
+  writePng,
+} from '../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-cli-');
-const req = createRequire(__filename);
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 describeFixtures('qwen3_vl_moe through the CLI', () => {
   const fx = path.join(fixturesDir(), 'qwen3_vl_moe');
   const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
   let work = '';
   // in this process (test/support/cli.ts): ONNX Runtime loads once for the file
-  const cliRun = (...args: string[]) => cliInProcess(args, { cwd: work });
-  const ok = async (...args: string[]) => {
-    const r = await cliRun(...args);
-    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}: ${r.stderr}`);
-    return r;
-  };
+  const h = vlmCli(() => work);
+  const { cliRun, ok } = h;
 
   beforeAll(async () => {
     work = tmp();
@@ -129,16 +124,7 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
   });
 
   it('run --image on a PNG of the fixture image gives generated_ids', async () => {
-    const H = ref.image.length;
-    const W = ref.image[0].length;
-    const { PNG } = req('pngjs');
-    const png = new PNG({ width: W, height: H });
-    for (let y = 0; y < H; y++)
-      for (let x = 0; x < W; x++) {
-        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
-        png.data[(y * W + x) * 4 + 3] = 255;
-      }
-    writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
+    writePng(path.join(work, 'image.png'), ref.image);
     const gen = await ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
     expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
   });
@@ -202,15 +188,7 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
         /mrope_section" sums to 15 but head_dim \/ 2 is 16/,
       ],
     ];
-    for (const [name, c, re] of cases) {
-      mkdirSync(path.join(work, name));
-      writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
-      const r = await cliRun('export', '--config', name, '--out', `${name}-out`);
-      expect(r.code).toBe(1);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(re);
-      expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
-    }
+    await expectConfigRefusals(h, cases);
   });
 
   it('run --pixel-values on a text export, or a bad pixel file, is one line', async () => {
@@ -221,47 +199,19 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
     expect(r.stderr).toMatch(/bad\.json: "pixel_values" has 1 rows but "image_grid_thw" needs 16/);
   });
 
-  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
-    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
-    await ok('compile', 'out16');
-    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '32');
-    await ok('compile', 'out-cb');
-    for (const out of ['out16', 'out-cb']) {
-      const gen = await ok(
-        'run',
-        out,
-        '--pixel-values',
-        path.join(fx, 'reference.json'),
-        '--input-ids',
-        ref.input_ids.join(','),
-        '--max-new-tokens',
-        '5',
-      );
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-    }
-  }, 60_000);
+  itFloat16AndContinuousBatching(h, fx, ref, 32);
 
   // last: onnx 1.12's check_model(path, full_check=True) writes the inferred shapes back into the
   // file, which makes every compile of it stale for the tests after it
   it.runIf(haveOnnxChecker())("both graphs and both compiled artifacts pass ONNX's checker with strict shape inference at opset 17", () => {
-    const graphs = ['vision', 'language'].map((g) => path.join(work, 'out', g, 'model.onnx'));
-    const compiled = ['vision', 'language'].map(
-      (g) => JSON.parse(readFileSync(path.join(work, 'out', g, 'compile.json'), 'utf8')).artifacts.model as string,
-    );
-    for (const r of expectOnnxValid([...graphs, ...compiled])) expect(r.opset).toEqual([17]);
+    for (const r of expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language'])) expect(r.opset).toEqual([17]);
   });
 });
 
 describeFixtures('the real Qwen3-VL-30B-A3B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone: 27 vision blocks, deepstack [8, 16, 24], 48 MoE layers over one derived layout', async () => {
     const work = tmp();
-    const model = path.join(work, 'Qwen3-VL-30B-A3B');
-    mkdirSync(model);
-    copyFileSync(path.join(configsDir(), 'qwen3-vl-30b-a3b.json'), path.join(model, 'config.json'));
-    const r = await cliInProcess(['export', '--config', model, '--out', path.join(work, 'out')]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    const r = await exportRealConfig(work, 'qwen3-vl-30b-a3b.json', 'Qwen3-VL-30B-A3B');
     expect(r.stdout).toMatch(/qwen3_vl_moe: vision 27 blocks, deepstack \[8, 16, 24\]; text 48 layers, 128 experts top-8/);
     const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
     const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));

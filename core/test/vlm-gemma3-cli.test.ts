@@ -13,40 +13,34 @@
  * last position of a prefill) cannot give; every other row is.
  * Graph sources: see vlm-gemma3-vision.test.ts and vlm-gemma3-language.test.ts.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { decodeImage } from '../src/run/vlm/image';
 import { gemma3Processor, processGemma3Image } from '../src/run/vlm/image-gemma3';
-import { cliInProcess } from '../../test/support/cli';
-import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
+import {
+  expectConfigRefusals,
+  expectGraphsAndArtifactsValid,
+  exportLegacyPair,
+  exportRealConfig,
+  itFloat16AndContinuousBatching,
+  maxDiff,
+  vlmCli,
+  writePng,
+} from '../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-gemma3-');
-const req = createRequire(__filename);
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 describeFixtures('gemma3_vlm through the CLI', () => {
   const fx = path.join(fixturesDir(), 'gemma3_vlm');
   const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
   let work = '';
-  const cliRun = (...args: string[]) => cliInProcess(args, { cwd: work });
-  const ok = async (...args: string[]) => {
-    const r = await cliRun(...args);
-    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}: ${r.stderr}`);
-    return r;
-  };
-  const session = (dir: string) =>
-    ort.InferenceSession.create(JSON.parse(readFileSync(path.join(work, dir, 'compile.json'), 'utf8')).artifacts.model);
+  const h = vlmCli(() => work);
+  const { cliRun, ok, session } = h;
   const pixels = () => {
     const pv = ref.pixel_values as number[][][][];
     return new ort.Tensor('float32', Float32Array.from(pv.flat(3)), [pv.length, 3, 32, 32]);
@@ -57,17 +51,7 @@ describeFixtures('gemma3_vlm through the CLI', () => {
     mkdirSync(path.join(work, 'model'));
     for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
       copyFileSync(path.join(fx, f), path.join(work, 'model', f));
-    const img = ref.images[0] as number[][][];
-    const H = img.length;
-    const W = img[0]!.length;
-    const { PNG } = req('pngjs');
-    const png = new PNG({ width: W, height: H });
-    for (let y = 0; y < H; y++)
-      for (let x = 0; x < W; x++) {
-        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = img[y]![x]![c];
-        png.data[(y * W + x) * 4 + 3] = 255;
-      }
-    writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
+    writePng(path.join(work, 'image.png'), ref.images[0] as number[][][]);
     await ok('export', '--config', 'model', '--out', 'out');
     await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
     await ok('compile', 'out');
@@ -144,12 +128,7 @@ describeFixtures('gemma3_vlm through the CLI', () => {
   });
 
   it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-    for (const g of ['vision', 'decoder'])
-      await ok('export', '--onnx', path.join(fx, `${g}.legacy.onnx`), '--checkpoint', 'model', '--out', `legacy-${g}`);
-    const spec = (g: string) => JSON.parse(readFileSync(path.join(work, g, 'weight_spec.json'), 'utf8'));
-    expect(spec('legacy-vision').model_id).toBe(spec('legacy-decoder').model_id);
-    expect(spec('legacy-vision').model_id).toBe(spec('out/vision').model_id);
-    for (const g of ['legacy-vision', 'legacy-decoder']) await ok('compile', g);
+    await exportLegacyPair(h, fx);
     const v = await (await session('legacy-vision')).run({ pixel_values: pixels() });
     expect(maxDiff(v.vision_embeds!.data as Float32Array, ref.image_embeds.flat(2))).toBeLessThan(1e-4);
     const all = [...ids, ...ref.generated_ids.slice(0, -1)];
@@ -162,26 +141,7 @@ describeFixtures('gemma3_vlm through the CLI', () => {
     expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
   }, 60_000);
 
-  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
-    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
-    await ok('compile', 'out16');
-    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '64');
-    await ok('compile', 'out-cb');
-    for (const out of ['out16', 'out-cb']) {
-      const gen = await ok(
-        'run',
-        out,
-        '--pixel-values',
-        path.join(fx, 'reference.json'),
-        '--input-ids',
-        ref.input_ids.join(','),
-        '--max-new-tokens',
-        '5',
-      );
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-    }
-  }, 60_000);
+  itFloat16AndContinuousBatching(h, fx, ref, 64);
 
   it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
@@ -198,34 +158,18 @@ describeFixtures('gemma3_vlm through the CLI', () => {
         /"vision_config\.image_size" \(30\) is not a multiple of patch_size/,
       ],
     ];
-    for (const [name, c, re] of cases) {
-      mkdirSync(path.join(work, name));
-      writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
-      const r = await cliRun('export', '--config', name, '--out', `${name}-out`);
-      expect(r.code).toBe(1);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(re);
-      expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
-    }
+    await expectConfigRefusals(h, cases);
   });
 
   it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-    const dirs = ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder'];
-    const graphs = dirs.map((g) => path.join(work, g, 'model.onnx'));
-    const compiled = dirs.map((g) => JSON.parse(readFileSync(path.join(work, g, 'compile.json'), 'utf8')).artifacts.model as string);
-    expectOnnxValid([...graphs, ...compiled]);
+    expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
   });
 });
 
 describeFixtures('the real Gemma-3-27B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone, Gemma3TextConfig defaults filling what it leaves out', async () => {
     const work = tmp();
-    const model = path.join(work, 'gemma-3-27b-it');
-    mkdirSync(model);
-    copyFileSync(path.join(configsDir(), 'gemma-3-27b.json'), path.join(model, 'config.json'));
-    const r = await cliInProcess(['export', '--config', model, '--out', path.join(work, 'out')]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    const r = await exportRealConfig(work, 'gemma-3-27b.json', 'gemma-3-27b-it');
     expect(r.stdout).toMatch(/gemma3: vision 27 SigLIP layers, 64×64 patches pooled to 256 tokens; text 62 layers \(52 sliding\)/);
     const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 262144, image_size: 896, mm_tokens_per_image: 256 });

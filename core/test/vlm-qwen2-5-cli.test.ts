@@ -12,40 +12,34 @@
  * QEfficient/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (commit
  * 02cdf56d505bdc3cf033e515713360c6322021ea) — see vlm-vision.test.ts / vlm-language.test.ts.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
 import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
-import { cliInProcess } from '../../test/support/cli';
-import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
+import {
+  expectConfigRefusals,
+  expectGraphsAndArtifactsValid,
+  exportLegacyPair,
+  exportRealConfig,
+  itFloat16AndContinuousBatching,
+  maxDiff,
+  vlmCli,
+  writePng,
+} from '../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-qwen25-');
-const req = createRequire(__filename);
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 describeFixtures('qwen2_5_vl through the CLI', () => {
   const fx = path.join(fixturesDir(), 'qwen2_5_vl');
   const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
   let work = '';
-  const cliRun = (...args: string[]) => cliInProcess(args, { cwd: work });
-  const ok = async (...args: string[]) => {
-    const r = await cliRun(...args);
-    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → ${r.code}: ${r.stderr}`);
-    return r;
-  };
-  const session = (dir: string) =>
-    ort.InferenceSession.create(JSON.parse(readFileSync(path.join(work, dir, 'compile.json'), 'utf8')).artifacts.model);
+  const h = vlmCli(() => work);
+  const { ok, session } = h;
   const grid = () => {
     const [[t, h, w]] = ref.image_grid_thw as number[][];
     return new ort.Tensor('int64', new BigInt64Array(t! * h! * w!), [1, t!, h!, w!]);
@@ -56,16 +50,7 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     mkdirSync(path.join(work, 'model'));
     for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
       copyFileSync(path.join(fx, f), path.join(work, 'model', f));
-    const H = ref.image.length;
-    const W = ref.image[0].length;
-    const { PNG } = req('pngjs');
-    const png = new PNG({ width: W, height: H });
-    for (let y = 0; y < H; y++)
-      for (let x = 0; x < W; x++) {
-        for (let c = 0; c < 3; c++) png.data[(y * W + x) * 4 + c] = ref.image[y][x][c];
-        png.data[(y * W + x) * 4 + 3] = 255;
-      }
-    writeFileSync(path.join(work, 'image.png'), PNG.sync.write(png));
+    writePng(path.join(work, 'image.png'), ref.image);
     await ok('export', '--config', 'model', '--out', 'out');
     await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
     await ok('compile', 'out');
@@ -129,12 +114,7 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
   }
 
   it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-    for (const g of ['vision', 'decoder'])
-      await ok('export', '--onnx', path.join(fx, `${g}.legacy.onnx`), '--checkpoint', 'model', '--out', `legacy-${g}`);
-    const spec = (g: string) => JSON.parse(readFileSync(path.join(work, g, 'weight_spec.json'), 'utf8'));
-    expect(spec('legacy-vision').model_id).toBe(spec('legacy-decoder').model_id);
-    expect(spec('legacy-vision').model_id).toBe(spec('out/vision').model_id);
-    for (const g of ['legacy-vision', 'legacy-decoder']) await ok('compile', g);
+    await exportLegacyPair(h, fx);
     const pv = ref.pixel_values as number[][];
     const v = await (
       await session('legacy-vision')
@@ -152,26 +132,7 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
   }, 60_000);
 
-  it('float16 graphs (prepare --dtype float16) and a continuous-batching language graph also give generated_ids', async () => {
-    await ok('export', '--config', 'model', '--out', 'out16', '--dtype', 'float16');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
-    await ok('compile', 'out16');
-    await ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', '64');
-    await ok('compile', 'out-cb');
-    for (const out of ['out16', 'out-cb']) {
-      const gen = await ok(
-        'run',
-        out,
-        '--pixel-values',
-        path.join(fx, 'reference.json'),
-        '--input-ids',
-        ref.input_ids.join(','),
-        '--max-new-tokens',
-        '5',
-      );
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-    }
-  }, 60_000);
+  itFloat16AndContinuousBatching(h, fx, ref, 64);
 
   it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
@@ -182,23 +143,12 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
       ['full', { ...cfg, vision_config: { ...cfg.vision_config, fullatt_block_indexes: [3] } }, /names block 3 but depth is 3/],
       ['slide', { ...cfg, use_sliding_window: true }, /"use_sliding_window" is true/],
     ];
-    for (const [name, c, re] of cases) {
-      mkdirSync(path.join(work, name));
-      writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
-      const r = await cliRun('export', '--config', name, '--out', `${name}-out`);
-      expect(r.code).toBe(1);
-      expect(r.stderr.trim().split('\n')).toHaveLength(1);
-      expect(r.stderr).toMatch(re);
-      expect(existsSync(path.join(work, `${name}-out`))).toBe(false);
-    }
+    await expectConfigRefusals(h, cases);
   });
 
   // last: onnx's check_model(path, full_check=True) may write inferred shapes back into the file
   it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-    const dirs = ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder'];
-    const graphs = dirs.map((g) => path.join(work, g, 'model.onnx'));
-    const compiled = dirs.map((g) => JSON.parse(readFileSync(path.join(work, g, 'compile.json'), 'utf8')).artifacts.model as string);
-    expectOnnxValid([...graphs, ...compiled]);
+    expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
   });
 });
 
@@ -233,12 +183,7 @@ it('a config that relies on defaults gets Qwen2_5_VLConfig / Qwen2_5_VLVisionCon
 describeFixtures('the real Qwen2.5-VL-7B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone: 32 window blocks with full attention on [7, 15, 23, 31], 28 text layers', async () => {
     const work = tmp();
-    const model = path.join(work, 'Qwen2.5-VL-7B');
-    mkdirSync(model);
-    copyFileSync(path.join(configsDir(), 'qwen2.5-vl-7b.json'), path.join(model, 'config.json'));
-    const r = await cliInProcess(['export', '--config', model, '--out', path.join(work, 'out')]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    const r = await exportRealConfig(work, 'qwen2.5-vl-7b.json', 'Qwen2.5-VL-7B');
     expect(r.stdout).toMatch(/qwen2_5_vl: vision 32 blocks, window 4×4, full attention \[7, 15, 23, 31\]; text 28 layers/);
     const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 151655, vision: { patch_size: 14, num_feature_layers: 0 } });

@@ -60,7 +60,8 @@ function addTarget(out: Set<string>, dir: string, depth: number): void {
     }
     return;
   }
-  // A dangling symlink (export links the prepared folder before prepare made it): its
+  // A dangling symlink (a link made before prepare made its folder: exports older than
+  // issue 30.8, or a folder removed since): its
   // target's creation happens beside the target, so watch there too.
   const link = readLink(dir);
   if (link !== undefined && depth < 8) addTarget(out, path.resolve(path.dirname(dir), link), depth + 1);

@@ -101,7 +101,12 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       deps.set(d.uri, dep);
       watches.update([...deps.values()].flatMap((x) => [...x.dirs]));
       if (ownWatch)
-        ownWatch.update(d.uri, watches.dynamic ? [...dep.dirs].filter((x) => missedByClient(x, rootSources.folders)) : dep.dirs);
+        ownWatch.update(
+          d.uri,
+          // a folder reached through the export's report, not a path of the spec, the client's
+          // watching (through the spec's paths or its project's files) may miss, as a linked one
+          watches.dynamic ? [...dep.dirs].filter((x) => dep.reported.has(x) || missedByClient(x, rootSources.folders)) : dep.dirs,
+        );
       if (specStateChanged) void connection.sendNotification(SpecStateChangedNotification, { uri: d.uri }).catch(() => undefined);
     },
     closed(d) {

@@ -24,23 +24,27 @@ import type { Log } from './guard';
 export interface Dependencies {
   files: Set<string>;
   dirs: Set<string>;
+  /** Those of `dirs` reached through the export's report, not the spec's paths (FileState.viaReport). */
+  reported: Set<string>;
 }
 
 /** The dependencies of a spec from its last check. */
 export function dependenciesOf(specFile: string, run: CheckRun): Dependencies {
   const files = new Set<string>();
   const dirs = new Set<string>();
+  const reported = new Set<string>();
   if (specFile) dirs.add(path.dirname(specFile)); // companion ONNX, compile.json, new files
   for (const f of run.files) {
     if (!f.abs) continue;
     files.add(f.abs);
     dirs.add(path.dirname(f.abs)); // prepared manifest and sentinel live beside the shards
+    if (f.viaReport) reported.add(path.dirname(f.abs));
   }
   if (run.onnx) {
     files.add(run.onnx.file);
     dirs.add(path.dirname(run.onnx.file));
   }
-  return { files, dirs };
+  return { files, dirs, reported };
 }
 
 /** True when a changed path matters to a spec with these dependencies. */

@@ -36,15 +36,27 @@ export function readExportReport(dir: string): ExportReport | undefined {
 }
 
 /**
- * Where a spec file lies when the export's link to the prepared folder is not there: export
- * links `<name>-qeff-prepared-<dtype>` only once the folder exists (as QEfficient's export.py),
- * so before a re-export the folder is found through the export's report (`prepared.dir`, else
- * `model_id`), when its name is the path's first segment.
+ * The prepared folder an export names in its report (`prepared.dir`, else `model_id`), when it
+ * is an absolute path: export links it beside the spec only once it exists (as QEfficient's
+ * `link_prepared_checkpoint_dir`), so until a re-export this is how the folder is found.
  */
-export function reportedPreparedFile(specDir: string, filePath: string): { dir: string; rest: string } | undefined {
+export function reportedPreparedDir(specDir: string): string | undefined {
   const r = readExportReport(specDir);
   const dir = r?.prepared?.dir ?? r?.model_id;
-  if (!dir || !path.isAbsolute(dir)) return undefined;
+  return dir && path.isAbsolute(dir) ? dir : undefined;
+}
+
+/**
+ * Where a spec file lies when the export's link to the prepared folder is not there (see
+ * {@link reportedPreparedDir}): inside that folder, when its name is the path's first segment.
+ * `dir` is the reported folder when the caller has already read it.
+ */
+export function reportedPreparedFile(
+  specDir: string,
+  filePath: string,
+  dir: string | undefined = reportedPreparedDir(specDir),
+): { dir: string; rest: string } | undefined {
+  if (!dir) return undefined;
   const segs = filePath.split(/[\\/]/).filter((s) => s && s !== '.');
   if (segs.length < 2 || segs[0] !== path.basename(dir) || segs.includes('..')) return undefined;
   return { dir, rest: segs.slice(1).join('/') };

@@ -7,10 +7,12 @@
  * inputs (file index, key present, key in another file, duplicate names, v1 dtype/shape
  * facts) → prepared directories → companion ONNX (names, unmapped inputs, dtype/shape).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../errors';
 import { problem } from '../problem-codes';
 import { tryResolveReadPath } from '../paths';
+import { reportedPreparedDir, reportedPreparedFile } from '../export/report';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
 import type { SafetensorsHeader } from '../formats/safetensors';
@@ -92,6 +94,7 @@ function sortProblems(problems: Problem[]): Problem[] {
  */
 async function checkFiles(ctx: CheckContext): Promise<void> {
   const reads: (Promise<SafetensorsHeader> | undefined)[] = [];
+  let reported: { dir: string | undefined } | undefined; // the export report's prepared folder, read once when needed
   for (const [i, f] of ctx.spec.files.entries()) {
     throwIfAborted(ctx);
     const src = ctx.sources.files[i]!;
@@ -108,7 +111,21 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     }
     state.abs = resolved.value.abs;
     if (resolved.value.viaSymlink) state.real = resolved.value.real;
-    if (!resolved.value.exists) {
+    let exists = resolved.value.exists;
+    if (!exists) {
+      // Export links the prepared folder only once it exists: until the re-export, the file
+      // lies (or will lie, once prepared) in the folder the export's report names (compile's
+      // model_id) — where the server watches for prepare to write it.
+      reported ??= { dir: reportedPreparedDir(ctx.specDir) };
+      const r = reportedPreparedFile(ctx.specDir, f.path, reported.dir);
+      if (r) {
+        state.abs = path.join(r.dir, r.rest);
+        state.viaReport = true;
+        exists = fs.existsSync(state.abs);
+        if (exists) state.real = state.abs;
+      }
+    }
+    if (!exists) {
       if (looksPrepared(state.abs)) {
         // A normal state between export and prepare, not a broken spec: a warning (its keys
         // are still checked, against prepare's plan: see planned.ts).

@@ -30,6 +30,12 @@ export interface FileState {
   abs?: string;
   /** Where the path leads when a symlink is on the way (QEfficient links the prepared dir). */
   real?: string;
+  /**
+   * `abs` is in the prepared folder the export's report names, the export's link to it not
+   * being there (export links it only once it exists, issue 30.8): a client watching its
+   * workspace through the spec's paths cannot see that folder (the server watches it).
+   */
+  viaReport?: boolean;
   /** The parsed header when the file is a readable safetensors file (or planned, see below). */
   header?: SafetensorsHeader;
   /** The file is a prepared shard that does not exist yet (prepare has not run). */

@@ -4,7 +4,10 @@
  *   <out>/model.onnx          the weight-free graph, spec embedded as metadata com.qti.aisw.extdata
  *   <out>/weight_spec.json    QEfficient v5 bytes
  *   <out>/<prepared name>     symlink to the prepared checkpoint (QEfficient links it there, and
- *                             the spec's `files[].path` go through it)
+ *                             the spec's `files[].path` go through it), made only when the folder
+ *                             exists, as QEfficient's `link_prepared_checkpoint_dir` does: a
+ *                             config-only export leaves no dangling link (until the re-export after
+ *                             prepare, readers find the folder through the report: report.ts)
  *   <out>/export-report.json  what was built, from what, and how long it took. Written first
  *                             with `state: "writing"` (claiming the artifacts, so an interrupted
  *                             run can be re-run) and last with `state: "complete"`.
@@ -37,7 +40,7 @@ export interface ExportOutput<M> {
   spec: WeightSpec;
   /** Exporter-specific report fields (kind, source, options, graph facts, timings …). */
   report: Record<string, unknown>;
-  /** Symlinks to create in `outDir`: name → absolute target (may not exist yet). */
+  /** Symlinks to create in `outDir`: name → absolute target; made only when the target exists. */
   links?: Record<string, string>;
 }
 
@@ -116,12 +119,16 @@ async function writeInScope<M>(
   const specFile = await guard.writeFile(EXPORT_FILES.spec, specText);
   const links: string[] = [];
   for (const [name, target] of Object.entries(o.links ?? {})) {
+    // quic/efficient-transformers QEfficient/exporter/weight_free/export.py (commit 0bd37957)
+    // `link_prepared_checkpoint_dir`: `if prepared_out.exists() and not symlink.exists()`.
+    if (!existsSync(target)) continue;
     guard.target(name);
     await writeLink(outDir, name, target, claimed.includes(name));
     links.push(name);
   }
   // Links the previous export made and this one does not (another dtype names another
-  // prepared directory): left behind, they would still point at the old layout.
+  // prepared directory, or its folder is gone): left behind, they would point at the old
+  // layout or at nothing.
   const artifactNames: readonly string[] = Object.values(EXPORT_FILES);
   for (const old of owned) {
     if (artifactNames.includes(old) || links.includes(old)) continue;
