@@ -21,8 +21,9 @@ button:hover { background: var(--vscode-button-hoverBackground); }
 button.tab { background: transparent; color: var(--vscode-foreground); border-bottom: 2px solid transparent; }
 button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }
-.vt { border: 1px solid var(--vscode-panel-border); }
-.vt-head, .vt-row { display: grid; grid-template-columns: minmax(260px, 3fr) 70px minmax(120px, 1.2fr) 110px minmax(120px, 1fr) minmax(90px, 1fr);
+.vt { border: 1px solid var(--vscode-panel-border); overflow-x: auto; }
+.vt-inner { min-width: 640px; }
+.vt-head, .vt-row { display: grid; grid-template-columns: minmax(180px, 4fr) 64px minmax(110px, 1.2fr) 76px minmax(60px, 0.6fr) minmax(90px, 1fr);
   gap: 8px; padding: 0 8px; align-items: center; white-space: nowrap; }
 .vt-head { font-weight: 600; border-bottom: 1px solid var(--vscode-panel-border); height: 26px; user-select: none; }
 .vt-head span { cursor: pointer; }
@@ -32,6 +33,7 @@ button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .vt-row { position: absolute; left: 0; right: 0; height: 22px; line-height: 22px; }
 .vt-row:hover { background: var(--vscode-list-hoverBackground); }
 .vt-row span { overflow: hidden; text-overflow: ellipsis; }
+.vt-head span.num, .vt-row span.num { text-align: right; }
 .vt-foot { border-top: 1px solid var(--vscode-panel-border); padding: 4px 8px; font-weight: 600; }
 .problem { margin: 2px 0; }
 .sev-error { color: var(--vscode-errorForeground); }
