@@ -40,6 +40,11 @@ button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .sev-warning { color: var(--vscode-editorWarning-foreground); }
 .sev-information, .sev-hint { color: var(--vscode-editorInfo-foreground); }
 details { margin: 2px 0; }
+details.section > summary { margin: 14px 0 6px; padding-bottom: 3px; border-bottom: 1px solid var(--vscode-panel-border); }
+details.section > summary h2 { display: inline; margin: 0; border: none; }
+.toc { margin: 4px 0; color: var(--vscode-descriptionForeground); }
+.banner { margin: 8px 0; padding: 4px 8px; border-left: 3px solid var(--vscode-editorWarning-foreground); background: var(--vscode-textBlockQuote-background); }
+.banner.sev-error { border-left: 3px solid var(--vscode-errorForeground); }
 summary { cursor: pointer; }
 .graph { border: 1px solid var(--vscode-panel-border); overflow: auto; height: 70vh; }
 .graph svg text { fill: var(--vscode-foreground); font-family: var(--vscode-editor-font-family); font-size: 11px; }
