@@ -11,6 +11,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkpoint.mjs';
 import { decodePng, pngSize } from './ui-check.mjs';
+import { viewerNavChecks } from './viewers-nav-ui.mjs';
 
 export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots');
 
@@ -18,7 +19,7 @@ export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots')
  * The webview frame (nested in VS Code's iframes) of the viewer whose heading is `name`, once
  * it shows `selector` (hidden viewers keep their frames, so the heading tells them apart).
  */
-async function webviewFrame(page, name, selector, timeoutMs = 60_000) {
+export async function webviewFrame(page, name, selector, timeoutMs = 60_000) {
   const t0 = Date.now();
   while (Date.now() - t0 < timeoutMs) {
     for (const f of page.frames()) {
@@ -42,7 +43,7 @@ function drawnPixels(file) {
   return [...counts.values()].reduce((a, b) => a + b, 0) - bg;
 }
 
-async function quickOpen(page, name) {
+export async function quickOpen(page, name) {
   // Focus the editor area first (the Problems panel may hold the focus), as ui-check does.
   await page
     .locator('.part.editor')
@@ -58,7 +59,7 @@ async function quickOpen(page, name) {
 }
 
 /** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
-async function palette(page, title, pick) {
+export async function palette(page, title, pick) {
   await page
     .locator('.part.editor')
     .click({ position: { x: 300, y: 200 } })
@@ -70,7 +71,7 @@ async function palette(page, title, pick) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first().click({ timeout: 15_000 });
 }
 
-function shoot(shot, text, want) {
+export function shoot(shot, text, want) {
   for (const w of want) if (!text.includes(w)) throw new Error(`the viewer's text lacks ${JSON.stringify(w)}: ${text.slice(0, 500)}`);
   const size = pngSize(shot);
   if (size.width < 400 || size.height < 200) throw new Error(`screenshot is ${size.width}x${size.height}`);
@@ -206,6 +207,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     const b = shoot(gshot, labels, ['q_proj.weight', 'MatMul', 'Softmax']);
     return `${a}; graph: ${b}`;
   });
+  await viewerNavChecks(page, ws, check, { extensionRoot, tensors });
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
