@@ -22,8 +22,8 @@ button.tab { background: transparent; color: var(--vscode-foreground); border-bo
 button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }
 .vt { border: 1px solid var(--vscode-panel-border); overflow-x: auto; }
-.vt-inner { min-width: 640px; }
-.vt-head, .vt-row { display: grid; grid-template-columns: minmax(180px, 4fr) 64px minmax(110px, 1.2fr) 76px minmax(60px, 0.6fr) minmax(90px, 1fr);
+.vt-inner { min-width: 820px; }
+.vt-head, .vt-row { display: grid; grid-template-columns: minmax(340px, 4fr) 64px minmax(110px, 1.2fr) 76px minmax(60px, 0.6fr) minmax(90px, 1fr);
   gap: 8px; padding: 0 8px; align-items: center; white-space: nowrap; }
 .vt-head { font-weight: 600; border-bottom: 1px solid var(--vscode-panel-border); height: 26px; user-select: none; }
 .vt-head span { cursor: pointer; }
