@@ -4,8 +4,8 @@
 // folds, jumps by anchor, shows the KV cache of the 30B MoE export as one row per run and links
 // to the spec, the checkpoint and the Problems panel; the checkpoint table in a narrow pane
 // keeps key ends, shard labels and readable bytes, scrolls sideways and copies whole keys; the
-// filter matches whole segments, globs and /regex/; a weight_spec.json formats with VS Code's
-// JSON formatter. Screenshots go to test/e2e/screenshots/.
+// filter matches whole segments, globs and /regex/; Format Document on a weight_spec.json writes
+// QEfficient's layout (README "JSON tools"). Screenshots go to test/e2e/screenshots/.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -202,14 +202,15 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
     },
   );
 
-  await check("a weight_spec.json formats with VS Code's JSON formatter (Format Document, screenshot)", async () => {
+  await check("Format Document on a weight_spec.json writes QEfficient's layout: sorted keys, indent 2 (screenshot)", async () => {
     await closeAll(page);
     const dir = path.join(ws.dir, 'fmt-ui');
     fs.mkdirSync(dir, { recursive: true });
+    // Keys out of order, on one line.
     const spec = {
-      files: [{ format: 'safetensors', path: '../llama/model-00001-of-00002.safetensors' }],
-      inputs: [{ location: { file: 0, key: ws.goodKey }, name: ws.goodKey }],
       version: 5,
+      inputs: [{ name: ws.goodKey, location: { key: ws.goodKey, file: 0 } }],
+      files: [{ path: '../llama/model-00001-of-00002.safetensors', format: 'safetensors' }],
     };
     const file = path.join(dir, 'weight_spec.json');
     fs.writeFileSync(file, JSON.stringify(spec));
@@ -220,7 +221,18 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
     await page.waitForFunction(() => document.querySelectorAll('.part.editor .view-line').length >= 10, null, { timeout: 30_000 });
     const shot = path.join(SCREENSHOT_DIR, 'json-format.png');
     await page.locator('.part.editor').screenshot({ path: shot });
-    const shown = shoot(shot, await page.locator('.part.editor').innerText(), ['"files"', '"inputs"', '"version"']);
+    // The rendered lines in their on-screen order (Monaco reuses line elements).
+    const lines = (
+      await page
+        .locator('.part.editor .view-line')
+        .evaluateAll((els) => els.map((e) => [parseFloat(e.style.top) || 0, e.textContent ?? '']).sort((a, b) => a[0] - b[0]))
+    )
+      .map((l) => l[1])
+      .join('\n');
+    const shown = shoot(shot, lines, ['"files"', '"inputs"', '"version"']);
+    const at = (k) => lines.indexOf(`"${k}"`);
+    if (!(at('files') < at('inputs') && at('inputs') < at('version'))) throw new Error(`keys are not sorted: ${lines.slice(0, 300)}`);
+    if (!/\n {2}"files": \[/.test(lines.replace(/\u00a0/g, ' '))) throw new Error(`not indented by 2: ${lines.slice(0, 300)}`);
     await palette(page, 'File: Revert File', /Revert File/).catch(() => {});
     return `${shown}; language mode "${mode}"`;
   });
