@@ -23,6 +23,23 @@ async function explorerOpen(page, folder, file) {
   await page.waitForSelector(`.tab[aria-label*="${file}"]`, { timeout: 15_000 });
 }
 
+/**
+ * The webview frame of the viewer headed `name` that shows `selector` and `text` (viewers of
+ * other files with the same name keep their frames while hidden).
+ */
+async function frameShowing(page, name, selector, text, timeoutMs = 60_000) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    for (const f of page.frames()) {
+      const h1 = await f.$('h1').catch(() => null);
+      if (!h1 || (await h1.textContent().catch(() => '')) !== name || !(await f.$(selector).catch(() => null))) continue;
+      if ((await f.evaluate(() => document.body.innerText).catch(() => '')).includes(text)) return f;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`no ${name} viewer shows ${selector} and ${JSON.stringify(text)} within ${timeoutMs / 1000} s`);
+}
+
 const closeAll = (page) => palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
 
 /** Runs the checks through `check(title, fn)`; `extensionRoot` holds the CLI that exports. */
@@ -39,7 +56,7 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
   let frame;
   await check('a click on model.onnx in the explorer opens the ONNX viewer, not the binary-file warning (screenshot)', async () => {
     await explorerOpen(page, 'q30-export', 'model.onnx');
-    frame = await webviewFrame(page, 'model.onnx', 'nav.toc');
+    frame = await frameShowing(page, 'model.onnx', 'nav.toc', '4250 nodes');
     const editor = await page.locator('.part.editor').innerText();
     if (/binary|unsupported text encoding/i.test(editor)) throw new Error(`the editor shows: ${editor.slice(0, 300)}`);
     const shot = path.join(SCREENSHOT_DIR, 'onnx-default-editor.png');
@@ -108,9 +125,16 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
   await check("the ONNX summary's checkpoint link opens the source checkpoint in the safetensors viewer", async () => {
     await closeAll(page);
     await explorerOpen(page, 'nav-llama', 'model.onnx');
-    const f = await webviewFrame(page, 'model.onnx', 'a.open-checkpoint');
+    // (Another export of the same model is open from the checks before: its spec link names another folder.)
+    const f = await frameShowing(page, 'model.onnx', 'a.open-spec[title*="nav-llama"]', 'Open the source checkpoint');
     const label = await f.locator('a.open-checkpoint').innerText();
     await f.locator('a.open-checkpoint').click();
+    // Opened beside the viewer, in the safetensors viewer.
+    await page
+      .locator('.editor-group-container')
+      .nth(1)
+      .locator('.tab.active[aria-label*="model-00001-of-00002.safetensors"]')
+      .waitFor({ timeout: 30_000 });
     const ck = await webviewFrame(page, 'model-00001-of-00002.safetensors', '.vt-foot');
     await ck.waitForFunction(() => document.querySelector('.vt-foot')?.textContent?.startsWith('total:'), null, { timeout: 30_000 });
     return `"${label}" opened ${(await ck.locator('.vt-foot').innerText()).slice(0, 60)}`;
