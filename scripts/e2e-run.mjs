@@ -3,7 +3,7 @@
 // VS Code (code-server + Chromium) through @vscode/test-electron's runTests, then checks the
 // packaged .vsix installed into a fresh code-server (Problems panel screenshot), and prints the
 // closing `N passed, N failed` line. Options: --skip-ui, --only-ui; env WEIGHT_SPEC_E2E_GREP
-// (mocha grep), WEIGHT_SPEC_E2E_KEEP (keep work files), WEIGHT_SPEC_E2E_SCREENSHOT (copy the
+// (mocha grep), WEIGHT_SPEC_E2E_UI_GREP (only the matching checks of the code-server session), WEIGHT_SPEC_E2E_KEEP (keep work files), WEIGHT_SPEC_E2E_SCREENSHOT (copy the
 // Problems-panel PNG there), WEIGHT_SPEC_E2E_VSCODE (see below).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -9,6 +9,9 @@ import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import type { ServerInitOptions } from '../../core/src/protocol';
 
+/** Spec files by name (package.json's `languages` and `jsonValidation` name the same two). */
+export const SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}';
+
 /** A client for the bundled server, or undefined (after saying why) when the server is missing. */
 export function createLanguageClient(
   context: vscode.ExtensionContext,
@@ -27,7 +30,12 @@ export function createLanguageClient(
     debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6019'] } },
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: 'file', language: 'weight-spec' }],
+    // weight-spec documents, and specs a user opens as JSON (files.associations → json/jsonc,
+    // to have their JSON formatter and settings apply): the server checks them all the same.
+    documentSelector: [
+      { scheme: 'file', language: 'weight-spec' },
+      ...['json', 'jsonc'].map((language) => ({ scheme: 'file', language, pattern: SPEC_FILE_PATTERN })),
+    ],
     synchronize: {
       // The whole `weightSpec` section goes to the server at start and on every change; the
       // server's roots are the workspace folders (kept by the client's workspace-folders

@@ -37,3 +37,31 @@ describe('the Weight Spec view container', () => {
     expect(VSIX_FILES).toContain(`extension/${own.icon}`);
   });
 });
+
+describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
+  const raw = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
+    contributes: {
+      customEditors: { viewType: string; selector: { filenamePattern: string }[]; priority: string }[];
+      jsonValidation: { fileMatch: string[] }[];
+      jsonLanguageParticipants?: unknown;
+      languages: { id: string; filenames?: string[]; filenamePatterns?: string[] }[];
+    };
+  };
+
+  it('makes both viewers the default editors of their files', () => {
+    const byPattern = new Map(raw.contributes.customEditors.map((e) => [e.selector[0]!.filenamePattern, e]));
+    expect(byPattern.get('*.onnx')).toMatchObject({ viewType: 'weightSpec.onnxViewer', priority: 'default' });
+    expect(byPattern.get('*.safetensors')).toMatchObject({ viewType: 'weightSpec.safetensorsViewer', priority: 'default' });
+  });
+
+  it('names spec files alike for the language, the schema and the client (json documents included)', () => {
+    const lang = raw.contributes.languages.find((l) => l.id === 'weight-spec')!;
+    expect([...(lang.filenames ?? []), ...(lang.filenamePatterns ?? [])]).toEqual(['weight_spec.json', '*.weight_spec.json']);
+    expect(raw.contributes.jsonValidation[0]!.fileMatch).toEqual(['weight_spec.json', '*.weight_spec.json']);
+    // VS Code's JSON service stays off weight-spec documents (README "JSON tools": doubled outlines and errors).
+    expect(raw.contributes.jsonLanguageParticipants).toBeUndefined();
+    const client = fs.readFileSync(path.join(repo, 'client', 'src', 'language-client.ts'), 'utf8');
+    expect(client).toContain("SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}'");
+    expect(client).toMatch(/\['json', 'jsonc'\]\.map\(\(language\) => \(\{ scheme: 'file', language, pattern: SPEC_FILE_PATTERN \}\)\)/);
+  });
+});

@@ -54,7 +54,7 @@ describe('companion ONNX checks', () => {
     expect(byCode['shape-mismatch']!.message).toContain('[4, 8]');
     expect(byCode['dtype-mismatch']!.range).toEqual(rangeOf(text, '"model.layers.0.self_attn.k_proj.weight"', 0));
     expect(byCode['dtype-mismatch']!.message).toMatch(
-      /F16 in model\.onnx but .* is F32; run `weight-spec prepare --checkpoint \S+ --dtype float16`/,
+      /^dtype mismatch: ".*" is F32, the graph input ".*" is F16; run Prepare with dtype float16 .*\(`weight-spec prepare --checkpoint \S+ --dtype float16`; model\.onnx\)$/,
     );
     expect(byCode['dtype-mismatch']!.data).toMatchObject({ expected: 'F16', actual: 'F32', prepareDtype: 'float16' });
     expect(byCode['name-not-in-onnx']!.range).toEqual(rangeOf(text, '"model.norm.weight"', 1));

@@ -52,7 +52,7 @@ describeFixtures("keys checked against prepare's plan before prepare", () => {
     const errors = problems.filter((p) => p.severity === 'error');
     expect(errors.map((p) => p.code)).toEqual(['key-missing']);
     expect(errors[0]!.message).toContain(`did you mean "${good}"`);
-    expect(errors[0]!.message).toContain('checked against the plan of `weight-spec prepare --checkpoint');
+    expect(errors[0]!.message).toContain('not prepared yet, checked against the plan of `weight-spec prepare --checkpoint');
     expect(errors[0]!.path).toEqual(expect.arrayContaining(['location', 'key']));
 
     // The CLI says the same and fails.

@@ -113,7 +113,7 @@ describe('checks against checkpoints made here', () => {
     const fileField = rangeOf(t, '"file": 5');
     expect(problems[1]!.range).toEqual({ start: fileField.end - 1, end: fileField.end });
     expect(problems[1]!.message).toContain('valid: 0..1');
-    expect(problems[2]!.message).toBe('key "lm_head.weights" is not in ckpt/b.safetensors; did you mean "lm_head.weight"?');
+    expect(problems[2]!.message).toBe('key "lm_head.weights" not found; did you mean "lm_head.weight"? (in ckpt/b.safetensors)');
   });
 
   it('suggestions prefer a prefix variant, then the closest key with the same tail', async () => {

@@ -26,7 +26,7 @@ function onnxLines(run: CheckRun, name: string): string[] {
   if (!s) return [];
   const onnxName = path.basename(run.onnx!.file);
   const gi = graphInput(run, name);
-  if (!gi) return [`ONNX: \`${name}\` is not an input of \`${onnxName}\``];
+  if (!gi) return [`ONNX: \`${name}\` is not a graph input (\`${onnxName}\`)`];
   const ops = s.consumers[name] ?? [];
   return [
     `ONNX input \`${name}\` of \`${onnxName}\`: \`${gi.dtype ?? `type ${gi.elemType}`}\` \`${shapeText(gi.dims)}\``,

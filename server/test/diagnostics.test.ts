@@ -109,7 +109,7 @@ describe('diagnostics and quick fixes', () => {
     const d = diags[0]!;
     expect(textOf(text, d.range)).toBe('"model.layers.0.self_attn.q_prj.weight"');
     expect(d.message).toBe(
-      'key "model.layers.0.self_attn.q_prj.weight" is not in ckpt/a.safetensors; did you mean "model.layers.0.self_attn.q_proj.weight" or "model.layers.0.self_attn.k_proj.weight"?',
+      'key "model.layers.0.self_attn.q_prj.weight" not found; did you mean "model.layers.0.self_attn.q_proj.weight" or "model.layers.0.self_attn.k_proj.weight"? (in ckpt/a.safetensors)',
     );
     const actions = await fixes(d);
     expect(actions.map((a) => a.title)).toEqual([
@@ -125,9 +125,7 @@ describe('diagnostics and quick fixes', () => {
     const d = diags[0]!;
     expect(textOf(text, d.range)).toBe('"model.norm.weight"');
     expect(text.slice(0, text.indexOf('"model.norm.weight"')).includes('"file": 0')).toBe(true);
-    expect(d.message).toBe(
-      'key "model.norm.weight" is not in ckpt/a.safetensors (files[0]) but in ckpt/b.safetensors (files[1]); set location.file to 1',
-    );
+    expect(d.message).toBe('key "model.norm.weight" is in files[1], not files[0]: set location.file to 1 (files[1] is ckpt/b.safetensors)');
     const actions = await fixes(d);
     expect(actions.map((a) => a.title)).toEqual(['Set location.file to 1 (ckpt/b.safetensors)']);
     expect(await applyFix(actions[0]!)).toEqual([]);
@@ -143,7 +141,7 @@ describe('diagnostics and quick fixes', () => {
     expect(textOf(text, d.range)).toBe('"model.norm.weight"');
     expect(text.split('\n')[d.range.start.line]).toContain('"name": "model.norm.weight"');
     expect(text.indexOf('"name": "model.norm.weight"')).toBeLessThan(text.lastIndexOf('"name": "model.norm.weight"'));
-    expect(d.message).toBe('input name "model.norm.weight" is already used by inputs[3]');
+    expect(d.message).toBe('duplicate input name "model.norm.weight" (first used by inputs[3])');
   });
 
   it('name-not-in-onnx with suggestions; the quick fix removes it', async () => {
@@ -151,7 +149,7 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['name-not-in-onnx', 'onnx-input-unmapped']);
     const d = diags.find((x) => x.code === 'name-not-in-onnx')!;
     expect(textOf(text, d.range)).toBe('"model.norm.weigth"');
-    expect(d.message).toBe('"model.norm.weigth" is not an input of model.onnx; did you mean "model.norm.weight"?');
+    expect(d.message).toBe('"model.norm.weigth" is not a graph input; did you mean "model.norm.weight"? (model.onnx)');
     const actions = await fixes(d);
     expect(actions[0]!.title).toBe('Change name to "model.norm.weight"');
     expect(await applyFix(actions[0]!)).toEqual([]);
@@ -162,7 +160,7 @@ describe('diagnostics and quick fixes', () => {
     expect(codes(diags)).toEqual(['onnx-input-unmapped']);
     expect(diags[0]!.severity).toBe(2);
     expect(textOf(text, diags[0]!.range)).toBe('"inputs"');
-    expect(diags[0]!.message).toBe('graph input "lm_head.weight" of model.onnx has no entry in the spec (the compiler cannot bind it)');
+    expect(diags[0]!.message).toBe('graph input "lm_head.weight" has no entry in the spec: the compiler cannot bind it (model.onnx)');
   });
 
   it('shape-mismatch between graph input and checkpoint tensor', async () => {
@@ -172,7 +170,7 @@ describe('diagnostics and quick fixes', () => {
     expect(textOf(text, diags[0]!.range)).toBe('"model.layers.0.self_attn.k_proj.weight"');
     expect(text.split('\n')[diags[0]!.range.start.line + 2]).toContain('model.layers.0.self_attn.q_proj.weight');
     expect(diags[0]!.message).toBe(
-      '"model.layers.0.self_attn.q_proj.weight" is [4, 4] in model.onnx but "model.layers.0.self_attn.k_proj.weight" has shape [2, 4]',
+      'shape mismatch: "model.layers.0.self_attn.k_proj.weight" is [2, 4], the graph input "model.layers.0.self_attn.q_proj.weight" is [4, 4] (model.onnx)',
     );
   });
 
@@ -182,7 +180,7 @@ describe('diagnostics and quick fixes', () => {
     expect(diags[0]!.severity).toBe(2);
     expect(textOf(text, diags[0]!.range)).toBe('"model.embed_tokens.weight.f16"');
     expect(diags[0]!.message).toMatch(
-      /^"model\.embed_tokens\.weight" is F32 in model\.onnx but "model\.embed_tokens\.weight\.f16" is F16; run `weight-spec prepare --checkpoint \S+ --dtype float32`/,
+      /^dtype mismatch: "model\.embed_tokens\.weight\.f16" is F16, the graph input "model\.embed_tokens\.weight" is F32; run Prepare with dtype float32 and point the spec at the prepared checkpoint \(`weight-spec prepare --checkpoint \S+ --dtype float32`; model\.onnx\)$/,
     );
   });
 

@@ -1,7 +1,7 @@
 /* global document -- the waitForFunction callbacks run in the webview frame */
 // The viewers as a user sees them in the packaged extension (called by ui-check.mjs inside its
 // code-server + Chromium session): opens a checkpoint shard (the safetensors viewer is its
-// default editor) and an export's model.onnx ("Reopen Editor With…" → the ONNX viewer, then
+// default editor) and an export's model.onnx (the ONNX viewer, its default editor too; then
 // its Graph tab), reads the text drawn in each webview frame, and keeps screenshots in
 // test/e2e/screenshots/ (git-ignored; CI keeps them as artifacts), checked for that text and
 // for being drawn (not a blank frame).
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkpoint.mjs';
 import { decodePng, pngSize } from './ui-check.mjs';
+import { viewerNavChecks } from './viewers-nav-ui.mjs';
 
 export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots');
 
@@ -18,7 +19,7 @@ export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots')
  * The webview frame (nested in VS Code's iframes) of the viewer whose heading is `name`, once
  * it shows `selector` (hidden viewers keep their frames, so the heading tells them apart).
  */
-async function webviewFrame(page, name, selector, timeoutMs = 60_000) {
+export async function webviewFrame(page, name, selector, timeoutMs = 60_000) {
   const t0 = Date.now();
   while (Date.now() - t0 < timeoutMs) {
     for (const f of page.frames()) {
@@ -42,12 +43,23 @@ function drawnPixels(file) {
   return [...counts.values()].reduce((a, b) => a + b, 0) - bg;
 }
 
-async function quickOpen(page, name) {
-  // Focus the editor area first (the Problems panel may hold the focus), as ui-check does.
-  await page
-    .locator('.part.editor')
-    .click({ position: { x: 300, y: 200 } })
-    .catch(() => {});
+/**
+ * Focuses the workbench's editor area (the Problems panel may hold the focus): the active tab
+ * when there is one, since a click into a viewer gives the keyboard to its webview frame, where
+ * Ctrl+P does not reach the workbench.
+ */
+async function focusWorkbench(page) {
+  const tab = page.locator('.part.editor .tab.active').first();
+  if (await tab.isVisible().catch(() => false)) await tab.click().catch(() => {});
+  else
+    await page
+      .locator('.part.editor')
+      .click({ position: { x: 300, y: 200 } })
+      .catch(() => {});
+}
+
+export async function quickOpen(page, name) {
+  await focusWorkbench(page);
   await page.keyboard.press('Escape');
   await page.keyboard.press('Control+P');
   await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
@@ -58,11 +70,8 @@ async function quickOpen(page, name) {
 }
 
 /** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
-async function palette(page, title, pick) {
-  await page
-    .locator('.part.editor')
-    .click({ position: { x: 300, y: 200 } })
-    .catch(() => {});
+export async function palette(page, title, pick) {
+  await focusWorkbench(page);
   await page.keyboard.press('Escape');
   await page.keyboard.press('Control+P');
   await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
@@ -70,7 +79,7 @@ async function palette(page, title, pick) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first().click({ timeout: 15_000 });
 }
 
-function shoot(shot, text, want) {
+export function shoot(shot, text, want) {
   for (const w of want) if (!text.includes(w)) throw new Error(`the viewer's text lacks ${JSON.stringify(w)}: ${text.slice(0, 500)}`);
   const size = pngSize(shot);
   if (size.width < 400 || size.height < 200) throw new Error(`screenshot is ${size.width}x${size.height}`);
@@ -175,9 +184,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
       stdio: 'pipe',
     });
     await quickOpen(page, 'model.onnx');
-    // "View: Reopen Editor With..." (not "…With Text Editor", which matches the typed text too).
-    await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ONNX Model Viewer' }).first().click({ timeout: 15_000 });
+    // The ONNX viewer is the default editor of *.onnx (issue 36.1): Quick Open opens it directly.
     const frame = await webviewFrame(page, 'model.onnx', 'button.tab');
     await frame.getByText('Embedded weight spec').waitFor({ timeout: 30_000 });
     const summary = await frame.locator('body').innerText();
@@ -206,6 +213,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     const b = shoot(gshot, labels, ['q_proj.weight', 'MatMul', 'Softmax']);
     return `${a}; graph: ${b}`;
   });
+  await viewerNavChecks(page, ws, check, { extensionRoot, tensors });
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });

@@ -1,7 +1,7 @@
 /**
  * Read-only viewers for model files (custom editors, package.json `contributes.customEditors`):
  * `weightSpec.safetensorsViewer` (default for *.safetensors) and `weightSpec.onnxViewer`
- * (offered for *.onnx through "Reopen Editor With…"). Pages come from core/src/view.
+ * (default for *.onnx too: VS Code itself only offers a binary-file warning). Pages come from core/src/view.
  */
 import * as vscode from 'vscode';
 import { ViewerProvider, renderedText } from './provider';

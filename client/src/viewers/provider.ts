@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { buildViewerPage, graphView, specInputKeyRange, type GraphIndex, type SpecText } from '../../../core/src/view';
+import { buildViewerPage, graphView, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
 import type { FromWebview, ToWebview } from './messages';
@@ -52,6 +52,7 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
     });
     const file = doc.uri.fsPath;
     let graph: GraphIndex | undefined;
+    let shown: ViewerPage | undefined;
     let ready = false;
     let pending: ToWebview | undefined;
     const post = (m: ToWebview) => {
@@ -63,6 +64,7 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       const roots = [...(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), ...settings(doc.uri).roots];
       const result = await buildViewerPage(file, { roots, ...(onnx ? {} : { specs: await workspaceSpecs() }) });
       graph = result.graph;
+      shown = result.page;
       post({ type: 'page', page: result.page });
     };
     const subs: vscode.Disposable[] = [];
@@ -82,6 +84,16 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             const r = specInputKeyRange(d.getText(), m.spec, m.input);
             const selection = r ? new vscode.Range(d.positionAt(r.start), d.positionAt(r.end)) : undefined;
             await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(selection ? { selection } : {}) });
+            break;
+          }
+          case 'openLink': {
+            // Paths come from the page built here, never from the webview.
+            const links = shown?.kind === 'onnx' ? shown.links : undefined;
+            if (m.target === 'problems') await vscode.commands.executeCommand('workbench.actions.view.problems');
+            else if (m.target === 'spec' && links?.spec)
+              await vscode.window.showTextDocument(vscode.Uri.file(links.spec), { viewColumn: vscode.ViewColumn.Beside });
+            else if (m.target === 'checkpoint' && links?.checkpoint)
+              await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(links.checkpoint), vscode.ViewColumn.Beside);
             break;
           }
           case 'rendered':

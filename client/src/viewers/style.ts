@@ -21,8 +21,9 @@ button:hover { background: var(--vscode-button-hoverBackground); }
 button.tab { background: transparent; color: var(--vscode-foreground); border-bottom: 2px solid transparent; }
 button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }
-.vt { border: 1px solid var(--vscode-panel-border); }
-.vt-head, .vt-row { display: grid; grid-template-columns: minmax(260px, 3fr) 70px minmax(120px, 1.2fr) 110px minmax(120px, 1fr) minmax(90px, 1fr);
+.vt { border: 1px solid var(--vscode-panel-border); overflow-x: auto; }
+.vt-inner { min-width: 820px; }
+.vt-head, .vt-row { display: grid; grid-template-columns: minmax(340px, 4fr) 64px minmax(110px, 1.2fr) 76px minmax(60px, 0.6fr) minmax(90px, 1fr);
   gap: 8px; padding: 0 8px; align-items: center; white-space: nowrap; }
 .vt-head { font-weight: 600; border-bottom: 1px solid var(--vscode-panel-border); height: 26px; user-select: none; }
 .vt-head span { cursor: pointer; }
@@ -32,12 +33,18 @@ button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .vt-row { position: absolute; left: 0; right: 0; height: 22px; line-height: 22px; }
 .vt-row:hover { background: var(--vscode-list-hoverBackground); }
 .vt-row span { overflow: hidden; text-overflow: ellipsis; }
+.vt-head span.num, .vt-row span.num { text-align: right; }
 .vt-foot { border-top: 1px solid var(--vscode-panel-border); padding: 4px 8px; font-weight: 600; }
 .problem { margin: 2px 0; }
 .sev-error { color: var(--vscode-errorForeground); }
 .sev-warning { color: var(--vscode-editorWarning-foreground); }
 .sev-information, .sev-hint { color: var(--vscode-editorInfo-foreground); }
 details { margin: 2px 0; }
+details.section > summary { margin: 14px 0 6px; padding-bottom: 3px; border-bottom: 1px solid var(--vscode-panel-border); }
+details.section > summary h2 { display: inline; margin: 0; border: none; }
+.toc { margin: 4px 0; color: var(--vscode-descriptionForeground); }
+.banner { margin: 8px 0; padding: 4px 8px; border-left: 3px solid var(--vscode-editorWarning-foreground); background: var(--vscode-textBlockQuote-background); }
+.banner.sev-error { border-left: 3px solid var(--vscode-errorForeground); }
 summary { cursor: pointer; }
 .graph { border: 1px solid var(--vscode-panel-border); overflow: auto; height: 70vh; }
 .graph svg text { fill: var(--vscode-foreground); font-family: var(--vscode-editor-font-family); font-size: 11px; }

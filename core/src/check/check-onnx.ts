@@ -80,8 +80,9 @@ export async function checkCompanionOnnx(
   try {
     summary = await ctx.cache.onnx(file);
   } catch (err) {
-    const detail = err instanceof FormatError ? err.message : `${file}: ${oneLine(err)}`;
-    report(ctx, 'onnx-unreadable', ['inputs'], `companion ONNX cannot be read: ${detail}`);
+    const why = err instanceof FormatError ? `${err.detail}${err.byte !== undefined ? `, at byte ${err.byte}` : ''}` : oneLine(err);
+    const shown = path.relative(ctx.specDir, file) || path.basename(file);
+    report(ctx, 'onnx-unreadable', ['inputs'], `the companion ONNX cannot be read (${why}): ${shown}`);
     return { file };
   }
   checkAgainstSummary(ctx, file, summary);
@@ -104,14 +105,14 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
           ctx,
           'name-not-in-onnx',
           src.name,
-          `"${input.name}" is an initializer of ${onnxName}, not a graph input: the graph still embeds this weight`,
+          `"${input.name}" is an initializer, not a graph input: the graph still embeds this weight (${onnxName})`,
         );
       } else {
         const suggestions = closestNames(
           input.name,
           [...graphInputs.keys()].filter((n) => !RUNTIME_INPUT.test(n)),
         );
-        report(ctx, 'name-not-in-onnx', src.name, `"${input.name}" is not an input of ${onnxName}${didYouMean(suggestions)}`, {
+        report(ctx, 'name-not-in-onnx', src.name, `"${input.name}" is not a graph input${didYouMean(suggestions)} (${onnxName})`, {
           suggestions,
           onnx: file,
         });
@@ -128,7 +129,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
         ctx,
         'shape-mismatch',
         src.key,
-        `"${input.name}" is ${shapeText(dims)} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
+        `shape mismatch: "${info.key}" is ${shapeText(info.shape)}, the graph input "${input.name}" is ${shapeText(dims)} (${onnxName})`,
         { expected: dims, actual: info.shape },
       );
     } else if (!concrete && dims.length !== info.shape.length) {
@@ -136,7 +137,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
         ctx,
         'shape-mismatch',
         src.key,
-        `"${input.name}" has rank ${dims.length} in ${onnxName} but "${info.key}" has shape ${shapeText(info.shape)}`,
+        `rank mismatch: "${info.key}" is ${shapeText(info.shape)}, the graph input "${input.name}" has rank ${dims.length} (${onnxName})`,
       );
     }
     if (gi.dtype && gi.dtype !== info.dtype) {
@@ -147,10 +148,10 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
         ctx,
         'dtype-mismatch',
         src.key,
-        `"${input.name}" is ${gi.dtype} in ${onnxName} but "${info.key}" is ${info.dtype}` +
+        `dtype mismatch: "${info.key}" is ${info.dtype}, the graph input "${input.name}" is ${gi.dtype}` +
           (want
-            ? `; run \`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\` and point the spec at the prepared checkpoint`
-            : ''),
+            ? `; run Prepare with dtype ${want} and point the spec at the prepared checkpoint (\`weight-spec prepare --checkpoint ${path.relative(process.cwd(), dir) || '.'} --dtype ${want}\`; ${onnxName})`
+            : ` (${onnxName})`),
         { expected: gi.dtype, actual: info.dtype, ...(want ? { prepareDtype: want } : {}) },
       );
     }
@@ -161,7 +162,7 @@ export function checkAgainstSummary(ctx: CheckContext, file: string, summary: On
       ctx,
       'onnx-input-unmapped',
       ['inputs'],
-      `graph input "${n}" of ${onnxName} has no entry in the spec (the compiler cannot bind it)`,
+      `graph input "${n}" has no entry in the spec: the compiler cannot bind it (${onnxName})`,
       { name: n, onnx: file },
     );
   }

@@ -209,7 +209,7 @@ function checkInputs(ctx: CheckContext): void {
   for (const [i, input] of ctx.spec.inputs.entries()) {
     const prev = firstByName.get(input.name);
     if (prev !== undefined) {
-      report(ctx, 'duplicate-name', src(i).name, `input name "${input.name}" is already used by inputs[${prev}]`, { first: prev });
+      report(ctx, 'duplicate-name', src(i).name, `duplicate input name "${input.name}" (first used by inputs[${prev}])`, { first: prev });
     } else {
       firstByName.set(input.name, i);
     }
@@ -246,7 +246,7 @@ function checkInputs(ctx: CheckContext): void {
         ctx,
         'key-in-other-file',
         src(i).key,
-        `key "${key}" is not in ${fileLabel(ctx, fi)} (files[${fi}]) but in ${fileLabel(ctx, other)} (files[${other}]); set location.file to ${other}`,
+        `key "${key}" is in files[${other}], not files[${fi}]: set location.file to ${other} (files[${other}] is ${fileLabel(ctx, other)})`,
         { file: other },
       );
       continue;
@@ -257,7 +257,8 @@ function checkInputs(ctx: CheckContext): void {
       ctx,
       'key-missing',
       src(i).key,
-      `key "${key}" is not in ${fileLabel(ctx, fi)}${didYouMean(suggestions)}${plannedNote(ctx, fi)}`,
+      // The problem and the fix first (Problems cuts long rows), the file and the plan last.
+      `key "${key}" not found${didYouMean(suggestions)} (in ${fileLabel(ctx, fi)}${plannedNote(ctx, fi)})`,
       {
         suggestions,
       },

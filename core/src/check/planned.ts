@@ -122,7 +122,5 @@ export function describePlannedOrigin(source: PlannedSource, key: string, info: 
 /** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */
 export function plannedNote(ctx: CheckContext, fileIndex: number): string {
   const p = ctx.files[fileIndex]?.planned;
-  return p
-    ? ` (checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`; not prepared yet)`
-    : '';
+  return p ? `; not prepared yet, checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`` : '';
 }

@@ -91,7 +91,8 @@ export function checkQuantization(ctx: CheckContext): void {
   facts.forEach((q, i) => {
     if (!q?.refusal || reported.has(q.configFile)) return;
     reported.add(q.configFile);
-    report(ctx, 'quantization-unsupported', ctx.sources.files[i]!.path, `${fileLabel(ctx, i)}: ${q.configFile}: ${q.refusal}`);
+    const config = path.relative(ctx.specDir, q.configFile) || q.configFile;
+    report(ctx, 'quantization-unsupported', ctx.sources.files[i]!.path, `${q.refusal} (${config}; ${fileLabel(ctx, i)})`);
   });
   // Only a file with FP8 tensors or a quantization scheme can yield a problem below: the
   // per-input pass is skipped for the others (a 20 000-input spec is re-checked on every edit).

@@ -8,3 +8,7 @@ export { linkSpecs, specInputKeyRange, type SpecText } from './spec-links';
 export { buildOnnxPage, groupWeights, METADATA_CLIP, type OnnxPageOptions } from './onnx-page';
 export { graphView, indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
 export { buildViewerPage, type ViewerResult } from './page';
+export { valueRuns, type ValueRun } from './value-runs';
+export { onnxLinks } from './onnx-links';
+export { compileTensorFilter, FILTER_PLACEHOLDER, type FilterFields, type TensorFilter } from './tensor-filter';
+export { middleEllipsis, shardLabels } from './table-text';

@@ -11,6 +11,7 @@ import { summarizeOnnx, type OnnxSummary, type ValueSummary } from '../formats/o
 import { layerNumberOf } from '../foundation/layer-number';
 import { formatPath, parseSpecText, SPEC_METADATA_KEY } from '../spec';
 import { indexGraph, readGraphNodes, type GraphIndex } from './onnx-graph';
+import { onnxLinks } from './onnx-links';
 import type { OnnxPage, PageProblem, ValueEntry, WeightGroup } from './types';
 
 /** Metadata values longer than this are cut on the page. */
@@ -116,6 +117,7 @@ export async function buildOnnxPage(file: string, opts: OnnxPageOptions = {}): P
     })),
     ...(spec.page ? { spec: spec.page } : {}),
     graphGroups: graph.groups,
+    links: onnxLinks(abs, spec.page?.files ?? []),
   };
   return { page, graph };
 }

@@ -113,6 +113,8 @@ export interface OnnxPage {
   };
   /** Node groups for the graph view (decoder layers in order). */
   graphGroups: GraphGroupInfo[];
+  /** Files the summary links to (they exist): the spec beside the graph, a checkpoint shard. */
+  links?: { spec?: string; checkpoint?: string; checkpointIs?: 'prepared' | 'source' };
 }
 
 /** A graph node as the graph view draws it. */

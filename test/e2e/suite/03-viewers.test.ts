@@ -71,7 +71,8 @@ describe('viewers for model files', () => {
     const out = path.join(ws.dir, 'viewer-export');
     cli(['export', '--config', model, '--out', out, '--dtype', 'float32']);
     const onnx = path.join(out, 'model.onnx');
-    await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(onnx), 'weightSpec.onnxViewer');
+    // Plain `vscode.open` (what a click in the explorer runs): the viewer is the default editor of *.onnx.
+    await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(onnx));
     assert.equal(activeCustomTab()?.viewType, 'weightSpec.onnxViewer');
     const text = await rendered(onnx, 'page', (t) => t.includes('Embedded weight spec'));
     for (const want of [

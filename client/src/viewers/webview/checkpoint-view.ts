@@ -1,8 +1,12 @@
 /**
  * The safetensors page: shards, a sortable and filterable tensor table with a total, and links
  * from keys to the spec inputs that use them. The table is virtualized (only the rows in view
- * exist in the DOM), so 20,000 tensors scroll and sort without delay.
+ * exist in the DOM), so 20,000 tensors scroll and sort without delay. Keys are cut in the
+ * middle to their column's width (the full key on hover and on copy), shards show the part of
+ * their names that differs, and the table scrolls sideways in a narrow pane.
  */
+import { middleEllipsis, shardLabels } from '../../../../core/src/view/table-text';
+import { compileTensorFilter, FILTER_PLACEHOLDER } from '../../../../core/src/view/tensor-filter';
 import type { CheckpointPage, TensorEntry } from '../../../../core/src/view/types';
 import { bytes, el } from './dom';
 
@@ -27,6 +31,7 @@ export interface CheckpointHooks {
 export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks: CheckpointHooks): void {
   const name = page.opened.split(/[\\/]/).pop()!;
   const shardNames = page.files.map((f) => f.name);
+  const shardShown = shardLabels(shardNames);
   const shape = (t: TensorEntry) => `[${t.shape.join(', ')}]`;
   const used = (t: TensorEntry) => page.links[t.key]?.length ?? 0;
   root.replaceChildren(
@@ -50,7 +55,8 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
 
   const filter = el('input', {
     type: 'text',
-    placeholder: 'Filter keys, dtypes, shards (space-separated terms)',
+    placeholder: FILTER_PLACEHOLDER,
+    title: FILTER_PLACEHOLDER,
     'aria-label': 'Filter tensors',
   });
   const shardSel = el(
@@ -63,17 +69,19 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   root.append(el('div', { class: 'toolbar' }, filter, page.files.length > 1 && shardSel, count));
 
   const head = el('div', { class: 'vt-head' });
+  // Keys are cut to this many characters (measured from the key column and the font).
+  let keyChars = 80;
   const body = el('div', { class: 'vt-body' });
   const spacer = el('div');
   body.append(spacer);
   const foot = el('div', { class: 'vt-foot mono' });
-  root.append(el('div', { class: 'vt' }, head, body, foot));
+  root.append(el('div', { class: 'vt' }, el('div', { class: 'vt-inner' }, head, body, foot)));
 
   let sortCol: Col | undefined;
   let asc = true;
   let rows: TensorEntry[] = page.tensors;
   const headCells = COLS.map((c) => {
-    const s = el('span', { role: 'button', title: `Sort by ${c.label}` }, c.label);
+    const s = el('span', { role: 'button', title: `Sort by ${c.label}`, ...(c.id === 'bytes' ? { class: 'num' } : {}) }, c.label);
     s.addEventListener('click', () => {
       asc = sortCol === c.id ? !asc : true;
       sortCol = c.id;
@@ -101,16 +109,11 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   };
 
   function update(): void {
-    const terms = filter.value
-      .toLowerCase()
-      .split(/\s+/)
-      .filter((x) => x);
+    const query = compileTensorFilter(filter.value);
     const shard = Number(shardSel.value);
     rows = page.tensors.filter((t) => {
       if (shard >= 0 && t.shard !== shard) return false;
-      if (!terms.length) return true;
-      const hay = `${t.key} ${t.dtype} ${shardNames[t.shard]} ${shape(t)}`.toLowerCase();
-      return terms.every((x) => hay.includes(x));
+      return query.empty || query.test({ key: t.key, dtype: t.dtype, shard: shardNames[t.shard]!, shape: t.shape });
     });
     if (sortCol) {
       const k = key(sortCol);
@@ -126,7 +129,8 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
       h.classList.toggle('asc', COLS[i]!.id === sortCol && asc);
     });
     const total = rows.reduce((s, t) => s + t.bytes, 0);
-    count.textContent = rows.length === page.tensors.length ? '' : `${rows.length} of ${page.tensors.length} shown`;
+    count.textContent = query.error ?? (rows.length === page.tensors.length ? '' : `${rows.length} of ${page.tensors.length} shown`);
+    count.classList.toggle('sev-error', query.error !== undefined);
     foot.textContent = `total: ${rows.length} tensor${rows.length === 1 ? '' : 's'}, ${total} bytes (${bytes(total)})`;
     spacer.style.height = `${rows.length * ROW}px`;
     body.scrollTop = 0;
@@ -146,14 +150,26 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
       usedBy.append(a);
     });
     r.append(
-      el('span', { title: t.key }, t.key),
+      el('span', { title: t.key, 'data-full': t.key, class: 'key' }, middleEllipsis(t.key, keyChars)),
       el('span', {}, t.dtype),
-      el('span', {}, shape(t)),
-      el('span', { class: 'num' }, String(t.bytes)),
-      el('span', { title: shardNames[t.shard]! }, shardNames[t.shard]!),
+      el('span', { title: shape(t) }, shape(t)),
+      el('span', { class: 'num', title: `${t.bytes.toLocaleString('en-US')} bytes` }, bytes(t.bytes)),
+      el('span', { title: shardNames[t.shard]! }, shardShown[t.shard]!),
       usedBy,
     );
     return r;
+  }
+
+  /** Characters that fit the key column (monospace: one width for all). */
+  function measure(): void {
+    const probe = el('span', { class: 'mono' }, 'x'.repeat(40));
+    probe.style.visibility = 'hidden';
+    probe.style.position = 'absolute';
+    body.append(probe);
+    const charW = probe.getBoundingClientRect().width / 40 || 7;
+    probe.remove();
+    const colW = headCells[0]!.getBoundingClientRect().width;
+    if (colW > 0) keyChars = Math.max(12, Math.floor(colW / charW));
   }
 
   function paint(): void {
@@ -180,5 +196,30 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
     timer = setTimeout(update, 120);
   });
   shardSel.addEventListener('change', update);
+  // A resized pane re-cuts the keys to the new column width.
+  new ResizeObserver(() => {
+    const before = keyChars;
+    measure();
+    if (keyChars !== before) paint();
+  }).observe(head);
+  // Copying copies whole keys, not the cut text on screen: one key's text gives that key,
+  // a selection across rows gives their cells (tab-separated), keys whole.
+  body.addEventListener('copy', (ev) => {
+    const sel = document.getSelection();
+    if (!sel || sel.isCollapsed || !ev.clipboardData) return;
+    const cell = (n: Node | null) => (n instanceof Element ? n : n?.parentElement)?.closest<HTMLElement>('.key');
+    const one = cell(sel.anchorNode);
+    const text =
+      one && one === cell(sel.focusNode)
+        ? one.dataset.full
+        : [...body.querySelectorAll('.vt-row')]
+            .filter((r) => sel.containsNode(r, true))
+            .map((r) => [...r.children].map((c) => (c as HTMLElement).dataset.full ?? c.textContent ?? '').join('\t'))
+            .join('\n');
+    if (!text) return;
+    ev.clipboardData.setData('text/plain', text);
+    ev.preventDefault();
+  });
+  measure();
   update();
 }

@@ -42,6 +42,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       onnx = renderOnnx(app, page, {
         requestGraph: (group) => vscode.postMessage({ type: 'graph', group }),
         rendered: (view) => (view === 'graph' ? renderedGraph() : rendered('page')),
+        openLink: (target) => vscode.postMessage({ type: 'openLink', target }),
       });
     }
   } else if (m.type === 'graph') {
