@@ -165,73 +165,60 @@
       (local.set $r (i32.add (local.get $r) (i32.const 8)))
       (br $lr))))
 
-  ;; ---- FP8 dequantization (E4M3 / E5M2 → f32, bf16 or f16, times a block scale) ----
+;; ---- FP8 dequantization (E4M3 / E5M2 → f32, bf16 or f16, times a block scale) ----
   ;; Decoding is arithmetic, not a table: a code's exponent and mantissa bits shifted into an
   ;; f32's (by 20 for E4M3, 21 for E5M2) make an f32 2^120 (2^112) times smaller than the code's
   ;; value, subnormal codes included (they land on f32 subnormals, exact); one multiply by that
   ;; power of two is exact, and the multiply by the scale is the one f32 rounding the reference
   ;; makes (f32(q) · scale, as DeepSeek's weight_dequant_kernel). The scale multiply is fused
   ;; into the widening and a bf16/f16 result is rounded straight from the register: no f32
-  ;; buffer. NaN codes become quiet NaNs (E4M3's 0x7fc00000, what the scalar kernel's Float32Array
-  ;; holds; E5M2's keep their sign and payload, as a half's do) and are counted in $fp8_nan;
-  ;; E5M2's ±Inf codes give ±Inf · scale.
+  ;; buffer. NaN codes become quiet NaNs (E4M3's 0x7fc00000, what the scalar kernel's
+  ;; Float32Array holds; E5M2's keep their sign and payload, as a half's do) and are counted in
+  ;; $fp8_nan; E5M2's ±Inf codes give ±Inf · scale. Everything is inlined in the loop but the
+  ;; rare vectors (NaN/Inf codes, or a scale large enough to overflow the target): V8 does not
+  ;; inline wasm calls, and calls in the loop measured half the speed.
   (global $fp8_nan (export "fp8_nan") (mut i32) (i32.const 0))
 
-  ;; Four lanes of codes (u32 each) holding no NaN or Inf code: f32 bits of code · scale.
-  (func $fp8_plain (param $w v128) (param $shift i32) (param $mult v128) (param $s v128) (result v128)
-    (f32x4.mul
-      (f32x4.mul
-        (v128.or (i32x4.shl (v128.and (local.get $w) (i32x4.splat (i32.const 0x7f))) (local.get $shift))
-                 (v128.and (i32x4.shl (local.get $w) (i32.const 24)) (i32x4.splat (i32.const 0x80000000))))
-        (local.get $mult))
-      (local.get $s)))
-
-  ;; Any four lanes of codes: Inf codes ($inf, 0x100 when the format has none) and NaN codes
-  ;; (>= $nan) selected in. A NaN keeps the code's sign and payload bits picked by $keep (E5M2,
-  ;; an IEEE half's top byte, widens as a half does; E4M3's one NaN is the plain quiet NaN).
+  ;; Four lanes of any codes (u32 each): f32 bits of code · scale. Inf codes ($inf; 0x100 when
+  ;; the format has none) give ±Inf · scale; NaN codes (>= $nan) a quiet NaN keeping the code's
+  ;; sign and payload bits that $keep picks.
   (func $fp8_any (param $w v128) (param $shift i32) (param $mult v128) (param $s v128) (param $nan v128) (param $inf v128) (param $keep v128) (result v128)
-    (local $a v128)
+    (local $a v128) (local $sign v128)
     (local.set $a (v128.and (local.get $w) (i32x4.splat (i32.const 0x7f))))
+    (local.set $sign (v128.and (i32x4.shl (local.get $w) (i32.const 24)) (i32x4.splat (i32.const 0x80000000))))
     (v128.bitselect
       (v128.or (i32x4.splat (i32.const 0x7fc00000))
-        (v128.and (local.get $keep)
-          (v128.or (i32x4.shl (local.get $a) (local.get $shift)) (i32x4.shl (local.get $w) (i32.const 24)))))
+        (v128.and (local.get $keep) (v128.or (i32x4.shl (local.get $a) (local.get $shift)) (local.get $sign))))
       (v128.bitselect
+        (f32x4.mul (v128.or (i32x4.splat (i32.const 0x7f800000)) (local.get $sign)) (local.get $s))
         (f32x4.mul
-          (v128.or (i32x4.splat (i32.const 0x7f800000)) (v128.and (i32x4.shl (local.get $w) (i32.const 24)) (i32x4.splat (i32.const 0x80000000))))
+          (f32x4.mul (v128.or (i32x4.shl (local.get $a) (local.get $shift)) (local.get $sign)) (local.get $mult))
           (local.get $s))
-        (call $fp8_plain (local.get $w) (local.get $shift) (local.get $mult) (local.get $s))
         (i32x4.eq (local.get $a) (local.get $inf)))
       (i32x4.ge_u (local.get $a) (local.get $nan))))
 
-  ;; f32 bits → the target's bits in each lane ($to: 0 f32, 1 bf16 in the low half, 2 f16 in
-  ;; the low half), and the lanes that are ±Inf or NaN in a 16-bit target (all ones; none for f32,
-  ;; whose only non-finite results are the codes' own, counted as codes).
-  (func $fp8_to (param $r v128) (param $to i32) (result v128 v128)
-    (if (result v128 v128) (i32.eq (local.get $to) (i32.const 1))
-      (then
-        ;; bf16, round to nearest even (a NaN here is quiet with its low 16 bits zero: it truncates, as the scalar's does)
-        (i32x4.shr_u
-          (i32x4.add (i32x4.add (local.get $r) (i32x4.splat (i32.const 0x7fff)))
-                     (v128.and (i32x4.shr_u (local.get $r) (i32.const 16)) (i32x4.splat (i32.const 1))))
-          (i32.const 16))
-        (i32x4.gt_u (v128.and (local.get $r) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x7f7f7fff))))
-      (else
-        (if (result v128 v128) (i32.eq (local.get $to) (i32.const 2))
-          (then (call $half (local.get $r)))
-          (else (local.get $r) (v128.const i32x4 0 0 0 0))))))
+  ;; $half's f16 bits alone.
+  (func $half1 (param $u v128) (result v128)
+    (call $half (local.get $u))
+    (drop))
+
+  ;; f32 bits → bf16 bits in each lane's high half, round to nearest even (a NaN here is quiet
+  ;; with its low 16 bits zero: it truncates, as the scalar kernel's does).
+  (func $bf16hi (param $r v128) (result v128)
+    (i32x4.add (i32x4.add (local.get $r) (i32x4.splat (i32.const 0x7fff)))
+               (v128.and (i32x4.shr_u (local.get $r) (i32.const 16)) (i32x4.splat (i32.const 1)))))
 
   ;; Dequantizes $n codes of one matrix row from byte $src into $dst, the row segment starting
   ;; at column $col; the row's scales are f32s at $scales, one per $bC columns (a partial last
-  ;; block is just a shorter run). $fmt: 0 E4M3, 1 E5M2. Returns how many results are ±Inf or
-  ;; NaN in a 16-bit target; NaN codes are added to $fp8_nan.
+  ;; block is just a shorter run). $fmt: 0 E4M3, 1 E5M2; $to: 0 f32, 1 bf16, 2 f16. Returns how
+  ;; many results are ±Inf or NaN in a 16-bit target; NaN codes are added to $fp8_nan.
   (func (export "fp8_dequant")
     (param $src i32) (param $dst i32) (param $n i32) (param $scales i32) (param $bC i32) (param $col i32) (param $fmt i32) (param $to i32)
     (result i32)
-    (local $shift i32) (local $mult v128) (local $nan v128) (local $inf v128) (local $keep v128) (local $nan8 v128) (local $spec8 v128)
-    (local $end i32) (local $runEnd i32) (local $blk i32) (local $s v128) (local $cnt i32) (local $nans i32) (local $acc v128)
-    (local $b v128) (local $a8 v128) (local $lo v128) (local $hi v128)
-    (local $r0 v128) (local $r1 v128) (local $r2 v128) (local $r3 v128) (local $m v128) (local $osh i32)
+    (local $shift i32) (local $mult v128) (local $nan v128) (local $inf v128) (local $keep v128) (local $nan16 v128) (local $spec16 v128)
+    (local $max f32) (local $limit f32) (local $sf f32) (local $mask16 v128) (local $slow i32) (local $z v128)
+    (local $end i32) (local $runEnd i32) (local $blk i32) (local $s v128) (local $cnt i32) (local $nans i32) (local $spec v128)
+    (local $h v128) (local $a v128) (local $u v128) (local $r0 v128) (local $r1 v128) (local $o v128) (local $osh i32)
     (if (local.get $fmt)
       (then
         (local.set $shift (i32.const 21))
@@ -239,89 +226,127 @@
         (local.set $nan (i32x4.splat (i32.const 0x7d)))
         (local.set $inf (i32x4.splat (i32.const 0x7c)))
         (local.set $keep (i32x4.splat (i32.const 0x80600000)))
-        (local.set $nan8 (i8x16.splat (i32.const 0x7d)))
-        (local.set $spec8 (i8x16.splat (i32.const 0x7c))))
+        (local.set $nan16 (i16x8.splat (i32.const 0x7d)))
+        (local.set $spec (i16x8.splat (i32.const 0x7c)))
+        (local.set $max (f32.const 57344)))
       (else
         (local.set $shift (i32.const 20))
         (local.set $mult (i32x4.splat (i32.const 0x7b800000)))
         (local.set $nan (i32x4.splat (i32.const 0x7f)))
         (local.set $inf (i32x4.splat (i32.const 0x100)))
-        (local.set $nan8 (i8x16.splat (i32.const 0x7f)))
-        (local.set $spec8 (i8x16.splat (i32.const 0x7f)))))
-    ;; output bytes per element, as a shift
+        (local.set $nan16 (i16x8.splat (i32.const 0x7f)))
+        (local.set $spec (i16x8.splat (i32.const 0x7f)))
+        (local.set $max (f32.const 448))))
+    ;; per target: bytes per element (a shift), the exponent mask of a non-finite 16-bit result,
+    ;; and the magnitude from which a result rounds to ±Inf (f32: not counted, never slow)
     (local.set $osh (select (i32.const 2) (i32.const 1) (i32.eqz (local.get $to))))
+    (local.set $limit (f32.const inf))
+    (if (i32.eq (local.get $to) (i32.const 1))
+      (then (local.set $mask16 (i16x8.splat (i32.const 0x7f80))) (local.set $limit (f32.reinterpret_i32 (i32.const 0x7f7f8000)))))
+    (if (i32.eq (local.get $to) (i32.const 2))
+      (then (local.set $mask16 (i16x8.splat (i32.const 0x7c00))) (local.set $limit (f32.const 65520))))
     (local.set $end (i32.add (local.get $src) (local.get $n)))
     (block $done (loop $runs
       (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
       (local.set $blk (i32.div_u (local.get $col) (local.get $bC)))
-      (local.set $s (v128.load32_splat (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+      (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+      (local.set $s (f32x4.splat (local.get $sf)))
+      ;; a scale that can take a finite code past the target's range sends every vector of the
+      ;; run down the counting path (compare ≥ 0: lanes ≥ 0 always)
+      (local.set $spec16 (local.get $spec))
+      (if (f32.ge (f32.mul (f32.abs (local.get $sf)) (local.get $max)) (local.get $limit))
+        (then (local.set $spec16 (local.get $z))))
       ;; this block's columns of the segment
       (local.set $runEnd (i32.add (local.get $src)
         (i32.sub (i32.mul (i32.add (local.get $blk) (i32.const 1)) (local.get $bC)) (local.get $col))))
       (if (i32.gt_u (local.get $runEnd) (local.get $end)) (then (local.set $runEnd (local.get $end))))
       (local.set $col (i32.add (local.get $col) (i32.sub (local.get $runEnd) (local.get $src))))
-      ;; 16 codes at a time
+      ;; 8 codes at a time, as u16 lanes
       (block $vdone (loop $v
-        (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 16)) (local.get $runEnd)))
-        (local.set $b (v128.load (local.get $src)))
-        (local.set $a8 (v128.and (local.get $b) (i8x16.splat (i32.const 0x7f))))
-        (local.set $lo (i16x8.extend_low_i8x16_u (local.get $b)))
-        (local.set $hi (i16x8.extend_high_i8x16_u (local.get $b)))
-        (if (v128.any_true (i8x16.ge_u (local.get $a8) (local.get $spec8)))
+        (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 8)) (local.get $runEnd)))
+        (local.set $h (v128.load8x8_u (local.get $src)))
+        (local.set $a (v128.and (local.get $h) (i16x8.splat (i32.const 0x7f))))
+        (local.set $slow (v128.any_true (i16x8.ge_u (local.get $a) (local.get $spec16))))
+        (if (local.get $slow)
           (then
             (local.set $nans (i32.add (local.get $nans)
-              (i32.popcnt (i8x16.bitmask (i8x16.ge_u (local.get $a8) (local.get $nan8))))))
-            (local.set $r0 (call $fp8_any (i32x4.extend_low_i16x8_u (local.get $lo)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
-            (local.set $r1 (call $fp8_any (i32x4.extend_high_i16x8_u (local.get $lo)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
-            (local.set $r2 (call $fp8_any (i32x4.extend_low_i16x8_u (local.get $hi)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
-            (local.set $r3 (call $fp8_any (i32x4.extend_high_i16x8_u (local.get $hi)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep))))
+              (i32.popcnt (i16x8.bitmask (i16x8.ge_u (local.get $a) (local.get $nan16))))))
+            (local.set $r0 (call $fp8_any (i32x4.extend_low_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
+            (local.set $r1 (call $fp8_any (i32x4.extend_high_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep))))
           (else
-            (local.set $r0 (call $fp8_plain (i32x4.extend_low_i16x8_u (local.get $lo)) (local.get $shift) (local.get $mult) (local.get $s)))
-            (local.set $r1 (call $fp8_plain (i32x4.extend_high_i16x8_u (local.get $lo)) (local.get $shift) (local.get $mult) (local.get $s)))
-            (local.set $r2 (call $fp8_plain (i32x4.extend_low_i16x8_u (local.get $hi)) (local.get $shift) (local.get $mult) (local.get $s)))
-            (local.set $r3 (call $fp8_plain (i32x4.extend_high_i16x8_u (local.get $hi)) (local.get $shift) (local.get $mult) (local.get $s)))))
+            ;; each lane's f32 high half: magnitude bits shifted into place, sign at the top
+            (local.set $u (v128.or
+              (i16x8.shl (local.get $a) (i32.sub (local.get $shift) (i32.const 16)))
+              (i16x8.shl (v128.and (local.get $h) (i16x8.splat (i32.const 0x80))) (i32.const 8))))
+            (local.set $r0 (f32x4.mul (f32x4.mul
+              (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $u)) (local.get $mult)) (local.get $s)))
+            (local.set $r1 (f32x4.mul (f32x4.mul
+              (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $u)) (local.get $mult)) (local.get $s)))))
         (if (i32.eqz (local.get $to))
           (then
             (v128.store (local.get $dst) (local.get $r0))
-            (v128.store offset=16 (local.get $dst) (local.get $r1))
-            (v128.store offset=32 (local.get $dst) (local.get $r2))
-            (v128.store offset=48 (local.get $dst) (local.get $r3)))
+            (v128.store offset=16 (local.get $dst) (local.get $r1)))
           (else
-            (call $fp8_to (local.get $r0) (local.get $to))
-            (local.set $m) (local.set $acc (i32x4.add (local.get $acc) (local.get $m))) (local.set $r0)
-            (call $fp8_to (local.get $r1) (local.get $to))
-            (local.set $m) (local.set $acc (i32x4.add (local.get $acc) (local.get $m))) (local.set $r1)
-            (call $fp8_to (local.get $r2) (local.get $to))
-            (local.set $m) (local.set $acc (i32x4.add (local.get $acc) (local.get $m))) (local.set $r2)
-            (call $fp8_to (local.get $r3) (local.get $to))
-            (local.set $m) (local.set $acc (i32x4.add (local.get $acc) (local.get $m))) (local.set $r3)
-            (v128.store (local.get $dst) (i16x8.narrow_i32x4_u (local.get $r0) (local.get $r1)))
-            (v128.store offset=16 (local.get $dst) (i16x8.narrow_i32x4_u (local.get $r2) (local.get $r3)))))
-        (local.set $src (i32.add (local.get $src) (i32.const 16)))
-        (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.const 16) (local.get $osh))))
+            (if (i32.eq (local.get $to) (i32.const 1))
+              (then
+                ;; bf16: the rounded high halves
+                (local.set $o (i8x16.shuffle 2 3 6 7 10 11 14 15 18 19 22 23 26 27 30 31
+                  (i32x4.add (i32x4.add (local.get $r0) (i32x4.splat (i32.const 0x7fff)))
+                             (v128.and (i32x4.shr_u (local.get $r0) (i32.const 16)) (i32x4.splat (i32.const 1))))
+                  (i32x4.add (i32x4.add (local.get $r1) (i32x4.splat (i32.const 0x7fff)))
+                             (v128.and (i32x4.shr_u (local.get $r1) (i32.const 16)) (i32x4.splat (i32.const 1)))))))
+              (else
+                ;; f16: the slow vectors (any ±Inf/NaN result) through $half; the others are finite
+                ;; in f16, normal (rebias, round at bit 13) or subnormal (the 0.5f addition), as $half
+                (if (local.get $slow)
+                  (then (local.set $o (i16x8.narrow_i32x4_u (call $half1 (local.get $r0)) (call $half1 (local.get $r1)))))
+                  (else (local.set $o (i16x8.narrow_i32x4_u
+                    (v128.or
+                    (v128.bitselect
+                      (i32x4.sub (f32x4.add (v128.and (local.get $r0) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
+                      (i32x4.shr_u
+                        (i32x4.add (i32x4.add (local.tee $a (i32x4.sub (v128.and (local.get $r0) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x38000000)))) (i32x4.splat (i32.const 0xfff)))
+                                   (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 1))))
+                        (i32.const 13))
+                      (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x00800000))))
+                    (i32x4.shr_u (v128.and (local.get $r0) (i32x4.splat (i32.const 0x80000000))) (i32.const 16)))
+                    (v128.or
+                    (v128.bitselect
+                      (i32x4.sub (f32x4.add (v128.and (local.get $r1) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
+                      (i32x4.shr_u
+                        (i32x4.add (i32x4.add (local.tee $a (i32x4.sub (v128.and (local.get $r1) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x38000000)))) (i32x4.splat (i32.const 0xfff)))
+                                   (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 1))))
+                        (i32.const 13))
+                      (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x00800000))))
+                    (i32x4.shr_u (v128.and (local.get $r1) (i32x4.splat (i32.const 0x80000000))) (i32.const 16)))))))))
+            (if (local.get $slow)
+              (then (local.set $cnt (i32.add (local.get $cnt) (i32.popcnt (i16x8.bitmask
+                (i16x8.eq (v128.and (local.get $o) (local.get $mask16)) (local.get $mask16))))))))
+            (v128.store (local.get $dst) (local.get $o))))
+        (local.set $src (i32.add (local.get $src) (i32.const 8)))
+        (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.const 8) (local.get $osh))))
         (br $v)))
       ;; the run's last codes, one at a time through the same lanes
       (block $sdone (loop $sc
         (br_if $sdone (i32.ge_u (local.get $src) (local.get $runEnd)))
-        (local.set $b (i32x4.splat (i32.load8_u (local.get $src))))
+        (local.set $h (i32x4.splat (i32.load8_u (local.get $src))))
         (local.set $nans (i32.sub (local.get $nans)
-          (i32x4.extract_lane 0 (i32x4.ge_u (v128.and (local.get $b) (i32x4.splat (i32.const 0x7f))) (local.get $nan)))))
-        (local.set $r0 (call $fp8_any (local.get $b) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
+          (i32x4.extract_lane 0 (i32x4.ge_u (v128.and (local.get $h) (i32x4.splat (i32.const 0x7f))) (local.get $nan)))))
+        (local.set $r0 (call $fp8_any (local.get $h) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
         (if (i32.eqz (local.get $to))
           (then (v128.store32_lane 0 (local.get $dst) (local.get $r0)))
           (else
-            (call $fp8_to (local.get $r0) (local.get $to))
-            (local.set $m)
-            (local.set $r0)
-            (local.set $cnt (i32.sub (local.get $cnt) (i32x4.extract_lane 0 (local.get $m))))
-            (v128.store16_lane 0 (local.get $dst) (local.get $r0))))
+            (if (i32.eq (local.get $to) (i32.const 1))
+              (then (local.set $o (i32x4.shr_u (call $bf16hi (local.get $r0)) (i32.const 16))))
+              (else (local.set $o (call $half1 (local.get $r0)))))
+            ;; lane 0's low half
+            (local.set $cnt (i32.sub (local.get $cnt) (i16x8.extract_lane_s 0
+              (i16x8.eq (v128.and (local.get $o) (local.get $mask16)) (local.get $mask16)))))
+            (v128.store16_lane 0 (local.get $dst) (local.get $o))))
         (local.set $src (i32.add (local.get $src) (i32.const 1)))
         (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.const 1) (local.get $osh))))
         (br $sc)))
       (br $runs)))
     (global.set $fp8_nan (i32.add (global.get $fp8_nan) (local.get $nans)))
-    ;; the masks are -1 per marked lane
-    (i32.sub (local.get $cnt) (i32.add
-      (i32.add (i32x4.extract_lane 0 (local.get $acc)) (i32x4.extract_lane 1 (local.get $acc)))
-      (i32.add (i32x4.extract_lane 2 (local.get $acc)) (i32x4.extract_lane 3 (local.get $acc))))))
+    (local.get $cnt))
 )
