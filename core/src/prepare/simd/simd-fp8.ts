@@ -39,6 +39,18 @@ export interface SimdDequant {
 
 const up16 = (n: number) => Math.ceil(n / 16) * 16;
 
+/** Whether `[rows, cols]` FP8 slices dequantize and transpose into `to` on the SIMD kernels here. */
+export function canDequantTranspose(from: DType, to: DType, rows: number, cols: number): boolean {
+  return (
+    process.env.WEIGHT_SPEC_SIMD !== 'off' &&
+    FORMATS[from] !== undefined &&
+    (to === 'BF16' || to === 'F16') &&
+    rows % 8 === 0 &&
+    cols % 8 === 0 &&
+    instance() !== null
+  );
+}
+
 /**
  * A SIMD dequantizer of FP8 `from` (`shape`, scaled by `ref`) into `to`, for chunks of up to
  * `maxElems` elements and up to `maxScales` scales, with room for `slots` transposed slices of
