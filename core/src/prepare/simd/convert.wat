@@ -219,6 +219,7 @@
     (local $max f32) (local $limit f32) (local $sf f32) (local $mask16 v128) (local $slow i32) (local $z v128)
     (local $end i32) (local $runEnd i32) (local $blk i32) (local $s v128) (local $cnt i32) (local $nans i32) (local $spec v128)
     (local $h v128) (local $a v128) (local $u v128) (local $r0 v128) (local $r1 v128) (local $o v128) (local $osh i32)
+    (local $multf f32) (local $sm f32) (local $sms v128)
     (if (local.get $fmt)
       (then
         (local.set $shift (i32.const 21))
@@ -228,7 +229,8 @@
         (local.set $keep (i32x4.splat (i32.const 0x80600000)))
         (local.set $nan16 (i16x8.splat (i32.const 0x7d)))
         (local.set $spec (i16x8.splat (i32.const 0x7c)))
-        (local.set $max (f32.const 57344)))
+        (local.set $max (f32.const 57344))
+        (local.set $multf (f32.const 0x1p112)))
       (else
         (local.set $shift (i32.const 20))
         (local.set $mult (i32x4.splat (i32.const 0x7b800000)))
@@ -236,7 +238,8 @@
         (local.set $inf (i32x4.splat (i32.const 0x100)))
         (local.set $nan16 (i16x8.splat (i32.const 0x7f)))
         (local.set $spec (i16x8.splat (i32.const 0x7f)))
-        (local.set $max (f32.const 448))))
+        (local.set $max (f32.const 448))
+        (local.set $multf (f32.const 0x1p120))))
     ;; per target: bytes per element (a shift), the exponent mask of a non-finite 16-bit result,
     ;; and the magnitude from which a result rounds to ±Inf (f32: not counted, never slow)
     (local.set $osh (select (i32.const 2) (i32.const 1) (i32.eqz (local.get $to))))
@@ -246,21 +249,29 @@
     (if (i32.eq (local.get $to) (i32.const 2))
       (then (local.set $mask16 (i16x8.splat (i32.const 0x7c00))) (local.set $limit (f32.const 65520))))
     (local.set $end (i32.add (local.get $src) (local.get $n)))
+    (local.set $blk (i32.div_u (local.get $col) (local.get $bC)))
     (block $done (loop $runs
       (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
-      (local.set $blk (i32.div_u (local.get $col) (local.get $bC)))
       (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
       (local.set $s (f32x4.splat (local.get $sf)))
-      ;; a scale that can take a finite code past the target's range sends every vector of the
-      ;; run down the counting path (compare ≥ 0: lanes ≥ 0 always)
+      ;; the common path multiplies once, by scale · 2^120 (2^112): exact when that is a normal
+      ;; f32, and then code · 2^-120 times it is the same real product, rounded once
+      (local.set $sm (f32.mul (local.get $sf) (local.get $multf)))
+      (local.set $sms (f32x4.splat (local.get $sm)))
+      ;; a scale that can take a finite code past the target's range, or whose product is not
+      ;; normal, sends every vector of the run down the general path (compare ≥ 0: always true)
       (local.set $spec16 (local.get $spec))
-      (if (f32.ge (f32.mul (f32.abs (local.get $sf)) (local.get $max)) (local.get $limit))
+      (if (i32.or
+            (f32.ge (f32.mul (f32.abs (local.get $sf)) (local.get $max)) (local.get $limit))
+            (i32.eqz (i32.and (f32.lt (f32.abs (local.get $sm)) (f32.const inf))
+                              (f32.ge (f32.abs (local.get $sm)) (f32.const 0x1p-126)))))
         (then (local.set $spec16 (local.get $z))))
       ;; this block's columns of the segment
       (local.set $runEnd (i32.add (local.get $src)
         (i32.sub (i32.mul (i32.add (local.get $blk) (i32.const 1)) (local.get $bC)) (local.get $col))))
       (if (i32.gt_u (local.get $runEnd) (local.get $end)) (then (local.set $runEnd (local.get $end))))
       (local.set $col (i32.add (local.get $col) (i32.sub (local.get $runEnd) (local.get $src))))
+      (local.set $blk (i32.add (local.get $blk) (i32.const 1)))
       ;; 8 codes at a time, as u16 lanes
       (block $vdone (loop $v
         (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 8)) (local.get $runEnd)))
@@ -278,10 +289,10 @@
             (local.set $u (v128.or
               (i16x8.shl (local.get $a) (i32.sub (local.get $shift) (i32.const 16)))
               (i16x8.shl (v128.and (local.get $h) (i16x8.splat (i32.const 0x80))) (i32.const 8))))
-            (local.set $r0 (f32x4.mul (f32x4.mul
-              (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $u)) (local.get $mult)) (local.get $s)))
-            (local.set $r1 (f32x4.mul (f32x4.mul
-              (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $u)) (local.get $mult)) (local.get $s)))))
+            (local.set $r0 (f32x4.mul
+              (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $u)) (local.get $sms)))
+            (local.set $r1 (f32x4.mul
+              (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $u)) (local.get $sms)))))
         (if (i32.eqz (local.get $to))
           (then
             (v128.store (local.get $dst) (local.get $r0))
