@@ -45,23 +45,34 @@ function values(bytes) {
 
 const shardName = (s, n) => `model-${String(s + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
 
-/** Writes one shard of `tensors` ({key, shape}) in BF16, each filled from `noise` (varied by its first byte). */
-function writeShard(file, tensors, noise) {
+const SIZE = { BF16: 2, F32: 4, F8_E4M3: 1 };
+
+/**
+ * Creates `file` with the safetensors header of `tensors` ({key, dtype (default BF16), shape}):
+ * the descriptor, positioned at the data, each tensor's byte size, and the file's total size.
+ */
+function openShard(file, tensors) {
   const header = { __metadata__: { format: 'pt' } };
   let off = 0;
-  for (const t of tensors) {
-    const n = t.shape.reduce((a, b) => a * b, 1) * 2;
-    header[t.key] = { dtype: 'BF16', shape: t.shape, data_offsets: [off, off + n] };
-    off += n;
-  }
+  const sizes = tensors.map((t) => t.shape.reduce((a, b) => a * b, 1) * SIZE[t.dtype ?? 'BF16']);
+  tensors.forEach((t, i) => {
+    header[t.key] = { dtype: t.dtype ?? 'BF16', shape: t.shape, data_offsets: [off, off + sizes[i]] };
+    off += sizes[i];
+  });
   let json = Buffer.from(JSON.stringify(header));
   json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(json.length));
   const fd = openSync(file, 'w');
+  writeSync(fd, len);
+  writeSync(fd, json);
+  return { fd, sizes, total: 8 + json.length + off };
+}
+
+/** Writes one shard of `tensors` ({key, shape}) in BF16, each filled from `noise` (varied by its first byte). */
+function writeShard(file, tensors, noise) {
+  const { fd, total } = openShard(file, tensors);
   try {
-    writeSync(fd, len);
-    writeSync(fd, json);
     let k = 0;
     for (const t of tensors) {
       let left = t.shape.reduce((a, b) => a * b, 1) * 2;
@@ -75,18 +86,22 @@ function writeShard(file, tensors, noise) {
   } finally {
     closeSync(fd);
   }
-  return 8 + json.length + off;
+  return total;
 }
 
-function writeCheckpoint(dir, shards, config) {
+/** Writes `shards` (lists of tensors) with `write(file, tensors)` (default: bf16 values), the index and config.json. */
+function writeCheckpoint(dir, shards, config, write) {
   mkdirSync(dir, { recursive: true });
-  const noise = values(32 * 2 ** 20);
+  if (!write) {
+    const noise = values(32 * 2 ** 20);
+    write = (file, tensors) => writeShard(file, tensors, noise);
+  }
   const weightMap = {};
   const files = [];
   let bytes = 0;
   shards.forEach((tensors, s) => {
     const name = shardName(s, shards.length);
-    bytes += writeShard(path.join(dir, name), tensors, noise);
+    bytes += write(path.join(dir, name), tensors);
     for (const t of tensors) weightMap[t.key] = name;
     files.push(name);
   });
@@ -170,21 +185,8 @@ export function fp8Weights(bytes) {
 
 /** Writes one shard of `tensors` ({key, dtype: 'F8_E4M3' | 'F32', shape}); FP8 data from `codes`, F32 scales drawn. */
 function writeFp8Shard(file, tensors, codes) {
-  const header = { __metadata__: { format: 'pt' } };
-  let off = 0;
-  const sizes = tensors.map((t) => t.shape.reduce((a, b) => a * b, 1) * (t.dtype === 'F32' ? 4 : 1));
-  tensors.forEach((t, i) => {
-    header[t.key] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + sizes[i]] };
-    off += sizes[i];
-  });
-  let json = Buffer.from(JSON.stringify(header));
-  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  const fd = openSync(file, 'w');
+  const { fd, sizes, total } = openShard(file, tensors);
   try {
-    writeSync(fd, len);
-    writeSync(fd, json);
     let at = 0;
     tensors.forEach((t, i) => {
       if (t.dtype === 'F32') {
@@ -202,26 +204,15 @@ function writeFp8Shard(file, tensors, codes) {
   } finally {
     closeSync(fd);
   }
-  return 8 + json.length + off;
+  return total;
 }
 
 const FP8_CONFIG = { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [128, 128] };
 
 function writeFp8Checkpoint(dir, shards, config) {
-  mkdirSync(dir, { recursive: true });
   const codes = fp8Weights(16 * 2 ** 20 + 4099); // not a multiple of any tensor: tensors differ
-  const weightMap = {};
-  const files = [];
-  let bytes = 0;
-  shards.forEach((tensors, s) => {
-    const name = shardName(s, shards.length);
-    bytes += writeFp8Shard(path.join(dir, name), tensors, codes);
-    for (const t of tensors) weightMap[t.key] = name;
-    files.push(name);
-  });
-  writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
-  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...config, quantization_config: FP8_CONFIG }));
-  return { dir, files, bytes, tensors: Object.keys(weightMap).length, dtype: 'F8_E4M3' };
+  const write = (file, tensors) => writeFp8Shard(file, tensors, codes);
+  return { ...writeCheckpoint(dir, shards, { ...config, quantization_config: FP8_CONFIG }, write), dtype: 'F8_E4M3' };
 }
 
 /** A weight and its 128×128-block scale. */
