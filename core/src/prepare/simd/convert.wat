@@ -2,8 +2,9 @@
 ;; the scalar reference in formats/dtype.ts (floatBitsToHalfBits: RNE, overflow to ±Inf, NaN
 ;; payload kept) — the tests compare every bf16 input and a million f32 ones.
 ;; Assembled by scripts/build-wasm.mjs into convert-wasm.ts; edit this file, not that one.
-;; Each export converts n elements (n a multiple of 8) from byte `src` to byte `dst` of the
-;; module's own memory, which the caller reads into and writes from directly. The narrowing
+;; Each conversion export converts n elements (n a multiple of 8; fp8_dequant: any n, see its
+;; section below) from byte `src` to byte `dst` of the module's own memory, which the caller
+;; reads into and writes from directly. The narrowing
 ;; ones (to f16) return how many results are ±Inf or NaN (issue #28: overflow is refused
 ;; unless allowed), counted in the same pass: prepare never looks at the weights twice.
 (module
@@ -165,7 +166,7 @@
       (local.set $r (i32.add (local.get $r) (i32.const 8)))
       (br $lr))))
 
-;; ---- FP8 dequantization (E4M3 / E5M2 → f32, bf16 or f16, times a block scale) ----
+  ;; ---- FP8 dequantization (E4M3 / E5M2 → f32, bf16 or f16, times a block scale) ----
   ;; Decoding is arithmetic, not a table: a code's exponent and mantissa bits shifted into an
   ;; f32's (by 20 for E4M3, 21 for E5M2) make an f32 2^120 (2^112) times smaller than the code's
   ;; value, subnormal codes included (they land on f32 subnormals, exact); one multiply by that
