@@ -45,23 +45,34 @@ function values(bytes) {
 
 const shardName = (s, n) => `model-${String(s + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
 
-/** Writes one shard of `tensors` ({key, shape}) in BF16, each filled from `noise` (varied by its first byte). */
-function writeShard(file, tensors, noise) {
+const SIZE = { BF16: 2, F32: 4, F8_E4M3: 1 };
+
+/**
+ * Creates `file` with the safetensors header of `tensors` ({key, dtype (default BF16), shape}):
+ * the descriptor, positioned at the data, each tensor's byte size, and the file's total size.
+ */
+function openShard(file, tensors) {
   const header = { __metadata__: { format: 'pt' } };
   let off = 0;
-  for (const t of tensors) {
-    const n = t.shape.reduce((a, b) => a * b, 1) * 2;
-    header[t.key] = { dtype: 'BF16', shape: t.shape, data_offsets: [off, off + n] };
-    off += n;
-  }
+  const sizes = tensors.map((t) => t.shape.reduce((a, b) => a * b, 1) * SIZE[t.dtype ?? 'BF16']);
+  tensors.forEach((t, i) => {
+    header[t.key] = { dtype: t.dtype ?? 'BF16', shape: t.shape, data_offsets: [off, off + sizes[i]] };
+    off += sizes[i];
+  });
   let json = Buffer.from(JSON.stringify(header));
   json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(json.length));
   const fd = openSync(file, 'w');
+  writeSync(fd, len);
+  writeSync(fd, json);
+  return { fd, sizes, total: 8 + json.length + off };
+}
+
+/** Writes one shard of `tensors` ({key, shape}) in BF16, each filled from `noise` (varied by its first byte). */
+function writeShard(file, tensors, noise) {
+  const { fd, total } = openShard(file, tensors);
   try {
-    writeSync(fd, len);
-    writeSync(fd, json);
     let k = 0;
     for (const t of tensors) {
       let left = t.shape.reduce((a, b) => a * b, 1) * 2;
@@ -75,18 +86,22 @@ function writeShard(file, tensors, noise) {
   } finally {
     closeSync(fd);
   }
-  return 8 + json.length + off;
+  return total;
 }
 
-function writeCheckpoint(dir, shards, config) {
+/** Writes `shards` (lists of tensors) with `write(file, tensors)` (default: bf16 values), the index and config.json. */
+function writeCheckpoint(dir, shards, config, write) {
   mkdirSync(dir, { recursive: true });
-  const noise = values(32 * 2 ** 20);
+  if (!write) {
+    const noise = values(32 * 2 ** 20);
+    write = (file, tensors) => writeShard(file, tensors, noise);
+  }
   const weightMap = {};
   const files = [];
   let bytes = 0;
   shards.forEach((tensors, s) => {
     const name = shardName(s, shards.length);
-    bytes += writeShard(path.join(dir, name), tensors, noise);
+    bytes += write(path.join(dir, name), tensors);
     for (const t of tensors) weightMap[t.key] = name;
     files.push(name);
   });
@@ -125,4 +140,118 @@ export function moeCheckpoint(dir, gb, experts = 64) {
   });
   const config = { model_type: 'mixtral', hidden_size: H, intermediate_size: I, num_local_experts: experts, num_hidden_layers: layers };
   return { ...writeCheckpoint(dir, list, config), layers, experts };
+}
+
+// ---- FP8 checkpoints (issue 35): HF fine-grained FP8 as DeepSeek-V3 ships it — E4M3 weights in
+// 128×128 blocks with F32 `weight_scale_inv` (amax / 448 per block). A trained matrix's block of
+// normal(0, 0.02) values quantizes to codes of about normal(0, 448 / 4.1) (the block's amax is
+// about 4.1 σ), so the codes are drawn that way, rounded to E4M3 (RNE) and clamped at ±448, and
+// the scales near 4.1 · 0.02 / 448, varied per block.
+
+/** The 127 non-negative finite E4M3 values, by code (monotonic). */
+const E4M3 = Array.from({ length: 127 }, (_, b) => {
+  const e = b >> 3;
+  const m = b & 7;
+  return e === 0 ? (m / 8) * 2 ** -6 : (1 + m / 8) * 2 ** (e - 7);
+});
+
+/** The E4M3 code of `x` (round to nearest, ties to even code; saturates at ±448). */
+function e4m3Code(x) {
+  const a = Math.min(Math.abs(x), 448);
+  let lo = 0;
+  let hi = 126;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (E4M3[mid] <= a) lo = mid;
+    else hi = mid;
+  }
+  const d = a - E4M3[lo] - (E4M3[hi] - a);
+  const code = d < 0 || (d === 0 && (lo & 1) === 0) ? lo : hi;
+  return (x < 0 ? 0x80 : 0) | code;
+}
+
+/** `bytes` E4M3 codes of quantized trained-like weights. */
+export function fp8Weights(bytes) {
+  const out = Buffer.alloc(bytes);
+  const sigma = 448 / 4.1;
+  for (let i = 0; i < bytes; i += 2) {
+    const r = Math.sqrt(-2 * Math.log(1 - Math.random()));
+    const a = 2 * Math.PI * Math.random();
+    out[i] = e4m3Code(r * Math.cos(a) * sigma);
+    if (i + 1 < bytes) out[i + 1] = e4m3Code(r * Math.sin(a) * sigma);
+  }
+  return out;
+}
+
+/** Writes one shard of `tensors` ({key, dtype: 'F8_E4M3' | 'F32', shape}); FP8 data from `codes`, F32 scales drawn. */
+function writeFp8Shard(file, tensors, codes) {
+  const { fd, sizes, total } = openShard(file, tensors);
+  try {
+    let at = 0;
+    tensors.forEach((t, i) => {
+      if (t.dtype === 'F32') {
+        const s = Float32Array.from({ length: sizes[i] / 4 }, () => ((4.1 * 0.02) / 448) * (0.8 + 0.4 * Math.random()));
+        writeSync(fd, Buffer.from(s.buffer));
+        return;
+      }
+      for (let left = sizes[i]; left > 0;) {
+        const n = Math.min(left, codes.length - at);
+        writeSync(fd, codes, at, n);
+        at = (at + n) % codes.length; // tensors start at different places of the code buffer
+        left -= n;
+      }
+    });
+  } finally {
+    closeSync(fd);
+  }
+  return total;
+}
+
+const FP8_CONFIG = { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [128, 128] };
+
+function writeFp8Checkpoint(dir, shards, config) {
+  const codes = fp8Weights(16 * 2 ** 20 + 4099); // not a multiple of any tensor: tensors differ
+  const write = (file, tensors) => writeFp8Shard(file, tensors, codes);
+  return { ...writeCheckpoint(dir, shards, { ...config, quantization_config: FP8_CONFIG }, write), dtype: 'F8_E4M3' };
+}
+
+/** A weight and its 128×128-block scale. */
+const fp8Pair = (key, shape) => [
+  { key, dtype: 'F8_E4M3', shape },
+  { key: `${key}_scale_inv`, dtype: 'F32', shape: shape.map((d) => Math.ceil(d / 128)) },
+];
+
+/** A dense FP8 checkpoint of about `gb` GB: [4096, 4096] E4M3 tensors (scales [32, 32]) in `shards` shards. */
+export function fp8DenseCheckpoint(dir, gb, shards = 4) {
+  const perShard = Math.max(1, Math.ceil((gb * 1e9) / shards / (4096 * 4096)));
+  const list = Array.from({ length: shards }, (_, s) =>
+    Array.from({ length: perShard }, (_, k) => fp8Pair(`model.layers.${s * perShard + k}.mlp.proj.weight`, [4096, 4096])).flat(),
+  );
+  return writeFp8Checkpoint(dir, list, { model_type: 'llama' });
+}
+
+/**
+ * A DeepSeek-style FP8 MoE checkpoint of about `gb` GB: `experts` separate experts per layer,
+ * each with gate/up_proj `[I, H]` and down_proj `[H, I]` E4M3 weights and their scales (H =
+ * 2048, I = 1024: 2 MiB per matrix), one layer per shard. Prepare dequantizes, transposes and
+ * stacks them into the canonical `[E, in, out]` layout.
+ */
+export function fp8MoeCheckpoint(dir, gb, experts = 64) {
+  const H = 2048;
+  const I = 1024;
+  const layers = Math.max(1, Math.round((gb * 1e9) / (experts * 3 * H * I)));
+  const list = Array.from({ length: layers }, (_, l) => {
+    const ts = [];
+    for (let e = 0; e < experts; e++) {
+      const p = `model.layers.${l}.mlp.experts.${e}`;
+      ts.push(
+        ...fp8Pair(`${p}.gate_proj.weight`, [I, H]),
+        ...fp8Pair(`${p}.up_proj.weight`, [I, H]),
+        ...fp8Pair(`${p}.down_proj.weight`, [H, I]),
+      );
+    }
+    return ts;
+  });
+  const config = { model_type: 'qwen2_moe', hidden_size: H, moe_intermediate_size: I, num_experts: experts, num_hidden_layers: layers };
+  return { ...writeFp8Checkpoint(dir, list, config), layers, experts };
 }

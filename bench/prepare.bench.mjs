@@ -6,14 +6,18 @@
 // - bf16 → f16 and bf16 → f32 of a generated 2.2 GB dense checkpoint (5 shards of 32 MiB tensors);
 // - Mixtral-style MoE stacking (64 experts per layer, 1 MiB per expert matrix: many small reads
 //   into one large write) of a generated ≥ 2 GB checkpoint, bf16 → f16;
-// - untransformed shards (bf16 → bf16: hard links): time at 0.2 GB and at 2.2 GB.
+// - untransformed shards (bf16 → bf16: hard links): time at 0.2 GB and at 2.2 GB;
+// - FP8 (issue 35): a 0.5 GB block-scaled E4M3 checkpoint ([4096, 4096] tensors, weight_scale_inv
+//   [32, 32]) → bf16, and a ≥ 2 GB DeepSeek-style FP8 MoE checkpoint (64 separate experts per layer
+//   with their scales) → bf16: dequant + transpose + stack measured as one task. Their "peer" is
+//   prepare with the scalar kernels (WEIGHT_SPEC_SIMD=off), the code before the SIMD ones.
 // Throughput is bytes written per second: the source size for cp, the prepared size for prepare
 // (half the source for f16, twice for f32). The time ratio (source bytes per second) is printed
 // beside it. The peer is the straightforward single-thread implementation (prepare-peer.mjs).
 // Targets: throughput ≥ 0.95 × cp + sync's, peak RSS below the budget (--max-ram-gb 1), linked
 // prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
 // Env: WS_PREPARE_BENCH_ROUNDS (5; the peer runs in the first 3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
-// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
+// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,fp8,fp8moe,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
 // WS_PREPARE_BENCH_SHARDS (2,4: the N of the shard scenario). Run after `node scripts/bundle.mjs`.
 // - shards (issue 35): `prepare --shard i/N` as N concurrent processes + `--finalize`, against one process
 //   (`--shard 0/1` + `--finalize`), on the dense checkpoint bf16 → f16; each sharded output is compared byte for
@@ -24,7 +28,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { denseCheckpoint, moeCheckpoint } from './prepare-data.mjs';
+import { denseCheckpoint, fp8DenseCheckpoint, fp8MoeCheckpoint, moeCheckpoint } from './prepare-data.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -37,7 +41,7 @@ const GB = Number(process.env.WS_PREPARE_BENCH_GB ?? 2.2);
 const ROUNDS = Math.max(1, Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 5));
 /** Rounds that also time the peer (slow: one thread; its figure needs fewer rounds). */
 const PEER_ROUNDS = Math.min(ROUNDS, 3);
-const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,links,shards').split(',');
+const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,fp8,fp8moe,links,shards').split(',');
 const BUDGET_GB = 1;
 const TARGET = { ratio: 0.95, linkGrowth: 1.5 };
 const tmp = mkdtempSync(path.join(process.env.WS_PREPARE_BENCH_DIR ?? os.tmpdir(), 'ws-prepare-bench-'));
@@ -82,8 +86,19 @@ let ok = true;
 const budgetMb = (BUDGET_GB * 1024 ** 3) / 2 ** 20;
 const summary = [];
 
+/** The peer of a scenario: the straightforward single-thread implementation (prepare-peer.mjs). */
+const PEER = {
+  label: 'peer (1 thread)',
+  cmd: (ck, dir, dtype) => [process.execPath, [path.join(here, 'prepare-peer.mjs'), ck.dir, dir, dtype]],
+};
+/** The FP8 scenarios' "before": prepare itself with the scalar kernels (the SIMD ones turned off). */
+const SCALAR = {
+  label: 'scalar kernels',
+  cmd: (ck, dir, dtype) => [...prepare(ck, dtype, dir), { ...env, WEIGHT_SPEC_SIMD: 'off' }],
+};
+
 /** Alternating rounds of cp + sync, prepare and the peer on `ck`; prints and checks the figures. */
-function compare(label, ck, dtype) {
+function compare(label, ck, dtype, peerOf = PEER, peerRounds = PEER_ROUNDS) {
   const runs = [];
   let outBytes = 0;
   for (let r = 0; r < ROUNDS; r++) {
@@ -99,9 +114,9 @@ function compare(label, ck, dtype) {
     outBytes = sizeOf(out);
     remove(out);
     let peer;
-    if (r < PEER_ROUNDS) {
+    if (r < peerRounds) {
       const peerDir = path.join(tmp, 'peer');
-      peer = timed(process.execPath, [path.join(here, 'prepare-peer.mjs'), ck.dir, peerDir, dtype]);
+      peer = timed(...peerOf.cmd(ck, peerDir, dtype));
       const peerBytes = sizeOf(peerDir);
       remove(peerDir);
       if (Math.abs(peerBytes - outBytes) > outBytes * 0.01) {
@@ -122,7 +137,7 @@ function compare(label, ck, dtype) {
   const mq = median(peered.map((x) => x.peer.s));
   const ratio = median(written);
   console.log(
-    `\n${label}: ${(ck.bytes / 1e9).toFixed(2)} GB bf16 in ${ck.files.length} shards → ${(outBytes / 1e9).toFixed(2)} GB ${dtype}`,
+    `\n${label}: ${(ck.bytes / 1e9).toFixed(2)} GB ${ck.dtype ?? 'BF16'} in ${ck.files.length} shards → ${(outBytes / 1e9).toFixed(2)} GB ${dtype}`,
   );
   console.log(
     `  cp + sync (baseline): median ${mb.toFixed(2)} s, ${mbps(ck.bytes, mb)} written   (runs ${runs.map((x) => x.base.s.toFixed(2)).join(', ')} s)`,
@@ -131,17 +146,17 @@ function compare(label, ck, dtype) {
     `  prepare:              median ${mp.toFixed(2)} s, ${mbps(outBytes, mp)} written   (runs ${runs.map((x) => x.prep.s.toFixed(2)).join(', ')} s)`,
   );
   console.log(
-    `  peer (1 thread):      median ${mq.toFixed(2)} s, ${mbps(outBytes, mq)} written   (runs ${peered.map((x) => x.peer.s.toFixed(2)).join(', ')} s)`,
+    `  ${`${peerOf.label}:`.padEnd(21)} median ${mq.toFixed(2)} s, ${mbps(outBytes, mq)} written   (runs ${peered.map((x) => x.peer.s.toFixed(2)).join(', ')} s)`,
   );
   console.log(
     `  ratio (bytes written/s): ${ratio.toFixed(2)} × cp + sync (rounds ${spread(written)}; target ≥ ${TARGET.ratio}) ${ratio >= TARGET.ratio ? 'OK' : 'MISSED'}`,
   );
   console.log(`  time ratio (source bytes/s): ${median(time).toFixed(2)} × cp + sync (rounds ${spread(time)})`);
-  console.log(`  speed-up over the peer: ${median(speedup).toFixed(2)}× (rounds ${spread(speedup)})`);
+  console.log(`  speed-up over the ${peerOf.label}: ${median(speedup).toFixed(2)}× (rounds ${spread(speedup)})`);
   console.log(`  peak RSS: ${rss.toFixed(0)} MiB (budget ${budgetMb.toFixed(0)} MiB) ${rss < budgetMb ? 'OK' : 'MISSED'}`);
   if (ratio < TARGET.ratio || rss >= budgetMb) ok = false;
   summary.push(
-    `${label}: ${ratio.toFixed(2)} × cp + sync (bytes written/s; time ratio ${median(time).toFixed(2)}), ${median(speedup).toFixed(1)}× the peer, ${rss.toFixed(0)} MiB`,
+    `${label}: ${ratio.toFixed(2)} × cp + sync (bytes written/s, rounds ${spread(written)}; time ratio ${median(time).toFixed(2)}), ${median(speedup).toFixed(1)}× the ${peerOf.label}, ${rss.toFixed(0)} MiB`,
   );
 }
 
@@ -238,6 +253,21 @@ if (ONLY.includes('moe')) {
   const moe = moeCheckpoint(path.join(tmp, 'moe'), Math.max(2.05, GB * 0.93), 64);
   console.log(`\n(MoE checkpoint: ${moe.layers} layers × ${moe.experts} experts × 3 matrices [512, 1024] bf16, one layer per shard)`);
   compare('MoE stacking bf16 → f16', moe, 'float16');
+  remove(moe.dir);
+}
+if (ONLY.includes('fp8')) {
+  const fp8 = fp8DenseCheckpoint(path.join(tmp, 'fp8'), 0.5);
+  console.log('\n(FP8 checkpoint: [4096, 4096] E4M3 tensors with F32 weight_scale_inv [32, 32], 128×128 blocks)');
+  compare('dense FP8 E4M3 → bf16', fp8, 'bfloat16', SCALAR);
+  remove(fp8.dir);
+}
+if (ONLY.includes('fp8moe')) {
+  const moe = fp8MoeCheckpoint(path.join(tmp, 'fp8moe'), Math.max(2.05, GB * 0.93), 64);
+  console.log(
+    `\n(FP8 MoE checkpoint, DeepSeek-style: ${moe.layers} layers × ${moe.experts} separate experts × gate/up [1024, 2048] + down [2048, 1024] E4M3 with their 128×128 scales; dequant + transpose + stack into moe_weights, one task per layer)`,
+  );
+  // one round of the scalar kernels: they take minutes here, and it is only the "before" figure
+  compare('MoE FP8 E4M3 → bf16 (dequant + transpose + stack)', moe, 'bfloat16', SCALAR, 1);
   remove(moe.dir);
 }
 if (ONLY.includes('links')) {

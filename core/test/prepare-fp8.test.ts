@@ -200,6 +200,33 @@ describe('FP8 composes with the MoE transforms (dequantize first)', () => {
   }
 });
 
+describe('FP8 experts into bf16/f16: dequantized, transposed and stacked by the SIMD kernels (issue 35)', () => {
+  for (const dtype of ['bfloat16', 'float16'] as const) {
+    it(`per-expert stacking → ${dtype}: the SIMD and the scalar paths both equal prepare of the dequantized twin`, async () => {
+      const { fp8, twin } = await moePair(tempDir('ws-fp8-moe-simd-'), [16, 16]);
+      const saved = process.env.WEIGHT_SPEC_SIMD;
+      const run = async (src: string, simd: 'on' | 'off') => {
+        process.env.WEIGHT_SPEC_SIMD = simd;
+        try {
+          const out = path.join(path.dirname(src), `${path.basename(src)}-${dtype}-simd-${simd}`);
+          return Checkpoint.open((await runPrepare({ checkpoint: src, dtype, workerPath: workerPath(), out })).outDir);
+        } finally {
+          if (saved === undefined) delete process.env.WEIGHT_SPEC_SIMD;
+          else process.env.WEIGHT_SPEC_SIMD = saved;
+        }
+      };
+      const want = await run(twin, 'off');
+      for (const simd of ['on', 'off'] as const) {
+        const got = await run(fp8, simd);
+        expect(got.keys().sort()).toEqual(want.keys().sort());
+        expect(got.keys().some((k) => k.startsWith('model.layers.0.') && k.includes('moe_weights'))).toBe(true);
+        for (const k of want.keys())
+          expect(Buffer.from(await got.read(k)).equals(Buffer.from(await want.read(k))), `${k} (SIMD ${simd})`).toBe(true);
+      }
+    });
+  }
+});
+
 describe('a dense FP8 tensor larger than one streamed chunk', () => {
   it(`[600, 520] in 128×128 blocks (${600 * 520} elements > CHUNK_ELEMS ${CHUNK_ELEMS}: chunks start mid-row and mid-block): bit for bit`, async () => {
     const shape = [600, 520];

@@ -23,6 +23,18 @@ export function fp8Values(dtype: DType): Float32Array {
   return t;
 }
 
+/** Refuses a scale tensor of `scales` values that does not cover elements `first … first + n − 1` of `shape`. */
+export function checkScaleCover(scales: number, first: number, n: number, shape: readonly number[], ref: ScaleRef): void {
+  const C = shape[shape.length - 1]!;
+  const R = shape[shape.length - 2]!;
+  const [nR, nC] = ref.grid;
+  if (scales < Math.ceil((first + n) / (R * C)) * nR * nC) {
+    throw new PipelineError(
+      `FP8 dequantization: ${scales} scales do not cover elements ${first}…${first + n} of ${JSON.stringify(shape)} in ${ref.block[0]}×${ref.block[1]} blocks`,
+    );
+  }
+}
+
 /**
  * Dequantizes `q` (elements `first … first + q.length − 1` of a `shape` tensor of FP8
  * `dtype`) with `scale` (the whole scale tensor in f32, laid out as `ref.grid` per matrix).
@@ -40,11 +52,7 @@ export function dequantFp8(
   const R = shape[shape.length - 2]!;
   const [bR, bC] = ref.block;
   const [nR, nC] = ref.grid;
-  if (scale.length < Math.ceil((first + q.length) / (R * C)) * nR * nC) {
-    throw new PipelineError(
-      `FP8 dequantization: ${scale.length} scales do not cover elements ${first}…${first + q.length} of ${JSON.stringify(shape)} in ${bR}×${bC} blocks`,
-    );
-  }
+  checkScaleCover(scale.length, first, q.length, shape, ref);
   const out = new Float32Array(q.length);
   let nan = 0;
   let i = 0;

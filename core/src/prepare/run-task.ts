@@ -26,6 +26,7 @@ import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } fr
 import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
 import { simdTransposer } from './simd/simd-convert';
+import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
 import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
 
 export type { TaskStats } from './types';
@@ -138,18 +139,59 @@ export function counted(nonFinite: Record<string, NonFinite>): { nonFinite?: Rec
   return Object.keys(nonFinite).length > 0 ? { nonFinite } : {};
 }
 
-/** Whether `t` is whole, unscaled slices of one dtype with a fused kernel: {@link streamSlots} can make it. */
+/**
+ * Whether `t` is whole slices of one dtype and shape that {@link streamSlots} can make: unscaled
+ * with a fused kernel, or FP8 with scales of one block size, transposed into a 16-bit dtype by
+ * the SIMD kernels (DeepSeek's separate experts).
+ */
 function streamableSlots(t: OutputTensor, src: Sources): boolean {
   if (t.recipe.kind !== 'slots' || t.recipe.slots.length === 0) return false;
   const slots = t.recipe.slots;
-  if (!slots.every((s) => s.kind === 'whole' && !s.scale)) return false;
-  const first = src.src((slots[0] as { src: string }).src);
+  const s0 = slots[0]!;
+  if (s0.kind !== 'whole') return false;
+  const scaled = s0.scale !== undefined;
+  const sameScale = (s: SlicePlan) =>
+    s.kind === 'whole' &&
+    (scaled
+      ? s.scale !== undefined && s.scale.block.join() === s0.scale!.block.join() && s.scale.grid.join() === s0.scale!.grid.join()
+      : !s.scale);
+  if (!slots.every(sameScale)) return false;
+  const first = src.src(s0.src);
   const same = (k: string) => {
     const x = src.src(k);
     return x.dtype === first.dtype && x.byteLength === first.byteLength && x.shape.join() === first.shape.join();
   };
   if (first.shape.length !== 2 || !slots.every((s) => same((s as { src: string }).src))) return false;
+  if (scaled) return t.transposeSlots === true && canDequantTranspose(first.dtype, t.dtype, first.shape[0]!, first.shape[1]!);
   return !t.transposeSlots || makeTransposeConverter(first.dtype, t.dtype) !== undefined;
+}
+
+/**
+ * Makes a stacked tensor of whole FP8 expert slices: each slice's codes are read into the SIMD
+ * module's memory, dequantized with its own scales into bf16/f16 there, and transposed into a
+ * batch slot; a full batch is written from there. One pass of the kernel per step, no
+ * allocation, no f32 buffer.
+ */
+async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
+  const slots = (t.recipe as { slots: { src: string; scale: ScaleRef }[] }).slots;
+  const s0 = src.src(slots[0]!.src);
+  const [rows, cols] = s0.shape as [number, number];
+  const elems = rows * cols;
+  const per = Math.min(slots.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / (elems * DTYPE_SIZE[t.dtype]))));
+  const ref = slots[0]!.scale;
+  const deq = simdDequant(s0.dtype, t.dtype, s0.shape, ref, elems, ref.grid[0] * ref.grid[1], per)!;
+  let n = 0;
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i]!;
+    src.read(slot.src, 0, elems, deq.input(elems));
+    deq.setScales(src.scale(slot.scale));
+    deq.run(0, elems);
+    deq.transposeInto(rows, cols, n++);
+    if (n === per || i + 1 === slots.length) {
+      await write(t.key, deq.batch(n, elems));
+      n = 0;
+    }
+  }
 }
 
 /**
@@ -159,6 +201,7 @@ function streamableSlots(t: OutputTensor, src: Sources): boolean {
  * sides are multiples of 8 (every real model's) go through the SIMD transposer.
  */
 async function streamSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
+  if (t.recipe.kind === 'slots' && t.recipe.slots[0]!.kind === 'whole' && t.recipe.slots[0]!.scale) return streamScaledSlots(t, src, write);
   const keys = (t.recipe as { slots: { src: string }[] }).slots.map((s) => s.src);
   const s0 = src.src(keys[0]!);
   const [rows, cols] = s0.shape as [number, number];

@@ -17,6 +17,7 @@ import { SafetensorsReader, backgroundDatasync, elementCount } from '../formats/
 import { CHUNK_ELEMS, encodeF32, makeConverter, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
 import { simdConverter } from './simd/simd-convert';
+import { simdDequant } from './simd/simd-fp8';
 import type { OutputTensor, ScaleRef, SourceTensor, Task } from './types';
 
 /** A task's source files, opened once, with the plan's tensors checked against their headers. */
@@ -172,7 +173,8 @@ export type Sink = (key: string, bytes: Uint8Array) => void | Promise<void>;
  * Streams elements `from .. to` of dense output `t` (default: all of it) through its
  * converter in cache-sized chunks: read, convert, write, one buffer each, so the chunk is
  * still in the CPU's cache when the kernel copies it into the page cache. The SIMD kernels
- * serve the pairs they have (reading into and writing from their own memory).
+ * serve the pairs they have (reading into and writing from their own memory), FP8
+ * dequantization included (simd-fp8.ts).
  */
 export async function streamConvert(t: OutputTensor, src: Sources, write: Sink, from = 0, to?: number): Promise<void> {
   if (t.recipe.kind !== 'convert') throw new PipelineError(`task tensor ${t.key}: not a dense conversion`);
@@ -188,6 +190,17 @@ export async function streamConvert(t: OutputTensor, src: Sources, write: Sink, 
   // the scalar converter is made only when needed (bf16 → f16 builds a 64K-entry table)
   let scalar: Converter | undefined;
   const plain: Converter = (a, b) => (scalar ??= makeConverter(s.dtype, t.dtype))(a, b);
+  const deq = scale ? simdDequant(s.dtype, t.dtype, s.shape, scaleRef!, chunk, scale.length) : undefined;
+  if (deq) {
+    deq.setScales(scale!);
+    for (let first = from; first < end; first += chunk) {
+      const elems = Math.min(chunk, end - first);
+      src.read(key, first * inSize, elems * inSize, deq.input(elems));
+      deq.run(first, elems);
+      await write(t.key, deq.output(elems));
+    }
+    return;
+  }
   const simd = scale ? undefined : simdConverter(s.dtype, t.dtype, chunk, plain);
   if (simd) {
     for (let first = from; first < end; first += chunk) {

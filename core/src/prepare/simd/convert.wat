@@ -2,8 +2,9 @@
 ;; the scalar reference in formats/dtype.ts (floatBitsToHalfBits: RNE, overflow to ±Inf, NaN
 ;; payload kept) — the tests compare every bf16 input and a million f32 ones.
 ;; Assembled by scripts/build-wasm.mjs into convert-wasm.ts; edit this file, not that one.
-;; Each export converts n elements (n a multiple of 8) from byte `src` to byte `dst` of the
-;; module's own memory, which the caller reads into and writes from directly. The narrowing
+;; Each conversion export converts n elements (n a multiple of 8; fp8_dequant: any n, see its
+;; section below) from byte `src` to byte `dst` of the module's own memory, which the caller
+;; reads into and writes from directly. The narrowing
 ;; ones (to f16) return how many results are ±Inf or NaN (issue #28: overflow is refused
 ;; unless allowed), counted in the same pass: prepare never looks at the weights twice.
 (module
@@ -164,4 +165,200 @@
         (br $lc)))
       (local.set $r (i32.add (local.get $r) (i32.const 8)))
       (br $lr))))
+
+  ;; ---- FP8 dequantization (E4M3 / E5M2 → f32, bf16 or f16, times a block scale) ----
+  ;; Decoding is arithmetic, not a table: a code's exponent and mantissa bits shifted into an
+  ;; f32's (by 20 for E4M3, 21 for E5M2) make an f32 2^120 (2^112) times smaller than the code's
+  ;; value, subnormal codes included (they land on f32 subnormals, exact); one multiply by that
+  ;; power of two is exact, and the multiply by the scale is the one f32 rounding the reference
+  ;; makes (f32(q) · scale, as DeepSeek's weight_dequant_kernel). The scale multiply is fused
+  ;; into the widening and a bf16/f16 result is rounded straight from the register: no f32
+  ;; buffer. NaN codes become quiet NaNs (E4M3's 0x7fc00000, what the scalar kernel's
+  ;; Float32Array holds; E5M2's keep their sign and payload, as a half's do) and are counted in
+  ;; $fp8_nan; E5M2's ±Inf codes give ±Inf · scale. Everything is inlined in the loop but the
+  ;; rare vectors (NaN/Inf codes, or a scale large enough to overflow the target): V8 does not
+  ;; inline wasm calls, and calls in the loop measured half the speed.
+  (global $fp8_nan (export "fp8_nan") (mut i32) (i32.const 0))
+
+  ;; Four lanes of any codes (u32 each): f32 bits of code · scale. Inf codes ($inf; 0x100 when
+  ;; the format has none) give ±Inf · scale; NaN codes (>= $nan) a quiet NaN keeping the code's
+  ;; sign and payload bits that $keep picks.
+  (func $fp8_any (param $w v128) (param $shift i32) (param $mult v128) (param $s v128) (param $nan v128) (param $inf v128) (param $keep v128) (result v128)
+    (local $a v128) (local $sign v128)
+    (local.set $a (v128.and (local.get $w) (i32x4.splat (i32.const 0x7f))))
+    (local.set $sign (v128.and (i32x4.shl (local.get $w) (i32.const 24)) (i32x4.splat (i32.const 0x80000000))))
+    (v128.bitselect
+      (v128.or (i32x4.splat (i32.const 0x7fc00000))
+        (v128.and (local.get $keep) (v128.or (i32x4.shl (local.get $a) (local.get $shift)) (local.get $sign))))
+      (v128.bitselect
+        (f32x4.mul (v128.or (i32x4.splat (i32.const 0x7f800000)) (local.get $sign)) (local.get $s))
+        (f32x4.mul
+          (f32x4.mul (v128.or (i32x4.shl (local.get $a) (local.get $shift)) (local.get $sign)) (local.get $mult))
+          (local.get $s))
+        (i32x4.eq (local.get $a) (local.get $inf)))
+      (i32x4.ge_u (local.get $a) (local.get $nan))))
+
+  ;; $half's f16 bits alone.
+  (func $half1 (param $u v128) (result v128)
+    (call $half (local.get $u))
+    (drop))
+
+  ;; f32 bits → bf16 bits in each lane's high half, round to nearest even (a NaN here is quiet
+  ;; with its low 16 bits zero: it truncates, as the scalar kernel's does).
+  (func $bf16hi (param $r v128) (result v128)
+    (i32x4.add (i32x4.add (local.get $r) (i32x4.splat (i32.const 0x7fff)))
+               (v128.and (i32x4.shr_u (local.get $r) (i32.const 16)) (i32x4.splat (i32.const 1)))))
+
+  ;; Dequantizes $n codes of one matrix row from byte $src into $dst, the row segment starting
+  ;; at column $col; the row's scales are f32s at $scales, one per $bC columns (a partial last
+  ;; block is just a shorter run). $fmt: 0 E4M3, 1 E5M2; $to: 0 f32, 1 bf16, 2 f16. Returns how
+  ;; many results are ±Inf or NaN in a 16-bit target; NaN codes are added to $fp8_nan.
+  (func (export "fp8_dequant")
+    (param $src i32) (param $dst i32) (param $n i32) (param $scales i32) (param $bC i32) (param $col i32) (param $fmt i32) (param $to i32)
+    (result i32)
+    (local $shift i32) (local $mult v128) (local $nan v128) (local $inf v128) (local $keep v128) (local $nan16 v128) (local $spec16 v128)
+    (local $max f32) (local $limit f32) (local $sf f32) (local $mask16 v128) (local $slow i32) (local $z v128)
+    (local $end i32) (local $runEnd i32) (local $blk i32) (local $s v128) (local $cnt i32) (local $nans i32) (local $spec v128)
+    (local $h v128) (local $a v128) (local $u v128) (local $r0 v128) (local $r1 v128) (local $o v128) (local $osh i32)
+    (local $multf f32) (local $sm f32) (local $sms v128)
+    (if (local.get $fmt)
+      (then
+        (local.set $shift (i32.const 21))
+        (local.set $mult (i32x4.splat (i32.const 0x77800000)))
+        (local.set $nan (i32x4.splat (i32.const 0x7d)))
+        (local.set $inf (i32x4.splat (i32.const 0x7c)))
+        (local.set $keep (i32x4.splat (i32.const 0x80600000)))
+        (local.set $nan16 (i16x8.splat (i32.const 0x7d)))
+        (local.set $spec (i16x8.splat (i32.const 0x7c)))
+        (local.set $max (f32.const 57344))
+        (local.set $multf (f32.const 0x1p112)))
+      (else
+        (local.set $shift (i32.const 20))
+        (local.set $mult (i32x4.splat (i32.const 0x7b800000)))
+        (local.set $nan (i32x4.splat (i32.const 0x7f)))
+        (local.set $inf (i32x4.splat (i32.const 0x100)))
+        (local.set $nan16 (i16x8.splat (i32.const 0x7f)))
+        (local.set $spec (i16x8.splat (i32.const 0x7f)))
+        (local.set $max (f32.const 448))
+        (local.set $multf (f32.const 0x1p120))))
+    ;; per target: bytes per element (a shift), the exponent mask of a non-finite 16-bit result,
+    ;; and the magnitude from which a result rounds to ±Inf (f32: not counted, never slow)
+    (local.set $osh (select (i32.const 2) (i32.const 1) (i32.eqz (local.get $to))))
+    (local.set $limit (f32.const inf))
+    (if (i32.eq (local.get $to) (i32.const 1))
+      (then (local.set $mask16 (i16x8.splat (i32.const 0x7f80))) (local.set $limit (f32.reinterpret_i32 (i32.const 0x7f7f8000)))))
+    (if (i32.eq (local.get $to) (i32.const 2))
+      (then (local.set $mask16 (i16x8.splat (i32.const 0x7c00))) (local.set $limit (f32.const 65520))))
+    (local.set $end (i32.add (local.get $src) (local.get $n)))
+    (local.set $blk (i32.div_u (local.get $col) (local.get $bC)))
+    (block $done (loop $runs
+      (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+      (local.set $s (f32x4.splat (local.get $sf)))
+      ;; the common path multiplies once, by scale · 2^120 (2^112): exact when that is a normal
+      ;; f32, and then code · 2^-120 times it is the same real product, rounded once
+      (local.set $sm (f32.mul (local.get $sf) (local.get $multf)))
+      (local.set $sms (f32x4.splat (local.get $sm)))
+      ;; a scale that can take a finite code past the target's range, or whose product is not
+      ;; normal, sends every vector of the run down the general path (compare ≥ 0: always true)
+      (local.set $spec16 (local.get $spec))
+      (if (i32.or
+            (f32.ge (f32.mul (f32.abs (local.get $sf)) (local.get $max)) (local.get $limit))
+            (i32.eqz (i32.and (f32.lt (f32.abs (local.get $sm)) (f32.const inf))
+                              (f32.ge (f32.abs (local.get $sm)) (f32.const 0x1p-126)))))
+        (then (local.set $spec16 (local.get $z))))
+      ;; this block's columns of the segment
+      (local.set $runEnd (i32.add (local.get $src)
+        (i32.sub (i32.mul (i32.add (local.get $blk) (i32.const 1)) (local.get $bC)) (local.get $col))))
+      (if (i32.gt_u (local.get $runEnd) (local.get $end)) (then (local.set $runEnd (local.get $end))))
+      (local.set $col (i32.add (local.get $col) (i32.sub (local.get $runEnd) (local.get $src))))
+      (local.set $blk (i32.add (local.get $blk) (i32.const 1)))
+      ;; 8 codes at a time, as u16 lanes
+      (block $vdone (loop $v
+        (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 8)) (local.get $runEnd)))
+        (local.set $h (v128.load8x8_u (local.get $src)))
+        (local.set $a (v128.and (local.get $h) (i16x8.splat (i32.const 0x7f))))
+        (local.set $slow (v128.any_true (i16x8.ge_u (local.get $a) (local.get $spec16))))
+        (if (local.get $slow)
+          (then
+            (local.set $nans (i32.add (local.get $nans)
+              (i32.popcnt (i16x8.bitmask (i16x8.ge_u (local.get $a) (local.get $nan16))))))
+            (local.set $r0 (call $fp8_any (i32x4.extend_low_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
+            (local.set $r1 (call $fp8_any (i32x4.extend_high_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep))))
+          (else
+            ;; each lane's f32 high half: magnitude bits shifted into place, sign at the top
+            (local.set $u (v128.or
+              (i16x8.shl (local.get $a) (i32.sub (local.get $shift) (i32.const 16)))
+              (i16x8.shl (v128.and (local.get $h) (i16x8.splat (i32.const 0x80))) (i32.const 8))))
+            (local.set $r0 (f32x4.mul
+              (i8x16.shuffle 0 1 16 17 0 1 18 19 0 1 20 21 0 1 22 23 (local.get $z) (local.get $u)) (local.get $sms)))
+            (local.set $r1 (f32x4.mul
+              (i8x16.shuffle 0 1 24 25 0 1 26 27 0 1 28 29 0 1 30 31 (local.get $z) (local.get $u)) (local.get $sms)))))
+        (if (i32.eqz (local.get $to))
+          (then
+            (v128.store (local.get $dst) (local.get $r0))
+            (v128.store offset=16 (local.get $dst) (local.get $r1)))
+          (else
+            (if (i32.eq (local.get $to) (i32.const 1))
+              (then
+                ;; bf16: the rounded high halves
+                (local.set $o (i8x16.shuffle 2 3 6 7 10 11 14 15 18 19 22 23 26 27 30 31
+                  (i32x4.add (i32x4.add (local.get $r0) (i32x4.splat (i32.const 0x7fff)))
+                             (v128.and (i32x4.shr_u (local.get $r0) (i32.const 16)) (i32x4.splat (i32.const 1))))
+                  (i32x4.add (i32x4.add (local.get $r1) (i32x4.splat (i32.const 0x7fff)))
+                             (v128.and (i32x4.shr_u (local.get $r1) (i32.const 16)) (i32x4.splat (i32.const 1)))))))
+              (else
+                ;; f16: the slow vectors (any ±Inf/NaN result) through $half; the others are finite
+                ;; in f16, normal (rebias, round at bit 13) or subnormal (the 0.5f addition), as $half
+                (if (local.get $slow)
+                  (then (local.set $o (i16x8.narrow_i32x4_u (call $half1 (local.get $r0)) (call $half1 (local.get $r1)))))
+                  (else (local.set $o (i16x8.narrow_i32x4_u
+                    (v128.or
+                    (v128.bitselect
+                      (i32x4.sub (f32x4.add (v128.and (local.get $r0) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
+                      (i32x4.shr_u
+                        (i32x4.add (i32x4.add (local.tee $a (i32x4.sub (v128.and (local.get $r0) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x38000000)))) (i32x4.splat (i32.const 0xfff)))
+                                   (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 1))))
+                        (i32.const 13))
+                      (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x00800000))))
+                    (i32x4.shr_u (v128.and (local.get $r0) (i32x4.splat (i32.const 0x80000000))) (i32.const 16)))
+                    (v128.or
+                    (v128.bitselect
+                      (i32x4.sub (f32x4.add (v128.and (local.get $r1) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x3f000000))) (i32x4.splat (i32.const 0x3f000000)))
+                      (i32x4.shr_u
+                        (i32x4.add (i32x4.add (local.tee $a (i32x4.sub (v128.and (local.get $r1) (i32x4.splat (i32.const 0x7fffffff))) (i32x4.splat (i32.const 0x38000000)))) (i32x4.splat (i32.const 0xfff)))
+                                   (v128.and (i32x4.shr_u (local.get $a) (i32.const 13)) (i32x4.splat (i32.const 1))))
+                        (i32.const 13))
+                      (i32x4.lt_s (local.get $a) (i32x4.splat (i32.const 0x00800000))))
+                    (i32x4.shr_u (v128.and (local.get $r1) (i32x4.splat (i32.const 0x80000000))) (i32.const 16)))))))))
+            (if (local.get $slow)
+              (then (local.set $cnt (i32.add (local.get $cnt) (i32.popcnt (i16x8.bitmask
+                (i16x8.eq (v128.and (local.get $o) (local.get $mask16)) (local.get $mask16))))))))
+            (v128.store (local.get $dst) (local.get $o))))
+        (local.set $src (i32.add (local.get $src) (i32.const 8)))
+        (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.const 8) (local.get $osh))))
+        (br $v)))
+      ;; the run's last codes, one at a time through the same lanes
+      (block $sdone (loop $sc
+        (br_if $sdone (i32.ge_u (local.get $src) (local.get $runEnd)))
+        (local.set $h (i32x4.splat (i32.load8_u (local.get $src))))
+        (local.set $nans (i32.sub (local.get $nans)
+          (i32x4.extract_lane 0 (i32x4.ge_u (v128.and (local.get $h) (i32x4.splat (i32.const 0x7f))) (local.get $nan)))))
+        (local.set $r0 (call $fp8_any (local.get $h) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
+        (if (i32.eqz (local.get $to))
+          (then (v128.store32_lane 0 (local.get $dst) (local.get $r0)))
+          (else
+            (if (i32.eq (local.get $to) (i32.const 1))
+              (then (local.set $o (i32x4.shr_u (call $bf16hi (local.get $r0)) (i32.const 16))))
+              (else (local.set $o (call $half1 (local.get $r0)))))
+            ;; lane 0's low half
+            (local.set $cnt (i32.sub (local.get $cnt) (i16x8.extract_lane_s 0
+              (i16x8.eq (v128.and (local.get $o) (local.get $mask16)) (local.get $mask16)))))
+            (v128.store16_lane 0 (local.get $dst) (local.get $o))))
+        (local.set $src (i32.add (local.get $src) (i32.const 1)))
+        (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.const 1) (local.get $osh))))
+        (br $sc)))
+      (br $runs)))
+    (global.set $fp8_nan (i32.add (global.get $fp8_nan) (local.get $nans)))
+    (local.get $cnt))
 )

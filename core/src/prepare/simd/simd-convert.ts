@@ -26,7 +26,8 @@ export interface SimdConverter {
 const EXPORTS: Partial<Record<string, string>> = { 'BF16>F16': 'bf16_f16', 'BF16>F32': 'bf16_f32', 'F32>F16': 'f32_f16' };
 const SIZES: Partial<Record<DType, number>> = { BF16: 2, F16: 2, F32: 4 };
 
-interface Kernels {
+/** The module's exports (its memory and kernels, by name). */
+export interface Kernels {
   memory: { buffer: ArrayBuffer; grow(pages: number): number };
   [name: string]: unknown;
 }
@@ -39,7 +40,7 @@ declare const WebAssembly: {
 
 let kernels: Kernels | null | undefined;
 /** The instantiated module (one per thread), or null where WebAssembly SIMD is unavailable. */
-function instance(): Kernels | null {
+export function instance(): Kernels | null {
   if (kernels !== undefined) return kernels;
   try {
     const bytes = Buffer.from(CONVERT_WASM_BASE64, 'base64');
@@ -71,8 +72,7 @@ export function simdConverter(
   const outSize = SIZES[to]!;
   const outAt = Math.ceil((maxElems * inSize) / 16) * 16;
   const need = outAt + maxElems * outSize;
-  const have = k.memory.buffer.byteLength;
-  if (need > have) k.memory.grow(Math.ceil((need - have) / 65536));
+  reserve(k, need);
   // views are made per call: growing the memory (another converter) detaches older ones
   const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
   return {
@@ -85,6 +85,12 @@ export function simdConverter(
       if (body < elems) tail(view(body * inSize, (elems - body) * inSize), view(outAt + body * outSize, (elems - body) * outSize));
     },
   };
+}
+
+/** Grows the module's memory to at least `bytes`. */
+export function reserve(k: Kernels, bytes: number): void {
+  const have = k.memory.buffer.byteLength;
+  if (bytes > have) k.memory.grow(Math.ceil((bytes - have) / 65536));
 }
 
 /** A batch transposer over the module's memory: expert slices in, a batch of transposed slices out. */
@@ -112,9 +118,7 @@ export function simdTransposer(from: DType, to: DType, rows: number, cols: numbe
   const cvt = convert ? (k[convert] as (src: number, dst: number, n: number) => number) : undefined;
   const slice = rows * cols * 2;
   const outAt = Math.ceil(slice / 16) * 16;
-  const need = outAt + slots * slice;
-  const have = k.memory.buffer.byteLength;
-  if (need > have) k.memory.grow(Math.ceil((need - have) / 65536));
+  reserve(k, outAt + slots * slice);
   const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
   return {
     input: (elems) => view(0, elems * 2),

@@ -1,0 +1,126 @@
+/**
+ * FP8 dequantization on the SIMD kernel of convert.wat (`fp8_dequant`): E4M3 or E5M2 codes
+ * times their block scale, straight into f32, bf16 or f16 — the scale multiply fused into the
+ * widening and no f32 buffer for a 16-bit target. Bit for bit the scalar kernel
+ * (fp8-kernel.ts + kernels.ts `encodeF32`), counts included (tested); the scalar kernel stays
+ * for the rare paths (fused experts split by columns, targets other than these three) and
+ * where WebAssembly SIMD is missing or `WEIGHT_SPEC_SIMD=off`.
+ *
+ * The module's memory holds, in order: the scales of one tensor (f32), the codes of a chunk,
+ * the dequantized chunk, and (for MoE stacking) a batch of transposed expert slices.
+ */
+import type { DType } from '../../formats/dtype';
+import { checkScaleCover } from '../fp8-kernel';
+import { narrowingTally } from '../overflow';
+import type { ScaleRef } from '../types';
+import { instance, reserve } from './simd-convert';
+
+const FORMATS: Partial<Record<DType, number>> = { F8_E4M3: 0, F8_E5M2: 1 };
+const TARGETS: Partial<Record<DType, number>> = { F32: 0, BF16: 1, F16: 2 };
+const OUT_SIZE = [4, 2, 2];
+
+type Kernel = (src: number, dst: number, n: number, scales: number, bC: number, col: number, fmt: number, to: number) => number;
+
+/** A dequantizer of one FP8 tensor's chunks over the module's memory. */
+export interface SimdDequant {
+  /** The first `elems` codes of the chunk, in the module's memory: fill them, then {@link run}. */
+  input(elems: number): Uint8Array;
+  /** The first `elems` results' bytes, valid after {@link run}. */
+  output(elems: number): Uint8Array;
+  /** Puts the tensor's scales (f32, the ref's grid per matrix) in place; at most `maxScales` of them. */
+  setScales(scale: Float32Array): void;
+  /** Dequantizes the chunk in input: elements `first … first + elems − 1` of the tensor. */
+  run(first: number, elems: number): void;
+  /** Transposes the last result, `[rows, cols]` 16-bit, into batch slot `slot` as `[cols, rows]` (with `slots` > 0). */
+  transposeInto(rows: number, cols: number, slot: number): void;
+  /** The first `n` batch slots of `elems` 16-bit elements each. */
+  batch(n: number, elems: number): Uint8Array;
+}
+
+const up16 = (n: number) => Math.ceil(n / 16) * 16;
+
+/** Whether `[rows, cols]` FP8 slices dequantize and transpose into `to` on the SIMD kernels here. */
+export function canDequantTranspose(from: DType, to: DType, rows: number, cols: number): boolean {
+  return (
+    process.env.WEIGHT_SPEC_SIMD !== 'off' &&
+    FORMATS[from] !== undefined &&
+    (to === 'BF16' || to === 'F16') &&
+    rows % 8 === 0 &&
+    cols % 8 === 0 &&
+    instance() !== null
+  );
+}
+
+/**
+ * A SIMD dequantizer of FP8 `from` (`shape`, scaled by `ref`) into `to`, for chunks of up to
+ * `maxElems` elements and up to `maxScales` scales, with room for `slots` transposed slices of
+ * `maxElems` 16-bit elements; undefined for other dtypes or without WebAssembly SIMD.
+ */
+export function simdDequant(
+  from: DType,
+  to: DType,
+  shape: readonly number[],
+  ref: ScaleRef,
+  maxElems: number,
+  maxScales: number,
+  slots = 0,
+): SimdDequant | undefined {
+  const fmt = FORMATS[from];
+  const target = TARGETS[to];
+  if (process.env.WEIGHT_SPEC_SIMD === 'off' || fmt === undefined || target === undefined || shape.length < 2) return undefined;
+  if (slots > 0 && target === 0) return undefined; // transpose16 moves 16-bit elements only
+  const k = instance();
+  if (!k) return undefined;
+  const kernel = k.fp8_dequant as Kernel;
+  const nanCount = k.fp8_nan as { value: number };
+  const outSize = OUT_SIZE[target]!;
+  const C = shape[shape.length - 1]!;
+  const R = shape[shape.length - 2]!;
+  const [bR, bC] = ref.block;
+  const [nR, nC] = ref.grid;
+  const inAt = up16(maxScales * 4);
+  const outAt = inAt + up16(maxElems);
+  const batchAt = outAt + up16(maxElems * outSize);
+  reserve(k, batchAt + slots * maxElems * 2);
+  let scales = 0;
+  const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
+  return {
+    input: (elems) => view(inAt, elems),
+    output: (elems) => view(outAt, elems * outSize),
+    setScales(scale) {
+      if (scale.length > maxScales) throw new RangeError(`simd dequant: ${scale.length} scales, room for ${maxScales}`);
+      new Float32Array(k.memory.buffer, 0, scale.length).set(scale);
+      scales = scale.length;
+    },
+    run(first, elems) {
+      if (elems > maxElems) throw new RangeError(`simd dequant: ${elems} elements, room for ${maxElems}`);
+      checkScaleCover(scales, first, elems, shape, ref);
+      const nan0 = nanCount.value;
+      let bad = 0;
+      // one kernel call per row segment: the row picks the scale row, the kernel walks its blocks
+      for (let i = 0; i < elems;) {
+        const f = first + i;
+        const col = f % C;
+        const row = (f - col) / C;
+        const r = row % R;
+        const scaleRow = (((row - r) / R) * nR + Math.floor(r / bR)) * nC;
+        const n = Math.min(C - col, elems - i);
+        bad += kernel(inAt + i, outAt + i * outSize, n, scaleRow * 4, bC, col, fmt, target);
+        i += n;
+      }
+      narrowingTally.nonFinite += bad;
+      narrowingTally.fp8Nan += nanCount.value - nan0;
+    },
+    transposeInto(rows, cols, slot) {
+      if (slot >= slots || rows * cols > maxElems || rows % 8 !== 0 || cols % 8 !== 0)
+        throw new RangeError(`simd dequant: [${rows}, ${cols}] slot ${slot} does not fit`);
+      (k.transpose16 as (src: number, dst: number, rows: number, cols: number) => void)(
+        outAt,
+        batchAt + slot * rows * cols * 2,
+        rows,
+        cols,
+      );
+    },
+    batch: (n, elems) => view(batchAt, n * elems * 2),
+  };
+}
