@@ -129,6 +129,29 @@ const fileCases: FileCase[] = [
     bytes: st('{"a":{"dtype":"U8","dtype":"F32","shape":[1],"data_offsets":[0,1]}}', 1),
     error: /key "dtype" twice/,
   },
+  // The duplicate check is made with the entries' walk: it still wins over an entry's error before or after it.
+  {
+    name: 'duplicate key before a bad entry',
+    bytes: st(
+      '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"X"}}',
+      1,
+    ),
+    error: /header has the key "a" twice/,
+  },
+  {
+    name: 'duplicate key after a bad entry',
+    bytes: st(
+      '{"b":{"dtype":"X"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+      1,
+    ),
+    error: /header has the key "a" twice/,
+  },
+  {
+    name: 'duplicate key inside the metadata after a bad entry',
+    bytes: st('{"b":{"dtype":"X"},"__metadata__":{"f":"pt","f":"pt"}}', 1),
+    error: /header has the key "f" twice/,
+  },
+  { name: 'a bad entry without duplicates', bytes: st('{"b":{"dtype":"X"}}', 1), error: /tensor "b": unknown dtype "X"/ },
   { name: '__metadata__ a string', bytes: st(hdr({ __metadata__: 'x' })), error: /__metadata__ must be an object of strings/ },
   { name: '__metadata__ null', bytes: st(hdr({ __metadata__: null })), error: /__metadata__ must be an object/ },
   {

@@ -243,11 +243,17 @@ class LocatedInputSource implements InputSource {
  * Others (v1 inputs without a location) are kept as objects.
  */
 class InputSourceList implements InputSources {
-  private raw = new Int32Array(64);
+  private raw: Int32Array;
   /** 0: kept in `other`; 1: located, named by `name`; 2: located, named by `fqn`. */
-  private kind = new Uint8Array(64);
+  private kind: Uint8Array;
   private readonly other = new Map<number, InputSource>();
   length = 0;
+
+  /** `capacity`: the number of inputs expected (the document's), so the arrays are made once. */
+  constructor(capacity: number) {
+    this.raw = new Int32Array(Math.max(64, capacity));
+    this.kind = new Uint8Array(this.raw.length);
+  }
 
   located(rawIndex: number, nameField: 'name' | 'fqn'): void {
     this.push(rawIndex, nameField === 'name' ? 1 : 2);
@@ -284,7 +290,7 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
   const base = raw.weights_root ?? raw.checkpoint_base_dir;
   const rawDoc = raw as Record<string, unknown>;
   const rawList = source[listKey] as unknown[];
-  const inputSources = new InputSourceList();
+  const inputSources = new InputSourceList(raw.inputs.length);
   const sources: SpecSources = { files: [], inputs: inputSources };
 
   const files: SpecFile[] = list.map((entry, i) => {

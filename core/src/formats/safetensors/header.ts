@@ -6,6 +6,7 @@
  */
 import { FormatError } from '../../errors';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
+import { ownKeyCount } from '../json-depth';
 import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
 
 /** Largest header the reader accepts (the Rust reference's limit: 100 MB). */
@@ -98,9 +99,21 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   // A 20 MB [[[…]]] or [[],[],…] would otherwise cost seconds and a gigabyte in JSON.parse.
   // 1,000,000 property names is 250,000 tensors, far beyond any shard; V8 takes seconds over an
   // object with millions of keys.
-  const json = parseStrictJson(text, file, 'header', 8, { maxDepth: 3, maxContainersPerProperty: 0.75, maxProperties: 1_000_000 });
+  const json = parseStrictJson(text, file, 'header', 8, {
+    maxDepth: 3,
+    maxContainersPerProperty: 0.75,
+    maxProperties: 1_000_000,
+    deferDuplicateCheck: true,
+  });
   const value = json.value;
-  if (!isJsonObject(value)) throw new FormatError(file, 'header JSON is not an object', 8);
+  // The duplicate-key check comes first, as without deferring it: its key count is made in
+  // the entries loop below (one walk of the header object instead of two); any error found
+  // before the count is complete waits for the check over the whole value.
+  const duplicatesFirst = (err: unknown): never => {
+    json.checkDuplicates(ownKeyCount(value));
+    throw err;
+  };
+  if (!isJsonObject(value)) return duplicatesFirst(new FormatError(file, 'header JSON is not an object', 8));
   // Byte offsets are computed only for an error (each costs a scan of the text before it).
   // In a big header the exact scan (a map of every key) costs seconds; the first place the
   // key's JSON text appears is close enough for a message.
@@ -116,17 +129,24 @@ export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: 
   const tensors: TensorInfo[] = [];
   const keys = Object.keys(value);
   const share = shapeSharer();
-  for (let k = 0; k < keys.length; k++) {
-    const key = keys[k]!;
-    const entry = value[key];
-    if (key === '__metadata__') {
-      metadata = parseMetadata(entry, file, () => at(key));
-      continue;
+  let ownKeys = keys.length;
+  try {
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
+      const entry = value[key];
+      ownKeys += ownKeyCount(entry);
+      if (key === '__metadata__') {
+        metadata = parseMetadata(entry, file, () => at(key));
+        continue;
+      }
+      const t = parseEntry(key, entry, file, dataStart, dataSize, () => at(key));
+      t.shape = share(t.shape);
+      tensors.push(t);
     }
-    const t = parseEntry(key, entry, file, dataStart, dataSize, () => at(key));
-    t.shape = share(t.shape);
-    tensors.push(t);
+  } catch (err) {
+    duplicatesFirst(err);
   }
+  json.checkDuplicates(ownKeys);
 
   // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
   // [0, dataSize) exactly: no gap, no overlap, nothing after the last tensor.

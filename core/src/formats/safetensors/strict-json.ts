@@ -14,6 +14,14 @@ export interface StrictJson {
   topLevel: Map<string, number>;
   /** Character offset of each property name of each second-level object, by parent key. */
   secondLevel: Map<string, Map<string, number>>;
+  /** The number of property names in the text (every level). */
+  properties: number;
+  /**
+   * The duplicate-key check, for a caller that counted the value's own keys itself (with
+   * `deferDuplicateCheck`): throws the duplicate's error when `ownKeys` (what
+   * {@link ownKeyCount} gives for the value) differs from {@link StrictJson.properties}.
+   */
+  checkDuplicates(ownKeys: number): void;
 }
 
 /**
@@ -25,7 +33,16 @@ export function parseStrictJson(
   file: string,
   what: string,
   base = 0,
-  limits: { maxDepth?: number; maxContainersPerProperty?: number; maxProperties?: number } = {},
+  limits: {
+    maxDepth?: number;
+    maxContainersPerProperty?: number;
+    maxProperties?: number;
+    /**
+     * Leave the duplicate-key check to the caller ({@link StrictJson.checkDuplicates}), which
+     * walks the value anyway: a second walk of a 10 000-key header object costs as much again.
+     */
+    deferDuplicateCheck?: boolean;
+  } = {},
 ): StrictJson {
   const byteAt = (charOffset: number) => base + Buffer.byteLength(text.slice(0, charOffset), 'utf8');
   // Shape first, before JSON.parse allocates: jsonc-parser's visit recurses once per nesting
@@ -57,19 +74,31 @@ export function parseStrictJson(
   // The key scan (offsets, first duplicate) runs only when the property count says some key
   // repeats, or when a caller asks for offsets (to name a byte in an error).
   let scanned: { topLevel: Map<string, number>; secondLevel: Map<string, Map<string, number>> } | undefined;
+  let duplicateError: FormatError | undefined;
   const scan = () => {
+    if (duplicateError) throw duplicateError; // every later ask says so too
     if (!scanned) {
-      scanned = { topLevel: new Map(), secondLevel: new Map() };
-      const duplicate = scanKeys(text, scanned.topLevel, scanned.secondLevel);
+      const found = { topLevel: new Map<string, number>(), secondLevel: new Map<string, Map<string, number>>() };
+      const duplicate = scanKeys(text, found.topLevel, found.secondLevel);
       if (duplicate) {
-        throw new FormatError(file, `${what} has the key ${JSON.stringify(duplicate.key)} twice`, byteAt(duplicate.offset));
+        throw (duplicateError = new FormatError(
+          file,
+          `${what} has the key ${JSON.stringify(duplicate.key)} twice`,
+          byteAt(duplicate.offset),
+        ));
       }
+      scanned = found;
     }
     return scanned;
   };
-  if (shape.properties !== ownKeyCount(value)) scan();
+  const checkDuplicates = (ownKeys: number) => {
+    if (shape.properties !== ownKeys) scan();
+  };
+  if (!limits.deferDuplicateCheck) checkDuplicates(ownKeyCount(value));
   return {
     value,
+    properties: shape.properties,
+    checkDuplicates,
     get topLevel() {
       return scan().topLevel;
     },
