@@ -12,7 +12,7 @@ import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../errors';
 import { problem } from '../problem-codes';
 import { tryResolveReadPath } from '../paths';
-import { reportedPreparedDir, reportedPreparedFile } from '../export/report';
+import { reportedPreparedDir, reportedPreparedFile } from '../artifacts/export-report';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
 import type { SafetensorsHeader } from '../formats/safetensors';

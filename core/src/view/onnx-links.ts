@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { readExportReport } from '../export/report';
+import { readExportReport } from '../artifacts/export-report';
 import type { OnnxPage } from './types';
 
 const isFile = (f: string) => {
