@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { readModel } from '../src/formats/onnx';
 import { GraphLayout, HEAD_H } from '../src/view/graph-layout';
+import { layeredLayout } from '../src/view/layered-layout';
 import { GraphSearch, buildViewerPage, graphModelOf, neighbors, type GraphModel } from '../src/view';
 import { configsDir, describeFixtures } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
@@ -151,5 +152,61 @@ describe('graph search without fixtures', () => {
     expect(lay.boxes.map((b) => b.kind).sort()).toEqual(['input', 'op', 'output']);
     expect(lay.boxes.find((b) => b.kind === 'op')!.rows).toEqual([{ kind: 'const', value: 1, text: 'shape = int64[1] [-1]' }]);
     expect(lay.edges.length).toBe(2);
+  });
+});
+
+describe('layered layout', () => {
+  it('ranks edges downward, routes long edges through their ranks, and never overlaps boxes', () => {
+    const sizes = Array.from({ length: 12 }, (_, i) => ({ w: 40 + (i % 3) * 30, h: 20 + (i % 2) * 15 }));
+    const edges: [number, number][] = [
+      [0, 1],
+      [1, 2],
+      [2, 3],
+      [3, 4],
+      [0, 4],
+      [5, 2],
+      [1, 6],
+      [6, 7],
+      [7, 4],
+      [8, 9],
+      [9, 10],
+      [10, 11],
+      [0, 11],
+    ];
+    const g = layeredLayout({ sizes, edges });
+    edges.forEach(([a, b], i) => {
+      expect(g.y[a]!).toBeLessThan(g.y[b]!);
+      const p = g.points[i]!;
+      // From the source's bottom to the target's top, monotonically down.
+      expect(p[1]).toBeCloseTo(g.y[a]! + sizes[a]!.h / 2);
+      expect(p[p.length - 1]).toBeCloseTo(g.y[b]! - sizes[b]!.h / 2);
+      for (let j = 3; j < p.length; j += 2) expect(p[j]!).toBeGreaterThan(p[j - 2]!);
+    });
+    // 0 → 4 spans 4 ranks: 3 bends between its ends.
+    expect(g.points[4]!.length).toBe(2 * 5);
+    for (let a = 0; a < 12; a++)
+      for (let b = a + 1; b < 12; b++) {
+        const apart =
+          Math.abs(g.x[a]! - g.x[b]!) >= (sizes[a]!.w + sizes[b]!.w) / 2 || Math.abs(g.y[a]! - g.y[b]!) >= (sizes[a]!.h + sizes[b]!.h) / 2;
+        expect(apart).toBe(true);
+      }
+    // A source feeding one node sits in the rank right above it (with node 1), not at the top.
+    expect(g.y[5]!).toBe(g.y[1]!);
+    expect(g.y[5]!).toBeGreaterThan(g.y[0]!);
+  });
+
+  it('survives a cycle (not valid ONNX) by dropping the back edge', () => {
+    const g = layeredLayout({
+      sizes: [
+        { w: 10, h: 10 },
+        { w: 10, h: 10 },
+      ],
+      edges: [
+        [0, 1],
+        [1, 0],
+      ],
+    });
+    expect(g.points[0]!.length).toBe(4);
+    expect(g.points[1]).toEqual([]);
   });
 });

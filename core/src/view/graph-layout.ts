@@ -1,15 +1,15 @@
 /**
  * The graph explorer's layout, computed incrementally: the sections (prologue, one per decoder
  * layer, head) are stacked top to bottom, a collapsed section is one block, and an expanded one
- * is laid out by dagre on its own nodes only when first expanded (then cached). Expanding a
+ * is laid out (layered-layout.ts) on its own nodes only when first expanded (then cached). Expanding a
  * layer of a 48-layer model therefore costs one layer's layout, and the stack is re-placed in
  * O(sections). Values from another section enter as small `ref` boxes (clicking one jumps to
  * its producer), so no edge crosses the picture; consecutive sections are joined by one arrow.
  *
  * Pure (no DOM): the webview draws what this computes; unit tests check it.
  */
-import dagre from '@dagrejs/dagre';
-import { weightLabel, type GraphModel } from './graph-model';
+import { weightLabel, type GraphModel } from './graph-data';
+import { layeredLayout } from './layered-layout';
 
 /** Approximate width of one character of the 11 px editor font. */
 export const CHAR_W = 6.6;
@@ -179,25 +179,19 @@ export class GraphLayout {
       }
       for (const v of node.outputs) if (v >= 0 && m.values[v]!.kind === 'output') links.push([byNode.get(n)!, stub('output', v), v]);
     }
-    const g = new dagre.graphlib.Graph({ multigraph: true });
-    g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 26, edgesep: 8, marginx: 0, marginy: 0 });
-    g.setDefaultEdgeLabel(() => ({}));
-    boxes.forEach((b, i) => g.setNode(String(i), { width: b.w, height: b.h }));
-    links.forEach(([a, b, v], i) => g.setEdge(String(a), String(b), {}, `e${i}:${v}`));
-    dagre.layout(g);
+    const lay = layeredLayout({ sizes: boxes, edges: links.map(([a, b]) => [a, b]), nodesep: 18, ranksep: 26 });
     boxes.forEach((b, i) => {
-      const p = g.node(String(i));
-      b.x = p.x - b.w / 2;
-      b.y = p.y - b.h / 2;
+      b.x = lay.x[i]! - b.w / 2;
+      b.y = lay.y[i]! - b.h / 2;
     });
-    const edges: LEdge[] = links.map(([a, b, v], i) => {
-      const pts: { x: number; y: number }[] = g.edge(String(a), String(b), `e${i}:${v}`)?.points ?? [];
-      const flat = pts.flatMap((p) => [p.x, p.y]);
-      const xs = pts.map((p) => p.x);
-      const ys = pts.map((p) => p.y);
-      return { pts: flat, value: v, box: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)] };
+    const edges: LEdge[] = links.map(([, , v], i) => {
+      const pts = lay.points[i]!;
+      const xs = pts.filter((_, j) => j % 2 === 0);
+      const ys = pts.filter((_, j) => j % 2 === 1);
+      return { pts, value: v, box: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)] };
     });
-    const { width = 0, height = 0 } = g.graph();
+    const width = lay.width;
+    const height = lay.height;
     const out: SectionLayout = { w: width, h: height, boxes, edges, byNode, ms: performance.now() - t0 };
     this.cache.set(s, out);
     return out;
@@ -272,4 +266,26 @@ export class GraphLayout {
     }
     return undefined;
   }
+}
+
+/** Op categories the explorer colors (and its legend lists), as Netron groups them. */
+export const OP_CATEGORIES = ['layer', 'activation', 'normalization', 'tensor', 'other'] as const;
+/** One of {@link OP_CATEGORIES}. */
+export type OpCategory = (typeof OP_CATEGORIES)[number];
+
+const CATEGORY: Record<string, OpCategory> = {};
+for (const [c, ops] of [
+  ['layer', 'Gemm MatMul MatMulInteger Conv ConvTranspose Attention MultiHeadAttention GroupQueryAttention Einsum'],
+  ['activation', 'Sigmoid Softmax LogSoftmax Relu Gelu FastGelu Tanh Silu Erf Elu LeakyRelu HardSigmoid Softplus'],
+  ['normalization', 'LayerNormalization SimplifiedLayerNormalization RMSNormalization BatchNormalization ReduceMean Sqrt Reciprocal'],
+  [
+    'tensor',
+    'Reshape Transpose Concat Split Slice Gather GatherND GatherElements Unsqueeze Squeeze Expand Tile Shape ScatterND ScatterElements Range Identity Cast Where Flatten Pad TopK ArgMax',
+  ],
+] as const)
+  for (const op of ops.split(' ')) CATEGORY[op] = c;
+
+/** The category of op type `op` (`other` for arithmetic and the rest). */
+export function opCategory(op: string): OpCategory {
+  return CATEGORY[op] ?? 'other';
 }

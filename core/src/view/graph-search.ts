@@ -5,7 +5,7 @@
  * no node produces) its first consumer. Exact matches come first, then prefix and suffix
  * matches, then the rest in graph order.
  */
-import type { GraphModel } from './graph-model';
+import type { GraphModel } from './graph-data';
 
 /** One search result. */
 export interface SearchHit {

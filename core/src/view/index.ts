@@ -8,6 +8,6 @@ export { linkSpecs, specInputKeyRange, type SpecText } from './spec-links';
 export { buildOnnxPage, groupWeights, METADATA_CLIP, type OnnxPageOptions } from './onnx-page';
 export { graphView, indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
 export { buildViewerPage, type ViewerResult } from './page';
-export { buildGraphModel, graphModelOf, neighbors, siblingSpec, weightLabel, weightSources } from './graph-model';
-export type { GraphModel, GxNode, GxSection, GxValue, WeightSource } from './graph-model';
+export { buildGraphModel, graphModelOf, siblingSpec, weightSources } from './graph-model';
+export { neighbors, weightLabel, type GraphModel, type GxNode, type GxSection, type GxValue, type WeightSource } from './graph-data';
 export { GraphSearch, type SearchHit } from './graph-search';
