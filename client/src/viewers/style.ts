@@ -57,7 +57,7 @@ summary { cursor: pointer; }
 .gx-hit:hover, .gx-hit.active { background: var(--vscode-list-activeSelectionBackground); color: var(--vscode-list-activeSelectionForeground); }
 .gx-hit-count { padding: 2px 6px; }
 .gx-check { display: inline-flex; align-items: center; gap: 4px; }
-.gx-legend { position: absolute; left: 8px; bottom: 8px; padding: 4px 8px; font-size: 0.85em; opacity: 0.9; pointer-events: none;
+.gx-legend { position: absolute; left: 8px; bottom: 8px; padding: 2px 8px; font-size: 0.85em; opacity: 0.92;
   background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
 .gx-legend-item { display: flex; align-items: center; gap: 6px; }
 .gx-swatch { display: inline-block; width: 14px; height: 9px; border: 1px solid var(--vscode-panel-border); }

@@ -85,7 +85,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   L.place();
 
   const canvas = el('canvas', { class: 'gx-canvas', tabindex: '0', title: KEYS, 'aria-label': 'Graph; ' + KEYS });
-  const wrap = el('div', { class: 'gx-wrap' }, canvas, legend());
+  const wrap = el('div', { class: 'gx-wrap' }, canvas, legend(window.innerHeight > 800));
   const panel = el('div', { class: 'gx-panel', 'aria-live': 'polite' });
   const searchBox = el('input', {
     type: 'text',
@@ -131,6 +131,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   let matches = new Set<number>();
   let hits: SearchHit[] = [];
   let hitAt = -1;
+  let searched = '';
   let firstPaint = true;
   const ctx = canvas.getContext('2d', { alpha: false })!;
   const font = getComputedStyle(document.body).getPropertyValue('--vscode-editor-font-family').trim() || 'monospace';
@@ -306,6 +307,9 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
       }
       ctx.restore();
     }
+    // State for tests and assistive tools: the zoom and the open blocks.
+    canvas.dataset.zoom = k.toFixed(3);
+    canvas.dataset.expanded = String(L.expanded.size);
     const ms = performance.now() - t0;
     performance.measure('gx-draw', { start: t0, duration: ms });
     if (firstPaint) {
@@ -342,10 +346,10 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     ty = (H - L.height * k) / 2;
     redraw();
   };
-  /** The start: the top of the picture at a readable zoom, centered. */
+  /** The start: the top of the picture at a readable zoom, centered, or from its left edge when wider. */
   const top = () => {
-    k = Math.max(0.75, Math.min(1, W / (L.width + 40)));
-    tx = W / 2;
+    k = Math.max(0.6, Math.min(1, W / (L.width + 40)));
+    tx = L.width * k + 40 <= W ? W / 2 : 20 + (L.width / 2) * k;
     ty = 16;
   };
   const center = (r: { x: number; y: number; w: number; h: number }) => {
@@ -504,6 +508,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const runSearch = () => {
+    searched = searchBox.value;
     hits = finder.find(searchBox.value);
     matches = new Set(hits.map((h) => h.node));
     hitAt = -1;
@@ -518,7 +523,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     if (e.key === 'Enter' || e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       e.preventDefault();
       clearTimeout(timer);
-      if (hits.length === 0 || hitAt < 0) runSearch();
+      if (searched !== searchBox.value || hitAt < 0) runSearch();
       if (!hits.length) return;
       hitAt = (hitAt + (e.key === 'ArrowUp' ? hits.length - 1 : 1)) % hits.length;
       reveal(hits[hitAt]!.node);
@@ -538,7 +543,11 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     if (first) top();
     redraw();
   }).observe(wrap);
-  window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => ((colors = themeColors()), redraw()));
+  // VS Code marks a theme change on <body> (class vscode-light/dark, inline variables).
+  new MutationObserver(() => {
+    colors = themeColors();
+    redraw();
+  }).observe(document.body, { attributes: true, attributeFilter: ['class', 'style'] });
   select(undefined);
   return {
     shown: () => {

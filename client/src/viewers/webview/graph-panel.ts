@@ -32,12 +32,13 @@ const CATEGORY_TEXT: Record<(typeof OP_CATEGORIES)[number], string> = {
   other: 'arithmetic and other',
 };
 
-/** The legend: op-category swatches, value kinds and row colors. */
-export function legend(): HTMLElement {
+/** The legend (folded to one line until opened): op-category swatches, value kinds and row colors. */
+export function legend(open: boolean): HTMLElement {
   const item = (cls: string, text: string) => el('div', { class: 'gx-legend-item' }, el('span', { class: `gx-swatch ${cls}` }), text);
   return el(
-    'div',
-    { class: 'gx-legend', 'aria-label': 'Legend' },
+    'details',
+    { class: 'gx-legend', 'aria-label': 'Legend', ...(open ? { open: '' } : {}) },
+    el('summary', {}, 'Legend'),
     ...OP_CATEGORIES.map((c) => item(`cat-${c}`, CATEGORY_TEXT[c])),
     item('pill', 'graph input or output'),
     item('ref', '↗ value from another block (click: go to it)'),
