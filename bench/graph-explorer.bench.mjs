@@ -1,4 +1,4 @@
-/* global window, document, requestAnimationFrame -- the page.evaluate and addInitScript callbacks run in the browser */
+/* global window, document -- the addInitScript callback runs in the browser */
 // Benchmark: the ONNX viewer's graph explorer (issue 36.2) in a headless Chromium (playwright-core,
 // as the e2e harness uses it): the real webview document (client/src/viewers/html.ts, its CSP and
 // dist/viewer.js) fed with the page and graph model the extension would post, for the 30B MoE
@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { firstPaint, frameTimes, stats } from '../test/support/graph-explorer-timing.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
@@ -90,11 +91,6 @@ const DARK = {
   '--vscode-editor-font-family': 'monospace',
 };
 
-const stats = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { median: q(0.5), min: s[0], max: s[s.length - 1], p95: q(0.95), n: s.length };
-};
 const fmt = (st, d = 0) => `${st.median.toFixed(d)} ms [${st.min.toFixed(d)}–${st.max.toFixed(d)}]`;
 
 /** A page in the webview document with the extension's side stubbed: it answers `ready` and `graph`. */
@@ -129,50 +125,6 @@ async function openPage(browser, page0, model) {
   await page.goto(`${origin}/index.html`);
   await page.waitForSelector('button.tab');
   return { ctx, page };
-}
-
-/** Graph tab click → first frame, in the page's clock. */
-async function firstPaint(page) {
-  return page.evaluate(
-    () =>
-      new Promise((resolve) => {
-        const t0 = performance.now();
-        [...document.querySelectorAll('button.tab')].find((b) => b.textContent === 'Graph').click();
-        const poll = () => {
-          const m = performance.getEntriesByName('gx-first-paint')[0];
-          if (m) resolve(m.startTime - t0);
-          else requestAnimationFrame(poll);
-        };
-        poll();
-      }),
-  );
-}
-
-/** Scripted wheel zooms and drag pans over the canvas; returns draw times and rAF intervals (ms). */
-async function interact(page) {
-  await page.evaluate(() => {
-    performance.clearMeasures('gx-draw');
-    window.__raf = [];
-    const tick = (t) => {
-      window.__raf.push(t);
-      if (window.__raf.length < 100000) requestAnimationFrame(tick);
-    };
-    requestAnimationFrame(tick);
-  });
-  const box = await page.locator('canvas.gx-canvas').boundingBox();
-  const cx = box.x + box.width / 2;
-  const cy = box.y + box.height / 2;
-  await page.mouse.move(cx, cy);
-  for (let i = 0; i < 30; i++) await page.mouse.wheel(0, i < 15 ? -60 : 60);
-  await page.mouse.down();
-  for (let i = 0; i < 60; i++) await page.mouse.move(cx + 200 * Math.sin(i / 6), cy + 3 * i, { steps: 1 });
-  await page.mouse.up();
-  return page.evaluate(() => {
-    const draws = performance.getEntriesByName('gx-draw').map((e) => e.duration);
-    const r = window.__raf;
-    window.__raf = [1e9]; // stops the loop
-    return { draws, raf: r.slice(1).map((t, i) => t - r[i]) };
-  });
 }
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-graph-bench-'));
@@ -211,12 +163,12 @@ try {
       const { ctx, page } = await openPage(browser, res.page, model);
       fps.push(await firstPaint(page));
       if (i === 0 && shots) await page.screenshot({ path: path.join(shots, `${name.replace(/\W+/g, '-')}-first.png`) });
-      const a = await interact(page);
+      const a = await frameTimes(page, page.mouse);
       frames.default.push(...a.draws);
       raf.push(...a.raf);
       await page.locator('button', { hasText: 'Expand all' }).click();
       await page.locator('button', { hasText: 'Fit' }).click();
-      const b = await interact(page);
+      const b = await frameTimes(page, page.mouse);
       frames.all.push(...b.draws);
       if (i === 0 && shots) await page.screenshot({ path: path.join(shots, `${name.replace(/\W+/g, '-')}-all.png`) });
       await ctx.close();

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportFromConfig } from '../src/export/graph/export-config';
 import { readModel } from '../src/formats/onnx';
-import { GraphLayout, HEAD_H } from '../src/view/graph-layout';
+import { GraphLayout, HEAD_H, OP_CATEGORIES, opCategory, slotName } from '../src/view/graph-layout';
 import { layeredLayout } from '../src/view/layered-layout';
 import { GraphSearch, buildViewerPage, graphModelOf, neighbors, type GraphModel } from '../src/view';
 import { configsDir, describeFixtures } from '../../test/support/fixtures';
@@ -152,6 +152,18 @@ describe('graph search without fixtures', () => {
     expect(lay.boxes.map((b) => b.kind).sort()).toEqual(['input', 'op', 'output']);
     expect(lay.boxes.find((b) => b.kind === 'op')!.rows).toEqual([{ kind: 'const', value: 1, text: 'shape = int64[1] [-1]' }]);
     expect(lay.edges.length).toBe(2);
+  });
+
+  it('names op inputs and colors ops by category, as the legend lists them', () => {
+    expect([slotName('Reshape', 1), slotName('Gemm', 1), slotName('Concat', 3)]).toEqual(['shape', 'B', 'in3']);
+    expect(['Gemm', 'Softmax', 'ReduceMean', 'Transpose', 'Mul'].map(opCategory)).toEqual([
+      'layer',
+      'activation',
+      'normalization',
+      'tensor',
+      'other',
+    ]);
+    expect(new Set(OP_CATEGORIES)).toEqual(new Set(['layer', 'activation', 'normalization', 'tensor', 'other']));
   });
 });
 
