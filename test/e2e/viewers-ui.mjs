@@ -151,30 +151,17 @@ async function graphExplorerCheck(page, check) {
  * window: first paint after the Graph tab click (including the extension building the model)
  * under 1 s, and the draw cost of frames during wheel zoom and drag under 16.7 ms (60 fps) at p95.
  */
-async function graphExplorer30bCheck(page, check, ws, extensionRoot) {
+async function graphExplorer30bCheck(page, check) {
   await check(
     'the graph explorer on the 30B MoE export: first paint < 1 s, frames < 16.7 ms while zooming and panning (screenshot)',
     async () => {
       await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
-      const q30 = path.join(ws.dir, 'qwen3-30b-a3b');
-      fs.mkdirSync(q30, { recursive: true });
-      fs.copyFileSync(path.join(path.dirname(fixturesDir()), 'configs', 'qwen3-30b-a3b.json'), path.join(q30, 'config.json'));
-      const cli = path.join(extensionRoot, 'dist', 'cli.js');
-      execFileSync(process.execPath, [cli, 'export', '--config', q30, '--out', path.join(ws.dir, 'q30-graph')], { stdio: 'pipe' });
-      // Opened from the explorer by keys, once the folder shows its entries: q30-graph's second entry
-      // (export-report.json, model.onnx, …);
-      // another model.onnx is in ui-export/, and the tree's DOM order is not its visual order.
-      await page.keyboard.press('Escape');
-      await page.keyboard.press('Control+Shift+E');
-      await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'q30-graph' }).first().click({ timeout: 30_000 });
-      await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'qwen3-30b-a3b-qeff' }).first().waitFor({ timeout: 15_000 });
-      await page.keyboard.press('ArrowDown');
-      await page.keyboard.press('ArrowDown');
-      await page.keyboard.press('Enter');
-      await page.waitForSelector('.tab[aria-label*="model.onnx"]', { timeout: 15_000 });
-      await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/);
+      await quickOpen(page, 'qwen3-30b.onnx');
+      await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/).catch(() =>
+        palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/),
+      );
       await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ONNX Model Viewer' }).first().click({ timeout: 15_000 });
-      const frame = await webviewFrame(page, 'model.onnx', 'button.tab');
+      const frame = await webviewFrame(page, 'qwen3-30b.onnx', 'button.tab');
       await frame.getByText('4250 nodes').first().waitFor({ timeout: 30_000 });
       const fp = await firstPaint(frame);
       const t = await frameTimes(frame, page.mouse);
@@ -197,6 +184,16 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   // Written first, so that the explorer lists it by the time its check runs.
   const tensors = qwen3MoeTensors({ layers: 51 });
   writeSparseCheckpoint(path.join(ws.dir, 'sparse-20k'), tensors, 16);
+  // The 30B MoE export (4,250 nodes) of the explorer's timing check, early for the same reason; its
+  // graph renamed so that Quick Open tells it from ui-export's model.onnx (its spec is still beside it).
+  const q30 = path.join(ws.dir, 'qwen3-30b-a3b');
+  fs.mkdirSync(q30, { recursive: true });
+  fs.copyFileSync(path.join(path.dirname(fixturesDir()), 'configs', 'qwen3-30b-a3b.json'), path.join(q30, 'config.json'));
+  const q30out = path.join(ws.dir, 'q30-graph');
+  execFileSync(process.execPath, [path.join(extensionRoot, 'dist', 'cli.js'), 'export', '--config', q30, '--out', q30out], {
+    stdio: 'pipe',
+  });
+  fs.renameSync(path.join(q30out, 'model.onnx'), path.join(q30out, 'qwen3-30b.onnx'));
   // A failing check leaves a screenshot of the whole window beside the others.
   let n = 0;
   const check = (title, fn) =>
@@ -308,7 +305,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     return a;
   });
   await graphExplorerCheck(page, check);
-  await graphExplorer30bCheck(page, check, ws, extensionRoot);
+  await graphExplorer30bCheck(page, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
