@@ -1,6 +1,6 @@
 // Bundles the three entry points. The extension and server are CommonJS (VS Code loads
 // extensions with require); the CLI is CommonJS too so `npx weight-spec` runs on plain Node 20.
-// Also: the viewers' webview script (dist/viewer.js, for the browser, with dagre inside) and
+// Also: the viewers' webview script (dist/viewer.js, for the browser) and
 // the weight spec's JSON Schema generated from the zod schema (dist/weight-spec.schema.json).
 import { build } from 'esbuild';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';

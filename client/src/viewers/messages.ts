@@ -1,12 +1,14 @@
 /**
  * Messages between a viewer's webview and the extension. The webview says `ready` once its
- * script runs (so no page is posted before it can be received), asks for one graph group at a
- * time, and reports the text it rendered (the e2e suite reads it back through a command).
+ * script runs (so no page is posted before it can be received), asks for the graph explorer's
+ * model when the Graph tab opens, asks to open a spec input or a checkpoint tensor, and reports
+ * the text it rendered (the e2e suite reads it back through a command).
  */
-import type { GraphView, ViewerPage } from '../../../core/src/view/types';
+import type { GraphModel } from '../../../core/src/view/graph-data';
+import type { ViewerPage } from '../../../core/src/view/types';
 
 /** Extension → webview. */
-export type ToWebview = { type: 'page'; page: ViewerPage } | { type: 'graph'; view: GraphView | undefined; group: string };
+export type ToWebview = { type: 'page'; page: ViewerPage } | { type: 'graph'; model: GraphModel | undefined };
 
 /** What a summary link opens; the extension resolves the file from the page it built. */
 export type LinkTarget = 'spec' | 'checkpoint' | 'problems';
@@ -14,7 +16,8 @@ export type LinkTarget = 'spec' | 'checkpoint' | 'problems';
 /** Webview → extension. */
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'graph'; group: string }
+  | { type: 'graph' }
   | { type: 'openSpec'; spec: string; input: number }
   | { type: 'openLink'; target: LinkTarget }
+  | { type: 'openTensor'; file: string; key: string }
   | { type: 'rendered'; text: string; view: 'page' | 'graph' };

@@ -1,13 +1,14 @@
 /**
  * The read-only custom editor behind both viewers: builds the page in core (headers only) and
- * posts it to the webview, answers graph-group requests from the kept graph index, opens a
- * spec at an input when a link is clicked, and rebuilds when the file changes on disk.
+ * posts it to the webview, answers the graph tab's request with the explorer's model of the kept
+ * graph index, opens a spec at an input or a checkpoint shard when a link is clicked, and rebuilds when the file changes on disk.
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { buildViewerPage, graphView, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
+import { buildViewerPage, graphModelOf, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
+import { SAFETENSORS_VIEW_TYPE } from './index';
 import type { FromWebview, ToWebview } from './messages';
 
 /** Spec files of the workspace, whose inputs a checkpoint page links to. */
@@ -31,6 +32,17 @@ async function workspaceSpecs(): Promise<SpecText[]> {
     }
   }
   return out;
+}
+
+/** Opens a checkpoint shard in the safetensors viewer (a not-yet-prepared one is named in a message). */
+async function openTensor(file: string, key: string): Promise<void> {
+  try {
+    await vscode.workspace.fs.stat(vscode.Uri.file(file));
+  } catch {
+    void vscode.window.showWarningMessage(`Tensor ${key} is not on disk yet: ${file} does not exist (run Prepare).`);
+    return;
+  }
+  await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(file), SAFETENSORS_VIEW_TYPE, vscode.ViewColumn.Beside);
 }
 
 /** One provider instance serves one view type (safetensors or ONNX). */
@@ -77,7 +89,10 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             pending = undefined;
             break;
           case 'graph':
-            post({ type: 'graph', group: m.group, view: graph ? graphView(graph, m.group) : undefined });
+            post({ type: 'graph', model: graph ? graphModelOf(graph, file, graph.values) : undefined });
+            break;
+          case 'openTensor':
+            await openTensor(m.file, m.key);
             break;
           case 'openSpec': {
             const d = await vscode.workspace.openTextDocument(vscode.Uri.file(m.spec));

@@ -46,13 +46,37 @@ details.section > summary h2 { display: inline; margin: 0; border: none; }
 .banner { margin: 8px 0; padding: 4px 8px; border-left: 3px solid var(--vscode-editorWarning-foreground); background: var(--vscode-textBlockQuote-background); }
 .banner.sev-error { border-left: 3px solid var(--vscode-errorForeground); }
 summary { cursor: pointer; }
-.graph { border: 1px solid var(--vscode-panel-border); overflow: auto; height: 70vh; }
-.graph svg text { fill: var(--vscode-foreground); font-family: var(--vscode-editor-font-family); font-size: 11px; }
-.graph .node-op rect { fill: var(--vscode-editorWidget-background); stroke: var(--vscode-focusBorder); }
-.graph .node-input rect, .graph .node-output rect { fill: var(--vscode-badge-background); stroke: var(--vscode-panel-border); }
-.graph .node-input text, .graph .node-output text { fill: var(--vscode-badge-foreground); }
-.graph .node-weight rect { fill: var(--vscode-editor-background); stroke: var(--vscode-charts-green, var(--vscode-focusBorder)); stroke-dasharray: 3 2; }
-.graph path { fill: none; stroke: var(--vscode-editorLineNumber-foreground); }
-.graph marker path { fill: var(--vscode-editorLineNumber-foreground); stroke: none; }
+.graph .gx { display: flex; height: calc(100vh - 150px); min-height: 320px; border: 1px solid var(--vscode-panel-border); }
+.gx-wrap { position: relative; flex: 1; min-width: 0; overflow: hidden; }
+.gx-canvas { display: block; cursor: grab; outline: none; touch-action: none; }
+.gx-canvas:focus-visible { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
+.gx-panel { width: 340px; flex: none; overflow: auto; padding: 6px 10px; border-left: 1px solid var(--vscode-panel-border);
+  background: var(--vscode-sideBar-background, var(--vscode-editor-background)); word-break: break-all; }
+.gx-panel h3 { margin: 4px 0; font-size: 1.1em; }
+.gx-panel h4 { margin: 10px 0 2px; font-size: 0.95em; border-bottom: 1px solid var(--vscode-panel-border); }
+.gx-value { margin: 4px 0 6px; }
+.gx-slot { color: var(--vscode-descriptionForeground); font-weight: 600; }
+.gx-entry { white-space: pre-wrap; margin: 4px 0; padding: 4px; background: var(--vscode-textCodeBlock-background); font-size: 0.9em; }
+.gx-search-box { position: relative; }
+.gx-results { position: absolute; z-index: 5; top: 100%; left: 0; width: 520px; max-height: 50vh; overflow: auto;
+  background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
+.gx-hit { padding: 2px 6px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.gx-hit:hover, .gx-hit.active { background: var(--vscode-list-activeSelectionBackground); color: var(--vscode-list-activeSelectionForeground); }
+.gx-hit-count { padding: 2px 6px; }
+.gx-check { display: inline-flex; align-items: center; gap: 4px; }
+.gx-legend { position: absolute; left: 8px; bottom: 8px; padding: 2px 8px; font-size: 0.85em; opacity: 0.92;
+  background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
+.gx-legend-item { display: flex; align-items: center; gap: 6px; }
+.gx-swatch { display: inline-block; width: 14px; height: 9px; border: 1px solid var(--vscode-panel-border); }
+.gx-swatch.cat-layer { background: var(--vscode-charts-blue); }
+.gx-swatch.cat-activation { background: var(--vscode-charts-red); }
+.gx-swatch.cat-normalization { background: var(--vscode-charts-green); }
+.gx-swatch.cat-tensor { background: var(--vscode-charts-orange); }
+.gx-swatch.cat-other { background: var(--vscode-charts-purple); }
+.gx-swatch.pill { background: var(--vscode-badge-background); border-radius: 5px; }
+.gx-swatch.ref { background: var(--vscode-editorWidget-background); border-radius: 5px; }
+.gx-swatch.row-weight { background: var(--vscode-charts-green); height: 3px; }
+.gx-swatch.row-const { background: var(--vscode-charts-yellow); height: 3px; }
+.gx-swatch.block { border: 2px solid var(--vscode-charts-blue); }
 .loading { color: var(--vscode-descriptionForeground); }
 `;

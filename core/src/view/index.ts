@@ -12,3 +12,6 @@ export { valueRuns, type ValueRun } from './value-runs';
 export { onnxLinks } from './onnx-links';
 export { compileTensorFilter, FILTER_PLACEHOLDER, type FilterFields, type TensorFilter } from './tensor-filter';
 export { middleEllipsis, shardLabels } from './table-text';
+export { buildGraphModel, graphModelOf, siblingSpec, weightSources } from './graph-model';
+export { neighbors, weightLabel, type GraphModel, type GxNode, type GxSection, type GxValue, type WeightSource } from './graph-data';
+export { GraphSearch, type SearchHit } from './graph-search';

@@ -12,7 +12,9 @@
 import { FIELD, WIRE } from '../formats/onnx/fields';
 import { FileReader } from '../formats/onnx/wire-reader';
 import { layerNumberOf } from '../foundation/layer-number';
-import type { GraphGroupInfo, GraphNode, GraphView } from './types';
+import { valueInfo, type ValueSummary } from '../formats/onnx/summary';
+import { readAttribute, type NodeAttr } from './graph-attrs';
+import type { GraphGroupInfo, GraphNode, GraphView, ValueEntry } from './types';
 
 /** One NodeProto of the main graph. */
 export interface RawNode {
@@ -21,19 +23,28 @@ export interface RawNode {
   domain: string;
   inputs: string[];
   outputs: string[];
+  /** Attributes as text (the graph explorer's side panel, folded constants). */
+  attrs?: NodeAttr[];
 }
 
 const NP = FIELD.NodeProto;
 
 /** Reads the main graph's nodes of `file` (positional reads; FormatError on a corrupt file). */
 export function readGraphNodes(file: string): RawNode[] {
+  return readGraph(file).nodes;
+}
+
+/** The main graph's nodes with their attributes, and its `value_info` (shapes of inner values, when the file has them). */
+export function readGraph(file: string): { nodes: RawNode[]; valueInfo: ValueSummary[] } {
   const r = FileReader.open(file);
   const nodes: RawNode[] = [];
+  const infos: ValueSummary[] = [];
   const str = (h: { vStart: number; vEnd: number }) => r.string(h.vStart, h.vEnd);
   try {
     r.each(0, r.size, 'ModelProto', (f) => {
       if (f.field !== FIELD.ModelProto.graph || f.wire !== WIRE.LEN) return;
       r.each(f.vStart, f.vEnd, 'GraphProto', (g) => {
+        if (g.field === FIELD.GraphProto.value_info && g.wire === WIRE.LEN) infos.push(valueInfo(r, g, 'value_info'));
         if (g.field !== FIELD.GraphProto.node || g.wire !== WIRE.LEN) return;
         const n: RawNode = { name: '', op: '', domain: '', inputs: [], outputs: [] };
         r.each(g.vStart, g.vEnd, 'NodeProto', (x) => {
@@ -43,6 +54,7 @@ export function readGraphNodes(file: string): RawNode[] {
           else if (x.field === NP.name) n.name = str(x);
           else if (x.field === NP.op_type) n.op = str(x);
           else if (x.field === NP.domain) n.domain = str(x);
+          else if (x.field === NP.attribute) (n.attrs ??= []).push(readAttribute(r, x));
         });
         nodes.push(n);
       });
@@ -50,7 +62,7 @@ export function readGraphNodes(file: string): RawNode[] {
   } finally {
     r.close();
   }
-  return nodes;
+  return { nodes, valueInfo: infos };
 }
 
 /** The graph's nodes with their groups, kept by the viewer to answer graph-view requests. */
@@ -64,6 +76,8 @@ export interface GraphIndex {
   /** Graph inputs that are not weights. */
   inputs: ReadonlySet<string>;
   outputs: ReadonlySet<string>;
+  /** Dtypes and shapes the file states (inputs, outputs, weights, value_info), for the explorer. */
+  values?: ValueEntry[];
 }
 
 const PROLOGUE = -1;
@@ -78,7 +92,7 @@ export function nodeNameLayer(name: string): number | undefined {
 /** Groups `nodes` by layer; see the module comment for the rules. */
 export function indexGraph(
   nodes: RawNode[],
-  facts: { weights: Iterable<string>; inputs: Iterable<string>; outputs: Iterable<string> },
+  facts: { weights: Iterable<string>; inputs: Iterable<string>; outputs: Iterable<string>; values?: ValueEntry[] },
 ): GraphIndex {
   const weights = new Set(facts.weights);
   const outputs = new Set(facts.outputs);
@@ -128,7 +142,7 @@ export function indexGraph(
     groupOf[i] = g;
     groups[g]!.nodes++;
   }
-  return { nodes, groupOf, groups, weights, inputs, outputs };
+  return { nodes, groupOf, groups, weights, inputs, outputs, ...(facts.values ? { values: facts.values } : {}) };
 }
 
 /** A short label for a value name: the last two segments of a node path, three of a parameter path. */

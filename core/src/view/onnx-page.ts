@@ -10,7 +10,7 @@ import { servingSummary } from '../artifacts/graph-metadata';
 import { summarizeOnnx, type OnnxSummary, type ValueSummary } from '../formats/onnx';
 import { layerNumberOf } from '../foundation/layer-number';
 import { formatPath, parseSpecText, SPEC_METADATA_KEY } from '../spec';
-import { indexGraph, readGraphNodes, type GraphIndex } from './onnx-graph';
+import { indexGraph, readGraph, type GraphIndex } from './onnx-graph';
 import { onnxLinks } from './onnx-links';
 import type { OnnxPage, PageProblem, ValueEntry, WeightGroup } from './types';
 
@@ -82,10 +82,12 @@ export async function buildOnnxPage(file: string, opts: OnnxPageOptions = {}): P
   const weightInputs = s.inputs.filter((v) => isWeight(v.name)).map(valueEntry);
   const inits = s.initializers.filter((t) => !s.inputs.some((v) => v.name === t.name));
   const weights = [...weightInputs, ...inits.map((t) => ({ name: t.name, dtype: t.dtype ?? `data_type ${t.dataType}`, dims: t.dims }))];
-  const graph = indexGraph(readGraphNodes(abs), {
+  const read = readGraph(abs);
+  const graph = indexGraph(read.nodes, {
     weights: weights.map((w) => w.name),
     inputs: s.inputs.map((v) => v.name),
     outputs: s.outputs.map((v) => v.name),
+    values: [...weights, ...s.inputs.map(valueEntry), ...s.outputs.map(valueEntry), ...read.valueInfo.map(valueEntry)],
   });
   const metaEntries = Object.entries(s.metadata);
   const page: OnnxPage = {

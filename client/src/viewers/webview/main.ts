@@ -17,14 +17,6 @@ let onnx: OnnxView | undefined;
 const rendered = (view: 'page' | 'graph', node: HTMLElement = app) =>
   vscode.postMessage({ type: 'rendered', view, text: (node.innerText || node.textContent || '').slice(0, 200_000) });
 
-/** The graph's drawn labels, one per line. */
-const renderedGraph = () =>
-  vscode.postMessage({
-    type: 'rendered',
-    view: 'graph',
-    text: [...app.querySelectorAll('.graph svg text')].map((t) => t.textContent ?? '').join('\n'),
-  });
-
 window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   const m = ev.data;
   if (m.type === 'page') {
@@ -40,13 +32,16 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       });
     } else {
       onnx = renderOnnx(app, page, {
-        requestGraph: (group) => vscode.postMessage({ type: 'graph', group }),
-        rendered: (view) => (view === 'graph' ? renderedGraph() : rendered('page')),
+        requestGraph: () => vscode.postMessage({ type: 'graph' }),
+        rendered: () => rendered('page'),
+        renderedGraph: (text) => vscode.postMessage({ type: 'rendered', view: 'graph', text }),
+        openSpec: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
+        openTensor: (file, key) => vscode.postMessage({ type: 'openTensor', file, key }),
         openLink: (target) => vscode.postMessage({ type: 'openLink', target }),
       });
     }
   } else if (m.type === 'graph') {
-    onnx?.showGraph(m.view, m.group);
+    onnx?.showGraph(m.model);
   }
 });
 vscode.postMessage({ type: 'ready' });

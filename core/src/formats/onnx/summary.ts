@@ -114,7 +114,8 @@ function shapeOf(r: FileReader, h: FieldHead): (number | string)[] {
   return dims;
 }
 
-function valueInfo(r: FileReader, h: FieldHead, what: string): ValueSummary {
+/** Decodes a ValueInfoProto field of a GraphProto (`what` names the field in errors). */
+export function valueInfo(r: FileReader, h: FieldHead, what: string): ValueSummary {
   r.expect(h, WIRE.LEN, 'GraphProto', what);
   const v: ValueSummary = { name: '', elemType: 0, dims: [], hasShape: false };
   r.each(h.vStart, h.vEnd, 'ValueInfoProto', (f) => {
