@@ -110,8 +110,29 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
       { mode: 0o755 },
     );
     const tmux = (...args: string[]) => spawnSync('tmux', ['-S', sock, '-f', '/dev/null', ...args], { encoding: 'utf8' });
-    const started = tmux('new-session', '-d', '-s', 'ws', '-x', '160', '-y', '48', script);
+    // remain-on-exit keeps the pane after Emacs exits, so an early exit shows its status and
+    // last screen instead of ending the session (which a busy machine's failing `has-session`
+    // could not tell apart from a crash).
+    const started = tmux(
+      'new-session',
+      '-d',
+      '-s',
+      'ws',
+      '-x',
+      '160',
+      '-y',
+      '48',
+      script,
+      ';',
+      'set-option',
+      '-t',
+      'ws',
+      'remain-on-exit',
+      'on',
+    );
     expect(started.status, started.stderr).toBe(0);
+    const paneState = () => tmux('display-message', '-p', '-t', 'ws', '#{pane_dead} #{pane_dead_status}').stdout.trim();
+    const exited = () => paneState().startsWith('1') || (tmux('has-session').status !== 0 && tmux('has-session').status !== 0);
     const done = () => {
       try {
         return (JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps }).steps.done === true;
@@ -121,8 +142,8 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     };
     const watch = async (): Promise<{ finished: boolean; screen: string }> => {
       try {
-        const finished = await until(() => done() || tmux('has-session').status !== 0, 240_000);
-        return { finished, screen: tmux('capture-pane', '-p').stdout };
+        const finished = await until(() => done() || exited(), 280_000);
+        return { finished, screen: `[pane dead?, exit status: ${paneState() || 'no session'}]\n${tmux('capture-pane', '-p').stdout}` };
       } finally {
         tmux('kill-server'); // Emacs and the server with it, whatever happened
       }
