@@ -89,7 +89,7 @@ describe('readers refuse FIFOs, devices, sockets and /proc files (#14.2)', () =>
     execFileSync('mkfifo', [path.join(dir, 'model.onnx')]);
     const r = await cli(['check', specFile], dir);
     expect(r.hung, 'check hung on the FIFO').toBe(false);
-    expect(r.stdout + r.stderr).toContain('model.onnx: is a FIFO, expected a file');
+    expect(r.stdout + r.stderr).toContain('the companion ONNX cannot be read (is a FIFO, expected a file): model.onnx');
     // The spec itself as a FIFO.
     const fifoSpec = path.join(dir, 'fifo.weight_spec.json');
     execFileSync('mkfifo', [fifoSpec]);

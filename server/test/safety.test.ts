@@ -29,7 +29,9 @@ describe('language server safety', () => {
     const client = await startInMemory();
     try {
       const { uri, text, diagnostics } = await within(client.open(specFile), 10_000, 'first diagnostics');
-      expect(diagnostics.map((d) => d.message).join('\n')).toContain('model.onnx: is a FIFO, expected a file');
+      expect(diagnostics.map((d) => d.message).join('\n')).toContain(
+        'the companion ONNX cannot be read (is a FIFO, expected a file): model.onnx',
+      );
       const at = text.indexOf('"version"');
       const again = await within(client.edit(uri, at, at, ' '), 10_000, 'diagnostics after an edit');
       expect(again.map((d) => d.message).join('\n')).toContain('is a FIFO, expected a file');

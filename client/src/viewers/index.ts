@@ -5,9 +5,9 @@
  */
 import * as vscode from 'vscode';
 import { ViewerProvider, renderedText } from './provider';
+import { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE } from './view-types';
 
-export const SAFETENSORS_VIEW_TYPE = 'weightSpec.safetensorsViewer';
-export const ONNX_VIEW_TYPE = 'weightSpec.onnxViewer';
+export { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE };
 /** Not in the command palette: the e2e suite reads what a viewer rendered through it. */
 export const RENDERED_TEXT_COMMAND = 'weightSpec.viewers.renderedText';
 

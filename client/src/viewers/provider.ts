@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { buildViewerPage, graphModelOf, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
-import { SAFETENSORS_VIEW_TYPE } from './index';
+import { SAFETENSORS_VIEW_TYPE } from './view-types';
 import type { FromWebview, ToWebview } from './messages';
 
 /** Spec files of the workspace, whose inputs a checkpoint page links to. */
