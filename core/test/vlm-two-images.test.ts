@@ -1,0 +1,360 @@
+/**
+ * Two images in one prompt for Qwen2.5-VL and Gemma 3 (fixtures qwen2_5_vl, gemma3_vlm), checked
+ * against Hugging Face's rules transcribed here independently of core/src:
+ *   - Qwen2.5-VL positions: `Qwen2_5_VLModel.get_rope_index` of HF transformers
+ *     src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (commit
+ *     00b676f8f0489b88652a31d70751cc540dd06305), images only (second_per_grid_t = 0, so t_index is 0);
+ *   - Gemma 3's attention mask: `create_causal_mask_mapping` + `token_type_ids_mask_function` of
+ *     src/transformers/models/gemma3/modeling_gemma3.py (commit
+ *     0018aa647bb13801f061e2d1027c326f531b59fb): image group ids = cumsum of "image token whose
+ *     predecessor is not one" − 1; the causal (or sliding) mask OR "both image tokens of one group".
+ *     The mask is read from the compiled language graph itself (its `Or` nodes made outputs).
+ * Through `run --image a --image a`: both images' vision rows equal the fixture's image features,
+ * the generation gives the requested token count, and every logit row whose prefix is the
+ * reference prompt's equals reference.json. Rows after the first image have no HF reference here
+ * (no torch on this machine, and no independent forward of the two-image prompt is written):
+ * they are not compared.
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { getRopeIndex } from '../src/run/vlm/rope-index';
+import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { PYTHON, haveOnnxChecker } from '../../test/support/onnx-checker';
+import { tempDirs } from '../../test/support/temp';
+import { maxDiff, vlmCli, writePng } from '../../test/support/vlm-cli';
+
+const tmp = tempDirs('ws-vlm-two-');
+
+/** HF Qwen2.5-VL get_rope_index for one unpadded sequence of images (transcribed, see the header). */
+function hfRopeIndex(ids: number[], grids: number[][], merge: number, ids_: { start: number; image: number }) {
+  const starts = ids.flatMap((t, i) => (t === ids_.start ? [i] : []));
+  const imageNums = starts.filter((i) => ids[i + 1] === ids_.image).length;
+  const list: number[][][] = []; // blocks of [3][len]
+  const maxOf = (b: number[][]) => Math.max(...b.flat());
+  let st = 0;
+  for (let k = 0; k < imageNums; k++) {
+    const ed = ids.indexOf(ids_.image, st);
+    const [t, h, w] = grids[k]!;
+    const [lt, lh, lw] = [t!, h! / merge, w! / merge];
+    const textLen = ed - st;
+    const stIdx = list.length ? maxOf(list[list.length - 1]!) + 1 : 0;
+    list.push([0, 1, 2].map(() => Array.from({ length: textLen }, (_, j) => j + stIdx)));
+    const tIdx: number[] = [];
+    const hIdx: number[] = [];
+    const wIdx: number[] = [];
+    for (let a = 0; a < lt; a++)
+      for (let b = 0; b < lh; b++)
+        for (let d = 0; d < lw; d++) {
+          tIdx.push(a * 0 * 2); // time_tensor = arange(t) · second_per_grid_t (0 for images) · tokens_per_second
+          hIdx.push(b);
+          wIdx.push(d);
+        }
+    list.push([tIdx, hIdx, wIdx].map((r) => r.map((x) => x + textLen + stIdx)));
+    st = ed + lt * lh * lw;
+  }
+  if (st < ids.length) {
+    const stIdx = list.length ? maxOf(list[list.length - 1]!) + 1 : 0;
+    list.push([0, 1, 2].map(() => Array.from({ length: ids.length - st }, (_, j) => j + stIdx)));
+  }
+  const pos = [0, 1, 2].map((r) => list.flatMap((b) => b[r]!));
+  return { pos, delta: Math.max(...pos.flat()) + 1 - ids.length };
+}
+
+describe('Qwen2.5-VL get_rope_index with two images of their own grids', () => {
+  it('equals the transcription of HF get_rope_index, which reproduces the fixture positions', () => {
+    const fx = JSON.parse(readFileSync(path.join(fixturesDir(), 'qwen2_5_vl', 'reference.json'), 'utf8'));
+    const c = { imageTokenId: 303, videoTokenId: 304, visionStartTokenId: 300, spatialMergeSize: 2 };
+    const ref = { start: 300, image: 303 };
+    // the transcription on the fixture's prompt gives HF's own positions (reference.json)
+    const one = hfRopeIndex(fx.input_ids, fx.image_grid_thw, 2, ref);
+    expect(one.pos).toEqual(fx.position_ids); // [3, len]: t, h, w rows
+    expect(one.delta).toBe(fx.rope_deltas);
+    // two images, grids 6×8 and 4×10 patches (12 and 10 tokens), text before, between and after
+    const img = (n: number) => [300, ...new Array<number>(n).fill(303), 301];
+    const ids = [245, 134, ...img(12), 17, 18, 19, ...img(10), 212, 222, 79];
+    const grids: [number, number, number][] = [
+      [1, 6, 8],
+      [1, 4, 10],
+    ];
+    const want = hfRopeIndex(ids, grids, 2, ref);
+    const got = getRopeIndex(ids, grids, c);
+    expect(got.positions).toEqual(want.pos);
+    expect(got.delta).toBe(want.delta);
+    // by hand: text 0–2, image 1 at 3 + (0..2, 0..3) (max 6), "<end> 17 18 19 <start>" 7–11, image 2 from 12
+    expect([0, 1, 2].map((r) => want.pos[r]![ids.indexOf(303, 16)])).toEqual([12, 12, 12]);
+    expect([0, 1, 2].map((r) => want.pos[r]![ids.indexOf(303, 16) - 1])).toEqual([11, 11, 11]);
+  });
+});
+
+/** Copies a fixture's model files into `<work>/model` and exports, prepares and compiles it. */
+async function build(h: ReturnType<typeof vlmCli>, fx: string): Promise<void> {
+  mkdirSync(path.join(h.work(), 'model'));
+  for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
+    copyFileSync(path.join(fx, f), path.join(h.work(), 'model', f));
+  await h.ok('export', '--config', 'model', '--out', 'out');
+  await h.ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+  await h.ok('compile', 'out');
+}
+
+/**
+ * Runs one prefill of the compiled language graph of `<work>/out` with extra outputs: the `Or`
+ * nodes (`what` "masks") or the Gather that picks vision_embeds rows (`what` "rows", [1, S, H]).
+ * The probe copy lives beside the artifact (its weights are external, by relative path) and is
+ * removed after. States are zeros of cache length `ctx`.
+ */
+async function probeLanguage(
+  work: string,
+  what: 'masks' | 'rows',
+  feeds: Record<string, ort.Tensor>,
+  ctx: number,
+): Promise<{ names: string[]; values: Record<string, ort.Tensor> }> {
+  const compiled = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'compile.json'), 'utf8')).artifacts.model as string;
+  const probe = path.join(path.dirname(compiled), 'probe.onnx');
+  const py = [
+    'import onnx, sys, json',
+    'm = onnx.load(sys.argv[1], load_external_data=False)',
+    'made = {o: n for n in m.graph.node for o in n.output}',
+    "if sys.argv[3] == 'masks': outs = [n.output[0] for n in m.graph.node if n.op_type == 'Or']",
+    "else: outs = [n.output[0] for n in m.graph.node if n.op_type == 'Gather' and n.input[0] in made and 'vision_embeds' in made[n.input[0]].input]",
+    "kind = onnx.TensorProto.BOOL if sys.argv[3] == 'masks' else onnx.TensorProto.FLOAT",
+    'for o in outs: m.graph.output.append(onnx.helper.make_tensor_value_info(o, kind, None))',
+    'onnx.save(m, sys.argv[2])',
+    "states = {i.name: [d.dim_value or d.dim_param for d in i.type.tensor_type.shape.dim] for i in m.graph.input if i.name.startswith('past_')}",
+    "print(json.dumps({'outs': outs, 'states': states}))",
+  ].join('\n');
+  const r = spawnSync(PYTHON, ['-c', py, compiled, probe, what], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  const { outs, states } = JSON.parse(r.stdout) as { outs: string[]; states: Record<string, (number | string)[]> };
+  expect(outs.length).toBeGreaterThan(0);
+  try {
+    const sess = await ort.InferenceSession.create(probe);
+    const all = { ...feeds };
+    for (const [name, d] of Object.entries(states)) {
+      const dims = d.map((x) => (x === 'ctx_len' ? ctx : typeof x === 'number' ? x : 1));
+      all[name] = new ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
+    }
+    const values = (await sess.run(all, outs)) as Record<string, ort.Tensor>;
+    await sess.release();
+    return { names: outs, values };
+  } finally {
+    rmSync(probe, { force: true });
+  }
+}
+
+describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', () => {
+  const fx = path.join(fixturesDir(), 'qwen2_5_vl');
+  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  let work = '';
+  const h = vlmCli(() => work);
+  const ids: number[] = ref.input_ids;
+  const s = ids.indexOf(300);
+  const e = ids.indexOf(301);
+  const two = [...ids.slice(0, e + 1), ...ids.slice(s, e + 1), ...ids.slice(e + 1)];
+  const H = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8')).hidden_size as number;
+
+  beforeAll(async () => {
+    work = tmp();
+    writePng(path.join(work, 'image.png'), ref.image);
+    await build(h, fx);
+  }, 60_000);
+
+  it('the vision graph on [another image, the fixture image] (grid [2, 1, 6, 8]) and the language graph place the fixture features on the second span', async () => {
+    // the other image is the fixture's pixel values negated: with two equal images, attention
+    // leaking across images in the full-attention blocks would go unnoticed
+    const pv = (ref.pixel_values as number[][]).flat();
+    const n = ref.pixel_values.length as number;
+    const [[t, gh, gw]] = ref.image_grid_thw as number[][];
+    const out = await (
+      await h.session('out/vision')
+    ).run({
+      pixel_values: new ort.Tensor('float32', Float32Array.from([...pv.map((x) => -x), ...pv]), [2 * n, pv.length / n]),
+      image_grid_thw: new ort.Tensor('int64', new BigInt64Array(2 * t! * gh! * gw!), [2, t!, gh!, gw!]),
+    });
+    const v = out.vision_embeds!.data as Float32Array;
+    const want = (ref.image_embeds as number[][]).flat();
+    expect(v.length).toBe(2 * want.length);
+    expect(maxDiff(v.subarray(want.length), want)).toBeLessThan(1e-4);
+    expect(maxDiff(v.subarray(0, want.length), want)).toBeGreaterThan(1e-2); // a different image indeed
+    // one prefill of the two-image prompt: the rows the graph picks for each image token
+    const S = two.length;
+    const { names, values } = await probeLanguage(
+      work,
+      'rows',
+      {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(two.map(BigInt)), [1, S]),
+        vision_embeds: new ort.Tensor('float32', v, [1, v.length / H, H]),
+        position_ids: new ort.Tensor('int64', BigInt64Array.from([0, 1, 2, 3].flatMap(() => two.map((_, k) => BigInt(k)))), [4, 1, S]),
+        image_idx: new ort.Tensor('int64', new BigInt64Array(1), [1, 1]),
+      },
+      S,
+    );
+    expect(names).toHaveLength(1);
+    const picked = values[names[0]!]!.data as Float32Array;
+    const at = two.flatMap((x, k) => (x === 303 ? [k] : []));
+    expect(at).toHaveLength((2 * want.length) / H);
+    const span = (ks: number[]) => ks.flatMap((k) => Array.from(picked.subarray(k * H, (k + 1) * H)));
+    expect(maxDiff(span(at.slice(0, at.length / 2)), v.subarray(0, want.length))).toBe(0);
+    expect(maxDiff(span(at.slice(at.length / 2)), want)).toBeLessThan(1e-4);
+  });
+
+  it('run --image twice: 5 tokens; logit rows of the reference prefix equal reference.json', async () => {
+    const gen = await h.ok(
+      'run',
+      'out',
+      '--image',
+      'image.png',
+      '--image',
+      'image.png',
+      '--input-ids',
+      two.join(','),
+      '--max-new-tokens',
+      '5',
+    );
+    expect(gen.stdout.trim().split(',')).toHaveLength(5);
+    await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'logits.json');
+    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+    expect(got).toHaveLength(two.length);
+    // rows 0..e see the same tokens (and HF positions) as the reference prompt
+    const rows = Array.from({ length: e + 1 }, (_, t) => t);
+    expect(
+      maxDiff(
+        rows.flatMap((t) => got[t]!),
+        rows.flatMap((t) => ref.logits[t] as number[]),
+      ),
+    ).toBeLessThan(1e-4);
+  }, 60_000);
+});
+
+describeFixtures('gemma3_vlm: two copies of the fixture image in one prompt', () => {
+  const fx = path.join(fixturesDir(), 'gemma3_vlm');
+  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  let work = '';
+  const h = vlmCli(() => work);
+  const ids: number[] = ref.input_ids;
+  const first = ids.indexOf(300);
+  const last = ids.lastIndexOf(300);
+  // "\n\n <boi> <image>×16 <eoi> \n\n" twice
+  const span = ids.slice(first - 2, last + 3);
+  const two = [...ids.slice(0, last + 3), ...span, ...ids.slice(last + 3)];
+  const H = 64;
+  const mm = 16;
+
+  beforeAll(async () => {
+    work = tmp();
+    writePng(path.join(work, 'image.png'), ref.images[0] as number[][][]);
+    await build(h, fx);
+  }, 60_000);
+
+  it('the vision graph on [another image, the fixture image] and the language graph place the fixture features on the second image', async () => {
+    const pv = (ref.pixel_values as number[][][][]).flat(3);
+    const out = await (
+      await h.session('out/vision')
+    ).run({ pixel_values: new ort.Tensor('float32', Float32Array.from([...pv.map((x) => -x), ...pv]), [2, 3, 32, 32]) });
+    const v = out.vision_embeds!.data as Float32Array;
+    const want = (ref.image_embeds as number[][][]).flat(2);
+    expect(v.length).toBe(2 * want.length);
+    expect(maxDiff(v.subarray(want.length), want)).toBeLessThan(1e-4);
+    expect(maxDiff(v.subarray(0, want.length), want)).toBeGreaterThan(1e-2);
+    const S = two.length;
+    const { names, values } = await probeLanguage(
+      work,
+      'rows',
+      {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(two.map(BigInt)), [1, S]),
+        vision_embeds: new ort.Tensor('float32', v, [2, mm, H]),
+        position_ids: new ort.Tensor('int64', BigInt64Array.from(two.map((_, k) => BigInt(k))), [1, S]),
+        image_idx: new ort.Tensor('int64', new BigInt64Array(1), [1, 1]),
+      },
+      S,
+    );
+    expect(names).toHaveLength(1);
+    const picked = values[names[0]!]!.data as Float32Array;
+    const at = two.flatMap((x, k) => (x === 300 ? [k] : []));
+    expect(at).toHaveLength(2 * mm);
+    const span = (ks: number[]) => ks.flatMap((k) => Array.from(picked.subarray(k * H, (k + 1) * H)));
+    expect(maxDiff(span(at.slice(0, mm)), v.subarray(0, want.length))).toBe(0);
+    expect(maxDiff(span(at.slice(mm)), want)).toBeLessThan(1e-4);
+  });
+
+  it('run --image twice: 5 tokens; logit rows of the reference prefix (outside the image interior) equal reference.json', async () => {
+    const gen = await h.ok(
+      'run',
+      'out',
+      '--image',
+      'image.png',
+      '--image',
+      'image.png',
+      '--input-ids',
+      two.join(','),
+      '--max-new-tokens',
+      '5',
+    );
+    expect(gen.stdout.trim().split(',')).toHaveLength(5);
+    await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'logits.json');
+    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+    expect(got).toHaveLength(two.length);
+    // rows up to the first image's closing "\n\n" see the reference prompt's tokens; rows inside an
+    // image (before its last token) are not comparable (see vlm-gemma3-cli.test.ts)
+    const rows = Array.from({ length: last + 3 }, (_, t) => t).filter((t) => t < first || t >= last);
+    expect(
+      maxDiff(
+        rows.flatMap((t) => got[t]!),
+        rows.flatMap((t) => ref.logits[t] as number[]),
+      ),
+    ).toBeLessThan(1e-4);
+  }, 60_000);
+
+  it.runIf(haveOnnxChecker())(
+    "the language graph's masks for a two-image prefill equal HF's causal/sliding OR same-image rule",
+    async () => {
+      const S = two.length;
+      const C = S + 3;
+      const { names: outs, values: masks } = await probeLanguage(
+        work,
+        'masks',
+        {
+          input_ids: new ort.Tensor('int64', BigInt64Array.from(two.map(BigInt)), [1, S]),
+          vision_embeds: new ort.Tensor('float32', new Float32Array(2 * mm * H), [2, mm, H]),
+          position_ids: new ort.Tensor('int64', BigInt64Array.from(two.map((_, k) => BigInt(k))), [1, S]),
+          image_idx: new ort.Tensor('int64', new BigInt64Array(1), [1, 1]),
+        },
+        C,
+      );
+      // HF: token_type_ids 1 at image tokens; image_group_ids = cumsum(new_image_start) − 1, −1 for text
+      const isImage = two.map((t) => t === 300);
+      let gid = -1;
+      const group = isImage.map((x, k) => (x ? (k === 0 || !isImage[k - 1] ? ++gid : gid) : -1));
+      expect(gid).toBe(1); // two groups
+      const hf = (window: number | undefined) => {
+        const m: boolean[] = [];
+        for (let q = 0; q < S; q++)
+          for (let kv = 0; kv < C; kv++) {
+            const causal = kv <= q && (window === undefined || q - kv < window);
+            const kvType = kv < S && isImage[kv]; // beyond the input: token type 0, group −1
+            const kvGroup = kv < S ? group[kv] : -1;
+            m.push(causal || (isImage[q]! && !!kvType && group[q] === kvGroup));
+          }
+        return m;
+      };
+      const sliding = JSON.parse(readFileSync(path.join(work, 'model', 'config.json'), 'utf8')).text_config.sliding_window as number;
+      const expected = { full: hf(undefined), sliding: hf(sliding) };
+      const seen = new Set<string>();
+      for (const o of outs) {
+        const t = masks[o]!;
+        const data = Array.from(t.data as ArrayLike<number | boolean>, (x) => !!x);
+        // [1, 1, S·groups, C] when GQA heads are tiled along the query axis: every copy must match
+        const per = S * C;
+        expect(data.length % per).toBe(0);
+        const copies = Array.from({ length: data.length / per }, (_, k) => data.slice(k * per, (k + 1) * per));
+        const which = Object.entries(expected).find(([, m]) => copies.every((cp) => cp.every((x, i) => x === m[i])))?.[0];
+        expect(which, `mask ${o} (dims ${t.dims.join('×')}) equals neither HF's full nor sliding mask`).toBeDefined();
+        seen.add(which!);
+      }
+      expect([...seen].sort()).toEqual(['full', 'sliding']);
+    },
+    60_000,
+  );
+});
