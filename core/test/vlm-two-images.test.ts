@@ -9,14 +9,17 @@
  *     0018aa647bb13801f061e2d1027c326f531b59fb): image group ids = cumsum of "image token whose
  *     predecessor is not one" − 1; the causal (or sliding) mask OR "both image tokens of one group".
  *     The mask is read from the compiled language graph itself (its `Or` nodes made outputs).
- * Through `run --image a --image a`: both images' vision rows equal the fixture's image features,
- * the generation gives the requested token count, and every logit row whose prefix is the
- * reference prompt's equals reference.json. Rows after the first image have no HF reference here
- * (no torch on this machine, and no independent forward of the two-image prompt is written):
- * they are not compared.
+ * Through `run --image a --image a`: the vision graph gives each image's reference features (the
+ * other image differs, so leaking attention across images would show), the language graph puts
+ * the reference features on the second image's span, and the generation gives the requested
+ * tokens. Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
+ * (core/test/qwen2_5_vl_text_reference.py, itself checked against reference.json) fed HF's image
+ * features and the transcribed positions. Gemma 3: logit rows whose prefix is the reference
+ * prompt's equal reference.json; no independent Gemma 3 forward is written here, so rows after
+ * the first image are not compared.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +30,7 @@ import { tempDirs } from '../../test/support/temp';
 import { maxDiff, vlmCli, writePng } from '../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-two-');
+const hasNumpy = () => spawnSync(PYTHON, ['-c', 'import numpy'], { encoding: 'utf8' }).status === 0;
 
 /** HF Qwen2.5-VL get_rope_index for one unpadded sequence of images (transcribed, see the header). */
 function hfRopeIndex(ids: number[], grids: number[][], merge: number, ids_: { start: number; image: number }) {
@@ -200,32 +204,41 @@ describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', ()
     expect(maxDiff(span(at.slice(at.length / 2)), want)).toBeLessThan(1e-4);
   });
 
-  it('run --image twice: 5 tokens; logit rows of the reference prefix equal reference.json', async () => {
-    const gen = await h.ok(
-      'run',
-      'out',
-      '--image',
-      'image.png',
-      '--image',
-      'image.png',
-      '--input-ids',
-      two.join(','),
-      '--max-new-tokens',
-      '5',
-    );
-    expect(gen.stdout.trim().split(',')).toHaveLength(5);
-    await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'logits.json');
-    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
-    expect(got).toHaveLength(two.length);
-    // rows 0..e see the same tokens (and HF positions) as the reference prompt
-    const rows = Array.from({ length: e + 1 }, (_, t) => t);
-    expect(
-      maxDiff(
-        rows.flatMap((t) => got[t]!),
-        rows.flatMap((t) => ref.logits[t] as number[]),
-      ),
-    ).toBeLessThan(1e-4);
-  }, 60_000);
+  /** core/test/qwen2_5_vl_text_reference.py (numpy, float64) on the fixture's checkpoint. */
+  const port = (name: string, inp: { ids: number[]; image_embeds: number[][]; positions: number[][]; delta: number; generate: number }) => {
+    const file = path.join(work, `${name}.json`);
+    writeFileSync(file, JSON.stringify(inp));
+    const r = spawnSync(PYTHON, [path.join(__dirname, 'qwen2_5_vl_text_reference.py'), fx, file, `${file}.out`], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    return JSON.parse(readFileSync(`${file}.out`, 'utf8')) as { logits: number[][]; generated: number[] };
+  };
+
+  it.runIf(hasNumpy())(
+    'run --image twice gives the logits and greedy tokens of an independent numpy text model on HF features and HF positions',
+    async () => {
+      // the port reproduces the fixture's HF logits and generated_ids (single image) first
+      const seq = [...ids, ...ref.generated_ids.slice(0, -1)];
+      const one = port('one', { ids: seq, image_embeds: ref.image_embeds, positions: ref.position_ids_logits, delta: 0, generate: 0 });
+      expect(maxDiff(one.logits.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      const grids = [ref.image_grid_thw[0], ref.image_grid_thw[0]] as number[][];
+      const hf = hfRopeIndex(two, grids, 2, { start: 300, image: 303 });
+      const want = port('two', {
+        ids: two,
+        image_embeds: [...ref.image_embeds, ...ref.image_embeds],
+        positions: hf.pos,
+        delta: hf.delta,
+        generate: 5,
+      });
+      const args = ['run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(',')];
+      const gen = await h.ok(...args, '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(want.generated.join(','));
+      await h.ok(...args, '--dump-logits', 'logits.json');
+      const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+      expect(got).toHaveLength(two.length);
+      expect(maxDiff(got.flat(), want.logits.flat())).toBeLessThan(1e-4);
+    },
+    60_000,
+  );
 });
 
 describeFixtures('gemma3_vlm: two copies of the fixture image in one prompt', () => {
