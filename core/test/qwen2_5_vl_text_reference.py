@@ -10,32 +10,14 @@ argv: model_dir inputs.json out.json
 inputs.json: {"ids": [...], "image_embeds": [[...] per image token], "positions": [[...] x3], "delta": d, "generate": n}
 out.json:    {"logits": [[...] per position], "generated": [...]}
 """
-import json, struct, sys, os
+import json, os, sys
 import numpy as np
 
-def load(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        if v["dtype"] == "BF16":
-            raw = np.frombuffer(data[a:b], dtype="<u2").astype(np.uint32) << 16
-            out[k] = raw.view(np.float32).reshape(v["shape"]).astype(np.float64)
-        else:
-            assert v["dtype"] == "F32", v["dtype"]
-            out[k] = np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).astype(np.float64)
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numpy_checkpoint import load_dir, rotate_half, softmax  # noqa: E402
 
 model = sys.argv[1]
-W = {}
-for f in sorted(os.listdir(model)):
-    if f.endswith(".safetensors"):
-        W.update(load(os.path.join(model, f)))
+W = load_dir(model)
 cfg = json.load(open(os.path.join(model, "config.json")))
 inp = json.load(open(sys.argv[2]))
 
@@ -45,15 +27,6 @@ def rms_norm(x, w, eps):
 def lin(x, p, bias=True):
     y = x @ W[p + ".weight"].T
     return y + W[p + ".bias"] if bias else y
-
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], -1)
-
-def softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(-1, keepdims=True)
 
 def silu(x):
     return x / (1 + np.exp(-x))

@@ -14,9 +14,9 @@
  * the reference features on the second image's span, and the generation gives the requested
  * tokens. Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
  * (core/test/qwen2_5_vl_text_reference.py, itself checked against reference.json) fed HF's image
- * features and the transcribed positions. Gemma 3: logit rows whose prefix is the reference
- * prompt's equal reference.json; no independent Gemma 3 forward is written here, so rows after
- * the first image are not compared.
+ * features and the transcribed positions. Gemma 3: the greedy tokens and every logit row outside
+ * the image interiors equal an independent numpy text model (core/test/gemma3_text_reference.py,
+ * checked against every row of reference.json) fed HF's image features.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,6 +92,24 @@ describe('Qwen2.5-VL get_rope_index with two images of their own grids', () => {
     expect([0, 1, 2].map((r) => want.pos[r]![ids.indexOf(303, 16) - 1])).toEqual([11, 11, 11]);
   });
 });
+
+/** What the numpy text models take: ids, the image rows in image-token order, positions (Qwen2.5-VL). */
+interface PortInput {
+  ids: number[];
+  image_embeds: number[][];
+  positions?: number[][];
+  delta?: number;
+  generate: number;
+}
+
+/** Runs `core/test/<script>` (an independent numpy text model) on the checkpoint in `model`. */
+function runPort(work: string, script: string, model: string, name: string, inp: PortInput): { logits: number[][]; generated: number[] } {
+  const file = path.join(work, `${name}.json`);
+  writeFileSync(file, JSON.stringify(inp));
+  const r = spawnSync(PYTHON, ['-B', path.join(__dirname, script), model, file, `${file}.out`], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  return JSON.parse(readFileSync(`${file}.out`, 'utf8')) as { logits: number[][]; generated: number[] };
+}
 
 /** Copies a fixture's model files into `<work>/model` and exports, prepares and compiles it. */
 async function build(h: ReturnType<typeof vlmCli>, fx: string): Promise<void> {
@@ -204,14 +222,7 @@ describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', ()
     expect(maxDiff(span(at.slice(at.length / 2)), want)).toBeLessThan(1e-4);
   });
 
-  /** core/test/qwen2_5_vl_text_reference.py (numpy, float64) on the fixture's checkpoint. */
-  const port = (name: string, inp: { ids: number[]; image_embeds: number[][]; positions: number[][]; delta: number; generate: number }) => {
-    const file = path.join(work, `${name}.json`);
-    writeFileSync(file, JSON.stringify(inp));
-    const r = spawnSync(PYTHON, [path.join(__dirname, 'qwen2_5_vl_text_reference.py'), fx, file, `${file}.out`], { encoding: 'utf8' });
-    expect(r.stderr).toBe('');
-    return JSON.parse(readFileSync(`${file}.out`, 'utf8')) as { logits: number[][]; generated: number[] };
-  };
+  const port = (name: string, inp: PortInput) => runPort(work, 'qwen2_5_vl_text_reference.py', fx, name, inp);
 
   it.runIf(hasNumpy())(
     'run --image twice gives the logits and greedy tokens of an independent numpy text model on HF features and HF positions',
@@ -292,33 +303,35 @@ describeFixtures('gemma3_vlm: two copies of the fixture image in one prompt', ()
     expect(maxDiff(span(at.slice(mm)), want)).toBeLessThan(1e-4);
   });
 
-  it('run --image twice: 5 tokens; logit rows of the reference prefix (outside the image interior) equal reference.json', async () => {
-    const gen = await h.ok(
-      'run',
-      'out',
-      '--image',
-      'image.png',
-      '--image',
-      'image.png',
-      '--input-ids',
-      two.join(','),
-      '--max-new-tokens',
-      '5',
-    );
-    expect(gen.stdout.trim().split(',')).toHaveLength(5);
-    await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'logits.json');
-    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
-    expect(got).toHaveLength(two.length);
-    // rows up to the first image's closing "\n\n" see the reference prompt's tokens; rows inside an
-    // image (before its last token) are not comparable (see vlm-gemma3-cli.test.ts)
-    const rows = Array.from({ length: last + 3 }, (_, t) => t).filter((t) => t < first || t >= last);
-    expect(
-      maxDiff(
-        rows.flatMap((t) => got[t]!),
-        rows.flatMap((t) => ref.logits[t] as number[]),
-      ),
-    ).toBeLessThan(1e-4);
-  }, 60_000);
+  it.runIf(hasNumpy())(
+    'run --image twice gives the greedy tokens and logits (outside image interiors) of an independent numpy text model on HF features',
+    async () => {
+      const feats = (ref.image_embeds as number[][][]).flat(1);
+      // the port reproduces every row of the fixture's HF logits (image interiors too) and generated_ids first
+      const seq = [...ids, ...ref.generated_ids.slice(0, -1)];
+      const one = runPort(work, 'gemma3_text_reference.py', fx, 'one', { ids: seq, image_embeds: feats, generate: 0 });
+      expect(maxDiff(one.logits.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      const want = runPort(work, 'gemma3_text_reference.py', fx, 'two', { ids: two, image_embeds: [...feats, ...feats], generate: 5 });
+      const args = ['run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(',')];
+      const gen = await h.ok(...args, '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(want.generated.join(','));
+      await h.ok(...args, '--dump-logits', 'logits.json');
+      const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
+      expect(got).toHaveLength(two.length);
+      // rows of tokens inside an image (before its last token) come from a prefix prefill, not HF's
+      // one bidirectional forward (see vlm-gemma3-cli.test.ts): every other row is compared
+      const interior = (t: number) => two[t] === 300 && two[t + 1] === 300;
+      const rows = got.map((_, t) => t).filter((t) => !interior(t));
+      expect(rows.length).toBe(two.length - 2 * (mm - 1));
+      expect(
+        maxDiff(
+          rows.flatMap((t) => got[t]!),
+          rows.flatMap((t) => want.logits[t]!),
+        ),
+      ).toBeLessThan(1e-4);
+    },
+    60_000,
+  );
 
   it.runIf(haveOnnxChecker())(
     "the language graph's masks for a two-image prefill equal HF's causal/sliding OR same-image rule",
