@@ -14,58 +14,27 @@
  * the reference features on the second image's span, and the generation gives the requested
  * tokens. Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
  * (core/test/qwen2_5_vl_text_reference.py, itself checked against reference.json) fed HF's image
- * features and the transcribed positions. Gemma 3: the greedy tokens and every logit row outside
+ * features and the transcribed positions; with the image and a 2× copy (grids 6×8 and 12×16, one
+ * vision call each) the same holds on the features our vision graph gives the copy (no HF reference
+ * exists here for that size, so only the language side and positions are checked there). Gemma 3: the greedy tokens and every logit row outside
  * the image interiors equal an independent numpy text model (core/test/gemma3_text_reference.py,
  * checked against every row of reference.json) fed HF's image features.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
 import { getRopeIndex } from '../src/run/vlm/rope-index';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { PYTHON, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
+import { hfRopeIndex, probeLanguage, runPort, type PortInput } from '../../test/support/vlm-references';
 import { maxDiff, vlmCli, writePng } from '../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-two-');
 const hasNumpy = () => spawnSync(PYTHON, ['-c', 'import numpy'], { encoding: 'utf8' }).status === 0;
-
-/** HF Qwen2.5-VL get_rope_index for one unpadded sequence of images (transcribed, see the header). */
-function hfRopeIndex(ids: number[], grids: number[][], merge: number, ids_: { start: number; image: number }) {
-  const starts = ids.flatMap((t, i) => (t === ids_.start ? [i] : []));
-  const imageNums = starts.filter((i) => ids[i + 1] === ids_.image).length;
-  const list: number[][][] = []; // blocks of [3][len]
-  const maxOf = (b: number[][]) => Math.max(...b.flat());
-  let st = 0;
-  for (let k = 0; k < imageNums; k++) {
-    const ed = ids.indexOf(ids_.image, st);
-    const [t, h, w] = grids[k]!;
-    const [lt, lh, lw] = [t!, h! / merge, w! / merge];
-    const textLen = ed - st;
-    const stIdx = list.length ? maxOf(list[list.length - 1]!) + 1 : 0;
-    list.push([0, 1, 2].map(() => Array.from({ length: textLen }, (_, j) => j + stIdx)));
-    const tIdx: number[] = [];
-    const hIdx: number[] = [];
-    const wIdx: number[] = [];
-    for (let a = 0; a < lt; a++)
-      for (let b = 0; b < lh; b++)
-        for (let d = 0; d < lw; d++) {
-          tIdx.push(a * 0 * 2); // time_tensor = arange(t) · second_per_grid_t (0 for images) · tokens_per_second
-          hIdx.push(b);
-          wIdx.push(d);
-        }
-    list.push([tIdx, hIdx, wIdx].map((r) => r.map((x) => x + textLen + stIdx)));
-    st = ed + lt * lh * lw;
-  }
-  if (st < ids.length) {
-    const stIdx = list.length ? maxOf(list[list.length - 1]!) + 1 : 0;
-    list.push([0, 1, 2].map(() => Array.from({ length: ids.length - st }, (_, j) => j + stIdx)));
-  }
-  const pos = [0, 1, 2].map((r) => list.flatMap((b) => b[r]!));
-  return { pos, delta: Math.max(...pos.flat()) + 1 - ids.length };
-}
 
 describe('Qwen2.5-VL get_rope_index with two images of their own grids', () => {
   it('equals the transcription of HF get_rope_index, which reproduces the fixture positions', () => {
@@ -93,24 +62,6 @@ describe('Qwen2.5-VL get_rope_index with two images of their own grids', () => {
   });
 });
 
-/** What the numpy text models take: ids, the image rows in image-token order, positions (Qwen2.5-VL). */
-interface PortInput {
-  ids: number[];
-  image_embeds: number[][];
-  positions?: number[][];
-  delta?: number;
-  generate: number;
-}
-
-/** Runs `core/test/<script>` (an independent numpy text model) on the checkpoint in `model`. */
-function runPort(work: string, script: string, model: string, name: string, inp: PortInput): { logits: number[][]; generated: number[] } {
-  const file = path.join(work, `${name}.json`);
-  writeFileSync(file, JSON.stringify(inp));
-  const r = spawnSync(PYTHON, ['-B', path.join(__dirname, script), model, file, `${file}.out`], { encoding: 'utf8' });
-  expect(r.stderr).toBe('');
-  return JSON.parse(readFileSync(`${file}.out`, 'utf8')) as { logits: number[][]; generated: number[] };
-}
-
 /** Copies a fixture's model files into `<work>/model` and exports, prepares and compiles it. */
 async function build(h: ReturnType<typeof vlmCli>, fx: string): Promise<void> {
   mkdirSync(path.join(h.work(), 'model'));
@@ -119,51 +70,6 @@ async function build(h: ReturnType<typeof vlmCli>, fx: string): Promise<void> {
   await h.ok('export', '--config', 'model', '--out', 'out');
   await h.ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
   await h.ok('compile', 'out');
-}
-
-/**
- * Runs one prefill of the compiled language graph of `<work>/out` with extra outputs: the `Or`
- * nodes (`what` "masks") or the Gather that picks vision_embeds rows (`what` "rows", [1, S, H]).
- * The probe copy lives beside the artifact (its weights are external, by relative path) and is
- * removed after. States are zeros of cache length `ctx`.
- */
-async function probeLanguage(
-  work: string,
-  what: 'masks' | 'rows',
-  feeds: Record<string, ort.Tensor>,
-  ctx: number,
-): Promise<{ names: string[]; values: Record<string, ort.Tensor> }> {
-  const compiled = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'compile.json'), 'utf8')).artifacts.model as string;
-  const probe = path.join(path.dirname(compiled), 'probe.onnx');
-  const py = [
-    'import onnx, sys, json',
-    'm = onnx.load(sys.argv[1], load_external_data=False)',
-    'made = {o: n for n in m.graph.node for o in n.output}',
-    "if sys.argv[3] == 'masks': outs = [n.output[0] for n in m.graph.node if n.op_type == 'Or']",
-    "else: outs = [n.output[0] for n in m.graph.node if n.op_type == 'Gather' and n.input[0] in made and 'vision_embeds' in made[n.input[0]].input]",
-    "kind = onnx.TensorProto.BOOL if sys.argv[3] == 'masks' else onnx.TensorProto.FLOAT",
-    'for o in outs: m.graph.output.append(onnx.helper.make_tensor_value_info(o, kind, None))',
-    'onnx.save(m, sys.argv[2])',
-    "states = {i.name: [d.dim_value or d.dim_param for d in i.type.tensor_type.shape.dim] for i in m.graph.input if i.name.startswith('past_')}",
-    "print(json.dumps({'outs': outs, 'states': states}))",
-  ].join('\n');
-  const r = spawnSync(PYTHON, ['-c', py, compiled, probe, what], { encoding: 'utf8' });
-  expect(r.stderr).toBe('');
-  const { outs, states } = JSON.parse(r.stdout) as { outs: string[]; states: Record<string, (number | string)[]> };
-  expect(outs.length).toBeGreaterThan(0);
-  try {
-    const sess = await ort.InferenceSession.create(probe);
-    const all = { ...feeds };
-    for (const [name, d] of Object.entries(states)) {
-      const dims = d.map((x) => (x === 'ctx_len' ? ctx : typeof x === 'number' ? x : 1));
-      all[name] = new ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
-    }
-    const values = (await sess.run(all, outs)) as Record<string, ort.Tensor>;
-    await sess.release();
-    return { names: outs, values };
-  } finally {
-    rmSync(probe, { force: true });
-  }
 }
 
 describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', () => {
@@ -246,6 +152,49 @@ describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', ()
       await h.ok(...args, '--dump-logits', 'logits.json');
       const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
       expect(got).toHaveLength(two.length);
+      expect(maxDiff(got.flat(), want.logits.flat())).toBeLessThan(1e-4);
+    },
+    60_000,
+  );
+  it.runIf(hasNumpy())(
+    'run --image with the image and a 2× copy (grids 6×8 and 12×16, two vision calls) gives the numpy text model on those features and HF positions',
+    async () => {
+      const img = ref.image as number[][][];
+      writePng(
+        path.join(work, 'big.png'),
+        Array.from({ length: 2 * img.length }, (_, y) => Array.from({ length: 2 * img[0]!.length }, (_, x) => img[y >> 1]![x >> 1]!)),
+      );
+      const cfg = processorConfig(path.join(work, 'model'), { patch: 4, temporalPatch: 2, merge: 2 }, 'qwen2_5_vl');
+      const big = processImage(decodeImage(path.join(work, 'big.png')), cfg);
+      expect(big.grid).toEqual([1, 12, 16]);
+      // the 2× copy's features come from our vision graph (no HF reference for that size here):
+      // this checks the language side, the rope positions of two grids and the runner's per-size calls
+      const [t, gh, gw] = big.grid;
+      const out = await (
+        await h.session('out/vision')
+      ).run({
+        pixel_values: new ort.Tensor('float32', big.pixelValues, [t * gh * gw, big.pixelValues.length / (t * gh * gw)]),
+        image_grid_thw: new ort.Tensor('int64', new BigInt64Array(t * gh * gw), [1, t, gh, gw]),
+      });
+      const v = out.vision_embeds!.data as Float32Array;
+      const feats2 = Array.from({ length: v.length / H }, (_, r) => Array.from(v.subarray(r * H, (r + 1) * H)));
+      expect(feats2).toHaveLength((gh * gw) / 4);
+      const ids2 = [...ids.slice(0, e + 1), 17, 300, ...new Array<number>(feats2.length).fill(303), 301, ...ids.slice(e + 1)];
+      const grids = [ref.image_grid_thw[0], big.grid] as number[][];
+      const hf = hfRopeIndex(ids2, grids, 2, { start: 300, image: 303 });
+      const want = port('sizes', {
+        ids: ids2,
+        image_embeds: [...ref.image_embeds, ...feats2],
+        positions: hf.pos,
+        delta: hf.delta,
+        generate: 5,
+      });
+      const args = ['run', 'out', '--image', 'image.png', '--image', 'big.png', '--input-ids', ids2.join(',')];
+      const gen = await h.ok(...args, '--max-new-tokens', '5');
+      expect(gen.stdout.trim()).toBe(want.generated.join(','));
+      await h.ok(...args, '--dump-logits', 'logits-sizes.json');
+      const got = JSON.parse(readFileSync(path.join(work, 'logits-sizes.json'), 'utf8')).logits as number[][];
+      expect(got).toHaveLength(ids2.length);
       expect(maxDiff(got.flat(), want.logits.flat())).toBeLessThan(1e-4);
     },
     60_000,
