@@ -9,7 +9,7 @@
  *     0018aa647bb13801f061e2d1027c326f531b59fb): image group ids = cumsum of "image token whose
  *     predecessor is not one" − 1; the causal (or sliding) mask OR "both image tokens of one group".
  *     The mask is read from the compiled language graph itself (its `Or` nodes made outputs).
- * Through `run --image a --image a`: the vision graph gives each image's reference features (the
+ * Through `run --image a --image a` (and `--pixel-values` holding both, same tokens): the vision graph gives each image's reference features (the
  * other image differs, so leaking attention across images would show), the language graph puts
  * the reference features on the second image's span, and the generation gives the requested
  * tokens. Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
@@ -21,7 +21,7 @@
  * checked against every row of reference.json) fed HF's image features.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -149,6 +149,16 @@ describeFixtures('qwen2_5_vl: two copies of the fixture image in one prompt', ()
       const args = ['run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(',')];
       const gen = await h.ok(...args, '--max-new-tokens', '5');
       expect(gen.stdout.trim()).toBe(want.generated.join(','));
+      // --pixel-values with both images' rows and grids: the same tokens
+      writeFileSync(
+        path.join(work, 'pv2.json'),
+        JSON.stringify({
+          pixel_values: [...ref.pixel_values, ...ref.pixel_values],
+          image_grid_thw: [...ref.image_grid_thw, ...ref.image_grid_thw],
+        }),
+      );
+      const fromPv = await h.ok('run', 'out', '--pixel-values', 'pv2.json', '--input-ids', two.join(','), '--max-new-tokens', '5');
+      expect(fromPv.stdout.trim()).toBe(want.generated.join(','));
       await h.ok(...args, '--dump-logits', 'logits.json');
       const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
       expect(got).toHaveLength(two.length);
@@ -264,6 +274,10 @@ describeFixtures('gemma3_vlm: two copies of the fixture image in one prompt', ()
       const args = ['run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(',')];
       const gen = await h.ok(...args, '--max-new-tokens', '5');
       expect(gen.stdout.trim()).toBe(want.generated.join(','));
+      // --pixel-values with both images [2, C, S, S]: the same tokens
+      writeFileSync(path.join(work, 'pv2.json'), JSON.stringify({ pixel_values: [...ref.pixel_values, ...ref.pixel_values] }));
+      const fromPv = await h.ok('run', 'out', '--pixel-values', 'pv2.json', '--input-ids', two.join(','), '--max-new-tokens', '5');
+      expect(fromPv.stdout.trim()).toBe(want.generated.join(','));
       await h.ok(...args, '--dump-logits', 'logits.json');
       const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
       expect(got).toHaveLength(two.length);
