@@ -9,16 +9,18 @@
  *     0018aa647bb13801f061e2d1027c326f531b59fb): image group ids = cumsum of "image token whose
  *     predecessor is not one" − 1; the causal (or sliding) mask OR "both image tokens of one group".
  *     The mask is read from the compiled language graph itself (its `Or` nodes made outputs).
- * Through `run --image a --image a` (and `--pixel-values` holding both, same tokens): the vision graph gives each image's reference features (the
- * other image differs, so leaking attention across images would show), the language graph puts
- * the reference features on the second image's span, and the generation gives the requested
- * tokens. Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
+ * Through `run --image a --image a` (and `--pixel-values` holding both: the same tokens): the
+ * vision graph gives each image's reference features (the other image differs, so attention
+ * leaking across images would show), the language graph puts the reference features on the
+ * second image's span, and the generation gives the requested tokens.
+ * Qwen2.5-VL: every logit row and the greedy tokens equal an independent numpy text model
  * (core/test/qwen2_5_vl_text_reference.py, itself checked against reference.json) fed HF's image
- * features and the transcribed positions; with the image and a 2× copy (grids 6×8 and 12×16, one
- * vision call each) the same holds on the features our vision graph gives the copy (no HF reference
- * exists here for that size, so only the language side and positions are checked there). Gemma 3: the greedy tokens and every logit row outside
- * the image interiors equal an independent numpy text model (core/test/gemma3_text_reference.py,
- * checked against every row of reference.json) fed HF's image features.
+ * features and the transcribed positions. With the image and a 2× copy (grids 6×8 and 12×16, one
+ * vision call each) the same holds on the features our vision graph gives the copy: no HF
+ * reference exists here for that size, so only the language side and positions are checked there.
+ * Gemma 3: the greedy tokens and every logit row outside the image interiors equal an independent
+ * numpy text model (core/test/gemma3_text_reference.py, checked against every row of
+ * reference.json) fed HF's image features.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
