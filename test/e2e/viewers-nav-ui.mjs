@@ -10,35 +10,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
-import { palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
+import { explorerOpen, frameShowing, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
 const CONFIGS = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(REPO_ROOT, '..', 'shared', 'fixtures'), '..', 'configs');
-
-async function explorerOpen(page, folder, file) {
-  await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('Control+Shift+E');
-  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: folder }).first().click({ timeout: 30_000 });
-  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: file }).first().click({ timeout: 30_000 });
-  await page.waitForSelector(`.tab[aria-label*="${file}"]`, { timeout: 15_000 });
-}
-
-/**
- * The webview frame of the viewer headed `name` that shows `selector` and `text` (viewers of
- * other files with the same name keep their frames while hidden).
- */
-async function frameShowing(page, name, selector, text, timeoutMs = 60_000) {
-  const t0 = Date.now();
-  while (Date.now() - t0 < timeoutMs) {
-    for (const f of page.frames()) {
-      const h1 = await f.$('h1').catch(() => null);
-      if (!h1 || (await h1.textContent().catch(() => '')) !== name || !(await f.$(selector).catch(() => null))) continue;
-      if ((await f.evaluate(() => document.body.innerText).catch(() => '')).includes(text)) return f;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`no ${name} viewer shows ${selector} and ${JSON.stringify(text)} within ${timeoutMs / 1000} s`);
-}
 
 const closeAll = (page) => palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
 
@@ -53,10 +27,14 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
   cli(['export', '--config', ws.llama, '--out', path.join(ws.dir, 'nav-llama')]);
   await closeAll(page);
 
-  let frame;
-  await check('a click on model.onnx in the explorer opens the ONNX viewer, not the binary-file warning (screenshot)', async () => {
+  // The 30B export's viewer, opened by a click in the explorer (each check opens it itself).
+  const openQ30 = async () => {
+    await closeAll(page);
     await explorerOpen(page, 'q30-export', 'model.onnx');
-    frame = await frameShowing(page, 'model.onnx', 'nav.toc', '4250 nodes');
+    return frameShowing(page, 'model.onnx', 'nav.toc', '4250 nodes');
+  };
+  await check('a click on model.onnx in the explorer opens the ONNX viewer, not the binary-file warning (screenshot)', async () => {
+    const frame = await openQ30();
     const editor = await page.locator('.part.editor').innerText();
     if (/binary|unsupported text encoding/i.test(editor)) throw new Error(`the editor shows: ${editor.slice(0, 300)}`);
     const shot = path.join(SCREENSHOT_DIR, 'onnx-default-editor.png');
@@ -67,7 +45,7 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
   await check(
     'the ONNX summary folds, jumps by anchor, shows the KV cache in one row and the spec problems on top (screenshots)',
     async () => {
-      if (!frame) throw new Error('the viewer did not open');
+      const frame = await openQ30();
       const text = await frame.locator('body').innerText();
       for (const w of [
         'past_key.{0..47}',
@@ -125,7 +103,7 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
   await check("the ONNX summary's checkpoint link opens the source checkpoint in the safetensors viewer", async () => {
     await closeAll(page);
     await explorerOpen(page, 'nav-llama', 'model.onnx');
-    // (Another export of the same model is open from the checks before: its spec link names another folder.)
+    // (Other exports of the same model have viewers too: its spec link names its folder.)
     const f = await frameShowing(page, 'model.onnx', 'a.open-spec[title*="nav-llama"]', 'Open the source checkpoint');
     const label = await f.locator('a.open-checkpoint').innerText();
     await f.locator('a.open-checkpoint').click();

@@ -71,6 +71,84 @@ export async function quickOpen(page, name) {
   await page.waitForSelector(`.tab[aria-label*="${name}"]`, { timeout: 15_000 });
 }
 
+const EXPLORER_ROW = '.explorer-folders-view .monaco-list-row';
+
+/**
+ * Opens `folder/file` from the explorer with clicks, whatever the checks before left there: the
+ * folders are collapsed first (so that the only `file` row is the one inside `folder`, and
+ * rows keep their places), the list is scrolled to its top (a row half under the pane header
+ * takes no clicks), and the file row is picked by its place under the folder, not by its name
+ * alone (every export has a model.onnx).
+ */
+export async function explorerOpen(page, folder, file) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+Shift+E');
+  const rows = page.locator(EXPLORER_ROW);
+  await rows.first().waitFor({ timeout: 15_000 });
+  // Collapse every open folder: the title bar's button, then wait until only top-level rows remain.
+  await page.locator('.explorer-folders-view').hover();
+  await page
+    .locator('.part.sidebar .action-label[aria-label*="Collapse Folders"]')
+    .first()
+    .click({ timeout: 5_000 })
+    .catch(() => palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/));
+  await page.waitForFunction(
+    (sel) => [...document.querySelectorAll(sel)].every((r) => r.getAttribute('aria-level') === '1'),
+    EXPLORER_ROW,
+    { timeout: 10_000 },
+  );
+  const toTop = async () => {
+    const box = await page.locator('.explorer-folders-view').boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.wheel(0, -20_000);
+  };
+  await toTop();
+  const dir = page.locator(`${EXPLORER_ROW}[aria-level="1"][aria-label="${folder}"]`);
+  await dir.click({ timeout: 30_000 });
+  await page.locator(`${EXPLORER_ROW}[aria-label="${folder}"][aria-expanded="true"]`).waitFor({ timeout: 15_000 });
+  // The file's row: the first row named `file` one level down, after the folder's row.
+  const at = Number(await dir.getAttribute('data-index'));
+  const pick = async () =>
+    page.locator(EXPLORER_ROW).evaluateAll(
+      (els, [from, name]) => {
+        const byIndex = els.map((e) => [Number(e.getAttribute('data-index')), e]).sort((a, b) => a[0] - b[0]);
+        for (const [i, e] of byIndex) {
+          if (i <= from) continue;
+          if (e.getAttribute('aria-level') === '1') return -1;
+          if (e.getAttribute('aria-level') === '2' && e.getAttribute('aria-label') === name) return i;
+        }
+        return -1;
+      },
+      [at, file],
+    );
+  const t0 = Date.now();
+  let i = await pick();
+  while (i < 0 && Date.now() - t0 < 30_000) {
+    await new Promise((r) => setTimeout(r, 250));
+    i = await pick();
+  }
+  if (i < 0) throw new Error(`the explorer shows no ${file} in ${folder} within 30 s`);
+  await page.locator(`${EXPLORER_ROW}[data-index="${i}"]`).click({ timeout: 30_000 });
+  await page.waitForSelector(`.tab[aria-label*="${file}"]`, { timeout: 15_000 });
+}
+
+/**
+ * The webview frame of the viewer headed `name` that shows `selector` and `text` (viewers of
+ * other files with the same name keep their frames while hidden).
+ */
+export async function frameShowing(page, name, selector, text, timeoutMs = 60_000) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    for (const f of page.frames()) {
+      const h1 = await f.$('h1').catch(() => null);
+      if (!h1 || (await h1.textContent().catch(() => '')) !== name || !(await f.$(selector).catch(() => null))) continue;
+      if ((await f.evaluate(() => document.body.innerText).catch(() => '')).includes(text)) return f;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`no ${name} viewer shows ${selector} and ${JSON.stringify(text)} within ${timeoutMs / 1000} s`);
+}
+
 /** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
 export async function palette(page, title, pick) {
   await focusWorkbench(page);
@@ -91,14 +169,16 @@ export function shoot(shot, text, want) {
 }
 
 /**
- * The ONNX viewer's graph explorer (issue 36.2) on the model.onnx the previous check opened:
+ * The ONNX viewer's graph explorer (issue 36.2) on ui-export's model.onnx (opened here):
  * the whole model drawn (blocks per layer), wheel zoom, search that jumps into a collapsed
  * layer and expands it, the side panel of the found Gemm with its weight's spec entry, the
  * spec link, a click on the canvas that selects, and arrow-key navigation; screenshots.
  */
 async function graphExplorerCheck(page, check) {
   await check('the graph tab is a graph explorer: zoom, search, select, side panel, spec link, keys (screenshots)', async () => {
-    const frame = await webviewFrame(page, 'model.onnx', 'button.tab');
+    await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+    await explorerOpen(page, 'ui-export', 'model.onnx');
+    const frame = await frameShowing(page, 'model.onnx', 'a.open-spec[title*="ui-export"]', 'Embedded weight spec');
     await frame.locator('button.tab', { hasText: 'Graph' }).click();
     const canvas = frame.locator('canvas.gx-canvas');
     await canvas.waitFor({ timeout: 30_000 });
@@ -206,6 +286,14 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   // Its spec (50 not-prepared shards) would crowd the Problems panel that later checks read; the
   // timing check needs the graph only.
   fs.rmSync(path.join(q30out, 'weight_spec.json'));
+  // The llama export whose model.onnx the ONNX viewer and graph explorer checks open (each itself).
+  execFileSync(
+    process.execPath,
+    [path.join(extensionRoot, 'dist', 'cli.js'), 'export', '--config', ws.llama, '--out', path.join(ws.dir, 'ui-export')],
+    {
+      stdio: 'pipe',
+    },
+  );
   // A failing check leaves a screenshot of the whole window beside the others.
   let n = 0;
   const check = (title, fn) =>
@@ -243,14 +331,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   await check('a 20,000-tensor checkpoint opens whole, filters, sorts and scrolls (screenshot)', async () => {
     // Opened from the explorer: Quick Open's file index can take half a minute to list new files.
     const tq = Date.now();
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('Control+Shift+E');
-    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'sparse-20k' }).first().click({ timeout: 30_000 });
-    await page
-      .locator('.explorer-folders-view .monaco-list-row', { hasText: 'model-00007-of-00016.safetensors' })
-      .first()
-      .click({ timeout: 30_000 });
-    await page.waitForSelector('.tab[aria-label*="model-00007-of-00016.safetensors"]', { timeout: 15_000 });
+    await explorerOpen(page, 'sparse-20k', 'model-00007-of-00016.safetensors');
     // From the tab showing to the table's total.
     const t0 = Date.now();
     const frame = await webviewFrame(page, 'model-00007-of-00016.safetensors', '.vt-foot');
@@ -291,14 +372,12 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     return `${shoot(shot, text, [`${tensors.length} tensors`, 'BF16', 'q_norm.weight'])}; opened from the explorer in ${t0 - tq} ms, the page showed ${openMs} ms later, filtered in ${filterMs} ms, ${rows} rows in the DOM (${(await foot.innerText()).slice(0, 60)})`;
   });
   await check("an export's model.onnx reopens in the ONNX viewer: summary, embedded spec, laid-out graph (screenshots)", async () => {
-    const out = path.join(ws.dir, 'ui-export');
-    execFileSync(process.execPath, [path.join(extensionRoot, 'dist', 'cli.js'), 'export', '--config', ws.llama, '--out', out], {
-      stdio: 'pipe',
-    });
-    await quickOpen(page, 'model.onnx');
-    // The ONNX viewer is the default editor of *.onnx (issue 36.1): Quick Open opens it directly.
-    const frame = await webviewFrame(page, 'model.onnx', 'button.tab');
-    await frame.getByText('Embedded weight spec').waitFor({ timeout: 30_000 });
+    await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+    // Every export has a model.onnx: opened from its own folder, found by its spec link's path.
+    await explorerOpen(page, 'ui-export', 'model.onnx');
+    // The ONNX viewer is the default editor of *.onnx (issue 36.1): the click opens it directly.
+    const frame = await frameShowing(page, 'model.onnx', 'a.open-spec[title*="ui-export"]', 'Embedded weight spec');
+    if (!(await frame.$('button.tab'))) throw new Error('the ONNX viewer shows no Summary/Graph tabs');
     const summary = await frame.locator('body').innerText();
     const shot = path.join(SCREENSHOT_DIR, 'onnx-viewer.png');
     await page.locator('.part.editor').screenshot({ path: shot });
@@ -319,6 +398,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   await graphExplorer30bCheck(page, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+  await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
   for (const d of ['qwen3-30b-a3b', 'q30-graph']) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
 }
