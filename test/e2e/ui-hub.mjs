@@ -60,11 +60,19 @@ export async function hubPickCheck(page, ws, { check, dir }) {
       await page.keyboard.press('Enter');
       const report = path.join(out, 'export-report.json');
       const deadline = Date.now() + 60_000;
-      while (!fs.existsSync(report)) {
-        if (Date.now() > deadline) throw new Error(`no ${report} after the export`);
+      // Export claims the folder with a report in state "writing" first and completes it last.
+      const complete = () => {
+        try {
+          return JSON.parse(fs.readFileSync(report, 'utf8')).state === 'complete';
+        } catch {
+          return false;
+        }
+      };
+      while (!complete()) {
+        if (Date.now() > deadline) throw new Error(`no complete ${report} after the export`);
         await page.waitForTimeout(250);
       }
-      const hub = JSON.parse(fs.readFileSync(report, 'utf8')).source.hub;
+      const hub = JSON.parse(fs.readFileSync(report, 'utf8')).source?.hub;
       if (hub?.id !== HUB_ID || hub?.commit !== COMMIT) throw new Error(`report.source.hub is ${JSON.stringify(hub)}`);
       return `row "${text.slice(0, 90)}"; exported to ${path.basename(out)} with hub ${hub.id}@${hub.revision}`;
     },

@@ -400,8 +400,5 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
-  // The viewer checks' own exports go too: their specs' not-prepared diagnostics (the 30B one lists
-  // 50 shards as related rows) would push the rows later checks read out of the Problems panel's view.
-  for (const d of ['qwen3-30b-a3b', 'q30-graph', 'q30-model', 'q30-export', 'nav-llama', 'fmt-ui'])
-    fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
+  for (const d of ['qwen3-30b-a3b', 'q30-graph']) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
 }
