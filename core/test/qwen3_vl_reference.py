@@ -7,26 +7,9 @@ argv: checkpoint.safetensors config.json inputs.json out.json
 inputs.json: {"ids": [...], "pixel_values": [[...]], "image_grid_thw": [[t, h, w], ...], "generate": n}
 out.json:    {"logits": [[...] per position], "generated": [...], "position_ids": [[...] x3], "image_embeds": [...]}
 """
-import json, math, struct, sys
+import json, math, sys
 import numpy as np
-
-def load(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        if v["dtype"] == "BF16":
-            raw = np.frombuffer(data[a:b], dtype="<u2").astype(np.uint32) << 16
-            out[k] = raw.view(np.float32).reshape(v["shape"]).astype(np.float64)
-        else:
-            assert v["dtype"] == "F32", v["dtype"]
-            out[k] = np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).astype(np.float64)
-    return out
+from numpy_checkpoint import load, rotate_half  # beside this file (the script's folder is on sys.path)
 
 W = load(sys.argv[1])
 cfg = json.load(open(sys.argv[2]))
@@ -55,9 +38,6 @@ def lin(x, p, bias=True):
     y = x @ W[p + ".weight"].T
     return y + W[p + ".bias"] if bias else y
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], -1)
 
 def softmax(x):
     x = x - x.max(-1, keepdims=True)
