@@ -1,0 +1,180 @@
+/**
+ * Compile's path through the modules (issue #29, step 4): following the export folder from
+ * `compile()` to the written artifact, a stale ort compile passes through at most 12 module
+ * visits and reads no input twice.
+ *
+ * What counts, measured at run time, not read from the code:
+ * - a module is a `core/src` file on floor 4 or higher (FLOORS in test/support/import-graph.ts:
+ *   resolve, prepare, export, check, compile, run and up). The helpers of floors 0–3 (errors,
+ *   foundation, paths, hub, ort, formats, spec, artifacts) are not counted: they are the
+ *   readers and writers every step uses, and docs/ARCHITECTURE.md "Compile flow" counts by the
+ *   same rule;
+ * - a visit is every change of the module running: every entry into a module and every return
+ *   to a module it had left (issue #29 counted the old flow so: 38 visits in 16 modules,
+ *   returning 22 times). Calls inside one module are not visits.
+ *
+ * How: every such module is mocked by itself with each function it declares and exports (and
+ * each method of a plain object it exports, such as a backend's driver) wrapped, so a call
+ * from another module pushes the callee's module on a stack and its return (or its promise
+ * settling) pops it. A call that returns out of order (a promise left running while its
+ * caller went on) is reported and fails the test. Not seen: a closure one module hands
+ * another, and generator bodies; the compile flow hands data, not closures.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { beforeAll, expect, it, vi } from 'vitest';
+import { REPO_ROOT } from '../../test/support/fixtures';
+import { floorOf, sources, zoneOf } from '../../test/support/import-graph';
+import { tempDirs } from '../../test/support/temp';
+
+const tmp = tempDirs('ws-cvisits-');
+
+/** The modules counted: core/src files on floor 4 or higher. */
+const COUNTED = sources('core/src').filter((f) => floorOf(zoneOf(f)) >= 4);
+
+/** The names a module declares itself and exports (re-exports belong to the module they come from). */
+function ownExports(file: string): Set<string> {
+  const sf = ts.createSourceFile(file, fs.readFileSync(path.join(REPO_ROOT, file), 'utf8'), ts.ScriptTarget.Latest, false);
+  const local = new Set<string>();
+  const out = new Set<string>();
+  const exported = (n: ts.Node) => ts.canHaveModifiers(n) && !!ts.getModifiers(n)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+  for (const st of sf.statements) {
+    const names: string[] = [];
+    if ((ts.isFunctionDeclaration(st) || ts.isClassDeclaration(st)) && st.name) names.push(st.name.text);
+    if (ts.isVariableStatement(st)) for (const d of st.declarationList.declarations) if (ts.isIdentifier(d.name)) names.push(d.name.text);
+    for (const n of names) (exported(st) ? out : local).add(n);
+  }
+  for (const st of sf.statements)
+    if (ts.isExportDeclaration(st) && !st.moduleSpecifier && st.exportClause && ts.isNamedExports(st.exportClause))
+      for (const e of st.exportClause.elements) if (local.has((e.propertyName ?? e.name).text)) out.add(e.name.text);
+  return out;
+}
+
+let recording = false;
+const stack: string[] = [];
+const visits: string[] = [];
+const outOfOrder: string[] = [];
+
+function enter(mod: string): void {
+  if (stack.at(-1) !== mod) visits.push(mod);
+  stack.push(mod);
+}
+
+function leave(mod: string): void {
+  const top = stack.pop();
+  if (top !== mod) outOfOrder.push(`${mod} returned while ${top ?? 'nothing'} ran`);
+  const now = stack.at(-1);
+  if (now !== undefined && now !== mod) visits.push(now);
+}
+
+const isClass = (f: unknown) => /^class[\s{]/.test(Function.prototype.toString.call(f));
+
+function wrap<F extends (...a: unknown[]) => unknown>(mod: string, fn: F): F {
+  if (isClass(fn)) return fn;
+  const w = function (this: unknown, ...args: unknown[]): unknown {
+    if (!recording) return fn.apply(this, args);
+    enter(mod);
+    let r: unknown;
+    try {
+      r = fn.apply(this, args);
+    } catch (e) {
+      leave(mod);
+      throw e;
+    }
+    if (r instanceof Promise)
+      return r.then(
+        (v: unknown) => (leave(mod), v),
+        (e: unknown) => {
+          leave(mod);
+          throw e;
+        },
+      );
+    leave(mod);
+    return r;
+  };
+  Object.defineProperty(w, 'name', { value: fn.name });
+  return w as F;
+}
+
+for (const file of COUNTED) {
+  const mod = file.slice('core/src/'.length);
+  const own = ownExports(file);
+  vi.doMock(path.join(REPO_ROOT, file), async (importOriginal) => {
+    const real = await importOriginal<Record<string, unknown>>();
+    const out: Record<string, unknown> = { ...real };
+    for (const name of own) {
+      const v = real[name];
+      if (typeof v === 'function') out[name] = wrap(mod, v as (...a: unknown[]) => unknown);
+      else if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype && !Object.isFrozen(v))
+        // In place: the module's own uses of the object see the same methods.
+        for (const [k, m] of Object.entries(v)) if (typeof m === 'function') (v as Record<string, unknown>)[k] = wrap(mod, m as never);
+    }
+    return out;
+  });
+}
+
+let compileFn: typeof import('../src/compile').compile;
+let exp: string;
+
+beforeAll(async () => {
+  compileFn = (await import('../src/compile')).compile;
+  const { writeTinyLlama } = await import('../src/demo/tiny-model');
+  const { cliInProcess } = await import('../../test/support/cli');
+  const root = tmp();
+  const model = path.join(root, 'tiny');
+  exp = path.join(root, 'tiny-export');
+  await writeTinyLlama(model);
+  for (const args of [
+    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
+    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
+  ]) {
+    const r = await cliInProcess(args);
+    expect(r.code, r.stderr).toBe(0);
+  }
+});
+
+const INPUTS = ['model.onnx', 'weight_spec.json', '.checkpoint_prepared.json', '.checkpoint_prepared', 'compile.json'];
+
+it('a stale ort compile passes through at most 12 module visits and reads each input once', async () => {
+  const dir = path.join(tmp(), 'exp');
+  fs.cpSync(exp, dir, { recursive: true, verbatimSymlinks: true, filter: (f) => path.basename(f) !== 'compile.json' });
+  const first = await compileFn(dir, { backend: 'ort' });
+  // A new mtime on the graph: the stamps fail and the graph part of the fingerprint changes.
+  const t = new Date(Date.now() + 5000);
+  fs.utimesSync(path.join(dir, 'model.onnx'), t, t);
+
+  const spies = [vi.spyOn(fs, 'readFileSync'), vi.spyOn(fs, 'openSync'), vi.spyOn(fs.promises, 'open'), vi.spyOn(fs.promises, 'readFile')];
+  recording = true;
+  let result: Awaited<ReturnType<typeof compileFn>>;
+  try {
+    result = await compileFn(dir, { backend: 'ort' });
+  } finally {
+    recording = false;
+  }
+  const reads = new Map<string, number>();
+  for (const s of spies)
+    for (const c of s.mock.calls as unknown[][])
+      if (typeof c[0] === 'string') reads.set(path.basename(c[0]), (reads.get(path.basename(c[0])) ?? 0) + 1);
+  for (const s of spies) s.mockRestore();
+
+  const modules = new Set(visits);
+  const returns = visits.filter((m, i) => visits.indexOf(m) < i).length;
+  console.log(
+    `compile flow (stale ort): ${visits.length} visits in ${modules.size} modules, ${returns} of them back to a module it had left\n` +
+      visits.map((m, i) => `  ${String(i + 1).padStart(2)}. ${m}`).join('\n'),
+  );
+
+  // The compile happened: stale by its graph, a new artifact written and verified.
+  expect(result.upToDate).toBe(false);
+  expect(result.changed).toEqual(['graph']);
+  expect(result.record.verified).toBe(true);
+  expect(fs.existsSync(result.record.artifacts.model!)).toBe(true);
+  expect(result.record.fingerprint).not.toBe(first.record.fingerprint);
+  // The measurement saw a well-nested flow that starts and ends in compile/index.ts.
+  expect(outOfOrder).toEqual([]);
+  expect(stack).toEqual([]);
+  expect(visits[0]).toBe('compile/index.ts');
+  expect(visits.length).toBeLessThanOrEqual(12);
+  expect(Object.fromEntries(INPUTS.map((f) => [f, reads.get(f) ?? 0]))).toEqual(Object.fromEntries(INPUTS.map((f) => [f, 1])));
+});
