@@ -119,10 +119,10 @@ describe('compileStatus', () => {
   it('with the compile about to run: another backend or other options are stale; compile skips only when up to date', async () => {
     const dir = copyExport();
     const first = await compile(dir, { backend: 'ort', verify: false });
-    const req = (keepNames: boolean) => ({ backend: 'ort' as const, options: () => ({ links: false, keepNames }) });
+    const req = (keepNames: boolean) => ({ backend: 'ort' as const, options: { links: false, keepNames } });
     expect(compileStatus(dir, req(false)).state).toBe('up-to-date');
     expect(compileStatus(dir, req(true))).toMatchObject({ state: 'stale', changed: ['options'] });
-    expect(compileStatus(dir, { backend: 'qaic', options: () => ({}) })).toMatchObject({ state: 'stale', changed: ['backend'] });
+    expect(compileStatus(dir, { backend: 'qaic', options: {} })).toMatchObject({ state: 'stale', changed: ['backend'] });
     const second = await compile(dir, { backend: 'ort', verify: false });
     expect(second.upToDate).toBe(true);
     expect(second.record.fingerprint).toBe(first.record.fingerprint);

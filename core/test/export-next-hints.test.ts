@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { COMPILE_RECORD } from '../src/compile/record';
+import { COMPILE_RECORD } from '../src/compile';
 import { specInfo } from '../src/editor/spec-state';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { readCompileRecord } from '../src/compile/record';
+import { readCompileRecord } from '../src/compile';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { SUPPORTED_MODEL_TYPES } from '../src/export/graph';
 import { cliInProcess } from '../../test/support/cli';

@@ -1,7 +1,8 @@
 /**
  * `<export dir>/compile.json`: what the last compile built and from which inputs — the one
- * reader and writer, through the zod schema. compile/record.ts adds the trust check (an
- * artifact compile did not make is never loaded); `run`, the editor and the server read it there.
+ * reader and writer, through the zod schema. compile/inputs.ts `readCompileRecord` adds the
+ * trust check of compile-artifact.ts (an artifact compile did not make is never loaded); `run`,
+ * the editor and the server read it there.
  */
 import path from 'node:path';
 import { z } from 'zod';
@@ -13,7 +14,7 @@ export const COMPILE_RECORD = 'compile.json';
 /** The compile backends. */
 export type CompileBackend = 'ort' | 'qaic';
 
-/** Cheap stand-ins for the fingerprint (status.ts): file → `size:mtime:inode`, spec path → its real path. */
+/** Cheap stand-ins for the fingerprint (compile/inputs.ts `recordHolds`): file → `size:mtime:inode`, spec path → its real path. */
 export interface CompileStamps {
   files: Record<string, string>;
   links: Record<string, string>;
@@ -40,11 +41,11 @@ const recordSchema = z.looseObject({
 
 /**
  * The record `compile` writes (version 1): `fingerprint` is sha256 over every input that
- * decides the artifact (fingerprint.ts) and `inputs` its parts, so a reader can tell what
+ * decides the artifact (compile/decide.ts) and `inputs` its parts, so a reader can tell what
  * changed; `artifacts` are absolute paths (`model` is the runnable ONNX of the ort backend);
  * `prepared` the checkpoint directory bound; `command` the qaic command line; `stats` the
  * weight bytes bound and the artifact's own size; `verified` says ONNX Runtime opened the
- * artifact at compile time; `stamps` let status.ts skip reading the inputs.
+ * artifact at compile time; `stamps` let compile skip reading the inputs.
  */
 export type CompileRecord = z.infer<typeof recordSchema>;
 

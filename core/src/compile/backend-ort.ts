@@ -1,18 +1,201 @@
 /**
- * The ort backend: binds the graph to the prepared safetensors (bind-ort.ts), checks the bound
- * model in ONNX Runtime once, records the artifact in its folder's compile list and drops the
- * artifact the previous compile made for this export.
+ * The ort backend, in one module: binds the graph to the prepared safetensors, writes the
+ * bound model, checks it in ONNX Runtime once, records the artifact in its folder's compile
+ * list, writes compile.json and drops the artifact the previous compile made for this export.
+ * It calls no other module of compile: compile() (index.ts) asks it for its profile once and
+ * hands it everything read and decided.
+ *
+ * Binding: every weight input of the graph becomes an initializer whose external data points
+ * straight into a prepared safetensors file (`location` relative to the model, `offset` = 8 +
+ * header length + data begin, `length`). No weight byte is copied: the bound model is the graph
+ * plus a few hundred bytes per weight.
+ *
+ * ONNX Runtime ≥ 1.24 refuses external data given by absolute path, by `../`, or through a
+ * symlink leading outside the model's directory (measured with 1.30: all three fail at
+ * session creation; a file in the model's own directory, in a subdirectory of it, or a hard
+ * link works). So the bound model is written *into* the prepared directory, at its top level,
+ * beside the shards it points at. Where that directory cannot be written, the shards are
+ * hard-linked into `<export dir>/compiled/` and the model written beside the links.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError } from '../errors';
+import { dtypeOfOnnx, prepareDtypeOf } from '../formats/dtype';
+import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
+import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from '../formats/onnx/wire-model';
+import { slimGraph } from '../formats/onnx/slim-graph';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
+import { atomicWriteFile } from '../paths';
+import { SPEC_METADATA_KEY } from '../spec';
+import { artifactTrusted, forgetArtifact, noteArtifact } from '../artifacts/compile-artifact';
+import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
-import { bindOrt } from './bind-ort';
 import type { Fingerprint } from './decide';
-import type { ExportInputs, PreparedLocation } from './locate';
-import { artifactTrusted, forgetArtifact, noteArtifact, writeCompileRecord, type CompileRecord } from './record';
+import type { ExportInputs, PreparedLocation } from './inputs';
+
+/** What {@link bindOrt} produced. */
+interface OrtBinding {
+  /** Absolute path of the bound model. */
+  model: string;
+  /** Directory the external-data locations are relative to (the model's directory). */
+  modelDir: string;
+  /** Hard links made for it (fallback layout only). */
+  links: string[];
+  weightBytes: number;
+  artifactBytes: number;
+  initializers: number;
+}
+
+/** Options of {@link bindOrt}. */
+interface BindOptions {
+  /** File name of the bound model (no directory). */
+  fileName: string;
+  /** Where to fall back to when the prepared directory is read-only. */
+  fallbackDir: string;
+  /** Use the hard-link layout even when the prepared directory is writable. */
+  links?: boolean;
+  /** Source checkpoint named in the dtype error ("run prepare --checkpoint <src> --dtype …"). */
+  source?: string;
+  /** Keep node names, doc strings, value names and every Constant node (no slimming). */
+  keepNames?: boolean;
+}
+
+/** The initializers a spec and a set of headers give a graph, checked against its inputs. */
+function planInitializers(
+  m: WireModel,
+  inp: ExportInputs,
+  loc: PreparedLocation,
+  headers: SafetensorsHeader[],
+  source?: string,
+): { inits: ExternalInitializer[]; weightBytes: number } {
+  const byName = new Map(m.inputs.map((i) => [i.name, i]));
+  const inits: ExternalInitializer[] = [];
+  let weightBytes = 0;
+  const seen = new Set<string>();
+  for (const si of inp.spec.inputs) {
+    if (seen.has(si.name)) throw new PipelineError(`${inp.specPath}: input "${si.name}" is listed twice`);
+    seen.add(si.name);
+    const gi = byName.get(si.name);
+    if (!gi) throw new PipelineError(`${inp.specPath}: input "${si.name}" is not an input of ${path.basename(inp.onnxPath)}`);
+    if (si.quantization) {
+      throw new PipelineError(
+        `${inp.specPath}: input "${si.name}" is quantized (${si.quantization.format}); the ort backend cannot bind packed weights (use --backend qaic)`,
+      );
+    }
+    const fi = si.location.file;
+    const h = headers[fi];
+    if (!h) throw new PipelineError(`${inp.specPath}: input "${si.name}" names file ${fi}, but the spec lists ${headers.length} file(s)`);
+    const t = h.tensors.get(si.location.key);
+    if (!t) throw new PipelineError(`${loc.files[fi]}: no tensor "${si.location.key}" (for input "${si.name}")`);
+    const want = dtypeOfOnnx(gi.elemType);
+    if (want !== t.dtype) {
+      const name = want ? prepareDtypeOf(want) : undefined;
+      const fix = name
+        ? `run \`weight-spec prepare --checkpoint ${source ?? '<checkpoint>'} --dtype ${name}\` and compile with that prepared directory`
+        : 'the graph input type has no prepared equivalent';
+      throw new PipelineError(
+        `${loc.files[fi]}: tensor "${t.key}" is ${t.dtype} but graph input "${si.name}" is ${want ?? `ONNX type ${gi.elemType}`}; ${fix}`,
+      );
+    }
+    if (gi.dims.length !== t.shape.length || gi.dims.some((d, k) => typeof d === 'number' && d !== t.shape[k])) {
+      throw new PipelineError(
+        `${loc.files[fi]}: tensor "${t.key}" has shape [${t.shape.join(', ')}] but graph input "${si.name}" is [${gi.dims.join(', ')}]`,
+      );
+    }
+    inits.push({ name: si.name, dataType: gi.elemType, dims: t.shape, location: loc.rel[fi]!, offset: t.dataOffset, length: t.byteLength });
+    weightBytes += t.byteLength;
+  }
+  return { inits, weightBytes };
+}
+
+/**
+ * True when the tool may add a file to `dir`: its owner-write bit is set (so a directory made
+ * read-only on purpose, like shared fixtures, stays untouched even for root) and access(2)
+ * agrees (read-only file systems, other users' directories).
+ */
+function canWriteIn(dir: string): boolean {
+  try {
+    if ((fs.statSync(dir).mode & 0o200) === 0) return false;
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when a shard of the prepared directory is a symlink (prepare links unchanged shards to
+ * the source; across filesystems as a symlink): ONNX Runtime refuses symlinked external data
+ * that leads outside the model's directory, so the model goes beside hard links instead.
+ */
+function hasSymlinkedShard(loc: PreparedLocation): boolean {
+  return loc.files.some((f) => fs.lstatSync(f, { throwIfNoEntry: false })?.isSymbolicLink());
+}
+
+/** Hard-links each shard into `dir` (replacing stale links); EXDEV etc. become one clear error. */
+function linkShards(loc: PreparedLocation, dir: string, why: 'not-writable' | 'symlinks'): { rel: string[]; links: string[] } {
+  fs.mkdirSync(dir, { recursive: true });
+  const rel: string[] = [];
+  const links: string[] = [];
+  loc.files.forEach((given, i) => {
+    // link() does not follow a symlink: link the file it leads to
+    const f = fs.realpathSync(given);
+    const name = loc.rel[i]!.split('/').join('__');
+    const link = path.join(dir, name);
+    try {
+      const a = fs.statSync(f);
+      const b = fs.lstatSync(link, { throwIfNoEntry: false });
+      if (!b || b.ino !== a.ino || b.dev !== a.dev) {
+        if (b) fs.rmSync(link);
+        fs.linkSync(f, link);
+      }
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (why === 'symlinks') {
+        throw new PipelineError(
+          `${given}: a symlink to ${f}, which ONNX Runtime will not read through and which cannot be hard-linked into ${dir} (${code ?? String(e)}); prepare with --out on the source's filesystem`,
+        );
+      }
+      throw new PipelineError(
+        `${loc.dir}: not writable, and ${f} cannot be hard-linked into ${dir} (${code ?? String(e)}); pass a writable --prepared copy`,
+      );
+    }
+    rel.push(name);
+    links.push(link);
+  });
+  return { rel, links };
+}
+
+/** Binds the graph to the prepared weights and writes the bound model atomically. */
+async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: BindOptions): Promise<OrtBinding> {
+  const headers = loc.files.map((f) => readSafetensorsHeaderSync(f));
+  const m = parseWireModel(inp.onnxBytes, inp.onnxPath);
+  let target = loc;
+  let modelDir = loc.dir;
+  let links: string[] = [];
+  const symlinks = hasSymlinkedShard(loc);
+  if (opts.links || symlinks || !canWriteIn(loc.dir)) {
+    const made = linkShards(loc, opts.fallbackDir, symlinks && !opts.links && canWriteIn(loc.dir) ? 'symlinks' : 'not-writable');
+    target = { ...loc, dir: opts.fallbackDir, rel: made.rel };
+    modelDir = opts.fallbackDir;
+    links = made.links;
+  }
+  const { inits, weightBytes } = planInitializers(m, inp, target, headers, opts.source);
+  // The embedded spec tells a compiler where the weights are; the bound model already says it
+  // in its initializers, so the copy is dropped (ONNX Runtime never reads it).
+  // The bound model is for running: what only a reader of the graph uses goes (slim-graph.ts).
+  const slim = opts.keepNames ? undefined : slimGraph(m, new Set(inits.map((i) => i.name)), inp.onnxPath);
+  const bytes = rewriteModel(m, {
+    dropInputs: new Set(inits.map((i) => i.name)),
+    initializers: inits,
+    replace: slim?.replace,
+    dropMetadata: new Set([SPEC_METADATA_KEY]),
+  });
+  const model = path.join(modelDir, opts.fileName);
+  await atomicWriteFile(model, bytes);
+  return { model, modelDir, links, weightBytes, artifactBytes: bytes.length, initializers: inits.length };
+}
 
 /**
  * Deletes the previous ORT artifact when compile made it for this export (artifactTrusted:
@@ -103,8 +286,11 @@ async function buildOrt(job: BackendJob): Promise<BackendOutcome> {
 /** The ort backend. */
 export const ortDriver: CompileDriver = {
   name: 'ort',
-  fingerprintOptions: (opts) => ({ links: !!opts.links, keepNames: !!opts.keepNames }),
-  needsWeights: () => true,
-  requiresPrepared: () => true,
+  profile: (opts) => ({
+    options: { links: !!opts.links, keepNames: !!opts.keepNames },
+    preparedInOptions: false,
+    needsWeights: true,
+    requiresPrepared: true,
+  }),
   build: buildOrt,
 };

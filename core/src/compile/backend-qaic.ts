@@ -5,7 +5,8 @@
  */
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
 import { planQaic, runQaic } from './qaic';
-import { artifactExists, writeCompileRecord, type CompileRecord } from './record';
+import { artifactExists } from '../artifacts/compile-artifact';
+import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
 
 /** Plans (and unless a dry run, runs) one qaic compile. */
 async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
@@ -41,8 +42,12 @@ async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
 /** The qaic backend. */
 export const qaicDriver: CompileDriver = {
   name: 'qaic',
-  fingerprintOptions: (opts, preparedDir) => ({ qaic: opts.qaic ?? {}, prepared: opts.prepared ? preparedDir : undefined }),
-  needsWeights: (opts) => !opts.dryRun,
-  requiresPrepared: (opts) => !!opts.prepared,
+  // The real --prepared folder joins the options as `prepared` (after `qaic`, as before).
+  profile: (opts) => ({
+    options: { qaic: opts.qaic ?? {} },
+    preparedInOptions: !!opts.prepared,
+    needsWeights: !opts.dryRun,
+    requiresPrepared: !!opts.prepared,
+  }),
   build: compileQaic,
 };

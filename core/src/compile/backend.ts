@@ -1,15 +1,14 @@
 /**
  * The one interface both compile backends implement (issue #29, step 4): `ort`
  * (backend-ort.ts: a bound ONNX whose initializers point into the prepared safetensors) and
- * `qaic` (backend-qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) reads the
- * inputs once, decides once and hands the backend everything it needs; a backend reads no
- * input file again.
+ * `qaic` (backend-qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) asks the
+ * backend once for its profile (plain data), reads the inputs once, decides once and hands the
+ * backend everything it needs; a backend reads no input file again.
  */
+import type { CompileBackend, CompileRecord } from '../artifacts/compile-record';
 import type { Fingerprint } from './decide';
-import type { CompileInputs } from './inputs';
-import type { PreparedLocation } from './locate';
+import type { CompileInputs, PreparedLocation } from './inputs';
 import type { QaicOptions } from './qaic-command';
-import type { CompileBackend, CompileRecord } from './record';
 
 /** Options of `compile` (the library call; the CLI's and the editor's flags map onto them). */
 export interface CompileOptions {
@@ -64,15 +63,23 @@ export interface BackendJob {
 /** What a backend produced: the record and the result's backend-specific fields. */
 export type BackendOutcome = Pick<CompileResult, 'record' | 'upToDate' | 'command' | 'files' | 'dryRun'>;
 
+/** What a backend says about one compile before anything is read: plain data. */
+export interface DriverProfile {
+  /** The backend options the fingerprint covers (plain JSON, stable key order). */
+  options: Record<string, unknown>;
+  /** True when the real prepared folder goes into the options too, as `prepared` (qaic given --prepared). */
+  preparedInOptions: boolean;
+  /** False when the compile can go on without prepared weights (a qaic dry run only prints). */
+  needsWeights: boolean;
+  /** True when the located folder must be one prepare made (ort writes its artifact there; qaic reads a --prepared folder). */
+  requiresPrepared: boolean;
+}
+
 /** A compile backend. */
 export interface CompileDriver {
   name: CompileBackend;
-  /** The backend options the fingerprint covers, given the prepared folder located (plain JSON, stable key order). */
-  fingerprintOptions(opts: CompileOptions, preparedDir: string | undefined): unknown;
-  /** False when the compile can go on without prepared weights (a qaic dry run only prints). */
-  needsWeights(opts: CompileOptions): boolean;
-  /** True when the located folder must be one prepare made (ort writes its artifact there; qaic reads a --prepared folder). */
-  requiresPrepared(opts: CompileOptions): boolean;
+  /** The compile's profile under these options. */
+  profile(opts: CompileOptions): DriverProfile;
   /** Builds the artifact and writes the record (nothing in a dry run). */
   build(job: BackendJob): Promise<BackendOutcome>;
 }

@@ -2,17 +2,15 @@
  * The compile decision, pure (issue #29, step 4): from the inputs read once (inputs.ts), the
  * previous record and the request, the fingerprint of this compile and whether the previous
  * artifact still stands. `compile()` and `compileStatus()` both ask here, so they cannot
- * disagree; neither this module nor what it calls touches the disk.
+ * disagree; this module touches no disk and calls no other module of ours but sha256.
  *
- * The fingerprint is sha256 over its parts: the graph (bytes and mtime), the spec's content,
- * the prepared folder (manifest hash and the stats of every bound file: weight bytes are never
- * read) and the options (format version, backend, backend options).
+ * The fingerprint is sha256 over its parts, each computed where its bytes were read
+ * (inputs.ts): the graph (bytes and mtime), the spec's content, the prepared folder (manifest
+ * hash and the stats of every bound file: weight bytes are never read) and the options
+ * (format version, backend, backend options).
  */
 import { sha256 } from '../foundation/sha256';
-import type { CompileBackend, CompileRecord } from './record';
-
-/** Bump when the artifact layout changes, so old compiles are redone. */
-export const COMPILE_FORMAT = 'weight-spec-compile/2';
+import type { CompileBackend, CompileRecord } from '../artifacts/compile-record';
 
 /** The parts and the whole. */
 export interface Fingerprint {
@@ -28,17 +26,15 @@ export type CompileChange = 'graph' | 'spec' | 'prepared' | 'options' | 'backend
 
 /** What the decision needs of the inputs read (inputs.ts `CompileInputs` extends it). */
 export interface DecideInputs {
-  /** The fingerprint parts the files decide (`options` comes from the request). */
-  parts: { graph: string; spec: string; prepared: string };
+  /** The fingerprint parts: the files' and the request's options (inputs.ts). */
+  parts: CompileRecord['inputs'];
   /** Whether the record's artifact is on disk (false without a record). */
   artifactPresent: boolean;
 }
 
-/** The compile asked about: its backend and options (given the prepared folder), and whether the options count. */
+/** The compile asked about: its backend (its options are a part already), and whether the options count. */
 export interface DecideRequest {
   backend: CompileBackend;
-  /** The backend options as they go into the fingerprint. */
-  options: unknown;
   /** False for a status without a request: only the graph, the spec and the prepared folder are compared. */
   compareOptions: boolean;
 }
@@ -53,14 +49,9 @@ export interface Decision {
   changedParts: string[];
 }
 
-/** The options part of the fingerprint: format version, backend and backend options. */
-export function optionsPart(backend: string, options: unknown): string {
-  return sha256(JSON.stringify({ format: COMPILE_FORMAT, backend, options }));
-}
-
-/** The fingerprint of the inputs under `backend` and `options`. */
-export function fingerprintOf(inputs: Pick<DecideInputs, 'parts'>, backend: string, options: unknown): Fingerprint {
-  const parts = { ...inputs.parts, options: optionsPart(backend, options) };
+/** The fingerprint of the parts. */
+export function fingerprintOf(inputs: Pick<DecideInputs, 'parts'>): Fingerprint {
+  const parts = { graph: inputs.parts.graph, spec: inputs.parts.spec, prepared: inputs.parts.prepared, options: inputs.parts.options };
   return { parts, value: sha256(`${parts.graph}\n${parts.spec}\n${parts.prepared}\n${parts.options}`) };
 }
 
@@ -76,7 +67,7 @@ export function recordChange(record: CompileRecord, backend: CompileBackend, art
  * artifact is gone or a part changed; else up to date. Pure.
  */
 export function decide(inputs: DecideInputs, record: CompileRecord | undefined, req: DecideRequest): Decision {
-  const fingerprint = fingerprintOf(inputs, req.backend, req.options);
+  const fingerprint = fingerprintOf(inputs);
   if (!record) return { state: 'never-compiled', fingerprint, changed: [], changedParts: [] };
   const changedParts = (['graph', 'spec', 'prepared', 'options'] as const).filter((k) => record.inputs?.[k] !== fingerprint.parts[k]);
   const stale = (changed: CompileChange[]): Decision => ({ state: 'stale', fingerprint, changed, changedParts });

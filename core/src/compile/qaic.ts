@@ -9,7 +9,7 @@ import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
-import type { ExportInputs, PreparedLocation } from './locate';
+import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
 import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';

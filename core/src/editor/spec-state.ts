@@ -9,7 +9,7 @@ import path from 'node:path';
 import { compileStatus } from '../compile/status';
 import { readExportReport } from '../artifacts/export-report';
 import type { CompileInfo } from '../protocol';
-import { preparedDirOf } from '../compile/locate';
+import { preparedDirOf } from '../compile/inputs';
 import { specFileIn } from '../spec/file-names';
 import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
 export { isSpecFile } from '../spec/file-names';

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { EXPORT_REPORT_FILE, readExportReport } from '../artifacts/export-report';
-import { COMPILE_RECORD } from '../compile/record';
+import { COMPILE_RECORD } from '../artifacts/compile-record';
 import { judgeFilePath, printable, type FilePathVerdict } from '../paths';
 import { specFileIn } from '../spec/file-names';
 

@@ -27,7 +27,7 @@ export {
   type PreparedManifest,
   type PreparedStatus,
 } from './manifest';
-export { preparedMismatch } from './provenance';
+export { preparedForCompile, preparedMismatch, type PreparedRead } from './manifest';
 export { planFingerprint, shortHash, PREPARE_FORMAT_VERSION } from './fingerprint';
 export { dequantMxfp4, makeConverter, FP4_VALUES } from './kernels';
 export type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SlicePlan, SourceTensor, Task, TensorRef } from './types';

@@ -2,16 +2,25 @@
  * The prepared checkpoint's manifest `.checkpoint_prepared.json` (strict: unknown fields
  * are an error) and sentinel `.checkpoint_prepared` (written last; it holds the plan
  * fingerprint). {@link preparedStatus} is what the language server, compile and the
- * no-op check of prepare use to tell prepared / stale / not prepared.
+ * no-op check of prepare use to tell prepared / stale / not prepared; {@link preparedMismatch}
+ * whether the folder holds what its name and the export say (check and compile);
+ * {@link preparedForCompile} is compile's one call into prepare, over the files it read.
  */
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { movedRef } from '../hub/hf-cache';
-import { oneLine } from '../errors';
-import { readRegularFile } from '../paths';
-import { MANIFEST_FILE, SENTINEL_FILE, readPreparedManifest, type PreparedManifest } from '../artifacts/prepared-manifest';
-import { isQeffPreparedName } from '../artifacts/prepared-folder';
+import { FormatError, PipelineError, oneLine } from '../errors';
+import { printable, readRegularFile } from '../paths';
+import {
+  MANIFEST_FILE,
+  SENTINEL_FILE,
+  parsePreparedManifestText,
+  readPreparedManifest,
+  type PreparedManifest,
+} from '../artifacts/prepared-manifest';
+import { isQeffPreparedName, parsePreparedFolderName } from '../artifacts/prepared-folder';
+import { readExportReport } from '../artifacts/export-report';
 
 export {
   MANIFEST_FILE,
@@ -108,4 +117,100 @@ export function isQeffPrepared(dir: string): boolean {
     fsSync.existsSync(path.join(dir, SENTINEL_FILE)) &&
     !fsSync.existsSync(path.join(dir, MANIFEST_FILE))
   );
+}
+
+// Provenance. Does a prepared folder hold what its name and the export say? prepare names its
+// default folder `<name>-prepared-<dtype>-<first 10 hex of the plan fingerprint>`, and export
+// records the source checkpoint and that folder in export-report.json. A folder replaced by
+// another prepare (issue #28: a repository's report steered Prepare into the user's folder with
+// other weights) keeps its name but its manifest records another source and fingerprint;
+// `check` and `compile` say so as an error instead of binding the other weights.
+
+function realOf(p: string): string {
+  try {
+    return fsSync.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * One line when `preparedDir`'s manifest disagrees with its folder name's fingerprint, or
+ * with the source checkpoint the report of `exportDir` records for that folder; else undefined.
+ */
+export function preparedMismatch(exportDir: string, preparedDir: string, manifest: PreparedManifest): string | undefined {
+  const shown = printable(preparedDir);
+  // prepare names its folder with the first 10 hex of the plan fingerprint
+  const parsed = parsePreparedFolderName(path.basename(preparedDir));
+  const named = parsed && parsed.hash.length === 10 ? parsed.hash : undefined;
+  if (named && !manifest.fingerprint.startsWith(named)) {
+    return (
+      `${shown}: its manifest's fingerprint ${manifest.fingerprint.slice(0, 10)} is not the ${named} its name says ` +
+      `(prepared from ${printable(manifest.source)}: another prepare replaced this folder); re-run weight-spec prepare`
+    );
+  }
+  const report = readExportReport(exportDir);
+  const source = report?.source?.checkpoint;
+  const dir = report?.prepared?.dir;
+  if (!source || !dir || realOf(path.resolve(exportDir, dir)) !== realOf(preparedDir)) return undefined;
+  if (realOf(path.resolve(exportDir, source)) !== realOf(manifest.source)) {
+    return (
+      `${shown}: prepared from ${printable(manifest.source)}, but ${printable(path.join(exportDir, 'export-report.json'))} ` +
+      `says this export's source is ${printable(source)}; re-run weight-spec prepare --checkpoint ${printable(source)}`
+    );
+  }
+  return undefined;
+}
+
+/** A prepared folder's manifest and sentinel as compile read them (each once). */
+export interface PreparedRead {
+  /** The manifest's bytes, or the reason it could not be read. */
+  manifest: { bytes: Buffer } | { error: unknown };
+  /** The sentinel's text, undefined when it could not be read. */
+  sentinel?: string;
+}
+
+/** The manifest compile read, validated (FormatError as the manifest's reader words it). */
+function manifestOfRead(dir: string, read: PreparedRead): PreparedManifest {
+  const file = path.join(dir, MANIFEST_FILE);
+  if ('bytes' in read.manifest) return parsePreparedManifestText(read.manifest.bytes.toString('utf8'), file);
+  const e = read.manifest.error;
+  if (e instanceof FormatError && e.detail === 'file does not exist')
+    throw new FormatError(file, 'does not exist (not a prepared checkpoint)');
+  throw e instanceof FormatError ? e : new FormatError(file, `cannot read (${oneLine(e)})`);
+}
+
+/**
+ * compile's check of the prepared folder it binds, over the manifest and sentinel it read: an
+ * unfinished or damaged prepare is an error; a prepare whose source checkpoint changed since
+ * is a warning (the prepared files are still self-consistent). A folder prepare never made
+ * (no sentinel: a plain checkpoint, `/`, an absolute model_id) is refused when `required`
+ * (the ort backend writes its artifact there; qaic reads a --prepared folder).
+ * Returns the source checkpoint (named in dtype errors).
+ */
+export async function preparedForCompile(
+  exportDir: string,
+  dir: string,
+  read: PreparedRead,
+  o: { required: boolean; log: (line: string) => void },
+): Promise<string | undefined> {
+  const plain = !fsSync.existsSync(path.join(dir, MANIFEST_FILE)) && !fsSync.existsSync(path.join(dir, SENTINEL_FILE));
+  if (plain && !o.required) return undefined;
+  if (plain) {
+    throw new PipelineError(
+      `${printable(dir)}: not a prepared checkpoint (no ${SENTINEL_FILE}); compile writes only into folders prepare made: ` +
+        `run weight-spec prepare --checkpoint ${printable(dir)} --dtype <dtype> and compile with --prepared <its output>`,
+    );
+  }
+  if (isQeffPrepared(dir)) {
+    o.log(`compile: ${dir} was prepared by QEfficient (sentinel, no manifest): bound as it is`);
+    return undefined;
+  }
+  const st = await preparedStatusOf(dir, read.sentinel, () => manifestOfRead(dir, read));
+  if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
+  const mismatch = st.manifest && preparedMismatch(exportDir, dir, st.manifest);
+  if (mismatch) throw new PipelineError(mismatch);
+  if (st.state === 'stale')
+    o.log(`compile: warning: ${dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
+  return st.manifest?.source;
 }

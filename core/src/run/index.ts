@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError } from '../errors';
 import { parseWireModel } from '../formats/onnx/wire-model';
-import { COMPILE_RECORD } from '../compile/record';
+import { COMPILE_RECORD } from '../artifacts/compile-record';
 import { compileStatus, type CompileStatus } from '../compile/status';
 import { gatheredRows } from './vocab';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
@@ -38,7 +38,7 @@ export function resolveRunnable(target: string): { model: string; status?: Compi
   const status = compileStatus(abs);
   const rec = status.record;
   if (!rec && fs.existsSync(path.join(abs, COMPILE_RECORD))) {
-    // Unreadable, or naming an artifact compile did not make (compile/record.ts): never loaded.
+    // Unreadable, or naming an artifact compile did not make (artifacts/compile-artifact.ts): never loaded.
     throw new PipelineError(
       `${path.join(abs, COMPILE_RECORD)}: not a record of a weight-spec compile here (run weight-spec compile ${target} again)`,
     );

@@ -162,7 +162,7 @@ export const runCommand = defineCommand({
       { isVlmExport },
     ] = await Promise.all([
       import('../../compile'),
-      import('../../compile/locate'),
+      import('../../compile/inputs'),
       import('../../run'),
       import('../../run/vlm/vlm-runner'),
     ]);

@@ -1,33 +1,18 @@
 /**
- * Trust in `<export dir>/compile.json` (read and written by artifacts/compile-record.ts): the
- * record is used only when its artifact is one compile made for this export, proven by the
- * list compile keeps beside the artifacts it wrote into a prepared folder.
+ * The artifact a compile record names, and the list compile keeps beside the artifacts it
+ * wrote into a prepared folder (`.weight-spec-compiled.json`): its one reader and writer,
+ * through zod, and the two questions every use of `compile.json`'s artifact path asks — is it
+ * one compile made for this export ({@link artifactTrusted}), and is it still on disk.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { atomicWriteFile, readRegularFileSync } from '../paths';
-import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
-import { readCompileRecordFile, type CompileRecord } from '../artifacts/compile-record';
-
-export {
-  COMPILE_RECORD,
-  writeCompileRecord,
-  type CompileBackend,
-  type CompileRecord,
-  type CompileStamps,
-} from '../artifacts/compile-record';
+import { SENTINEL_FILE } from './prepared-manifest';
+import type { CompileRecord } from './compile-record';
 
 /** The name compile gives an ort artifact: `compiled-<stem>-<first 12 hex of the fingerprint>.onnx`. */
 export const ARTIFACT_NAME_RE = /^compiled-[A-Za-z0-9._-]*-([0-9a-f]{12})\.onnx$/;
-
-function realOf(p: string): string {
-  try {
-    return fs.realpathSync.native(p);
-  } catch {
-    return path.resolve(p);
-  }
-}
 
 /**
  * The list compile keeps in a prepared folder of the artifacts it wrote there, each with the
@@ -36,6 +21,14 @@ function realOf(p: string): string {
  * sits in the user's prepared folder, which a repository cannot write into.
  */
 export const COMPILED_LIST = '.weight-spec-compiled.json';
+
+function realOf(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
 
 const listEntry = z.looseObject({ path: z.string(), size: z.number(), export: z.string() });
 type ListEntry = z.infer<typeof listEntry>;
@@ -97,13 +90,4 @@ export function artifactTrusted(exportDir: string, rec: CompileRecord): boolean 
 export function artifactExists(rec: CompileRecord): boolean {
   if (rec.backend === 'ort') return !!rec.artifacts.model && fs.existsSync(rec.artifacts.model);
   return !!rec.artifacts.qpc && fs.existsSync(path.join(rec.artifacts.qpc, 'programqpc.bin'));
-}
-
-/**
- * Reads the record, or `undefined` when absent, unreadable or naming an artifact compile did
- * not make (see {@link artifactTrusted}; a broken record just means "recompile").
- */
-export function readCompileRecord(exportDir: string): CompileRecord | undefined {
-  const rec = readCompileRecordFile(exportDir);
-  return rec && artifactTrusted(exportDir, rec) ? rec : undefined;
 }
