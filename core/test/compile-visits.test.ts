@@ -177,4 +177,12 @@ it('a stale ort compile passes through at most 12 module visits and reads each i
   expect(visits[0]).toBe('compile/index.ts');
   expect(visits.length).toBeLessThanOrEqual(12);
   expect(Object.fromEntries(INPUTS.map((f) => [f, reads.get(f) ?? 0]))).toEqual(Object.fromEntries(INPUTS.map((f) => [f, 1])));
+
+  // docs/ARCHITECTURE.md "Compile flow" states this count and lists this sequence.
+  const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Compile flow'), doc.indexOf('\n## ', doc.indexOf('## Compile flow') + 1));
+  const stated = /a stale compile makes (\d+) visits in (\d+) modules, returning (\d+) times/.exec(section.replace(/\s+/g, ' '));
+  expect(stated?.slice(1).map(Number)).toEqual([visits.length, modules.size, returns]);
+  const listed = [...section.matchAll(/^\d+\. `([^`]+)`/gm)].map((m) => m[1]);
+  expect(listed).toEqual(visits);
 });

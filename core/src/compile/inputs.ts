@@ -378,8 +378,7 @@ export function readCompileInputs(exportDir: string, record: CompileRecord | und
 
 /** What compile's read step found: an unchanged compile (stamps hold), or the inputs read. */
 export type CompileRead =
-  | { prev: CompileRecord; upToDate: true }
-  | { prev: CompileRecord | undefined; upToDate: false; inputs: CompileInputs };
+  { prev: CompileRecord; upToDate: true } | { prev: CompileRecord | undefined; upToDate: false; inputs: CompileInputs };
 
 /**
  * compile's read step: the record (trusted), its stamps when `skip` (not forced, not a dry

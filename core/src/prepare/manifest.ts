@@ -210,7 +210,6 @@ export async function preparedForCompile(
   if (st.state === 'not-prepared') throw new PipelineError(`${st.reason}; run weight-spec prepare again`);
   const mismatch = st.manifest && preparedMismatch(exportDir, dir, st.manifest);
   if (mismatch) throw new PipelineError(mismatch);
-  if (st.state === 'stale')
-    o.log(`compile: warning: ${dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
+  if (st.state === 'stale') o.log(`compile: warning: ${dir} is stale (${st.reason}); run weight-spec prepare again to pick up the change`);
   return st.manifest?.source;
 }
