@@ -25,10 +25,8 @@ import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from './o
 import type { ExportDtype } from '../../formats/dtype';
 import { ropeTables } from './rope';
 import { appendSampler, type SamplerOptions } from './sampler';
-import { SAMPLER_INPUTS, SERVING_METADATA } from './serving-features';
+import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { TensorDataType } from '../../formats/onnx/types';
-
-export { SERVING_METADATA, cclFromMetadata } from './serving-features';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
 export type { Phase } from './graph-interface';
