@@ -13,7 +13,7 @@ import { causalLmCustomIo } from '../src/compile/qaic-command';
 import { RUNTIME_INPUT } from '../src/check/check-onnx';
 import { checkGraph } from '../src/export/graph/check-graph';
 import { buildCausalLM } from '../src/export/graph/decoder';
-import { archFromConfig } from '../src/export/graph/families';
+import { archFromConfig } from '../src/export/families/arch-from-config';
 import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/graph/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { encodeBuiltModel } from '../src/export/graph/encode';

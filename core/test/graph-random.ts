@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
-import { familyTestConfigs } from '../src/export/graph/family-registry';
+import { familyTestConfigs } from '../src/export/families/registry';
 
 /** Deterministic PRNG (mulberry32) with a normal sampler. */
 export function rng(seed: number): () => number {

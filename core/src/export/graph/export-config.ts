@@ -16,7 +16,7 @@ import { checkGraph } from './check-graph';
 import { isStateInput, parseStateName, RETAINED } from './graph-interface';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
-import { archFromConfig } from './families';
+import { archFromConfig } from '../families/arch-from-config';
 import { DEFAULT_MAX_TOP_K } from './sampler';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';

@@ -3,10 +3,10 @@
  * `archFromConfig` validates a config per model_type; `buildCausalLM` builds the graph;
  * `encodeBuiltModel` serializes it.
  */
-export { archFromConfig, type ArchOptions } from './families';
+export { archFromConfig, type ArchOptions } from '../families/arch-from-config';
 export { buildCausalLM, type BuiltGraph, type GraphOptions, type Phase } from './decoder';
 export { encodeBuiltModel } from './encode';
 export { weightInputs, type ArchSpec, type WeightInput } from './arch';
-export { SUPPORTED_MODEL_TYPES, type ModelType } from './family-registry';
+export { SUPPORTED_MODEL_TYPES, type ModelType } from '../families/registry';
 export { GraphBuilder, OPSET, IR_VERSION, type ModelObj, type NodeObj, type ValueInfoObj } from './builder';
 export { checkGraph, type GraphProblem } from './check-graph';

@@ -13,7 +13,7 @@ import { PipelineError } from '../../errors';
 import type { ExportDtype } from '../../formats/dtype';
 import { BASE_SHARD_BYTES } from '../../prepare';
 import type { ArchSpec, WeightInput } from './arch';
-import { familyOfConfig } from './family-registry';
+import { familyOfConfig } from '../families/registry';
 import { moeWeightInputs } from './moe';
 import { proposeByName } from '../../resolve/name-strategies';
 import { qeffPreparedFolderName } from '../../artifacts/prepared-folder';

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { FormatError } from '../../../errors';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from '../arch';
-import { actOf, llamaLike, parseWith, refuse } from '../config';
+import { actOf, llamaLike, parseWith, refuse } from '../../families/config';
 import { canonicalMoeKeys } from '../moe';
 import { ropeSpec, type RopeScaling } from '../rope';
 

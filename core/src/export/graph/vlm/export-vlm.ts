@@ -18,7 +18,7 @@ import { checkGraph } from '../check-graph';
 import { encodeBuiltModel } from '../encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../layout';
 import type { ArchSpec } from '../arch';
-import { refuse } from '../config';
+import { refuse } from '../../families/config';
 import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../attention-window';
 import { vlmModelTypeOf } from './config';
 import { vlmArchFromConfig } from './vlm-arch';

@@ -27,8 +27,8 @@ import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../ops';
 import { ropeTables } from '../rope';
 import { TensorDataType } from '../../../formats/onnx/types';
 import type { LanguageOptions } from './language';
-import { refuse } from '../config';
-import { gemma3Arch } from '../family-gemma3';
+import { refuse } from '../../families/config';
+import { gemma3Arch } from '../../families/gemma3';
 
 /** What the Gemma 3 language graph needs besides the text architecture. */
 export interface Gemma3LanguageArch {

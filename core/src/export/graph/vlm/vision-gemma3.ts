@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import type { LinearSpec, NormKind } from '../arch';
 import { GraphBuilder, type ModelObj } from '../builder';
-import { actOf, parseWith, refuse } from '../config';
+import { actOf, parseWith, refuse } from '../../families/config';
 import { norm } from '../norms';
 import { activation, linear, reshape, transpose, weight, type Ctx } from '../ops';
 import type { ExportDtype } from '../../../formats/dtype';

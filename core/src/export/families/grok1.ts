@@ -19,12 +19,12 @@
  * (config.ts).
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec } from './arch';
-import type { FamilyRow } from './family-row';
-import type { ArchOptions } from './family-row';
+import { archDims, type ArchSpec, type LayerSpec } from '../graph/arch';
+import type { FamilyRow } from './row';
+import type { ArchOptions } from './row';
 import { checkExpertParallel, parseWith, refuse } from './config';
-import { canonicalMoeKeys } from './moe';
-import { ropeSpec } from './rope';
+import { canonicalMoeKeys } from '../graph/moe';
+import { ropeSpec } from '../graph/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();

@@ -18,10 +18,10 @@
  * graph here implements, is refused by name.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
-import { alibiSlopes } from './alibi';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../graph/arch';
+import { alibiSlopes } from '../graph/alibi';
 import { parseWith, refuse } from './config';
-import type { FamilyRow } from './family-row';
+import type { FamilyRow } from './row';
 
 const int = z.number().int().positive();
 const attnConfig = z.looseObject({

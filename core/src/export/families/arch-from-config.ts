@@ -2,16 +2,16 @@
  * config.json → {@link ArchSpec}: the family registry (`family-registry.ts`) names the family,
  * its row's builder parses the config. Each family's mapping lives in its own `family-<name>.ts`.
  */
-import type { ArchSpec } from './arch';
+import type { ArchSpec } from '../graph/arch';
 import { UsageError } from '../../errors';
 import { checkExpertParallel } from './config';
-import { familyOf } from './family-registry';
-import type { ArchOptions } from './family-row';
-import { slidingCacheRefused, windowCacheArch } from './attention-window';
+import { familyOf } from './registry';
+import type { ArchOptions } from './row';
+import { slidingCacheRefused, windowCacheArch } from '../graph/attention-window';
 
-export type { ArchOptions } from './family-row';
-export { lin } from './arch';
-export { llamaLikeArch } from './family-llama';
+export type { ArchOptions } from './row';
+export { lin } from '../graph/arch';
+export { llamaLikeArch } from './llama';
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {

@@ -3,9 +3,9 @@
  * `[in, out]`), learned absolute positions, LayerNorm with bias, fused c_attn [q | k | v],
  * scores ÷ √head_dim, tied head by default.
  */
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../graph/arch';
 import { actOf, gpt2Config, parseWith, refuse } from './config';
-import type { FamilyRow } from './family-row';
+import type { FamilyRow } from './row';
 
 /** GPT-2 → {@link ArchSpec}. */
 export function gpt2Arch(raw: unknown, file: string): ArchSpec {

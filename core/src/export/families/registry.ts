@@ -8,32 +8,32 @@
  */
 import { FormatError } from '../../errors';
 import { quantSchemeOf } from '../../prepare/quant-config';
-import { codegenFamily } from './family-codegen';
-import { deepseekV3Family } from './family-deepseek-v3';
-import { falconFamily } from './family-falcon';
-import { gemmaFamily } from './family-gemma';
-import { gemma2Family } from './family-gemma2';
-import { gemma3Family } from './family-gemma3';
-import { gptBigcodeFamily } from './family-gpt-bigcode';
-import { gpt2Family } from './family-gpt2';
-import { gptjFamily } from './family-gptj';
-import { graniteFamily } from './family-granite';
-import { llamaFamily } from './family-llama';
-import { mistralFamily } from './family-mistral';
-import { mixtralFamily } from './family-mixtral';
-import { mptFamily } from './family-mpt';
-import { olmo2Family } from './family-olmo2';
-import { phiFamily } from './family-phi';
-import { phi3Family } from './family-phi3';
-import { qwen2Family } from './family-qwen2';
-import { qwen3Family } from './family-qwen3';
-import { qwen3MoeFamily } from './family-qwen3-moe';
-import { starcoder2Family } from './family-starcoder2';
-import { qwen35MoeFamily } from './family-qwen3-5-moe';
-import type { FamilyRow, TestConfig } from './family-row';
-import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './families-moe';
-import { grok1Family } from './family-grok1';
-import { llama4Family, llama4TextFamily } from './family-llama4';
+import { codegenFamily } from './codegen';
+import { deepseekV3Family } from './deepseek-v3';
+import { falconFamily } from './falcon';
+import { gemmaFamily } from './gemma';
+import { gemma2Family } from './gemma2';
+import { gemma3Family } from './gemma3';
+import { gptBigcodeFamily } from './gpt-bigcode';
+import { gpt2Family } from './gpt2';
+import { gptjFamily } from './gptj';
+import { graniteFamily } from './granite';
+import { llamaFamily } from './llama';
+import { mistralFamily } from './mistral';
+import { mixtralFamily } from './mixtral';
+import { mptFamily } from './mpt';
+import { olmo2Family } from './olmo2';
+import { phiFamily } from './phi';
+import { phi3Family } from './phi3';
+import { qwen2Family } from './qwen2';
+import { qwen3Family } from './qwen3';
+import { qwen3MoeFamily } from './qwen3-moe';
+import { starcoder2Family } from './starcoder2';
+import { qwen35MoeFamily } from './qwen3-5-moe';
+import type { FamilyRow, TestConfig } from './row';
+import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './moe-families';
+import { grok1Family } from './grok1';
+import { llama4Family, llama4TextFamily } from './llama4';
 
 /** Every family `export --config` builds, in the order the refusal message lists them. */
 export const FAMILIES: readonly FamilyRow[] = [

@@ -14,9 +14,9 @@
  * - head tied to `wte` unless `tie_word_embeddings` is false.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
+import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../graph/arch';
 import { actOf, parseWith, refuse } from './config';
-import type { FamilyRow } from './family-row';
+import type { FamilyRow } from './row';
 
 const int = z.number().int().positive();
 const bigcodeConfig = z.looseObject({

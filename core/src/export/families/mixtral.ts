@@ -1,5 +1,5 @@
 /** Mixtral (transformers `models/mixtral/modeling_mixtral.py`): Mistral with a sparse MoE in every layer (`block_sparse_moe`). */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The mixtral row of the family registry. */
 export const mixtralFamily = llamaLikeRow(

@@ -5,10 +5,10 @@
  * q / k projection before the head split; Olmo2RMSNorm multiplies by the weight in float32
  * before casting back.
  */
-import type { ArchSpec } from './arch';
+import type { ArchSpec } from '../graph/arch';
 import { llamaLike, parseWith, refuse } from './config';
-import { LLAMA_QUIRKS, llamaLikeArch } from './family-llama';
-import type { FamilyRow } from './family-row';
+import { LLAMA_QUIRKS, llamaLikeArch } from './llama';
+import type { FamilyRow } from './row';
 
 /** OLMo-2's architecture (Olmo2Config defaults: rms_norm_eps 1e-5, untied). */
 export function olmo2Arch(raw: unknown, file: string): ArchSpec {

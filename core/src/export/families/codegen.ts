@@ -11,10 +11,10 @@
  * - `gelu_new` (activation_function), LayerNorm with bias, `lm_head` with bias, untied by default.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec } from '../graph/arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
-import { ropeSpec } from './rope';
-import type { FamilyRow } from './family-row';
+import { ropeSpec } from '../graph/rope';
+import type { FamilyRow } from './row';
 
 const codegenConfig = z.looseObject({
   model_type: z.literal('codegen'),

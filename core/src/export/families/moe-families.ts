@@ -16,12 +16,12 @@
  *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */
 import { z } from 'zod';
-import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from './arch';
-import type { ArchOptions, FamilyRow } from './family-row';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../graph/arch';
+import type { ArchOptions, FamilyRow } from './row';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
-import { canonicalMoeKeys } from './moe';
-import { graniteArch } from './family-granite';
-import { ropeSpec, type RopeScaling } from './rope';
+import { canonicalMoeKeys } from '../graph/moe';
+import { graniteArch } from './granite';
+import { ropeSpec, type RopeScaling } from '../graph/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();

@@ -1,5 +1,5 @@
 /** Qwen3 (transformers `models/qwen3/modeling_qwen3.py`): per-head q_norm / k_norm, head_dim 128 by default. */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The qwen3 row of the family registry. */
 export const qwen3Family = llamaLikeRow(

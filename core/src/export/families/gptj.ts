@@ -13,10 +13,10 @@
  * The dropout fields do nothing at inference; the legacy `rotary: true` field is not read by HF.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type NormSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec, type NormSpec } from '../graph/arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
-import type { FamilyRow } from './family-row';
-import { ropeSpec } from './rope';
+import type { FamilyRow } from './row';
+import { ropeSpec } from '../graph/rope';
 
 const gptjConfig = z.looseObject({
   model_type: z.literal('gptj'),

@@ -1,5 +1,5 @@
 /** Phi-3 (transformers `models/phi3/modeling_phi3.py`): fused qkv_proj and gate_up_proj, partial rotary, LongRoPE. */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The phi3 row of the family registry. */
 export const phi3Family = llamaLikeRow(

@@ -1,5 +1,5 @@
 /** Gemma (transformers `models/gemma/modeling_gemma.py`): (1 + w) RMSNorm, embeddings × √hidden, gelu-tanh, tied head, head_dim 256. */
-import { llamaLikeRow, type LlamaQuirks } from './family-llama';
+import { llamaLikeRow, type LlamaQuirks } from './llama';
 
 /** Gemma's quirks (GemmaConfig: rms_norm_eps 1e-6, head_dim 256); Gemma-2 starts from them. */
 export const GEMMA_QUIRKS: LlamaQuirks = { defaultHeadDim: 256, defaultEps: 1e-6, slidingWindow: 'ignore', gemma: true };

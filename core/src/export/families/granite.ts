@@ -5,10 +5,10 @@
  * its residual add, logits ÷ `logits_scaling`. head_dim is always hidden / heads.
  */
 import { z } from 'zod';
-import type { ArchSpec } from './arch';
+import type { ArchSpec } from '../graph/arch';
 import { llamaLike, parseWith } from './config';
-import { LLAMA_QUIRKS, llamaLikeArch } from './family-llama';
-import type { FamilyRow } from './family-row';
+import { LLAMA_QUIRKS, llamaLikeArch } from './llama';
+import type { FamilyRow } from './row';
 
 const mult = z.number().finite().optional();
 const graniteConfig = llamaLike.extend({

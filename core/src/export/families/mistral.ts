@@ -1,5 +1,5 @@
 /** Mistral (transformers `models/mistral/modeling_mistral.py`): Llama without biases, with `sliding_window`. */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The mistral row of the family registry. */
 export const mistralFamily = llamaLikeRow(

@@ -16,10 +16,10 @@
  * inference; `norm_type` / `mlp_type` are not read by HF's Starcoder2 either.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from './arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../graph/arch';
 import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
-import type { FamilyRow } from './family-row';
-import { ropeSpec, type RopeScaling } from './rope';
+import type { FamilyRow } from './row';
+import { ropeSpec, type RopeScaling } from '../graph/rope';
 
 const starcoder2Config = z.looseObject({
   model_type: z.literal('starcoder2'),

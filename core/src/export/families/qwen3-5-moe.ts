@@ -23,13 +23,13 @@
  * exported on its own: `model.visual.*` and the `mtp.*` tensors are never referenced.
  */
 import { z } from 'zod';
-import { archDims, lin, type ArchSpec, type LayerSpec } from './arch';
+import { archDims, lin, type ArchSpec, type LayerSpec } from '../graph/arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
-import type { ArchOptions, FamilyRow, TestConfig } from './family-row';
-import { convDim, type GatedDeltaNetSpec } from './arch';
-import { deltaNetStateDecls } from './gated-deltanet';
-import { canonicalMoeKeys } from './moe';
-import { ropeSpec, type RopeScaling } from './rope';
+import type { ArchOptions, FamilyRow, TestConfig } from './row';
+import { convDim, type GatedDeltaNetSpec } from '../graph/arch';
+import { deltaNetStateDecls } from '../graph/gated-deltanet';
+import { canonicalMoeKeys } from '../graph/moe';
+import { ropeSpec, type RopeScaling } from '../graph/rope';
 
 const int = z.number().int().positive();
 

@@ -13,10 +13,10 @@
  * ALiBi (`alibi: true`) is refused: Falcon's is BLOOM's, which the MPT block (`alibi.ts`) does not compute.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from './arch';
+import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../graph/arch';
 import { actOf, parseWith, refuse } from './config';
-import { ropeSpec, type RopeScaling } from './rope';
-import type { FamilyRow } from './family-row';
+import { ropeSpec, type RopeScaling } from '../graph/rope';
+import type { FamilyRow } from './row';
 
 const int = z.number().int().positive();
 const falconConfig = z.looseObject({

@@ -1,5 +1,5 @@
 /** Qwen3-MoE (transformers `models/qwen3_moe/modeling_qwen3_moe.py`): Qwen3 attention, sparse layers per `decoder_sparse_step` / `mlp_only_layers`. */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The qwen3_moe row of the family registry. */
 export const qwen3MoeFamily = llamaLikeRow(

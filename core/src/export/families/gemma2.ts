@@ -8,11 +8,11 @@
  * sees itself and the window − 1 before it (`tril(…, diagonal=-sliding_window)` masked).
  */
 import { z } from 'zod';
-import type { ArchSpec } from './arch';
+import type { ArchSpec } from '../graph/arch';
 import { llamaLike, parseWith, refuse } from './config';
-import { GEMMA_QUIRKS } from './family-gemma';
-import { llamaLikeArch } from './family-llama';
-import type { FamilyRow } from './family-row';
+import { GEMMA_QUIRKS } from './gemma';
+import { llamaLikeArch } from './llama';
+import type { FamilyRow } from './row';
 
 const capField = z.number().finite().positive().nullable().optional();
 const gemma2Config = llamaLike.extend({

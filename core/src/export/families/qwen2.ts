@@ -1,5 +1,5 @@
 /** Qwen2 (transformers `models/qwen2/modeling_qwen2.py`): q/k/v with bias, o without; `use_sliding_window` refused. */
-import { llamaLikeRow } from './family-llama';
+import { llamaLikeRow } from './llama';
 
 /** The qwen2 row of the family registry. */
 export const qwen2Family = llamaLikeRow(
