@@ -2,15 +2,15 @@
  * config.json → {@link ArchSpec}: the family registry (`family-registry.ts`) names the family,
  * its row's builder parses the config. Each family's mapping lives in its own `family-<name>.ts`.
  */
-import type { ArchSpec } from '../graph/arch';
+import type { ArchSpec } from '../blocks/arch';
 import { UsageError } from '../../errors';
 import { checkExpertParallel } from './config';
 import { familyOf } from './registry';
 import type { ArchOptions } from './row';
-import { slidingCacheRefused, windowCacheArch } from '../graph/attention-window';
+import { slidingCacheRefused, windowCacheArch } from '../blocks/attention-window';
 
 export type { ArchOptions } from './row';
-export { lin } from '../graph/arch';
+export { lin } from '../blocks/arch';
 export { llamaLikeArch } from './llama';
 
 /** Parses a config.json object into the architecture the graph builder consumes. */

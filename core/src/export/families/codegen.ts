@@ -11,9 +11,9 @@
  * - `gelu_new` (activation_function), LayerNorm with bias, `lm_head` with bias, untied by default.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec } from '../blocks/arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
-import { ropeSpec } from '../graph/rope';
+import { ropeSpec } from '../blocks/rope';
 import type { FamilyRow } from './row';
 
 const codegenConfig = z.looseObject({

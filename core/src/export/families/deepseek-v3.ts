@@ -16,12 +16,12 @@
  * (graph-interface.ts) are `compressed_kv` / `k_pe` instead of `past_key` / `past_value`.
  */
 import { z } from 'zod';
-import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from '../graph/arch';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from '../blocks/arch';
 import { actOf, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow } from './row';
 import { gatedMlp, sigmoidGroupMoe } from './moe-families';
 import type { StateDecl } from '../graph/graph-interface';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const count = z.number().int().nonnegative();

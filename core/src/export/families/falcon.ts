@@ -13,9 +13,9 @@
  * ALiBi (`alibi: true`) is refused: Falcon's is BLOOM's, which the MPT block (`alibi.ts`) does not compute.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../blocks/arch';
 import { actOf, parseWith, refuse } from './config';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 import type { FamilyRow } from './row';
 
 const int = z.number().int().positive();

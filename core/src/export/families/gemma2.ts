@@ -8,7 +8,7 @@
  * sees itself and the window − 1 before it (`tril(…, diagonal=-sliding_window)` masked).
  */
 import { z } from 'zod';
-import type { ArchSpec } from '../graph/arch';
+import type { ArchSpec } from '../blocks/arch';
 import { llamaLike, parseWith, refuse } from './config';
 import { GEMMA_QUIRKS } from './gemma';
 import { llamaLikeArch } from './llama';

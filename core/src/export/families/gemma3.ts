@@ -17,12 +17,12 @@
  *   positions, so the KV-cache graph keeps it for any ctx_len.
  */
 import { z } from 'zod';
-import type { ArchSpec, RopeSpec } from '../graph/arch';
+import type { ArchSpec, RopeSpec } from '../blocks/arch';
 import { llamaLike, parseWith, refuse } from './config';
 import { GEMMA_QUIRKS } from './gemma';
 import { llamaLikeArch } from './llama';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const rope = z.record(z.string(), z.unknown()).nullable().optional();
 const gemma3Config = llamaLike.extend({

@@ -14,7 +14,7 @@
  * - head tied to `wte` unless `tie_word_embeddings` is false.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../blocks/arch';
 import { actOf, parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
 

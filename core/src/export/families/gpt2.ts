@@ -3,7 +3,7 @@
  * `[in, out]`), learned absolute positions, LayerNorm with bias, fused c_attn [q | k | v],
  * scores ÷ √head_dim, tied head by default.
  */
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../blocks/arch';
 import { actOf, gpt2Config, parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
 

@@ -13,10 +13,10 @@
  * The dropout fields do nothing at inference; the legacy `rotary: true` field is not read by HF.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type NormSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec, type NormSpec } from '../blocks/arch';
 import { actOf, gptNamedFields, parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec } from '../graph/rope';
+import { ropeSpec } from '../blocks/rope';
 
 const gptjConfig = z.looseObject({
   model_type: z.literal('gptj'),

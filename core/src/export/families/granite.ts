@@ -5,7 +5,7 @@
  * its residual add, logits ÷ `logits_scaling`. head_dim is always hidden / heads.
  */
 import { z } from 'zod';
-import type { ArchSpec } from '../graph/arch';
+import type { ArchSpec } from '../blocks/arch';
 import { llamaLike, parseWith } from './config';
 import { LLAMA_QUIRKS, llamaLikeArch } from './llama';
 import type { FamilyRow } from './row';

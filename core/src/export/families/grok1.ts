@@ -19,12 +19,12 @@
  * (config.ts).
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec } from '../blocks/arch';
 import type { FamilyRow } from './row';
 import type { ArchOptions } from './row';
 import { checkExpertParallel, parseWith, refuse } from './config';
-import { canonicalMoeKeys } from '../graph/moe';
-import { ropeSpec } from '../graph/rope';
+import { canonicalMoeKeys } from '../blocks/moe';
+import { ropeSpec } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();

@@ -4,11 +4,11 @@
  * and Qwen3-MoE is data — a {@link LlamaQuirks} in each family's row (`family-<name>.ts`) —
  * never a `type === '…'` branch here. Gemma-2, Granite and OLMo-2 start from this builder too.
  */
-import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../graph/arch';
-import { canonicalMoeKeys } from '../graph/moe';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
+import { canonicalMoeKeys } from '../blocks/moe';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
 import type { ArchOptions, FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** A Llama-like family's differences from Llama, as data. */
 export interface LlamaQuirks {

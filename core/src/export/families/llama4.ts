@@ -20,11 +20,11 @@
  * part of this graph.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type MlpSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
 import type { ArchOptions, FamilyRow } from './row';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
-import { canonicalMoeKeys } from '../graph/moe';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { canonicalMoeKeys } from '../blocks/moe';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();

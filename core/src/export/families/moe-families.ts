@@ -16,12 +16,12 @@
  *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */
 import { z } from 'zod';
-import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../graph/arch';
+import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
 import type { ArchOptions, FamilyRow } from './row';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
-import { canonicalMoeKeys } from '../graph/moe';
+import { canonicalMoeKeys } from '../blocks/moe';
 import { graniteArch } from './granite';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();

@@ -18,8 +18,8 @@
  * graph here implements, is refused by name.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../graph/arch';
-import { alibiSlopes } from '../graph/alibi';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec } from '../blocks/arch';
+import { alibiSlopes } from '../blocks/alibi';
 import { parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
 

@@ -5,7 +5,7 @@
  * q / k projection before the head split; Olmo2RMSNorm multiplies by the weight in float32
  * before casting back.
  */
-import type { ArchSpec } from '../graph/arch';
+import type { ArchSpec } from '../blocks/arch';
 import { llamaLike, parseWith, refuse } from './config';
 import { LLAMA_QUIRKS, llamaLikeArch } from './llama';
 import type { FamilyRow } from './row';

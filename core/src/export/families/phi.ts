@@ -16,10 +16,10 @@
  * The dropout fields (resid_pdrop, embd_pdrop, attention_dropout) do nothing at inference.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../blocks/arch';
 import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const phiConfig = z.looseObject({
   model_type: z.literal('phi'),

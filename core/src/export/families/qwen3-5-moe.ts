@@ -23,13 +23,13 @@
  * exported on its own: `model.visual.*` and the `mtp.*` tensors are never referenced.
  */
 import { z } from 'zod';
-import { archDims, lin, type ArchSpec, type LayerSpec } from '../graph/arch';
+import { archDims, lin, type ArchSpec, type LayerSpec } from '../blocks/arch';
 import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow, TestConfig } from './row';
-import { convDim, type GatedDeltaNetSpec } from '../graph/arch';
-import { deltaNetStateDecls } from '../graph/gated-deltanet';
-import { canonicalMoeKeys } from '../graph/moe';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { convDim, type GatedDeltaNetSpec } from '../blocks/arch';
+import { deltaNetStateDecls } from '../blocks/gated-deltanet';
+import { canonicalMoeKeys } from '../blocks/moe';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();
 

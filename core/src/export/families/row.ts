@@ -8,7 +8,7 @@
  * This file holds types only (and no family), so family files and the registry both import it
  * without an import cycle.
  */
-import type { ArchSpec, MoeSpec } from '../graph/arch';
+import type { ArchSpec, MoeSpec } from '../blocks/arch';
 
 /** Options that depend on the checkpoint or the export flags rather than the config. */
 export interface ArchOptions {

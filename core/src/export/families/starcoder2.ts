@@ -16,10 +16,10 @@
  * inference; `norm_type` / `mlp_type` are not read by HF's Starcoder2 either.
  */
 import { z } from 'zod';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../graph/arch';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../blocks/arch';
 import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../graph/rope';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const starcoder2Config = z.looseObject({
   model_type: z.literal('starcoder2'),

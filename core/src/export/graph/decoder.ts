@@ -13,18 +13,18 @@
  * limits what attention reads (attention.ts); `sampler` appends the on-device sampler
  * (sampler.ts), whose `next_tokens` (and `probs`) replace `logits`.
  */
-import type { ArchSpec, LayerSpec, RopeSpec } from './arch';
-import { weightInputs, type WeightInput } from './arch';
-import { cacheContext } from './attention';
+import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
+import { weightInputs, type WeightInput } from '../blocks/arch';
+import { cacheContext } from '../blocks/attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { decoderInterface, windowCacheMetadata } from './graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from './layer-states';
-import { mlp } from './mlp';
-import { norm } from './norms';
-import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from './ops';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
+import { mlp } from '../blocks/mlp';
+import { norm } from '../blocks/norms';
+import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';
-import { ropeTables } from './rope';
-import { appendSampler, type SamplerOptions } from './sampler';
+import { ropeTables } from '../blocks/rope';
+import { appendSampler, type SamplerOptions } from '../blocks/sampler';
 import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { TensorDataType } from '../../formats/onnx/types';
 

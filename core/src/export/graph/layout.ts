@@ -12,9 +12,9 @@ import { modelHome } from '../../hub/hf-cache';
 import { PipelineError } from '../../errors';
 import type { ExportDtype } from '../../formats/dtype';
 import { BASE_SHARD_BYTES } from '../../prepare';
-import type { ArchSpec, WeightInput } from './arch';
+import type { ArchSpec, WeightInput } from '../blocks/arch';
 import { familyOfConfig } from '../families/registry';
-import { moeWeightInputs } from './moe';
+import { moeWeightInputs } from '../blocks/moe';
 import { proposeByName } from '../../resolve/name-strategies';
 import { qeffPreparedFolderName } from '../../artifacts/prepared-folder';
 

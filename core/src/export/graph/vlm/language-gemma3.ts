@@ -15,16 +15,16 @@
  *     rule; different images and text see each other causally. QEfficient lacks this term;
  *   - no final logit soft cap.
  */
-import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../arch';
-import { cacheContext, type CacheContext } from '../attention';
-import { groupMask, type WindowContext } from '../attention-window';
+import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../../blocks/arch';
+import { cacheContext, type CacheContext } from '../../blocks/attention';
+import { groupMask, type WindowContext } from '../../blocks/attention-window';
 import { GraphBuilder, type Dim, type ModelObj } from '../builder';
 import { archStates, windowCacheMetadata } from '../graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../layer-states';
-import { mlp } from '../mlp';
-import { norm } from '../norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../ops';
-import { ropeTables } from '../rope';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../../blocks/layer-states';
+import { mlp } from '../../blocks/mlp';
+import { norm } from '../../blocks/norms';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../../blocks/ops';
+import { ropeTables } from '../../blocks/rope';
 import { TensorDataType } from '../../../formats/onnx/types';
 import type { LanguageOptions } from './language';
 import { refuse } from '../../families/config';

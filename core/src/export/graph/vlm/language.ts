@@ -12,14 +12,14 @@
  * matching deepstack row is added there. Layers are the shared decoder blocks (qk-norm, GQA,
  * MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
  */
-import { weightInputs, type WeightInput } from '../arch';
-import { cacheContext } from '../attention';
+import { weightInputs, type WeightInput } from '../../blocks/arch';
+import { cacheContext } from '../../blocks/attention';
 import { archStates } from '../graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../layer-states';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../../blocks/layer-states';
 import { GraphBuilder, type Dim, type ModelObj } from '../builder';
-import { mlp } from '../mlp';
-import { norm } from '../norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../ops';
+import { mlp } from '../../blocks/mlp';
+import { norm } from '../../blocks/norms';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../../blocks/ops';
 import type { ExportDtype } from '../../../formats/dtype';
 import type { VlmArch } from './config';
 import { TensorDataType } from '../../../formats/onnx/types';

@@ -11,11 +11,11 @@
  * export-vlm.ts pairs it with language-gemma3.ts.
  */
 import { z } from 'zod';
-import type { LinearSpec, NormKind } from '../arch';
+import type { LinearSpec, NormKind } from '../../blocks/arch';
 import { GraphBuilder, type ModelObj } from '../builder';
 import { actOf, parseWith, refuse } from '../../families/config';
-import { norm } from '../norms';
-import { activation, linear, reshape, transpose, weight, type Ctx } from '../ops';
+import { norm } from '../../blocks/norms';
+import { activation, linear, reshape, transpose, weight, type Ctx } from '../../blocks/ops';
 import type { ExportDtype } from '../../../formats/dtype';
 
 /** The SigLIP tower and the projector of `Gemma3ForConditionalGeneration`. */

@@ -11,10 +11,10 @@
  * blocks with tanh-GELU MLPs; attention within each image frame only; the patch merger and the
  * deepstack mergers (post-shuffle LayerNorm) with erf-GELU.
  */
-import type { LinearSpec, NormKind } from '../arch';
+import type { LinearSpec, NormKind } from '../../blocks/arch';
 import { GraphBuilder, type ModelObj } from '../builder';
-import { norm } from '../norms';
-import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../ops';
+import { norm } from '../../blocks/norms';
+import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../../blocks/ops';
 import type { ExportDtype } from '../../../formats/dtype';
 import type { VisionArch } from './config';
 import { TensorDataType } from '../../../formats/onnx/types';
