@@ -12,7 +12,7 @@ import { fixturesDir, haveFixtures } from '../../test/support/fixtures';
 import { archFromConfig } from '../src/export/families/arch-from-config';
 import { FAMILIES, familyLookup, familyOf, familyOfConfig, SUPPORTED_MODEL_TYPES } from '../src/export/families/registry';
 import type { FamilyRow } from '../src/export/families/row';
-import { modelClassName } from '../src/export/graph/layout';
+import { modelClassName } from '../src/export/exporter/layout';
 import { baseModelPrefix } from '../src/resolve/name-strategies';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 

@@ -11,12 +11,12 @@ import { describe, expect, it } from 'vitest';
 import { graphFacts } from '../src/compile/qaic';
 import { causalLmCustomIo } from '../src/compile/qaic-command';
 import { RUNTIME_INPUT } from '../src/check/check-onnx';
-import { checkGraph } from '../src/export/graph/check-graph';
-import { buildCausalLM } from '../src/export/graph/decoder';
+import { checkGraph } from '../src/export/exporter/check-graph';
+import { buildCausalLM } from '../src/export/exporter/decoder';
 import { archFromConfig } from '../src/export/families/arch-from-config';
-import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/graph/graph-interface';
+import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/exporter/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
-import { encodeBuiltModel } from '../src/export/graph/encode';
+import { encodeBuiltModel } from '../src/export/exporter/encode';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
 const dims = { batch: 'batch_size', seq: 'seq_len', cacheBatch: 'batch_size', ctxLen: 'ctx_len', dtype: 'float16' };

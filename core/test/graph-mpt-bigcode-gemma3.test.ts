@@ -22,7 +22,7 @@ import { cliInProcess } from '../../test/support/cli';
 import { configsDir, REPO_ROOT } from '../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, weightInputs } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, weightInputs } from '../src/export/exporter';
 import { alibiSlopes } from '../src/export/blocks/alibi';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';

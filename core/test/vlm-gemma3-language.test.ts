@@ -16,8 +16,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/graph';
-import { buildGemma3Language, gemma3LanguageArch } from '../src/export/graph/vlm/language-gemma3';
+import { encodeBuiltModel } from '../src/export/exporter';
+import { buildGemma3Language, gemma3LanguageArch } from '../src/export/vlm/language-gemma3';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint } from './graph-support';
 

@@ -5,7 +5,7 @@
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import type { CacheContext } from './attention';
-import type { StateKind } from '../graph/graph-interface';
+import type { StateKind } from '../exporter/graph-interface';
 import type { Ctx } from './ops';
 import type { ropeTables } from './rope';
 

@@ -24,7 +24,7 @@ import { attendCache, maskedSoftmax, readCaches, type CacheContext } from './att
 import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { applyRope, type ropeTables } from './rope';
-import type { StateKind } from '../graph/graph-interface';
+import type { StateKind } from '../exporter/graph-interface';
 import type { AttentionBlock } from './attention-block';
 
 /**

@@ -13,9 +13,9 @@ import type { LayerSpec } from './arch';
 import { attention } from './attention';
 import { mlaBlock } from './attention-mla';
 import { gatedDeltaNetBlock } from './gated-deltanet';
-import type { GraphBuilder } from '../graph/builder';
+import type { GraphBuilder } from '../exporter/builder';
 import type { DtypeName } from '../../formats/dtype';
-import { ctxState, type RuntimeInput, type StateKind, type StateTensor } from '../graph/graph-interface';
+import { ctxState, type RuntimeInput, type StateKind, type StateTensor } from '../exporter/graph-interface';
 import type { AttentionBlock, StateValues } from './attention-block';
 export type { AttentionBlock, StateValues } from './attention-block';
 

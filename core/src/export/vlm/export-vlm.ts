@@ -7,35 +7,35 @@
  * needs, and the two directory names.
  */
 import path from 'node:path';
-import { PipelineError } from '../../../errors';
-import type { ExportDtype } from '../../../formats/dtype';
-import { createOutputGuard } from '../../../paths';
-import type { WeightSpec } from '../../../spec';
-import { formatBytes } from '../../../display';
-import { exportSummary, prepareHint, shellWord, writeExport, type ExportWritten } from '../../write-export';
-import type { ModelObj } from '../builder';
-import { checkGraph } from '../check-graph';
-import { encodeBuiltModel } from '../encode';
-import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../layout';
-import type { ArchSpec } from '../../blocks/arch';
-import { refuse } from '../../families/config';
-import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../../blocks/attention-window';
+import { PipelineError } from '../../errors';
+import type { ExportDtype } from '../../formats/dtype';
+import { createOutputGuard } from '../../paths';
+import type { WeightSpec } from '../../spec';
+import { formatBytes } from '../../display';
+import { exportSummary, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
+import type { ModelObj } from '../exporter/builder';
+import { checkGraph } from '../exporter/check-graph';
+import { encodeBuiltModel } from '../exporter/encode';
+import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';
+import type { ArchSpec } from '../blocks/arch';
+import { refuse } from '../families/config';
+import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../blocks/attention-window';
 import { vlmModelTypeOf } from './config';
 import { vlmArchFromConfig } from './vlm-arch';
 import { buildLanguage, type LanguageOptions } from './language';
 import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
 import { buildVision, type BuiltVision } from './vision';
 import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
-import { hubRecord, modelArg } from '../../../hub/hf-cache';
-import { VLM_MANIFEST_FILE } from '../../../spec/file-names';
-import { vlmManifestText, type VlmManifest } from '../../../artifacts/vlm-manifest';
+import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { VLM_MANIFEST_FILE } from '../../spec/file-names';
+import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
 
 /** Marker file of a VLM export directory. */
 export const VLM_MANIFEST = VLM_MANIFEST_FILE;
 /** Sub-export directory names. */
 export const VLM_GRAPHS = ['vision', 'language'] as const;
 
-export type { VlmManifest } from '../../../artifacts/vlm-manifest';
+export type { VlmManifest } from '../../artifacts/vlm-manifest';
 
 /** Options (a subset of the text export's). */
 export interface VlmExportOptions {

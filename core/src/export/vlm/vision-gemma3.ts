@@ -11,12 +11,12 @@
  * export-vlm.ts pairs it with language-gemma3.ts.
  */
 import { z } from 'zod';
-import type { LinearSpec, NormKind } from '../../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../builder';
-import { actOf, parseWith, refuse } from '../../families/config';
-import { norm } from '../../blocks/norms';
-import { activation, linear, reshape, transpose, weight, type Ctx } from '../../blocks/ops';
-import type { ExportDtype } from '../../../formats/dtype';
+import type { LinearSpec, NormKind } from '../blocks/arch';
+import { GraphBuilder, type ModelObj } from '../exporter/builder';
+import { actOf, parseWith, refuse } from '../families/config';
+import { norm } from '../blocks/norms';
+import { activation, linear, reshape, transpose, weight, type Ctx } from '../blocks/ops';
+import type { ExportDtype } from '../../formats/dtype';
 
 /** The SigLIP tower and the projector of `Gemma3ForConditionalGeneration`. */
 export interface Gemma3VisionArch {

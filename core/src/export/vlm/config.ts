@@ -6,11 +6,11 @@
  * `modeling_qwen3_vl_moe.py`; anything the graphs do not implement is refused by name.
  */
 import { z } from 'zod';
-import { FormatError } from '../../../errors';
-import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from '../../blocks/arch';
-import { actOf, llamaLike, parseWith, refuse } from '../../families/config';
-import { canonicalMoeKeys } from '../../blocks/moe';
-import { ropeSpec, type RopeScaling } from '../../blocks/rope';
+import { FormatError } from '../../errors';
+import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from '../blocks/arch';
+import { actOf, llamaLike, parseWith, refuse } from '../families/config';
+import { canonicalMoeKeys } from '../blocks/moe';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
 export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3'] as const;

@@ -20,9 +20,9 @@ import { archFromConfig } from '../families/arch-from-config';
 import { DEFAULT_MAX_TOP_K } from '../blocks/sampler';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
-import { isVlmConfig } from './vlm/config';
+import { isVlmConfig } from '../vlm/config';
 import type { SlidingCache } from '../blocks/attention-window';
-import { exportVlm } from './vlm/export-vlm';
+import { exportVlm } from '../vlm/export-vlm';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 
 export type { LayoutPlanner } from './layout';

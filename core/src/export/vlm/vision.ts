@@ -11,13 +11,13 @@
  * blocks with tanh-GELU MLPs; attention within each image frame only; the patch merger and the
  * deepstack mergers (post-shuffle LayerNorm) with erf-GELU.
  */
-import type { LinearSpec, NormKind } from '../../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../builder';
-import { norm } from '../../blocks/norms';
-import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../../blocks/ops';
-import type { ExportDtype } from '../../../formats/dtype';
+import type { LinearSpec, NormKind } from '../blocks/arch';
+import { GraphBuilder, type ModelObj } from '../exporter/builder';
+import { norm } from '../blocks/norms';
+import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../blocks/ops';
+import type { ExportDtype } from '../../formats/dtype';
 import type { VisionArch } from './config';
-import { TensorDataType } from '../../../formats/onnx/types';
+import { TensorDataType } from '../../formats/onnx/types';
 
 const LAYER_NORM: NormKind = { kind: 'layer', eps: 1e-6, plusOne: false };
 /** Qwen2.5-VL's vision norms: Qwen2RMSNorm(eps=1e-6). */

@@ -12,17 +12,17 @@
  * matching deepstack row is added there. Layers are the shared decoder blocks (qk-norm, GQA,
  * MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
  */
-import { weightInputs, type WeightInput } from '../../blocks/arch';
-import { cacheContext } from '../../blocks/attention';
-import { archStates } from '../graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../../blocks/layer-states';
-import { GraphBuilder, type Dim, type ModelObj } from '../builder';
-import { mlp } from '../../blocks/mlp';
-import { norm } from '../../blocks/norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../../blocks/ops';
-import type { ExportDtype } from '../../../formats/dtype';
+import { weightInputs, type WeightInput } from '../blocks/arch';
+import { cacheContext } from '../blocks/attention';
+import { archStates } from '../exporter/graph-interface';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
+import { GraphBuilder, type Dim, type ModelObj } from '../exporter/builder';
+import { mlp } from '../blocks/mlp';
+import { norm } from '../blocks/norms';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
+import type { ExportDtype } from '../../formats/dtype';
 import type { VlmArch } from './config';
-import { TensorDataType } from '../../../formats/onnx/types';
+import { TensorDataType } from '../../formats/onnx/types';
 
 /** Options of the language graph (as for the text-only decoder). */
 export interface LanguageOptions {

@@ -15,20 +15,20 @@
  *     rule; different images and text see each other causally. QEfficient lacks this term;
  *   - no final logit soft cap.
  */
-import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../../blocks/arch';
-import { cacheContext, type CacheContext } from '../../blocks/attention';
-import { groupMask, type WindowContext } from '../../blocks/attention-window';
-import { GraphBuilder, type Dim, type ModelObj } from '../builder';
-import { archStates, windowCacheMetadata } from '../graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../../blocks/layer-states';
-import { mlp } from '../../blocks/mlp';
-import { norm } from '../../blocks/norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../../blocks/ops';
-import { ropeTables } from '../../blocks/rope';
-import { TensorDataType } from '../../../formats/onnx/types';
+import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../blocks/arch';
+import { cacheContext, type CacheContext } from '../blocks/attention';
+import { groupMask, type WindowContext } from '../blocks/attention-window';
+import { GraphBuilder, type Dim, type ModelObj } from '../exporter/builder';
+import { archStates, windowCacheMetadata } from '../exporter/graph-interface';
+import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
+import { mlp } from '../blocks/mlp';
+import { norm } from '../blocks/norms';
+import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
+import { ropeTables } from '../blocks/rope';
+import { TensorDataType } from '../../formats/onnx/types';
 import type { LanguageOptions } from './language';
-import { refuse } from '../../families/config';
-import { gemma3Arch } from '../../families/gemma3';
+import { refuse } from '../families/config';
+import { gemma3Arch } from '../families/gemma3';
 
 /** What the Gemma 3 language graph needs besides the text architecture. */
 export interface Gemma3LanguageArch {

@@ -6,7 +6,7 @@
  * and `lm_head.*` (absent when the head is tied).
  */
 import { z } from 'zod';
-import { actOf, parseWith, refuse } from '../../families/config';
+import { actOf, parseWith, refuse } from '../families/config';
 import { textArch, type VisionArch, type VlmArch } from './config';
 
 const int = z.number().int().positive();
