@@ -15,9 +15,9 @@
  */
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';
-import { cacheContext } from '../blocks/attention';
+import { cacheContext, type CacheContext } from '../blocks/attention';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
-import { decoderInterface, windowCacheMetadata } from './graph-interface';
+import { decoderInterface, windowCacheMetadata, type StateTensor } from './graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -62,53 +62,89 @@ export interface BuiltGraph {
   layers: number;
 }
 
-/** Builds the decoder graph for `a`. */
-export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
+/** The dims a decoder graph's inputs and states share. */
+export interface DecoderFrame {
+  g: GraphBuilder;
+  c: Ctx;
+  cb: boolean;
+  /** `batch_size`, or the fixed batch. */
+  batch: Dim;
+  /** The states' batch: the full batch (`full_batch_size`) with continuous batching, else `batch`. */
+  cacheBatch: Dim;
+  ctxLen: Dim;
+}
+
+/** A fresh builder and the batch / cache dims of the options (the text decoder and the VLM language graphs alike). */
+export function decoderFrame(o: {
+  dtype: ExportDtype;
+  opset?: number;
+  ctxLen?: number;
+  batchSize?: number;
+  continuousBatching?: boolean;
+}): DecoderFrame {
   const g = new GraphBuilder(o.opset);
   const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
-  const phase = o.phase ?? 'both';
   const cb = !!o.continuousBatching;
   const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
-  const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
-  const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
-  const iface = decoderInterface(a, { batch, seq, cacheBatch, ctxLen, dtype: o.dtype, continuousBatching: cb, ccl: !!o.compCtxLengths });
-  const declared = declareInputs(g, iface.inputs);
-  const inputIds = declared.get('input_ids')!;
-  const positionIds = declared.get('position_ids')!;
-  const batchIndex = declared.get('batch_index');
-  const ccl = declared.get('comp_ctx_lengths');
-  const io = { inputs: iface.inputs.map((i) => i.name), outputs: [] as string[] };
+  return { g, c, cb, batch, cacheBatch, ctxLen: o.ctxLen ?? 'ctx_len' };
+}
 
-  // embeddings → 2-D hidden [B·S, H]
-  let h = g.within('embed', () => {
-    const ids = reshape(c, inputIds, [-1]);
-    let e = g.op('Gather', [weight(c, a.embed, [a.vocab, a.hidden]), ids], { axis: 0 });
-    if (a.positions) {
-      const p = g.op('Gather', [weight(c, a.positions.weight, [a.positions.max, a.hidden]), reshape(c, positionIds, [-1])], { axis: 0 });
-      e = g.op('Add', [e, p]);
-    }
-    if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
-    return e;
-  });
-  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
-  // one cos/sin table per distinct rope spec, built before the layers (Gemma-3: global and local layers differ)
-  const tables = new Map<RopeSpec, ReturnType<typeof ropeTables>>();
+/** cos/sin tables of a rope spec. */
+export type RopeTables = ReturnType<typeof ropeTables>;
+
+/** One cos/sin table per distinct rope spec, built now (Gemma-3: global and local layers differ); the lookup by spec. */
+export function ropeTablesOf(c: Ctx, a: ArchSpec, positionIds: string): (r: RopeSpec | undefined) => RopeTables | undefined {
+  const tables = new Map<RopeSpec, RopeTables>();
   for (const r of [a.rope, ...a.layers.map((l) => l.rope)]) if (r && !tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
-  const ropeFor = (r: RopeSpec | undefined) => (r ? tables.get(r) : undefined);
+  return (r) => (r ? tables.get(r) : undefined);
+}
 
+/** What a graph adds to the shared layer loop. */
+export interface LayerHooks {
+  /** The cos/sin tables layer `l` reads. */
+  ropeFor: (l: LayerSpec) => RopeTables | undefined;
+  /**
+   * Where the input norm's nodes are named: under the layer (the text decoder) or under its
+   * `attn` scope (the VLM language graphs); node names are part of the exported bytes.
+   */
+  norm1InAttn?: boolean;
+  /** Runs after layer `i` with the hidden state; returns the next one (Qwen3-VL's deepstack rows). */
+  after?: (i: number, h: string) => string;
+}
+
+/**
+ * The decoder layers over the 2-D hidden state `h` [B·S, H]: norms, the layer's attention block,
+ * MLP / MoE, the residual adds (sequential or parallel, post norms, Granite's residual scale).
+ * Returns the last hidden state and each layer's updated states, in layer order.
+ */
+export function decoderLayers(
+  c: Ctx,
+  a: ArchSpec,
+  h0: string,
+  kv: CacheContext,
+  states: readonly StateTensor[],
+  declared: Map<string, string>,
+  hooks: LayerHooks,
+): { h: string; updated: StateValues[] } {
+  const g = c.g;
+  let h = h0;
   const updated: StateValues[] = [];
   const maybeNorm = (x: string, n: LayerSpec['norm1']) => (n ? norm(c, x, n, a.norm) : x);
   // Granite's residual_multiplier scales each branch before its residual add
   const branch = (l: LayerSpec, x: string, post: LayerSpec['postAttnNorm']) => {
     const y = maybeNorm(x, post);
-    return l.residualScale === undefined ? y : g.op('Mul', [y, g.scalar(o.dtype, l.residualScale, 'residual_scale')]);
+    return l.residualScale === undefined ? y : g.op('Mul', [y, g.scalar(c.dtype, l.residualScale, 'residual_scale')]);
   };
   a.layers.forEach((l, i) => {
     g.within(`layers.${i}`, () => {
-      const x1 = maybeNorm(h, l.norm1);
+      const pre = hooks.norm1InAttn ? undefined : maybeNorm(h, l.norm1);
+      let x1 = pre ?? '';
       const block = attentionBlockOf(l);
-      const att = g.within('attn', () => block(c, a, l, x1, kv, ropeFor(l.rope ?? a.rope), layerStateInputs(iface.states, declared, i)));
+      const att = g.within('attn', () => {
+        x1 = pre ?? maybeNorm(h, l.norm1);
+        return block(c, a, l, x1, kv, hooks.ropeFor(l), layerStateInputs(states, declared, i));
+      });
       if (l.parallel) {
         // GPT-J / CodeGen / Falcon: h + attn(ln(h)) + mlp(ln'(h)), HF's summation order
         const m = g.within('mlp', () => mlp(c, a, l.mlp, l.norm2 ? norm(c, h, l.norm2, a.norm) : x1));
@@ -119,12 +155,20 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
         h = g.op('Add', [h, branch(l, m, l.postMlpNorm)]);
       }
       updated.push(att.states);
+      if (hooks.after) h = hooks.after(i, h);
     });
   });
+  return { h, updated };
+}
 
-  // last valid position per row (QEfficient: argmax of position_ids), then final norm + head
-  const logits = g.within('head', () => {
-    const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([a.hidden])], { axis: 0 })]); // [B,S,H]
+/**
+ * The head at each row's last valid position (QEfficient: argmax of position_ids): final norm,
+ * LM head (+ bias, Granite's / Grok's logit scales, soft cap), float32 logits [B, 1, vocab].
+ */
+export function lastPositionLogits(c: Ctx, a: ArchSpec, h: string, bs: string, positionIds: string): string {
+  const g = c.g;
+  return g.within('head', () => {
+    const h3 = g.op('Reshape', [h, g.op('Concat', [bs, g.ints([a.hidden])], { axis: 0 })]); // [B,S,H]
     const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 }); // [B,1]
     const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
     const normed = norm(c, picked, a.finalNorm, a.norm);
@@ -134,12 +178,42 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
       in: a.hidden,
       ...(a.lmHeadBias ? { bias: a.lmHeadBias } : {}),
     });
-    if (a.logitsScale !== undefined) head = g.op('Mul', [head, g.scalar(o.dtype, a.logitsScale, 'output_multiplier')]);
-    if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(o.dtype, a.logitsDivide, 'logits_scaling')]);
-    let logits = cast(c, head, o.dtype, 'float32');
+    if (a.logitsScale !== undefined) head = g.op('Mul', [head, g.scalar(c.dtype, a.logitsScale, 'output_multiplier')]);
+    if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(c.dtype, a.logitsDivide, 'logits_scaling')]);
+    let logits = cast(c, head, c.dtype, 'float32');
     if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');
     return unsqueeze(c, logits, [1]);
   });
+}
+
+/** Builds the decoder graph for `a`. */
+export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
+  const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
+  const phase = o.phase ?? 'both';
+  const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
+  const iface = decoderInterface(a, { batch, seq, cacheBatch, ctxLen, dtype: o.dtype, continuousBatching: cb, ccl: !!o.compCtxLengths });
+  const declared = declareInputs(g, iface.inputs);
+  const inputIds = declared.get('input_ids')!;
+  const positionIds = declared.get('position_ids')!;
+  const batchIndex = declared.get('batch_index');
+  const ccl = declared.get('comp_ctx_lengths');
+  const io = { inputs: iface.inputs.map((i) => i.name), outputs: [] as string[] };
+
+  // embeddings → 2-D hidden [B·S, H]
+  const h = g.within('embed', () => {
+    const ids = reshape(c, inputIds, [-1]);
+    let e = g.op('Gather', [weight(c, a.embed, [a.vocab, a.hidden]), ids], { axis: 0 });
+    if (a.positions) {
+      const p = g.op('Gather', [weight(c, a.positions.weight, [a.positions.max, a.hidden]), reshape(c, positionIds, [-1])], { axis: 0 });
+      e = g.op('Add', [e, p]);
+    }
+    if (a.embedScale !== undefined) e = g.op('Mul', [e, g.scalar(o.dtype, a.embedScale, 'embed_scale')]);
+    return e;
+  });
+  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
+  const ropeFor = ropeTablesOf(c, a, positionIds);
+  const { h: last, updated } = decoderLayers(c, a, h, kv, iface.states, declared, { ropeFor: (l) => ropeFor(l.rope ?? a.rope) });
+  const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
   // QEfficient's output order: probs?, next_tokens | logits, the caches, the penalty buffers
   const sampled = o.sampler
     ? appendSampler(

@@ -7,7 +7,7 @@
  *           past_key.i / past_value.i
  *   outputs logits [batch, 1, vocab] (last valid position), vision_embeds_RetainedState,
  *           image_idx_output [1, 1], past_*_RetainedState
- * The layers are the gemma3_text family's (family-gemma3.ts) under `language_model.model.*`.
+ * The layers are the gemma3_text family's (families/gemma3.ts) under `language_model.model.*`.
  * Three things differ from the text model, as HF's multimodal class does them:
  *   - image rows replace the (√hidden-scaled) embeddings at image-token positions and are not scaled;
  *   - attention: a token of an image sees every token of the same image (a run of consecutive
@@ -15,16 +15,14 @@
  *     rule; different images and text see each other causally. QEfficient lacks this term;
  *   - no final logit soft cap.
  */
-import { weightInputs, type ArchSpec, type RopeSpec, type WeightInput } from '../blocks/arch';
+import { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
 import { cacheContext, type CacheContext } from '../blocks/attention';
 import { groupMask, type WindowContext } from '../blocks/attention-window';
-import { GraphBuilder, type Dim, type ModelObj } from '../exporter/builder';
+import type { ModelObj } from '../exporter/builder';
+import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
 import { archStates, windowCacheMetadata } from '../exporter/graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
-import { mlp } from '../blocks/mlp';
-import { norm } from '../blocks/norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
-import { ropeTables } from '../blocks/rope';
+import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
+import { reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
 import type { LanguageOptions } from './language';
 import { refuse } from '../families/config';
@@ -83,12 +81,7 @@ export function buildGemma3Language(
   o: LanguageOptions,
 ): { model: ModelObj; weights: WeightInput[]; io: { inputs: string[]; outputs: string[] } } {
   const a = arch.text;
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
-  const cb = !!o.continuousBatching;
-  const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');
-  const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
-  const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
+  const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
   const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
   const H = a.hidden;
 
@@ -131,34 +124,12 @@ export function buildGemma3Language(
     return { embeds, imageIdxOut, group };
   });
 
-  let h = reshape(c, merged.embeds, [-1, H]);
+  const h = reshape(c, merged.embeds, [-1, H]);
   const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex);
   const kv = g.within('image_mask', () => bidirectional(c, a, base, positionIds, merged.group, ctxSource(states, declared)));
-  const tables = new Map<RopeSpec, ReturnType<typeof ropeTables>>();
-  for (const r of [a.rope, ...a.layers.map((l) => l.rope)]) if (r && !tables.has(r)) tables.set(r, ropeTables(c, positionIds, r));
-  const updated: StateValues[] = [];
-  const maybeNorm = (x: string, n: ArchSpec['finalNorm'] | undefined) => (n ? norm(c, x, n, a.norm) : x);
-  a.layers.forEach((l, i) => {
-    g.within(`layers.${i}`, () => {
-      const block = attentionBlockOf(l);
-      const r = l.rope ?? a.rope;
-      const att = g.within('attn', () =>
-        block(c, a, l, maybeNorm(h, l.norm1), kv, r ? tables.get(r) : undefined, layerStateInputs(states, declared, i)),
-      );
-      h = g.op('Add', [h, maybeNorm(att.out, l.postAttnNorm)]);
-      const m = g.within('mlp', () => mlp(c, a, l.mlp, maybeNorm(h, l.norm2)));
-      h = g.op('Add', [h, maybeNorm(m, l.postMlpNorm)]);
-      updated.push(att.states);
-    });
-  });
-
-  const logits = g.within('head', () => {
-    const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([H])], { axis: 0 })]);
-    const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 });
-    const picked = g.op('GatherND', [h3, last], { batch_dims: 1 });
-    const head = linear(c, norm(c, picked, a.finalNorm, a.norm), { weight: a.lmHead ?? a.embed, out: a.vocab, in: H });
-    return unsqueeze(c, cast(c, head, o.dtype, 'float32'), [1]);
-  });
+  const ropeFor = ropeTablesOf(c, a, positionIds);
+  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, { ropeFor: (l) => ropeFor(l.rope ?? a.rope), norm1InAttn: true });
+  const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
   g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);

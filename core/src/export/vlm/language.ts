@@ -15,11 +15,10 @@
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import { archStates } from '../exporter/graph-interface';
-import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
-import { GraphBuilder, type Dim, type ModelObj } from '../exporter/builder';
-import { mlp } from '../blocks/mlp';
-import { norm } from '../blocks/norms';
-import { cast, linear, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
+import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
+import type { ModelObj } from '../exporter/builder';
+import { decoderFrame, decoderLayers, lastPositionLogits } from '../exporter/decoder';
+import { cast, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';
 import type { VlmArch } from './config';
 import { TensorDataType } from '../../formats/onnx/types';
@@ -93,12 +92,7 @@ function mropeTables(c: Ctx, arch: VlmArch, mrope: string): { cos: string; sin: 
 /** Builds the language graph for `arch`. */
 export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage {
   const a = arch.text;
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
-  const cb = !!o.continuousBatching;
-  const batch: Dim = cb ? 'batch_size' : (o.batchSize ?? 'batch_size');
-  const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
-  const ctxLen: Dim = o.ctxLen ?? 'ctx_len';
+  const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
   const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
   const F = arch.vision.deepstack.length;
   const H = a.hidden;
@@ -145,32 +139,20 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
     return { embeds, ds, maskF, imageIdxOut };
   });
 
-  let h = reshape(c, merged.embeds, [-1, H]); // [B·S, H]
+  const h = reshape(c, merged.embeds, [-1, H]); // [B·S, H]
   const kv = cacheContext(c, a, inputIds, textPos, ctxSource(states, declared), batchIndex);
   const rope = mropeTables(c, arch, mrope);
-  const updated: StateValues[] = [];
-  a.layers.forEach((l, i) => {
-    g.within(`layers.${i}`, () => {
-      const block = attentionBlockOf(l);
-      const att = g.within('attn', () => block(c, a, l, norm(c, h, l.norm1!, a.norm), kv, rope, layerStateInputs(states, declared, i)));
-      h = g.op('Add', [h, att.out]);
-      h = g.op('Add', [h, g.within('mlp', () => mlp(c, a, l.mlp, norm(c, h, l.norm2!, a.norm)))]);
-      updated.push(att.states);
-      if (i < F) {
-        // QEffQwen3VLMoeTextModel._deepstack_process: hidden + deepstack[i] · image mask
-        const add = g.op('Mul', [g.op('Gather', [merged.ds, g.int(i)], { axis: 0 }), merged.maskF]); // [B,S,H]
-        h = g.op('Add', [h, reshape(c, add, [-1, H])]);
-      }
-    });
+  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
+    ropeFor: () => rope,
+    norm1InAttn: true,
+    // QEffQwen3VLMoeTextModel._deepstack_process: after text layer i < F, hidden + deepstack[i] · image mask
+    after: (i, x) => {
+      if (i >= F) return x;
+      const add = g.op('Mul', [g.op('Gather', [merged.ds, g.int(i)], { axis: 0 }), merged.maskF]); // [B,S,H]
+      return g.op('Add', [x, reshape(c, add, [-1, H])]);
+    },
   });
-
-  const logits = g.within('head', () => {
-    const h3 = g.op('Reshape', [h, g.op('Concat', [kv.bs, g.ints([H])], { axis: 0 })]);
-    const last = g.op('ArgMax', [g.op('Cast', [textPos], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 });
-    const picked = g.op('GatherND', [h3, last], { batch_dims: 1 });
-    const head = linear(c, norm(c, picked, a.finalNorm, a.norm), { weight: a.lmHead ?? a.embed, out: a.vocab, in: H });
-    return unsqueeze(c, cast(c, head, o.dtype, 'float32'), [1]);
-  });
+  const logits = lastPositionLogits(c, a, last, kv.bs, textPos);
   g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   if (deepstack)
