@@ -1,5 +1,5 @@
 /**
- * The family registry (`core/src/export/graph/family-registry.ts`, issue #29): one row per
+ * The family registry (`core/src/export/families/registry.ts`, issue #29): one row per
  * family, read by every list that names families. Checks that each row is tested (a fixture of
  * its type with reference logits, or code-made configs of its type), that the readers answer
  * from the rows (supported types, `model_name`, key prefix, dense families refusing

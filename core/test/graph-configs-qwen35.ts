@@ -1,5 +1,5 @@
 /**
- * Qwen3.5-MoE test configurations: the registry row's code-made ones (family-qwen3-5-moe.ts).
+ * Qwen3.5-MoE test configurations: the registry row's code-made ones (families/qwen3-5-moe.ts).
  */
 import { qwen35MoeFamily, qwen35MultimodalConfig } from '../src/export/families/qwen3-5-moe';
 

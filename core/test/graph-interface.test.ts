@@ -1,5 +1,5 @@
 /**
- * The graph-interface descriptor (`core/src/export/graph/graph-interface.ts`, issue #29): the
+ * The graph-interface descriptor (`core/src/export/exporter/graph-interface.ts`, issue #29): the
  * runtime inputs and state tensors of a graph with their retained outputs, dims and dtypes, as
  * data from the ArchSpec. It expresses today's per-layer KV, K and V of different head dims
  * (MLA per head), other per-layer state names (MLA's compressed cache) and states without

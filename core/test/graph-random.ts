@@ -132,7 +132,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
 
 /**
  * Small configs (real HF field names) of every family, named: the family registry's test
- * configs (`row.test.configs` in each `family-<name>.ts`).
+ * configs (`row.test.configs` in each `families/<name>.ts`).
  */
 export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = familyTestConfigs();
 

@@ -6,7 +6,7 @@
  * token per call through the KV cache. Ported from HF src/transformers/models/gemma3/
  * modeling_gemma3.py (token_type_ids_mask_function OR-ed with the causal / sliding mask; image
  * features placed by masked_scatter after the √hidden embedding scale; no final soft cap) over
- * the gemma3_text layers (family-gemma3.ts), with QEfficient's interface
+ * the gemma3_text layers (families/gemma3.ts), with QEfficient's interface
  * (QEfficient/transformers/models/gemma3/modeling_gemma3.py, QEffGemma3DecoderWrapper:
  * vision_embeds, image_idx, position_ids [batch, seq], _RetainedState outputs, image_idx_output).
  * The fixture's sliding window (6) is shorter than its image (16 tokens), so the bidirectional

@@ -1,6 +1,6 @@
 /**
- * config.json → {@link ArchSpec}: the family registry (`family-registry.ts`) names the family,
- * its row's builder parses the config. Each family's mapping lives in its own `family-<name>.ts`.
+ * config.json → {@link ArchSpec}: the family registry (`families/registry.ts`) names the family,
+ * its row's builder parses the config. Each family's mapping lives in its own `families/<name>.ts`.
  */
 import type { ArchSpec } from '../blocks/arch';
 import { UsageError } from '../../errors';

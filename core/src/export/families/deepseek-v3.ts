@@ -9,7 +9,7 @@
  * - softmax scale `qk_head_dim^-0.5`, times mscale(factor, mscale_all_dim)² when rope_scaling has
  *   a non-zero `mscale_all_dim` (yarn's mscale / mscale_all_dim ratio goes on cos and sin, rope.ts);
  * - dense layers below `first_k_dense_replace`, then routed experts with GLM-4-MoE's grouped
- *   sigmoid routing plus shared experts (families-moe.ts {@link sigmoidGroupMoe});
+ *   sigmoid routing plus shared experts (moe-families.ts {@link sigmoidGroupMoe});
  * - the `num_nextn_predict_layers` MTP layers (index ≥ num_hidden_layers) are never referenced.
  *
  * `mlaCache: 'compressed'` selects QEfficient's compressed cache: each layer's `states`

@@ -1,7 +1,7 @@
 /**
  * The Llama-like families' one builder (transformers `models/llama/modeling_llama.py` and the
  * families that copy it): what differs between Llama, Mistral, Qwen2/3, Phi-3, Gemma, Mixtral
- * and Qwen3-MoE is data — a {@link LlamaQuirks} in each family's row (`family-<name>.ts`) —
+ * and Qwen3-MoE is data — a {@link LlamaQuirks} in each family's row (`families/<name>.ts`) —
  * never a `type === '…'` branch here. Gemma-2, Granite and OLMo-2 start from this builder too.
  */
 import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';

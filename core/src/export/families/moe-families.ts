@@ -11,7 +11,7 @@
  *   grouped sigmoid routing plus shared experts. The `num_nextn_predict_layers` MTP layers
  *   (layer index ≥ num_hidden_layers) are not part of the causal LM and are never referenced.
  * - GraniteMoE (`modeling_granitemoe.py`): Granite's attention and four multipliers (from
- *   family-granite.ts) with a sparse MoE in every layer: router `block_sparse_moe.router.layer`,
+ *   families/granite.ts) with a sparse MoE in every layer: router `block_sparse_moe.router.layer`,
  *   softmax over the top-k logits, fused experts `input_linear [E, 2I, H]` (gate = first I rows)
  *   and `output_linear [E, H, I]`, which prepare splits into the canonical `moe_weights`.
  */

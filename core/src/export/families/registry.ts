@@ -1,6 +1,6 @@
 /**
  * The family registry: one row per model family (vLLM's `models/registry.py` pattern), each
- * row exported by the family's own `family-<name>.ts` (see `family-row.ts` for its fields).
+ * row exported by the family's own `families/<name>.ts` (see `families/row.ts` for its fields).
  * Every place that names families reads this table: the supported model types and their
  * refusal message, config → ArchSpec dispatch (`families.ts`), the spec's `model_name`
  * (`layout.ts`), the key prefix of QEfficient's name lookup (`resolve/name-strategies.ts`) and

@@ -1,6 +1,6 @@
 /**
- * One row of the family registry (`family-registry.ts`): everything the tool knows about a
- * model family, stated once in the family's own `family-<name>.ts`. Like vLLM's model registry
+ * One row of the family registry (`families/registry.ts`): everything the tool knows about a
+ * model family, stated once in the family's own `families/<name>.ts`. Like vLLM's model registry
  * (`vllm/model_executor/models/registry.py`), one row per architecture; unlike it, the row also
  * carries the config → {@link ArchSpec} builder and the family's small test config, so adding a
  * dense family is one file plus its test (docs/ARCHITECTURE.md, "Adding a family").

@@ -35,9 +35,9 @@ export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
-  // Llama 4: every published checkpoint is Llama4ForConditionalGeneration; its text model is exported (family-llama4.ts)
+  // Llama 4: every published checkpoint is Llama4ForConditionalGeneration; its text model is exported (families/llama4.ts)
   if (t === 'llama4') return false;
-  // Qwen3.5-MoE's multimodal checkpoints export their text model (family-qwen3-5-moe.ts); the vision tower is not built yet
+  // Qwen3.5-MoE's multimodal checkpoints export their text model (families/qwen3-5-moe.ts); the vision tower is not built yet
   if (t === 'qwen3_5_moe') return false;
   return (
     typeof t === 'string' &&
