@@ -20,10 +20,11 @@
  * RMSNorm's default eps 1e-6 as HF builds them.
  */
 import type { ArchSpec, LayerSpec, MlaSpec } from './arch';
-import { attendCache, maskedSoftmax, readCaches, type CacheContext } from './attention';
+import { attendCache, maskedSoftmax, readCaches } from './attention';
+import type { CacheContext } from './attention-block';
 import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
-import { applyRope, type ropeTables } from './rope';
+import { applyRope, type RopeTables } from './rope';
 import type { StateKind } from '../exporter/graph-interface';
 import type { AttentionBlock } from './attention-block';
 
@@ -60,7 +61,7 @@ export function mlaAttention(
   m: MlaSpec,
   x: string,
   kv: CacheContext,
-  rope: ReturnType<typeof ropeTables>,
+  rope: RopeTables,
   past: { key: string; value: string },
 ): { out: string; key: string; value: string } {
   const g = c.g;

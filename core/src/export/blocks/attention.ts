@@ -16,33 +16,13 @@
  */
 import type { ArchSpec, FusedLayout, LayerSpec } from './arch';
 import { alibiBias } from './alibi';
-import { applyRope, type ropeTables } from './rope';
+import { applyRope } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
 import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
 import { windowContext, windowReadWrite, type WindowContext } from './attention-window';
-
-/** Per-graph values every layer's attention shares (built once by {@link cacheContext}). */
-export interface CacheContext {
-  /** `[B, nKv, S, 3]` int64 ScatterND indices (batch slot, kv head, position). */
-  scatterIdx: string;
-  /** `[B, 1, groups·S, C]` bool: true where a query may attend a cache slot (the model-wide window). */
-  mask: string;
-  /** The mask for a layer with its own sliding window (HF `layer_types`) or attention chunk (Llama 4), built once per kind. */
-  maskFor(window: number | undefined, chunk?: number): string;
-  /** The `position_ids` input (int64 `[B, S]`). */
-  positionIds: string;
-  /** Continuous batching: `[B]` int64 cache rows to read after the write. */
-  batchRows?: string;
-  /** `[B, S]` as an int64 shape vector (for reshapes that need B and S). */
-  bs: string;
-  /** CCL: `[1]` int64, the number of cache slots attention reads (absent: the whole cache). */
-  readLen?: string;
-  /** ALiBi (MPT): the float32 bias added to the scaled scores, `[B, nKv, groups·S, C or R]` (see `alibi.ts`). */
-  alibi?: string;
-  /** Ring-cache layers (`--sliding-cache window`): their mask and write indices, built once per window (attention-window.ts). */
-  windowFor(window: number): WindowContext;
-}
+import type { AttentionBlock, CacheContext, StateValues } from './attention-block';
+import type { StateKind } from '../exporter/graph-interface';
 
 /**
  * Builds the scatter indices and the attention mask from `position_ids` and the cache shape.
@@ -150,16 +130,15 @@ function splitFused(c: Ctx, qkv: string, layout: FusedLayout): [string, string, 
   return [of('q'), of('k'), of('v')];
 }
 
-/** Layer `i`'s attention block on 2-D hidden `x [B·S, H]`; returns output and new cache. */
-export function attention(
-  c: Ctx,
-  a: ArchSpec,
-  l: LayerSpec,
-  x: string,
-  kv: CacheContext,
-  rope: ReturnType<typeof ropeTables> | undefined,
-  past: { key: string; value: string },
-): { out: string; key: string; value: string } {
+function need(states: StateValues, kind: StateKind): string {
+  const v = states[kind];
+  if (v === undefined) throw new Error(`internal error: the MHA attention block needs a ${kind} state`);
+  return v;
+}
+
+/** MHA / GQA / MQA, the default attention block: layer `l` on 2-D hidden `x [B·S, H]` over its K and V caches. */
+export const attention: AttentionBlock = (c, a, l, x, kv, rope, states) => {
+  const past = { key: need(states, 'past_key'), value: need(states, 'past_value') };
   const g = c.g;
   const { nHeads: nh, nKv, headDim: hd } = a;
   let q: string, k: string, v: string;
@@ -215,8 +194,9 @@ export function attention(
   q = transpose(c, q, [0, 2, 1, 3]); // [B,nh,S,hd]
   k = transpose(c, k, [0, 2, 1, 3]); // [B,nKv,S,hd]
   v = transpose(c, v, [0, 2, 1, 3]);
-  return attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd }, gate);
-}
+  const r = attendCache(c, a, l, { q, k, v }, kv, past, { qk: hd, v: hd }, gate);
+  return { out: r.out, states: { past_key: r.key, past_value: r.value } };
+};
 
 /**
  * The cache rows attention reads after the write, for each of `ts`: the batch_index rows

@@ -29,7 +29,7 @@
  * `--phase decode` graph (seq_len fixed at 1) holds the step only.
  */
 import { convDim, type GatedDeltaNetSpec, type LinearSpec } from './arch';
-import type { CacheContext } from './attention';
+import type { CacheContext } from './attention-block';
 import type { Dim } from '../exporter/builder';
 import type { StateDecl } from '../exporter/graph-interface';
 import type { AttentionBlock } from './attention-block';

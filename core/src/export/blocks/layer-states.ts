@@ -15,28 +15,16 @@ import { mlaBlock } from './attention-mla';
 import { gatedDeltaNetBlock } from './gated-deltanet';
 import type { GraphBuilder } from '../exporter/builder';
 import type { DtypeName } from '../../formats/dtype';
-import { ctxState, type RuntimeInput, type StateKind, type StateTensor } from '../exporter/graph-interface';
+import { ctxState, type RuntimeInput, type StateTensor } from '../exporter/graph-interface';
 import type { AttentionBlock, StateValues } from './attention-block';
 export type { AttentionBlock, StateValues } from './attention-block';
-
-function need(states: StateValues, kind: StateKind): string {
-  const v = states[kind];
-  if (v === undefined) throw new Error(`internal error: the MHA attention block needs a ${kind} state`);
-  return v;
-}
-
-/** MHA / GQA / MQA over the per-layer K and V caches (attention.ts). */
-export const mhaBlock: AttentionBlock = (c, a, l, x, kv, rope, states) => {
-  const r = attention(c, a, l, x, kv, rope, { key: need(states, 'past_key'), value: need(states, 'past_value') });
-  return { out: r.out, states: { past_key: r.key, past_value: r.value } };
-};
 
 /** Attention blocks by `LayerSpec.attn.kind` for kinds that are not MHA (MLA and linear attention register here). */
 export const ATTENTION_BLOCKS: Partial<Record<string, AttentionBlock>> = { mla: mlaBlock, 'gated-deltanet': gatedDeltaNetBlock };
 
 /** The attention block of layer `l`. */
 export function attentionBlockOf(l: LayerSpec): AttentionBlock {
-  return ATTENTION_BLOCKS[l.attn.kind] ?? mhaBlock;
+  return ATTENTION_BLOCKS[l.attn.kind] ?? attention;
 }
 
 /** Declares the runtime inputs in order; returns name → graph value. */

@@ -157,7 +157,13 @@ function yarnRope(theta: number, dim: number, s: RopeScaling, file: string, p: {
 }
 
 /** cos and sin `[B, S, 1, rotaryDim]` in the compute dtype, from int64 positions `[B, S]`. */
-export function ropeTables(c: Ctx, positionIds: string, r: RopeSpec): { cos: string; sin: string } {
+/** The cos/sin tables `[B, S, 1, head_dim]` a rope spec gives for the positions. */
+export interface RopeTables {
+  cos: string;
+  sin: string;
+}
+
+export function ropeTables(c: Ctx, positionIds: string, r: RopeSpec): RopeTables {
   const g = c.g;
   return g.within('rope', () => {
     const pos = unsqueeze(c, g.op('Cast', [positionIds], { to: TensorDataType.FLOAT }), [-1]); // [B,S,1] float32

@@ -15,7 +15,8 @@
  */
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';
-import { cacheContext, type CacheContext } from '../blocks/attention';
+import { cacheContext } from '../blocks/attention';
+import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
 import { decoderInterface, windowCacheMetadata, type StateTensor } from './graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
@@ -23,7 +24,7 @@ import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
 import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';
-import { ropeTables } from '../blocks/rope';
+import { ropeTables, type RopeTables } from '../blocks/rope';
 import { appendSampler, type SamplerOptions } from '../blocks/sampler';
 import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { TensorDataType } from '../../formats/onnx/types';
@@ -89,9 +90,6 @@ export function decoderFrame(o: {
   const cacheBatch: Dim = cb ? (o.batchSize ?? 'full_batch_size') : batch;
   return { g, c, cb, batch, cacheBatch, ctxLen: o.ctxLen ?? 'ctx_len' };
 }
-
-/** cos/sin tables of a rope spec. */
-export type RopeTables = ReturnType<typeof ropeTables>;
 
 /** One cos/sin table per distinct rope spec, built now (Gemma-3: global and local layers differ); the lookup by spec. */
 export function ropeTablesOf(c: Ctx, a: ArchSpec, positionIds: string): (r: RopeSpec | undefined) => RopeTables | undefined {

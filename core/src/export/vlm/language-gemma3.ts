@@ -16,7 +16,8 @@
  *   - no final logit soft cap.
  */
 import { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
-import { cacheContext, type CacheContext } from '../blocks/attention';
+import { cacheContext } from '../blocks/attention';
+import type { CacheContext } from '../blocks/attention-block';
 import { groupMask, type WindowContext } from '../blocks/attention-window';
 import type { ModelObj } from '../exporter/builder';
 import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
