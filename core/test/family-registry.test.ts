@@ -54,7 +54,7 @@ describe('family registry', () => {
     for (const f of FAMILIES) {
       expect(modelClassName({ model_type: f.modelType }, 'dir')).toBe(f.hfClass);
       expect(modelClassName({ model_type: f.modelType, architectures: ['Custom'] }, 'dir')).toBe('Custom');
-      expect(baseModelPrefix({ model_type: f.modelType })).toBe(f.keyPrefix);
+      expect(baseModelPrefix({ model_type: f.modelType })).toBe(f.keyPrefix ?? 'model');
     }
     expect(baseModelPrefix({ model_type: 'gpt2' })).toBe('transformer');
     expect(baseModelPrefix({ model_type: 'llama' })).toBe('model');

@@ -86,7 +86,7 @@ export const codegenFamily: FamilyRow = {
   hfClass: 'CodeGenForCausalLM',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => codegenArch(raw, file),
+  build: codegenArch,
   test: {
     fixture: 'codegen',
     configs: {

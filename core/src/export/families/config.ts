@@ -59,17 +59,22 @@ export const gptNamedFields = {
   tie_word_embeddings: z.boolean().optional(),
 };
 
-/**
- * The Llama-named decoder fields, each optional: for families whose HF config class supplies
- * the defaults (Phi, StarCoder2), which their family file fills in.
- */
-export const optionalDecoderFields = {
+/** The Llama-named model dims, each optional (the config class supplies the defaults: Phi, StarCoder2, Grok-1). */
+export const optionalDims = {
   vocab_size: int.optional(),
   hidden_size: int.optional(),
   intermediate_size: int.optional(),
   num_hidden_layers: int.optional(),
   num_attention_heads: int.optional(),
   num_key_value_heads: int.nullable().optional(),
+};
+
+/**
+ * The Llama-named decoder fields, each optional: for families whose HF config class supplies
+ * the defaults (Phi, StarCoder2), which their family file fills in.
+ */
+export const optionalDecoderFields = {
+  ...optionalDims,
   head_dim: int.nullable().optional(),
   hidden_act: z.string().optional(),
   rope_theta: num.positive().optional(),

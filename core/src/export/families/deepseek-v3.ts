@@ -186,10 +186,9 @@ export const deepseekV3Family: FamilyRow = {
   modelType: 'deepseek_v3',
   aliases: ['kimi_k2'],
   hfClass: 'DeepseekV3ForCausalLM',
-  keyPrefix: 'model',
   moe: 'sigmoid-group',
   mla: true,
-  build: (raw, file, opts) => deepseekV3Arch(raw, file, opts),
+  build: deepseekV3Arch,
   test: {
     fixture: 'deepseek_v3',
     configs: {

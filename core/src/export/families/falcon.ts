@@ -156,7 +156,7 @@ export const falconFamily: FamilyRow = {
   hfClass: 'FalconForCausalLM',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => falconArch(raw, file),
+  build: falconArch,
   test: {
     configs: {
       // Falcon-7B layout: old architecture, multi_query (one kv head whatever num_kv_heads says), parallel, one norm

@@ -64,9 +64,8 @@ export function gemma2Arch(raw: unknown, file: string): ArchSpec {
 export const gemma2Family: FamilyRow = {
   modelType: 'gemma2',
   hfClass: 'Gemma2ForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
-  build: (raw, file) => gemma2Arch(raw, file),
+  build: gemma2Arch,
   test: {
     fixture: 'gemma2',
     configs: {

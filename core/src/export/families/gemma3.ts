@@ -102,10 +102,9 @@ export function gemma3Arch(raw: unknown, file: string): ArchSpec {
 export const gemma3Family: FamilyRow = {
   modelType: 'gemma3_text',
   hfClass: 'Gemma3ForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
   slidingCache: true,
-  build: (raw, file) => gemma3Arch(raw, file),
+  build: gemma3Arch,
   test: {
     fixture: 'gemma3',
     configs: {

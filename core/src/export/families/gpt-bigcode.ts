@@ -88,7 +88,7 @@ export const gptBigcodeFamily: FamilyRow = {
   hfClass: 'GPTBigCodeForCausalLM',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => gptBigcodeArch(raw, file),
+  build: gptBigcodeArch,
   test: {
     configs: {
       'gpt_bigcode-mq': {

@@ -60,7 +60,7 @@ export const gpt2Family: FamilyRow = {
   hfClass: 'GPT2LMHeadModel',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => gpt2Arch(raw, file),
+  build: gpt2Arch,
   test: {
     fixture: 'gpt2',
     configs: {

@@ -80,7 +80,7 @@ export const gptjFamily: FamilyRow = {
   hfClass: 'GPTJForCausalLM',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => gptjArch(raw, file),
+  build: gptjArch,
   test: {
     configs: {
       // gpt-j-6b's shape of config, small: rotary_dim 8 of head_dim 12, n_inner null (4×)

@@ -43,9 +43,8 @@ export function graniteArch(raw: unknown, file: string): ArchSpec {
 export const graniteFamily: FamilyRow = {
   modelType: 'granite',
   hfClass: 'GraniteForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
-  build: (raw, file) => graniteArch(raw, file),
+  build: graniteArch,
   test: {
     configs: {
       granite: {

@@ -20,9 +20,8 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec } from '../blocks/arch';
-import type { FamilyRow } from './row';
-import type { ArchOptions } from './row';
-import { checkExpertParallel, parseWith, refuse } from './config';
+import type { ArchOptions, FamilyRow } from './row';
+import { checkExpertParallel, optionalDims, parseWith, refuse } from './config';
 import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec } from '../blocks/rope';
 
@@ -31,12 +30,7 @@ const num = z.number().finite();
 
 /** hpcai-tech `configuration_grok1.py` Grok1Config (its defaults). */
 const grok1Config = z.looseObject({
-  vocab_size: int.optional(),
-  hidden_size: int.optional(),
-  intermediate_size: int.optional(),
-  num_hidden_layers: int.optional(),
-  num_attention_heads: int.optional(),
-  num_key_value_heads: int.nullable().optional(),
+  ...optionalDims,
   attn_output_multiplier: num.positive().optional(),
   max_attn_value: num.positive().optional(),
   embedding_multiplier_scale: num.optional(),
@@ -122,9 +116,8 @@ export const grok1Family: FamilyRow = {
   modelType: 'grok-1',
   architectures: ['Grok1ModelForCausalLM'],
   hfClass: 'Grok1ModelForCausalLM',
-  keyPrefix: 'model',
   moe: 'softmax',
-  build: (raw, file, opts) => grok1Arch(raw, file, opts),
+  build: grok1Arch,
   test: {
     fixture: 'grok1',
     configs: {

@@ -50,11 +50,10 @@ export interface LlamaQuirks {
 
 /** A registry row for a Llama-like family built by {@link llamaLikeArch} with `quirks`. */
 export function llamaLikeRow(
-  row: Omit<FamilyRow, 'build' | 'keyPrefix'> & { keyPrefix?: string },
+  row: Omit<FamilyRow, 'build'>,
   quirks: LlamaQuirks,
 ): FamilyRow & { quirks: LlamaQuirks } {
   return {
-    keyPrefix: 'model',
     ...row,
     quirks,
     build: (raw, file, opts) => llamaLikeArch(row.modelType, quirks, parseWith(llamaLike, raw, file), file, opts),

@@ -187,9 +187,8 @@ const llama4Text = {
 export const llama4TextFamily: FamilyRow = {
   modelType: 'llama4_text',
   hfClass: 'Llama4ForCausalLM',
-  keyPrefix: 'model',
   moe: 'topk-sigmoid',
-  build: (raw, file, opts) => llama4Arch(raw, file, opts),
+  build: llama4Arch,
   test: {
     fixture: 'llama4',
     configs: {
@@ -229,11 +228,11 @@ export const llama4TextFamily: FamilyRow = {
 
 /** The llama4 row: the text model of Llama4ForConditionalGeneration (every published checkpoint). */
 export const llama4Family: FamilyRow = {
+  // the same builder and routing (llama4Arch reads text_config); its own class, key prefix and tests
+  ...llama4TextFamily,
   modelType: 'llama4',
   hfClass: 'Llama4ForConditionalGeneration',
   keyPrefix: 'language_model',
-  moe: 'topk-sigmoid',
-  build: (raw, file, opts) => llama4Arch(raw, file, opts),
   test: {
     configs: {
       // Llama4ForConditionalGeneration: text_config, keys under language_model.

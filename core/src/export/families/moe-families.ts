@@ -305,9 +305,8 @@ export function graniteMoeArch(raw: unknown, file: string, opts: ArchOptions = {
 export const gptOssFamily: FamilyRow = {
   modelType: 'gpt_oss',
   hfClass: 'GptOssForCausalLM',
-  keyPrefix: 'model',
   moe: 'topk-softmax',
-  build: (raw, file, opts) => gptOssArch(raw, file, opts),
+  build: gptOssArch,
   test: { fixture: 'gpt_oss_full' },
 };
 
@@ -315,9 +314,8 @@ export const gptOssFamily: FamilyRow = {
 export const glm4MoeFamily: FamilyRow = {
   modelType: 'glm4_moe',
   hfClass: 'Glm4MoeForCausalLM',
-  keyPrefix: 'model',
   moe: 'sigmoid-group',
-  build: (raw, file, opts) => glm4MoeArch(raw, file, opts),
+  build: glm4MoeArch,
   test: { fixture: 'glm4_moe' },
 };
 
@@ -325,9 +323,8 @@ export const glm4MoeFamily: FamilyRow = {
 export const graniteMoeFamily: FamilyRow = {
   modelType: 'granitemoe',
   hfClass: 'GraniteMoeForCausalLM',
-  keyPrefix: 'model',
   moe: 'topk-softmax',
-  build: (raw, file, opts) => graniteMoeArch(raw, file, opts),
+  build: graniteMoeArch,
   test: {
     configs: {
       // GraniteMoE: the granite multipliers, 5 experts top-2, GQA, untied

@@ -113,7 +113,7 @@ export const mptFamily: FamilyRow = {
   hfClass: 'MptForCausalLM',
   keyPrefix: 'transformer',
   moe: 'none',
-  build: (raw, file) => mptArch(raw, file),
+  build: mptArch,
   test: {
     fixture: 'mpt',
     configs: {

@@ -38,9 +38,8 @@ export function olmo2Arch(raw: unknown, file: string): ArchSpec {
 export const olmo2Family: FamilyRow = {
   modelType: 'olmo2',
   hfClass: 'Olmo2ForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
-  build: (raw, file) => olmo2Arch(raw, file),
+  build: olmo2Arch,
   test: {
     configs: {
       olmo2: {

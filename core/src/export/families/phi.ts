@@ -89,9 +89,8 @@ export function phiArch(raw: unknown, file: string): ArchSpec {
 export const phiFamily: FamilyRow = {
   modelType: 'phi',
   hfClass: 'PhiForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
-  build: (raw, file) => phiArch(raw, file),
+  build: phiArch,
   test: {
     fixture: 'phi',
     configs: {

@@ -243,7 +243,6 @@ export const qwen35MoeFamily: FamilyRow = {
   modelType: 'qwen3_5_moe_text',
   aliases: ['qwen3_5_moe'],
   hfClass: 'Qwen3_5MoeForCausalLM',
-  keyPrefix: 'model',
   moe: 'softmax',
   build: qwen35MoeArch,
   test: { fixture: 'qwen3_5_moe', configs: { 'qwen3_5_moe-other': OTHER, 'qwen3_5_moe-multimodal': qwen35MultimodalConfig(OTHER) } },

@@ -126,7 +126,7 @@ const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { bloom: 'transform
 /** The module a config's trunk keys live under (HF `base_model_prefix`): the row's, else `model`. */
 export function keyPrefixOf(config: unknown): string {
   const row = familyOfConfig(config);
-  if (row) return row.keyPrefix;
+  if (row) return row.keyPrefix ?? 'model';
   const t = (config as { model_type?: unknown } | undefined)?.model_type;
   return (typeof t === 'string' ? OTHER_KEY_PREFIXES[t] : undefined) ?? 'model';
 }

@@ -49,8 +49,8 @@ export interface FamilyRow {
    * no `architectures` (QEfficient writes `self.model.__class__.__name__`).
    */
   hfClass: string;
-  /** HF `base_model_prefix`: the module the trunk's keys live under (`model`, `transformer`). */
-  keyPrefix: string;
+  /** HF `base_model_prefix`: the module the trunk's keys live under (`transformer`; absent: `model`, as most families). */
+  keyPrefix?: string;
   /** MoE routing kind; `none` for dense families (expert-parallel export is refused up front). */
   moe: MoeKind;
   /** Multi-head Latent Attention (DeepSeek-V3): `--mla-cache` chooses its cache form; refused for other families. */

@@ -83,9 +83,8 @@ export function starcoder2Arch(raw: unknown, file: string): ArchSpec {
 export const starcoder2Family: FamilyRow = {
   modelType: 'starcoder2',
   hfClass: 'Starcoder2ForCausalLM',
-  keyPrefix: 'model',
   moe: 'none',
-  build: (raw, file) => starcoder2Arch(raw, file),
+  build: starcoder2Arch,
   test: {
     fixture: 'starcoder2',
     configs: {
