@@ -9,7 +9,7 @@
  * - softmax scale `qk_head_dim^-0.5`, times mscale(factor, mscale_all_dim)² when rope_scaling has
  *   a non-zero `mscale_all_dim` (yarn's mscale / mscale_all_dim ratio goes on cos and sin, rope.ts);
  * - dense layers below `first_k_dense_replace`, then routed experts with GLM-4-MoE's grouped
- *   sigmoid routing plus shared experts (moe-families.ts {@link sigmoidGroupMoe});
+ *   sigmoid routing plus shared experts (moe-common.ts {@link sigmoidGroupMoe});
  * - the `num_nextn_predict_layers` MTP layers (index ≥ num_hidden_layers) are never referenced.
  *
  * `mlaCache: 'compressed'` selects QEfficient's compressed cache: each layer's `states`
@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from '../blocks/arch';
 import { actOf, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow } from './row';
-import { gatedMlp, sigmoidGroupMoe } from './moe-families';
+import { gatedMlp, sigmoidGroupMoe } from './moe-common';
 import type { StateDecl } from '../exporter/graph-interface';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 

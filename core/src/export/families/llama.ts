@@ -49,10 +49,7 @@ export interface LlamaQuirks {
 }
 
 /** A registry row for a Llama-like family built by {@link llamaLikeArch} with `quirks`. */
-export function llamaLikeRow(
-  row: Omit<FamilyRow, 'build'>,
-  quirks: LlamaQuirks,
-): FamilyRow & { quirks: LlamaQuirks } {
+export function llamaLikeRow(row: Omit<FamilyRow, 'build'>, quirks: LlamaQuirks): FamilyRow & { quirks: LlamaQuirks } {
   return {
     ...row,
     quirks,

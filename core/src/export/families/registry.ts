@@ -31,7 +31,9 @@ import { qwen3MoeFamily } from './qwen3-moe';
 import { starcoder2Family } from './starcoder2';
 import { qwen35MoeFamily } from './qwen3-5-moe';
 import type { FamilyRow, TestConfig } from './row';
-import { glm4MoeFamily, gptOssFamily, graniteMoeFamily } from './moe-families';
+import { glm4MoeFamily } from './glm4-moe';
+import { gptOssFamily } from './gpt-oss';
+import { graniteMoeFamily } from './granitemoe';
 import { grok1Family } from './grok1';
 import { llama4Family, llama4TextFamily } from './llama4';
 
