@@ -10,8 +10,6 @@ import type { ArchOptions } from './row';
 import { slidingCacheRefused, windowCacheArch } from '../blocks/attention-window';
 
 export type { ArchOptions } from './row';
-export { lin } from '../blocks/arch';
-export { llamaLikeArch } from './llama';
 
 /** Parses a config.json object into the architecture the graph builder consumes. */
 export function archFromConfig(raw: unknown, file: string, opts: ArchOptions = {}): ArchSpec {
