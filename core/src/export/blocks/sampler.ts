@@ -28,7 +28,6 @@
 import type { Dim } from '../exporter/builder';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 
-
 /** `export --sampler` options (QEfficient's `qaic_config` keys `max_top_k_ids`, `return_pdfs`). */
 export interface SamplerOptions {
   maxTopK: number;

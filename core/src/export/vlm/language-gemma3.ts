@@ -129,7 +129,10 @@ export function buildGemma3Language(
   const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex);
   const kv = g.within('image_mask', () => bidirectional(c, a, base, positionIds, merged.group, ctxSource(states, declared)));
   const ropeFor = ropeTablesOf(c, a, positionIds);
-  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, { ropeFor: (l) => ropeFor(l.rope ?? a.rope), norm1InAttn: true });
+  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
+    ropeFor: (l) => ropeFor(l.rope ?? a.rope),
+    norm1InAttn: true,
+  });
   const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
   g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
