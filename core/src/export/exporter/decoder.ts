@@ -12,6 +12,9 @@
  * dim `comp_ctx_lengths`, after the caches as QEfficient's forward signature orders it) and
  * limits what attention reads (attention.ts); `sampler` appends the on-device sampler
  * (sampler.ts), whose `next_tokens` (and `probs`) replace `logits`.
+ *
+ * The skeleton is shared: the VLM language graphs (vlm/language.ts, vlm/language-gemma3.ts) build
+ * their own inputs and embeddings, then run {@link decoderLayers} and {@link lastPositionLogits}.
  */
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';

@@ -9,8 +9,8 @@
  *           deepstack_features_RetainedState, image_idx_output [1, 1], past_*_RetainedState
  * Image rows replace the embeddings at image-token positions (the n-th image token takes row
  * image_idx + n of the flattened vision_embeds); after text layer k < num_feature_layers the
- * matching deepstack row is added there. Layers are the shared decoder blocks (qk-norm, GQA,
- * MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
+ * matching deepstack row is added there. Layers are the exporter's decoder layers (decoder.ts:
+ * qk-norm, GQA, MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
  */
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
