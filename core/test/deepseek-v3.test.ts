@@ -26,7 +26,7 @@ import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/exporter';
 import { mtpKeys } from '../src/prepare/planner';
 import { toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { fromFloat32, toFloat32, type DType } from '../src/formats/dtype';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';

@@ -24,7 +24,7 @@ import { describe, expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM } from '../src/export/graph';
+import { archFromConfig, buildCausalLM } from '../src/export/exporter';
 import * as ort from 'onnxruntime-node';
 import { toFloat32 } from '../src/formats/dtype';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';

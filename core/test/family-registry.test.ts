@@ -1,5 +1,5 @@
 /**
- * The family registry (`core/src/export/graph/family-registry.ts`, issue #29): one row per
+ * The family registry (`core/src/export/families/registry.ts`, issue #29): one row per
  * family, read by every list that names families. Checks that each row is tested (a fixture of
  * its type with reference logits, or code-made configs of its type), that the readers answer
  * from the rows (supported types, `model_name`, key prefix, dense families refusing
@@ -9,10 +9,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixturesDir, haveFixtures } from '../../test/support/fixtures';
-import { archFromConfig } from '../src/export/graph/families';
-import { FAMILIES, familyLookup, familyOf, familyOfConfig, SUPPORTED_MODEL_TYPES } from '../src/export/graph/family-registry';
-import type { FamilyRow } from '../src/export/graph/family-row';
-import { modelClassName } from '../src/export/graph/layout';
+import { archFromConfig } from '../src/export/families/arch-from-config';
+import { FAMILIES, familyLookup, familyOf, familyOfConfig, SUPPORTED_MODEL_TYPES } from '../src/export/families/registry';
+import type { FamilyRow } from '../src/export/families/row';
+import { modelClassName } from '../src/export/exporter/layout';
 import { baseModelPrefix } from '../src/resolve/name-strategies';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
@@ -54,7 +54,7 @@ describe('family registry', () => {
     for (const f of FAMILIES) {
       expect(modelClassName({ model_type: f.modelType }, 'dir')).toBe(f.hfClass);
       expect(modelClassName({ model_type: f.modelType, architectures: ['Custom'] }, 'dir')).toBe('Custom');
-      expect(baseModelPrefix({ model_type: f.modelType })).toBe(f.keyPrefix);
+      expect(baseModelPrefix({ model_type: f.modelType })).toBe(f.keyPrefix ?? 'model');
     }
     expect(baseModelPrefix({ model_type: 'gpt2' })).toBe('transformer');
     expect(baseModelPrefix({ model_type: 'llama' })).toBe('model');

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph, weightInputs } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph, weightInputs } from '../src/export/exporter';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { maxAbsDiff } from './graph-support';

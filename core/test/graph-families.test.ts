@@ -5,7 +5,7 @@
  * independent float64 reference forward (validated against the fixtures in graph.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { referenceForward } from './graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { GraphRunner, maxAbsDiff, stackExperts } from './graph-support';

@@ -1,5 +1,5 @@
 /**
- * The graph-interface descriptor (`core/src/export/graph/graph-interface.ts`, issue #29): the
+ * The graph-interface descriptor (`core/src/export/exporter/graph-interface.ts`, issue #29): the
  * runtime inputs and state tensors of a graph with their retained outputs, dims and dtypes, as
  * data from the ArchSpec. It expresses today's per-layer KV, K and V of different head dims
  * (MLA per head), other per-layer state names (MLA's compressed cache) and states without
@@ -11,12 +11,12 @@ import { describe, expect, it } from 'vitest';
 import { graphFacts } from '../src/compile/qaic';
 import { causalLmCustomIo } from '../src/compile/qaic-command';
 import { RUNTIME_INPUT } from '../src/check/check-onnx';
-import { checkGraph } from '../src/export/graph/check-graph';
-import { buildCausalLM } from '../src/export/graph/decoder';
-import { archFromConfig } from '../src/export/graph/families';
-import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/graph/graph-interface';
+import { checkGraph } from '../src/export/exporter/check-graph';
+import { buildCausalLM } from '../src/export/exporter/decoder';
+import { archFromConfig } from '../src/export/families/arch-from-config';
+import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/exporter/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
-import { encodeBuiltModel } from '../src/export/graph/encode';
+import { encodeBuiltModel } from '../src/export/exporter/encode';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
 const dims = { batch: 'batch_size', seq: 'seq_len', cacheBatch: 'batch_size', ctxLen: 'ctx_len', dtype: 'float16' };

@@ -1,7 +1,7 @@
 /**
  * Random HF-layout checkpoints for Phi, StarCoder2 and GPT-J (key names and shapes from their
  * modeling files, written out here independently of the graph builder), for the small configs
- * of their registry rows (family-phi.ts, family-starcoder2.ts, family-gptj.ts).
+ * of their registry rows (families/phi.ts, families/starcoder2.ts, families/gptj.ts).
  */
 
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

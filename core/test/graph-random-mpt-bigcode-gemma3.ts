@@ -1,7 +1,7 @@
 /**
  * Random HF-layout checkpoints for MPT, GPTBigCode and Gemma-3 text (key names and shapes from
  * their modeling files, written out here independently of the graph builder) for the registry
- * rows' test configs (family-mpt.ts, family-gpt-bigcode.ts, family-gemma3.ts), which take each
+ * rows' test configs (families/mpt.ts, families/gpt-bigcode.ts, families/gemma3.ts), which take each
  * family's traps: MPT with 6 heads (ALiBi slopes reordered for a non-power of two),
  * `clip_qkv` low enough to clamp, max_seq_len below the test's ctx_len and MosaicML's real-config
  * spelling (`MPTForCausalLM` + `auto_map`); GPTBigCode with multi-query (one kv head) and without

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
-import { familyTestConfigs } from '../src/export/graph/family-registry';
+import { familyTestConfigs } from '../src/export/families/registry';
 
 /** Deterministic PRNG (mulberry32) with a normal sampler. */
 export function rng(seed: number): () => number {
@@ -132,7 +132,7 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
 
 /**
  * Small configs (real HF field names) of every family, named: the family registry's test
- * configs (`row.test.configs` in each `family-<name>.ts`).
+ * configs (`row.test.configs` in each `families/<name>.ts`).
  */
 export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = familyTestConfigs();
 

@@ -4,7 +4,7 @@
  * with the weights fed as inputs — one token per call, prefill + decode, or batched slots.
  */
 import * as ort from 'onnxruntime-node';
-import { encodeBuiltModel, type BuiltGraph } from '../src/export/graph';
+import { encodeBuiltModel, type BuiltGraph } from '../src/export/exporter';
 import { dequantMxfp4Reference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';

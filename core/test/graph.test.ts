@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { referenceForward } from './graph-reference';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';

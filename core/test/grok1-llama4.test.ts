@@ -20,7 +20,7 @@ import { describe, expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig } from '../src/export/graph';
+import { archFromConfig } from '../src/export/exporter';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
 import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';

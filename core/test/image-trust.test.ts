@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import type { VlmManifest } from '../src/export/graph/vlm/export-vlm';
+import type { VlmManifest } from '../src/export/vlm/export-vlm';
 import { decodeImage, orient, type RgbImage } from '../src/run/vlm/image';
 import { DEFAULT_MAX_IMAGE_PIXELS, readImageHeader } from '../src/run/vlm/image-header';
 import { readImages } from '../src/run/vlm/inputs';

@@ -15,9 +15,9 @@ import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixtureBuilt, fixturesDir, LEGACY_FAMILIES, LEGACY_ONNX_FOLDERS, REPO_ROOT } from '../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { SUPPORTED_MODEL_TYPES } from '../src/export/graph/family-registry';
-import { exportFromConfig, type ConfigExportOptions } from '../src/export/graph/export-config';
-import { planLayout } from '../src/export/graph/plan-layout';
+import { SUPPORTED_MODEL_TYPES } from '../src/export/families/registry';
+import { exportFromConfig, type ConfigExportOptions } from '../src/export/exporter/export-config';
+import { planLayout } from '../src/export/exporter/plan-layout';
 import { readModel } from '../src/formats/onnx';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { multimodalCheckpoint, multimodalConfig, QWEN35_OTHER, qwen35MoeReference, randomQwen35Checkpoint } from './graph-reference-qwen35';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts, type F32 } from './graph-support';

@@ -19,7 +19,7 @@ import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
-import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, type ValueInfoObj } from '../src/export/graph';
+import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel, type ValueInfoObj } from '../src/export/exporter';
 import { SYNTHETIC_CONFIGS } from './graph-random';
 
 const tmp = tempDirs('ws-serving-onnx-');

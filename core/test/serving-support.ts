@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { readCompileRecord } from '../src/compile';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
-import { SUPPORTED_MODEL_TYPES } from '../src/export/graph';
+import { SUPPORTED_MODEL_TYPES } from '../src/export/exporter';
 import { cliInProcess } from '../../test/support/cli';
 import { fixturesDir, haveFixtures } from '../../test/support/fixtures';
 import type { Reference } from './compile-support';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportFromConfig } from '../src/export/graph/export-config';
+import { exportFromConfig } from '../src/export/exporter/export-config';
 import { readModel, setMetadata, writeModel } from '../src/formats/onnx';
 import { SPEC_METADATA_KEY } from '../src/spec';
 import { buildViewerPage, graphView, readGraphNodes, type GraphIndex, type OnnxPage } from '../src/view';

@@ -6,7 +6,7 @@
  * token per call through the KV cache. Ported from HF src/transformers/models/gemma3/
  * modeling_gemma3.py (token_type_ids_mask_function OR-ed with the causal / sliding mask; image
  * features placed by masked_scatter after the √hidden embedding scale; no final soft cap) over
- * the gemma3_text layers (family-gemma3.ts), with QEfficient's interface
+ * the gemma3_text layers (families/gemma3.ts), with QEfficient's interface
  * (QEfficient/transformers/models/gemma3/modeling_gemma3.py, QEffGemma3DecoderWrapper:
  * vision_embeds, image_idx, position_ids [batch, seq], _RetainedState outputs, image_idx_output).
  * The fixture's sliding window (6) is shorter than its image (16 tokens), so the bidirectional
@@ -16,8 +16,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/graph';
-import { buildGemma3Language, gemma3LanguageArch } from '../src/export/graph/vlm/language-gemma3';
+import { encodeBuiltModel } from '../src/export/exporter';
+import { buildGemma3Language, gemma3LanguageArch } from '../src/export/vlm/language-gemma3';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint } from './graph-support';
 

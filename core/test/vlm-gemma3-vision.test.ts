@@ -12,8 +12,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/graph';
-import { buildGemma3Vision, gemma3VisionArch } from '../src/export/graph/vlm/vision-gemma3';
+import { encodeBuiltModel } from '../src/export/exporter';
+import { buildGemma3Vision, gemma3VisionArch } from '../src/export/vlm/vision-gemma3';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint } from './graph-support';
 

@@ -13,7 +13,7 @@ import { expect, it } from 'vitest';
 import { processorConfig, processImage, decodeImage, smartResize } from '../src/run/vlm/image';
 import { readImages, readPixelValues } from '../src/run/vlm/inputs';
 import { getRopeIndex } from '../src/run/vlm/rope-index';
-import type { VlmManifest } from '../src/export/graph/vlm/export-vlm';
+import type { VlmManifest } from '../src/export/vlm/export-vlm';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 

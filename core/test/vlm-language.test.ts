@@ -19,9 +19,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/graph';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
-import { buildLanguage, mropeRows } from '../src/export/graph/vlm/language';
+import { encodeBuiltModel } from '../src/export/exporter';
+import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
+import { buildLanguage, mropeRows } from '../src/export/vlm/language';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint, type F32 } from './graph-support';
 

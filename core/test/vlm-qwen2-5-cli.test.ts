@@ -16,7 +16,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
+import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
 import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';

@@ -20,9 +20,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/graph';
-import { vlmArchFromConfig } from '../src/export/graph/vlm/vlm-arch';
-import { buildVision } from '../src/export/graph/vlm/vision';
+import { encodeBuiltModel } from '../src/export/exporter';
+import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
+import { buildVision } from '../src/export/vlm/vision';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { loadCheckpoint } from './graph-support';
 

@@ -11,7 +11,7 @@ import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { ctxState, statesOfGraph } from '../export/graph/graph-interface';
+import { ctxState, statesOfGraph } from '../export/exporter/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import {
   buildQaicPlan,

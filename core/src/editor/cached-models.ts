@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hubCacheDir, hubOriginOf, type HubOrigin } from '../hub/hf-cache';
-import { familyOf } from '../export/graph/family-registry';
-import { VLM_MODEL_TYPES } from '../export/graph/vlm/config';
+import { familyOf } from '../export/families/registry';
+import { VLM_MODEL_TYPES } from '../export/vlm/config';
 import { readRegularFileSync } from '../paths';
 
 /** One cached model. */

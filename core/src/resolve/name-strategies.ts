@@ -4,7 +4,7 @@
  * resolver then verifies the proposal by content, so a name that happens to match a key of
  * different content is never trusted blindly.
  */
-import { keyPrefixOf } from '../export/graph/family-registry';
+import { keyPrefixOf } from '../export/families/registry';
 
 /** How a mapping was found; recorded per input in export-report.json. */
 export type Strategy =

@@ -17,7 +17,7 @@ import { formatBytes } from '../../display';
 import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
 import { scanLegacyModel, type LegacyModel } from './legacy-model';
 import { assembleModel, type NewInput, type Rebuild } from './rewrite';
-import { modelClassName } from '../graph/layout';
+import { modelClassName } from '../exporter/layout';
 import { baseModelPrefix } from '../../resolve/name-strategies';
 import { fusedRowLocation, graniteExpertsLocation, preparedLocation } from './prepared-location';
 import { sliceLocation } from './slice-location';

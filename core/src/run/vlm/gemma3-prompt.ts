@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
-import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
+import type { VlmManifest } from '../../export/vlm/export-vlm';
 
 /** The id of "\n\n" in `<dir>/tokenizer.json` (added tokens first, then the model vocab). */
 function doubleNewlineId(dir: string): number {

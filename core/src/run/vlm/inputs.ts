@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { FormatError, UsageError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
-import type { VlmManifest } from '../../export/graph/vlm/export-vlm';
+import type { VlmManifest } from '../../export/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
 import type { VlmImages } from './vlm-runner';

@@ -5,13 +5,13 @@
  * {@link getRopeIndex} (rows 1–3; row 0 is the cache position), one prefill of the prompt with
  * the vision outputs, then greedy decode at cache position p with MRoPE position p + delta.
  */
-import { ctxState, stateDims, statesOfGraph } from '../../export/graph/graph-interface';
+import { ctxState, stateDims, statesOfGraph } from '../../export/exporter/graph-interface';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
 import { fromFloat32, toFloat32 } from '../../formats/dtype';
 import { parseWireModel, type WireValueInfo } from '../../formats/onnx/wire-model';
-import { VLM_MANIFEST } from '../../export/graph/vlm/export-vlm';
+import { VLM_MANIFEST } from '../../export/vlm/export-vlm';
 import { readVlmManifest, type VlmManifest } from '../../artifacts/vlm-manifest';
 
 export { readVlmManifest } from '../../artifacts/vlm-manifest';

@@ -1,0 +1,385 @@
+/**
+ * The normalized architecture a family's config parses into. Every graph block reads only
+ * this, never a raw config.json, so one decoder builder serves every family and each family
+ * file is just "which HF fields and key names mean what".
+ */
+
+import type { StateDecl } from '../exporter/graph-interface';
+import { moeWeightInputs, type MoeWeights } from './moe-weights';
+
+/** A linear layer: weight key, optional bias key, and how the weight is stored. */
+export interface LinearSpec {
+  weight: string;
+  bias?: string;
+  /** Output and input features. */
+  out: number;
+  in: number;
+  /** GPT-2 Conv1D: the weight is stored `[in, out]` (y = x·W + b) instead of `[out, in]`. */
+  conv1d?: boolean;
+}
+
+/** A linear layer spec; `bias` names `<weight minus 'weight'>bias`. */
+export const lin = (weight: string, out: number, inp: number, bias?: boolean): LinearSpec => ({
+  weight,
+  out,
+  in: inp,
+  ...(bias ? { bias: weight.replace(/weight$/, 'bias') } : {}),
+});
+
+/** A normalization layer. */
+export interface NormSpec {
+  weight: string;
+  bias?: string;
+  size: number;
+}
+
+/** Norm math shared by all norms of a model. */
+export interface NormKind {
+  kind: 'rms' | 'layer';
+  eps: number;
+  /** Gemma: scale by (1 + w), computed in float32. */
+  plusOne: boolean;
+  /** OLMo-2: `(w · x).to(dtype)` — the weight multiplies in float32 before the cast back (Llama casts first). */
+  weightInFloat32?: boolean;
+}
+
+/** Supported activations (HF ACT2FN names normalized). */
+export type Act = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
+
+/**
+ * How a fused qkv projection's output features are laid out: `groups` repeats of the
+ * `pieces` in order (sizes in features). Phi-3 / GPT-2: one group [q | k | v]; CodeGen: 4
+ * groups (mp_num) of [q | v | k]; Falcon: per head [q | k | v] (7B), per kv group
+ * [q × heads/kv | k | v] (new decoder architecture), or [q | k | v] with one kv head
+ * (multi_query). Query, key and value heads come out in the order they appear.
+ */
+export interface FusedLayout {
+  groups: number;
+  pieces: { role: 'q' | 'k' | 'v'; size: number }[];
+}
+
+/** Attention projections of one layer. */
+export type AttnProj =
+  | { kind: 'separate'; q: LinearSpec; k: LinearSpec; v: LinearSpec }
+  /** One projection producing q, k and v along the output features; `layout` absent = one group [q | k | v]. */
+  | {
+      kind: 'fused';
+      qkv: LinearSpec;
+      layout?: FusedLayout;
+      /** MPT clip_qkv: clamp the fused output to ±clip before the split. */ clip?: number;
+    }
+  /** DeepSeek-V3 Multi-head Latent Attention (attention-mla.ts). */
+  | MlaSpec
+  /** Qwen3.5's Gated DeltaNet linear attention (`gated-deltanet.ts`): recurrent states, no KV cache; the layer's `o` is its out_proj. */
+  | GatedDeltaNetSpec;
+
+/**
+ * DeepSeek-V3 MLA projections (HF `DeepseekV3Attention`): queries through `q` (q_lora_rank
+ * null) or `qA → qANorm → qB`; `kvA` gives [latent (kvLoraRank) | k_pe (rope)], the latent is
+ * normalized by `kvANorm` and expanded by `kvB` into per-head [k_nope | v]. Its norms use
+ * RMSNorm's default eps 1e-6 (HF builds them without `rms_norm_eps`).
+ */
+export interface MlaSpec {
+  kind: 'mla';
+  q?: LinearSpec;
+  qA?: LinearSpec;
+  qANorm?: NormSpec;
+  qB?: LinearSpec;
+  kvA: LinearSpec;
+  kvANorm: NormSpec;
+  kvB: LinearSpec;
+  kvLoraRank: number;
+  nope: number;
+  rope: number;
+  v: number;
+  /** HF `rope_interleave`: the rope dims are de-interleaved (pairs 2i, 2i+1 → i, i + d/2) before rotate_half. */
+  interleave: boolean;
+  /**
+   * QEfficient's cache form: per head (`past_key` nope + rope, `past_value` v; its default) or
+   * compressed (`compressed_kv` latent, `k_pe`); the layer's `states` declare the same.
+   */
+  cache: 'per-head' | 'compressed';
+}
+
+/** The feed-forward block of one layer. */
+export type MlpSpec =
+  | { kind: 'gated'; gate: LinearSpec; up: LinearSpec; down: LinearSpec }
+  /** Phi-3: one projection producing [gate | up]. */
+  | { kind: 'gated-fused'; gateUp: LinearSpec; down: LinearSpec }
+  /** GPT-2: fc → act → proj. */
+  | { kind: 'plain'; fc: LinearSpec; proj: LinearSpec }
+  | MoeSpec;
+
+/** Sparse MoE over experts stacked in the prepared `moe_weights` layout (see `moe.ts`). */
+export interface MoeSpec {
+  kind: 'moe';
+  /** Router weight key, `[experts, hidden]`. */
+  router: string;
+  /** Prepared expert tensors in QEfficient's canonical layout: gate/up `[E, H, I]`, down `[E, I, H]`. */
+  weights: MoeWeights;
+  topK: number;
+  /** Renormalize the top-k probabilities to sum 1 (Mixtral always; Qwen3-MoE per config). */
+  normTopK: boolean;
+  /**
+   * How router logits become expert weights (default `softmax`: softmax over all experts,
+   * top-k, optional renormalization — Mixtral, Qwen3-MoE). `topk-softmax`: top-k of the logits,
+   * softmax over those k (GPT-OSS, GraniteMoE). `sigmoid-group`: GLM-4-MoE's grouped sigmoid
+   * routing, see {@link MoeGroupRouting}.
+   */
+  routing?: 'softmax' | 'topk-softmax' | 'sigmoid-group' | 'topk-sigmoid';
+  /**
+   * Llama 4: each expert's routing weight scales its input (`routed_in = x · score`) instead of
+   * its output; `topk-sigmoid` leaves σ(−∞) = 0 for the unchosen experts, whose zero input gives
+   * a zero output.
+   */
+  routeScalesInput?: boolean;
+  /** Router bias key `[experts]` (GPT-OSS). */
+  routerBias?: string;
+  /** Parameters of `sigmoid-group` routing. */
+  group?: MoeGroupRouting;
+  /** GPT-OSS's clamped SwiGLU `(clamp(up, ±limit) + 1) · g·σ(α·g)`, g = min(gate, limit); default `act(gate) · up`. */
+  clampedSwiglu?: { limit: number; alpha: number };
+  /** Shared experts run on every token and added to the routed output (GLM-4-MoE). */
+  shared?: { gate: LinearSpec; up: LinearSpec; down: LinearSpec };
+  /** Qwen3.5-MoE: the shared expert's output × sigmoid(x · gateᵀ), gate `[1, hidden]` (`shared_expert_gate`). */
+  sharedGate?: string;
+}
+
+/**
+ * GLM-4-MoE routing (HF `Glm4MoeMoE.route_tokens_to_experts`): sigmoid scores; the choice uses
+ * scores + `e_score_correction_bias`, limited to the `topkGroup` best of `nGroup` expert groups
+ * (a group's score is the sum of its top 2); the weights are the unbiased scores of the chosen
+ * experts, renormalized when `normTopK`, times `scale` (routed_scaling_factor).
+ */
+export interface MoeGroupRouting {
+  correctionBias: string;
+  nGroup: number;
+  topkGroup: number;
+  scale: number;
+}
+
+/**
+ * One decoder layer. Sequential (default): h += post1(attn(norm1(h))); h += post2(mlp(norm2(h))),
+ * each norm optional (OLMo-2 has no pre-norms, Gemma-2 all four). Parallel (GPT-J, CodeGen,
+ * Falcon): h = h + attn(norm1(h)) + mlp(norm2(h)), with norm2 absent meaning norm1's output.
+ */
+export interface LayerSpec {
+  norm1?: NormSpec;
+  norm2?: NormSpec;
+  /** Gemma-2's post_attention_layernorm / OLMo-2's post_attention_layernorm: on the attention output before the residual add. */
+  postAttnNorm?: NormSpec;
+  /** Gemma-2 / OLMo-2 post_feedforward_layernorm: on the MLP output before the residual add. */
+  postMlpNorm?: NormSpec;
+  /** Attention and MLP from the same input, both added to the residual at once. */
+  parallel?: boolean;
+  /** Granite: each branch is multiplied by this before the residual add. */
+  residualScale?: number;
+  attn: AttnProj;
+  o: LinearSpec;
+  /**
+   * q/k norms before RoPE: per head over head_dim (Qwen3, `qkNormOver` absent or 'head') or
+   * over the whole projection before the head split (OLMo-2, 'projection').
+   */
+  qNorm?: NormSpec;
+  kNorm?: NormSpec;
+  qkNormOver?: 'head' | 'projection';
+  /** Qwen3.5: q_proj gives [query | gate] per head (2·head_dim each head, query first); the output × sigmoid(gate) before o_proj. */
+  attnOutputGate?: boolean;
+  mlp: MlpSpec;
+  /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
+  sinks?: string;
+  /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
+  slidingWindow?: number;
+  /**
+   * `export --sliding-cache window` (QEfficient's Gemma 3 layout): this sliding layer's K/V cache
+   * is a ring of `slidingWindow` slots instead of ctx_len (attention-window.ts).
+   */
+  windowCache?: boolean;
+  /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
+  rope?: RopeSpec;
+  /** Llama 4 chunked attention: a query sees the keys of its own `attnChunk`-sized chunk of positions, causally. */
+  attnChunk?: number;
+  /** Llama 4 NoPE layers: no rotary embedding on this layer. */
+  noRope?: boolean;
+  /** Llama 4 `Llama4TextL2Norm`: weightless RMS normalization of q and k per head after rope, with this eps. */
+  qkL2NormEps?: number;
+  /** Llama 4 attention temperature tuning: q · (log(⌊(pos + 1) / floorScale⌋ + 1) · attnScale + 1). */
+  attnTemperature?: { floorScale: number; attnScale: number };
+  /**
+   * The state tensors this layer's attention block carries between calls (graph-interface.ts);
+   * absent: K and V `[batch, nKv, ctx, headDim]`. MLA and linear-attention blocks declare theirs.
+   */
+  states?: StateDecl[];
+}
+
+/** Rotary embedding tables (computed from the config, baked into the graph as constants). */
+export interface RopeSpec {
+  /** inverse frequencies, length rotaryDim/2 */
+  invFreq: number[];
+  rotaryDim: number;
+  /** multiplies cos and sin (1 for default, linear and llama3; longrope's attention factor) */
+  attentionScale: number;
+  /** GPT-J / CodeGen `rotate_every_two`: pairs (2i, 2i+1) rotate together, cos/sin repeat-interleaved. */
+  interleaved?: boolean;
+  /**
+   * LongRoPE (Phi-3): HF switches to these frequencies while max(position_ids) + 1 exceeds
+   * `threshold` (original_max_position_embeddings), `invFreq` above being the short ones.
+   */
+  long?: { invFreq: number[]; threshold: number };
+}
+
+/** The dimension fields of an {@link ArchSpec}, stated once for every family (`heads`: query heads, KV heads, head size). */
+export function archDims(
+  modelType: string,
+  vocab: number,
+  hidden: number,
+  heads: { nh: number; nKv: number; hd: number },
+): Pick<ArchSpec, 'modelType' | 'vocab' | 'hidden' | 'nHeads' | 'nKv' | 'headDim'> {
+  return { modelType, vocab, hidden, nHeads: heads.nh, nKv: heads.nKv, headDim: heads.hd };
+}
+
+/** Everything the decoder builder needs. */
+export interface ArchSpec {
+  modelType: string;
+  vocab: number;
+  hidden: number;
+  nHeads: number;
+  nKv: number;
+  headDim: number;
+  norm: NormKind;
+  act: Act;
+  /** Score scaling: HF Llama-style multiplies by head_dim^-0.5; GPT-2 divides by √head_dim. */
+  scoreScale: { op: 'mul' | 'div'; value: number } | undefined;
+  /** q·kᵀ and its scaling in float32 whatever the compute dtype (CodeGen's `_attn`). */
+  scoresInFloat32?: boolean;
+  /** Gemma-2 attn_logit_softcapping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
+  attnSoftcap?: number;
+  rope?: RopeSpec;
+  /** ALiBi position biases (MPT), one slope per attention head (see `alibi.ts`). */
+  alibi?: { slopes: number[] };
+  /** Learned absolute positions (GPT-2 wpe): key and table size. */
+  positions?: { weight: string; max: number };
+  /** Gemma: embeddings × √hidden, rounded to the model dtype; Granite: embedding_multiplier. */
+  embedScale?: number;
+  /** Keys attend only to the last `slidingWindow` positions (Mistral/Phi-3 when set). */
+  slidingWindow?: number;
+  embed: string;
+  finalNorm: NormSpec;
+  /** Untied head; absent when the head reuses `embed`. */
+  lmHead?: string;
+  /** CodeGen: the head's bias. */
+  lmHeadBias?: string;
+  /** Grok-1: logits multiplied by output_multiplier_scale (in the model dtype). */
+  logitsScale?: number;
+  /** Granite: logits divided by logits_scaling. */
+  logitsDivide?: number;
+  /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */
+  finalSoftcap?: number;
+  layers: LayerSpec[];
+}
+
+/** A weight the graph takes as input: its (prepared) checkpoint key and expected shape. */
+export interface WeightInput {
+  name: string;
+  shape: number[];
+}
+
+/** All weight inputs of an architecture, in first-use order, deduplicated. */
+export function weightInputs(a: ArchSpec): WeightInput[] {
+  const out = new Map<string, number[]>();
+  const add = (name: string | undefined, shape: number[]) => {
+    if (name && !out.has(name)) out.set(name, shape);
+  };
+  const lin = (l: LinearSpec) => {
+    add(l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
+    add(l.bias, [l.out]);
+  };
+  const norm = (n: NormSpec) => {
+    add(n.weight, [n.size]);
+    add(n.bias, [n.size]);
+  };
+  add(a.embed, [a.vocab, a.hidden]);
+  if (a.positions) add(a.positions.weight, [a.positions.max, a.hidden]);
+  for (const l of a.layers) {
+    if (l.norm1) norm(l.norm1);
+    if (l.attn.kind === 'separate') [l.attn.q, l.attn.k, l.attn.v].forEach(lin);
+    else if (l.attn.kind === 'fused') lin(l.attn.qkv);
+    else if (l.attn.kind === 'gated-deltanet') for (const w of deltaNetWeightInputs(l.attn, a.hidden)) add(w.name, w.shape);
+    else {
+      const m = l.attn;
+      if (m.q) lin(m.q);
+      if (m.qA) lin(m.qA);
+      if (m.qANorm) norm(m.qANorm);
+      if (m.qB) lin(m.qB);
+      [m.kvA].forEach(lin);
+      norm(m.kvANorm);
+      lin(m.kvB);
+    }
+    if (l.qNorm) norm(l.qNorm);
+    if (l.kNorm) norm(l.kNorm);
+    add(l.sinks, [a.nHeads]);
+    lin(l.o);
+    if (l.postAttnNorm) norm(l.postAttnNorm);
+    if (l.norm2) norm(l.norm2);
+    const m = l.mlp;
+    if (m.kind === 'gated') [m.gate, m.up, m.down].forEach(lin);
+    else if (m.kind === 'gated-fused') [m.gateUp, m.down].forEach(lin);
+    else if (m.kind === 'plain') [m.fc, m.proj].forEach(lin);
+    else {
+      add(m.router, [m.weights.experts, a.hidden]);
+      add(m.routerBias, [m.weights.experts]);
+      if (m.group) add(m.group.correctionBias, [m.weights.experts]);
+      for (const w of moeWeightInputs(m.weights)) add(w.name, w.shape);
+      if (m.shared) [m.shared.gate, m.shared.up, m.shared.down].forEach(lin);
+      add(m.sharedGate, [1, a.hidden]);
+    }
+    if (l.postMlpNorm) norm(l.postMlpNorm);
+  }
+  norm(a.finalNorm);
+  add(a.lmHead, [a.vocab, a.hidden]);
+  add(a.lmHeadBias, [a.vocab]);
+  return [...out].map(([name, shape]) => ({ name, shape }));
+}
+
+/* Qwen3.5 Gated DeltaNet: the layer's spec lives here with the other attention kinds (the block is gated-deltanet.ts). */
+
+/** One Gated DeltaNet layer's weights and sizes. */
+export interface GatedDeltaNetSpec {
+  kind: 'gated-deltanet';
+  /** in_proj_qkv `[2·nk·dk + nv·dv, hidden]`, in_proj_z `[nv·dv, hidden]`, in_proj_b / in_proj_a `[nv, hidden]`. */
+  qkv: LinearSpec;
+  z: LinearSpec;
+  b: LinearSpec;
+  a: LinearSpec;
+  /** conv1d.weight `[conv_dim, 1, K]`, A_log `[nv]`, dt_bias `[nv]`, norm.weight `[dv]`. */
+  conv: string;
+  aLog: string;
+  dtBias: string;
+  norm: string;
+  nk: number;
+  nv: number;
+  dk: number;
+  dv: number;
+  kernel: number;
+  /** The gated RMSNorm's eps (rms_norm_eps). */
+  eps: number;
+}
+
+/** conv_dim = 2·nk·dk + nv·dv (the q | k | v channels the conv runs over). */
+export function convDim(s: GatedDeltaNetSpec): number {
+  return 2 * s.nk * s.dk + s.nv * s.dv;
+}
+
+/** The layer's weight inputs (besides out_proj, the layer's `o`). */
+export function deltaNetWeightInputs(s: GatedDeltaNetSpec, hidden: number): { name: string; shape: number[] }[] {
+  return [
+    { name: s.qkv.weight, shape: [convDim(s), hidden] },
+    { name: s.z.weight, shape: [s.nv * s.dv, hidden] },
+    { name: s.b.weight, shape: [s.nv, hidden] },
+    { name: s.a.weight, shape: [s.nv, hidden] },
+    { name: s.conv, shape: [convDim(s), 1, s.kernel] },
+    { name: s.dtBias, shape: [s.nv] },
+    { name: s.aLog, shape: [s.nv] },
+    { name: s.norm, shape: [s.dv] },
+  ];
+}

@@ -1,0 +1,12 @@
+/**
+ * config.json → ONNX causal-LM graph (weight-free, KV cache, QEfficient interface).
+ * `archFromConfig` validates a config per model_type; `buildCausalLM` builds the graph;
+ * `encodeBuiltModel` serializes it.
+ */
+export { archFromConfig, type ArchOptions } from '../families/arch-from-config';
+export { buildCausalLM, type BuiltGraph, type GraphOptions, type Phase } from './decoder';
+export { encodeBuiltModel } from './encode';
+export { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
+export { SUPPORTED_MODEL_TYPES, type ModelType } from '../families/registry';
+export { GraphBuilder, OPSET, IR_VERSION, type ModelObj, type NodeObj, type ValueInfoObj } from './builder';
+export { checkGraph, type GraphProblem } from './check-graph';

@@ -1,0 +1,138 @@
+/**
+ * config.json validation per `model_type` (zod), field defaults as in the HF config classes.
+ * Unknown model types and fields whose values change the math in ways the builder does not
+ * implement are refused with one line naming the file and the field.
+ */
+import { z } from 'zod';
+import { FormatError, UsageError } from '../../errors';
+import { parseOrThrow } from '../../zod-issue';
+
+const int = z.number().int().positive();
+const num = z.number().finite();
+const ropeScaling = z.record(z.string(), z.unknown()).nullable().optional();
+
+/** Fields shared by the Llama-like families (Llama, Mistral, Qwen2/3, Phi-3, Gemma, MoE). */
+export const llamaLike = z.looseObject({
+  model_type: z.string(),
+  vocab_size: int,
+  hidden_size: int,
+  intermediate_size: int,
+  num_hidden_layers: int,
+  num_attention_heads: int,
+  num_key_value_heads: int.nullable().optional(),
+  head_dim: int.nullable().optional(),
+  rms_norm_eps: num.positive().optional(),
+  rope_theta: num.positive().optional(),
+  rope_scaling: ropeScaling,
+  rope_parameters: ropeScaling,
+  partial_rotary_factor: num.positive().max(1).optional(),
+  attention_bias: z.boolean().optional(),
+  mlp_bias: z.boolean().optional(),
+  hidden_act: z.string().optional(),
+  hidden_activation: z.string().nullable().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  max_position_embeddings: int.optional(),
+  original_max_position_embeddings: int.optional(),
+  sliding_window: int.nullable().optional(),
+  use_sliding_window: z.boolean().optional(),
+  // MoE
+  num_local_experts: int.optional(),
+  num_experts: int.optional(),
+  num_experts_per_tok: int.optional(),
+  moe_intermediate_size: int.optional(),
+  norm_topk_prob: z.boolean().optional(),
+  decoder_sparse_step: int.optional(),
+  mlp_only_layers: z.array(z.number().int().nonnegative()).optional(),
+});
+/** A parsed Llama-like config. */
+export type LlamaLikeConfig = z.infer<typeof llamaLike>;
+
+/** The fields GPT-2's config names its own way, shared by GPT-2 and CodeGen (GPT-J lineage). */
+export const gptNamedFields = {
+  vocab_size: int,
+  n_embd: int,
+  n_layer: int,
+  n_head: int,
+  n_inner: int.nullable().optional(),
+  activation_function: z.string().optional(),
+  layer_norm_epsilon: num.positive().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+};
+
+/** The Llama-named model dims, each optional (the config class supplies the defaults: Phi, StarCoder2, Grok-1). */
+export const optionalDims = {
+  vocab_size: int.optional(),
+  hidden_size: int.optional(),
+  intermediate_size: int.optional(),
+  num_hidden_layers: int.optional(),
+  num_attention_heads: int.optional(),
+  num_key_value_heads: int.nullable().optional(),
+};
+
+/**
+ * The Llama-named decoder fields, each optional: for families whose HF config class supplies
+ * the defaults (Phi, StarCoder2), which their family file fills in.
+ */
+export const optionalDecoderFields = {
+  ...optionalDims,
+  head_dim: int.nullable().optional(),
+  hidden_act: z.string().optional(),
+  rope_theta: num.positive().optional(),
+  rope_scaling: ropeScaling,
+  max_position_embeddings: int.optional(),
+  tie_word_embeddings: z.boolean().optional(),
+};
+
+/** GPT-2's fields (GPT2Config defaults). */
+export const gpt2Config = z.looseObject({
+  model_type: z.literal('gpt2'),
+  ...gptNamedFields,
+  n_positions: int,
+  scale_attn_weights: z.boolean().optional(),
+  scale_attn_by_inverse_layer_idx: z.boolean().optional(),
+  add_cross_attention: z.boolean().optional(),
+});
+/** A parsed GPT-2 config. */
+export type Gpt2Config = z.infer<typeof gpt2Config>;
+
+/** Parses with `schema`, turning the first zod issue into a one-line FormatError naming the file. */
+export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): T {
+  return parseOrThrow(schema, raw, file);
+}
+
+/** HF activation names → the builder's. */
+export function actOf(name: string, file: string, field: string): 'silu' | 'gelu' | 'gelu_tanh' | 'relu' {
+  switch (name) {
+    case 'silu':
+    case 'swish':
+      return 'silu';
+    case 'gelu':
+      return 'gelu';
+    case 'gelu_new':
+    case 'gelu_pytorch_tanh':
+      return 'gelu_tanh';
+    case 'relu':
+      return 'relu';
+    default:
+      return fail();
+  }
+  function fail(): never {
+    throw new FormatError(file, `"${field}" = "${name}" is not a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)`);
+  }
+}
+
+/** Throws a one-line refusal for a field whose value the builder does not implement. */
+export function refuse(file: string, field: string, why: string): never {
+  throw new FormatError(file, `"${field}" ${why}; refusing to build a graph with different math`);
+}
+
+/**
+ * `--moe-flavour expert_parallel --pipeline-stages P` needs experts that split into P stages
+ * (QEfficient `modeling_auto.py`: N = E / P, E % P == 0).
+ */
+export function checkExpertParallel(file: string, experts: number | undefined, stages: number): void {
+  if (!experts) throw new UsageError(`${file}: --moe-flavour expert_parallel, but this model has no MoE experts`);
+  if (!Number.isInteger(stages) || stages < 1) throw new UsageError(`--pipeline-stages must be a positive integer (got ${stages})`);
+  if (experts % stages !== 0)
+    throw new UsageError(`${file}: ${experts} experts (E) do not split into ${stages} pipeline stages (P): E % P must be 0`);
+}

@@ -1,0 +1,249 @@
+/**
+ * `export --config` for a vision-language model: two export directories under `<out>` —
+ * `vision/` and `language/`, each a normal export (model.onnx + weight_spec.json + link +
+ * export-report.json) — whose specs point into ONE prepared checkpoint (keys `model.visual.*`,
+ * `model.language_model.*`, `lm_head.weight`; Qwen2.5-VL's `visual.*`, `model.*`). `<out>/vlm.json`, written last, ties them
+ * together for `compile` and `run`: model type, the token ids and processor sizes `run`
+ * needs, and the two directory names.
+ */
+import path from 'node:path';
+import { PipelineError } from '../../errors';
+import type { ExportDtype } from '../../formats/dtype';
+import { createOutputGuard } from '../../paths';
+import type { WeightSpec } from '../../spec';
+import { formatBytes } from '../../display';
+import { exportSummary, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
+import type { ModelObj } from '../exporter/builder';
+import { checkGraph } from '../exporter/check-graph';
+import { encodeBuiltModel } from '../exporter/encode';
+import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';
+import type { ArchSpec } from '../blocks/arch';
+import { refuse } from '../families/config';
+import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../blocks/attention-window';
+import { vlmModelTypeOf } from './config';
+import { vlmArchFromConfig } from './vlm-arch';
+import { buildLanguage, type LanguageOptions } from './language';
+import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
+import { buildVision, type BuiltVision } from './vision';
+import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
+import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { VLM_MANIFEST_FILE } from '../../spec/file-names';
+import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
+
+/** Marker file of a VLM export directory. */
+export const VLM_MANIFEST = VLM_MANIFEST_FILE;
+/** Sub-export directory names. */
+export const VLM_GRAPHS = ['vision', 'language'] as const;
+
+export type { VlmManifest } from '../../artifacts/vlm-manifest';
+
+/** Options (a subset of the text export's). */
+export interface VlmExportOptions {
+  cfgFile: string;
+  cfgDir: string;
+  /** The model's name (export-config.ts modelNameOfConfig: not the folder of a config file named otherwise). */
+  name?: string;
+  raw: unknown;
+  out: string;
+  dtype: ExportDtype;
+  opset?: number;
+  ctxLen?: number;
+  batchSize?: number;
+  continuousBatching?: boolean;
+  /** `--sliding-cache` (Gemma 3): sliding layers over ctx_len (`full`, default) or a `sliding_window` ring. */
+  slidingCache?: SlidingCache;
+  withCheckpoint: boolean;
+  planner?: LayoutPlanner;
+}
+
+function specFor(weights: { name: string }[], layout: PreparedLayout, name: string): WeightSpec {
+  const link = path.basename(layout.dir);
+  const fileIndex = new Map<string, number>();
+  const files: WeightSpec['files'] = [];
+  const inputs = weights.map((w) => {
+    const f = layout.tensors.get(w.name)!.file;
+    let idx = fileIndex.get(f);
+    if (idx === undefined) {
+      idx = files.length;
+      fileIndex.set(f, idx);
+      files.push({ format: 'safetensors', path: `${link}/${f}` });
+    }
+    return { location: { file: idx, key: w.name }, name: w.name };
+  });
+  return { version: 5, files, inputs, model_id: layout.dir, model_name: name };
+}
+
+/** Builds both graphs, checks them against one layout and writes `<out>/{vision,language}` + vlm.json. */
+export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[]; arch: { text: ArchSpec }; written: ExportWritten[] }> {
+  const t0 = performance.now();
+  const name = o.name ?? path.basename(o.cfgDir);
+  const modelType = vlmModelTypeOf(o.raw, o.cfgFile);
+  const langOpts = {
+    dtype: o.dtype,
+    ...(o.opset !== undefined ? { opset: o.opset } : {}),
+    ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
+    ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+    continuousBatching: !!o.continuousBatching,
+    name: `${name}-language`,
+  };
+  const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
+  if (o.slidingCache !== undefined && modelType !== 'gemma3') throw slidingCacheRefused(o.cfgFile, modelType);
+  const parts0 = modelType === 'gemma3' ? gemma3Parts(o, visionOpts, langOpts) : qwenParts(o, visionOpts, langOpts);
+  const { vision, language, text } = parts0;
+  let layout: PreparedLayout | undefined;
+  if (o.withCheckpoint) {
+    if (!o.planner) throw new PipelineError(`${o.cfgDir}: holds a checkpoint but no prepare planner is available`);
+    layout = await o.planner(o.cfgDir, o.dtype);
+  }
+  for (const m of [vision.model, language.model]) {
+    const problems = checkGraph(m);
+    if (problems.length) throw new PipelineError(`internal error: the built ${m.graph.name} graph is malformed: ${problems[0]!.message}`);
+  }
+  layout ??= layoutFromConfig(text, [...vision.weights, ...language.weights], preparedDirFor(o.cfgDir, o.dtype), o.dtype);
+  checkLayout([...vision.weights, ...language.weights], layout, o.cfgFile);
+  const tBuild = performance.now();
+
+  const outDir = path.resolve(o.out);
+  const guard = createOutputGuard(outDir, { owned: [path.join(outDir, VLM_MANIFEST)] });
+  const written: ExportWritten[] = [];
+  const parts = [
+    {
+      dir: 'vision',
+      model: vision.model,
+      weights: vision.weights,
+      io: parts0.visionIo,
+    },
+    { dir: 'language', model: language.model, weights: language.weights, io: language.io },
+  ];
+  for (const p of parts) {
+    const spec = specFor(p.weights, layout, `${name}-${p.dir}`);
+    written.push(
+      await writeExport<ModelObj>({
+        outDir: path.join(outDir, p.dir),
+        model: p.model,
+        metadataOf: (m) => m.metadataProps,
+        encode: (m, props) => encodeBuiltModel({ ...m, metadataProps: props.map((x) => ({ key: x.key ?? '', value: x.value ?? '' })) }),
+        spec,
+        links: { [path.basename(layout.dir)]: layout.dir },
+        report: {
+          kind: 'config',
+          graph_role: p.dir,
+          source: { config: o.cfgFile, checkpoint: o.withCheckpoint ? o.cfgDir : null, ...hubRecord(o.cfgDir) },
+          model_type: modelType,
+          options: {
+            dtype: o.dtype,
+            ctx_len: o.ctxLen ?? 'ctx_len',
+            batch_size: o.batchSize ?? null,
+            continuous_batching: !!o.continuousBatching,
+            ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
+          },
+          graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
+          weights: { count: p.weights.length },
+          prepared: { dir: layout.dir, layout: layout.source, files: spec.files.length },
+        },
+      }),
+    );
+  }
+  const manifest: VlmManifest = {
+    tool: 'weight-spec export',
+    kind: 'vlm',
+    model_type: modelType,
+    config: o.cfgFile,
+    graphs: { vision: 'vision', language: 'language' },
+    ...parts0.manifest,
+    dtype: o.dtype,
+  };
+  await guard.writeFile(VLM_MANIFEST, vlmManifestText(manifest));
+  const summary = [
+    `exported ${name} (${modelType}: ${parts0.note}) in ${Math.round(performance.now() - t0)} ms (build ${Math.round(tBuild - t0)} ms)`,
+    ...written.flatMap((w, i) =>
+      exportSummary(
+        `  ${parts[i]!.dir}/`,
+        w,
+        [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]],
+        [],
+      ).map((l) => `  ${l}`),
+    ),
+    `  prepared  ${layout.dir} (one checkpoint for both graphs; ${formatBytes(written.reduce((s, w) => s + w.modelBytes, 0))} of ONNX)`,
+    'next:',
+    ...(o.withCheckpoint
+      ? [`  ${prepareHint(modelArg(o.cfgDir), o.dtype)}`]
+      : [`  weight-spec prepare --checkpoint <checkpoint of ${name}> --dtype ${o.dtype} --out ${layout.dir}`]),
+    `  weight-spec compile ${shellWord(outDir)}`,
+  ];
+  return { summary, arch: { text }, written };
+}
+
+type Opts = { dtype: ExportDtype; opset?: number; name: string };
+type ManifestPart = Omit<VlmManifest, 'tool' | 'kind' | 'model_type' | 'config' | 'graphs' | 'dtype'>;
+interface Parts {
+  vision: BuiltVision;
+  language: { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } };
+  text: ArchSpec;
+  visionIo: { inputs: string[]; outputs: string[] };
+  manifest: ManifestPart;
+  note: string;
+}
+
+/** Qwen3-VL(-MoE) and Qwen2.5-VL: vision.ts + language.ts over one {@link VlmArch}. */
+function qwenParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const arch = vlmArchFromConfig(o.raw, o.cfgFile);
+  const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  const w = arch.vision.window;
+  const visionNote = w
+    ? `window ${w.units}×${w.units}, full attention [${w.fullAtt.join(', ')}]`
+    : `deepstack [${arch.vision.deepstack.join(', ')}]`;
+  return {
+    vision: buildVision(arch.vision, vo),
+    language: buildLanguage(arch, lo),
+    text: arch.text,
+    visionIo: {
+      inputs: ['pixel_values', 'image_grid_thw'],
+      outputs: ['vision_embeds', ...(arch.vision.deepstack.length ? ['deepstack_features'] : [])],
+    },
+    manifest: {
+      image_token_id: arch.imageTokenId,
+      video_token_id: arch.videoTokenId,
+      vision_start_token_id: arch.visionStartTokenId,
+      vision: {
+        patch_size: arch.vision.patch,
+        temporal_patch_size: arch.vision.temporalPatch,
+        spatial_merge_size: arch.vision.merge,
+        in_channels: arch.vision.inChannels,
+        num_feature_layers: arch.vision.deepstack.length,
+      },
+      text: { hidden_size: arch.text.hidden, num_hidden_layers: arch.text.layers.length },
+    },
+    note: `vision ${arch.vision.depth} blocks, ${visionNote}; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
+  };
+}
+
+/** Gemma 3: the SigLIP tower + projector (vision-gemma3.ts) and the gemma3_text layers (language-gemma3.ts). */
+function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const raw = o.raw as Record<string, unknown>;
+  const v = gemma3VisionArch(raw, o.cfgFile);
+  const l0 = gemma3LanguageArch(raw, o.cfgFile);
+  const l = o.slidingCache === 'window' ? { ...l0, text: windowCacheArch(l0.text, o.cfgFile) } : l0;
+  if (v.textHidden !== l.text.hidden)
+    refuse(o.cfgFile, 'text_config.hidden_size', `(${l.text.hidden}) differs from the projector's output (${v.textHidden})`);
+  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
+  const sliding = l.text.layers.filter((x) => x.slidingWindow !== undefined).length;
+  return {
+    vision: buildGemma3Vision(v, vo),
+    language: buildGemma3Language(l, lo),
+    text: l.text,
+    visionIo: { inputs: ['pixel_values'], outputs: ['vision_embeds'] },
+    manifest: {
+      image_token_id: l.imageTokenId,
+      // no video in Gemma 3; the begin-of-image token stands where Qwen's vision-start does
+      video_token_id: -1,
+      vision_start_token_id: int(raw.boi_token_index, 255999),
+      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
+      text: { hidden_size: l.text.hidden, num_hidden_layers: l.text.layers.length },
+      image_size: v.imageSize,
+      mm_tokens_per_image: l.mmTokens,
+      image_end_token_id: int(raw.eoi_token_index, 256000),
+    },
+    note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
+  };
+}
