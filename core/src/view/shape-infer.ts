@@ -1,0 +1,383 @@
+/**
+ * Shape inference for the graph explorer's edge labels. A weight-free export writes no
+ * `value_info`, so the file states shapes only for graph inputs, outputs and weights; this
+ * walks the nodes once in file order (ONNX graphs are topologically sorted) and propagates
+ * dtypes and symbolic shapes (shape-dims.ts) through the ops our exports and torch.onnx.export
+ * write. It also carries the values of small integer tensors (`Shape` → `[batch_size,
+ * seq_len]`, sliced, concatenated with constants), so a `Reshape` to a computed shape gets
+ * its dims. An op it does not know, or a dim it cannot tell, is left unknown: the explorer
+ * shows `?` or no label, never a wrong shape. core/test/shape-infer.test.ts holds every
+ * result against ONNX's own shape inference.
+ */
+import { DTYPES, dtypeOfName, dtypeOfOnnx, nameOfDtype, type DtypeName } from '../formats/dtype';
+import type { NodeAttr } from './graph-attrs';
+import type { RawNode } from './onnx-graph';
+import { add, attrInt, attrInts, broadcast, div, fromDim, isNum, mul, num, parseTensorText, product, toDim, type Dim } from './shape-dims';
+import type { ValueEntry } from './types';
+
+/** What is known of one value: dtype, shape (dims may be unknown), and for small int tensors the elements. */
+interface Info {
+  dt?: string;
+  sh?: Dim[];
+  v?: Dim[];
+}
+
+/** Ops whose output has the first input's shape and dtype. */
+const SAME = new Set([
+  'Identity', 'Neg', 'Sqrt', 'Reciprocal', 'Sin', 'Cos', 'Sigmoid', 'Tanh', 'Erf', 'Relu', 'Exp', 'Log', 'Abs', 'Floor',
+  'Ceil', 'Round', 'Softmax', 'LogSoftmax', 'Clip', 'CumSum', 'Trilu', 'ScatterND', 'ScatterElements', 'Dropout', 'Gelu',
+  'HardSigmoid', 'LeakyRelu', 'Not', 'IsNaN', 'IsInf', 'Sign', 'Softplus', 'Elu', 'Selu', 'Mish',
+]); // prettier-ignore
+const BOOL_OUT = new Set(['Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual', 'And', 'Or', 'Xor', 'IsNaN', 'IsInf', 'Not']);
+const BINARY = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Max', 'Min', 'Mod', 'PRelu', ...BOOL_OUT]);
+const REDUCE = new Set(['ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL2', 'ReduceSumSquare']);
+/** Integer dtypes (as the file summary spells them: `I64`, `I32`, …), whose small tensors' elements are carried. */
+const INT = /^[IU]\d+$/;
+/** Slice ends past this mean "to the end" (torch writes INT64_MAX). */
+const BIG = 2 ** 31;
+
+const NAMES = new Set<string>(DTYPES.map(nameOfDtype));
+const isDtypeName = (n: string): n is DtypeName => NAMES.has(n);
+/** A tensor attribute's dtype name (`int64`) as the summary's code (`I64`). */
+const code = (name: string): string => (isDtypeName(name) ? dtypeOfName(name) : name);
+
+/** Ints of a value whose elements are all known numbers. */
+function ints(i: Info | undefined): number[] | undefined {
+  if (!i?.v || !i.v.every((d) => isNum(d))) return undefined;
+  return i.v.map((d) => d!.c);
+}
+
+const norm = (axis: number, rank: number) => (axis < 0 ? axis + rank : axis);
+
+/** Infers the outputs of one node from its inputs' infos; undefined entries are unknown. */
+function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] {
+  const a = ins[0];
+  const A: NodeAttr[] = n.attrs ?? [];
+  const op = n.domain && n.domain !== 'ai.onnx' ? '' : n.op;
+  const axesOf = () => ints(ins[1]) ?? attrInts(A, 'axes');
+  if (op === 'Constant') return [constant(A)];
+  if (SAME.has(op)) {
+    const dt = BOOL_OUT.has(op) ? 'BOOL' : a?.dt;
+    const v = op === 'Identity' ? a?.v : op === 'Neg' && a?.v?.every((d) => isNum(d)) ? a.v.map((d) => num(-d!.c)) : undefined;
+    return [{ ...(dt ? { dt } : {}), ...(a?.sh ? { sh: a.sh } : {}), ...(v ? { v } : {}) }];
+  }
+  if (BINARY.has(op)) {
+    const b = ins[1];
+    const dt = BOOL_OUT.has(op) ? 'BOOL' : (a?.dt ?? b?.dt);
+    const sh = a?.sh && b?.sh ? broadcast([a.sh, b.sh]) : undefined;
+    let v: Dim[] | undefined;
+    if (a?.v && b?.v && sh && sh.length <= 1 && (a.v.length === b.v.length || a.v.length === 1 || b.v.length === 1)) {
+      const len = Math.max(a.v.length, b.v.length);
+      const at = (x: Dim[], i: number) => (x.length === 1 ? x[0] : x[i]);
+      const f =
+        op === 'Mul'
+          ? mul
+          : op === 'Div'
+            ? div
+            : op === 'Add'
+              ? add
+              : op === 'Sub'
+                ? (x: Dim, y: Dim) => add(x, y && mul(y, num(-1)))
+                : undefined;
+      if (f && INT.test(dt ?? '')) v = Array.from({ length: len }, (_, i) => f(at(a.v!, i), at(b.v!, i)));
+    }
+    return [{ ...(dt ? { dt } : {}), ...(sh ? { sh } : {}), ...(v ? { v } : {}) }];
+  }
+  switch (op) {
+    case 'Cast': {
+      const to = dtypeOfOnnx(attrInt(A, 'to') ?? -1);
+      return [{ ...(to ? { dt: to } : {}), ...(a?.sh ? { sh: a.sh } : {}), ...(to && INT.test(to) && a?.v ? { v: a.v } : {}) }];
+    }
+    case 'Shape': {
+      if (!a?.sh) return [{ dt: 'I64' }];
+      const r = a.sh.length;
+      const s = Math.max(0, Math.min(r, norm(attrInt(A, 'start') ?? 0, r)));
+      const e = Math.max(0, Math.min(r, norm(attrInt(A, 'end') ?? r, r)));
+      const v = a.sh.slice(s, Math.max(s, e));
+      return [{ dt: 'I64', sh: [num(v.length)], v }];
+    }
+    case 'Size':
+      return [{ dt: 'I64', sh: [], ...(a?.sh ? { v: [product(a.sh)] } : {}) }];
+    case 'Where': {
+      const [c, x, y] = ins;
+      const sh = c?.sh && x?.sh && y?.sh ? broadcast([c.sh, x.sh, y.sh]) : undefined;
+      const dt = x?.dt ?? y?.dt;
+      return [{ ...(dt ? { dt } : {}), ...(sh ? { sh } : {}) }];
+    }
+    case 'MatMul':
+      return [matmul(a, ins[1])];
+    case 'Gemm': {
+      const b = ins[1];
+      if (a?.sh?.length !== 2 || b?.sh?.length !== 2) return [withDt(a?.dt)];
+      const m = attrInt(A, 'transA') ? a.sh[1] : a.sh[0];
+      const k = attrInt(A, 'transB') ? b.sh[0] : b.sh[1];
+      return [{ ...withDt(a.dt), sh: [m, k] }];
+    }
+    case 'Reshape':
+      return [reshape(a, ins[1], attrInt(A, 'allowzero') ?? 0)];
+    case 'Transpose': {
+      if (!a?.sh) return [withDt(a?.dt)];
+      const perm = attrInts(A, 'perm') ?? a.sh.map((_, i) => a.sh!.length - 1 - i);
+      return [{ ...withDt(a.dt), sh: perm.map((p) => a.sh![p]) }];
+    }
+    case 'Unsqueeze': {
+      const axes = axesOf();
+      if (!a?.sh || !axes) return [withDt(a?.dt)];
+      const r = a.sh.length + axes.length;
+      const set = new Set(axes.map((x) => norm(x, r)));
+      const rest = [...a.sh];
+      const sh = Array.from({ length: r }, (_, i) => (set.has(i) ? num(1) : rest.shift()));
+      return [{ ...withDt(a.dt), sh, ...(a.v && a.sh.length === 0 ? { v: a.v } : {}) }];
+    }
+    case 'Squeeze': {
+      if (!a?.sh) return [withDt(a?.dt)];
+      const axes = axesOf();
+      const r = a.sh.length;
+      let sh: Dim[];
+      if (axes) {
+        const set = new Set(axes.map((x) => norm(x, r)));
+        sh = a.sh.filter((_, i) => !set.has(i));
+      } else if (a.sh.every((d) => isNum(d))) sh = a.sh.filter((d) => !isNum(d, 1));
+      else return [withDt(a.dt)];
+      return [{ ...withDt(a.dt), sh, ...(a.v && sh.length === 0 ? { v: a.v } : {}) }];
+    }
+    case 'Gather':
+      return [gather(a, ins[1], attrInt(A, 'axis') ?? 0)];
+    case 'GatherElements':
+      return [{ ...withDt(a?.dt), ...(ins[1]?.sh ? { sh: ins[1].sh } : {}) }];
+    case 'GatherND': {
+      const ix = ins[1]?.sh;
+      const last = ix?.[ix.length - 1];
+      if (!a?.sh || !ix || !isNum(last) || (attrInt(A, 'batch_dims') ?? 0) !== 0) return [withDt(a?.dt)];
+      return [{ ...withDt(a.dt), sh: [...ix.slice(0, -1), ...a.sh.slice(last.c)] }];
+    }
+    case 'Slice':
+      return [slice(a, ins)];
+    case 'Concat':
+      return [concat(ins, attrInt(A, 'axis') ?? 0)];
+    case 'Expand': {
+      const shape = ins[1]?.v;
+      if (!a?.sh || !shape) return [withDt(a?.dt)];
+      return [{ ...withDt(a.dt), sh: broadcast([a.sh, shape]) }];
+    }
+    case 'Tile': {
+      const rep = ins[1]?.v;
+      if (!a?.sh || !rep || rep.length !== a.sh.length) return [withDt(a?.dt)];
+      return [{ ...withDt(a.dt), sh: a.sh.map((d, i) => mul(d, rep[i])) }];
+    }
+    case 'Range': {
+      const [s, l, d] = ins.map((x) => (x?.v?.length === 1 ? x.v[0] : undefined));
+      let len: Dim;
+      if (isNum(s) && isNum(l) && isNum(d) && d.c !== 0) len = num(Math.max(0, Math.ceil((l.c - s.c) / d.c)));
+      else if (isNum(s, 0) && isNum(d, 1) && l) len = l;
+      return [{ ...withDt(a?.dt), sh: [len] }];
+    }
+    case 'ConstantOfShape': {
+      const t = parseTensorText(A.find((x) => x.name === 'value')?.value ?? '');
+      const dt = t ? code(t.dtype) : 'F32';
+      return [{ dt, ...(ins[0]?.v ? { sh: ins[0].v } : {}) }];
+    }
+    case 'TopK': {
+      const k = ins[1]?.v?.[0];
+      if (!a?.sh) return [withDt(a?.dt), { dt: 'I64' }];
+      const ax = norm(attrInt(A, 'axis') ?? -1, a.sh.length);
+      const sh = a.sh.map((d, i) => (i === ax ? k : d));
+      return [
+        { ...withDt(a.dt), sh },
+        { dt: 'I64', sh },
+      ];
+    }
+    case 'ArgMax':
+    case 'ArgMin': {
+      if (!a?.sh) return [{ dt: 'I64' }];
+      const ax = norm(attrInt(A, 'axis') ?? 0, a.sh.length);
+      return [{ dt: 'I64', sh: reduceShape(a.sh, [ax], attrInt(A, 'keepdims') ?? 1) }];
+    }
+    case 'Split':
+      return split(n, a, ins[1], A);
+    case 'LayerNormalization':
+      return [{ ...withDt(a?.dt), ...(a?.sh ? { sh: a.sh } : {}) }];
+  }
+  if (REDUCE.has(op)) {
+    if (!a?.sh) return [withDt(a?.dt)];
+    const axes = axesOf();
+    const keep = attrInt(A, 'keepdims') ?? 1;
+    if (!axes && (attrInt(A, 'noop_with_empty_axes') ?? 0)) return [{ ...withDt(a.dt), sh: a.sh }];
+    const all = axes?.length ? axes.map((x) => norm(x, a.sh!.length)) : a.sh.map((_, i) => i);
+    return [{ ...withDt(a.dt), sh: reduceShape(a.sh, all, keep) }];
+  }
+  return [];
+}
+
+const withDt = (dt: string | undefined): Info => (dt ? { dt } : {});
+
+function reduceShape(sh: Dim[], axes: number[], keep: number): Dim[] {
+  const set = new Set(axes);
+  return keep ? sh.map((d, i) => (set.has(i) ? num(1) : d)) : sh.filter((_, i) => !set.has(i));
+}
+
+function constant(A: NodeAttr[]): Info | undefined {
+  const x = A[0];
+  if (!x) return undefined;
+  if (x.name === 'value') {
+    const t = parseTensorText(x.value);
+    if (!t) return undefined;
+    return { dt: code(t.dtype), sh: t.dims.map(num), ...(t.ints ? { v: t.ints.map(num) } : {}) };
+  }
+  if (x.name === 'value_int') return { dt: 'I64', sh: [], v: [num(Number(x.value))] };
+  if (x.name === 'value_float') return { dt: 'F32', sh: [] };
+  const list = attrInts(A, x.name);
+  if (x.name === 'value_ints' && list) return { dt: 'I64', sh: [num(list.length)], v: list.map(num) };
+  return undefined;
+}
+
+function matmul(a: Info | undefined, b: Info | undefined): Info {
+  const dt = withDt(a?.dt ?? b?.dt);
+  if (!a?.sh?.length || !b?.sh?.length) return dt;
+  const x = a.sh.length === 1 ? [num(1), a.sh[0]] : a.sh;
+  const y = b.sh.length === 1 ? [b.sh[0], num(1)] : b.sh;
+  const batch = broadcast([x.slice(0, -2), y.slice(0, -2)]);
+  const sh = [...batch, ...(a.sh.length > 1 ? [x[x.length - 2]] : []), ...(b.sh.length > 1 ? [y[y.length - 1]] : [])];
+  return { ...dt, sh };
+}
+
+function reshape(a: Info | undefined, s: Info | undefined, allowzero: number): Info {
+  const dt = withDt(a?.dt);
+  const target = s?.v;
+  if (!target) {
+    const len = s?.sh?.length === 1 && isNum(s.sh[0]) ? s.sh[0].c : undefined;
+    return len === undefined ? dt : { ...dt, sh: Array.from({ length: len }, () => undefined) };
+  }
+  const sh: Dim[] = target.map((d, i) => (isNum(d, 0) && !allowzero ? a?.sh?.[i] : isNum(d, -1) ? undefined : d));
+  const free = target.findIndex((d) => isNum(d, -1));
+  if (free >= 0 && a?.sh) sh[free] = div(product(a.sh), product(sh.filter((_, i) => i !== free)));
+  return { ...dt, sh, ...(a?.v && sh.length <= 1 ? { v: a.v } : {}) };
+}
+
+function gather(a: Info | undefined, ix: Info | undefined, axis: number): Info {
+  const dt = withDt(a?.dt);
+  if (!a?.sh || !ix?.sh) return dt;
+  const ax = norm(axis, a.sh.length);
+  const sh = [...a.sh.slice(0, ax), ...ix.sh, ...a.sh.slice(ax + 1)];
+  const at = ints(ix);
+  let v: Dim[] | undefined;
+  if (a.v && a.sh.length === 1 && at && ix.sh.length <= 1) {
+    const len = a.v.length;
+    v = at.map((i) => a.v![i < 0 ? i + len : i]);
+    if (v.some((d, j) => at[j]! >= len || at[j]! < -len || d === undefined)) v = undefined;
+  }
+  return { ...dt, sh, ...(v ? { v } : {}) };
+}
+
+/** One sliced dim: exact for a known length, the whole dim for `0:end:1`, else unknown. */
+function sliceDim(d: Dim, start: number, end: number, step: number): Dim {
+  if (isNum(d)) {
+    const n = d.c;
+    const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x < 0 ? x + n : x));
+    if (step > 0) {
+      const s = clamp(start, 0, n);
+      const e = clamp(end, 0, n);
+      return num(Math.max(0, Math.ceil((e - s) / step)));
+    }
+    const s = clamp(start, 0, n - 1);
+    const e = clamp(end, -1, n - 1);
+    return num(Math.max(0, Math.ceil((e - s) / step)));
+  }
+  return start === 0 && end >= BIG && step === 1 ? d : undefined;
+}
+
+function slice(a: Info | undefined, ins: (Info | undefined)[]): Info {
+  const dt = withDt(a?.dt);
+  const [starts, ends, axesIn, steps] = [ints(ins[1]), ints(ins[2]), ints(ins[3]), ints(ins[4])];
+  if (!a?.sh) return dt;
+  const r = a.sh.length;
+  if (!starts || !ends || (ins[3] && !axesIn) || (ins[4] && !steps)) {
+    // Unknown bounds: the rank is known, and the dims of axes not sliced (when the axes are).
+    if (!axesIn) return { ...dt, sh: a.sh.map(() => undefined) };
+    const set = new Set(axesIn.map((x) => norm(x, r)));
+    return { ...dt, sh: a.sh.map((d, i) => (set.has(i) ? undefined : d)) };
+  }
+  const axes = (axesIn ?? starts.map((_, i) => i)).map((x) => norm(x, r));
+  const sh = [...a.sh];
+  axes.forEach((ax, i) => (sh[ax] = sliceDim(a.sh![ax], starts[i]!, ends[i]!, steps?.[i] ?? 1)));
+  let v: Dim[] | undefined;
+  if (a.v && r === 1 && axes[0] === 0 && (steps?.[0] ?? 1) === 1) {
+    const n = a.v.length;
+    const c = (x: number) => Math.min(n, Math.max(0, x < 0 ? x + n : x));
+    v = a.v.slice(c(starts[0]!), c(ends[0]!));
+  }
+  return { ...dt, sh, ...(v ? { v } : {}) };
+}
+
+function concat(ins: (Info | undefined)[], axis: number): Info {
+  const parts = ins;
+  const dt = withDt(parts.find((x) => x?.dt)?.dt);
+  if (!parts.length || parts.some((x) => !x?.sh)) return dt;
+  const r = parts[0]!.sh!.length;
+  if (parts.some((x) => x!.sh!.length !== r)) return dt;
+  const ax = norm(axis, r);
+  const sh: Dim[] = [];
+  for (let i = 0; i < r; i++) {
+    if (i === ax) sh.push(parts.map((x) => x!.sh![i]).reduce<Dim>((s, d) => add(s, d), num(0)));
+    // Other dims agree in a valid graph: a number is the surest, else the first known.
+    else sh.push(parts.map((x) => x!.sh![i]).find((d) => isNum(d)) ?? parts.map((x) => x!.sh![i]).find((d) => d));
+  }
+  const v = r === 1 && parts.every((x) => x!.v) ? parts.flatMap((x) => x!.v!) : undefined;
+  return { ...dt, sh, ...(v ? { v } : {}) };
+}
+
+function split(n: RawNode, a: Info | undefined, s: Info | undefined, A: NodeAttr[]): (Info | undefined)[] {
+  const dt = withDt(a?.dt);
+  const outs = n.outputs.length;
+  if (!a?.sh) return n.outputs.map(() => dt);
+  const ax = norm(attrInt(A, 'axis') ?? 0, a.sh.length);
+  const sizes: Dim[] | undefined = s?.v ?? attrInts(A, 'split')?.map(num);
+  const each = sizes ?? Array.from({ length: outs }, () => div(a.sh![ax], num(outs)));
+  if (s && !s.v) return n.outputs.map(() => ({ ...dt, sh: a.sh!.map((d, i) => (i === ax ? undefined : d)) }));
+  return each.map((d) => ({ ...dt, sh: a.sh!.map((x, i) => (i === ax ? d : x)) }));
+}
+
+/** A value's inferred dtype and dims (`''` for an unknown dim). */
+export interface InferredValue {
+  dtype?: string;
+  dims?: (number | string)[];
+}
+
+/**
+ * Dtypes and shapes of the values `nodes` compute, given what the file states (`known`:
+ * inputs, outputs, weights, value_info). Stated values are kept as stated; values with
+ * nothing known are left out.
+ */
+export function inferShapes(nodes: RawNode[], known: Iterable<ValueEntry>): Map<string, InferredValue> {
+  const info = new Map<string, Info>();
+  for (const k of known) if (!info.has(k.name)) info.set(k.name, { dt: k.dtype, sh: k.dims.map(fromDim) });
+  const stated = new Set(info.keys());
+  for (const n of nodes) {
+    let outs: (Info | undefined)[];
+    try {
+      outs = inferNode(
+        n,
+        n.inputs.map((v) => (v ? info.get(v) : undefined)),
+      );
+    } catch {
+      outs = []; // a malformed node (attributes out of range) gives nothing, not a wrong shape
+    }
+    n.outputs.forEach((o, i) => {
+      const x = outs[i];
+      if (!o || !x) return;
+      const s = info.get(o);
+      // A stated value keeps the file's dims, and gains the elements of a small int tensor.
+      if (stated.has(o)) {
+        if (s && x.v && !s.v && x.sh && s.sh?.length === x.sh.length) s.v = x.v;
+        return;
+      }
+      info.set(o, x);
+    });
+  }
+  const out = new Map<string, InferredValue>();
+  for (const [name, x] of info) {
+    if (stated.has(name) || (!x.dt && !x.sh)) continue;
+    out.set(name, { ...(x.dt ? { dtype: x.dt } : {}), ...(x.sh ? { dims: x.sh.map(toDim) } : {}) });
+  }
+  return out;
+}
