@@ -19,10 +19,19 @@ import { WorkspaceIndex } from './workspace-index';
  */
 export const WATCH_GLOB = '**/{*.safetensors,*.onnx,*.json,.checkpoint_prepared}';
 
+/**
+ * Deletions of anything: VS Code reports a deleted folder as one event for the folder, never
+ * for the files it held, so the glob above misses an export folder removed whole (its spec
+ * kept its Problems and its tree row until reload).
+ */
+export const DELETE_GLOB = '**/*';
+
 export class Ctx implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly runner: CliRunner;
   readonly watcher: vscode.FileSystemWatcher;
+  /** Deletions only ({@link DELETE_GLOB}): for the server and the tree. */
+  readonly deletions: vscode.FileSystemWatcher;
   readonly status: SpecStatusBar;
   readonly index: WorkspaceIndex;
   private _client: LanguageClient | undefined;
@@ -36,8 +45,9 @@ export class Ctx implements vscode.Disposable {
     this.runner = new CliRunner(extCtx, this.log);
     this.watcher = vscode.workspace.createFileSystemWatcher(WATCH_GLOB);
     this.status = new SpecStatusBar(this.watcher, this.log);
-    this.index = new WorkspaceIndex(this.watcher, this.log);
-    this.subs.push(this.log, this.watcher, this.status, this.index);
+    this.deletions = vscode.workspace.createFileSystemWatcher(DELETE_GLOB, true, true, false);
+    this.index = new WorkspaceIndex(this.watcher, this.log, 200, this.deletions);
+    this.subs.push(this.log, this.watcher, this.deletions, this.status, this.index);
   }
 
   /** The running language client (undefined before start, after a failed start, or while stopped). */
@@ -53,7 +63,7 @@ export class Ctx implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     if (this._client) return;
-    const client = createLanguageClient(this.extCtx, this.log, this.watcher);
+    const client = createLanguageClient(this.extCtx, this.log, [this.watcher, this.deletions]);
     if (!client) return;
     try {
       await client.start();

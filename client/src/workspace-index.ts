@@ -16,6 +16,11 @@ import { summarizeOnnxSync } from '../../core/src/formats/onnx/summary';
 import { SPEC_GLOB, specFileIn } from '../../core/src/spec/file-names';
 import { SPEC_METADATA_KEY } from '../../core/src/spec/types';
 
+/** True when `file` is `p` or inside the folder `p`. */
+export function isWithin(file: string, p: string): boolean {
+  return file === p || file.startsWith(p.endsWith(path.sep) ? p : p + path.sep);
+}
+
 /** Folders never scanned: dependencies, VCS data. */
 export const SCAN_EXCLUDE = '{**/node_modules/**,**/.git/**}';
 /** At most this many specs and graphs are looked at (a workspace of model zoos stays responsive). */
@@ -50,8 +55,14 @@ export class WorkspaceIndex implements vscode.Disposable {
     watcher: vscode.FileSystemWatcher,
     private readonly log: vscode.LogOutputChannel,
     private readonly debounceMs = 200,
+    deletions?: vscode.FileSystemWatcher,
   ) {
     const later = () => this.schedule();
+    // A deleted folder comes as one event for the folder: rescan when it held an export.
+    const gone = (u: vscode.Uri) => {
+      if (this.entries.some((e) => isWithin(e.spec, u.fsPath))) this.schedule();
+    };
+    if (deletions) this.subs.push(deletions.onDidDelete(gone));
     this.subs.push(
       this.changed,
       watcher.onDidCreate(later),
