@@ -120,6 +120,8 @@ export async function explorerLinkChecks(page, ws, check) {
     };
     fs.writeFileSync(path.join(dir, 'weight_spec.json'), JSON.stringify(spec, null, 2));
     try {
+      // Opened in an editor (VS Code keeps a deleted file's editor open, its text kept).
+      await explorerOpen(page, 'gone-export', 'weight_spec.json');
       // Problems, filtered to the folder: its file-missing error shows.
       const markers = page.locator('.markers-panel');
       if (!(await markers.isVisible())) await page.keyboard.press('Control+Shift+M');
@@ -132,16 +134,9 @@ export async function explorerLinkChecks(page, ws, check) {
       const tree = page.locator('.part.sidebar');
       const row = tree.locator('.monaco-list-row', { hasText: 'gone-export' });
       await row.first().waitFor({ state: 'visible', timeout: 60_000 });
-      // Opened in an editor too (VS Code keeps a deleted file's editor open).
-      await row.first().click();
-      const specRow = tree.locator('.monaco-list-row', { hasText: 'weight_spec.json' });
-      const at = (await tree.locator('.monaco-list-row').allInnerTexts()).findIndex((l) => l.startsWith('gone-export'));
-      await tree
-        .locator('.monaco-list-row')
-        .nth(at + 1)
-        .click()
-        .catch(() => specRow.first().click());
-      await page.locator('.tab[aria-label*="weight_spec.json"]').first().waitFor({ timeout: 15_000 });
+      const before = path.join(SCREENSHOT_DIR, 'deleted-spec-before.png');
+      await page.screenshot({ path: before });
+      shoot(before, `${await tree.innerText()}\n${await markers.innerText()}`, ['gone-export', 'file-missing']);
       // The whole folder removed, as `rm -rf` does.
       fs.rmSync(dir, { recursive: true, force: true });
       await row.first().waitFor({ state: 'detached', timeout: 30_000 });
