@@ -129,9 +129,13 @@ export async function explorerLinkChecks(page, ws, check) {
       const filter = page.getByPlaceholder(/^Filter \(e\.g\. text/).first();
       await filter.fill('gone-export');
       await markers.locator('.monaco-list-row', { hasText: 'file-missing' }).first().waitFor({ state: 'visible', timeout: 90_000 });
-      // The tree, in its own container: the export's row.
-      await page.locator('.activitybar .action-item a[aria-label^="Weight Spec"]').first().click();
+      // The tree, in its own container (clicked until it shows: a click on the active one hides it).
       const tree = page.locator('.part.sidebar');
+      const title = tree.locator('.composite.title', { hasText: /weight spec/i }).first();
+      for (let i = 0; i < 3 && !(await title.isVisible().catch(() => false)); i++) {
+        await page.locator('.activitybar .action-item a[aria-label^="Weight Spec"]').first().click();
+        await title.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => {});
+      }
       const row = tree.locator('.monaco-list-row', { hasText: 'gone-export' });
       await row.first().waitFor({ state: 'visible', timeout: 60_000 });
       const before = path.join(SCREENSHOT_DIR, 'deleted-spec-before.png');
@@ -148,6 +152,9 @@ export async function explorerLinkChecks(page, ws, check) {
       if (problems.includes('gone-export')) throw new Error(`Problems still lists the deleted spec: ${problems.slice(0, 300)}`);
       await filter.fill('');
       return `${shown}; the tree row and the Problems rows went without a reload`;
+    } catch (e) {
+      await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'deleted-spec-failure.png') }).catch(() => {});
+      throw e;
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
       await closeAll(page);
