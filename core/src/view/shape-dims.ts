@@ -120,16 +120,22 @@ function intList(text: string): number[] | undefined {
   return xs.every((x) => Number.isInteger(x)) ? xs : undefined;
 }
 
-/** A tensor attribute's text (`int64[2] [1, -1]`): dtype, dims, and the integer elements when all are shown. */
+/**
+ * A tensor attribute's text (`int64[2] [1, -1]`): dtype, dims, and the integer elements when all
+ * are shown — of an integer tensor, or of a float one whose elements all print as integers
+ * (graph-attrs.ts prints those exactly: `float32[] 2` is a Range's step).
+ */
 export function parseTensorText(text: string): { dtype: string; dims: number[]; ints?: number[] } | undefined {
   const m = /^([a-z][a-z0-9_]*)\[([\d, ]*)\](?: (.*))?$/.exec(text);
   if (!m) return undefined;
   const dims = m[2]!.trim() ? m[2]!.split(',').map((x) => Number(x.trim())) : [];
   const dtype = m[1]!;
   const rest = m[3];
-  if (!/^u?int\d+$/.test(dtype) || rest === undefined) return { dtype, dims };
+  const float = /^float(32|64)$/.test(dtype);
+  if ((!/^u?int\d+$/.test(dtype) && !float) || rest === undefined) return { dtype, dims };
+  if (float && !/^[-\d\s,[\]]+$/.test(rest)) return { dtype, dims };
   if (dims.length === 0) {
-    const x = Number(rest);
+    const x = /^-?\d+$/.test(rest) ? Number(rest) : NaN;
     return Number.isInteger(x) ? { dtype, dims, ints: [x] } : { dtype, dims };
   }
   const ints = rest === '[]' ? [] : intList(rest);

@@ -12,7 +12,22 @@
 import { DTYPES, dtypeOfName, dtypeOfOnnx, nameOfDtype, type DtypeName } from '../formats/dtype';
 import type { NodeAttr } from './graph-attrs';
 import type { RawNode } from './onnx-graph';
-import { add, attrInt, attrInts, broadcast, div, fromDim, isNum, mul, num, parseTensorText, product, toDim, type Dim } from './shape-dims';
+import {
+  add,
+  attrInt,
+  attrInts,
+  broadcast,
+  div,
+  eq,
+  fromDim,
+  isNum,
+  mul,
+  num,
+  parseTensorText,
+  product,
+  toDim,
+  type Dim,
+} from './shape-dims';
 import type { ValueEntry } from './types';
 
 /** What is known of one value: dtype, shape (dims may be unknown), and for small int tensors the elements. */
@@ -69,24 +84,18 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
     if (a?.v && b?.v && sh && sh.length <= 1 && (a.v.length === b.v.length || a.v.length === 1 || b.v.length === 1)) {
       const len = Math.max(a.v.length, b.v.length);
       const at = (x: Dim[], i: number) => (x.length === 1 ? x[0] : x[i]);
-      const f =
-        op === 'Mul'
-          ? mul
-          : op === 'Div'
-            ? div
-            : op === 'Add'
-              ? add
-              : op === 'Sub'
-                ? (x: Dim, y: Dim) => add(x, y && mul(y, num(-1)))
-                : undefined;
-      if (f && INT.test(dt ?? '')) v = Array.from({ length: len }, (_, i) => f(at(a.v!, i), at(b.v!, i)));
+      // Elements of small int tensors (shapes being computed): products, exact quotients, sums of like terms, equality.
+      const f = INT.test(a.dt ?? '') ? ELEMENTWISE[op] : undefined;
+      if (f) v = Array.from({ length: len }, (_, i) => f(at(a.v!, i), at(b.v!, i)));
     }
     return [{ ...(dt ? { dt } : {}), ...(sh ? { sh } : {}), ...(v ? { v } : {}) }];
   }
   switch (op) {
     case 'Cast': {
       const to = dtypeOfOnnx(attrInt(A, 'to') ?? -1);
-      return [{ ...(to ? { dt: to } : {}), ...(a?.sh ? { sh: a.sh } : {}), ...(to && INT.test(to) && a?.v ? { v: a.v } : {}) }];
+      // Elements carry over to an integer type, and to a float one while exact (|x| < 2^24).
+      const exact = to === 'F32' || to === 'F64' ? a?.v?.every((d) => isNum(d) && Math.abs(d.c) < 2 ** 24) : !!to && INT.test(to);
+      return [{ ...(to ? { dt: to } : {}), ...(a?.sh ? { sh: a.sh } : {}), ...(exact && a?.v ? { v: a.v } : {}) }];
     }
     case 'Shape': {
       if (!a?.sh) return [{ dt: 'I64' }];
@@ -102,7 +111,16 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
       const [c, x, y] = ins;
       const sh = c?.sh && x?.sh && y?.sh ? broadcast([c.sh, x.sh, y.sh]) : undefined;
       const dt = x?.dt ?? y?.dt;
-      return [{ ...(dt ? { dt } : {}), ...(sh ? { sh } : {}) }];
+      // torch's expand(-1) writes Where(Equal(shape, -1), ones, shape): pick the elements.
+      let v: Dim[] | undefined;
+      const cv = ints(c);
+      if (cv && x?.v && y?.v && sh && sh.length <= 1) {
+        const n = Math.max(cv.length, x.v.length, y.v.length);
+        const at = <T>(xs: T[], i: number) => (xs.length === 1 ? xs[0] : xs[i]);
+        if ([cv, x.v, y.v].every((xs) => xs.length === 1 || xs.length === n))
+          v = Array.from({ length: n }, (_, i) => (at(cv, i) ? at(x.v!, i) : at(y.v!, i)));
+      }
+      return [{ ...(dt ? { dt } : {}), ...(sh ? { sh } : {}), ...(v ? { v } : {}) }];
     }
     case 'MatMul':
       return [matmul(a, ins[1])];
@@ -148,8 +166,10 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
     case 'GatherND': {
       const ix = ins[1]?.sh;
       const last = ix?.[ix.length - 1];
-      if (!a?.sh || !ix || !isNum(last) || (attrInt(A, 'batch_dims') ?? 0) !== 0) return [withDt(a?.dt)];
-      return [{ ...withDt(a.dt), sh: [...ix.slice(0, -1), ...a.sh.slice(last.c)] }];
+      const b = attrInt(A, 'batch_dims') ?? 0;
+      if (!a?.sh || !ix || !isNum(last)) return [withDt(a?.dt)];
+      // The leading `b` dims are shared; each index row picks `last` dims of the rest.
+      return [{ ...withDt(a.dt), sh: [...ix.slice(0, -1), ...a.sh.slice(b + last.c)] }];
     }
     case 'Slice':
       return [slice(a, ins)];
@@ -175,7 +195,11 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
     case 'ConstantOfShape': {
       const t = parseTensorText(A.find((x) => x.name === 'value')?.value ?? '');
       const dt = t ? code(t.dtype) : 'F32';
-      return [{ dt, ...(ins[0]?.v ? { sh: ins[0].v } : {}) }];
+      const sh = ins[0]?.v;
+      // A short 1-D int fill (torch's expand pattern) keeps its elements.
+      const n = sh?.length === 1 && isNum(sh[0]) && sh[0].c <= 64 ? sh[0].c : undefined;
+      const fill = t?.ints?.length === 1 && INT.test(dt) && n !== undefined ? Array.from({ length: n }, () => num(t.ints![0]!)) : undefined;
+      return [{ dt, ...(sh ? { sh } : {}), ...(fill ? { v: fill } : {}) }];
     }
     case 'TopK': {
       const k = ins[1]?.v?.[0];
@@ -210,6 +234,26 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
 }
 
 const withDt = (dt: string | undefined): Info => (dt ? { dt } : {});
+
+/**
+ * One element of Equal on int elements, as 1/0: numbers compare; a dim (a symbol, never
+ * negative) differs from a negative number; equal monomials are equal; anything else is unknown.
+ */
+function equal(x: Dim, y: Dim): Dim {
+  if (!x || !y) return undefined;
+  if (isNum(x) && isNum(y)) return num(x.c === y.c ? 1 : 0);
+  if (eq(x, y)) return num(1);
+  if ((isNum(x) && x.c < 0 && y.c > 0) || (isNum(y) && y.c < 0 && x.c > 0)) return num(0);
+  return undefined;
+}
+
+const ELEMENTWISE: Record<string, (x: Dim, y: Dim) => Dim> = {
+  Mul: mul,
+  Div: div,
+  Add: add,
+  Sub: (x, y) => add(x, y && mul(y, num(-1))),
+  Equal: (x, y) => equal(x, y),
+};
 
 function reduceShape(sh: Dim[], axes: number[], keep: number): Dim[] {
   const set = new Set(axes);
