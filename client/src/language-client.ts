@@ -43,7 +43,7 @@ export function createLanguageClient(
       // a root removed from the settings, or a folder removed from the workspace, stops
       // admitting paths. (Roots are not passed in initializationOptions: those never change.)
       configurationSection: 'weightSpec',
-      // The context's watchers (its files, and deletions of folders); the client only listens
+      // The context's watchers (its files, and folders created or deleted); the client only listens
       // to them (the context disposes them).
       fileEvents: watchers,
     },

@@ -55,14 +55,22 @@ export class WorkspaceIndex implements vscode.Disposable {
     watcher: vscode.FileSystemWatcher,
     private readonly log: vscode.LogOutputChannel,
     private readonly debounceMs = 200,
-    deletions?: vscode.FileSystemWatcher,
+    folders?: vscode.FileSystemWatcher,
   ) {
     const later = () => this.schedule();
-    // A deleted folder comes as one event for the folder: rescan when it held an export.
+    // A folder created or deleted whole can come as one event for the folder: rescan when a
+    // deleted one held an export, or a created one is a folder (it may hold one).
     const gone = (u: vscode.Uri) => {
       if (this.entries.some((e) => isWithin(e.spec, u.fsPath))) this.schedule();
     };
-    if (deletions) this.subs.push(deletions.onDidDelete(gone));
+    const made = (u: vscode.Uri) => {
+      try {
+        if (fs.statSync(u.fsPath).isDirectory()) this.schedule();
+      } catch {
+        // gone again already
+      }
+    };
+    if (folders) this.subs.push(folders.onDidDelete(gone), folders.onDidCreate(made));
     this.subs.push(
       this.changed,
       watcher.onDidCreate(later),
