@@ -17,6 +17,7 @@ export interface Mono {
 /** A dim that may be unknown. */
 export type Dim = Mono | undefined;
 
+/** A plain number as a dim. */
 export const num = (c: number): Mono => ({ c, s: [] });
 
 /** A dim as the file states it: a number, a named symbol, or `''` (unknown). */
@@ -32,12 +33,15 @@ export function toDim(d: Dim): number | string {
   return `${d.c === 1 ? '' : `${d.c}*`}${d.s.join('*')}`;
 }
 
+/** True for a known number (equal to `c` when given). */
 export const isNum = (d: Dim, c?: number): d is Mono => !!d && !d.s.length && (c === undefined || d.c === c);
 
+/** Both known and the same monomial. */
 export function eq(a: Dim, b: Dim): boolean {
   return !!a && !!b && a.c === b.c && a.s.length === b.s.length && a.s.every((x, i) => x === b.s[i]);
 }
 
+/** The product (unknown when either is). */
 export function mul(a: Dim, b: Dim): Dim {
   if (!a || !b) return undefined;
   return { c: a.c * b.c, s: [...a.s, ...b.s].sort() };
@@ -62,6 +66,7 @@ export function add(a: Dim, b: Dim): Dim {
   return same && (a.s.length === 0 || a.c + b.c > 0) ? { c: a.c + b.c, s: a.s } : undefined;
 }
 
+/** The product of all (unknown when any is). */
 export const product = (ds: Dim[]): Dim => ds.reduce<Dim>((p, d) => mul(p, d), num(1));
 
 /**
