@@ -249,9 +249,16 @@ export function inferShapes(nodes: RawNode[], known: Iterable<ValueEntry>): Map<
     });
   }
   const out = new Map<string, InferredValue>();
+  // Values share shape arrays (an elementwise op passes its input's on): each is written out once.
+  const texts = new Map<Dim[], (number | string)[]>();
+  const text = (sh: Dim[]) => {
+    let t = texts.get(sh);
+    if (!t) texts.set(sh, (t = sh.map(toDim)));
+    return t;
+  };
   for (const [name, x] of info) {
     if (stated.has(name) || (!x.dt && !x.sh)) continue;
-    out.set(name, { ...(x.dt ? { dtype: x.dt } : {}), ...(x.sh ? { dims: x.sh.map(toDim) } : {}) });
+    out.set(name, x.dt && x.sh ? { dtype: x.dt, dims: text(x.sh) } : x.sh ? { dims: text(x.sh) } : { dtype: x.dt! });
   }
   return out;
 }
