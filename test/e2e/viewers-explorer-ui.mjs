@@ -99,10 +99,17 @@ export async function explorerLinkChecks(page, ws, check) {
         const shown = shoot(shot, await a.ck.locator('.vt-row.revealed').innerText(), [last]);
         // The viewer is open now: a second link scrolls it (scrolled away first) to another key.
         await a.ck.locator('.vt-body').evaluate((b) => (b.scrollTop = b.scrollHeight));
+        // …and a filter that hides the key is cleared.
+        await a.ck.locator('input[type=text]').fill('lm_head');
+        await a.ck.waitForFunction(() => document.querySelector('.vt-foot')?.textContent?.startsWith('total: 1 tensor'), null, {
+          timeout: 15_000,
+        });
         const other = Object.keys(index).find((k) => index[k] === a.shard && k !== last && /self_attn\.q_proj\.weight$/.test(k));
         const b = await follow(other);
         if (b.rows !== 1) throw new Error(`${b.rows} rows highlighted after the second link`);
-        return `${shown}; ${last} highlighted in ${a.shard}; the open viewer then scrolled to ${other}`;
+        const filterLeft = await b.ck.locator('input[type=text]').inputValue();
+        if (filterLeft) throw new Error(`the filter still reads ${JSON.stringify(filterLeft)}`);
+        return `${shown}; ${last} highlighted in ${a.shard}; the open viewer, filtered to lm_head, then scrolled to ${other} with the filter cleared`;
       } finally {
         await closeAll(page);
         fs.rmSync(dir, { recursive: true, force: true });
