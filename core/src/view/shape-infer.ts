@@ -17,6 +17,7 @@ import {
   code,
   concat,
   constant,
+  conv,
   ELEMENTWISE,
   gather,
   INT,
@@ -199,6 +200,8 @@ function inferNode(n: RawNode, ins: (Info | undefined)[]): (Info | undefined)[] 
       return split(n, a, ins[1], A);
     case 'LayerNormalization':
       return [{ ...withDt(a?.dt), ...(a?.sh ? { sh: a.sh } : {}) }];
+    case 'Conv':
+      return [conv(a, ins[1], A)];
   }
   if (REDUCE.has(op)) {
     if (!a?.sh) return [withDt(a?.dt)];

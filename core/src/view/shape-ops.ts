@@ -179,6 +179,27 @@ export function concat(ins: (Info | undefined)[], axis: number): Info {
   return { ...dt, sh, ...(v ? { v } : {}) };
 }
 
+/**
+ * Conv (explicit pads, no auto_pad): `[N, M, …]` with each spatial dim
+ * `⌊(d + pads − dilation·(k − 1) − 1) / stride⌋ + 1` when `d` is a number, else unknown.
+ */
+export function conv(x: Info | undefined, w: Info | undefined, A: NodeAttr[]): Info {
+  const dt = withDt(x?.dt ?? w?.dt);
+  const auto = A.find((a) => a.name === 'auto_pad')?.value;
+  if (!x?.sh || !w?.sh || x.sh.length < 3 || w.sh.length !== x.sh.length || (auto && auto !== '"NOTSET"')) return dt;
+  const n = x.sh.length - 2;
+  const k = attrInts(A, 'kernel_shape') ?? w.sh.slice(2).map((d) => (isNum(d) ? d.c : NaN));
+  const strides = attrInts(A, 'strides') ?? Array<number>(n).fill(1);
+  const dil = attrInts(A, 'dilations') ?? Array<number>(n).fill(1);
+  const pads = attrInts(A, 'pads') ?? Array<number>(2 * n).fill(0);
+  const spatial = x.sh.slice(2).map((d, i) => {
+    const ki = k[i]!;
+    if (!isNum(d) || !Number.isInteger(ki)) return undefined;
+    return num(Math.floor((d.c + pads[i]! + pads[i + n]! - dil[i]! * (ki - 1) - 1) / strides[i]!) + 1);
+  });
+  return { ...dt, sh: [x.sh[0], w.sh[0], ...spatial] };
+}
+
 /** Split along `axis` by the split input or attribute, else in equal parts. */
 export function split(n: RawNode, a: Info | undefined, s: Info | undefined, A: NodeAttr[]): (Info | undefined)[] {
   const dt = withDt(a?.dt);
