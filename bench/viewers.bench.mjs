@@ -4,7 +4,7 @@
 // shards, 60 GB declared). Target (issue 19): each page in < 1 s. Printed beside a baseline
 // measured in the same run: what `weight-spec inspect` reads for the same file (summarizeOnnx /
 // Checkpoint.open), so the ratio says what the page adds (graph walk and grouping, the
-// embedded spec's check, spec links). Also the graph view of the largest node group.
+// embedded spec's check, spec links). (The graph explorer: graph-explorer.bench.mjs.)
 // Run after `node scripts/bundle.mjs` (for the exports).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ if (!existsSync(configs)) {
 }
 
 // core/src/view as one CommonJS module (what the extension bundles), evaluated here.
-const src = `export { buildViewerPage, graphView } from './core/src/view';
+const src = `export { buildViewerPage } from './core/src/view';
 export { summarizeOnnx } from './core/src/formats/onnx';
 export { Checkpoint } from './core/src/formats/safetensors';`;
 const out = await build({
@@ -54,7 +54,7 @@ new Function('module', 'exports', 'require', '__filename', '__dirname', out.outp
   path.join(root, 'bench', 'x.js'),
   path.join(root, 'bench'),
 );
-const { buildViewerPage, graphView, summarizeOnnx, Checkpoint } = mod.exports;
+const { buildViewerPage, summarizeOnnx, Checkpoint } = mod.exports;
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-viewers-bench-'));
 let failed = false;
@@ -110,15 +110,13 @@ try {
         continue;
       }
       const base = await time(() => summarizeOnnx(file));
-      const biggest = p.graphGroups.reduce((a, g) => (g.nodes > a.nodes ? g : a), p.graphGroups[0]);
-      const g = await time(() => graphView(page.last.graph, biggest.id));
       const json = JSON.stringify(p).length;
       report(
         `${name}/${f}`,
-        `${p.nodeCount} nodes, ${p.weightGroups.reduce((s, w) => s + w.weights.length, 0)} weights, ${p.graphGroups.length} groups`,
+        `${p.nodeCount} nodes, ${p.weightGroups.reduce((s, w) => s + w.weights.length, 0)} weights, ${page.last.graph.groups.length} groups`,
         page,
         base,
-        `graph view (${biggest.label}, ${biggest.nodes} nodes) ${g.median.toFixed(1)} ms; page JSON ${(json / 1024).toFixed(0)} KiB`,
+        `page JSON ${(json / 1024).toFixed(0)} KiB (the graph explorer: bench/graph-explorer.bench.mjs)`,
       );
     }
   }

@@ -19,10 +19,20 @@ import { WorkspaceIndex } from './workspace-index';
  */
 export const WATCH_GLOB = '**/{*.safetensors,*.onnx,*.json,.checkpoint_prepared}';
 
+/**
+ * Creations and deletions of anything: VS Code can report a folder created or deleted with its
+ * files as one event for the folder, which the glob above does not match, so an export folder
+ * removed whole kept its spec's Problems and its tree row until reload (and one written whole
+ * could miss the tree).
+ */
+export const FOLDER_GLOB = '**/*';
+
 export class Ctx implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly runner: CliRunner;
   readonly watcher: vscode.FileSystemWatcher;
+  /** Creations and deletions ({@link FOLDER_GLOB}): for the server and the tree. */
+  readonly folders: vscode.FileSystemWatcher;
   readonly status: SpecStatusBar;
   readonly index: WorkspaceIndex;
   private _client: LanguageClient | undefined;
@@ -36,8 +46,9 @@ export class Ctx implements vscode.Disposable {
     this.runner = new CliRunner(extCtx, this.log);
     this.watcher = vscode.workspace.createFileSystemWatcher(WATCH_GLOB);
     this.status = new SpecStatusBar(this.watcher, this.log);
-    this.index = new WorkspaceIndex(this.watcher, this.log);
-    this.subs.push(this.log, this.watcher, this.status, this.index);
+    this.folders = vscode.workspace.createFileSystemWatcher(FOLDER_GLOB, false, true, false);
+    this.index = new WorkspaceIndex(this.watcher, this.log, 200, this.folders);
+    this.subs.push(this.log, this.watcher, this.folders, this.status, this.index);
   }
 
   /** The running language client (undefined before start, after a failed start, or while stopped). */
@@ -53,7 +64,7 @@ export class Ctx implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     if (this._client) return;
-    const client = createLanguageClient(this.extCtx, this.log, this.watcher);
+    const client = createLanguageClient(this.extCtx, this.log, [this.watcher, this.folders]);
     if (!client) return;
     try {
       await client.start();

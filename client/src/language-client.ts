@@ -16,7 +16,7 @@ export const SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}';
 export function createLanguageClient(
   context: vscode.ExtensionContext,
   log: vscode.LogOutputChannel,
-  watcher: vscode.FileSystemWatcher,
+  watchers: vscode.FileSystemWatcher[],
 ): LanguageClient | undefined {
   const module = context.asAbsolutePath(path.join('dist', 'server.js'));
   if (!fs.existsSync(module)) {
@@ -43,8 +43,9 @@ export function createLanguageClient(
       // a root removed from the settings, or a folder removed from the workspace, stops
       // admitting paths. (Roots are not passed in initializationOptions: those never change.)
       configurationSection: 'weightSpec',
-      // The context's one watcher; the client only listens to it (the context disposes it).
-      fileEvents: watcher,
+      // The context's watchers (its files, and folders created or deleted); the client only listens
+      // to them (the context disposes them).
+      fileEvents: watchers,
     },
     // The status bar listens to specStateChanged; the lenses run the extension's own commands.
     // workspaceDiagnostics: closed specs of the workspace are checked too (Problems lists them).

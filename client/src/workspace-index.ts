@@ -16,6 +16,11 @@ import { summarizeOnnxSync } from '../../core/src/formats/onnx/summary';
 import { SPEC_GLOB, specFileIn } from '../../core/src/spec/file-names';
 import { SPEC_METADATA_KEY } from '../../core/src/spec/types';
 
+/** True when `file` is `p` or inside the folder `p`. */
+export function isWithin(file: string, p: string): boolean {
+  return file === p || file.startsWith(p.endsWith(path.sep) ? p : p + path.sep);
+}
+
 /** Folders never scanned: dependencies, VCS data. */
 export const SCAN_EXCLUDE = '{**/node_modules/**,**/.git/**}';
 /** At most this many specs and graphs are looked at (a workspace of model zoos stays responsive). */
@@ -50,8 +55,22 @@ export class WorkspaceIndex implements vscode.Disposable {
     watcher: vscode.FileSystemWatcher,
     private readonly log: vscode.LogOutputChannel,
     private readonly debounceMs = 200,
+    folders?: vscode.FileSystemWatcher,
   ) {
     const later = () => this.schedule();
+    // A folder created or deleted whole can come as one event for the folder: rescan when a
+    // deleted one held an export, or a created one is a folder (it may hold one).
+    const gone = (u: vscode.Uri) => {
+      if (this.entries.some((e) => isWithin(e.spec, u.fsPath))) this.schedule();
+    };
+    const made = (u: vscode.Uri) => {
+      try {
+        if (fs.statSync(u.fsPath).isDirectory()) this.schedule();
+      } catch {
+        // gone again already
+      }
+    };
+    if (folders) this.subs.push(folders.onDidDelete(gone), folders.onDidCreate(made));
     this.subs.push(
       this.changed,
       watcher.onDidCreate(later),

@@ -8,11 +8,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { exportFromConfig } from '../src/export/exporter/export-config';
 import { readModel, setMetadata, writeModel } from '../src/formats/onnx';
 import { SPEC_METADATA_KEY } from '../src/spec';
-import { buildViewerPage, graphView, readGraphNodes, type GraphIndex, type OnnxPage } from '../src/view';
+import { buildViewerPage, graphModelOf, readGraphNodes, type GraphIndex, type GraphModel, type OnnxPage } from '../src/view';
 import { configsDir, describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 
 const tmp = tempDirs('ws-view-onnx-');
+
+/** The names of the weights the nodes of section `id` of the explorer's model read. */
+function sectionWeights(m: GraphModel, id: string): string[] {
+  const s = m.sections.find((x) => x.id === id)!;
+  const names = s.nodes.flatMap((n) => m.nodes[n]!.inputs).filter((v) => v >= 0 && m.values[v]!.kind === 'weight');
+  return [...new Set(names.map((v) => m.values[v]!.name))].sort();
+}
 
 async function onnxPage(file: string): Promise<{ page: OnnxPage; graph: GraphIndex }> {
   const r = await buildViewerPage(file);
@@ -68,41 +75,37 @@ describeFixtures('ONNX page of a weight-free export', () => {
       model.graph!.node!.map((n) => [n.name ?? '', n.opType, n.input ?? [], n.output ?? []]),
     );
     const { page, graph } = await onnxPage(file);
-    expect(page.graphGroups.map((g) => g.id)).toEqual(['prologue', ...Array.from({ length: layers }, (_, i) => `layer-${i}`), 'head']);
-    expect(page.graphGroups.reduce((s, g) => s + g.nodes, 0)).toBe(page.nodeCount);
+    expect(graph.groups.map((g) => g.id)).toEqual(['prologue', ...Array.from({ length: layers }, (_, i) => `layer-${i}`), 'head']);
+    expect(graph.groups.reduce((s, g) => s + g.nodes, 0)).toBe(page.nodeCount);
     // Every node named for a layer lands in that layer's group.
     nodes.forEach((n, i) => {
       const m = /\/layers\.(\d+)\//.exec(n.name);
-      if (m) expect(page.graphGroups[graph.groupOf[i]!]!.id).toBe(`layer-${m[1]}`);
+      if (m) expect(graph.groups[graph.groupOf[i]!]!.id).toBe(`layer-${m[1]}`);
     });
+    // The explorer's blocks are these groups, Constant nodes folded into their consumers.
+    const gx = graphModelOf(graph, file, graph.values);
+    const constants = nodes.filter((n) => n.op === 'Constant').length;
+    expect(gx.folded).toBe(constants);
+    expect(gx.nodes.length).toBe(nodes.length - constants);
     for (let l = 0; l < layers; l++) {
-      const v = graphView(graph, `layer-${l}`)!;
-      const ids = new Set(v.nodes.map((n) => n.id));
-      expect(v.edges.every((e) => ids.has(e.from) && ids.has(e.to))).toBe(true);
-      expect(v.nodes.filter((n) => n.kind === 'op').length).toBe(page.graphGroups[l + 1]!.nodes);
-      // The layer's weights are exactly the weight values drawn at its border.
-      const drawn = v.nodes
-        .filter((n) => n.kind === 'weight')
-        .map((n) => n.title)
-        .sort();
-      expect(drawn).toEqual(
+      const s = gx.sections.find((x) => x.id === `layer-${l}`)!;
+      expect(s.nodes.length).toBe(
+        graph.groups[l + 1]!.nodes - nodes.filter((n, i) => n.op === 'Constant' && graph.groupOf[i] === l + 1).length,
+      );
+      // The layer's weights are exactly the weights its nodes read.
+      expect(sectionWeights(gx, s.id)).toEqual(
         spec.inputs
           .map((i) => i.name)
           .filter((n) => n.startsWith(`model.layers.${l}.`))
           .sort(),
       );
-      // Its residual stream leaves towards the next group.
-      expect(v.nodes.some((n) => n.kind === 'output')).toBe(true);
+      // Its residual stream leaves towards the next block.
+      const mine = new Set(s.nodes);
+      expect(s.nodes.some((n) => gx.nodes[n]!.outputs.some((v) => v >= 0 && gx.values[v]!.consumers.some((c) => !mine.has(c))))).toBe(true);
     }
-    const head = graphView(graph, 'head')!;
-    expect(
-      head.nodes
-        .filter((n) => n.kind === 'weight')
-        .map((n) => n.title)
-        .sort(),
-    ).toEqual(['lm_head.weight', 'model.norm.weight']);
-    expect(head.nodes.filter((n) => n.kind === 'output').map((n) => n.title)).toContain('logits');
-    expect(graphView(graph, 'no-such-group')).toBeUndefined();
+    expect(sectionWeights(gx, 'head')).toEqual(['lm_head.weight', 'model.norm.weight']);
+    const logits = gx.values.find((v) => v.name === 'logits')!;
+    expect(gx.sections[gx.nodes[logits.producer]!.section]!.id).toBe('head');
   });
 
   it('lists the problems of a broken embedded spec', async () => {
@@ -134,8 +137,8 @@ describeFixtures('ONNX page of a legacy export with embedded weights', () => {
     expect(page.inputs.map((v) => v.name)).toEqual(['input_ids']);
     const names = page.weightGroups.flatMap((g) => g.weights.map((w) => w.name)).sort();
     expect(names).toEqual(model.graph!.initializer!.map((t) => t.name!).sort());
-    expect(page.graphGroups.reduce((s, g) => s + g.nodes, 0)).toBe(model.graph!.node!.length);
-    for (const g of page.graphGroups) expect(graphView(graph, g.id)!.nodes.length).toBeGreaterThan(0);
+    expect(graph.groups.reduce((s, g) => s + g.nodes, 0)).toBe(model.graph!.node!.length);
+    for (const g of graph.groups) expect(g.nodes).toBeGreaterThan(0);
   });
 });
 
@@ -149,10 +152,10 @@ describe('ONNX page of a real full-size config export', () => {
       await exportFromConfig({ config: dir, out });
       const cfg = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
       const { page, graph } = await onnxPage(path.join(out, 'model.onnx'));
-      expect(page.graphGroups.filter((g) => g.id.startsWith('layer-')).length).toBe(cfg.num_hidden_layers);
+      expect(graph.groups.filter((g) => g.id.startsWith('layer-')).length).toBe(cfg.num_hidden_layers);
       expect(page.weightGroups.filter((g) => g.layer >= 0).length).toBe(cfg.num_hidden_layers);
-      const v = graphView(graph, 'layer-47')!;
-      expect(v.nodes.filter((n) => n.kind === 'weight').map((n) => n.title)).toContain('model.layers.47.mlp.gate.weight');
+      const m = graphModelOf(graph, path.join(out, 'model.onnx'), graph.values);
+      expect(sectionWeights(m, 'layer-47')).toContain('model.layers.47.mlp.gate.weight');
     },
   );
 });

@@ -27,6 +27,11 @@ export interface SpecDoc {
   published?: { version: number; run: CheckRun };
   /** The last check of a text that parsed as a spec (completion inside a half-typed string). */
   lastParsed?: CheckRun;
+  /**
+   * The file was deleted from disk while open (the editor keeps the text): its checks publish
+   * no diagnostics, so Problems does not list a file that is gone, until it is edited or created again.
+   */
+  deletedOnDisk?: boolean;
 }
 
 /** Callbacks of {@link SpecDocuments}. */
@@ -73,6 +78,7 @@ export class SpecDocuments {
     const d = this.docs.get(uri);
     if (!d) return;
     d.doc = updateTextDocument(d.doc, changes, version);
+    d.deletedOnDisk = false;
     // Keep the parse one edit behind at most (cheap when it is a key/name edit); the check
     // itself waits for the debounce.
     d.session.advance(d.doc.getText());
@@ -169,7 +175,7 @@ export class SpecDocuments {
     d.published = { version, run };
     if (run.parsed.spec) d.lastParsed = run;
     try {
-      const diagnostics = run.problems.map((p) => toDiagnostic(d.doc, p));
+      const diagnostics = d.deletedOnDisk ? [] : run.problems.map((p) => toDiagnostic(d.doc, p));
       await this.connection.sendDiagnostics({ uri: d.uri, version, diagnostics });
     } catch (err) {
       this.log.error(`publishing diagnostics of ${d.uri} failed: ${oneLine(err)}`);

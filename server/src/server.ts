@@ -3,12 +3,14 @@
  * wires every LSP feature onto a connection (stdio/IPC in main.ts, in-memory streams in the
  * tests). Diagnostics are exactly core's problems (the `weight-spec check` output).
  */
+import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import {
   CodeActionKind,
   CodeLensRefreshRequest,
   DidChangeWorkspaceFoldersNotification,
   ExecuteCommandRequest,
+  FileChangeType,
   TextDocumentSyncKind,
   type Connection,
   type InitializeParams,
@@ -37,7 +39,7 @@ import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
 import { documentSymbols } from './symbols';
 import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './watch';
-import { WorkspaceDiagnostics } from './workspace-diagnostics';
+import { isWithin, WorkspaceDiagnostics } from './workspace-diagnostics';
 
 /** Options of {@link createServer} (tests lower the debounce; initializationOptions override). */
 export interface ServerOptions {
@@ -212,7 +214,21 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     guardedNotification(log, 'didChangeWatchedFiles', (p) => {
       const changed = p.changes.map((c) => uriToPath(c.uri)).filter((x): x is string => !!x);
       if (changed.length === 0) return;
-      void filesChanged((d) => changed.some((c) => affects(deps.get(d.uri), c)));
+      // A spec deleted from disk (itself or its folder) leaves Problems; one created again returns.
+      const paths = (t: FileChangeType) =>
+        p.changes
+          .filter((c) => c.type === t)
+          .map((c) => uriToPath(c.uri))
+          .filter((x): x is string => !!x);
+      const gone = paths(FileChangeType.Deleted);
+      const back = new Set(paths(FileChangeType.Created));
+      for (const d of documents.docs.values()) {
+        if (!d.file) continue;
+        if (back.has(d.file)) d.deletedOnDisk = false;
+        else if (gone.some((g) => isWithin(d.file, g)) && !fs.existsSync(d.file)) d.deletedOnDisk = true;
+      }
+      if (gone.length) workspaceDiags?.deleted(gone);
+      void filesChanged((d) => back.has(d.file) || !!d.deletedOnDisk || changed.some((c) => affects(deps.get(d.uri), c)));
       workspaceDiags?.filesChanged(changed);
     }),
   );

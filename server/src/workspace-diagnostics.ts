@@ -100,6 +100,14 @@ export class WorkspaceDiagnostics {
     }
   }
 
+  /**
+   * Paths deleted on disk, files or whole folders (a watcher reports a deleted folder alone,
+   * not the files it held): the closed specs at or under them lose their diagnostics.
+   */
+  deleted(paths: string[]): void {
+    for (const [uri, e] of this.entries) if (paths.some((p) => isWithin(e.file, p))) this.forget(uri);
+  }
+
   /** A spec document was closed: its diagnostics come from disk again. */
   closed(file: string): void {
     if (file && isSpecFile(file)) void this.check(file, this.scan?.signal);
@@ -153,6 +161,11 @@ export class WorkspaceDiagnostics {
     this.scan?.abort();
     for (const e of this.entries.values()) e.abort?.abort();
   }
+}
+
+/** True when `file` is `p` or inside the folder `p`. */
+export function isWithin(file: string, p: string): boolean {
+  return file === p || file.startsWith(p.endsWith(path.sep) ? p : p + path.sep);
 }
 
 /** The URI the client uses for a file path. */

@@ -91,6 +91,47 @@ describe('workspace diagnostics', () => {
     expect(codes(await next)).toContain('file-missing');
   });
 
+  it('a spec deleted from disk leaves Problems: a closed one when its folder is deleted (the one event a watcher sends), an open one when the file is', async () => {
+    const ws = makeWorkspace();
+    // A second spec, opened, in a folder of its own.
+    const openDir = path.join(ws.root, 'open');
+    fs.mkdirSync(openDir);
+    const openSpec = path.join(openDir, 'weight_spec.json');
+    fs.copyFileSync(ws.spec, openSpec);
+    client = await startInMemory({
+      initializationOptions: { workspaceDiagnostics: true },
+      workspaceFolders: [{ uri: pathToFileURL(ws.root).toString(), name: 'ws' }],
+    });
+    const uri = pathToFileURL(ws.spec).toString();
+    expect(codes(await client.nextDiagnostics(uri))).toContain('file-missing');
+    await client.server!.workspaceDiagnostics()!.done;
+    const opened = await client.open(openSpec);
+    expect(codes(opened.diagnostics)).toContain('file-missing');
+
+    // The closed spec's folder deleted: the client reports the folder, not the files it held.
+    fs.rmSync(path.join(ws.root, 'deep'), { recursive: true });
+    const cleared = client.nextDiagnostics(uri);
+    client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(path.join(ws.root, 'deep')).toString(), type: 3 }] });
+    expect(await cleared).toEqual([]);
+
+    // The open spec deleted: the editor keeps its text, Problems drops it…
+    fs.rmSync(openSpec);
+    const gone = client.nextDiagnostics(opened.uri);
+    client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: opened.uri, type: 3 }] });
+    expect(await gone).toEqual([]);
+    // …also when a file it names changes afterwards (its re-check publishes nothing)…
+    const again = client.nextDiagnostics(opened.uri);
+    client.notify('workspace/didChangeWatchedFiles', {
+      changes: [{ uri: pathToFileURL(path.join(openDir, 'ck', 'model.safetensors')).toString(), type: 1 }],
+    });
+    expect(await again).toEqual([]);
+    // …and created again, it is checked again.
+    fs.writeFileSync(openSpec, opened.text);
+    const back = client.nextDiagnostics(opened.uri);
+    client.notify('workspace/didChangeWatchedFiles', { changes: [{ uri: opened.uri, type: 1 }] });
+    expect(codes(await back)).toContain('file-missing');
+  });
+
   it('without the option, closed specs get nothing (other clients keep the open-documents behaviour)', async () => {
     const ws = makeWorkspace();
     client = await startInMemory({ workspaceFolders: [{ uri: pathToFileURL(ws.root).toString(), name: 'ws' }] });

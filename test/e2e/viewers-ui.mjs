@@ -11,6 +11,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkpoint.mjs';
 import { decodePng, pngSize } from './ui-check.mjs';
+import { explorerLinkChecks } from './viewers-explorer-ui.mjs';
 import { viewerNavChecks } from './viewers-nav-ui.mjs';
 import { fixturesDir } from './workspace.mjs';
 import { firstPaint, frameTimes, stats } from '../support/graph-explorer-timing.mjs';
@@ -395,6 +396,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   });
   await viewerNavChecks(page, ws, check, { extensionRoot, tensors });
   await graphExplorerCheck(page, check);
+  await explorerLinkChecks(page, ws, check);
   await graphExplorer30bCheck(page, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});

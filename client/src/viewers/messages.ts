@@ -1,14 +1,19 @@
 /**
  * Messages between a viewer's webview and the extension. The webview says `ready` once its
  * script runs (so no page is posted before it can be received), asks for the graph explorer's
- * model when the Graph tab opens, asks to open a spec input or a checkpoint tensor, and reports
+ * model when the Graph tab opens, asks to open a spec input or a checkpoint tensor (which the
+ * checkpoint viewer then scrolls to), and reports
  * the text it rendered (the e2e suite reads it back through a command).
  */
 import type { GraphModel } from '../../../core/src/view/graph-data';
 import type { ViewerPage } from '../../../core/src/view/types';
 
-/** Extension → webview. */
-export type ToWebview = { type: 'page'; page: ViewerPage } | { type: 'graph'; model: GraphModel | undefined };
+/**
+ * Extension → webview. `reveal` (with a checkpoint page, or alone to a viewer already open)
+ * scrolls the tensor table to that key and highlights its row: the graph explorer's checkpoint link.
+ */
+export type ToWebview =
+  { type: 'page'; page: ViewerPage; reveal?: string } | { type: 'graph'; model: GraphModel | undefined } | { type: 'reveal'; key: string };
 
 /** What a summary link opens; the extension resolves the file from the page it built. */
 export type LinkTarget = 'spec' | 'checkpoint' | 'problems';

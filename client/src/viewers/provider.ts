@@ -34,7 +34,16 @@ async function workspaceSpecs(): Promise<SpecText[]> {
   return out;
 }
 
-/** Opens a checkpoint shard in the safetensors viewer (a not-yet-prepared one is named in a message). */
+/** The key each checkpoint viewer about to open scrolls to (by file path), taken by its first page. */
+const pendingReveal = new Map<string, string>();
+/** The open checkpoint viewers (by file path): each scrolls its table to a key. */
+const revealers = new Map<string, Set<(key: string) => void>>();
+
+/**
+ * Opens a checkpoint shard in the safetensors viewer scrolled to `key`, its row highlighted (a
+ * not-yet-prepared shard is named in a message). A viewer of the shard that is already open
+ * (VS Code reveals it instead of opening another) is told to scroll.
+ */
 async function openTensor(file: string, key: string): Promise<void> {
   try {
     await vscode.workspace.fs.stat(vscode.Uri.file(file));
@@ -42,7 +51,13 @@ async function openTensor(file: string, key: string): Promise<void> {
     void vscode.window.showWarningMessage(`Tensor ${key} is not on disk yet: ${file} does not exist (run Prepare).`);
     return;
   }
+  pendingReveal.set(file, key);
   await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(file), SAFETENSORS_VIEW_TYPE, vscode.ViewColumn.Beside);
+  // No new viewer took the key: one was open already.
+  if (pendingReveal.get(file) === key) {
+    pendingReveal.delete(file);
+    for (const r of revealers.get(file) ?? []) r(key);
+  }
 }
 
 /** One provider instance serves one view type (safetensors or ONNX). */
@@ -66,27 +81,37 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
     let graph: GraphIndex | undefined;
     let shown: ViewerPage | undefined;
     let ready = false;
-    let pending: ToWebview | undefined;
+    // Messages wait for `ready` in order (a page, then a reveal).
+    const pending: ToWebview[] = [];
     const post = (m: ToWebview) => {
       if (ready) void webview.postMessage(m);
-      else pending = m;
+      else pending.push(m);
     };
+    // A checkpoint link of the graph explorer opened this viewer: its first page scrolls to the key.
+    let reveal = pendingReveal.get(file);
+    pendingReveal.delete(file);
     const load = async () => {
       const onnx = file.toLowerCase().endsWith('.onnx');
       const roots = [...(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), ...settings(doc.uri).roots];
       const result = await buildViewerPage(file, { roots, ...(onnx ? {} : { specs: await workspaceSpecs() }) });
       graph = result.graph;
       shown = result.page;
-      post({ type: 'page', page: result.page });
+      post({ type: 'page', page: result.page, ...(reveal !== undefined ? { reveal } : {}) });
+      reveal = undefined;
     };
+    const revealer = (key: string) => {
+      panel.reveal(undefined, true);
+      post({ type: 'reveal', key });
+    };
+    if (!revealers.has(file)) revealers.set(file, new Set());
+    revealers.get(file)!.add(revealer);
     const subs: vscode.Disposable[] = [];
     subs.push(
       webview.onDidReceiveMessage(async (m: FromWebview) => {
         switch (m.type) {
           case 'ready':
             ready = true;
-            if (pending) void webview.postMessage(pending);
-            pending = undefined;
+            for (const p of pending.splice(0)) void webview.postMessage(p);
             break;
           case 'graph':
             post({ type: 'graph', model: graph ? graphModelOf(graph, file, graph.values) : undefined });
@@ -126,7 +151,10 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       watcher.onDidChange(() => void load()),
       watcher.onDidCreate(() => void load()),
     );
-    panel.onDidDispose(() => subs.forEach((s) => s.dispose()));
+    panel.onDidDispose(() => {
+      subs.forEach((s) => s.dispose());
+      revealers.get(file)?.delete(revealer);
+    });
     await load();
   }
 }

@@ -32,6 +32,7 @@ button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .vt-body { position: relative; overflow-y: auto; height: 60vh; }
 .vt-row { position: absolute; left: 0; right: 0; height: 22px; line-height: 22px; }
 .vt-row:hover { background: var(--vscode-list-hoverBackground); }
+.vt-row.revealed { background: var(--vscode-list-activeSelectionBackground, var(--vscode-editor-selectionBackground)); color: var(--vscode-list-activeSelectionForeground, inherit); outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
 .vt-row span { overflow: hidden; text-overflow: ellipsis; }
 .vt-head span.num, .vt-row span.num { text-align: right; }
 .vt-foot { border-top: 1px solid var(--vscode-panel-border); padding: 4px 8px; font-weight: 600; }

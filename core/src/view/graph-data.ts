@@ -9,7 +9,10 @@ export interface GxValue {
   name: string;
   kind: 'input' | 'weight' | 'output' | 'const' | 'inner';
   dtype?: string;
+  /** Symbolic dims: a number, a dim name, a product (`8*seq_len`), or `''` when unknown. */
   dims?: (number | string)[];
+  /** The dtype and dims were inferred (shape-infer.ts), not stated by the file. */
+  inferred?: boolean;
   /** A folded constant's value as text. */
   text?: string;
   /** -1 for a graph input, weight or folded constant. */

@@ -8,7 +8,7 @@
  *   [1, -1]`) the consumer shows beside its attributes, as Netron does, instead of a box
  *   named `/const/ints_16`;
  * - each value knows its dtype and shape when the file says (graph inputs, outputs, weights,
- *   `value_info`), its producer and consumers;
+ *   `value_info`) or shape-infer.ts infers them (marked `inferred`), its producer and consumers;
  * - weight inputs carry their entry of the export's weight_spec.json (the spec beside the
  *   model) and the checkpoint file and key it points to.
  *
@@ -19,6 +19,7 @@ import path from 'node:path';
 import { parseSpecText } from '../spec';
 import type { GraphModel, GxNode, GxSection, GxValue, WeightSource } from './graph-data';
 import type { GraphIndex } from './onnx-graph';
+import { inferShapes } from './shape-infer';
 import type { ValueEntry } from './types';
 
 /** Op types whose (input-free) node is folded into its consumers. */
@@ -68,6 +69,8 @@ export function buildGraphModel(
 ): GraphModel {
   const known = new Map<string, ValueEntry>();
   for (const v of o.values ?? []) if (!known.has(v.name)) known.set(v.name, v);
+  // Inner values a weight-free export leaves without value_info get inferred shapes.
+  const inferred = inferShapes(ix.nodes, known.values());
   const values: GxValue[] = [];
   const valueId = new Map<string, number>();
   const value = (name: string): number => {
@@ -75,7 +78,14 @@ export function buildGraphModel(
     if (id === undefined) {
       const k = known.get(name);
       const kind = ix.weights.has(name) ? 'weight' : ix.inputs.has(name) ? 'input' : ix.outputs.has(name) ? 'output' : 'inner';
-      values.push({ name, kind, ...(k ? { dtype: k.dtype, dims: k.dims } : {}), producer: -1, consumers: [] });
+      const guess = k ? undefined : inferred.get(name);
+      values.push({
+        name,
+        kind,
+        ...(k ? { dtype: k.dtype, dims: k.dims } : guess ? { ...guess, inferred: true } : {}),
+        producer: -1,
+        consumers: [],
+      });
       valueId.set(name, (id = values.length - 1));
     }
     return id;

@@ -6,7 +6,7 @@ export * from './types';
 export { buildCheckpointPage, checkpointOf, storageOrder, type CheckpointPageOptions } from './checkpoint-page';
 export { linkSpecs, specInputKeyRange, type SpecText } from './spec-links';
 export { buildOnnxPage, groupWeights, METADATA_CLIP, type OnnxPageOptions } from './onnx-page';
-export { graphView, indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
+export { indexGraph, nodeNameLayer, readGraphNodes, type GraphIndex, type RawNode } from './onnx-graph';
 export { buildViewerPage, type ViewerResult } from './page';
 export { valueRuns, type ValueRun } from './value-runs';
 export { onnxLinks } from './onnx-links';
@@ -14,4 +14,5 @@ export { compileTensorFilter, FILTER_PLACEHOLDER, type FilterFields, type Tensor
 export { middleEllipsis, shardLabels } from './table-text';
 export { buildGraphModel, graphModelOf, siblingSpec, weightSources } from './graph-model';
 export { neighbors, weightLabel, type GraphModel, type GxNode, type GxSection, type GxValue, type WeightSource } from './graph-data';
+export { inferShapes, type InferredValue } from './shape-infer';
 export { GraphSearch, type SearchHit } from './graph-search';

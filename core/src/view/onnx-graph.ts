@@ -1,7 +1,7 @@
 /**
- * The node structure of an ONNX graph for the graph view: one positional walk over the main
+ * The node structure of an ONNX graph for the graph explorer: one positional walk over the main
  * graph's NodeProtos (initializer payloads are skipped by their lengths, never read), nodes
- * grouped by decoder layer so that the view lays out one readable group at a time.
+ * grouped by decoder layer so that the explorer draws one block per layer (graph-model.ts).
  *
  * A node's layer comes from its name (`/layers.3/attn/MatMul`, `/model/layers.3/…`) or the
  * layer weights it reads (`model.layers.3.…`); otherwise it follows its producers (a legacy
@@ -14,7 +14,7 @@ import { FileReader } from '../formats/onnx/wire-reader';
 import { layerNumberOf } from '../foundation/layer-number';
 import { valueInfo, type ValueSummary } from '../formats/onnx/summary';
 import { readAttribute, type NodeAttr } from './graph-attrs';
-import type { GraphGroupInfo, GraphNode, GraphView, ValueEntry } from './types';
+import type { GraphGroupInfo, ValueEntry } from './types';
 
 /** One NodeProto of the main graph. */
 export interface RawNode {
@@ -65,7 +65,7 @@ export function readGraph(file: string): { nodes: RawNode[]; valueInfo: ValueSum
   return { nodes, valueInfo: infos };
 }
 
-/** The graph's nodes with their groups, kept by the viewer to answer graph-view requests. */
+/** The graph's nodes with their groups, kept by the viewer to build the graph explorer's model on request. */
 export interface GraphIndex {
   nodes: RawNode[];
   /** Group index of each node. */
@@ -143,67 +143,4 @@ export function indexGraph(
     groups[g]!.nodes++;
   }
   return { nodes, groupOf, groups, weights, inputs, outputs, ...(facts.values ? { values: facts.values } : {}) };
-}
-
-/** A short label for a value name: the last two segments of a node path, three of a parameter path. */
-export function shortName(v: string): string {
-  const sep = v.includes('/') ? '/' : '.';
-  const keep = sep === '/' ? 2 : 3;
-  const parts = v.split(sep).filter((p) => p);
-  return parts.length <= keep ? v : `…${parts.slice(-keep).join(sep)}`;
-}
-
-/** The nodes and edges of group `id` (at most `maxNodes` operators), with border values as nodes. */
-export function graphView(ix: GraphIndex, id: string, maxNodes = 400): GraphView | undefined {
-  const g = ix.groups.findIndex((x) => x.id === id);
-  if (g < 0) return undefined;
-  const members: number[] = [];
-  for (let i = 0; i < ix.nodes.length; i++) if (ix.groupOf[i] === g) members.push(i);
-  const shown = members.slice(0, maxNodes);
-  const inView = new Set(shown);
-  const producer = new Map<string, number>();
-  ix.nodes.forEach((n, i) => n.outputs.forEach((o) => o && producer.set(o, i)));
-  const nodes: GraphNode[] = [];
-  const edges: GraphView['edges'] = [];
-  const border = new Set<string>();
-  for (const i of shown) {
-    const n = ix.nodes[i]!;
-    nodes.push({
-      id: `n${i}`,
-      kind: 'op',
-      label: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.op}` : n.op,
-      title: n.name || n.outputs[0] || n.op,
-    });
-    for (const v of n.inputs) {
-      if (!v) continue;
-      const p = producer.get(v);
-      if (p !== undefined && inView.has(p)) {
-        edges.push({ from: `n${p}`, to: `n${i}` });
-        continue;
-      }
-      const bid = `v:${v}`;
-      if (!border.has(bid)) {
-        border.add(bid);
-        nodes.push({ id: bid, kind: ix.weights.has(v) ? 'weight' : 'input', label: shortName(v), title: v });
-      }
-      edges.push({ from: bid, to: `n${i}` });
-    }
-  }
-  // Values leaving the view: graph outputs and values read by nodes outside it.
-  const leaving = new Set<string>();
-  ix.nodes.forEach((n, i) => {
-    if (inView.has(i)) return;
-    for (const v of n.inputs) {
-      const p = v ? producer.get(v) : undefined;
-      if (p !== undefined && inView.has(p)) leaving.add(v);
-    }
-  });
-  for (const i of shown) {
-    for (const o of ix.nodes[i]!.outputs) {
-      if (!o || (!ix.outputs.has(o) && !leaving.has(o))) continue;
-      nodes.push({ id: `o:${o}`, kind: 'output', label: shortName(o), title: o });
-      edges.push({ from: `n${i}`, to: `o:${o}` });
-    }
-  }
-  return { group: id, nodes, edges, truncated: members.length - shown.length };
 }

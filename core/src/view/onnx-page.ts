@@ -1,8 +1,9 @@
 /**
  * The ONNX viewer's page: what `weight-spec inspect` prints (IR, opsets, runtime inputs and
  * outputs with symbolic dims, metadata), the weights grouped by layer, the embedded weight
- * spec checked as the language server checks a spec file, and the node groups of the graph
- * view. Everything comes from the metadata walk and one node walk; no tensor data is read.
+ * spec checked as the language server checks a spec file; the graph index (node groups) is
+ * returned beside the page for the graph explorer. Everything comes from the metadata walk and
+ * one node walk; no tensor data is read.
  */
 import path from 'node:path';
 import { checkSpec, type HeaderCache } from '../check';
@@ -69,7 +70,7 @@ async function embeddedSpec(file: string, s: OnnxSummary, opts: OnnxPageOptions)
   };
 }
 
-/** The page of `file` and the graph index that answers the graph view's requests. FormatError on a bad file. */
+/** The page of `file` and the graph index the graph explorer's model is built from. FormatError on a bad file. */
 export async function buildOnnxPage(file: string, opts: OnnxPageOptions = {}): Promise<{ page: OnnxPage; graph: GraphIndex }> {
   const abs = path.resolve(file);
   const s = await summarizeOnnx(abs);
@@ -118,7 +119,6 @@ export async function buildOnnxPage(file: string, opts: OnnxPageOptions = {}): P
       length: value.length,
     })),
     ...(spec.page ? { spec: spec.page } : {}),
-    graphGroups: graph.groups,
     links: onnxLinks(abs, spec.page?.files ?? []),
   };
   return { page, graph };

@@ -5,7 +5,7 @@ import type { GraphIndex } from './onnx-graph';
 import { buildOnnxPage, type OnnxPageOptions } from './onnx-page';
 import type { ViewerPage } from './types';
 
-/** A page, and for an ONNX file the graph index behind its graph view. */
+/** A page, and for an ONNX file the graph index behind its graph explorer. */
 export interface ViewerResult {
   page: ViewerPage;
   graph?: GraphIndex;

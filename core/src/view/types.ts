@@ -73,7 +73,7 @@ export interface PageProblem {
   path: string;
 }
 
-/** One node group the graph view can lay out (a decoder layer, the prologue, the head). */
+/** One node group of the graph (a decoder layer, the prologue, the head): a block of the graph explorer. */
 export interface GraphGroupInfo {
   id: string;
   label: string;
@@ -111,29 +111,8 @@ export interface OnnxPage {
     inputs: number;
     problems: PageProblem[];
   };
-  /** Node groups for the graph view (decoder layers in order). */
-  graphGroups: GraphGroupInfo[];
   /** Files the summary links to (they exist): the spec beside the graph, a checkpoint shard. */
   links?: { spec?: string; checkpoint?: string; checkpointIs?: 'prepared' | 'source' };
-}
-
-/** A graph node as the graph view draws it. */
-export interface GraphNode {
-  id: string;
-  /** `op` for an operator; `input`/`weight`/`output` for a value at the group's border. */
-  kind: 'op' | 'input' | 'weight' | 'output';
-  label: string;
-  /** Node name or value name (tooltip). */
-  title: string;
-}
-
-/** The nodes and edges of one group, ready for a layout library. */
-export interface GraphView {
-  group: string;
-  nodes: GraphNode[];
-  edges: { from: string; to: string; label?: string }[];
-  /** Nodes left out when a group is larger than the view draws. */
-  truncated: number;
 }
 
 /** What a viewer page shows: the data, or one line saying what is wrong with the file. */

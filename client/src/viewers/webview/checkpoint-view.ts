@@ -27,8 +27,14 @@ export interface CheckpointHooks {
   rendered(): void;
 }
 
+/** What the page keeps of the table. */
+export interface CheckpointView {
+  /** Scrolls to the row of `key` (clearing a filter that hides it) and highlights it. */
+  reveal(key: string): void;
+}
+
 /** Renders `page` into `root`. */
-export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks: CheckpointHooks): void {
+export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks: CheckpointHooks): CheckpointView {
   const name = page.opened.split(/[\\/]/).pop()!;
   const shardNames = page.files.map((f) => f.name);
   const shardShown = shardLabels(shardNames);
@@ -78,6 +84,8 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   root.append(el('div', { class: 'vt' }, el('div', { class: 'vt-inner' }, head, body, foot)));
 
   let sortCol: Col | undefined;
+  // The row a link asked for (highlighted until another is asked for).
+  let revealed: string | undefined;
   let asc = true;
   let rows: TensorEntry[] = page.tensors;
   const headCells = COLS.map((c) => {
@@ -139,7 +147,10 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   }
 
   function row(t: TensorEntry, i: number): HTMLElement {
-    const r = el('div', { class: 'vt-row mono' });
+    const r = el('div', {
+      class: t.key === revealed ? 'vt-row mono revealed' : 'vt-row mono',
+      ...(t.key === revealed ? { 'aria-current': 'true' } : {}),
+    });
     r.style.top = `${i * ROW}px`;
     const links = page.links[t.key] ?? [];
     const usedBy = el('span');
@@ -222,4 +233,26 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   });
   measure();
   update();
+
+  return {
+    reveal(k) {
+      revealed = k;
+      let i = rows.findIndex((t) => t.key === k);
+      if (i < 0 && (filter.value || shardSel.value !== '-1')) {
+        filter.value = '';
+        shardSel.value = '-1';
+        update();
+        i = rows.findIndex((t) => t.key === k);
+      }
+      if (i < 0) {
+        count.textContent = `${k} is not in this checkpoint`;
+        count.classList.add('sev-error');
+      } else {
+        // The row a third of the way down, so what comes before it shows too.
+        body.scrollTop = Math.max(0, i * ROW - Math.floor(body.clientHeight / 3));
+        paint();
+      }
+      hooks.rendered();
+    },
+  };
 }

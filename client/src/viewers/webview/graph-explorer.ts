@@ -201,6 +201,8 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     const y1 = (H - ty) / k;
     const drawn: string[] = [];
     const showShapes = shapes.checked && k >= 0.5;
+    // Edge labels drawn (for tests: their count and the first few).
+    const edgeLabels: string[] = [];
     ctx.textBaseline = 'alphabetic';
     for (const s of L.sectionsIn(y0 - SECTION_GAP, y1)) {
       const p = L.placed[s]!;
@@ -278,7 +280,11 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
         if (showShapes) {
           const v = model.values[e.value]!;
           const m = Math.floor(n / 4) * 2;
-          if (v.dims) ctx.fillText(`${v.dtype ?? ''}${dims(v.dims)}`, e.pts[m]! + 4, e.pts[m + 1]! + 3);
+          if (v.dims) {
+            const label = `${v.dtype ?? ''}${dims(v.dims)}`;
+            ctx.fillText(label, e.pts[m]! + 4, e.pts[m + 1]! + 3);
+            edgeLabels.push(label);
+          }
         }
       }
       if (k >= 0.3) ctx.fill();
@@ -311,6 +317,8 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     // State for tests and assistive tools: the zoom and the open blocks.
     canvas.dataset.zoom = k.toFixed(3);
     canvas.dataset.expanded = String(L.expanded.size);
+    canvas.dataset.edgeLabels = String(edgeLabels.length);
+    canvas.dataset.edgeSample = edgeLabels.slice(0, 8).join(' | ');
     const ms = performance.now() - t0;
     // Frame costs for `npm run bench` (cleared now and then, so a long session does not collect them).
     if (++draws % 5000 === 0) performance.clearMeasures('gx-draw');

@@ -48,7 +48,10 @@ export function legend(open: boolean): HTMLElement {
   );
 }
 
-const typeText = (v: GxValue) => (v.dims ? `${v.dtype ?? ''} ${dims(v.dims)}`.trim() : (v.dtype ?? 'shape not recorded in the file'));
+/** Dtype and shape; an inferred one says so (the file does not state it), an unknown one says that. */
+const typeText = (v: GxValue) =>
+  (v.dims ? `${v.dtype ?? ''} ${dims(v.dims)}`.trim() : (v.dtype ?? 'shape not recorded in the file')) +
+  (v.inferred ? (v.dims ? ' (inferred)' : ' (shape unknown)') : '');
 
 function link(text: string, fn: () => void, title = ''): HTMLElement {
   const a = el('a', { class: 'link', tabindex: '0', role: 'link', ...(title ? { title } : {}) }, text);

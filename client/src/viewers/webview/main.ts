@@ -3,7 +3,7 @@
  * extension it is ready, renders the page it receives, and reports the rendered text back.
  */
 import type { FromWebview, ToWebview } from '../messages';
-import { renderCheckpoint } from './checkpoint-view';
+import { renderCheckpoint, type CheckpointView } from './checkpoint-view';
 import { el } from './dom';
 import { renderOnnx, type OnnxView } from './onnx-view';
 
@@ -12,6 +12,7 @@ declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void };
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app')!;
 let onnx: OnnxView | undefined;
+let checkpoint: CheckpointView | undefined;
 
 /** The text a user sees (what the e2e suite checks), capped so a 20,000-row page stays cheap. */
 const rendered = (view: 'page' | 'graph', node: HTMLElement = app) =>
@@ -22,14 +23,16 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   if (m.type === 'page') {
     const page = m.page;
     onnx = undefined;
+    checkpoint = undefined;
     if (page.kind === 'error') {
       app.replaceChildren(el('div', { class: 'error-line' }, page.message));
       rendered('page');
     } else if (page.kind === 'checkpoint') {
-      renderCheckpoint(app, page, {
+      checkpoint = renderCheckpoint(app, page, {
         openLink: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
         rendered: () => rendered('page'),
       });
+      if (m.reveal !== undefined) checkpoint.reveal(m.reveal);
     } else {
       onnx = renderOnnx(app, page, {
         requestGraph: () => vscode.postMessage({ type: 'graph' }),
@@ -42,6 +45,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
     }
   } else if (m.type === 'graph') {
     onnx?.showGraph(m.model);
+  } else if (m.type === 'reveal') {
+    checkpoint?.reveal(m.key);
   }
 });
 vscode.postMessage({ type: 'ready' });
