@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { parseRunStats, parseTokenIds, runArgs, type RunStats } from '../../core/src/editor/cli-args';
-import { isSpecFile } from '../../core/src/spec/file-names';
+import { isSpecFile, VLM_MANIFEST_FILE } from '../../core/src/spec/file-names';
 import type { CliRunner, RunResult } from './runner';
 import { exportDirOf, pickFolder, targetPath } from './targets';
 
@@ -30,7 +30,7 @@ const last = new Map<string, { ids: string; max: string }>();
 
 /** The folder holding vlm.json for `dir` itself or for one of its graph folders (vision/, language/). */
 export function vlmRoot(dir: string): string | undefined {
-  for (const d of [dir, path.dirname(dir)]) if (fs.existsSync(path.join(d, 'vlm.json'))) return d;
+  for (const d of [dir, path.dirname(dir)]) if (fs.existsSync(path.join(d, VLM_MANIFEST_FILE))) return d;
   return undefined;
 }
 

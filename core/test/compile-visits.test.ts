@@ -1,7 +1,8 @@
 /**
  * Compile's path through the modules (issue #29, step 4): following the export folder from
  * `compile()` to the written artifact, a stale ort compile passes through at most 12 module
- * visits and reads no input twice.
+ * visits and reads no input twice; so does `compileStatus` finding an export stale. The qaic
+ * compile reads no input twice but its build exceeds 12 visits (bounded at its measured count).
  *
  * What counts, measured at run time, not read from the code:
  * - a module is a `core/src` file on floor 4 or higher (FLOORS in test/support/import-graph.ts:
@@ -136,19 +137,26 @@ beforeAll(async () => {
 
 const INPUTS = ['model.onnx', 'weight_spec.json', '.checkpoint_prepared.json', '.checkpoint_prepared', 'compile.json'];
 
-it('a stale ort compile passes through at most 12 module visits and reads each input once', async () => {
+/** A copy of the export compiled once by `backend`, then made stale by a new mtime on its graph. */
+async function staleCopy(backend: 'ort' | 'qaic', opts: Partial<Parameters<typeof compileFn>[1]> = {}) {
   const dir = path.join(tmp(), 'exp');
   fs.cpSync(exp, dir, { recursive: true, verbatimSymlinks: true, filter: (f) => path.basename(f) !== 'compile.json' });
-  const first = await compileFn(dir, { backend: 'ort' });
+  const first = await compileFn(dir, { backend, ...opts });
   // A new mtime on the graph: the stamps fail and the graph part of the fingerprint changes.
   const t = new Date(Date.now() + 5000);
   fs.utimesSync(path.join(dir, 'model.onnx'), t, t);
+  return { dir, first };
+}
 
+/** Runs `f` with the visits recorded; returns its result, the reads by file name and the flow's counts. */
+async function record<T>(label: string, f: () => Promise<T> | T) {
+  visits.length = 0;
+  outOfOrder.length = 0;
   const spies = [vi.spyOn(fs, 'readFileSync'), vi.spyOn(fs, 'openSync'), vi.spyOn(fs.promises, 'open'), vi.spyOn(fs.promises, 'readFile')];
   recording = true;
-  let result: Awaited<ReturnType<typeof compileFn>>;
+  let result: T;
   try {
-    result = await compileFn(dir, { backend: 'ort' });
+    result = await f();
   } finally {
     recording = false;
   }
@@ -161,9 +169,22 @@ it('a stale ort compile passes through at most 12 module visits and reads each i
   const modules = new Set(visits);
   const returns = visits.filter((m, i) => visits.indexOf(m) < i).length;
   console.log(
-    `compile flow (stale ort): ${visits.length} visits in ${modules.size} modules, ${returns} of them back to a module it had left\n` +
+    `${label}: ${visits.length} visits in ${modules.size} modules, ${returns} of them back to a module it had left\n` +
       visits.map((m, i) => `  ${String(i + 1).padStart(2)}. ${m}`).join('\n'),
   );
+  // The measurement saw a well-nested flow.
+  expect(outOfOrder).toEqual([]);
+  expect(stack).toEqual([]);
+  const readOnce = (files: string[]) => Object.fromEntries(files.map((f) => [f, reads.get(f) ?? 0]));
+  return { result, reads: readOnce, visits: [...visits], modules: modules.size, returns };
+}
+
+const once = (files: string[]) => Object.fromEntries(files.map((f) => [f, 1]));
+
+it('a stale ort compile passes through at most 12 module visits and reads each input once', async () => {
+  const { dir, first } = await staleCopy('ort');
+  const r = await record('compile flow (stale ort)', () => compileFn(dir, { backend: 'ort' }));
+  const result = r.result;
 
   // The compile happened: stale by its graph, a new artifact written and verified.
   expect(result.upToDate).toBe(false);
@@ -171,18 +192,85 @@ it('a stale ort compile passes through at most 12 module visits and reads each i
   expect(result.record.verified).toBe(true);
   expect(fs.existsSync(result.record.artifacts.model!)).toBe(true);
   expect(result.record.fingerprint).not.toBe(first.record.fingerprint);
-  // The measurement saw a well-nested flow that starts and ends in compile/index.ts.
-  expect(outOfOrder).toEqual([]);
-  expect(stack).toEqual([]);
-  expect(visits[0]).toBe('compile/index.ts');
-  expect(visits.length).toBeLessThanOrEqual(12);
-  expect(Object.fromEntries(INPUTS.map((f) => [f, reads.get(f) ?? 0]))).toEqual(Object.fromEntries(INPUTS.map((f) => [f, 1])));
+  // It starts and ends in compile/index.ts.
+  expect(r.visits[0]).toBe('compile/index.ts');
+  expect(r.visits.length).toBeLessThanOrEqual(12);
+  expect(r.reads(INPUTS)).toEqual(once(INPUTS));
 
   // docs/ARCHITECTURE.md "Compile flow" states this count and lists this sequence.
   const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
   const section = doc.slice(doc.indexOf('## Compile flow'), doc.indexOf('\n## ', doc.indexOf('## Compile flow') + 1));
   const stated = /a stale compile makes (\d+) visits in (\d+) modules, returning (\d+) times/.exec(section.replace(/\s+/g, ' '));
-  expect(stated?.slice(1).map(Number)).toEqual([visits.length, modules.size, returns]);
+  expect(stated?.slice(1).map(Number)).toEqual([r.visits.length, r.modules, r.returns]);
   const listed = [...section.matchAll(/^\d+\. `([^`]+)`/gm)].map((m) => m[1]);
-  expect(listed).toEqual(visits);
+  expect(listed).toEqual(r.visits);
+});
+
+// The qaic flow shares steps 1–9 with ort (profile, read, decide, prepare's check) and reads
+// each input once, but its build does not meet the goal of 12: qaic.ts returns to
+// graph-interface.ts (statesOfGraph, then ctxState), qaic-vlm.ts (imageFlagsGiven) and
+// qaic-command.ts (buildQaicPlan, shellLine) between its own steps, and backend-qaic.ts calls
+// planQaic and runQaic in turn: 25 visits at the #29 review. The bound below keeps it from
+// growing; lower it when the qaic build is flattened.
+const QAIC_VISITS_AT_REVIEW = 25;
+
+it('a stale qaic compile shares the read/decide steps, reads each input once and does not grow past its measured visits', async () => {
+  const bin = path.join(tmp(), 'fake-qaic-compile');
+  // Stands in for the SDK's compiler: writes the programqpc.bin the backend checks for.
+  fs.writeFileSync(
+    bin,
+    `#!/bin/sh\nfor a in "$@"; do case "$a" in -aic-binary-dir=*) d="\${a#-aic-binary-dir=}"; mkdir -p "$d"; echo qpc > "$d/programqpc.bin";; esac; done\n`,
+    { mode: 0o755 },
+  );
+  const sink = { write: () => true } as unknown as NodeJS.WritableStream;
+  const opts = { env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(tmp(), 'none') }, stderr: sink };
+  const { dir, first } = await staleCopy('qaic', opts);
+  const r = await record('compile flow (stale qaic)', () => compileFn(dir, { backend: 'qaic', ...opts }));
+
+  // The compile happened: stale by its graph, the (fake) compiler ran into a new qpc directory.
+  expect(r.result.upToDate).toBe(false);
+  expect(r.result.changed).toEqual(['graph']);
+  expect(r.result.record.fingerprint).not.toBe(first.record.fingerprint);
+  expect(fs.existsSync(path.join(r.result.record.artifacts.qpc!, 'programqpc.bin'))).toBe(true);
+  expect(r.reads(INPUTS)).toEqual(once(INPUTS));
+  // Steps 1–9 as ort's, with the qaic driver; then the build, inside the qaic modules, back to index.ts.
+  const index = 'compile/index.ts';
+  expect(r.visits.slice(0, 9)).toEqual([
+    index,
+    'compile/backend-qaic.ts',
+    index,
+    'compile/inputs.ts',
+    index,
+    'compile/decide.ts',
+    index,
+    'prepare/manifest.ts',
+    index,
+  ]);
+  expect(r.visits.at(-1)).toBe('compile/index.ts');
+  const build = new Set(r.visits.slice(9, -1));
+  expect([...build].sort()).toEqual(
+    [
+      'compile/backend-qaic.ts',
+      'compile/qaic-command.ts',
+      'compile/qaic-vlm.ts',
+      'compile/qaic.ts',
+      'export/exporter/graph-interface.ts',
+    ].sort(),
+  );
+  expect(r.visits.length).toBeLessThanOrEqual(QAIC_VISITS_AT_REVIEW);
+});
+
+it('compileStatus of a stale export passes through at most 12 module visits and reads each input once', async () => {
+  const { dir } = await staleCopy('ort');
+  const { compileStatus } = await import('../src/compile');
+  const r = await record('compileStatus (stale)', () => compileStatus(dir));
+  // Stale, named by the part that changed: it read the graph, not only the stamps.
+  expect(r.result.state).toBe('stale');
+  expect(r.result.changed).toEqual(['graph']);
+  expect(r.visits[0]).toBe('compile/status.ts');
+  expect(r.visits.at(-1)).toBe('compile/status.ts');
+  // Status shares compile's read and decide steps and reaches nothing else.
+  expect(new Set(r.visits)).toEqual(new Set(['compile/status.ts', 'compile/inputs.ts', 'compile/decide.ts']));
+  expect(r.visits.length).toBeLessThanOrEqual(12);
+  expect(r.reads(INPUTS)).toEqual(once(INPUTS));
 });

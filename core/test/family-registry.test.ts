@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fixturesDir, haveFixtures } from '../../test/support/fixtures';
+import { fixturesDir, haveFixtures, LEGACY_FAMILIES } from '../../test/support/fixtures';
 import { archFromConfig } from '../src/export/families/arch-from-config';
 import { FAMILIES, familyLookup, familyOf, familyOfConfig, SUPPORTED_MODEL_TYPES } from '../src/export/families/registry';
 import type { FamilyRow } from '../src/export/families/row';
@@ -33,6 +33,14 @@ describe('family registry', () => {
         expect(familyOfConfig(JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')))).toBe(f);
       }
     }
+  });
+
+  it('the fixture suites iterate exactly the rows’ fixtures (LEGACY_FAMILIES names no family the registry does not)', () => {
+    // LEGACY_FAMILIES (test/support/fixtures.ts) is what the fixture suites loop over; a row
+    // whose fixture is missing there would never be judged by its reference logits, and a
+    // fixture there without a row would be judged under no family.
+    const rows = FAMILIES.flatMap((f) => (f.test.fixture !== undefined ? [f.test.fixture] : []));
+    expect([...LEGACY_FAMILIES].sort()).toEqual([...rows].sort());
   });
 
   it('the supported model types, the refusal message and dense families come from the rows', () => {

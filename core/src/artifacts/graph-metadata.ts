@@ -23,12 +23,19 @@ export function cclFromMetadata(metadata: readonly { key: string; value: string 
   return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
 }
 
+/**
+ * The sampler's state inputs (QEfficient's penalty buffers, `[cache batch, vocab]` bool), each
+ * retained like a cache: the names here, the descriptor in export/exporter/graph-interface.ts
+ * (`samplerStates`), which the decoder, the sampler block and `run` read.
+ */
+export const SAMPLER_STATES = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;
+
 /** The sampler's graph inputs in QEfficient's order (after the model's own inputs). */
 export const SAMPLER_INPUTS = [
   'last_accepted_output_tokens',
-  'past_repetition_penalty_buffer',
+  SAMPLER_STATES[0],
   'repetition_penalties',
-  'past_presence_penalty_buffer',
+  SAMPLER_STATES[1],
   'presence_penalties',
   'temperatures',
   'top_ks',
@@ -62,12 +69,12 @@ export function servingFeatures(
   if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
   if (outputs.some((o) => o.name === 'next_tokens')) {
     const rn = inputs.find((i) => i.name === 'random_numbers');
-    const buf = inputs.find((i) => i.name === 'past_repetition_penalty_buffer');
+    const buf = inputs.find((i) => i.name === SAMPLER_STATES[0]);
     const k = rn?.dims[1];
     const vocab = buf?.dims[1];
     if (typeof k !== 'number' || typeof vocab !== 'number') {
       throw new PipelineError(
-        `${model}: the graph outputs next_tokens but its random_numbers / past_repetition_penalty_buffer inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`,
+        `${model}: the graph outputs next_tokens but its random_numbers / ${SAMPLER_STATES[0]} inputs have no fixed [batch, max_top_k_ids] / [batch, vocab] shape`,
       );
     }
     f.sampler = { maxTopK: k, returnPdfs: outputs.some((o) => o.name === 'probs'), vocab };

@@ -3,7 +3,7 @@
  * (the first 10 hex of the plan fingerprint) and QEfficient's `<name>-qeff-prepared-<dtype>`.
  * Prepare and export name folders with these; compile, check and the editor recognise them.
  */
-import { PREPARE_DTYPES } from '../formats/dtype';
+import { isPrepareDtype, PREPARE_DTYPES, type PrepareDtype } from '../formats/dtype';
 
 /** Prepare's default output folder name. */
 export function preparedFolderName(name: string, dtype: string, planHash: string): string {
@@ -19,9 +19,11 @@ const OURS = new RegExp(`^(.+)-prepared-(${PREPARE_DTYPES.join('|')})-([0-9a-f]{
 const QEFF = /-qeff-prepared-[A-Za-z0-9_]+$/;
 
 /** The parts of a prepare-named folder (base name): the source's name, the dtype and the plan-hash prefix. */
-export function parsePreparedFolderName(base: string): { name: string; dtype: string; hash: string } | undefined {
+export function parsePreparedFolderName(base: string): { name: string; dtype: PrepareDtype; hash: string } | undefined {
   const m = OURS.exec(base);
-  return m ? { name: m[1]!, dtype: m[2]!, hash: m[3]! } : undefined;
+  // OURS admits only PREPARE_DTYPES; the guard carries that to the type without a cast.
+  const dtype = m?.[2];
+  return m && isPrepareDtype(dtype) ? { name: m[1]!, dtype, hash: m[3]! } : undefined;
 }
 
 /** True when a folder's base name is QEfficient's prepared name. */

@@ -23,6 +23,9 @@ export function moeWeightsKey(module: string, tensor: MoeTensor): string {
 /** Matches a prepared stacked key; groups: module, role, `_bias` or undefined. */
 export const MOE_WEIGHTS_KEY = /^(.*)\.moe_weights\.(gate|up|down)(_bias)?$/;
 
+/** Matches a checkpoint's fused experts (gpt-oss, Qwen3.5-MoE, transformers 5): groups: module, `gate_up_proj` or `down_proj`. */
+export const FUSED_EXPERTS_KEY = /^(.*)\.experts\.(gate_up_proj|down_proj)$/;
+
 /** Matches one expert's linear weight; groups: module, expert index, projection name. */
 export const PER_EXPERT_KEY = /^(.*)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj|linear|linear_v|linear_1)\.weight$/;
 

@@ -5,6 +5,7 @@
 import type { Problem } from '../errors';
 import { problem, type ProblemCode } from '../problem-codes';
 import type { SafetensorsHeader } from '../formats/safetensors';
+import type { PrepareDtype } from '../formats/dtype';
 import type { ParsedSpec } from '../spec/parse';
 import type { JsonPath, SpecSources, WeightSpec } from '../spec/types';
 import type { HeaderCache } from './header-cache';
@@ -47,7 +48,8 @@ export interface FileState {
 /** Where a planned header came from, for messages. */
 export interface PlannedSource {
   checkpoint: string;
-  dtype: string;
+  /** A dtype prepare accepts: checked where it was read (export-report.json or the folder name). */
+  dtype: PrepareDtype;
 }
 
 /** One check in progress. */

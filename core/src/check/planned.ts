@@ -65,7 +65,7 @@ async function cachedPlan(source: PlannedSource): Promise<PreparePlan | undefine
   if (hit && hit.signature === signature) return hit.plan;
   let plan: PreparePlan | undefined;
   try {
-    plan = await planPrepare({ checkpoint: source.checkpoint, dtype: source.dtype as 'float32' });
+    plan = await planPrepare({ checkpoint: source.checkpoint, dtype: source.dtype });
   } catch {
     plan = undefined; // an unplannable source: the files stay "not prepared yet", nothing more
   }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { FormatError } from '../errors';
 import { memoByStamp } from '../file-stamp';
 import type { SafetensorsHeader, TensorInfo } from '../formats/safetensors';
+import { MOE_WEIGHTS_KEY } from '../artifacts/prepared-keys';
 import { MANIFEST_FILE, describeScheme, quantSchemeOf, weightOfScaleKey, type QuantScheme } from '../prepare';
 import { fileLabel, report, type CheckContext } from './context';
 import { looksPrepared } from './prepared';
@@ -179,7 +180,9 @@ export function describeFp8Origin(
     const w = weightOfScaleKey(k, scheme?.method);
     return w && task.inputs.includes(w) ? [{ weight: w, scale: k }] : [];
   });
-  const m = /^(.*)\.moe_weights\.(gate|up|down)$/.exec(key);
+  // a stacked role tensor (not its `_bias`): the one pattern of prepared-keys.ts
+  const stacked = MOE_WEIGHTS_KEY.exec(key);
+  const m = stacked && stacked[3] === undefined ? stacked : null;
   const mine = m
     ? pairs.filter((p) => p.weight.startsWith(`${m[1]}.`) && ROLE_SOURCES[m[2]!]!.test(p.weight))
     : pairs.filter((p) => p.weight === key);

@@ -15,7 +15,7 @@
  */
 import type { OrtModule, OrtTensor } from '../ort/loader';
 import type { SamplingParams } from './sampling';
-import { SAMPLER_INPUTS } from '../artifacts/graph-metadata';
+import { SAMPLER_INPUTS, SAMPLER_STATES } from '../artifacts/graph-metadata';
 
 export { servingFeatures, servingSummary, type ServingFeatures } from '../artifacts/graph-metadata';
 
@@ -36,7 +36,7 @@ export function cclTensor(ort: OrtModule, bucket: number): OrtTensor {
 /** Fresh penalty buffers `[cacheBatch, vocab]` (bool). */
 export function samplerState(ort: OrtModule, cacheBatch: number, vocab: number): Record<string, OrtTensor> {
   const z = () => new ort.Tensor('bool', new Uint8Array(cacheBatch * vocab), [cacheBatch, vocab]);
-  return { past_repetition_penalty_buffer: z(), past_presence_penalty_buffer: z() };
+  return Object.fromEntries(SAMPLER_STATES.map((name) => [name, z()]));
 }
 
 /** The sampler's per-call inputs for `batch` identical rows. */
@@ -65,4 +65,4 @@ export function samplerFeeds(
 }
 
 /** Names of the sampler's retained buffers (fed back each call). */
-export const SAMPLER_STATE = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;
+export const SAMPLER_STATE: readonly string[] = SAMPLER_STATES;

@@ -26,6 +26,7 @@
  * here a padded token adds 0 through `ScatterElements(reduction='add')`, which runs everywhere.
  */
 import type { Dim } from '../exporter/builder';
+import { samplerStates, type SamplerStateName, type SamplerStateTensor } from '../exporter/graph-interface';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 
 /** `export --sampler` options (QEfficient's `qaic_config` keys `max_top_k_ids`, `return_pdfs`). */
@@ -56,8 +57,8 @@ export interface SamplerWiring {
 export interface SamplerValues {
   probs?: string;
   nextTokens: string;
-  repetitionBuffer: string;
-  presenceBuffer: string;
+  /** The updated penalty buffers, by state name (graph-interface.ts `samplerStates`). */
+  states: Record<SamplerStateName, string>;
 }
 
 /** Appends the sampler after the logits and declares its inputs. */
@@ -66,9 +67,11 @@ export function appendSampler(c: Ctx, w: SamplerWiring, o: SamplerOptions): Samp
   const { vocab: V } = w;
   const K = o.maxTopK;
   const lastAccepted = g.input('last_accepted_output_tokens', 'int64', [w.batch, w.seq]);
-  const pastRep = g.input('past_repetition_penalty_buffer', 'bool', [w.cacheBatch, V]);
+  // the penalty buffers as the graph interface describes them (in QEfficient's input order, between the penalties)
+  const [rep, pres] = samplerStates(w.cacheBatch, V) as [SamplerStateTensor, SamplerStateTensor];
+  const pastRep = g.input(rep.name, rep.dtype, rep.dims);
   const repPen = g.input('repetition_penalties', 'float32', [w.batch, 1]);
-  const pastPres = g.input('past_presence_penalty_buffer', 'bool', [w.cacheBatch, V]);
+  const pastPres = g.input(pres.name, pres.dtype, pres.dims);
   const presPen = g.input('presence_penalties', 'float32', [w.batch, 1]);
   const temps = g.input('temperatures', 'float32', [w.batch, 1]);
   const topKs = g.input('top_ks', 'int32', [w.batch, 1]);
@@ -165,6 +168,10 @@ export function appendSampler(c: Ctx, w: SamplerWiring, o: SamplerOptions): Samp
     const sampled = g.op('GatherElements', [idxAsc, pick], { axis: 1 });
     const next = reshape(c, g.op('Where', [hot, sampled, greedy]), [-1, 1, 1]);
 
-    return { ...(probs ? { probs } : {}), nextTokens: next, repetitionBuffer: repBuf, presenceBuffer: presBuf };
+    return {
+      ...(probs ? { probs } : {}),
+      nextTokens: next,
+      states: { [rep.name]: repBuf, [pres.name]: presBuf } as Record<SamplerStateName, string>,
+    };
   });
 }

@@ -21,7 +21,7 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
-import { decoderInterface, windowCacheMetadata, type StateTensor } from './graph-interface';
+import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from './graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -234,9 +234,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   }
   retainStates(g, iface.states, updated, io.outputs);
   if (sampled) {
-    g.output(sampled.repetitionBuffer, 'past_repetition_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
-    g.output(sampled.presenceBuffer, 'past_presence_penalty_buffer_RetainedState', 'bool', [cacheBatch, a.vocab]);
-    io.outputs.push('past_repetition_penalty_buffer_RetainedState', 'past_presence_penalty_buffer_RetainedState');
+    // the penalty buffers, retained after the caches (graph-interface.ts samplerStates)
+    const buffers = samplerStates(cacheBatch, a.vocab);
+    for (const s of buffers) g.output(sampled.states[s.name], s.retained, s.dtype, s.dims);
+    io.outputs.push(...buffers.map((s) => s.retained));
   }
 
   const weights = weightInputs(a);

@@ -14,6 +14,7 @@
  * No graph code here (the server and the runner import it without the builder).
  */
 import { PipelineError } from '../../errors';
+import { SAMPLER_STATES } from '../../artifacts/graph-metadata';
 
 /** A dim: a number, or a symbolic name (`batch_size`, `full_batch_size`, `ctx_len`, `seq_len`). */
 export type Dim = number | string;
@@ -82,6 +83,22 @@ export interface GraphInterface {
   inputs: RuntimeInput[];
   /** The states, in layer order (within a layer, the block's order), each with its retained output. */
   states: StateTensor[];
+}
+
+/** One of the on-device sampler's states (QEfficient's penalty buffers). */
+export type SamplerStateName = (typeof SAMPLER_STATES)[number];
+
+/** A sampler state tensor: input `name`, output `retained`, `[cache batch, vocab]` bool. */
+export interface SamplerStateTensor {
+  name: SamplerStateName;
+  retained: string;
+  dtype: 'bool';
+  dims: Dim[];
+}
+
+/** The sampler's states of a graph with this cache batch and vocabulary, in its input order. */
+export function samplerStates(cacheBatch: Dim, vocab: Dim): SamplerStateTensor[] {
+  return SAMPLER_STATES.map((name) => ({ name, retained: name + RETAINED, dtype: 'bool' as const, dims: [cacheBatch, vocab] }));
 }
 
 /** What {@link layerStates} reads of a layer. */

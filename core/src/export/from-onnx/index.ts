@@ -24,6 +24,7 @@ import { sliceLocation } from './slice-location';
 import { mxfp4Sources, type Mxfp4Sources } from './mxfp4-sources';
 import { printable } from '../../paths';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { FUSED_EXPERTS_KEY } from '../../artifacts/prepared-keys';
 
 /** Options of {@link exportFromOnnx}. */
 export interface FromOnnxOptions {
@@ -120,7 +121,7 @@ export async function exportFromOnnx(o: FromOnnxOptions): Promise<FromOnnxResult
       const shape = ckpt.get(key)?.shape;
       if (!shape) return undefined;
       // fused experts: prepare's own row/column decision for this module's gate_up_proj + down_proj
-      const m = /^(.*)\.experts\.(?:gate_up_proj|down_proj)$/.exec(key);
+      const m = FUSED_EXPERTS_KEY.exec(key);
       const gateUp = m && ckpt.get(`${m[1]}.experts.gate_up_proj`);
       const down = m && ckpt.get(`${m[1]}.experts.down_proj`);
       const rowFused = gateUp && down ? isRowFused(gateUp, down, moeSizes(config)) : true;

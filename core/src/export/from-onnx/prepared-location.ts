@@ -6,7 +6,7 @@
  */
 import type { DType } from '../../formats/dtype';
 import { PipelineError } from '../../errors';
-import { EXPERT_ROLE, PER_EXPERT_KEY, moeWeightsKey, type MoeRole } from '../../artifacts/prepared-keys';
+import { EXPERT_ROLE, FUSED_EXPERTS_KEY, PER_EXPERT_KEY, moeWeightsKey, type MoeRole } from '../../artifacts/prepared-keys';
 
 /** The part of a prepare plan this mapping reads. */
 export interface PlannedOutputs {
@@ -44,7 +44,7 @@ export interface PreparedLoc {
  * Undefined for any other key or layout.
  */
 export function fusedRowLocation(key: string, shape: readonly number[], plan: PlannedOutputs, rowFused = true): PreparedLoc | undefined {
-  const m = /^(.*)\.experts\.(gate_up_proj|down_proj)$/.exec(key);
+  const m = FUSED_EXPERTS_KEY.exec(key);
   if (!m || shape.length !== 3) return undefined;
   const at = (role: MoeRole) => {
     const k = moeWeightsKey(m[1]!, role);

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { FormatError } from '../../errors';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type MlpSpec } from '../blocks/arch';
 import { actOf, llamaLike, parseWith, refuse } from '../families/config';
+import { familyOfConfig } from '../families/registry';
 import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
@@ -35,10 +36,10 @@ export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
-  // Llama 4: every published checkpoint is Llama4ForConditionalGeneration; its text model is exported (families/llama4.ts)
-  if (t === 'llama4') return false;
-  // Qwen3.5-MoE's multimodal checkpoints export their text model (families/qwen3-5-moe.ts); the vision tower is not built yet
-  if (t === 'qwen3_5_moe') return false;
+  // A model type the family registry builds exports its text model even with a vision_config:
+  // Llama 4 (every published checkpoint is Llama4ForConditionalGeneration, families/llama4.ts)
+  // and Qwen3.5-MoE's multimodal checkpoints (families/qwen3-5-moe.ts; no vision tower yet).
+  if (typeof t === 'string' && familyOfConfig(raw) !== undefined) return false;
   return (
     typeof t === 'string' &&
     ((VLM_MODEL_TYPES as readonly string[]).includes(t) ||
