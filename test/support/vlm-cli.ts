@@ -17,13 +17,7 @@ import { expectOnnxValid, type OnnxCheck } from './onnx-checker';
 
 const req = createRequire(__filename);
 
-/** Largest |a[i] − b[i]|, after checking the lengths agree. */
-export function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
+export { maxDiff } from './vlm-graphs';
 
 /** The CLI in a test's work folder (`work()` is read at each call: it is made in beforeAll). */
 export interface VlmCli {
