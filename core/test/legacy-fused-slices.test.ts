@@ -17,7 +17,7 @@ import { describeFixtures, fixturesDir, haveFixtures } from '../../test/support/
 import { Checkpoint } from '../src/formats/safetensors';
 import { dequantMxfp4Reference } from './graph-reference-gpt-oss';
 import * as ort from 'onnxruntime-node';
-import { cliInProcess } from '../../test/support/cli';
+import { cliStdout } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
@@ -26,11 +26,7 @@ import { expectOnnxValid, describeOnnxChecker } from '../../test/support/onnx-ch
 
 const tmp = tempDirs('ws-fused-slices-')();
 
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 /** Rows [r0, r0 + rows) of expert `e` of `t` ([E, R, C], or [R, C] without e), transposed when asked. */
 function slice(t: F32, e: number | undefined, r0: number, rows: number, transposed: boolean): F32 {

@@ -141,3 +141,10 @@ export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;
+
+/** What a text fixture's reference.json holds: the prompt, the generated tokens and the logit rows. */
+export interface FixtureRef {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
