@@ -14,7 +14,7 @@ import json, math, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_checkpoint import load_dir, rotate_half, softmax  # noqa: E402
+from numpy_checkpoint import gelu_tanh, greedy, linear, load_dir, rotate_half, softmax  # noqa: E402
 
 model = sys.argv[1]
 W = load_dir(model)
@@ -26,11 +26,7 @@ P = "language_model.model"
 def norm(x, w):  # Gemma3RMSNorm
     return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + tc["rms_norm_eps"]) * (1 + w)
 
-def lin(x, p):
-    return x @ W[p + ".weight"].T
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+lin = linear(W, bias=False)
 
 def text(ids, image_embeds):
     H, nh, nkv, hd = tc["hidden_size"], tc["num_attention_heads"], tc["num_key_value_heads"], tc["head_dim"]
@@ -81,12 +77,10 @@ def text(ids, image_embeds):
 emb = np.array(inp["image_embeds"], dtype=np.float64)
 ids = list(inp["ids"])
 logits = text(ids, emb)
-gen = []
-nxt = int(np.argmax(logits[-1]))
-for k in range(inp.get("generate", 0)):
-    gen.append(nxt)
-    if k + 1 == inp["generate"]:
-        break
+
+def step(nxt):
     ids.append(nxt)
-    nxt = int(np.argmax(text(ids, emb)[-1]))
+    return text(ids, emb)
+
+gen = greedy(logits, inp.get("generate", 0), step)
 json.dump({"logits": logits.tolist(), "generated": gen}, open(sys.argv[3], "w"))
