@@ -27,13 +27,12 @@ import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../src/export/graph';
 import * as ort from 'onnxruntime-node';
 import { toFloat32 } from '../src/formats/dtype';
-import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { Checkpoint } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
 import { rng, SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
 import { glm4MoeReference, randomGlmCheckpoint } from './graph-reference-glm';
 import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './graph-reference-gpt-oss';
-import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
+import { GraphRunner, identityGraph, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
 const tmp = tempDirs('ws-moe-families-')();
 
@@ -380,20 +379,7 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
     const names = [`${m}.input_linear.weight`, `${m}.output_linear.weight`];
     const tensors = names.map((n) => raw.get(n)!);
     const onnx = path.join(tmp, 'granitemoe-legacy.onnx');
-    writeFileSync(
-      onnx,
-      encodeModel({
-        irVersion: 8,
-        opsetImport: [{ domain: '', version: 17 }],
-        graph: {
-          name: 'g',
-          node: names.map((n, i) => makeNode('Identity', [n], [`out${i}`])),
-          initializer: names.map((n, i) => makeTensor(n, 'F32', tensors[i]!.shape, new Uint8Array(tensors[i]!.data.buffer))),
-          input: [],
-          output: names.map((_, i) => makeValueInfo(`out${i}`, 'F32', tensors[i]!.shape)),
-        },
-      }),
-    );
+    writeFileSync(onnx, identityGraph(names.map((n, i) => [n, tensors[i]!])));
     const out = path.join(tmp, 'granitemoe-legacy-export');
     await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
     const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));

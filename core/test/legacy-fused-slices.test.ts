@@ -19,9 +19,8 @@ import { dequantMxfp4Reference } from './graph-reference-gpt-oss';
 import * as ort from 'onnxruntime-node';
 import { cliStdout } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
-import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
-import type { F32 } from './graph-support';
+import { identityGraph, type F32 } from './graph-support';
 import { expectOnnxValid, describeOnnxChecker } from '../../test/support/onnx-checker';
 
 const tmp = tempDirs('ws-fused-slices-')();
@@ -40,20 +39,7 @@ function slice(t: F32, e: number | undefined, r0: number, rows: number, transpos
 /** A legacy graph returning `inits` through Identity nodes; export → prepare → compile; the outputs must be the initializers. */
 async function roundTrip(name: string, src: string, inits: [string, F32][]): Promise<{ inputs: string[]; onnx: string }> {
   const onnx = path.join(tmp, `${name}.onnx`);
-  writeFileSync(
-    onnx,
-    encodeModel({
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }],
-      graph: {
-        name: 'g',
-        node: inits.map(([n], i) => makeNode('Identity', [n], [`out${i}`])),
-        initializer: inits.map(([n, t]) => makeTensor(n, 'F32', t.shape, new Uint8Array(t.data.buffer))),
-        input: [],
-        output: inits.map(([, t], i) => makeValueInfo(`out${i}`, 'F32', t.shape)),
-      },
-    }),
-  );
+  writeFileSync(onnx, identityGraph(inits));
   const out = path.join(tmp, `${name}-export`);
   await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
   const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
