@@ -14,7 +14,7 @@ import json, math, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_checkpoint import gelu_tanh, greedy, linear, load_dir, rotate_half, softmax  # noqa: E402
+from numpy_checkpoint import gqa_attention, gelu_tanh, greedy, linear, load_dir  # noqa: E402
 
 model = sys.argv[1]
 W = load_dir(model)
@@ -62,11 +62,7 @@ def text(ids, image_embeds):
         q = norm(lin(y, L + ".self_attn.q_proj").reshape(S, nh, hd), W[L + ".self_attn.q_norm.weight"])
         k = norm(lin(y, L + ".self_attn.k_proj").reshape(S, nkv, hd), W[L + ".self_attn.k_norm.weight"])
         v = lin(y, L + ".self_attn.v_proj").reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * tc["query_pre_attn_scalar"] ** -0.5
-        a = softmax(np.where(masks[kind], a, -np.inf))
-        att = lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj")
+        att = lin(gqa_attention(q, k, v, cos, sin, masks[kind], tc["query_pre_attn_scalar"] ** -0.5), L + ".self_attn.o_proj")
         x = x + norm(att, W[L + ".post_attention_layernorm.weight"])
         y = norm(x, W[L + ".pre_feedforward_layernorm.weight"])
         m = lin(gelu_tanh(lin(y, L + ".mlp.gate_proj")) * lin(y, L + ".mlp.up_proj"), L + ".mlp.down_proj")

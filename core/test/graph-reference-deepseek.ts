@@ -40,8 +40,8 @@ function fields(cfg: Cfg) {
   };
 }
 
-/** Indices of the k largest values (ties: lower index first). */
-function topk(v: number[], k: number): number[] {
+/** Indices of the k largest values (ties: lower index first, as ONNX TopK). */
+export function topk(v: number[], k: number): number[] {
   return v
     .map((x, i) => [x, i] as const)
     .sort((a, b) => b[0] - a[0] || a[1] - b[1])

@@ -9,20 +9,11 @@
  */
 import { ACT, linear, rms, rope, softmax, weightGetter } from './graph-reference';
 import { rng } from './graph-random';
-import { sharedExpertMoe } from './graph-reference-deepseek';
+import { sharedExpertMoe, topk } from './graph-reference-deepseek';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** Indices of the k largest values (ties: lower index first, as ONNX TopK). */
-function topk(v: number[], k: number): number[] {
-  return v
-    .map((x, i) => [x, i] as const)
-    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
-    .slice(0, k)
-    .map(([, i]) => i);
-}
 
 /** Glm4MoeMoE.route_tokens_to_experts for one token's router logits. */
 function route(cfg: Cfg, logits: number[], bias: F32): { idx: number[]; w: number[] } {

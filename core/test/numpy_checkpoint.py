@@ -66,3 +66,12 @@ def greedy(logits, n, step):
             break
         nxt = int(np.argmax(step(nxt)[-1]))
     return gen
+
+def gqa_attention(q, k, v, cos, sin, mask, scale):
+    """Rotary q [S, nh, hd] and k [S, nkv, hd], grouped-query softmax attention of v under mask
+    (True: attend), scores times scale: the heads' outputs as [S, nh·hd]."""
+    nh, nkv = q.shape[1], k.shape[1]
+    q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+    k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
+    a = softmax(np.where(mask, np.einsum("qhd,khd->hqk", q, k) * scale, -np.inf))
+    return np.einsum("hqk,khd->qhd", a, v).reshape(q.shape[0], -1)

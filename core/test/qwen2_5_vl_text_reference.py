@@ -14,7 +14,7 @@ import json, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_checkpoint import greedy, linear, load_dir, rms_norm, rotate_half, silu, softmax  # noqa: E402
+from numpy_checkpoint import gqa_attention, greedy, linear, load_dir, rms_norm, silu  # noqa: E402
 
 model = sys.argv[1]
 W = load_dir(model)
@@ -47,11 +47,7 @@ def text(ids, image_embeds, pos):
         q = lin(y, L + ".self_attn.q_proj").reshape(S, nh, hd)
         k = lin(y, L + ".self_attn.k_proj").reshape(S, nkv, hd)
         v = lin(y, L + ".self_attn.v_proj").reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * hd ** -0.5
-        a = softmax(np.where(causal, a, -np.inf))
-        x = x + lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj", False)
+        x = x + lin(gqa_attention(q, k, v, cos, sin, causal, hd ** -0.5), L + ".self_attn.o_proj", False)
         y = rms_norm(x, W[L + ".post_attention_layernorm.weight"], eps)
         x = x + lin(silu(lin(y, L + ".mlp.gate_proj", False)) * lin(y, L + ".mlp.up_proj", False), L + ".mlp.down_proj", False)
     x = rms_norm(x, W["model.norm.weight"], eps)

@@ -9,7 +9,7 @@ out.json:    {"logits": [[...] per position], "generated": [...], "position_ids"
 """
 import json, math, sys
 import numpy as np
-from numpy_checkpoint import gelu_tanh, linear, load, rms_norm, rotate_half, silu, softmax  # beside this file (the script's folder is on sys.path)
+from numpy_checkpoint import gqa_attention, gelu_tanh, linear, load, rms_norm, rotate_half, silu, softmax  # beside this file (the script's folder is on sys.path)
 
 W = load(sys.argv[1])
 cfg = json.load(open(sys.argv[2]))
@@ -133,11 +133,7 @@ def text(ids, image_embeds, deep, pos):
         q = rms_norm(lin(y, L + ".self_attn.q_proj", False).reshape(S, nh, hd), W[L + ".self_attn.q_norm.weight"], eps)
         k = rms_norm(lin(y, L + ".self_attn.k_proj", False).reshape(S, nkv, hd), W[L + ".self_attn.k_norm.weight"], eps)
         v = lin(y, L + ".self_attn.v_proj", False).reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * hd ** -0.5
-        a = softmax(np.where(causal, a, -np.inf))
-        x = x + lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj", False)
+        x = x + lin(gqa_attention(q, k, v, cos, sin, causal, hd ** -0.5), L + ".self_attn.o_proj", False)
         y = rms_norm(x, W[L + ".post_attention_layernorm.weight"], eps)
         sparse = experts > 0 and i not in tc.get("mlp_only_layers", []) and (i + 1) % tc.get("decoder_sparse_step", 1) == 0
         if sparse:
