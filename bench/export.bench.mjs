@@ -4,11 +4,11 @@
 // Llama-3.1-8B and Mixtral-8x7B must export too; Gemma-2-2B (issue 23) is held to the same
 // targets, and so are issue 32's families (phi-2, starcoder2-15b, gpt-j-6b, whose published
 // configs live in test/configs/). Run after `node scripts/bundle.mjs`.
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { timedNode } from './support.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
@@ -36,7 +36,6 @@ if (!existsSync(configs)) {
   console.error(`export.bench: ${configs} missing (set WEIGHT_SPEC_FIXTURES)`);
   process.exit(1);
 }
-const haveTime = existsSync('/usr/bin/time');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-export-bench-'));
 let failed = false;
 
@@ -47,17 +46,12 @@ function run(name) {
   copyFileSync(existsSync(own) ? own : path.join(configs, `${name}.json`), path.join(model, 'config.json'));
   const out = path.join(tmp, `${name}-export`);
   const args = [cli, 'export', '--config', model, '--out', out];
-  const t0 = process.hrtime.bigint();
-  const r = haveTime
-    ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' })
-    : spawnSync(process.execPath, args, { encoding: 'utf8' });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const { r, seconds, rssMb } = timedNode(args);
   if (r.status !== 0) {
     console.error(`${name}: export failed (${r.status}): ${r.stderr.trim()}`);
     failed = true;
     return undefined;
   }
-  const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
   const mib = statSync(path.join(out, 'model.onnx')).size / 2 ** 20;
   const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));
   return { name, seconds, rssMb, mib, nodes: report.graph.nodes, inputs: report.weights.count };
@@ -65,11 +59,8 @@ function run(name) {
 
 /** Baseline measured in the same run: the CLI doing nothing (`--version`), i.e. Node + bundle start-up. */
 function baseline() {
-  const t0 = process.hrtime.bigint();
-  const r = haveTime
-    ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, cli, '--version'], { encoding: 'utf8' })
-    : spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8' });
-  return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN };
+  const { seconds, rssMb } = timedNode([cli, '--version']);
+  return { seconds, rssMb };
 }
 
 try {

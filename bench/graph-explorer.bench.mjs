@@ -13,12 +13,11 @@
 // Targets: first paint < 1 s, p95 frame < 16.7 ms. `WEIGHT_SPEC_BENCH_SHOTS=dir` keeps screenshots.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { firstPaint, frameTimes, stats } from '../test/support/graph-explorer-timing.mjs';
+import { loadBundled } from './support.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
@@ -44,26 +43,7 @@ for (const [what, f] of [
 // core/src/view and the webview document as one CommonJS module, evaluated here.
 const src = `export { buildViewerPage, graphModelOf } from './core/src/view';
 export { viewerHtml } from './client/src/viewers/html';`;
-const out = await build({
-  stdin: { contents: src, resolveDir: root, loader: 'ts' },
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  write: false,
-  mainFields: ['module', 'main'],
-  external: ['onnxruntime-node', 'vscode'],
-  logLevel: 'warning',
-});
-const mod = { exports: {} };
-new Function('module', 'exports', 'require', '__filename', '__dirname', out.outputFiles[0].text)(
-  mod,
-  mod.exports,
-  createRequire(path.join(root, 'bench', 'x.js')),
-  path.join(root, 'bench', 'x.js'),
-  path.join(root, 'bench'),
-);
-const { buildViewerPage, graphModelOf, viewerHtml } = mod.exports;
+const { buildViewerPage, graphModelOf, viewerHtml } = await loadBundled(root, src, ['onnxruntime-node', 'vscode']);
 
 /** A few of VS Code's Dark Modern theme variables, so the page is drawn as in the editor. */
 const DARK = {

@@ -8,12 +8,11 @@
 // Run after `node scripts/bundle.mjs` (for the exports).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../test/support/sparse-checkpoint.mjs';
+import { loadBundled } from './support.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
@@ -35,26 +34,7 @@ if (!existsSync(configs)) {
 const src = `export { buildViewerPage } from './core/src/view';
 export { summarizeOnnx } from './core/src/formats/onnx';
 export { Checkpoint } from './core/src/formats/safetensors';`;
-const out = await build({
-  stdin: { contents: src, resolveDir: root, loader: 'ts' },
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  write: false,
-  mainFields: ['module', 'main'],
-  external: ['onnxruntime-node'],
-  logLevel: 'warning',
-});
-const mod = { exports: {} };
-new Function('module', 'exports', 'require', '__filename', '__dirname', out.outputFiles[0].text)(
-  mod,
-  mod.exports,
-  createRequire(path.join(root, 'bench', 'x.js')),
-  path.join(root, 'bench', 'x.js'),
-  path.join(root, 'bench'),
-);
-const { buildViewerPage, summarizeOnnx, Checkpoint } = mod.exports;
+const { buildViewerPage, summarizeOnnx, Checkpoint } = await loadBundled(root, src, ['onnxruntime-node']);
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-viewers-bench-'));
 let failed = false;

@@ -3,11 +3,11 @@
 // total, < 300 MB peak RSS, < 8 MiB of ONNX together — beside the seed's QEfficient numbers for
 // Qwen3-VL (vision 17.6 s + decoder 87.0 s = 104.6 s; 1.48 MiB + 76.92 MiB = 78.40 MiB). Run
 // after `node scripts/bundle.mjs`.
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { timedNode } from './support.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = path.resolve(process.env.WEIGHT_SPEC_FIXTURES ?? path.join(root, '..', 'shared', 'fixtures'));
@@ -25,7 +25,6 @@ const CASES = [
   { config: 'qwen2.5-vl-7b.json', name: 'Qwen2.5-VL-7B-Instruct' },
   { config: 'gemma-3-27b.json', name: 'gemma-3-27b-it' },
 ];
-const haveTime = existsSync('/usr/bin/time');
 let failed = false;
 for (const c of CASES) {
   const cfg = path.join(configs, c.config);
@@ -40,13 +39,8 @@ for (const c of CASES) {
     copyFileSync(cfg, path.join(model, 'config.json'));
     const out = path.join(tmp, 'export');
     const args = [cli, 'export', '--config', model, '--out', out];
-    const t0 = process.hrtime.bigint();
-    const r = haveTime
-      ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { encoding: 'utf8' })
-      : spawnSync(process.execPath, args, { encoding: 'utf8' });
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    const { r, seconds, rssMb } = timedNode(args);
     if (r.status !== 0) throw new Error(`${c.name}: export failed (${r.status}): ${r.stderr.trim()}`);
-    const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
     const parts = ['vision', 'language'].map((g) => {
       const rep = JSON.parse(readFileSync(path.join(out, g, 'export-report.json'), 'utf8'));
       return { g, mib: statSync(path.join(out, g, 'model.onnx')).size / 2 ** 20, nodes: rep.graph.nodes, inputs: rep.weights.count };

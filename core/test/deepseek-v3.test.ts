@@ -22,8 +22,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
+import { cliStdout } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, float16Tolerance, type FixtureRef } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../src/export/exporter';
@@ -40,22 +40,12 @@ import { writeFileSync } from 'node:fs';
 const tmp = tempDirs('ws-deepseek-')();
 const CTX = 32;
 
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
-
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 async function fixture() {
   const dir = path.join(fixturesDir(), 'deepseek_v3');
   const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as FixtureRef;
   const raw = await loadCheckpoint(dir);
   return { dir, cfg, ref, raw, prepared: stackExperts(raw), ids: [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] };
 }
@@ -130,7 +120,7 @@ describeFixtures('deepseek_v3: the compressed MLA cache on the FP8 fixture', () 
 
   it('export --config --mla-cache compressed → prepare (FP8 dequant, no MTP layer) → compile → run: logits and generated_ids', async () => {
     const src = path.join(fixturesDir(), 'deepseek_v3');
-    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
     const out = path.join(tmp, 'compressed-export');
     const prepared = path.join(tmp, 'compressed-prepared');
     await ws('export', '--config', src, '--out', out, '--mla-cache', 'compressed', '--ctx-len', '32');

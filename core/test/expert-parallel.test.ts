@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
+import { cliInProcess, cliStdout } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { summarizeOnnxSync } from '../src/formats/onnx';
@@ -20,11 +20,7 @@ import { maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-ep-');
 /** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args);
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(undefined, ...args);
 
 /** export → prepare → compile → run --dump-logits with the given MoE flags; returns the logits rows. */
 async function pipeline(root: string, src: string, tag: string, ids: number[], moe: string[]): Promise<number[][]> {

@@ -20,7 +20,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, type FixtureRef } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { fromFloat32, toFloat32, type DType } from '../src/formats/dtype';
@@ -33,17 +33,11 @@ import { dumpLogits, generate, ws } from './serving-support';
 const tmp = tempDirs('ws-export-classic-');
 const CTX = 32;
 
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
-
 /** The codegen fixture as a GPT-J checkpoint: qkv_proj rows of chunk m = [q | v | k], each `local` rows. */
 async function gptjFromCodegen() {
   const dir = path.join(fixturesDir(), 'codegen');
   const cg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number | string | null>;
-  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as FixtureRef;
   const raw = await loadCheckpoint(dir);
   const H = cg.n_embd as number;
   const local = H / 4;

@@ -9,8 +9,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from '../../test/support/fixtures';
+import { cliStdout } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES, type FixtureRef } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { referenceForward } from './graph-reference';
 import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
@@ -23,24 +23,14 @@ const tmp = tempDirs('ws-export-e2e-')();
  * process itself is covered by cli.test.ts and compile-cli.test.ts): ONNX Runtime loads once
  * instead of once per step, which halves this file's time.
  */
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 describeFixtures('export --config → prepare → compile → run equals the fixtures', () => {
   for (const fam of LEGACY_FAMILIES) {
     for (const dtype of ['float32', 'float16'] as const) {
       it(`${fam} ${dtype}`, async () => {
         const src = path.join(fixturesDir(), fam);
-        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
         const prepared = path.join(tmp, `${fam}-qeff-prepared-${dtype}`);
         const out = path.join(tmp, `${fam}-${dtype}-export`);
         await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
@@ -104,7 +94,7 @@ describeFixtures('export --config → prepare → compile → run equals the fix
 
   it('--phase prefill and --phase decode graphs over one prepared checkpoint give the logits of both', async () => {
     const src = path.join(fixturesDir(), 'mixtral');
-    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
     const prepared = path.join(tmp, 'phase-qeff-prepared-float32');
     await ws('prepare', '--checkpoint', src, '--dtype', 'float32', '--out', prepared);
     const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];

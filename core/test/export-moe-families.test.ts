@@ -21,19 +21,18 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { cliInProcess, cliStdout } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, type FixtureRef } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../src/export/exporter';
 import * as ort from 'onnxruntime-node';
 import { toFloat32 } from '../src/formats/dtype';
-import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { Checkpoint } from '../src/formats/safetensors';
 import { referenceForward } from './graph-reference';
 import { rng, SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
 import { glm4MoeReference, randomGlmCheckpoint } from './graph-reference-glm';
 import { dequantMxfp4Reference, gptOssReference, preparedFromInMemory } from './graph-reference-gpt-oss';
-import { GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
+import { GraphRunner, identityGraph, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
 const tmp = tempDirs('ws-moe-families-')();
 
@@ -42,17 +41,7 @@ function run(...args: string[]) {
   return cliInProcess(args, { cwd: tmp });
 }
 
-async function ws(...args: string[]): Promise<string> {
-  const r = await run(...args);
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 /** The MoE families of the issue that ship a fixture. */
 export const MOE_FIXTURE_FAMILIES = ['gpt_oss_full', 'glm4_moe'] as const;
@@ -62,7 +51,7 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
     for (const dtype of ['float32', 'float16'] as const) {
       it(`${fam} ${dtype}`, async () => {
         const src = path.join(fixturesDir(), fam);
-        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+        const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
         const prepared = path.join(tmp, `${fam}-prepared-${dtype}`);
         const out = path.join(tmp, `${fam}-${dtype}-export`);
         await ws('export', '--config', src, '--out', out, '--dtype', dtype, '--ctx-len', '32');
@@ -85,7 +74,7 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
   for (const fam of MOE_FIXTURE_FAMILIES) {
     it(`${fam}: expert-parallel (--moe-flavour expert_parallel --pipeline-stages 2) gives the same logits`, async () => {
       const src = path.join(fixturesDir(), fam);
-      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
       const ep = ['--moe-flavour', 'expert_parallel', '--pipeline-stages', '2'];
       const prepared = path.join(tmp, `${fam}-ep-prepared`);
       const out = path.join(tmp, `${fam}-ep-export`);
@@ -99,7 +88,7 @@ describeFixtures('export --config → prepare → compile → run: gpt_oss and g
 
     it(`${fam}: export --onnx legacy.onnx --checkpoint → prepare → compile → run equals the reference`, async () => {
       const src = path.join(fixturesDir(), fam);
-      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
       const prepared = path.join(tmp, `${fam}-legacy-prepared`);
       const out = path.join(tmp, `${fam}-legacy-export`);
       await ws('export', '--onnx', path.join(src, 'legacy.onnx'), '--checkpoint', src, '--out', out);
@@ -192,7 +181,7 @@ describeFixtures('glm4_moe configurations beyond the fixture, judged by an indep
   it('the float64 GLM-4-MoE reference reproduces the fixture reference.json (validates the judge)', async () => {
     const dir = path.join(fixturesDir(), 'glm4_moe');
     const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as FixtureRef;
     const raw = await loadCheckpoint(dir);
     expect(maxAbsDiff(glm4MoeReference(cfg, raw, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]), ref.logits)).toBeLessThanOrEqual(
       1e-4,
@@ -244,7 +233,7 @@ describeFixtures('gpt_oss configurations beyond the fixture, judged by an indepe
   it('the float64 GPT-OSS reference (own MXFP4 decode) reproduces the fixture reference.json (validates the judge)', async () => {
     const dir = path.join(fixturesDir(), 'gpt_oss_full');
     const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as FixtureRef;
     const ck = await Checkpoint.open(dir);
     const w = new Map<string, { shape: number[]; data: Float32Array }>();
     for (const t of ck.tensors()) if (t.dtype !== 'U8') w.set(t.key, { shape: t.shape, data: toFloat32(await ck.read(t.key), t.dtype) });
@@ -390,20 +379,7 @@ describe('granitemoe legacy graphs: fused experts as HF holds them bind to the c
     const names = [`${m}.input_linear.weight`, `${m}.output_linear.weight`];
     const tensors = names.map((n) => raw.get(n)!);
     const onnx = path.join(tmp, 'granitemoe-legacy.onnx');
-    writeFileSync(
-      onnx,
-      encodeModel({
-        irVersion: 8,
-        opsetImport: [{ domain: '', version: 17 }],
-        graph: {
-          name: 'g',
-          node: names.map((n, i) => makeNode('Identity', [n], [`out${i}`])),
-          initializer: names.map((n, i) => makeTensor(n, 'F32', tensors[i]!.shape, new Uint8Array(tensors[i]!.data.buffer))),
-          input: [],
-          output: names.map((_, i) => makeValueInfo(`out${i}`, 'F32', tensors[i]!.shape)),
-        },
-      }),
-    );
+    writeFileSync(onnx, identityGraph(names.map((n, i) => [n, tensors[i]!])));
     const out = path.join(tmp, 'granitemoe-legacy-export');
     await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
     const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));

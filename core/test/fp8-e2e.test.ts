@@ -26,8 +26,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { cliInProcess } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, type FixtureRef } from '../../test/support/fixtures';
+import { cliStdout } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
@@ -39,11 +39,7 @@ import { maxAbsDiff } from './graph-support';
 const tmp = tempDirs('ws-fp8-e2e-')();
 
 /** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 /** The derived bound on ‖Δlogits‖₂ / ‖ref‖₂ per position (see the file comment). */
 const U = 2 ** -4;
@@ -56,12 +52,6 @@ function relErrors(rows: number[][], ref: number[][]): number[] {
   });
 }
 
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
-
 describeFixtures('FP8 llama fixture: export --config → prepare → compile → run within the quantization bound', () => {
   const cases: [string, QuantizeOptions][] = [
     ['fp8 32×32 blocks', { method: 'fp8', block: [32, 32] }],
@@ -71,7 +61,7 @@ describeFixtures('FP8 llama fixture: export --config → prepare → compile →
     it(name, async () => {
       const src = path.join(tmp, name.replace(/\W+/g, '-'));
       await quantizeCheckpoint(path.join(fixturesDir(), 'llama'), src, opts);
-      const ref = JSON.parse(readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as Ref;
+      const ref = JSON.parse(readFileSync(path.join(fixturesDir(), 'llama', 'reference.json'), 'utf8')) as FixtureRef;
       const out = `${src}-export`;
       const prepared = `${src}-qeff-prepared-float32`;
       await ws('export', '--config', src, '--out', out, '--ctx-len', '32');

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
-import { cliInProcess } from '../../test/support/cli';
+import { cliStdout } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
 import { decodeModel, encodeModel } from '../src/formats/onnx';
 import { quantizeCheckpoint } from './fp8-support';
@@ -20,11 +20,7 @@ import { maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-fp8-onnx-');
 /** The CLI in this process (test/support/cli.ts); the stdout of a successful call. */
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args);
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(undefined, ...args);
 
 interface ReportInput {
   initializer: string;

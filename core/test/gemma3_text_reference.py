@@ -14,7 +14,7 @@ import json, math, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_checkpoint import load_dir, rotate_half, softmax  # noqa: E402
+from numpy_checkpoint import gqa_attention, gelu_tanh, greedy, linear, load_dir  # noqa: E402
 
 model = sys.argv[1]
 W = load_dir(model)
@@ -26,11 +26,7 @@ P = "language_model.model"
 def norm(x, w):  # Gemma3RMSNorm
     return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + tc["rms_norm_eps"]) * (1 + w)
 
-def lin(x, p):
-    return x @ W[p + ".weight"].T
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+lin = linear(W, bias=False)
 
 def text(ids, image_embeds):
     H, nh, nkv, hd = tc["hidden_size"], tc["num_attention_heads"], tc["num_key_value_heads"], tc["head_dim"]
@@ -66,11 +62,7 @@ def text(ids, image_embeds):
         q = norm(lin(y, L + ".self_attn.q_proj").reshape(S, nh, hd), W[L + ".self_attn.q_norm.weight"])
         k = norm(lin(y, L + ".self_attn.k_proj").reshape(S, nkv, hd), W[L + ".self_attn.k_norm.weight"])
         v = lin(y, L + ".self_attn.v_proj").reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * tc["query_pre_attn_scalar"] ** -0.5
-        a = softmax(np.where(masks[kind], a, -np.inf))
-        att = lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj")
+        att = lin(gqa_attention(q, k, v, cos, sin, masks[kind], tc["query_pre_attn_scalar"] ** -0.5), L + ".self_attn.o_proj")
         x = x + norm(att, W[L + ".post_attention_layernorm.weight"])
         y = norm(x, W[L + ".pre_feedforward_layernorm.weight"])
         m = lin(gelu_tanh(lin(y, L + ".mlp.gate_proj")) * lin(y, L + ".mlp.up_proj"), L + ".mlp.down_proj")
@@ -81,12 +73,10 @@ def text(ids, image_embeds):
 emb = np.array(inp["image_embeds"], dtype=np.float64)
 ids = list(inp["ids"])
 logits = text(ids, emb)
-gen = []
-nxt = int(np.argmax(logits[-1]))
-for k in range(inp.get("generate", 0)):
-    gen.append(nxt)
-    if k + 1 == inp["generate"]:
-        break
+
+def step(nxt):
     ids.append(nxt)
-    nxt = int(np.argmax(text(ids, emb)[-1]))
+    return text(ids, emb)
+
+gen = greedy(logits, inp.get("generate", 0), step)
 json.dump({"logits": logits.tolist(), "generated": gen}, open(sys.argv[3], "w"))

@@ -18,7 +18,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
+import { cliInProcess, cliStdout } from '../../test/support/cli';
 import { configsDir, REPO_ROOT } from '../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
@@ -258,11 +258,7 @@ describeOnnxChecker('gpt_bigcode from a random checkpoint written in code, throu
   for (const name of ['gpt_bigcode-mq', 'gpt_bigcode-mha']) {
     it(`${name}: export --config → prepare → compile → run equals the reference; CCL too; ONNX's checker passes`, async () => {
       const root = tmp();
-      const ws = async (...args: string[]) => {
-        const r = await cliInProcess(args, { cwd: root });
-        if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-        return r.stdout;
-      };
+      const ws = (...args: string[]) => cliStdout(root, ...args);
       const c = cfg(name);
       const src = path.join(root, name);
       const raw = await writeRandomModel(src, c, 23);

@@ -19,7 +19,7 @@
  *   GPTJForCausalLM lm_head with bias); defaults from configuration_gptj.py @
  *   c4c7dfb77cf6d24ac1d7857226c4da0c1bfbf11d (rotary_dim 64, n_inner None → 4·n_embd, untied).
  */
-import { invFreq, layerNorm, linear, rope } from './graph-reference';
+import { invFreq, layerNorm, linear, rope, weightGetter } from './graph-reference';
 import { actFn, attend, headsOf } from './graph-reference-dense';
 import type { F32 } from './graph-support';
 
@@ -33,11 +33,7 @@ const add = (a: number[][], b: number[][]) => a.map((r, t) => r.map((v, i) => v 
 
 /** Full-sequence logits for Phi, StarCoder2 or GPT-J. */
 export function classicReferenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const type: string = cfg.model_type;
   if (type === 'phi') return phi(cfg, get, ids);
   if (type === 'starcoder2') return starcoder2(cfg, get, w, ids);

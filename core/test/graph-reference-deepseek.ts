@@ -9,7 +9,7 @@
  * for other configurations (q_lora_rank null, rope_interleave false, other group counts, …).
  * Also random DeepSeek-V3 checkpoints in the HF key layout.
  */
-import { ACT, linear, rms, rope, softmax } from './graph-reference';
+import { ACT, linear, rms, rope, softmax, weightGetter } from './graph-reference';
 import { rng } from './graph-random';
 import type { F32 } from './graph-support';
 
@@ -40,8 +40,8 @@ function fields(cfg: Cfg) {
   };
 }
 
-/** Indices of the k largest values (ties: lower index first). */
-function topk(v: number[], k: number): number[] {
+/** Indices of the k largest values (ties: lower index first, as ONNX TopK). */
+export function topk(v: number[], k: number): number[] {
   return v
     .map((x, i) => [x, i] as const)
     .sort((a, b) => b[0] - a[0] || a[1] - b[1])
@@ -96,13 +96,34 @@ function ropeTable(cfg: Cfg, dim: number): { f: number[]; scale: number } {
   return { f, scale };
 }
 
+/**
+ * DeepseekV3MoE (and Glm4MoeMoE, which copies it) on rows `y` of the layer's MLP `p`: per
+ * token, the shared experts' output (when there are any) plus each routed expert's weighted by
+ * `route` of the token's router logits.
+ */
+export function sharedExpertMoe(
+  y: number[][],
+  p: string,
+  logits: number[][],
+  hasShared: boolean,
+  route: (logits: number[]) => { idx: number[]; w: number[] },
+  mlp: (x: number[][], p: string) => number[][],
+): number[][] {
+  const shared = hasShared ? mlp(y, `${p}.shared_experts`) : y.map((r) => r.map(() => 0));
+  return y.map((row, t) => {
+    const { idx, w } = route(logits[t]!);
+    const acc = shared[t]!.slice();
+    idx.forEach((e, j) => {
+      const out = mlp([row], `${p}.experts.${e}`)[0]!;
+      for (let i = 0; i < acc.length; i++) acc[i] += w[j]! * out[i]!;
+    });
+    return acc;
+  });
+}
+
 /** Full-sequence logits `[T][V]` of DeepseekV3ForCausalLM. */
 export function deepseekV3Reference(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const f = fields(cfg);
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
@@ -171,18 +192,8 @@ export function deepseekV3Reference(cfg: Cfg, w: W, ids: number[]): number[][] {
     let m: number[][];
     if (l < f.firstDense) m = mlp(y, `${p}.mlp`);
     else {
-      const logits = lin(y, `${p}.mlp.gate`);
       const bias = get(`${p}.mlp.gate.e_score_correction_bias`);
-      const shared = f.shared > 0 ? mlp(y, `${p}.mlp.shared_experts`) : y.map((r) => r.map(() => 0));
-      m = y.map((row, t) => {
-        const { idx, w: wt } = route(f, logits[t]!, bias);
-        const acc = shared[t]!.slice();
-        idx.forEach((e, j) => {
-          const out = mlp([row], `${p}.mlp.experts.${e}`)[0]!;
-          for (let i = 0; i < H; i++) acc[i] += wt[j]! * out[i]!;
-        });
-        return acc;
-      });
+      m = sharedExpertMoe(y, `${p}.mlp`, lin(y, `${p}.mlp.gate`), f.shared > 0, (l) => route(f, l, bias), mlp);
     }
     h = h.map((r, t) => r.map((z, i) => z + m[t]![i]!));
   }

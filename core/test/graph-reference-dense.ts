@@ -13,7 +13,7 @@
  *   (Granite's attention and multipliers; GraniteMoeMoE: router logits, top-k of the logits,
  *   softmax over those k, input_linear [E, 2I, H] chunked gate | up, output_linear [E, H, I])
  */
-import { ACT, invFreq, layerNorm, linear, rms, rope, softmax } from './graph-reference';
+import { ACT, invFreq, layerNorm, linear, rms, rope, softmax, weightGetter } from './graph-reference';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
@@ -88,11 +88,7 @@ export const headsOf = (row: number[], n: number, hd: number) => Array.from({ le
 
 /** Full-sequence logits for the dense families of this file. */
 export function denseReferenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const type: string = cfg.model_type;
   if (type === 'falcon') return falcon(cfg, get, w, ids);
   if (type === 'codegen') return codegen(cfg, get, ids);

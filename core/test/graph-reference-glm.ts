@@ -7,21 +7,13 @@
  * (one group, no q/k norm, no renormalization, several shared experts, more dense layers).
  * Also random GLM-4-MoE checkpoints in the HF key layout.
  */
-import { ACT, linear, rms, rope, softmax } from './graph-reference';
+import { ACT, linear, rms, rope, softmax, weightGetter } from './graph-reference';
 import { rng } from './graph-random';
+import { sharedExpertMoe, topk } from './graph-reference-deepseek';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** Indices of the k largest values (ties: lower index first, as ONNX TopK). */
-function topk(v: number[], k: number): number[] {
-  return v
-    .map((x, i) => [x, i] as const)
-    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
-    .slice(0, k)
-    .map(([, i]) => i);
-}
 
 /** Glm4MoeMoE.route_tokens_to_experts for one token's router logits. */
 function route(cfg: Cfg, logits: number[], bias: F32): { idx: number[]; w: number[] } {
@@ -47,11 +39,7 @@ function route(cfg: Cfg, logits: number[], bias: F32): { idx: number[]; w: numbe
 
 /** Full-sequence logits `[T][V]` of Glm4MoeForCausalLM. */
 export function glm4MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const opt = (k: string) => w.get(k);
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
@@ -102,18 +90,9 @@ export function glm4MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
     if (l < (cfg.first_k_dense_replace ?? 1)) {
       m = mlp(y, `${p}.mlp`);
     } else {
-      const logits = linear(y, get(`${p}.mlp.gate.weight`));
       const bias = get(`${p}.mlp.gate.e_score_correction_bias`);
-      const shared = (cfg.n_shared_experts ?? 1) > 0 ? mlp(y, `${p}.mlp.shared_experts`) : y.map((r) => r.map(() => 0));
-      m = y.map((row, t) => {
-        const { idx, w: wt } = route(cfg, logits[t]!, bias);
-        const acc = shared[t]!.slice();
-        idx.forEach((e, j) => {
-          const out = mlp([row], `${p}.mlp.experts.${e}`)[0]!;
-          for (let i = 0; i < H; i++) acc[i] += wt[j]! * out[i]!;
-        });
-        return acc;
-      });
+      const logits = linear(y, get(`${p}.mlp.gate.weight`));
+      m = sharedExpertMoe(y, `${p}.mlp`, logits, (cfg.n_shared_experts ?? 1) > 0, (l) => route(cfg, l, bias), mlp);
     }
     h = h.map((r, t) => r.map((v, i) => v + m[t]![i]!));
   }

@@ -7,7 +7,7 @@
  * even columns; `down_proj [E, I, H]`); `dequantMxfp4Reference` turns the checkpoint's
  * blocks/scales into that (integrations/mxfp4.py `convert_moe_packed_tensors`).
  */
-import { linear, rms, softmax } from './graph-reference';
+import { linear, rms, softmax, weightGetter } from './graph-reference';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
@@ -61,11 +61,7 @@ function yarn(cfg: Cfg, dim: number): { f: number[]; scale: number } {
 
 /** Full-sequence logits `[T][V]` of GptOssForCausalLM. */
 export function gptOssReference(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const opt = (k: string) => w.get(k);
   const H: number = cfg.hidden_size,
     nh: number = cfg.num_attention_heads,

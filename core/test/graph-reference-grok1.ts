@@ -6,7 +6,7 @@
  * keys, whole sequence, no cache. Where QEfficient's MoE block hard-codes two experts this
  * takes `num_experts_per_tok`, as the remote code does. Also random Grok-1 checkpoints.
  */
-import { linear, softmax } from './graph-reference';
+import { linear, softmax, weightGetter } from './graph-reference';
 import { actFn } from './graph-reference-dense';
 import { bf16, rng } from './graph-random';
 import type { F32 } from './graph-support';
@@ -35,11 +35,7 @@ function rotateHalf(v: number[], pos: number, theta: number): number[] {
 
 /** Full-sequence logits `[T][V]` of Grok1ModelForCausalLM. */
 export function grok1Reference(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
   const nkv: number = cfg.num_key_value_heads;

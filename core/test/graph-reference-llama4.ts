@@ -7,7 +7,7 @@
  * whole sequence, no cache. A `llama4` (multimodal) config reads `text_config` and the keys
  * under `language_model.`. Also random Llama 4 checkpoints.
  */
-import { ACT, invFreq, linear, rms, softmax } from './graph-reference';
+import { ACT, invFreq, linear, rms, softmax, weightGetter } from './graph-reference';
 import { bf16, rng } from './graph-random';
 import type { F32 } from './graph-support';
 
@@ -51,11 +51,7 @@ export function llama4Reference(config: Cfg, w: W, ids: number[]): number[][] {
   const multimodal = config.model_type === 'llama4';
   const c: Cfg = multimodal ? config.text_config : config;
   const pre = multimodal ? 'language_model.' : '';
-  const get = (k: string): F32 => {
-    const t = w.get(pre + k);
-    if (!t) throw new Error(`reference: missing ${pre + k}`);
-    return t;
-  };
+  const get = weightGetter(w, pre);
   const H: number = c.hidden_size;
   const nh: number = c.num_attention_heads;
   const nkv: number = c.num_key_value_heads;

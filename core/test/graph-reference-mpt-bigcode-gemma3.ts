@@ -15,7 +15,7 @@
  *   configuration_gemma3.py @ d98ac17cc00f337eeee9a1e2380072dc8cafabd4 (defaults) and the later
  *   `layer_types` derivation from `sliding_window_pattern`.
  */
-import { ACT, invFreq, linear, rms, rope, softmax } from './graph-reference';
+import { ACT, invFreq, linear, rms, rope, softmax, weightGetter } from './graph-reference';
 import { erf } from './graph-reference-dense';
 import type { F32 } from './graph-support';
 
@@ -25,11 +25,6 @@ type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 /** The model types this file's forward handles. */
 export const MPT_BIGCODE_GEMMA3_TYPES = new Set(['mpt', 'gpt_bigcode', 'gemma3_text']);
 
-const getter = (w: W) => (k: string) => {
-  const t = w.get(k);
-  if (!t) throw new Error(`reference: missing ${k}`);
-  return t;
-};
 const add = (a: number[][], b: number[][]) => a.map((r, t) => r.map((v, i) => v + b[t]![i]!));
 const heads = (row: number[], n: number, hd: number) => Array.from({ length: n }, (_, j) => row.slice(j * hd, (j + 1) * hd));
 const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
@@ -64,7 +59,7 @@ function mptSlopes(n: number, biasMax: number): number[] {
 }
 
 function mpt(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = getter(w);
+  const get = weightGetter(w);
   const ac = cfg.attn_config ?? {};
   const H: number = cfg.d_model,
     nh: number = cfg.n_heads,
@@ -114,7 +109,7 @@ function mpt(cfg: Cfg, w: W, ids: number[]): number[][] {
 }
 
 function bigcode(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = getter(w);
+  const get = weightGetter(w);
   const H: number = cfg.n_embd,
     nh: number = cfg.n_head,
     hd = H / nh;
@@ -151,7 +146,7 @@ function bigcode(cfg: Cfg, w: W, ids: number[]): number[][] {
 }
 
 function gemma3(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = getter(w);
+  const get = weightGetter(w);
   const H: number = cfg.hidden_size,
     nh: number = cfg.num_attention_heads,
     nkv: number = cfg.num_key_value_heads,

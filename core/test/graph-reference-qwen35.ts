@@ -10,7 +10,7 @@
  * checkpoints in the HF key layout (A_log and the gated norm's weight in F32 as published,
  * the rest rounded to bfloat16).
  */
-import { linear, rms, softmax } from './graph-reference';
+import { linear, rms, softmax, weightGetter } from './graph-reference';
 import { rng } from './graph-random';
 import type { F32 } from './graph-support';
 
@@ -42,11 +42,7 @@ export function layerTypes(cfg: Cfg): string[] {
 
 /** Full-sequence logits `[T][V]` of Qwen3_5MoeForCausalLM (text config, keys `model.…`). */
 export function qwen35MoeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
   const nkv: number = cfg.num_key_value_heads;

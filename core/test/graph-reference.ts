@@ -20,6 +20,15 @@ import type { F32 } from './graph-support';
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** The tensor `prefix + k` of `w`; a missing one throws, naming it. */
+export function weightGetter(w: W, prefix = ''): (k: string) => F32 {
+  return (k) => {
+    const t = w.get(prefix + k);
+    if (!t) throw new Error(`reference: missing ${prefix + k}`);
+    return t;
+  };
+}
+
 /** y[n] = x[n]·Wᵀ (+ b), W `[out, in]` (or `[in, out]` when conv1d). */
 export function linear(x: number[][], w: F32, b?: F32, conv1d = false): number[][] {
   const [r, c] = w.shape as [number, number];
@@ -113,11 +122,7 @@ export function rope(v: number[], pos: number, r: { f: number[]; scale: number }
 
 /** Full-sequence logits `[T][V]` (row t predicts token t+1) for `ids`. */
 export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
-  const get = (k: string): F32 => {
-    const t = w.get(k);
-    if (!t) throw new Error(`reference: missing ${k}`);
-    return t;
-  };
+  const get = weightGetter(w);
   const opt = (k: string) => w.get(k);
   const type: string = cfg.model_type;
   if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);

@@ -7,6 +7,7 @@ import * as ort from 'onnxruntime-node';
 import { encodeBuiltModel, type BuiltGraph } from '../src/export/exporter';
 import { dequantMxfp4Reference, preparedFromInMemory } from './graph-reference-gpt-oss';
 import { fromFloat32, toFloat32 } from '../src/formats/dtype';
+import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { Checkpoint } from '../src/formats/safetensors';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -264,4 +265,23 @@ export function argmax(row: number[]): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
   return best;
+}
+
+/**
+ * A legacy-style ONNX graph (IR 8, opset 17) holding `inits` as initializers and returning each
+ * unchanged through an Identity node as `out<i>`: after export --onnx binds them to a
+ * checkpoint, its outputs are what the bound weights read.
+ */
+export function identityGraph(inits: [string, F32][]): Uint8Array {
+  return encodeModel({
+    irVersion: 8,
+    opsetImport: [{ domain: '', version: 17 }],
+    graph: {
+      name: 'g',
+      node: inits.map(([n], i) => makeNode('Identity', [n], [`out${i}`])),
+      initializer: inits.map(([n, t]) => makeTensor(n, 'F32', t.shape, new Uint8Array(t.data.buffer))),
+      input: [],
+      output: inits.map(([, t], i) => makeValueInfo(`out${i}`, 'F32', t.shape)),
+    },
+  });
 }

@@ -7,22 +7,17 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
-import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, float16Tolerance, LEGACY_FAMILIES, type FixtureRef } from '../../test/support/fixtures';
 import { referenceForward } from './graph-reference';
 import { argmax, GraphRunner, loadCheckpoint, maxAbsDiff, stackExperts } from './graph-support';
 
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
 const CTX = 32;
 
 async function fixture(fam: string) {
   const dir = path.join(fixturesDir(), fam);
   const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
   const raw = await loadCheckpoint(dir);
-  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as Ref;
+  const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8')) as FixtureRef;
   return { dir, cfg, raw, prepared: stackExperts(raw), ref, ids: [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] };
 }
 

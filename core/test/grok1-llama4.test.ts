@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
+import { cliStdout } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { archFromConfig } from '../src/export/exporter';
@@ -30,11 +30,7 @@ import { randomGrok1Checkpoint } from './graph-reference-grok1';
 
 const tmp = tempDirs('ws-grok-llama4-')();
 
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 /** export → prepare → compile → run --dump-logits of `src` (float32); returns the logits rows and the export dir. */
 async function pipeline(src: string, name: string, ids: number[]): Promise<{ rows: number[][]; out: string }> {

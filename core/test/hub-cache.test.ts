@@ -9,8 +9,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { cliInProcess, cliStdout } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, type FixtureRef } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { maxAbsDiff } from './graph-support';
 import { listCachedModels } from '../src/editor/cached-models';
@@ -76,17 +76,7 @@ afterEach(() => {
 async function ws(...args: string[]) {
   return cliInProcess(args, { cwd: root });
 }
-async function ok(...args: string[]): Promise<string> {
-  const r = await ws(...args);
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
+const ok = (...args: string[]): Promise<string> => cliStdout(root, ...args);
 
 describeFixtures('Hub ids resolved in the local Hugging Face cache', () => {
   for (const [fam, id, spell] of [
@@ -115,7 +105,7 @@ describeFixtures('Hub ids resolved in the local Hugging Face cache', () => {
       // the hint pins the commit, so the manifest's revision is that commit (staleness then never moves)
       expect(manifest.hub).toEqual({ id, revision: C1, commit: C1 });
       await ok('compile', out);
-      const ref = JSON.parse(fs.readFileSync(path.join(fixturesDir(), fam, 'reference.json'), 'utf8')) as Ref;
+      const ref = JSON.parse(fs.readFileSync(path.join(fixturesDir(), fam, 'reference.json'), 'utf8')) as FixtureRef;
       const dump = path.join(root, 'logits.json');
       await ok('run', out, '--input-ids', [...ref.input_ids, ...ref.generated_ids.slice(0, -1)].join(','), '--dump-logits', dump);
       const rows = (JSON.parse(fs.readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;

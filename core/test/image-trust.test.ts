@@ -17,6 +17,7 @@ import { decodeImage, orient, type RgbImage } from '../src/run/vlm/image';
 import { DEFAULT_MAX_IMAGE_PIXELS, readImageHeader } from '../src/run/vlm/image-header';
 import { readImages } from '../src/run/vlm/inputs';
 import { tempDirs } from '../../test/support/temp';
+import { qwen3VlManifest } from '../../test/support/vlm-manifest';
 
 const req = createRequire(__filename);
 const tmp = tempDirs('image-trust-');
@@ -55,19 +56,7 @@ function bombPng(w: number, h: number): Buffer {
   ]);
 }
 
-const manifest = (modelDir: string): VlmManifest => ({
-  tool: 'weight-spec export',
-  kind: 'vlm',
-  model_type: 'qwen3_vl_moe',
-  config: path.join(modelDir, 'config.json'),
-  graphs: { vision: 'vision', language: 'language' },
-  image_token_id: 300,
-  video_token_id: 301,
-  vision_start_token_id: 302,
-  vision: { patch_size: 16, temporal_patch_size: 2, spatial_merge_size: 2, in_channels: 3, num_feature_layers: 2 },
-  text: { hidden_size: 64, num_hidden_layers: 2 },
-  dtype: 'float32',
-});
+const manifest = (modelDir: string): VlmManifest => qwen3VlManifest(modelDir, 16);
 
 describe('image bombs are refused from the header', () => {
   it('20000×20000 in a small PNG: refused at once, naming the limit and the flag', () => {

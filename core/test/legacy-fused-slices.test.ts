@@ -17,20 +17,15 @@ import { describeFixtures, fixturesDir, haveFixtures } from '../../test/support/
 import { Checkpoint } from '../src/formats/safetensors';
 import { dequantMxfp4Reference } from './graph-reference-gpt-oss';
 import * as ort from 'onnxruntime-node';
-import { cliInProcess } from '../../test/support/cli';
+import { cliStdout } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
-import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../src/formats/onnx';
 import { SYNTHETIC_CONFIGS, writeRandomModel } from './graph-random';
-import type { F32 } from './graph-support';
+import { identityGraph, type F32 } from './graph-support';
 import { expectOnnxValid, describeOnnxChecker } from '../../test/support/onnx-checker';
 
 const tmp = tempDirs('ws-fused-slices-')();
 
-async function ws(...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd: tmp });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = (...args: string[]): Promise<string> => cliStdout(tmp, ...args);
 
 /** Rows [r0, r0 + rows) of expert `e` of `t` ([E, R, C], or [R, C] without e), transposed when asked. */
 function slice(t: F32, e: number | undefined, r0: number, rows: number, transposed: boolean): F32 {
@@ -44,20 +39,7 @@ function slice(t: F32, e: number | undefined, r0: number, rows: number, transpos
 /** A legacy graph returning `inits` through Identity nodes; export → prepare → compile; the outputs must be the initializers. */
 async function roundTrip(name: string, src: string, inits: [string, F32][]): Promise<{ inputs: string[]; onnx: string }> {
   const onnx = path.join(tmp, `${name}.onnx`);
-  writeFileSync(
-    onnx,
-    encodeModel({
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }],
-      graph: {
-        name: 'g',
-        node: inits.map(([n], i) => makeNode('Identity', [n], [`out${i}`])),
-        initializer: inits.map(([n, t]) => makeTensor(n, 'F32', t.shape, new Uint8Array(t.data.buffer))),
-        input: [],
-        output: inits.map(([, t], i) => makeValueInfo(`out${i}`, 'F32', t.shape)),
-      },
-    }),
-  );
+  writeFileSync(onnx, identityGraph(inits));
   const out = path.join(tmp, `${name}-export`);
   await ws('export', '--onnx', onnx, '--checkpoint', src, '--out', out);
   const report = JSON.parse(readFileSync(path.join(out, 'export-report.json'), 'utf8'));

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, REPO_ROOT, type FixtureRef } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { convertFloat } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
@@ -57,12 +57,6 @@ async function f32Copy(fx: string, dst: string): Promise<void> {
     for (const t of tensors) weightMap[t.key] = path.basename(file);
   }
   fs.writeFileSync(path.join(dst, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
-}
-
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
 }
 
 describeFixtures('prepare links unchanged shards', () => {
@@ -115,7 +109,7 @@ describeFixtures('prepare links unchanged shards', () => {
     const fx = path.join(fixturesDir(), 'llama');
     const src = path.join(root, 'llama-f32');
     await f32Copy(fx, src);
-    const ref = JSON.parse(fs.readFileSync(path.join(fx, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(fs.readFileSync(path.join(fx, 'reference.json'), 'utf8')) as FixtureRef;
     const out = path.join(root, 'export');
     ws('export', '--config', src, '--out', out, '--ctx-len', '32');
     const prepared = ws('prepare', '--checkpoint', src, '--dtype', 'float32').trim().split('\n').pop()!;

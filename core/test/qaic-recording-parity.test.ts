@@ -37,32 +37,10 @@ import { beforeAll, expect, it } from 'vitest';
 import { cliInProcess } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { qeffQaicCompile } from '../../test/support/qeff-qaic-rules';
+import { recordingCompiler } from '../../test/support/recording-compiler';
 import { tempDirs } from '../../test/support/temp';
 
 const tmp = tempDirs('ws-qaic-rec-');
-
-/** The stand-in compiler: argv one per line, each file it is handed copied by base name. */
-function recordingCompiler(dir: string, record: string): string {
-  const bin = path.join(dir, 'qaic-compile');
-  fs.writeFileSync(
-    bin,
-    [
-      '#!/bin/sh',
-      `rec='${record}'`,
-      'rm -rf "$rec"; mkdir -p "$rec"',
-      `printf '%s\\n' "$@" > "$rec/argv"`,
-      'for a in "$@"; do',
-      '  case "$a" in',
-      '    -network-specialization-config=*|-custom-IO-list-file=*) f="${a#*=}"; cp "$f" "$rec/$(basename "$f")";;',
-      '    -aic-binary-dir=*) d="${a#-aic-binary-dir=}"; mkdir -p "$d"; echo qpc > "$d/programqpc.bin";;',
-      '  esac',
-      'done',
-      '',
-    ].join('\n'),
-    { mode: 0o755 },
-  );
-  return bin;
-}
 
 describeFixtures('qaic-compile parity through a recording compiler (llama fixture, 2 layers)', () => {
   let root = '';

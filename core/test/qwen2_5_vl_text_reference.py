@@ -14,22 +14,14 @@ import json, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numpy_checkpoint import load_dir, rotate_half, softmax  # noqa: E402
+from numpy_checkpoint import gqa_attention, greedy, linear, load_dir, rms_norm, silu  # noqa: E402
 
 model = sys.argv[1]
 W = load_dir(model)
 cfg = json.load(open(os.path.join(model, "config.json")))
 inp = json.load(open(sys.argv[2]))
 
-def rms_norm(x, w, eps):
-    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * w
-
-def lin(x, p, bias=True):
-    y = x @ W[p + ".weight"].T
-    return y + W[p + ".bias"] if bias else y
-
-def silu(x):
-    return x / (1 + np.exp(-x))
+lin = linear(W)
 
 def text(ids, image_embeds, pos):
     H, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -55,11 +47,7 @@ def text(ids, image_embeds, pos):
         q = lin(y, L + ".self_attn.q_proj").reshape(S, nh, hd)
         k = lin(y, L + ".self_attn.k_proj").reshape(S, nkv, hd)
         v = lin(y, L + ".self_attn.v_proj").reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * hd ** -0.5
-        a = softmax(np.where(causal, a, -np.inf))
-        x = x + lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj", False)
+        x = x + lin(gqa_attention(q, k, v, cos, sin, causal, hd ** -0.5), L + ".self_attn.o_proj", False)
         y = rms_norm(x, W[L + ".post_attention_layernorm.weight"], eps)
         x = x + lin(silu(lin(y, L + ".mlp.gate_proj", False)) * lin(y, L + ".mlp.up_proj", False), L + ".mlp.down_proj", False)
     x = rms_norm(x, W["model.norm.weight"], eps)
@@ -69,15 +57,14 @@ emb = np.array(inp["image_embeds"], dtype=np.float64)
 ids = list(inp["ids"])
 pos = [list(r) for r in inp["positions"]]
 logits = text(ids, emb, pos)
-gen = []
-nxt = int(np.argmax(logits[-1]))
-for k in range(inp.get("generate", 0)):
-    gen.append(nxt)
-    if k + 1 == inp["generate"]:
-        break
+
+def step(nxt):
+    global pos
     # a generated (text) token at cache position p gets p + rope delta on all three rows
     p = len(ids) + inp["delta"]
     ids.append(nxt)
     pos = [r + [p] for r in pos]
-    nxt = int(np.argmax(text(ids, emb, pos)[-1]))
+    return text(ids, emb, pos)
+
+gen = greedy(logits, inp.get("generate", 0), step)
 json.dump({"logits": logits.tolist(), "generated": gen}, open(sys.argv[3], "w"))

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { fromFloat32 } from '../src/formats/dtype';
 import { writeSafetensors } from '../src/formats/safetensors';
-import { cliInProcess } from '../../test/support/cli';
+import { cliStdout } from '../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { multimodalCheckpoint, multimodalConfig } from './graph-reference-qwen35';
@@ -20,11 +20,7 @@ import { loadCheckpoint } from './graph-support';
 
 const tmp = tempDirs('ws-qwen35-cli-');
 
-async function ws(cwd: string, ...args: string[]): Promise<string> {
-  const r = await cliInProcess(args, { cwd });
-  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
+const ws = cliStdout;
 
 describeFixtures('qwen3_5_moe through the CLI', () => {
   const src = () => path.join(fixturesDir(), 'qwen3_5_moe');

@@ -9,7 +9,7 @@ out.json:    {"logits": [[...] per position], "generated": [...], "position_ids"
 """
 import json, math, sys
 import numpy as np
-from numpy_checkpoint import load, rotate_half  # beside this file (the script's folder is on sys.path)
+from numpy_checkpoint import gqa_attention, gelu_tanh, linear, load, rms_norm, rotate_half, silu, softmax  # beside this file (the script's folder is on sys.path)
 
 W = load(sys.argv[1])
 cfg = json.load(open(sys.argv[2]))
@@ -20,29 +20,12 @@ erf = np.vectorize(math.erf)
 def gelu(x):  # nn.GELU()
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
-def gelu_tanh(x):  # gelu_pytorch_tanh
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-
-def silu(x):
-    return x / (1 + np.exp(-x))
-
 def layer_norm(x, w, b, eps=1e-6):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * w + b
 
-def rms_norm(x, w, eps):
-    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * w
-
-def lin(x, p, bias=True):
-    y = x @ W[p + ".weight"].T
-    return y + W[p + ".bias"] if bias else y
-
-
-def softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(-1, keepdims=True)
+lin = linear(W)
 
 # ---- vision (Qwen3VLMoeVisionModel.forward, 4.57) ----
 def vision(pv, grids):
@@ -150,11 +133,7 @@ def text(ids, image_embeds, deep, pos):
         q = rms_norm(lin(y, L + ".self_attn.q_proj", False).reshape(S, nh, hd), W[L + ".self_attn.q_norm.weight"], eps)
         k = rms_norm(lin(y, L + ".self_attn.k_proj", False).reshape(S, nkv, hd), W[L + ".self_attn.k_norm.weight"], eps)
         v = lin(y, L + ".self_attn.v_proj", False).reshape(S, nkv, hd)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        k, v = np.repeat(k, nh // nkv, 1), np.repeat(v, nh // nkv, 1)
-        a = np.einsum("qhd,khd->hqk", q, k) * hd ** -0.5
-        a = softmax(np.where(causal, a, -np.inf))
-        x = x + lin(np.einsum("hqk,khd->qhd", a, v).reshape(S, -1), L + ".self_attn.o_proj", False)
+        x = x + lin(gqa_attention(q, k, v, cos, sin, causal, hd ** -0.5), L + ".self_attn.o_proj", False)
         y = rms_norm(x, W[L + ".post_attention_layernorm.weight"], eps)
         sparse = experts > 0 and i not in tc.get("mlp_only_layers", []) and (i + 1) % tc.get("decoder_sparse_step", 1) == 0
         if sparse:

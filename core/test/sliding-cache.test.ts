@@ -35,8 +35,8 @@ import * as ort from 'onnxruntime-node';
 import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
 import { stateDims, statesOfGraph, WINDOW_CACHE_METADATA } from '../src/export/exporter/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
-import { cliInProcess } from '../../test/support/cli';
-import { describeFixtures, fixturesDir, float16Tolerance } from '../../test/support/fixtures';
+import { cliInProcess, cliStdout } from '../../test/support/cli';
+import { describeFixtures, fixturesDir, float16Tolerance, type FixtureRef } from '../../test/support/fixtures';
 import { expectOnnxValid, haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import { referenceForward } from './graph-reference';
@@ -44,12 +44,6 @@ import { randomCheckpoint, SYNTHETIC_CONFIGS } from './graph-random';
 import { GraphRunner, maxAbsDiff } from './graph-support';
 
 const tmp = tempDirs('ws-sliding-cache-');
-
-interface Ref {
-  input_ids: number[];
-  generated_ids: number[];
-  logits: number[][];
-}
 
 /** The ORT artifact the latest compile of an export dir wrote (compile.json). */
 const compiledModel = (dir: string): string => JSON.parse(readFileSync(path.join(dir, 'compile.json'), 'utf8')).artifacts.model;
@@ -60,16 +54,12 @@ const dimsOf = (file: string) => {
 };
 
 describeFixtures('--sliding-cache window reproduces the fixtures through export → prepare → compile → run', () => {
-  const ws = async (cwd: string, ...args: string[]) => {
-    const r = await cliInProcess(args, { cwd });
-    if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
-    return r.stdout;
-  };
+  const ws = cliStdout;
 
   it('gemma3 (text): rings of 4 on the sliding layers, ctx_len on layer 5; logits ≤ 1e-4 and generated_ids, also chunked, batched and float16', async () => {
     const work = tmp();
     const src = path.join(fixturesDir(), 'gemma3');
-    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as FixtureRef;
     const cfg = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
     expect(cfg.sliding_window).toBe(4);
     expect(ref.logits.length).toBeGreaterThan(2 * cfg.sliding_window);
@@ -152,7 +142,7 @@ describeFixtures('--sliding-cache window reproduces the fixtures through export 
   it('gemma3_vlm: the language graph has rings of 6 and still gives generated_ids and the logits (≤ 1e-4 outside image interiors)', async () => {
     const work = tmp();
     const fx = path.join(fixturesDir(), 'gemma3_vlm');
-    const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8')) as Ref;
+    const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8')) as FixtureRef;
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     expect(cfg.text_config.sliding_window).toBe(6);
     await ws(work, 'export', '--config', fx, '--out', 'out', '--sliding-cache', 'window');

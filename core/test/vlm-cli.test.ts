@@ -7,7 +7,7 @@
  * released `gate_up_proj [E, H, 2I]` / `down_proj [E, I, H]` into QEfficient's canonical
  * `[E, H, I]` / `[E, I, H]` (QEfficient/transformers/moe/weights.py; DESIGN.md "Prepared checkpoint").
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
@@ -17,12 +17,18 @@ import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
+  copyFixtureModel,
+  dumpedLogits,
   expectConfigRefusals,
+  expectGeneratedIds,
   expectGraphsAndArtifactsValid,
+  exportPrepareCompile,
   exportRealConfig,
   itFloat16AndContinuousBatching,
   maxDiff,
+  specKeys,
   vlmCli,
+  vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
 
@@ -38,26 +44,21 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
 
   beforeAll(async () => {
     work = tmp();
-    mkdirSync(path.join(work, 'model'));
-    for (const f of ['config.json', 'model.safetensors']) copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+    copyFixtureModel(work, fx, ['config.json', 'model.safetensors']);
     // min_pixels below 16·16: smart_resize keeps the fixture image's size, as the reference did
     writeFileSync(
       path.join(work, 'model', 'preprocessor_config.json'),
       JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),
     );
-    await ok('export', '--config', 'model', '--out', 'out');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
-    const c = await ok('compile', 'out');
+    const c = await exportPrepareCompile(h);
     expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-vision-\w+\.onnx/m);
     expect(c.stdout).toMatch(/^compile: ort → .*compiled-model-language-\w+\.onnx/m);
   }, 120_000);
 
   it('writes vision/ and language/ whose specs point into one prepared checkpoint with the real keys', async () => {
-    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
-    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
-    expect(v.model_id).toBe(l.model_id);
-    expect(v.inputs.every((i: { location: { key: string } }) => i.location.key.startsWith('model.visual.'))).toBe(true);
-    const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
+    const { v, l } = vlmSpecs(path.join(work, 'out'));
+    expect(specKeys(v).every((k) => k.startsWith('model.visual.'))).toBe(true);
+    const keys = specKeys(l);
     expect(keys).toContain('lm_head.weight');
     expect(keys).toContain('model.language_model.layers.1.mlp.moe_weights.gate');
     for (const d of ['vision', 'language']) expect((await ok('check', path.join('out', d, 'weight_spec.json'))).code).toBe(0);
@@ -105,28 +106,15 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
   });
 
   it('run --pixel-values: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4', async () => {
-    const gen = await ok(
-      'run',
-      'out',
-      '--pixel-values',
-      path.join(fx, 'reference.json'),
-      '--input-ids',
-      ref.input_ids.join(','),
-      '--max-new-tokens',
-      '5',
-    );
-    expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-    const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-    await ok('run', 'out', '--pixel-values', path.join(fx, 'reference.json'), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
-    const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
-    expect(got).toHaveLength(ref.logits.length);
+    const source = ['--pixel-values', path.join(fx, 'reference.json')];
+    await expectGeneratedIds(h, 'out', source, ref);
+    const got = await dumpedLogits(h, source, ref);
     expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
   });
 
   it('run --image on a PNG of the fixture image gives generated_ids', async () => {
     writePng(path.join(work, 'image.png'), ref.image);
-    const gen = await ok('run', 'out', '--image', 'image.png', '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
-    expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+    await expectGeneratedIds(h, 'out', ['--image', 'image.png'], ref);
   });
 
   it('refuses --comp-ctx-lengths-* and --sampler on a VLM with one line (exit 2) instead of dropping them', async () => {
@@ -213,11 +201,9 @@ describeFixtures('the real Qwen3-VL-30B-A3B config (benchmark: npm run bench vlm
     const work = tmp();
     const r = await exportRealConfig(work, 'qwen3-vl-30b-a3b.json', 'Qwen3-VL-30B-A3B');
     expect(r.stdout).toMatch(/qwen3_vl_moe: vision 27 blocks, deepstack \[8, 16, 24\]; text 48 layers, 128 experts top-8/);
-    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
-    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
-    expect(v.model_id).toBe(l.model_id);
+    const { v, l } = vlmSpecs(path.join(work, 'out'));
     expect(v.inputs).toHaveLength(351);
-    expect(l.inputs.filter((i: { name: string }) => i.name.endsWith('.moe_weights.gate'))).toHaveLength(48);
+    expect(l.inputs.filter((i) => i.name.endsWith('.moe_weights.gate'))).toHaveLength(48);
     const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 151655, vision: { patch_size: 16, num_feature_layers: 3 } });
   });

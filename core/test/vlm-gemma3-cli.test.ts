@@ -13,7 +13,7 @@
  * last position of a prefill) cannot give; every other row is.
  * Graph sources: see vlm-gemma3-vision.test.ts and vlm-gemma3-language.test.ts.
  */
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
@@ -23,13 +23,19 @@ import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
+  copyFixtureModel,
+  dumpedLogits,
   expectConfigRefusals,
+  expectGeneratedIds,
   expectGraphsAndArtifactsValid,
   exportLegacyPair,
+  exportPrepareCompile,
   exportRealConfig,
   itFloat16AndContinuousBatching,
   maxDiff,
+  specKeys,
   vlmCli,
+  vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
 
@@ -48,22 +54,16 @@ describeFixtures('gemma3_vlm through the CLI', () => {
 
   beforeAll(async () => {
     work = tmp();
-    mkdirSync(path.join(work, 'model'));
-    for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
-      copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+    copyFixtureModel(work, fx);
     writePng(path.join(work, 'image.png'), ref.images[0] as number[][][]);
-    await ok('export', '--config', 'model', '--out', 'out');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
-    await ok('compile', 'out');
+    await exportPrepareCompile(h);
   }, 120_000);
 
   it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the Gemma 3 interface', async () => {
-    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
-    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
-    expect(v.model_id).toBe(l.model_id);
-    const vk = v.inputs.map((i: { location: { key: string } }) => i.location.key);
-    expect(vk.every((k: string) => k.startsWith('vision_tower.vision_model.') || k.startsWith('multi_modal_projector.'))).toBe(true);
-    const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
+    const { v, l } = vlmSpecs(path.join(work, 'out'));
+    const vk = specKeys(v);
+    expect(vk.every((k) => k.startsWith('vision_tower.vision_model.') || k.startsWith('multi_modal_projector.'))).toBe(true);
+    const keys = specKeys(l);
     expect(keys).toContain('language_model.model.layers.3.self_attn.q_norm.weight');
     expect(keys).not.toContain('lm_head.weight'); // tied
     const rep = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'export-report.json'), 'utf8'));
@@ -92,12 +92,8 @@ describeFixtures('gemma3_vlm through the CLI', () => {
     ['--image', () => ['--image', 'image.png']],
   ] as const) {
     it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 outside image interiors`, async () => {
-      const gen = await ok('run', 'out', ...source(), '--input-ids', ids.join(','), '--max-new-tokens', '5');
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-      const all = [...ids, ...ref.generated_ids.slice(0, -1)];
-      await ok('run', 'out', ...source(), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
-      const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
-      expect(got).toHaveLength(ref.logits.length);
+      await expectGeneratedIds(h, 'out', source(), ref);
+      const got = await dumpedLogits(h, source(), ref);
       const rows = got.map((_, t) => t).filter(comparable);
       expect(rows.length).toBe(ref.logits.length - (last - first));
       expect(

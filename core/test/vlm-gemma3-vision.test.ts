@@ -8,38 +8,20 @@
  * `matmul(x, mm_input_projection_weight)`); QEfficient QEfficient/transformers/models/gemma3/
  * modeling_gemma3.py (QEffGemma3EncoderWrapper: pixel_values in, vision_embeds out).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/exporter';
 import { buildGemma3Vision, gemma3VisionArch } from '../src/export/vlm/vision-gemma3';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
+import { maxDiff, vlmFixture, weightFedSession } from '../../test/support/vlm-graphs';
 import { loadCheckpoint } from './graph-support';
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 describeFixtures('gemma3_vlm vision graph', () => {
   it('reproduces image_embeds within 1e-4 (8×8 patches pooled 2×2 to 16 tokens; weights fed as inputs)', async () => {
-    const dir = path.join(fixturesDir(), 'gemma3_vlm');
-    const cfgFile = path.join(dir, 'config.json');
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-    const arch = gemma3VisionArch(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const { dir, cfgFile, config, ref } = vlmFixture('gemma3_vlm');
+    const arch = gemma3VisionArch(config, cfgFile);
     expect([arch.side, arch.tokensPerSide, arch.textHidden]).toEqual([8, 4, 64]);
     const built = buildGemma3Vision(arch, { dtype: 'float32' });
-    const w = await loadCheckpoint(dir);
-    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const x of built.weights) {
-      const t = w.get(x.name)!;
-      expect(t.shape).toEqual(x.shape);
-      feeds[x.name] = new ort.Tensor('float32', t.data, t.shape);
-    }
+    const { session, feeds } = await weightFedSession(built, await loadCheckpoint(dir), true);
     const pv = ref.pixel_values as number[][][][];
     feeds.pixel_values = new ort.Tensor('float32', Float32Array.from(pv.flat(3)), [pv.length, 3, 32, 32]);
     const out = await session.run(feeds);
@@ -48,8 +30,7 @@ describeFixtures('gemma3_vlm vision graph', () => {
   });
 
   it('refuses a pool that does not tile the patch grid, naming the field', () => {
-    const cfgFile = path.join(fixturesDir(), 'gemma3_vlm', 'config.json');
-    const raw = JSON.parse(readFileSync(cfgFile, 'utf8'));
+    const { cfgFile, config: raw } = vlmFixture('gemma3_vlm');
     expect(() => gemma3VisionArch({ ...raw, mm_tokens_per_image: 9 }, cfgFile)).toThrow(
       /mm_tokens_per_image.*3 tokens per side do not divide the 8×8/,
     );

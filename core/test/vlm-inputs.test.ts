@@ -16,6 +16,7 @@ import { getRopeIndex } from '../src/run/vlm/rope-index';
 import type { VlmManifest } from '../src/export/vlm/export-vlm';
 import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
+import { qwen3VlManifest } from '../../test/support/vlm-manifest';
 
 const req = createRequire(__filename);
 const tmp = tempDirs('vlm-inputs-');
@@ -85,19 +86,7 @@ describeFixtures('qwen3_vl_moe processor and rope index vs reference.json', () =
       for (let c = 0; c < 3; c++) rgba[(y * W + x) * 4 + c] = ref.image[y][x][c];
       rgba[(y * W + x) * 4 + 3] = 255;
     }
-  const manifest = (modelDir: string): VlmManifest => ({
-    tool: 'weight-spec export',
-    kind: 'vlm',
-    model_type: 'qwen3_vl_moe',
-    config: path.join(modelDir, 'config.json'),
-    graphs: { vision: 'vision', language: 'language' },
-    image_token_id: 300,
-    video_token_id: 301,
-    vision_start_token_id: 302,
-    vision: { patch_size: 4, temporal_patch_size: 2, spatial_merge_size: 2, in_channels: 3, num_feature_layers: 2 },
-    text: { hidden_size: 64, num_hidden_layers: 2 },
-    dtype: 'float32',
-  });
+  const manifest = (modelDir: string): VlmManifest => qwen3VlManifest(modelDir, 4);
 
   it('reproduces position_ids and rope_deltas (prompt) and position_ids_logits (prompt + generated)', () => {
     const grid = ref.image_grid_thw[0];

@@ -15,14 +15,12 @@
  * its qeff_apply_rotary_pos_emb hard-codes 0:32 | 32:80 | 80:128, which the fixture's
  * mrope_section [2, 3, 3] over head_dim 16 tells apart).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/exporter';
 import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
 import { buildLanguage, mropeRows } from '../src/export/vlm/language';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
+import { i64, vlmFixture, weightFedSession, worstDecodeDiff, zeroCaches } from '../../test/support/vlm-graphs';
 import { loadCheckpoint, type F32 } from './graph-support';
 
 /**
@@ -63,14 +61,6 @@ export function splitFusedExperts(w: Map<string, F32>, declared: Map<string, num
   }
 }
 
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
-
-const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map(BigInt)), dims);
-
 it('interleaves the MRoPE rows like HF apply_interleaved_mrope', () => {
   // mrope_section [6, 5, 5] over 16 frequencies: h at 1,4,…,13; w at 2,5,…,14; t elsewhere
   expect(mropeRows(16, [6, 5, 5])).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
@@ -89,72 +79,38 @@ it('splits the MRoPE rows into contiguous chunks like HF apply_multimodal_rotary
 
 describeFixtures('qwen2_5_vl language graph', () => {
   it('prefill + KV decode reproduce the reference logits within 1e-4 (weights fed as inputs)', async () => {
-    const dir = path.join(fixturesDir(), 'qwen2_5_vl');
-    const cfgFile = path.join(dir, 'config.json');
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const { dir, cfgFile, config, ref } = vlmFixture('qwen2_5_vl');
+    const arch = vlmArchFromConfig(config, cfgFile);
     const built = buildLanguage(arch, { dtype: 'float32', ctxLen: 32 });
     expect(built.io.inputs).not.toContain('deepstack_features');
-    const w = await loadCheckpoint(dir);
-    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const x of built.weights) feeds[x.name] = new ort.Tensor('float32', w.get(x.name)!.data, x.shape);
+    const { session, feeds } = await weightFedSession(built, await loadCheckpoint(dir));
     const nv = ref.image_embeds.length;
     feeds.vision_embeds = new ort.Tensor('float32', Float32Array.from(ref.image_embeds.flat()), [1, nv, 64]);
     feeds.image_idx = i64([0], [1, 1]);
-    for (let i = 0; i < 2; i++)
-      for (const kv of ['key', 'value'])
-        feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 16), [1, 2, 32, 16]);
-    const all: number[] = [...ref.input_ids, ...ref.generated_ids];
+    zeroCaches(feeds, 2, [1, 2, 32, 16]);
     const pos: number[][] = ref.position_ids_logits;
-    const step = async (from: number, to: number) => {
-      const ids = all.slice(from, to);
-      const rows = [ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))];
-      const out = await session.run({ ...feeds, input_ids: i64(ids, [1, ids.length]), position_ids: i64(rows.flat(), [4, 1, ids.length]) });
-      for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = out[`past_${kv}.${i}_RetainedState`]!;
-      feeds.image_idx = out.image_idx_output!;
-      return out.logits!.data as Float32Array;
-    };
-    const n = ref.input_ids.length;
-    let worst = maxDiff(await step(0, n), ref.logits[n - 1]);
-    for (let t = n; t < all.length - 1; t++) worst = Math.max(worst, maxDiff(await step(t, t + 1), ref.logits[t]));
-    expect(worst).toBeLessThan(1e-4);
+    const mrope = (ids: number[], from: number, to: number) =>
+      i64([ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))].flat(), [4, 1, ids.length]);
+    expect(await worstDecodeDiff(session, feeds, 2, ref, mrope)).toBeLessThan(1e-4);
   });
 });
 
 describeFixtures('qwen3_vl_moe language graph', () => {
   it('prefill + KV decode reproduce the reference logits within 1e-4 (weights fed as inputs)', async () => {
-    const dir = path.join(fixturesDir(), 'qwen3_vl_moe');
-    const cfgFile = path.join(dir, 'config.json');
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const { dir, cfgFile, config, ref } = vlmFixture('qwen3_vl_moe');
+    const arch = vlmArchFromConfig(config, cfgFile);
     const built = buildLanguage(arch, { dtype: 'float32', ctxLen: 32 });
     const w = await loadCheckpoint(dir);
     splitFusedExperts(w, new Map(built.weights.map((x) => [x.name, x.shape])), 64, 48);
-    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const x of built.weights) feeds[x.name] = new ort.Tensor('float32', w.get(x.name)!.data, x.shape);
+    const { session, feeds } = await weightFedSession(built, w);
     const nv = ref.image_embeds.length;
     feeds.vision_embeds = new ort.Tensor('float32', Float32Array.from(ref.image_embeds.flat()), [1, nv, 64]);
     feeds.deepstack_features = new ort.Tensor('float32', Float32Array.from(ref.deepstack_features.flat(2)), [2, 1, nv, 64]);
     feeds.image_idx = i64([0], [1, 1]);
-    for (let i = 0; i < 2; i++)
-      for (const kv of ['key', 'value'])
-        feeds[`past_${kv}.${i}`] = new ort.Tensor('float32', new Float32Array(2 * 32 * 32), [1, 2, 32, 32]);
-
-    const all: number[] = [...ref.input_ids, ...ref.generated_ids];
+    zeroCaches(feeds, 2, [1, 2, 32, 32]);
     const pos: number[][] = ref.position_ids_logits; // [3, 19]
-    const step = async (from: number, to: number) => {
-      const ids = all.slice(from, to);
-      const rows = [ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))];
-      const out = await session.run({ ...feeds, input_ids: i64(ids, [1, ids.length]), position_ids: i64(rows.flat(), [4, 1, ids.length]) });
-      for (let i = 0; i < 2; i++) for (const kv of ['key', 'value']) feeds[`past_${kv}.${i}`] = out[`past_${kv}.${i}_RetainedState`]!;
-      feeds.image_idx = out.image_idx_output!;
-      return out.logits!.data as Float32Array;
-    };
-    const n = ref.input_ids.length;
-    let worst = maxDiff(await step(0, n), ref.logits[n - 1]);
-    for (let t = n; t < all.length - 1; t++) worst = Math.max(worst, maxDiff(await step(t, t + 1), ref.logits[t]));
-    expect(worst).toBeLessThan(1e-4);
+    const mrope = (ids: number[], from: number, to: number) =>
+      i64([ids.map((_, k) => from + k), ...pos.map((r) => r.slice(from, to))].flat(), [4, 1, ids.length]);
+    expect(await worstDecodeDiff(session, feeds, 2, ref, mrope)).toBeLessThan(1e-4);
   });
 });

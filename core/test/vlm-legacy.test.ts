@@ -13,16 +13,10 @@ import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
+import { maxDiff } from '../../test/support/vlm-graphs';
 
 const cli = path.join(REPO_ROOT, 'dist', 'cli.js');
 const tmp = tempDirs('ws-vlm-legacy-');
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
 
 describeFixtures('qwen3_vl_moe legacy graphs through export --onnx', () => {
   it('vision + decoder: weight-free over one prepared checkpoint, reproduce the reference in ORT', async () => {

@@ -12,7 +12,7 @@
  * QEfficient/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (commit
  * 02cdf56d505bdc3cf033e515713360c6322021ea) — see vlm-vision.test.ts / vlm-language.test.ts.
  */
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
@@ -22,13 +22,19 @@ import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
+  copyFixtureModel,
+  dumpedLogits,
   expectConfigRefusals,
+  expectGeneratedIds,
   expectGraphsAndArtifactsValid,
   exportLegacyPair,
+  exportPrepareCompile,
   exportRealConfig,
   itFloat16AndContinuousBatching,
   maxDiff,
+  specKeys,
   vlmCli,
+  vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
 
@@ -39,7 +45,7 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
   const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
   let work = '';
   const h = vlmCli(() => work);
-  const { ok, session } = h;
+  const { session } = h;
   const grid = () => {
     const [[t, h, w]] = ref.image_grid_thw as number[][];
     return new ort.Tensor('int64', new BigInt64Array(t! * h! * w!), [1, t!, h!, w!]);
@@ -47,21 +53,15 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
 
   beforeAll(async () => {
     work = tmp();
-    mkdirSync(path.join(work, 'model'));
-    for (const f of readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
-      copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+    copyFixtureModel(work, fx);
     writePng(path.join(work, 'image.png'), ref.image);
-    await ok('export', '--config', 'model', '--out', 'out');
-    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
-    await ok('compile', 'out');
+    await exportPrepareCompile(h);
   }, 120_000);
 
   it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and no deepstack', async () => {
-    const v = JSON.parse(readFileSync(path.join(work, 'out', 'vision', 'weight_spec.json'), 'utf8'));
-    const l = JSON.parse(readFileSync(path.join(work, 'out', 'language', 'weight_spec.json'), 'utf8'));
-    expect(v.model_id).toBe(l.model_id);
-    expect(v.inputs.every((i: { location: { key: string } }) => i.location.key.startsWith('visual.'))).toBe(true);
-    const keys = l.inputs.map((i: { location: { key: string } }) => i.location.key);
+    const { v, l } = vlmSpecs(path.join(work, 'out'));
+    expect(specKeys(v).every((k) => k.startsWith('visual.'))).toBe(true);
+    const keys = specKeys(l);
     expect(keys).toContain('lm_head.weight');
     expect(keys).toContain('model.layers.1.self_attn.q_proj.bias');
     const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
@@ -103,12 +103,8 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     ['--image', () => ['--image', 'image.png']],
   ] as const) {
     it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4`, async () => {
-      const gen = await ok('run', 'out', ...source(), '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
-      await ok('run', 'out', ...source(), '--input-ids', all.join(','), '--dump-logits', 'logits.json');
-      const got = JSON.parse(readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
-      expect(got).toHaveLength(ref.logits.length);
+      await expectGeneratedIds(h, 'out', source(), ref);
+      const got = await dumpedLogits(h, source(), ref);
       expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
     });
   }

@@ -16,42 +16,31 @@
  * tokens per window) has a partial window row, so a mask that ignored windows or padded them
  * differently fails here; its block 2 is full attention.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { encodeBuiltModel } from '../src/export/exporter';
 import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
 import { buildVision } from '../src/export/vlm/vision';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
+import { maxDiff, vlmFixture, weightFedSession } from '../../test/support/vlm-graphs';
 import { loadCheckpoint } from './graph-support';
 
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
+/** The Qwen-VL vision inputs of reference.json: pixel_values [grid_height, grid_width] and image_grid_thw whose shape carries the grid. */
+function qwenPixelFeeds(ref: { pixel_values: number[][]; image_grid_thw: number[][] }): Record<string, ort.Tensor> {
+  const pv = ref.pixel_values;
+  const [[T, H, W]] = ref.image_grid_thw;
+  return {
+    pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]),
+    image_grid_thw: new ort.Tensor('int64', new BigInt64Array(T! * H! * W!), [1, T!, H!, W!]),
+  };
 }
 
 describeFixtures('qwen3_vl_moe vision graph', () => {
   it('reproduces image_embeds and deepstack_features within 1e-4 (weights fed as inputs)', async () => {
-    const dir = path.join(fixturesDir(), 'qwen3_vl_moe');
-    const cfgFile = path.join(dir, 'config.json');
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const { dir, cfgFile, config, ref } = vlmFixture('qwen3_vl_moe');
+    const arch = vlmArchFromConfig(config, cfgFile);
     const built = buildVision(arch.vision, { dtype: 'float32' });
-    const w = await loadCheckpoint(dir);
-    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const x of built.weights) {
-      const t = w.get(x.name)!;
-      expect(t.shape).toEqual(x.shape);
-      feeds[x.name] = new ort.Tensor('float32', t.data, t.shape);
-    }
-    const pv = ref.pixel_values as number[][];
-    const [[T, H, W]] = ref.image_grid_thw as number[][];
-    feeds.pixel_values = new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]);
-    feeds.image_grid_thw = new ort.Tensor('int64', new BigInt64Array(T! * H! * W!), [1, T!, H!, W!]);
+    const { session, feeds } = await weightFedSession(built, await loadCheckpoint(dir), true);
+    Object.assign(feeds, qwenPixelFeeds(ref));
     const out = await session.run(feeds);
     expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);
     expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
@@ -62,24 +51,12 @@ describeFixtures('qwen3_vl_moe vision graph', () => {
 
 describeFixtures('qwen2_5_vl vision graph', () => {
   it('reproduces image_embeds within 1e-4 (window attention, weights fed as inputs)', async () => {
-    const dir = path.join(fixturesDir(), 'qwen2_5_vl');
-    const cfgFile = path.join(dir, 'config.json');
-    const ref = JSON.parse(readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-    const arch = vlmArchFromConfig(JSON.parse(readFileSync(cfgFile, 'utf8')), cfgFile);
+    const { dir, cfgFile, config, ref } = vlmFixture('qwen2_5_vl');
+    const arch = vlmArchFromConfig(config, cfgFile);
     expect(arch.vision.window).toEqual({ units: 2, fullAtt: [2] });
     const built = buildVision(arch.vision, { dtype: 'float32' });
-    const w = await loadCheckpoint(dir);
-    const session = await ort.InferenceSession.create(encodeBuiltModel(built.model));
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const x of built.weights) {
-      const t = w.get(x.name)!;
-      expect(t.shape).toEqual(x.shape);
-      feeds[x.name] = new ort.Tensor('float32', t.data, t.shape);
-    }
-    const pv = ref.pixel_values as number[][];
-    const [[T, H, W]] = ref.image_grid_thw as number[][];
-    feeds.pixel_values = new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]);
-    feeds.image_grid_thw = new ort.Tensor('int64', new BigInt64Array(T! * H! * W!), [1, T!, H!, W!]);
+    const { session, feeds } = await weightFedSession(built, await loadCheckpoint(dir), true);
+    Object.assign(feeds, qwenPixelFeeds(ref));
     const out = await session.run(feeds);
     expect(Object.keys(out)).toEqual(['vision_embeds']);
     expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);

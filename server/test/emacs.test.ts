@@ -12,7 +12,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { bundleServer, typoExport } from './support';
+import { bundleServer, editorResult, FIXED_KEY, typoExport, TYPO_KEY, type EditorSteps } from './support';
 
 const tmp = tempDirs('ws-lsp-emacs-');
 const have = (cmd: string, arg: string) => spawnSync(cmd, [arg], { stdio: 'ignore' }).status === 0;
@@ -21,8 +21,8 @@ const haveEmacs = have('emacs', '--version') && have('tmux', '-V') && eglotInsta
 if (!haveEmacs && process.env.CI === 'true') {
   throw new Error("emacs, eglot or tmux is missing (CI installs Debian's emacs-nox, elpa-eglot and tmux via .ci/run)");
 }
-const TYPO = 'model.layers.0.mlp.up_prj.weight';
-const FIXED = 'model.layers.0.mlp.up_proj.weight';
+const TYPO = TYPO_KEY;
+const FIXED = FIXED_KEY;
 const COMPLETE_KEY = 'model.layers.1.mlp.down_proj.weight';
 const PREFIX = 'model.layers.1.mlp.down_pr';
 const DOT_PREFIX = 'model.layers.1.mlp.';
@@ -47,10 +47,8 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return true;
 }
 
-type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
 (haveEmacs ? describeFixtures : describe.skip)("Debian's Emacs 28 + eglot 1.9, set up by the README, against dist/server.js", () => {
-  let steps: Steps;
+  let steps: EditorSteps;
   let errors: string[];
   let dir: string;
   let prepared: string;
@@ -135,7 +133,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     const exited = () => paneState().startsWith('1') || (tmux('has-session').status !== 0 && tmux('has-session').status !== 0);
     const done = () => {
       try {
-        return (JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps }).steps.done === true;
+        return (JSON.parse(readFileSync(out, 'utf8')) as { steps: EditorSteps }).steps.done === true;
       } catch {
         return false; // not written yet, or being written
       }
@@ -150,7 +148,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
     };
     const { finished, screen } = await watch();
     expect(finished && existsSync(out), `Emacs wrote no results; its screen:\n${screen}`).toBe(true);
-    ({ steps, errors } = JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps; errors: string[] });
+    ({ steps, errors } = editorResult(out));
     expect(steps.done, `Emacs stopped early; its screen:\n${screen}`).toBe(true);
   }, 300_000);
 

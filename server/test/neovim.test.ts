@@ -11,20 +11,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SERVER_COMMANDS } from '../../core/src/protocol';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { bundleServer, typoExport } from './support';
+import { bundleServer, editorResult, FIXED_KEY, typoExport, TYPO_KEY, type EditorSteps } from './support';
 
 const tmp = tempDirs('ws-lsp-nvim-');
 const haveNvim = spawnSync('nvim', ['--version'], { stdio: 'ignore' }).status === 0;
 if (!haveNvim && process.env.CI === 'true') throw new Error("nvim is missing (CI installs Debian's neovim package via .ci/run)");
-const TYPO = 'model.layers.0.mlp.up_prj.weight';
-const FIXED = 'model.layers.0.mlp.up_proj.weight';
+const TYPO = TYPO_KEY;
+const FIXED = FIXED_KEY;
 const COMPLETE_KEY = 'model.layers.1.mlp.down_proj.weight';
 const PREFIX = 'model.layers.1.mlp.down_pr';
 
-type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
 (haveNvim ? describeFixtures : describe.skip)('Neovim 0.7 built-in LSP client against dist/server.js', () => {
-  let steps: Steps;
+  let steps: EditorSteps;
   let errors: string[];
   let dir: string;
   let prepared: string;
@@ -55,7 +53,7 @@ type Steps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-e
       },
     );
     expect(existsSync(out), `nvim wrote no results (status ${r.status}, ${r.stderr})`).toBe(true);
-    ({ steps, errors } = JSON.parse(readFileSync(out, 'utf8')) as { steps: Steps; errors: string[] });
+    ({ steps, errors } = editorResult(out));
   }, 180_000);
 
   it('ran without Lua errors', () => {

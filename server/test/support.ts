@@ -51,6 +51,18 @@ export async function bundleServer(root: string): Promise<void> {
   }
 }
 
+/** The spec key the editor tests (emacs, neovim) misspell, and its misspelling. */
+export const FIXED_KEY = 'model.layers.0.mlp.up_proj.weight';
+export const TYPO_KEY = 'model.layers.0.mlp.up_prj.weight';
+
+/** What an editor test's script recorded (its own JSON: one field per step). */
+export type EditorSteps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The steps and errors an editor test's script wrote to `file`. */
+export function editorResult(file: string): { steps: EditorSteps; errors: string[] } {
+  return JSON.parse(readFileSync(file, 'utf8')) as { steps: EditorSteps; errors: string[] };
+}
+
 /**
  * The editor tests' workspace: a copy of the llama fixture checkpoint in `dir` (so prepare can
  * write its prepared folder beside it), our export of it in `dir/exp` by dist/cli.js, and in its

@@ -35,3 +35,13 @@ export async function cliInProcess(args: string[], o: { cwd?: string; env?: Reco
   await new Promise((r) => setImmediate(r));
   return { code, stdout: out.text(), stderr: err.text() };
 }
+
+/**
+ * `weight-spec <args>` in-process with `cwd` as its folder (the repository root when
+ * undefined): its stdout, throwing with the command and its stderr unless it exits 0.
+ */
+export async function cliStdout(cwd: string | undefined, ...args: string[]): Promise<string> {
+  const r = await cliInProcess(args, cwd === undefined ? {} : { cwd });
+  if (r.code !== 0) throw new Error(`weight-spec ${args.join(' ')} → exit ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}

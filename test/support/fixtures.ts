@@ -120,29 +120,18 @@ export function fixtureBuilt(folder: string, p: FixturePath): boolean {
   return !(PENDING_FIXTURES[folder]?.paths ?? []).includes(p);
 }
 
-/** Fixture folders holding a single `legacy.onnx` (the VLMs ship vision/decoder legacy graphs instead). */
-export const LEGACY_ONNX_FOLDERS = [
-  'codegen',
-  'deepseek_v3',
-  'gemma2',
-  'gemma3',
-  'glm4_moe',
-  'gpt2',
-  'gpt_oss_full',
-  'grok1',
-  'llama',
-  'llama4',
-  'mixtral',
-  'mpt',
-  'phi',
-  'phi3',
-  'qwen2',
-  'qwen3_5_moe',
-  'starcoder2',
-] as const;
-
 /** The VLM fixture folders (`vision.legacy.onnx` + `decoder.legacy.onnx`). */
 export const VLM_FOLDERS = ['qwen2_5_vl', 'gemma3_vlm', 'qwen3_vl_moe'] as const;
+
+/**
+ * Fixture folders holding a single `legacy.onnx`: every folder but the VLMs (which ship
+ * vision/decoder legacy graphs instead) and gpt_oss (a checkpoint and its expected dequant only).
+ * core/test/fixture-coverage.test.ts checks this against the folders on disk.
+ */
+export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
+  (f): f is Exclude<(typeof FIXTURE_FOLDERS)[number], (typeof VLM_FOLDERS)[number] | 'gpt_oss'> =>
+    f !== 'gpt_oss' && !(VLM_FOLDERS as readonly string[]).includes(f),
+);
 
 /**
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
@@ -152,3 +141,10 @@ export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;
+
+/** What a text fixture's reference.json holds: the prompt, the generated tokens and the logit rows. */
+export interface FixtureRef {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}

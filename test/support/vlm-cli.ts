@@ -6,7 +6,7 @@
  * the legacy graph pair exports over the same prepared checkpoint, the real config exports,
  * ONNX's checker on every graph and compiled artifact).
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -17,13 +17,7 @@ import { expectOnnxValid, type OnnxCheck } from './onnx-checker';
 
 const req = createRequire(__filename);
 
-/** Largest |a[i] − b[i]|, after checking the lengths agree. */
-export function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
+export { maxDiff } from './vlm-graphs';
 
 /** The CLI in a test's work folder (`work()` is read at each call: it is made in beforeAll). */
 export interface VlmCli {
@@ -48,6 +42,66 @@ export function vlmCli(work: () => string): VlmCli {
     ort.InferenceSession.create(JSON.parse(readFileSync(path.join(work(), dir, 'compile.json'), 'utf8')).artifacts.model);
   return { work, cliRun, ok, session };
 }
+
+/**
+ * Copies the fixture's checkpoint (`files`, by default every file but its graphs and
+ * reference.json) into `<work>/model`.
+ */
+export function copyFixtureModel(work: string, fx: string, files?: string[]): void {
+  mkdirSync(path.join(work, 'model'));
+  for (const f of files ?? readdirSync(fx).filter((x) => !x.endsWith('.onnx') && x !== 'reference.json'))
+    copyFileSync(path.join(fx, f), path.join(work, 'model', f));
+}
+
+/** `export --config model --out out`, `prepare --dtype float32`, `compile out`; returns the compile run. */
+export async function exportPrepareCompile(h: VlmCli): Promise<CliRun> {
+  await h.ok('export', '--config', 'model', '--out', 'out');
+  await h.ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+  return h.ok('compile', 'out');
+}
+
+/** The reference's prompt and what it generates and scores. */
+export interface VlmReference {
+  input_ids: number[];
+  generated_ids: number[];
+  logits: number[][];
+}
+
+/** `run <out> <source…> --max-new-tokens 5` on the reference's prompt prints its generated_ids. */
+export async function expectGeneratedIds(h: VlmCli, out: string, source: string[], ref: Omit<VlmReference, 'logits'>): Promise<void> {
+  const gen = await h.ok('run', out, ...source, '--input-ids', ref.input_ids.join(','), '--max-new-tokens', '5');
+  expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
+}
+
+/**
+ * The logits `run out <source…> --dump-logits` writes for the prompt followed by all but the
+ * last generated token: one row per reference row.
+ */
+export async function dumpedLogits(h: VlmCli, source: string[], ref: VlmReference): Promise<number[][]> {
+  const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+  await h.ok('run', 'out', ...source, '--input-ids', all.join(','), '--dump-logits', 'logits.json');
+  const got = JSON.parse(readFileSync(path.join(h.work(), 'logits.json'), 'utf8')).logits as number[][];
+  expect(got).toHaveLength(ref.logits.length);
+  return got;
+}
+
+/** A VLM export's two weight specs (`<dir>/vision`, `<dir>/language`), after checking they name one prepared checkpoint. */
+export function vlmSpecs(dir: string): { v: SpecJson; l: SpecJson } {
+  const read = (g: string) => JSON.parse(readFileSync(path.join(dir, g, 'weight_spec.json'), 'utf8')) as SpecJson;
+  const v = read('vision');
+  const l = read('language');
+  expect(v.model_id).toBe(l.model_id);
+  return { v, l };
+}
+
+/** The parts of weight_spec.json these tests read. */
+export interface SpecJson {
+  model_id: string;
+  inputs: { name: string; location: { key: string } }[];
+}
+
+/** The keys a spec's inputs read. */
+export const specKeys = (spec: SpecJson): string[] => spec.inputs.map((i) => i.location.key);
 
 /** Writes `image` (rows of [r, g, b] pixels, 0–255) to `file` as an opaque RGBA PNG. */
 export function writePng(file: string, image: number[][][]): void {
@@ -80,19 +134,7 @@ export function itFloat16AndContinuousBatching(
     await h.ok('compile', 'out16');
     await h.ok('export', '--config', 'model', '--out', 'out-cb', '--continuous-batching', '--batch-size', '2', '--ctx-len', String(ctxLen));
     await h.ok('compile', 'out-cb');
-    for (const out of ['out16', 'out-cb']) {
-      const gen = await h.ok(
-        'run',
-        out,
-        '--pixel-values',
-        path.join(fx, 'reference.json'),
-        '--input-ids',
-        ref.input_ids.join(','),
-        '--max-new-tokens',
-        '5',
-      );
-      expect(gen.stdout.trim()).toBe(ref.generated_ids.join(','));
-    }
+    for (const out of ['out16', 'out-cb']) await expectGeneratedIds(h, out, ['--pixel-values', path.join(fx, 'reference.json')], ref);
   }, 60_000);
 }
 

@@ -381,25 +381,56 @@ export function buildQaicPlan(
   if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const { hw, warnings } = mergeExtraOptions(options, opts);
-  const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
-  const qpcDir = path.join(compileDir, 'qpc');
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
-  const specializationsFile = path.join(compileDir, 'specializations.json');
-  command.push(`-network-specialization-config=${specializationsFile}`);
   const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false) : undefined;
-  const customIoFile = customIo ? path.join(compileDir, 'custom_io.yaml') : undefined;
+  return qaicPlan({
+    compiler,
+    hw,
+    onnxPath,
+    options,
+    compileDir,
+    specs,
+    specializationsText: specializationsJson(specs),
+    customIo,
+    warnings,
+  });
+}
+
+/**
+ * The plan `_compile` makes of its parts (QEfficient/base/modeling_qeff.py): the command
+ * `qaic-compile -aic-hw -aic-hw-version=… -m=<onnx> <options>` followed, in its order, by the
+ * specialization file, the custom-IO file (when there is custom IO) and the binary folder, all in
+ * `compileDir`, and the texts of those files and of hashed_compile_params.json. One place for the
+ * causal-LM plan above and the VLM graphs' plan (qaic-vlm.ts).
+ */
+export function qaicPlan(p: {
+  compiler: string;
+  hw: string;
+  onnxPath: string;
+  options: [string, OptionValue][];
+  compileDir: string;
+  specs: readonly (readonly [string, number | string][])[];
+  specializationsText: string;
+  customIo: [string, string][] | undefined;
+  warnings: string[];
+}): QaicPlan {
+  const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`, ...optionFlags(p.options)];
+  const specializationsFile = path.join(p.compileDir, 'specializations.json');
+  command.push(`-network-specialization-config=${specializationsFile}`);
+  const customIoFile = p.customIo ? path.join(p.compileDir, 'custom_io.yaml') : undefined;
   if (customIoFile) command.push(`-custom-IO-list-file=${customIoFile}`);
+  const qpcDir = path.join(p.compileDir, 'qpc');
   command.push(`-aic-binary-dir=${qpcDir}`);
   return {
     command,
-    compileDir,
+    compileDir: p.compileDir,
     qpcDir,
     specializationsFile,
-    specializationsText: specializationsJson(specs),
-    ...(customIo ? { customIoFile, customIoText: customIoYaml(customIo) } : {}),
-    hashedParamsFile: path.join(compileDir, 'hashed_compile_params.json'),
-    hashedParamsText: hashedCompileParams(command, specs, customIo),
-    warnings,
+    specializationsText: p.specializationsText,
+    ...(p.customIo ? { customIoFile, customIoText: customIoYaml(p.customIo) } : {}),
+    hashedParamsFile: path.join(p.compileDir, 'hashed_compile_params.json'),
+    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo),
+    warnings: p.warnings,
   };
 }
 

@@ -32,10 +32,8 @@ import { VLM_MANIFEST_FILE } from '../spec/file-names';
 import {
   DEFAULT_AIC_NUM_CORES,
   QAIC_COMPILER,
-  customIoYaml,
-  hashedCompileParams,
   mergeExtraOptions,
-  optionFlags,
+  qaicPlan,
   specializationName,
   uniqueNames,
   type GraphShapeFacts,
@@ -223,24 +221,7 @@ export function buildVlmQaicPlan(
     ['aic_num_cores', opts.numCores ?? DEFAULT_AIC_NUM_CORES],
   );
   const { hw, warnings } = mergeExtraOptions(options, opts);
-  const command = [compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${hw}`, `-m=${onnxPath}`, ...optionFlags(options)];
-  const specializationsFile = path.join(compileDir, 'specializations.json');
-  command.push(`-network-specialization-config=${specializationsFile}`);
   const customIo = role === 'vision' ? visionCustomIo(m) : langCustomIo(m, opts.mxint8KvCache ?? false);
-  const customIoFile = path.join(compileDir, 'custom_io.yaml');
-  command.push(`-custom-IO-list-file=${customIoFile}`);
-  const qpcDir = path.join(compileDir, 'qpc');
-  command.push(`-aic-binary-dir=${qpcDir}`);
-  return {
-    command,
-    compileDir,
-    qpcDir,
-    specializationsFile,
-    specializationsText: namedJson(specs, role === 'vision' ? 'Vision' : undefined),
-    customIoFile,
-    customIoText: customIoYaml(customIo),
-    hashedParamsFile: path.join(compileDir, 'hashed_compile_params.json'),
-    hashedParamsText: hashedCompileParams(command, specs, customIo),
-    warnings,
-  };
+  const specializationsText = namedJson(specs, role === 'vision' ? 'Vision' : undefined);
+  return qaicPlan({ compiler, hw, onnxPath, options, compileDir, specs, specializationsText, customIo, warnings });
 }

@@ -12,6 +12,7 @@ import type { CompileInfo } from '../protocol';
 import { preparedDirOf } from '../compile/inputs';
 import { specFileIn } from '../spec/file-names';
 import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
+import { obj, readJsonLoose } from './loose-json';
 export { isSpecFile } from '../spec/file-names';
 
 export type SpecState = 'not-prepared' | 'prepared' | 'compiled' | 'stale';
@@ -33,20 +34,11 @@ export interface SpecInfo {
   compile: CompileInfo;
 }
 
-function readJson(file: string): unknown {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** The prepared directory a spec names (core's {@link preparedDirOf}), read from the file; undefined when it does not parse. */
 export function preparedDirOfSpec(specFile: string): string | undefined {
-  const spec = obj(readJson(specFile));
+  const spec = obj(readJsonLoose(specFile));
   // v1's string `checkpoint_files` entries are the bare paths.
   const files = (Array.isArray(spec.files) ? spec.files : []).map((f) => ({
     path: str(obj(f).path) ?? str(f) ?? '',

@@ -14,6 +14,7 @@ import { EXPORT_REPORT_FILE, readExportReport } from '../artifacts/export-report
 import { COMPILE_RECORD } from '../artifacts/compile-record';
 import { judgeFilePath, printable, type FilePathVerdict } from '../paths';
 import { specFileIn } from '../spec/file-names';
+import { obj, readJsonLoose } from './loose-json';
 
 export type { FilePathVerdict } from '../paths';
 
@@ -33,15 +34,6 @@ export interface PrepareTargets {
   pickFrom?: string;
 }
 
-function readJson(file: string): unknown {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
 const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v !== '';
 
 function isFolder(p: string): boolean {
@@ -54,7 +46,7 @@ function isFolder(p: string): boolean {
 
 /** The spec's `files[i].path` values (v1's bare strings too). */
 function specFilePaths(specFile: string): string[] {
-  const files = obj(readJson(specFile)).files;
+  const files = obj(readJsonLoose(specFile)).files;
   return (Array.isArray(files) ? files : []).map((f) => (typeof f === 'string' ? f : obj(f).path)).filter(nonEmpty);
 }
 
@@ -96,7 +88,7 @@ export function compileOutside(exportDir: string, roots: readonly string[]): Fil
   const spec = specFileIn(dir);
   if (spec) specFilePaths(spec).forEach((p, i) => verdicts.push(judgeFilePath(spec, `files[${i}].path`, p, roots)));
   const recFile = path.join(dir, COMPILE_RECORD);
-  const rec = obj(readJson(recFile));
+  const rec = obj(readJsonLoose(recFile));
   if (rec.prepared !== undefined) verdicts.push(judgeFilePath(recFile, 'prepared', rec.prepared, roots));
   for (const [k, v] of Object.entries(obj(rec.artifacts))) verdicts.push(judgeFilePath(recFile, `artifacts.${k}`, v, roots));
   return verdicts.filter((v) => !v.inside);

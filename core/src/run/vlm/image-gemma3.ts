@@ -4,11 +4,8 @@
  * image_size with PIL bilinear (its default resample), rescale by 1/255, normalize by mean/std
  * (IMAGENET_STANDARD 0.5 unless preprocessor_config.json says otherwise), channels first.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { FormatError } from '../../errors';
-import { readRegularFileSync } from '../../paths';
-import { resizeBicubic, type RgbImage } from './image';
+import { readMeanStd, readProcessorFile, resizeBicubic, type RgbImage } from './image';
 
 /** Mean / std / rescale of the Gemma 3 processor. */
 export interface Gemma3Processor {
@@ -21,22 +18,10 @@ export interface Gemma3Processor {
 /** Reads preprocessor_config.json in `dir` (if any) over Gemma3ImageProcessor's defaults. */
 export function gemma3Processor(dir: string | undefined, size: number): Gemma3Processor {
   const p: Gemma3Processor = { size, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], rescale: 1 / 255 };
-  const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
-  if (!file || !fs.existsSync(file)) return p;
-  let raw: Record<string, unknown>;
-  try {
-    raw = JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
-  }
-  for (const k of ['image_mean', 'image_std'] as const) {
-    const v = raw[k];
-    if (v === undefined) continue;
-    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
-      throw new FormatError(file, `"${k}" must be three numbers`);
-    if (k === 'image_mean') p.mean = v as [number, number, number];
-    else p.std = v as [number, number, number];
-  }
+  const read = readProcessorFile(dir);
+  if (!read) return p;
+  const { file, raw } = read;
+  readMeanStd(raw, file, p);
   if (raw.rescale_factor !== undefined) {
     if (typeof raw.rescale_factor !== 'number' || !(raw.rescale_factor > 0))
       throw new FormatError(file, '"rescale_factor" must be a positive number');

@@ -249,6 +249,36 @@ export function resizeBicubic(img: RgbImage, height: number, width: number, filt
   return { width, height, data: out };
 }
 
+/**
+ * `dir`'s preprocessor_config.json with its path, or undefined when `dir` is undefined or has
+ * none; a file that is not JSON is one line naming it.
+ */
+export function readProcessorFile(dir: string | undefined): { file: string; raw: Record<string, unknown> } | undefined {
+  const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
+  if (!file || !fs.existsSync(file)) return undefined;
+  try {
+    return { file, raw: JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown> };
+  } catch (e) {
+    throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** `image_mean` / `image_std` of `raw` (three finite numbers each, when present) into `into`. */
+export function readMeanStd(
+  raw: Record<string, unknown>,
+  file: string,
+  into: { mean: [number, number, number]; std: [number, number, number] },
+): void {
+  for (const k of ['image_mean', 'image_std'] as const) {
+    const v = raw[k];
+    if (v === undefined) continue;
+    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
+      throw new FormatError(file, `"${k}" must be three numbers`);
+    if (k === 'image_mean') into.mean = v as [number, number, number];
+    else into.std = v as [number, number, number];
+  }
+}
+
 /** Reads preprocessor_config.json in `dir` (if any) over the model type's defaults (Qwen3-VL's unless `modelType` is qwen2_5_vl). */
 export function processorConfig(
   dir: string | undefined,
@@ -257,14 +287,9 @@ export function processorConfig(
 ): ProcessorConfig {
   const d = modelType === 'qwen2_5_vl' ? QWEN2_VL_PROCESSOR_DEFAULTS : QWEN3_VL_PROCESSOR_DEFAULTS;
   const c: ProcessorConfig = { ...d, mean: [...d.mean], std: [...d.std], ...sizes };
-  const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
-  if (!file || !fs.existsSync(file)) return c;
-  let raw: Record<string, unknown>;
-  try {
-    raw = JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
-  }
+  const read = readProcessorFile(dir);
+  if (!read) return c;
+  const { file, raw } = read;
   const num = (v: unknown, field: string): number | undefined => {
     if (v === undefined || v === null) return undefined;
     if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new FormatError(file, `"${field}" must be a positive number`);
@@ -273,14 +298,7 @@ export function processorConfig(
   const size = (raw.size ?? {}) as Record<string, unknown>;
   c.minPixels = num(raw.min_pixels, 'min_pixels') ?? num(size.shortest_edge, 'size.shortest_edge') ?? c.minPixels;
   c.maxPixels = num(raw.max_pixels, 'max_pixels') ?? num(size.longest_edge, 'size.longest_edge') ?? c.maxPixels;
-  for (const k of ['image_mean', 'image_std'] as const) {
-    const v = raw[k];
-    if (v === undefined) continue;
-    if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
-      throw new FormatError(file, `"${k}" must be three numbers`);
-    if (k === 'image_mean') c.mean = v as [number, number, number];
-    else c.std = v as [number, number, number];
-  }
+  readMeanStd(raw, file, c);
   c.rescale = raw.rescale_factor === undefined ? c.rescale : num(raw.rescale_factor, 'rescale_factor')!;
   for (const [k, want] of [
     ['patch_size', sizes.patch],
