@@ -116,6 +116,8 @@ export function parseHeaderFast(
   };
   let metadata: Record<string, string> | undefined;
   let properties = 0;
+  /** Entries so far in (begin, end) order, as writers put them: then the sort has nothing to do. */
+  let ordered = true;
   EMPTY_END.lastIndex = pos;
   let done = EMPTY_END.test(text);
   if (done) pos = EMPTY_END.lastIndex;
@@ -152,6 +154,8 @@ export function parseHeaderFast(
         pos = ANY_ORDER.lastIndex;
       }
       if (!t) return undefined;
+      const last = tensors[tensors.length - 1];
+      if (last && (t.begin < last.begin || (t.begin === last.begin && t.end < last.end))) ordered = false;
       tensors.push(t);
       properties += 4;
     }
@@ -163,7 +167,7 @@ export function parseHeaderFast(
   if (properties > 1_000_000) return undefined;
   // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
   // [0, dataSize) exactly, as the general path checks.
-  tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
   let at = 0;
   for (const x of tensors) {
     if (x.begin !== at) return undefined;
