@@ -13,9 +13,9 @@
 // - hover and completion p95 on the 20k spec: target ≤ 20 ms;
 // - server heap for the 20k spec (after a full GC, minus the heap before didOpen): ≤ 3× the spec's size.
 // Each ratio is given twice, measured in the same rounds: as wall time, and as CPU time (user +
-// system of the whole process, helper threads included): the server's from its idle state before
-// didOpen/didChange to the moment it writes the diagnostics (a preload in the server process
-// reads process.cpuUsage() there), the JSON service's around its validation. On a machine shared
+// system of the whole process, helper threads included): the server's from the arrival of the
+// didOpen/didChange message's first bytes to the moment it writes the diagnostics (a preload in
+// the server process reads process.cpuUsage() there), the JSON service's around its validation. On a machine shared
 // with other work, the wall ratio moves with the load; the CPU ratio much less.
 // Each ratio's spread is the range of the per-round ratios (the server and the anchor of one
 // round, run back to back); every run's own figure is printed beside the median.
@@ -135,13 +135,16 @@ function jsonService(spec, edits) {
   return res;
 }
 
-// In the server process (-r): a full-GC heap probe, and its CPU time (user + system, ms) now and
-// at its last write of a publishDiagnostics message (the moment the diagnostics leave).
+// In the server process (-r): a full-GC heap probe, and its CPU time (user + system, ms) when
+// the first bytes of the next message arrive on stdin (armed over IPC just before the bench sends
+// it) and when it writes a publishDiagnostics message (the moment the diagnostics leave). The
+// IPC round trips fall outside that window.
 const preload = path.join(tmp, 'probe.cjs');
 writeFileSync(
   preload,
   `const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; };
 let published;
+let arrived;
 const write = process.stdout.write;
 process.stdout.write = function (chunk, ...rest) {
   if (chunk.length < 65536 && chunk.includes('"textDocument/publishDiagnostics"')) published = cpu();
@@ -149,7 +152,8 @@ process.stdout.write = function (chunk, ...rest) {
 };
 process.on('message', (m) => {
   if (m === 'heap') { global.gc(); global.gc(); process.send({ heap: process.memoryUsage().heapUsed }); }
-  else if (m === 'cpu') process.send({ cpu: cpu(), published });
+  else if (m === 'arm') { arrived = undefined; process.stdin.prependOnceListener('data', () => { arrived = cpu(); }); process.send({}); }
+  else if (m === 'cpu') process.send({ arrived, published });
 });
 `,
 );
@@ -179,7 +183,8 @@ async function startServer(spec) {
       child.send(what);
     });
   const heap = async () => (await ask('heap')).heap;
-  /** The server's CPU time now (idle, between requests) and at its last diagnostics. */
+  /** Marks the next message's arrival; then `cpu()` gives the server's CPU time at it and at its last diagnostics. */
+  const arm = () => ask('arm');
   const cpu = () => ask('cpu');
   // shutdown + exit as a client does (a profiled server writes its profile on exit)
   const stop = async () => {
@@ -191,18 +196,18 @@ async function startServer(spec) {
     clearTimeout(timer);
     conn.dispose();
   };
-  return { conn, heap, cpu, stop, wait: (version) => new Promise((resolve) => waiters.push({ version, resolve })) };
+  return { conn, heap, arm, cpu, stop, wait: (version) => new Promise((resolve) => waiters.push({ version, resolve })) };
 }
 /** Sends `send()` and waits for the diagnostics of `version`: wall ms, the server's CPU ms, the diagnostics. */
 async function timed(srv, version, send) {
-  const before = await srv.cpu();
+  await srv.arm();
   const p = srv.wait(version);
   const t0 = process.hrtime.bigint();
   await send();
   const diagnostics = await p;
   const wall = ms(t0);
-  const after = await srv.cpu();
-  return { wall, cpu: after.published - before.cpu, diagnostics };
+  const { arrived, published } = await srv.cpu();
+  return { wall, cpu: published - arrived, diagnostics };
 }
 async function openCold(srv, spec) {
   const r = await timed(srv, 1, () =>
