@@ -22,7 +22,8 @@
 // Installs nothing; exits 1 when a target is missed. Run after `node scripts/bundle.mjs`.
 // Env: WS_LSP_BENCH_SIZES (5000,20000,80000), WS_LSP_BENCH_RUNS (5), WS_LSP_BENCH_EDITS (21),
 // WS_LSP_BENCH_JSON_EDITS (5; 3 at 50k inputs and more, where each takes seconds),
-// WS_LSP_BENCH_SCHEMA (the anchor schema's path), WS_LSP_BENCH_NODE_ARGS (server node options).
+// WS_LSP_BENCH_SCHEMA (the anchor schema's path), WS_LSP_BENCH_NODE_ARGS (server node options),
+// WS_LSP_BENCH_SERVER (the server bundle, dist/server.js).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,7 +35,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const require = createRequire(import.meta.url);
 const { createMessageConnection, StreamMessageReader, StreamMessageWriter } = require('vscode-jsonrpc/node');
-const server = path.join(root, 'dist', 'server.js');
+/** The server under test (WS_LSP_BENCH_SERVER: another build, e.g. of an earlier commit, to compare). */
+const server = path.resolve(process.env.WS_LSP_BENCH_SERVER ?? path.join(root, 'dist', 'server.js'));
 const SIZES = (process.env.WS_LSP_BENCH_SIZES ?? '5000,20000,80000').split(',').map(Number);
 const MAIN = SIZES.includes(20_000) ? 20_000 : SIZES[0];
 const RUNS = Math.max(1, Number(process.env.WS_LSP_BENCH_RUNS ?? 5));
