@@ -4,7 +4,7 @@
  * twice unless it changed on disk; a failed read is cached too (same key), so a corrupt
  * file is not re-parsed on every keystroke either.
  */
-import { statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { statStamp } from '../file-stamp';
 import { readSafetensorsHeader, type SafetensorsHeader } from '../formats/safetensors';
 import { summarizeOnnx, type OnnxSummary } from '../formats/onnx';
@@ -38,10 +38,8 @@ export class HeaderCache {
   }
 
   private async get<T>(map: Map<string, Entry<T>>, file: string, load: (f: string) => Promise<T>): Promise<T> {
-    // A synchronous stat, as the check's other path lookups (realpath, exists) are: it runs for
-    // every file on every keystroke, where the thread pool's round trip and promise of an
-    // asynchronous one cost more CPU than the system call.
-    const stamp = statStamp(statSync(file));
+    const st = await stat(file);
+    const stamp = statStamp(st);
     const hit = map.get(file);
     if (hit && hit.stamp === stamp) {
       if (hit.error !== undefined) throw hit.error;
