@@ -316,19 +316,19 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
     return files.length - 1;
   };
   const inputs: SpecInput[] = [];
+  // Paths are made only where they are kept (a located input's are made on demand): three
+  // arrays per input were 240 000 short-lived allocations on an 80 000-input open.
   raw.inputs.forEach((input: RawInput, i) => {
-    const node: JsonPath = ['inputs', i];
     if (!input.location && input.fqn === undefined) {
       skipped.push(i);
       return;
     }
     const name = input.name ?? input.fqn!;
-    const namePath: JsonPath = input.name !== undefined ? ['inputs', i, 'name'] : ['inputs', i, 'fqn'];
     if (input.location) {
-      const filePath: JsonPath = ['inputs', i, 'location', 'file'];
       inputSources.located(i, input.name !== undefined ? 'name' : 'fqn');
       if (typeof input.location.file === 'string') {
-        inputs.push({ ...input, name, location: { ...input.location, file: fileIndex(input.location.file, filePath) } } as SpecInput);
+        const file = fileIndex(input.location.file, ['inputs', i, 'location', 'file']);
+        inputs.push({ ...input, name, location: { ...input.location, file } } as SpecInput);
         return;
       }
       // The validated input is a fresh object of our own (zod's or parseSpecSchema's copy):
@@ -341,6 +341,8 @@ function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: Weigh
     // v1 without a location: the fqn (or what it is tied to) is the key.
     const key = tied.get(input.fqn!) ?? tied.get(name) ?? input.fqn!;
     const fileIdx = input.file ?? (files.length === 1 ? 0 : -1);
+    const node: JsonPath = ['inputs', i];
+    const namePath: JsonPath = input.name !== undefined ? ['inputs', i, 'name'] : ['inputs', i, 'fqn'];
     inputSources.add({ node, name: namePath, key: [...node, 'fqn'], file: input.file !== undefined ? [...node, 'file'] : node });
     const { file: _file, location: _location, ...rest } = input;
     inputs.push({ ...rest, name, location: { file: fileIdx, key } } as SpecInput);

@@ -7,6 +7,7 @@
 import { FormatError } from '../../errors';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
 import { ownKeyCount } from '../json-depth';
+import { parseHeaderFast } from './header-fast';
 import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
 
 /** Largest header the reader accepts (the Rust reference's limit: 100 MB). */
@@ -81,9 +82,21 @@ export function headerLengthOf(prefix: Uint8Array, fileSize: number, file: strin
  * the file, the problem and the byte.
  */
 export function parseSafetensorsHeader(buf: Uint8Array, fileSize: number, file: string): SafetensorsHeader {
+  return parseHeader(buf, fileSize, file, true);
+}
+
+/** {@link parseSafetensorsHeader}; `fast: false` skips the fast path (tests compare both). */
+export function parseHeader(buf: Uint8Array, fileSize: number, file: string, fast: boolean): SafetensorsHeader {
   const headerLength = headerLengthOf(buf, fileSize, file);
   if (buf.length < 8 + headerLength) {
     throw new FormatError(file, `only ${buf.length} bytes given for a ${headerLength}-byte header`, buf.length);
+  }
+  // The usual header, read in place (header-fast.ts); anything else, or anything wrong, is
+  // read below, which finds the same tensors or the one error.
+  const quick = fast ? parseHeaderFast(buf, headerLength, fileSize, shapeSharer()) : undefined;
+  if (quick) {
+    const { tensors, metadata } = quick;
+    return { file, fileSize, headerLength, dataStart: 8 + headerLength, tensors, ...(metadata ? { metadata } : {}) };
   }
   let text: string;
   try {
