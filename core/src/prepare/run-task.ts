@@ -185,8 +185,7 @@ async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Pr
     const slot = slots[i]!;
     src.read(slot.src, 0, elems, deq.input(elems));
     deq.setScales(src.scale(slot.scale));
-    deq.run(0, elems);
-    deq.transposeInto(rows, cols, n++);
+    deq.dequantTransposeInto(rows, cols, n++);
     if (n === per || i + 1 === slots.length) {
       await write(t.key, deq.batch(n, elems));
       n = 0;
