@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import { DTYPE_SIZE, type DType } from '../formats/dtype';
-import { SafetensorsWriter, elementCount } from '../formats/safetensors';
+import { SafetensorsWriter, commitSealedFile, elementCount } from '../formats/safetensors';
 import {
   SLOT_BATCH_BYTES,
   dequantMxfp4,
@@ -25,6 +25,7 @@ import { dequantFp8 } from './fp8-kernel';
 import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } from './overflow';
 import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
+import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';
 import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
 import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
@@ -51,21 +52,29 @@ export async function executeTask(
   const src = await Sources.open(task);
   let writer: SafetensorsWriter | undefined;
   let flusher: Flusher | undefined;
+  let direct: DirectFile | undefined;
   const writtenBytes: Record<string, number> = Object.create(null) as Record<string, number>;
   const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   try {
-    writer = await SafetensorsWriter.open(
-      path.join(outDir, task.file),
-      task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })),
-    );
+    const entries = task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape }));
+    const file = path.join(outDir, task.file);
+    // large outputs past the page cache (direct-io.ts), else the streaming writer with background flushes
+    direct = wantsDirect(task.outBytes) ? DirectFile.create(file, entries) : undefined;
+    if (!direct) {
+      writer = await SafetensorsWriter.open(file, entries);
+      flusher = await Flusher.open(writer.tempFile);
+    }
+    const d = direct;
     const w = writer;
-    flusher = await Flusher.open(w.tempFile);
     const f = flusher;
     const write = yieldingSink((key, bytes) => {
-      w.writePartSync(key, bytes);
+      if (d) d.write(bytes);
+      else {
+        w!.writePartSync(key, bytes);
+        f!.wrote(bytes.byteLength);
+      }
       writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
       onBytes(bytes.byteLength);
-      f.wrote(bytes.byteLength);
     });
     const stash = new Map<string, Uint8Array[]>();
     const byKey = new Map(task.tensors.map((t) => [t.key, t]));
@@ -113,21 +122,29 @@ export async function executeTask(
       const got = nonFiniteOf(grew, t.dtype);
       if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
       if (elementCount(t.shape) === 0) {
-        w.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
+        w?.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
         writtenBytes[t.key] ??= 0;
       }
     }
-    if (opts.seal) {
-      flusher.detach();
-      const sealed = await writer.seal();
-      return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, sealed, ...counted(nonFinite) };
+    const done = { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
+    if (direct) {
+      const sealed = direct.seal();
+      if (opts.seal) return { ...done, sealed };
+      await commitSealedFile(sealed);
+      return done;
     }
-    await flusher.close();
-    await writer.finish();
-    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
+    if (opts.seal) {
+      flusher!.detach();
+      const sealed = await writer!.seal();
+      return { ...done, sealed };
+    }
+    await flusher!.close();
+    await writer!.finish();
+    return done;
   } catch (e) {
     await flusher?.close();
     await writer?.abort();
+    await direct?.abort();
     throw e;
   } finally {
     await src.close();
