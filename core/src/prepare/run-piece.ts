@@ -17,7 +17,8 @@ import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
 import { counted, type TaskStats } from './run-task';
 import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
-import { Sources, streamConvert, yieldingSink } from './task-io';
+import { Sources, streamConvert, yieldingSink, type Sink } from './task-io';
+import { DirectStream, wantsDirect } from './direct-io';
 import type { Task } from './types';
 
 /** Output bytes per piece: large enough that a piece's setup (headers read and checked) is noise. */
@@ -72,20 +73,32 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
   const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const owned: { t: Task['tensors'][number]; lo: number; hi: number }[] = [];
   let fd: number | undefined;
+  let direct: DirectStream | undefined;
   try {
     fd = fs.openSync(piece.file, 'r+');
     const out = fd;
     let position = piece.dataOffset + piece.start;
-    const write = yieldingSink((key, bytes) => {
-      for (let done = 0; done < bytes.byteLength;) {
-        const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
-        if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
-        done += n;
-      }
-      position += bytes.byteLength;
-      writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
-      onBytes(bytes.byteLength);
-    });
+    // whole blocks past the page cache (direct-io.ts); the partial ones it shares with its neighbours through fd
+    direct = wantsDirect(piece.end - piece.start) ? DirectStream.open(piece.file, position, fd) : undefined;
+    const d = direct;
+    const count = (key: string, n: number) => {
+      position += n;
+      writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
+      onBytes(n);
+    };
+    const write: Sink = d
+      ? async (key, bytes) => {
+          await d.write(bytes);
+          count(key, bytes.byteLength);
+        }
+      : yieldingSink((key, bytes) => {
+          for (let done = 0; done < bytes.byteLength;) {
+            const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
+            if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
+            done += n;
+          }
+          count(key, bytes.byteLength);
+        });
     const sizes = task.tensors.map((t) => elementCount(t.shape) * DTYPE_SIZE[t.dtype]);
     const total = sizes.reduce((a, b) => a + b, 0);
     let offset = 0;
@@ -109,12 +122,14 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
       const got = nonFiniteOf(tallySince(mark), t.dtype);
       if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
     }
+    await direct?.close();
     return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
   } catch (e) {
     throw e instanceof PipelineError
       ? e
       : new PipelineError(`${piece.file}: cannot write (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   } finally {
+    await direct?.abort();
     if (fd !== undefined) fs.closeSync(fd);
     await src.close();
   }

@@ -59,7 +59,7 @@ export async function executeTask(
     const entries = task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape }));
     const file = path.join(outDir, task.file);
     // large outputs past the page cache (direct-io.ts), else the streaming writer with background flushes
-    direct = wantsDirect(task.outBytes) ? DirectFile.create(file, entries) : undefined;
+    direct = wantsDirect(task.outBytes) ? await DirectFile.create(file, entries) : undefined;
     if (!direct) {
       writer = await SafetensorsWriter.open(file, entries);
       flusher = await Flusher.open(writer.tempFile);
@@ -67,15 +67,20 @@ export async function executeTask(
     const d = direct;
     const w = writer;
     const f = flusher;
-    const write = yieldingSink((key, bytes) => {
-      if (d) d.write(bytes);
-      else {
-        w!.writePartSync(key, bytes);
-        f!.wrote(bytes.byteLength);
-      }
-      writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
-      onBytes(bytes.byteLength);
-    });
+    const count = (key: string, n: number) => {
+      writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
+      onBytes(n);
+    };
+    const write: Sink = d
+      ? async (key, bytes) => {
+          await d.write(bytes);
+          count(key, bytes.byteLength);
+        }
+      : yieldingSink((key, bytes) => {
+          w!.writePartSync(key, bytes);
+          f!.wrote(bytes.byteLength);
+          count(key, bytes.byteLength);
+        });
     const stash = new Map<string, Uint8Array[]>();
     const byKey = new Map(task.tensors.map((t) => [t.key, t]));
     // non-finite results per output (overflow.ts): a paired sibling's are counted while its main tensor is made
@@ -128,7 +133,7 @@ export async function executeTask(
     }
     const done = { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
     if (direct) {
-      const sealed = direct.seal();
+      const sealed = await direct.seal();
       if (opts.seal) return { ...done, sealed };
       await commitSealedFile(sealed);
       return done;
