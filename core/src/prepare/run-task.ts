@@ -7,6 +7,7 @@
  * dense tasks are instead split into byte ranges that workers fill in parallel: run-piece.ts.)
  */
 import path from 'node:path';
+import { PipelineError } from '../errors';
 import { DTYPE_SIZE, type DType } from '../formats/dtype';
 import { SafetensorsWriter, commitSealedFile, elementCount } from '../formats/safetensors';
 import {
@@ -166,7 +167,7 @@ export function counted(nonFinite: Record<string, NonFinite>): { nonFinite?: Rec
  * with a fused kernel, or FP8 with scales of one block size, transposed into a 16-bit dtype by
  * the SIMD kernels (DeepSeek's separate experts).
  */
-function streamableSlots(t: OutputTensor, src: Sources): boolean {
+export function streamableSlots(t: OutputTensor, src: Pick<Sources, 'src'>): boolean {
   if (t.recipe.kind !== 'slots' || t.recipe.slots.length === 0) return false;
   const slots = t.recipe.slots;
   const s0 = slots[0]!;
@@ -189,26 +190,27 @@ function streamableSlots(t: OutputTensor, src: Sources): boolean {
 }
 
 /**
- * Makes a stacked tensor of whole FP8 expert slices: each slice's codes are read into the SIMD
- * module's memory, dequantized with its own scales into bf16/f16 there, and transposed into a
- * batch slot; a full batch is written from there. One pass of the kernel per step, no
- * allocation, no f32 buffer.
+ * Makes slices `from … to − 1` of a stacked tensor of whole FP8 expert slices (all of them for a
+ * whole task, a range for a piece: run-piece.ts): each slice's codes are read into the SIMD
+ * module's memory and dequantized with its own scales straight into a batch slot, transposed
+ * (bf16: the fused lookup kernel; f16: dequantize, then transpose16); a full batch is written
+ * from there. No allocation, no f32 buffer.
  */
-async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
+async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink, from: number, to: number): Promise<void> {
   const slots = (t.recipe as { slots: { src: string; scale: ScaleRef }[] }).slots;
   const s0 = src.src(slots[0]!.src);
   const [rows, cols] = s0.shape as [number, number];
   const elems = rows * cols;
-  const per = Math.min(slots.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / (elems * DTYPE_SIZE[t.dtype]))));
+  const per = Math.min(to - from, Math.max(1, Math.floor(SLOT_BATCH_BYTES / (elems * DTYPE_SIZE[t.dtype]))));
   const ref = slots[0]!.scale;
   const deq = simdDequant(s0.dtype, t.dtype, s0.shape, ref, elems, ref.grid[0] * ref.grid[1], per)!;
   let n = 0;
-  for (let i = 0; i < slots.length; i++) {
+  for (let i = from; i < to; i++) {
     const slot = slots[i]!;
     src.read(slot.src, 0, elems, deq.input(elems));
     deq.setScales(src.scale(slot.scale));
     deq.dequantTransposeInto(rows, cols, n++);
-    if (n === per || i + 1 === slots.length) {
+    if (n === per || i + 1 === to) {
       await write(t.key, deq.batch(n, elems));
       n = 0;
     }
@@ -221,8 +223,11 @@ async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Pr
  * it is still in the CPU's cache. No per-slice allocation. Transposed 16-bit slices whose
  * sides are multiples of 8 (every real model's) go through the SIMD transposer.
  */
-async function streamSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
-  if (t.recipe.kind === 'slots' && t.recipe.slots[0]!.kind === 'whole' && t.recipe.slots[0]!.scale) return streamScaledSlots(t, src, write);
+export async function streamSlots(t: OutputTensor, src: Sources, write: Sink, from = 0, to?: number): Promise<void> {
+  const n = (t.recipe as { slots: unknown[] }).slots.length;
+  if (t.recipe.kind === 'slots' && t.recipe.slots[0]!.kind === 'whole' && t.recipe.slots[0]!.scale)
+    return streamScaledSlots(t, src, write, from, to ?? n);
+  if (from !== 0 || (to ?? n) !== n) throw new PipelineError(`task tensor ${t.key}: only FP8 expert slices stream by range`);
   const keys = (t.recipe as { slots: { src: string }[] }).slots.map((s) => s.src);
   const s0 = src.src(keys[0]!);
   const [rows, cols] = s0.shape as [number, number];
