@@ -6,8 +6,13 @@
  * for the rare paths (fused experts split by columns, targets other than these three) and
  * where WebAssembly SIMD is missing or `WEIGHT_SPEC_SIMD=off`.
  *
- * The module's memory holds, in order: the scales of one tensor (f32), the codes of a chunk,
- * the dequantized chunk, and (for MoE stacking) a batch of transposed expert slices.
+ * Into bf16 the codes go by table lookup (convert.wat `fp8_tables`, `fp8_bf16_rows`, and
+ * `fp8_bf16_t`, which dequantizes a whole expert straight into its batch slot, transposed);
+ * exact by construction, with the blocks and codes the tables cannot serve on the exact path.
+ *
+ * The module's memory holds, in order: the scales of one tensor (f32), for bf16 their lookup
+ * tables (64 bytes each) and flags (a byte each), the codes of a chunk, the dequantized chunk,
+ * and (for MoE stacking) a batch of transposed expert slices.
  */
 import type { DType } from '../../formats/dtype';
 import { checkScaleCover } from '../fp8-kernel';
@@ -21,7 +26,17 @@ const OUT_SIZE = [4, 2, 2];
 
 type Kernel = (src: number, dst: number, n: number, scales: number, bC: number, col: number, fmt: number, to: number) => number;
 type Tables = (scales: number, n: number, fmt: number, dst: number, flags: number) => void;
-type RowsBf16 = (src: number, dst: number, n: number, scales: number, tables: number, flags: number, bC: number, col: number, fmt: number) => number;
+type RowsBf16 = (
+  src: number,
+  dst: number,
+  n: number,
+  scales: number,
+  tables: number,
+  flags: number,
+  bC: number,
+  col: number,
+  fmt: number,
+) => number;
 type FusedBf16 = (
   src: number,
   dst: number,
