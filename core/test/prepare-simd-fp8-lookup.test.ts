@@ -62,7 +62,7 @@ const SCALES = [
 describe('FP8 → bf16 by table lookup', () => {
   for (const fmt of ['F8_E4M3', 'F8_E5M2'] as const) {
     it(`${fmt}: all 256 codes × ${SCALES.length} scales at the lookup's limits equal the reference (rows), counts included`, () => {
-      const C = 256 * 2 + 9; // groups of 16 and a tail
+      const C = 256 * 2 + 16 + 9; // pairs of groups of 16, one group, a tail
       const R = SCALES.length;
       const codes = new Uint8Array(R * C).map((_, i) => ((i % C) * 7) % 256);
       const scale = Float32Array.from(SCALES);

@@ -690,7 +690,7 @@
   (func (export "fp8_bf16_rows")
     (param $src i32) (param $dst i32) (param $n i32) (param $scales i32) (param $tables i32) (param $flags i32) (param $bC i32) (param $col i32) (param $fmt i32)
     (result i32)
-    (local $bad0 i32) (local $cnt i32) (local $end i32) (local $runEnd i32) (local $blk i32) (local $t i32) (local $sf f32) (local $ok i32) (local $hsh i32)
+    (local $bad0 i32) (local $cnt i32) (local $end i32) (local $runEnd i32) (local $runStart i32) (local $blk i32) (local $t i32) (local $sf f32) (local $ok i32) (local $hsh i32)
     (local $c v128) (local $a v128) (local $ix v128) (local $lo v128) (local $hi v128) (local $vlo v128) (local $vhi v128) (local $wlo v128) (local $whi v128)
     (local $k7f v128) (local $k0f v128) (local $k80 v128) (local $k16 v128) (local $spec v128) (local $hmask v128) (local $x0 v128) (local $y0 v128)
     (local.set $bad0 (global.get $fp8_bad))
@@ -713,11 +713,56 @@
           (local.set $wlo (v128.load offset=32 (local.get $t)))
           (local.set $whi (v128.load offset=48 (local.get $t)))
           (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+          ;; two groups of 16 per turn, then one
+          (local.set $runStart (local.get $src))
           (block $vdone (loop $v
-            (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 16)) (local.get $runEnd)))
+            (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 32)) (local.get $runEnd)))
             (local.set $c (v128.load (local.get $src)))
             (local.set $a (v128.and (local.get $c) (local.get $k7f)))
-            (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
+              (then
+                (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+                (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+                (local.set $hi (v128.xor
+                  (v128.or
+                    (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                    (i8x16.swizzle (local.get $whi) (local.get $a)))
+                  (v128.and (local.get $c) (local.get $k80))))
+                (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+                (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+              (else
+                (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u (local.get $src)) (local.get $sf) (local.get $fmt)))
+                (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $src)) (local.get $sf) (local.get $fmt)))))
+    
+            (v128.store (local.get $dst) (local.get $x0))
+            (v128.store offset=16 (local.get $dst) (local.get $y0))
+            (local.set $c (v128.load offset=16 (local.get $src)))
+            (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
+              (then
+                (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+                (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+                (local.set $hi (v128.xor
+                  (v128.or
+                    (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                    (i8x16.swizzle (local.get $whi) (local.get $a)))
+                  (v128.and (local.get $c) (local.get $k80))))
+                (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+                (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+              (else
+                (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u offset=16 (local.get $src)) (local.get $sf) (local.get $fmt)))
+                (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=24 (local.get $src)) (local.get $sf) (local.get $fmt)))))
+    
+            (v128.store offset=32 (local.get $dst) (local.get $x0))
+            (v128.store offset=48 (local.get $dst) (local.get $y0))
+            (local.set $src (i32.add (local.get $src) (i32.const 32)))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 64)))
+            (br $v)))
+          (if (i32.le_u (i32.add (local.get $src) (i32.const 16)) (local.get $runEnd))
+            (then
+            (local.set $c (v128.load (local.get $src)))
+            (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
               (then
                 (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
                 (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
@@ -735,9 +780,8 @@
             (v128.store (local.get $dst) (local.get $x0))
             (v128.store offset=16 (local.get $dst) (local.get $y0))
             (local.set $src (i32.add (local.get $src) (i32.const 16)))
-            (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
-            (local.set $col (i32.add (local.get $col) (i32.const 16)))
-            (br $v)))))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 32)))))
+          (local.set $col (i32.add (local.get $col) (i32.sub (local.get $src) (local.get $runStart))))))
       ;; the run's rest (or all of it): the exact kernel
       (if (i32.lt_u (local.get $src) (local.get $runEnd))
         (then
