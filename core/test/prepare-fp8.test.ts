@@ -252,6 +252,13 @@ describe('FP8 experts made in pieces (issue 35: a layer is one task; its stacks 
         expect(files.length).toBeGreaterThan(0);
         for (const f of files)
           expect(fs.readFileSync(path.join(pieced.outDir, f)).equals(fs.readFileSync(path.join(whole.outDir, f))), f).toBe(true);
+        if (direct === 'on') {
+          // and the same bytes as through the page cache
+          process.env.WEIGHT_SPEC_DIRECT_IO = 'off';
+          const cached = await run('cached', 0);
+          for (const f of files)
+            expect(fs.readFileSync(path.join(cached.outDir, f)).equals(fs.readFileSync(path.join(whole.outDir, f))), f).toBe(true);
+        }
         const plan = await planPrepare({ checkpoint: fp8, dtype: 'bfloat16' });
         // the expert stacks are what was cut (a dense task would be cut anyway)
         expect(plan.tasks.some((t) => isPieceable(t) && t.tensors.some((x) => x.recipe.kind === 'slots'))).toBe(true);
