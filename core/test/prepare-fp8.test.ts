@@ -17,6 +17,7 @@ import { fromFloat32, toFloat32 } from '../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../src/formats/safetensors';
 import { dequantFp8, fp8Values, planPrepare, runPrepare } from '../src/prepare';
 import { CHUNK_ELEMS } from '../src/prepare/kernels';
+import { isPieceable } from '../src/prepare/run-piece';
 import { bf16Bits, e4m3, e5m2, quantizeBlocks, quantizeCheckpoint } from './fp8-support';
 import { rng, tempDir, workerPath } from './prepare-support';
 
@@ -222,6 +223,52 @@ describe('FP8 experts into bf16/f16: dequantized, transposed and stacked by the 
         expect(got.keys().some((k) => k.startsWith('model.layers.0.') && k.includes('moe_weights'))).toBe(true);
         for (const k of want.keys())
           expect(Buffer.from(await got.read(k)).equals(Buffer.from(await want.read(k))), `${k} (SIMD ${simd})`).toBe(true);
+      }
+    });
+  }
+});
+
+describe('FP8 experts made in pieces (issue 35: a layer is one task; its stacks are cut between expert slices)', () => {
+  for (const direct of ['off', 'on'] as const) {
+    it(`two workers filling pieces of a few slices (direct writes ${direct}): byte for byte the run in one piece, each source byte read once`, async () => {
+      const { fp8 } = await moePair(tempDir('ws-fp8-moe-pieces-'), [16, 16]);
+      const saved = process.env.WEIGHT_SPEC_DIRECT_IO;
+      process.env.WEIGHT_SPEC_DIRECT_IO = direct;
+      try {
+        const run = (name: string, workers: number, pieceBytes?: number) =>
+          runPrepare({
+            checkpoint: fp8,
+            dtype: 'bfloat16',
+            workerPath: workerPath(),
+            out: path.join(path.dirname(fp8), name),
+            workers,
+            ...(pieceBytes ? { pieceBytes } : {}),
+          });
+        const whole = await run('whole', 0);
+        const pieced = await run('pieced', 2, 2000); // about one slice per piece
+        expect(whole.executor!.pieces).toBe(0);
+        expect(pieced.executor!.pieces).toBeGreaterThan(1);
+        const files = fs.readdirSync(whole.outDir).filter((f) => f.endsWith('.safetensors'));
+        expect(files.length).toBeGreaterThan(0);
+        for (const f of files)
+          expect(fs.readFileSync(path.join(pieced.outDir, f)).equals(fs.readFileSync(path.join(whole.outDir, f))), f).toBe(true);
+        if (direct === 'on') {
+          // and the same bytes as through the page cache
+          process.env.WEIGHT_SPEC_DIRECT_IO = 'off';
+          const cached = await run('cached', 0);
+          for (const f of files)
+            expect(fs.readFileSync(path.join(cached.outDir, f)).equals(fs.readFileSync(path.join(whole.outDir, f))), f).toBe(true);
+        }
+        const plan = await planPrepare({ checkpoint: fp8, dtype: 'bfloat16' });
+        // the expert stacks are what was cut (a dense task would be cut anyway)
+        expect(plan.tasks.some((t) => isPieceable(t) && t.tensors.some((x) => x.recipe.kind === 'slots'))).toBe(true);
+        for (const task of plan.tasks) {
+          const st = pieced.executor!.stats.get(task.id)!;
+          for (const x of Object.values(task.sources)) expect(st.readBytes[x.key] ?? 0, x.key).toBe(x.byteLength);
+        }
+      } finally {
+        if (saved === undefined) delete process.env.WEIGHT_SPEC_DIRECT_IO;
+        else process.env.WEIGHT_SPEC_DIRECT_IO = saved;
       }
     });
   }

@@ -15,10 +15,11 @@ import { PipelineError } from '../errors';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
-import { counted, type TaskStats } from './run-task';
+import { counted, streamSlots, streamableSlots, type TaskStats } from './run-task';
 import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
-import { Sources, streamConvert, yieldingSink } from './task-io';
-import type { Task } from './types';
+import { Sources, streamConvert, yieldingSink, type Sink } from './task-io';
+import { DirectStream, wantsDirect } from './direct-io';
+import type { OutputTensor, Task } from './types';
 
 /** Output bytes per piece: large enough that a piece's setup (headers read and checked) is noise. */
 export const PIECE_BYTES = 64 * 1024 * 1024;
@@ -32,22 +33,41 @@ export interface TaskPiece {
   end: number;
 }
 
-/** Whether `task` can be made in pieces: written (not linked), every tensor a dense conversion. */
+/**
+ * Whether `task` can be made in pieces: written (not linked), every tensor a dense conversion
+ * or a stack of whole FP8 expert slices (DeepSeek's separate experts: a layer is one task, so
+ * five layers on two workers would leave one idle for the last), cut between slices.
+ */
 export function isPieceable(task: Task): boolean {
-  return !task.link && task.tensors.length > 0 && task.tensors.every((t) => t.recipe.kind === 'convert');
+  return !task.link && task.tensors.length > 0 && task.tensors.every((t) => t.recipe.kind === 'convert' || slicedFp8(task, t));
+}
+
+/** Whether `t` is a stack of whole FP8 slices that streamSlots makes by slice range (no sibling sharing its reads). */
+function slicedFp8(task: Task, t: OutputTensor): boolean {
+  if (t.recipe.kind !== 'slots' || t.pairedWith || task.tensors.some((x) => x.pairedWith === t.key)) return false;
+  const s0 = t.recipe.slots[0];
+  return s0?.kind === 'whole' && s0.scale !== undefined && streamableSlots(t, { src: (k) => task.sources[k]! });
+}
+
+/** Bytes between the places a tensor may be cut: an element, or one expert slice of a stack. */
+function cutUnit(t: OutputTensor): number {
+  const size = DTYPE_SIZE[t.dtype];
+  if (t.recipe.kind !== 'slots') return size;
+  return (elementCount(t.shape) / t.recipe.slots.length) * size;
 }
 
 /**
- * Cuts a dense task's data region into ranges of about `pieceBytes`, each cut on an element
- * boundary of the tensor it falls in; one range when the task is small.
+ * Cuts a task's data region into ranges of about `pieceBytes`, each cut on an element boundary
+ * (a slice boundary for a stack of slices) of the tensor it falls in; one range when the task
+ * is small.
  */
 export function pieceRanges(task: Task, pieceBytes = PIECE_BYTES): [number, number][] {
   const ranges: [number, number][] = [];
   let offset = 0;
   let start = 0;
   for (const t of task.tensors) {
-    const size = DTYPE_SIZE[t.dtype];
-    const bytes = elementCount(t.shape) * size;
+    const size = cutUnit(t);
+    const bytes = elementCount(t.shape) * DTYPE_SIZE[t.dtype];
     // Cut this tensor where the open piece [start, …) reaches pieceBytes, rounded up to this
     // tensor's next element boundary — at its first byte when the piece is already full (a
     // previous tensor's rounding can overshoot).
@@ -72,20 +92,32 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
   const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const owned: { t: Task['tensors'][number]; lo: number; hi: number }[] = [];
   let fd: number | undefined;
+  let direct: DirectStream | undefined;
   try {
     fd = fs.openSync(piece.file, 'r+');
     const out = fd;
     let position = piece.dataOffset + piece.start;
-    const write = yieldingSink((key, bytes) => {
-      for (let done = 0; done < bytes.byteLength;) {
-        const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
-        if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
-        done += n;
-      }
-      position += bytes.byteLength;
-      writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
-      onBytes(bytes.byteLength);
-    });
+    // whole blocks past the page cache (direct-io.ts); the partial ones it shares with its neighbours through fd
+    direct = wantsDirect(piece.end - piece.start) ? DirectStream.open(piece.file, position, fd) : undefined;
+    const d = direct;
+    const count = (key: string, n: number) => {
+      position += n;
+      writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
+      onBytes(n);
+    };
+    const write: Sink = d
+      ? async (key, bytes) => {
+          await d.write(bytes);
+          count(key, bytes.byteLength);
+        }
+      : yieldingSink((key, bytes) => {
+          for (let done = 0; done < bytes.byteLength;) {
+            const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
+            if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
+            done += n;
+          }
+          count(key, bytes.byteLength);
+        });
     const sizes = task.tensors.map((t) => elementCount(t.shape) * DTYPE_SIZE[t.dtype]);
     const total = sizes.reduce((a, b) => a + b, 0);
     let offset = 0;
@@ -103,18 +135,21 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
     for (const { t, lo, hi } of owned) {
       stages[t.key] = t.stages;
       writtenBytes[t.key] ??= 0;
-      const size = DTYPE_SIZE[t.dtype];
+      const size = cutUnit(t);
       const mark = markTally();
-      if (lo < hi) await streamConvert(t, src, write, lo / size, hi / size);
+      if (lo < hi && t.recipe.kind === 'convert') await streamConvert(t, src, write, lo / size, hi / size);
+      else if (lo < hi) await streamSlots(t, src, write, lo / size, hi / size);
       const got = nonFiniteOf(tallySince(mark), t.dtype);
       if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
     }
+    await direct?.close();
     return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
   } catch (e) {
     throw e instanceof PipelineError
       ? e
       : new PipelineError(`${piece.file}: cannot write (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   } finally {
+    await direct?.abort();
     if (fd !== undefined) fs.closeSync(fd);
     await src.close();
   }

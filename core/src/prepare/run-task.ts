@@ -7,8 +7,9 @@
  * dense tasks are instead split into byte ranges that workers fill in parallel: run-piece.ts.)
  */
 import path from 'node:path';
+import { PipelineError } from '../errors';
 import { DTYPE_SIZE, type DType } from '../formats/dtype';
-import { SafetensorsWriter, elementCount } from '../formats/safetensors';
+import { SafetensorsWriter, commitSealedFile, elementCount } from '../formats/safetensors';
 import {
   SLOT_BATCH_BYTES,
   dequantMxfp4,
@@ -25,6 +26,7 @@ import { dequantFp8 } from './fp8-kernel';
 import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } from './overflow';
 import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
+import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';
 import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
 import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
@@ -51,22 +53,35 @@ export async function executeTask(
   const src = await Sources.open(task);
   let writer: SafetensorsWriter | undefined;
   let flusher: Flusher | undefined;
+  let direct: DirectFile | undefined;
   const writtenBytes: Record<string, number> = Object.create(null) as Record<string, number>;
   const stages: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   try {
-    writer = await SafetensorsWriter.open(
-      path.join(outDir, task.file),
-      task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape })),
-    );
+    const entries = task.tensors.map((t) => ({ key: t.key, dtype: t.dtype, shape: t.shape }));
+    const file = path.join(outDir, task.file);
+    // large outputs past the page cache (direct-io.ts), else the streaming writer with background flushes
+    direct = wantsDirect(task.outBytes) ? await DirectFile.create(file, entries) : undefined;
+    if (!direct) {
+      writer = await SafetensorsWriter.open(file, entries);
+      flusher = await Flusher.open(writer.tempFile);
+    }
+    const d = direct;
     const w = writer;
-    flusher = await Flusher.open(w.tempFile);
     const f = flusher;
-    const write = yieldingSink((key, bytes) => {
-      w.writePartSync(key, bytes);
-      writtenBytes[key] = (writtenBytes[key] ?? 0) + bytes.byteLength;
-      onBytes(bytes.byteLength);
-      f.wrote(bytes.byteLength);
-    });
+    const count = (key: string, n: number) => {
+      writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
+      onBytes(n);
+    };
+    const write: Sink = d
+      ? async (key, bytes) => {
+          await d.write(bytes);
+          count(key, bytes.byteLength);
+        }
+      : yieldingSink((key, bytes) => {
+          w!.writePartSync(key, bytes);
+          f!.wrote(bytes.byteLength);
+          count(key, bytes.byteLength);
+        });
     const stash = new Map<string, Uint8Array[]>();
     const byKey = new Map(task.tensors.map((t) => [t.key, t]));
     // non-finite results per output (overflow.ts): a paired sibling's are counted while its main tensor is made
@@ -113,21 +128,29 @@ export async function executeTask(
       const got = nonFiniteOf(grew, t.dtype);
       if (got.n > 0 || got.fp8Nan > 0) nonFinite[t.key] = got;
       if (elementCount(t.shape) === 0) {
-        w.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
+        w?.writePartSync(t.key, new Uint8Array(0)); // an empty tensor: the writer moves past it
         writtenBytes[t.key] ??= 0;
       }
     }
-    if (opts.seal) {
-      flusher.detach();
-      const sealed = await writer.seal();
-      return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, sealed, ...counted(nonFinite) };
+    const done = { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
+    if (direct) {
+      const sealed = await direct.seal();
+      if (opts.seal) return { ...done, sealed };
+      await commitSealedFile(sealed);
+      return done;
     }
-    await flusher.close();
-    await writer.finish();
-    return { readBytes: src.readBytes, writtenBytes, stages, ms: Date.now() - started, ...counted(nonFinite) };
+    if (opts.seal) {
+      flusher!.detach();
+      const sealed = await writer!.seal();
+      return { ...done, sealed };
+    }
+    await flusher!.close();
+    await writer!.finish();
+    return done;
   } catch (e) {
     await flusher?.close();
     await writer?.abort();
+    await direct?.abort();
     throw e;
   } finally {
     await src.close();
@@ -144,7 +167,7 @@ export function counted(nonFinite: Record<string, NonFinite>): { nonFinite?: Rec
  * with a fused kernel, or FP8 with scales of one block size, transposed into a 16-bit dtype by
  * the SIMD kernels (DeepSeek's separate experts).
  */
-function streamableSlots(t: OutputTensor, src: Sources): boolean {
+export function streamableSlots(t: OutputTensor, src: Pick<Sources, 'src'>): boolean {
   if (t.recipe.kind !== 'slots' || t.recipe.slots.length === 0) return false;
   const slots = t.recipe.slots;
   const s0 = slots[0]!;
@@ -167,27 +190,27 @@ function streamableSlots(t: OutputTensor, src: Sources): boolean {
 }
 
 /**
- * Makes a stacked tensor of whole FP8 expert slices: each slice's codes are read into the SIMD
- * module's memory, dequantized with its own scales into bf16/f16 there, and transposed into a
- * batch slot; a full batch is written from there. One pass of the kernel per step, no
- * allocation, no f32 buffer.
+ * Makes slices `from … to − 1` of a stacked tensor of whole FP8 expert slices (all of them for a
+ * whole task, a range for a piece: run-piece.ts): each slice's codes are read into the SIMD
+ * module's memory and dequantized with its own scales straight into a batch slot, transposed
+ * (bf16: the fused lookup kernel; f16: dequantize, then transpose16); a full batch is written
+ * from there. No allocation, no f32 buffer.
  */
-async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
+async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink, from: number, to: number): Promise<void> {
   const slots = (t.recipe as { slots: { src: string; scale: ScaleRef }[] }).slots;
   const s0 = src.src(slots[0]!.src);
   const [rows, cols] = s0.shape as [number, number];
   const elems = rows * cols;
-  const per = Math.min(slots.length, Math.max(1, Math.floor(SLOT_BATCH_BYTES / (elems * DTYPE_SIZE[t.dtype]))));
+  const per = Math.min(to - from, Math.max(1, Math.floor(SLOT_BATCH_BYTES / (elems * DTYPE_SIZE[t.dtype]))));
   const ref = slots[0]!.scale;
   const deq = simdDequant(s0.dtype, t.dtype, s0.shape, ref, elems, ref.grid[0] * ref.grid[1], per)!;
   let n = 0;
-  for (let i = 0; i < slots.length; i++) {
+  for (let i = from; i < to; i++) {
     const slot = slots[i]!;
     src.read(slot.src, 0, elems, deq.input(elems));
     deq.setScales(src.scale(slot.scale));
-    deq.run(0, elems);
-    deq.transposeInto(rows, cols, n++);
-    if (n === per || i + 1 === slots.length) {
+    deq.dequantTransposeInto(rows, cols, n++);
+    if (n === per || i + 1 === to) {
       await write(t.key, deq.batch(n, elems));
       n = 0;
     }
@@ -200,8 +223,11 @@ async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink): Pr
  * it is still in the CPU's cache. No per-slice allocation. Transposed 16-bit slices whose
  * sides are multiples of 8 (every real model's) go through the SIMD transposer.
  */
-async function streamSlots(t: OutputTensor, src: Sources, write: Sink): Promise<void> {
-  if (t.recipe.kind === 'slots' && t.recipe.slots[0]!.kind === 'whole' && t.recipe.slots[0]!.scale) return streamScaledSlots(t, src, write);
+export async function streamSlots(t: OutputTensor, src: Sources, write: Sink, from = 0, to?: number): Promise<void> {
+  const n = (t.recipe as { slots: unknown[] }).slots.length;
+  if (t.recipe.kind === 'slots' && t.recipe.slots[0]!.kind === 'whole' && t.recipe.slots[0]!.scale)
+    return streamScaledSlots(t, src, write, from, to ?? n);
+  if (from !== 0 || (to ?? n) !== n) throw new PipelineError(`task tensor ${t.key}: only FP8 expert slices stream by range`);
   const keys = (t.recipe as { slots: { src: string }[] }).slots.map((s) => s.src);
   const s0 = src.src(keys[0]!);
   const [rows, cols] = s0.shape as [number, number];

@@ -213,7 +213,7 @@
   ;; at column $col; the row's scales are f32s at $scales, one per $bC columns (a partial last
   ;; block is just a shorter run). $fmt: 0 E4M3, 1 E5M2; $to: 0 f32, 1 bf16, 2 f16. Returns how
   ;; many results are ±Inf or NaN in a 16-bit target; NaN codes are added to $fp8_nan.
-  (func (export "fp8_dequant")
+  (func $fp8_dequant (export "fp8_dequant")
     (param $src i32) (param $dst i32) (param $n i32) (param $scales i32) (param $bC i32) (param $col i32) (param $fmt i32) (param $to i32)
     (result i32)
     (local $shift i32) (local $mult v128) (local $nan v128) (local $inf v128) (local $keep v128) (local $nan16 v128) (local $spec16 v128)
@@ -361,4 +361,436 @@
       (br $runs)))
     (global.set $fp8_nan (i32.add (global.get $fp8_nan) (local.get $nans)))
     (local.get $cnt))
+
+  ;; ---- FP8 → bf16 by table lookup (the common case of DeepSeek-style checkpoints) ----
+  ;; A finite code of exponent field E ≥ 1 is 1.m · 2^(E − bias); times a scale s, rounded to f32
+  ;; and then to bf16, its bits are those of the same mantissa at a smaller exponent plus the
+  ;; exponent difference in the exponent field — exactly, as long as every value on the way is a
+  ;; normal f32 and finite in bf16 (rounding to nearest does not depend on the exponent then).
+  ;; So per scale block a 16-entry table V of bf16 bits for the code's low nibble (E's low bit(s)
+  ;; and the mantissa; E4M3: 1 exponent bit + 3 mantissa bits, E5M2: 2 + 2) holds the products
+  ;; at the smallest exponents, and a code's result is V[nibble] + ((code's higher exponent bits)
+  ;; << 8): two byte lookups (i8x16.swizzle), an add and the sign (xor: the scale may be
+  ;; negative). Codes below 16 (zero, subnormals, the lowest exponents) come from a second table
+  ;; W that holds their exact results. The tables are made by the exact path ($fp8_any), so they
+  ;; are right by construction; a block whose scale breaks the conditions (a product that is not
+  ;; normal, or that overflows bf16), and vectors holding NaN/Inf codes, take the exact path.
+  (global $fp8_bad (mut i32) (i32.const 0))
+
+  ;; Eight codes (u16 lanes) times scale $sf in bf16 bits, by the exact path (as fp8_dequant's
+  ;; slow vectors): NaN codes are added to $fp8_nan, ±Inf/NaN results to $fp8_bad.
+  (func $fp8_bf16x8 (param $h v128) (param $sf f32) (param $fmt i32) (result v128)
+    (local $shift i32) (local $mult v128) (local $nan v128) (local $inf v128) (local $keep v128) (local $nan16 v128) (local $s v128) (local $o v128)
+    (if (local.get $fmt)
+      (then
+        (local.set $shift (i32.const 21))
+        (local.set $mult (i32x4.splat (i32.const 0x77800000)))
+        (local.set $nan (i32x4.splat (i32.const 0x7d)))
+        (local.set $inf (i32x4.splat (i32.const 0x7c)))
+        (local.set $keep (i32x4.splat (i32.const 0x80600000)))
+        (local.set $nan16 (i16x8.splat (i32.const 0x7d))))
+      (else
+        (local.set $shift (i32.const 20))
+        (local.set $mult (i32x4.splat (i32.const 0x7b800000)))
+        (local.set $nan (i32x4.splat (i32.const 0x7f)))
+        (local.set $inf (i32x4.splat (i32.const 0x100)))
+        (local.set $nan16 (i16x8.splat (i32.const 0x7f)))))
+    (local.set $s (f32x4.splat (local.get $sf)))
+    (local.set $o (i8x16.shuffle 2 3 6 7 10 11 14 15 18 19 22 23 26 27 30 31
+      (call $bf16hi (call $fp8_any (i32x4.extend_low_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))
+      (call $bf16hi (call $fp8_any (i32x4.extend_high_i16x8_u (local.get $h)) (local.get $shift) (local.get $mult) (local.get $s) (local.get $nan) (local.get $inf) (local.get $keep)))))
+    (global.set $fp8_nan (i32.add (global.get $fp8_nan)
+      (i32.popcnt (i16x8.bitmask (i16x8.ge_u (v128.and (local.get $h) (i16x8.splat (i32.const 0x7f))) (local.get $nan16))))))
+    (global.set $fp8_bad (i32.add (global.get $fp8_bad)
+      (i32.popcnt (i16x8.bitmask (i16x8.eq (v128.and (local.get $o) (i16x8.splat (i32.const 0x7f80))) (i16x8.splat (i32.const 0x7f80)))))))
+    (local.get $o))
+
+  ;; The tables of $n scales (f32 at $scales): 64 bytes each at $dst (V's low bytes, V's high
+  ;; bytes, W's low bytes, W's high bytes) and one byte each at $flags, 1 where the lookup is
+  ;; exact for every finite code: |s| · max below bf16's overflow threshold, |s| · 2^-bias normal.
+  (func (export "fp8_tables") (param $scales i32) (param $n i32) (param $fmt i32) (param $dst i32) (param $flags i32)
+    (local $i i32) (local $sf f32) (local $o0 v128) (local $o1 v128) (local $nan0 i32) (local $bad0 i32) (local $sub v128) (local $max f32) (local $tiny f32)
+    (local.set $nan0 (global.get $fp8_nan))
+    (local.set $bad0 (global.get $fp8_bad))
+    (if (local.get $fmt)
+      (then (local.set $sub (i16x8.splat (i32.const 0x200))) (local.set $max (f32.const 57344)) (local.set $tiny (f32.const 0x1p-15)))
+      (else (local.set $sub (i16x8.splat (i32.const 0x100))) (local.set $max (f32.const 448)) (local.set $tiny (f32.const 0x1p-7))))
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $i) (i32.const 2)))))
+      ;; V: codes 16 … 31 (one step up in the higher exponent bits), stepped back down
+      (local.set $o0 (i16x8.sub (call $fp8_bf16x8 (v128.const i16x8 16 17 18 19 20 21 22 23) (local.get $sf) (local.get $fmt)) (local.get $sub)))
+      (local.set $o1 (i16x8.sub (call $fp8_bf16x8 (v128.const i16x8 24 25 26 27 28 29 30 31) (local.get $sf) (local.get $fmt)) (local.get $sub)))
+      (v128.store (local.get $dst) (i8x16.shuffle 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 (local.get $o0) (local.get $o1)))
+      (v128.store offset=16 (local.get $dst) (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $o0) (local.get $o1)))
+      ;; W: codes 0 … 15 as they are
+      (local.set $o0 (call $fp8_bf16x8 (v128.const i16x8 0 1 2 3 4 5 6 7) (local.get $sf) (local.get $fmt)))
+      (local.set $o1 (call $fp8_bf16x8 (v128.const i16x8 8 9 10 11 12 13 14 15) (local.get $sf) (local.get $fmt)))
+      (v128.store offset=32 (local.get $dst) (i8x16.shuffle 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 (local.get $o0) (local.get $o1)))
+      (v128.store offset=48 (local.get $dst) (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $o0) (local.get $o1)))
+      (i32.store8 (i32.add (local.get $flags) (local.get $i))
+        (i32.and
+          (f32.lt (f32.mul (f32.abs (local.get $sf)) (local.get $max)) (f32.reinterpret_i32 (i32.const 0x7f7f8000)))
+          (f32.ge (f32.mul (f32.abs (local.get $sf)) (local.get $tiny)) (f32.const 0x1p-126))))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 64)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l)))
+    ;; making the tables counts nothing
+    (global.set $fp8_nan (local.get $nan0))
+    (global.set $fp8_bad (local.get $bad0)))
+
+  ;; The lookup constants of $fmt, in globals (read into locals once per call).
+  (global $g7f (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $g0f (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $g80 (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $g16 (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $gspec (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $ghmask (mut v128) (v128.const i32x4 0 0 0 0))
+  (global $ghsh (mut i32) (i32.const 0))
+  (func $lookup_consts (param $fmt i32)
+    (global.set $g7f (i8x16.splat (i32.const 0x7f)))
+    (global.set $g0f (i8x16.splat (i32.const 0x0f)))
+    (global.set $g80 (i8x16.splat (i32.const 0x80)))
+    (global.set $g16 (i8x16.splat (i32.const 16)))
+    ;; the codes the tables do not serve: E4M3's NaN (0x7f); E5M2's ±Inf and NaNs (≥ 0x7c)
+    (global.set $gspec (i8x16.splat (select (i32.const 0x7c) (i32.const 0x7f) (local.get $fmt))))
+    ;; the higher exponent bits, as a count to add to the result's high byte
+    (global.set $ghmask (i8x16.splat (select (i32.const 0x0e) (i32.const 0x07) (local.get $fmt))))
+    (global.set $ghsh (select (i32.const 3) (i32.const 4) (local.get $fmt))))
+
+  ;; Dequantizes columns $cc … $c1 − 1 (multiples of 16) of a [$rows, $cols] FP8 matrix at $src
+  ;; ($rows a multiple of 8) into bf16 at $dst, transposed: [$c1 − $cc, $rows]. One pass: 8 rows
+  ;; × 16 columns are looked up into registers and written out by two 8×8 transposes of 16-bit
+  ;; lanes (transpose16's interleaves). Scales, tables and flags (fp8_tables) are laid out
+  ;; [ceil(rows / $bR), $nC], $bR a multiple of 8 and $bC of 16, so a tile lies in one block.
+  ;; Returns the count of ±Inf/NaN results; NaN codes are added to $fp8_nan.
+  (func (export "fp8_bf16_t")
+    (param $src i32) (param $dst i32) (param $rows i32) (param $cols i32) (param $cc i32) (param $c1 i32)
+    (param $scales i32) (param $tables i32) (param $flags i32) (param $nC i32) (param $bR i32) (param $bC i32) (param $fmt i32)
+    (result i32)
+    (local $bad0 i32) (local $t i32)
+    (local $c0 i32) (local $r i32) (local $sp i32) (local $p i32) (local $dp i32) (local $ds i32) (local $blk i32) (local $ok i32) (local $sf f32) (local $hsh i32)
+    (local $c v128) (local $a v128) (local $ix v128) (local $lo v128) (local $hi v128) (local $vlo v128) (local $vhi v128) (local $wlo v128) (local $whi v128) (local $k7f v128) (local $k0f v128) (local $k80 v128) (local $k16 v128) (local $spec v128) (local $hmask v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128) (local $x4 v128) (local $x5 v128) (local $x6 v128) (local $x7 v128) (local $y0 v128) (local $y1 v128) (local $y2 v128) (local $y3 v128) (local $y4 v128) (local $y5 v128) (local $y6 v128) (local $y7 v128) (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128) (local $t4 v128) (local $t5 v128) (local $t6 v128) (local $t7 v128) (local $u0 v128) (local $u1 v128) (local $u2 v128) (local $u3 v128) (local $u4 v128) (local $u5 v128) (local $u6 v128) (local $u7 v128)
+    (local.set $bad0 (global.get $fp8_bad))
+    (call $lookup_consts (local.get $fmt))
+    (local.set $k7f (global.get $g7f)) (local.set $k0f (global.get $g0f)) (local.set $k80 (global.get $g80)) (local.set $k16 (global.get $g16))
+    (local.set $spec (global.get $gspec)) (local.set $hmask (global.get $ghmask)) (local.set $hsh (global.get $ghsh))
+    (local.set $ds (i32.shl (local.get $rows) (i32.const 1)))
+    (local.set $c0 (local.get $cc))
+    (block $cdone (loop $lc
+      (br_if $cdone (i32.ge_u (local.get $cc) (local.get $c1)))
+      (local.set $r (i32.const 0))
+      (block $rdone (loop $lr
+        (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $blk (i32.add (i32.mul (i32.div_u (local.get $r) (local.get $bR)) (local.get $nC)) (i32.div_u (local.get $cc) (local.get $bC))))
+        (local.set $t (i32.add (local.get $tables) (i32.shl (local.get $blk) (i32.const 6))))
+        (local.set $vlo (v128.load (local.get $t)))
+        (local.set $vhi (v128.load offset=16 (local.get $t)))
+        (local.set $wlo (v128.load offset=32 (local.get $t)))
+        (local.set $whi (v128.load offset=48 (local.get $t)))
+        (local.set $ok (i32.load8_u (i32.add (local.get $flags) (local.get $blk))))
+        (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+        (local.set $sp (i32.add (local.get $src) (i32.add (i32.mul (local.get $r) (local.get $cols)) (local.get $cc))))
+        ;; row 0
+        (local.set $c (v128.load (local.tee $p (local.get $sp))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 1
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x1 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y1 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x1 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y1 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 2
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x2 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y2 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x2 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y2 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 3
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x3 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y3 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x3 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y3 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 4
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x4 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y4 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x4 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y4 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 5
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x5 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y5 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x5 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y5 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 6
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x6 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y6 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x6 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y6 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        ;; row 7
+        (local.set $c (v128.load (local.tee $p (i32.add (local.get $p) (local.get $cols)))))
+        (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+        (if (i32.and (local.get $ok) (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec)))))
+          (then
+            (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+            (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+            (local.set $hi (v128.xor
+              (v128.or
+                (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                (i8x16.swizzle (local.get $whi) (local.get $a)))
+              (v128.and (local.get $c) (local.get $k80))))
+            (local.set $x7 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+            (local.set $y7 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+          (else
+            (local.set $x7 (call $fp8_bf16x8 (v128.load8x8_u (local.get $p)) (local.get $sf) (local.get $fmt)))
+            (local.set $y7 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $p)) (local.get $sf) (local.get $fmt)))))
+        (local.set $t0 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $x0) (local.get $x1)))
+        (local.set $t1 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $x0) (local.get $x1)))
+        (local.set $t2 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $x2) (local.get $x3)))
+        (local.set $t3 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $x2) (local.get $x3)))
+        (local.set $t4 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $x4) (local.get $x5)))
+        (local.set $t5 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $x4) (local.get $x5)))
+        (local.set $t6 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $x6) (local.get $x7)))
+        (local.set $t7 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $x6) (local.get $x7)))
+        (local.set $u0 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t0) (local.get $t2)))
+        (local.set $u1 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t0) (local.get $t2)))
+        (local.set $u2 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t1) (local.get $t3)))
+        (local.set $u3 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t1) (local.get $t3)))
+        (local.set $u4 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t4) (local.get $t6)))
+        (local.set $u5 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t4) (local.get $t6)))
+        (local.set $u6 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t5) (local.get $t7)))
+        (local.set $u7 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t5) (local.get $t7)))
+        (v128.store (local.tee $dp (i32.add (local.get $dst) (i32.add (i32.mul (i32.sub (local.get $cc) (local.get $c0)) (local.get $ds)) (i32.shl (local.get $r) (i32.const 1))))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u0) (local.get $u4)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u0) (local.get $u4)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u1) (local.get $u5)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u1) (local.get $u5)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u2) (local.get $u6)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u2) (local.get $u6)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u3) (local.get $u7)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u3) (local.get $u7)))
+        (local.set $dp (i32.add (local.get $dp) (local.get $ds)))
+        (local.set $t0 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $y0) (local.get $y1)))
+        (local.set $t1 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $y0) (local.get $y1)))
+        (local.set $t2 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $y2) (local.get $y3)))
+        (local.set $t3 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $y2) (local.get $y3)))
+        (local.set $t4 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $y4) (local.get $y5)))
+        (local.set $t5 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $y4) (local.get $y5)))
+        (local.set $t6 (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $y6) (local.get $y7)))
+        (local.set $t7 (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $y6) (local.get $y7)))
+        (local.set $u0 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t0) (local.get $t2)))
+        (local.set $u1 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t0) (local.get $t2)))
+        (local.set $u2 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t1) (local.get $t3)))
+        (local.set $u3 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t1) (local.get $t3)))
+        (local.set $u4 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t4) (local.get $t6)))
+        (local.set $u5 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t4) (local.get $t6)))
+        (local.set $u6 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $t5) (local.get $t7)))
+        (local.set $u7 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $t5) (local.get $t7)))
+        (v128.store (local.get $dp) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u0) (local.get $u4)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u0) (local.get $u4)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u1) (local.get $u5)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u1) (local.get $u5)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u2) (local.get $u6)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u2) (local.get $u6)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u3) (local.get $u7)))
+        (v128.store (local.tee $dp (i32.add (local.get $dp) (local.get $ds))) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u3) (local.get $u7)))
+
+        (local.set $r (i32.add (local.get $r) (i32.const 8)))
+        (br $lr)))
+      (local.set $cc (i32.add (local.get $cc) (i32.const 16)))
+      (br $lc)))
+    (i32.sub (global.get $fp8_bad) (local.get $bad0)))
+
+  ;; fp8_dequant into bf16 (its arguments, $to implied) by the tables: $tables and $flags are
+  ;; the row's (fp8_tables of the row's scales). Whole groups of 16 codes of a block go through
+  ;; the lookup; the rest of each block's run, and blocks the tables do not serve, through
+  ;; fp8_dequant.
+  (func (export "fp8_bf16_rows")
+    (param $src i32) (param $dst i32) (param $n i32) (param $scales i32) (param $tables i32) (param $flags i32) (param $bC i32) (param $col i32) (param $fmt i32)
+    (result i32)
+    (local $bad0 i32) (local $cnt i32) (local $end i32) (local $runEnd i32) (local $runStart i32) (local $blk i32) (local $t i32) (local $sf f32) (local $ok i32) (local $hsh i32)
+    (local $c v128) (local $a v128) (local $ix v128) (local $lo v128) (local $hi v128) (local $vlo v128) (local $vhi v128) (local $wlo v128) (local $whi v128)
+    (local $k7f v128) (local $k0f v128) (local $k80 v128) (local $k16 v128) (local $spec v128) (local $hmask v128) (local $x0 v128) (local $y0 v128)
+    (local.set $bad0 (global.get $fp8_bad))
+    (call $lookup_consts (local.get $fmt))
+    (local.set $k7f (global.get $g7f)) (local.set $k0f (global.get $g0f)) (local.set $k80 (global.get $g80)) (local.set $k16 (global.get $g16))
+    (local.set $spec (global.get $gspec)) (local.set $hmask (global.get $ghmask)) (local.set $hsh (global.get $ghsh))
+    (local.set $end (i32.add (local.get $src) (local.get $n)))
+    (local.set $blk (i32.div_u (local.get $col) (local.get $bC)))
+    (block $done (loop $runs
+      (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $runEnd (i32.add (local.get $src)
+        (i32.sub (i32.mul (i32.add (local.get $blk) (i32.const 1)) (local.get $bC)) (local.get $col))))
+      (if (i32.gt_u (local.get $runEnd) (local.get $end)) (then (local.set $runEnd (local.get $end))))
+      (local.set $ok (i32.load8_u (i32.add (local.get $flags) (local.get $blk))))
+      (if (local.get $ok)
+        (then
+          (local.set $t (i32.add (local.get $tables) (i32.shl (local.get $blk) (i32.const 6))))
+          (local.set $vlo (v128.load (local.get $t)))
+          (local.set $vhi (v128.load offset=16 (local.get $t)))
+          (local.set $wlo (v128.load offset=32 (local.get $t)))
+          (local.set $whi (v128.load offset=48 (local.get $t)))
+          (local.set $sf (f32.load (i32.add (local.get $scales) (i32.shl (local.get $blk) (i32.const 2)))))
+          ;; two groups of 16 per turn, then one
+          (local.set $runStart (local.get $src))
+          (block $vdone (loop $v
+            (br_if $vdone (i32.gt_u (i32.add (local.get $src) (i32.const 32)) (local.get $runEnd)))
+            (local.set $c (v128.load (local.get $src)))
+            (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
+              (then
+                (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+                (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+                (local.set $hi (v128.xor
+                  (v128.or
+                    (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                    (i8x16.swizzle (local.get $whi) (local.get $a)))
+                  (v128.and (local.get $c) (local.get $k80))))
+                (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+                (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+              (else
+                (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u (local.get $src)) (local.get $sf) (local.get $fmt)))
+                (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $src)) (local.get $sf) (local.get $fmt)))))
+    
+            (v128.store (local.get $dst) (local.get $x0))
+            (v128.store offset=16 (local.get $dst) (local.get $y0))
+            (local.set $c (v128.load offset=16 (local.get $src)))
+            (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
+              (then
+                (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+                (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+                (local.set $hi (v128.xor
+                  (v128.or
+                    (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                    (i8x16.swizzle (local.get $whi) (local.get $a)))
+                  (v128.and (local.get $c) (local.get $k80))))
+                (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+                (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+              (else
+                (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u offset=16 (local.get $src)) (local.get $sf) (local.get $fmt)))
+                (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=24 (local.get $src)) (local.get $sf) (local.get $fmt)))))
+    
+            (v128.store offset=32 (local.get $dst) (local.get $x0))
+            (v128.store offset=48 (local.get $dst) (local.get $y0))
+            (local.set $src (i32.add (local.get $src) (i32.const 32)))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 64)))
+            (br $v)))
+          (if (i32.le_u (i32.add (local.get $src) (i32.const 16)) (local.get $runEnd))
+            (then
+            (local.set $c (v128.load (local.get $src)))
+            (local.set $a (v128.and (local.get $c) (local.get $k7f)))
+            (if (i32.eqz (v128.any_true (i8x16.ge_u (local.get $a) (local.get $spec))))
+              (then
+                (local.set $ix (v128.or (v128.and (local.get $c) (local.get $k0f)) (i8x16.lt_u (local.get $a) (local.get $k16))))
+                (local.set $lo (v128.or (i8x16.swizzle (local.get $vlo) (local.get $ix)) (i8x16.swizzle (local.get $wlo) (local.get $a))))
+                (local.set $hi (v128.xor
+                  (v128.or
+                    (i8x16.add (i8x16.swizzle (local.get $vhi) (local.get $ix)) (v128.and (i8x16.shr_u (local.get $c) (local.get $hsh)) (local.get $hmask)))
+                    (i8x16.swizzle (local.get $whi) (local.get $a)))
+                  (v128.and (local.get $c) (local.get $k80))))
+                (local.set $x0 (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
+                (local.set $y0 (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))))
+              (else
+                (local.set $x0 (call $fp8_bf16x8 (v128.load8x8_u (local.get $src)) (local.get $sf) (local.get $fmt)))
+                (local.set $y0 (call $fp8_bf16x8 (v128.load8x8_u offset=8 (local.get $src)) (local.get $sf) (local.get $fmt)))))
+    
+            (v128.store (local.get $dst) (local.get $x0))
+            (v128.store offset=16 (local.get $dst) (local.get $y0))
+            (local.set $src (i32.add (local.get $src) (i32.const 16)))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 32)))))
+          (local.set $col (i32.add (local.get $col) (i32.sub (local.get $src) (local.get $runStart))))))
+      ;; the run's rest (or all of it): the exact kernel
+      (if (i32.lt_u (local.get $src) (local.get $runEnd))
+        (then
+          (local.set $cnt (i32.add (local.get $cnt)
+            (call $fp8_dequant (local.get $src) (local.get $dst) (i32.sub (local.get $runEnd) (local.get $src)) (local.get $scales) (local.get $bC) (local.get $col) (local.get $fmt) (i32.const 1))))
+          (local.set $dst (i32.add (local.get $dst) (i32.shl (i32.sub (local.get $runEnd) (local.get $src)) (i32.const 1))))
+          (local.set $col (i32.add (local.get $col) (i32.sub (local.get $runEnd) (local.get $src))))
+          (local.set $src (local.get $runEnd))))
+      (local.set $blk (i32.add (local.get $blk) (i32.const 1)))
+      (br $runs)))
+    (i32.add (local.get $cnt) (i32.sub (global.get $fp8_bad) (local.get $bad0))))
 )

@@ -6,8 +6,13 @@
  * for the rare paths (fused experts split by columns, targets other than these three) and
  * where WebAssembly SIMD is missing or `WEIGHT_SPEC_SIMD=off`.
  *
- * The module's memory holds, in order: the scales of one tensor (f32), the codes of a chunk,
- * the dequantized chunk, and (for MoE stacking) a batch of transposed expert slices.
+ * Into bf16 the codes go by table lookup (convert.wat `fp8_tables`, `fp8_bf16_rows`, and
+ * `fp8_bf16_t`, which dequantizes a whole expert straight into its batch slot, transposed);
+ * exact by construction, with the blocks and codes the tables cannot serve on the exact path.
+ *
+ * The module's memory holds, in order: the scales of one tensor (f32), for bf16 their lookup
+ * tables (64 bytes each) and flags (a byte each), the codes of a chunk, the dequantized chunk,
+ * and (for MoE stacking) a batch of transposed expert slices.
  */
 import type { DType } from '../../formats/dtype';
 import { checkScaleCover } from '../fp8-kernel';
@@ -20,6 +25,36 @@ const TARGETS: Partial<Record<DType, number>> = { F32: 0, BF16: 1, F16: 2 };
 const OUT_SIZE = [4, 2, 2];
 
 type Kernel = (src: number, dst: number, n: number, scales: number, bC: number, col: number, fmt: number, to: number) => number;
+type Tables = (scales: number, n: number, fmt: number, dst: number, flags: number) => void;
+type RowsBf16 = (
+  src: number,
+  dst: number,
+  n: number,
+  scales: number,
+  tables: number,
+  flags: number,
+  bC: number,
+  col: number,
+  fmt: number,
+) => number;
+type FusedBf16 = (
+  src: number,
+  dst: number,
+  rows: number,
+  cols: number,
+  c0: number,
+  c1: number,
+  scales: number,
+  tables: number,
+  flags: number,
+  nC: number,
+  bR: number,
+  bC: number,
+  fmt: number,
+) => number;
+
+/** Bytes of one scale's lookup tables (fp8_tables: V and W, low and high bytes). */
+const TABLE_BYTES = 64;
 
 /** A dequantizer of one FP8 tensor's chunks over the module's memory. */
 export interface SimdDequant {
@@ -33,6 +68,12 @@ export interface SimdDequant {
   run(first: number, elems: number): void;
   /** Transposes the last result, `[rows, cols]` 16-bit, into batch slot `slot` as `[cols, rows]` (with `slots` > 0). */
   transposeInto(rows: number, cols: number, slot: number): void;
+  /**
+   * Dequantizes the whole `[rows, cols]` matrix in input straight into batch slot `slot` as
+   * `[cols, rows]`: {@link run} then {@link transposeInto} in one pass where the target is bf16
+   * and the shape and blocks suit the fused kernel (`fp8_bf16_t`), else those two.
+   */
+  dequantTransposeInto(rows: number, cols: number, slot: number): void;
   /** The first `n` batch slots of `elems` 16-bit elements each. */
   batch(n: number, elems: number): Uint8Array;
 }
@@ -73,12 +114,17 @@ export function simdDequant(
   if (!k) return undefined;
   const kernel = k.fp8_dequant as Kernel;
   const nanCount = k.fp8_nan as { value: number };
+  const rowsBf16 = k.fp8_bf16_rows as RowsBf16;
   const outSize = OUT_SIZE[target]!;
   const C = shape[shape.length - 1]!;
   const R = shape[shape.length - 2]!;
   const [bR, bC] = ref.block;
   const [nR, nC] = ref.grid;
-  const inAt = up16(maxScales * 4);
+  // bf16 goes through the lookup kernels (convert.wat): a table per scale, and a flag byte
+  const bf16 = target === 1;
+  const tabAt = up16(maxScales * 4);
+  const flagAt = tabAt + (bf16 ? maxScales * TABLE_BYTES : 0);
+  const inAt = up16(flagAt + (bf16 ? maxScales : 0));
   const outAt = inAt + up16(maxElems);
   const batchAt = outAt + up16(maxElems * outSize);
   reserve(k, batchAt + slots * maxElems * 2);
@@ -91,6 +137,7 @@ export function simdDequant(
       if (scale.length > maxScales) throw new RangeError(`simd dequant: ${scale.length} scales, room for ${maxScales}`);
       new Float32Array(k.memory.buffer, 0, scale.length).set(scale);
       scales = scale.length;
+      if (bf16) (k.fp8_tables as Tables)(0, scale.length, fmt, tabAt, flagAt);
     },
     run(first, elems) {
       if (elems > maxElems) throw new RangeError(`simd dequant: ${elems} elements, room for ${maxElems}`);
@@ -105,7 +152,9 @@ export function simdDequant(
         const r = row % R;
         const scaleRow = (((row - r) / R) * nR + Math.floor(r / bR)) * nC;
         const n = Math.min(C - col, elems - i);
-        bad += kernel(inAt + i, outAt + i * outSize, n, scaleRow * 4, bC, col, fmt, target);
+        bad += bf16
+          ? rowsBf16(inAt + i, outAt + i * outSize, n, scaleRow * 4, tabAt + scaleRow * TABLE_BYTES, flagAt + scaleRow, bC, col, fmt)
+          : kernel(inAt + i, outAt + i * outSize, n, scaleRow * 4, bC, col, fmt, target);
         i += n;
       }
       narrowingTally.nonFinite += bad;
@@ -120,6 +169,21 @@ export function simdDequant(
         rows,
         cols,
       );
+    },
+    dequantTransposeInto(rows, cols, slot) {
+      // one matrix: its blocks tile it, and each 8 × 16 tile of the kernel lies in one block
+      if (!bf16 || rows !== R || cols !== C || rows % 8 !== 0 || cols % 16 !== 0 || bR % 8 !== 0 || bC % 16 !== 0) {
+        this.run(0, rows * cols);
+        this.transposeInto(rows, cols, slot);
+        return;
+      }
+      if (slot >= slots || rows * cols > maxElems) throw new RangeError(`simd dequant: [${rows}, ${cols}] slot ${slot} does not fit`);
+      checkScaleCover(scales, 0, rows * cols, shape, ref);
+      const nan0 = nanCount.value;
+      const dst = batchAt + slot * rows * cols * 2;
+      const bad = (k.fp8_bf16_t as FusedBf16)(inAt, dst, rows, cols, 0, cols, 0, tabAt, flagAt, nC, bR, bC, fmt);
+      narrowingTally.nonFinite += bad;
+      narrowingTally.fp8Nan += nanCount.value - nan0;
     },
     batch: (n, elems) => view(batchAt, n * elems * 2),
   };
