@@ -109,6 +109,14 @@ describe('stablelm: export --config, ONNX Runtime vs the float64 reference (mode
     expect(maxAbsDiff(got, half)).toBeGreaterThan(1e-3);
   });
 
+  it('newer configs carry rope_theta in rope_parameters (configuration_stablelm.py): the same rope as rope_theta', () => {
+    const { rope_theta: _t, rope_scaling: _s, ...cfg } = SYNTHETIC_CONFIGS.stablelm!;
+    void [_t, _s];
+    const a = archFromConfig({ ...cfg, rope_parameters: { rope_type: 'default', rope_theta: 5000 } }, 'c');
+    expect(a.rope).toEqual(archFromConfig({ ...cfg, rope_theta: 5000 }, 'c').rope);
+    expect(a.rope).not.toEqual(archFromConfig({ ...cfg, rope_theta: 10000 }, 'c').rope);
+  });
+
   it('refuses what the graph does not implement, naming the field', () => {
     const cfg = SYNTHETIC_CONFIGS.stablelm!;
     expect(() => archFromConfig({ ...cfg, qk_layernorm: true }, 'c.json')).toThrow(/c\.json: .*qk_layernorm.*own LayerNorm weight/);
