@@ -11,6 +11,7 @@ import { randomQwen35 } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 import { randomGrok1Checkpoint } from './graph-reference-grok1';
 import { randomLlama4Checkpoint } from './graph-reference-llama4';
+import { randomStablelmTensors } from './graph-reference-stablelm';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../src/formats/dtype';
@@ -48,7 +49,8 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
   };
   if (String(cfg.model_type).startsWith('qwen3_5_moe')) return randomQwen35(cfg, seed);
-  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put)) return w;
+  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put) || randomStablelmTensors(cfg, put))
+    return w;
   const t = cfg.model_type as string;
   if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);
   if (t === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return randomGrok1Checkpoint(cfg, seed);

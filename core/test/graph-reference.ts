@@ -15,6 +15,7 @@ import { MPT_BIGCODE_GEMMA3_TYPES, mptBigcodeGemma3Reference } from './graph-ref
 import { grok1Reference } from './graph-reference-grok1';
 import { llama4Reference } from './graph-reference-llama4';
 import { qwen35Reference } from './graph-reference-qwen35';
+import { stablelmReference } from './graph-reference-stablelm';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
@@ -134,6 +135,7 @@ export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   if (type === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return grok1Reference(cfg, w, ids);
   if (type === 'llama4_text' || type === 'llama4') return llama4Reference(cfg, w, ids);
   if (type.startsWith('qwen3_5_moe')) return qwen35Reference(cfg, w, ids);
+  if (type === 'stablelm') return stablelmReference(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;

@@ -29,6 +29,7 @@ import { qwen2Family } from './qwen2';
 import { qwen3Family } from './qwen3';
 import { qwen3MoeFamily } from './qwen3-moe';
 import { starcoder2Family } from './starcoder2';
+import { stablelmFamily } from './stablelm';
 import { qwen35MoeFamily } from './qwen3-5-moe';
 import type { FamilyRow, TestConfig } from './row';
 import { glm4MoeFamily } from './glm4-moe';
@@ -67,6 +68,7 @@ export const FAMILIES: readonly FamilyRow[] = [
   llama4TextFamily,
   llama4Family,
   qwen35MoeFamily,
+  stablelmFamily,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */
