@@ -17,7 +17,7 @@ import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
 import { counted, streamSlots, streamableSlots, type TaskStats } from './run-task';
 import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
-import { Sources, streamConvert, yieldingSink, type Sink } from './task-io';
+import { Sources, countingSink, streamConvert, type Sink } from './task-io';
 import { DirectStream, wantsDirect } from './direct-io';
 import type { OutputTensor, Task } from './types';
 
@@ -99,25 +99,22 @@ export async function executePiece(task: Task, piece: TaskPiece, onBytes: (n: nu
     let position = piece.dataOffset + piece.start;
     // whole blocks past the page cache (direct-io.ts); the partial ones it shares with its neighbours through fd
     direct = wantsDirect(piece.end - piece.start) ? DirectStream.open(piece.file, position, fd) : undefined;
-    const d = direct;
     const count = (key: string, n: number) => {
       position += n;
       writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
       onBytes(n);
     };
-    const write: Sink = d
-      ? async (key, bytes) => {
-          await d.write(bytes);
-          count(key, bytes.byteLength);
+    const write: Sink = countingSink(
+      direct,
+      (_key, bytes) => {
+        for (let done = 0; done < bytes.byteLength;) {
+          const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
+          if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
+          done += n;
         }
-      : yieldingSink((key, bytes) => {
-          for (let done = 0; done < bytes.byteLength;) {
-            const n = fs.writeSync(out, bytes, done, Math.min(bytes.byteLength - done, IO_CHUNK), position + done);
-            if (n <= 0) throw new PipelineError(`${piece.file}: write returned ${n} at byte ${position + done}`);
-            done += n;
-          }
-          count(key, bytes.byteLength);
-        });
+      },
+      count,
+    );
     const sizes = task.tensors.map((t) => elementCount(t.shape) * DTYPE_SIZE[t.dtype]);
     const total = sizes.reduce((a, b) => a + b, 0);
     let offset = 0;

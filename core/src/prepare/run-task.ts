@@ -29,7 +29,7 @@ import { linkTask } from './links';
 import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';
 import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
-import { Flusher, Sources, buffer, streamConvert, yieldingSink, type Sink } from './task-io';
+import { Flusher, Sources, buffer, countingSink, streamConvert, type Sink } from './task-io';
 
 export type { TaskStats } from './types';
 
@@ -65,23 +65,20 @@ export async function executeTask(
       writer = await SafetensorsWriter.open(file, entries);
       flusher = await Flusher.open(writer.tempFile);
     }
-    const d = direct;
     const w = writer;
     const f = flusher;
     const count = (key: string, n: number) => {
       writtenBytes[key] = (writtenBytes[key] ?? 0) + n;
       onBytes(n);
     };
-    const write: Sink = d
-      ? async (key, bytes) => {
-          await d.write(bytes);
-          count(key, bytes.byteLength);
-        }
-      : yieldingSink((key, bytes) => {
-          w!.writePartSync(key, bytes);
-          f!.wrote(bytes.byteLength);
-          count(key, bytes.byteLength);
-        });
+    const write: Sink = countingSink(
+      direct,
+      (key, bytes) => {
+        w!.writePartSync(key, bytes);
+        f!.wrote(bytes.byteLength);
+      },
+      count,
+    );
     const stash = new Map<string, Uint8Array[]>();
     const byKey = new Map(task.tensors.map((t) => [t.key, t]));
     // non-finite results per output (overflow.ts): a paired sibling's are counted while its main tensor is made

@@ -238,3 +238,24 @@ export function yieldingSink(put: (key: string, bytes: Uint8Array) => void): Sin
     }
   };
 }
+
+/**
+ * The sink of a task or a piece of one: every write goes through `direct` (direct-io.ts) when
+ * there is one, else through `put` on a {@link yieldingSink}; `count` is told of each write
+ * once it is done.
+ */
+export function countingSink(
+  direct: { write(bytes: Uint8Array): Promise<void> } | undefined,
+  put: (key: string, bytes: Uint8Array) => void,
+  count: (key: string, n: number) => void,
+): Sink {
+  return direct
+    ? async (key, bytes) => {
+        await direct.write(bytes);
+        count(key, bytes.byteLength);
+      }
+    : yieldingSink((key, bytes) => {
+        put(key, bytes);
+        count(key, bytes.byteLength);
+      });
+}

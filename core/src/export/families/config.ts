@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { FormatError, UsageError } from '../../errors';
 import { parseOrThrow } from '../../zod-issue';
+import type { RopeSpec } from '../blocks/arch';
+import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
@@ -124,6 +126,39 @@ export function actOf(name: string, file: string, field: string): 'silu' | 'gelu
 /** Throws a one-line refusal for a field whose value the builder does not implement. */
 export function refuse(file: string, field: string, why: string): never {
   throw new FormatError(file, `"${field}" ${why}; refusing to build a graph with different math`);
+}
+
+/**
+ * head_dim for a family that always takes hidden_size / num_attention_heads (Phi, StableLM):
+ * both divisions checked, and a config `head_dim` other than that refused (`why` ends its message).
+ */
+export function headDimOf(file: string, H: number, nh: number, nKv: number, headDim: number | null | undefined, why = ''): number {
+  if (H % nh !== 0) refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh})`);
+  if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
+  const hd = H / nh;
+  if (headDim != null && headDim !== hd)
+    refuse(file, 'head_dim', `(${headDim}) differs from hidden_size / num_attention_heads (${hd})${why}`);
+  return hd;
+}
+
+/**
+ * Partial rotary as Phi and StableLM have it: rotate_half on the first
+ * int(head_dim · `factor`) dims, which must be even and > 0; longrope refused (phi3 only).
+ */
+export function partialRope(
+  file: string,
+  hd: number,
+  factor: number,
+  theta: number,
+  scaling: RopeScaling | null,
+  maxPositions: number | undefined,
+): RopeSpec {
+  const rotaryDim = Math.floor(hd * factor);
+  if (rotaryDim % 2 !== 0 || rotaryDim === 0)
+    refuse(file, 'partial_rotary_factor', `gives a rotary dim of ${rotaryDim} (must be even and > 0)`);
+  const rope = ropeSpec(theta, rotaryDim, scaling, file, { ...(maxPositions !== undefined ? { max: maxPositions } : {}) });
+  if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');
+  return rope;
 }
 
 /**

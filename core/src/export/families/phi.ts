@@ -17,9 +17,9 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../blocks/arch';
-import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
+import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import type { RopeScaling } from '../blocks/rope';
 
 const phiConfig = z.looseObject({
   model_type: z.literal('phi'),
@@ -36,19 +36,16 @@ export function phiArch(raw: unknown, file: string): ArchSpec {
   const nh = c.num_attention_heads ?? 32;
   const nKv = c.num_key_value_heads ?? nh;
   const I = c.intermediate_size ?? 8192;
-  if (H % nh !== 0) refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh})`);
-  if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
-  const hd = H / nh;
   // the qk LayerNorms are sized hidden_size // heads, so another head_dim would not load in HF
-  if (c.head_dim != null && c.head_dim !== hd)
-    refuse(file, 'head_dim', `(${c.head_dim}) differs from hidden_size / num_attention_heads (${hd})`);
-  const rotaryDim = Math.floor(hd * (c.partial_rotary_factor ?? 0.5));
-  if (rotaryDim % 2 !== 0 || rotaryDim === 0)
-    refuse(file, 'partial_rotary_factor', `gives a rotary dim of ${rotaryDim} (must be even and > 0)`);
-  const rope = ropeSpec(c.rope_theta ?? 10000, rotaryDim, (c.rope_scaling ?? null) as RopeScaling | null, file, {
-    ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
-  });
-  if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');
+  const hd = headDimOf(file, H, nh, nKv, c.head_dim);
+  const rope = partialRope(
+    file,
+    hd,
+    c.partial_rotary_factor ?? 0.5,
+    c.rope_theta ?? 10000,
+    (c.rope_scaling ?? null) as RopeScaling | null,
+    c.max_position_embeddings,
+  );
   const biased = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const ln = (name: string, size: number): NormSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, size });
   const qk = !!c.qk_layernorm;

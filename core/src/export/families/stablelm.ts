@@ -20,9 +20,9 @@
  */
 import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec, type NormSpec } from '../blocks/arch';
-import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
+import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope, refuse } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import type { RopeScaling } from '../blocks/rope';
 
 const stablelmConfig = z.looseObject({
   model_type: z.literal('stablelm'),
@@ -42,23 +42,20 @@ export function stablelmArch(raw: unknown, file: string): ArchSpec {
   const nh = c.num_attention_heads ?? 32;
   const nKv = c.num_key_value_heads ?? 32;
   const I = c.intermediate_size ?? 6912;
-  if (H % nh !== 0) refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh})`);
-  if (nh % nKv !== 0) refuse(file, 'num_key_value_heads', `(${nKv}) does not divide num_attention_heads (${nh})`);
-  const hd = H / nh;
-  if (c.head_dim != null && c.head_dim !== hd)
-    refuse(file, 'head_dim', `(${c.head_dim}) differs from hidden_size / num_attention_heads (${hd}), which StableLM always uses`);
+  const hd = headDimOf(file, H, nh, nKv, c.head_dim, ', which StableLM always uses');
   if (c.qk_layernorm)
     refuse(file, 'qk_layernorm', 'is true (StableLM normalizes each head with its own LayerNorm weight, which is not implemented)');
-  const rotaryDim = Math.floor(hd * (c.partial_rotary_factor ?? 0.25));
-  if (rotaryDim % 2 !== 0 || rotaryDim === 0)
-    refuse(file, 'partial_rotary_factor', `gives a rotary dim of ${rotaryDim} (must be even and > 0)`);
   // newer HF configs carry rope_parameters (with rope_theta); older ones rope_theta + rope_scaling
   const params = (c.rope_parameters ?? null) as RopeScaling | null;
   const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
-  const rope = ropeSpec(theta, rotaryDim, (c.rope_scaling ?? params) as RopeScaling | null, file, {
-    ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
-  });
-  if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');
+  const rope = partialRope(
+    file,
+    hd,
+    c.partial_rotary_factor ?? 0.25,
+    theta,
+    (c.rope_scaling ?? params) as RopeScaling | null,
+    c.max_position_embeddings,
+  );
   const ln = (name: string): NormSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
   const qkvBias = !!c.use_qkv_bias;
   const parallel = !!c.use_parallel_residual;

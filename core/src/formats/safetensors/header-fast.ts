@@ -19,22 +19,13 @@
  */
 import { isAscii, isUtf8 } from 'node:buffer';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
-
-/** A tensor entry as the fast path reads it (the fields of header.ts's TensorInfo). */
-export interface FastTensor {
-  key: string;
-  dtype: DType;
-  shape: number[];
-  dataOffset: number;
-  byteLength: number;
-  begin: number;
-  end: number;
-}
+// type-only: header.ts calls this file, which returns header.ts's own TensorInfo entries
+import type { TensorInfo } from './header';
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {
   /** In file (offset) order, keys unique. */
-  tensors: Map<string, FastTensor>;
+  tensors: Map<string, TensorInfo>;
   metadata?: Record<string, string>;
 }
 
@@ -103,7 +94,7 @@ export function parseHeaderFast(
   OPEN.lastIndex = 0;
   if (!OPEN.test(text)) return undefined;
   let pos = OPEN.lastIndex;
-  const tensors: FastTensor[] = [];
+  const tensors: TensorInfo[] = [];
   const lists = new Map<string, number[] | undefined>();
   const list = (raw: string) => {
     let got = lists.get(raw);
@@ -127,7 +118,7 @@ export function parseHeaderFast(
     // path's order of zero-size tensors at one offset follows: leave them to it.
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
-    let t: FastTensor | undefined;
+    let t: TensorInfo | undefined;
     if (text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
       METADATA.lastIndex = pos;
@@ -174,7 +165,7 @@ export function parseHeaderFast(
     at = x.end;
   }
   if (at !== dataSize) return undefined;
-  const map = new Map<string, FastTensor>();
+  const map = new Map<string, TensorInfo>();
   for (const x of tensors) map.set(x.key, x);
   if (map.size !== tensors.length) return undefined; // a key twice
   return { tensors: map, ...(metadata ? { metadata } : {}) };
@@ -189,7 +180,7 @@ function entry(
   e: number,
   dataStart: number,
   dataSize: number,
-): FastTensor | undefined {
+): TensorInfo | undefined {
   const dtype = DTYPE_NAMES.get(dtypeName);
   if (dtype === undefined) return undefined;
   let elements = 1;
@@ -209,7 +200,7 @@ function anyOrder(
   key: string,
   dataStart: number,
   dataSize: number,
-): FastTensor | undefined {
+): TensorInfo | undefined {
   let dtype: string | undefined;
   let shape: number[] | undefined;
   let offsets: number[] | undefined;
