@@ -13,11 +13,10 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { toFloat32 } from '../src/formats/dtype';
 import { Checkpoint } from '../src/formats/safetensors';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
-  copyFixtureModel,
   dumpedLogits,
   expectConfigRefusals,
   expectGeneratedIds,
@@ -27,7 +26,7 @@ import {
   itFloat16AndContinuousBatching,
   maxDiff,
   specKeys,
-  vlmCli,
+  vlmFixtureCli,
   vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
@@ -35,16 +34,13 @@ import {
 const tmp = tempDirs('ws-vlm-cli-');
 
 describeFixtures('qwen3_vl_moe through the CLI', () => {
-  const fx = path.join(fixturesDir(), 'qwen3_vl_moe');
-  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
-  let work = '';
   // in this process (test/support/cli.ts): ONNX Runtime loads once for the file
-  const h = vlmCli(() => work);
+  const { fx, ref, h, begin } = vlmFixtureCli('qwen3_vl_moe', tmp);
+  let work = '';
   const { cliRun, ok } = h;
 
   beforeAll(async () => {
-    work = tmp();
-    copyFixtureModel(work, fx, ['config.json', 'model.safetensors']);
+    work = begin(['config.json', 'model.safetensors']);
     // min_pixels below 16·16: smart_resize keeps the fixture image's size, as the reference did
     writeFileSync(
       path.join(work, 'model', 'preprocessor_config.json'),

@@ -19,11 +19,10 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { decodeImage } from '../src/run/vlm/image';
 import { gemma3Processor, processGemma3Image } from '../src/run/vlm/image-gemma3';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
-  copyFixtureModel,
   dumpedLogits,
   expectConfigRefusals,
   expectGeneratedIds,
@@ -34,7 +33,7 @@ import {
   itFloat16AndContinuousBatching,
   maxDiff,
   specKeys,
-  vlmCli,
+  vlmFixtureCli,
   vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
@@ -42,10 +41,8 @@ import {
 const tmp = tempDirs('ws-vlm-gemma3-');
 
 describeFixtures('gemma3_vlm through the CLI', () => {
-  const fx = path.join(fixturesDir(), 'gemma3_vlm');
-  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  const { fx, ref, h, begin } = vlmFixtureCli('gemma3_vlm', tmp);
   let work = '';
-  const h = vlmCli(() => work);
   const { cliRun, ok, session } = h;
   const pixels = () => {
     const pv = ref.pixel_values as number[][][][];
@@ -53,8 +50,7 @@ describeFixtures('gemma3_vlm through the CLI', () => {
   };
 
   beforeAll(async () => {
-    work = tmp();
-    copyFixtureModel(work, fx);
+    work = begin();
     writePng(path.join(work, 'image.png'), ref.images[0] as number[][][]);
     await exportPrepareCompile(h);
   }, 120_000);

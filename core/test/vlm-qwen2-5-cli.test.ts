@@ -18,11 +18,10 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { vlmArchFromConfig } from '../src/export/vlm/vlm-arch';
 import { decodeImage, processImage, processorConfig } from '../src/run/vlm/image';
-import { describeFixtures, fixturesDir } from '../../test/support/fixtures';
+import { describeFixtures } from '../../test/support/fixtures';
 import { haveOnnxChecker } from '../../test/support/onnx-checker';
 import { tempDirs } from '../../test/support/temp';
 import {
-  copyFixtureModel,
   dumpedLogits,
   expectConfigRefusals,
   expectGeneratedIds,
@@ -33,7 +32,7 @@ import {
   itFloat16AndContinuousBatching,
   maxDiff,
   specKeys,
-  vlmCli,
+  vlmFixtureCli,
   vlmSpecs,
   writePng,
 } from '../../test/support/vlm-cli';
@@ -41,10 +40,8 @@ import {
 const tmp = tempDirs('ws-vlm-qwen25-');
 
 describeFixtures('qwen2_5_vl through the CLI', () => {
-  const fx = path.join(fixturesDir(), 'qwen2_5_vl');
-  const ref = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  const { fx, ref, h, begin } = vlmFixtureCli('qwen2_5_vl', tmp);
   let work = '';
-  const h = vlmCli(() => work);
   const { session } = h;
   const grid = () => {
     const [[t, h, w]] = ref.image_grid_thw as number[][];
@@ -52,8 +49,7 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
   };
 
   beforeAll(async () => {
-    work = tmp();
-    copyFixtureModel(work, fx);
+    work = begin();
     writePng(path.join(work, 'image.png'), ref.image);
     await exportPrepareCompile(h);
   }, 120_000);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
 import { cliInProcess, type CliRun } from './cli';
-import { configsDir } from './fixtures';
+import { configsDir, fixturesDir } from './fixtures';
 import { expectOnnxValid, type OnnxCheck } from './onnx-checker';
 
 const req = createRequire(__filename);
@@ -41,6 +41,30 @@ export function vlmCli(work: () => string): VlmCli {
   const session = (dir: string) =>
     ort.InferenceSession.create(JSON.parse(readFileSync(path.join(work(), dir, 'compile.json'), 'utf8')).artifacts.model);
   return { work, cliRun, ok, session };
+}
+
+/** A VLM fixture's CLI test: the fixture's folder and reference.json, the harness over its work folder. */
+export interface VlmFixtureCli {
+  fx: string;
+  /** reference.json as parsed (its fields differ per family). */
+  ref: any;
+  h: VlmCli;
+  /** Makes the work folder with `tmp()` (in beforeAll), copies the fixture's checkpoint (`files`) into `<work>/model`; returns it. */
+  begin: (files?: string[]) => string;
+}
+
+/** {@link vlmCli} on `fixtures/<fixture>` (call it inside describeFixtures: it reads reference.json). */
+export function vlmFixtureCli(fixture: string, tmp: () => string): VlmFixtureCli {
+  const fx = path.join(fixturesDir(), fixture);
+  const ref: unknown = JSON.parse(readFileSync(path.join(fx, 'reference.json'), 'utf8'));
+  let work = '';
+  const h = vlmCli(() => work);
+  const begin = (files?: string[]) => {
+    work = tmp();
+    copyFixtureModel(work, fx, files);
+    return work;
+  };
+  return { fx, ref, h, begin };
 }
 
 /**

@@ -19,8 +19,20 @@
  */
 import { isAscii, isUtf8 } from 'node:buffer';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
-// type-only: header.ts calls this file, which returns header.ts's own TensorInfo entries
-import type { TensorInfo } from './header';
+
+/** One tensor of a safetensors file, with its offsets validated against the file. */
+export interface TensorInfo {
+  key: string;
+  dtype: DType;
+  shape: number[];
+  /** Absolute byte offset in the file = 8 + headerLength + begin. */
+  dataOffset: number;
+  byteLength: number;
+  /** `data_offsets[0]`, relative to the data region. */
+  begin: number;
+  /** `data_offsets[1]`, relative to the data region. */
+  end: number;
+}
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {

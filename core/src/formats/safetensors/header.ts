@@ -5,27 +5,16 @@
  * 2^60 bytes is rejected from its text alone.
  */
 import { FormatError } from '../../errors';
-import { DTYPE_SIZE, isDType, type DType } from '../dtype';
+import { DTYPE_SIZE, isDType } from '../dtype';
 import { ownKeyCount } from '../json-depth';
-import { parseHeaderFast } from './header-fast';
+import { parseHeaderFast, type TensorInfo } from './header-fast';
 import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
 
 /** Largest header the reader accepts (the Rust reference's limit: 100 MB). */
 export const MAX_HEADER_BYTES = 100_000_000;
 
-/** One tensor of a safetensors file, with its offsets validated against the file. */
-export interface TensorInfo {
-  key: string;
-  dtype: DType;
-  shape: number[];
-  /** Absolute byte offset in the file = 8 + headerLength + begin. */
-  dataOffset: number;
-  byteLength: number;
-  /** `data_offsets[0]`, relative to the data region. */
-  begin: number;
-  /** `data_offsets[1]`, relative to the data region. */
-  end: number;
-}
+// TensorInfo is declared beside the fast path, which header.ts calls (an import back would be a cycle)
+export type { TensorInfo } from './header-fast';
 
 /** A validated safetensors header. */
 export interface SafetensorsHeader {
