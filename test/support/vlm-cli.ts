@@ -47,6 +47,7 @@ export function vlmCli(work: () => string): VlmCli {
 export interface VlmFixtureCli {
   fx: string;
   /** reference.json as parsed (its fields differ per family). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each test reads its own family's fields
   ref: any;
   h: VlmCli;
   /** Makes the work folder with `tmp()` (in beforeAll), copies the fixture's checkpoint (`files`) into `<work>/model`; returns it. */
