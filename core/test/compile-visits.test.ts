@@ -2,7 +2,7 @@
  * Compile's path through the modules (issue #29, step 4): following the export folder from
  * `compile()` to the written artifact, a stale ort compile passes through at most 12 module
  * visits and reads no input twice; so does `compileStatus` finding an export stale. The qaic
- * compile reads no input twice but its build exceeds 12 visits (bounded at its measured count).
+ * compile reads no input twice; its flat build makes 15 visits (25 before), still above 12.
  *
  * What counts, measured at run time, not read from the code:
  * - a module is a `core/src` file on floor 4 or higher (FLOORS in test/support/import-graph.ts:
@@ -207,14 +207,15 @@ it('a stale ort compile passes through at most 12 module visits and reads each i
 });
 
 // The qaic flow shares steps 1–9 with ort (profile, read, decide, prepare's check) and reads
-// each input once, but its build does not meet the goal of 12: qaic.ts returns to
-// graph-interface.ts (statesOfGraph, then ctxState), qaic-vlm.ts (imageFlagsGiven) and
-// qaic-command.ts (buildQaicPlan, shellLine) between its own steps, and backend-qaic.ts calls
-// planQaic and runQaic in turn: 25 visits at the #29 review. The bound below keeps it from
-// growing; lower it when the qaic build is flattened.
-const QAIC_VISITS_AT_REVIEW = 25;
+// each input once. Its build is flat: the driver (compile/qaic.ts) reads the graph interface in
+// one call (graph-interface.ts graphStates), gets the whole plan as data from one planner call
+// (qaic-command.ts planTextGraph), then writes the files and runs the compiler: 15 visits (25
+// at the #29 review, when qaic.ts went back and forth to graph-interface.ts, qaic-vlm.ts and
+// qaic-command.ts and a separate backend-qaic.ts called it twice). Still above the goal of 12:
+// each call out of the driver to a counted module costs two visits.
+const QAIC_VISITS = 15;
 
-it('a stale qaic compile shares the read/decide steps, reads each input once and does not grow past its measured visits', async () => {
+it('a stale qaic compile shares the read/decide steps, reads each input once and makes a flat build of its measured visits', async () => {
   const bin = path.join(tmp(), 'fake-qaic-compile');
   // Stands in for the SDK's compiler: writes the programqpc.bin the backend checks for.
   fs.writeFileSync(
@@ -233,11 +234,13 @@ it('a stale qaic compile shares the read/decide steps, reads each input once and
   expect(r.result.record.fingerprint).not.toBe(first.record.fingerprint);
   expect(fs.existsSync(path.join(r.result.record.artifacts.qpc!, 'programqpc.bin'))).toBe(true);
   expect(r.reads(INPUTS)).toEqual(once(INPUTS));
-  // Steps 1–9 as ort's, with the qaic driver; then the build, inside the qaic modules, back to index.ts.
+  // Steps 1–9 as ort's, with the qaic driver; then one call out of the build for the graph's
+  // states and one for the plan, back to index.ts.
   const index = 'compile/index.ts';
-  expect(r.visits.slice(0, 9)).toEqual([
+  const qaic = 'compile/qaic.ts';
+  expect(r.visits).toEqual([
     index,
-    'compile/backend-qaic.ts',
+    qaic,
     index,
     'compile/inputs.ts',
     index,
@@ -245,19 +248,20 @@ it('a stale qaic compile shares the read/decide steps, reads each input once and
     index,
     'prepare/manifest.ts',
     index,
+    qaic,
+    'export/exporter/graph-interface.ts',
+    qaic,
+    'compile/qaic-command.ts',
+    qaic,
+    index,
   ]);
-  expect(r.visits.at(-1)).toBe('compile/index.ts');
-  const build = new Set(r.visits.slice(9, -1));
-  expect([...build].sort()).toEqual(
-    [
-      'compile/backend-qaic.ts',
-      'compile/qaic-command.ts',
-      'compile/qaic-vlm.ts',
-      'compile/qaic.ts',
-      'export/exporter/graph-interface.ts',
-    ].sort(),
-  );
-  expect(r.visits.length).toBeLessThanOrEqual(QAIC_VISITS_AT_REVIEW);
+  expect(r.visits.length).toBeLessThanOrEqual(QAIC_VISITS);
+
+  // docs/ARCHITECTURE.md "Compile flow" states this count.
+  const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Compile flow'), doc.indexOf('\n## ', doc.indexOf('## Compile flow') + 1));
+  const stated = /a stale qaic compile makes (\d+) visits in (\d+) modules, returning (\d+) times/.exec(section.replace(/\s+/g, ' '));
+  expect(stated?.slice(1).map(Number)).toEqual([r.visits.length, r.modules, r.returns]);
 });
 
 it('compileStatus of a stale export passes through at most 12 module visits and reads each input once', async () => {

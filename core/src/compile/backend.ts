@@ -1,7 +1,7 @@
 /**
  * The one interface both compile backends implement (issue #29, step 4): `ort`
  * (backend-ort.ts: a bound ONNX whose initializers point into the prepared safetensors) and
- * `qaic` (backend-qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) asks the
+ * `qaic` (qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) asks the
  * backend once for its profile (plain data), reads the inputs once, decides once and hands the
  * backend everything it needs; a backend reads no input file again.
  */

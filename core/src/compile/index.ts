@@ -3,7 +3,7 @@
  *
  * - `ort` (default): a bound ONNX whose initializers are external data pointing straight into
  *   the prepared safetensors files (backend-ort.ts), runnable by `run`.
- * - `qaic`: QEfficient's qaic-compile command (backend-qaic.ts, qaic.ts, qaic-command.ts).
+ * - `qaic`: QEfficient's qaic-compile command (qaic.ts, qaic-command.ts, qaic-vlm.ts).
  *
  * The flow reads once and decides once, in flat steps: each is one call into one module that
  * calls no other module of compile, prepare or run, and gets what the earlier steps read
@@ -17,7 +17,7 @@ import { preparedForCompile } from '../prepare/manifest';
 import { beginWork, failpoint, type WorkScope } from '../paths';
 import type { CompileDriver, CompileOptions, CompileResult } from './backend';
 import { ortDriver } from './backend-ort';
-import { qaicDriver } from './backend-qaic';
+import { qaicDriver } from './qaic';
 import { decide } from './decide';
 import { readForCompile, type CompileRequest } from './inputs';
 

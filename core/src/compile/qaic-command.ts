@@ -321,6 +321,8 @@ export function customIoYaml(entries: [string, string][]): string {
 /** Everything needed to run (or print) one qaic-compile. */
 export interface QaicPlan {
   command: string[];
+  /** {@link shellLine} of `command`: what a log line or an error prints. */
+  commandLine: string;
   compileDir: string;
   qpcDir: string;
   specializationsFile?: string;
@@ -358,6 +360,32 @@ export function mergeExtraOptions(options: [string, OptionValue][], opts: QaicOp
     else options.push([k, v]);
   }
   return { hw, warnings };
+}
+
+/** The flags that size the image (refused for a text model: a flag is never accepted and ignored). */
+export function imageFlagsGiven(opts: QaicOptions): string[] {
+  return [
+    ...(opts.imgHeight !== undefined ? ['--img-height'] : []),
+    ...(opts.imgWidth !== undefined ? ['--img-width'] : []),
+    ...(opts.imgSize !== undefined ? ['--img-size'] : []),
+  ];
+}
+
+/**
+ * The plan of a text export's graph, as data: {@link buildQaicPlan}, after refusing the flags
+ * that size an image (`exportDir` names the export in that error). One call from the backend.
+ */
+export function planTextGraph(
+  exportDir: string,
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  const img = imageFlagsGiven(opts);
+  if (img.length) throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${exportDir} is a text model`);
+  return buildQaicPlan(onnxPath, compileDir, opts, g, compiler);
 }
 
 /**
@@ -423,6 +451,7 @@ export function qaicPlan(p: {
   command.push(`-aic-binary-dir=${qpcDir}`);
   return {
     command,
+    commandLine: shellLine(command),
     compileDir: p.compileDir,
     qpcDir,
     specializationsFile,

@@ -50,15 +50,6 @@ import {
   type VlmSpecialization,
 } from './qaic-vlm-specs';
 
-/** The flags that size the image (refused for a text model: a flag is never accepted and ignored). */
-export function imageFlagsGiven(opts: QaicOptions): string[] {
-  return [
-    ...(opts.imgHeight !== undefined ? ['--img-height'] : []),
-    ...(opts.imgWidth !== undefined ? ['--img-width'] : []),
-    ...(opts.imgSize !== undefined ? ['--img-size'] : []),
-  ];
-}
-
 const FAMILY: Record<string, VlmFamily> = { qwen3_vl_moe: 'qwen3_vl', qwen3_vl: 'qwen3_vl', qwen2_5_vl: 'qwen2_5_vl', gemma3: 'gemma3' };
 
 /** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
@@ -224,4 +215,20 @@ export function buildVlmQaicPlan(
   const customIo = role === 'vision' ? visionCustomIo(m) : langCustomIo(m, opts.mxint8KvCache ?? false);
   const specializationsText = namedJson(specs, role === 'vision' ? 'Vision' : undefined);
   return qaicPlan({ compiler, hw, onnxPath, options, compileDir, specs, specializationsText, customIo, warnings });
+}
+
+/**
+ * The plan of one graph of a VLM export, as data, in one call: the model facts read from
+ * `vlm.json` ({@link vlmModelFacts}) and {@link buildVlmQaicPlan}.
+ */
+export function planVlmGraph(
+  graphDir: string,
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  m: WireModel,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  return buildVlmQaicPlan(onnxPath, compileDir, opts, m, g, vlmModelFacts(graphDir, g.vlmRole!), compiler);
 }

@@ -263,6 +263,24 @@ export function ctxState(states: readonly StateTensor[]): StateTensor | undefine
   return states.find((s) => s.ctxAxis !== undefined);
 }
 
+/** A read graph's states and the one whose dims give its ctx_len and cache batch: {@link graphStates}. */
+export interface GraphStates {
+  /** Every state input in graph order, each with its retained output, dims and dtype. */
+  states: StateTensor[];
+  /** {@link ctxState} of `states`. */
+  ctx?: StateTensor;
+}
+
+/**
+ * {@link statesOfGraph} and {@link ctxState} in one call, as plain data: what compile's qaic
+ * build reads of the graph interface (one visit to this module, not one per question).
+ */
+export function graphStates(inputs: readonly GraphValue[], metadata: readonly { key?: string; value?: string }[] = []): GraphStates {
+  const states = statesOfGraph(inputs, metadata);
+  const ctx = ctxState(states);
+  return ctx ? { states, ctx } : { states };
+}
+
 /** True when `name` is a state input (`past_key.3`, `conv_state.0`, …). */
 export function isStateInput(name: string): boolean {
   return parseStateName(name) !== undefined;
