@@ -39,7 +39,7 @@
  */
 import path from 'node:path';
 import { UsageError } from '../errors';
-import { RETAINED } from '../export/exporter/graph-interface';
+import { RETAINED } from '../artifacts/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
 
 /** QEfficient's `constants.COMPILER`. */

@@ -24,7 +24,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, UsageError } from '../errors';
-import { RETAINED } from '../export/exporter/graph-interface';
+import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readRegularFileSync } from '../paths';
 import { pyJsonDumps } from '../spec/py-json';

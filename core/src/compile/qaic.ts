@@ -18,7 +18,7 @@ import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { graphStates } from '../export/exporter/graph-interface';
+import { graphStates } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
@@ -175,12 +175,5 @@ async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
 /** The qaic backend. */
 export const qaicDriver: CompileDriver = {
   name: 'qaic',
-  // The real --prepared folder joins the options as `prepared` (after `qaic`, as before).
-  profile: (opts) => ({
-    options: { qaic: opts.qaic ?? {} },
-    preparedInOptions: !!opts.prepared,
-    needsWeights: !opts.dryRun,
-    requiresPrepared: !!opts.prepared,
-  }),
   build: compileQaic,
 };
