@@ -384,7 +384,8 @@ export function planTextGraph(
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
   const img = imageFlagsGiven(opts);
-  if (img.length) throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${exportDir} is a text model`);
+  if (img.length)
+    throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${exportDir} is a text model`);
   return buildQaicPlan(onnxPath, compileDir, opts, g, compiler);
 }
 
