@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { beforeAll, expect, it, vi } from 'vitest';
-import { REPO_ROOT } from '../../test/support/fixtures';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { floorOf, sources, zoneOf } from '../../test/support/import-graph';
 import { tempDirs } from '../../test/support/temp';
 
@@ -212,16 +212,35 @@ it('a stale ort compile passes through at most 12 module visits and reads each i
 // planner call (qaic-command.ts planTextGraph), then writes the files and runs the compiler.
 // At the #29 review it made 25 visits (qaic.ts going back and forth to graph-interface.ts,
 // qaic-vlm.ts and qaic-command.ts, and backend-qaic.ts calling it twice).
-it('a stale qaic compile shares the read/decide steps, reads each input once and passes through at most 12 module visits', async () => {
+/** Options for the qaic cases: a fake qaic-compile standing in for the SDK's, which writes the programqpc.bin the backend checks for. */
+function fakeQaic() {
   const bin = path.join(tmp(), 'fake-qaic-compile');
-  // Stands in for the SDK's compiler: writes the programqpc.bin the backend checks for.
   fs.writeFileSync(
     bin,
     `#!/bin/sh\nfor a in "$@"; do case "$a" in -aic-binary-dir=*) d="\${a#-aic-binary-dir=}"; mkdir -p "$d"; echo qpc > "$d/programqpc.bin";; esac; done\n`,
     { mode: 0o755 },
   );
   const sink = { write: () => true } as unknown as NodeJS.WritableStream;
-  const opts = { env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(tmp(), 'none') }, stderr: sink };
+  return { env: { ...process.env, WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(tmp(), 'none') }, stderr: sink };
+}
+
+/** A stale qaic compile of a text export, visit by visit. */
+const QAIC_FLOW = [
+  'compile/index.ts',
+  'compile/inputs.ts',
+  'compile/index.ts',
+  'compile/decide.ts',
+  'compile/index.ts',
+  'prepare/manifest.ts',
+  'compile/index.ts',
+  'compile/qaic.ts',
+  'compile/qaic-command.ts',
+  'compile/qaic.ts',
+  'compile/index.ts',
+];
+
+it('a stale qaic compile shares the read/decide steps, reads each input once and passes through at most 12 module visits', async () => {
+  const opts = fakeQaic();
   const { dir, first } = await staleCopy('qaic', opts);
   const r = await record('compile flow (stale qaic)', () => compileFn(dir, { backend: 'qaic', ...opts }));
 
@@ -232,21 +251,7 @@ it('a stale qaic compile shares the read/decide steps, reads each input once and
   expect(fs.existsSync(path.join(r.result.record.artifacts.qpc!, 'programqpc.bin'))).toBe(true);
   expect(r.reads(INPUTS)).toEqual(once(INPUTS));
   // Steps 1–7 as ort's; then the qaic driver's build, one call out of it for the plan, back to index.ts.
-  const index = 'compile/index.ts';
-  const qaic = 'compile/qaic.ts';
-  expect(r.visits).toEqual([
-    index,
-    'compile/inputs.ts',
-    index,
-    'compile/decide.ts',
-    index,
-    'prepare/manifest.ts',
-    index,
-    qaic,
-    'compile/qaic-command.ts',
-    qaic,
-    index,
-  ]);
+  expect(r.visits).toEqual(QAIC_FLOW);
   expect(r.visits.length).toBeLessThanOrEqual(12);
 
   // docs/ARCHITECTURE.md "Compile flow" states this count.
@@ -254,6 +259,48 @@ it('a stale qaic compile shares the read/decide steps, reads each input once and
   const section = doc.slice(doc.indexOf('## Compile flow'), doc.indexOf('\n## ', doc.indexOf('## Compile flow') + 1));
   const stated = /a stale qaic compile makes (\d+) visits in (\d+) modules, returning (\d+) times/.exec(section.replace(/\s+/g, ' '));
   expect(stated?.slice(1).map(Number)).toEqual([r.visits.length, r.modules, r.returns]);
+});
+
+/**
+ * A VLM graph's qaic build, measured: its planner (qaic-vlm.ts planVlmGraph) still goes back and
+ * forth to qaic-vlm-specs.ts (vlmDefaultPrefill, vlmSpecializations) and qaic-command.ts
+ * (mergeExtraOptions, the specialization names, qaicPlan): above the goal of 12, bounded here
+ * so it does not grow; lower it when that planner is flattened.
+ */
+const VLM_QAIC_VISITS = { vision: 21, language: 25 };
+
+describeFixtures('the VLM (dual-QPC) qaic path', () => {
+  it('a stale qaic compile of each graph of a VLM export reads each input once; does not grow past its measured visits', async () => {
+    const { cliInProcess } = await import('../../test/support/cli');
+    const root = tmp();
+    const model = path.join(root, 'gemma3_vlm');
+    fs.cpSync(path.join(fixturesDir(), 'gemma3_vlm'), model, { recursive: true });
+    const out = path.join(root, 'export');
+    for (const args of [
+      ['export', '--config', model, '--out', out],
+      ['prepare', '--checkpoint', model, '--dtype', 'float32'],
+    ]) {
+      const c = await cliInProcess(args);
+      expect(c.code, c.stderr).toBe(0);
+    }
+    const opts = fakeQaic();
+    for (const g of ['vision', 'language'] as const) {
+      const dir = path.join(out, g);
+      const first = await compileFn(dir, { backend: 'qaic', ...opts });
+      const t = new Date(Date.now() + 5000);
+      fs.utimesSync(path.join(dir, 'model.onnx'), t, t);
+      const r = await record(`compile flow (stale qaic, VLM ${g} graph)`, () => compileFn(dir, { backend: 'qaic', ...opts }));
+      expect(r.result.upToDate).toBe(false);
+      expect(r.result.changed).toEqual(['graph']);
+      expect(r.result.record.fingerprint).not.toBe(first.record.fingerprint);
+      expect(fs.existsSync(path.join(r.result.record.artifacts.qpc!, 'programqpc.bin'))).toBe(true);
+      expect(r.reads(INPUTS)).toEqual(once(INPUTS));
+      // Steps 1–7 as the text model's, then the build in the qaic modules, back to index.ts.
+      expect(r.visits.slice(0, 8)).toEqual(QAIC_FLOW.slice(0, 8));
+      expect(r.visits.at(-1)).toBe('compile/index.ts');
+      expect(r.visits.length).toBeLessThanOrEqual(VLM_QAIC_VISITS[g]);
+    }
+  });
 });
 
 it('compileStatus of a stale export passes through at most 12 module visits and reads each input once', async () => {
