@@ -465,6 +465,39 @@ export function qaicPlan(p: {
 }
 
 /**
+ * The plan of a graph whose rules live elsewhere (a VLM graph, qaic-vlm.ts), from its parts in
+ * one call: the `--qaic-option` words merged into `options` ({@link mergeExtraOptions}), the
+ * specializations named (`module` for every entry, as `specialization_module_name` does, else
+ * {@link specializationName}; repeats made unique) into `create_json`'s layout, then
+ * {@link qaicPlan}.
+ */
+export function planFromParts(p: {
+  compiler: string;
+  onnxPath: string;
+  compileDir: string;
+  opts: QaicOptions;
+  options: [string, OptionValue][];
+  specs: (readonly [string, number | string][])[];
+  module: string | undefined;
+  customIo: [string, string][];
+}): QaicPlan {
+  const { hw, warnings } = mergeExtraOptions(p.options, p.opts);
+  const names = uniqueNames(
+    p.specs.map(
+      (s, i) =>
+        p.module ??
+        specializationName(
+          s.map(([k, v]) => [k, Number(v)]),
+          i,
+        ),
+    ),
+  );
+  const named = p.specs.map((s, i) => ({ name: names[i], symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
+  const specializationsText = pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
+  return qaicPlan({ ...p, hw, specializationsText, warnings });
+}
+
+/**
  * `hashed_compile_params.json` as `_compile` writes it (release/v1.22.8.0,
  * `QEfficient/base/modeling_qeff.py`): `create_json(compile_dir / "hashed_compile_params.json",
  * compile_hash_params)` with `{"command": command, "specializations": specializations,
