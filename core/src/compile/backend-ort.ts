@@ -2,8 +2,8 @@
  * The ort backend, in one module: binds the graph to the prepared safetensors, writes the
  * bound model, checks it in ONNX Runtime once, records the artifact in its folder's compile
  * list, writes compile.json and drops the artifact the previous compile made for this export.
- * It calls no other module of compile: compile() (index.ts) asks it for its profile once and
- * hands it everything read and decided.
+ * It calls no other module of compile: compile() (index.ts) calls its `build` once and hands
+ * it everything read and decided.
  *
  * Binding: every weight input of the graph becomes an initializer whose external data points
  * straight into a prepared safetensors file (`location` relative to the model, `offset` = 8 +
@@ -286,11 +286,5 @@ async function buildOrt(job: BackendJob): Promise<BackendOutcome> {
 /** The ort backend. */
 export const ortDriver: CompileDriver = {
   name: 'ort',
-  profile: (opts) => ({
-    options: { links: !!opts.links, keepNames: !!opts.keepNames },
-    preparedInOptions: false,
-    needsWeights: true,
-    requiresPrepared: true,
-  }),
   build: buildOrt,
 };

@@ -1,9 +1,9 @@
 /**
  * The one interface both compile backends implement (issue #29, step 4): `ort`
  * (backend-ort.ts: a bound ONNX whose initializers point into the prepared safetensors) and
- * `qaic` (backend-qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) asks the
- * backend once for its profile (plain data), reads the inputs once, decides once and hands the
- * backend everything it needs; a backend reads no input file again.
+ * `qaic` (qaic.ts: QEfficient's qaic-compile command). compile() (index.ts) takes the
+ * backend's profile from its table (plain data), reads the inputs once, decides once and hands
+ * the backend everything it needs in one `build` call; a backend reads no input file again.
  */
 import type { CompileBackend, CompileRecord } from '../artifacts/compile-record';
 import type { Fingerprint } from './decide';
@@ -78,8 +78,6 @@ export interface DriverProfile {
 /** A compile backend. */
 export interface CompileDriver {
   name: CompileBackend;
-  /** The compile's profile under these options. */
-  profile(opts: CompileOptions): DriverProfile;
   /** Builds the artifact and writes the record (nothing in a dry run). */
   build(job: BackendJob): Promise<BackendOutcome>;
 }

@@ -3,21 +3,21 @@
  *
  * - `ort` (default): a bound ONNX whose initializers are external data pointing straight into
  *   the prepared safetensors files (backend-ort.ts), runnable by `run`.
- * - `qaic`: QEfficient's qaic-compile command (backend-qaic.ts, qaic.ts, qaic-command.ts).
+ * - `qaic`: QEfficient's qaic-compile command (qaic.ts, qaic-command.ts, qaic-vlm.ts).
  *
  * The flow reads once and decides once, in flat steps: each is one call into one module that
  * calls no other module of compile, prepare or run, and gets what the earlier steps read
  * (docs/ARCHITECTURE.md "Compile flow"; core/test/compile-visits.test.ts measures it):
- * the backend's profile (plain data), the read step (inputs.ts: compile.json, its stamps,
+ * the backend's profile (plain data, from PROFILES here), the read step (inputs.ts: compile.json, its stamps,
  * and unless they hold the graph, the spec, the manifest and the sentinel), `decide`
  * (decide.ts, pure), prepare's check of the folder (prepare/manifest.ts) and the backend's build.
  */
 import path from 'node:path';
 import { preparedForCompile } from '../prepare/manifest';
 import { beginWork, failpoint, type WorkScope } from '../paths';
-import type { CompileDriver, CompileOptions, CompileResult } from './backend';
+import type { CompileDriver, CompileOptions, CompileResult, DriverProfile } from './backend';
 import { ortDriver } from './backend-ort';
-import { qaicDriver } from './backend-qaic';
+import { qaicDriver } from './qaic';
 import { decide } from './decide';
 import { readForCompile, type CompileRequest } from './inputs';
 
@@ -30,6 +30,27 @@ export type { CompileOptions, CompileResult } from './backend';
 
 /** The backends by name. */
 const DRIVERS: Record<CompileOptions['backend'], CompileDriver> = { ort: ortDriver, qaic: qaicDriver };
+
+/**
+ * What each backend makes of the options before anything is read, as plain data: the options
+ * the fingerprint covers, weights needed, prepared required. A table here, not a call into the
+ * backend: a few lines of mapping are not worth a step of the flow.
+ */
+const PROFILES: Record<CompileOptions['backend'], (opts: CompileOptions) => DriverProfile> = {
+  ort: (opts) => ({
+    options: { links: !!opts.links, keepNames: !!opts.keepNames },
+    preparedInOptions: false,
+    needsWeights: true,
+    requiresPrepared: true,
+  }),
+  // The real --prepared folder joins the options as `prepared` (after `qaic`, as before).
+  qaic: (opts) => ({
+    options: { qaic: opts.qaic ?? {} },
+    preparedInOptions: !!opts.prepared,
+    needsWeights: !opts.dryRun,
+    requiresPrepared: !!opts.prepared,
+  }),
+};
 
 /** Compiles `exportDir` (see the module comment). */
 export async function compile(exportDir: string, opts: CompileOptions): Promise<CompileResult> {
@@ -48,7 +69,7 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   const log = opts.log ?? (() => undefined);
   const driver = DRIVERS[opts.backend];
   // 1. What the backend makes of the options, as data.
-  const profile = driver.profile(opts);
+  const profile = PROFILES[opts.backend](opts);
   const request: CompileRequest = {
     backend: opts.backend,
     prepared: opts.prepared,

@@ -39,7 +39,7 @@
  */
 import path from 'node:path';
 import { UsageError } from '../errors';
-import { RETAINED } from '../export/exporter/graph-interface';
+import { RETAINED } from '../artifacts/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
 
 /** QEfficient's `constants.COMPILER`. */
@@ -321,6 +321,8 @@ export function customIoYaml(entries: [string, string][]): string {
 /** Everything needed to run (or print) one qaic-compile. */
 export interface QaicPlan {
   command: string[];
+  /** {@link shellLine} of `command`: what a log line or an error prints. */
+  commandLine: string;
   compileDir: string;
   qpcDir: string;
   specializationsFile?: string;
@@ -358,6 +360,33 @@ export function mergeExtraOptions(options: [string, OptionValue][], opts: QaicOp
     else options.push([k, v]);
   }
   return { hw, warnings };
+}
+
+/** The flags that size the image (refused for a text model: a flag is never accepted and ignored). */
+export function imageFlagsGiven(opts: QaicOptions): string[] {
+  return [
+    ...(opts.imgHeight !== undefined ? ['--img-height'] : []),
+    ...(opts.imgWidth !== undefined ? ['--img-width'] : []),
+    ...(opts.imgSize !== undefined ? ['--img-size'] : []),
+  ];
+}
+
+/**
+ * The plan of a text export's graph, as data: {@link buildQaicPlan}, after refusing the flags
+ * that size an image (`exportDir` names the export in that error). One call from the backend.
+ */
+export function planTextGraph(
+  exportDir: string,
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  const img = imageFlagsGiven(opts);
+  if (img.length)
+    throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${exportDir} is a text model`);
+  return buildQaicPlan(onnxPath, compileDir, opts, g, compiler);
 }
 
 /**
@@ -423,6 +452,7 @@ export function qaicPlan(p: {
   command.push(`-aic-binary-dir=${qpcDir}`);
   return {
     command,
+    commandLine: shellLine(command),
     compileDir: p.compileDir,
     qpcDir,
     specializationsFile,
@@ -432,6 +462,39 @@ export function qaicPlan(p: {
     hashedParamsText: hashedCompileParams(command, p.specs, p.customIo),
     warnings: p.warnings,
   };
+}
+
+/**
+ * The plan of a graph whose rules live elsewhere (a VLM graph, qaic-vlm.ts), from its parts in
+ * one call: the `--qaic-option` words merged into `options` ({@link mergeExtraOptions}), the
+ * specializations named (`module` for every entry, as `specialization_module_name` does, else
+ * {@link specializationName}; repeats made unique) into `create_json`'s layout, then
+ * {@link qaicPlan}.
+ */
+export function planFromParts(p: {
+  compiler: string;
+  onnxPath: string;
+  compileDir: string;
+  opts: QaicOptions;
+  options: [string, OptionValue][];
+  specs: (readonly [string, number | string][])[];
+  module: string | undefined;
+  customIo: [string, string][];
+}): QaicPlan {
+  const { hw, warnings } = mergeExtraOptions(p.options, p.opts);
+  const names = uniqueNames(
+    p.specs.map(
+      (s, i) =>
+        p.module ??
+        specializationName(
+          s.map(([k, v]) => [k, Number(v)]),
+          i,
+        ),
+    ),
+  );
+  const named = p.specs.map((s, i) => ({ name: names[i], symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
+  const specializationsText = pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
+  return qaicPlan({ ...p, hw, specializationsText, warnings });
 }
 
 /**

@@ -68,9 +68,12 @@ export const VLM_DEFAULT_CTX_LEN = 4096;
 export const QWEN_VL_DEFAULT_HEIGHT = 354;
 export const QWEN_VL_DEFAULT_WIDTH = 536;
 
+/** The default prefill length of each family's `get_specializations` (a table: the planner reads it, no call). */
+export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = { gemma3: 32, qwen3_vl: 128, qwen2_5_vl: 128 };
+
 /** The default prefill length of each family's `get_specializations`. */
 export function vlmDefaultPrefill(family: VlmFamily): number {
-  return family === 'gemma3' ? 32 : 128;
+  return VLM_DEFAULT_PREFILL[family];
 }
 
 /**

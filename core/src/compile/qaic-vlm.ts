@@ -24,18 +24,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, UsageError } from '../errors';
-import { RETAINED } from '../export/exporter/graph-interface';
+import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readRegularFileSync } from '../paths';
-import { pyJsonDumps } from '../spec/py-json';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
 import {
   DEFAULT_AIC_NUM_CORES,
   QAIC_COMPILER,
-  mergeExtraOptions,
-  qaicPlan,
-  specializationName,
-  uniqueNames,
+  planFromParts,
   type GraphShapeFacts,
   type OptionValue,
   type QaicOptions,
@@ -43,21 +39,12 @@ import {
 } from './qaic-command';
 import {
   VLM_DEFAULT_CTX_LEN,
-  vlmDefaultPrefill,
+  VLM_DEFAULT_PREFILL,
   vlmSpecializations,
   type VlmFamily,
   type VlmModelFacts,
   type VlmSpecialization,
 } from './qaic-vlm-specs';
-
-/** The flags that size the image (refused for a text model: a flag is never accepted and ignored). */
-export function imageFlagsGiven(opts: QaicOptions): string[] {
-  return [
-    ...(opts.imgHeight !== undefined ? ['--img-height'] : []),
-    ...(opts.imgWidth !== undefined ? ['--img-width'] : []),
-    ...(opts.imgSize !== undefined ? ['--img-size'] : []),
-  ];
-}
 
 const FAMILY: Record<string, VlmFamily> = { qwen3_vl_moe: 'qwen3_vl', qwen3_vl: 'qwen3_vl', qwen2_5_vl: 'qwen2_5_vl', gemma3: 'gemma3' };
 
@@ -151,22 +138,6 @@ function checkAgainstGraph(m: WireModel, specs: VlmSpecialization[], onnx: strin
   }
 }
 
-/** specializations.json: `{name, symbols}` entries (`Vision` for the vision graph), `create_json`'s layout. */
-function namedJson(specs: VlmSpecialization[], module: string | undefined): string {
-  const names = uniqueNames(
-    specs.map(
-      (s, i) =>
-        module ??
-        specializationName(
-          s.map(([k, v]) => [k, Number(v)]),
-          i,
-        ),
-    ),
-  );
-  const named = specs.map((s, i) => ({ name: names[i], symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
-  return pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
-}
-
 /** Builds the qaic-compile plan of one graph of a VLM export (see the module comment). */
 export function buildVlmQaicPlan(
   onnxPath: string,
@@ -186,7 +157,7 @@ export function buildVlmQaicPlan(
   const fbs = opts.fullBatchSize ?? (g.continuousBatching ? g.cacheBatch : undefined);
   if (role === 'language' && g.continuousBatching && fbs === undefined)
     throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-  const prefill = opts.prefillSeqLen ?? (g.seqLen === 1 ? 1 : vlmDefaultPrefill(facts.family));
+  const prefill = opts.prefillSeqLen ?? (g.seqLen === 1 ? 1 : VLM_DEFAULT_PREFILL[facts.family]);
   const sizes = {
     batchSize: opts.batchSize ?? g.batch ?? 1,
     prefillSeqLen: prefill,
@@ -220,8 +191,32 @@ export function buildVlmQaicPlan(
     ['mxfp6_matmul', role === 'language' ? (opts.mxfp6Matmul ?? false) : false],
     ['aic_num_cores', opts.numCores ?? DEFAULT_AIC_NUM_CORES],
   );
-  const { hw, warnings } = mergeExtraOptions(options, opts);
   const customIo = role === 'vision' ? visionCustomIo(m) : langCustomIo(m, opts.mxint8KvCache ?? false);
-  const specializationsText = namedJson(specs, role === 'vision' ? 'Vision' : undefined);
-  return qaicPlan({ compiler, hw, onnxPath, options, compileDir, specs, specializationsText, customIo, warnings });
+  // one call for the shared rules: options merged, entries named (`Vision` for the vision graph), the plan
+  return planFromParts({
+    compiler,
+    onnxPath,
+    compileDir,
+    opts,
+    options,
+    specs,
+    module: role === 'vision' ? 'Vision' : undefined,
+    customIo,
+  });
+}
+
+/**
+ * The plan of one graph of a VLM export, as data, in one call: the model facts read from
+ * `vlm.json` ({@link vlmModelFacts}) and {@link buildVlmQaicPlan}.
+ */
+export function planVlmGraph(
+  graphDir: string,
+  onnxPath: string,
+  compileDir: string,
+  opts: QaicOptions,
+  m: WireModel,
+  g: GraphShapeFacts,
+  compiler: string = QAIC_COMPILER[0],
+): QaicPlan {
+  return buildVlmQaicPlan(onnxPath, compileDir, opts, m, g, vlmModelFacts(graphDir, g.vlmRole!), compiler);
 }

@@ -1,28 +1,30 @@
 /**
- * qaic backend: embeds the spec in the ONNX metadata (`com.qti.aisw.extdata`, how the QAIC
- * compiler finds the weights), writes specializations.json and custom_io.yaml beside the
- * binary directory and runs qaic-compile with QEfficient's command line (qaic-command.ts).
+ * The qaic backend (its `CompileDriver`, {@link qaicDriver}): embeds the spec in the ONNX
+ * metadata (`com.qti.aisw.extdata`, how the QAIC compiler finds the weights), writes
+ * specializations.json and custom_io.yaml beside the binary directory and runs qaic-compile with
+ * QEfficient's command line, or prints it in a dry run.
+ *
+ * The build is flat: one call reads the graph interface as data (graph-interface.ts
+ * `graphStates`), one call to a pure planner returns the whole plan as data, argv and file
+ * texts (qaic-command.ts `planTextGraph`, or qaic-vlm.ts `planVlmGraph` for a VLM's graph);
+ * then this module writes the files and runs the compiler. Nothing here calls back into an
+ * earlier module (core/test/compile-visits.test.ts counts the visits).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PipelineError, UsageError } from '../errors';
+import { PipelineError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { ctxState, statesOfGraph } from '../export/exporter/graph-interface';
+import { graphStates } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
-import {
-  buildQaicPlan,
-  hwVersionFromQaicUtil,
-  QAIC_COMPILER,
-  shellLine,
-  type GraphShapeFacts,
-  type QaicOptions,
-  type QaicPlan,
-} from './qaic-command';
-import { buildVlmQaicPlan, imageFlagsGiven, vlmModelFacts } from './qaic-vlm';
+import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
+import { planVlmGraph } from './qaic-vlm';
+import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
+import { artifactExists } from '../artifacts/compile-artifact';
+import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
 
 /** The compiler binary: `WEIGHT_SPEC_QAIC_COMPILE` overrides QEfficient's path (other SDK locations, tests). */
 export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -45,8 +47,7 @@ export function detectAicHwVersion(env: NodeJS.ProcessEnv = process.env): string
 
 /** Facts about the graph that shape the specializations and the custom IO. */
 export function graphFacts(m: WireModel): GraphShapeFacts {
-  const states = statesOfGraph(m.inputs, m.metadata);
-  const pk = ctxState(states);
+  const { states, ctx: pk } = graphStates(m.inputs, m.metadata);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   return {
@@ -97,14 +98,10 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
   const g = graphFacts(m);
   // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
-  if (g.vlmRole) {
-    const facts = vlmModelFacts(inp.exportDir, g.vlmRole);
-    return { plan: buildVlmQaicPlan(onnx, compileDir, withHw, m, g, facts, qaicCompilerPath(env)), onnx, onnxBytes };
-  }
-  const img = imageFlagsGiven(opts);
-  if (img.length)
-    throw new UsageError(`compile: ${img.join('/')} size the image of a vision-language export; ${inp.exportDir} is a text model`);
-  return { plan: buildQaicPlan(onnx, compileDir, withHw, g, qaicCompilerPath(env)), onnx, onnxBytes };
+  const plan = g.vlmRole
+    ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
+    : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
+  return { plan, onnx, onnxBytes };
 }
 
 function isExecutable(file: string): boolean {
@@ -120,9 +117,9 @@ function isExecutable(file: string): boolean {
 export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: (line: string) => void = () => undefined): Promise<void> {
   const bin = job.plan.command[0]!;
   if (!isExecutable(bin)) {
-    throw new PipelineError(`qaic-compile not found at ${bin} (QAIC SDK not installed); would run: ${shellLine(job.plan.command)}`);
+    throw new PipelineError(`qaic-compile not found at ${bin} (QAIC SDK not installed); would run: ${job.plan.commandLine}`);
   }
-  log(`compile: running ${shellLine(job.plan.command)}`);
+  log(`compile: running ${job.plan.commandLine}`);
   if (job.onnxBytes) await atomicWriteFile(job.onnx, job.onnxBytes);
   fs.mkdirSync(job.plan.compileDir, { recursive: true });
   // QEfficient removes a binary directory without programqpc.bin (a failed earlier run) and starts over.
@@ -136,10 +133,47 @@ export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: 
     child.on('error', reject);
     child.on('close', (c) => resolve(c ?? 1));
   });
-  if (code !== 0) throw new PipelineError(`qaic-compile exited with code ${code}; command: ${shellLine(job.plan.command)}`);
+  if (code !== 0) throw new PipelineError(`qaic-compile exited with code ${code}; command: ${job.plan.commandLine}`);
   if (!fs.existsSync(path.join(job.plan.qpcDir, 'programqpc.bin'))) {
     throw new PipelineError(`qaic-compile finished but wrote no ${path.join(job.plan.qpcDir, 'programqpc.bin')}`);
   }
   // _compile dumps the hashed parameters after the compiler succeeded
   await atomicWriteFile(job.plan.hashedParamsFile, job.plan.hashedParamsText);
 }
+
+/** Plans (and unless a dry run, runs) one qaic compile: the driver's build. */
+async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
+  const { inputs, loc, fingerprint: fp, prev, opts, log } = j;
+  const inp = inputs.export;
+  const stamps = inputs.stamps;
+  const job = planQaic(inp, opts.prepared ? loc : undefined, opts.qaic ?? {}, fp.value, opts.env);
+  const record: CompileRecord = {
+    version: 1,
+    backend: 'qaic',
+    fingerprint: fp.value,
+    inputs: fp.parts,
+    artifacts: { qpc: job.plan.qpcDir, compileDir: job.plan.compileDir, onnx: job.onnx },
+    prepared: loc?.dir,
+    command: job.plan.command,
+    stamps,
+    createdAt: new Date().toISOString(),
+  };
+  for (const w of job.plan.warnings) log(w);
+  const files = [
+    ...(job.plan.specializationsFile ? [{ path: job.plan.specializationsFile, text: job.plan.specializationsText! }] : []),
+    ...(job.plan.customIoFile ? [{ path: job.plan.customIoFile, text: job.plan.customIoText! }] : []),
+  ];
+  if (opts.dryRun) return { record, upToDate: false, command: job.plan.command, files, dryRun: true };
+  if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactExists(prev)) {
+    return { record: prev, upToDate: true, command: prev.command };
+  }
+  await runQaic(job, opts.stderr ?? process.stderr, log);
+  await writeCompileRecord(inp.exportDir, record);
+  return { record, upToDate: false, command: job.plan.command };
+}
+
+/** The qaic backend. */
+export const qaicDriver: CompileDriver = {
+  name: 'qaic',
+  build: compileQaic,
+};
