@@ -1,5 +1,5 @@
 /**
- * The graph-interface descriptor (`core/src/export/exporter/graph-interface.ts`, issue #29): the
+ * The graph-interface descriptor (`core/src/artifacts/graph-interface.ts`, issue #29): the
  * runtime inputs and state tensors of a graph with their retained outputs, dims and dtypes, as
  * data from the ArchSpec. It expresses today's per-layer KV, K and V of different head dims
  * (MLA per head), other per-layer state names (MLA's compressed cache) and states without
@@ -14,7 +14,7 @@ import { RUNTIME_INPUT } from '../src/check/check-onnx';
 import { checkGraph } from '../src/export/exporter/check-graph';
 import { buildCausalLM } from '../src/export/exporter/decoder';
 import { archFromConfig } from '../src/export/families/arch-from-config';
-import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/export/exporter/graph-interface';
+import { ctxState, decoderInterface, stateDims, statesOfGraph, type StateDecl } from '../src/artifacts/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { encodeBuiltModel } from '../src/export/exporter/encode';
 import { SYNTHETIC_CONFIGS } from './graph-random';

@@ -33,7 +33,7 @@ import { graphFacts } from '../src/compile/qaic';
 import { buildQaicPlan } from '../src/compile/qaic-command';
 import * as ort from 'onnxruntime-node';
 import { archFromConfig, buildCausalLM, checkGraph } from '../src/export/exporter';
-import { stateDims, statesOfGraph, WINDOW_CACHE_METADATA } from '../src/export/exporter/graph-interface';
+import { stateDims, statesOfGraph, WINDOW_CACHE_METADATA } from '../src/artifacts/graph-interface';
 import { parseWireModel } from '../src/formats/onnx/wire-model';
 import { cliInProcess, cliStdout } from '../../test/support/cli';
 import { describeFixtures, fixturesDir, float16Tolerance, type FixtureRef } from '../../test/support/fixtures';

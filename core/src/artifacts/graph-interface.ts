@@ -14,8 +14,7 @@
  * No graph code here (the server and the runner import it without the builder). It sits in
  * `artifacts/` because it is the format of the tool's own graphs (input and output names, dims,
  * the window-ring metadata key), read by every floor above: export writes it, run, check,
- * compile and the server read it back ({@link graphStates}). `export/exporter/graph-interface.ts`
- * re-exports it for the exporter's side.
+ * compile and the server read it back ({@link graphStates}).
  */
 import { PipelineError } from '../errors';
 import { SAMPLER_STATES } from './graph-metadata';

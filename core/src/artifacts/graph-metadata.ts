@@ -25,7 +25,7 @@ export function cclFromMetadata(metadata: readonly { key: string; value: string 
 
 /**
  * The sampler's state inputs (QEfficient's penalty buffers, `[cache batch, vocab]` bool), each
- * retained like a cache: the names here, the descriptor in export/exporter/graph-interface.ts
+ * retained like a cache: the names here, the descriptor in artifacts/graph-interface.ts
  * (`samplerStates`), which the decoder, the sampler block and `run` read.
  */
 export const SAMPLER_STATES = ['past_repetition_penalty_buffer', 'past_presence_penalty_buffer'] as const;

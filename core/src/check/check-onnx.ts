@@ -12,7 +12,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import type { OnnxSummary } from '../formats/onnx';
-import { isStateInput } from '../export/exporter/graph-interface';
+import { isStateInput } from '../artifacts/graph-interface';
 import { SPEC_METADATA_KEY } from '../spec/types';
 import { specMetadataValue } from '../spec/write';
 import { report, type CheckContext } from './context';

@@ -17,7 +17,7 @@
  * with the same semantics.
  */
 import { PipelineError } from '../errors';
-import { ctxState, RETAINED, stateDims, statesOfGraph } from '../export/exporter/graph-interface';
+import { ctxState, RETAINED, stateDims, statesOfGraph } from '../artifacts/graph-interface';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';

@@ -4,7 +4,7 @@
  * file is just "which HF fields and key names mean what".
  */
 
-import type { StateDecl } from '../exporter/graph-interface';
+import type { StateDecl } from '../../artifacts/graph-interface';
 import { moeWeightInputs, type MoeWeights } from './moe-weights';
 
 /** A linear layer: weight key, optional bias key, and how the weight is stored. */

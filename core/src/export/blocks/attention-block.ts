@@ -6,7 +6,7 @@
  */
 import type { ArchSpec, LayerSpec } from './arch';
 import type { WindowContext } from './attention-window';
-import type { StateKind } from '../exporter/graph-interface';
+import type { StateKind } from '../../artifacts/graph-interface';
 import type { Ctx } from './ops';
 import type { RopeTables } from './rope';
 

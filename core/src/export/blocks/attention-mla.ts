@@ -25,7 +25,7 @@ import type { CacheContext } from './attention-block';
 import { norm } from './norms';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { applyRope, type RopeTables } from './rope';
-import type { StateKind } from '../exporter/graph-interface';
+import type { StateKind } from '../../artifacts/graph-interface';
 import type { AttentionBlock } from './attention-block';
 
 /**

@@ -22,7 +22,7 @@ import { norm } from './norms';
 import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
 import { windowContext, windowReadWrite, type WindowContext } from './attention-window';
 import type { AttentionBlock, CacheContext, StateValues } from './attention-block';
-import type { StateKind } from '../exporter/graph-interface';
+import type { StateKind } from '../../artifacts/graph-interface';
 
 /**
  * Builds the scatter indices and the attention mask from `position_ids` and the cache shape.

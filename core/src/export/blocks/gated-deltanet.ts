@@ -31,9 +31,9 @@
 import { convDim, type GatedDeltaNetSpec, type LinearSpec } from './arch';
 import type { CacheContext } from './attention-block';
 import type { Dim } from '../exporter/builder';
-import type { StateDecl } from '../exporter/graph-interface';
+import type { StateDecl } from '../../artifacts/graph-interface';
 import type { AttentionBlock } from './attention-block';
-import type { Phase } from '../exporter/graph-interface';
+import type { Phase } from '../../artifacts/graph-interface';
 import { cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { TensorDataType } from '../../formats/onnx/types';
 

@@ -15,7 +15,7 @@ import { mlaBlock } from './attention-mla';
 import { gatedDeltaNetBlock } from './gated-deltanet';
 import type { GraphBuilder } from '../exporter/builder';
 import type { DtypeName } from '../../formats/dtype';
-import { ctxState, type RuntimeInput, type StateTensor } from '../exporter/graph-interface';
+import { ctxState, type RuntimeInput, type StateTensor } from '../../artifacts/graph-interface';
 import type { AttentionBlock, StateValues } from './attention-block';
 export type { AttentionBlock, StateValues } from './attention-block';
 

@@ -26,7 +26,7 @@
  * here a padded token adds 0 through `ScatterElements(reduction='add')`, which runs everywhere.
  */
 import type { Dim } from '../exporter/builder';
-import { samplerStates, type SamplerStateName, type SamplerStateTensor } from '../exporter/graph-interface';
+import { samplerStates, type SamplerStateName, type SamplerStateTensor } from '../../artifacts/graph-interface';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 
 /** `export --sampler` options (QEfficient's `qaic_config` keys `max_top_k_ids`, `return_pdfs`). */

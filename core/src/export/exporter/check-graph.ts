@@ -6,7 +6,7 @@
  * `conv_state.{i}`, …) carried by a `_RetainedState` output declared exactly like it.
  */
 import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
-import { isStateInput, RETAINED } from './graph-interface';
+import { isStateInput, RETAINED } from '../../artifacts/graph-interface';
 
 /** One structural finding. */
 export interface GraphProblem {

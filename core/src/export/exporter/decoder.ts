@@ -21,7 +21,7 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
-import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from './graph-interface';
+import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -33,8 +33,8 @@ import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata
 import { TensorDataType } from '../../formats/onnx/types';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
-export type { Phase } from './graph-interface';
-import type { Phase } from './graph-interface';
+export type { Phase } from '../../artifacts/graph-interface';
+import type { Phase } from '../../artifacts/graph-interface';
 
 /** Graph options. */
 export interface GraphOptions {

@@ -13,7 +13,7 @@ import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type Exp
 import type { ArchSpec } from '../blocks/arch';
 import { OPSETS, type ModelObj } from './builder';
 import { checkGraph } from './check-graph';
-import { isStateInput, parseStateName, RETAINED } from './graph-interface';
+import { isStateInput, parseStateName, RETAINED } from '../../artifacts/graph-interface';
 import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from '../families/arch-from-config';

@@ -20,7 +20,7 @@ import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from '../b
 import { actOf, parseWith, refuse } from './config';
 import type { ArchOptions, FamilyRow } from './row';
 import { gatedMlp, sigmoidGroupMoe } from './moe-common';
-import type { StateDecl } from '../exporter/graph-interface';
+import type { StateDecl } from '../../artifacts/graph-interface';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 const int = z.number().int().positive();

@@ -21,7 +21,7 @@ import type { CacheContext } from '../blocks/attention-block';
 import { groupMask, type WindowContext } from '../blocks/attention-window';
 import type { ModelObj } from '../exporter/builder';
 import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
-import { archStates, windowCacheMetadata } from '../exporter/graph-interface';
+import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import { reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';

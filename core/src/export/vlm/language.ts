@@ -14,7 +14,7 @@
  */
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
-import { archStates } from '../exporter/graph-interface';
+import { archStates } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import type { ModelObj } from '../exporter/builder';
 import { decoderFrame, decoderLayers, lastPositionLogits } from '../exporter/decoder';

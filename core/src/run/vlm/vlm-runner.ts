@@ -5,7 +5,7 @@
  * {@link getRopeIndex} (rows 1–3; row 0 is the cache position), one prefill of the prompt with
  * the vision outputs, then greedy decode at cache position p with MRoPE position p + delta.
  */
-import { ctxState, stateDims, statesOfGraph } from '../../export/exporter/graph-interface';
+import { ctxState, stateDims, statesOfGraph } from '../../artifacts/graph-interface';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
