@@ -33,7 +33,7 @@ const nodeGlobals = Object.fromEntries(
  * Tests make temp directories only through `tempDirs()` (test/support/temp.ts), which removes
  * them after the file; a hand-made `mkdtemp` + `rmSync` leaks whenever the test fails before
  * its cleanup (issue #15.8), and vitest's temp-guard then fails the whole run. Checked by
- * core/test/temp-hygiene.test.ts.
+ * core/test/architecture/temp-hygiene.test.ts.
  */
 const tempRestrictions = [
   ...['mkdtemp', 'mkdtempSync', 'tmpdir'].flatMap((name) =>

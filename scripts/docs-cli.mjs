@@ -1,5 +1,5 @@
 // `npm run docs:cli`: regenerates the marked regions of docs/CLI.md from the CLI's own command
-// tables (core/src/cli/docs.ts). core/test/cli-docs.test.ts fails when the committed file drifts.
+// tables (core/src/cli/docs.ts). core/test/cli/cli-docs.test.ts fails when the committed file drifts.
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Long fuzz campaign: runs the seeded fuzz tests (core/test/fuzz-*.test.ts) with a larger
+// Long fuzz campaign: runs the seeded fuzz tests (core/test/fuzz/fuzz-*.test.ts) with a larger
 // budget and a fresh seed, then prints cases run / failures per campaign and in total.
 //   node scripts/fuzz.mjs [--scale N (default 20)] [--seed S (default: time-based)]
 // Reproduce a failure with the printed seed: node scripts/fuzz.mjs --seed S --scale N
@@ -21,7 +21,7 @@ fs.writeFileSync(report, '');
 console.log(`weight-spec fuzz: scale ${scale}, seed ${seed}`);
 const t0 = Date.now();
 const vitest = path.join('node_modules', 'vitest', 'vitest.mjs');
-const run = spawnSync(process.execPath, [vitest, 'run', 'core/test/fuzz-', '--testTimeout', '3600000', '--reporter', 'dot'], {
+const run = spawnSync(process.execPath, [vitest, 'run', 'core/test/fuzz/fuzz-', '--testTimeout', '3600000', '--reporter', 'dot'], {
   stdio: ['ignore', 'inherit', 'inherit'],
   env: { ...process.env, FUZZ_SCALE: String(scale), FUZZ_SEED: String(seed), FUZZ_REPORT: report },
 });

@@ -3,7 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { safetensorsBytes, tempDir } from '../../core/test/check-helpers';
+import { safetensorsBytes, tempDir } from '../../core/test/support/check-helpers';
 import { positionOf, startInMemory, type TestClient } from './harness';
 import { makeWorkspace } from './workspace';
 

@@ -8,7 +8,7 @@ import { cpSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hover } from 'vscode-languageserver-protocol';
-import { tempDir } from '../../core/test/check-helpers';
+import { tempDir } from '../../core/test/support/check-helpers';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { positionOf, startInMemory, type TestClient } from './harness';
 import { bundleServer } from './support';

@@ -6,7 +6,7 @@ import { appendFileSync, cpSync, readFileSync, utimesSync, writeFileSync } from 
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CodeLens } from 'vscode-languageserver-protocol';
-import { tempDir } from '../../core/test/check-helpers';
+import { tempDir } from '../../core/test/support/check-helpers';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
 import { startInMemory, type TestClient } from './harness';
 import { bundleServer } from './support';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeLens, CompletionList, Hover } from 'vscode-languageserver-protocol';
-import { writeTensors } from '../../core/test/check-helpers';
+import { writeTensors } from '../../core/test/support/check-helpers';
 import { applyEdits, positionOf, startInMemory, textOf, type TestClient } from './harness';
 import { makeWorkspace, openWorkspace } from './workspace';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Diagnostic } from 'vscode-languageserver-protocol';
-import { ELEM, onnxBytes, writeTensors } from '../../core/test/check-helpers';
+import { ELEM, onnxBytes, writeTensors } from '../../core/test/support/check-helpers';
 import { FsWatchers, missedByClient, watchTargets } from '../src/fs-watch';
 import { startInMemory, type TestClient } from './harness';
 import { tempDirs } from '../../test/support/temp';

@@ -11,7 +11,7 @@ import type { Diagnostic, Hover } from 'vscode-languageserver-protocol';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { writeSafetensors } from '../../core/src/formats/safetensors';
 import { runPrepare } from '../../core/src/prepare';
-import { tempDir, writeTensors } from '../../core/test/check-helpers';
+import { tempDir, writeTensors } from '../../core/test/support/check-helpers';
 import { positionOf, startInMemory, textOf, type TestClient } from './harness';
 
 function checkpoint(dir: string, quant: Record<string, unknown>): void {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { twoFileCheckpoint } from '../../core/test/check-helpers';
+import { twoFileCheckpoint } from '../../core/test/support/check-helpers';
 import { tempDirs } from '../../test/support/temp';
 import { startInMemory } from './harness';
 

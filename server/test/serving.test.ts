@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hover } from 'vscode-languageserver-protocol';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
-import { SYNTHETIC_CONFIGS } from '../../core/test/graph-random';
+import { SYNTHETIC_CONFIGS } from '../../core/test/support/graph-random';
 import { positionOf, startInMemory, type TestClient } from './harness';
 
 const tmp = tempDirs('ws-lsp-serving-');

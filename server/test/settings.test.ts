@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
-import { twoFileCheckpoint } from '../../core/test/check-helpers';
+import { twoFileCheckpoint } from '../../core/test/support/check-helpers';
 import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 import { startInMemory, type TestClient } from './harness';

@@ -2,7 +2,7 @@
 // inputs match them, and a v5 spec — valid as written; tests edit it into faulty states.
 import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ELEM, onnxBytes, tempDir, twoFileCheckpoint, type TestValue, type TwoFileSpec } from '../../core/test/check-helpers';
+import { ELEM, onnxBytes, tempDir, twoFileCheckpoint, type TestValue, type TwoFileSpec } from '../../core/test/support/check-helpers';
 import { startInMemory, type TestClient } from './harness';
 
 export type SpecJson = TwoFileSpec;

@@ -71,8 +71,8 @@ export const LEGACY_FAMILIES = [
  * max |Δlogit| allowed for a float16 graph against a fixture's fp32 reference. 2e-2, except
  * gemma2, whose fixture drives q/k to |x| ≈ 13 and the residual stream to ≈ 16: a float16
  * forward rounded where HF's would be (an independent numpy emulation of modeling_gemma2.py,
- * core/test/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json; and grok1,
- * whose float16 emulation (core/test/grok1-float16-bound.test.ts) is ≈ 0.021 off.
+ * core/test/graph/gemma2-float16-bound.test.ts) is itself ≈ 0.065 off reference.json; and grok1,
+ * whose float16 emulation (core/test/graph/grok1-float16-bound.test.ts) is ≈ 0.021 off.
  */
 export function float16Tolerance(family: string): number {
   return family === 'gemma2' ? 8e-2 : family === 'grok1' ? 3e-2 : 2e-2;
@@ -108,7 +108,7 @@ export type FixturePath = 'config' | 'onnx';
 
 /**
  * The one place that names fixture families not built yet: folder → the issue that builds it
- * and the paths that do not work today. `core/test/fixture-coverage.test.ts` reads it: every
+ * and the paths that do not work today. `core/test/architecture/fixture-coverage.test.ts` reads it: every
  * folder is built or pending, each pending path is shown to still fail (a family that starts
  * working must leave this list), and the pending families are printed on every run — never
  * skipped silently.
@@ -126,7 +126,7 @@ export const VLM_FOLDERS = ['qwen2_5_vl', 'gemma3_vlm', 'qwen3_vl_moe'] as const
 /**
  * Fixture folders holding a single `legacy.onnx`: every folder but the VLMs (which ship
  * vision/decoder legacy graphs instead) and gpt_oss (a checkpoint and its expected dequant only).
- * core/test/fixture-coverage.test.ts checks this against the folders on disk.
+ * core/test/architecture/fixture-coverage.test.ts checks this against the folders on disk.
  */
 export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
   (f): f is Exclude<(typeof FIXTURE_FOLDERS)[number], (typeof VLM_FOLDERS)[number] | 'gpt_oss'> =>
@@ -135,7 +135,7 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
 
 /**
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
- * its own suites (core/test/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
+ * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
 export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
 

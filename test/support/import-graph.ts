@@ -1,7 +1,7 @@
 /**
  * The relative imports of `core/src`, `server/src` and `client/src`, read with TypeScript's own
- * parser: what core/test/import-cycles.test.ts (no cycle), core/test/layers.test.ts (no import
- * down from a lower floor to a higher one) and core/test/architecture-doc.test.ts (the arrows
+ * parser: what core/test/architecture/import-cycles.test.ts (no cycle), core/test/architecture/layers.test.ts (no import
+ * down from a lower floor to a higher one) and core/test/architecture/architecture-doc.test.ts (the arrows
  * docs/ARCHITECTURE.md states) check. FLOORS is the layering, in one place.
  */
 import fs from 'node:fs';

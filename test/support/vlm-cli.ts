@@ -1,5 +1,5 @@
 /**
- * What the VLM end-to-end CLI tests (core/test/vlm-cli, vlm-qwen2-5-cli, vlm-gemma3-cli) do
+ * What the VLM end-to-end CLI tests (core/test/vlm/vlm-cli, vlm-qwen2-5-cli, vlm-gemma3-cli) do
  * alike: run the CLI in this process in their work folder, open a compiled graph, write the
  * fixture's image as a PNG, and the checks every VLM family makes the same way (float16 and
  * continuous-batching exports give generated_ids, bad configs are refused with one line,

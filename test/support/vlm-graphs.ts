@@ -1,5 +1,5 @@
 /**
- * What the VLM graph tests (core/test/vlm-vision, vlm-language, vlm-gemma3-vision,
+ * What the VLM graph tests (core/test/vlm/vlm-vision, vlm-language, vlm-gemma3-vision,
  * vlm-gemma3-language, vlm-legacy) do alike: read a fixture's config and reference, run a built
  * graph in ONNX Runtime with the fixture checkpoint's weights fed as inputs, walk a language
  * graph through prefill and KV decode, and compare against the reference.

@@ -1,6 +1,6 @@
 /**
  * The vlm.json manifest of the qwen3_vl_moe fixture's shape (2 text layers of 64, token ids
- * 300–302), for tests of the VLM input readers (core/test/vlm-inputs, image-trust) that need
+ * 300–302), for tests of the VLM input readers (core/test/vlm/vlm-inputs, image-trust) that need
  * an export's manifest without exporting.
  */
 import path from 'node:path';

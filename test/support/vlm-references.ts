@@ -1,8 +1,8 @@
 /**
- * What core/test/vlm-two-images.test.ts checks the VLM runs against, independent of core/src:
+ * What core/test/vlm/vlm-two-images.test.ts checks the VLM runs against, independent of core/src:
  * a transcription of HF's Qwen2.5-VL get_rope_index (src/transformers/models/qwen2_5_vl/
  * modeling_qwen2_5_vl.py, commit 00b676f8f0489b88652a31d70751cc540dd06305), the numpy text
- * models in core/test/*_text_reference.py, and a probe that reads intermediate tensors (masks,
+ * models in core/test/support/*_text_reference.py, and a probe that reads intermediate tensors (masks,
  * picked vision rows) of a compiled language graph.
  */
 import { spawnSync } from 'node:child_process';
@@ -67,7 +67,9 @@ export function runPort(
 ): { logits: number[][]; generated: number[] } {
   const file = path.join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(inp));
-  const r = spawnSync(PYTHON, ['-B', path.join(REPO_ROOT, 'core', 'test', script), model, file, `${file}.out`], { encoding: 'utf8' });
+  const r = spawnSync(PYTHON, ['-B', path.join(REPO_ROOT, 'core', 'test', 'support', script), model, file, `${file}.out`], {
+    encoding: 'utf8',
+  });
   expect(r.stderr).toBe('');
   return JSON.parse(readFileSync(`${file}.out`, 'utf8')) as { logits: number[][]; generated: number[] };
 }

@@ -3,7 +3,7 @@
  * (each command's defineCommand: summary, synopsis, flags, details), so the document cannot
  * drift from `--help`. Only the regions between `<!-- generated:NAME -->` and
  * `<!-- /generated:NAME -->` are replaced; the prose around them (exit codes, problem codes,
- * progress) is hand-written. `npm run docs:cli` writes the file; core/test/cli-docs.test.ts
+ * progress) is hand-written. `npm run docs:cli` writes the file; core/test/cli/cli-docs.test.ts
  * fails when the committed file differs from what this renders.
  */
 import type { FlagDef } from './args';

@@ -7,7 +7,7 @@
  *
  * The flow reads once and decides once, in flat steps: each is one call into one module that
  * calls no other module of compile, prepare or run, and gets what the earlier steps read
- * (docs/ARCHITECTURE.md "Compile flow"; core/test/compile-visits.test.ts measures it):
+ * (docs/ARCHITECTURE.md "Compile flow"; core/test/compile/compile-visits.test.ts measures it):
  * the backend's profile (plain data, from PROFILES here), the read step (inputs.ts: compile.json, its stamps,
  * and unless they hold the graph, the spec, the manifest and the sentinel), `decide`
  * (decide.ts, pure), prepare's check of the folder (prepare/manifest.ts) and the backend's build.

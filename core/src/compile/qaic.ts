@@ -8,7 +8,7 @@
  * `graphStates`), one call to a pure planner returns the whole plan as data, argv and file
  * texts (qaic-command.ts `planTextGraph`, or qaic-vlm.ts `planVlmGraph` for a VLM's graph);
  * then this module writes the files and runs the compiler. Nothing here calls back into an
- * earlier module (core/test/compile-visits.test.ts counts the visits).
+ * earlier module (core/test/compile/compile-visits.test.ts counts the visits).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -6,7 +6,7 @@
  * prepared folder the spec names and deletes what `compile.json` names. Each such path must
  * lie inside the workspace roots or the export folder. The server refuses anything else with
  * the verdict's one line; the extension asks the user first ({@link outsideConfirmation}).
- * No `vscode` import: unit-tested in core/test/workspace-trust.test.ts.
+ * No `vscode` import: unit-tested in core/test/safety/workspace-trust.test.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -5,7 +5,7 @@
  * written, with one line naming `quant_method` and what is supported. `prepare`, `export`,
  * `check` and the language server all call {@link quantSchemeOf}, so they say the same.
  *
- * Facts (sources cited in core/test/prepare-fp8.test.ts):
+ * Facts (sources cited in core/test/prepare/prepare-fp8.test.ts):
  * - HF fine-grained FP8 (`quant_method: "fp8"`, `weight_block_size: [bR, bC]`, DeepSeek-V3,
  *   Qwen3-*-FP8): `W = float32(q) · weight_scale_inv[⌊i/bR⌋, ⌊j/bC⌋]`; without a block size
  *   HF's Fp8Dequantize uses one block per matrix.

@@ -6,7 +6,7 @@
  * write. It also carries the values of small integer tensors (`Shape` → `[batch_size,
  * seq_len]`, sliced, concatenated with constants), so a `Reshape` to a computed shape gets
  * its dims. An op it does not know, or a dim it cannot tell, is left unknown: the explorer
- * shows `?` or no label, never a wrong shape. core/test/shape-infer.test.ts holds every
+ * shows `?` or no label, never a wrong shape. core/test/view/shape-infer.test.ts holds every
  * result against ONNX's own shape inference.
  */
 import { dtypeOfOnnx } from '../formats/dtype';

@@ -120,7 +120,7 @@ describe('extension lifecycle and editor details', () => {
     const model = path.join(root, 'model');
     fs.mkdirSync(model, { recursive: true });
     for (const f of ['config.json', 'model.safetensors']) fs.copyFileSync(path.join(fx, f), path.join(model, f));
-    // As core/test/vlm-cli.test.ts: min_pixels below 16·16 keeps the fixture image's size.
+    // As core/test/vlm/vlm-cli.test.ts: min_pixels below 16·16 keeps the fixture image's size.
     fs.writeFileSync(
       path.join(model, 'preprocessor_config.json'),
       JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),

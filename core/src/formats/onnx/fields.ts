@@ -2,7 +2,7 @@
  * onnx.proto's field numbers: the one table for the code that walks or writes the protobuf wire
  * format itself (the summary walk, wire-model, the legacy reader and rewriter, the graph
  * encoder) and for the field names in its error text. Field names are onnx.proto's (snake_case);
- * `core/test/onnx-fields.test.ts` checks every number against the schema text in `schema.ts`.
+ * `core/test/onnx/onnx-fields.test.ts` checks every number against the schema text in `schema.ts`.
  */
 import { AttributeType } from './types';
 

@@ -15,7 +15,7 @@
  * number that is not a plain integer of at most 15 digits, a duplicate, a failed check — and
  * the caller then runs the general path, which gives the same result or the one FormatError
  * for it. So every malformed header keeps its message; this path only ever accepts a subset
- * of what the general path accepts (core/test/safetensors-fast.test.ts compares both).
+ * of what the general path accepts (core/test/safetensors/safetensors-fast.test.ts compares both).
  */
 import { isAscii, isUtf8 } from 'node:buffer';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';

@@ -1,0 +1,197 @@
+/**
+ * qaic-compile parity for the two graphs of a VLM export (issue 30 item 1, issue 33's
+ * "QEfficient's interface"): a recording `qaic-compile` (a shell script saving its argv and the
+ * files it is handed, one folder per graph) stands in for the compiler; what it received, and
+ * the `hashed_compile_params.json` beside each QPC, are compared with what QEfficient's rules
+ * produce — transcribed to Python in test/support/qeff-qaic-rules.ts from quic/efficient-transformers, reading the model's
+ * sizes from the fixture's own config.json:
+ *  - `QEfficient/transformers/models/modeling_auto.py` (commit 00074466158ecd8d7fd64c370ab8821214d8c540)
+ *    `QEFFAutoModelForImageTextToText` (dual QPC) `compile`: vision `_compile(specializations=
+ *    specs["vision"], specialization_module_name="Vision", convert_to_fp16=True,
+ *    mxfp6_matmul=constants.VISION_MXFP6_MATMUL, aic_num_cores, custom_io=custom_io_vision,
+ *    **compiler_options_vision)` with node_precision_info False; custom_io_vision = pixel_values +
+ *    each vision output; language `_compile(retained_state=True, …, mxfp6_matmul, aic_num_cores,
+ *    custom_io=custom_io_lang)`, custom_io_lang from `_add_retained_state_custom_io` (input, then
+ *    the `_RetainedState` output, fp16 for vision_embeds / deepstack_features, else the KV dtype);
+ *  - `qwen3_vl_moe/modeling_qwen3_vl_moe.py` (commit 02876f45360353d417c5a57eabf83bd6b274fef3),
+ *    `qwen2_5_vl/modeling_qwen2_5_vl.py` (commit 02cdf56d505bdc3cf033e515713360c6322021ea),
+ *    `gemma3/modeling_gemma3.py` (commit 00f00e10dea37470d285bd98e152814ed535f2d5):
+ *    `get_specializations`, `get_output_names(kv_offload=True)`;
+ *  - `smart_resize`: QwenLM/Qwen3-VL `qwen-vl-utils/src/qwen_vl_utils/vision_process.py` (commit
+ *    004d5e0a0d4514ce8945356ae8c969f4dc0080dc), as QEfficient's Qwen2.5-VL copy; Qwen3-VL's factor
+ *    `IMAGE_FACTOR_QWEN_3` and token bounds `IMAGE_MIN/MAX_TOKEN_NUM` are taken as 32, 4 and
+ *    16384 (qwen-vl-utils' values; QEfficient's constants.py holding them is not in the index);
+ *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
+ *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
+ * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
+ * vision graph names dim 1 of image_grid_thw `time`; QEfficient's fixes it at 1), and Gemma 3's
+ * language graph gets no `-node-precision-info` (QEfficient's `get_npi_file` knows only the
+ * published 4B/27B names).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { cliInProcess } from '../../../test/support/cli';
+import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { qeffVlmQaicCompile } from '../../../test/support/qeff-qaic-rules';
+import { recordingCompiler } from '../../../test/support/recording-compiler';
+import { tempDirs } from '../../../test/support/temp';
+
+const tmp = tempDirs('ws-qaic-vlm-');
+
+describeFixtures('qaic-compile parity of VLM exports through a recording compiler', () => {
+  let root = '';
+  let bin = '';
+  let record = '';
+  const run = (args: string[]) =>
+    cliInProcess(args, { cwd: root, env: { WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(root, 'none') } });
+  const ok = async (args: string[]) => {
+    const r = await run(args);
+    expect(r.code, r.stderr).toBe(0);
+    return r;
+  };
+
+  beforeAll(async () => {
+    root = tmp();
+    record = path.join(root, 'record');
+    bin = recordingCompiler(root, record, true);
+  });
+
+  const cases: { tag: string; fixture: string; family: string; exp?: string[]; comp: string[]; py: Record<string, unknown> }[] = [
+    {
+      // 80/32 and 112/32 end in .5: Python's round() goes to the even neighbour (64, 128)
+      tag: 'qwen3_vl_moe at 80x112, mxint8 KV, mxfp6 (language only)',
+      fixture: 'qwen3_vl_moe',
+      family: 'qwen3_vl_moe',
+      comp: ['--img-height', '80', '--img-width', '112', '--mxint8-kv-cache', '--mxfp6-matmul'],
+      py: { height: 80, width: 112, mxint8_kv_cache: true, mxfp6_matmul: true },
+    },
+    {
+      tag: 'qwen2_5_vl at 112x168, prefill 64, ctx 2048',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      comp: ['--img-height', '112', '--img-width', '168', '--prefill-seq-len', '64', '--ctx-len', '2048'],
+      py: { height: 112, width: 168, prefill_seq_len: 64, ctx_len: 2048 },
+    },
+    {
+      tag: 'qwen2_5_vl with continuous batching (full batch 2)',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--img-height', '112', '--img-width', '168'],
+      py: { height: 112, width: 168, continuous_batching: true, full_batch_size: 2 },
+    },
+    { tag: 'gemma3_vlm at its image_size', fixture: 'gemma3_vlm', family: 'gemma3', comp: [], py: {} },
+  ];
+
+  const exported = new Map<string, string>();
+  async function exportOf(fixture: string, exp: string[] = []): Promise<string> {
+    const key = [fixture, ...exp].join(' ');
+    if (exported.has(key)) return exported.get(key)!;
+    const model = path.join(root, fixture);
+    const fresh = !fs.existsSync(model);
+    if (fresh) fs.cpSync(path.join(fixturesDir(), fixture), model, { recursive: true });
+    const out = path.join(root, exp.length ? `export-${fixture}-cb` : `export-${fixture}`);
+    await ok(['export', '--config', model, '--out', out, ...exp]);
+    if (fresh) await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
+    exported.set(key, out);
+    return out;
+  }
+
+  for (const c of cases) {
+    it(`${c.tag}: argv, specializations.json, custom_io.yaml and hashed_compile_params.json of both graphs as QEfficient writes them`, async () => {
+      const out = await exportOf(c.fixture, c.exp);
+      const r = await ok(['compile', out, '--backend', 'qaic', ...c.comp]);
+      const dirs = [...(r.stderr + r.stdout).matchAll(/-aic-binary-dir=(\S+)\/qpc$/gm)].map((x) => x[1]!);
+      const dirOf = (g: string) => dirs.find((d) => path.basename(path.dirname(d)) === g)!;
+      const onnxOf = (g: string) => {
+        const argv = fs.readFileSync(path.join(record, g, 'argv'), 'utf8').split('\n');
+        return argv.find((a) => a.startsWith('-m='))!.slice(3);
+      };
+      // the ONNX handed over is the graph (model.onnx, or model.qaic.onnx with the spec embedded) in its own folder
+      for (const g of ['vision', 'language']) expect(path.dirname(onnxOf(g))).toBe(path.join(out, g));
+      const want = qeffVlmQaicCompile({
+        config: path.join(fixturesDir(), c.fixture, 'config.json'),
+        family: c.family,
+        height: null,
+        width: null,
+        img_size: null,
+        prefill_seq_len: null,
+        ctx_len: null,
+        mxint8_kv_cache: false,
+        mxfp6_matmul: false,
+        continuous_batching: false,
+        full_batch_size: null,
+        ...c.py,
+        compiler: bin,
+        onnx: { vision: onnxOf('vision'), language: onnxOf('language') },
+        compile_dir: { vision: dirOf('vision'), language: dirOf('language') },
+      });
+      for (const g of ['vision', 'language'] as const) {
+        expect(
+          fs
+            .readFileSync(path.join(record, g, 'argv'), 'utf8')
+            .trim()
+            .split('\n'),
+          g,
+        ).toEqual(want[g].argv);
+        expect(fs.readFileSync(path.join(record, g, 'specializations.json'), 'utf8'), g).toBe(want[g].specializations);
+        expect(fs.readFileSync(path.join(record, g, 'custom_io.yaml'), 'utf8'), g).toBe(want[g].custom_io);
+        expect(fs.readFileSync(path.join(dirOf(g), 'hashed_compile_params.json'), 'utf8'), g).toBe(want[g].hashed);
+      }
+      expect(JSON.parse(want.vision.specializations).specializations[0].name).toBe('Vision');
+    });
+  }
+
+  it('refuses with one line (exit 2): image flags for a text model or another family, an image the graph cannot meet', async () => {
+    const llama = path.join(root, 'llama');
+    fs.cpSync(path.join(fixturesDir(), 'llama'), llama, { recursive: true });
+    await ok(['export', '--config', llama, '--out', path.join(root, 'export-llama'), '--ctx-len', '64']);
+    const refusals: [string[], RegExp][] = [
+      [
+        ['compile', 'export-llama', '--backend', 'qaic', '--dry-run', '--img-height', '64'],
+        /--img-height size the image of a vision-language export; .* is a text model/,
+      ],
+      [
+        ['compile', 'export-gemma3_vlm', '--backend', 'qaic', '--dry-run', '--img-size', '64'],
+        /pixel_values has 32 at dim 2 \(its img_size\), but the compile asks for img_size 64/,
+      ],
+      [
+        ['compile', 'export-gemma3_vlm', '--backend', 'qaic', '--dry-run', '--img-height', '32', '--img-width', '32'],
+        /a Gemma 3 export takes --img-size/,
+      ],
+      [['compile', 'export-qwen2_5_vl', '--backend', 'qaic', '--dry-run', '--img-size', '64'], /--img-size is Gemma 3's/],
+      [
+        ['compile', 'export-qwen2_5_vl', '--backend', 'qaic', '--dry-run', '--img-height', '112'],
+        /give --img-height and --img-width together/,
+      ],
+      // QEfficient's default 354x536 with factor 28 on the fixture's patch 4 gives 91x133 patches
+      [
+        ['compile', 'export-qwen2_5_vl', '--backend', 'qaic', '--dry-run'],
+        /resizes to 364x532 = 91x133 patches, which the 2x2 patch merger cannot pool/,
+      ],
+      [
+        [
+          'compile',
+          'export-qwen3_vl_moe',
+          '--backend',
+          'qaic',
+          '--dry-run',
+          '--img-height',
+          '1024',
+          '--img-width',
+          '1024',
+          '--ctx-len',
+          '4096',
+        ],
+        /vision_size 16384, which must be less than ctx_len 4096/,
+      ],
+    ];
+    for (const f of ['gemma3_vlm', 'qwen2_5_vl', 'qwen3_vl_moe']) await exportOf(f);
+    for (const [args, msg] of refusals) {
+      const r = await run(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.split('\n')[0], args.join(' ')).toMatch(msg);
+    }
+  });
+});

@@ -1,0 +1,238 @@
+// The cold-open fast paths (issue 7's benchmark) must not change any result: the zod fast
+// path against zod itself, duplicate detection by counting against a key-by-key scan, and
+// the deferred tree against an eagerly built one.
+import fc from 'fast-check';
+import { parseTree } from 'jsonc-parser';
+import { describe, expect, it } from 'vitest';
+import { nestingBeyond, ownKeyCount, scanJsonShape } from '../../src/formats/json-depth';
+import { parseStrictJson } from '../../src/formats/safetensors';
+import { parseSpecText } from '../../src/spec';
+import { parseSpecSchema } from '../../src/spec/fast-schema';
+import { SpecOffsets } from '../../src/spec/offsets';
+import { SpecSchema } from '../../src/spec/schema';
+
+/** Deep comparison that also compares key order (zod's output order is observable). */
+const ordered = (v: unknown) => JSON.stringify(v);
+
+const plainInput = (i: number) => ({ name: `n${i}`, location: { file: 0, key: `k${i}` } });
+
+describe('parseSpecSchema equals SpecSchema.safeParse', () => {
+  const variants: [string, unknown][] = [
+    ['plain v5', { version: 5, files: [{ path: 'a', format: 'safetensors' }], inputs: [plainInput(0), plainInput(1)], model_name: 'm' }],
+    [
+      'keys in another order + role',
+      { inputs: [{ role: 'weight', location: { key: 'k', file: 2 }, name: 'n', weight_input: 'w' }], files: ['a'], version: 5 },
+    ],
+    ['unknown input field', { version: 5, files: ['a'], inputs: [plainInput(0), { ...plainInput(1), extra: [1] }] }],
+    ['unknown location field', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: 0, key: 'k', z: 1 } }] }],
+    ['empty key', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: 0, key: '' } }] }],
+    ['negative file', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: -1, key: 'k' } }] }],
+    ['fractional file', { version: 5, files: ['a'], inputs: [{ name: 'n', location: { file: 0.5, key: 'k' } }] }],
+    ['empty role', { version: 5, files: ['a'], inputs: [{ ...plainInput(0), role: '' }] }],
+    ['bad top level and bad input', { version: 0, files: ['a'], inputs: [{ name: 'n', location: { file: 0, key: '' } }] }],
+    ['bad top level only', { version: 'x', inputs: [plainInput(0)] }],
+    ['v1 input', { version: 1, checkpoint_files: ['a'], inputs: [{ fqn: 'a.b', kind: 'weight', shape: [2], dtype: 'float32' }] }],
+    ['inputs not an array', { version: 5, files: ['a'], inputs: { a: 1 } }],
+    ['no inputs', { version: 5, files: ['a'] }],
+    ['not an object', [1, 2]],
+  ];
+  for (const [name, doc] of variants) {
+    it(name, () => {
+      const text = JSON.stringify(doc);
+      const a = SpecSchema.safeParse(JSON.parse(text));
+      const b = parseSpecSchema(JSON.parse(text));
+      expect(ordered([b.success, b.data, b.error?.issues])).toBe(ordered([a.success, a.data, a.error?.issues]));
+    });
+  }
+
+  it('own "__proto__" properties, top level and in an input', () => {
+    for (const text of [
+      '{"version":5,"files":["a"],"inputs":[{"name":"n","location":{"file":0,"key":"k"}}],"__proto__":{"x":1}}',
+      '{"version":5,"files":["a"],"inputs":[{"name":"n","location":{"file":0,"key":"k"},"__proto__":{"x":1}}]}',
+    ]) {
+      const a = SpecSchema.safeParse(JSON.parse(text));
+      const b = parseSpecSchema(JSON.parse(text));
+      expect(ordered([b.success, b.data])).toBe(ordered([a.success, a.data]));
+      expect(Object.keys(b.data as object)).toEqual(Object.keys(a.data as object));
+    }
+  });
+
+  it('random input lists', () => {
+    const field = fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: -2, max: 3 }), fc.constant(0.5), fc.constant(null));
+    const input = fc.record(
+      { name: field, location: fc.record({ file: field, key: field }, { requiredKeys: [] }), role: field, extra: field },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.array(input, { maxLength: 5 }), (inputs) => {
+        const text = JSON.stringify({ version: 5, files: ['a'], inputs });
+        const a = SpecSchema.safeParse(JSON.parse(text));
+        const b = parseSpecSchema(JSON.parse(text));
+        expect(ordered([b.success, b.data, b.error?.issues])).toBe(ordered([a.success, a.data, a.error?.issues]));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('duplicate detection by counting', () => {
+  it('scanJsonShape finds the same depth as nestingBeyond', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('[', ']', '{', '}', '"', '\\', ':', 'a', ' '), { maxLength: 40 }),
+        fc.integer({ min: 0, max: 4 }),
+        (chars, max) => {
+          const text = chars.join('');
+          const shape = scanJsonShape(text, max);
+          expect(shape.deepAt).toBe(nestingBeyond(text, max));
+          if (shape.deepAt < 0) {
+            // Reference count: a character-by-character walk.
+            let colons = 0;
+            let inStr = false;
+            for (let i = 0; i < text.length; i++) {
+              const c = text[i];
+              if (inStr) {
+                if (c === '\\') i++;
+                else if (c === '"') inStr = false;
+              } else if (c === '"') inStr = true;
+              else if (c === ':') colons++;
+            }
+            expect(shape.properties).toBe(colons);
+          }
+        },
+      ),
+    );
+  });
+
+  it('property count equals own-key count exactly when no object repeats a key', () => {
+    const cases: [string, boolean][] = [
+      ['{"a":1,"b":{"c":":","d":[{"e":"x:y"}]}}', false],
+      ['{"a:b":1,"c":"\\":"}', false],
+      ['{"a":1,"a":2}', true],
+      ['{"a":{"b":1,"b":1}}', true],
+      ['[{"a":1},{"a":1}]', false],
+      ['{"a":1,"\\u0061":2}', true],
+      ['{"__proto__":1,"__proto__":2}', true],
+      ['{"__proto__":{"a":1}}', false],
+    ];
+    for (const [text, dup] of cases) {
+      expect(scanJsonShape(text, 100).properties !== ownKeyCount(JSON.parse(text)), text).toBe(dup);
+    }
+  });
+
+  it('safetensors-style headers: duplicates rejected, offsets still reported', () => {
+    expect(() => parseStrictJson('{"a":{"x":1,"x":2}}', 'f', 'header')).toThrow(/key "x" twice/);
+    const ok = parseStrictJson('{"a":{"x":1},"b":2}', 'f', 'header');
+    expect(ok.topLevel.get('b')).toBe(13);
+    expect(ok.secondLevel.get('a')?.get('x')).toBe(6);
+  });
+
+  it('spec duplicates at any depth are still reported with their range', () => {
+    const text = '{"version": 5, "files": ["a"], "inputs": [{"name": "n", "location": {"file": 0, "key": "k", "key": "k"}}]}';
+    const parsed = parseSpecText(text, 'x.weight_spec.json');
+    const dups = parsed.problems.filter((p) => p.message.includes('duplicate property'));
+    expect(dups).toHaveLength(1);
+    expect(dups[0]!.path).toEqual(['inputs', 0, 'location', 'key']);
+    expect(text.slice(dups[0]!.range!.start, dups[0]!.range!.end)).toBe('"key"');
+    expect(text.indexOf('"key"', text.indexOf('"key"') + 1)).toBe(dups[0]!.range!.start);
+  });
+});
+
+/** Every path of a JSON value, plus a missing child of each container. */
+function pathsOf(v: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+  out.push(prefix);
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => pathsOf(x, [...prefix, i], out));
+    out.push([...prefix, v.length], [...prefix, 'x']);
+  } else if (typeof v === 'object' && v !== null) {
+    for (const k of Object.keys(v)) pathsOf((v as Record<string, unknown>)[k], [...prefix, k], out);
+    out.push([...prefix, '\u0000missing'], [...prefix, 0]);
+  }
+  return out;
+}
+
+describe('compact offset index equals the jsonc tree', () => {
+  it('value, key, anchor and nearest on random documents, before and after shifts', () => {
+    const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('a', 'a"b', 'é', '\\', '/', '~', '__proto__', 'x:y'));
+    const doc = fc.letrec((tie) => ({
+      v: fc.oneof(
+        { depthSize: 'small' },
+        fc.string({ maxLength: 4 }),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('v'), { maxLength: 4 }),
+        fc.dictionary(key, tie('v'), { maxKeys: 4 }),
+      ),
+    })).v;
+    fc.assert(
+      fc.property(doc, fc.constantFrom(undefined, 2, '\t'), (value, indent) => {
+        const text = JSON.stringify(value, null, indent);
+        if (text === undefined) return;
+        const parsed = JSON.parse(text) as unknown;
+        if (scanJsonShape(text, 1000).properties !== ownKeyCount(parsed)) return; // duplicates take the tree
+        const ix = SpecOffsets.ofStrictJson(text);
+        const tree = new SpecOffsets(parseTree(text));
+        const paths = pathsOf(parsed);
+        const same = () => {
+          for (const p of paths) {
+            expect(ix.value(p), JSON.stringify(p)).toEqual(tree.value(p));
+            expect(ix.key(p)).toEqual(tree.key(p));
+            expect(ix.anchor(p)).toEqual(tree.anchor(p));
+            expect(ix.nearest(p)).toEqual(tree.nearest(p));
+          }
+        };
+        same();
+        // Shifts inside a string value, as patch.ts makes them; enough to force folding.
+        const strings = paths.filter((p) => text[tree.value(p)?.start ?? -1] === '"' && tree.key(p)?.start !== tree.value(p)?.start);
+        if (strings.length === 0) return;
+        for (let k = 0; k < 300; k++) {
+          const r = tree.value(strings[k % strings.length]!)!;
+          const d = k % 3 === 0 ? -1 : 1;
+          if (d < 0 && r.end - r.start < 3) continue;
+          ix.shift(r.end - 1, d);
+          tree.shift(r.end - 1, d);
+        }
+        same();
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('deferred tree', () => {
+  it('gives the offsets an eager tree gives, and parsed.tree is that tree', () => {
+    const doc = { version: 5, files: [{ path: 'a.safetensors', format: 'safetensors' }], inputs: [0, 1, 2].map(plainInput) };
+    const text = JSON.stringify(doc, null, 2);
+    const parsed = parseSpecText(text, 'x.weight_spec.json');
+    const eager = new SpecOffsets(parseTree(text));
+    for (const p of [
+      ['version'],
+      ['files', 0, 'path'],
+      ['inputs', 2],
+      ['inputs', 1, 'location', 'key'],
+      ['inputs', 9],
+      ['nope'],
+    ] as const) {
+      expect(parsed.offsets.value(p)).toEqual(eager.value(p));
+      expect(parsed.offsets.key(p)).toEqual(eager.key(p));
+      expect(parsed.offsets.anchor(p)).toEqual(eager.anchor(p));
+    }
+    expect(parsed.tree?.type).toBe('object');
+    expect(parsed.tree?.children?.[2]?.children?.[1]?.children?.[1]?.offset).toBe(eager.value(['inputs', 1])!.start);
+    parsed.tree = undefined;
+    expect(parsed.tree).toBeUndefined();
+  });
+
+  it('ranges shifted before the tree was built map like ranges shifted after', () => {
+    const text = JSON.stringify({ version: 5, files: ['a'], inputs: [0, 1].map(plainInput) });
+    const late = parseSpecText(text, 'x').offsets;
+    const early = new SpecOffsets(parseTree(text));
+    const at = text.indexOf('"k0"') + 2;
+    late.shift(at, 3);
+    early.shift(at, 3);
+    expect(late.value(['inputs', 1, 'name'])).toEqual(early.value(['inputs', 1, 'name']));
+    expect(late.value(['inputs', 0, 'location', 'key'])).toEqual(early.value(['inputs', 0, 'location', 'key']));
+  });
+});
