@@ -11,10 +11,13 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { SpecStateChangedNotification, SpecStateRequest, type SpecStateResult } from '../../core/src/protocol';
 import { onNotification, sendRequest } from './protocol-client';
+import { COMPILE_RECORD } from '../../core/src/artifacts/compile-record';
+import { EXPORT_REPORT_FILE } from '../../core/src/artifacts/export-report';
+import { SENTINEL_FILE } from '../../core/src/artifacts/prepared-manifest';
 import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from '../../core/src/editor/spec-state';
 
 /** The files the state is read from (the watcher reports every JSON; only these matter here). */
-const STATE_FILES = new Set(['compile.json', '.checkpoint_prepared', 'export-report.json']);
+const STATE_FILES = new Set([COMPILE_RECORD, SENTINEL_FILE, EXPORT_REPORT_FILE]);
 
 const ICONS: Record<SpecState, string> = {
   'not-prepared': '$(circle-outline)',

@@ -20,7 +20,7 @@ import {
   type PreparedManifest,
 } from '../artifacts/prepared-manifest';
 import { isQeffPreparedName, parsePreparedFolderName } from '../artifacts/prepared-folder';
-import { readExportReport } from '../artifacts/export-report';
+import { EXPORT_REPORT_FILE, readExportReport } from '../artifacts/export-report';
 
 export {
   MANIFEST_FILE,
@@ -155,7 +155,7 @@ export function preparedMismatch(exportDir: string, preparedDir: string, manifes
   if (!source || !dir || realOf(path.resolve(exportDir, dir)) !== realOf(preparedDir)) return undefined;
   if (realOf(path.resolve(exportDir, source)) !== realOf(manifest.source)) {
     return (
-      `${shown}: prepared from ${printable(manifest.source)}, but ${printable(path.join(exportDir, 'export-report.json'))} ` +
+      `${shown}: prepared from ${printable(manifest.source)}, but ${printable(path.join(exportDir, EXPORT_REPORT_FILE))} ` +
       `says this export's source is ${printable(source)}; re-run weight-spec prepare --checkpoint ${printable(source)}`
     );
   }

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { PipelineError, UsageError } from '../errors';
 import { assertWritableDir, atomicWriteFile, printable } from '../paths';
 import { safetensorsSource } from './bin-source';
@@ -84,21 +85,27 @@ export function taskFingerprint(plan: PreparePlan, t: Task): string {
 }
 
 /** One task in a shard record. */
-export interface TaskRecord {
-  id: string;
-  file: string;
-  size: number;
-  fingerprint: string;
-  sha256: string;
-}
+const TaskRecordSchema = z.object({
+  id: z.string(),
+  file: z.string(),
+  size: z.number().int().nonnegative(),
+  fingerprint: z.string(),
+  sha256: z.string(),
+});
+export type TaskRecord = z.infer<typeof TaskRecordSchema>;
 
-/** The record a shard run writes: `shard-<i>-of-<N>.json` in the records folder. */
-export interface ShardRecord {
-  fingerprint: string;
-  shard: number;
-  of: number;
-  tasks: TaskRecord[];
-}
+/**
+ * The record a shard run writes: `shard-<i>-of-<N>.json` in the records folder. Read through
+ * this schema, never a cast: a record another host left half-written, or any other JSON there,
+ * counts as absent (its tasks as missing); an entry counts only with the plan's own file name.
+ */
+const ShardRecordSchema = z.object({
+  fingerprint: z.string(),
+  shard: z.number().int().nonnegative(),
+  of: z.number().int().positive(),
+  tasks: z.array(TaskRecordSchema),
+});
+export type ShardRecord = z.infer<typeof ShardRecordSchema>;
 
 async function sha256Of(file: string): Promise<string> {
   const h = createHash('sha256');
@@ -111,17 +118,20 @@ async function presentTasks(plan: PreparePlan): Promise<Map<string, TaskRecord>>
   const done = new Map<string, TaskRecord>();
   const dir = recordsDirOf(plan);
   const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^shard-\d+-of-\d+\.json$/.test(n)).sort();
-  const wanted = new Map(plan.tasks.map((t) => [t.id, taskFingerprint(plan, t)]));
+  const wanted = new Map(plan.tasks.map((t) => [t.id, { fingerprint: taskFingerprint(plan, t), file: t.file }]));
   for (const name of names) {
     let rec: ShardRecord;
     try {
-      rec = JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')) as ShardRecord;
+      const parsed = ShardRecordSchema.safeParse(JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')));
+      if (!parsed.success) continue; // not a shard record: its tasks count as missing
+      rec = parsed.data;
     } catch {
       continue; // unreadable: its tasks count as missing
     }
-    if (rec.fingerprint !== plan.fingerprint || !Array.isArray(rec.tasks)) continue;
+    if (rec.fingerprint !== plan.fingerprint) continue;
     for (const e of rec.tasks) {
-      if (wanted.get(e.id) !== e.fingerprint) continue;
+      const w = wanted.get(e.id);
+      if (w?.fingerprint !== e.fingerprint || w.file !== e.file) continue;
       const st = await fs.stat(path.join(stagingDirOf(plan), e.file)).catch(() => undefined);
       if (st?.size === e.size) done.set(e.id, e);
     }

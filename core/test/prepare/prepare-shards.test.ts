@@ -129,6 +129,18 @@ describe('prepare --shard: idempotent, duplicate hosts, missing tasks', () => {
     const victim = fs.readdirSync(staging).find((n) => n.endsWith('.safetensors'))!;
     fs.truncateSync(path.join(staging, victim), 10);
     expect(await ok([...base, '--out', out, '--shard', '0/1'])).toMatch(/1 of 2 tasks written, 1 already present/);
+    // an entry naming another task's file (present, with that file's size; its own fingerprint
+    // kept) counts for nothing: finalize would otherwise commit the wrong bytes under its name;
+    // and neither does a record of the wrong shape
+    const recFile = path.join(records, 'shard-0-of-1.json');
+    const rec = JSON.parse(fs.readFileSync(recFile, 'utf8'));
+    fs.writeFileSync(
+      recFile,
+      JSON.stringify({ ...rec, tasks: [{ ...rec.tasks[0], file: rec.tasks[1].file, size: rec.tasks[1].size }, ...rec.tasks.slice(1)] }),
+    );
+    expect((await cli([...base, '--out', out, '--finalize'])).stderr).toMatch(/1 of 2 tasks missing/);
+    fs.writeFileSync(recFile, JSON.stringify({ ...rec, tasks: rec.tasks.map((t: { size: number }) => ({ ...t, size: String(t.size) })) }));
+    expect((await cli([...base, '--out', out, '--finalize'])).stderr).toMatch(/2 of 2 tasks missing/);
     // a record that does not parse counts for nothing
     fs.writeFileSync(path.join(records, 'shard-0-of-1.json'), '{');
     expect((await cli([...base, '--out', out, '--finalize'])).stderr).toMatch(/2 of 2 tasks missing/);
