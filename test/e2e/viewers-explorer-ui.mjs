@@ -107,6 +107,9 @@ export async function explorerLinkChecks(page, ws, check) {
         const other = Object.keys(index).find((k) => index[k] === a.shard && k !== last && /self_attn\.q_proj\.weight$/.test(k));
         const b = await follow(other);
         if (b.rows !== 1) throw new Error(`${b.rows} rows highlighted after the second link`);
+        // …in the viewer already open, not a second one in a new group.
+        const tabs = await page.locator(`.tab[aria-label*="${a.shard}"]`).count();
+        if (tabs !== 1) throw new Error(`${tabs} tabs of ${a.shard} after the second link (the open viewer was not reused)`);
         const filterLeft = await b.ck.locator('input[type=text]').inputValue();
         if (filterLeft) throw new Error(`the filter still reads ${JSON.stringify(filterLeft)}`);
         return `${shown}; ${last} highlighted in ${a.shard}; the open viewer, filtered to lm_head, then scrolled to ${other} with the filter cleared`;

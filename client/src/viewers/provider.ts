@@ -41,14 +41,21 @@ const revealers = new Map<string, Set<(key: string) => void>>();
 
 /**
  * Opens a checkpoint shard in the safetensors viewer scrolled to `key`, its row highlighted (a
- * not-yet-prepared shard is named in a message). A viewer of the shard that is already open
- * (VS Code reveals it instead of opening another) is told to scroll.
+ * not-yet-prepared shard is named in a message). A viewer of the shard that is already open is
+ * revealed where it is and told to scroll.
  */
 async function openTensor(file: string, key: string): Promise<void> {
   try {
     await vscode.workspace.fs.stat(vscode.Uri.file(file));
   } catch {
     void vscode.window.showWarningMessage(`Tensor ${key} is not on disk yet: ${file} does not exist (run Prepare).`);
+    return;
+  }
+  // A viewer of the shard is open: it scrolls there. Opening "beside" again would put a second
+  // viewer in a new group whenever that viewer's own group is the active one.
+  const open = revealers.get(file);
+  if (open?.size) {
+    for (const r of open) r(key);
     return;
   }
   pendingReveal.set(file, key);
