@@ -11,25 +11,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { compile, compileStatus } from '../../src/compile';
-import { writeTinyLlama } from '../../src/demo/tiny-model';
-import { cliInProcess } from '../../../test/support/cli';
+import { tinyExportPrepared } from '../support/compile-support';
 import { tempDirs } from '../../../test/support/temp';
 
 const tmp = tempDirs('ws-creads-');
 let exp: string;
 
 beforeAll(async () => {
-  const root = tmp();
-  const model = path.join(root, 'tiny');
-  exp = path.join(root, 'tiny-export');
-  await writeTinyLlama(model);
-  for (const args of [
-    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
-    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
-  ]) {
-    const r = await cliInProcess(args);
-    expect(r.code, r.stderr).toBe(0);
-  }
+  exp = await tinyExportPrepared(tmp());
 });
 
 afterEach(() => {

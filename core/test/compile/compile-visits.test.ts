@@ -120,19 +120,8 @@ let exp: string;
 
 beforeAll(async () => {
   compileFn = (await import('../../src/compile')).compile;
-  const { writeTinyLlama } = await import('../../src/demo/tiny-model');
-  const { cliInProcess } = await import('../../../test/support/cli');
-  const root = tmp();
-  const model = path.join(root, 'tiny');
-  exp = path.join(root, 'tiny-export');
-  await writeTinyLlama(model);
-  for (const args of [
-    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
-    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
-  ]) {
-    const r = await cliInProcess(args);
-    expect(r.code, r.stderr).toBe(0);
-  }
+  const { tinyExportPrepared } = await import('../support/compile-support');
+  exp = await tinyExportPrepared(tmp());
 });
 
 const INPUTS = ['model.onnx', 'weight_spec.json', '.checkpoint_prepared.json', '.checkpoint_prepared', 'compile.json'];

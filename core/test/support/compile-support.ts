@@ -253,3 +253,24 @@ export function makeSyntheticExport(root: string, hidden = 256, vocab = 2000, la
     });
   return { exportDir, preparedDir, weights, weightBytes: tensors.reduce((s, t) => s + t.data.length, 0), expected };
 }
+
+/**
+ * The demo's tiny Llama written, exported (ctx_len 32) and prepared to float32 under `root`;
+ * returns the export folder. The CLI and the model writer are imported when called, so a test
+ * that wraps modules with `vi.mock` (compile-visits) loads them through its wrappers.
+ */
+export async function tinyExportPrepared(root: string): Promise<string> {
+  const { writeTinyLlama } = await import('../../src/demo/tiny-model');
+  const { cliInProcess } = await import('../../../test/support/cli');
+  const model = path.join(root, 'tiny');
+  const exp = path.join(root, 'tiny-export');
+  await writeTinyLlama(model);
+  for (const args of [
+    ['export', '--config', model, '--out', exp, '--ctx-len', '32'],
+    ['prepare', '--checkpoint', model, '--dtype', 'float32'],
+  ]) {
+    const r = await cliInProcess(args);
+    if (r.code !== 0) throw new Error(`weight-spec ${args[0]} exited ${r.code}: ${r.stderr}`);
+  }
+  return exp;
+}
