@@ -13,6 +13,7 @@ import { SafetensorsWriter, commitSealedFile } from '../formats/safetensors';
 import { PIECE_BYTES, executePiece, isPieceable, mergeStats, pieceRanges, type TaskPiece } from './run-piece';
 import { executeTask, type TaskStats } from './run-task';
 import { checkTaskNonFinite } from './overflow';
+import { DIRECT_STAGING_BYTES, wantsDirect } from './direct-io';
 import type { Task } from './types';
 import type { WorkerMessage, WorkerRequest } from './worker';
 
@@ -85,6 +86,15 @@ export interface Job {
   piece?: [number, number];
 }
 
+/**
+ * A job's estimated peak: its task's working set, plus the staging buffers of the thread when
+ * it writes past the page cache (direct-io.ts; a thread runs one job at a time).
+ */
+function jobBytes(j: Job): number {
+  const out = j.piece ? j.piece[1] - j.piece[0] : j.task.outBytes;
+  return j.task.peakBytes + (!j.task.link && wantsDirect(out) ? DIRECT_STAGING_BYTES : 0);
+}
+
 /** A dense task made in pieces: its writer (created by the first piece to start) and its tally. */
 interface Filled {
   writer?: Promise<SafetensorsWriter>;
@@ -124,9 +134,9 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
   let running = 0;
   let maxConcurrent = 0;
   for (const t of tasks) {
-    if (t.peakBytes > opts.budgetBytes)
+    if (jobBytes({ task: t }) > opts.budgetBytes)
       throw new PipelineError(
-        `task ${t.id} (${t.file}) needs an estimated ${t.peakBytes} bytes, over the RAM budget of ${opts.budgetBytes} bytes`,
+        `task ${t.id} (${t.file}) needs an estimated ${jobBytes({ task: t })} bytes, over the RAM budget of ${opts.budgetBytes} bytes`,
       );
   }
   const workerPath = opts.workerPath ?? defaultWorkerPath();
@@ -240,7 +250,7 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
         if (failed) return;
         if (queue.length === 0 && running === 0 && finishing === 0) return resolve();
         while (running < slots) {
-          const fits = (j: Job) => admitted + j.task.peakBytes <= opts.budgetBytes;
+          const fits = (j: Job) => admitted + jobBytes(j) <= opts.budgetBytes;
           // a piece of a file no other worker is writing, where there is one (see run-piece.ts)
           let i = queue.findIndex((j) => fits(j) && !(j.piece && busy.has(j.task.id)));
           if (i < 0) i = queue.findIndex(fits);
@@ -255,7 +265,8 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
               workers.push(w);
             }
           }
-          admitted += task.peakBytes;
+          const cost = jobBytes(job);
+          admitted += cost;
           busy.set(task.id, (busy.get(task.id) ?? 0) + 1);
           running++;
           peakAdmittedBytes = Math.max(peakAdmittedBytes, admitted);
@@ -270,7 +281,7 @@ export async function runTasks(tasks: Task[], opts: ExecutorOptions): Promise<Ex
             report();
           };
           runJob(job, w).then((r) => {
-            admitted -= task.peakBytes;
+            admitted -= cost;
             busy.set(task.id, busy.get(task.id)! - 1);
             if (busy.get(task.id) === 0) busy.delete(task.id);
             running--;
