@@ -161,7 +161,7 @@ export function counted(nonFinite: Record<string, NonFinite>): { nonFinite?: Rec
 
 /**
  * Whether `t` is whole slices of one dtype and shape that {@link streamSlots} can make: unscaled
- * with a fused kernel, or FP8 with scales of one block size, transposed into a 16-bit dtype by
+ * with a fused kernel, or FP8 with scales of one block size, transposed into f32, bf16 or f16 by
  * the SIMD kernels (DeepSeek's separate experts).
  */
 export function streamableSlots(t: OutputTensor, src: Pick<Sources, 'src'>): boolean {
@@ -190,7 +190,7 @@ export function streamableSlots(t: OutputTensor, src: Pick<Sources, 'src'>): boo
  * Makes slices `from … to − 1` of a stacked tensor of whole FP8 expert slices (all of them for a
  * whole task, a range for a piece: run-piece.ts): each slice's codes are read into the SIMD
  * module's memory and dequantized with its own scales straight into a batch slot, transposed
- * (bf16: the fused lookup kernel; f16: dequantize, then transpose16); a full batch is written
+ * (bf16: the fused lookup kernel; f16 and f32: dequantize, then transpose16 or transpose32); a full batch is written
  * from there. No allocation, no f32 buffer.
  */
 async function streamScaledSlots(t: OutputTensor, src: Sources, write: Sink, from: number, to: number): Promise<void> {

@@ -201,8 +201,8 @@ describe('FP8 composes with the MoE transforms (dequantize first)', () => {
   }
 });
 
-describe('FP8 experts into bf16/f16: dequantized, transposed and stacked by the SIMD kernels (issue 35)', () => {
-  for (const dtype of ['bfloat16', 'float16'] as const) {
+describe('FP8 experts into bf16/f16/f32: dequantized, transposed and stacked by the SIMD kernels (issue 35)', () => {
+  for (const dtype of ['bfloat16', 'float16', 'float32'] as const) {
     it(`per-expert stacking → ${dtype}: the SIMD and the scalar paths both equal prepare of the dequantized twin`, async () => {
       const { fp8, twin } = await moePair(tempDir('ws-fp8-moe-simd-'), [16, 16]);
       const saved = process.env.WEIGHT_SPEC_SIMD;

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { floatBitsToHalfBits } from '../../src/formats/dtype';
 import { makeConverter } from '../../src/prepare/kernels';
 import { CONVERT_WASM_BASE64 } from '../../src/prepare/simd/convert-wasm';
-import { simdConverter, simdTransposer } from '../../src/prepare/simd/simd-convert';
+import { instance, reserve, simdConverter, simdTransposer } from '../../src/prepare/simd/simd-convert';
 import { bf16ToNumber, refHalf, rng } from '../support/prepare-support';
 
 // @ts-expect-error -- a plain .mjs script without types
@@ -134,6 +134,29 @@ describe('SIMD conversion kernels', () => {
           expect(bad, `[${rows}, ${cols}] slot ${slot} → ${to}`).toBe(0);
         });
       }
+    }
+  });
+
+  it('transpose32 moves [rows, cols] 32-bit elements to [cols, rows] (FP8 experts dequantized to f32), every bit pattern kept', () => {
+    const r = rng(11);
+    const k = instance()!;
+    const transpose32 = k.transpose32 as (src: number, dst: number, rows: number, cols: number) => void;
+    for (const [rows, cols] of [
+      [4, 4],
+      [8, 12],
+      [64, 40],
+      [1024, 8],
+    ] as const) {
+      const n = rows * cols;
+      // random bits: NaN payloads, subnormals and negative zeros must come through as they are
+      const src = new Uint32Array(n).map(() => Math.floor(r() * 2 ** 32));
+      reserve(k, 2 * n * 4);
+      new Uint32Array(k.memory.buffer, 0, n).set(src);
+      transpose32(0, n * 4, rows, cols);
+      const got = new Uint32Array(k.memory.buffer, n * 4, n);
+      let bad = 0;
+      for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) if (got[j * rows + i] !== src[i * cols + j]) bad++;
+      expect(bad, `[${rows}, ${cols}]`).toBe(0);
     }
   });
 

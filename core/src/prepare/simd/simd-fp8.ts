@@ -1,5 +1,5 @@
 /**
- * FP8 dequantization on the SIMD kernel of convert.wat (`fp8_dequant`): E4M3 or E5M2 codes
+ * FP8 dequantization on the SIMD kernels of convert.wat (`fp8_dequant` and the lookups): E4M3 or E5M2 codes
  * times their block scale, straight into f32, bf16 or f16 — the scale multiply fused into the
  * widening and no f32 buffer for a 16-bit target. Bit for bit the scalar kernel
  * (fp8-kernel.ts + kernels.ts `encodeF32`), counts included (tested); the scalar kernel stays
@@ -9,10 +9,12 @@
  * Into bf16 the codes go by table lookup (convert.wat `fp8_tables`, `fp8_bf16_rows`, and
  * `fp8_bf16_t`, which dequantizes a whole expert straight into its batch slot, transposed);
  * exact by construction, with the blocks and codes the tables cannot serve on the exact path.
+ * Into f16 and f32 by a table of all 256 results per scale (`fp8_luts`, `fp8_lut`), made by
+ * the exact path; blocks where a finite code overflows f16 go through `fp8_dequant`.
  *
- * The module's memory holds, in order: the scales of one tensor (f32), for bf16 their lookup
- * tables (64 bytes each) and flags (a byte each), the codes of a chunk, the dequantized chunk,
- * and (for MoE stacking) a batch of transposed expert slices.
+ * The module's memory holds, in order: the scales of one tensor (f32), their lookup tables
+ * (bf16: 64 bytes each; f16/f32: 256 results each) and flags (a byte each), the codes of a
+ * chunk, the dequantized chunk, and (for MoE stacking) a batch of transposed expert slices.
  */
 import type { DType } from '../../formats/dtype';
 import { checkScaleCover } from '../fp8-kernel';
@@ -24,8 +26,20 @@ const FORMATS: Partial<Record<DType, number>> = { F8_E4M3: 0, F8_E5M2: 1 };
 const TARGETS: Partial<Record<DType, number>> = { F32: 0, BF16: 1, F16: 2 };
 const OUT_SIZE = [4, 2, 2];
 
-type Kernel = (src: number, dst: number, n: number, scales: number, bC: number, col: number, fmt: number, to: number) => number;
 type Tables = (scales: number, n: number, fmt: number, dst: number, flags: number) => void;
+type Luts = (scales: number, n: number, fmt: number, to: number, dst: number, flags: number) => void;
+type RowsLut = (
+  src: number,
+  dst: number,
+  n: number,
+  scales: number,
+  luts: number,
+  flags: number,
+  bC: number,
+  col: number,
+  fmt: number,
+  to: number,
+) => number;
 type RowsBf16 = (
   src: number,
   dst: number,
@@ -66,7 +80,7 @@ export interface SimdDequant {
   setScales(scale: Float32Array): void;
   /** Dequantizes the chunk in input: elements `first … first + elems − 1` of the tensor. */
   run(first: number, elems: number): void;
-  /** Transposes the last result, `[rows, cols]` 16-bit, into batch slot `slot` as `[cols, rows]` (with `slots` > 0). */
+  /** Transposes the last result, `[rows, cols]`, into batch slot `slot` as `[cols, rows]` (with `slots` > 0). */
   transposeInto(rows: number, cols: number, slot: number): void;
   /**
    * Dequantizes the whole `[rows, cols]` matrix in input straight into batch slot `slot` as
@@ -74,18 +88,18 @@ export interface SimdDequant {
    * and the shape and blocks suit the fused kernel (`fp8_bf16_t`), else those two.
    */
   dequantTransposeInto(rows: number, cols: number, slot: number): void;
-  /** The first `n` batch slots of `elems` 16-bit elements each. */
+  /** The first `n` batch slots of `elems` elements each. */
   batch(n: number, elems: number): Uint8Array;
 }
 
 const up16 = (n: number) => Math.ceil(n / 16) * 16;
 
-/** Whether `[rows, cols]` FP8 slices dequantize and transpose into `to` on the SIMD kernels here. */
+/** Whether `[rows, cols]` FP8 slices dequantize and transpose into `to` (f32, bf16, f16) on the SIMD kernels here. */
 export function canDequantTranspose(from: DType, to: DType, rows: number, cols: number): boolean {
   return (
     process.env.WEIGHT_SPEC_SIMD !== 'off' &&
     FORMATS[from] !== undefined &&
-    (to === 'BF16' || to === 'F16') &&
+    TARGETS[to] !== undefined &&
     rows % 8 === 0 &&
     cols % 8 === 0 &&
     instance() !== null
@@ -95,7 +109,7 @@ export function canDequantTranspose(from: DType, to: DType, rows: number, cols: 
 /**
  * A SIMD dequantizer of FP8 `from` (`shape`, scaled by `ref`) into `to`, for chunks of up to
  * `maxElems` elements and up to `maxScales` scales, with room for `slots` transposed slices of
- * `maxElems` 16-bit elements; undefined for other dtypes or without WebAssembly SIMD.
+ * `maxElems` elements; undefined for other dtypes or without WebAssembly SIMD.
  */
 export function simdDequant(
   from: DType,
@@ -109,10 +123,8 @@ export function simdDequant(
   const fmt = FORMATS[from];
   const target = TARGETS[to];
   if (process.env.WEIGHT_SPEC_SIMD === 'off' || fmt === undefined || target === undefined || shape.length < 2) return undefined;
-  if (slots > 0 && target === 0) return undefined; // transpose16 moves 16-bit elements only
   const k = instance();
   if (!k) return undefined;
-  const kernel = k.fp8_dequant as Kernel;
   const nanCount = k.fp8_nan as { value: number };
   const rowsBf16 = k.fp8_bf16_rows as RowsBf16;
   const outSize = OUT_SIZE[target]!;
@@ -120,14 +132,19 @@ export function simdDequant(
   const R = shape[shape.length - 2]!;
   const [bR, bC] = ref.block;
   const [nR, nC] = ref.grid;
-  // bf16 goes through the lookup kernels (convert.wat): a table per scale, and a flag byte
+  // Every target goes through lookup kernels (convert.wat), with tables per scale and a flag
+  // byte: bf16 through exponent-shift tables of 64 bytes, f16 and f32 through all 256 results.
   const bf16 = target === 1;
+  const rowsLut = k.fp8_lut as RowsLut;
+  const tableBytes = bf16 ? TABLE_BYTES : 256 * outSize;
   const tabAt = up16(maxScales * 4);
-  const flagAt = tabAt + (bf16 ? maxScales * TABLE_BYTES : 0);
-  const inAt = up16(flagAt + (bf16 ? maxScales : 0));
+  const flagAt = tabAt + maxScales * tableBytes;
+  const inAt = up16(flagAt + maxScales);
   const outAt = inAt + up16(maxElems);
   const batchAt = outAt + up16(maxElems * outSize);
-  reserve(k, batchAt + slots * maxElems * 2);
+  reserve(k, batchAt + slots * maxElems * outSize);
+  // f32 results are moved by transpose32, 16-bit ones by transpose16
+  const transpose = (outSize === 4 ? k.transpose32 : k.transpose16) as (src: number, dst: number, rows: number, cols: number) => void;
   let scales = 0;
   const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
   return {
@@ -138,6 +155,7 @@ export function simdDequant(
       new Float32Array(k.memory.buffer, 0, scale.length).set(scale);
       scales = scale.length;
       if (bf16) (k.fp8_tables as Tables)(0, scale.length, fmt, tabAt, flagAt);
+      else (k.fp8_luts as Luts)(0, scale.length, fmt, target, tabAt, flagAt);
     },
     run(first, elems) {
       if (elems > maxElems) throw new RangeError(`simd dequant: ${elems} elements, room for ${maxElems}`);
@@ -154,7 +172,7 @@ export function simdDequant(
         const n = Math.min(C - col, elems - i);
         bad += bf16
           ? rowsBf16(inAt + i, outAt + i * outSize, n, scaleRow * 4, tabAt + scaleRow * TABLE_BYTES, flagAt + scaleRow, bC, col, fmt)
-          : kernel(inAt + i, outAt + i * outSize, n, scaleRow * 4, bC, col, fmt, target);
+          : rowsLut(inAt + i, outAt + i * outSize, n, scaleRow * 4, tabAt + scaleRow * tableBytes, flagAt + scaleRow, bC, col, fmt, target);
         i += n;
       }
       narrowingTally.nonFinite += bad;
@@ -163,12 +181,7 @@ export function simdDequant(
     transposeInto(rows, cols, slot) {
       if (slot >= slots || rows * cols > maxElems || rows % 8 !== 0 || cols % 8 !== 0)
         throw new RangeError(`simd dequant: [${rows}, ${cols}] slot ${slot} does not fit`);
-      (k.transpose16 as (src: number, dst: number, rows: number, cols: number) => void)(
-        outAt,
-        batchAt + slot * rows * cols * 2,
-        rows,
-        cols,
-      );
+      transpose(outAt, batchAt + slot * rows * cols * outSize, rows, cols);
     },
     dequantTransposeInto(rows, cols, slot) {
       // one matrix: its blocks tile it, and each 8 × 16 tile of the kernel lies in one block
@@ -185,6 +198,6 @@ export function simdDequant(
       narrowingTally.nonFinite += bad;
       narrowingTally.fp8Nan += nanCount.value - nan0;
     },
-    batch: (n, elems) => view(batchAt, n * elems * 2),
+    batch: (n, elems) => view(batchAt, n * elems * outSize),
   };
 }
