@@ -10,7 +10,7 @@
 // - FP8 (issue 35): a 2.2 GB block-scaled E4M3 checkpoint ([4096, 4096] tensors, weight_scale_inv
 //   [32, 32], 5 shards: the size the other conversions are measured at) → bf16, f16 and f32, and a
 //   ≥ 2 GB DeepSeek-style FP8 MoE checkpoint (64 separate experts per layer with their scales) →
-//   bf16: dequant + transpose + stack measured as one task. `fp8small`: the issue's first figure,
+//   bf16, f16 and f32: dequant + transpose + stack measured as one task. `fp8small`: the issue's first figure,
 //   0.5 GB → bf16, printed with prepare's fixed start-up (an up-to-date re-run), not judged: Node's
 //   start, the CLI bundle and the plan are a fifth of that run and cp has none of them. Their "peer" is
 //   prepare with the scalar kernels and page-cache writes (WEIGHT_SPEC_SIMD=off WEIGHT_SPEC_DIRECT_IO=off),
@@ -307,6 +307,9 @@ if (ONLY.includes('fp8moe')) {
   );
   // one round of the scalar kernels: they take minutes here, and it is only the "before" figure
   compare('MoE FP8 E4M3 → bf16 (dequant + transpose + stack)', moe, 'bfloat16', SCALAR, 1);
+  // f16: what Qualcomm's compiler takes; f32 writes four times the source
+  compare('MoE FP8 E4M3 → f16 (dequant + transpose + stack)', moe, 'float16', SCALAR, 0);
+  compare('MoE FP8 E4M3 → f32 (dequant + transpose + stack)', moe, 'float32', SCALAR, 0);
   remove(moe.dir);
 }
 if (ONLY.includes('links')) {
