@@ -1,7 +1,8 @@
 // Benchmark (issue 22): `weight-spec prepare` against a durable copy of the same files
 // (`cp` + `sync`, the physical limit of the job on this disk: prepare fsyncs its output too),
-// measured in the same run, in alternating rounds (baseline, prepare, peer; `sync` before each
-// timed run so no run pays for the previous one's dirty pages). Each figure is the median of the
+// measured in the same run, in alternating rounds (baseline and prepare taking turns going first,
+// then the peer; `sync` and a settling pause before each timed run so no run pays for the previous
+// one's dirty pages). Each figure is the median of the
 // rounds with its spread. Scenarios:
 // - bf16 → f16 and bf16 → f32 of a generated 2.2 GB dense checkpoint (5 shards of 32 MiB tensors);
 // - Mixtral-style MoE stacking (64 experts per layer, 1 MiB per expert matrix: many small reads
@@ -24,6 +25,7 @@
 // Targets: throughput ≥ 0.95 × cp + sync's, peak RSS below the budget (--max-ram-gb 1), linked
 // prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
 // Env: WS_PREPARE_BENCH_ROUNDS (5; the peer runs in the first 3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
+// WS_PREPARE_BENCH_SETTLE (2: seconds of pause after each sync),
 // WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,fp8,fp8small,fp8moe,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
 // WS_PREPARE_BENCH_SHARDS (2,4: the N of the shard scenario). Run after `node scripts/bundle.mjs`.
 // - shards (issue 35): `prepare --shard i/N` as N concurrent processes + `--finalize`, against one process
@@ -58,9 +60,13 @@ process.on('SIGINT', () => process.exit(130));
 
 const env = { ...process.env, WEIGHT_SPEC_PROGRESS: 'off' };
 const sync = () => spawnSync('sync');
-/** Runs `cmd` under /usr/bin/time (peak RSS) after a `sync`; seconds and KiB. */
+/** Seconds to wait after the `sync` before each timed run (WS_PREPARE_BENCH_SETTLE), for the host's writeback. */
+const SETTLE = Number(process.env.WS_PREPARE_BENCH_SETTLE ?? 2);
+const pause = (s) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, s * 1000);
+/** Runs `cmd` under /usr/bin/time (peak RSS) after a `sync` and the settling pause; seconds and KiB. */
 function timed(cmd, args, runEnv = env) {
   sync();
+  pause(SETTLE);
   const t0 = process.hrtime.bigint();
   const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', env: runEnv });
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -112,10 +118,16 @@ function compare(label, ck, dtype, peerOf = PEER, peerRounds = PEER_ROUNDS, targ
   const runs = [];
   let outBytes = 0;
   for (let r = 0; r < ROUNDS; r++) {
-    const cpDir = path.join(tmp, 'cp');
-    const base = timed(...cpSync(ck, cpDir));
-    remove(cpDir);
+    // Which side goes first alternates: a run right after gigabytes of writes can find the
+    // host's write cache still draining (a guest `sync` does not wait for it).
+    const baseline = () => {
+      const cpDir = path.join(tmp, 'cp');
+      const t = timed(...cpSync(ck, cpDir));
+      remove(cpDir);
+      return t;
+    };
     const out = path.join(tmp, 'prepared');
+    const first = r % 2 === 0 ? baseline() : undefined;
     const prep = timed(...prepare(ck, dtype, out));
     if (!existsSync(path.join(out, '.checkpoint_prepared'))) {
       console.error(`prepare.bench: ${label}: no sentinel in the prepared output`);
@@ -123,6 +135,7 @@ function compare(label, ck, dtype, peerOf = PEER, peerRounds = PEER_ROUNDS, targ
     }
     outBytes = sizeOf(out);
     remove(out);
+    const base = first ?? baseline();
     let peer;
     if (r < peerRounds) {
       const peerDir = path.join(tmp, 'peer');
