@@ -15,14 +15,14 @@ import { tryResolveReadPath } from '../paths';
 import { reportedPreparedDir, reportedPreparedFile } from '../artifacts/export-report';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
-import type { SafetensorsHeader } from '../formats/safetensors';
+import { TensorTable, type SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, PREPARE_HINT, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
 import { planMissingPrepared, plannedNote } from './planned';
 import { checkPrepared, looksPrepared } from './prepared';
 import { didYouMean, KeyIndex, keyIndexOf } from './suggest';
-import { checkInputFacts } from './facts';
+import { checkInputFacts, statesFacts } from './facts';
 import { checkQuantization } from './quantization';
 
 /**
@@ -231,13 +231,15 @@ function checkInputs(ctx: CheckContext): void {
     const header = ctx.files[fi]?.header;
     if (!header) continue; // the file itself is already reported
     const key = input.location.key;
-    const info = header.tensors.get(key);
-    if (info) {
+    // The header's own string, without making the tensor's object (a header read from a file
+    // keeps its tensors in columns, see tensor-table.ts; its objects are made only when read).
+    const stored = header.tensors instanceof TensorTable ? header.tensors.keyOf(key) : header.tensors.get(key)?.key;
+    if (stored !== undefined) {
       // One string object for the key, the header's: the spec's equal copies (key, and the
       // name when it is the key) are let go — on a 20 000-input spec, 1 MiB of the server's heap.
-      if (input.name === key) input.name = info.key;
-      input.location.key = info.key;
-      checkInputFacts(ctx, i, info);
+      if (input.name === key) input.name = stored;
+      input.location.key = stored;
+      if (statesFacts(input)) checkInputFacts(ctx, i, header.tensors.get(key)!);
       continue;
     }
     const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));

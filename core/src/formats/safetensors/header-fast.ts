@@ -7,8 +7,8 @@
  * container and duplicate-key limits, then JSON.parse, then a walk of the parsed object; on
  * the language server's cold open of an 80 000-input spec over 8 shards that was about 40% of
  * the CPU. Here one sticky regular expression (compiled to native code by the engine) matches
- * each entry in place and the entry becomes its {@link TensorInfo} directly: no intermediate
- * objects, no per-character JavaScript.
+ * each entry in place and the entry goes straight into the columns of a {@link TensorTable}: no
+ * object per tensor, no per-character JavaScript.
  *
  * Contract: {@link parseHeaderFast} returns exactly what the general path returns, or
  * undefined whenever anything is unusual or wrong — another field, an escape in a key, a
@@ -18,26 +18,13 @@
  * of what the general path accepts (core/test/safetensors/safetensors-fast.test.ts compares both).
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import { DTYPE_SIZE, isDType, type DType } from '../dtype';
-
-/** One tensor of a safetensors file, with its offsets validated against the file. */
-export interface TensorInfo {
-  key: string;
-  dtype: DType;
-  shape: number[];
-  /** Absolute byte offset in the file = 8 + headerLength + begin. */
-  dataOffset: number;
-  byteLength: number;
-  /** `data_offsets[0]`, relative to the data region. */
-  begin: number;
-  /** `data_offsets[1]`, relative to the data region. */
-  end: number;
-}
+import { DTYPE_SIZE, isDType } from '../dtype';
+import { DTYPE_CODE, DTYPE_LIST, TensorTable } from './tensor-table';
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {
   /** In file (offset) order, keys unique. */
-  tensors: Map<string, TensorInfo>;
+  tensors: TensorTable;
   metadata?: Record<string, string>;
 }
 
@@ -80,19 +67,39 @@ interface Slices {
   utf8Slice(start: number, end: number): string;
 }
 
-/** The one string object of each dtype name (the header's entries share them). */
-const DTYPE_NAMES = new Map<string, DType>(Object.keys(DTYPE_SIZE).map((d) => [d, d as DType]));
+/**
+ * The columns of a header being read, sized once: an entry is at least 48 bytes
+ * (`"k":{"dtype":"U8","shape":[],"data_offsets":[0,0]},`), so a header of N bytes has
+ * fewer than N / 48 + 1 of them.
+ */
+class Columns {
+  n = 0;
+  readonly keys: string[] = [];
+  readonly dtypes: Uint8Array;
+  readonly shapeIds: Uint32Array;
+  readonly begins: Float64Array;
+  readonly ends: Float64Array;
+
+  constructor(headerLength: number) {
+    const cap = Math.floor(headerLength / 48) + 1;
+    this.dtypes = new Uint8Array(cap);
+    this.shapeIds = new Uint32Array(cap);
+    this.begins = new Float64Array(cap);
+    this.ends = new Float64Array(cap);
+  }
+}
+
+/** Where shape lists are kept: one array per distinct list text of a header, and its id. */
+interface Shapes {
+  list: number[][];
+  ids: Map<string, number>;
+}
 
 /**
  * Reads the header bytes `buf[8, 8 + headerLength)` of a file of `fileSize` bytes, or returns
- * undefined (see the module comment). `share` gives one array per distinct shape.
+ * undefined (see the module comment).
  */
-export function parseHeaderFast(
-  buf: Uint8Array,
-  headerLength: number,
-  fileSize: number,
-  share: (shape: number[]) => number[],
-): FastHeader | undefined {
+export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize: number): FastHeader | undefined {
   const bytes = Buffer.from(buf.buffer, buf.byteOffset + 8, headerLength);
   const ascii = isAscii(bytes);
   if (!ascii && !isUtf8(bytes)) return undefined;
@@ -106,17 +113,8 @@ export function parseHeaderFast(
   OPEN.lastIndex = 0;
   if (!OPEN.test(text)) return undefined;
   let pos = OPEN.lastIndex;
-  const tensors: TensorInfo[] = [];
-  const lists = new Map<string, number[] | undefined>();
-  const list = (raw: string) => {
-    let got = lists.get(raw);
-    if (got === undefined && !lists.has(raw)) {
-      got = parseList(raw);
-      if (got) got = share(got);
-      lists.set(raw, got);
-    }
-    return got;
-  };
+  const cols = new Columns(headerLength);
+  const shapes: Shapes = { list: [], ids: new Map() };
   let metadata: Record<string, string> | undefined;
   let properties = 0;
   /** Entries so far in (begin, end) order, as writers put them: then the sort has nothing to do. */
@@ -130,7 +128,6 @@ export function parseHeaderFast(
     // path's order of zero-size tensors at one offset follows: leave them to it.
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
-    let t: TensorInfo | undefined;
     if (text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
       METADATA.lastIndex = pos;
@@ -142,24 +139,28 @@ export function parseHeaderFast(
       properties += 1 + pairs.count;
       pos = METADATA.lastIndex;
     } else {
+      let ok: boolean;
       CANONICAL.lastIndex = pos;
       m = CANONICAL.exec(text);
       if (m) {
-        const shape = list(m[3]!);
-        if (!shape) return undefined;
-        t = entry(keyAt(pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
+        ok = entry(cols, shapes, m[2]!, m[3]!, Number(m[4]), Number(m[5]), dataSize);
+        if (ok) cols.keys.push(keyAt(pos + 1, pos + 1 + m[1]!.length));
         pos = CANONICAL.lastIndex;
       } else {
         ANY_ORDER.lastIndex = pos;
         m = ANY_ORDER.exec(text);
         if (!m) return undefined;
-        t = anyOrder(m, list, keyAt(pos + 1, pos + 1 + m[1]!.length), dataStart, dataSize);
+        ok = anyOrder(cols, shapes, m, dataSize);
+        if (ok) cols.keys.push(keyAt(pos + 1, pos + 1 + m[1]!.length));
         pos = ANY_ORDER.lastIndex;
       }
-      if (!t) return undefined;
-      const last = tensors[tensors.length - 1];
-      if (last && (t.begin < last.begin || (t.begin === last.begin && t.end < last.end))) ordered = false;
-      tensors.push(t);
+      if (!ok) return undefined;
+      const k = cols.n++;
+      if (k > 0) {
+        const b = cols.begins[k]!;
+        const lb = cols.begins[k - 1]!;
+        if (b < lb || (b === lb && cols.ends[k]! < cols.ends[k - 1]!)) ordered = false;
+      }
       properties += 4;
     }
     done = m[m.length - 1] !== undefined;
@@ -168,74 +169,104 @@ export function parseHeaderFast(
   if (!TRAILING.test(text)) return undefined;
   // The general path's property limit (its other shape limits always hold for this shape).
   if (properties > 1_000_000) return undefined;
-  // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
-  // [0, dataSize) exactly, as the general path checks.
-  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
-  let at = 0;
-  for (const x of tensors) {
-    if (x.begin !== at) return undefined;
-    at = x.end;
-  }
-  if (at !== dataSize) return undefined;
-  const map = new Map<string, TensorInfo>();
-  for (const x of tensors) map.set(x.key, x);
-  if (map.size !== tensors.length) return undefined; // a key twice
-  return { tensors: map, ...(metadata ? { metadata } : {}) };
+  const tensors = tableOf(cols, shapes.list, dataStart, dataSize, ordered);
+  if (!tensors) return undefined;
+  return { tensors, ...(metadata ? { metadata } : {}) };
 }
 
-/** A tensor entry checked as header.ts's parseEntry checks it, or undefined. */
-function entry(
-  key: string,
-  dtypeName: string,
-  shape: number[],
-  b: number,
-  e: number,
-  dataStart: number,
-  dataSize: number,
-): TensorInfo | undefined {
-  const dtype = DTYPE_NAMES.get(dtypeName);
-  if (dtype === undefined) return undefined;
+/**
+ * The table of `cols`, or undefined when the entries do not tile [0, dataSize) exactly or a
+ * key repeats (the general path's errors). Sorted by begin first (zero-size tensors first at
+ * a shared offset; a stable sort, as the general path's) when they were not in order.
+ */
+function tableOf(cols: Columns, shapes: number[][], dataStart: number, dataSize: number, ordered: boolean): TensorTable | undefined {
+  const n = cols.n;
+  let order: number[] | undefined;
+  if (!ordered) {
+    order = Array.from({ length: n }, (_, i) => i);
+    order.sort((a, b) => cols.begins[a]! - cols.begins[b]! || cols.ends[a]! - cols.ends[b]!);
+  }
+  const keys = new Array<string>(n);
+  const dtypes = new Uint8Array(n);
+  const shapeIds = new Uint32Array(n);
+  const begins = new Float64Array(n);
+  const ends = new Float64Array(n);
+  const row = new Map<string, number>();
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const j = order ? order[i]! : i;
+    const b = cols.begins[j]!;
+    if (b !== at) return undefined;
+    at = cols.ends[j]!;
+    keys[i] = cols.keys[j]!;
+    dtypes[i] = cols.dtypes[j]!;
+    shapeIds[i] = cols.shapeIds[j]!;
+    begins[i] = b;
+    ends[i] = at;
+    row.set(keys[i], i);
+  }
+  if (at !== dataSize) return undefined;
+  if (row.size !== n) return undefined; // a key twice
+  return new TensorTable(keys, row, dtypes, shapeIds, shapes, begins, ends, dataStart);
+}
+
+/** The id of shape list `raw` (the inside of its brackets), or -1 when it is no list of integers. */
+function shapeId(shapes: Shapes, raw: string): number {
+  let id = shapes.ids.get(raw);
+  if (id === undefined) {
+    const list = parseList(raw);
+    id = list ? shapes.list.push(list) - 1 : -1;
+    shapes.ids.set(raw, id);
+  }
+  return id;
+}
+
+/** A tensor entry checked as header.ts's parseEntry checks it, written to row `cols.n`; false when it fails. */
+function entry(cols: Columns, shapes: Shapes, dtypeName: string, shapeRaw: string, b: number, e: number, dataSize: number): boolean {
+  const dtype = DTYPE_CODE.get(dtypeName);
+  if (dtype === undefined) return false;
+  const id = shapeId(shapes, shapeRaw);
+  if (id < 0) return false;
+  const shape = shapes.list[id]!;
   let elements = 1;
   for (let i = 0; i < shape.length; i++) {
     elements *= shape[i]!;
-    if (elements > Number.MAX_SAFE_INTEGER) return undefined;
+    if (elements > Number.MAX_SAFE_INTEGER) return false;
   }
-  const expected = elements * DTYPE_SIZE[dtype];
-  if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return undefined;
-  return { key, dtype, shape, dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
+  const expected = elements * DTYPE_SIZE[DTYPE_LIST[dtype]!];
+  if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return false;
+  const k = cols.n;
+  cols.dtypes[k] = dtype;
+  cols.shapeIds[k] = id;
+  cols.begins[k] = b;
+  cols.ends[k] = e;
+  return true;
 }
 
 /** An {@link ANY_ORDER} match as an entry: each field once, of its own kind. */
-function anyOrder(
-  m: RegExpExecArray,
-  list: (raw: string) => number[] | undefined,
-  key: string,
-  dataStart: number,
-  dataSize: number,
-): TensorInfo | undefined {
+function anyOrder(cols: Columns, shapes: Shapes, m: RegExpExecArray, dataSize: number): boolean {
   let dtype: string | undefined;
-  let shape: number[] | undefined;
+  let shape: string | undefined;
   let offsets: number[] | undefined;
   for (let f = 0; f < 3; f++) {
     const name = m[2 + 4 * f]!;
     const str = m[4 + 4 * f];
     const raw = m[5 + 4 * f];
     if (name === 'dtype') {
-      if (dtype !== undefined || str === undefined || !isDType(str)) return undefined;
+      if (dtype !== undefined || str === undefined || !isDType(str)) return false;
       dtype = str;
-    } else if (raw === undefined) return undefined;
+    } else if (raw === undefined) return false;
     else if (name === 'shape') {
-      if (shape) return undefined;
-      shape = list(raw);
-      if (!shape) return undefined;
+      if (shape !== undefined) return false;
+      shape = raw;
     } else {
-      if (offsets) return undefined;
+      if (offsets) return false;
       offsets = parseList(raw);
-      if (offsets?.length !== 2) return undefined;
+      if (offsets?.length !== 2) return false;
     }
   }
-  if (dtype === undefined || !shape || !offsets) return undefined;
-  return entry(key, dtype, shape, offsets[0]!, offsets[1]!, dataStart, dataSize);
+  if (dtype === undefined || shape === undefined || !offsets) return false;
+  return entry(cols, shapes, dtype, shape, offsets[0]!, offsets[1]!, dataSize);
 }
 
 /** `1, 2, 3` (the inside of a JSON list of integers) as numbers, or undefined. */
