@@ -7,8 +7,8 @@
  * container and duplicate-key limits, then JSON.parse, then a walk of the parsed object; on
  * the language server's cold open of an 80 000-input spec over 8 shards that was about 40% of
  * the CPU. Here one sticky regular expression (compiled to native code by the engine) matches
- * each entry in place and the entry goes straight into the columns of a {@link TensorTable}: no
- * object per tensor, no per-character JavaScript.
+ * each entry in place and the entry becomes its {@link TensorInfo} directly (kept in the
+ * columns of a {@link TensorTable}): no intermediate objects, no per-character JavaScript.
  *
  * Contract: {@link parseHeaderFast} returns exactly what the general path returns, or
  * undefined whenever anything is unusual or wrong — another field, an escape in a key, a
@@ -18,8 +18,8 @@
  * of what the general path accepts (core/test/safetensors/safetensors-fast.test.ts compares both).
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import { DTYPE_SIZE, isDType } from '../dtype';
-import { DTYPE_CODE, DTYPE_LIST, TensorTable } from './tensor-table';
+import { DTYPE_SIZE, isDType, type DType } from '../dtype';
+import { TensorTable, type TensorInfo } from './tensor-table';
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {
@@ -67,37 +67,13 @@ interface Slices {
   utf8Slice(start: number, end: number): string;
 }
 
-/**
- * The columns of a header being read, sized once: an entry is at least 48 bytes
- * (`"k":{"dtype":"U8","shape":[],"data_offsets":[0,0]},`), so a header of N bytes has
- * fewer than N / 48 + 1 of them.
- */
-class Columns {
-  n = 0;
-  readonly keys: string[] = [];
-  readonly dtypes: Uint8Array;
-  readonly shapeIds: Uint32Array;
-  readonly begins: Float64Array;
-  readonly ends: Float64Array;
-
-  constructor(headerLength: number) {
-    const cap = Math.floor(headerLength / 48) + 1;
-    this.dtypes = new Uint8Array(cap);
-    this.shapeIds = new Uint32Array(cap);
-    this.begins = new Float64Array(cap);
-    this.ends = new Float64Array(cap);
-  }
-}
-
-/** Where shape lists are kept: one array per distinct list text of a header, and its id. */
-interface Shapes {
-  list: number[][];
-  ids: Map<string, number>;
-}
+/** The one string object of each dtype name (the header's entries share them). */
+const DTYPE_NAMES = new Map<string, DType>(Object.keys(DTYPE_SIZE).map((d) => [d, d as DType]));
 
 /**
  * Reads the header bytes `buf[8, 8 + headerLength)` of a file of `fileSize` bytes, or returns
- * undefined (see the module comment).
+ * undefined (see the module comment). A header's entries share one array per distinct shape
+ * list text (its table keeps each once).
  */
 export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize: number): FastHeader | undefined {
   const bytes = Buffer.from(buf.buffer, buf.byteOffset + 8, headerLength);
@@ -106,18 +82,64 @@ export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize:
   // One character per byte, so a match's index is its byte offset; keys are decoded from the
   // bytes (a fresh string each: a regex capture would keep the whole header text alive).
   const text = bytes.toString('latin1');
-  const raw = bytes as unknown as Slices;
-  const keyAt = ascii ? (a: number, b: number) => raw.latin1Slice(a, b) : (a: number, b: number) => raw.utf8Slice(a, b);
   const dataStart = 8 + headerLength;
   const dataSize = fileSize - dataStart;
   OPEN.lastIndex = 0;
   if (!OPEN.test(text)) return undefined;
-  let pos = OPEN.lastIndex;
-  const cols = new Columns(headerLength);
-  const shapes: Shapes = { list: [], ids: new Map() };
+  const read = readEntries(bytes, ascii, text, OPEN.lastIndex, dataStart, dataSize);
+  if (!read) return undefined;
+  const { tensors, metadata, properties, ordered } = read;
+  TRAILING.lastIndex = read.pos;
+  if (!TRAILING.test(text)) return undefined;
+  // The general path's property limit (its other shape limits always hold for this shape).
+  if (properties > 1_000_000) return undefined;
+  if (!tiles(tensors, ordered, dataSize)) return undefined;
+  // The entries' objects die young: what is kept is their columns (see tensor-table.ts).
+  const table = TensorTable.of(tensors, dataStart);
+  if (!table.uniqueKeys()) return undefined; // a key twice
+  return { tensors: table, ...(metadata ? { metadata } : {}) };
+}
+
+/**
+ * Whether the entries, sorted by begin (zero-size tensors first at a shared offset; sorted in
+ * place unless already `ordered`), tile [0, dataSize) exactly, as the general path checks.
+ */
+function tiles(tensors: TensorInfo[], ordered: boolean, dataSize: number): boolean {
+  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  for (let i = 0; i < tensors.length; i++) {
+    const x = tensors[i]!;
+    if (x.begin !== at) return false;
+    at = x.end;
+  }
+  return at === dataSize;
+}
+
+/** What {@link readEntries} read: the entries in reading order, and where it stopped. */
+interface Entries {
+  pos: number;
+  tensors: TensorInfo[];
+  metadata?: Record<string, string>;
+  properties: number;
+  /** Entries in (begin, end) order, as writers put them: then the sort has nothing to do. */
+  ordered: boolean;
+}
+
+/**
+ * The entries of the header `text` (the header's bytes as latin1) from `pos`, just after its
+ * `{`, through its closing `}`; undefined when the fast path refuses one. The loop is apart
+ * from {@link parseHeaderFast}'s Buffer calls and uses no closure made per header: the engine
+ * compiles the function holding it during a cold open (on-stack, while the first header is
+ * read), and with those calls inside it that was the largest compilation of the open, done
+ * twice (a per-header closure's inlined call target changed on the next header, undoing it).
+ */
+function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number, dataStart: number, dataSize: number): Entries | undefined {
+  const raw = bytes as unknown as Slices;
+  let pos = start;
+  const tensors: TensorInfo[] = [];
+  const lists = new Map<string, number[] | undefined>();
   let metadata: Record<string, string> | undefined;
   let properties = 0;
-  /** Entries so far in (begin, end) order, as writers put them: then the sort has nothing to do. */
   let ordered = true;
   EMPTY_END.lastIndex = pos;
   let done = EMPTY_END.test(text);
@@ -128,6 +150,7 @@ export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize:
     // path's order of zero-size tensors at one offset follows: leave them to it.
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
+    let t: TensorInfo | undefined;
     if (text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
       METADATA.lastIndex = pos;
@@ -139,134 +162,99 @@ export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize:
       properties += 1 + pairs.count;
       pos = METADATA.lastIndex;
     } else {
-      let ok: boolean;
       CANONICAL.lastIndex = pos;
       m = CANONICAL.exec(text);
       if (m) {
-        ok = entry(cols, shapes, m[2]!, m[3]!, Number(m[4]), Number(m[5]), dataSize);
-        if (ok) cols.keys.push(keyAt(pos + 1, pos + 1 + m[1]!.length));
+        const shape = listOf(lists, m[3]!);
+        if (!shape) return undefined;
+        t = entry(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
         pos = CANONICAL.lastIndex;
       } else {
         ANY_ORDER.lastIndex = pos;
         m = ANY_ORDER.exec(text);
         if (!m) return undefined;
-        ok = anyOrder(cols, shapes, m, dataSize);
-        if (ok) cols.keys.push(keyAt(pos + 1, pos + 1 + m[1]!.length));
+        t = anyOrder(m, lists, keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), dataStart, dataSize);
         pos = ANY_ORDER.lastIndex;
       }
-      if (!ok) return undefined;
-      const k = cols.n++;
-      if (k > 0) {
-        const b = cols.begins[k]!;
-        const lb = cols.begins[k - 1]!;
-        if (b < lb || (b === lb && cols.ends[k]! < cols.ends[k - 1]!)) ordered = false;
-      }
+      if (!t) return undefined;
+      const last = tensors[tensors.length - 1];
+      if (last && (t.begin < last.begin || (t.begin === last.begin && t.end < last.end))) ordered = false;
+      tensors.push(t);
       properties += 4;
     }
     done = m[m.length - 1] !== undefined;
   }
-  TRAILING.lastIndex = pos;
-  if (!TRAILING.test(text)) return undefined;
-  // The general path's property limit (its other shape limits always hold for this shape).
-  if (properties > 1_000_000) return undefined;
-  const tensors = tableOf(cols, shapes.list, dataStart, dataSize, ordered);
-  if (!tensors) return undefined;
-  return { tensors, ...(metadata ? { metadata } : {}) };
+  return { pos, tensors, ...(metadata ? { metadata } : {}), properties, ordered };
 }
 
-/**
- * The table of `cols`, or undefined when the entries do not tile [0, dataSize) exactly or a
- * key repeats (the general path's errors). Sorted by begin first (zero-size tensors first at
- * a shared offset; a stable sort, as the general path's) when they were not in order.
- */
-function tableOf(cols: Columns, shapes: number[][], dataStart: number, dataSize: number, ordered: boolean): TensorTable | undefined {
-  const n = cols.n;
-  let order: number[] | undefined;
-  if (!ordered) {
-    order = Array.from({ length: n }, (_, i) => i);
-    order.sort((a, b) => cols.begins[a]! - cols.begins[b]! || cols.ends[a]! - cols.ends[b]!);
-  }
-  const keys = new Array<string>(n);
-  const dtypes = new Uint8Array(n);
-  const shapeIds = new Uint32Array(n);
-  const begins = new Float64Array(n);
-  const ends = new Float64Array(n);
-  const row = new Map<string, number>();
-  let at = 0;
-  for (let i = 0; i < n; i++) {
-    const j = order ? order[i]! : i;
-    const b = cols.begins[j]!;
-    if (b !== at) return undefined;
-    at = cols.ends[j]!;
-    keys[i] = cols.keys[j]!;
-    dtypes[i] = cols.dtypes[j]!;
-    shapeIds[i] = cols.shapeIds[j]!;
-    begins[i] = b;
-    ends[i] = at;
-    row.set(keys[i], i);
-  }
-  if (at !== dataSize) return undefined;
-  if (row.size !== n) return undefined; // a key twice
-  return new TensorTable(keys, row, dtypes, shapeIds, shapes, begins, ends, dataStart);
+/** Key bytes `[a, b)` of the header as a string (a fresh one: see {@link Slices}). */
+function keyAt(raw: Slices, ascii: boolean, a: number, b: number): string {
+  return ascii ? raw.latin1Slice(a, b) : raw.utf8Slice(a, b);
 }
 
-/** The id of shape list `raw` (the inside of its brackets), or -1 when it is no list of integers. */
-function shapeId(shapes: Shapes, raw: string): number {
-  let id = shapes.ids.get(raw);
-  if (id === undefined) {
-    const list = parseList(raw);
-    id = list ? shapes.list.push(list) - 1 : -1;
-    shapes.ids.set(raw, id);
+/** The shape list of list text `raw`, once per distinct text of a header (undefined: not a list of integers). */
+function listOf(lists: Map<string, number[] | undefined>, raw: string): number[] | undefined {
+  let got = lists.get(raw);
+  if (got === undefined && !lists.has(raw)) {
+    got = parseList(raw);
+    lists.set(raw, got);
   }
-  return id;
+  return got;
 }
 
-/** A tensor entry checked as header.ts's parseEntry checks it, written to row `cols.n`; false when it fails. */
-function entry(cols: Columns, shapes: Shapes, dtypeName: string, shapeRaw: string, b: number, e: number, dataSize: number): boolean {
-  const dtype = DTYPE_CODE.get(dtypeName);
-  if (dtype === undefined) return false;
-  const id = shapeId(shapes, shapeRaw);
-  if (id < 0) return false;
-  const shape = shapes.list[id]!;
+/** A tensor entry checked as header.ts's parseEntry checks it, or undefined. */
+function entry(
+  key: string,
+  dtypeName: string,
+  shape: number[],
+  b: number,
+  e: number,
+  dataStart: number,
+  dataSize: number,
+): TensorInfo | undefined {
+  const dtype = DTYPE_NAMES.get(dtypeName);
+  if (dtype === undefined) return undefined;
   let elements = 1;
   for (let i = 0; i < shape.length; i++) {
     elements *= shape[i]!;
-    if (elements > Number.MAX_SAFE_INTEGER) return false;
+    if (elements > Number.MAX_SAFE_INTEGER) return undefined;
   }
-  const expected = elements * DTYPE_SIZE[DTYPE_LIST[dtype]!];
-  if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return false;
-  const k = cols.n;
-  cols.dtypes[k] = dtype;
-  cols.shapeIds[k] = id;
-  cols.begins[k] = b;
-  cols.ends[k] = e;
-  return true;
+  const expected = elements * DTYPE_SIZE[dtype];
+  if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return undefined;
+  return { key, dtype, shape, dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
 }
 
 /** An {@link ANY_ORDER} match as an entry: each field once, of its own kind. */
-function anyOrder(cols: Columns, shapes: Shapes, m: RegExpExecArray, dataSize: number): boolean {
+function anyOrder(
+  m: RegExpExecArray,
+  lists: Map<string, number[] | undefined>,
+  key: string,
+  dataStart: number,
+  dataSize: number,
+): TensorInfo | undefined {
   let dtype: string | undefined;
-  let shape: string | undefined;
+  let shape: number[] | undefined;
   let offsets: number[] | undefined;
   for (let f = 0; f < 3; f++) {
     const name = m[2 + 4 * f]!;
     const str = m[4 + 4 * f];
     const raw = m[5 + 4 * f];
     if (name === 'dtype') {
-      if (dtype !== undefined || str === undefined || !isDType(str)) return false;
+      if (dtype !== undefined || str === undefined || !isDType(str)) return undefined;
       dtype = str;
-    } else if (raw === undefined) return false;
+    } else if (raw === undefined) return undefined;
     else if (name === 'shape') {
-      if (shape !== undefined) return false;
-      shape = raw;
+      if (shape) return undefined;
+      shape = listOf(lists, raw);
+      if (!shape) return undefined;
     } else {
-      if (offsets) return false;
+      if (offsets) return undefined;
       offsets = parseList(raw);
-      if (offsets?.length !== 2) return false;
+      if (offsets?.length !== 2) return undefined;
     }
   }
-  if (dtype === undefined || shape === undefined || !offsets) return false;
-  return entry(cols, shapes, dtype, shape, offsets[0]!, offsets[1]!, dataSize);
+  if (dtype === undefined || !shape || !offsets) return undefined;
+  return entry(key, dtype, shape, offsets[0]!, offsets[1]!, dataStart, dataSize);
 }
 
 /** `1, 2, 3` (the inside of a JSON list of integers) as numbers, or undefined. */

@@ -55,6 +55,8 @@ export class TensorTable extends Map<string, TensorInfo> {
     private readonly begins: Float64Array,
     private readonly ends: Float64Array,
     private readonly dataStart: number,
+    /** Bit `c` set when some row has dtype code `c` (the dtypes present, without a pass over the rows). */
+    private readonly dtypeMask: number,
   ) {
     super();
   }
@@ -70,18 +72,28 @@ export class TensorTable extends Map<string, TensorInfo> {
     const ids = new Map<number[], number>();
     const begins = new Float64Array(n);
     const ends = new Float64Array(n);
+    let mask = 0;
+    let lastShape: number[] | undefined;
+    let lastId = 0;
     for (let i = 0; i < n; i++) {
       const t = infos[i]!;
       keys[i] = t.key;
       row.set(t.key, i);
-      dtypes[i] = DTYPE_CODE.get(t.dtype)!;
-      let id = ids.get(t.shape);
-      if (id === undefined) ids.set(t.shape, (id = shapes.push(t.shape) - 1));
-      shapeIds[i] = id;
+      const code = DTYPE_CODE.get(t.dtype)!;
+      dtypes[i] = code;
+      mask |= 1 << code;
+      // Neighbours mostly share a shape: one map lookup per change of shape.
+      if (t.shape !== lastShape) {
+        let id = ids.get(t.shape);
+        if (id === undefined) ids.set(t.shape, (id = shapes.push(t.shape) - 1));
+        lastShape = t.shape;
+        lastId = id;
+      }
+      shapeIds[i] = lastId;
       begins[i] = t.begin;
       ends[i] = t.end;
     }
-    return new TensorTable(keys, row, dtypes, shapeIds, shapes, begins, ends, dataStart);
+    return new TensorTable(keys, row, dtypes, shapeIds, shapes, begins, ends, dataStart, mask);
   }
 
   override get size(): number {
@@ -97,6 +109,11 @@ export class TensorTable extends Map<string, TensorInfo> {
     return i === undefined ? undefined : this.at(i);
   }
 
+  /** False when a key was given twice (the map then holds fewer keys than there are rows). */
+  uniqueKeys(): boolean {
+    return this.row.size === this.keyList.length;
+  }
+
   /** The table's own string for `key` (equal to it), or undefined when there is no such tensor. */
   keyOf(key: string): string | undefined {
     const i = this.row.get(key);
@@ -109,11 +126,9 @@ export class TensorTable extends Map<string, TensorInfo> {
     return i === undefined ? undefined : DTYPE_LIST[this.dtypeCode[i]!];
   }
 
-  /** Whether some tensor's dtype passes `test` (each distinct dtype is tested once). */
+  /** Whether some tensor's dtype passes `test` (each dtype present is tested once). */
   someDtype(test: (dtype: DType) => boolean): boolean {
-    const seen = new Uint8Array(DTYPE_LIST.length);
-    for (const c of this.dtypeCode) seen[c] = 1;
-    return DTYPE_LIST.some((d, c) => seen[c] === 1 && test(d));
+    return DTYPE_LIST.some((d, c) => (this.dtypeMask & (1 << c)) !== 0 && test(d));
   }
 
   /** Row `i` as its object (made once). */
