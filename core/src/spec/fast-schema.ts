@@ -9,17 +9,34 @@
  */
 import { SpecSchema, type RawInput, type RawSpec } from './schema';
 
-/** `SpecSchema.safeParse(raw)`, with the same result. */
-export function parseSpecSchema(raw: unknown): ReturnType<typeof SpecSchema.safeParse> {
-  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && Object.prototype.hasOwnProperty.call(raw, 'inputs')) {
-    const inputs = plainInputs((raw as { inputs: unknown }).inputs);
-    if (inputs) {
-      // The shell keeps every own property (an own "__proto__" too: spread defines it).
-      const shell = SpecSchema.safeParse({ ...(raw as Record<string, unknown>), inputs: [] });
-      if (shell.success) {
-        (shell.data as RawSpec).inputs = inputs;
-        return shell;
-      }
+/** zod's output for a document's `inputs` when every entry has the plain shape, and their own-key count. */
+export interface PlainInputs {
+  inputs: RawInput[];
+  /** {@link ownKeyCount} of the `inputs` array, counted on the way (so the caller need not walk it again). */
+  keys: number;
+}
+
+/** The plain inputs of document `raw` (an object with its own `inputs`), or undefined. */
+export function plainInputsOf(raw: unknown): PlainInputs | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !Object.prototype.hasOwnProperty.call(raw, 'inputs'))
+    return undefined;
+  return plainInputs((raw as { inputs: unknown }).inputs);
+}
+
+/**
+ * `SpecSchema.safeParse(raw)`, with the same result. `plain` is {@link plainInputsOf}`(raw)`
+ * when the caller already has it.
+ */
+export function parseSpecSchema(
+  raw: unknown,
+  plain: PlainInputs | undefined = plainInputsOf(raw),
+): ReturnType<typeof SpecSchema.safeParse> {
+  if (plain) {
+    // The shell keeps every own property (an own "__proto__" too: spread defines it).
+    const shell = SpecSchema.safeParse({ ...(raw as Record<string, unknown>), inputs: [] });
+    if (shell.success) {
+      (shell.data as RawSpec).inputs = plain.inputs;
+      return shell;
     }
   }
   return SpecSchema.safeParse(raw);
@@ -28,9 +45,10 @@ export function parseSpecSchema(raw: unknown): ReturnType<typeof SpecSchema.safe
 const OPTIONAL_STRINGS = ['role', 'weight_input'] as const;
 
 /** zod's output for `inputs` when every entry has the plain shape, else undefined. */
-function plainInputs(list: unknown): RawInput[] | undefined {
+function plainInputs(list: unknown): PlainInputs | undefined {
   if (!Array.isArray(list)) return undefined;
   const out: RawInput[] = new Array<RawInput>(list.length);
+  let count = 0;
   for (let i = 0; i < list.length; i++) {
     const v: unknown = list[i];
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
@@ -58,8 +76,9 @@ function plainInputs(list: unknown): RawInput[] | undefined {
     }
     if (keys.length !== known) return undefined;
     out[i] = input as RawInput;
+    count += known + 2; // the entry's own keys and its location's two
   }
-  return out;
+  return { inputs: out, keys: count };
 }
 
 function isNonEmpty(v: unknown): v is string {
