@@ -42,9 +42,11 @@ export function parseSpecSchema(
   return SpecSchema.safeParse(raw);
 }
 
-const OPTIONAL_STRINGS = ['role', 'weight_input'] as const;
-
-/** zod's output for `inputs` when every entry has the plain shape, else undefined. */
+/**
+ * zod's output for `inputs` when every entry has the plain shape, else undefined. Each entry is
+ * judged from its own key list (no hasOwnProperty call per field: this loop runs once per
+ * input in a fresh process, mostly before the engine compiles it, where each call costs).
+ */
 function plainInputs(list: unknown): PlainInputs | undefined {
   if (!Array.isArray(list)) return undefined;
   const out: RawInput[] = new Array<RawInput>(list.length);
@@ -54,29 +56,38 @@ function plainInputs(list: unknown): PlainInputs | undefined {
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
     const o = v as Record<string, unknown>;
     const keys = Object.keys(o);
-    let known = 2;
-    const name = o.name;
-    const loc = o.location;
+    let name: unknown;
+    let loc: unknown;
+    let role = false;
+    let weightInput = false;
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k];
+      if (key === 'name') name = o.name;
+      else if (key === 'location') loc = o.location;
+      else if (key === 'role') role = true;
+      else if (key === 'weight_input') weightInput = true;
+      else return undefined;
+    }
     if (!isNonEmpty(name) || typeof loc !== 'object' || loc === null || Array.isArray(loc)) return undefined;
-    if (!Object.prototype.hasOwnProperty.call(o, 'name') || !Object.prototype.hasOwnProperty.call(o, 'location')) return undefined;
     const l = loc as Record<string, unknown>;
     const lkeys = Object.keys(l);
-    if (lkeys.length !== 2 || !Object.prototype.hasOwnProperty.call(l, 'file') || !Object.prototype.hasOwnProperty.call(l, 'key'))
+    if (lkeys.length !== 2 || !((lkeys[0] === 'file' && lkeys[1] === 'key') || (lkeys[0] === 'key' && lkeys[1] === 'file')))
       return undefined;
     const file = l.file;
     const key = l.key;
     if (typeof file !== 'number' || !Number.isSafeInteger(file) || file < 0 || !isNonEmpty(key)) return undefined;
     // Zod's key order: the schema's (name, location, role, weight_input), then unknown ones.
     const input: Record<string, unknown> = { name, location: { file, key } };
-    for (const f of OPTIONAL_STRINGS) {
-      if (!Object.prototype.hasOwnProperty.call(o, f)) continue;
-      if (!isNonEmpty(o[f])) return undefined;
-      input[f] = o[f];
-      known++;
+    if (role) {
+      if (!isNonEmpty(o.role)) return undefined;
+      input.role = o.role;
     }
-    if (keys.length !== known) return undefined;
+    if (weightInput) {
+      if (!isNonEmpty(o.weight_input)) return undefined;
+      input.weight_input = o.weight_input;
+    }
     out[i] = input as RawInput;
-    count += known + 2; // the entry's own keys and its location's two
+    count += keys.length + 2; // the entry's own keys and its location's two
   }
   return { inputs: out, keys: count };
 }
