@@ -138,6 +138,8 @@ function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number,
   let pos = start;
   const tensors: TensorInfo[] = [];
   const lists = new Map<string, number[] | undefined>();
+  let lastRaw: string | undefined;
+  let lastShape: number[] | undefined;
   let metadata: Record<string, string> | undefined;
   let properties = 0;
   let ordered = true;
@@ -151,7 +153,8 @@ function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number,
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
     let t: TensorInfo | undefined;
-    if (text.startsWith('"__metadata__"', pos)) {
+    // (The first character of the key first: the string compare runs, and is compiled, only for a rare key.)
+    if (c === 0x5f && text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
       METADATA.lastIndex = pos;
       m = METADATA.exec(text);
@@ -165,7 +168,13 @@ function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number,
       CANONICAL.lastIndex = pos;
       m = CANONICAL.exec(text);
       if (m) {
-        const shape = listOf(lists, m[3]!);
+        // Entries mostly repeat the previous entry's shape text: no lookup for those.
+        const rawShape = m[3]!;
+        if (rawShape !== lastRaw) {
+          lastShape = listOf(lists, rawShape);
+          lastRaw = rawShape;
+        }
+        const shape = lastShape;
         if (!shape) return undefined;
         t = entry(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
         pos = CANONICAL.lastIndex;
