@@ -15,14 +15,14 @@ import { tryResolveReadPath } from '../paths';
 import { reportedPreparedDir, reportedPreparedFile } from '../artifacts/export-report';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
-import type { SafetensorsHeader } from '../formats/safetensors';
+import { TensorTable, type SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, PREPARE_HINT, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
 import { planMissingPrepared, plannedNote } from './planned';
 import { checkPrepared, looksPrepared } from './prepared';
 import { didYouMean, KeyIndex, keyIndexOf } from './suggest';
-import { checkInputFacts } from './facts';
+import { checkInputFacts, statesFacts } from './facts';
 import { checkQuantization } from './quantization';
 
 /**
@@ -206,7 +206,11 @@ function checkInputs(ctx: CheckContext): void {
   const suggestionsBudget = { left: 10 };
   // An input's source paths are made on demand (inputs.at allocates): only for a problem.
   const src = (i: number) => ctx.sources.inputs.at(i)!;
-  for (const [i, input] of ctx.spec.inputs.entries()) {
+  const inputs = ctx.spec.inputs;
+  // Indexed, not entries(): this loop runs once per input in a fresh server, much of it before
+  // the engine compiles it, where each iterator step and its [i, input] pair are allocations.
+  for (let i = 0; i < inputs.length; i++) {
+    const input = inputs[i]!;
     const prev = firstByName.get(input.name);
     if (prev !== undefined) {
       report(ctx, 'duplicate-name', src(i).name, `duplicate input name "${input.name}" (first used by inputs[${prev}])`, { first: prev });
@@ -231,13 +235,15 @@ function checkInputs(ctx: CheckContext): void {
     const header = ctx.files[fi]?.header;
     if (!header) continue; // the file itself is already reported
     const key = input.location.key;
-    const info = header.tensors.get(key);
-    if (info) {
+    // The header's own string, without making the tensor's object (a header read from a file
+    // keeps its tensors in columns, see tensor-table.ts; its objects are made only when read).
+    const stored = header.tensors instanceof TensorTable ? header.tensors.keyOf(key) : header.tensors.get(key)?.key;
+    if (stored !== undefined) {
       // One string object for the key, the header's: the spec's equal copies (key, and the
       // name when it is the key) are let go — on a 20 000-input spec, 1 MiB of the server's heap.
-      if (input.name === key) input.name = info.key;
-      input.location.key = info.key;
-      checkInputFacts(ctx, i, info);
+      if (input.name === key) input.name = stored;
+      input.location.key = stored;
+      if (statesFacts(input)) checkInputFacts(ctx, i, header.tensors.get(key)!);
       continue;
     }
     const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));

@@ -4,6 +4,7 @@
  */
 import { dtypeFromName, prepareDtypeOf } from '../formats/dtype';
 import type { TensorInfo } from '../formats/safetensors';
+import type { SpecInput } from '../spec/types';
 import { report, type CheckContext } from './context';
 
 /** `[2, 3]` */
@@ -11,11 +12,19 @@ export function shapeText(shape: readonly (number | string)[]): string {
   return `[${shape.join(', ')}]`;
 }
 
+/**
+ * Whether {@link checkInputFacts} has anything to compare for `input`: a declared shape or
+ * dtype (v1 specs) of an input that is not quantized (packed storage: declared facts are
+ * logical, not stored). Lets a caller skip looking the tensor up.
+ */
+export function statesFacts(input: SpecInput): boolean {
+  return !input.quantization && (input.shape !== undefined || input.dtype !== undefined);
+}
+
 /** Compares a v1 input's declared `shape`/`dtype` (when present) with the tensor's header. */
 export function checkInputFacts(ctx: CheckContext, i: number, info: TensorInfo): void {
   const input = ctx.spec.inputs[i]!;
-  if (input.quantization) return; // packed storage: declared facts are logical, not stored
-  if (input.shape === undefined && input.dtype === undefined) return; // nothing declared (v2+ specs)
+  if (!statesFacts(input)) return; // nothing declared (v2+ specs), or quantized
   const node = ctx.sources.inputs.at(i)!.node;
   if (Array.isArray(input.shape) && !sameShape(input.shape, info.shape)) {
     report(

@@ -13,7 +13,7 @@ import { problem } from '../problem-codes';
 import { issuePath } from '../zod-issue';
 import { fastParseTree } from './fast-tree';
 import { formatPath, SpecOffsets } from './offsets';
-import { parseSpecSchema } from './fast-schema';
+import { parseSpecSchema, plainInputsOf } from './fast-schema';
 import type { RawInput, RawSpec } from './schema';
 import {
   LATEST_SPEC_VERSION,
@@ -79,7 +79,12 @@ function parseUnsafe(text: string): ParsedSpec {
   }
   let offsets: SpecOffsets;
   let tree: Node | undefined;
-  if (strict && shape.properties === ownKeyCount(strict.value)) {
+  // The usual inputs are checked (and copied as zod would) first: that pass counts their keys
+  // too, so the duplicate check walks only the rest of the document.
+  const plain = strict ? plainInputsOf(strict.value) : undefined;
+  const ownKeys =
+    strict === undefined ? 0 : plain ? keysBesideInputs(strict.value as Record<string, unknown>) + plain.keys : ownKeyCount(strict.value);
+  if (strict && shape.properties === ownKeys) {
     // No object repeats a key (see scanJsonShape): a compact index, built on first lookup.
     offsets = SpecOffsets.ofStrictJson(text);
   } else if (strict) {
@@ -108,7 +113,7 @@ function parseUnsafe(text: string): ParsedSpec {
   // JSON.parse's value equals the tree's (own "__proto__" properties included), and is
   // several times faster than rebuilding it from the tree.
   const raw: unknown = strict ? strict.value : nodeValue(tree!);
-  const result = parseSpecSchema(raw);
+  const result = parseSpecSchema(raw, strict ? plain : undefined);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const p = issuePath(issue);
@@ -138,6 +143,14 @@ function parseUnsafe(text: string): ParsedSpec {
     problems.push(problem('spec-version', message, ['version'], offsets.value(['version'])));
   }
   return withTree({ spec, problems, offsets, sources }, text, tree);
+}
+
+/** {@link ownKeyCount} of a document object without what its `inputs` holds (counted by the caller). */
+function keysBesideInputs(doc: Record<string, unknown>): number {
+  const keys = Object.keys(doc);
+  let n = keys.length;
+  for (const k of keys) if (k !== 'inputs') n += ownKeyCount(doc[k]);
+  return n;
 }
 
 /**

@@ -7,8 +7,8 @@
  * container and duplicate-key limits, then JSON.parse, then a walk of the parsed object; on
  * the language server's cold open of an 80 000-input spec over 8 shards that was about 40% of
  * the CPU. Here one sticky regular expression (compiled to native code by the engine) matches
- * each entry in place and the entry becomes its {@link TensorInfo} directly: no intermediate
- * objects, no per-character JavaScript.
+ * each entry in place and the entry becomes its {@link TensorInfo} directly (kept in the
+ * columns of a {@link TensorTable}): no intermediate objects, no per-character JavaScript.
  *
  * Contract: {@link parseHeaderFast} returns exactly what the general path returns, or
  * undefined whenever anything is unusual or wrong — another field, an escape in a key, a
@@ -19,25 +19,12 @@
  */
 import { isAscii, isUtf8 } from 'node:buffer';
 import { DTYPE_SIZE, isDType, type DType } from '../dtype';
-
-/** One tensor of a safetensors file, with its offsets validated against the file. */
-export interface TensorInfo {
-  key: string;
-  dtype: DType;
-  shape: number[];
-  /** Absolute byte offset in the file = 8 + headerLength + begin. */
-  dataOffset: number;
-  byteLength: number;
-  /** `data_offsets[0]`, relative to the data region. */
-  begin: number;
-  /** `data_offsets[1]`, relative to the data region. */
-  end: number;
-}
+import { TensorTable, type TensorInfo } from './tensor-table';
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {
   /** In file (offset) order, keys unique. */
-  tensors: Map<string, TensorInfo>;
+  tensors: TensorTable;
   metadata?: Record<string, string>;
 }
 
@@ -85,41 +72,76 @@ const DTYPE_NAMES = new Map<string, DType>(Object.keys(DTYPE_SIZE).map((d) => [d
 
 /**
  * Reads the header bytes `buf[8, 8 + headerLength)` of a file of `fileSize` bytes, or returns
- * undefined (see the module comment). `share` gives one array per distinct shape.
+ * undefined (see the module comment). A header's entries share one array per distinct shape
+ * list text (its table keeps each once).
  */
-export function parseHeaderFast(
-  buf: Uint8Array,
-  headerLength: number,
-  fileSize: number,
-  share: (shape: number[]) => number[],
-): FastHeader | undefined {
+export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize: number): FastHeader | undefined {
   const bytes = Buffer.from(buf.buffer, buf.byteOffset + 8, headerLength);
   const ascii = isAscii(bytes);
   if (!ascii && !isUtf8(bytes)) return undefined;
   // One character per byte, so a match's index is its byte offset; keys are decoded from the
   // bytes (a fresh string each: a regex capture would keep the whole header text alive).
   const text = bytes.toString('latin1');
-  const raw = bytes as unknown as Slices;
-  const keyAt = ascii ? (a: number, b: number) => raw.latin1Slice(a, b) : (a: number, b: number) => raw.utf8Slice(a, b);
   const dataStart = 8 + headerLength;
   const dataSize = fileSize - dataStart;
   OPEN.lastIndex = 0;
   if (!OPEN.test(text)) return undefined;
-  let pos = OPEN.lastIndex;
+  const read = readEntries(bytes, ascii, text, OPEN.lastIndex, dataStart, dataSize);
+  if (!read) return undefined;
+  const { tensors, metadata, properties, ordered } = read;
+  TRAILING.lastIndex = read.pos;
+  if (!TRAILING.test(text)) return undefined;
+  // The general path's property limit (its other shape limits always hold for this shape).
+  if (properties > 1_000_000) return undefined;
+  if (!tiles(tensors, ordered, dataSize)) return undefined;
+  // The entries' objects die young: what is kept is their columns (see tensor-table.ts).
+  const table = TensorTable.of(tensors, dataStart);
+  if (!table.uniqueKeys()) return undefined; // a key twice
+  return { tensors: table, ...(metadata ? { metadata } : {}) };
+}
+
+/**
+ * Whether the entries, sorted by begin (zero-size tensors first at a shared offset; sorted in
+ * place unless already `ordered`), tile [0, dataSize) exactly, as the general path checks.
+ */
+function tiles(tensors: TensorInfo[], ordered: boolean, dataSize: number): boolean {
+  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  for (let i = 0; i < tensors.length; i++) {
+    const x = tensors[i]!;
+    if (x.begin !== at) return false;
+    at = x.end;
+  }
+  return at === dataSize;
+}
+
+/** What {@link readEntries} read: the entries in reading order, and where it stopped. */
+interface Entries {
+  pos: number;
+  tensors: TensorInfo[];
+  metadata?: Record<string, string>;
+  properties: number;
+  /** Entries in (begin, end) order, as writers put them: then the sort has nothing to do. */
+  ordered: boolean;
+}
+
+/**
+ * The entries of the header `text` (the header's bytes as latin1) from `pos`, just after its
+ * `{`, through its closing `}`; undefined when the fast path refuses one. The loop is apart
+ * from {@link parseHeaderFast}'s Buffer calls and uses no closure made per header: the engine
+ * compiles the function holding it during a cold open (on-stack, while the first header is
+ * read), and with those calls inside it that was the largest compilation of the open, done
+ * twice (a per-header closure's inlined call target changed on the next header, undoing it).
+ */
+function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number, dataStart: number, dataSize: number): Entries | undefined {
+  const raw = bytes as unknown as Slices;
+  let pos = start;
   const tensors: TensorInfo[] = [];
   const lists = new Map<string, number[] | undefined>();
-  const list = (raw: string) => {
-    let got = lists.get(raw);
-    if (got === undefined && !lists.has(raw)) {
-      got = parseList(raw);
-      if (got) got = share(got);
-      lists.set(raw, got);
-    }
-    return got;
-  };
+  let lastRaw: string | undefined;
+  let lastShape: number[] | undefined;
   let metadata: Record<string, string> | undefined;
   let properties = 0;
-  /** Entries so far in (begin, end) order, as writers put them: then the sort has nothing to do. */
   let ordered = true;
   EMPTY_END.lastIndex = pos;
   let done = EMPTY_END.test(text);
@@ -131,7 +153,8 @@ export function parseHeaderFast(
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
     let t: TensorInfo | undefined;
-    if (text.startsWith('"__metadata__"', pos)) {
+    // (The first character of the key first: the string compare runs, and is compiled, only for a rare key.)
+    if (c === 0x5f && text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
       METADATA.lastIndex = pos;
       m = METADATA.exec(text);
@@ -145,15 +168,21 @@ export function parseHeaderFast(
       CANONICAL.lastIndex = pos;
       m = CANONICAL.exec(text);
       if (m) {
-        const shape = list(m[3]!);
+        // Entries mostly repeat the previous entry's shape text: no lookup for those.
+        const rawShape = m[3]!;
+        if (rawShape !== lastRaw) {
+          lastShape = listOf(lists, rawShape);
+          lastRaw = rawShape;
+        }
+        const shape = lastShape;
         if (!shape) return undefined;
-        t = entry(keyAt(pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
+        t = entry(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
         pos = CANONICAL.lastIndex;
       } else {
         ANY_ORDER.lastIndex = pos;
         m = ANY_ORDER.exec(text);
         if (!m) return undefined;
-        t = anyOrder(m, list, keyAt(pos + 1, pos + 1 + m[1]!.length), dataStart, dataSize);
+        t = anyOrder(m, lists, keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), dataStart, dataSize);
         pos = ANY_ORDER.lastIndex;
       }
       if (!t) return undefined;
@@ -164,23 +193,22 @@ export function parseHeaderFast(
     }
     done = m[m.length - 1] !== undefined;
   }
-  TRAILING.lastIndex = pos;
-  if (!TRAILING.test(text)) return undefined;
-  // The general path's property limit (its other shape limits always hold for this shape).
-  if (properties > 1_000_000) return undefined;
-  // Sorted by begin (zero-size tensors first at a shared offset), the entries must tile
-  // [0, dataSize) exactly, as the general path checks.
-  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
-  let at = 0;
-  for (const x of tensors) {
-    if (x.begin !== at) return undefined;
-    at = x.end;
+  return { pos, tensors, ...(metadata ? { metadata } : {}), properties, ordered };
+}
+
+/** Key bytes `[a, b)` of the header as a string (a fresh one: see {@link Slices}). */
+function keyAt(raw: Slices, ascii: boolean, a: number, b: number): string {
+  return ascii ? raw.latin1Slice(a, b) : raw.utf8Slice(a, b);
+}
+
+/** The shape list of list text `raw`, once per distinct text of a header (undefined: not a list of integers). */
+function listOf(lists: Map<string, number[] | undefined>, raw: string): number[] | undefined {
+  let got = lists.get(raw);
+  if (got === undefined && !lists.has(raw)) {
+    got = parseList(raw);
+    lists.set(raw, got);
   }
-  if (at !== dataSize) return undefined;
-  const map = new Map<string, TensorInfo>();
-  for (const x of tensors) map.set(x.key, x);
-  if (map.size !== tensors.length) return undefined; // a key twice
-  return { tensors: map, ...(metadata ? { metadata } : {}) };
+  return got;
 }
 
 /** A tensor entry checked as header.ts's parseEntry checks it, or undefined. */
@@ -208,7 +236,7 @@ function entry(
 /** An {@link ANY_ORDER} match as an entry: each field once, of its own kind. */
 function anyOrder(
   m: RegExpExecArray,
-  list: (raw: string) => number[] | undefined,
+  lists: Map<string, number[] | undefined>,
   key: string,
   dataStart: number,
   dataSize: number,
@@ -226,7 +254,7 @@ function anyOrder(
     } else if (raw === undefined) return undefined;
     else if (name === 'shape') {
       if (shape) return undefined;
-      shape = list(raw);
+      shape = listOf(lists, raw);
       if (!shape) return undefined;
     } else {
       if (offsets) return undefined;

@@ -7,14 +7,15 @@
 import { FormatError } from '../../errors';
 import { DTYPE_SIZE, isDType } from '../dtype';
 import { ownKeyCount } from '../json-depth';
-import { parseHeaderFast, type TensorInfo } from './header-fast';
+import { parseHeaderFast } from './header-fast';
 import { byteOffsetIn, isJsonObject, parseStrictJson } from './strict-json';
+import { TensorTable, type TensorInfo } from './tensor-table';
 
 /** Largest header the reader accepts (the Rust reference's limit: 100 MB). */
 export const MAX_HEADER_BYTES = 100_000_000;
 
-// TensorInfo is declared beside the fast path, which header.ts calls (an import back would be a cycle)
-export type { TensorInfo } from './header-fast';
+export type { TensorInfo } from './tensor-table';
+export { TensorTable } from './tensor-table';
 
 /** A validated safetensors header. */
 export interface SafetensorsHeader {
@@ -24,7 +25,10 @@ export interface SafetensorsHeader {
   headerLength: number;
   /** 8 + N: where the data region starts. */
   dataStart: number;
-  /** Tensors in file (offset) order. */
+  /**
+   * Tensors in file (offset) order. A {@link TensorTable} when read from a file; a plain Map
+   * where one is made by hand (a planned header).
+   */
   tensors: Map<string, TensorInfo>;
   metadata?: Record<string, string>;
 }
@@ -82,7 +86,7 @@ export function parseHeader(buf: Uint8Array, fileSize: number, file: string, fas
   }
   // The usual header, read in place (header-fast.ts); anything else, or anything wrong, is
   // read below, which finds the same tensors or the one error.
-  const quick = fast ? parseHeaderFast(buf, headerLength, fileSize, shapeSharer()) : undefined;
+  const quick = fast ? parseHeaderFast(buf, headerLength, fileSize) : undefined;
   if (quick) {
     const { tensors, metadata } = quick;
     return { file, fileSize, headerLength, dataStart: 8 + headerLength, tensors, ...(metadata ? { metadata } : {}) };
@@ -175,9 +179,7 @@ export function parseHeader(buf: Uint8Array, fileSize: number, file: string, fas
       dataStart + pos,
     );
   }
-  const map = new Map<string, TensorInfo>();
-  for (const t of tensors) map.set(t.key, t);
-  return { file, fileSize, headerLength, dataStart, tensors: map, ...(metadata ? { metadata } : {}) };
+  return { file, fileSize, headerLength, dataStart, tensors: TensorTable.of(tensors, dataStart), ...(metadata ? { metadata } : {}) };
 }
 
 function parseMetadata(entry: unknown, file: string, byte: () => number | undefined): Record<string, string> {

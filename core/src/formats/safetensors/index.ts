@@ -2,7 +2,15 @@
  * safetensors: a header reader that trusts nothing, reads by offset, a streaming atomic
  * writer and a checkpoint view over sharded, single-file and directory layouts.
  */
-export { MAX_HEADER_BYTES, elementCount, headerLengthOf, parseSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './header';
+export {
+  MAX_HEADER_BYTES,
+  TensorTable,
+  elementCount,
+  headerLengthOf,
+  parseSafetensorsHeader,
+  type SafetensorsHeader,
+  type TensorInfo,
+} from './header';
 export {
   SafetensorsReader,
   type TensorRange,
