@@ -72,10 +72,13 @@ describe('SIMD FP8 dequantization', () => {
   for (const fmt of ['F8_E4M3', 'F8_E5M2'] as const) {
     for (const to of ['F32', 'BF16', 'F16'] as const) {
       it(`${fmt} → ${to}: all 256 codes × ${SCALES.length} scales equal the reference, counts included`, () => {
-        // one row per scale, the 256 codes twice with a 5-code tail (vector body and scalar tail)
+        // one row per scale, the 256 codes twice with a 5-code tail (vector body and scalar tail);
+        // the second time permuted, so every code also meets every lane of the kernels that take
+        // codes four or sixteen at a time (in order, lane k of four only ever saw codes ≡ k mod 4)
         const C = 256 * 2 + 5;
         const R = SCALES.length;
-        const codes = new Uint8Array(R * C).map((_, i) => (i % C) % 256);
+        const order = (j: number) => (j >= 256 && j < 512 ? ((j - 256) * 37 + 11) % 256 : j % 256);
+        const codes = new Uint8Array(R * C).map((_, i) => order(i % C));
         const scale = Float32Array.from(SCALES);
         const ref: ScaleRef = { key: 's', block: [1, C], grid: [1, 1] };
         // the scales are f32s: the reference multiplies by the stored value
