@@ -93,7 +93,12 @@ export async function explorerLinkChecks(page, ws, check) {
           .filter((k) => /layers\.\d+\.mlp\.down_proj\.weight$/.test(k))
           .sort()
           .pop();
+        const tabLabels = () => page.locator('.tab').evaluateAll((ts) => ts.map((t) => t.getAttribute('aria-label')));
+        const shardTabs = (shard) => page.locator(`.tab[aria-label*="${shard}"]`).count();
+        if ((await shardTabs(index[last])) !== 0)
+          throw new Error(`tabs left open before the first link: ${JSON.stringify(await tabLabels())}`);
         const a = await follow(last);
+        const firstTabs = await shardTabs(a.shard);
         const shot = path.join(SCREENSHOT_DIR, 'checkpoint-revealed.png');
         await page.locator('.part.editor').screenshot({ path: shot });
         const shown = shoot(shot, await a.ck.locator('.vt-row.revealed').innerText(), [last]);
@@ -109,7 +114,10 @@ export async function explorerLinkChecks(page, ws, check) {
         if (b.rows !== 1) throw new Error(`${b.rows} rows highlighted after the second link`);
         // …in the viewer already open, not a second one in a new group.
         const tabs = await page.locator(`.tab[aria-label*="${a.shard}"]`).count();
-        if (tabs !== 1) throw new Error(`${tabs} tabs of ${a.shard} after the second link (the open viewer was not reused)`);
+        if (tabs !== 1)
+          throw new Error(
+            `${tabs} tabs of ${a.shard} after the second link (the open viewer was not reused; ${firstTabs} after the first); tabs: ${JSON.stringify(await tabLabels())}`,
+          );
         const filterLeft = await b.ck.locator('input[type=text]').inputValue();
         if (filterLeft) throw new Error(`the filter still reads ${JSON.stringify(filterLeft)}`);
         return `${shown}; ${last} highlighted in ${a.shard}; the open viewer, filtered to lm_head, then scrolled to ${other} with the filter cleared`;

@@ -36,6 +36,8 @@ async function workspaceSpecs(): Promise<SpecText[]> {
 
 /** The key each checkpoint viewer about to open scrolls to (by file path), taken by its first page. */
 const pendingReveal = new Map<string, string>();
+/** Opens of checkpoint viewers under way (by file path): a second link waits for the first. */
+const opening = new Map<string, Promise<void>>();
 /** The open checkpoint viewers (by file path): each scrolls its table to a key. */
 const revealers = new Map<string, Set<(key: string) => void>>();
 
@@ -51,15 +53,30 @@ async function openTensor(file: string, key: string): Promise<void> {
     void vscode.window.showWarningMessage(`Tensor ${key} is not on disk yet: ${file} does not exist (run Prepare).`);
     return;
   }
-  // A viewer of the shard is open: it scrolls there. Opening "beside" again would put a second
-  // viewer in a new group whenever that viewer's own group is the active one.
+  // A viewer of the shard is open, or being opened by an earlier link (a double click sends two):
+  // it scrolls there. Opening "beside" again would put a second viewer in a new group whenever
+  // that viewer's own group is the active one.
+  await opening.get(file);
   const open = revealers.get(file);
   if (open?.size) {
     for (const r of open) r(key);
     return;
   }
   pendingReveal.set(file, key);
-  await vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(file), SAFETENSORS_VIEW_TYPE, vscode.ViewColumn.Beside);
+  const run = Promise.resolve(
+    vscode.commands.executeCommand('vscode.openWith', vscode.Uri.file(file), SAFETENSORS_VIEW_TYPE, vscode.ViewColumn.Beside),
+  );
+  // waiters only need it settled; this call reports a failure
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  opening.set(file, settled);
+  try {
+    await run;
+  } finally {
+    if (opening.get(file) === settled) opening.delete(file);
+  }
   // No new viewer took the key: one was open already.
   if (pendingReveal.get(file) === key) {
     pendingReveal.delete(file);
@@ -107,7 +124,9 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       reveal = undefined;
     };
     const revealer = (key: string) => {
-      panel.reveal(undefined, true);
+      // In its own group: reveal() without a column shows the panel in the active group, which
+      // opens the same viewer there a second time when the link was clicked in another group.
+      panel.reveal(panel.viewColumn, true);
       post({ type: 'reveal', key });
     };
     if (!revealers.has(file)) revealers.set(file, new Set());
