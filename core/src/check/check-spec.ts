@@ -15,7 +15,7 @@ import { tryResolveReadPath } from '../paths';
 import { reportedPreparedDir, reportedPreparedFile } from '../artifacts/export-report';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
-import { TensorTable, type SafetensorsHeader } from '../formats/safetensors';
+import { storedKey, type SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
 import { fileLabel, PREPARE_HINT, report, throwIfAborted, type CheckContext, type CheckOptions, type FileState } from './context';
 import { defaultHeaderCache } from './header-cache';
@@ -237,7 +237,7 @@ function checkInputs(ctx: CheckContext): void {
     const key = input.location.key;
     // The header's own string, without making the tensor's object (a header read from a file
     // keeps its tensors in columns, see tensor-table.ts; its objects are made only when read).
-    const stored = header.tensors instanceof TensorTable ? header.tensors.keyOf(key) : header.tensors.get(key)?.key;
+    const stored = storedKey(header.tensors, key);
     if (stored !== undefined) {
       // One string object for the key, the header's: the spec's equal copies (key, and the
       // name when it is the key) are let go — on a 20 000-input spec, 1 MiB of the server's heap.

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FormatError } from '../errors';
 import { memoByStamp } from '../file-stamp';
-import { TensorTable, type SafetensorsHeader, type TensorInfo } from '../formats/safetensors';
+import { hasDtype, type SafetensorsHeader, type TensorInfo } from '../formats/safetensors';
 import { MOE_WEIGHTS_KEY } from '../artifacts/prepared-keys';
 import { MANIFEST_FILE, describeScheme, quantSchemeOf, weightOfScaleKey, type QuantScheme } from '../prepare';
 import { fileLabel, report, type CheckContext } from './context';
@@ -56,15 +56,8 @@ const fp8Headers = new WeakMap<SafetensorsHeader, boolean>();
 function hasFp8(header: SafetensorsHeader): boolean {
   let has = fp8Headers.get(header);
   if (has === undefined) {
-    has = false;
-    // A header read from a file answers from its dtype column (no object per tensor).
-    if (header.tensors instanceof TensorTable) has = header.tensors.someDtype((d) => FP8.has(d));
-    else
-      for (const t of header.tensors.values())
-        if (FP8.has(t.dtype)) {
-          has = true;
-          break;
-        }
+    // a header read from a file answers from its dtype column (no object per tensor)
+    has = hasDtype(header.tensors, (d) => FP8.has(d));
     fp8Headers.set(header, has);
   }
   return has;

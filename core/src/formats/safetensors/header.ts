@@ -15,7 +15,7 @@ import { TensorTable, type TensorInfo } from './tensor-table';
 export const MAX_HEADER_BYTES = 100_000_000;
 
 export type { TensorInfo } from './tensor-table';
-export { TensorTable } from './tensor-table';
+export { TensorTable, hasDtype, storedKey } from './tensor-table';
 
 /** A validated safetensors header. */
 export interface SafetensorsHeader {

@@ -6,6 +6,8 @@ export {
   MAX_HEADER_BYTES,
   TensorTable,
   elementCount,
+  hasDtype,
+  storedKey,
   headerLengthOf,
   parseSafetensorsHeader,
   type SafetensorsHeader,

@@ -188,3 +188,18 @@ export class TensorTable extends Map<string, TensorInfo> {
     return undefined;
   }
 }
+
+/**
+ * The string a header's tensor map holds for `key` (equal to it), or undefined: from the columns
+ * of a {@link TensorTable} without making the tensor's object, else from the map's entry.
+ */
+export function storedKey(tensors: ReadonlyMap<string, TensorInfo>, key: string): string | undefined {
+  return tensors instanceof TensorTable ? tensors.keyOf(key) : tensors.get(key)?.key;
+}
+
+/** Whether some tensor of a header's map has a dtype passing `test` (a {@link TensorTable} answers from its dtype column). */
+export function hasDtype(tensors: ReadonlyMap<string, TensorInfo>, test: (dtype: DType) => boolean): boolean {
+  if (tensors instanceof TensorTable) return tensors.someDtype(test);
+  for (const t of tensors.values()) if (test(t.dtype)) return true;
+  return false;
+}
