@@ -101,10 +101,33 @@ export const FIXTURE_FOLDERS = [
   'qwen3_5_moe',
   'qwen3_vl_moe',
   'starcoder2',
+  'bert',
+  'whisper',
+  'llama_gptq',
+  'llama_lora',
+  'llava',
+  'llava_next',
+  'mistral3',
+  'internvl',
+  'llama4_vlm',
 ] as const;
 
-/** A pipeline path a fixture goes through: `export --config` or `export --onnx` of its legacy graph(s). */
-export type FixturePath = 'config' | 'onnx';
+/**
+ * Fixture folders that are not one checkpoint with a single `legacy.onnx`: gpt_oss (a checkpoint
+ * and its expected dequant), bert (`model.legacy.onnx`), whisper (encoder/decoder graphs),
+ * llama_gptq (a quantized checkpoint) and llama_lora (PEFT adapters for `../llama`).
+ */
+export const NO_LEGACY_ONNX = ['gpt_oss', 'bert', 'whisper', 'llama_gptq', 'llama_lora'] as const;
+
+/** Folders that are not a model checkpoint themselves (llama_lora holds adapters for `../llama`). */
+export const NOT_CHECKPOINTS = ['llama_lora'] as const;
+
+/**
+ * A pipeline path a fixture goes through: `export --config`, `export --onnx` of its legacy
+ * graph, `vlm` (export --config writes the vision graph and `vlm.json`, not the text graph
+ * alone) or `lora` (`export --config <base> --lora <adapter>`).
+ */
+export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
 
 /**
  * The one place that names fixture families not built yet: folder → the issue that builds it
@@ -113,24 +136,52 @@ export type FixturePath = 'config' | 'onnx';
  * working must leave this list), and the pending families are printed on every run — never
  * skipped silently.
  */
-export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {};
+export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
+  bert: { issue: 45, paths: ['config'] },
+  whisper: { issue: 45, paths: ['config'] },
+  llama_gptq: { issue: 46, paths: ['config'] },
+  llama_lora: { issue: 46, paths: ['lora'] },
+  llava: { issue: 44, paths: ['config'] },
+  llava_next: { issue: 44, paths: ['config'] },
+  mistral3: { issue: 44, paths: ['config'] },
+  internvl: { issue: 44, paths: ['config'] },
+  llama4_vlm: { issue: 44, paths: ['vlm'] },
+};
 
 /** True when `folder`'s `path` is built (not named in {@link PENDING_FIXTURES}). */
 export function fixtureBuilt(folder: string, p: FixturePath): boolean {
   return !(PENDING_FIXTURES[folder]?.paths ?? []).includes(p);
 }
 
+/**
+ * True when `folder` is a text model whose `export --config` is built: not a VLM folder (their
+ * references hold an image, judged by the VLM suites) and not pending for `config`. Suites that
+ * walk the fixture folders for text models ask this.
+ */
+export function builtTextFixture(folder: string): boolean {
+  return fixtureBuilt(folder, 'config') && !(VLM_FOLDERS as readonly string[]).includes(folder);
+}
+
 /** The VLM fixture folders (`vision.legacy.onnx` + `decoder.legacy.onnx`). */
-export const VLM_FOLDERS = ['qwen2_5_vl', 'gemma3_vlm', 'qwen3_vl_moe'] as const;
+export const VLM_FOLDERS = [
+  'qwen2_5_vl',
+  'gemma3_vlm',
+  'qwen3_vl_moe',
+  'llava',
+  'llava_next',
+  'mistral3',
+  'internvl',
+  'llama4_vlm',
+] as const;
 
 /**
  * Fixture folders holding a single `legacy.onnx`: every folder but the VLMs (which ship
- * vision/decoder legacy graphs instead) and gpt_oss (a checkpoint and its expected dequant only).
+ * vision/decoder legacy graphs instead) and {@link NO_LEGACY_ONNX}.
  * core/test/architecture/fixture-coverage.test.ts checks this against the folders on disk.
  */
 export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
-  (f): f is Exclude<(typeof FIXTURE_FOLDERS)[number], (typeof VLM_FOLDERS)[number] | 'gpt_oss'> =>
-    f !== 'gpt_oss' && !(VLM_FOLDERS as readonly string[]).includes(f),
+  (f): f is Exclude<(typeof FIXTURE_FOLDERS)[number], (typeof VLM_FOLDERS)[number] | (typeof NO_LEGACY_ONNX)[number]> =>
+    !(NO_LEGACY_ONNX as readonly string[]).includes(f) && !(VLM_FOLDERS as readonly string[]).includes(f),
 );
 
 /**

@@ -175,7 +175,7 @@ function cases(root: string): GuardCase[] {
   for (const name of fs.readdirSync(fixturesDir()).sort()) {
     const f = path.join(fixturesDir(), name, 'config.json');
     if (!fs.existsSync(f) || !fs.existsSync(path.join(fixturesDir(), name, 'reference.json'))) continue;
-    if (!fixtureBuilt(name, 'config')) continue;
+    if (!fixtureBuilt(name, 'config') || !fixtureBuilt(name, 'vlm')) continue;
     configs.push([`fixture-${name}`, JSON.parse(fs.readFileSync(f, 'utf8'))]);
   }
   for (const [name, cfg] of configs) {

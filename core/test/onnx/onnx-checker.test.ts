@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  builtTextFixture,
   describeFixtures,
   fixtureBuilt,
   fixturesDir,
@@ -59,6 +60,7 @@ function familyConfigs(): Map<string, Record<string, unknown>> {
   for (const name of fs.readdirSync(fixturesDir())) {
     const f = path.join(fixturesDir(), name, 'config.json');
     if (!fs.existsSync(f) || !fs.existsSync(path.join(fixturesDir(), name, 'reference.json'))) continue;
+    if (!builtTextFixture(name)) continue;
     const cfg = JSON.parse(fs.readFileSync(f, 'utf8')) as Record<string, unknown>;
     if ((SUPPORTED_MODEL_TYPES as readonly unknown[]).includes(cfg.model_type)) out.set(name, cfg);
   }

@@ -10,7 +10,7 @@ import { readCompileRecord } from '../../src/compile';
 import { parseWireModel } from '../../src/formats/onnx/wire-model';
 import { SUPPORTED_MODEL_TYPES } from '../../src/export/exporter';
 import { cliInProcess } from '../../../test/support/cli';
-import { fixturesDir, haveFixtures } from '../../../test/support/fixtures';
+import { builtTextFixture, fixturesDir, haveFixtures } from '../../../test/support/fixtures';
 import type { Reference } from './compile-support';
 
 /** Result of one CLI run. */
@@ -34,6 +34,7 @@ export function textFixtures(): string[] {
   return fs.readdirSync(fixturesDir()).filter((fam) => {
     const cfg = path.join(fixturesDir(), fam, 'config.json');
     if (!fs.existsSync(cfg) || !fs.existsSync(path.join(fixturesDir(), fam, 'reference.json'))) return false;
+    if (!builtTextFixture(fam)) return false;
     const t = (JSON.parse(fs.readFileSync(cfg, 'utf8')) as { model_type?: string }).model_type ?? '';
     return (SUPPORTED_MODEL_TYPES as readonly string[]).includes(t) && !t.includes('_vl');
   });
