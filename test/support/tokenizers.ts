@@ -138,3 +138,29 @@ export function writeTokenizer(dir: string, tokenizer: unknown, config: Record<s
   writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
   if (generation) writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify(generation));
 }
+
+/**
+ * The BPE tokenizer for the llama fixture: reference input_ids [109, 277, 235, 177, 125, 58, 215]
+ * are "<|begin_of_text|>" (BOS, added by the post-processor) "Hello" "," " world" "!" " "
+ * "<|assistant|>"; generated_ids [271, 75, 50, 49, 291] are " I" " caf" and the two bytes of "é"
+ * (0xC3 0xA9, one byte token each: no merge joins them) and "<|eot_id|>" (special: not printed).
+ */
+export function llamaBpe() {
+  return byteLevelBpe({
+    size: 320,
+    merges: ['H e', 'He l', 'Hel l', 'Hell o', 'Ġ w', 'Ġw o', 'Ġwo r', 'Ġwor l', 'Ġworl d', 'Ġ I', 'Ġ c', 'Ġc a', 'Ġca f'],
+    pins: {
+      277: 'Hello',
+      235: ',',
+      177: byteLevel(' world'),
+      125: '!',
+      58: byteLevel(' '),
+      271: byteLevel(' I'),
+      75: byteLevel(' caf'),
+      50: byteLevel('é')[0]!,
+      49: byteLevel('é')[1]!,
+    },
+    added: [added(109, '<|begin_of_text|>'), added(215, '<|assistant|>'), added(291, '<|eot_id|>')],
+    bos: { content: '<|begin_of_text|>', id: 109 },
+  });
+}
