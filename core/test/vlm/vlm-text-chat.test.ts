@@ -1,5 +1,5 @@
 /**
- * Text in, text out on the VLM fixtures (Qwen2.5-VL, Gemma 3) through the CLI (in this
+ * Text in, text out on the VLM fixtures (Qwen2.5-VL, Qwen3-VL-MoE, Gemma 3) through the CLI (in this
  * process): `run --chat MESSAGE --image image.png` renders the chat template with the image as
  * a content part, the template places the family's placeholder, the processor's expansion
  * (HF Qwen2VLProcessor: `<|image_pad|>` × t·h·w/merge²; Gemma3Processor: `<start_of_image>` →
@@ -9,7 +9,7 @@
  * tokens at the ids their config.json names, and small chat templates in the manner of the
  * families' own (content parts, `{type: "image"}` before the text) that fit the fixture prompts.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { describeFixtures } from '../../../test/support/fixtures';
@@ -59,6 +59,35 @@ describeFixtures('qwen2_5_vl: run --chat / --prompt with --image', () => {
     const r = await h.cliRun('run', 'out', '--prompt', '<|image_pad|> w1 <|image_pad|>', '--image', 'image.png');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/the prompt has 2 image placeholder\(s\) \(<\|image_pad\|>\) but 1 image\(s\) were given/);
+  });
+});
+
+describeFixtures('qwen3_vl_moe: run --chat with --image', () => {
+  const { ref, h, begin } = vlmFixtureCli('qwen3_vl_moe', tmp);
+  // input_ids [260, 96, 279, 129, 302, 300×4, 303, 264, 26, 90, 258, 111]: vision_start 302, image 300, vision_end 303
+  const special = { 260: '<|im_start|>', 302: '<|vision_start|>', 303: '<|vision_end|>', 300: '<|image_pad|>', 111: '<|im_end|>' };
+  const words: Record<number, string> = { 96: 'system', 129: 'user' };
+  const template =
+    "{{ '<|im_start|>' }}{% for m in messages %}{{ m.role }} " +
+    parts('<|vision_start|><|image_pad|><|vision_end|>') +
+    '{% endfor %}{% if add_generation_prompt %} <|im_end|>{% endif %}';
+
+  beforeAll(async () => {
+    const work = begin(['config.json', 'model.safetensors']);
+    // as vlm-cli.test.ts: min_pixels below 16·16 keeps the fixture image's size, as the reference did
+    writeFileSync(
+      path.join(work, 'model', 'preprocessor_config.json'),
+      JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),
+    );
+    writeTokenizer(path.join(work, 'model'), wordLevelTokenizer(320, special, (i) => words[i] ?? `w${i}`), { chat_template: template });
+    writePng(path.join(work, 'image.png'), ref.image);
+    await exportPrepareCompile(h);
+  }, 120_000);
+
+  it('--chat --system --image: <|image_pad|> expanded to t·h·w/merge² = 4 tokens, generated_ids follow', async () => {
+    const r = await h.ok('run', 'out', '--chat', 'w264 w26 w90 w258', '--system', 'w279', '--image', 'image.png', '--max-new-tokens', '5');
+    expect(r.stdout).toBe(ref.generated_ids.map((i: number) => words[i] ?? `w${i}`).join(' ') + '\n');
+    expect(r.stderr).toContain(`run: ids ${ref.generated_ids.join(',')}\n`);
   });
 });
 
