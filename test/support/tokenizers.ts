@@ -133,7 +133,12 @@ export function byteLevelBpe(o: BpeOptions) {
 }
 
 /** Writes tokenizer.json, tokenizer_config.json and (when given) generation_config.json into `dir`. */
-export function writeTokenizer(dir: string, tokenizer: unknown, config: Record<string, unknown>, generation?: Record<string, unknown>): void {
+export function writeTokenizer(
+  dir: string,
+  tokenizer: unknown,
+  config: Record<string, unknown>,
+  generation?: Record<string, unknown>,
+): void {
   writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
   writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
   if (generation) writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify(generation));

@@ -88,7 +88,9 @@ describeFixtures('run --prompt / --chat on the llama fixture', () => {
     const odd = await h.cliRun('run', 'out', '--tokenizer', 'sp', '--prompt', 'hi');
     expect(odd.code).toBe(1);
     expect(odd.stderr.trim().split('\n')).toHaveLength(1);
-    expect(odd.stderr).toMatch(/sp\/tokenizer\.json: this tokenizer cannot be read here \(model type Rune; readable: BPE, WordPiece, Unigram, WordLevel\)/);
+    expect(odd.stderr).toMatch(
+      /sp\/tokenizer\.json: this tokenizer cannot be read here \(model type Rune; readable: BPE, WordPiece, Unigram, WordLevel\)/,
+    );
     writeFileSync(path.join(work, 'sp', 'tokenizer.json'), '{ nope');
     const bad = await h.cliRun('run', 'out', '--tokenizer', 'sp', '--prompt', 'hi');
     expect(bad.stderr).toMatch(/sp\/tokenizer\.json: not valid JSON/);
@@ -100,7 +102,10 @@ describeFixtures('run --prompt / --chat on the llama fixture', () => {
   it('a chat template that fails is one line naming the file and the template error; usage mistakes exit 2', async () => {
     mkdirSync(path.join(work, 'badtpl'));
     writeTokenizer(path.join(work, 'badtpl'), wordLevelTokenizer(320), {});
-    writeFileSync(path.join(work, 'badtpl', 'chat_template.jinja'), "{{ raise_exception('Only user and assistant roles are supported!') }}");
+    writeFileSync(
+      path.join(work, 'badtpl', 'chat_template.jinja'),
+      "{{ raise_exception('Only user and assistant roles are supported!') }}",
+    );
     const r = await h.cliRun('run', 'out', '--tokenizer', 'badtpl', '--chat', 'w1');
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toBe(

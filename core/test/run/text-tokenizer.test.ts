@@ -46,7 +46,7 @@ describe('a byte-level BPE tokenizer made in code (through @huggingface/tokenize
     expect(tok.special('eos_token')).toBe('<|eot_id|>');
   });
 
-  it('streams as transformers\' TextStreamer: up to the last space, never half a character, the rest at the end', () => {
+  it("streams as transformers' TextStreamer: up to the last space, never half a character, the rest at the end", () => {
     const s = new TextStream(tok);
     const pieces = [271, 75, 50, 49, 291].map((t) => s.push(t));
     expect(pieces).toEqual([' ', 'I ', '', '', '']);
@@ -169,7 +169,16 @@ describe('VLM placeholders expanded as the processors do', () => {
   it('Qwen: each <|image_pad|> becomes t·h·w / merge² of them; a --prompt without one gets the placeholder in front', () => {
     const t = placeImages('w1 <|vision_start|><|image_pad|><|vision_end|> w2', qwen, tok, [[1, 6, 8]], true);
     expect(tok.encode(t, false)).toEqual([1, 300, ...Array(12).fill(303), 301, 2]);
-    const p = placeImages('w4', qwen, tok, [[1, 2, 2], [1, 4, 2]], false);
+    const p = placeImages(
+      'w4',
+      qwen,
+      tok,
+      [
+        [1, 2, 2],
+        [1, 4, 2],
+      ],
+      false,
+    );
     expect(p).toBe('<|vision_start|><|image_pad|><|vision_end|><|vision_start|>' + '<|image_pad|>'.repeat(2) + '<|vision_end|>w4');
   });
 
@@ -180,12 +189,13 @@ describe('VLM placeholders expanded as the processors do', () => {
   });
 
   it('refuses a count that differs, a template that places none, and a tokenizer whose ids differ from vlm.json', () => {
-    expect(() => placeImages('<start_of_image>', gemma, tok, [], false)).toThrow(/1 image placeholder\(s\) \(<start_of_image>\) but 0 image/);
+    expect(() => placeImages('<start_of_image>', gemma, tok, [], false)).toThrow(
+      /1 image placeholder\(s\) \(<start_of_image>\) but 0 image/,
+    );
     expect(() => placeImages('text only', gemma, tok, [[1, 1, 1]], true)).toThrow(/the chat template placed no <start_of_image>/);
     const other = loadTokenizer(filesOf(wordLevelTokenizer(320, { 5: '<|image_pad|>', 300: '<|vision_start|>' })));
     expect(() => placeImages('x', qwen, other, [[1, 2, 2]], false)).toThrow(
       /^\/m\/tokenizer\.json: "<\|image_pad\|>" is token 5, but the export's vlm\.json says 303/,
     );
   });
-
 });

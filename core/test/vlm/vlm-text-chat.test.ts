@@ -35,15 +35,31 @@ describeFixtures('qwen2_5_vl: run --chat / --prompt with --image', () => {
 
   beforeAll(async () => {
     const work = begin();
-    writeTokenizer(path.join(work, 'model'), wordLevelTokenizer(320, special, (i) => words[i] ?? `w${i}`), {
-      chat_template: template,
-    });
+    writeTokenizer(
+      path.join(work, 'model'),
+      wordLevelTokenizer(320, special, (i) => words[i] ?? `w${i}`),
+      {
+        chat_template: template,
+      },
+    );
     writePng(path.join(work, 'image.png'), ref.image);
     await exportPrepareCompile(h);
   }, 120_000);
 
   it('--chat --system --image: the template places the image, the processor expands it to 12 tokens, generated_ids follow', async () => {
-    const r = await h.ok('run', 'out', '--chat', 'w212 w222', '--system', 'w261', '--image', 'image.png', '--max-new-tokens', '5', '--print-ids');
+    const r = await h.ok(
+      'run',
+      'out',
+      '--chat',
+      'w212 w222',
+      '--system',
+      'w261',
+      '--image',
+      'image.png',
+      '--max-new-tokens',
+      '5',
+      '--print-ids',
+    );
     const [text, ids] = r.stdout.split('\n');
     expect(ids).toBe(ref.generated_ids.join(','));
     expect(text).toBe(ref.generated_ids.map((i: number) => words[i] ?? `w${i}`).join(' '));
@@ -79,7 +95,11 @@ describeFixtures('qwen3_vl_moe: run --chat with --image', () => {
       path.join(work, 'model', 'preprocessor_config.json'),
       JSON.stringify({ min_pixels: 64, max_pixels: 1 << 20, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }),
     );
-    writeTokenizer(path.join(work, 'model'), wordLevelTokenizer(320, special, (i) => words[i] ?? `w${i}`), { chat_template: template });
+    writeTokenizer(
+      path.join(work, 'model'),
+      wordLevelTokenizer(320, special, (i) => words[i] ?? `w${i}`),
+      { chat_template: template },
+    );
     writePng(path.join(work, 'image.png'), ref.image);
     await exportPrepareCompile(h);
   }, 120_000);
@@ -111,11 +131,15 @@ describeFixtures('gemma3_vlm: run --chat with --image', () => {
 
   beforeAll(async () => {
     const work = begin();
-    writeTokenizer(path.join(work, 'model'), wordLevelTokenizer(320, special, (i) => (i === 200 ? 'user' : `w${i}`)), {
-      bos_token: '<bos>',
-      eos_token: '<eos>',
-      chat_template: template,
-    });
+    writeTokenizer(
+      path.join(work, 'model'),
+      wordLevelTokenizer(320, special, (i) => (i === 200 ? 'user' : `w${i}`)),
+      {
+        bos_token: '<bos>',
+        eos_token: '<eos>',
+        chat_template: template,
+      },
+    );
     writePng(path.join(work, 'image.png'), (ref.images as number[][][][])[0]!);
     await exportPrepareCompile(h);
   }, 120_000);
@@ -133,6 +157,8 @@ describeFixtures('gemma3_vlm: run --chat with --image', () => {
     writeTokenizer(dir, wordLevelTokenizer(320, special), { chat_template: '{% for m in messages %}{{ m.role }} {% endfor %}' });
     const r = await h.cliRun('run', 'out', '--tokenizer', 'plain', '--chat', 'w5', '--image', 'image.png');
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^weight-spec: run: the chat template placed no <start_of_image> for the 1 image\(s\); this template does not take images/);
+    expect(r.stderr.trim()).toMatch(
+      /^weight-spec: run: the chat template placed no <start_of_image> for the 1 image\(s\); this template does not take images/,
+    );
   });
 });

@@ -55,14 +55,13 @@ export function loadTokenizer(files: TextModelFiles): TextTokenizer {
     else config[k] = t;
   }
   // WordLevel: the library's word-level model takes its unknown token from the config; the model names its own
-  if (model.type === 'WordLevel' && config.unk_token === undefined && typeof model.unk_token === 'string') config.unk_token = model.unk_token;
+  if (model.type === 'WordLevel' && config.unk_token === undefined && typeof model.unk_token === 'string')
+    config.unk_token = model.unk_token;
   let tok: Tokenizer;
   try {
     tok = new Tokenizer(json, config);
   } catch (e) {
-    throw new PipelineError(
-      `${file}: this tokenizer cannot be read here (model type ${String(model.type ?? 'unknown')}): ${firstLine(e)}`,
-    );
+    throw new PipelineError(`${file}: this tokenizer cannot be read here (model type ${String(model.type ?? 'unknown')}): ${firstLine(e)}`);
   }
   const bool = (k: string) => (typeof config[k] === 'boolean' ? (config[k] as boolean) : undefined);
   const addBos = bool('add_bos_token');
@@ -81,7 +80,9 @@ export function loadTokenizer(files: TextModelFiles): TextTokenizer {
       }
       const bad = r.ids.findIndex((x) => x === undefined);
       if (bad >= 0)
-        throw new PipelineError(`${file}: the prompt's token "${r.tokens[bad]}" is not in the vocabulary and the tokenizer has no unk_token`);
+        throw new PipelineError(
+          `${file}: the prompt's token "${r.tokens[bad]}" is not in the vocabulary and the tokenizer has no unk_token`,
+        );
       const ids = r.ids as number[];
       if (!byConfig) return ids;
       const bos = idOf(tokenText(config.bos_token));
