@@ -11,6 +11,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
+import { openRunner } from '../../src/run';
 import { describeFixtures } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 import { llamaBpe, wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
@@ -60,6 +61,21 @@ describeFixtures('run --prompt / --chat on the llama fixture', () => {
   it('--chat --system: the template writes BOS and the generation prompt; same ids, same text; --print-ids on stdout', async () => {
     const r = await h.ok('run', 'out', '--chat', 'world!', '--system', 'Hello', '--max-new-tokens', '5', '--print-ids');
     expect(r.stdout).toBe(`${answer}\n${ref.generated_ids.join(',')}\n`);
+  });
+
+  it('the runner hands each token to onToken as it is chosen (what streams the text); true stops there', async () => {
+    const runner = await openRunner(path.join(work, 'out'));
+    try {
+      const seen: number[] = [];
+      const s = await runner.generateWithStats(ref.input_ids, 5, undefined, (t) => {
+        seen.push(t);
+        return seen.length === 3;
+      });
+      expect(seen).toEqual(ref.generated_ids.slice(0, 3));
+      expect(s.tokens).toEqual(ref.generated_ids.slice(0, 3));
+    } finally {
+      await runner.close();
+    }
   });
 
   it('--ignore-eos goes on past 291; the first five tokens are still the reference', async () => {

@@ -5,7 +5,7 @@
  * text; published chat templates rendered by @huggingface/jinja to the exact strings their
  * models document; the eos ids; the VLM placeholders expanded as the processors do.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { chatMessages, renderChat } from '../../src/run/text/chat-template';
@@ -120,7 +120,7 @@ describe('published chat templates render to the strings their models document',
     );
   });
 
-  it('the template comes from tokenizer_config.json, its named "default" entry, or chat_template.jinja beside it', () => {
+  it('the template comes from tokenizer_config.json, its named "default" entry, chat_template.jinja or chat_template.json beside it', () => {
     const dir = tmp();
     writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(wordLevelTokenizer(4)));
     writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: [{ name: 'default', template: 'D' }] }));
@@ -130,6 +130,12 @@ describe('published chat templates render to the strings their models document',
     const f = readTextModelFiles(dir, dir);
     expect(f.chatTemplate?.file).toBe(path.join(dir, 'chat_template.jinja'));
     expect(renderChat(f, chatMessages('x'), () => undefined)).toBe('Jx');
+    rmSync(path.join(dir, 'chat_template.jinja'));
+    writeFileSync(path.join(dir, 'chat_template.json'), JSON.stringify({ chat_template: 'P{{ messages[0].content }}' }));
+    const p = readTextModelFiles(dir, dir);
+    expect(renderChat(p, chatMessages('x'), () => undefined)).toBe('Px');
+    writeFileSync(path.join(dir, 'chat_template.json'), JSON.stringify({ chat_template: 3 }));
+    expect(() => readTextModelFiles(dir, dir)).toThrow(/chat_template\.json: "chat_template" is not a string$/);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Where `run --prompt` / `--chat` find the model's text files (tokenizer.json,
- * tokenizer_config.json, chat_template.jinja, generation_config.json) and how they are read:
+ * tokenizer_config.json, chat_template.jinja or a processor's chat_template.json,
+ * generation_config.json) and how they are read:
  * beside the model's config.json, which the export names in its report (`source.config`, or
  * `source.checkpoint` for `export --onnx`) or a VLM export in vlm.json; else the prepared
  * folder (prepare copies the tokenizer files there, as QEfficient does); `--tokenizer <dir>`
@@ -21,6 +22,8 @@ export const TOKENIZER_FILE = 'tokenizer.json';
 export const TOKENIZER_CONFIG_FILE = 'tokenizer_config.json';
 /** A chat template kept as its own file (newer checkpoints), used when tokenizer_config.json has none. */
 export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
+/** A processor's chat template (VLM checkpoints: `{"chat_template": "…"}`), the last place looked. */
+export const CHAT_TEMPLATE_JSON_FILE = 'chat_template.json';
 /** Where generate() reads eos_token_id (config.json's is the fallback, as transformers does). */
 export const GENERATION_CONFIG_FILE = 'generation_config.json';
 
@@ -128,6 +131,12 @@ export function readTextModelFiles(target: string, tokenizerDir?: string): TextM
     const named = t.find((x: { name?: unknown }) => x?.name === 'default') as { template?: unknown } | undefined;
     if (typeof named?.template === 'string') files.chatTemplate = { text: named.template, file: cfgFile };
   } else if (fs.existsSync(jinja)) files.chatTemplate = { text: readRegularFileSync(jinja, 'utf8'), file: jinja };
+  else if (fs.existsSync(path.join(dir, CHAT_TEMPLATE_JSON_FILE))) {
+    const file = path.join(dir, CHAT_TEMPLATE_JSON_FILE);
+    const text = readJsonObject(file).chat_template;
+    if (typeof text !== 'string') throw new FormatError(file, '"chat_template" is not a string');
+    files.chatTemplate = { text, file };
+  }
   return files;
 }
 
