@@ -88,7 +88,7 @@ describeFixtures('run --prompt / --chat on the llama fixture', () => {
   it('--tokenizer <dir>: a WordLevel tokenizer over the 320 ids gives the same continuation as its words', async () => {
     const prompt = ref.input_ids.map((i: number) => `w${i}`).join(' ');
     const r = await h.ok('run', 'out', '--tokenizer', 'wl', '--prompt', prompt, '--max-new-tokens', '5');
-    // no generation_config.json beside wl/, config.json's eos (2) is not generated: all five
+    // eos from the model's generation_config.json (291, the fifth): all five; w291 is no special token here, so it is printed
     expect(r.stdout).toBe('w271 w75 w50 w49 w291\n');
   });
 
