@@ -15,7 +15,7 @@ import { formatBytes } from '../display';
 import { peakOfTensor } from './estimate';
 import { planFingerprint, shortHash } from './fingerprint';
 import { sidecarNames } from './finalize';
-import { describeScheme, isInt4, quantSchemeOf } from './quant-config';
+import { describeScheme, isInt4, quantSchemeOf, withQuantizeConfig } from './quant-config';
 import { planInt4 } from './transforms/int4';
 import { attachScales, planDequant, type DequantPlan } from './transforms/fp8';
 import { isFusedDown, planFusedSplit, type MoeSizes } from './transforms/fused-split';
@@ -112,7 +112,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   const epOpt = checkOptions(opts);
   const target = dtypeOfName(opts.dtype);
   const ckpt = await Checkpoint.open(opts.checkpoint);
-  const config = await ckpt.config();
+  const config = await withQuantizeConfig(ckpt.dir, await ckpt.config());
   const sources = new Map<string, SourceTensor>();
   for (const t of ckpt.tensors()) {
     sources.set(t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength });

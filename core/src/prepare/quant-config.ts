@@ -18,7 +18,10 @@
  *   scales, int4 zero points (transforms/int4.ts holds the layouts, cited there). Prepare
  *   dequantizes them, or with `--keep-quantized` repacks them for MatMulNBits.
  */
-import { FormatError } from '../errors';
+import fs from 'node:fs';
+import path from 'node:path';
+import { FormatError, oneLine } from '../errors';
+import { readRegularFile } from '../paths';
 
 /** One quantization prepare knows how to undo. */
 export type QuantScheme =
@@ -123,10 +126,13 @@ function refuseField(file: string, method: string, field: string, value: unknown
  */
 function int4Scheme(q: Record<string, unknown>, method: 'gptq' | 'awq', file: string): Int4Scheme {
   if (q.bits !== 4) refuseField(file, method, 'bits', q.bits ?? null, 'is not 4: prepare reads 4-bit GPTQ/AWQ only');
-  const g = q.group_size ?? (method === 'gptq' ? 128 : undefined);
-  if (!(g === -1 || (Number.isInteger(g) && (g as number) > 0)))
-    refuseField(file, method, 'group_size', g ?? null, 'must be a positive integer or -1');
-  const base = { groupSize: g as number, lmHead: false };
+  // the layout fields first (a GEMV or marlin checkpoint is refused as such), then the group size
+  const groupSize = (): number => {
+    const g = q.group_size ?? (method === 'gptq' ? 128 : undefined);
+    if (!(g === -1 || (Number.isInteger(g) && (g as number) > 0)))
+      refuseField(file, method, 'group_size', g ?? null, 'must be a positive integer or -1');
+    return g as number;
+  };
   if (method === 'awq') {
     const version = String(q.version ?? q.format ?? 'gemm').toLowerCase();
     if (version !== 'gemm')
@@ -134,7 +140,7 @@ function int4Scheme(q: Record<string, unknown>, method: 'gptq' | 'awq', file: st
     if (q.zero_point === false) refuseField(file, method, 'zero_point', false, 'has no zero points (not the GEMM layout)');
     const backend = q.backend === undefined ? 'autoawq' : String(q.backend).toLowerCase();
     if (backend !== 'autoawq' && backend !== 'auto') refuseField(file, method, 'backend', q.backend, 'is not AutoAWQ');
-    return { method, ...base, descAct: false, zeroOffset: 0 };
+    return { method, groupSize: groupSize(), descAct: false, zeroOffset: 0, lmHead: false };
   }
   const fmt = q.checkpoint_format ?? q.format ?? 'gptq';
   if (q.checkpoint_format !== undefined && q.format !== undefined && q.checkpoint_format !== q.format)
@@ -145,7 +151,7 @@ function int4Scheme(q: Record<string, unknown>, method: 'gptq' | 'awq', file: st
   // v1 stores zero − 1, so an asymmetric zero point 0 wraps (AutoGPTQ and GPTQModel read it differently)
   if (fmt === 'gptq' && q.sym === false)
     refuseField(file, method, 'sym', false, 'with checkpoint_format "gptq" (v1) stores zero − 1, which cannot hold a zero point 0 exactly');
-  return { method, ...base, descAct: q.desc_act === true, zeroOffset: fmt === 'gptq' ? 1 : 0, lmHead: q.lm_head === true };
+  return { method, groupSize: groupSize(), descAct: q.desc_act === true, zeroOffset: fmt === 'gptq' ? 1 : 0, lmHead: q.lm_head === true };
 }
 
 /**
@@ -193,4 +199,24 @@ export function describeScheme(s: QuantScheme): string {
 /** True for the int4 schemes (GPTQ, AWQ). */
 export function isInt4(s: QuantScheme | undefined): s is Int4Scheme {
   return s?.method === 'gptq' || s?.method === 'awq';
+}
+
+/**
+ * `config` with the quantization of an AutoGPTQ / GPTQModel `quantize_config.json` beside it when
+ * config.json has none (older GPTQ checkpoints keep it only there; its `quant_method` is gptq).
+ */
+export async function withQuantizeConfig(
+  dir: string,
+  config: Record<string, unknown> | undefined,
+): Promise<Record<string, unknown> | undefined> {
+  const file = path.join(dir, 'quantize_config.json');
+  if (config?.quantization_config != null || !fs.existsSync(file)) return config;
+  let q: unknown;
+  try {
+    q = JSON.parse(await readRegularFile(file, 'utf8'));
+  } catch (e) {
+    throw e instanceof FormatError ? e : new FormatError(file, `not valid JSON: ${oneLine(e)}`);
+  }
+  if (!isRecord(q)) throw new FormatError(file, 'not a JSON object');
+  return { ...config, quantization_config: { quant_method: 'gptq', ...q } };
 }

@@ -52,7 +52,16 @@ function refBf16(x: number): number {
 
 async function prepare(root: string, dtype: string, keep: boolean): Promise<string> {
   const out = path.join(root, `p-${dtype}${keep ? '-kept' : ''}`);
-  await ws(root, ['prepare', '--checkpoint', path.join(fixturesDir(), FAM), '--dtype', dtype, '--out', out, ...(keep ? ['--keep-quantized'] : [])]);
+  await ws(root, [
+    'prepare',
+    '--checkpoint',
+    path.join(fixturesDir(), FAM),
+    '--dtype',
+    dtype,
+    '--out',
+    out,
+    ...(keep ? ['--keep-quantized'] : []),
+  ]);
   return out;
 }
 

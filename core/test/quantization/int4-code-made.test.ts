@@ -37,54 +37,71 @@ const graphs: string[] = [];
 
 describe('int4 checkpoints made in code: dequantized and kept', () => {
   for (const [name, c] of Object.entries(CASES)) {
-    it(name, async () => {
-      const root = tmp();
-      const ck = await int4Checkpoint(root, 'model', c);
-      const float = path.join(root, 'p-float');
-      const kept = path.join(root, 'p-kept');
-      await ws(root, ['prepare', '--checkpoint', ck.dir, '--dtype', 'float32', '--out', float]);
-      await ws(root, ['prepare', '--checkpoint', ck.dir, '--dtype', 'float32', '--out', kept, '--keep-quantized']);
-      const pf = await Checkpoint.open(float);
-      const pk = await Checkpoint.open(kept);
-      for (const [key, d] of ck.dequant) {
-        expect([...f32(await pf.read(key))], key).toEqual([...d.w]);
-        const m = key.replace(/\.weight$/, '');
-        const gIdx = pk.get(`${m}.g_idx`) ? i32(await pk.read(`${m}.g_idx`)) : undefined;
-        expect(gIdx !== undefined, `${m}: g_idx kept only under act-order`).toBe(!!c.descAct);
-        const w = matMulNBitsWeight(
-          {
-            qweight: await pk.read(`${m}.qweight`),
-            scales: f32(await pk.read(`${m}.scales`)),
-            qzeros: await pk.read(`${m}.qzeros`),
-            ...(gIdx ? { gIdx } : {}),
-          },
-          d.out,
-          d.in,
-          c.group,
-        );
-        expect([...w], `${m} kept`).toEqual([...d.w]);
-      }
-      expect(pf.get('lm_head.weight') === undefined).toBe(!!c.tied);
+    it(
+      name,
+      async () => {
+        const root = tmp();
+        const ck = await int4Checkpoint(root, 'model', c);
+        const float = path.join(root, 'p-float');
+        const kept = path.join(root, 'p-kept');
+        await ws(root, ['prepare', '--checkpoint', ck.dir, '--dtype', 'float32', '--out', float]);
+        await ws(root, ['prepare', '--checkpoint', ck.dir, '--dtype', 'float32', '--out', kept, '--keep-quantized']);
+        const pf = await Checkpoint.open(float);
+        const pk = await Checkpoint.open(kept);
+        for (const [key, d] of ck.dequant) {
+          expect([...f32(await pf.read(key))], key).toEqual([...d.w]);
+          const m = key.replace(/\.weight$/, '');
+          const gIdx = pk.get(`${m}.g_idx`) ? i32(await pk.read(`${m}.g_idx`)) : undefined;
+          expect(gIdx !== undefined, `${m}: g_idx kept only under act-order`).toBe(!!c.descAct);
+          const w = matMulNBitsWeight(
+            {
+              qweight: await pk.read(`${m}.qweight`),
+              scales: f32(await pk.read(`${m}.scales`)),
+              qzeros: await pk.read(`${m}.qzeros`),
+              ...(gIdx ? { gIdx } : {}),
+            },
+            d.out,
+            d.in,
+            c.group,
+          );
+          expect([...w], `${m} kept`).toEqual([...d.w]);
+        }
+        expect(pf.get('lm_head.weight') === undefined).toBe(!!c.tied);
 
-      const ids = [3, 17, 5, 60, 2, 41];
-      const rows: number[][][] = [];
-      for (const [tag, prepared, flags] of [
-        ['float', float, []],
-        ['kept', kept, ['--keep-quantized']],
-      ] as const) {
-        const out = path.join(root, `e-${tag}`);
-        await ws(root, ['export', '--config', ck.dir, '--out', out, ...flags]);
-        await ws(root, ['compile', out, '--prepared', prepared]);
-        graphs.push(path.join(out, 'model.onnx'));
-        expect(fs.readFileSync(path.join(out, 'model.onnx')).includes(Buffer.from('MatMulNBits'))).toBe(tag === 'kept');
-        rows.push(await dumpLogits(root, out, ids));
-      }
-      let worst = 0;
-      rows[0]!.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - rows[1]![t]![j]!)))));
-      expect(rows[0]!.length).toBe(ids.length);
-      expect(worst).toBeLessThanOrEqual(1e-4);
-    }, 120_000);
+        const ids = [3, 17, 5, 60, 2, 41];
+        const rows: number[][][] = [];
+        for (const [tag, prepared, flags] of [
+          ['float', float, []],
+          ['kept', kept, ['--keep-quantized']],
+        ] as const) {
+          const out = path.join(root, `e-${tag}`);
+          await ws(root, ['export', '--config', ck.dir, '--out', out, ...flags]);
+          await ws(root, ['compile', out, '--prepared', prepared]);
+          graphs.push(path.join(out, 'model.onnx'));
+          expect(fs.readFileSync(path.join(out, 'model.onnx')).includes(Buffer.from('MatMulNBits'))).toBe(tag === 'kept');
+          rows.push(await dumpLogits(root, out, ids));
+        }
+        let worst = 0;
+        rows[0]!.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - rows[1]![t]![j]!)))));
+        expect(rows[0]!.length).toBe(ids.length);
+        expect(worst).toBeLessThanOrEqual(1e-4);
+      },
+      120_000,
+    );
   }
+
+  it('an AutoGPTQ checkpoint whose quantization lives only in quantize_config.json', async () => {
+    const root = tmp();
+    const ck = await int4Checkpoint(root, 'model', { format: 'gptq', group: 32, hidden: 64 });
+    const { quantization_config: q, ...rest } = ck.config as { quantization_config: Record<string, unknown> };
+    const { quant_method: _m, ...quantizeConfig } = q;
+    fs.writeFileSync(path.join(ck.dir, 'config.json'), JSON.stringify(rest));
+    fs.writeFileSync(path.join(ck.dir, 'quantize_config.json'), JSON.stringify(quantizeConfig));
+    const out = path.join(root, 'p');
+    await ws(root, ['prepare', '--checkpoint', ck.dir, '--dtype', 'float32', '--out', out]);
+    const p = await Checkpoint.open(out);
+    for (const [key, d] of ck.dequant) expect([...f32(await p.read(key))], key).toEqual([...d.w]);
+  });
 
   describeOnnxChecker('ONNX checker', () => {
     it('every exported graph (float and MatMulNBits) passes', () => {

@@ -63,7 +63,9 @@ function packLinear(c: Int4Case, m: string, out: number, inF: number, r: () => n
   const zero = Array.from({ length: groups }, () =>
     Array.from({ length: out }, () => (c.asym ? 1 + Math.floor(r() * 14) : c.format === 'awq' ? Math.floor(r() * 16) : 8)),
   );
-  const scale = Array.from({ length: groups }, () => Array.from({ length: out }, () => half(Math.floor(r() * 1024), -9 + Math.floor(r() * 3))));
+  const scale = Array.from({ length: groups }, () =>
+    Array.from({ length: out }, () => half(Math.floor(r() * 1024), -9 + Math.floor(r() * 3))),
+  );
   // act-order: group g holds `group` rows scattered over the input (a random permutation)
   const perm = Array.from({ length: inF }, (_, i) => i);
   if (c.descAct)

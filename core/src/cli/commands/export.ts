@@ -111,7 +111,8 @@ const flags = {
   },
   'keep-quantized': {
     type: 'boolean',
-    description: 'GPTQ/AWQ int4 checkpoints: the graph takes the packed weights and computes with com.microsoft MatMulNBits (with --config)',
+    description:
+      'GPTQ/AWQ int4 checkpoints: the graph takes the packed weights and computes with com.microsoft MatMulNBits (with --config)',
   },
   root: {
     type: 'string',

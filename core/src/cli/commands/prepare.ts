@@ -47,7 +47,7 @@ export const prepareCommand = defineCommand({
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
     'keep-quantized': {
       type: 'boolean',
-      description: "GPTQ/AWQ int4: keep the Linears packed, repacked for com.microsoft MatMulNBits (export --keep-quantized reads them)",
+      description: 'GPTQ/AWQ int4: keep the Linears packed, repacked for com.microsoft MatMulNBits (export --keep-quantized reads them)',
     },
     'allow-overflow': {
       type: 'boolean',

@@ -99,7 +99,11 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
     const R = w.shape[w.shape.length - 2]!;
     const C = w.shape[w.shape.length - 1]!;
     const block =
-      scheme.method === 'fp8' ? (scheme.block ?? [R, C]) : scheme.method === 'compressed-tensors' ? compressedBlock(scheme, R, C, scale) : undefined;
+      scheme.method === 'fp8'
+        ? (scheme.block ?? [R, C])
+        : scheme.method === 'compressed-tensors'
+          ? compressedBlock(scheme, R, C, scale)
+          : undefined;
     if (!block)
       throw new PipelineError(
         `${configFile}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`,

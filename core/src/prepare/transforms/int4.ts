@@ -53,7 +53,8 @@ function shapeIs(t: SourceTensor, want: number[], file: string, what: string): v
 function moduleOf(m: string, sources: Map<string, SourceTensor>, s: Int4Scheme, file: string, keep: boolean): Int4Module {
   const need = (suffix: string): SourceTensor => {
     const t = sources.get(`${m}.${suffix}`);
-    if (!t) throw new PipelineError(`${file}: "${m}.qweight" has no "${m}.${suffix}" beside it (${s.method} needs qweight, qzeros and scales)`);
+    if (!t)
+      throw new PipelineError(`${file}: "${m}.qweight" has no "${m}.${suffix}" beside it (${s.method} needs qweight, qzeros and scales)`);
     return t;
   };
   const qw = need('qweight');
@@ -76,7 +77,9 @@ function moduleOf(m: string, sources: Map<string, SourceTensor>, s: Int4Scheme, 
   if (keep) {
     // MatMulNBits: block_size a power of two ≥ 16, whole blocks of input rows
     if (group < 16 || (group & (group - 1)) !== 0)
-      throw new UsageError(`prepare --keep-quantized: ${m} has group size ${group}; MatMulNBits needs a power of two ≥ 16 (dequantize it instead)`);
+      throw new UsageError(
+        `prepare --keep-quantized: ${m} has group size ${group}; MatMulNBits needs a power of two ≥ 16 (dequantize it instead)`,
+      );
     if (out % 8 !== 0) throw new PipelineError(`${file}: "${qw.key}" has ${out} output features, not a multiple of 8`);
   }
   return {
