@@ -84,26 +84,33 @@ export function dequantRows(d: Int4Data, o0: number, o1: number, out: Float32Arr
   const { mod, qweight, zeros, scales, groupOf } = d;
   const K = mod.in;
   const N = mod.out;
-  for (let o = o0; o < o1; o++) {
-    const row = (o - o0) * K;
-    if (mod.format === 'gptq') {
-      // eight input rows per word: one load, eight codes
-      for (let r = 0; r < K >> 3; r++) {
-        const word = qweight[r * N + o]!;
+  if (mod.format === 'gptq') {
+    // word row r holds input rows 8r … 8r + 7 of every column: the block's columns are read
+    // contiguously, each word gives eight outputs of one row
+    const gRow = new Int32Array(8);
+    for (let r = 0; r < K >> 3; r++) {
+      for (let j = 0; j < 8; j++) gRow[j] = groupOf[r * 8 + j]! * N;
+      const wbase = r * N;
+      for (let o = o0; o < o1; o++) {
+        const word = qweight[wbase + o]!;
+        const base = (o - o0) * K + r * 8;
         for (let j = 0; j < 8; j++) {
-          const i = r * 8 + j;
-          const g = groupOf[i]! * N + o;
-          out[row + i] = scales[g]! * (((word >>> (j * 4)) & 15) - zeros[g]!);
+          const g = gRow[j]! + o;
+          out[base + j] = scales[g]! * (((word >>> (j * 4)) & 15) - zeros[g]!);
         }
       }
-    } else {
-      const words = N >> 3;
-      const shift = AWQ_NIBBLE[o & 7]! * 4;
-      const col = o >> 3;
-      for (let i = 0; i < K; i++) {
-        const g = groupOf[i]! * N + o;
-        out[row + i] = scales[g]! * (((qweight[i * words + col]! >>> shift) & 15) - zeros[g]!);
-      }
+    }
+    return out;
+  }
+  // AWQ: row i's words hold eight columns each, read contiguously across the block
+  const words = N >> 3;
+  for (let i = 0; i < K; i++) {
+    const g0 = groupOf[i]! * N;
+    const wbase = i * words;
+    for (let o = o0; o < o1; o++) {
+      const g = g0 + o;
+      const q = (qweight[wbase + (o >> 3)]! >>> (AWQ_NIBBLE[o & 7]! * 4)) & 15;
+      out[(o - o0) * K + i] = scales[g]! * (q - zeros[g]!);
     }
   }
   return out;

@@ -6,7 +6,8 @@
  */
 import { PipelineError } from '../errors';
 import { toFloat32 } from '../formats/dtype';
-import { CHUNK_ELEMS, encodeF32 } from './kernels';
+import { CHUNK_ELEMS, encodeF32, makeConverter } from './kernels';
+import { simdConverter } from './simd/simd-convert';
 import { checkInt4Scales, decodeZeros, dequantRows, groupsOf, packZeros, repackRows, transposeScales, type Int4Data } from './int4-kernel';
 import type { Sink, Sources } from './task-io';
 import type { Int4Module, OutputTensor } from './types';
@@ -43,10 +44,17 @@ export async function streamInt4(t: OutputTensor, src: Sources, write: Sink): Pr
         groupOf: gIdx(false),
       };
       const rows = Math.max(1, Math.min(mod.out, Math.floor(CHUNK_ELEMS / mod.in)));
-      const buf = new Float32Array(rows * mod.in);
+      // f16: the rows are dequantized straight into the SIMD converter's input (simd-convert.ts)
+      const simd = t.dtype === 'F32' ? undefined : simdConverter('F32', t.dtype, rows * mod.in, makeConverter('F32', t.dtype));
+      const buf = simd ? undefined : new Float32Array(rows * mod.in);
       for (let o = 0; o < mod.out; o += rows) {
         const n = Math.min(rows, mod.out - o);
-        await write(t.key, encodeF32(dequantRows(d, o, o + n, buf).subarray(0, n * mod.in), t.dtype));
+        if (simd) {
+          const into = simd.input(n * mod.in);
+          dequantRows(d, o, o + n, new Float32Array(into.buffer, into.byteOffset, n * mod.in));
+          simd.run(n * mod.in);
+          await write(t.key, simd.output(n * mod.in));
+        } else await write(t.key, encodeF32(dequantRows(d, o, o + n, buf!).subarray(0, n * mod.in), t.dtype));
       }
       return;
     }
