@@ -20,7 +20,7 @@ import { expect, it } from 'vitest';
 import { Checkpoint } from '../../src/formats/safetensors';
 import { readCompileRecord } from '../../src/compile';
 import { parseWireModel } from '../../src/formats/onnx/wire-model';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { describeFixtures, fixturesDir, float16Tolerance } from '../../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import { refHalf } from '../support/prepare-support';
@@ -151,9 +151,23 @@ describeFixtures('llama_gptq: GPTQ v1 dequantized and kept', () => {
     }, 120_000);
   }
 
+  it('kept in float16 (MatMulNBits over f16 activations and scales): logits within the float16 bound, the same greedy tokens', async () => {
+    const ref = reference(FAM);
+    const prepared = await prepare(root, 'float16', true);
+    const out = path.join(root, 'e-kept-16');
+    await ws(root, ['export', '--config', path.join(fixturesDir(), FAM), '--out', out, '--dtype', 'float16', '--keep-quantized']);
+    await ws(root, ['compile', out, '--prepared', prepared]);
+    graphs.push(path.join(out, 'model.onnx'));
+    const logits = await dumpLogits(root, out, [...ref.input_ids, ...ref.generated_ids.slice(0, -1)]);
+    let worst = 0;
+    ref.logits.forEach((row, t) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - logits[t]![j]!)))));
+    expect(worst).toBeLessThanOrEqual(float16Tolerance('llama'));
+    expect((await generate(root, out, ref.input_ids, ref.generated_ids.length)).tokens).toEqual(ref.generated_ids);
+  }, 120_000);
+
   describeOnnxChecker('ONNX checker', () => {
     it('every graph of both paths (exported and compiled) passes check_model and strict shape inference', () => {
-      expect(graphs.length).toBe(4);
+      expect(graphs.length).toBe(5);
       expectOnnxValid(graphs);
     });
   });
