@@ -164,3 +164,29 @@ describe('int4: refused with one line, nothing written', () => {
     expect(e2.code, e2.stderr).toBe(0);
   });
 });
+
+describe('check: a spec bound to the packed source tensors', () => {
+  it('reports quantized-weight for qweight / qzeros / scales of a GPTQ checkpoint, nothing for its plain tensors', async () => {
+    const root = tmp();
+    const ck = await int4Checkpoint(root, 'model', { format: 'gptq', group: 32, hidden: 64 });
+    const m = 'model.layers.0.self_attn.q_proj';
+    const keys = [`${m}.qweight`, `${m}.qzeros`, `${m}.scales`, 'model.norm.weight'];
+    const spec = path.join(root, 'w.weight_spec.json');
+    fs.writeFileSync(
+      spec,
+      JSON.stringify({
+        files: [{ format: 'safetensors', path: 'model/model.safetensors' }],
+        inputs: keys.map((key) => ({ location: { file: 0, key }, name: key })),
+        model_id: ck.dir,
+        model_name: 'LlamaForCausalLM',
+        version: 5,
+      }),
+    );
+    const r = await cliInProcess(['check', spec, '--no-onnx']);
+    expect(r.code).toBe(1);
+    const found = r.stdout.split('\n').filter((l) => l.includes('[quantized-weight]'));
+    expect(found).toHaveLength(3);
+    for (const k of keys.slice(0, 3)) expect(found.some((l) => l.includes(`key "${k}" is packed gptq int4, group 32 data`))).toBe(true);
+    expect(r.stdout).not.toContain('model.norm.weight" is packed');
+  });
+});
