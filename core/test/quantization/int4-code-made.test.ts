@@ -3,7 +3,7 @@
  * the formats' definitions and computes each Linear's weight in float64): AWQ's interleaved
  * nibble order [0, 2, 4, 6, 1, 3, 5, 7] with random zero points, GPTQ act-order (a permuting
  * g_idx, which QEfficient's QEffGPTQConfig refuses), GPTQ v2 asymmetric, tied heads, group sizes
- * 32, 64 and 128. For each:
+ * 32, 64 and 128, a quantized GPTQ head. For each:
  * - `prepare --dtype float32` writes every `…weight` equal to the float64 dequant (exact in f32);
  * - `prepare --keep-quantized` writes MatMulNBits parts that decode, by onnxruntime's definition
  *   of the op, to the same weights (g_idx only under act-order);
@@ -31,6 +31,12 @@ const CASES: Record<string, Int4Case> = {
   'gptq v1 act-order (desc_act), group 32': { format: 'gptq', group: 32, hidden: 64, descAct: true },
   'gptq v2 asymmetric, group 64, tied head': { format: 'gptq_v2', group: 64, hidden: 128, asym: true, tied: true },
   'gptq v1 group 128': { format: 'gptq', group: 128, hidden: 128 },
+  'gptq v1 quantized head (lm_head true)': {
+    format: 'gptq',
+    group: 32,
+    hidden: 64,
+    quantHead: true,
+  },
 };
 
 const graphs: string[] = [];
@@ -50,6 +56,11 @@ describe('int4 checkpoints made in code: dequantized and kept', () => {
         const pk = await Checkpoint.open(kept);
         for (const [key, d] of ck.dequant) {
           expect([...f32(await pf.read(key))], key).toEqual([...d.w]);
+          if (key === 'lm_head.weight') {
+            // the graph's head is a plain MatMul: kept prepare dequantizes it
+            expect([...f32(await pk.read(key))], `${key} kept`).toEqual([...d.w]);
+            continue;
+          }
           const m = key.replace(/\.weight$/, '');
           const gIdx = pk.get(`${m}.g_idx`) ? i32(await pk.read(`${m}.g_idx`)) : undefined;
           expect(gIdx !== undefined, `${m}: g_idx kept only under act-order`).toBe(!!c.descAct);
@@ -67,6 +78,7 @@ describe('int4 checkpoints made in code: dequantized and kept', () => {
           expect([...w], `${m} kept`).toEqual([...d.w]);
         }
         expect(pf.get('lm_head.weight') === undefined).toBe(!!c.tied);
+        expect(pk.get('lm_head.qweight')).toBeUndefined();
 
         const ids = [3, 17, 5, 60, 2, 41];
         const rows: number[][][] = [];

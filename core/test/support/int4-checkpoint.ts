@@ -25,6 +25,8 @@ export interface Int4Case {
   tied?: boolean;
   /** Random zero points (AWQ, GPTQ v2); else 8 (GPTQ sym). */
   asym?: boolean;
+  /** GPTQ `lm_head: true`: the head is packed too (its float64 weight under `lm_head.weight`). */
+  quantHead?: boolean;
 }
 
 /** The checkpoint and each Linear's float64 weight `[out, in]` (row-major). */
@@ -153,7 +155,7 @@ export async function int4Checkpoint(root: string, name: string, c: Int4Case, se
             sym: !c.asym,
             checkpoint_format: c.format,
             pack_dtype: 'int32',
-            lm_head: false,
+            lm_head: !!c.quantHead,
           },
   };
   const tensors: Tensor[] = [f16Tensor('model.embed_tokens.weight', [vocab, H], r)];
@@ -175,7 +177,11 @@ export async function int4Checkpoint(root: string, name: string, c: Int4Case, se
     dequant.set(`${m}.weight`, { out, in: inF, w: l.w });
   }
   tensors.push(f16Tensor('model.norm.weight', [H], r, true));
-  if (!c.tied) tensors.push(f16Tensor('lm_head.weight', [vocab, H], r));
+  if (c.quantHead) {
+    const l = packLinear(c, 'lm_head', vocab, H, r);
+    tensors.push(...l.tensors);
+    dequant.set('lm_head.weight', { out: vocab, in: H, w: l.w });
+  } else if (!c.tied) tensors.push(f16Tensor('lm_head.weight', [vocab, H], r));
   const dir = path.join(root, name);
   fs.mkdirSync(dir, { recursive: true });
   await writeSafetensors(path.join(dir, 'model.safetensors'), tensors, { format: 'pt' });
