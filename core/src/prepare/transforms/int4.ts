@@ -22,6 +22,8 @@
  *   `[out · ⌈blocks/2⌉]`, two blocks per byte, low nibble first; `g_idx` int32 `[in]` only
  *   under act-order.
  * QEfficient refuses act-order GPTQ (`QEffGPTQConfig.post_init`); here g_idx is honoured.
+ * QEfficient files: quic/efficient-transformers main ebf55e8, `QEfficient/transformers/quantizers/`
+ * and `QEfficient/customop/matmulnbits.py`; tests: core/test/quantization/ (int4-*, gptq-fixture).
  */
 import { PipelineError, UsageError } from '../../errors';
 import type { DType } from '../../formats/dtype';
