@@ -139,6 +139,12 @@ export function describeQuantizedKey(dir: string, header: SafetensorsHeader, key
   const info = header.tensors.get(key);
   if (!info) return [];
   const q = quantFactsOf(dir);
+  const packed = isInt4(q?.scheme) ? /^(.+)\.(qweight|qzeros|scales|g_idx)$/.exec(key) : null;
+  if (packed && header.tensors.has(`${packed[1]}.qweight`))
+    return [
+      `packed ${describeScheme(q!.scheme!)}: the \`${packed[2]}\` of \`${packed[1]}\` (\`${info.dtype}\` [${info.shape.join(', ')}])`,
+      `\`weight-spec prepare\` dequantizes the module into \`${packed[1]}.weight\`, or with --keep-quantized repacks it for MatMulNBits`,
+    ];
   const weight = scaledWeight(key, header, q);
   if (weight) return [`quantization scale of \`${weight}\` (\`${info.dtype}\`): folded into it by prepare, never a graph input`];
   if (!FP8.has(info.dtype)) return [];

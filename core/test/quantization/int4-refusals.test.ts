@@ -10,7 +10,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeSafetensors } from '../../src/formats/safetensors';
+import { readSafetensorsHeaderSync, writeSafetensors } from '../../src/formats/safetensors';
+import { describeQuantizedKey } from '../../src/check';
 import { cliInProcess } from '../../../test/support/cli';
 import { tempDirs } from '../../../test/support/temp';
 import { int4Checkpoint } from '../support/int4-checkpoint';
@@ -188,5 +189,19 @@ describe('check: a spec bound to the packed source tensors', () => {
     expect(found).toHaveLength(3);
     for (const k of keys.slice(0, 3)) expect(found.some((l) => l.includes(`key "${k}" is packed gptq int4, group 32 data`))).toBe(true);
     expect(r.stdout).not.toContain('model.norm.weight" is packed');
+  });
+});
+
+describe('hover facts of a packed source tensor', () => {
+  it('names the scheme, the module and what prepare makes of it; nothing for a plain tensor', async () => {
+    const root = tmp();
+    const ck = await int4Checkpoint(root, 'model', { format: 'awq', group: 32, hidden: 64 });
+    const header = readSafetensorsHeaderSync(path.join(ck.dir, 'model.safetensors'));
+    const m = 'model.layers.0.mlp.down_proj';
+    expect(describeQuantizedKey(ck.dir, header, `${m}.qzeros`)).toEqual([
+      `packed awq int4, group 32: the \`qzeros\` of \`${m}\` (\`I32\` [4, 8])`,
+      `\`weight-spec prepare\` dequantizes the module into \`${m}.weight\`, or with --keep-quantized repacks it for MatMulNBits`,
+    ]);
+    expect(describeQuantizedKey(ck.dir, header, 'model.norm.weight')).toEqual([]);
   });
 });
