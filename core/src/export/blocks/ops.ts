@@ -5,7 +5,7 @@
  */
 import { nbitsInputs, type Act, type LinearSpec, type NBitsSpec } from './arch';
 import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
-import type { GraphBuilder } from '../exporter/builder';
+import type { GraphBuilder } from './builder';
 
 /** Builder plus the compute dtype, passed to every block. */
 export interface Ctx {
