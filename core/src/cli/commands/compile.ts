@@ -78,9 +78,11 @@ export const compileCommand = defineCommand({
   positionals: { min: 1, max: 1, names: ['export dir'] },
   async run(args, io): Promise<number> {
     // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
-    const [{ compile, shellLine }, { isVlmExport, readVlmManifest }] = await Promise.all([
+    const [{ compile, shellLine }, { isVlmExport, readVlmManifest }, { isWhisperExport }, { readWhisperManifest }] = await Promise.all([
       import('../../compile'),
       import('../../run/vlm/vlm-runner'),
+      import('../../run/whisper/whisper-runner'),
+      import('../../artifacts/whisper-manifest'),
     ]);
     const f = args.flags;
     const exportDir = requirePath(io.cwd, args.positionals[0]!, 'dir', 'give the export directory');
@@ -88,6 +90,15 @@ export const compileCommand = defineCommand({
     if (isVlmExport(exportDir)) {
       const m = readVlmManifest(exportDir);
       for (const g of [m.graphs.vision, m.graphs.language]) {
+        const code: number = await compileCommand.run({ ...args, positionals: [path.join(exportDir, g)] }, io);
+        if (code !== 0) return code;
+      }
+      return 0;
+    }
+    // a Whisper export: compile the encoder and the decoder (one prepared checkpoint; each artifact names its graph)
+    if (isWhisperExport(exportDir)) {
+      const m = readWhisperManifest(exportDir);
+      for (const g of [m.graphs.encoder, m.graphs.decoder]) {
         const code: number = await compileCommand.run({ ...args, positionals: [path.join(exportDir, g)] }, io);
         if (code !== 0) return code;
       }

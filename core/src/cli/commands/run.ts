@@ -11,14 +11,14 @@ import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
-export function parseIds(text: string): number[] {
+export function parseIds(text: string, flag = '--input-ids'): number[] {
   const parts = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (parts.length === 0) throw new UsageError('run: --input-ids needs at least one id (e.g. 3,17,5)');
+  if (parts.length === 0) throw new UsageError(`run: ${flag} needs at least one id (e.g. 3,17,5)`);
   return parts.map((p) => {
-    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: --input-ids: "${p}" is not a token id`);
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: ${flag}: "${p}" is not a token id`);
     return Number(p);
   });
 }
@@ -40,7 +40,43 @@ type RunFlags = {
   prepack: boolean;
   'ctx-len'?: number;
   'max-image-pixels'?: number;
+  audio?: string;
+  'input-features'?: string;
+  'decoder-input-ids'?: string;
 };
+
+/** `run <whisper export>`: features from --audio or --input-features, the encoder once, then greedy decode. */
+async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number }, io: CliIO): Promise<number> {
+  const [{ openWhisperRunner }, { featuresFromJson, featuresFromWav }] = await Promise.all([
+    import('../../run/whisper/whisper-runner'),
+    import('../../run/whisper/whisper-inputs'),
+  ]);
+  if ((f.audio === undefined) === (f['input-features'] === undefined))
+    throw new UsageError('run: a Whisper export needs --audio <file.wav> or --input-features <file.json> (one of them)');
+  if (f['decoder-input-ids'] === undefined)
+    throw new UsageError('run: a Whisper export needs --decoder-input-ids (the prompt: start, language, task, no-timestamps ids)');
+  const prompt = parseIds(f['decoder-input-ids'], '--decoder-input-ids');
+  const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
+  if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
+  if (n === 0 && !f['dump-logits']) throw new UsageError('run: --max-new-tokens 0 without --dump-logits leaves nothing to do');
+  const runner = await openWhisperRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
+  try {
+    const features =
+      f.audio !== undefined
+        ? featuresFromWav(path.resolve(io.cwd, f.audio), runner.manifest).features
+        : featuresFromJson(path.resolve(io.cwd, f['input-features']!));
+    const r = await runner.transcribe(features, prompt, n);
+    if (n > 0) println(io.stdout, r.tokens.join(','));
+    const dumped = f['dump-logits'] ? ` → logits ${await dumpLogits(io, f['dump-logits'], r.logits)}` : '';
+    println(
+      io.stderr,
+      `run: ${tokenCount(r.tokens.length)}, ${r.logits.length} logit rows; encoder ${r.encoderMs.toFixed(0)} ms, ${r.totalMs.toFixed(0)} ms total (whisper)${dumped}`,
+    );
+  } finally {
+    await runner.close();
+  }
+  return 0;
+}
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
   const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
@@ -99,6 +135,7 @@ export const runCommand = defineCommand({
     'run <export dir|compiled.onnx> --input-ids 3,17,5 [--max-new-tokens N] [--dump-logits out.json]',
     '    [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repetition-penalty R] [--presence-penalty Q] [--seed S]',
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
+    'run <whisper export dir> (--audio file.wav | --input-features file.json) --decoder-input-ids … [--max-new-tokens N] [--dump-logits out.json]',
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -111,9 +148,20 @@ export const runCommand = defineCommand({
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
     "(preprocessor_config.json beside the model's config.json when present).",
+    'A Whisper export (whisper.json + encoder/ + decoder/) computes the log-mel features of --audio (mono 16-bit PCM or',
+    '32-bit float WAV at the extractor rate) or reads "input_features" from --input-features, runs the encoder once and',
+    'decodes greedily after --decoder-input-ids (stopping after the end token); --dump-logits writes the rows of the',
+    'prompt and of each generated token but the last.',
   ],
   flags: {
-    'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
+    'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids (text and VLM exports)' },
+    audio: { type: 'string', placeholder: '<file.wav>', description: 'Whisper: the audio (mono WAV, 16-bit PCM or 32-bit float)' },
+    'input-features': {
+      type: 'string',
+      placeholder: '<file.json>',
+      description: 'Whisper: log-mel features {"input_features": [[…]]} instead of --audio',
+    },
+    'decoder-input-ids': { type: 'string', placeholder: '<ids>', description: "Whisper: the decoder prompt's token ids" },
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate greedily' },
     'dump-logits': {
       type: 'string',
@@ -160,16 +208,28 @@ export const runCommand = defineCommand({
       { readExportInputs },
       { checkSampling, checkTokenIds, GREEDY, needsSampler, openRunner, resolveRunnable, vocabOf },
       { isVlmExport },
+      { isWhisperExport },
     ] = await Promise.all([
       import('../../compile'),
       import('../../compile/inputs'),
       import('../../run'),
       import('../../run/vlm/vlm-runner'),
+      import('../../run/whisper/whisper-runner'),
     ]);
     const f = args.flags;
-    const ids = parseIds(f['input-ids']);
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
+    const given = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    if (isWhisperExport(given)) {
+      if (f['input-ids'] !== undefined) throw new UsageError('run: a Whisper export takes --decoder-input-ids, not --input-ids');
+      return runWhisper(given, f, io);
+    }
+    if (f.audio !== undefined || f['input-features'] !== undefined || f['decoder-input-ids'] !== undefined)
+      throw new UsageError(
+        `run: --audio / --input-features / --decoder-input-ids need a Whisper export directory (with whisper.json); ${args.positionals[0]} is not one`,
+      );
+    if (f['input-ids'] === undefined) throw new UsageError('run: missing required option --input-ids <ids>');
+    const ids = parseIds(f['input-ids']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
@@ -183,7 +243,7 @@ export const runCommand = defineCommand({
       presencePenalty: f['presence-penalty'] ?? GREEDY.presencePenalty,
       ...(f.seed !== undefined ? { seed: f.seed } : {}),
     });
-    const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    const target = given;
     if (isVlmExport(target)) {
       if (needsSampler(sampling))
         throw new UsageError(
