@@ -5,6 +5,7 @@
  * `proj_out.weight` for an untied head) — and `<out>/whisper.json`, written last, which ties them
  * together for `compile`, `run`, `check` and the editor (the VLM export's pattern, vlm/export-vlm.ts).
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
 import type { ExportDtype } from '../../formats/dtype';
@@ -45,10 +46,13 @@ export interface WhisperExportOptions {
 export function featureExtractorOf(cfgDir: string, a: WhisperArch): WhisperManifest['feature_extractor'] {
   const file = path.join(cfgDir, 'preprocessor_config.json');
   let raw: Record<string, unknown> = {};
-  try {
-    raw = JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
+  if (existsSync(file)) {
+    try {
+      raw = JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (e) {
+      throw e instanceof FormatError ? e : new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
+    }
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new FormatError(file, 'not a JSON object');
   }
   const num = (k: string, d: number): number => {
     const v = raw[k];
