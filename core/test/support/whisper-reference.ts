@@ -187,7 +187,7 @@ export function whisperEncoder(c: WhisperTestConfig, w: Weights, features: Array
   const h1 = conv(x, get(w, 'model.encoder.conv1.weight'), get(w, 'model.encoder.conv1.bias'), d, 1);
   const chanMajor = Array.from({ length: d }, (_, o) => Float64Array.from(h1, (row) => row[o]!));
   const pos = get(w, 'model.encoder.embed_positions.weight');
-  let h = conv(chanMajor, get(w, 'model.encoder.conv2.weight'), get(w, 'model.encoder.conv2.bias'), d, 2).map((r, t) =>
+  let h: Mat = conv(chanMajor, get(w, 'model.encoder.conv2.weight'), get(w, 'model.encoder.conv2.bias'), d, 2).map((r, t) =>
     r.map((v, j) => v + pos[t * d + j]!),
   );
   for (let i = 0; i < c.encoder_layers; i++) {
