@@ -37,6 +37,8 @@ const whisperSchema = z.object({
   decoder_start_token_id: int,
   eos_token_id: int,
   dtype: z.enum(EXPORT_DTYPES),
+  /** config.json's `torch_dtype` (or `dtype`): QEfficient's qaic custom-IO dtype comes from it (absent: float32). */
+  torch_dtype: z.string().optional(),
 });
 
 /** What `<out>/whisper.json` holds. */

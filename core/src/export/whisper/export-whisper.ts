@@ -77,6 +77,13 @@ export function featureExtractorOf(cfgDir: string, a: WhisperArch): WhisperManif
   return fe;
 }
 
+/** config.json's `torch_dtype` (transformers ≥ 4.56 also writes `dtype`), when it names one. */
+function torchDtypeOf(raw: unknown): { torch_dtype?: string } {
+  const r = raw as { torch_dtype?: unknown; dtype?: unknown };
+  const t = typeof r.torch_dtype === 'string' ? r.torch_dtype : typeof r.dtype === 'string' ? r.dtype : undefined;
+  return t !== undefined ? { torch_dtype: t } : {};
+}
+
 function specFor(weights: { name: string }[], keyOf: Map<string, string>, layout: PreparedLayout, name: string): WeightSpec {
   const link = path.basename(layout.dir);
   const fileIndex = new Map<string, number>();
@@ -176,6 +183,7 @@ export async function exportWhisper(o: WhisperExportOptions): Promise<{ summary:
     decoder_start_token_id: arch.decoderStart,
     eos_token_id: arch.eos,
     dtype: o.dtype,
+    ...torchDtypeOf(o.raw),
   };
   await guard.writeFile(WHISPER_MANIFEST_FILE, whisperManifestText(manifest));
   const note = `encoder ${arch.encoder.layers} layers, decoder ${arch.decoder.layers} layers, d_model ${arch.dModel}, ${arch.numMel} mel bins, ${arch.tied ? 'tied' : 'untied'} head`;
