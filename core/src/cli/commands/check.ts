@@ -59,9 +59,7 @@ function singleTarget(cwd: string, arg: string, given: string): { file: string; 
 export const checkCommand = defineCommand({
   name: 'check',
   summary: 'check a weight_spec.json against its checkpoint files and companion ONNX',
-  synopsis: [
-    'check <weight_spec.json | export dir | VLM or Whisper export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]',
-  ],
+  synopsis: ['check <weight_spec.json | export dir | VLM export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
   details: [
     'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it;',
     'a VLM export directory (vlm.json + vision/ + language/) or a Whisper export directory (whisper.json +',

@@ -217,6 +217,9 @@ export const runCommand = defineCommand({
       import('../../run/whisper/whisper-runner'),
     ]);
     const f = args.flags;
+    // a text or VLM run needs --input-ids, a Whisper run --decoder-input-ids: without either, a usage error before any path is read
+    if (f['input-ids'] === undefined && f['decoder-input-ids'] === undefined)
+      throw new UsageError('run: missing required option --input-ids <ids>');
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
     const given = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
