@@ -4,15 +4,17 @@
  * position_ids, encoder_hidden_states and the self / cross caches) and whose weights are exactly
  * its spec's inputs, the embedded spec checked with no problem once prepared; the graph explorer
  * builds its model of both graphs. Expected names come from each folder's weight_spec.json and
- * export-report.json (read with JSON.parse).
+ * export-report.json (read with JSON.parse). The editor's Export Model pick lists a cached Whisper
+ * checkpoint as supported.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cliStdout } from '../../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 import { buildViewerPage, graphModelOf } from '../../src/view';
+import { listCachedModels } from '../../src/editor/cached-models';
 
 const tmp = tempDirs('ws-whisper-view-');
 
@@ -43,4 +45,18 @@ describeFixtures('viewers on a Whisper export', () => {
       expect(gx.nodes.length).toBeGreaterThan(0);
     });
   }
+});
+
+describe("the editor's Export Model pick", () => {
+  it('lists a cached Whisper checkpoint as supported', () => {
+    const cache = tmp();
+    const commit = 'a'.repeat(40);
+    const snap = path.join(cache, 'models--openai--whisper-tiny', 'snapshots', commit);
+    fs.mkdirSync(snap, { recursive: true });
+    fs.writeFileSync(path.join(snap, 'config.json'), JSON.stringify({ model_type: 'whisper', d_model: 384 }));
+    fs.mkdirSync(path.join(cache, 'models--openai--whisper-tiny', 'refs'));
+    fs.writeFileSync(path.join(cache, 'models--openai--whisper-tiny', 'refs', 'main'), commit);
+    const got = listCachedModels({ HF_HUB_CACHE: cache });
+    expect(got.map((m) => [m.id, m.modelType, m.supported])).toEqual([['openai/whisper-tiny', 'whisper', true]]);
+  });
 });
