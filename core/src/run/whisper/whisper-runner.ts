@@ -106,7 +106,9 @@ export async function openWhisperRunner(
         throw new UsageError(`run: the input features must be [${m.num_mel_bins}, ${frames}] (num_mel_bins × 2·max_source_positions)`);
       const ctx = graphCtx ?? opts.ctxLen ?? Math.min(m.max_target_positions, prompt.length + n);
       if (prompt.length + Math.max(n - 1, 0) > ctx)
-        throw new UsageError(`run: ${prompt.length} prompt ids + ${n} new tokens do not fit the decoder cache (${ctx} positions)`);
+        throw new PipelineError(
+          `${decModel}: ${prompt.length} prompt ids + ${n} new tokens do not fit the decoder cache (${ctx} positions)`,
+        );
       const flat = new Float32Array(m.num_mel_bins * frames);
       features.forEach((r, k) => flat.set(Array.from(r), k * frames));
       const enc = (await run(encoder, encModel, { input_features: float(flat, [1, m.num_mel_bins, frames]) })).encoder_hidden_states!;
