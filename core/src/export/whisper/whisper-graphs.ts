@@ -24,7 +24,7 @@
 import type { LinearSpec, NormKind } from '../blocks/arch';
 import { norm } from '../blocks/norms';
 import { activation, cast, linear, reshape, transpose, unsqueeze, weight, type Ctx } from '../blocks/ops';
-import { GraphBuilder, type Dim, type ModelObj } from '../exporter/builder';
+import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';
 import type { ExportDtype } from '../../formats/dtype';
 import { RETAINED } from '../../artifacts/graph-interface';
 import type { WhisperArch } from './whisper-config';
