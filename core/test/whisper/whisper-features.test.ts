@@ -12,7 +12,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
-import { hertzToMelSlaney, logMelFeatures, melFilterBank, melToHertzSlaney, periodicHann } from '../../src/run/audio/log-mel';
+import {
+  hertzToMelSlaney,
+  logMelFeatures,
+  melFilterBank,
+  melToHertzSlaney,
+  mixedRadixFft,
+  periodicHann,
+} from '../../src/run/audio/log-mel';
 import { decodeWav, encodeWav, readWav } from '../../src/run/audio/wav';
 import { FormatError } from '../../src/errors';
 
@@ -88,6 +95,26 @@ describe('Whisper feature extractor pieces (numpy definitions)', () => {
     expect(w[1]).toBeCloseTo(w[399]!, 15);
     for (const hz of [0, 500, 1000, 4000, 8000]) expect(melToHertzSlaney(hertzToMelSlaney(hz))).toBeCloseTo(hz, 9);
     expect(hertzToMelSlaney(1000)).toBe(15);
+  });
+
+  it('the mixed-radix FFT equals the DFT sum Σ x[j]·e^(−2πi·jk/n) (n = 400, 512, 63, 98, a prime 13)', () => {
+    for (const n of [400, 512, 63, 98, 13]) {
+      const x = Float64Array.from({ length: n }, (_, j) => Math.sin(0.37 * j * j) + 0.1 * j);
+      const re = new Float64Array(n);
+      const im = new Float64Array(n);
+      mixedRadixFft(n)(x, re, im);
+      let d = 0;
+      for (let k = 0; k < n; k++) {
+        let r = 0;
+        let i = 0;
+        for (let j = 0; j < n; j++) {
+          r += x[j]! * Math.cos((2 * Math.PI * j * k) / n);
+          i -= x[j]! * Math.sin((2 * Math.PI * j * k) / n);
+        }
+        d = Math.max(d, Math.abs(r - re[k]!), Math.abs(i - im[k]!));
+      }
+      expect(d, `n = ${n}`).toBeLessThan(1e-9);
+    }
   });
 
   it('128 mel bins: the bank has 128 triangles over 201 bins, each area-normalized (slaney)', () => {

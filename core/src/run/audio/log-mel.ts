@@ -87,6 +87,61 @@ export function padOrTruncate(x: ArrayLike<number>, n: number): Float64Array {
   return out;
 }
 
+/**
+ * A mixed-radix (2, 3, 5, then any prime) decimation-in-time FFT of a real input of length `n`
+ * (n_fft = 400 = 2⁴·5² is not a power of two): `(x, re, im)` writes X[k] = Σ x[j]·e^(−2πi·jk/n).
+ * Exact to float64 rounding, as numpy's rfft; O(n·Σ factors) instead of the DFT's O(n²).
+ */
+export function mixedRadixFft(n: number): (x: Float64Array, re: Float64Array, im: Float64Array) => void {
+  const cos = Float64Array.from({ length: n }, (_, j) => Math.cos((2 * Math.PI * j) / n));
+  const sin = Float64Array.from({ length: n }, (_, j) => Math.sin((2 * Math.PI * j) / n));
+  const factorOf = (m: number) => [2, 3, 5].find((p) => m % p === 0) ?? smallestFactor(m);
+  const tr = new Float64Array(n);
+  const ti = new Float64Array(n);
+  const rec = (x: Float64Array, off: number, stride: number, m: number, re: Float64Array, im: Float64Array, out: number): void => {
+    if (m === 1) {
+      re[out] = x[off]!;
+      im[out] = 0;
+      return;
+    }
+    const p = factorOf(m);
+    const q = m / p;
+    for (let r = 0; r < p; r++) rec(x, off + r * stride, stride * p, q, re, im, out + r * q);
+    // X[k + q·s] = Σ_r Y_r[k]·W_m^(r·(k + q·s)), W_m^j = e^(−2πi·j/m) = table[j·(n/m) mod n]
+    const step = n / m;
+    for (let k = 0; k < q; k++) {
+      for (let r = 0; r < p; r++) {
+        tr[r] = re[out + r * q + k]!;
+        ti[r] = im[out + r * q + k]!;
+      }
+      for (let s = 0; s < p; s++) {
+        const kk = k + q * s;
+        let sr = 0;
+        let si = 0;
+        // j = r·kk·step mod n, stepped without a division
+        const inc = (kk * step) % n;
+        for (let r = 0, j = 0; r < p; r++) {
+          const c = cos[j]!;
+          const sn = sin[j]!;
+          // (a + ib)(c − i·sn)
+          sr += tr[r]! * c + ti[r]! * sn;
+          si += ti[r]! * c - tr[r]! * sn;
+          j += inc;
+          if (j >= n) j -= n;
+        }
+        re[out + kk] = sr;
+        im[out + kk] = si;
+      }
+    }
+  };
+  return (x, re, im) => rec(x, 0, 1, n, re, im, 0);
+}
+
+function smallestFactor(m: number): number {
+  for (let p = 7; p * p <= m; p += 2) if (m % p === 0) return p;
+  return m;
+}
+
 /** The log-mel features `[featureSize][frames]` (frames = n_samples / hop) of one waveform. */
 export function logMelFeatures(waveform: ArrayLike<number>, cfg: FeatureExtractorConfig): Float32Array[] {
   const { nFft, hopLength: hop, featureSize: nMel } = cfg;
@@ -103,32 +158,36 @@ export function logMelFeatures(waveform: ArrayLike<number>, cfg: FeatureExtracto
   const bins = half + 1;
   const window = periodicHann(nFft);
   const filters = melFilterBank(bins, nMel, 0, cfg.samplingRate / 2, cfg.samplingRate);
-  // DFT tables (n_fft is 400, not a power of two): cos/sin of 2π·k·n/N by (k·n) mod N
-  const cos = new Float64Array(nFft);
-  const sin = new Float64Array(nFft);
-  for (let i = 0; i < nFft; i++) {
-    cos[i] = Math.cos((2 * Math.PI * i) / nFft);
-    sin[i] = Math.sin((2 * Math.PI * i) / nFft);
+  const fft = mixedRadixFft(nFft);
+  // each filter as its band [lo, hi) of bins and their weights, in bin order (the sum's order in the dense product)
+  const lo = new Int32Array(nMel);
+  const hi = new Int32Array(nMel);
+  const weights: Float64Array[] = [];
+  for (let m = 0; m < nMel; m++) {
+    let a = 0;
+    while (a < bins && filters[a]![m] === 0) a++;
+    let b = bins;
+    while (b > a && filters[b - 1]![m] === 0) b--;
+    lo[m] = a;
+    hi[m] = b;
+    weights.push(Float64Array.from({ length: b - a }, (_, i) => filters[a + i]![m]!));
   }
   const kept = frames - 1; // log_spec[:, :-1]
   const logSpec = Array.from({ length: nMel }, () => new Float64Array(kept));
   const buf = new Float64Array(nFft);
+  const re = new Float64Array(nFft);
+  const im = new Float64Array(nFft);
   const power = new Float64Array(bins);
   let max = -Infinity;
   for (let t = 0; t < kept; t++) {
     for (let n = 0; n < nFft; n++) buf[n] = padded[t * hop + n]! * window[n]!;
-    for (let k = 0; k < bins; k++) {
-      let re = 0;
-      let im = 0;
-      for (let n = 0, idx = 0; n < nFft; n++, idx = (idx + k) % nFft) {
-        re += buf[n]! * cos[idx]!;
-        im -= buf[n]! * sin[idx]!;
-      }
-      power[k] = re * re + im * im;
-    }
+    fft(buf, re, im);
+    for (let k = 0; k < bins; k++) power[k] = re[k]! * re[k]! + im[k]! * im[k]!;
     for (let m = 0; m < nMel; m++) {
       let s = 0;
-      for (let k = 0; k < bins; k++) s += filters[k]![m]! * power[k]!;
+      // the triangle's nonzero bins only (the zeros add nothing)
+      const w = weights[m]!;
+      for (let k = lo[m]!, i = 0; k < hi[m]!; k++, i++) s += w[i]! * power[k]!;
       const v = Math.log10(Math.max(1e-10, s));
       logSpec[m]![t] = v;
       if (v > max) max = v;
