@@ -63,7 +63,7 @@ for (const family of LLAVAS) {
     const { session } = h;
     const S = 16;
     const tiles = (pv: number[]) => pv.length / (3 * S * S);
-    const visionFeeds = (pv: Float32Array) =>
+    const visionFeeds = (pv: Float32Array): Record<string, ort.Tensor> =>
       next
         ? {
             pixel_values: new ort.Tensor('float32', pv, [1, tiles(Array.from(pv)), 3, S, S]),
