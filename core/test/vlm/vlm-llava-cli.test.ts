@@ -44,6 +44,7 @@ import {
   expectGraphsAndArtifactsValid,
   exportLegacyPair,
   exportPrepareCompile,
+  exportRealConfig,
   itFloat16AndContinuousBatching,
   maxDiff,
   specKeys,
@@ -204,3 +205,14 @@ for (const family of LLAVAS) {
     });
   });
 }
+
+describeFixtures('the real LLaVA-1.5-7B config (benchmark: npm run bench vlm-export)', () => {
+  it('exports both graphs from config.json alone, LlamaConfig defaults filling what text_config leaves out', async () => {
+    const work = tmp();
+    const r = await exportRealConfig(work, 'llava-1.5-7b.json', 'llava-1.5-7b-hf');
+    expect(r.stdout).toMatch(/llava: vision 24 CLIP layers, hidden states \[-2\] \(default\), 576 tokens per image; text llama 32 layers/);
+    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 32000, image_size: 336, mm_tokens_per_image: 576 });
+    expect(manifest.text).toEqual({ hidden_size: 4096, num_hidden_layers: 32 });
+  });
+});

@@ -50,6 +50,38 @@ const llavaConfig = z.looseObject({
   use_image_newline_parameter: z.boolean().optional(),
 });
 
+/**
+ * The defaults of the text config classes LLaVA checkpoints are published with (HF
+ * configuration_llama.py LlamaConfig: llava-1.5 / vicuna; configuration_mistral.py MistralConfig:
+ * llava-v1.6-mistral), for the fields the family parsers require.
+ */
+const TEXT_DEFAULTS: Readonly<Record<string, Record<string, unknown>>> = {
+  llama: {
+    vocab_size: 32000,
+    hidden_size: 4096,
+    intermediate_size: 11008,
+    num_hidden_layers: 32,
+    num_attention_heads: 32,
+    hidden_act: 'silu',
+    max_position_embeddings: 2048,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: false,
+  },
+  mistral: {
+    vocab_size: 32000,
+    hidden_size: 4096,
+    intermediate_size: 14336,
+    num_hidden_layers: 32,
+    num_attention_heads: 32,
+    num_key_value_heads: 8,
+    hidden_act: 'silu',
+    max_position_embeddings: 131072,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: false,
+    sliding_window: 4096,
+  },
+};
+
 /** Key strings of a text architecture moved under `language_model.` (rope specs kept by identity). */
 function rekey<T>(x: T, keys: ReadonlySet<string>): T {
   if (typeof x === 'string') return (keys.has(x) ? `language_model.${x}` : x) as T;
@@ -83,7 +115,9 @@ export function llavaArch(raw: unknown, file: string): LlavaArch {
       'is "full": LLaVA-NeXT packs each tile as a side × side grid, which the class row breaks',
     );
 
-  const tc = { model_type: 'llama', ...(c.text_config ?? {}) } as Record<string, unknown>;
+  // LlavaConfig builds CONFIG_MAPPING[model_type](**text_config): the published configs leave the class defaults out
+  const textType = String(c.text_config?.model_type ?? 'llama');
+  const tc = { ...(TEXT_DEFAULTS[textType] ?? {}), model_type: textType, ...(c.text_config ?? {}) } as Record<string, unknown>;
   if (tc.tie_word_embeddings === undefined && c.tie_word_embeddings !== undefined) tc.tie_word_embeddings = c.tie_word_embeddings;
   const row = familyOfConfig(tc);
   if (!row || row.modelType === 'gemma3')
