@@ -20,16 +20,39 @@
  */
 import { UsageError } from '../errors';
 import { anyresLayout, packIndex } from '../run/vlm/anyres';
-import type { VlmModelFacts, VlmSizes, VlmSpecialization, VlmSpecializations } from './qaic-vlm-specs';
+
+/** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
+type VlmSpecialization = [string, number | string][];
+/** The model facts read here (a subset of qaic-vlm-specs.ts VlmModelFacts). */
+interface LlavaFacts {
+  family: string;
+  patchSize: number;
+  imageSize?: number;
+  mmTokensPerImage?: number;
+  pinpoints?: [number, number][];
+}
+/** The compile's sizes read here (a subset of qaic-vlm-specs.ts VlmSizes). */
+interface LlavaSizes {
+  batchSize: number;
+  prefillSeqLen: number;
+  ctxLen: number;
+  height?: number;
+  width?: number;
+  imgSize?: number;
+}
 
 /** QEfficient's default image for LLaVA-NeXT (constants.GRANITEVISION_IMG_SIZE_HEIGHT / _WIDTH). */
 export const LLAVA_NEXT_DEFAULT_IMAGE: [number, number] = [1109, 1610];
 
 /** The language entries' batch keys (the shared CB rule of qaic-vlm-specs.ts), passed in to keep one definition. */
-type LangBatch = (s: VlmSizes, decode: boolean) => VlmSpecialization;
+type LangBatch = (decode: boolean) => VlmSpecialization;
 
 /** LLaVA / LLaVA-NeXT specializations of `m` at `s`. */
-export function llavaSpecializations(m: VlmModelFacts, s: VlmSizes, langBatch: LangBatch): VlmSpecializations {
+export function llavaSpecializations(
+  m: LlavaFacts,
+  s: LlavaSizes,
+  langBatch: LangBatch,
+): { vision: VlmSpecialization[]; lang: VlmSpecialization[] } {
   const next = m.family === 'llava_next';
   if (!next && (s.height !== undefined || s.width !== undefined))
     throw new UsageError("compile: a LLaVA export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
@@ -55,7 +78,7 @@ export function llavaSpecializations(m: VlmModelFacts, s: VlmSizes, langBatch: L
     ...(next ? ([['vision_size', visionSize]] as VlmSpecialization) : []),
   ];
   const lang = (decode: boolean): VlmSpecialization => [
-    ...langBatch(s, decode),
+    ...langBatch(decode),
     ['seq_len', decode ? '1' : s.prefillSeqLen],
     ['ctx_len', s.ctxLen],
     ...common,

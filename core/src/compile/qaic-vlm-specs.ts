@@ -142,7 +142,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
   ] as const)
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new UsageError(`compile: ${flag} must be a positive integer (got ${v})`);
   if (m.family === 'gemma3') return gemma3Specializations(m, s);
-  if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, langBatch);
+  if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, (decode) => langBatch(s, decode));
   if (s.imgSize !== undefined)
     throw new UsageError(`compile: --img-size is Gemma 3's; a ${m.family} export takes --img-height and --img-width`);
   if ((s.height === undefined) !== (s.width === undefined))
