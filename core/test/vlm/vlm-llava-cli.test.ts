@@ -25,13 +25,14 @@
  * resets image_idx to 0 in a call without image tokens (ours keeps the larger, as its
  * single-graph forward does).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeImage } from '../../src/run/vlm/image';
 import { clipProcessor, processAnyresImage, processClipImage } from '../../src/run/vlm/image-clip';
 import { anyresLayout, packIndex, patchOutputSize } from '../../src/run/vlm/anyres';
+import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
 import { readSafetensorsHeaderSync, readTensorBytesSync } from '../../src/formats/safetensors/read';
 import { toFloat32 } from '../../src/formats/dtype';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
@@ -142,6 +143,16 @@ for (const family of LLAVAS) {
       });
     }
 
+    it('run expands one <image> per image to the processor’s count (processor_config.json) and gives generated_ids', async () => {
+      const ids = ref.input_ids as number[];
+      const compact = [...ids.slice(0, ids.indexOf(300)), 300, ...ids.slice(ids.lastIndexOf(300) + 1)];
+      for (const source of [
+        ['--pixel-values', path.join(fx, 'reference.json')],
+        ['--image', 'image.png'],
+      ])
+        await expectGeneratedIds(h, 'out', source, { input_ids: compact, generated_ids: ref.generated_ids });
+    });
+
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
       const v = await (
@@ -214,5 +225,37 @@ describeFixtures('the real LLaVA-1.5-7B config (benchmark: npm run bench vlm-exp
     const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 32000, image_size: 336, mm_tokens_per_image: 576 });
     expect(manifest.text).toEqual({ hidden_size: 4096, num_hidden_layers: 32 });
+  });
+});
+
+describe('LLaVA prompt expansion against processor_config.json', () => {
+  it('refuses with one line naming the file when the processor counts other rows than the graph gives', () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, 'processor_config.json'), JSON.stringify({ patch_size: 4, num_additional_image_tokens: 0 }));
+    const m = {
+      tool: 'weight-spec export' as const,
+      kind: 'vlm' as const,
+      model_type: 'llava',
+      config: path.join(dir, 'config.json'),
+      graphs: { vision: 'vision', language: 'language' },
+      image_token_id: 9,
+      video_token_id: -1,
+      vision_start_token_id: -1,
+      vision: { patch_size: 4, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: 3, num_feature_layers: 0 },
+      image_size: 16,
+      mm_tokens_per_image: 16,
+      text: { hidden_size: 8, num_hidden_layers: 1 },
+      dtype: 'float32' as const,
+    };
+    const images = { pixelValues: new Float32Array(768), patchDim: 768, grids: [[1, 16, 16]] as [number, number, number][] };
+    // (16/4)² + 0 − 1 = 15 ≠ 16
+    expect(() => expandLlavaPrompt([1, 9, 2], m, images)).toThrow(
+      /processor_config\.json: gives 15 image tokens per image but the exported vision graph gives 16/,
+    );
+    // an already expanded prompt passes untouched, and full expansion is 16 rows
+    const full = [1, ...new Array<number>(16).fill(9), 2];
+    expect(expandLlavaPrompt(full, m, images)).toBe(full);
+    writeFileSync(path.join(dir, 'processor_config.json'), JSON.stringify({ patch_size: 4, num_additional_image_tokens: 1 }));
+    expect(expandLlavaPrompt([1, 9, 2], m, images)).toEqual(full);
   });
 });

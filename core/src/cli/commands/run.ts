@@ -43,10 +43,11 @@ type RunFlags = {
 };
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
-  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
+  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }, { expandLlavaPrompt }] = await Promise.all([
     import('../../run/vlm/vlm-runner'),
     import('../../run/vlm/inputs'),
     import('../../run/vlm/gemma3-prompt'),
+    import('../../run/vlm/llava-prompt'),
   ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const maxPixels = f['max-image-pixels'];
@@ -66,6 +67,8 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
               { maxPixels: f['max-image-pixels'], ctxLen: runner.ctxLen },
             )
           : undefined;
+    // LLaVA: one <image> per image expands to the image's feature rows (LlavaProcessor's count)
+    ids = expandLlavaPrompt(ids, runner.manifest, images);
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
