@@ -112,8 +112,9 @@ export const runCommand = defineCommand({
     'onnxruntime-node is loaded from WEIGHT_SPEC_ORT_PATH when set.',
     'A VLM export (vlm.json + vision/ + language/) runs the vision graph once, computes the MRoPE position',
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
-    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
-    "(preprocessor_config.json beside the model's config.json when present).",
+    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the model\'s image processor',
+    "(Qwen, Gemma 3, CLIP; LLaVA-NeXT anyres tiles; preprocessor_config.json beside the model's config.json).",
+    'LLaVA: one <image> per image expands to the processor_config.json count of image tokens.',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
