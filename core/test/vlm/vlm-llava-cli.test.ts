@@ -29,7 +29,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeImage } from '../../src/run/vlm/image';
+import { decodeImage, resizeBicubic } from '../../src/run/vlm/image';
 import { clipProcessor, processAnyresImage, processClipImage } from '../../src/run/vlm/image-clip';
 import { anyresLayout, packIndex, patchOutputSize } from '../../src/run/vlm/anyres';
 import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
@@ -184,7 +184,7 @@ for (const family of LLAVAS) {
       expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
     }, 60_000);
 
-    if (!next) itFloat16AndContinuousBatching(h, fx, ref, 64);
+    itFloat16AndContinuousBatching(h, fx, ref, 64);
 
     it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
       const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
@@ -257,5 +257,30 @@ describe('LLaVA prompt expansion against processor_config.json', () => {
     expect(expandLlavaPrompt(full, m, images)).toBe(full);
     writeFileSync(path.join(dir, 'processor_config.json'), JSON.stringify({ patch_size: 4, num_additional_image_tokens: 1 }));
     expect(expandLlavaPrompt([1, 9, 2], m, images)).toEqual(full);
+  });
+});
+
+describe('the CLIP processor on an image it resizes and crops (HF image_processing_clip.py)', () => {
+  it('resizes the shortest edge to size.shortest_edge (long edge int(s·long/short)), then takes the centered crop', () => {
+    const W = 51;
+    const H = 17;
+    const img = { width: W, height: H, data: Uint8Array.from({ length: W * H * 3 }, (_, i) => (i * 37) % 256) };
+    const p = {
+      shortestEdge: 16,
+      crop: [16, 16] as [number, number],
+      resample: 'bicubic' as const,
+      mean: [0.5, 0.5, 0.5] as [number, number, number],
+      std: [0.5, 0.5, 0.5] as [number, number, number],
+      rescale: 1 / 255,
+    };
+    const got = processClipImage(img, p);
+    // get_resize_output_image_size(17×51, 16, default_to_square=False) = 16 × int(16·51/17) = 16 × 48;
+    // center_crop: top int((16-16)/2) = 0, left int((48-16)/2) = 16
+    const r = resizeBicubic(img, 16, 48);
+    const want = new Float32Array(3 * 256);
+    for (let c = 0; c < 3; c++)
+      for (let y = 0; y < 16; y++)
+        for (let x = 0; x < 16; x++) want[c * 256 + y * 16 + x] = Math.fround((r.data[(y * 48 + x + 16) * 3 + c]! / 255 - 0.5) / 0.5);
+    expect(maxDiff(got, want)).toBeLessThan(1e-6);
   });
 });
