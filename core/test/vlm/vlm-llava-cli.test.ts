@@ -11,12 +11,16 @@
  * through `export --onnx` over the same prepared checkpoint; LLaVA-NeXT's legacy pair is packed on
  * the host between them (reference.json's pack_index, image_newline from the checkpoint).
  *
- * Sources (Hugging Face transformers, file by file): models/llava/modeling_llava.py,
- * models/llava_next/modeling_llava_next.py (commit 3571987262f13e18288121900a97d950641ac2b3:
- * get_anyres_image_grid_shape, unpad_image, pack_image_features), models/clip/modeling_clip.py,
- * models/clip/image_processing_clip.py, models/llava_next/image_processing_llava_next.py (commit
- * 2ccc6cae21faaf11631efa5fb9054687ae5dc931: get_patch_output_size, _pad_for_patching,
- * get_image_patches), models/llava_next/processing_llava_next.py (_get_number_of_features).
+ * Sources (Hugging Face transformers, src/transformers/models/, file by file, with the commit read):
+ * llava/modeling_llava.py (e33ea883d6dd6b2bb891d0428bfb963c791a3fa7: get_image_features),
+ * llava/processing_llava.py (79f1fc71ad1e0220e2b05723f5fd2e14bc270de5: the <image> expansion),
+ * llava_next/modeling_llava_next.py (3571987262f13e18288121900a97d950641ac2b3:
+ * get_anyres_image_grid_shape, unpad_image, pack_image_features), clip/modeling_clip.py
+ * (679021a6b0ded09d623a96e2bd2f822c5a548872), clip/image_processing_clip.py
+ * (8f3e5ebe573f12bad1e1a7fce9e6589311f041ed), llava_next/image_processing_llava_next.py
+ * (2ccc6cae21faaf11631efa5fb9054687ae5dc931: get_patch_output_size, _pad_for_patching,
+ * get_image_patches), llava_next/processing_llava_next.py (81bb907ccf3494b5409b0b745bb10c8a617050b7:
+ * _get_number_of_features, _get_unpadded_features).
  * QEfficient (quic/efficient-transformers main ebf55e8159c8b87bff6d8028541b824244b16c81):
  * QEfficient/transformers/models/llava/modeling_llava.py and llava_next/modeling_llava_next.py.
  * Where QEfficient differs (HF is the reference here): its LLaVA encoder takes only an int

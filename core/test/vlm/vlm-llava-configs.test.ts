@@ -5,10 +5,10 @@
  * hidden state 0 (after pre_layrnorm, no encoder layer). Each goes export --config → prepare →
  * compile on a tiny random checkpoint (Hub keys), and is judged by an independent float64
  * forward written here from Hugging Face's modeling files:
- *   - models/clip/modeling_clip.py (CLIPVisionEmbeddings: conv without bias, class embedding,
+ *   - models/clip/modeling_clip.py (commit 679021a6b0ded09d623a96e2bd2f822c5a548872; CLIPVisionEmbeddings: conv without bias, class embedding,
  *     positions; pre_layrnorm; CLIPEncoderLayer: LN → attention (scale head_dim^-0.5) → residual,
  *     LN → fc1 → quick_gelu → fc2 → residual; hidden_states[0] is the pre_layrnorm output);
- *   - models/llava/modeling_llava.py (get_image_features: hidden_states[l] for each layer of the
+ *   - models/llava/modeling_llava.py (commit e33ea883d6dd6b2bb891d0428bfb963c791a3fa7; get_image_features: hidden_states[l] for each layer of the
  *     list, torch.cat(dim=-1), `[:, 1:]` for "default"; LlavaMultiModalProjector linear-GELU-linear).
  * The language graph's merge is judged with image rows equal to embedding rows of chosen tokens:
  * its logits must then equal the text model's reference forward (graph-reference.ts) over the
