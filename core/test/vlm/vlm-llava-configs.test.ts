@@ -1,8 +1,9 @@
 /**
  * LLaVA configurations the fixtures do not cover, made in code: a list `vision_feature_layer`
  * (hidden states concatenated on the hidden axis, the projector's input widened to match),
- * `vision_feature_select_strategy: "full"` (the class row kept: 1 + side² tokens per image), and
- * hidden state 0 (after pre_layrnorm, no encoder layer). Each goes export --config → prepare →
+ * `vision_feature_select_strategy: "full"` (the class row kept: 1 + side² tokens per image),
+ * hidden state 0 (after pre_layrnorm, no encoder layer), and other text models under the wrapper
+ * (Gemma: HF scales inputs_embeds, image rows included, by √hidden; Qwen2: q/k/v biases). Each goes export --config → prepare →
  * compile on a tiny random checkpoint (Hub keys), and is judged by an independent float64
  * forward written here from Hugging Face's modeling files:
  *   - models/clip/modeling_clip.py (commit 679021a6b0ded09d623a96e2bd2f822c5a548872; CLIPVisionEmbeddings: conv without bias, class embedding,
@@ -21,6 +22,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fromFloat32 } from '../../src/formats/dtype';
 import { serializeSafetensors } from '../../src/formats/safetensors/writer';
 import { randomCheckpoint, rng } from '../support/graph-random';
+import { familyTestConfigs } from '../../src/export/families/registry';
 import { referenceForward } from '../support/graph-reference';
 import type { F32 } from '../support/graph-support';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
@@ -49,7 +51,6 @@ const TEXT = {
   rms_norm_eps: 1e-5,
   max_position_embeddings: 128,
 };
-const IMAGE = 60;
 
 /** HF's erf-GELU in float64 (erf by its Maclaurin series, exact to ~1e-11 for |x| ≤ 5). */
 function gelu(x: number): number {
@@ -156,8 +157,11 @@ function llavaReference(w: Map<string, F32>, pix: Float32Array, layers: number[]
   );
 }
 
-/** A random LLaVA checkpoint (Hub keys) for `layers` feature layers. */
-function checkpoint(layers: number): Map<string, F32> {
+type TextConfig = typeof TEXT | Record<string, unknown>;
+const dims = (t: TextConfig) => t as { hidden_size: number; vocab_size: number; num_hidden_layers: number; num_attention_heads: number };
+
+/** A random LLaVA checkpoint (Hub keys) for `layers` feature layers over the text model `text`. */
+function checkpoint(layers: number, text: TextConfig): Map<string, F32> {
   const r = rng(7);
   const w = new Map<string, F32>();
   const put = (k: string, shape: number[], scale: number, center = 0) =>
@@ -185,19 +189,22 @@ function checkpoint(layers: number): Map<string, F32> {
     put(`${p}.mlp.fc2.weight`, [D, VISION.intermediate_size], 0.3);
     put(`${p}.mlp.fc2.bias`, [D], 0.1);
   }
-  const H = TEXT.hidden_size;
+  const H = dims(text).hidden_size;
   put('multi_modal_projector.linear_1.weight', [H, D * layers], 0.3);
   put('multi_modal_projector.linear_1.bias', [H], 0.1);
   put('multi_modal_projector.linear_2.weight', [H, H], 0.3);
   put('multi_modal_projector.linear_2.bias', [H], 0.1);
-  for (const [k, t] of randomCheckpoint(TEXT, 3)) w.set(k.startsWith('model.') || k === 'lm_head.weight' ? `language_model.${k}` : k, t);
+  for (const [k, t] of randomCheckpoint(text, 3)) w.set(k.startsWith('model.') || k === 'lm_head.weight' ? `language_model.${k}` : k, t);
   return w;
 }
 
-const CASES: { name: string; layer: number | number[]; strategy: 'default' | 'full' }[] = [
-  { name: 'a list of layers, full', layer: [-3, -1], strategy: 'full' },
-  { name: 'a list of layers, default', layer: [1, -1, 0], strategy: 'default' },
-  { name: 'hidden state 0 (no encoder layer), full', layer: 0, strategy: 'full' },
+const CASES: { name: string; layer: number | number[]; strategy: 'default' | 'full'; text: TextConfig }[] = [
+  { name: 'a list of layers, full', layer: [-3, -1], strategy: 'full', text: TEXT },
+  { name: 'a list of layers, default', layer: [1, -1, 0], strategy: 'default', text: TEXT },
+  { name: 'hidden state 0 (no encoder layer), full', layer: 0, strategy: 'full', text: TEXT },
+  // the registry's own test configs: Gemma scales inputs_embeds (image rows too) by √hidden; Qwen2's q/k/v biases
+  { name: 'a gemma text model', layer: -2, strategy: 'default', text: familyTestConfigs().gemma! },
+  { name: 'a qwen2 text model', layer: -1, strategy: 'default', text: { ...TEXT, model_type: 'qwen2', rms_norm_eps: 1e-6 } },
 ];
 
 for (const cs of CASES) {
@@ -205,7 +212,9 @@ for (const cs of CASES) {
     let work = '';
     const h = vlmCli(() => work);
     const layers = Array.isArray(cs.layer) ? cs.layer : [cs.layer];
-    const w = checkpoint(layers.length);
+    const w = checkpoint(layers.length, cs.text);
+    const T = dims(cs.text);
+    const IMAGE = T.vocab_size - 1;
     const tokens = 4 + (cs.strategy === 'full' ? 1 : 0);
     const pix = Float32Array.from({ length: 3 * 64 }, rng(11));
 
@@ -219,7 +228,7 @@ for (const cs of CASES) {
         vision_feature_layer: cs.layer,
         vision_feature_select_strategy: cs.strategy,
         projector_hidden_act: 'gelu',
-        text_config: TEXT,
+        text_config: cs.text,
         vision_config: VISION,
       };
       writeFileSync(path.join(work, 'model', 'config.json'), JSON.stringify(config));
@@ -232,13 +241,13 @@ for (const cs of CASES) {
       const out = await (await h.session('out/vision')).run({ pixel_values: new ort.Tensor('float32', pix, [1, 3, 8, 8]) });
       const want = llavaReference(w, pix, layers, cs.strategy);
       expect(want).toHaveLength(tokens);
-      expect(out.vision_embeds!.dims).toEqual([1, tokens, TEXT.hidden_size]);
+      expect(out.vision_embeds!.dims).toEqual([1, tokens, T.hidden_size]);
       expect(maxDiff(out.vision_embeds!.data as Float32Array, want.flat())).toBeLessThan(1e-4);
     });
 
     it('the language graph puts the image rows at the image tokens: logits equal the text model over the tokens those rows embed', async () => {
       const embed = w.get('language_model.model.embed_tokens.weight')!;
-      const H = TEXT.hidden_size;
+      const H = T.hidden_size;
       const stand = Array.from({ length: tokens }, (_, k) => 10 + 3 * k);
       const rows = Float32Array.from(stand.flatMap((t) => Array.from(embed.data.subarray(t * H, (t + 1) * H))));
       const ids = [1, 5, ...stand.map(() => IMAGE), 9, 11];
@@ -246,9 +255,11 @@ for (const cs of CASES) {
       const textW = new Map(
         [...w].filter(([k]) => k.startsWith('language_model.')).map(([k, t]) => [k.slice('language_model.'.length), t]),
       );
-      const want = referenceForward(TEXT, textW, textIds);
+      const want = referenceForward(cs.text, textW, textIds);
       const s = await h.session('out/language');
-      const hd = H / TEXT.num_attention_heads;
+      const tc = cs.text as { head_dim?: number; num_attention_heads: number; num_key_value_heads?: number; num_hidden_layers: number };
+      const hd = tc.head_dim ?? H / tc.num_attention_heads;
+      const nkv = tc.num_key_value_heads ?? tc.num_attention_heads;
       const got: number[][] = [];
       for (let t = 1; t <= ids.length; t++) {
         const feeds: Record<string, ort.Tensor> = {
@@ -257,14 +268,9 @@ for (const cs of CASES) {
           position_ids: new ort.Tensor('int64', BigInt64Array.from(Array.from({ length: t }, (_, k) => BigInt(k))), [1, t]),
           image_idx: new ort.Tensor('int64', new BigInt64Array(1), [1, 1]),
         };
-        for (let l = 0; l < TEXT.num_hidden_layers; l++)
+        for (let l = 0; l < tc.num_hidden_layers; l++)
           for (const kv of ['key', 'value'])
-            feeds[`past_${kv}.${l}`] = new ort.Tensor('float32', new Float32Array(TEXT.num_key_value_heads * ids.length * hd), [
-              1,
-              TEXT.num_key_value_heads,
-              ids.length,
-              hd,
-            ]);
+            feeds[`past_${kv}.${l}`] = new ort.Tensor('float32', new Float32Array(nkv * ids.length * hd), [1, nkv, ids.length, hd]);
         got.push(Array.from((await s.run(feeds)).logits!.data as Float32Array));
       }
       expect(maxDiff(got.flat(), want.flat())).toBeLessThan(1e-4);
