@@ -157,6 +157,32 @@ for (const family of LLAVAS) {
         await expectGeneratedIds(h, 'out', source, { input_ids: compact, generated_ids: ref.generated_ids });
     });
 
+    it('two images (--image, two bare <image>): each expands to its own count; the rows up to the second image are the reference’s', async () => {
+      // a second image of another size (LLaVA-NeXT: other tiles), after the reference prompt
+      writePng(
+        path.join(work, 'second.png'),
+        Array.from({ length: 30 }, (_, y) => Array.from({ length: 20 }, (_, x) => [(7 * x) % 256, (11 * y) % 256, (x * y) % 256])),
+      );
+      const ids = ref.input_ids as number[];
+      const compact = [...ids.slice(0, ids.indexOf(300)), 300, ...ids.slice(ids.lastIndexOf(300) + 1), 300, 5];
+      await h.ok(
+        'run',
+        'out',
+        '--image',
+        'image.png',
+        '--image',
+        'second.png',
+        '--input-ids',
+        compact.join(','),
+        '--dump-logits',
+        'two.json',
+      );
+      const got = JSON.parse(readFileSync(path.join(work, 'two.json'), 'utf8')).logits as number[][];
+      const second = next ? packIndex([30, 20], m().image_grid_pinpoints, S, S / 4).length : 16;
+      expect(got).toHaveLength(ids.length + second + 1);
+      expect(maxDiff(got.slice(0, ids.length).flat(), (ref.logits as number[][]).slice(0, ids.length).flat())).toBeLessThan(1e-4);
+    });
+
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
       const v = await (
