@@ -9,7 +9,7 @@
  *   - models/llava/modeling_llava.py (commit e33ea883d6dd6b2bb891d0428bfb963c791a3fa7)
  *     get_image_features: hidden_states[l] per listed layer, `[:, 1:]` under "default", torch.cat on
  *     the hidden axis; LlavaMultiModalProjector linear_1 → GELU (erf) → linear_2.
- * Plus a random checkpoint under the Hub's keys for a tiny CLIP tower and a registry text model.
+ * Plus a random checkpoint under the Hub's keys for a tiny CLIP (or SigLIP) tower and a registry text model.
  */
 import { randomCheckpoint, rng } from './graph-random';
 import type { F32 } from './graph-support';
@@ -54,6 +54,7 @@ function gelu(x: number): number {
   return 0.5 * x * (1 + erf);
 }
 const quickGelu = (x: number) => x / (1 + Math.exp(-1.702 * x));
+const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 
 /** Rows of float64 values. */
 export type Rows = number[][];
@@ -68,20 +69,28 @@ const layerNorm = (x: Rows, w: F32, b: F32, eps = 1e-5): Rows =>
     return r.map((v, i) => ((v - m) / Math.sqrt(va + eps)) * w.data[i]! + b.data[i]!);
   });
 
-/** CLIP hidden states 0 … L over one image `[3, S, S]` (float64), rows = class + patches. */
+/**
+ * CLIP hidden states 0 … L over one image `[3, S, S]` (float64), rows = class + patches; a
+ * checkpoint without `class_embedding` is SigLIP's (models/siglip/modeling_siglip.py: conv bias,
+ * no class row, no pre_layrnorm, gelu_pytorch_tanh, eps 1e-6).
+ */
 export function clipReference(w: Map<string, F32>, pix: Float32Array): Rows[] {
   const get = (k: string) => w.get(`vision_tower.vision_model.${k}`)!;
+  const siglip = !w.has('vision_tower.vision_model.embeddings.class_embedding');
+  const eps = siglip ? 1e-6 : 1e-5;
+  const act = siglip ? geluTanh : quickGelu;
   const D = VISION.hidden_size;
   const P = VISION.patch_size;
   const S = VISION.image_size;
   const side = S / P;
   const conv = get('embeddings.patch_embedding.weight');
-  const rows: Rows = [Array.from(get('embeddings.class_embedding').data)];
+  const rows: Rows = siglip ? [] : [Array.from(get('embeddings.class_embedding').data)];
+  const bias = siglip ? get('embeddings.patch_embedding.bias') : undefined;
   for (let py = 0; py < side; py++)
     for (let px = 0; px < side; px++)
       rows.push(
         Array.from({ length: D }, (_, d) => {
-          let s = 0;
+          let s = bias ? bias.data[d]! : 0;
           for (let c = 0; c < 3; c++)
             for (let ky = 0; ky < P; ky++)
               for (let kx = 0; kx < P; kx++)
@@ -90,17 +99,14 @@ export function clipReference(w: Map<string, F32>, pix: Float32Array): Rows[] {
         }),
       );
   const pos = get('embeddings.position_embedding.weight');
-  let h = layerNorm(
-    rows.map((r, t) => r.map((v, i) => v + pos.data[t * D + i]!)),
-    get('pre_layrnorm.weight'),
-    get('pre_layrnorm.bias'),
-  );
+  const embedded = rows.map((r, t) => r.map((v, i) => v + pos.data[t * D + i]!));
+  let h = siglip ? embedded : layerNorm(embedded, get('pre_layrnorm.weight'), get('pre_layrnorm.bias'), eps);
   const states = [h];
   const nh = VISION.num_attention_heads;
   const hd = D / nh;
   for (let l = 0; l < VISION.num_hidden_layers; l++) {
     const p = (k: string) => get(`encoder.layers.${l}.${k}`);
-    const x = layerNorm(h, p('layer_norm1.weight'), p('layer_norm1.bias'));
+    const x = layerNorm(h, p('layer_norm1.weight'), p('layer_norm1.bias'), eps);
     const [q, k, v] = ['q_proj', 'k_proj', 'v_proj'].map((n) => lin(x, p(`self_attn.${n}.weight`), p(`self_attn.${n}.bias`)));
     const ctx = q!.map((qr) => {
       const out = new Array<number>(D).fill(0);
@@ -117,9 +123,9 @@ export function clipReference(w: Map<string, F32>, pix: Float32Array): Rows[] {
     });
     const att = lin(ctx, p('self_attn.out_proj.weight'), p('self_attn.out_proj.bias'));
     h = h.map((r, t) => r.map((a, i) => a + att[t]![i]!));
-    const y = layerNorm(h, p('layer_norm2.weight'), p('layer_norm2.bias'));
+    const y = layerNorm(h, p('layer_norm2.weight'), p('layer_norm2.bias'), eps);
     const mlp = lin(
-      lin(y, p('mlp.fc1.weight'), p('mlp.fc1.bias')).map((r) => r.map(quickGelu)),
+      lin(y, p('mlp.fc1.weight'), p('mlp.fc1.bias')).map((r) => r.map(act)),
       p('mlp.fc2.weight'),
       p('mlp.fc2.bias'),
     );
@@ -150,19 +156,22 @@ export const dims = (t: TextConfig) =>
   t as { hidden_size: number; vocab_size: number; num_hidden_layers: number; num_attention_heads: number };
 
 /** A random LLaVA checkpoint (Hub keys) for `layers` feature layers over the text model `text` (+ `image_newline` when asked). */
-export function llavaCheckpoint(layers: number, text: TextConfig, newline = false): Map<string, F32> {
+export function llavaCheckpoint(layers: number, text: TextConfig, newline = false, siglip = false): Map<string, F32> {
   const r = rng(7);
   const w = new Map<string, F32>();
   const put = (k: string, shape: number[], scale: number, center = 0) =>
     w.set(k, { shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => center + scale * r()) });
   const D = VISION.hidden_size;
   const V = 'vision_tower.vision_model';
-  const T = 1 + (VISION.image_size / VISION.patch_size) ** 2;
+  const T = (siglip ? 0 : 1) + (VISION.image_size / VISION.patch_size) ** 2;
   put(`${V}.embeddings.patch_embedding.weight`, [D, 3, VISION.patch_size, VISION.patch_size], 0.2);
-  put(`${V}.embeddings.class_embedding`, [D], 0.5);
+  if (siglip) put(`${V}.embeddings.patch_embedding.bias`, [D], 0.1);
+  else put(`${V}.embeddings.class_embedding`, [D], 0.5);
   put(`${V}.embeddings.position_embedding.weight`, [T, D], 0.5);
-  put(`${V}.pre_layrnorm.weight`, [D], 0.1, 1);
-  put(`${V}.pre_layrnorm.bias`, [D], 0.1);
+  if (!siglip) {
+    put(`${V}.pre_layrnorm.weight`, [D], 0.1, 1);
+    put(`${V}.pre_layrnorm.bias`, [D], 0.1);
+  }
   for (let l = 0; l < VISION.num_hidden_layers; l++) {
     const p = `${V}.encoder.layers.${l}`;
     for (const n of ['layer_norm1', 'layer_norm2']) {

@@ -223,8 +223,8 @@ for (const family of LLAVAS) {
         ['strategy', { ...cfg, vision_feature_select_strategy: 'cls' }, /"vision_feature_select_strategy" is "cls"/],
         [
           'tower',
-          { ...cfg, vision_config: { ...cfg.vision_config, model_type: 'siglip_vision_model' } },
-          /"vision_config\.model_type" is "siglip_vision_model"/,
+          { ...cfg, vision_config: { ...cfg.vision_config, model_type: 'dinov2' } },
+          /"vision_config\.model_type" is "dinov2" \(the CLIP and SigLIP vision towers/,
         ],
         [
           'text',
@@ -233,7 +233,11 @@ for (const family of LLAVAS) {
         ],
         ...(next
           ? ([
-              ['full', { ...cfg, vision_feature_select_strategy: 'full' }, /"vision_feature_select_strategy" is "full": LLaVA-NeXT packs/],
+              [
+                'full',
+                { ...cfg, vision_feature_select_strategy: 'full' },
+                /"vision_feature_select_strategy" is "full" with the clip tower: 17 rows per tile, but LLaVA-NeXT packs each tile as a 4 × 4 grid/,
+              ],
               ['pins', { ...cfg, image_grid_pinpoints: [[16, 24]] }, /"image_grid_pinpoints" holds \[16, 24\], not a multiple/],
             ] as [string, Record<string, unknown>, RegExp][])
           : []),

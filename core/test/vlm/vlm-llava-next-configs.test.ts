@@ -1,7 +1,8 @@
 /**
  * LLaVA-NeXT's anyres packing on images the fixture does not cover, made in code: a tall image
  * (unpad_image's column branch), a wide one (the row branch, with padding), a small one, on a 3 × 3
- * and a 2 × 2 tile grid. A tiny random checkpoint goes export --config → prepare → compile; the
+ * and a 2 × 2 tile grid; with a CLIP tower ("default") and with a SigLIP tower, "full" and a list
+ * of feature layers (how Granite Vision, published as LlavaNextForConditionalGeneration, configures it). A tiny random checkpoint goes export --config → prepare → compile; the
  * compiled vision graph, fed random tiles and the pack index run/vlm/anyres.ts computes from the
  * image size, must give HF's packed features within 1e-4. The reference is written here as HF
  * writes it, tensor op by tensor op, and shares nothing with anyres.ts:
@@ -94,71 +95,85 @@ function hfPack(feats: Rows[], size: [number, number], newline: Float32Array): R
   return [...feats[0]!, ...rows];
 }
 
-/** HF LlavaNextProcessor._get_number_of_features (default strategy, num_additional_image_tokens 1). */
-function processorTokens([oh, ow]: [number, number]): number {
+/** HF LlavaNextProcessor._get_number_of_features (num_additional_image_tokens: 1 with CLIP's class row, 0 with SigLIP). */
+function processorTokens([oh, ow]: [number, number], strategy: string, extra: number): number {
   const [bh, bw] = bestResolution([oh, ow]);
   let [curH, curW] = [SIDE * (bh / S), SIDE * (bw / S)];
   if (ow / oh > curW / curH) curH -= Math.floor((curH - Math.trunc(Number((oh * (curW / ow)).toFixed(7)))) / 2) * 2;
   else curW -= Math.floor((curW - Math.trunc(Number((ow * (curH / oh)).toFixed(7)))) / 2) * 2;
-  return curH * curW + curH + SIDE * SIDE + 1 - 1;
+  return curH * curW + curH + SIDE * SIDE + extra - (strategy === 'default' ? 1 : 0);
 }
 
-describe('llava_next, code-made: anyres packing of images the fixture does not cover', () => {
-  let work = '';
-  const h = vlmCli(() => work);
-  const w = llavaCheckpoint(1, TEXT, true);
-  const newline = w.get('image_newline')!.data;
+const TOWERS = [
+  { name: 'CLIP, default', vision: VISION, strategy: 'default', layer: -2 as number | number[], siglip: false },
+  // Granite Vision's form: a SigLIP tower, "full" (no class row to drop), a list of feature layers
+  {
+    name: 'SigLIP, full, a list of layers',
+    vision: { ...VISION, model_type: 'siglip_vision_model' },
+    strategy: 'full',
+    layer: [-3, -1],
+    siglip: true,
+  },
+];
 
-  beforeAll(async () => {
-    work = tmp();
-    mkdirSync(path.join(work, 'model'));
-    const config = {
-      architectures: ['LlavaNextForConditionalGeneration'],
-      model_type: 'llava_next',
-      image_token_index: 63,
-      image_grid_pinpoints: PINS,
-      vision_feature_layer: -2,
-      vision_feature_select_strategy: 'default',
-      text_config: TEXT,
-      vision_config: VISION,
-    };
-    writeFileSync(path.join(work, 'model', 'config.json'), JSON.stringify(config));
-    const tensors = [...w].map(([key, t]) => ({ key, dtype: 'F32' as const, shape: t.shape, data: fromFloat32(t.data, 'F32') }));
-    writeFileSync(path.join(work, 'model', 'model.safetensors'), serializeSafetensors(tensors));
-    await exportPrepareCompile(h);
-  }, 60_000);
+for (const tower of TOWERS)
+  describe(`llava_next, code-made (${tower.name}): anyres packing of images the fixture does not cover`, () => {
+    let work = '';
+    const h = vlmCli(() => work);
+    const layers = Array.isArray(tower.layer) ? tower.layer : [tower.layer];
+    const w = llavaCheckpoint(layers.length, TEXT, true, tower.siglip);
+    const newline = w.get('image_newline')!.data;
 
-  // [height, width]: tall (columns unpadded, 3 × 3 tiles), wide (rows unpadded), small (2 × 2 tiles)
-  const SIZES: [number, number][] = [
-    [40, 20],
-    [20, 50],
-    [5, 6],
-  ];
-  for (const size of SIZES) {
-    it(`${size.join('×')}: the vision graph packs HF's rows (base, unpadded tiles, image_newline per row)`, async () => {
-      const [bh, bw] = bestResolution(size);
-      const patches = 1 + (bh / S) * (bw / S);
-      const r = rng(size[0] * 100 + size[1]);
-      const pix = Float32Array.from({ length: patches * 3 * S * S }, r);
-      const feats = Array.from({ length: patches }, (_, k) =>
-        llavaReference(w, pix.subarray(k * 3 * S * S, (k + 1) * 3 * S * S), [-2], 'default'),
-      );
-      const want = hfPack(feats, size, newline);
-      const index = packIndex(size, PINS, S, SIDE);
-      expect(index.length).toBe(want.length);
-      expect(index.length).toBe(processorTokens(size));
-      const out = await (
-        await h.session('out/vision')
-      ).run({
-        pixel_values: new ort.Tensor('float32', pix, [1, patches, 3, S, S]),
-        pack_index: new ort.Tensor('int64', BigInt64Array.from(index.map(BigInt)), [index.length]),
+    beforeAll(async () => {
+      work = tmp();
+      mkdirSync(path.join(work, 'model'));
+      const config = {
+        architectures: ['LlavaNextForConditionalGeneration'],
+        model_type: 'llava_next',
+        image_token_index: 63,
+        image_grid_pinpoints: PINS,
+        vision_feature_layer: tower.layer,
+        vision_feature_select_strategy: tower.strategy,
+        text_config: TEXT,
+        vision_config: tower.vision,
+      };
+      writeFileSync(path.join(work, 'model', 'config.json'), JSON.stringify(config));
+      const tensors = [...w].map(([key, t]) => ({ key, dtype: 'F32' as const, shape: t.shape, data: fromFloat32(t.data, 'F32') }));
+      writeFileSync(path.join(work, 'model', 'model.safetensors'), serializeSafetensors(tensors));
+      await exportPrepareCompile(h);
+    }, 60_000);
+
+    // [height, width]: tall (columns unpadded, 3 × 3 tiles), wide (rows unpadded), small (2 × 2 tiles)
+    const SIZES: [number, number][] = [
+      [40, 20],
+      [20, 50],
+      [5, 6],
+    ];
+    for (const size of SIZES) {
+      it(`${size.join('×')}: the vision graph packs HF's rows (base, unpadded tiles, image_newline per row)`, async () => {
+        const [bh, bw] = bestResolution(size);
+        const patches = 1 + (bh / S) * (bw / S);
+        const r = rng(size[0] * 100 + size[1]);
+        const pix = Float32Array.from({ length: patches * 3 * S * S }, r);
+        const feats = Array.from({ length: patches }, (_, k) =>
+          llavaReference(w, pix.subarray(k * 3 * S * S, (k + 1) * 3 * S * S), layers, tower.strategy),
+        );
+        const want = hfPack(feats, size, newline);
+        const index = packIndex(size, PINS, S, SIDE);
+        expect(index.length).toBe(want.length);
+        expect(index.length).toBe(processorTokens(size, tower.strategy, tower.siglip ? 0 : 1));
+        const out = await (
+          await h.session('out/vision')
+        ).run({
+          pixel_values: new ort.Tensor('float32', pix, [1, patches, 3, S, S]),
+          pack_index: new ort.Tensor('int64', BigInt64Array.from(index.map(BigInt)), [index.length]),
+        });
+        expect(out.vision_embeds!.dims).toEqual([1, want.length, TEXT.hidden_size]);
+        expect(maxDiff(out.vision_embeds!.data as Float32Array, want.flat())).toBeLessThan(1e-4);
       });
-      expect(out.vision_embeds!.dims).toEqual([1, want.length, TEXT.hidden_size]);
-      expect(maxDiff(out.vision_embeds!.data as Float32Array, want.flat())).toBeLessThan(1e-4);
-    });
-  }
+    }
 
-  it.runIf(haveOnnxChecker())("both graphs and their compiled artifacts pass ONNX's checker", () => {
-    expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language']);
+    it.runIf(haveOnnxChecker())("both graphs and their compiled artifacts pass ONNX's checker", () => {
+      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language']);
+    });
   });
-});

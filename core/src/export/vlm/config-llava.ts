@@ -1,6 +1,6 @@
 /**
  * LLaVA / LLaVA-NeXT config.json → what both graphs need (HF models/llava/configuration_llava.py,
- * models/llava_next/configuration_llava_next.py): the CLIP tower (clip-tower.ts), which hidden
+ * models/llava_next/configuration_llava_next.py): the CLIP or SigLIP tower (clip-tower.ts), which hidden
  * states feed the projector (`vision_feature_layer`: an int or a list, concatenated on the hidden
  * axis) and whether the class row stays (`vision_feature_select_strategy`), the projector
  * (linear-act-linear, `projector_hidden_act`, `multimodal_projector_bias`), the image token, and the
@@ -107,12 +107,14 @@ export function llavaArch(raw: unknown, file: string): LlavaArch {
   const strategy = c.vision_feature_select_strategy ?? 'default';
   if (strategy !== 'default' && strategy !== 'full')
     refuse(file, 'vision_feature_select_strategy', `is "${strategy}" (HF knows "default" and "full")`);
-  // HF's pack_image_features views each tile's rows as a side × side grid: the class row cannot be kept
-  if (modelType === 'llava_next' && strategy === 'full')
+  // HF's pack_image_features views each tile's rows as a side × side grid: CLIP's class row must go
+  // ("default"), SigLIP has none to drop ("full", as Granite Vision configures it)
+  const tileTokens = clipTokens(vision) - (strategy === 'default' ? 1 : 0);
+  if (modelType === 'llava_next' && tileTokens !== vision.side * vision.side)
     refuse(
       file,
       'vision_feature_select_strategy',
-      'is "full": LLaVA-NeXT packs each tile as a side × side grid, which the class row breaks',
+      `is "${strategy}" with the ${vision.kind} tower: ${tileTokens} rows per tile, but LLaVA-NeXT packs each tile as a ${vision.side} × ${vision.side} grid`,
     );
 
   // LlavaConfig builds CONFIG_MAPPING[model_type](**text_config): the published configs leave the class defaults out
@@ -149,7 +151,7 @@ export function llavaArch(raw: unknown, file: string): LlavaArch {
       bias,
       inDim: vision.hidden * featureLayers.length,
     },
-    tileTokens: clipTokens(vision) - (strategy === 'default' ? 1 : 0),
+    tileTokens,
     text,
     imageTokenId: image,
     ...(pinpoints ? { pinpoints } : {}),
