@@ -95,7 +95,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   // Gemma 3 / LLaVA: pixel_values [n, C, S, S] without a grid, vision_embeds [n, mm, H], plain position_ids [B, S];
   // LLaVA-NeXT: per image pixel_values [1, patches, C, S, S] + pack_index (anyres.ts) → vision_embeds [1, tokens, H]
   const anyres = m.model_type === 'llava_next';
-  const gemma = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres;
+  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres;
   // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
@@ -131,14 +131,14 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const runVision = async (img: VlmImages | undefined): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
     if (!img || img.grids.length === 0) {
       // text-only prompt: one zero row keeps the gather in range; no image token selects it
-      const zeroRows = gemma ? (m.mm_tokens_per_image ?? 1) : 1;
+      const zeroRows = whole ? (m.mm_tokens_per_image ?? 1) : 1;
       return {
         embeds: float(new Float32Array(zeroRows * H), [1, zeroRows, H], half),
         deep: float(new Float32Array(F * H), [F, 1, 1, H], half),
         rows: 0,
       };
     }
-    const expectDim = gemma
+    const expectDim = whole
       ? m.vision.in_channels * (m.image_size ?? 0) ** 2
       : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
     if (img.patchDim !== expectDim)
@@ -146,10 +146,10 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
         `run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`,
       );
     if (anyres) return runAnyres(img);
-    const total = gemma ? img.grids.length : img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+    const total = whole ? img.grids.length : img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
     if (img.pixelValues.length !== total * img.patchDim)
       throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
-    const same = gemma || img.grids.every((g) => g.join() === img.grids[0]!.join());
+    const same = whole || img.grids.every((g) => g.join() === img.grids[0]!.join());
     const groups = same ? [img.grids] : img.grids.map((g) => [g]);
     const embeds: Float32Array[] = [];
     const deep: Float32Array[][] = Array.from({ length: F }, () => []);
@@ -157,12 +157,12 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     for (const grp of groups) {
       const [t, h, w] = grp[0]!;
       const n = grp.length * t * h * w;
-      const pvDims = gemma ? [grp.length, m.vision.in_channels, h, w] : [n, img.patchDim];
-      const pv = img.pixelValues.subarray(row * img.patchDim, (row + (gemma ? grp.length : n)) * img.patchDim);
-      row += gemma ? grp.length : n;
+      const pvDims = whole ? [grp.length, m.vision.in_channels, h, w] : [n, img.patchDim];
+      const pv = img.pixelValues.subarray(row * img.patchDim, (row + (whole ? grp.length : n)) * img.patchDim);
+      row += whole ? grp.length : n;
       const out = await run(vision, visionModel, {
         pixel_values: float(pv, pvDims, pixelInfo.elemType === TensorDataType.FLOAT16),
-        ...(gemma ? {} : { image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) }),
+        ...(whole ? {} : { image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) }),
       });
       const ve = out.vision_embeds!;
       const ds = out.deepstack_features;
@@ -183,7 +183,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const rows = all.length / H;
     const mm = m.mm_tokens_per_image ?? rows;
     return {
-      embeds: float(all, gemma ? [rows / mm, mm, H] : [1, rows, H], half),
+      embeds: float(all, whole ? [rows / mm, mm, H] : [1, rows, H], half),
       deep: float(cat(deep.flat()), [F, 1, rows, H], half),
       rows,
     };
@@ -249,7 +249,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const feeds: Record<string, OrtTensor> = {
       ...st,
       input_ids: i64(ids, [1, ids.length]),
-      position_ids: gemma ? i64(cachePos, [1, ids.length]) : i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
+      position_ids: whole ? i64(cachePos, [1, ids.length]) : i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
       vision_embeds: v.embeds,
       ...(F > 0 ? { deepstack_features: v.deep } : {}),
     };
@@ -266,7 +266,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const imageTokens = ids.filter((x) => x === m.image_token_id).length;
     if (imageTokens > v.rows)
       throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
-    const rope = gemma
+    const rope = whole
       ? { positions: [0, 1, 2].map(() => ids.map((_, k) => k)) as [number[], number[], number[]], delta: 0 }
       : getRopeIndex(ids, img?.grids ?? [], {
           imageTokenId: m.image_token_id,
