@@ -14,12 +14,12 @@ import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next'] as const;
+export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next', 'mistral3'] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
-const OTHER_VLMS = ['qwen2_vl', 'qwen3_omni_moe', 'mllama', 'internvl_chat', 'idefics3', 'mistral3', 'granite_vision'];
+const OTHER_VLMS = ['qwen2_vl', 'qwen3_omni_moe', 'mllama', 'internvl_chat', 'idefics3', 'granite_vision'];
 
 /** True when `raw` is a config whose model_type is a VLM (supported or known-unsupported). */
 export function isVlmConfig(raw: unknown): boolean {
