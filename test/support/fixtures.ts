@@ -141,7 +141,6 @@ export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: r
   whisper: { issue: 45, paths: ['config'] },
   llama_gptq: { issue: 46, paths: ['config'] },
   llama_lora: { issue: 46, paths: ['lora'] },
-  mistral3: { issue: 44, paths: ['config'] },
   internvl: { issue: 44, paths: ['config'] },
   llama4_vlm: { issue: 44, paths: ['vlm'] },
 };
@@ -186,7 +185,7 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
-export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next'] as const;
+export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next', 'mistral3'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;

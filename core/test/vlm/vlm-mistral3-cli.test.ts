@@ -30,7 +30,7 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { decodeImage } from '../../src/run/vlm/image';
 import { pixtralImageText, pixtralProcessor, processPixtralImage } from '../../src/run/vlm/image-pixtral';
-import { describeFixtures } from '../../../test/support/fixtures';
+import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import {
@@ -50,106 +50,107 @@ import {
 
 const tmp = tempDirs('ws-vlm-mistral3-');
 
-describeFixtures('mistral3 through the CLI', () => {
-  const { fx, ref, h, begin } = vlmFixtureCli('mistral3', tmp);
-  let work = '';
-  const { session } = h;
-  const [H0, W0] = ref.image_sizes[0] as [number, number];
-  const refPixels = () => Float32Array.from((ref.pixel_values as number[]).flat(4) as number[]);
+for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
+  describeFixtures(`${family} through the CLI`, () => {
+    const { fx, ref, h, begin } = vlmFixtureCli(family, tmp);
+    let work = '';
+    const { session } = h;
+    const [H0, W0] = ref.image_sizes[0] as [number, number];
+    const refPixels = () => Float32Array.from((ref.pixel_values as number[]).flat(4) as number[]);
 
-  beforeAll(async () => {
-    work = begin();
-    writePng(path.join(work, 'image.png'), ref.images[0]);
-    await exportPrepareCompile(h);
-  }, 120_000);
+    beforeAll(async () => {
+      work = begin();
+      writePng(path.join(work, 'image.png'), ref.images[0]);
+      await exportPrepareCompile(h);
+    }, 120_000);
 
-  it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the LLaVA-style language interface', () => {
-    const { v, l } = vlmSpecs(path.join(work, 'out'));
-    const vk = specKeys(v);
-    expect(vk.every((k) => /^(vision_tower\.|multi_modal_projector\.)/.test(k))).toBe(true);
-    expect(vk).toContain('multi_modal_projector.patch_merger.merging_layer.weight');
-    expect(vk).toContain('vision_tower.transformer.layers.1.feed_forward.down_proj.weight');
-    expect(specKeys(l)).toContain('language_model.lm_head.weight');
-    const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
-    expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
-    expect(rep('vision').graph.inputs).toEqual(['pixel_values']);
-    const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-    expect(m).toMatchObject({
-      model_type: 'mistral3',
-      image_token_id: 10,
-      image_size: 32,
-      vision: { patch_size: 4, spatial_merge_size: 2 },
+    it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the LLaVA-style language interface', () => {
+      const { v, l } = vlmSpecs(path.join(work, 'out'));
+      const vk = specKeys(v);
+      expect(vk.every((k) => /^(vision_tower\.|multi_modal_projector\.)/.test(k))).toBe(true);
+      expect(vk).toContain('multi_modal_projector.patch_merger.merging_layer.weight');
+      expect(vk).toContain('vision_tower.transformer.layers.1.feed_forward.down_proj.weight');
+      expect(specKeys(l)).toContain('language_model.lm_head.weight');
+      const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
+      expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
+      expect(rep('vision').graph.inputs).toEqual(['pixel_values']);
+      const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+      expect(m).toMatchObject({
+        model_type: 'mistral3',
+        image_token_id: 10,
+        image_size: 32,
+        vision: { patch_size: 4, spatial_merge_size: 2 },
+      });
+    });
+
+    it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image file', async () => {
+      const s = await session('out/vision');
+      const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
+      expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);
+      expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
+      const p = pixtralProcessor(path.join(work, 'model'), 4, 2);
+      const got = processPixtralImage(decodeImage(path.join(work, 'image.png')), p);
+      expect(got.size).toEqual([H0, W0]);
+      expect(maxDiff(got.pixelValues, refPixels())).toBeLessThan(1e-5);
+      // the processor's token rows: [IMG]… [IMG_BREAK] per merged row, [IMG_END] last
+      const names: Record<number, string> = Object.fromEntries(
+        Object.entries(ref.special_token_ids as Record<string, number>).map(([k, v]) => [v, k]),
+      );
+      expect(pixtralImageText(got.size, 8)).toBe((ref.image_token_blocks[0] as number[]).map((t) => names[t]).join(''));
+    });
+
+    for (const [name, source] of [
+      ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
+      ['--image', () => ['--image', 'image.png']],
+    ] as const) {
+      it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
+        await expectGeneratedIds(h, 'out', source(), ref);
+        const got = await dumpedLogits(h, source(), ref);
+        expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      });
+    }
+
+    it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
+      await exportLegacyPair(h, fx);
+      const v = await (await session('legacy-vision')).run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
+      expect(maxDiff(v.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
+      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
+      const d = await (
+        await session('legacy-decoder')
+      ).run({
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
+        position_ids: new ort.Tensor('int64', BigInt64Array.from(all.map((_, k) => BigInt(k))), [1, all.length]),
+        vision_embeds: v.vision_embeds!,
+      });
+      expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      // greedy on the legacy logits gives generated_ids too
+      const rows = ref.logits.length as number;
+      const argmax = (r: number) => {
+        const x = (d.logits!.data as Float32Array).subarray(r * 320, (r + 1) * 320);
+        return x.indexOf(Math.max(...x));
+      };
+      const start = ref.input_ids.length - 1;
+      expect(Array.from({ length: rows - start }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
+    }, 60_000);
+
+    it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
+      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+      await expectConfigRefusals(h, [
+        ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 3/],
+        ['list', { ...cfg, vision_feature_layer: [-1, -2] }, /"vision_feature_layer" is a list/],
+        ['headdim', { ...cfg, vision_config: { ...cfg.vision_config, head_dim: 8 } }, /"vision_config\.head_dim" \(8\) differs/],
+        [
+          'text',
+          { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
+          /"text_config\.model_type" "bert" is not a text family/,
+        ],
+      ]);
+    });
+
+    it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
+      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
     });
   });
-
-  it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image file', async () => {
-    const s = await session('out/vision');
-    const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
-    expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);
-    expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-    const p = pixtralProcessor(path.join(work, 'model'), 4, 2);
-    const got = processPixtralImage(decodeImage(path.join(work, 'image.png')), p);
-    expect(got.size).toEqual([H0, W0]);
-    expect(maxDiff(got.pixelValues, refPixels())).toBeLessThan(1e-5);
-    // the processor's token rows: [IMG]… [IMG_BREAK] per merged row, [IMG_END] last
-    const names: Record<number, string> = Object.fromEntries(
-      Object.entries(ref.special_token_ids as Record<string, number>).map(([k, v]) => [v, k]),
-    );
-    expect(pixtralImageText(got.size, 8)).toBe((ref.image_token_blocks[0] as number[]).map((t) => names[t]).join(''));
-  });
-
-  for (const [name, source] of [
-    ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-    ['--image', () => ['--image', 'image.png']],
-  ] as const) {
-    it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
-      await expectGeneratedIds(h, 'out', source(), ref);
-      const got = await dumpedLogits(h, source(), ref);
-      expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-    });
-  }
-
-  it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-    await exportLegacyPair(h, fx);
-    const v = await (await session('legacy-vision')).run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
-    expect(maxDiff(v.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-    const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
-    const d = await (
-      await session('legacy-decoder')
-    ).run({
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from(all.map((_, k) => BigInt(k))), [1, all.length]),
-      vision_embeds: v.vision_embeds!,
-    });
-    expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-    // greedy on the legacy logits gives generated_ids too
-    const rows = ref.logits.length as number;
-    const argmax = (r: number) => {
-      const x = (d.logits!.data as Float32Array).subarray(r * 320, (r + 1) * 320);
-      return x.indexOf(Math.max(...x));
-    };
-    const start = ref.input_ids.length - 1;
-    expect(Array.from({ length: rows - start }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
-  }, 60_000);
-
-  it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-    const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
-    await expectConfigRefusals(h, [
-      ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 3/],
-      ['list', { ...cfg, vision_feature_layer: [-1, -2] }, /"vision_feature_layer" is a list/],
-      ['headdim', { ...cfg, vision_config: { ...cfg.vision_config, head_dim: 8 } }, /"vision_config\.head_dim" \(8\) differs/],
-      [
-        'text',
-        { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
-        /"text_config\.model_type" "bert" is not a text family/,
-      ],
-    ]);
-  });
-
-  it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-    expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-  });
-});
 
 describeFixtures('the real Mistral-Small-3.1-24B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone', async () => {
