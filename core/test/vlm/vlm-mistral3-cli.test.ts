@@ -24,7 +24,7 @@
  * `[vision_size, hidden]`; its decoder takes that 2-D `vision_embeds` (ours is
  * `[vision_batch_size, vision_size, hidden]`, as the LLaVA wrapper's).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
@@ -33,6 +33,7 @@ import { pixtralImageText, pixtralProcessor, processPixtralImage } from '../../s
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
+import { wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
 import {
   dumpedLogits,
   expectConfigRefusals,
@@ -109,6 +110,47 @@ for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
         expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
       });
     }
+
+    it('run --prompt / --chat with --image: each [IMG] becomes the processor’s rows ([IMG]… [IMG_BREAK], [IMG_END] last); generated_ids follow', async () => {
+      // the fixture ships no tokenizer: a WordLevel one over its 320 ids with the special tokens at reference.json's ids
+      const special = Object.fromEntries(Object.entries(ref.special_token_ids as Record<string, number>).map(([k, v]) => [v, k]));
+      const template =
+        "{{ '<s>' }}{% for m in messages %}[INST]{% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}" +
+        "{% for c in m.content %}{% if c.type == 'image' %}[IMG]{% endif %}{% endfor %}w271 w162 w130[/INST]{% endfor %}";
+      // beside the checkpoint would change it (the prepared layout follows its folder): --tokenizer names another
+      mkdirSync(path.join(work, 'tok'));
+      writeTokenizer(path.join(work, 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+      // input_ids [1, 3, 179, 305, [IMG] rows, 271, 162, 130, 4]
+      const prompt = '<s>[INST]w179 w305[IMG]w271 w162 w130[/INST]';
+      const r = await h.ok(
+        'run',
+        'out',
+        '--prompt',
+        prompt,
+        '--image',
+        'image.png',
+        '--tokenizer',
+        'tok',
+        '--max-new-tokens',
+        '5',
+        '--print-ids',
+      );
+      expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      const chat = await h.ok(
+        'run',
+        'out',
+        '--chat',
+        'w179 w305',
+        '--image',
+        'image.png',
+        '--tokenizer',
+        'tok',
+        '--max-new-tokens',
+        '5',
+        '--print-ids',
+      );
+      expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+    });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
