@@ -28,7 +28,7 @@ import { serializeSafetensors } from '../../src/formats/safetensors/writer';
 import { decodeImage } from '../../src/run/vlm/image';
 import { pixtralImageText, pixtralProcessor, pixtralResizeSize, processPixtralImage } from '../../src/run/vlm/image-pixtral';
 import { randomCheckpoint, rng } from '../support/graph-random';
-import { ACT, referenceForward } from '../support/graph-reference';
+import { ACT, linear, referenceForward, rms } from '../support/graph-reference';
 import { erf } from '../support/graph-reference-dense';
 import type { F32 } from '../support/graph-support';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
@@ -72,15 +72,8 @@ const UNIT = VISION.patch_size * MERGE;
 
 type Rows = number[][];
 const gelu = (x: number) => 0.5 * x * (1 + erf(x / Math.SQRT2));
-const lin = (x: Rows, w: F32, b?: F32): Rows =>
-  x.map((r) =>
-    Array.from({ length: w.shape[0]! }, (_, o) => r.reduce((s, v, i) => s + v * w.data[o * w.shape[1]! + i]!, b ? b.data[o]! : 0)),
-  );
-const rmsRows = (x: Rows, w: F32, eps: number): Rows =>
-  x.map((r) => {
-    const inv = 1 / Math.sqrt(r.reduce((s, v) => s + v * v, 0) / r.length + eps);
-    return r.map((v, i) => v * inv * w.data[i]!);
-  });
+const lin = (x: Rows, w: F32, b?: F32): Rows => linear(x, w, b);
+const rmsRows = (x: Rows, w: F32, eps: number): Rows => x.map((r) => rms(r, w, eps, false));
 
 /** Pixtral + the Mistral 3 projector over several images `[3, h, w]` at once (HF's one sequence, block-diagonal mask). */
 function mistral3Reference(w: Map<string, F32>, images: { pix: Float32Array; h: number; w: number }[], layer: number, bias: boolean): Rows {
