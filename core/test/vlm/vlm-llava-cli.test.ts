@@ -11,12 +11,16 @@
  * through `export --onnx` over the same prepared checkpoint; LLaVA-NeXT's legacy pair is packed on
  * the host between them (reference.json's pack_index, image_newline from the checkpoint).
  *
- * Sources (Hugging Face transformers, file by file): models/llava/modeling_llava.py,
- * models/llava_next/modeling_llava_next.py (commit 3571987262f13e18288121900a97d950641ac2b3:
- * get_anyres_image_grid_shape, unpad_image, pack_image_features), models/clip/modeling_clip.py,
- * models/clip/image_processing_clip.py, models/llava_next/image_processing_llava_next.py (commit
- * 2ccc6cae21faaf11631efa5fb9054687ae5dc931: get_patch_output_size, _pad_for_patching,
- * get_image_patches), models/llava_next/processing_llava_next.py (_get_number_of_features).
+ * Sources (Hugging Face transformers, src/transformers/models/, file by file, with the commit read):
+ * llava/modeling_llava.py (e33ea883d6dd6b2bb891d0428bfb963c791a3fa7: get_image_features),
+ * llava/processing_llava.py (79f1fc71ad1e0220e2b05723f5fd2e14bc270de5: the <image> expansion),
+ * llava_next/modeling_llava_next.py (3571987262f13e18288121900a97d950641ac2b3:
+ * get_anyres_image_grid_shape, unpad_image, pack_image_features), clip/modeling_clip.py
+ * (679021a6b0ded09d623a96e2bd2f822c5a548872), clip/image_processing_clip.py
+ * (8f3e5ebe573f12bad1e1a7fce9e6589311f041ed), llava_next/image_processing_llava_next.py
+ * (2ccc6cae21faaf11631efa5fb9054687ae5dc931: get_patch_output_size, _pad_for_patching,
+ * get_image_patches), llava_next/processing_llava_next.py (81bb907ccf3494b5409b0b745bb10c8a617050b7:
+ * _get_number_of_features, _get_unpadded_features).
  * QEfficient (quic/efficient-transformers main ebf55e8159c8b87bff6d8028541b824244b16c81):
  * QEfficient/transformers/models/llava/modeling_llava.py and llava_next/modeling_llava_next.py.
  * Where QEfficient differs (HF is the reference here): its LLaVA encoder takes only an int
@@ -29,7 +33,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeImage } from '../../src/run/vlm/image';
+import { decodeImage, resizeBicubic } from '../../src/run/vlm/image';
 import { clipProcessor, processAnyresImage, processClipImage } from '../../src/run/vlm/image-clip';
 import { anyresLayout, packIndex, patchOutputSize } from '../../src/run/vlm/anyres';
 import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
@@ -153,6 +157,32 @@ for (const family of LLAVAS) {
         await expectGeneratedIds(h, 'out', source, { input_ids: compact, generated_ids: ref.generated_ids });
     });
 
+    it('two images (--image, two bare <image>): each expands to its own count; the rows up to the second image are the reference’s', async () => {
+      // a second image of another size (LLaVA-NeXT: other tiles), after the reference prompt
+      writePng(
+        path.join(work, 'second.png'),
+        Array.from({ length: 30 }, (_, y) => Array.from({ length: 20 }, (_, x) => [(7 * x) % 256, (11 * y) % 256, (x * y) % 256])),
+      );
+      const ids = ref.input_ids as number[];
+      const compact = [...ids.slice(0, ids.indexOf(300)), 300, ...ids.slice(ids.lastIndexOf(300) + 1), 300, 5];
+      await h.ok(
+        'run',
+        'out',
+        '--image',
+        'image.png',
+        '--image',
+        'second.png',
+        '--input-ids',
+        compact.join(','),
+        '--dump-logits',
+        'two.json',
+      );
+      const got = JSON.parse(readFileSync(path.join(work, 'two.json'), 'utf8')).logits as number[][];
+      const second = next ? packIndex([30, 20], m().image_grid_pinpoints, S, S / 4).length : 16;
+      expect(got).toHaveLength(ids.length + second + 1);
+      expect(maxDiff(got.slice(0, ids.length).flat(), (ref.logits as number[][]).slice(0, ids.length).flat())).toBeLessThan(1e-4);
+    });
+
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
       const v = await (
@@ -184,7 +214,7 @@ for (const family of LLAVAS) {
       expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
     }, 60_000);
 
-    if (!next) itFloat16AndContinuousBatching(h, fx, ref, 64);
+    itFloat16AndContinuousBatching(h, fx, ref, 64);
 
     it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
       const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
@@ -257,5 +287,30 @@ describe('LLaVA prompt expansion against processor_config.json', () => {
     expect(expandLlavaPrompt(full, m, images)).toBe(full);
     writeFileSync(path.join(dir, 'processor_config.json'), JSON.stringify({ patch_size: 4, num_additional_image_tokens: 1 }));
     expect(expandLlavaPrompt([1, 9, 2], m, images)).toEqual(full);
+  });
+});
+
+describe('the CLIP processor on an image it resizes and crops (HF image_processing_clip.py)', () => {
+  it('resizes the shortest edge to size.shortest_edge (long edge int(s·long/short)), then takes the centered crop', () => {
+    const W = 51;
+    const H = 17;
+    const img = { width: W, height: H, data: Uint8Array.from({ length: W * H * 3 }, (_, i) => (i * 37) % 256) };
+    const p = {
+      shortestEdge: 16,
+      crop: [16, 16] as [number, number],
+      resample: 'bicubic' as const,
+      mean: [0.5, 0.5, 0.5] as [number, number, number],
+      std: [0.5, 0.5, 0.5] as [number, number, number],
+      rescale: 1 / 255,
+    };
+    const got = processClipImage(img, p);
+    // get_resize_output_image_size(17×51, 16, default_to_square=False) = 16 × int(16·51/17) = 16 × 48;
+    // center_crop: top int((16-16)/2) = 0, left int((48-16)/2) = 16
+    const r = resizeBicubic(img, 16, 48);
+    const want = new Float32Array(3 * 256);
+    for (let c = 0; c < 3; c++)
+      for (let y = 0; y < 16; y++)
+        for (let x = 0; x < 16; x++) want[c * 256 + y * 16 + x] = Math.fround((r.data[(y * 48 + x + 16) * 3 + c]! / 255 - 0.5) / 0.5);
+    expect(maxDiff(got, want)).toBeLessThan(1e-6);
   });
 });

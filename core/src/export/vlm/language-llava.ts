@@ -10,7 +10,9 @@
  *           image_idx_output [1, 1], the states' _RetainedState
  * The n-th image token of a call takes row image_idx + n of the flattened vision_embeds (HF
  * `masked_scatter` of the image features into the token embeddings, in order); a call of one
- * token takes no image row. What the text model does to its input embeddings after that (Gemma's
+ * token takes no image row; image_idx_output is image_idx plus the call's image tokens (never lower:
+ * QEfficient's single-graph forward keeps the larger, its dual-graph wrapper resets to 0 in a call
+ * without image tokens). What the text model does to its input embeddings after that (Gemma's
  * √hidden scale, GPT-2's learned positions) applies to the image rows too, as HF's model forward
  * applies it to `inputs_embeds`.
  */
