@@ -24,7 +24,7 @@
  * `[vision_size, hidden]`; its decoder takes that 2-D `vision_embeds` (ours is
  * `[vision_batch_size, vision_size, hidden]`, as the LLaVA wrapper's).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
@@ -175,6 +175,15 @@ for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
       const start = ref.input_ids.length - 1;
       expect(Array.from({ length: rows - start }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
     }, 60_000);
+
+    it('run --pixel-values without image_sizes takes each image whole; patch rows (Qwen’s form) are refused by name, exit 2', async () => {
+      writeFileSync(path.join(work, 'whole.json'), JSON.stringify({ pixel_values: ref.pixel_values }));
+      await expectGeneratedIds(h, 'out', ['--pixel-values', 'whole.json'], ref);
+      writeFileSync(path.join(work, 'rows.json'), JSON.stringify({ pixel_values: [[0, 1, 2, 3]], image_grid_thw: [[1, 1, 1]] }));
+      const r = await h.cliRun('run', 'out', '--pixel-values', 'rows.json', '--input-ids', '1,10', '--max-new-tokens', '1');
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(/Mistral 3 takes whole images/);
+    });
 
     itFloat16AndContinuousBatching(h, fx, ref, 64);
 

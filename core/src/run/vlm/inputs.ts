@@ -45,6 +45,14 @@ export function readPixelValues(file: string): VlmImages {
   const images = Array.isArray(pv) && Array.isArray(pv[0]) && Array.isArray(pv[0][0]) && Array.isArray(pv[0][0][0]);
   // Pixtral's gives [n, C, Hmax, Wmax] padded bottom/right, with each image's [h, w] in image_sizes
   if (images && !tiled && raw.image_sizes !== undefined) return pixtralPixels(file, pv as unknown[][][][], raw.image_sizes);
+  // …or unpadded non-square images without it (one size: the tensor's)
+  const hw = images ? [(pv as unknown[][][][])[0]![0]!.length, ((pv as unknown[][][][])[0]![0]![0] as unknown[]).length] : [];
+  if (images && !tiled && hw[0] !== hw[1])
+    return pixtralPixels(
+      file,
+      pv as unknown[][][][],
+      (pv as unknown[]).map(() => hw),
+    );
   if (images) {
     const all = pv as unknown[][][][];
     const S = all[0]![0]!.length;

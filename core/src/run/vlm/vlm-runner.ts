@@ -204,10 +204,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const runPixtral = async (img: VlmImages): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
     const C = m.vision.in_channels;
     const unit = m.vision.patch_size * m.vision.spatial_merge_size;
-    if (img.patchDim !== C)
-      throw new UsageError(
-        `run: Mistral 3 takes whole images (pixel_values [n, ${C}, h, w] with image_sizes); these have rows of ${img.patchDim} values`,
-      );
+    // whole images: Pixtral's cropped ones (patchDim C) or unpadded [n, C, S, S] without image_sizes (patchDim C·S·S)
+    if (img.grids.some(([t, h, w]) => t !== 1 || (img.patchDim !== C && img.patchDim !== C * h * w)))
+      throw new UsageError(`run: Mistral 3 takes whole images (pixel_values [n, ${C}, h, w], with image_sizes when padded)`);
     const parts: Float32Array[] = [];
     let at = 0;
     for (const [k, [, h, w]] of img.grids.entries()) {
