@@ -233,6 +233,19 @@ elif fam in ("llava", "llava_next"):
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, **extra, "max_num_images": 1, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
             {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, **extra, "max_num_images": 1, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
+elif fam == "mistral3":
+    # QEfficient/transformers/models/mistral3/modeling_mistral3.py get_specializations
+    vc = cfg["vision_config"]
+    img_size = a["img_size"] or vc["image_size"]
+    prefill_seq_len = a["prefill_seq_len"] or 128
+    patch, k = vc["patch_size"], cfg["spatial_merge_size"]
+    vision_size = ((img_size // patch) * (img_size // patch)) * batch_size // (k * k)
+    vision = [{"batch_size": batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size}]
+    # our vision graph's symbols (see qaic-vlm-specs-mistral3.ts)
+    vision[0].update({"image_height": img_size, "image_width": img_size, "image_tokens": vision_size // batch_size})
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
+    num_layers = cfg["text_config"]["num_hidden_layers"]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]

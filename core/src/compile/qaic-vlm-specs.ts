@@ -28,12 +28,13 @@
 import { UsageError } from '../errors';
 import { pyRound } from '../foundation/py-round';
 import { llavaSpecializations } from './qaic-vlm-specs-llava';
+import { mistral3Specializations } from './qaic-vlm-specs-mistral3';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];
 
 /** The VLM families whose qaic specializations are built here (`vlm.json` model_type). */
-export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next';
+export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3';
 
 /** What the specializations need from the model (vlm.json and config.json). */
 export interface VlmModelFacts {
@@ -78,6 +79,7 @@ export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = {
   qwen2_5_vl: 128,
   llava: 592,
   llava_next: 5500,
+  mistral3: 128,
 };
 /** The default ctx_len of each family's `get_specializations` (LLaVA's module CTX_LEN, LLaVA-NeXT's GRANITEVISION_CTX_LEN). */
 export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
@@ -86,6 +88,7 @@ export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
   qwen2_5_vl: VLM_DEFAULT_CTX_LEN,
   llava: 1024,
   llava_next: 6000,
+  mistral3: VLM_DEFAULT_CTX_LEN,
 };
 
 /** The default prefill length of each family's `get_specializations`. */
@@ -143,6 +146,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new UsageError(`compile: ${flag} must be a positive integer (got ${v})`);
   if (m.family === 'gemma3') return gemma3Specializations(m, s);
   if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, (decode) => langBatch(s, decode));
+  if (m.family === 'mistral3') return mistral3Specializations(m, s, (decode) => langBatch(s, decode));
   if (s.imgSize !== undefined)
     throw new UsageError(`compile: --img-size is Gemma 3's; a ${m.family} export takes --img-height and --img-width`);
   if ((s.height === undefined) !== (s.width === undefined))

@@ -53,6 +53,7 @@ const FAMILY: Record<string, VlmFamily> = {
   gemma3: 'gemma3',
   llava: 'llava',
   llava_next: 'llava_next',
+  mistral3: 'mistral3',
 };
 
 /** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
@@ -94,6 +95,7 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
       ...(family === 'llava_next' ? { pinpoints: pins as [number, number][] } : {}),
     };
   }
+  if (family === 'mistral3') return { ...facts, imageSize: int(m.image_size, 'image_size') };
   if (family !== 'gemma3') return facts;
   const cfgFile = String(m.config);
   const text = (readJson(cfgFile) as { text_config?: { sliding_window?: unknown } }).text_config;

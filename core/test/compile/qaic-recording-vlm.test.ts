@@ -25,6 +25,9 @@
  *    `get_specializations`; LLaVA-NeXT's num_patches / vision_size from HF's select_best_resolution,
  *    image_size_to_num_patches and LlavaNextProcessor._get_number_of_features for the image size
  *    compiled for (QEfficient fixes Granite Vision's 10 and 5239; see qaic-vlm-specs-llava.ts);
+ *  - `mistral3/modeling_mistral3.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
+ *    (our graph's image_height / image_width / image_tokens / vision_batch_size added: see
+ *    qaic-vlm-specs-mistral3.ts);
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -101,6 +104,15 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       exp: ['--continuous-batching', '--batch-size', '2'],
       comp: ['--img-height', '17', '--img-width', '51', '--ctx-len', '256', '--prefill-seq-len', '64'],
       py: { height: 17, width: 51, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
+    },
+    { tag: 'mistral3 at its image_size (prefill 128, ctx 4096)', fixture: 'mistral3', family: 'mistral3', comp: [], py: {} },
+    {
+      tag: 'mistral3 at img_size 16, continuous batching',
+      fixture: 'mistral3',
+      family: 'mistral3',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--img-size', '16', '--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { img_size: 16, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
     },
   ];
 

@@ -75,7 +75,8 @@ export const compileCommand = defineCommand({
     'img-size': {
       type: 'int',
       placeholder: '<px>',
-      description: "qaic, Gemma 3 / LLaVA VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
+      description:
+        "qaic, Gemma 3 / LLaVA / Mistral 3 VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
     },
     'qaic-option': {
       type: 'string',

@@ -91,6 +91,32 @@ function rekey<T>(x: T, keys: ReadonlySet<string>): T {
   return x;
 }
 
+/**
+ * The text model of a multimodal config's `text_config` (LLaVA, Mistral 3): any registry family
+ * but Gemma 3, over its config class's defaults (the wrappers build
+ * `CONFIG_MAPPING[model_type](**text_config)` and the published configs leave those defaults
+ * out), keys under `language_model.`. `tie`: the wrapper's own `tie_word_embeddings`.
+ */
+export function wrappedTextArch(
+  textConfig: Record<string, unknown> | undefined,
+  tie: boolean | undefined,
+  defaultType: string,
+  file: string,
+  wrapper: string,
+): ArchSpec {
+  const textType = String(textConfig?.model_type ?? defaultType);
+  const tc = { ...(TEXT_DEFAULTS[textType] ?? {}), model_type: textType, ...(textConfig ?? {}) } as Record<string, unknown>;
+  if (tc.tie_word_embeddings === undefined && tie !== undefined) tc.tie_word_embeddings = tie;
+  const row = familyOfConfig(tc);
+  if (!row || row.modelType === 'gemma3')
+    throw new FormatError(
+      file,
+      `"text_config.model_type" "${String(tc.model_type)}" is not a text family --config export builds under ${wrapper} (supported: ${SUPPORTED_MODEL_TYPES.filter((t) => t !== 'gemma3').join(', ')})`,
+    );
+  const text0 = row.build(tc, file, {});
+  return rekey(text0, new Set(weightInputs(text0).map((w) => w.name)));
+}
+
 /** Parses a `llava` / `llava_next` config.json. */
 export function llavaArch(raw: unknown, file: string): LlavaArch {
   const c = parseWith(llavaConfig, raw, file);
@@ -117,18 +143,7 @@ export function llavaArch(raw: unknown, file: string): LlavaArch {
       `is "${strategy}" with the ${vision.kind} tower: ${tileTokens} rows per tile, but LLaVA-NeXT packs each tile as a ${vision.side} × ${vision.side} grid`,
     );
 
-  // LlavaConfig builds CONFIG_MAPPING[model_type](**text_config): the published configs leave the class defaults out
-  const textType = String(c.text_config?.model_type ?? 'llama');
-  const tc = { ...(TEXT_DEFAULTS[textType] ?? {}), model_type: textType, ...(c.text_config ?? {}) } as Record<string, unknown>;
-  if (tc.tie_word_embeddings === undefined && c.tie_word_embeddings !== undefined) tc.tie_word_embeddings = c.tie_word_embeddings;
-  const row = familyOfConfig(tc);
-  if (!row || row.modelType === 'gemma3')
-    throw new FormatError(
-      file,
-      `"text_config.model_type" "${String(tc.model_type)}" is not a text family --config export builds under LLaVA (supported: ${SUPPORTED_MODEL_TYPES.filter((t) => t !== 'gemma3').join(', ')})`,
-    );
-  const text0 = row.build(tc, file, {});
-  const text = rekey(text0, new Set(weightInputs(text0).map((w) => w.name)));
+  const text = wrappedTextArch(c.text_config, c.tie_word_embeddings, 'llama', file, 'LLaVA');
 
   const image = c.image_token_index ?? c.image_token_id ?? 32000;
   const bias = c.multimodal_projector_bias ?? true;

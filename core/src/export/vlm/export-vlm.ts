@@ -29,6 +29,8 @@ import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
 import { llavaArch } from './config-llava';
 import { buildLlavaVision } from './vision-llava';
 import { buildLlavaLanguage } from './language-llava';
+import { mistral3Arch } from './config-mistral3';
+import { buildPixtralVision } from './vision-pixtral';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../spec/file-names';
 import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
@@ -96,7 +98,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       ? gemma3Parts(o, visionOpts, langOpts)
       : modelType === 'llava' || modelType === 'llava_next'
         ? llavaParts(o, visionOpts, langOpts)
-        : qwenParts(o, visionOpts, langOpts);
+        : modelType === 'mistral3'
+          ? mistral3Parts(o, visionOpts, langOpts)
+          : qwenParts(o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
   if (o.withCheckpoint) {
@@ -284,5 +288,31 @@ function llavaParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): 
     note:
       `vision ${v.layers} CLIP layers, hidden states [${layers.join(', ')}] (${a.strategy}), ${a.tileTokens} tokens per ${a.pinpoints ? 'tile' : 'image'}` +
       `${a.pinpoints ? `, anyres ${a.pinpoints.map(([h, w]) => `${h}×${w}`).join(' ')}` : ''}; text ${a.text.modelType} ${a.text.layers.length} layers`,
+  };
+}
+
+/**
+ * Mistral 3: the Pixtral tower + projector (vision-pixtral.ts) and the text_config family's
+ * layers under QEfficient's LLaVA-style language wrapper (language-llava.ts; QEFFMistral3DecoderWrapper is the same).
+ */
+function mistral3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const a = mistral3Arch(o.raw, o.cfgFile);
+  const v = a.vision;
+  const vision = buildPixtralVision(a, vo);
+  return {
+    vision,
+    language: buildLlavaLanguage(a, lo),
+    text: a.text,
+    visionIo: vision.io,
+    manifest: {
+      image_token_id: a.imageTokenId,
+      // no video and no begin-of-image token: [IMG_BREAK] / [IMG_END] come from the tokenizer
+      video_token_id: -1,
+      vision_start_token_id: -1,
+      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: a.merge, in_channels: v.channels, num_feature_layers: 0 },
+      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
+      image_size: v.imageSize,
+    },
+    note: `vision ${v.layers} Pixtral layers (hidden state ${a.featureLayer}), ${a.merge}×${a.merge} patch merger; text ${a.text.modelType} ${a.text.layers.length} layers`,
   };
 }

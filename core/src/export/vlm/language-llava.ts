@@ -26,8 +26,11 @@ import { TensorDataType } from '../../formats/onnx/types';
 import type { BuiltLanguage, LanguageOptions } from './language';
 import type { LlavaArch } from './config-llava';
 
-/** Builds the language graph of a LLaVA(-NeXT) architecture. */
-export function buildLlavaLanguage(arch: LlavaArch, o: LanguageOptions): BuiltLanguage {
+/** Builds the language graph of a LLaVA(-NeXT) architecture (Mistral 3's too: the same wrapper in QEfficient). */
+export function buildLlavaLanguage(
+  arch: Pick<LlavaArch, 'text' | 'imageTokenId'> & { modelType: string },
+  o: LanguageOptions,
+): BuiltLanguage {
   const a = arch.text;
   const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
   const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });

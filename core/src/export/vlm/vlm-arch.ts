@@ -13,6 +13,7 @@ export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
   if (modelType === 'qwen2_5_vl') return qwen25VlArch(raw as Record<string, unknown>, file);
   if (modelType === 'llava' || modelType === 'llava_next')
     throw new Error('internal: llava is built by vlm/export-vlm.ts (config-llava.ts, vision-llava.ts, language-llava.ts)');
+  if (modelType === 'mistral3') throw new Error('internal: mistral3 is built by vlm/export-vlm.ts (config-mistral3.ts, vision-pixtral.ts)');
   if (modelType === 'gemma3') throw new Error('internal: gemma3 is built by vlm/export-vlm.ts (vision-gemma3.ts, language-gemma3.ts)');
   return qwen3VlArch(raw, file, modelType);
 }

@@ -7,12 +7,15 @@
  *   `<|vision_start|>…<|vision_end|>`) becomes `grid_t·grid_h·grid_w / merge_size²` of them.
  * - Gemma 3 (HF `Gemma3Processor.__call__`): each `<start_of_image>` becomes
  *   `\n\n<start_of_image>` + `<image_soft_token>`×mm_tokens_per_image + `<end_of_image>\n\n`.
+ * - Mistral 3 (HF `PixtralProcessor.__call__`): each `[IMG]` becomes its merged rows of `[IMG]`,
+ *   each row closed by `[IMG_BREAK]`, the last by `[IMG_END]` (image-pixtral.ts).
  *
  * A `--prompt` without any placeholder gets one per image in front, in image order.
  */
 import { PipelineError, UsageError } from '../../errors';
 import type { VlmManifest } from '../../artifacts/vlm-manifest';
 import type { TextTokenizer } from './text-tokenizer';
+import { pixtralImageText } from '../vlm/image-pixtral';
 
 /** A family's placeholder: what marks one image in the text, and how it expands. */
 interface Placeholder {
@@ -49,6 +52,15 @@ function placeholderOf(m: VlmManifest, grids: [number, number, number][]): Place
     // counts them per image (anyres tiles included)
     const image = '<image>';
     return { marker: image, prefix: `${image}\n`, ids: [[image, m.image_token_id]], expand: () => image };
+  }
+  if (m.model_type === 'mistral3') {
+    const unit = m.vision.patch_size * m.vision.spatial_merge_size;
+    return {
+      marker: '[IMG]',
+      prefix: '[IMG]',
+      ids: [['[IMG]', m.image_token_id]],
+      expand: (i) => pixtralImageText([grids[i]![1], grids[i]![2]], unit),
+    };
   }
   const pad = '<|image_pad|>';
   const merge = m.vision.spatial_merge_size ** 2;

@@ -10,6 +10,7 @@ import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
+import { pixtralProcessor, processPixtralImage } from './image-pixtral';
 import { clipProcessor, processAnyresImage, processClipImage } from './image-clip';
 import type { VlmImages } from './vlm-runner';
 
@@ -42,6 +43,16 @@ export function readPixelValues(file: string): VlmImages {
   }
   // Gemma 3's processor gives whole images [n, C, S, S]: one row per image, grid [1, S, S]
   const images = Array.isArray(pv) && Array.isArray(pv[0]) && Array.isArray(pv[0][0]) && Array.isArray(pv[0][0][0]);
+  // Pixtral's gives [n, C, Hmax, Wmax] padded bottom/right, with each image's [h, w] in image_sizes
+  if (images && !tiled && raw.image_sizes !== undefined) return pixtralPixels(file, pv as unknown[][][][], raw.image_sizes);
+  // …or unpadded non-square images without it (one size: the tensor's)
+  const hw = images ? [(pv as unknown[][][][])[0]![0]!.length, ((pv as unknown[][][][])[0]![0]![0] as unknown[]).length] : [];
+  if (images && !tiled && hw[0] !== hw[1])
+    return pixtralPixels(
+      file,
+      pv as unknown[][][][],
+      (pv as unknown[]).map(() => hw),
+    );
   if (images) {
     const all = pv as unknown[][][][];
     const S = all[0]![0]!.length;
@@ -99,6 +110,15 @@ export interface ImageLimits {
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest, limits: ImageLimits = {}): VlmImages {
   if (m.model_type === 'llava' || m.model_type === 'llava_next') return readClipImages(files, m, limits);
+  if (m.model_type === 'mistral3') {
+    // Pixtral: each image keeps its own processed size; grid [1, h, w] in pixels
+    const p = pixtralProcessor(path.dirname(m.config), m.vision.patch_size, m.vision.spatial_merge_size);
+    const parts = files.map((f) => processPixtralImage(decodeImage(f, { maxPixels: limits.maxPixels }), p));
+    const pixelValues = new Float32Array(parts.reduce((s, x) => s + x.pixelValues.length, 0));
+    parts.reduce((o, x) => (pixelValues.set(x.pixelValues, o), o + x.pixelValues.length), 0);
+    const sizes = parts.map((x) => x.size);
+    return { pixelValues, patchDim: 3, grids: sizes.map(([h, w]) => [1, h, w] as [number, number, number]), imageSizes: sizes };
+  }
   if (m.model_type === 'gemma3') {
     // Gemma 3's processor resizes every image to image_size: a fixed token count, so only the pixel limit applies
     const S = m.image_size!;
@@ -162,4 +182,37 @@ function readClipImages(files: string[], m: VlmManifest, limits: ImageLimits): V
     grids: parts.map((x) => [x.patches, S, S] as [number, number, number]),
     ...(m.model_type === 'llava_next' ? { imageSizes: parts.map((x) => x.size) } : {}),
   };
+}
+
+/**
+ * Pixtral's `pixel_values` `[n, C, Hmax, Wmax]` (zero-padded bottom/right to the batch's largest)
+ * and `image_sizes` `[[h, w], …]`: each image cropped to its size, channels first, concatenated;
+ * `patchDim` is the channel count and each grid `[1, h, w]` in pixels.
+ */
+function pixtralPixels(file: string, all: unknown[][][][], sizes: unknown): VlmImages {
+  if (!Array.isArray(sizes) || sizes.length !== all.length)
+    throw new FormatError(file, '"image_sizes" must give [height, width] for each image of "pixel_values"');
+  const C = all[0]!.length;
+  const parts = all.map((im, i) => {
+    const s = sizes[i] as unknown;
+    if (!Array.isArray(s) || s.length !== 2 || !s.every((d) => Number.isInteger(d) && d > 0))
+      throw new FormatError(file, `"image_sizes"[${i}] must be two positive integers [height, width]`);
+    const [h, w] = s as [number, number];
+    if (im.length !== C || im.some((ch) => !Array.isArray(ch) || ch.length < h || ch.some((r) => !Array.isArray(r) || r.length < w)))
+      throw new FormatError(file, `"pixel_values"[${i}] must be [${C}, ≥${h}, ≥${w}] (its image_sizes entry)`);
+    const out = new Float32Array(C * h * w);
+    for (let c = 0; c < C; c++)
+      for (let y = 0; y < h; y++)
+        for (let x = 0; x < w; x++) {
+          const v = (im[c]![y] as unknown[])[x];
+          if (typeof v !== 'number' || !Number.isFinite(v))
+            throw new FormatError(file, `"pixel_values"[${i}][${c}][${y}][${x}] is not a finite number`);
+          out[(c * h + y) * w + x] = v;
+        }
+    return out;
+  });
+  const pixelValues = new Float32Array(parts.reduce((s, x) => s + x.length, 0));
+  parts.reduce((o, x) => (pixelValues.set(x, o), o + x.length), 0);
+  const imageSizes = sizes as [number, number][];
+  return { pixelValues, patchDim: C, grids: imageSizes.map(([h, w]) => [1, h, w] as [number, number, number]), imageSizes };
 }

@@ -103,7 +103,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   // Gemma 3 / LLaVA: pixel_values [n, C, S, S] without a grid, vision_embeds [n, mm, H], plain position_ids [B, S];
   // LLaVA-NeXT: per image pixel_values [1, patches, C, S, S] + pack_index (anyres.ts) → vision_embeds [1, tokens, H]
   const anyres = m.model_type === 'llava_next';
-  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres;
+  // Mistral 3: per image pixel_values [1, C, h, w] (its own size) → vision_embeds [1, (h/pm)·(w/pm), H]
+  const pixtral = m.model_type === 'mistral3';
+  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres || pixtral;
   // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
@@ -146,6 +148,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
         rows: 0,
       };
     }
+    if (pixtral) return runPixtral(img);
     const expectDim = whole
       ? m.vision.in_channels * (m.image_size ?? 0) ** 2
       : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
@@ -195,6 +198,33 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       deep: float(cat(deep.flat()), [F, 1, rows, H], half),
       rows,
     };
+  };
+
+  /** Mistral 3: one vision call per image (the graph takes one size), rows concatenated in image order. */
+  const runPixtral = async (img: VlmImages): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
+    const C = m.vision.in_channels;
+    const unit = m.vision.patch_size * m.vision.spatial_merge_size;
+    // whole images: Pixtral's cropped ones (patchDim C) or unpadded [n, C, S, S] without image_sizes (patchDim C·S·S)
+    if (img.grids.some(([t, h, w]) => t !== 1 || (img.patchDim !== C && img.patchDim !== C * h * w)))
+      throw new UsageError(`run: Mistral 3 takes whole images (pixel_values [n, ${C}, h, w], with image_sizes when padded)`);
+    const parts: Float32Array[] = [];
+    let at = 0;
+    for (const [k, [, h, w]] of img.grids.entries()) {
+      if (h % unit || w % unit)
+        throw new UsageError(
+          `run: image ${k} is ${h}×${w}; Mistral 3 needs sides that are multiples of patch_size · spatial_merge_size (${unit})`,
+        );
+      const out = await run(vision, visionModel, {
+        pixel_values: float(img.pixelValues.subarray(at, at + C * h * w), [1, C, h, w], pixelInfo.elemType === TensorDataType.FLOAT16),
+      });
+      at += C * h * w;
+      parts.push(f32(out.vision_embeds!));
+    }
+    if (at !== img.pixelValues.length)
+      throw new UsageError(`run: pixel_values hold ${img.pixelValues.length} values but the image sizes need ${at}`);
+    const all = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+    parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
+    return { embeds: float(all, [1, all.length / H, H], half), deep: float(new Float32Array(0), [0, 1, 0, H], half), rows: all.length / H };
   };
 
   /** LLaVA-NeXT: one vision call per image (its tile count is its own), packed in the graph by {@link packIndex}. */
