@@ -11,6 +11,8 @@ export const SERVING_METADATA = {
   cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
   cclDecode: 'weight_spec.comp_ctx_lengths_decode',
   sampler: 'weight_spec.sampler',
+  /** LoRA graphs: `{"adapters": [dir…], "rank": R}`, adapter k + 1 = adapters[k] (export-lora.ts). */
+  lora: 'weight_spec.lora_adapters',
 } as const;
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */

@@ -35,7 +35,9 @@ export type SlicePlan =
   | { kind: 'range'; src: string; start: number; length: number; scale?: ScaleRef }
   | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
   | { kind: 'columns'; src: string; row: number; parity: 0 | 1 }
-  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1; scale?: ScaleRef };
+  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1; scale?: ScaleRef }
+  /** One adapter's slot of a stacked LoRA tensor (lora-plan.ts): `src` transposed, zero-padded to `rank`, B times `factor`; no `src`: zeros. */
+  | { kind: 'lora'; side: 'A' | 'B'; rank: number; src?: string; factor?: number };
 
 /**
  * The scale a quantized source is dequantized with (transforms/fp8.ts): element `[…, i, j]`
@@ -118,6 +120,25 @@ export interface PrepareOptions {
   budgetBytes?: number;
   /** A weight_spec.json: write exactly its files and keys (spec-layout.ts); the default out is its files' folder. */
   spec?: string;
+  /** PEFT LoRA adapter folders (`--lora`), numbered 1… in this order: their stacked tensors (lora-plan.ts). */
+  lora?: readonly string[];
+}
+
+/** One module's stacked adapters, as the graph sees them. */
+export interface LoraStackModule {
+  /** The base module path (`model.layers.0.self_attn.q_proj`). */
+  module: string;
+  in: number;
+  out: number;
+}
+
+/** The adapters of a LoRA plan: what export needs to build the graph. */
+export interface LoraStack {
+  adapters: { id: number; dir: string; r: number; scaling: number }[];
+  /** R: the largest r, every stacked tensor's rank dim. */
+  rank: number;
+  /** Targeted modules, in the base checkpoint's key order. */
+  modules: LoraStackModule[];
 }
 
 /** A planned prepared tensor (what export writes its spec against). */
@@ -142,6 +163,8 @@ export interface PreparePlan {
   expertParallel?: { stages: number; experts: number };
   /** Sum of the tasks' output bytes. */
   totalBytes: number;
+  /** `--lora`: the stacked adapters (lora-plan.ts). */
+  lora?: LoraStack;
 }
 
 /** What a task did: bytes read per source key, written per output key, each output's stages. */

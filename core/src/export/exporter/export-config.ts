@@ -24,6 +24,7 @@ import { isVlmConfig } from '../vlm/config';
 import type { SlidingCache } from '../blocks/attention-window';
 import { exportVlm } from '../vlm/export-vlm';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { checkLoraExport, loraGraphOf, loraMetadata, loraReport } from './export-lora';
 
 export type { LayoutPlanner } from './layout';
 
@@ -51,6 +52,8 @@ export interface ConfigExportOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
+  /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
+  lora?: readonly string[];
 }
 
 /**
@@ -130,6 +133,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
   if (isVlmConfig(cfg.raw)) {
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both')
@@ -171,7 +175,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
   };
   archFromConfig(cfg.raw, cfg.file, ep);
-  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
+  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, { ...ep, ...(o.lora?.length ? { lora: o.lora } : {}) });
+  const lora = layout?.lora;
   const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
   const tPlan = performance.now();
   let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
@@ -191,6 +196,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
+    ...(lora ? { lora: loraGraphOf(lora), metadata: loraMetadata(lora) } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -226,7 +232,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     links: { [link]: layout.dir },
     report: {
       kind: 'config',
-      source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null, ...hubRecord(cfg.dir) },
+      source: {
+        config: cfg.file,
+        checkpoint: withCheckpoint ? cfg.dir : null,
+        ...hubRecord(cfg.dir),
+        ...(lora ? { lora: lora.adapters.map((a) => a.dir) } : {}),
+      },
       model_type: arch.modelType,
       options: {
         dtype,
@@ -240,6 +251,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
+        ...(lora ? { lora: loraReport(lora) } : {}),
       },
       graph: {
         layers: built.layers,
@@ -283,6 +295,14 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
             ],
           ]
         : []),
+      ...(lora
+        ? [
+            [
+              'LoRA',
+              `lora_ids [batch, 1] picks 0 (base) or ${lora.adapters.map((a) => `${a.id} = ${path.basename(a.dir)}`).join(', ')}; ${lora.modules.length} Linears, rank ${lora.rank}`,
+            ] as [string, string],
+          ]
+        : []),
       [
         'weights',
         `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`,
@@ -293,7 +313,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ],
     ],
     withCheckpoint
-      ? await nextSteps(layout.dir, [prepareHint(modelArg(cfg.dir), dtype, o), `weight-spec compile ${shellWord(path.resolve(o.out))}`])
+      ? await nextSteps(layout.dir, [
+          prepareHint(modelArg(cfg.dir), dtype, { ...o, lora: lora?.adapters.map((a) => a.dir) }),
+          `weight-spec compile ${shellWord(path.resolve(o.out))}`,
+        ])
       : [
           // the layout was derived from config.json: --spec makes prepare write exactly it (files, keys), into the folder the report names
           `weight-spec prepare --checkpoint <checkpoint of ${cfg.name}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,
