@@ -23,8 +23,23 @@ export function parseIds(text: string): number[] {
   });
 }
 
+/**
+ * `--input-ids` rows: `3,17,5` is one prompt, `3,17;8,9` a batch of rows separated by `;`.
+ * `--lora-ids 1,2` parses the same way (one id per row).
+ */
+export function parseIdRows(text: string, flag = '--input-ids'): number[][] {
+  const rows = text.split(';');
+  return rows.map((r) => {
+    try {
+      return parseIds(r);
+    } catch (e) {
+      throw new UsageError((e as Error).message.replace('--input-ids', rows.length > 1 ? `${flag} (row ${rows.indexOf(r)})` : flag));
+    }
+  });
+}
+
 /** `--dump-logits F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
-async function dumpLogits(io: CliIO, given: string, logits: number[][]): Promise<string> {
+async function dumpLogits(io: CliIO, given: string, logits: number[][] | number[][][]): Promise<string> {
   const text = JSON.stringify({ logits }) + '\n';
   if (given === '-') {
     io.stdout.write(text);
@@ -89,6 +104,33 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
   return 0;
 }
 
+/** A batch of rows, a LoRA adapter each: logits dump (`[row][position][vocab]`) and greedy tokens, one line per row. */
+async function runBatch(
+  runner: import('../../run').Runner,
+  rows: number[][],
+  loraIds: number[] | undefined,
+  n: number,
+  dump: string | undefined,
+  io: CliIO,
+): Promise<number> {
+  if (dump) {
+    const t0 = performance.now();
+    const logits = await runner.logitsBatch(rows, loraIds);
+    const out = await dumpLogits(io, dump, logits);
+    println(
+      io.stderr,
+      `run: ${rows.length} rows × ${logits[0]!.length} logit rows (batch) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
+    );
+  }
+  if (n > 0) {
+    const t0 = performance.now();
+    const tokens = await runner.generateBatch(rows, n, loraIds);
+    for (const t of tokens) println(io.stdout, t.join(','));
+    println(io.stderr, `run: ${rows.length} rows × ${tokenCount(n)}, greedy in one batch (${(performance.now() - t0).toFixed(0)} ms)`);
+  }
+  return 0;
+}
+
 /** `1 token`, `5 tokens`. */
 const tokenCount = (n: number) => `${n} token${n === 1 ? '' : 's'}`;
 
@@ -99,6 +141,7 @@ export const runCommand = defineCommand({
     'run <export dir|compiled.onnx> --input-ids 3,17,5 [--max-new-tokens N] [--dump-logits out.json]',
     '    [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repetition-penalty R] [--presence-penalty Q] [--seed S]',
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
+    "run <lora export dir> --input-ids … --lora-id K | --input-ids '3,17;8,9' --lora-ids 1,2   (LoRA: adapter per row, 0 = base)",
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -111,6 +154,9 @@ export const runCommand = defineCommand({
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
     "(preprocessor_config.json beside the model's config.json when present).",
+    'A LoRA export (export --lora) takes --lora-id K for the prompt (0 = base, K = the K-th adapter given to export), or a',
+    'batch: --input-ids rows separated by ";" (equal lengths) with --lora-ids, one id per row; greedy, one line of tokens per',
+    'row, and --dump-logits writes {"logits": number[][][]} (row, position, vocab).',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
@@ -137,6 +183,16 @@ export const runCommand = defineCommand({
     },
     'presence-penalty': { type: 'number', placeholder: '<Q>', description: 'subtract Q from logits of output tokens (default 0)' },
     seed: { type: 'int', placeholder: '<S>', description: 'seed of the random numbers (same seed, same tokens)' },
+    'lora-id': {
+      type: 'int',
+      placeholder: '<K>',
+      description: 'LoRA export: the adapter to use (0 = base, K = the K-th --lora of export)',
+    },
+    'lora-ids': {
+      type: 'string',
+      placeholder: '<K,…>',
+      description: 'LoRA export: one adapter id per --input-ids row (rows separated by ";"), run as one batch',
+    },
     prepack: { type: 'boolean', description: 'let ONNX Runtime prepack weights (faster, copies MatMul weights into RAM)' },
     recompile: { type: 'boolean', description: 'recompile first when the compile is stale (otherwise a stale compile is refused)' },
     'pixel-values': { type: 'string', placeholder: '<file.json>', description: 'VLM: processed images {"pixel_values", "image_grid_thw"}' },
@@ -167,7 +223,14 @@ export const runCommand = defineCommand({
       import('../../run/vlm/vlm-runner'),
     ]);
     const f = args.flags;
-    const ids = parseIds(f['input-ids']);
+    const rows = parseIdRows(f['input-ids']);
+    const ids = rows[0]!;
+    const batched = rows.length > 1 || f['lora-ids'] !== undefined;
+    if (f['lora-id'] !== undefined && f['lora-ids'] !== undefined) throw new UsageError('run: give --lora-id or --lora-ids, not both');
+    const loraIds = f['lora-ids'] !== undefined ? parseIdRows(f['lora-ids'].replace(/;/g, ','), '--lora-ids')[0]!.map(Number) : undefined;
+    if (loraIds && loraIds.length !== rows.length)
+      throw new UsageError(`run: --lora-ids has ${loraIds.length} id(s) for ${rows.length} --input-ids row(s); give one per row`);
+    if (f['lora-id'] !== undefined && f['lora-id'] < 0) throw new UsageError('run: --lora-id must be ≥ 0 (0 = base)');
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
@@ -184,7 +247,11 @@ export const runCommand = defineCommand({
       ...(f.seed !== undefined ? { seed: f.seed } : {}),
     });
     const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    if (batched && needsSampler(sampling))
+      throw new UsageError('run: a batch of rows (--lora-ids, ";" rows) decodes greedily; drop the sampling options');
     if (isVlmExport(target)) {
+      if (batched || f['lora-id'] !== undefined)
+        throw new UsageError('run: --lora-id / --lora-ids / ";" rows are for text exports, not a VLM export');
       if (needsSampler(sampling))
         throw new UsageError(
           'run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily',
@@ -201,7 +268,7 @@ export const runCommand = defineCommand({
       const what = status.changed?.length ? `${status.changed.join(', ')} changed` : 'its inputs changed';
       // Ids are checked against the export's graph before a recompile that they would fail after.
       const graph = readExportInputs(target).onnxPath;
-      checkTokenIds(ids, vocabOf(graph), graph);
+      for (const r of rows) checkTokenIds(r, vocabOf(graph), graph);
       if (!f.recompile) {
         throw new PipelineError(
           `${args.positionals[0]}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${args.positionals[0]}\` first, or pass --recompile`,
@@ -221,8 +288,10 @@ export const runCommand = defineCommand({
       ctxLen: f['ctx-len'],
       ...(f['prefill-seq-len'] !== undefined ? { prefillSeqLen: f['prefill-seq-len'] } : {}),
       ortPath: io.env.WEIGHT_SPEC_ORT_PATH,
+      ...(f['lora-id'] !== undefined ? { loraId: f['lora-id'] } : {}),
     });
     try {
+      if (batched) return await runBatch(runner, rows, loraIds, n, f['dump-logits'], io);
       if (f['dump-logits']) {
         const t0 = performance.now();
         const logits = await runner.logits(ids);
