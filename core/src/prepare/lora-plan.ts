@@ -24,16 +24,12 @@ import { DTYPE_SIZE, type DType } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { readPeftAdapter, type PeftAdapter } from '../formats/peft-adapter';
 import { realPathOf } from '../paths';
+import { loraKeys } from '../artifacts/prepared-keys';
 import { peakOfTensor } from './estimate';
 import type { LoraStack, LoraStackModule, OutputTensor, SlicePlan, SourceTensor, Task } from './types';
 
 /** The prepared file holding every stacked adapter tensor. */
 export const LORA_FILE = 'lora-adapters.safetensors';
-
-/** The graph inputs / prepared keys of a module's stacked adapters (QEfficient's parameter names). */
-export function loraKeys(module: string): { a: string; b: string } {
-  return { a: `${module}.lora_a_weights`, b: `${module}.lora_b_weights` };
-}
 
 /**
  * Refuses an adapter whose `base_model_name_or_path` is a local path (absolute, `./…`, `../…`,

@@ -137,6 +137,12 @@ describeFixtures('run refuses LoRA ids the graph does not serve', () => {
     r = await cliInProcess(['run', out, '--input-ids', '1,2;3,4', '--lora-ids', '1']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--lora-ids has 1 id\(s\) for 2 --input-ids row\(s\)/);
+    r = await cliInProcess(['run', out, '--input-ids', '1,2;3', '--lora-ids', '0,1']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toMatch(/^weight-spec: the batch rows must be non-empty and of equal length/);
+    r = await cliInProcess(['run', out, '--input-ids', '1,2;3,4', '--lora-ids', '0,1', '--temperature', '0.7']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/a batch of rows .* decodes greedily/);
     const plain = path.join(dir, 'plain');
     const prep2 = path.join(dir, 'prepared-plain');
     await cliStdout(dir, 'export', '--config', base(), '--out', plain, '--ctx-len', '16');

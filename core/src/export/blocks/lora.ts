@@ -14,10 +14,7 @@
  */
 import type { LinearSpec, WeightInput } from './arch';
 import { reshape, weight, type Ctx } from './ops';
-
-/** The suffixes of a module's stacked adapter inputs (QEfficient's parameter names). */
-export const LORA_A = 'lora_a_weights';
-export const LORA_B = 'lora_b_weights';
+import { loraKeys } from '../../artifacts/prepared-keys';
 
 /** The stacked adapters a graph serves. */
 export interface LoraGraph {
@@ -29,15 +26,10 @@ export interface LoraGraph {
   modules: ReadonlyMap<string, { module: string; in: number; out: number }>;
 }
 
-/** A module's stacked A / B input names. */
-export function loraInputNames(module: string): { a: string; b: string } {
-  return { a: `${module}.${LORA_A}`, b: `${module}.${LORA_B}` };
-}
-
 /** The stacked adapter inputs of every targeted module, in module order. */
 export function loraWeightInputs(l: LoraGraph): WeightInput[] {
   return [...l.modules.values()].flatMap((m) => {
-    const n = loraInputNames(m.module);
+    const n = loraKeys(m.module);
     return [
       { name: n.a, shape: [l.slots, 1, m.in, l.rank] },
       { name: n.b, shape: [l.slots, 1, l.rank, m.out] },
@@ -65,7 +57,7 @@ export function loraHook(c: Ctx, l: LoraGraph, loraIds: string): { hook: NonNull
     }));
     const { ids, batch } = shared;
     return g.within('lora', () => {
-      const n = loraInputNames(m.module);
+      const n = loraKeys(m.module);
       const a = g.op('Gather', [weight(c, n.a, [l.slots, 1, m.in, l.rank]), ids], { axis: 0 }); // [B,1,in,R]
       const b = g.op('Gather', [weight(c, n.b, [l.slots, 1, l.rank, m.out]), ids], { axis: 0 }); // [B,1,R,out]
       const x4 = g.op('Reshape', [x, g.op('Concat', [batch, g.ints([1, -1, m.in])], { axis: 0 })]); // [B,1,S,in]

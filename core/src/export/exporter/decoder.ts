@@ -22,7 +22,7 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from './builder';
-import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
+import { decoderInterface, LORA_IDS, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -207,7 +207,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     ...(o.lora ? { lora: true } : {}),
   });
   const declared = declareInputs(g, iface.inputs);
-  const lora = o.lora ? loraHook(c, o.lora, declared.get('lora_ids')!) : undefined;
+  const lora = o.lora ? loraHook(c, o.lora, declared.get(LORA_IDS)!) : undefined;
   if (lora) c.afterLinear = lora.hook;
   const inputIds = declared.get('input_ids')!;
   const positionIds = declared.get('position_ids')!;
