@@ -47,3 +47,18 @@ export function checkLoraIds(
     );
   return got;
 }
+
+/**
+ * The ids to feed a call of `rows` rows: those given, else `loraId` on every row (else 0),
+ * checked against the graph `model` (whether it has the input, how many adapters its metadata names).
+ */
+export function loraIdsOf(
+  model: string,
+  hasInput: boolean,
+  metadata: readonly { key: string; value: string }[],
+  loraId: number | undefined,
+): (rows: number, given?: number[]) => number[] {
+  const count = loraAdapterCount(metadata);
+  return (rows, given) =>
+    checkLoraIds(given ?? (loraId !== undefined ? Array<number>(rows).fill(loraId) : undefined), rows, hasInput, count, model);
+}

@@ -35,7 +35,8 @@ import {
 import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 import { TensorDataType } from '../formats/onnx/types';
 import { LORA_IDS } from '../artifacts/graph-interface';
-import { checkLoraIds, loraAdapterCount } from './lora-ids';
+import { loraIdsOf } from './lora-ids';
+import { batchMethods } from './batch-rows';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -175,15 +176,8 @@ export async function createRunner(
   // the graph's state tensors (graph-interface.ts): KV caches, MLA's compressed cache, recurrent states
   const states = statesOfGraph(inputs, metadata);
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
-  const known = new Set([
-    'input_ids',
-    'position_ids',
-    'attention_mask',
-    'batch_index',
-    LORA_IDS,
-    ...states.map((st) => st.name),
-    ...served,
-  ]);
+  const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...states.map((st) => st.name), ...served]);
+  known.add(LORA_IDS);
   const unknown = inputs.filter((i) => !known.has(i.name));
   if (unknown.length) {
     throw new PipelineError(
@@ -193,15 +187,7 @@ export async function createRunner(
   const batch = fixed(ids.dims[0]) ?? 1;
   const seqFixed = fixed(ids.dims[1]);
   const loraIn = byName.get(LORA_IDS);
-  const loraCount = loraAdapterCount(metadata);
-  const loraOf = (rows: number, given?: number[]) =>
-    checkLoraIds(
-      given ?? (opts.loraId !== undefined ? Array<number>(rows).fill(opts.loraId) : undefined),
-      rows,
-      !!loraIn,
-      loraCount,
-      model,
-    );
+  const loraOf = loraIdsOf(model, !!loraIn, metadata, opts.loraId);
   loraOf(batch); // an id the graph cannot take is refused before any call
   const run = async (feeds: Record<string, OrtTensor>) => {
     try {
@@ -331,12 +317,12 @@ export async function createRunner(
         position_ids: intTensor(ort, pos.elemType, Array.from({ length: nb }, () => positions).flat(), [nb, len]),
       };
       // one prompt in every row of a fixed batch writes cache row 0, as before; distinct rows their own
-      const distinct = kv.rows === nb && loraIds !== undefined;
+      const rowIndex = kv.rows === nb && loraIds !== undefined ? (k: number) => k : () => 0;
       if (bIndex)
         feeds.batch_index = intTensor(
           ort,
           bIndex.elemType,
-          Array.from({ length: nb }, (_, k) => (distinct ? k : 0)),
+          Array.from({ length: nb }, (_, k) => rowIndex(k)),
           [nb, 1],
         );
       if (loraIn) feeds[LORA_IDS] = intTensor(ort, loraIn.elemType, loraIds ?? loraOf(nb), [nb, 1]);
@@ -412,45 +398,12 @@ export async function createRunner(
       }
       return out;
     },
-    {
-      logits: async (rows, loraIds) => {
-        const lora = batchRows(rows, loraIds);
-        const kv = newState(rows[0]!.length, rows.length);
-        const out: number[][][] = rows.map(() => []);
-        for (let t = 0; t < rows[0]!.length; t++) {
-          const r = await step(
-            kv,
-            rows.map((x) => [x[t]!]),
-            t,
-            'prefill',
-            undefined,
-            lora,
-          );
-          r.last!.forEach((row, b) => out[b]!.push(Array.from(row)));
-        }
-        return out;
-      },
-      generate: async (rows, n, loraIds) => {
-        const lora = batchRows(rows, loraIds);
-        const kv = newState(rows[0]!.length + n, rows.length);
-        const out: number[][] = rows.map(() => []);
-        let r = await step(kv, rows, 0, 'prefill', undefined, lora);
-        for (let k = 0; k < n; k++) {
-          const next = r.last!.map(argmax);
-          next.forEach((t, b) => out[b]!.push(t));
-          if (k + 1 < n)
-            r = await step(
-              kv,
-              next.map((t) => [t]),
-              rows[0]!.length + k,
-              'decode',
-              undefined,
-              lora,
-            );
-        }
-        return out;
-      },
-    },
+    batchMethods({
+      newState,
+      step: async (kv, rows, start, phase, lora) => (await step(kv, rows, start, phase, undefined, lora)).last!,
+      check: batchRows,
+      argmax,
+    }),
   );
 }
 
