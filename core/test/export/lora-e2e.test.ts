@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { cliStdout } from '../../../test/support/cli';
-import { BUILT_LORA, describeFixtures, fixturesDir, type LoraFixtureRef } from '../../../test/support/fixtures';
+import { BUILT_LORA, describeFixtures, fixturesDir, float16Tolerance, type LoraFixtureRef } from '../../../test/support/fixtures';
 import { checkOnnx, haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import { maxAbsDiff } from '../support/graph-support';
@@ -82,6 +82,34 @@ describeFixtures('export --lora → prepare --lora → compile → run --lora-id
         const res = checkOnnx([path.join(out, 'model.onnx'), ...compiled.map((f) => path.join(prepared, f))]);
         for (const r of res) expect(r.ok ? '' : `${r.file}: ${r.error}`).toBe('');
       }
+    });
+
+    it(`${fam}: float16 graph and prepared adapters, every case within the float16 tolerance; check finds no error`, async () => {
+      const dir = tmp();
+      const src = path.join(fixturesDir(), fam);
+      const ref = JSON.parse(readFileSync(path.join(src, 'reference.json'), 'utf8')) as LoraFixtureRef;
+      const base = path.resolve(src, ref.base_fixture);
+      const loraArgs = Object.values(ref.adapters)
+        .sort((a, b) => a.lora_id - b.lora_id)
+        .flatMap((a) => ['--lora', path.join(src, a.path)]);
+      const out = path.join(dir, 'export');
+      const prepared = path.join(dir, 'prepared');
+      await ws(dir, 'export', '--config', base, '--out', out, '--ctx-len', '32', '--dtype', 'float16', ...loraArgs);
+      await ws(dir, 'prepare', '--checkpoint', base, '--dtype', 'float16', '--out', prepared, ...loraArgs);
+      await ws(dir, 'compile', out, '--prepared', prepared);
+      for (const [name, c] of Object.entries(ref.cases)) {
+        const id = c.adapter === null ? 0 : ref.adapters[c.adapter]!.lora_id;
+        const dump = path.join(dir, `${name}.json`);
+        const seq = [...ref.input_ids, ...c.generated_ids.slice(0, -1)];
+        await ws(dir, 'run', out, '--input-ids', seq.join(','), '--lora-id', String(id), '--dump-logits', dump);
+        const rows = (JSON.parse(readFileSync(dump, 'utf8')) as { logits: number[][] }).logits;
+        expect(maxAbsDiff(rows, c.logits), `${name} float16`).toBeLessThanOrEqual(float16Tolerance(path.basename(base)));
+      }
+      // check: lora_ids is a runtime input, not an unmapped weight; the adapter keys are in prepare's plan
+      // (the spec's own prepared folder is not written here: prepare went to --out)
+      const checked = await ws(dir, 'check', out);
+      expect(checked).toMatch(/: 0 errors, 1 warning\n$/);
+      expect(checked).toMatch(/\[not-prepared\]/);
     });
   }
 });
