@@ -82,7 +82,7 @@ export async function planLora(
           a.weightsFile,
           `${m.module}: the adapter is for a [${m.out}, ${m.in}] Linear, but "${m.module}.weight" is [${w.shape.join(', ')}] in the base checkpoint ${base.dir}`,
         );
-      byModule.set(m.module, { module: m.module, in: m.in, out: m.out });
+      if (!byModule.has(m.module)) byModule.set(m.module, { module: m.module, in: m.in, out: m.out, by: a.weightsFile });
     }
   }
   const order = [...base.sources.keys()];

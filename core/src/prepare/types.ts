@@ -130,6 +130,8 @@ export interface LoraStackModule {
   module: string;
   in: number;
   out: number;
+  /** The weights file of the first adapter targeting it (named when the graph cannot serve it). */
+  by: string;
 }
 
 /** The adapters of a LoRA plan: what export needs to build the graph. */

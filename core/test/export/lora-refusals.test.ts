@@ -102,6 +102,24 @@ describeFixtures('--lora refuses what it does not implement, one line each', () 
     expectOneLine(await exportLora(d), file, /embedding LoRA is not supported/);
   });
 
+  it('an adapter of a Linear the graph does not build as one (an MoE expert, served from the stacked experts)', async () => {
+    const mixtral = path.join(fixturesDir(), 'mixtral');
+    const d = adapterCopy((c) => (c.base_model_name_or_path = mixtral));
+    const file = path.join(d, 'adapter_model.safetensors');
+    const e = 'base_model.model.model.layers.0.block_sparse_moe.experts.0.w1';
+    const f32 = (n: number) => new Uint8Array(new Float32Array(n).fill(0.01).buffer);
+    await writeSafetensors(file, [
+      { key: `${e}.lora_A.weight`, dtype: 'F32', shape: [4, 64], data: f32(256) },
+      { key: `${e}.lora_B.weight`, dtype: 'F32', shape: [96, 4], data: f32(384) },
+    ]);
+    const r = await cliInProcess(['export', '--config', mixtral, '--out', path.join(tmp(), 'out'), '--lora', d]);
+    expectOneLine(
+      r,
+      file,
+      /targets model\.layers\.0\.block_sparse_moe\.experts\.0\.w1, which this mixtral graph does not build as a plain Linear/,
+    );
+  });
+
   it('use_rslora: B is folded with lora_alpha / √r (read back from the prepared tensor)', async () => {
     const d = adapterCopy((c) => (c.use_rslora = true));
     const prepared = path.join(tmp(), 'prepared');

@@ -23,7 +23,7 @@ export interface LoraGraph {
   /** R, the stacked rank. */
   rank: number;
   /** Targeted Linears by weight name (`<module>.weight`). */
-  modules: ReadonlyMap<string, { module: string; in: number; out: number }>;
+  modules: ReadonlyMap<string, { module: string; in: number; out: number; /** the adapter file naming it */ by: string }>;
 }
 
 /** The stacked adapter inputs of every targeted module, in module order. */

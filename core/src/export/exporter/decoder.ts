@@ -16,7 +16,7 @@
  * The skeleton is shared: the VLM language graphs (vlm/language.ts, vlm/language-gemma3.ts) build
  * their own inputs and embeddings, then run {@link decoderLayers} and {@link lastPositionLogits}.
  */
-import { PipelineError } from '../../errors';
+import { FormatError } from '../../errors';
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
@@ -256,11 +256,9 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   }
 
   const weights = [...weightInputs(a), ...(o.lora ? loraWeightInputs(o.lora) : [])];
-  const unused = o.lora ? [...o.lora.modules.keys()].filter((w) => !lora!.used.has(w)) : [];
+  const unused = o.lora ? [...o.lora.modules.values()].filter((m) => !lora!.used.has(`${m.module}.weight`)) : [];
   if (unused.length)
-    throw new PipelineError(
-      `a LoRA adapter targets ${unused[0]!.replace(/\.weight$/, '')}, which this ${a.modelType} graph does not build as a plain Linear`,
-    );
+    throw new FormatError(unused[0]!.by, `targets ${unused[0]!.module}, which this ${a.modelType} graph does not build as a plain Linear`);
   const metadata: Record<string, string> = {
     'weight_spec.model_type': a.modelType,
     'weight_spec.phase': phase,
