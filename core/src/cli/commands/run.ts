@@ -227,7 +227,7 @@ export const runCommand = defineCommand({
     const ids = rows[0]!;
     const batched = rows.length > 1 || f['lora-ids'] !== undefined;
     if (f['lora-id'] !== undefined && f['lora-ids'] !== undefined) throw new UsageError('run: give --lora-id or --lora-ids, not both');
-    const loraIds = f['lora-ids'] !== undefined ? parseIdRows(f['lora-ids'].replace(/;/g, ','), '--lora-ids')[0]!.map(Number) : undefined;
+    const loraIds = f['lora-ids'] !== undefined ? parseIdRows(f['lora-ids'].replace(/;/g, ','), '--lora-ids')[0]! : undefined;
     if (loraIds && loraIds.length !== rows.length)
       throw new UsageError(`run: --lora-ids has ${loraIds.length} id(s) for ${rows.length} --input-ids row(s); give one per row`);
     if (f['lora-id'] !== undefined && f['lora-id'] < 0) throw new UsageError('run: --lora-id must be ≥ 0 (0 = base)');
