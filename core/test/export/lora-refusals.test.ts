@@ -149,6 +149,14 @@ describeFixtures('run refuses LoRA ids the graph does not serve', () => {
     await cliStdout(dir, 'export', '--config', base(), '--out', out, '--ctx-len', '16', '--lora', adapterA());
     await cliStdout(dir, 'prepare', '--checkpoint', base(), '--dtype', 'float32', '--out', prepared, '--lora', adapterA());
     await cliStdout(dir, 'compile', out, '--prepared', prepared);
+    // a folder stacking other adapters (or the same in another order) would swap the ids: refused
+    const other = path.join(dir, 'prepared-b');
+    const adapterB = path.join(fixturesDir(), 'llama_lora', 'adapter_b');
+    await cliStdout(dir, 'prepare', '--checkpoint', base(), '--dtype', 'float32', '--out', other, '--lora', adapterB);
+    const bad = await cliInProcess(['compile', out, '--prepared', other]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr).toMatch(/stacks the LoRA adapters 1 = .*adapter_b, but the export serves 1 = .*adapter_a/);
     let r = await cliInProcess(['run', out, '--input-ids', '1,2,3', '--lora-id', '2']);
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toMatch(/^weight-spec: LoRA id 2 is not served by .*: ids are 0 \(base\) … 1 \(its adapters\)$/);
