@@ -77,6 +77,13 @@ describeFixtures('export --lora → prepare --lora → compile → run --lora-id
       const prompts = b.input_ids.map((r) => r.join(',')).join(';');
       const tokens = await ws(dir, 'run', out, '--input-ids', prompts, '--lora-ids', loraIds, '--max-new-tokens', '5');
       expect(tokens.trim().split('\n')).toEqual(b.generated_ids.map((g) => g.join(',')));
+
+      // continuous batching (QEfficient's batch_index beside lora_ids): each row in its own cache row, the same tokens
+      const cb = path.join(dir, 'export-cb');
+      await ws(dir, 'export', '--config', base, '--out', cb, '--ctx-len', '32', '--continuous-batching', '--batch-size', '3', ...loraArgs);
+      await ws(dir, 'compile', cb, '--prepared', prepared);
+      const cbTokens = await ws(dir, 'run', cb, '--input-ids', prompts, '--lora-ids', loraIds, '--max-new-tokens', '5');
+      expect(cbTokens.trim().split('\n')).toEqual(b.generated_ids.map((g) => g.join(',')));
       if (haveOnnxChecker()) {
         const compiled = readdirSync(prepared).filter((f) => f.startsWith('compiled-') && f.endsWith('.onnx'));
         const res = checkOnnx([path.join(out, 'model.onnx'), ...compiled.map((f) => path.join(prepared, f))]);
