@@ -63,6 +63,28 @@ describeFixtures('--lora refuses what it does not implement, one line each', () 
     });
   }
 
+  it('--lora needs the base checkpoint (not config.json alone) and goes with --config', async () => {
+    const cfgOnly = path.join(tmp(), 'cfg');
+    fs.mkdirSync(cfgOnly);
+    fs.copyFileSync(path.join(base(), 'config.json'), path.join(cfgOnly, 'config.json'));
+    let r = await cliInProcess(['export', '--config', cfgOnly, '--out', path.join(tmp(), 'out'), '--lora', adapterA()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--lora needs the base checkpoint in the model directory/);
+    r = await cliInProcess([
+      'export',
+      '--onnx',
+      path.join(base(), 'legacy.onnx'),
+      '--checkpoint',
+      base(),
+      '--out',
+      path.join(tmp(), 'o'),
+      '--lora',
+      adapterA(),
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--lora goes with --config/);
+  });
+
   it('a local base_model_name_or_path that is not the base folder', async () => {
     const other = path.join(fixturesDir(), 'qwen2');
     const d = adapterCopy((c) => (c.base_model_name_or_path = other));
