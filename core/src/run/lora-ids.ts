@@ -7,18 +7,11 @@
  * stacks, so an id past them is refused before ONNX Runtime's Gather sees it.
  */
 import { PipelineError } from '../errors';
-import { SERVING_METADATA } from '../artifacts/graph-metadata';
+import { loraAdapters } from '../artifacts/graph-metadata';
 
 /** How many adapters the graph's metadata names (ids 1…n), if it names them. */
 export function loraAdapterCount(metadata: readonly { key: string; value: string }[]): number | undefined {
-  const v = metadata.find((e) => e.key === SERVING_METADATA.lora)?.value;
-  if (v === undefined) return undefined;
-  try {
-    const adapters = (JSON.parse(v) as { adapters?: unknown }).adapters;
-    return Array.isArray(adapters) ? adapters.length : undefined;
-  } catch {
-    return undefined;
-  }
+  return loraAdapters(metadata)?.length;
 }
 
 /**

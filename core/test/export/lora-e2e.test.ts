@@ -78,6 +78,11 @@ describeFixtures('export --lora → prepare --lora → compile → run --lora-id
       const tokens = await ws(dir, 'run', out, '--input-ids', prompts, '--lora-ids', loraIds, '--max-new-tokens', '5');
       expect(tokens.trim().split('\n')).toEqual(b.generated_ids.map((g) => g.join(',')));
 
+      // inspect names the adapters each id picks
+      expect(await ws(dir, 'inspect', path.join(out, 'model.onnx'))).toMatch(
+        /LoRA: lora_ids \[batch, 1\] picks 0 \(base\) or 1 = .*adapter_a, 2 = .*adapter_b/,
+      );
+
       // continuous batching (QEfficient's batch_index beside lora_ids): each row in its own cache row, the same tokens
       const cb = path.join(dir, 'export-cb');
       await ws(dir, 'export', '--config', base, '--out', cb, '--ctx-len', '32', '--continuous-batching', '--batch-size', '3', ...loraArgs);
