@@ -5,6 +5,21 @@
  * (QEfficient's mixed-adapter batch, `prompt_to_lora_id_mapping`). The runner provides the one
  * step that feeds a call (runner.ts); this is only the order of the calls.
  */
+import { PipelineError } from '../errors';
+/** Refuses a batch the graph cannot run: a sampler graph, rows of unequal length, a row count its fixed batch does not take. */
+export function checkRows(
+  rows: number[][],
+  g: { model: string; sampler: boolean; batch: number | undefined; checkIds: (row: number[]) => void },
+): void {
+  if (g.sampler)
+    throw new PipelineError(`${g.model}: a batch of rows runs greedy on a plain graph; this one ends in the on-device sampler`);
+  if (rows.length === 0 || rows.some((r) => r.length !== rows[0]!.length || r.length === 0))
+    throw new PipelineError('the batch rows must be non-empty and of equal length (no padding yet)');
+  if (g.batch !== undefined && rows.length !== g.batch)
+    throw new PipelineError(`${g.model}: the graph's batch is fixed at ${g.batch}; give ${g.batch} rows (${rows.length} given)`);
+  for (const r of rows) g.checkIds(r);
+}
+
 /** One call over every row: the rows' tokens at positions start…, their adapters; each row's last logits. */
 export type RowsStep<K> = (
   kv: K,

@@ -36,7 +36,7 @@ import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams
 import { TensorDataType } from '../formats/onnx/types';
 import { LORA_IDS } from '../artifacts/graph-interface';
 import { loraIdsOf } from './lora-ids';
-import { batchMethods } from './batch-rows';
+import { batchMethods, checkRows } from './batch-rows';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -372,16 +372,6 @@ export async function createRunner(
     return { logits: last?.[0], last, next };
   };
   const one = (tokens: number[]) => Array.from({ length: batch }, () => tokens);
-  const batchRows = (rows: number[][], loraIds?: number[]) => {
-    if (feat.sampler)
-      throw new PipelineError(`${model}: a batch of rows runs greedy on a plain graph; this one ends in the on-device sampler`);
-    if (rows.length === 0 || rows.some((r) => r.length !== rows[0]!.length || r.length === 0))
-      throw new PipelineError('the batch rows must be non-empty and of equal length (no padding yet)');
-    if (seqFixed === undefined && batch !== 1 && rows.length !== batch)
-      throw new PipelineError(`${model}: the graph's batch is ${batch}; give ${batch} rows`);
-    for (const r of rows) checkTokenIds(r, vocab, model);
-    return loraOf(rows.length, loraIds);
-  };
   return makeRunner(
     'kv',
     model,
@@ -410,7 +400,10 @@ export async function createRunner(
     batchMethods({
       newState,
       step: async (kv, rows, start, phase, lora) => (await step(kv, rows, start, phase, undefined, lora)).last!,
-      check: batchRows,
+      check: (rows, loraIds) => {
+        checkRows(rows, { model, sampler: !!feat.sampler, batch: fixed(ids.dims[0]), checkIds: (r) => checkTokenIds(r, vocab, model) });
+        return loraOf(rows.length, loraIds);
+      },
       argmax,
     }),
   );

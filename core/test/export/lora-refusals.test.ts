@@ -191,6 +191,12 @@ describeFixtures('run refuses LoRA ids the graph does not serve', () => {
     r = await cliInProcess(['run', out, '--input-ids', '1,2;3,4', '--lora-ids', '0,1', '--temperature', '0.7']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/a batch of rows .* decodes greedily/);
+    const fixedBatch = path.join(dir, 'batch2');
+    await cliStdout(dir, 'export', '--config', base(), '--out', fixedBatch, '--ctx-len', '16', '--batch-size', '2', '--lora', adapterA());
+    await cliStdout(dir, 'compile', fixedBatch, '--prepared', prepared);
+    r = await cliInProcess(['run', fixedBatch, '--input-ids', '1,2;3,4;5,6', '--lora-ids', '0,1,1']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toMatch(/the graph's batch is fixed at 2; give 2 rows \(3 given\)$/);
     const plain = path.join(dir, 'plain');
     const prep2 = path.join(dir, 'prepared-plain');
     await cliStdout(dir, 'export', '--config', base(), '--out', plain, '--ctx-len', '16');
