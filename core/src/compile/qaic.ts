@@ -22,6 +22,7 @@ import { graphStates } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
+import { planWhisperGraph } from './qaic-whisper';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
 import { artifactExists } from '../artifacts/compile-artifact';
 import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
@@ -56,6 +57,11 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
     seqLen: num(ids?.dims[1]),
+    ...(m.inputs.some((i) => i.name === 'input_features')
+      ? { whisperRole: 'encoder' as const }
+      : m.inputs.some((i) => i.name === 'encoder_hidden_states')
+        ? { whisperRole: 'decoder' as const }
+        : {}),
     ...(m.inputs.some((i) => i.name === 'pixel_values')
       ? { vlmRole: 'vision' as const }
       : m.inputs.some((i) => i.name === 'vision_embeds')
@@ -100,7 +106,9 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
-    : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
+    : g.whisperRole
+      ? planWhisperGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
+      : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
   return { plan, onnx, onnxBytes };
 }
 

@@ -23,7 +23,10 @@ import { readRegularFile } from '../paths';
 import { isVlmConfig } from './vlm/config';
 import type { SlidingCache } from './blocks/attention-window';
 import { exportVlm } from './vlm/export-vlm';
+import { isWhisperConfig } from './whisper/whisper-config';
+import { exportWhisper } from './whisper/export-whisper';
 import { hubRecord, modelArg } from '../hub/hf-cache';
+import { withPackedLinears } from './exporter/keep-quantized';
 import { checkLoraExport, loraGraphOf, loraMetadata, loraReport } from './exporter/export-lora';
 
 export type { LayoutPlanner } from './exporter/layout';
@@ -52,6 +55,8 @@ export interface ConfigExportOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
+  /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
+  keepQuantized?: boolean;
   /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
   lora?: readonly string[];
 }
@@ -72,7 +77,8 @@ export function normalizeCcl(values: number[], ctxLen: number, flag: string): nu
 export interface ConfigExportResult {
   written: ExportWritten;
   summary: string[];
-  arch: ArchSpec;
+  /** The text model's architecture (absent for Whisper, whose two graphs have their own: export/whisper/). */
+  arch?: ArchSpec;
 }
 
 /** True when `dir` holds a safetensors checkpoint. */
@@ -110,6 +116,19 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
   }
 }
 
+/** The first text-model flag given that a Whisper export cannot honour (its flag name), else undefined. */
+function whisperRefusal(o: ConfigExportOptions): string | undefined {
+  if (o.phase !== undefined && o.phase !== 'both') return `--phase ${o.phase}`;
+  if (o.continuousBatching) return '--continuous-batching';
+  if (o.expertParallel) return '--moe-flavour expert_parallel';
+  if (o.mlaCache) return '--mla-cache';
+  if (o.slidingCache !== undefined) return '--sliding-cache';
+  if (o.compCtxLengths) return '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode';
+  if (o.sampler) return '--sampler';
+  if (o.lora?.length) return '--lora';
+  return undefined;
+}
+
 /** Builds, checks and writes the export. */
 export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigExportResult> {
   const t0 = performance.now();
@@ -133,8 +152,11 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (o.keepQuantized && !withCheckpoint)
+    throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
   if (isVlmConfig(cfg.raw)) {
+    if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both')
       throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
@@ -164,6 +186,26 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     return { written: r.written[1]!, summary: r.summary, arch: r.arch.text };
   }
 
+  if (isWhisperConfig(cfg.raw)) {
+    // Whisper exports as an encoder graph and a decoder graph over one prepared checkpoint (whisper/export-whisper.ts)
+    const refused = whisperRefusal(o);
+    if (refused) throw new UsageError(`${refused} is not supported for Whisper (an encoder graph and a decoder graph with its own caches)`);
+    const r = await exportWhisper({
+      cfgFile: cfg.file,
+      cfgDir: cfg.dir,
+      name: cfg.name,
+      raw: cfg.raw,
+      out: o.out,
+      dtype,
+      ...(o.opset !== undefined ? { opset: o.opset } : {}),
+      ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
+      ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+      withCheckpoint,
+      ...(o.planner ? { planner: o.planner } : {}),
+    });
+    return { written: r.written[1]!, summary: r.summary };
+  }
+
   let layout: PreparedLayout | undefined;
   if (withCheckpoint) {
     if (!o.planner) throw new PipelineError(`${cfg.dir}: holds a checkpoint but no prepare planner is available`);
@@ -175,9 +217,19 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
   };
   archFromConfig(cfg.raw, cfg.file, ep);
-  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, { ...ep, ...(o.lora?.length ? { lora: o.lora } : {}) });
+  if (withCheckpoint)
+    layout = await o.planner!(cfg.dir, dtype, {
+      ...ep,
+      ...(o.keepQuantized ? { keepQuantized: true } : {}),
+      ...(o.lora?.length ? { lora: o.lora } : {}),
+    });
   const lora = layout?.lora;
-  const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  let arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  if (o.keepQuantized) {
+    const kept = withPackedLinears(arch, new Map([...layout!.tensors].map(([k, t]) => [k, t.shape])));
+    if (kept.packed === 0) throw new UsageError(`--keep-quantized: ${cfg.file} names no GPTQ/AWQ Linear the graph reads`);
+    arch = kept.arch;
+  }
   const tPlan = performance.now();
   let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
   if (o.sampler) {
@@ -251,6 +303,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
+        ...(o.keepQuantized ? { keep_quantized: true } : {}),
         ...(lora ? { lora: loraReport(lora) } : {}),
       },
       graph: {

@@ -43,7 +43,7 @@ export type {
   TensorRef,
 } from './types';
 export { LORA_FILE } from './lora-plan';
-export { quantSchemeOf, quantMethodOf, describeScheme, SUPPORTED_QUANTIZATION, type QuantScheme } from './quant-config';
+export { quantSchemeOf, quantMethodOf, describeScheme, isInt4, SUPPORTED_QUANTIZATION, type QuantScheme } from './quant-config';
 export { planDequant, weightOfScaleKey, type DequantPlan } from './transforms/fp8';
 export { dequantFp8, fp8Values } from './fp8-kernel';
 export {

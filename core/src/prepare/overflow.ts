@@ -76,7 +76,13 @@ function sourceFileOf(task: Task, key: string): string {
   const r = t?.recipe;
   // the first slot with a source (a LoRA stack's slot 0 is zeros)
   const slot = r?.kind === 'slots' ? r.slots.find((s) => s.kind !== 'lora' || s.src !== undefined) : undefined;
-  const first = !r ? undefined : r.kind === 'convert' ? r.src : slot && (slot.kind === 'mxfp4' ? slot.blocks : slot.src);
+  const first = !r
+    ? undefined
+    : r.kind === 'convert'
+      ? r.src
+      : r.kind === 'int4'
+        ? r.module.qweight
+        : slot && (slot.kind === 'mxfp4' ? slot.blocks : slot.src);
   return (first && task.sources[first]?.file) ?? task.file;
 }
 

@@ -41,7 +41,7 @@ export interface PreparedLayout {
 export type LayoutPlanner = (
   checkpointDir: string,
   dtype: ExportDtype,
-  o?: { expertParallel?: { stages: number }; lora?: readonly string[] },
+  o?: { expertParallel?: { stages: number }; keepQuantized?: boolean; lora?: readonly string[] },
 ) => Promise<PreparedLayout>;
 
 /** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */
@@ -65,7 +65,7 @@ export function safetensorsDtype(dtype: string): string {
 }
 
 /** The layout derived from the architecture alone (no checkpoint given). */
-export function layoutFromConfig(a: ArchSpec, weights: WeightInput[], dir: string, dtype: string): PreparedLayout {
+export function layoutFromConfig(a: Pick<ArchSpec, 'layers'>, weights: WeightInput[], dir: string, dtype: string): PreparedLayout {
   const st = safetensorsDtype(dtype);
   const size = DTYPE_BYTES[st] ?? 4;
   const expertLayer = new Map<string, number>();
