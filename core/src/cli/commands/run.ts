@@ -60,6 +60,7 @@ type RunFlags = {
   audio?: string;
   'input-features'?: string;
   'decoder-input-ids'?: string;
+  tokenizer?: string;
 };
 
 /** `run <whisper export>`: features from --audio or --input-features, the encoder once, then greedy decode. */
@@ -84,6 +85,15 @@ async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number
         : featuresFromJson(path.resolve(io.cwd, f['input-features']!));
     const r = await runner.transcribe(features, prompt, n);
     if (n > 0) println(io.stdout, r.tokens.join(','));
+    // the transcription as text (special tokens left out) when the model ships tokenizer.json
+    if (n > 0) {
+      const { optionalTextModelFiles } = await import('../../run/text/model-files');
+      const { loadTokenizer } = await import('../../run/text/text-tokenizer');
+      const tokenizerDir = f.tokenizer === undefined ? undefined : path.resolve(io.cwd, f.tokenizer);
+      const files = optionalTextModelFiles(dir, tokenizerDir);
+      if (files) println(io.stdout, loadTokenizer(files).decode(r.tokens).trim());
+      else println(io.stderr, 'run: no tokenizer.json beside the model (or --tokenizer <dir>): the transcription is printed as ids only');
+    }
     const dumped = f['dump-logits'] ? ` → logits ${await dumpLogits(io, f['dump-logits'], r.logits)}` : '';
     println(
       io.stderr,
@@ -96,10 +106,11 @@ async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number
 }
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO, text?: TextRun): Promise<number> {
-  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
+  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }, { expandLlavaPrompt }] = await Promise.all([
     import('../../run/vlm/vlm-runner'),
     import('../../run/vlm/inputs'),
     import('../../run/vlm/gemma3-prompt'),
+    import('../../run/vlm/llava-prompt'),
   ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const maxPixels = f['max-image-pixels'];
@@ -121,6 +132,8 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
           : undefined;
     // --prompt / --chat: the images' placeholders expanded by the text, then tokenized
     if (text) ids = text.promptIds({ manifest: runner.manifest, grids: images?.grids ?? [] });
+    // LLaVA: one <image> per image expands to the image's feature rows (LlavaProcessor's count)
+    ids = expandLlavaPrompt(ids, runner.manifest, images);
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
@@ -195,8 +208,9 @@ export const runCommand = defineCommand({
     'onnxruntime-node is loaded from WEIGHT_SPEC_ORT_PATH when set.',
     'A VLM export (vlm.json + vision/ + language/) runs the vision graph once, computes the MRoPE position',
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
-    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
-    "(preprocessor_config.json beside the model's config.json when present).",
+    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the model\'s image processor',
+    "(Qwen, Gemma 3, CLIP; LLaVA-NeXT anyres tiles; preprocessor_config.json beside the model's config.json).",
+    'LLaVA: one <image> per image expands to the processor_config.json count of image tokens.',
     ...TEXT_DETAILS,
     'A Whisper export (whisper.json + encoder/ + decoder/) computes the log-mel features of --audio (mono 16-bit PCM or',
     '32-bit float WAV at the extractor rate) or reads "input_features" from --input-features, runs the encoder once and',
