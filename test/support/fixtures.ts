@@ -138,7 +138,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
   bert: { issue: 45, paths: ['config'] },
-  llama_lora: { issue: 46, paths: ['lora'] },
   internvl: { issue: 44, paths: ['config'] },
   llama4_vlm: { issue: 44, paths: ['vlm'] },
 };
@@ -195,6 +194,22 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
 export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next', 'mistral3'] as const;
+
+/**
+ * The LoRA fixtures the pipeline builds (`export --config <base> --lora <adapter> …` → prepare
+ * --lora → compile → run --lora-id / --lora-ids), judged by core/test/export/lora-e2e.test.ts
+ * against their reference.json (base, each adapter, a batch with an adapter per row).
+ */
+export const BUILT_LORA = ['llama_lora'] as const;
+
+/** What a LoRA fixture's reference.json holds (`tools/fixtures/gen_quant_lora.py`). */
+export interface LoraFixtureRef {
+  base_fixture: string;
+  adapters: Record<string, { path: string; r: number; lora_alpha: number; scaling: number; target_modules: string[]; lora_id: number }>;
+  input_ids: number[];
+  cases: Record<string, { adapter: string | null; generated_ids: number[]; logits: number[][] }>;
+  batch: { adapters: string[]; lora_ids: number[][]; input_ids: number[][]; generated_ids: number[][]; logits: number[][][] };
+}
 
 /**
  * Quantized checkpoints the pipeline builds (no legacy graph): judged by their reference logits in

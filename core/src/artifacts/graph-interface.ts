@@ -81,6 +81,9 @@ export interface StateTensor {
   window?: number;
 }
 
+/** QEfficient's LoRA input (`QEffAutoLoraModelForCausalLM.export`): the adapter id of each batch row, `[batch, 1]`. */
+export const LORA_IDS = 'lora_ids';
+
 /** One runtime (non-weight) input. */
 export interface RuntimeInput {
   name: string;
@@ -90,7 +93,7 @@ export interface RuntimeInput {
 
 /** The interface of a causal-LM graph. */
 export interface GraphInterface {
-  /** Runtime inputs in declaration order: input_ids, position_ids, [batch_index], the states, [comp_ctx_lengths]. */
+  /** Runtime inputs in declaration order: input_ids, position_ids, [batch_index], the states, [comp_ctx_lengths], [lora_ids]. */
   inputs: RuntimeInput[];
   /** The states, in layer order (within a layer, the block's order), each with its retained output. */
   states: StateTensor[];
@@ -173,6 +176,8 @@ export interface InterfaceDims {
   dtype: string;
   continuousBatching: boolean;
   ccl: boolean;
+  /** Finite LoRA adapters: QEfficient's `lora_ids` `[batch, 1]` int64 (the adapter of each row, 0 = base). */
+  lora?: boolean;
 }
 
 /** The causal-LM decoder's interface (QEfficient's forward signature order). */
@@ -185,6 +190,7 @@ export function decoderInterface(a: Parameters<typeof archStates>[0], o: Interfa
       ...(o.continuousBatching ? [{ name: 'batch_index', dtype: 'int64', dims: [o.batch, 1] }] : []),
       ...states.map((s) => ({ name: s.name, dtype: s.dtype, dims: s.dims })),
       ...(o.ccl ? [{ name: 'comp_ctx_lengths', dtype: 'int64', dims: ['comp_ctx_lengths'] }] : []),
+      ...(o.lora ? [{ name: LORA_IDS, dtype: 'int64', dims: [o.batch, 1] }] : []),
     ],
     states,
   };

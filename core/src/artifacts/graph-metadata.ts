@@ -11,6 +11,8 @@ export const SERVING_METADATA = {
   cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
   cclDecode: 'weight_spec.comp_ctx_lengths_decode',
   sampler: 'weight_spec.sampler',
+  /** LoRA graphs: `{"adapters": [dir…], "rank": R}`, adapter k + 1 = adapters[k] (export-lora.ts). */
+  lora: 'weight_spec.lora_adapters',
 } as const;
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
@@ -108,5 +110,21 @@ export function servingSummary(
       `on-device sampler: next_tokens${f.sampler.returnPdfs ? ' + probs' : ''} instead of logits; max_top_k_ids ${f.sampler.maxTopK}, vocab ${f.sampler.vocab}`,
     );
   }
+  if (inputs.some((i) => i.name === 'lora_ids')) {
+    const n = loraAdapters(metadata);
+    lines.push(`LoRA: lora_ids [batch, 1] picks 0 (base)${n ? ` or ${n.map((d, i) => `${i + 1} = ${d}`).join(', ')}` : ' or an adapter'}`);
+  }
   return lines;
+}
+
+/** The adapter folders a LoRA graph's metadata names (id k = the k-th), if it names them. */
+export function loraAdapters(metadata: readonly { key: string; value: string }[]): string[] | undefined {
+  const v = metadata.find((e) => e.key === SERVING_METADATA.lora)?.value;
+  if (v === undefined) return undefined;
+  try {
+    const adapters = (JSON.parse(v) as { adapters?: unknown }).adapters;
+    return Array.isArray(adapters) ? adapters.map(String) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -42,3 +42,13 @@ export const EXPERT_ROLE: Readonly<Record<string, 'gate' | 'up' | 'down'>> = {
   linear_v: 'up',
   linear_1: 'down',
 };
+
+/**
+ * The prepared keys (and graph inputs) of one Linear's stacked LoRA adapters, QEfficient's
+ * `LinearMultiLoRA` parameter names: `<module>.lora_a_weights` `[N+1, 1, in, R]` and
+ * `<module>.lora_b_weights` `[N+1, 1, R, out]` (prepare/lora-plan.ts writes them, the graph's
+ * blocks/lora.ts reads them).
+ */
+export function loraKeys(module: string): { a: string; b: string } {
+  return { a: `${module}.lora_a_weights`, b: `${module}.lora_b_weights` };
+}

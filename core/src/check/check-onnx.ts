@@ -12,7 +12,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError, oneLine } from '../errors';
 import type { OnnxSummary } from '../formats/onnx';
-import { isStateInput } from '../artifacts/graph-interface';
+import { isStateInput, LORA_IDS } from '../artifacts/graph-interface';
 import { SPEC_METADATA_KEY } from '../spec/types';
 import { specMetadataValue } from '../spec/write';
 import { report, type CheckContext } from './context';
@@ -26,9 +26,10 @@ const RUNTIME_NAMES =
 /**
  * Graph inputs a causal-LM graph (or a VLM's vision / language graph, Whisper's encoder / decoder) feeds at run time (never
  * weights): the named ones, the states of graph-interface.ts (`past_key.{i}`, `compressed_kv.{i}`,
- * `conv_state.{i}`, …) and the legacy exporters' cache spellings (`past_key_3`, `past_key_values.…`).
+ * `conv_state.{i}`, …), a LoRA graph's `lora_ids`, and the legacy exporters' cache spellings
+ * (`past_key_3`, `past_key_values.…`).
  */
-export const RUNTIME_INPUT = { test: (name: string): boolean => RUNTIME_NAMES.test(name) || isStateInput(name) };
+export const RUNTIME_INPUT = { test: (name: string): boolean => RUNTIME_NAMES.test(name) || isStateInput(name) || name === LORA_IDS };
 
 /** Finds the companion ONNX of a spec; undefined when there is none. */
 export async function findCompanionOnnx(ctx: CheckContext): Promise<string | undefined> {

@@ -50,6 +50,8 @@ export interface PlannedSource {
   checkpoint: string;
   /** A dtype prepare accepts: checked where it was read (export-report.json or the folder name). */
   dtype: PrepareDtype;
+  /** The LoRA adapter folders the export names (`prepare --lora`), absolute. */
+  lora?: string[];
 }
 
 /** One check in progress. */

@@ -26,7 +26,10 @@ async function findSource(ctx: CheckContext, preparedDirName: string): Promise<P
   const checkpoint = report?.source?.checkpoint;
   const dtype = report?.options?.dtype;
   if (typeof checkpoint === 'string' && typeof dtype === 'string' && isPrepareDtype(dtype)) {
-    return { checkpoint: path.resolve(ctx.specDir, checkpoint), dtype };
+    // an export with --lora: prepare stacks the same adapters, so their keys are planned too
+    const lora = report?.source?.lora;
+    const dirs = Array.isArray(lora) && lora.every((d) => typeof d === 'string') ? lora.map((d) => path.resolve(ctx.specDir, d)) : [];
+    return { checkpoint: path.resolve(ctx.specDir, checkpoint), dtype, ...(dirs.length ? { lora: dirs } : {}) };
   }
   // prepare's default output is `<parent>/<name>-prepared-<dtype>-<hash>` beside `<parent>/<name>`.
   const m = parsePreparedFolderName(preparedDirName);
@@ -45,27 +48,32 @@ interface CacheEntry {
 }
 const planCache = new Map<string, CacheEntry>();
 
-/** Size and mtime of every file in the checkpoint folder: a re-plan is needed only when they change. */
-async function signatureOf(checkpoint: string): Promise<string> {
-  const names = await fs.readdir(checkpoint).catch(() => [] as string[]);
+/** Size and mtime of every file in the checkpoint folder (and the adapter folders): a re-plan is needed only when they change. */
+async function signatureOf(checkpoint: string, lora: readonly string[] = []): Promise<string> {
   const parts: string[] = [];
-  for (const n of names.sort()) {
-    if (!/\.(safetensors|json)$/.test(n)) continue;
-    const st = await fs.stat(path.join(checkpoint, n)).catch(() => undefined);
-    if (st) parts.push(`${n}:${st.size}:${st.mtimeMs}`);
+  for (const dir of [checkpoint, ...lora]) {
+    const names = await fs.readdir(dir).catch(() => [] as string[]);
+    for (const n of names.sort()) {
+      if (!/\.(safetensors|json)$/.test(n)) continue;
+      const st = await fs.stat(path.join(dir, n)).catch(() => undefined);
+      if (st) parts.push(`${dir === checkpoint ? '' : `${dir}/`}${n}:${st.size}:${st.mtimeMs}`);
+    }
   }
   return parts.join('|');
 }
 
+/** The plan cache's key of a source. */
+const planKey = (s: PlannedSource) => [s.checkpoint, s.dtype, ...(s.lora ?? [])].join('\u0000');
+
 /** The plan of `source`, cached while the checkpoint's files are unchanged; undefined when it cannot be planned. */
 async function cachedPlan(source: PlannedSource): Promise<PreparePlan | undefined> {
-  const key = `${source.checkpoint}\u0000${source.dtype}`;
-  const signature = await signatureOf(source.checkpoint);
+  const key = planKey(source);
+  const signature = await signatureOf(source.checkpoint, source.lora);
   const hit = planCache.get(key);
   if (hit && hit.signature === signature) return hit.plan;
   let plan: PreparePlan | undefined;
   try {
-    plan = await planPrepare({ checkpoint: source.checkpoint, dtype: source.dtype });
+    plan = await planPrepare({ checkpoint: source.checkpoint, dtype: source.dtype, ...(source.lora ? { lora: source.lora } : {}) });
   } catch {
     plan = undefined; // an unplannable source: the files stay "not prepared yet", nothing more
   }
@@ -109,7 +117,7 @@ export async function planMissingPrepared(ctx: CheckContext): Promise<void> {
  * prepared-origin.ts), from the plan the last check made of `source`.
  */
 export function describePlannedOrigin(source: PlannedSource, key: string, info: TensorFacts): string[] {
-  const plan = planCache.get(`${source.checkpoint}\u0000${source.dtype}`)?.plan;
+  const plan = planCache.get(planKey(source))?.plan;
   if (!plan) return [];
   const tasks = plan.tasks.map((t) => ({
     transform: t.transform,
@@ -122,5 +130,8 @@ export function describePlannedOrigin(source: PlannedSource, key: string, info: 
 /** ` (checked against prepare's plan of <checkpoint>; not prepared yet)` for planned files, else empty. */
 export function plannedNote(ctx: CheckContext, fileIndex: number): string {
   const p = ctx.files[fileIndex]?.planned;
-  return p ? `; not prepared yet, checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}\`` : '';
+  const lora = (p?.lora ?? []).map((d) => ` --lora ${d}`).join('');
+  return p
+    ? `; not prepared yet, checked against the plan of \`weight-spec prepare --checkpoint ${p.checkpoint} --dtype ${p.dtype}${lora}\``
+    : '';
 }

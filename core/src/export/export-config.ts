@@ -27,6 +27,7 @@ import { isWhisperConfig } from './whisper/whisper-config';
 import { exportWhisper } from './whisper/export-whisper';
 import { hubRecord, modelArg } from '../hub/hf-cache';
 import { withPackedLinears } from './exporter/keep-quantized';
+import { checkLoraExport, loraGraphOf, loraMetadata, loraReport } from './exporter/export-lora';
 
 export type { LayoutPlanner } from './exporter/layout';
 
@@ -56,6 +57,8 @@ export interface ConfigExportOptions {
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
   /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
   keepQuantized?: boolean;
+  /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
+  lora?: readonly string[];
 }
 
 /**
@@ -122,6 +125,7 @@ function whisperRefusal(o: ConfigExportOptions): string | undefined {
   if (o.slidingCache !== undefined) return '--sliding-cache';
   if (o.compCtxLengths) return '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode';
   if (o.sampler) return '--sampler';
+  if (o.lora?.length) return '--lora';
   return undefined;
 }
 
@@ -150,6 +154,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const withCheckpoint = hasCheckpoint(cfg.dir);
   if (o.keepQuantized && !withCheckpoint)
     throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
+  if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
   if (isVlmConfig(cfg.raw)) {
     if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
@@ -212,7 +217,13 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
   };
   archFromConfig(cfg.raw, cfg.file, ep);
-  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, { ...ep, ...(o.keepQuantized ? { keepQuantized: true } : {}) });
+  if (withCheckpoint)
+    layout = await o.planner!(cfg.dir, dtype, {
+      ...ep,
+      ...(o.keepQuantized ? { keepQuantized: true } : {}),
+      ...(o.lora?.length ? { lora: o.lora } : {}),
+    });
+  const lora = layout?.lora;
   let arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
   if (o.keepQuantized) {
     const kept = withPackedLinears(arch, new Map([...layout!.tensors].map(([k, t]) => [k, t.shape])));
@@ -237,6 +248,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
+    ...(lora ? { lora: loraGraphOf(lora), metadata: loraMetadata(lora) } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -272,7 +284,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     links: { [link]: layout.dir },
     report: {
       kind: 'config',
-      source: { config: cfg.file, checkpoint: withCheckpoint ? cfg.dir : null, ...hubRecord(cfg.dir) },
+      source: {
+        config: cfg.file,
+        checkpoint: withCheckpoint ? cfg.dir : null,
+        ...hubRecord(cfg.dir),
+        ...(lora ? { lora: lora.adapters.map((a) => a.dir) } : {}),
+      },
       model_type: arch.modelType,
       options: {
         dtype,
@@ -287,6 +304,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
         ...(o.keepQuantized ? { keep_quantized: true } : {}),
+        ...(lora ? { lora: loraReport(lora) } : {}),
       },
       graph: {
         layers: built.layers,
@@ -330,6 +348,14 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
             ],
           ]
         : []),
+      ...(lora
+        ? [
+            [
+              'LoRA',
+              `lora_ids [batch, 1] picks 0 (base) or ${lora.adapters.map((a) => `${a.id} = ${path.basename(a.dir)}`).join(', ')}; ${lora.modules.length} Linears, rank ${lora.rank}`,
+            ] as [string, string],
+          ]
+        : []),
       [
         'weights',
         `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`,
@@ -340,7 +366,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ],
     ],
     withCheckpoint
-      ? await nextSteps(layout.dir, [prepareHint(modelArg(cfg.dir), dtype, o), `weight-spec compile ${shellWord(path.resolve(o.out))}`])
+      ? await nextSteps(layout.dir, [
+          prepareHint(modelArg(cfg.dir), dtype, { ...o, lora: lora?.adapters.map((a) => a.dir) }),
+          `weight-spec compile ${shellWord(path.resolve(o.out))}`,
+        ])
       : [
           // the layout was derived from config.json: --spec makes prepare write exactly it (files, keys), into the folder the report names
           `weight-spec prepare --checkpoint <checkpoint of ${cfg.name}> --dtype ${dtype}${o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : ''} --spec ${shellWord(written.specFile)}`,

@@ -178,10 +178,11 @@ export function shellWord(s: string): string {
 export function prepareHint(
   checkpoint: string,
   dtype: string,
-  o: { expertParallel?: { stages: number }; keepQuantized?: boolean } = {},
+  o: { expertParallel?: { stages: number }; keepQuantized?: boolean; lora?: readonly string[] } = {},
 ): string {
   const ep = o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : '';
-  return `weight-spec prepare --checkpoint ${shellWord(checkpoint)} --dtype ${dtype}${ep}${o.keepQuantized ? ' --keep-quantized' : ''}`;
+  const lora = (o.lora ?? []).map((d) => ` --lora ${shellWord(d)}`).join('');
+  return `weight-spec prepare --checkpoint ${shellWord(checkpoint)} --dtype ${dtype}${ep}${o.keepQuantized ? ' --keep-quantized' : ''}${lora}`;
 }
 
 /**

@@ -33,6 +33,8 @@ function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: n
       const t = srcs[s.src]!;
       return (t.byteLength / t.shape[0]!) * 2 + out;
     }
+    case 'lora':
+      return (s.src ? srcs[s.src]!.byteLength * 2 : 0) + sliceElems * 4 + out;
     case 'half-columns': {
       const t = srcs[s.src]!;
       const per = t.byteLength / t.shape[0]!;

@@ -135,6 +135,23 @@ function realOf(p: string): string {
 }
 
 /**
+ * Why a prepared folder cannot serve an export's adapters (`exported`: the adapter folders its
+ * report records, in id order; prepare/lora-plan.ts stacks them), or undefined: the manifest's `lora-stack` task must stack the
+ * same folders in the same order, or id k would pick another adapter's weights.
+ */
+function loraMismatch(exported: unknown, tasks: readonly { transform: string; params: Record<string, unknown> }[]): string | undefined {
+  const want = Array.isArray(exported) ? exported.filter((d): d is string => typeof d === 'string') : [];
+  const task = tasks.find((t) => t.transform === 'lora-stack');
+  const adapters = task?.params.adapters;
+  const have = Array.isArray(adapters) ? adapters.map((a) => String((a as { dir?: unknown }).dir)) : [];
+  if (want.length === 0) return undefined; // a plain export ignores the stacked adapters
+  const real = (d: string) => realOf(d);
+  if (want.length === have.length && want.every((d, i) => real(d) === real(have[i]!))) return undefined;
+  const list = (ds: string[]) => (ds.length ? ds.map((d, i) => `${i + 1} = ${d}`).join(', ') : 'none');
+  return `stacks the LoRA adapters ${list(have)}, but the export serves ${list(want)}; prepare again with the export's --lora folders, in its order`;
+}
+
+/**
  * One line when `preparedDir`'s manifest disagrees with its folder name's fingerprint, or
  * with the source checkpoint the report of `exportDir` records for that folder; else undefined.
  */
@@ -150,6 +167,9 @@ export function preparedMismatch(exportDir: string, preparedDir: string, manifes
     );
   }
   const report = readExportReport(exportDir);
+  // a LoRA export binds adapter k to slot k: the folder must stack the same adapters in the same order
+  const lora = loraMismatch(report?.source?.lora, manifest.tasks);
+  if (lora) return `${shown}: ${lora}`;
   const source = report?.source?.checkpoint;
   const dir = report?.prepared?.dir;
   if (!source || !dir || realOf(path.resolve(exportDir, dir)) !== realOf(preparedDir)) return undefined;

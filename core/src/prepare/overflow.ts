@@ -74,13 +74,15 @@ export function formatNonFinite(counts: Record<string, number>): string {
 function sourceFileOf(task: Task, key: string): string {
   const t = task.tensors.find((x) => x.key === key);
   const r = t?.recipe;
+  // the first slot with a source (a LoRA stack's slot 0 is zeros)
+  const slot = r?.kind === 'slots' ? r.slots.find((s) => s.kind !== 'lora' || s.src !== undefined) : undefined;
   const first = !r
     ? undefined
     : r.kind === 'convert'
       ? r.src
       : r.kind === 'int4'
         ? r.module.qweight
-        : r.slots[0] && ('src' in r.slots[0] ? r.slots[0].src : r.slots[0].blocks);
+        : slot && (slot.kind === 'mxfp4' ? slot.blocks : slot.src);
   return (first && task.sources[first]?.file) ?? task.file;
 }
 

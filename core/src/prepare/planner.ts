@@ -24,6 +24,7 @@ import { packExpertParallel, type MoeGroup } from './transforms/moe-common';
 import { planMoeStack } from './transforms/moe-stack';
 import { planMxfp4 } from './transforms/mxfp4';
 import { specLayout } from './spec-layout';
+import { planLora } from './lora-plan';
 import type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SourceTensor, Task } from './types';
 import { preparedFolderName } from '../artifacts/prepared-folder';
 
@@ -225,6 +226,11 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       tasks.push(same ? { ...task, link: sh.from!, peakBytes: 0 } : task);
     });
 
+  // --lora: the adapters' stacked tensors, one more task (lora-plan.ts)
+  const lora = opts.lora?.length ? await planLora(opts.lora, { dir: ckpt.dir, sources }, target) : undefined;
+  if (lora) tasks.push(lora.task);
+  if (lora && opts.spec) throw new UsageError('prepare: --spec with --lora is not supported yet; prepare the adapters without --spec');
+
   let specOut: string | undefined;
   if (opts.spec) ({ tasks, outDir: specOut } = await specLayout(opts.spec, tasks, ckpt.dir, opts.out));
 
@@ -241,7 +247,11 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   const outputs = new Map<string, PlannedTensor>();
   for (const t of tasks) for (const x of t.tensors) outputs.set(x.key, { file: t.file, dtype: x.dtype, shape: x.shape });
 
-  const extra = [...(ckpt.indexFile ? [ckpt.indexFile] : []), ...(await sidecarNames(ckpt.dir)).map((n) => path.join(ckpt.dir, n))];
+  const extra = [
+    ...(ckpt.indexFile ? [ckpt.indexFile] : []),
+    ...(await sidecarNames(ckpt.dir)).map((n) => path.join(ckpt.dir, n)),
+    ...(lora?.files ?? []),
+  ];
   const sourceFiles = await Promise.all(
     [...new Set([...ckpt.files, ...extra])].map(async (f) => {
       const st = await fs.stat(f);
@@ -270,6 +280,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
     outputs,
     sourceFiles,
     ...(ep ? { expertParallel: ep } : {}),
+    ...(lora ? { lora: lora.stack } : {}),
     totalBytes: tasks.reduce((a, t) => a + t.outBytes, 0),
   };
 }

@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
 import { SafetensorsWriter, commitSealedFile, elementCount } from '../formats/safetensors';
 import {
   SLOT_BATCH_BYTES,
@@ -26,6 +26,7 @@ import { dequantFp8 } from './fp8-kernel';
 import { markTally, nonFiniteOf, tallySince, type TallyMark } from './overflow';
 import type { NonFinite, OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
+import { loraSlot } from './lora-plan';
 import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';
 import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
@@ -331,6 +332,14 @@ function produceSlot(
       const main = converter(from, t.dtype)(halfColumns(m, rows, size, slot.half));
       if (!sib) return { main };
       return { main, ...sibling(() => converter(from, sib.dtype)(halfColumns(m, rows, size, slot.half === 0 ? 1 : 0))) };
+    }
+    case 'lora': {
+      // [in, R] (A) or [R, out] (B): the side that is not the rank
+      const [rows, cols] = t.shape.slice(-2) as [number, number];
+      const s = slot.src === undefined ? undefined : src.src(slot.src);
+      const values = s && toFloat32(src.read(slot.src!, 0, s.byteLength), s.dtype);
+      const r = !s ? 0 : slot.side === 'A' ? s.shape[0]! : s.shape[1]!;
+      return { main: encodeF32(loraSlot(values, slot.side, r, slot.rank, slot.side === 'A' ? rows : cols, slot.factor), t.dtype) };
     }
     case 'mxfp4': {
       const b = src.src(slot.blocks);

@@ -53,6 +53,7 @@ function recipeSources(t: OutputTensor): string[] {
   return r.slots.flatMap((s) => {
     if (s.kind === 'mxfp4') return [s.blocks, s.scales];
     if (s.kind === 'columns') return [s.src];
+    if (s.kind === 'lora') return s.src ? [s.src] : [];
     return [s.src, ...(s.scale ? [s.scale.key] : [])];
   });
 }

@@ -66,7 +66,7 @@ export class Sources {
   read(key: string, start: number, length: number, into?: Uint8Array): Uint8Array {
     const t = this.src(key);
     const r = this.readers.get(t.file)!;
-    const out = r.readSync(r.info(key)!, { start, length, ...(into ? { into } : {}) });
+    const out = r.readSync(r.info(t.key)!, { start, length, ...(into ? { into } : {}) });
     this.readBytes[key] = (this.readBytes[key] ?? 0) + length;
     return out;
   }

@@ -35,7 +35,9 @@ export type SlicePlan =
   | { kind: 'range'; src: string; start: number; length: number; scale?: ScaleRef }
   | { kind: 'mxfp4'; blocks: string; scales: string; expert: number; parity?: 0 | 1 }
   | { kind: 'columns'; src: string; row: number; parity: 0 | 1 }
-  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1; scale?: ScaleRef };
+  | { kind: 'half-columns'; src: string; expert: number; half: 0 | 1; scale?: ScaleRef }
+  /** One adapter's slot of a stacked LoRA tensor (lora-plan.ts): `src` transposed, zero-padded to `rank`, B times `factor`; no `src`: zeros. */
+  | { kind: 'lora'; side: 'A' | 'B'; rank: number; src?: string; factor?: number };
 
 /**
  * The scale a quantized source is dequantized with (transforms/fp8.ts): element `[…, i, j]`
@@ -152,6 +154,27 @@ export interface PrepareOptions {
   spec?: string;
   /** `--keep-quantized`: GPTQ/AWQ Linears stay packed, repacked for MatMulNBits (transforms/int4.ts). */
   keepQuantized?: boolean;
+  /** PEFT LoRA adapter folders (`--lora`), numbered 1… in this order: their stacked tensors (lora-plan.ts). */
+  lora?: readonly string[];
+}
+
+/** One module's stacked adapters, as the graph sees them. */
+export interface LoraStackModule {
+  /** The base module path (`model.layers.0.self_attn.q_proj`). */
+  module: string;
+  in: number;
+  out: number;
+  /** The weights file of the first adapter targeting it (named when the graph cannot serve it). */
+  by: string;
+}
+
+/** The adapters of a LoRA plan: what export needs to build the graph. */
+export interface LoraStack {
+  adapters: { id: number; dir: string; r: number; scaling: number }[];
+  /** R: the largest r, every stacked tensor's rank dim. */
+  rank: number;
+  /** Targeted modules, in the base checkpoint's key order. */
+  modules: LoraStackModule[];
 }
 
 /** A planned prepared tensor (what export writes its spec against). */
@@ -176,6 +199,8 @@ export interface PreparePlan {
   expertParallel?: { stages: number; experts: number };
   /** Sum of the tasks' output bytes. */
   totalBytes: number;
+  /** `--lora`: the stacked adapters (lora-plan.ts). */
+  lora?: LoraStack;
 }
 
 /** What an output tensor got: non-finite values written (`n`), and how many of them were FP8 NaN codes. */

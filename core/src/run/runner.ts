@@ -34,6 +34,9 @@ import {
 } from './serving';
 import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 import { TensorDataType } from '../formats/onnx/types';
+import { LORA_IDS } from '../artifacts/graph-interface';
+import { loraIdsOf } from './lora-ids';
+import { batchMethods, checkRows } from './batch-rows';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -47,6 +50,8 @@ export interface RunnerOptions {
   vocab?: number;
   /** KV graphs: feed the prompt in calls of this many tokens, the last padded at position −1 (QEfficient's prefill_seq_len). */
   prefillSeqLen?: number;
+  /** LoRA graphs (`lora_ids` input): the adapter every row uses (default 0, the base model); lora-ids.ts. */
+  loraId?: number;
 }
 
 /** Timing of one generation. */
@@ -76,6 +81,13 @@ export interface Runner {
    * stream it); returning true stops the generation there (an end-of-sequence token).
    */
   generateWithStats(ids: number[], n: number, sampling?: SamplingParams, onToken?: OnToken): Promise<GenerateStats>;
+  /**
+   * KV graphs, one batch of rows of equal length (a different prompt and LoRA adapter per row):
+   * every row's logits rows, as {@link Runner.logits} gives them for one.
+   */
+  logitsBatch(rows: number[][], loraIds?: number[]): Promise<number[][][]>;
+  /** KV graphs: `n` greedy tokens after each row, the rows decoded together in one batch. */
+  generateBatch(rows: number[][], n: number, loraIds?: number[]): Promise<number[][]>;
   close(): Promise<void>;
 }
 
@@ -95,8 +107,8 @@ function zeros(ort: OrtModule, info: WireValueInfo, dims: number[]): OrtTensor {
   );
 }
 
-/** Float rows of a logits tensor `[batch, seq, vocab]` (or `[batch, vocab]`) for batch row 0. */
-export function logitRows(t: OrtTensor): Float32Array[] {
+/** Float rows of a logits tensor `[batch, seq, vocab]` (or `[batch, vocab]`) for batch row `b` (default 0). */
+export function logitRows(t: OrtTensor, b = 0): Float32Array[] {
   let data: Float32Array;
   if (t.type === 'float32') data = t.data as Float32Array;
   else if (t.type === 'float16') {
@@ -108,7 +120,8 @@ export function logitRows(t: OrtTensor): Float32Array[] {
   const vocab = d[d.length - 1]!;
   const seq = d.length >= 3 ? d[d.length - 2]! : 1;
   const rows: Float32Array[] = [];
-  for (let s = 0; s < seq; s++) rows.push(data.subarray(s * vocab, (s + 1) * vocab));
+  const at = b * seq * vocab;
+  for (let s = 0; s < seq; s++) rows.push(data.subarray(at + s * vocab, at + (s + 1) * vocab));
   return rows;
 }
 
@@ -171,6 +184,7 @@ export async function createRunner(
   const states = statesOfGraph(inputs, metadata);
   const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...states.map((st) => st.name), ...served]);
+  known.add(LORA_IDS);
   const unknown = inputs.filter((i) => !known.has(i.name));
   if (unknown.length) {
     throw new PipelineError(
@@ -179,6 +193,9 @@ export async function createRunner(
   }
   const batch = fixed(ids.dims[0]) ?? 1;
   const seqFixed = fixed(ids.dims[1]);
+  const loraIn = byName.get(LORA_IDS);
+  const loraOf = loraIdsOf(model, !!loraIn, metadata, opts.loraId);
+  loraOf(batch); // an id the graph cannot take is refused before any call
   const run = async (feeds: Record<string, OrtTensor>) => {
     try {
       return await session.run(feeds);
@@ -202,6 +219,7 @@ export async function createRunner(
       if (pos) feeds.position_ids = intTensor(ort, pos.elemType, rowsOf(tokens.map((_, k) => k)), dims);
       const mask = byName.get('attention_mask');
       if (mask) feeds.attention_mask = intTensor(ort, mask.elemType, rowsOf(tokens.map(() => 1)), dims);
+      if (loraIn) feeds[LORA_IDS] = intTensor(ort, loraIn.elemType, loraOf(batch), [batch, 1]);
       return logitRows((await run(feeds))[logitsName]!);
     };
     const lastLogits = async (tokens: number[]) => {
@@ -259,44 +277,63 @@ export async function createRunner(
       );
     }
   }
-  const cacheBatch = fixed(states[0]!.dims[0]) ?? batch;
+  const cacheFixed = fixed(states[0]!.dims[0]);
   const ctxFixed = c0 && ctxAxis !== undefined ? fixed(c0.dims[ctxAxis]) : undefined;
 
-  const newState = (need: number) => {
+  const newState = (need: number, rows = batch) => {
+    const cacheBatch = cacheFixed ?? rows;
+    if (cacheBatch < rows) throw new PipelineError(`${model}: ${rows} rows do not fit its cache batch of ${cacheBatch}`);
     const ctx = ctxFixed ?? opts.ctxLen ?? need;
     if (need > ctx) throw new PipelineError(`${model}: ${need} tokens do not fit the KV cache (ctx_len ${ctx})`);
     const state: Record<string, OrtTensor> = Object.create(null) as Record<string, OrtTensor>;
     for (const st of states) state[st.name] = zeros(ort, byName.get(st.name)!, stateDims(st, cacheBatch, ctx)!);
     if (feat.sampler) Object.assign(state, samplerState(ort, cacheBatch, feat.sampler.vocab));
-    return { state, ctx };
+    return { state, ctx, rows };
   };
   /**
    * Feeds `tokens` at positions start…; returns the last call's logits (plain graph) or next
    * token (sampler graph, or host sampling when `gen` is given).
    */
+  /**
+   * `rows` (one per batch row, of equal length; a single prompt is every row of a fixed batch)
+   * at positions start…; `loraIds` the adapter per row. Returns each row's last logits (plain
+   * graph) or row 0's next token (sampler graph, or host sampling when `gen` is given).
+   */
   const step = async (
-    kv: { state: Record<string, OrtTensor>; ctx: number },
-    tokens: number[],
+    kv: { state: Record<string, OrtTensor>; ctx: number; rows: number },
+    rows: number[][],
     start: number,
     phase: 'prefill' | 'decode',
     gen?: GenState,
+    loraIds?: number[],
   ) => {
     const { state } = kv;
+    const nb = rows.length;
+    const tokens = rows[0]!;
     const len = seqFixed ?? (phase === 'prefill' && opts.prefillSeqLen ? opts.prefillSeqLen : tokens.length);
-    let last: Float32Array | undefined;
+    let last: Float32Array[] | undefined;
     let next: number | undefined;
     let u: Float32Array | undefined;
     for (let at = 0; at < tokens.length; at += len) {
       const chunk = tokens.slice(at, at + len);
-      const padded = chunk.concat(Array(len - chunk.length).fill(0));
-      const positions = padded.map((_, k) => (k < chunk.length ? start + at + k : -1));
-      const inputIds = intTensor(ort, ids.elemType, rowsOf(padded), [batch, len]);
+      const padded = rows.map((r) => r.slice(at, at + len).concat(Array(len - chunk.length).fill(0)));
+      const positions = padded[0]!.map((_, k) => (k < chunk.length ? start + at + k : -1));
+      const inputIds = intTensor(ort, ids.elemType, padded.flat(), [nb, len]);
       const feeds: Record<string, OrtTensor> = {
         ...state,
         input_ids: inputIds,
-        position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, len]),
+        position_ids: intTensor(ort, pos.elemType, Array.from({ length: nb }, () => positions).flat(), [nb, len]),
       };
-      if (bIndex) feeds.batch_index = intTensor(ort, bIndex.elemType, Array(batch).fill(0), [batch, 1]);
+      // one prompt in every row of a fixed batch writes cache row 0, as before; distinct rows their own
+      const rowIndex = kv.rows === nb && loraIds !== undefined ? (k: number) => k : () => 0;
+      if (bIndex)
+        feeds.batch_index = intTensor(
+          ort,
+          bIndex.elemType,
+          Array.from({ length: nb }, (_, k) => rowIndex(k)),
+          [nb, 1],
+        );
+      if (loraIn) feeds[LORA_IDS] = intTensor(ort, loraIn.elemType, loraIds ?? loraOf(nb), [nb, 1]);
       if (feat.ccl) {
         const bucket = pickBucket(phase === 'prefill' ? feat.ccl.prefill : feat.ccl.decode, start + at + chunk.length - 1, kv.ctx);
         feeds.comp_ctx_lengths = cclTensor(ort, bucket);
@@ -307,7 +344,7 @@ export async function createRunner(
       if (feat.sampler) {
         // one draw of max_top_k_ids uniform numbers per call (unused, so not drawn, when greedy)
         const k = feat.sampler.maxTopK;
-        Object.assign(feeds, samplerFeeds(ort, p, batch, k, inputIds, hot ? gen.draw(k) : new Float32Array(k).fill(0.5)));
+        Object.assign(feeds, samplerFeeds(ort, p, nb, k, inputIds, hot ? gen.draw(k) : new Float32Array(k).fill(0.5)));
       }
       const out = await run(feeds);
       for (const c of [...states.map((x) => x.name), ...(feat.sampler ? SAMPLER_STATE : [])]) {
@@ -319,19 +356,22 @@ export async function createRunner(
         next = Number((out.next_tokens!.data as BigInt64Array)[0]);
         continue;
       }
-      const rows = logitRows(out[logitsName]!);
-      // QEfficient graphs return the last valid position; a graph returning every position gives rows[chunk-1].
-      last = rows.length === len ? rows[chunk.length - 1]! : rows[rows.length - 1]!;
+      last = rows.map((_, b) => {
+        const lr = logitRows(out[logitsName]!, b);
+        // QEfficient graphs return the last valid position; a graph returning every position gives rows[chunk-1].
+        return lr.length === len ? lr[chunk.length - 1]! : lr[lr.length - 1]!;
+      });
       if (gen) {
-        gen.host ??= new PenaltyBuffers(last.length);
-        gen.host.observe(padded, positions);
+        gen.host ??= new PenaltyBuffers(last[0]!.length);
+        gen.host.observe(padded[0]!, positions);
         // the host's K is the vocabulary: one vocabulary-sized draw per call, as a sampler graph draws K
-        u = hot ? gen.draw(last.length) : undefined;
+        u = hot ? gen.draw(last[0]!.length) : undefined;
       }
     }
-    if (!feat.sampler && gen) next = hostToken(gen, last!, u);
-    return { logits: last, next };
+    if (!feat.sampler && gen) next = hostToken(gen, last![0]!, u);
+    return { logits: last?.[0], last, next };
   };
+  const one = (tokens: number[]) => Array.from({ length: batch }, () => tokens);
   return makeRunner(
     'kv',
     model,
@@ -342,21 +382,30 @@ export async function createRunner(
       if (feat.sampler) throw noLogits();
       const kv = newState(tokens.length);
       const out: number[][] = [];
-      for (let t = 0; t < tokens.length; t++) out.push(Array.from((await step(kv, [tokens[t]!], t, 'prefill')).logits!));
+      for (let t = 0; t < tokens.length; t++) out.push(Array.from((await step(kv, one([tokens[t]!]), t, 'prefill')).logits!));
       return out;
     },
     async (tokens, n, onFirst, gen) => {
       const kv = newState(tokens.length + n);
       const out: number[] = [];
-      let next = (await step(kv, tokens, 0, 'prefill', gen)).next!;
+      let next = (await step(kv, one(tokens), 0, 'prefill', gen)).next!;
       for (let k = 0; k < n; k++) {
         out.push(next);
         if (k === 0) onFirst();
         if (gen.onToken?.(next)) break;
-        if (k + 1 < n) next = (await step(kv, [next], tokens.length + k, 'decode', gen)).next!;
+        if (k + 1 < n) next = (await step(kv, one([next]), tokens.length + k, 'decode', gen)).next!;
       }
       return out;
     },
+    batchMethods({
+      newState,
+      step: async (kv, rows, start, phase, lora) => (await step(kv, rows, start, phase, undefined, lora)).last!,
+      check: (rows, loraIds) => {
+        checkRows(rows, { model, sampler: !!feat.sampler, batch: fixed(ids.dims[0]), checkIds: (r) => checkTokenIds(r, vocab, model) });
+        return loraOf(rows.length, loraIds);
+      },
+      argmax,
+    }),
   );
 }
 
@@ -383,7 +432,11 @@ function makeRunner(
   session: OrtSession,
   logits: (ids: number[]) => Promise<number[][]>,
   decode: (ids: number[], n: number, onFirst: () => void, gen: GenState) => Promise<number[]>,
+  batch?: { logits: Runner['logitsBatch']; generate: Runner['generateBatch'] },
 ): Runner {
+  const noBatch = async (): Promise<never> => {
+    throw new PipelineError(`${model}: a batch of different rows needs a KV-cache graph (past_key.{i} inputs)`);
+  };
   const check = (ids: number[]) => {
     if (ids.length === 0) throw new PipelineError('no input ids given');
     checkTokenIds(ids, vocab, model);
@@ -410,6 +463,8 @@ function makeRunner(
     logits: async (ids) => (check(ids), logits(ids)),
     generate: async (ids, n, sampling) => (await generateWithStats(ids, n, sampling)).tokens,
     generateWithStats,
+    logitsBatch: batch?.logits ?? noBatch,
+    generateBatch: batch?.generate ?? noBatch,
     close: async () => {
       await session.release?.();
     },

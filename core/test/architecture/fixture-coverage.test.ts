@@ -19,6 +19,7 @@ import {
   PENDING_FIXTURES,
   VLM_FOLDERS,
   BUILT_VLMS,
+  BUILT_LORA,
   BUILT_QUANTIZED,
   BUILT_SPEECH,
 } from '../../../test/support/fixtures';
@@ -39,7 +40,7 @@ describeFixtures('every shared fixture is built or named as pending', () => {
     const dirs = fs.readdirSync(fixturesDir()).filter((d) => fs.statSync(path.join(fixturesDir(), d)).isDirectory());
     expect(dirs.filter((d) => has(d, 'legacy.onnx')).sort()).toEqual([...LEGACY_ONNX_FOLDERS].sort());
     expect(dirs.filter((d) => has(d, 'vision.legacy.onnx')).sort()).toEqual([...VLM_FOLDERS].sort());
-    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS, ...BUILT_QUANTIZED, ...BUILT_SPEECH]);
+    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS, ...BUILT_QUANTIZED, ...BUILT_SPEECH, ...BUILT_LORA]);
     for (const d of dirs.filter((x) => has(x, 'reference.json'))) {
       expect(built.has(d) || d in PENDING_FIXTURES, `${d}: neither built nor pending`).toBe(true);
       expect(built.has(d) && d in PENDING_FIXTURES, `${d}: both built and pending`).toBe(false);

@@ -114,6 +114,13 @@ const flags = {
     description:
       'GPTQ/AWQ int4 checkpoints: the graph takes the packed weights and computes with com.microsoft MatMulNBits (with --config)',
   },
+  lora: {
+    type: 'string',
+    multiple: true,
+    placeholder: '<adapter dir>',
+    description:
+      'a PEFT LoRA adapter of the --config base (repeat for several; ids 1, 2, … in order, 0 = base): one graph with a lora_ids input',
+  },
   root: {
     type: 'string',
     multiple: true,
@@ -192,6 +199,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
       : {}),
     ...(f['keep-quantized'] ? { keepQuantized: true } : {}),
+    ...(f.lora.length ? { lora: f.lora.map((d) => requirePath(io.cwd, d, 'dir')) } : {}),
   });
   for (const line of r.summary) println(io.stdout, line);
   return 0;
@@ -235,6 +243,7 @@ export const exportCommand = defineCommand({
     'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]] [--keep-quantized]',
+    '       [--lora <adapter dir> [--lora <adapter dir> …]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -249,6 +258,8 @@ export const exportCommand = defineCommand({
     'and k_pe.{i} [b,1,ctx,rope] instead of the per-head past_key.{i}/past_value.{i}.',
     "--sliding-cache window (Gemma 3, text and VLM): QEfficient's layout, each sliding layer's past_key/past_value a ring of",
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
+    "--lora (QEfficient's finite adapters): each targeted Linear adds x·A[k]·B[k] for the adapter k = lora_ids[row] (0 = base),",
+    'A/B the stacked <module>.lora_a_weights / lora_b_weights that prepare --lora writes (give prepare the same adapters).',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -276,6 +287,7 @@ export const exportCommand = defineCommand({
       for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'keep-quantized'] as const) {
         if (args.flags[k]) throw new UsageError(`export: --${k} goes with --config`);
       }
+      if (args.flags.lora.length) throw new UsageError('export: --lora goes with --config');
       return exportOnnx(args, io);
     }
     return exportConfig(args, io);

@@ -19,6 +19,7 @@ export const prepareCommand = defineCommand({
   synopsis: [
     'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]] [--spec <weight_spec.json>] [--keep-quantized]',
     'prepare … --shard i/N      (run shard i of N into the shared staging folder; then prepare … --finalize)',
+    'prepare --checkpoint <base dir> --dtype … --lora <adapter dir> [--lora <adapter dir> …]   (LoRA adapters stacked beside the base)',
   ],
   details: [
     'Reads only headers to plan, then converts in worker threads within the RAM budget; each tensor is',
@@ -27,6 +28,8 @@ export const prepareCommand = defineCommand({
     'On a cluster (docs/PREPARE-CLUSTER.md): --shard i/N on every host, then --finalize once; the result is',
     'byte-identical to a single-host prepare of the same plan.',
     "With --spec, writes exactly the files and keys that spec names (ours or QEfficient's naming) into its files' folder.",
+    '--lora (PEFT adapter folders, ids 1, 2, … in the order given; 0 is the base) adds lora-adapters.safetensors: each targeted',
+    "Linear's <module>.lora_a_weights [N+1,1,in,R] and lora_b_weights [N+1,1,R,out] (R the largest r, scaling folded into B).",
   ],
   flags: {
     checkpoint: {
@@ -64,6 +67,13 @@ export const prepareCommand = defineCommand({
       description: 'run only the tasks of shard i of N (0 ≤ i < N) into <out>.shards-<fingerprint>, recording them',
     },
     finalize: { type: 'boolean', description: 'commit the shards: check every task is present, write index, manifest, sentinel' },
+    lora: {
+      type: 'string',
+      multiple: true,
+      placeholder: '<adapter dir>',
+      description:
+        'a PEFT LoRA adapter of this checkpoint (repeat for several; ids 1, 2, … in order): stacked into lora-adapters.safetensors',
+    },
     spec: {
       type: 'string',
       placeholder: '<weight_spec.json>',
@@ -96,6 +106,7 @@ export const prepareCommand = defineCommand({
       ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
       ...(f['keep-quantized'] ? { keepQuantized: true } : {}),
       ...(f.spec !== undefined ? { spec: requirePath(io.cwd, f.spec, 'file') } : {}),
+      ...(f.lora.length ? { lora: f.lora.map((d) => requirePath(io.cwd, d, 'dir')) } : {}),
     };
     if (f.finalize) {
       const r = await finalizeShards(opts);
@@ -154,6 +165,12 @@ export const prepareCommand = defineCommand({
         `prepare: ${tensors} tensors (${formatBytes(result.plan.totalBytes)}, ${result.plan.dtype}) in ${result.plan.tasks.length} files, budget ${formatBytes(result.budgetBytes)} (fingerprint ${fp}; ${ms} ms)`,
       );
     }
+    const lora = result.plan.lora;
+    if (lora)
+      println(
+        io.stdout,
+        `prepare: ${lora.adapters.length} LoRA adapter(s) stacked for ${lora.modules.length} Linears, rank ${lora.rank}: ${lora.adapters.map((a) => `${a.id} = ${a.dir}`).join(', ')} (0 = base)`,
+      );
     const kept = Object.keys(result.nonFinite).length;
     if (kept > 0)
       println(io.stdout, `prepare: kept ±Inf/NaN values (--allow-overflow) in ${kept} tensor(s): ${formatNonFinite(result.nonFinite)}`);

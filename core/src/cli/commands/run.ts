@@ -24,8 +24,23 @@ export function parseIds(text: string, flag = '--input-ids'): number[] {
   });
 }
 
+/**
+ * `--input-ids` rows: `3,17,5` is one prompt, `3,17;8,9` a batch of rows separated by `;`.
+ * `--lora-ids 1,2` parses the same way (one id per row).
+ */
+export function parseIdRows(text: string, flag = '--input-ids'): number[][] {
+  const rows = text.split(';');
+  return rows.map((r) => {
+    try {
+      return parseIds(r);
+    } catch (e) {
+      throw new UsageError((e as Error).message.replace('--input-ids', rows.length > 1 ? `${flag} (row ${rows.indexOf(r)})` : flag));
+    }
+  });
+}
+
 /** `--dump-logits F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
-async function dumpLogits(io: CliIO, given: string, logits: number[][]): Promise<string> {
+async function dumpLogits(io: CliIO, given: string, logits: number[][] | number[][][]): Promise<string> {
   const text = JSON.stringify({ logits }) + '\n';
   if (given === '-') {
     io.stdout.write(text);
@@ -143,6 +158,33 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
   return 0;
 }
 
+/** A batch of rows, a LoRA adapter each: logits dump (`[row][position][vocab]`) and greedy tokens, one line per row. */
+async function runBatch(
+  runner: import('../../run').Runner,
+  rows: number[][],
+  loraIds: number[] | undefined,
+  n: number,
+  dump: string | undefined,
+  io: CliIO,
+): Promise<number> {
+  if (dump) {
+    const t0 = performance.now();
+    const logits = await runner.logitsBatch(rows, loraIds);
+    const out = await dumpLogits(io, dump, logits);
+    println(
+      io.stderr,
+      `run: ${rows.length} rows × ${logits[0]!.length} logit rows (batch) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
+    );
+  }
+  if (n > 0) {
+    const t0 = performance.now();
+    const tokens = await runner.generateBatch(rows, n, loraIds);
+    for (const t of tokens) println(io.stdout, t.join(','));
+    println(io.stderr, `run: ${rows.length} rows × ${tokenCount(n)}, greedy in one batch (${(performance.now() - t0).toFixed(0)} ms)`);
+  }
+  return 0;
+}
+
 /** `1 token`, `5 tokens`. */
 const tokenCount = (n: number) => `${n} token${n === 1 ? '' : 's'}`;
 
@@ -155,6 +197,7 @@ export const runCommand = defineCommand({
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
     'run <whisper export dir> (--audio file.wav | --input-features file.json) --decoder-input-ids … [--max-new-tokens N] [--dump-logits out.json]',
     ...TEXT_SYNOPSIS,
+    "run <lora export dir> --input-ids … --lora-id K | --input-ids '3,17;8,9' --lora-ids 1,2   (LoRA: adapter per row, 0 = base)",
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -173,6 +216,9 @@ export const runCommand = defineCommand({
     '32-bit float WAV at the extractor rate) or reads "input_features" from --input-features, runs the encoder once and',
     'decodes greedily after --decoder-input-ids (stopping after the end token); --dump-logits writes the rows of the',
     'prompt and of each generated token but the last.',
+    'A LoRA export (export --lora) takes --lora-id K for the prompt (0 = base, K = the K-th adapter given to export), or a',
+    'batch: --input-ids rows separated by ";" (equal lengths) with --lora-ids, one id per row; greedy, one line of tokens per',
+    'row, and --dump-logits writes {"logits": number[][][]} (row, position, vocab).',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids' },
@@ -207,6 +253,16 @@ export const runCommand = defineCommand({
     },
     'presence-penalty': { type: 'number', placeholder: '<Q>', description: 'subtract Q from logits of output tokens (default 0)' },
     seed: { type: 'int', placeholder: '<S>', description: 'seed of the random numbers (same seed, same tokens)' },
+    'lora-id': {
+      type: 'int',
+      placeholder: '<K>',
+      description: 'LoRA export: the adapter to use (0 = base, K = the K-th --lora of export)',
+    },
+    'lora-ids': {
+      type: 'string',
+      placeholder: '<K,…>',
+      description: 'LoRA export: one adapter id per --input-ids row (rows separated by ";"), run as one batch',
+    },
     prepack: { type: 'boolean', description: 'let ONNX Runtime prepack weights (faster, copies MatMul weights into RAM)' },
     recompile: { type: 'boolean', description: 'recompile first when the compile is stale (otherwise a stale compile is refused)' },
     'pixel-values': { type: 'string', placeholder: '<file.json>', description: 'VLM: processed images {"pixel_values", "image_grid_thw"}' },
@@ -252,7 +308,15 @@ export const runCommand = defineCommand({
     }
     const { wantsText, openTextRun } = await import('../../run/text/text-run');
     const textIn = wantsText(f);
-    let ids = textIn ? [] : parseIds(f['input-ids']!);
+    const rows = textIn ? [[]] : parseIdRows(f['input-ids']!);
+    let ids = rows[0]!;
+    const batched = rows.length > 1 || f['lora-ids'] !== undefined;
+    if (textIn && batched) throw new UsageError('run: --lora-ids and ";" rows go with --input-ids, not with a text prompt');
+    if (f['lora-id'] !== undefined && f['lora-ids'] !== undefined) throw new UsageError('run: give --lora-id or --lora-ids, not both');
+    const loraIds = f['lora-ids'] !== undefined ? parseIdRows(f['lora-ids'].replace(/;/g, ','), '--lora-ids')[0]! : undefined;
+    if (loraIds && loraIds.length !== rows.length)
+      throw new UsageError(`run: --lora-ids has ${loraIds.length} id(s) for ${rows.length} --input-ids row(s); give one per row`);
+    if (f['lora-id'] !== undefined && f['lora-id'] < 0) throw new UsageError('run: --lora-id must be ≥ 0 (0 = base)');
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : textIn ? 32 : 8);
@@ -269,11 +333,15 @@ export const runCommand = defineCommand({
       ...(f.seed !== undefined ? { seed: f.seed } : {}),
     });
     const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    if (batched && needsSampler(sampling))
+      throw new UsageError('run: a batch of rows (--lora-ids, ";" rows) decodes greedily; drop the sampling options');
     if (isWhisperExport(target))
       throw new UsageError('run: a Whisper export takes --audio <file.wav> (or --input-features) and --decoder-input-ids');
     // the tokenizer is read (or refused with one line) before any graph is loaded
     const text = textIn ? openTextRun(target, f, io.cwd) : undefined;
     if (isVlmExport(target)) {
+      if (batched || f['lora-id'] !== undefined)
+        throw new UsageError('run: --lora-id / --lora-ids / ";" rows are for text exports, not a VLM export');
       if (needsSampler(sampling))
         throw new UsageError(
           'run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily',
@@ -291,7 +359,7 @@ export const runCommand = defineCommand({
       const what = status.changed?.length ? `${status.changed.join(', ')} changed` : 'its inputs changed';
       // Ids are checked against the export's graph before a recompile that they would fail after.
       const graph = readExportInputs(target).onnxPath;
-      checkTokenIds(ids, vocabOf(graph), graph);
+      for (const r of batched ? rows : [ids]) checkTokenIds(r, vocabOf(graph), graph);
       if (!f.recompile) {
         throw new PipelineError(
           `${args.positionals[0]}: the compiled model is stale (${what} since the compile); run \`weight-spec compile ${args.positionals[0]}\` first, or pass --recompile`,
@@ -311,8 +379,10 @@ export const runCommand = defineCommand({
       ctxLen: f['ctx-len'],
       ...(f['prefill-seq-len'] !== undefined ? { prefillSeqLen: f['prefill-seq-len'] } : {}),
       ortPath: io.env.WEIGHT_SPEC_ORT_PATH,
+      ...(f['lora-id'] !== undefined ? { loraId: f['lora-id'] } : {}),
     });
     try {
+      if (batched) return await runBatch(runner, rows, loraIds, n, f['dump-logits'], io);
       if (f['dump-logits']) {
         const t0 = performance.now();
         const logits = await runner.logits(ids);

@@ -14,6 +14,8 @@ export interface Ctx {
   dtype: ExportDtype;
   /** Weight input names already declared (each is declared once, on first use). */
   declared: Set<string>;
+  /** Called with each {@link linear}'s input, spec and output; returns the output to use (LoRA adapters: lora.ts). */
+  afterLinear?: (x: string, l: LinearSpec, y: string) => string;
 }
 
 /** Declares (once) and returns the graph input for a weight (in the compute dtype unless `elem` says). */
@@ -36,7 +38,8 @@ export function linear(c: Ctx, x: string, l: LinearSpec): string {
   const w = weight(c, l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
   const ins = [x, w];
   if (l.bias) ins.push(weight(c, l.bias, [l.out]));
-  return c.g.op('Gemm', ins, { transB: l.conv1d ? 0 : 1 });
+  const y = c.g.op('Gemm', ins, { transB: l.conv1d ? 0 : 1 });
+  return c.afterLinear ? c.afterLinear(x, l, y) : y;
 }
 
 /**

@@ -16,12 +16,13 @@
  * The skeleton is shared: the VLM language graphs (vlm/language.ts, vlm/language-gemma3.ts) build
  * their own inputs and embeddings, then run {@link decoderLayers} and {@link lastPositionLogits}.
  */
+import { FormatError } from '../../errors';
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';
-import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
+import { decoderInterface, LORA_IDS, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -31,6 +32,7 @@ import { ropeTables, type RopeTables } from '../blocks/rope';
 import { appendSampler, type SamplerOptions } from '../blocks/sampler';
 import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { TensorDataType } from '../../formats/onnx/types';
+import { loraHook, loraWeightInputs, type LoraGraph } from '../blocks/lora';
 
 /** Export phase: one graph for both, or a specialization per phase (disaggregated serving). */
 export type { Phase } from '../../artifacts/graph-interface';
@@ -55,6 +57,8 @@ export interface GraphOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler after the logits. */
   sampler?: SamplerOptions;
+  /** Finite LoRA adapters on the targeted Linears, picked per row by `lora_ids` (blocks/lora.ts). */
+  lora?: LoraGraph;
 }
 
 /** A built graph and the weights it takes. */
@@ -192,8 +196,19 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
   const phase = o.phase ?? 'both';
   const seq: Dim = phase === 'decode' ? 1 : 'seq_len';
-  const iface = decoderInterface(a, { batch, seq, cacheBatch, ctxLen, dtype: o.dtype, continuousBatching: cb, ccl: !!o.compCtxLengths });
+  const iface = decoderInterface(a, {
+    batch,
+    seq,
+    cacheBatch,
+    ctxLen,
+    dtype: o.dtype,
+    continuousBatching: cb,
+    ccl: !!o.compCtxLengths,
+    ...(o.lora ? { lora: true } : {}),
+  });
   const declared = declareInputs(g, iface.inputs);
+  const lora = o.lora ? loraHook(c, o.lora, declared.get(LORA_IDS)!) : undefined;
+  if (lora) c.afterLinear = lora.hook;
   const inputIds = declared.get('input_ids')!;
   const positionIds = declared.get('position_ids')!;
   const batchIndex = declared.get('batch_index');
@@ -240,7 +255,10 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     io.outputs.push(...buffers.map((s) => s.retained));
   }
 
-  const weights = weightInputs(a);
+  const weights = [...weightInputs(a), ...(o.lora ? loraWeightInputs(o.lora) : [])];
+  const unused = o.lora ? [...o.lora.modules.values()].filter((m) => !lora!.used.has(`${m.module}.weight`)) : [];
+  if (unused.length)
+    throw new FormatError(unused[0]!.by, `targets ${unused[0]!.module}, which this ${a.modelType} graph does not build as a plain Linear`);
   const metadata: Record<string, string> = {
     'weight_spec.model_type': a.modelType,
     'weight_spec.phase': phase,

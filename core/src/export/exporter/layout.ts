@@ -11,7 +11,7 @@ import path from 'node:path';
 import { modelHome } from '../../hub/hf-cache';
 import { PipelineError } from '../../errors';
 import type { ExportDtype } from '../../formats/dtype';
-import { BASE_SHARD_BYTES } from '../../prepare';
+import { BASE_SHARD_BYTES, type LoraStack } from '../../prepare';
 import type { ArchSpec, WeightInput } from '../blocks/arch';
 import { familyOfConfig } from '../families/registry';
 import { moeWeightInputs } from '../blocks/moe';
@@ -33,13 +33,15 @@ export interface PreparedLayout {
   tensors: Map<string, PlannedTensor>;
   /** `plan`: from the prepare planner over a real checkpoint; `config`: derived from config alone. */
   source: 'plan' | 'config';
+  /** `--lora`: the adapters the planner stacked (prepare/lora-plan.ts). */
+  lora?: LoraStack;
 }
 
 /** Plans the prepared layout of a real checkpoint (the prepare planner, adapted); `expertParallel`: the packed MoE layout over P stages. */
 export type LayoutPlanner = (
   checkpointDir: string,
   dtype: ExportDtype,
-  o?: { expertParallel?: { stages: number }; keepQuantized?: boolean },
+  o?: { expertParallel?: { stages: number }; keepQuantized?: boolean; lora?: readonly string[] },
 ) => Promise<PreparedLayout>;
 
 /** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */

@@ -12,12 +12,18 @@ import type { PlannedTensor } from './layout';
 /** Plans the prepared layout of the checkpoint in `checkpointDir`. */
 export const planLayout: LayoutPlanner = async (checkpointDir, dtype, o = {}) => {
   const ep = o.expertParallel ? { moeFlavour: 'expert_parallel' as const, pipelineStages: o.expertParallel.stages } : {};
-  const plan = await planPrepare({ checkpoint: checkpointDir, dtype, ...ep, ...(o.keepQuantized ? { keepQuantized: true } : {}) });
+  const plan = await planPrepare({
+    checkpoint: checkpointDir,
+    dtype,
+    ...ep,
+    ...(o.keepQuantized ? { keepQuantized: true } : {}),
+    ...(o.lora?.length ? { lora: o.lora } : {}),
+  });
   const dir = path.resolve(plan.outDir);
   const tensors = new Map<string, PlannedTensor>();
   for (const [key, t] of plan.outputs) {
     const file = path.isAbsolute(t.file) ? path.relative(dir, t.file).split(path.sep).join('/') : t.file;
     tensors.set(key, { file, dtype: t.dtype, shape: t.shape });
   }
-  return { dir, tensors, source: 'plan' };
+  return { dir, tensors, source: 'plan', ...(plan.lora ? { lora: plan.lora } : {}) };
 };
