@@ -24,6 +24,8 @@ import { isVlmConfig } from '../vlm/config';
 import type { SlidingCache } from '../blocks/attention-window';
 import { exportVlm } from '../vlm/export-vlm';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { isEmbeddingConfig } from '../embedding/encoder-config';
+import { exportEmbedding, refuseDecoderOptions } from '../embedding/export-embedding';
 
 export type { LayoutPlanner } from './layout';
 
@@ -69,7 +71,8 @@ export function normalizeCcl(values: number[], ctxLen: number, flag: string): nu
 export interface ConfigExportResult {
   written: ExportWritten;
   summary: string[];
-  arch: ArchSpec;
+  /** The causal LM's architecture; absent for an embedding encoder (export/embedding/). */
+  arch?: ArchSpec;
 }
 
 /** True when `dir` holds a safetensors checkpoint. */
@@ -130,6 +133,22 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (isEmbeddingConfig(cfg.raw)) {
+    // BERT / XLM-RoBERTa: one encoder graph with its sentence-transformers pooling (export/embedding/)
+    refuseDecoderOptions({ ...o });
+    const r = await exportEmbedding({
+      ...cfg,
+      cfgFile: cfg.file,
+      cfgDir: cfg.dir,
+      out: o.out,
+      dtype,
+      opset: o.opset,
+      batchSize: o.batchSize,
+      withCheckpoint,
+      planner: o.planner,
+    });
+    return { written: r.written, summary: r.summary };
+  }
   if (isVlmConfig(cfg.raw)) {
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both')
