@@ -301,3 +301,14 @@ export function stateDims(st: StateTensor, batch: number, ctx: number): number[]
 
 /** Which specializations a graph serves: prefill and decode in one graph, or one of them. */
 export type Phase = 'both' | 'prefill' | 'decode';
+
+/**
+ * An embedding graph's outputs (export/embedding/: BERT, XLM-RoBERTa): `last_hidden_state`
+ * `[batch_size, seq_len, hidden]` and, when the graph pools, `sentence_embedding`.
+ */
+export const EMBEDDING_OUTPUTS = { hidden: 'last_hidden_state', pooled: 'sentence_embedding' } as const;
+
+/** True when a graph with these outputs is an embedding graph (run and qaic plan it as one). */
+export function isEmbeddingGraph(outputs: readonly { name: string }[]): boolean {
+  return outputs.some((o) => o.name === EMBEDDING_OUTPUTS.hidden);
+}

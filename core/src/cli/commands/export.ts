@@ -120,15 +120,15 @@ const flags = {
 type ExportArgs = ParsedArgs<typeof flags>;
 
 /** Parses a `16,32` bucket list. */
-export function parseLengths(text: string, flag: string): number[] {
+export function parseLengths(text: string, flag: string, command = 'export'): number[] {
   const parts = text
     .split(',')
     .map((p) => p.trim())
     .filter((p) => p !== '');
-  if (parts.length === 0) throw new UsageError(`export: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
+  if (parts.length === 0) throw new UsageError(`${command}: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
   return parts.map((p) => {
     if (!/^\d+$/.test(p) || Number(p) <= 0 || !Number.isSafeInteger(Number(p)))
-      throw new UsageError(`export: --${flag}: "${p}" is not a positive integer`);
+      throw new UsageError(`${command}: --${flag}: "${p}" is not a positive integer`);
     return Number(p);
   });
 }

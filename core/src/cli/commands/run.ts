@@ -10,28 +10,55 @@ import type { SamplingParams } from '../../run';
 import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
 
-/** Parses `3,17,5` into token ids (non-negative integers). */
-export function parseIds(text: string): number[] {
+/** Parses `3,17,5` into token ids (non-negative integers); `flag` names another per-id list (`--token-type-ids`). */
+export function parseIds(text: string, flag = '--input-ids'): number[] {
   const parts = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (parts.length === 0) throw new UsageError('run: --input-ids needs at least one id (e.g. 3,17,5)');
+  if (parts.length === 0) throw new UsageError(`run: ${flag} needs at least one id (e.g. 3,17,5)`);
   return parts.map((p) => {
-    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: --input-ids: "${p}" is not a token id`);
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p)))
+      throw new UsageError(`run: ${flag}: "${p}" is not ${flag === '--input-ids' ? 'a token id' : 'a non-negative integer'}`);
     return Number(p);
   });
 }
 
-/** `--dump-logits F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
-async function dumpLogits(io: CliIO, given: string, logits: number[][]): Promise<string> {
-  const text = JSON.stringify({ logits }) + '\n';
+/** `--dump-logits F` / `--dump-embeddings F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
+async function dumpJson(io: CliIO, given: string, value: object): Promise<string> {
+  const text = JSON.stringify(value) + '\n';
   if (given === '-') {
     io.stdout.write(text);
     return 'stdout';
   }
   return writeOutputFile(io.cwd, given, text);
 }
+
+/** `run --dump-embeddings`: one forward of an embedding graph (run/embedding.ts) over one unpadded input. */
+async function runEmbedding(model: string, ids: number[], f: EmbeddingFlags, io: CliIO): Promise<number> {
+  const { embed } = await import('../../run/embedding');
+  const t0 = performance.now();
+  const e = await embed(
+    model,
+    {
+      ids,
+      ...(f['attention-mask'] !== undefined ? { attentionMask: parseIds(f['attention-mask'], '--attention-mask') } : {}),
+      ...(f['token-type-ids'] !== undefined ? { tokenTypeIds: parseIds(f['token-type-ids'], '--token-type-ids') } : {}),
+    },
+    { prepack: f.prepack, ortPath: io.env.WEIGHT_SPEC_ORT_PATH },
+  );
+  const out = await dumpJson(io, f['dump-embeddings']!, e);
+  const pooled = e.sentence_embedding
+    ? `, sentence_embedding [${e.sentence_embedding.length}]`
+    : ', no sentence_embedding (no pooling in the graph)';
+  println(
+    io.stderr,
+    `run: last_hidden_state [${e.last_hidden_state.length}, ${e.last_hidden_state[0]?.length ?? 0}]${pooled} → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
+  );
+  return 0;
+}
+
+type EmbeddingFlags = { 'dump-embeddings'?: string; 'attention-mask'?: string; 'token-type-ids'?: string; prepack: boolean };
 
 type RunFlags = {
   'pixel-values'?: string;
@@ -69,7 +96,7 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
-      const out = await dumpLogits(io, f['dump-logits'], logits);
+      const out = await dumpJson(io, f['dump-logits'], { logits });
       println(
         io.stderr,
         `run: ${logits.length} logit rows (vlm: vision + language graphs) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
@@ -99,6 +126,7 @@ export const runCommand = defineCommand({
     'run <export dir|compiled.onnx> --input-ids 3,17,5 [--max-new-tokens N] [--dump-logits out.json]',
     '    [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repetition-penalty R] [--presence-penalty Q] [--seed S]',
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
+    'run <embedding export dir> --input-ids … [--attention-mask 1,1,…] [--token-type-ids 0,0,…] --dump-embeddings out.json',
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -111,6 +139,8 @@ export const runCommand = defineCommand({
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
     "(preprocessor_config.json beside the model's config.json when present).",
+    'An embedding export (BERT, XLM-RoBERTa) runs once over the given ids: --dump-embeddings writes',
+    '{"last_hidden_state": [[…] per id], "sentence_embedding": […]} (the latter when the graph pools).',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
@@ -120,6 +150,13 @@ export const runCommand = defineCommand({
       placeholder: '<out.json|->',
       description: 'write {"logits": number[][]}, one row per input position ("-": stdout)',
     },
+    'dump-embeddings': {
+      type: 'string',
+      placeholder: '<out.json|->',
+      description: 'embedding graph: write {"last_hidden_state": rows, "sentence_embedding": vector} ("-": stdout)',
+    },
+    'attention-mask': { type: 'string', placeholder: '<0/1,…>', description: 'embedding graph: the mask, one 0/1 per id (default all 1)' },
+    'token-type-ids': { type: 'string', placeholder: '<ids>', description: 'embedding graph: token types, one per id (default all 0)' },
     'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV cache length for graphs whose ctx_len is not fixed' },
     'prefill-seq-len': {
       type: 'int',
@@ -170,6 +207,12 @@ export const runCommand = defineCommand({
     const ids = parseIds(f['input-ids']);
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
+    const embedding = f['dump-embeddings'] !== undefined;
+    if (embedding && f['dump-embeddings'] !== '-') checkOutputFile(io.cwd, f['dump-embeddings']!);
+    if (!embedding && (f['attention-mask'] !== undefined || f['token-type-ids'] !== undefined))
+      throw new UsageError('run: --attention-mask / --token-type-ids go with --dump-embeddings (an embedding graph)');
+    if (embedding && (f['dump-logits'] !== undefined || f['max-new-tokens'] !== undefined))
+      throw new UsageError('run: --dump-embeddings runs an embedding graph; --dump-logits / --max-new-tokens are for generation');
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
@@ -216,6 +259,7 @@ export const runCommand = defineCommand({
         log: (l) => println(io.stderr, l),
       });
     }
+    if (embedding) return runEmbedding(resolveRunnable(target).model, ids, f, io);
     const runner = await openRunner(target, {
       prepack: f.prepack,
       ctxLen: f['ctx-len'],
@@ -226,7 +270,7 @@ export const runCommand = defineCommand({
       if (f['dump-logits']) {
         const t0 = performance.now();
         const logits = await runner.logits(ids);
-        const out = await dumpLogits(io, f['dump-logits'], logits);
+        const out = await dumpJson(io, f['dump-logits'], { logits });
         println(io.stderr, `run: ${logits.length} logit rows (${runner.kind} graph) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`);
       }
       if (n > 0) {

@@ -28,6 +28,7 @@ import { norm } from '../blocks/norms';
 import type { WeightInput } from '../blocks/arch';
 import type { EncoderArch } from './encoder-config';
 import type { PoolingSpec } from './pooling';
+import { EMBEDDING_OUTPUTS } from '../../artifacts/graph-interface';
 
 /** Options of {@link buildEncoder}. */
 export interface EncoderGraphOptions {
@@ -112,12 +113,12 @@ export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: E
     });
   }
   const last = g.op('Reshape', [x, g.op('Concat', [idsShape, g.ints([H], 'hidden')], { axis: 0 })]);
-  g.output(last, 'last_hidden_state', dt, [dims[0]!, 'seq_len', H]);
-  const outputs = ['last_hidden_state'];
+  g.output(last, EMBEDDING_OUTPUTS.hidden, dt, [dims[0]!, 'seq_len', H]);
+  const outputs: string[] = [EMBEDDING_OUTPUTS.hidden];
   if (pool) {
     const emb = g.within('pooling', () => pooled(c, last, mask, pool));
-    g.output(emb, 'sentence_embedding', dt, [dims[0]!, H * pool.modes.length]);
-    outputs.push('sentence_embedding');
+    g.output(emb, EMBEDDING_OUTPUTS.pooled, dt, [dims[0]!, H * pool.modes.length]);
+    outputs.push(EMBEDDING_OUTPUTS.pooled);
   }
   const weights = g.inputs
     .filter((vi) => c.declared.has(vi.name))
