@@ -137,7 +137,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  * skipped silently.
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  bert: { issue: 45, paths: ['config'] },
   whisper: { issue: 45, paths: ['config'] },
   llama_gptq: { issue: 46, paths: ['config'] },
   llama_lora: { issue: 46, paths: ['lora'] },
@@ -189,6 +188,14 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
 export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
+
+/**
+ * The embedding fixtures the pipeline builds (export --config with the sentence-transformers
+ * pooling, and the legacy `model.legacy.onnx` through export --onnx), judged by their own suite
+ * (core/test/embedding/bert-fixture.test.ts: every sentence's unpadded last_hidden_state rows and
+ * sentence_embedding) rather than the causal-LM suites over LEGACY_FAMILIES.
+ */
+export const BUILT_EMBEDDINGS = ['bert'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;
