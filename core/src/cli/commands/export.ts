@@ -245,7 +245,7 @@ export const exportCommand = defineCommand({
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
     'A BERT / XLM-RoBERTa folder (embeddings) exports one graph: input_ids, attention_mask (+ token_type_ids when',
     'type_vocab_size > 1) → last_hidden_state, plus sentence_embedding when the folder has sentence-transformers',
-    'modules (modules.json: mean / CLS / max pooling, then Normalize), as QEfficient\'s PooledModel.',
+    "modules (modules.json: mean / CLS / max pooling, then Normalize), as QEfficient's PooledModel.",
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
