@@ -56,8 +56,9 @@ function checkInput(
   }
   if (x.attentionMask?.some((m) => m !== 0 && m !== 1)) throw new UsageError('run: --attention-mask takes 0 or 1 per id');
   if (x.attentionMask && !x.attentionMask.includes(1)) throw new UsageError('run: --attention-mask masks every id');
-  if (x.tokenTypeIds && !inputs.has('token_type_ids'))
-    throw new UsageError(`run: ${model} takes no token_type_ids (its config has a type vocabulary of one row)`);
+  // a legacy graph exported without token types (an XLM-RoBERTa tokenizer gives none) adds row 0: zeros are what it computes
+  if (x.tokenTypeIds?.some((t) => t !== 0) && !inputs.has('token_type_ids'))
+    throw new UsageError(`run: ${model} takes no token_type_ids (it adds token type 0 to every token)`);
   for (const [name, v, flag] of [
     ['input_ids', x.ids, '--input-ids'],
     ['token_type_ids', x.tokenTypeIds, '--token-type-ids'],

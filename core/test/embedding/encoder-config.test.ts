@@ -114,9 +114,13 @@ describe('embedding encoders from config.json against a float64 reference', () =
       [1, 1, 1, 1, 1, 1],
       [1, 1, 1, 1, 0, 0],
     ];
-    const { session, result, spec } = await exportAndRun(dir, raw, { input_ids: ids, attention_mask: mask });
-    // type_vocab_size 1: no token_type_ids input, row 0 added as HF's zero buffer does
-    expect(session.inputNames.filter((n) => !n.includes('.'))).toEqual(['input_ids', 'attention_mask']);
+    const { session, result, spec } = await exportAndRun(dir, raw, {
+      input_ids: ids,
+      attention_mask: mask,
+      token_type_ids: ids.map((r) => r.map(() => 0)),
+    });
+    // type_vocab_size 1: token_type_ids is still an input (HF adds a type row to every token), fed zeros
+    expect(session.inputNames.filter((n) => !n.includes('.'))).toEqual(['input_ids', 'attention_mask', 'token_type_ids']);
     expect(spec.inputs.every((i) => i.location.key === `roberta.${i.name}`)).toBe(true);
     const ref = xlmRobertaReference(raw, XLMR, ids, mask, { modes: ['cls'], normalize: true }, 'roberta.');
     expect(ref.positions[1]).toEqual([2, 3, 4, 5, 1, 1]);
@@ -148,12 +152,26 @@ describe('embedding encoders from config.json against a float64 reference', () =
     expect(e.last_hidden_state.length).toBe(4);
     expect(maxDiff(e.last_hidden_state.flat(), ref.hidden[0]!.flat())).toBeLessThan(1e-4);
     expect(maxDiff(e.sentence_embedding, ref.pooled[0]!)).toBeLessThan(1e-4);
-    // a token type on a graph without a type vocabulary is refused with one line
-    const r = await cliInProcess(['run', 'out', '--input-ids', '0,9', '--token-type-ids', '0,0', '--dump-embeddings', 'f.json'], {
+    // the defaults are an all-ones mask and token type 0: given explicitly, the same file
+    await ok(
+      'run',
+      'out',
+      '--input-ids',
+      '0,9,23,2',
+      '--attention-mask',
+      '1,1,1,1',
+      '--token-type-ids',
+      '0,0,0,0',
+      '--dump-embeddings',
+      'g.json',
+    );
+    expect(fs.readFileSync(path.join(root, 'g.json'), 'utf8')).toBe(fs.readFileSync(path.join(root, 'e.json'), 'utf8'));
+    // a token type outside the one-row type vocabulary is refused with one line, before any output
+    const r = await cliInProcess(['run', 'out', '--input-ids', '0,9', '--token-type-ids', '0,1', '--dump-embeddings', 'f.json'], {
       cwd: root,
     });
     expect(r.code).toBe(2);
-    expect(r.stderr.split('\n')[0]).toMatch(/takes no token_type_ids/);
+    expect(r.stderr.split('\n')[0]).toMatch(/--token-type-ids: 1 is out of range .*its table has 1 rows/);
     expect(fs.existsSync(path.join(root, 'f.json'))).toBe(false);
   });
 

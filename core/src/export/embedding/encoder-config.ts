@@ -65,7 +65,7 @@ export interface EncoderArch {
   act: Act;
   eps: number;
   maxPositions: number;
-  /** `type_vocab_size`: > 1 makes `token_type_ids` a graph input; 1 adds row 0 (HF's zero buffer). */
+  /** `type_vocab_size` (≥ 1: the embeddings add a token type row for every token). */
   typeVocab: number;
   padId: number;
   /**

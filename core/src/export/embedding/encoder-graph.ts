@@ -1,6 +1,6 @@
 /**
- * The embedding graph: a BERT / XLM-RoBERTa encoder (`input_ids`, `attention_mask` and, with a
- * type vocabulary of more than one row, `token_type_ids` → `last_hidden_state`) and, when the
+ * The embedding graph: a BERT / XLM-RoBERTa encoder (`input_ids`, `attention_mask`,
+ * `token_type_ids` → `last_hidden_state`) and, when the
  * folder lists sentence-transformers modules, the pooling and normalization in the same graph
  * (`sentence_embedding`), as QEfficient's `PooledModel` appends pooling to `QEFFAutoModel`.
  *
@@ -61,7 +61,9 @@ export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: E
   const dims = [o.batchSize ?? 'batch_size', 'seq_len'];
   const ids = g.input('input_ids', 'int64', dims);
   const mask = g.input('attention_mask', 'int64', dims);
-  const types = a.typeVocab > 1 ? g.input('token_type_ids', 'int64', dims) : undefined;
+  // HF adds a token type row for every token, whatever the vocabulary's size (bge-m3's one row
+  // included): the graph takes the ids, as the model's forward does (QEfficient feeds zeros)
+  const types = g.input('token_type_ids', 'int64', dims);
   const w = (name: string, shape: number[]) => weight(c, name, shape);
   const ln = (x: string, p: string) =>
     norm(c, x, { weight: `${p}.weight`, bias: `${p}.bias`, size: H }, { kind: 'layer', eps: a.eps, plusOne: false });
@@ -72,7 +74,7 @@ export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: E
   const hidden = g.within('embeddings', () => {
     const word = g.op('Gather', [w('embeddings.word_embeddings.weight', [a.vocab, H]), ids], { axis: 0 });
     const typeRows = w('embeddings.token_type_embeddings.weight', [a.typeVocab, H]);
-    const type = g.op('Gather', [typeRows, types ?? g.int(0, 'type0')], { axis: 0 });
+    const type = g.op('Gather', [typeRows, types], { axis: 0 });
     let pos: string;
     if (a.positions === 'arange') {
       const seq = g.op('Gather', [idsShape, g.int(1, 'seq_axis')], { axis: 0 });
@@ -131,7 +133,7 @@ export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: E
   return {
     model: g.build(o.name, metadata),
     weights,
-    io: { inputs: ['input_ids', 'attention_mask', ...(types ? ['token_type_ids'] : [])], outputs },
+    io: { inputs: ['input_ids', 'attention_mask', 'token_type_ids'], outputs },
   };
 }
 
