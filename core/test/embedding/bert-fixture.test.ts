@@ -11,6 +11,7 @@
  * - the legacy graph (`model.legacy.onnx`, a torch.onnx.export with weights embedded) through
  *   `export --onnx` → compile → `run --dump-embeddings`: the same rows of last_hidden_state (the
  *   legacy graph has no pooling).
+ * A float16 export (prepared float16) stays within the float16 tolerance of test/support/fixtures.ts.
  * ONNX's checker passes on each graph (weight-free and compiled); `check` finds the spec clean
  * against its graph and prepared checkpoint, and names a wrong input name.
  */
@@ -19,7 +20,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
 import { cliInProcess } from '../../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { describeFixtures, fixturesDir, float16Tolerance } from '../../../test/support/fixtures';
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 
@@ -112,6 +113,17 @@ describeFixtures('bert fixture: export --config and the legacy graph reproduce r
     const r = await s.run({ input_ids: t(ref.input_ids), attention_mask: t(ref.attention_mask), token_type_ids: t(ref.token_type_ids) });
     expect(maxDiff(Array.from(r.last_hidden_state!.data as Float32Array), ref.last_hidden_state.flat(2))).toBeLessThan(1e-4);
     expect(maxDiff(Array.from(r.sentence_embedding!.data as Float32Array), ref.sentence_embedding.flat())).toBeLessThan(1e-4);
+  });
+
+  it('export --config --dtype float16 (prepared float16): every sentence within the float16 tolerance', async () => {
+    await ok('export', '--config', 'model', '--out', 'cfg16', '--dtype', 'float16');
+    await ok('prepare', '--checkpoint', 'model', '--dtype', 'float16');
+    await ok('compile', 'cfg16');
+    for (const c of cases()) {
+      const e = await embed('cfg16', c.ids, c.types, c.tag);
+      expect(maxDiff(e.last_hidden_state.flat(), c.hidden.flat()), c.tag).toBeLessThan(float16Tolerance('bert'));
+      expect(maxDiff(e.sentence_embedding!, c.pooled), c.tag).toBeLessThan(float16Tolerance('bert'));
+    }
   });
 
   it('legacy graph (export --onnx): each unpadded sentence and the pair give their last_hidden_state rows within 1e-4', async () => {
