@@ -312,3 +312,12 @@ export const EMBEDDING_OUTPUTS = { hidden: 'last_hidden_state', pooled: 'sentenc
 export function isEmbeddingGraph(outputs: readonly { name: string }[]): boolean {
   return outputs.some((o) => o.name === EMBEDDING_OUTPUTS.hidden);
 }
+
+/** metadata_props of an embedding graph: its pooling (`mean+normalize`, `cls`, `none`) and the longest input its positions cover. */
+export const EMBEDDING_METADATA = { pooling: 'weight_spec.embedding', maxSeqLen: 'weight_spec.max_seq_len' } as const;
+
+/** The longest sequence an embedding graph's position table covers, when its metadata says (legacy graphs do not). */
+export function embeddingMaxSeqLen(metadata: readonly { key: string; value: string }[]): number | undefined {
+  const v = metadata.find((e) => e.key === EMBEDDING_METADATA.maxSeqLen)?.value;
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+}

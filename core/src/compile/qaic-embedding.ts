@@ -48,6 +48,7 @@ export function planEmbeddingGraph(
   opts: QaicOptions,
   g: GraphShapeFacts,
   compiler: string,
+  maxSeqLen?: number,
 ): QaicPlan {
   const wrong = [
     ...imageFlagsGiven(opts),
@@ -64,6 +65,9 @@ export function planEmbeddingGraph(
     );
   const seqLens = opts.seqLens ?? [DEFAULT_EMBEDDING_SEQ_LEN];
   if (seqLens.length === 0) throw new UsageError('compile: --seq-len needs at least one length');
+  const over = maxSeqLen !== undefined ? seqLens.find((s) => s > maxSeqLen) : undefined;
+  if (over !== undefined)
+    throw new UsageError(`compile: --seq-len ${over} exceeds the ${maxSeqLen} positions of ${exportDir}'s position table`);
   const specs = embeddingSpecializations(seqLens, opts.batchSize ?? g.batch ?? 1);
   const options: [string, OptionValue][] = [
     ['convert_to_fp16', true],

@@ -18,7 +18,7 @@ import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { graphStates, isEmbeddingGraph } from '../artifacts/graph-interface';
+import { embeddingMaxSeqLen, graphStates, isEmbeddingGraph } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
@@ -105,7 +105,7 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
     : isEmbeddingGraph(m.outputs)
-      ? planEmbeddingGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env))
+      ? planEmbeddingGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env), embeddingMaxSeqLen(m.metadata))
       : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
   return { plan, onnx, onnxBytes };
 }

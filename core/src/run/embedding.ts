@@ -12,7 +12,7 @@ import { ortSessionOptions } from '../ort/session-options';
 import { readRegularFileSync } from '../paths';
 import { gatheredRows } from './vocab';
 import { logitRows } from './runner';
-import { EMBEDDING_OUTPUTS, isEmbeddingGraph } from '../artifacts/graph-interface';
+import { EMBEDDING_OUTPUTS, embeddingMaxSeqLen, isEmbeddingGraph } from '../artifacts/graph-interface';
 
 /** One input to embed: ids, and optionally its mask and token types (each one per id). */
 export interface EmbeddingInput {
@@ -83,6 +83,9 @@ export async function embed(model: string, x: EmbeddingInput, opts: EmbeddingRun
       `${model}: unbound graph input(s) ${unknown.map((u) => u.name).join(', ')} (not a weight in the spec, not a known model input)`,
     );
   checkInput(x, model, byName, (name) => gatheredRows(wire, name, model));
+  const maxLen = embeddingMaxSeqLen(wire.metadata);
+  if (maxLen !== undefined && x.ids.length > maxLen)
+    throw new UsageError(`run: ${x.ids.length} input ids exceed the ${maxLen} positions of ${model}'s position table`);
   const ort = loadOrt(opts.ortPath);
   let session;
   try {

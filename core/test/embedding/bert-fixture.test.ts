@@ -156,11 +156,18 @@ describeFixtures('bert fixture: export --config and the legacy graph reproduce r
     expect(problems.map((p) => p.message).join('\n')).not.toMatch(/token_type_ids|attention_mask/);
   });
 
-  it('run: an embedding graph without --dump-embeddings is refused with one line', async () => {
+  it('run: refused with one line: an embedding graph without --dump-embeddings, more ids than the position table', async () => {
     const r = await cliInProcess(['run', 'cfg', '--input-ids', '101,102'], { cwd: root });
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/an embedding graph .* run it with --dump-embeddings/);
+    // max_position_embeddings 64
+    const long = await cliInProcess(['run', 'cfg', '--input-ids', Array(65).fill(7).join(','), '--dump-embeddings', 'long.json'], {
+      cwd: root,
+    });
+    expect(long.code).toBe(2);
+    expect(long.stderr.split('\n')[0]).toMatch(/65 input ids exceed the 64 positions/);
+    expect(fs.existsSync(path.join(root, 'long.json'))).toBe(false);
   });
 
   describeOnnxChecker('ONNX checker', () => {

@@ -87,8 +87,8 @@ describeFixtures('qaic compile of an embedding export through a recording compil
     { tag: 'default (seq_len 32)', comp: [], py: {} },
     {
       tag: 'three lengths',
-      comp: ['--seq-len', '32,64,128', '--num-cores', '14', '--mxfp6-matmul'],
-      py: { seq_len: [32, 64, 128], num_cores: 14, mxfp6_matmul: true },
+      comp: ['--seq-len', '16,32,64', '--num-cores', '14', '--mxfp6-matmul'],
+      py: { seq_len: [16, 32, 64], num_cores: 14, mxfp6_matmul: true },
     },
     { tag: 'one length as a list, batch 4', comp: ['--seq-len', '16', '--batch-size', '4'], py: { seq_len: [16], batch_size: 4 } },
   ];
@@ -120,12 +120,12 @@ describeFixtures('qaic compile of an embedding export through a recording compil
 
   it('--dry-run prints the command and specializations.json, runs nothing and writes nothing', async () => {
     fs.rmSync(record, { recursive: true, force: true });
-    const r = await cliInProcess(['compile', 'out', '--backend', 'qaic', '--dry-run', '--seq-len', '64,512'], { cwd: root, env: env() });
+    const r = await cliInProcess(['compile', 'out', '--backend', 'qaic', '--dry-run', '--seq-len', '16,48'], { cwd: root, env: env() });
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.split('\n');
     const qpc = /-aic-binary-dir=(\S+)\/qpc$/m.exec(lines[0]!)![1]!;
     const want = qeff({
-      seq_len: [64, 512],
+      seq_len: [16, 48],
       batch_size: 1,
       dtype: 'float32',
       mxfp6_matmul: false,
@@ -142,12 +142,14 @@ describeFixtures('qaic compile of an embedding export through a recording compil
     expect(fs.existsSync(qpc)).toBe(false);
   });
 
-  it('flags of other graphs are refused with one line: --ctx-len, --prefill-seq-len, --seq-len with ort', async () => {
+  it('refused with one line: flags of other graphs (--ctx-len, --prefill-seq-len, --seq-len with ort), a length past the position table', async () => {
     for (const [args, msg] of [
       [['--backend', 'qaic', '--ctx-len', '128'], /--ctx-len do not apply to .*an embedding graph/],
       [['--backend', 'qaic', '--prefill-seq-len', '64'], /--prefill-seq-len \(use --seq-len\) do not apply/],
       [['--seq-len', '64'], /--seq-len lists the qaic specializations of an embedding export; it needs --backend qaic/],
       [['--backend', 'qaic', '--seq-len', '64,x'], /--seq-len: "x" is not a positive integer/],
+      // the fixture's max_position_embeddings is 64
+      [['--backend', 'qaic', '--seq-len', '32,128'], /--seq-len 128 exceeds the 64 positions of .*position table/],
     ] as const) {
       const r = await cliInProcess(['compile', 'out', '--dry-run', ...args], { cwd: root, env: env() });
       expect(r.code, args.join(' ')).toBe(2);

@@ -26,9 +26,9 @@ import { activation, cast, linear, weight, type Ctx } from '../blocks/ops';
 import { onnxTypeOfName, type ExportDtype } from '../../formats/dtype';
 import { norm } from '../blocks/norms';
 import type { WeightInput } from '../blocks/arch';
-import type { EncoderArch } from './encoder-config';
+import { maxSequence, type EncoderArch } from './encoder-config';
 import type { PoolingSpec } from './pooling';
-import { EMBEDDING_OUTPUTS } from '../../artifacts/graph-interface';
+import { EMBEDDING_METADATA, EMBEDDING_OUTPUTS } from '../../artifacts/graph-interface';
 
 /** Options of {@link buildEncoder}. */
 export interface EncoderGraphOptions {
@@ -45,9 +45,6 @@ export interface BuiltEncoder {
   weights: WeightInput[];
   io: { inputs: string[]; outputs: string[] };
 }
-
-/** The metadata key that marks an embedding graph (its pooling: `mean`, `cls+max`, … or `none`, `+normalize`). */
-export const EMBEDDING_METADATA = 'weight_spec.embedding';
 
 /** `torch.finfo(dtype).min`: the additive mask HF puts on padded keys. */
 const FINFO_MIN: Record<ExportDtype, number> = { float32: -3.4028234663852886e38, float16: -65504 };
@@ -128,7 +125,8 @@ export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: E
   const metadata = {
     'weight_spec.graph': 'embedding',
     'weight_spec.model_type': a.modelType,
-    [EMBEDDING_METADATA]: pool ? `${pool.modes.join('+')}${pool.normalize ? '+normalize' : ''}` : 'none',
+    [EMBEDDING_METADATA.pooling]: pool ? `${pool.modes.join('+')}${pool.normalize ? '+normalize' : ''}` : 'none',
+    [EMBEDDING_METADATA.maxSeqLen]: String(maxSequence(a)),
   };
   return {
     model: g.build(o.name, metadata),
