@@ -175,6 +175,25 @@ describe('embedding encoders from config.json against a float64 reference', () =
     expect(fs.existsSync(path.join(root, 'f.json'))).toBe(false);
   });
 
+  it('RoBERTa (the modeling XLM-RoBERTa copies): the same positions and pooling', async () => {
+    const cfg = { ...XLMR, architectures: ['RobertaModel'], model_type: 'roberta' };
+    const { dir, raw } = await modelFolder(cfg, ['mean'], true, '');
+    const ids = [
+      [0, 5, 17, 2],
+      [0, 9, 2, 1],
+    ];
+    const mask = [
+      [1, 1, 1, 1],
+      [1, 1, 1, 0],
+    ];
+    const zeros = ids.map((r) => r.map(() => 0));
+    const { result, spec } = await exportAndRun(dir, raw, { input_ids: ids, attention_mask: mask, token_type_ids: zeros });
+    expect(spec.model_name).toBe('RobertaModel');
+    const ref = xlmRobertaReference(raw, cfg, ids, mask, { modes: ['mean'], normalize: true });
+    expect(maxDiff(result.last_hidden_state!.data as Float32Array, ref.hidden.flat(2))).toBeLessThan(1e-4);
+    expect(maxDiff(result.sentence_embedding!.data as Float32Array, ref.pooled.flat())).toBeLessThan(1e-4);
+  });
+
   it('BERT: token types, mean + max + mean/√len pooling concatenated, no Normalize', async () => {
     const { dir, raw } = await modelFolder(BERT, ['mean', 'max', 'mean_sqrt_len'], false, '');
     const ids = [

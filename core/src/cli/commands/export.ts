@@ -243,7 +243,7 @@ export const exportCommand = defineCommand({
     'and k_pe.{i} [b,1,ctx,rope] instead of the per-head past_key.{i}/past_value.{i}.',
     "--sliding-cache window (Gemma 3, text and VLM): QEfficient's layout, each sliding layer's past_key/past_value a ring of",
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
-    'A BERT / XLM-RoBERTa folder (embeddings) exports one graph: input_ids, attention_mask, token_type_ids',
+    'A BERT / RoBERTa / XLM-RoBERTa folder (embeddings) exports one graph: input_ids, attention_mask, token_type_ids',
     '→ last_hidden_state, plus sentence_embedding when the folder has sentence-transformers',
     "modules (modules.json: mean / CLS / max pooling, then Normalize), as QEfficient's PooledModel.",
   ],

@@ -20,6 +20,8 @@ import { actOf, parseWith, refuse } from '../families/config';
 const ENCODERS = {
   bert: { hfClass: 'BertModel', defaultPad: 0, positions: 'arange' },
   'xlm-roberta': { hfClass: 'XLMRobertaModel', defaultPad: 1, positions: 'from-input-ids' },
+  // XLM-RoBERTa's modeling is "Copied from transformers.models.roberta.modeling_roberta": the same math
+  roberta: { hfClass: 'RobertaModel', defaultPad: 1, positions: 'from-input-ids' },
 } as const;
 
 /** The encoder model types `export --config` builds as embedding graphs. */

@@ -130,6 +130,7 @@ const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = {
   // the embedding encoders (export/embedding/): checkpoints saved from a task head hold `bert.…` / `roberta.…`
   bert: 'bert',
   'xlm-roberta': 'roberta',
+  roberta: 'roberta',
 };
 
 /** The module a config's trunk keys live under (HF `base_model_prefix`): the row's, else `model`. */
