@@ -8,7 +8,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { buildViewerPage } from '../../src/view';
 

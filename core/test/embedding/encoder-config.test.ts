@@ -19,7 +19,7 @@ import { describe, expect, it } from 'vitest';
 import { cliInProcess } from '../../../test/support/cli';
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { fromFloat32 } from '../../src/formats/dtype';
 import { writeSafetensors } from '../../src/formats/safetensors';

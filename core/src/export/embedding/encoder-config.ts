@@ -26,6 +26,10 @@ const ENCODERS = {
 
 /** The encoder model types `export --config` builds as embedding graphs. */
 export const EMBEDDING_MODEL_TYPES = Object.keys(ENCODERS) as readonly EncoderType[];
+/** The Hugging Face class of each (the docs' model table). */
+export const EMBEDDING_HF_CLASSES: Readonly<Record<EncoderType, string>> = Object.fromEntries(
+  EMBEDDING_MODEL_TYPES.map((t) => [t, ENCODERS[t].hfClass]),
+) as Record<EncoderType, string>;
 /** One of them. */
 export type EncoderType = keyof typeof ENCODERS;
 

@@ -21,7 +21,7 @@
  * Dims are QEfficient's dynamic axes (`batch_size`, `seq_len`), so its Embedding
  * specializations (`{batch_size, seq_len}` per compiled length) bind them.
  */
-import { GraphBuilder, OPSET, type ModelObj } from '../exporter/builder';
+import { GraphBuilder, OPSET, type ModelObj } from '../blocks/builder';
 import { activation, cast, linear, weight, type Ctx } from '../blocks/ops';
 import { onnxTypeOfName, type ExportDtype } from '../../formats/dtype';
 import { norm } from '../blocks/norms';

@@ -10,7 +10,7 @@ import type { ExportDtype } from '../../formats/dtype';
 import type { WeightSpec } from '../../spec';
 import { formatBytes } from '../../display';
 import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
-import type { ModelObj } from '../exporter/builder';
+import type { ModelObj } from '../blocks/builder';
 import { checkGraph } from '../exporter/check-graph';
 import { encodeBuiltModel } from '../exporter/encode';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';
