@@ -24,6 +24,7 @@ import { isVlmConfig } from './vlm/config';
 import type { SlidingCache } from './blocks/attention-window';
 import { exportVlm } from './vlm/export-vlm';
 import { hubRecord, modelArg } from '../hub/hf-cache';
+import { withPackedLinears } from './exporter/keep-quantized';
 import { isEmbeddingConfig } from './embedding/encoder-config';
 import { exportEmbedding, refuseDecoderOptions } from './embedding/export-embedding';
 
@@ -53,6 +54,8 @@ export interface ConfigExportOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
+  /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
+  keepQuantized?: boolean;
 }
 
 /**
@@ -133,9 +136,12 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (o.keepQuantized && !withCheckpoint)
+    throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (isEmbeddingConfig(cfg.raw)) {
     // BERT / XLM-RoBERTa: one encoder graph with its sentence-transformers pooling (export/embedding/)
     refuseDecoderOptions({ ...o });
+    if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for embedding encoders');
     const r = await exportEmbedding({
       ...cfg,
       cfgFile: cfg.file,
@@ -150,6 +156,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     return { written: r.written, summary: r.summary };
   }
   if (isVlmConfig(cfg.raw)) {
+    if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both')
       throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
@@ -190,8 +197,13 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
   };
   archFromConfig(cfg.raw, cfg.file, ep);
-  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
-  const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, { ...ep, ...(o.keepQuantized ? { keepQuantized: true } : {}) });
+  let arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  if (o.keepQuantized) {
+    const kept = withPackedLinears(arch, new Map([...layout!.tensors].map(([k, t]) => [k, t.shape])));
+    if (kept.packed === 0) throw new UsageError(`--keep-quantized: ${cfg.file} names no GPTQ/AWQ Linear the graph reads`);
+    arch = kept.arch;
+  }
   const tPlan = performance.now();
   let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
   if (o.sampler) {
@@ -259,6 +271,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
+        ...(o.keepQuantized ? { keep_quantized: true } : {}),
       },
       graph: {
         layers: built.layers,

@@ -74,7 +74,13 @@ export function formatNonFinite(counts: Record<string, number>): string {
 function sourceFileOf(task: Task, key: string): string {
   const t = task.tensors.find((x) => x.key === key);
   const r = t?.recipe;
-  const first = !r ? undefined : r.kind === 'convert' ? r.src : r.slots[0] && ('src' in r.slots[0] ? r.slots[0].src : r.slots[0].blocks);
+  const first = !r
+    ? undefined
+    : r.kind === 'convert'
+      ? r.src
+      : r.kind === 'int4'
+        ? r.module.qweight
+        : r.slots[0] && ('src' in r.slots[0] ? r.slots[0].src : r.slots[0].blocks);
   return (first && task.sources[first]?.file) ?? task.file;
 }
 

@@ -52,7 +52,7 @@ function slicedFp8(task: Task, t: OutputTensor): boolean {
 /** Bytes between the places a tensor may be cut: an element, or one expert slice of a stack. */
 function cutUnit(t: OutputTensor): number {
   const size = DTYPE_SIZE[t.dtype];
-  if (t.recipe.kind !== 'slots') return size;
+  if (t.recipe.kind !== 'slots') return size; // convert (int4 tasks are never cut: isPieceable)
   return (elementCount(t.shape) / t.recipe.slots.length) * size;
 }
 
