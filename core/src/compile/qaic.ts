@@ -23,6 +23,7 @@ import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wi
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
 import { planEmbeddingGraph } from './qaic-embedding';
+import { planWhisperGraph } from './qaic-whisper';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
 import { artifactExists } from '../artifacts/compile-artifact';
 import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
@@ -57,6 +58,11 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
     seqLen: num(ids?.dims[1]),
+    ...(m.inputs.some((i) => i.name === 'input_features')
+      ? { whisperRole: 'encoder' as const }
+      : m.inputs.some((i) => i.name === 'encoder_hidden_states')
+        ? { whisperRole: 'decoder' as const }
+        : {}),
     ...(m.inputs.some((i) => i.name === 'pixel_values')
       ? { vlmRole: 'vision' as const }
       : m.inputs.some((i) => i.name === 'vision_embeds')
@@ -104,9 +110,11 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
     throw new UsageError(`compile: --seq-len lists the lengths of an embedding graph; ${inp.exportDir} is not one (use --prefill-seq-len)`);
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
-    : isEmbeddingGraph(m.outputs)
-      ? planEmbeddingGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env), embeddingMaxSeqLen(m.metadata))
-      : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
+    : g.whisperRole
+      ? planWhisperGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
+      : isEmbeddingGraph(m.outputs)
+        ? planEmbeddingGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env), embeddingMaxSeqLen(m.metadata))
+        : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
   return { plan, onnx, onnxBytes };
 }
 
