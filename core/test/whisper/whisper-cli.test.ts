@@ -15,6 +15,7 @@ import { BUILT_SPEECH, describeFixtures, fixturesDir } from '../../../test/suppo
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import { encodeWav } from '../../src/run/audio/wav';
+import { wordLevelTokenizer } from '../../../test/support/tokenizers';
 
 const tmp = tempDirs('ws-whisper-cli-');
 
@@ -90,6 +91,26 @@ for (const family of BUILT_SPEECH)
       const got = JSON.parse(fs.readFileSync(path.join(work, 'logits.json'), 'utf8')).logits as number[][];
       expect(got.length).toBe(ref.decoder_input_ids.length + ref.generated_ids.length - 1);
       expect(maxDiff(got, ref.logits)).toBeLessThan(1e-4);
+    });
+
+    it("run --audio prints the transcription as text (second line) with the model's tokenizer.json (#51), ids only without one", async () => {
+      const ids = ref.decoder_input_ids.join(',');
+      const n = String(ref.generated_ids.length);
+      const args = ['run', 'wx', '--audio', 'speech.wav', '--decoder-input-ids', ids, '--max-new-tokens', n];
+      // no tokenizer.json in the model folder: the ids, and one line saying why there is no text
+      const bare = await cliInProcess(args, { cwd: work });
+      expect(bare.code, bare.stderr).toBe(0);
+      expect(bare.stdout.trim().split('\n')).toEqual([ref.generated_ids.join(',')]);
+      expect(bare.stderr).toMatch(/no tokenizer\.json .*ids only/);
+      // a word-level tokenizer over the fixture's 127 ids, Whisper's special tokens at its own ids
+      const special = { 64: '<|endoftext|>', 65: '<|startoftranscript|>', 66: '<|en|>', 71: '<|transcribe|>', 75: '<|notimestamps|>' };
+      const tokDir = path.join(work, 'tok');
+      fs.mkdirSync(tokDir, { recursive: true });
+      fs.writeFileSync(path.join(tokDir, 'tokenizer.json'), JSON.stringify(wordLevelTokenizer(127, special)));
+      const r = await cliInProcess([...args, '--tokenizer', 'tok'], { cwd: work });
+      expect(r.code, r.stderr).toBe(0);
+      // WordLevel without a decoder joins its words with spaces; the expected text is built here from the ids
+      expect(r.stdout.split('\n').slice(0, 2)).toEqual([ref.generated_ids.join(','), ref.generated_ids.map((i) => `w${i}`).join(' ')]);
     });
 
     it('run --audio with a 16-bit PCM WAV and --input-features reference.json give the same ids', async () => {

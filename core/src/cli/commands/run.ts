@@ -72,6 +72,7 @@ type RunFlags = {
   audio?: string;
   'input-features'?: string;
   'decoder-input-ids'?: string;
+  tokenizer?: string;
 };
 
 /** `run <whisper export>`: features from --audio or --input-features, the encoder once, then greedy decode. */
@@ -96,6 +97,15 @@ async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number
         : featuresFromJson(path.resolve(io.cwd, f['input-features']!));
     const r = await runner.transcribe(features, prompt, n);
     if (n > 0) println(io.stdout, r.tokens.join(','));
+    // the transcription as text (special tokens left out) when the model ships tokenizer.json
+    if (n > 0) {
+      const { optionalTextModelFiles } = await import('../../run/text/model-files');
+      const { loadTokenizer } = await import('../../run/text/text-tokenizer');
+      const tokenizerDir = f.tokenizer === undefined ? undefined : path.resolve(io.cwd, f.tokenizer);
+      const files = optionalTextModelFiles(dir, tokenizerDir);
+      if (files) println(io.stdout, loadTokenizer(files).decode(r.tokens).trim());
+      else println(io.stderr, 'run: no tokenizer.json beside the model (or --tokenizer <dir>): the transcription is printed as ids only');
+    }
     const dumped = f['dump-logits'] ? ` → logits ${await dumpJson(io, f['dump-logits'], { logits: r.logits })}` : '';
     println(
       io.stderr,
