@@ -1,5 +1,5 @@
 // Benchmark: `weight-spec export --config` on the real Qwen3-VL-30B-A3B config (issue 16) and
-// Qwen2.5-VL-7B and Gemma-3-27B (issue 33): per model, both graphs (vision + language) written in < 2 s wall
+// Qwen2.5-VL-7B and Gemma-3-27B (issue 33), LLaVA-1.5-7B (issue 44): per model, both graphs (vision + language) written in < 2 s wall
 // total, < 300 MB peak RSS, < 8 MiB of ONNX together — beside the seed's QEfficient numbers for
 // Qwen3-VL (vision 17.6 s + decoder 87.0 s = 104.6 s; 1.48 MiB + 76.92 MiB = 78.40 MiB). Run
 // after `node scripts/bundle.mjs`.
@@ -24,6 +24,7 @@ const CASES = [
   { config: 'qwen3-vl-30b-a3b.json', name: 'Qwen3-VL-30B-A3B-Instruct', seed: SEED },
   { config: 'qwen2.5-vl-7b.json', name: 'Qwen2.5-VL-7B-Instruct' },
   { config: 'gemma-3-27b.json', name: 'gemma-3-27b-it' },
+  { config: 'llava-1.5-7b.json', name: 'llava-1.5-7b-hf' },
 ];
 let failed = false;
 for (const c of CASES) {

@@ -138,8 +138,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
   llama_lora: { issue: 46, paths: ['lora'] },
-  llava: { issue: 44, paths: ['config'] },
-  llava_next: { issue: 44, paths: ['config'] },
   mistral3: { issue: 44, paths: ['config'] },
   internvl: { issue: 44, paths: ['config'] },
   llama4_vlm: { issue: 44, paths: ['vlm'] },
@@ -198,7 +196,7 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
-export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
+export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next'] as const;
 
 /**
  * Quantized checkpoints the pipeline builds (no legacy graph): judged by their reference logits in

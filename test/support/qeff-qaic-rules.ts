@@ -191,6 +191,48 @@ if fam in ("qwen3_vl_moe", "qwen2_5_vl"):
         num_layers = cfg["num_hidden_layers"]
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra},
             {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra}]
+elif fam in ("llava", "llava_next"):
+    # QEfficient/transformers/models/llava{,_next}/modeling_llava{,_next}.py get_specializations
+    vc = cfg["vision_config"]
+    img_size = a["img_size"] or vc.get("image_size", 336)
+    patch = vc["patch_size"]
+    if fam == "llava":
+        prefill_seq_len = a["prefill_seq_len"] or 592
+        ctx_len = a["ctx_len"] or 1024
+        vision_size = (img_size // patch) ** 2
+        extra = {}
+    else:
+        prefill_seq_len = a["prefill_seq_len"] or 5500
+        ctx_len = a["ctx_len"] or 6000
+        h, w = a["height"] or 1109, a["width"] or 1610
+        pins = cfg["image_grid_pinpoints"]
+        # HF image_processing_utils.select_best_resolution
+        best, max_eff, min_waste = None, 0, float("inf")
+        for ph, pw in pins:
+            scale = min(pw / w, ph / h)
+            eff = min(int(w * scale) * int(h * scale), w * h)
+            waste = pw * ph - eff
+            if eff > max_eff or (eff == max_eff and waste < min_waste):
+                max_eff, min_waste, best = eff, waste, (ph, pw)
+        # HF modeling_llava_next.image_size_to_num_patches
+        num_patches = len(range(0, best[0], img_size)) * len(range(0, best[1], img_size)) + 1
+        # HF processing_llava_next._get_number_of_features (+ _get_unpadded_features), default strategy
+        ph_, pw_ = img_size // patch, img_size // patch
+        cur_h, cur_w = ph_ * (best[0] // img_size), pw_ * (best[1] // img_size)
+        if w / h > cur_w / cur_h:
+            new_h = int(round(h * (cur_w / w), 7))
+            cur_h -= ((cur_h - new_h) // 2) * 2
+        else:
+            new_w = int(round(w * (cur_h / h), 7))
+            cur_w -= ((cur_w - new_w) // 2) * 2
+        vision_size = cur_h * cur_w + cur_h + ph_ * pw_ + 1 - 1
+        extra = {"image_size_height": h, "image_size_width": w, "num_patches": num_patches}
+    vision = [{"batch_size": batch_size, **extra, "max_num_images": 1, "img_size": img_size}]
+    if fam == "llava_next":
+        vision[0]["vision_size"] = vision_size  # our vision graph's pack_index (see qaic-vlm-specs-llava.ts)
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, **extra, "max_num_images": 1, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, **extra, "max_num_images": 1, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
+    num_layers = cfg["text_config"]["num_hidden_layers"]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]

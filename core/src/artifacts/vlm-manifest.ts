@@ -24,11 +24,13 @@ const vlmSchema = z.object({
   video_token_id: int,
   vision_start_token_id: int,
   vision: z.looseObject({ patch_size: int, temporal_patch_size: int, spatial_merge_size: int, in_channels: int, num_feature_layers: int }),
-  /** Gemma 3: the processor's fixed square size and the image tokens per image (absent for the Qwen VLMs). */
+  /** Gemma 3 / LLaVA: the processor's fixed square size and the image tokens per image (per tile for LLaVA-NeXT; absent for the Qwen VLMs). */
   image_size: int.optional(),
   mm_tokens_per_image: int.optional(),
   /** Gemma 3: the end-of-image token closing each expanded image (`eoi_token_index`). */
   image_end_token_id: int.optional(),
+  /** LLaVA-NeXT: the anyres resolutions `[height, width]` (`image_grid_pinpoints`); LLaVA's image_size / mm_tokens_per_image are per tile. */
+  image_grid_pinpoints: z.array(z.tuple([int, int])).optional(),
   text: z.looseObject({ hidden_size: int, num_hidden_layers: int }),
   dtype: z.enum(EXPORT_DTYPES),
 });

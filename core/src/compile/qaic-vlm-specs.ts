@@ -27,12 +27,13 @@
  */
 import { UsageError } from '../errors';
 import { pyRound } from '../foundation/py-round';
+import { llavaSpecializations } from './qaic-vlm-specs-llava';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];
 
 /** The VLM families whose qaic specializations are built here (`vlm.json` model_type). */
-export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3';
+export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next';
 
 /** What the specializations need from the model (vlm.json and config.json). */
 export interface VlmModelFacts {
@@ -43,10 +44,12 @@ export interface VlmModelFacts {
   mergeSize: number;
   /** Qwen3-VL: the deepstack feature layers (`len(deepstack_visual_indexes)`). */
   numFeatureLayers: number;
-  /** Gemma 3: `vision_config.image_size`, `mm_tokens_per_image`, `text_config.sliding_window`. */
+  /** Gemma 3: `vision_config.image_size`, `mm_tokens_per_image`, `text_config.sliding_window` (LLaVA: the first two). */
   imageSize?: number;
   mmTokensPerImage?: number;
   slidingWindow?: number;
+  /** LLaVA-NeXT: `image_grid_pinpoints`. */
+  pinpoints?: [number, number][];
 }
 
 /** The compile's sizes (flags, else QEfficient's defaults). */
@@ -69,7 +72,21 @@ export const QWEN_VL_DEFAULT_HEIGHT = 354;
 export const QWEN_VL_DEFAULT_WIDTH = 536;
 
 /** The default prefill length of each family's `get_specializations` (a table: the planner reads it, no call). */
-export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = { gemma3: 32, qwen3_vl: 128, qwen2_5_vl: 128 };
+export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = {
+  gemma3: 32,
+  qwen3_vl: 128,
+  qwen2_5_vl: 128,
+  llava: 592,
+  llava_next: 5500,
+};
+/** The default ctx_len of each family's `get_specializations` (LLaVA's module CTX_LEN, LLaVA-NeXT's GRANITEVISION_CTX_LEN). */
+export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
+  gemma3: VLM_DEFAULT_CTX_LEN,
+  qwen3_vl: VLM_DEFAULT_CTX_LEN,
+  qwen2_5_vl: VLM_DEFAULT_CTX_LEN,
+  llava: 1024,
+  llava_next: 6000,
+};
 
 /** The default prefill length of each family's `get_specializations`. */
 export function vlmDefaultPrefill(family: VlmFamily): number {
@@ -125,6 +142,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
   ] as const)
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new UsageError(`compile: ${flag} must be a positive integer (got ${v})`);
   if (m.family === 'gemma3') return gemma3Specializations(m, s);
+  if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, (decode) => langBatch(s, decode));
   if (s.imgSize !== undefined)
     throw new UsageError(`compile: --img-size is Gemma 3's; a ${m.family} export takes --img-height and --img-width`);
   if ((s.height === undefined) !== (s.width === undefined))

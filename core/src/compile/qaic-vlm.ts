@@ -38,7 +38,7 @@ import {
   type QaicPlan,
 } from './qaic-command';
 import {
-  VLM_DEFAULT_CTX_LEN,
+  VLM_DEFAULT_CTX,
   VLM_DEFAULT_PREFILL,
   vlmSpecializations,
   type VlmFamily,
@@ -46,7 +46,14 @@ import {
   type VlmSpecialization,
 } from './qaic-vlm-specs';
 
-const FAMILY: Record<string, VlmFamily> = { qwen3_vl_moe: 'qwen3_vl', qwen3_vl: 'qwen3_vl', qwen2_5_vl: 'qwen2_5_vl', gemma3: 'gemma3' };
+const FAMILY: Record<string, VlmFamily> = {
+  qwen3_vl_moe: 'qwen3_vl',
+  qwen3_vl: 'qwen3_vl',
+  qwen2_5_vl: 'qwen2_5_vl',
+  gemma3: 'gemma3',
+  llava: 'llava',
+  llava_next: 'llava_next',
+};
 
 /** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
 export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): VlmModelFacts {
@@ -61,6 +68,7 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
     vision?: { patch_size?: unknown; temporal_patch_size?: unknown; spatial_merge_size?: unknown; num_feature_layers?: unknown };
     image_size?: unknown;
     mm_tokens_per_image?: unknown;
+    image_grid_pinpoints?: unknown;
   };
   const family = FAMILY[String(m.model_type)];
   if (!family) throw new FormatError(file, `model_type "${String(m.model_type)}" has no qaic specializations here`);
@@ -75,6 +83,17 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
     mergeSize: int(m.vision?.spatial_merge_size, 'vision.spatial_merge_size'),
     numFeatureLayers: Number.isInteger(m.vision?.num_feature_layers) ? (m.vision!.num_feature_layers as number) : 0,
   };
+  if (family === 'llava' || family === 'llava_next') {
+    const pins = m.image_grid_pinpoints;
+    if (family === 'llava_next' && !(Array.isArray(pins) && pins.length > 0))
+      throw new FormatError(file, 'image_grid_pinpoints must list [height, width] pairs (LLaVA-NeXT)');
+    return {
+      ...facts,
+      imageSize: int(m.image_size, 'image_size'),
+      mmTokensPerImage: int(m.mm_tokens_per_image, 'mm_tokens_per_image'),
+      ...(family === 'llava_next' ? { pinpoints: pins as [number, number][] } : {}),
+    };
+  }
   if (family !== 'gemma3') return facts;
   const cfgFile = String(m.config);
   const text = (readJson(cfgFile) as { text_config?: { sliding_window?: unknown } }).text_config;
@@ -161,7 +180,7 @@ export function buildVlmQaicPlan(
   const sizes = {
     batchSize: opts.batchSize ?? g.batch ?? 1,
     prefillSeqLen: prefill,
-    ctxLen: opts.ctxLen ?? g.ctxLen ?? VLM_DEFAULT_CTX_LEN,
+    ctxLen: opts.ctxLen ?? g.ctxLen ?? VLM_DEFAULT_CTX[facts.family],
     continuousBatching: g.continuousBatching,
     ...(fbs !== undefined && g.continuousBatching ? { fullBatchSize: fbs } : {}),
     ...(opts.imgHeight !== undefined ? { height: opts.imgHeight } : {}),
@@ -175,10 +194,12 @@ export function buildVlmQaicPlan(
   // Qwen2.5-VL: our image_grid_thw names its time dim (Qwen3-VL's layout); QEfficient's fixes it at 1
   const namesTime = [...m.inputs].some((v) => v.name === 'image_grid_thw' && v.dims[1] === 'time');
   if (role === 'vision' && facts.family === 'qwen2_5_vl' && namesTime) specs = specs.map((s) => [...s, ['time', 1]]);
+  // LLaVA-NeXT's pixel_values [batch, patches, C, S, S] has its image sides at dims 3 and 4
+  const side = facts.family === 'llava_next' ? 3 : 2;
   checkAgainstGraph(m, specs, onnxPath, [
     ['pixel_values', 1, 'grid_width'],
-    ['pixel_values', 2, 'img_size'],
-    ['pixel_values', 3, 'img_size'],
+    ['pixel_values', side, 'img_size'],
+    ['pixel_values', side + 1, 'img_size'],
     ['deepstack_features', 0, 'num_feature_layers'],
     ['vision_embeds', 1, 'mm_tokens_per_image'],
   ]);

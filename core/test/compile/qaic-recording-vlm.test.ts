@@ -21,6 +21,10 @@
  *    004d5e0a0d4514ce8945356ae8c969f4dc0080dc), as QEfficient's Qwen2.5-VL copy; Qwen3-VL's factor
  *    `IMAGE_FACTOR_QWEN_3` and token bounds `IMAGE_MIN/MAX_TOKEN_NUM` are taken as 32, 4 and
  *    16384 (qwen-vl-utils' values; QEfficient's constants.py holding them is not in the index);
+ *  - `llava/modeling_llava.py`, `llava_next/modeling_llava_next.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81)
+ *    `get_specializations`; LLaVA-NeXT's num_patches / vision_size from HF's select_best_resolution,
+ *    image_size_to_num_patches and LlavaNextProcessor._get_number_of_features for the image size
+ *    compiled for (QEfficient fixes Granite Vision's 10 and 5239; see qaic-vlm-specs-llava.ts);
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -82,6 +86,22 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       py: { height: 112, width: 168, continuous_batching: true, full_batch_size: 2 },
     },
     { tag: 'gemma3_vlm at its image_size', fixture: 'gemma3_vlm', family: 'gemma3', comp: [], py: {} },
+    { tag: 'llava at its image_size (prefill 592, ctx 1024)', fixture: 'llava', family: 'llava', comp: [], py: {} },
+    {
+      tag: 'llava_next at QEfficient’s 1109x1610',
+      fixture: 'llava_next',
+      family: 'llava_next',
+      comp: ['--ctx-len', '2048', '--prefill-seq-len', '128'],
+      py: { ctx_len: 2048, prefill_seq_len: 128 },
+    },
+    {
+      tag: 'llava_next at the fixture image’s 17x51 (34 packed rows), continuous batching',
+      fixture: 'llava_next',
+      family: 'llava_next',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--img-height', '17', '--img-width', '51', '--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { height: 17, width: 51, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
+    },
   ];
 
   const exported = new Map<string, string>();
@@ -140,6 +160,12 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
         expect(fs.readFileSync(path.join(dirOf(g), 'hashed_compile_params.json'), 'utf8'), g).toBe(want[g].hashed);
       }
       expect(JSON.parse(want.vision.specializations).specializations[0].name).toBe('Vision');
+      // the fixture image's size: the processor's 34 image tokens (llava_next reference.json) in both graphs
+      if (c.py.height === 17)
+        for (const g of ['vision', 'language'])
+          expect(
+            JSON.parse(fs.readFileSync(path.join(record, g, 'specializations.json'), 'utf8')).specializations[0].symbols.vision_size,
+          ).toBe('34');
     });
   }
 

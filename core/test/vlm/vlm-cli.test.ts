@@ -155,7 +155,7 @@ describeFixtures('qwen3_vl_moe through the CLI', () => {
   it('refuses unsupported VLM types and vision features with one line (exit 1), writing nothing', async () => {
     const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
     const cases: [string, Record<string, unknown>, RegExp][] = [
-      ['llava', { ...cfg, model_type: 'llava' }, /vision-language model_type "llava" is not supported/],
+      ['mllama', { ...cfg, model_type: 'mllama' }, /vision-language model_type "mllama" is not supported/],
       [
         'bicubic',
         { ...cfg, vision_config: { ...cfg.vision_config, interpolation_mode: 'bicubic' } },

@@ -63,23 +63,26 @@ export const compileCommand = defineCommand({
     'ctx-len': {
       type: 'int',
       placeholder: '<N>',
-      description: "qaic: specialization ctx_len (default: the graph's, else 128; VLM: 4096; Whisper decoder_ctx_len: 150)",
+      description:
+        "qaic: specialization ctx_len (default: the graph's, else 128; VLM: 4096, LLaVA 1024, LLaVA-NeXT 6000; Whisper decoder_ctx_len: 150)",
     },
     'full-batch-size': { type: 'int', placeholder: '<N>', description: 'qaic: continuous batching full_batch_size' },
     'img-height': {
       type: 'int',
       placeholder: '<px>',
-      description: "qaic, Qwen VLM export: image height the vision graph is compiled for (QEfficient's height; default 354)",
+      description:
+        "qaic, Qwen / LLaVA-NeXT VLM export: image height the vision graph is compiled for (QEfficient's height; default 354, LLaVA-NeXT 1109)",
     },
     'img-width': {
       type: 'int',
       placeholder: '<px>',
-      description: "qaic, Qwen VLM export: image width the vision graph is compiled for (QEfficient's width; default 536)",
+      description:
+        "qaic, Qwen / LLaVA-NeXT VLM export: image width the vision graph is compiled for (QEfficient's width; default 536, LLaVA-NeXT 1610)",
     },
     'img-size': {
       type: 'int',
       placeholder: '<px>',
-      description: "qaic, Gemma 3 VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
+      description: "qaic, Gemma 3 / LLaVA VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
     },
     'qaic-option': {
       type: 'string',

@@ -118,10 +118,11 @@ async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number
 }
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO, text?: TextRun): Promise<number> {
-  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
+  const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }, { expandLlavaPrompt }] = await Promise.all([
     import('../../run/vlm/vlm-runner'),
     import('../../run/vlm/inputs'),
     import('../../run/vlm/gemma3-prompt'),
+    import('../../run/vlm/llava-prompt'),
   ]);
   if (f['pixel-values'] !== undefined && f.image.length) throw new UsageError('run: give --pixel-values or --image, not both');
   const maxPixels = f['max-image-pixels'];
@@ -143,6 +144,8 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
           : undefined;
     // --prompt / --chat: the images' placeholders expanded by the text, then tokenized
     if (text) ids = text.promptIds({ manifest: runner.manifest, grids: images?.grids ?? [] });
+    // LLaVA: one <image> per image expands to the image's feature rows (LlavaProcessor's count)
+    ids = expandLlavaPrompt(ids, runner.manifest, images);
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
@@ -190,8 +193,9 @@ export const runCommand = defineCommand({
     'onnxruntime-node is loaded from WEIGHT_SPEC_ORT_PATH when set.',
     'A VLM export (vlm.json + vision/ + language/) runs the vision graph once, computes the MRoPE position',
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
-    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
-    "(preprocessor_config.json beside the model's config.json when present).",
+    'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the model\'s image processor',
+    "(Qwen, Gemma 3, CLIP; LLaVA-NeXT anyres tiles; preprocessor_config.json beside the model's config.json).",
+    'LLaVA: one <image> per image expands to the processor_config.json count of image tokens.',
     ...TEXT_DETAILS,
     'A Whisper export (whisper.json + encoder/ + decoder/) computes the log-mel features of --audio (mono 16-bit PCM or',
     '32-bit float WAV at the extractor rate) or reads "input_features" from --input-features, runs the encoder once and',

@@ -57,7 +57,7 @@ export interface NormKind {
 }
 
 /** Supported activations (HF ACT2FN names normalized). */
-export type Act = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
+export type Act = 'silu' | 'gelu' | 'gelu_tanh' | 'relu' | 'quick_gelu';
 
 /**
  * How a fused qkv projection's output features are laid out: `groups` repeats of the

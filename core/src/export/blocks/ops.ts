@@ -71,6 +71,9 @@ export function activation(c: Ctx, x: string, act: Act): string {
       const t = g.op('Tanh', [g.op('Mul', [inner, g.scalar(c.dtype, Math.sqrt(2 / Math.PI), 'sqrt2pi')])]);
       return g.op('Mul', [g.op('Mul', [x, g.scalar(c.dtype, 0.5, 'half')]), g.op('Add', [t, g.scalar(c.dtype, 1, 'one')])]);
     }
+    case 'quick_gelu':
+      // HF QuickGELUActivation (CLIP): x · σ(1.702·x)
+      return g.op('Mul', [x, g.op('Sigmoid', [g.op('Mul', [x, g.scalar(c.dtype, 1.702, 'quick_gelu')])])]);
   }
 }
 

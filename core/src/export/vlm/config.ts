@@ -14,7 +14,7 @@ import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3'] as const;
+export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next'] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
@@ -27,20 +27,12 @@ export const VLM_PROCESSORS: Readonly<Record<VlmModelType, string>> = {
   qwen3_vl: 'Qwen2VLImageProcessor: `smart_resize` to patch multiples, patches in merge-block order',
   qwen2_5_vl: 'Qwen2VLImageProcessor: `smart_resize` to patch multiples, patches in merge-block order',
   gemma3: 'Gemma3ImageProcessor: bilinear resize to its square size, `<start_of_image>` expanded to `mm_tokens_per_image` tokens',
+  llava: 'CLIPImageProcessor: bicubic shortest-edge resize, center crop, CLIP mean/std; `<image>` expanded to the feature rows',
+  llava_next: 'LlavaNextImageProcessor: anyres `select_best_resolution`, resize + pad, tiles + base image, packed with `image_newline`',
 };
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
-export const OTHER_VLMS = [
-  'qwen2_vl',
-  'qwen3_omni_moe',
-  'llava',
-  'llava_next',
-  'mllama',
-  'internvl_chat',
-  'idefics3',
-  'mistral3',
-  'granite_vision',
-];
+export const OTHER_VLMS = ['qwen2_vl', 'qwen3_omni_moe', 'mllama', 'internvl_chat', 'idefics3', 'mistral3', 'granite_vision'];
 
 /** True when `raw` is a config whose model_type is a VLM (supported or known-unsupported). */
 export function isVlmConfig(raw: unknown): boolean {

@@ -26,6 +26,9 @@ import { buildLanguage, type LanguageOptions } from './language';
 import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
 import { buildVision, type BuiltVision } from './vision';
 import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
+import { llavaArch } from './config-llava';
+import { buildLlavaVision } from './vision-llava';
+import { buildLlavaLanguage } from './language-llava';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../spec/file-names';
 import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
@@ -88,7 +91,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
   };
   const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
   if (o.slidingCache !== undefined && modelType !== 'gemma3') throw slidingCacheRefused(o.cfgFile, modelType);
-  const parts0 = modelType === 'gemma3' ? gemma3Parts(o, visionOpts, langOpts) : qwenParts(o, visionOpts, langOpts);
+  const parts0 =
+    modelType === 'gemma3'
+      ? gemma3Parts(o, visionOpts, langOpts)
+      : modelType === 'llava' || modelType === 'llava_next'
+        ? llavaParts(o, visionOpts, langOpts)
+        : qwenParts(o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
   if (o.withCheckpoint) {
@@ -245,5 +253,36 @@ function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions):
       image_end_token_id: int(raw.eoi_token_index, 256000),
     },
     note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
+  };
+}
+
+/**
+ * LLaVA / LLaVA-NeXT: the CLIP tower + projector (vision-llava.ts; LLaVA-NeXT packs the tiles in
+ * that graph by a host-computed index) and the text_config family's layers (language-llava.ts).
+ */
+function llavaParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const a = llavaArch(o.raw, o.cfgFile);
+  const v = a.vision;
+  const vision = buildLlavaVision(a, vo);
+  const layers = a.featureLayers.map((l) => l - v.layers - 1);
+  return {
+    vision,
+    language: buildLlavaLanguage(a, lo),
+    text: a.text,
+    visionIo: vision.io,
+    manifest: {
+      image_token_id: a.imageTokenId,
+      // no video and no begin-of-image token in LLaVA
+      video_token_id: -1,
+      vision_start_token_id: -1,
+      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
+      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
+      image_size: v.imageSize,
+      mm_tokens_per_image: a.tileTokens,
+      ...(a.pinpoints ? { image_grid_pinpoints: a.pinpoints } : {}),
+    },
+    note:
+      `vision ${v.layers} CLIP layers, hidden states [${layers.join(', ')}] (${a.strategy}), ${a.tileTokens} tokens per ${a.pinpoints ? 'tile' : 'image'}` +
+      `${a.pinpoints ? `, anyres ${a.pinpoints.map(([h, w]) => `${h}×${w}`).join(' ')}` : ''}; text ${a.text.modelType} ${a.text.layers.length} layers`,
   };
 }

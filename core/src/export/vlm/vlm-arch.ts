@@ -11,6 +11,8 @@ import { qwen25VlArch } from './config-qwen2-5';
 export function vlmArchFromConfig(raw: unknown, file: string): VlmArch {
   const modelType = vlmModelTypeOf(raw, file);
   if (modelType === 'qwen2_5_vl') return qwen25VlArch(raw as Record<string, unknown>, file);
+  if (modelType === 'llava' || modelType === 'llava_next')
+    throw new Error('internal: llava is built by vlm/export-vlm.ts (config-llava.ts, vision-llava.ts, language-llava.ts)');
   if (modelType === 'gemma3') throw new Error('internal: gemma3 is built by vlm/export-vlm.ts (vision-gemma3.ts, language-gemma3.ts)');
   return qwen3VlArch(raw, file, modelType);
 }

@@ -43,6 +43,13 @@ function placeholderOf(m: VlmManifest, grids: [number, number, number][]): Place
       expand: () => seq,
     };
   }
+  if (m.model_type === 'llava' || m.model_type === 'llava_next') {
+    // LlavaProcessor: the template's (or the prompt's) <image> stays one token here; run expands
+    // it to the image's feature rows after tokenizing (run/vlm/llava-prompt.ts), as the processor
+    // counts them per image (anyres tiles included)
+    const image = '<image>';
+    return { marker: image, prefix: `${image}\n`, ids: [[image, m.image_token_id]], expand: () => image };
+  }
   const pad = '<|image_pad|>';
   const merge = m.vision.spatial_merge_size ** 2;
   return {

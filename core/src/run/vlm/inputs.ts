@@ -10,18 +10,36 @@ import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../export/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
+import { clipProcessor, processAnyresImage, processClipImage } from './image-clip';
 import type { VlmImages } from './vlm-runner';
 
 /** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
 export function readPixelValues(file: string): VlmImages {
   const text = readRegularFileSync(file, 'utf8'); // refuses FIFOs, devices and directories with one line
-  let raw: { pixel_values?: unknown; image_grid_thw?: unknown };
+  let raw: { pixel_values?: unknown; image_grid_thw?: unknown; image_sizes?: unknown };
   try {
     raw = JSON.parse(text) as typeof raw;
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }
   let pv = raw?.pixel_values;
+  // LLaVA-NeXT's processor gives [n, patches, C, S, S] and image_sizes: one row per patch, grid [patches, S, S]
+  const tiled = Array.isArray(pv) && is4d((pv as unknown[])[0]);
+  let imageSizes: [number, number][] | undefined;
+  if (tiled) {
+    const all = pv as unknown[][][][][];
+    const sizes = raw.image_sizes;
+    if (!Array.isArray(sizes) || sizes.length !== all.length)
+      throw new FormatError(file, '"image_sizes" must give [height, width] for each image of the 5-D "pixel_values"');
+    imageSizes = sizes.map((x, i) => {
+      if (!Array.isArray(x) || x.length !== 2 || !x.every((d) => Number.isInteger(d) && d > 0))
+        throw new FormatError(file, `"image_sizes"[${i}] must be two positive integers [height, width]`);
+      return x as [number, number];
+    });
+    const S = all[0]![0]![0]!.length;
+    raw.image_grid_thw = all.map((im) => [im.length, S, S]);
+    pv = all.flat(1);
+  }
   // Gemma 3's processor gives whole images [n, C, S, S]: one row per image, grid [1, S, S]
   const images = Array.isArray(pv) && Array.isArray(pv[0]) && Array.isArray(pv[0][0]) && Array.isArray(pv[0][0][0]);
   if (images) {
@@ -55,9 +73,19 @@ export function readPixelValues(file: string): VlmImages {
       throw new FormatError(file, `"image_grid_thw"[${i}] must be three positive integers [t, h, w]`);
     return g as [number, number, number];
   });
-  const rows = images ? grids.length : grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+  const rows = tiled ? grids.reduce((s, [t]) => s + t, 0) : images ? grids.length : grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
   if (rows !== pv.length) throw new FormatError(file, `"pixel_values" has ${pv.length} rows but "image_grid_thw" needs ${rows}`);
-  return { pixelValues: data, patchDim: dim, grids };
+  return { pixelValues: data, patchDim: dim, grids, ...(imageSizes ? { imageSizes } : {}) };
+}
+
+/** `[[[[…]]]]`: an array nested four deep (one image's patches [P, C, S, S]). */
+function is4d(x: unknown): boolean {
+  let y = x;
+  for (let d = 0; d < 4; d++) {
+    if (!Array.isArray(y)) return false;
+    y = y[0];
+  }
+  return true;
 }
 
 /** Limits of {@link readImages}, judged on each image's declared size before it is decoded. */
@@ -70,6 +98,7 @@ export interface ImageLimits {
 
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest, limits: ImageLimits = {}): VlmImages {
+  if (m.model_type === 'llava' || m.model_type === 'llava_next') return readClipImages(files, m, limits);
   if (m.model_type === 'gemma3') {
     // Gemma 3's processor resizes every image to image_size: a fixed token count, so only the pixel limit applies
     const S = m.image_size!;
@@ -113,4 +142,24 @@ export function readImages(files: string[], m: VlmManifest, limits: ImageLimits 
     o += p.pixelValues.length;
   }
   return { pixelValues, patchDim: 3 * m.vision.temporal_patch_size * m.vision.patch_size ** 2, grids: parts.map((p) => p.grid) };
+}
+
+/** LLaVA (CLIP resize + crop: `[C, S, S]` per image) and LLaVA-NeXT (anyres: `[patches, C, S, S]` per image, with its size). */
+function readClipImages(files: string[], m: VlmManifest, limits: ImageLimits): VlmImages {
+  const S = m.image_size!;
+  const p = clipProcessor(path.dirname(m.config), S);
+  const parts = files.map((f) => {
+    const img = decodeImage(f, { maxPixels: limits.maxPixels });
+    if (m.model_type === 'llava')
+      return { pixelValues: processClipImage(img, p), patches: 1, size: [img.height, img.width] as [number, number] };
+    return { ...processAnyresImage(img, p, m.image_grid_pinpoints!), size: [img.height, img.width] as [number, number] };
+  });
+  const pixelValues = new Float32Array(parts.reduce((s, x) => s + x.pixelValues.length, 0));
+  parts.reduce((o, x) => (pixelValues.set(x.pixelValues, o), o + x.pixelValues.length), 0);
+  return {
+    pixelValues,
+    patchDim: 3 * S * S,
+    grids: parts.map((x) => [x.patches, S, S] as [number, number, number]),
+    ...(m.model_type === 'llava_next' ? { imageSizes: parts.map((x) => x.size) } : {}),
+  };
 }

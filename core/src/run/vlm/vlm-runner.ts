@@ -20,6 +20,7 @@ import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../
 import { argmax, logitRows, type OnToken } from '../runner';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
+import { anyresLayout, packIndex } from '../../export/vlm/anyres';
 import { TensorDataType } from '../../formats/onnx/types';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
@@ -27,8 +28,10 @@ export interface VlmImages {
   /** `[rows, patchDim]` row-major. */
   pixelValues: Float32Array;
   patchDim: number;
-  /** `[t, h, w]` in patches, one per image, in prompt order. */
+  /** `[t, h, w]` in patches, one per image, in prompt order (Gemma 3 / LLaVA: `[1, S, S]`; LLaVA-NeXT: `[patches, S, S]`). */
   grids: [number, number, number][];
+  /** LLaVA-NeXT: each image's original `[height, width]` (HF `image_sizes`), which fixes its tiles and packing. */
+  imageSizes?: [number, number][];
 }
 
 /** True when `dir` is a VLM export directory. */
@@ -97,8 +100,10 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const pixelInfo = need('pixel_values', new Map(vin.map((i) => [i.name, i])), visionModel);
   const embedsInfo = need('vision_embeds', byName, langModel);
   const F = m.vision.num_feature_layers;
-  // Gemma 3: pixel_values [n, C, S, S] without a grid, vision_embeds [n, mm, H], plain position_ids [B, S]
-  const gemma = m.model_type === 'gemma3';
+  // Gemma 3 / LLaVA: pixel_values [n, C, S, S] without a grid, vision_embeds [n, mm, H], plain position_ids [B, S];
+  // LLaVA-NeXT: per image pixel_values [1, patches, C, S, S] + pack_index (anyres.ts) → vision_embeds [1, tokens, H]
+  const anyres = m.model_type === 'llava_next';
+  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres;
   // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
@@ -125,28 +130,34 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     }
   };
 
+  const f32 = (x: OrtTensor) => {
+    if (x.type !== 'float16') return x.data as Float32Array;
+    const u = x.data as Uint16Array;
+    return toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
+  };
   /** vision_embeds [1, total, H] and deepstack_features [F, 1, total, H] for all images. */
   const runVision = async (img: VlmImages | undefined): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
     if (!img || img.grids.length === 0) {
       // text-only prompt: one zero row keeps the gather in range; no image token selects it
-      const zeroRows = gemma ? (m.mm_tokens_per_image ?? 1) : 1;
+      const zeroRows = whole ? (m.mm_tokens_per_image ?? 1) : 1;
       return {
         embeds: float(new Float32Array(zeroRows * H), [1, zeroRows, H], half),
         deep: float(new Float32Array(F * H), [F, 1, 1, H], half),
         rows: 0,
       };
     }
-    const expectDim = gemma
+    const expectDim = whole
       ? m.vision.in_channels * (m.image_size ?? 0) ** 2
       : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
     if (img.patchDim !== expectDim)
       throw new UsageError(
         `run: pixel_values rows have ${img.patchDim} values; this model's patches have ${expectDim} (channels·temporal_patch·patch²)`,
       );
-    const total = gemma ? img.grids.length : img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
+    if (anyres) return runAnyres(img);
+    const total = whole ? img.grids.length : img.grids.reduce((s, [t, h, w]) => s + t * h * w, 0);
     if (img.pixelValues.length !== total * img.patchDim)
       throw new UsageError(`run: pixel_values has ${img.pixelValues.length / img.patchDim} rows but image_grid_thw needs ${total}`);
-    const same = gemma || img.grids.every((g) => g.join() === img.grids[0]!.join());
+    const same = whole || img.grids.every((g) => g.join() === img.grids[0]!.join());
     const groups = same ? [img.grids] : img.grids.map((g) => [g]);
     const embeds: Float32Array[] = [];
     const deep: Float32Array[][] = Array.from({ length: F }, () => []);
@@ -154,20 +165,15 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     for (const grp of groups) {
       const [t, h, w] = grp[0]!;
       const n = grp.length * t * h * w;
-      const pvDims = gemma ? [grp.length, m.vision.in_channels, h, w] : [n, img.patchDim];
-      const pv = img.pixelValues.subarray(row * img.patchDim, (row + (gemma ? grp.length : n)) * img.patchDim);
-      row += gemma ? grp.length : n;
+      const pvDims = whole ? [grp.length, m.vision.in_channels, h, w] : [n, img.patchDim];
+      const pv = img.pixelValues.subarray(row * img.patchDim, (row + (whole ? grp.length : n)) * img.patchDim);
+      row += whole ? grp.length : n;
       const out = await run(vision, visionModel, {
         pixel_values: float(pv, pvDims, pixelInfo.elemType === TensorDataType.FLOAT16),
-        ...(gemma ? {} : { image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) }),
+        ...(whole ? {} : { image_grid_thw: i64(new Array(grp.length * t * h * w).fill(0), [grp.length, t, h, w]) }),
       });
       const ve = out.vision_embeds!;
       const ds = out.deepstack_features;
-      const f32 = (x: OrtTensor) => {
-        if (x.type !== 'float16') return x.data as Float32Array;
-        const u = x.data as Uint16Array;
-        return toFloat32(new Uint8Array(u.buffer, u.byteOffset, u.byteLength), 'F16');
-      };
       embeds.push(f32(ve));
       if (ds) {
         const dsData = f32(ds);
@@ -185,10 +191,43 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const rows = all.length / H;
     const mm = m.mm_tokens_per_image ?? rows;
     return {
-      embeds: float(all, gemma ? [rows / mm, mm, H] : [1, rows, H], half),
+      embeds: float(all, whole ? [rows / mm, mm, H] : [1, rows, H], half),
       deep: float(cat(deep.flat()), [F, 1, rows, H], half),
       rows,
     };
+  };
+
+  /** LLaVA-NeXT: one vision call per image (its tile count is its own), packed in the graph by {@link packIndex}. */
+  const runAnyres = async (img: VlmImages): Promise<{ embeds: OrtTensor; deep: OrtTensor; rows: number }> => {
+    const S = m.image_size!;
+    const per = img.patchDim;
+    const sizes = img.imageSizes ?? [];
+    if (sizes.length !== img.grids.length)
+      throw new UsageError(`run: LLaVA-NeXT needs each image's size (image_sizes): ${img.grids.length} images, ${sizes.length} sizes`);
+    const parts: Float32Array[] = [];
+    let row = 0;
+    for (const [k, [given]] of img.grids.entries()) {
+      const size = sizes[k]!;
+      const { patches } = anyresLayout(size, m.image_grid_pinpoints!, S);
+      // HF pads every image's patches to the batch's most (_pad_for_batching): the first `patches` are real
+      if (patches > given)
+        throw new UsageError(`run: image ${k} (${size.join('×')}) needs ${patches} patches (base + tiles) but pixel_values holds ${given}`);
+      const side = S / m.vision.patch_size;
+      const index = packIndex(size, m.image_grid_pinpoints!, S, side);
+      const out = await run(vision, visionModel, {
+        pixel_values: float(
+          img.pixelValues.subarray(row * per, (row + patches) * per),
+          [1, patches, m.vision.in_channels, S, S],
+          pixelInfo.elemType === TensorDataType.FLOAT16,
+        ),
+        pack_index: i64(index, [index.length]),
+      });
+      row += given;
+      parts.push(f32(out.vision_embeds!));
+    }
+    const all = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+    parts.reduce((o, p) => (all.set(p, o), o + p.length), 0);
+    return { embeds: float(all, [1, all.length / H, H], half), deep: float(new Float32Array(0), [0, 1, 0, H], half), rows: all.length / H };
   };
 
   const newState = (tokens: number) => {
@@ -218,7 +257,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const feeds: Record<string, OrtTensor> = {
       ...st,
       input_ids: i64(ids, [1, ids.length]),
-      position_ids: gemma ? i64(cachePos, [1, ids.length]) : i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
+      position_ids: whole ? i64(cachePos, [1, ids.length]) : i64([cachePos, ...mrope].flat(), [4, 1, ids.length]),
       vision_embeds: v.embeds,
       ...(F > 0 ? { deepstack_features: v.deep } : {}),
     };
@@ -235,7 +274,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     const imageTokens = ids.filter((x) => x === m.image_token_id).length;
     if (imageTokens > v.rows)
       throw new UsageError(`run: --input-ids hold ${imageTokens} image tokens but the image(s) give ${v.rows} vision rows`);
-    const rope = gemma
+    const rope = whole
       ? { positions: [0, 1, 2].map(() => ids.map((_, k) => k)) as [number[], number[], number[]], delta: 0 }
       : getRopeIndex(ids, img?.grids ?? [], {
           imageTokenId: m.image_token_id,
