@@ -27,6 +27,9 @@ const MIB_LIMIT = { 'gemma-3-1b': 2 };
 /** Issue 31's largest models: the same wall and RSS targets, and model.onnx < 2 MiB (weight-free at 314B / 109B parameters). */
 const TARGETED_31 = ['grok-1', 'llama-4-scout-17b-16e'];
 const TARGET_31_MIB = 2;
+/** Issue 45's encoders (bge-m3: XLM-RoBERTa, 24 layers, with its pooling when the folder has one): < 2 s wall each, RSS and size as TARGET. */
+const TARGETED_45 = ['bge-m3'];
+const TARGET_45_SECONDS = 2;
 
 if (!existsSync(cli)) {
   console.error('export.bench: dist/cli.js missing; run `node scripts/bundle.mjs` first');
@@ -65,7 +68,14 @@ function baseline() {
 
 try {
   const base = baseline();
-  const names = ['qwen3-30b-a3b', 'llama-3.1-8b', 'mixtral-8x7b', ...TARGETED.filter((n) => n !== 'qwen3-30b-a3b'), ...TARGETED_31];
+  const names = [
+    'qwen3-30b-a3b',
+    'llama-3.1-8b',
+    'mixtral-8x7b',
+    ...TARGETED.filter((n) => n !== 'qwen3-30b-a3b'),
+    ...TARGETED_31,
+    ...TARGETED_45,
+  ];
   const rows = names.map(run).filter(Boolean);
   console.log('export --config (wall incl. node start-up; peak RSS of the CLI process)');
   console.log(
@@ -87,16 +97,17 @@ try {
     );
   }
   // every targeted config: < 1 s wall, < 200 MB peak RSS, model.onnx < 8 MiB
-  for (const t of rows.filter((r) => TARGETED.includes(r.name) || TARGETED_31.includes(r.name))) {
+  for (const t of rows.filter((r) => TARGETED.includes(r.name) || TARGETED_31.includes(r.name) || TARGETED_45.includes(r.name))) {
     const mibTarget = TARGETED_31.includes(t.name) ? TARGET_31_MIB : (MIB_LIMIT[t.name] ?? TARGET.mib);
+    const secTarget = TARGETED_45.includes(t.name) ? TARGET_45_SECONDS : TARGET.seconds;
     const misses = [];
-    if (t.seconds >= TARGET.seconds) misses.push(`wall ${t.seconds.toFixed(3)} s ≥ ${TARGET.seconds} s`);
+    if (t.seconds >= secTarget) misses.push(`wall ${t.seconds.toFixed(3)} s ≥ ${secTarget} s`);
     if (t.rssMb >= TARGET.rssMb) misses.push(`RSS ${t.rssMb.toFixed(0)} MB ≥ ${TARGET.rssMb} MB`);
     if (t.mib >= mibTarget) misses.push(`model.onnx ${t.mib.toFixed(2)} MiB ≥ ${mibTarget} MiB`);
     console.log(
       misses.length
         ? `  ${t.name}: TARGET MISSED: ${misses.join('; ')}`
-        : `  ${t.name}: targets met: < ${TARGET.seconds} s, < ${TARGET.rssMb} MB, < ${mibTarget} MiB`,
+        : `  ${t.name}: targets met: < ${secTarget} s, < ${TARGET.rssMb} MB, < ${mibTarget} MiB`,
     );
     if (misses.length) failed = true;
   }

@@ -137,7 +137,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  * skipped silently.
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  bert: { issue: 45, paths: ['config'] },
   internvl: { issue: 44, paths: ['config'] },
   llama4_vlm: { issue: 44, paths: ['vlm'] },
 };
@@ -149,14 +148,16 @@ export function fixtureBuilt(folder: string, p: FixturePath): boolean {
 
 /**
  * True when `folder` is a text model whose `export --config` is built: not a VLM folder (their
- * references hold an image, judged by the VLM suites) and not pending for `config`. Suites that
+ * references hold an image, judged by the VLM suites), not speech or an embedding encoder (judged
+ * by their own suites), and not pending for `config`. Suites that
  * walk the fixture folders for text models ask this.
  */
 export function builtTextFixture(folder: string): boolean {
   return (
     fixtureBuilt(folder, 'config') &&
     !(VLM_FOLDERS as readonly string[]).includes(folder) &&
-    !(BUILT_SPEECH as readonly string[]).includes(folder)
+    !(BUILT_SPEECH as readonly string[]).includes(folder) &&
+    !(BUILT_EMBEDDINGS as readonly string[]).includes(folder)
   );
 }
 
@@ -217,6 +218,14 @@ export interface LoraFixtureRef {
  * by the suites walking the text fixtures (builtTextFixture).
  */
 export const BUILT_QUANTIZED = ['llama_gptq'] as const;
+
+/**
+ * The embedding fixtures the pipeline builds (export --config with the sentence-transformers
+ * pooling, and the legacy `model.legacy.onnx` through export --onnx), judged by their own suite
+ * (core/test/embedding/bert-fixture.test.ts: every sentence's unpadded last_hidden_state rows and
+ * sentence_embedding) rather than the causal-LM suites over LEGACY_FAMILIES.
+ */
+export const BUILT_EMBEDDINGS = ['bert'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;

@@ -7,6 +7,8 @@
 import { FAMILIES } from '../../core/src/export/families/registry';
 import type { FamilyRow } from '../../core/src/export/families/row';
 import { OTHER_VLMS, VLM_MODEL_TYPES, VLM_PROCESSORS } from '../../core/src/export/vlm/config';
+import { EMBEDDING_HF_CLASSES, EMBEDDING_MODEL_TYPES } from '../../core/src/export/embedding/encoder-config';
+import { WHISPER_MODEL_TYPE } from '../../core/src/export/whisper/whisper-config';
 
 /** The markers a generated section stands between. */
 export const MARKERS = {
@@ -51,6 +53,10 @@ export function readmeModelTable(): string {
     ...VLM_MODEL_TYPES.map((t) => `| ${code(t)} | ${VLM_PROCESSORS[t]} |`),
     '',
     `Refused by name (one line, exit 1): ${OTHER_VLMS.map(code).join(', ')}.`,
+    '',
+    `Embedding encoders (one graph; the folder's sentence-transformers pooling as \`sentence_embedding\`; \`run --dump-embeddings\`): ${EMBEDDING_MODEL_TYPES.map((t) => `${code(t)} (${code(EMBEDDING_HF_CLASSES[t])})`).join(', ')}.`,
+    '',
+    `Speech: ${code(WHISPER_MODEL_TYPE)} (\`WhisperForConditionalGeneration\`: an encoder graph and a decoder graph with self- and cross-attention caches; \`run --audio file.wav\` with the log-mel extractor ported to TypeScript).`,
   ];
   return [...rows, ...vlm].join('\n');
 }

@@ -315,3 +315,23 @@ export function stateDims(st: StateTensor, batch: number, ctx: number): number[]
 
 /** Which specializations a graph serves: prefill and decode in one graph, or one of them. */
 export type Phase = 'both' | 'prefill' | 'decode';
+
+/**
+ * An embedding graph's outputs (export/embedding/: BERT, XLM-RoBERTa): `last_hidden_state`
+ * `[batch_size, seq_len, hidden]` and, when the graph pools, `sentence_embedding`.
+ */
+export const EMBEDDING_OUTPUTS = { hidden: 'last_hidden_state', pooled: 'sentence_embedding' } as const;
+
+/** True when a graph with these outputs is an embedding graph (run and qaic plan it as one). */
+export function isEmbeddingGraph(outputs: readonly { name: string }[]): boolean {
+  return outputs.some((o) => o.name === EMBEDDING_OUTPUTS.hidden);
+}
+
+/** metadata_props of an embedding graph: its pooling (`mean+normalize`, `cls`, `none`) and the longest input its positions cover. */
+export const EMBEDDING_METADATA = { pooling: 'weight_spec.embedding', maxSeqLen: 'weight_spec.max_seq_len' } as const;
+
+/** The longest sequence an embedding graph's position table covers, when its metadata says (legacy graphs do not). */
+export function embeddingMaxSeqLen(metadata: readonly { key: string; value: string }[]): number | undefined {
+  const v = metadata.find((e) => e.key === EMBEDDING_METADATA.maxSeqLen)?.value;
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+}

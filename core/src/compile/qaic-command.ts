@@ -59,6 +59,8 @@ export interface QaicOptions {
   prefillSeqLen?: number;
   ctxLen?: number;
   fullBatchSize?: number;
+  /** An embedding graph: one specialization per sequence length (`--seq-len 32,64`; qaic-embedding.ts). */
+  seqLens?: number[];
   /** A vision-language export: the image size compiled for (qaic-vlm.ts; refused for a text model). */
   imgHeight?: number;
   imgWidth?: number;

@@ -13,15 +13,16 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PipelineError } from '../errors';
+import { PipelineError, UsageError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { graphStates } from '../artifacts/graph-interface';
+import { embeddingMaxSeqLen, graphStates, isEmbeddingGraph } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
+import { planEmbeddingGraph } from './qaic-embedding';
 import { planWhisperGraph } from './qaic-whisper';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
 import { artifactExists } from '../artifacts/compile-artifact';
@@ -103,12 +104,17 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const hw = opts.aicHwVersion ?? detectAicHwVersion(env);
   const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
   const g = graphFacts(m);
-  // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
+  // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags;
+  // an embedding graph: QEFFAutoModel's Embedding specializations per --seq-len (qaic-embedding.ts)
+  if (opts.seqLens !== undefined && !isEmbeddingGraph(m.outputs))
+    throw new UsageError(`compile: --seq-len lists the lengths of an embedding graph; ${inp.exportDir} is not one (use --prefill-seq-len)`);
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
     : g.whisperRole
       ? planWhisperGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
-      : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
+      : isEmbeddingGraph(m.outputs)
+        ? planEmbeddingGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env), embeddingMaxSeqLen(m.metadata))
+        : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
   return { plan, onnx, onnxBytes };
 }
 

@@ -28,6 +28,8 @@ import { exportWhisper } from './whisper/export-whisper';
 import { hubRecord, modelArg } from '../hub/hf-cache';
 import { withPackedLinears } from './exporter/keep-quantized';
 import { checkLoraExport, loraGraphOf, loraMetadata, loraReport } from './exporter/export-lora';
+import { isEmbeddingConfig } from './embedding/encoder-config';
+import { exportEmbedding, refuseDecoderOptions } from './embedding/export-embedding';
 
 export type { LayoutPlanner } from './exporter/layout';
 
@@ -77,7 +79,7 @@ export function normalizeCcl(values: number[], ctxLen: number, flag: string): nu
 export interface ConfigExportResult {
   written: ExportWritten;
   summary: string[];
-  /** The text model's architecture (absent for Whisper, whose two graphs have their own: export/whisper/). */
+  /** The text model's architecture (absent for Whisper, whose two graphs have their own: export/whisper/, and for an embedding encoder: export/embedding/). */
   arch?: ArchSpec;
 }
 
@@ -155,6 +157,23 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (o.keepQuantized && !withCheckpoint)
     throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
+  if (isEmbeddingConfig(cfg.raw)) {
+    // BERT / XLM-RoBERTa: one encoder graph with its sentence-transformers pooling (export/embedding/)
+    refuseDecoderOptions({ ...o });
+    if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for embedding encoders');
+    const r = await exportEmbedding({
+      ...cfg,
+      cfgFile: cfg.file,
+      cfgDir: cfg.dir,
+      out: o.out,
+      dtype,
+      opset: o.opset,
+      batchSize: o.batchSize,
+      withCheckpoint,
+      planner: o.planner,
+    });
+    return { written: r.written, summary: r.summary };
+  }
   if (isVlmConfig(cfg.raw)) {
     if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)

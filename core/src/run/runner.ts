@@ -17,7 +17,7 @@
  * with the same semantics.
  */
 import { PipelineError } from '../errors';
-import { ctxState, RETAINED, stateDims, statesOfGraph } from '../artifacts/graph-interface';
+import { ctxState, isEmbeddingGraph, RETAINED, stateDims, statesOfGraph } from '../artifacts/graph-interface';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
@@ -178,6 +178,9 @@ export async function createRunner(
   if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
   const feat = servingFeatures(model, inputs, outputs, metadata);
   const logitsOut = outputs.find((o) => o.name === 'logits');
+  // an embedding graph (run/embedding.ts) has no logits to generate from
+  if (!logitsOut && isEmbeddingGraph(outputs))
+    throw new PipelineError(`${model}: an embedding graph (last_hidden_state, no logits); run it with --dump-embeddings <out.json>`);
   const logitsName = logitsOut?.name ?? session.outputNames[0]!;
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
   // the graph's state tensors (graph-interface.ts): KV caches, MLA's compressed cache, recurrent states

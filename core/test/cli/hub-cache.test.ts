@@ -206,12 +206,18 @@ describeFixtures('Hub ids resolved in the local Hugging Face cache', () => {
     fs.writeFileSync(path.join(cache, 'models--org--mystery', 'blobs', 'cfg'), JSON.stringify({ model_type: 'not_a_family' }));
     fs.rmSync(path.join(cache, 'models--org--mystery', 'snapshots', C2, 'config.json'));
     fs.symlinkSync(path.join('..', '..', 'blobs', 'cfg'), path.join(cache, 'models--org--mystery', 'snapshots', C2, 'config.json'));
+    // an embedding encoder (export/embedding/) is supported too
+    makeRepo(cache, 'org/enc', 'llama', [C1], { main: C1 });
+    fs.writeFileSync(path.join(cache, 'models--org--enc', 'blobs', 'enc'), JSON.stringify({ model_type: 'xlm-roberta' }));
+    fs.rmSync(path.join(cache, 'models--org--enc', 'snapshots', C1, 'config.json'));
+    fs.symlinkSync(path.join('..', '..', 'blobs', 'enc'), path.join(cache, 'models--org--enc', 'snapshots', C1, 'config.json'));
     const blobBytes = (id: string) =>
       fs
         .readdirSync(path.join(cache, `models--${id.replace('/', '--')}`, 'blobs'))
         .reduce((a, b) => a + fs.statSync(path.join(cache, `models--${id.replace('/', '--')}`, 'blobs', b)).size, 0);
     const got = listCachedModels(process.env);
     expect(got.map((m) => [m.id, m.revision, m.commit, m.modelType, m.supported, m.bytes])).toEqual([
+      ['org/enc', 'main', C1, 'xlm-roberta', true, blobBytes('org/enc')],
       ['org/llama', 'main', C1, 'llama', true, blobBytes('org/llama')],
       ['org/mystery', C2, C2, 'not_a_family', false, blobBytes('org/mystery')],
     ]);

@@ -8,6 +8,7 @@ import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { requirePath } from '../input-paths';
 import { UsageError } from '../../errors';
+import { parseLengths } from './export';
 
 export const compileCommand = defineCommand({
   name: 'compile',
@@ -16,6 +17,7 @@ export const compileCommand = defineCommand({
     'compile <export dir> [--backend ort|qaic] [--prepared <dir>]',
     'compile <export dir> --backend qaic [--dry-run] [--num-cores N] [--mxfp6-matmul] [--mxint8-kv-cache] [--ctx-len N] [--prefill-seq-len N] [--qaic-option name=value]',
     'compile <VLM export dir> --backend qaic [--img-height PX --img-width PX | --img-size PX] [...]',
+    'compile <embedding export dir> --backend qaic [--seq-len 32,64,…] [--batch-size B] [...]',
   ],
   details: [
     'ort: writes a bound ONNX into the prepared directory whose initializers point into the prepared',
@@ -52,6 +54,11 @@ export const compileCommand = defineCommand({
       type: 'int',
       placeholder: '<N>',
       description: 'qaic: specialization seq_len of prefill (default 32; VLM: 128, Gemma 3: 32)',
+    },
+    'seq-len': {
+      type: 'string',
+      placeholder: '<N,…>',
+      description: "qaic, embedding export: one Embedding specialization per sequence length (QEFFAutoModel's seq_len; default 32)",
     },
     'ctx-len': {
       type: 'int',
@@ -118,6 +125,8 @@ export const compileCommand = defineCommand({
     const img = (['img-height', 'img-width', 'img-size'] as const).filter((k) => f[k] !== undefined);
     if (img.length && backend !== 'qaic')
       throw new UsageError(`compile: --${img[0]} sizes the qaic specializations of a VLM export; it needs --backend qaic`);
+    if (f['seq-len'] !== undefined && backend !== 'qaic')
+      throw new UsageError('compile: --seq-len lists the qaic specializations of an embedding export; it needs --backend qaic');
     const res = await compile(exportDir, {
       backend,
       prepared: f.prepared ? requirePath(io.cwd, f.prepared, 'dir', 'give the prepared checkpoint directory') : undefined,
@@ -138,6 +147,7 @@ export const compileCommand = defineCommand({
         prefillSeqLen: f['prefill-seq-len'],
         ctxLen: f['ctx-len'],
         fullBatchSize: f['full-batch-size'],
+        ...(f['seq-len'] !== undefined ? { seqLens: parseLengths(f['seq-len'], 'seq-len', 'compile') } : {}),
         imgHeight: f['img-height'],
         imgWidth: f['img-width'],
         imgSize: f['img-size'],

@@ -132,15 +132,15 @@ const flags = {
 type ExportArgs = ParsedArgs<typeof flags>;
 
 /** Parses a `16,32` bucket list. */
-export function parseLengths(text: string, flag: string): number[] {
+export function parseLengths(text: string, flag: string, command = 'export'): number[] {
   const parts = text
     .split(',')
     .map((p) => p.trim())
     .filter((p) => p !== '');
-  if (parts.length === 0) throw new UsageError(`export: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
+  if (parts.length === 0) throw new UsageError(`${command}: --${flag} needs comma-separated lengths (e.g. 512,1024)`);
   return parts.map((p) => {
     if (!/^\d+$/.test(p) || Number(p) <= 0 || !Number.isSafeInteger(Number(p)))
-      throw new UsageError(`export: --${flag}: "${p}" is not a positive integer`);
+      throw new UsageError(`${command}: --${flag}: "${p}" is not a positive integer`);
     return Number(p);
   });
 }
@@ -260,6 +260,9 @@ export const exportCommand = defineCommand({
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
     "--lora (QEfficient's finite adapters): each targeted Linear adds x·A[k]·B[k] for the adapter k = lora_ids[row] (0 = base),",
     'A/B the stacked <module>.lora_a_weights / lora_b_weights that prepare --lora writes (give prepare the same adapters).',
+    'A BERT / RoBERTa / XLM-RoBERTa folder (embeddings) exports one graph: input_ids, attention_mask, token_type_ids',
+    '→ last_hidden_state, plus sentence_embedding when the folder has sentence-transformers',
+    "modules (modules.json: mean / CLS / max pooling, then Normalize), as QEfficient's PooledModel.",
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },

@@ -11,7 +11,7 @@ import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
 import { TEXT_DETAILS, TEXT_FLAGS, TEXT_SYNOPSIS, type TextRun } from './run-text';
 
-/** Parses `3,17,5` into token ids (non-negative integers). */
+/** Parses `3,17,5` into token ids (non-negative integers); `flag` names another per-id list (`--token-type-ids`). */
 export function parseIds(text: string, flag = '--input-ids'): number[] {
   const parts = text
     .split(',')
@@ -19,7 +19,8 @@ export function parseIds(text: string, flag = '--input-ids'): number[] {
     .filter((s) => s !== '');
   if (parts.length === 0) throw new UsageError(`run: ${flag} needs at least one id (e.g. 3,17,5)`);
   return parts.map((p) => {
-    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: ${flag}: "${p}" is not a token id`);
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p)))
+      throw new UsageError(`run: ${flag}: "${p}" is not ${flag === '--input-ids' ? 'a token id' : 'a non-negative integer'}`);
     return Number(p);
   });
 }
@@ -39,15 +40,46 @@ export function parseIdRows(text: string, flag = '--input-ids'): number[][] {
   });
 }
 
-/** `--dump-logits F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
-async function dumpLogits(io: CliIO, given: string, logits: number[][] | number[][][]): Promise<string> {
-  const text = JSON.stringify({ logits }) + '\n';
+/** `--dump-logits F`: the logits as `{"logits": …}` through {@link dumpJson}. */
+function dumpLogits(io: CliIO, given: string, logits: number[][] | number[][][]): Promise<string> {
+  return dumpJson(io, given, { logits });
+}
+
+/** `--dump-logits F` / `--dump-embeddings F`: the file through the output policy, or stdout for `-`. Returns what to name in the summary. */
+async function dumpJson(io: CliIO, given: string, value: object): Promise<string> {
+  const text = JSON.stringify(value) + '\n';
   if (given === '-') {
     io.stdout.write(text);
     return 'stdout';
   }
   return writeOutputFile(io.cwd, given, text);
 }
+
+/** `run --dump-embeddings`: one forward of an embedding graph (run/embedding.ts) over one unpadded input. */
+async function runEmbedding(model: string, ids: number[], f: EmbeddingFlags, io: CliIO): Promise<number> {
+  const { embed } = await import('../../run/embedding');
+  const t0 = performance.now();
+  const e = await embed(
+    model,
+    {
+      ids,
+      ...(f['attention-mask'] !== undefined ? { attentionMask: parseIds(f['attention-mask'], '--attention-mask') } : {}),
+      ...(f['token-type-ids'] !== undefined ? { tokenTypeIds: parseIds(f['token-type-ids'], '--token-type-ids') } : {}),
+    },
+    { prepack: f.prepack, ortPath: io.env.WEIGHT_SPEC_ORT_PATH },
+  );
+  const out = await dumpJson(io, f['dump-embeddings']!, e);
+  const pooled = e.sentence_embedding
+    ? `, sentence_embedding [${e.sentence_embedding.length}]`
+    : ', no sentence_embedding (no pooling in the graph)';
+  println(
+    io.stderr,
+    `run: last_hidden_state [${e.last_hidden_state.length}, ${e.last_hidden_state[0]?.length ?? 0}]${pooled} → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
+  );
+  return 0;
+}
+
+type EmbeddingFlags = { 'dump-embeddings'?: string; 'attention-mask'?: string; 'token-type-ids'?: string; prepack: boolean };
 
 type RunFlags = {
   'input-ids'?: string;
@@ -94,7 +126,7 @@ async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number
       if (files) println(io.stdout, loadTokenizer(files).decode(r.tokens).trim());
       else println(io.stderr, 'run: no tokenizer.json beside the model (or --tokenizer <dir>): the transcription is printed as ids only');
     }
-    const dumped = f['dump-logits'] ? ` → logits ${await dumpLogits(io, f['dump-logits'], r.logits)}` : '';
+    const dumped = f['dump-logits'] ? ` → logits ${await dumpJson(io, f['dump-logits'], { logits: r.logits })}` : '';
     println(
       io.stderr,
       `run: ${tokenCount(r.tokens.length)}, ${r.logits.length} logit rows; encoder ${r.encoderMs.toFixed(0)} ms, ${r.totalMs.toFixed(0)} ms total (whisper)${dumped}`,
@@ -137,7 +169,7 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
-      const out = await dumpLogits(io, f['dump-logits'], logits);
+      const out = await dumpJson(io, f['dump-logits'], { logits });
       println(
         io.stderr,
         `run: ${logits.length} logit rows (vlm: vision + language graphs) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`,
@@ -198,6 +230,7 @@ export const runCommand = defineCommand({
     'run <whisper export dir> (--audio file.wav | --input-features file.json) --decoder-input-ids … [--max-new-tokens N] [--dump-logits out.json]',
     ...TEXT_SYNOPSIS,
     "run <lora export dir> --input-ids … --lora-id K | --input-ids '3,17;8,9' --lora-ids 1,2   (LoRA: adapter per row, 0 = base)",
+    'run <embedding export dir> --input-ids … [--attention-mask 1,1,…] [--token-type-ids 0,0,…] --dump-embeddings out.json',
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -219,6 +252,8 @@ export const runCommand = defineCommand({
     'A LoRA export (export --lora) takes --lora-id K for the prompt (0 = base, K = the K-th adapter given to export), or a',
     'batch: --input-ids rows separated by ";" (equal lengths) with --lora-ids, one id per row; greedy, one line of tokens per',
     'row, and --dump-logits writes {"logits": number[][][]} (row, position, vocab).',
+    'An embedding export (BERT, XLM-RoBERTa) runs once over the given ids: --dump-embeddings writes',
+    '{"last_hidden_state": [[…] per id], "sentence_embedding": […]} (the latter when the graph pools).',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids' },
@@ -236,6 +271,13 @@ export const runCommand = defineCommand({
       placeholder: '<out.json|->',
       description: 'write {"logits": number[][]}, one row per input position ("-": stdout)',
     },
+    'dump-embeddings': {
+      type: 'string',
+      placeholder: '<out.json|->',
+      description: 'embedding graph: write {"last_hidden_state": rows, "sentence_embedding": vector} ("-": stdout)',
+    },
+    'attention-mask': { type: 'string', placeholder: '<0/1,…>', description: 'embedding graph: the mask, one 0/1 per id (default all 1)' },
+    'token-type-ids': { type: 'string', placeholder: '<ids>', description: 'embedding graph: token types, one per id (default all 0)' },
     'ctx-len': { type: 'int', placeholder: '<N>', description: 'KV cache length for graphs whose ctx_len is not fixed' },
     'prefill-seq-len': {
       type: 'int',
@@ -319,6 +361,14 @@ export const runCommand = defineCommand({
     if (f['lora-id'] !== undefined && f['lora-id'] < 0) throw new UsageError('run: --lora-id must be ≥ 0 (0 = base)');
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
+    const embedding = f['dump-embeddings'] !== undefined;
+    if (embedding && f['dump-embeddings'] !== '-') checkOutputFile(io.cwd, f['dump-embeddings']!);
+    if (!embedding && (f['attention-mask'] !== undefined || f['token-type-ids'] !== undefined))
+      throw new UsageError('run: --attention-mask / --token-type-ids go with --dump-embeddings (an embedding graph)');
+    if (embedding && (f['dump-logits'] !== undefined || f['max-new-tokens'] !== undefined || textIn))
+      throw new UsageError(
+        'run: --dump-embeddings runs an embedding graph on --input-ids; --dump-logits / --max-new-tokens / text input are for generation',
+      );
     const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : textIn ? 32 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
@@ -342,6 +392,7 @@ export const runCommand = defineCommand({
     if (isVlmExport(target)) {
       if (batched || f['lora-id'] !== undefined)
         throw new UsageError('run: --lora-id / --lora-ids / ";" rows are for text exports, not a VLM export');
+      if (embedding) throw new UsageError('run: --dump-embeddings runs an embedding export; a VLM export generates tokens');
       if (needsSampler(sampling))
         throw new UsageError(
           'run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily',
@@ -374,6 +425,7 @@ export const runCommand = defineCommand({
         log: (l) => println(io.stderr, l),
       });
     }
+    if (embedding) return runEmbedding(resolveRunnable(target).model, ids, f, io);
     const runner = await openRunner(target, {
       prepack: f.prepack,
       ctxLen: f['ctx-len'],
@@ -386,7 +438,7 @@ export const runCommand = defineCommand({
       if (f['dump-logits']) {
         const t0 = performance.now();
         const logits = await runner.logits(ids);
-        const out = await dumpLogits(io, f['dump-logits'], logits);
+        const out = await dumpJson(io, f['dump-logits'], { logits });
         println(io.stderr, `run: ${logits.length} logit rows (${runner.kind} graph) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`);
       }
       if (n > 0) {

@@ -125,7 +125,13 @@ export function familyOf(raw: unknown, file: string): FamilyRow {
  * HF `base_model_prefix` of families without a row yet, for the ONNX path's name lookup (a
  * legacy graph of any model converts); a family's row replaces its entry here.
  */
-const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = { bloom: 'transformer' };
+const OTHER_KEY_PREFIXES: Readonly<Record<string, string>> = {
+  bloom: 'transformer',
+  // the embedding encoders (export/embedding/): checkpoints saved from a task head hold `bert.…` / `roberta.…`
+  bert: 'bert',
+  'xlm-roberta': 'roberta',
+  roberta: 'roberta',
+};
 
 /** The module a config's trunk keys live under (HF `base_model_prefix`): the row's, else `model`. */
 export function keyPrefixOf(config: unknown): string {
