@@ -48,10 +48,11 @@ batch_size, ctx_len, full_batch_size = a["batch_size"], a["ctx_len"], a["full_ba
 prefill_seq_len = 1 if a["decode_only"] else a["prefill_seq_len"]
 cb = a["continuous_batching"]
 CCL_MIN_CTX_LEN = 1024
+CCL_UNIQNE_STEP = 32
 def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
     ccl_prefill = [x if x >= CCL_MIN_CTX_LEN else CCL_MIN_CTX_LEN for x in ccl_prefill]
     ccl_decode = [x if x >= CCL_MIN_CTX_LEN else CCL_MIN_CTX_LEN for x in ccl_decode]
-    if ccl_prefill[-1] < ctx_len - 1:
+    if ccl_prefill[-1] < ctx_len:
         ccl_prefill.append(ctx_len)
     if ccl_decode[-1] < ctx_len:
         ccl_decode.append(ctx_len)
@@ -64,7 +65,7 @@ def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
     ccl_prefill = []
     for val in tmp_prefill:
         while val in ccl_decode or val in ccl_prefill:
-            val -= 1
+            val = (val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP
             if val < 0:
                 break
         if val >= 0:

@@ -119,16 +119,19 @@ export interface GraphShapeFacts {
 
 /** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
 export const CCL_MIN_CTX_LEN = 1024;
+/** QEfficient's `constants.CCL_UNIQNE_STEP` (its spelling): a colliding prefill bucket is lowered to a multiple of it. */
+export const CCL_UNIQNE_STEP = 32;
 
 /**
  * QEfficient's `process_ccl_specializations` for explicit lists
- * (`QEfficient/utils/check_ccl_specializations.py` on main, `validate_ccl_lists`): a missing list
- * is [ctx_len]; each value below CCL_MIN_CTX_LEN is raised to it; ctx_len is appended to the
- * prefill list when its last value is below ctx_len - 1 and to the decode list when below
- * ctx_len; with prefill_seq_len 1 both phases share the sorted union (capped at ctx_len);
- * otherwise each list is capped, deduplicated and sorted, and a prefill value also in the decode
- * list (or already taken) is lowered by one until it is unique — the compiler needs distinct
- * specializations.
+ * (`QEfficient/utils/check_ccl_specializations.py` `validate_ccl_lists`, quic/efficient-transformers
+ * main ebf55e81 and the weight-free PR head 277283b5, the same text; the older `ctx_len - 1` and
+ * `val -= 1` forms are from #710, replaced by #825): a missing list is [ctx_len]; each value below
+ * CCL_MIN_CTX_LEN is raised to it; ctx_len is appended to a list whose last value is below it;
+ * with prefill_seq_len 1 both phases share the sorted union (capped at ctx_len); otherwise each
+ * list is capped, deduplicated and sorted, and a prefill value also in the decode list (or already
+ * taken) is lowered to the multiple of CCL_UNIQNE_STEP below it until it is unique — the compiler
+ * needs distinct specializations.
  */
 export function cclLists(
   ccl: { prefill: number[]; decode: number[] },
@@ -139,7 +142,7 @@ export function cclLists(
   const pre = raise(ccl.prefill);
   const dec = raise(ccl.decode);
   // the last value as given (QEfficient checks ccl_prefill[-1], the list order of the user)
-  if (pre[pre.length - 1]! < ctxLen - 1) pre.push(ctxLen);
+  if (pre[pre.length - 1]! < ctxLen) pre.push(ctxLen);
   if (dec[dec.length - 1]! < ctxLen) dec.push(ctxLen);
   const sorted = (xs: number[]) => [...new Set(xs.map((x) => Math.min(x, ctxLen)))].sort((a, b) => a - b);
   if (prefillSeqLen === 1) {
@@ -150,7 +153,8 @@ export function cclLists(
   const prefill: number[] = [];
   for (let v of sorted(pre)) {
     while (decode.includes(v) || prefill.includes(v)) {
-      v -= 1;
+      // `(val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP` (Python's floor division)
+      v = Math.floor((v - 1) / CCL_UNIQNE_STEP) * CCL_UNIQNE_STEP;
       if (v < 0) break;
     }
     if (v >= 0) prefill.push(v);

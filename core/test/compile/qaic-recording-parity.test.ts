@@ -15,10 +15,11 @@
  *    `if full_batch_size: spec["full_batch_exec_size"] = full_batch_size`, as do the older stored
  *    versions (the `prefill_specialization.update({"full_batch_exec_size": full_batch_size})` form)
  *    and the VLM language specs; no stored QEfficient file names `exec_batch_size`;
- *  - `QEfficient/utils/check_ccl_specializations.py` (main) `validate_ccl_lists`: values below
- *    CCL_MIN_CTX_LEN = 1024 raised, ctx_len appended (prefill when the last < ctx_len - 1, decode
- *    when < ctx_len), capped, deduplicated, sorted, a prefill value colliding with a decode value
- *    walked down by 1 (`val -= 1`);
+ *  - `QEfficient/utils/check_ccl_specializations.py` `validate_ccl_lists` (main ebf55e81, the same
+ *    text at the weight-free PR head 277283b5): values below CCL_MIN_CTX_LEN = 1024 raised, ctx_len
+ *    appended to a list whose last value is below it, capped, deduplicated, sorted, a prefill value
+ *    colliding with a decode value lowered to a multiple of CCL_UNIQNE_STEP = 32 below it
+ *    (`val = (val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP`);
  *  - `QEfficient/base/modeling_qeff.py` (release/v1.22.8.0) `_compile`: the command, and
  *    `create_json(compile_dir / "hashed_compile_params.json", compile_hash_params)` with
  *    command / specializations / custom_io / mdp_ts_num_devices / mdp_ts_json / num_speculative_tokens;
@@ -150,13 +151,13 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
       expect(fs.readFileSync(path.join(record, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
       expect(fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8')).toBe(want.hashed);
       if (c.tag === 'ccl-example') {
-        // check_ccl_specializations walks a colliding prefill value down by 1: 2047/4095 (the issue's 2016/4064 is not what the source gives)
+        // the issue's example: a colliding prefill value lowered to the multiple of 32 below it
         const named = (JSON.parse(want.specializations) as { specializations: { name: string; symbols: Record<string, string> }[] })
           .specializations;
         expect(named.map((s) => `${s.name}:${s.symbols.comp_ctx_lengths}`)).toEqual([
           'Prefill_0:1024',
-          'Prefill_1:2047',
-          'Prefill_2:4095',
+          'Prefill_1:2016',
+          'Prefill_2:4064',
           'Decode_0:2048',
           'Decode_1:4096',
         ]);
