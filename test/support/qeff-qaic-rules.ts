@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 const QEFF_COMPILE = `
 import json
 dump = lambda o: json.dumps(o, indent=4, separators=(",", ":"), sort_keys=True)
-def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir):
+def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir, num_speculative_tokens=None):
     command = [compiler, "-aic-hw", f"-aic-hw-version={hw}", f"-m={onnx}"]
     for key, value in compiler_options.items():
         option = "-" + key.replace("_", "-")
@@ -26,11 +26,14 @@ def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, co
             continue
         command.append(f"{option}={value}")
     compile_hash_params = {"command": command, "specializations": specializations, "custom_io": custom_io,
-                           "mdp_ts_num_devices": 1, "mdp_ts_json": None, "num_speculative_tokens": None}
+                           "mdp_ts_num_devices": 1, "mdp_ts_json": None, "num_speculative_tokens": num_speculative_tokens}
     if module_name:
         names = [module_name for _ in specializations]
     else:
-        names = [("Prefill" if int(s["seq_len"]) > 1 else "Decode") for s in specializations]
+        # _infer_specialization_name: the _graph_name tag first (here only on TLM entries), else by seq_len
+        names = [s.get("_graph_name") or ("Prefill" if int(s["seq_len"]) > 1 else "Decode") for s in specializations]
+    specializations = [{k: v for k, v in s.items() if k != "_graph_name"} for s in specializations]
+    compile_hash_params["specializations"] = specializations
     names = [f"{n}_{names[:i].count(n)}" if names.count(n) > 1 else n for i, n in enumerate(names)]
     named = [{"name": n, "symbols": {k: str(v) for k, v in s.items()}} for n, s in zip(names, specializations)]
     command.append(f"-network-specialization-config={compile_dir}/specializations.json")
@@ -73,10 +76,18 @@ def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
     ccl_prefill.sort()
     return ccl_prefill, ccl_decode
 kv_cache_batch_size = full_batch_size if full_batch_size else batch_size
+nst = a.get("num_speculative_tokens")
+is_tlm = nst is not None
+decode_ks = sorted(set(nst)) if isinstance(nst, list) else ([nst] if nst is not None else None)
+if is_tlm and prefill_seq_len < decode_ks[-1] + 1:
+    raise ValueError("sequence length must be at least num_speculative_tokens+1")
 def prefill_spec(ccl):
     s = {"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
     if ccl is not None:
         s["comp_ctx_lengths"] = ccl
+    if is_tlm:
+        s["num_logits_to_keep"] = 1
+        s["_graph_name"] = "Prefill"
     if cb:
         s["full_batch_size"] = kv_cache_batch_size
     else:
@@ -84,19 +95,26 @@ def prefill_spec(ccl):
     if full_batch_size:
         s["full_batch_exec_size"] = full_batch_size
     return s
-def decode_spec(ccl):
-    if prefill_seq_len == 1 and not cb:
+def decode_spec(ccl, k=None):
+    decode_seq_len = (k + 1) if is_tlm else 1
+    if decode_seq_len == prefill_seq_len and not cb:
         return None
-    s = {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len}
+    s = {"batch_size": full_batch_size if cb else batch_size, "seq_len": decode_seq_len, "ctx_len": ctx_len}
     if ccl is not None:
         s["comp_ctx_lengths"] = ccl
+    if is_tlm:
+        s["num_logits_to_keep"] = k + 1
+        s["_graph_name"] = "Decode"
     if cb:
         s["full_batch_size"] = kv_cache_batch_size
     else:
         s["batch_size"] = kv_cache_batch_size
     return s
 specializations = []
-if a["ccl"]:
+if is_tlm:
+    specializations.append(prefill_spec(None))
+    specializations += [d for d in (decode_spec(None, k) for k in decode_ks) if d]
+elif a["ccl"]:
     ccl_prefill, ccl_decode = validate_ccl_lists(list(a["ccl"][0]), list(a["ccl"][1]), ctx_len, prefill_seq_len)
     specializations += [prefill_spec(c) for c in ccl_prefill]
     specializations += [d for d in (decode_spec(c) for c in ccl_decode) if d]
@@ -112,7 +130,7 @@ for i in range(a["num_layers"]):
         custom_io[f"past_{kv}.{i}"] = kv_dtype
         custom_io[f"past_{kv}.{i}_RetainedState"] = kv_dtype
 compiler_options = dict(retained_state=True, convert_to_fp16=True, mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
-print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"])))
+print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"], nst)))
 `;
 
 /** What QEfficient's rules give: the full command, its argv after the compiler, and the three files' text. */

@@ -165,7 +165,16 @@ export interface InterfaceDims {
   dtype: string;
   continuousBatching: boolean;
   ccl: boolean;
+  /** Speculative decoding's target model (QEfficient's TLM): the `num_logits_to_keep` input, last as in `tlm_forward`'s signature. */
+  tlm?: boolean;
 }
+
+/**
+ * The TLM's input (QEfficient `QEfficient/transformers/spd/spd_transform_forward.py` at main
+ * ebf55e81, `filter_hidden_states`): only its first dim counts, the number of logits returned
+ * per row (`[num_logits_to_keep, 1]`, as `QEFFAutoModelForCausalLM.export` traces it).
+ */
+export const NUM_LOGITS_TO_KEEP = 'num_logits_to_keep';
 
 /** The causal-LM decoder's interface (QEfficient's forward signature order). */
 export function decoderInterface(a: Parameters<typeof archStates>[0], o: InterfaceDims): GraphInterface {
@@ -177,6 +186,7 @@ export function decoderInterface(a: Parameters<typeof archStates>[0], o: Interfa
       ...(o.continuousBatching ? [{ name: 'batch_index', dtype: 'int64', dims: [o.batch, 1] }] : []),
       ...states.map((s) => ({ name: s.name, dtype: s.dtype, dims: s.dims })),
       ...(o.ccl ? [{ name: 'comp_ctx_lengths', dtype: 'int64', dims: ['comp_ctx_lengths'] }] : []),
+      ...(o.tlm ? [{ name: NUM_LOGITS_TO_KEEP, dtype: 'int64', dims: [NUM_LOGITS_TO_KEEP, 1] }] : []),
     ],
     states,
   };

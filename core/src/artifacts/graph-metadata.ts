@@ -11,6 +11,8 @@ export const SERVING_METADATA = {
   cclPrefill: 'weight_spec.comp_ctx_lengths_prefill',
   cclDecode: 'weight_spec.comp_ctx_lengths_decode',
   sampler: 'weight_spec.sampler',
+  /** The TLM's proposal lengths K (`--num-speculative-tokens`), comma-separated. */
+  speculative: 'weight_spec.num_speculative_tokens',
 } as const;
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
@@ -21,6 +23,19 @@ export function cclFromMetadata(metadata: readonly { key: string; value: string 
       .filter((v) => /^\d+$/.test(v.trim()))
       .map(Number);
   return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
+}
+
+/** The TLM's proposal lengths K a graph's metadata records, sorted and distinct (`[]` when none). */
+export function speculativeFromMetadata(metadata: readonly { key: string; value: string }[]): number[] {
+  const v = metadata.find((e) => e.key === SERVING_METADATA.speculative)?.value ?? '';
+  return [
+    ...new Set(
+      v
+        .split(',')
+        .filter((x) => /^\d+$/.test(x.trim()))
+        .map(Number),
+    ),
+  ].sort((a, b) => a - b);
 }
 
 /**
@@ -56,6 +71,8 @@ export interface ServingFeatures {
   ccl?: { prefill: number[]; decode: number[] };
   /** On-device sampler: K = random_numbers' second dim; probs output present. */
   sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
+  /** Speculative decoding's target model: the `num_logits_to_keep` input; the proposal lengths K recorded at export (`[]` when none). */
+  speculative?: { ks: number[] };
 }
 
 /** Reads the features from a model's inputs, outputs and metadata. */
@@ -67,6 +84,9 @@ export function servingFeatures(
 ): ServingFeatures {
   const f: ServingFeatures = {};
   if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
+  if (inputs.some((i) => i.name === 'num_logits_to_keep')) {
+    f.speculative = { ks: speculativeFromMetadata(metadata) };
+  }
   if (outputs.some((o) => o.name === 'next_tokens')) {
     const rn = inputs.find((i) => i.name === 'random_numbers');
     const buf = inputs.find((i) => i.name === SAMPLER_STATES[0]);
@@ -102,6 +122,12 @@ export function servingSummary(
   if (f.ccl) {
     const list = (xs: number[]) => (xs.length ? xs.join(',') : '(not recorded)');
     lines.push(`CCL: comp_ctx_lengths input; buckets prefill ${list(f.ccl.prefill)}, decode ${list(f.ccl.decode)}`);
+  }
+  if (f.speculative) {
+    const ks = f.speculative.ks;
+    lines.push(
+      `speculative decoding (TLM): num_logits_to_keep input; logits for K + 1 positions per call${ks.length ? `, K = ${ks.join(',')}` : ''}`,
+    );
   }
   if (f.sampler) {
     lines.push(

@@ -115,6 +115,8 @@ export interface GraphShapeFacts {
   vlmRole?: 'vision' | 'language';
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
+  /** Speculative decoding's target model: the graph takes `num_logits_to_keep`; the proposal lengths K (ONNX metadata). */
+  speculative?: number[];
 }
 
 /** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
@@ -190,6 +192,9 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
   const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
   if (g.seqLen === 1) return decodeOnlySpecializations(opts, g, ctxLen);
   const prefill = opts.prefillSeqLen ?? 32;
+  const ks = speculativeKs(g, prefill);
+  // build_prefill_specialization: `spec["num_logits_to_keep"] = 1 if self.is_tlm else None`
+  const nlk: Specialization = ks ? [['num_logits_to_keep', 1]] : [];
   if (g.continuousBatching) {
     const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
     if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
@@ -197,33 +202,62 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
       ['batch_size', 1],
       ['seq_len', prefill],
       ['ctx_len', ctxLen],
+      ...nlk,
       ['full_batch_size', fbs],
       ['full_batch_exec_size', fbs],
     ];
-    const d: Specialization = [
+    const d = (k?: number): Specialization => [
       ['batch_size', fbs],
-      ['seq_len', 1],
+      ['seq_len', k === undefined ? 1 : k + 1],
       ['ctx_len', ctxLen],
+      ...(k === undefined ? [] : ([['num_logits_to_keep', k + 1]] as Specialization)),
       ['full_batch_size', fbs],
     ];
-    return g.ccl ? withCcl(p, d, cclLists(g.ccl, ctxLen, prefill)) : [p, d];
+    if (ks) return [p, ...ks.map((k) => d(k))];
+    return g.ccl ? withCcl(p, d(), cclLists(g.ccl, ctxLen, prefill)) : [p, d()];
   }
   const bs = opts.batchSize ?? g.batch ?? 1;
-  const p: Specialization = [
-    ['batch_size', bs],
-    ['seq_len', prefill],
-    ['ctx_len', ctxLen],
-  ];
-  const d: Specialization | undefined =
-    prefill !== 1
+  const p: Specialization = [['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen], ...nlk];
+  // build_decode_specialization returns None when its seq_len equals prefill_seq_len (no CB)
+  const d = (k?: number): Specialization | undefined =>
+    (k === undefined ? 1 : k + 1) !== prefill
       ? [
           ['batch_size', bs],
-          ['seq_len', 1],
+          ['seq_len', k === undefined ? 1 : k + 1],
           ['ctx_len', ctxLen],
+          ...(k === undefined ? [] : ([['num_logits_to_keep', k + 1]] as Specialization)),
         ]
       : undefined;
-  if (g.ccl) return withCcl(p, d, cclLists(g.ccl, ctxLen, prefill));
-  return d ? [p, d] : [p];
+  if (ks) return [p, ...ks.map((k) => d(k)).filter((x): x is Specialization => x !== undefined)];
+  if (g.ccl) return withCcl(p, d(), cclLists(g.ccl, ctxLen, prefill));
+  const dd = d();
+  return dd ? [p, dd] : [p];
+}
+
+/**
+ * The TLM's decode proposal lengths, checked as `QEFFAutoModelForCausalLM.compile` and
+ * `check_and_get_num_speculative_tokens` check them (`QEfficient/transformers/models/modeling_auto.py`,
+ * main ebf55e81): one Decode specialization per K (`sorted(set(num_speculative_tokens))`), each
+ * with seq_len = num_logits_to_keep = K + 1; prefill_seq_len must be at least max K + 1; CCL with
+ * a TLM is refused (NotImplementedError there). Undefined for a graph without num_logits_to_keep.
+ */
+function speculativeKs(g: GraphShapeFacts, prefill: number): number[] | undefined {
+  if (!g.speculative) return undefined;
+  if (g.speculative.length === 0)
+    throw new UsageError(
+      'compile: the graph takes num_logits_to_keep but records no num_speculative_tokens (export it with --num-speculative-tokens K)',
+    );
+  const ks = [...new Set(g.speculative)].sort((a, b) => a - b);
+  const most = ks[ks.length - 1]!;
+  if (prefill < most + 1)
+    throw new UsageError(
+      `compile: sequence length (${prefill}) must be at least \`num_speculative_tokens+1\` (${most + 1}) (give --prefill-seq-len ${most + 1} or more)`,
+    );
+  if (g.ccl)
+    throw new UsageError(
+      'compile: a speculative-decoding target model with comp_ctx_lengths is not supported (QEfficient raises NotImplementedError)',
+    );
+  return ks;
 }
 
 /**
@@ -278,10 +312,16 @@ export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boole
   ]);
 }
 
-/** QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. */
+/**
+ * QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. A TLM's entries
+ * carry `num_logits_to_keep` and are named as `build_*_specialization` tags them: the prefill
+ * entry (num_logits_to_keep 1, seq_len > 1) "Prefill", every decode entry (seq_len K + 1) "Decode".
+ */
 export function specializationName(spec: Specialization, i: number): string {
   const get = (k: string) => spec.find(([n]) => n === k)?.[1];
   const seq = get('seq_len');
+  const nlk = get('num_logits_to_keep');
+  if (nlk !== undefined && seq !== undefined) return seq > 1 && nlk === 1 ? 'Prefill' : 'Decode';
   if (seq !== undefined) return seq > 1 ? 'Prefill' : 'Decode';
   if (get('encoder_ctx_len') !== undefined) return 'Encoder';
   if (get('sequence_length') !== undefined) return 'Embedding';
@@ -426,6 +466,8 @@ export function buildQaicPlan(
     specializationsText: specializationsJson(specs),
     customIo,
     warnings,
+    // what a user hands compile(): the int K, or the list when there are several
+    ...(g.speculative?.length ? { numSpeculativeTokens: g.speculative.length === 1 ? g.speculative[0]! : g.speculative } : {}),
   });
 }
 
@@ -446,6 +488,8 @@ export function qaicPlan(p: {
   specializationsText: string;
   customIo: [string, string][] | undefined;
   warnings: string[];
+  /** `num_speculative_tokens` as compile() was given it (hashed only). */
+  numSpeculativeTokens?: number | number[];
 }): QaicPlan {
   const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`, ...optionFlags(p.options)];
   const specializationsFile = path.join(p.compileDir, 'specializations.json');
@@ -463,7 +507,7 @@ export function qaicPlan(p: {
     specializationsText: p.specializationsText,
     ...(p.customIo ? { customIoFile, customIoText: customIoYaml(p.customIo) } : {}),
     hashedParamsFile: path.join(p.compileDir, 'hashed_compile_params.json'),
-    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo),
+    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo, { numSpeculativeTokens: p.numSpeculativeTokens }),
     warnings: p.warnings,
   };
 }
@@ -514,6 +558,7 @@ export function hashedCompileParams(
   command: readonly string[],
   specs: readonly (readonly [string, number | string][])[],
   customIo: [string, string][] | undefined,
+  extra: { numSpeculativeTokens?: number | number[] | undefined } = {},
 ): string {
   return pyJsonDumps(
     {
@@ -522,7 +567,7 @@ export function hashedCompileParams(
       custom_io: customIo ? Object.fromEntries(customIo) : null,
       mdp_ts_num_devices: 1,
       mdp_ts_json: null,
-      num_speculative_tokens: null,
+      num_speculative_tokens: extra.numSpeculativeTokens ?? null,
     },
     { indent: 4, separators: [',', ':'], sortKeys: true },
   );

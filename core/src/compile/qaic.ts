@@ -17,8 +17,8 @@ import { PipelineError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
-import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { graphStates } from '../artifacts/graph-interface';
+import { cclFromMetadata, speculativeFromMetadata } from '../artifacts/graph-metadata';
+import { graphStates, NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
@@ -63,6 +63,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
         : {}),
     cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
+    ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
   };
 }
 

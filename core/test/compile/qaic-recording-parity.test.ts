@@ -29,6 +29,12 @@
  *    seq_len > 1 → Prefill, 1 → Decode; a name used more than once gets `_0`, `_1`, … (the
  *    Prefill_0 form `to_named_specializations` writes; see the report: the function's text is not
  *    in the searchable index, so the suffix rule is from the issue, not read from the source).
+ * TLM (`--num-speculative-tokens`, main ebf55e81 `modeling_auto.py` `compile`,
+ * `build_prefill_specialization` / `build_decode_specialization`): prefill `num_logits_to_keep: 1`
+ * tagged "Prefill", one decode entry per K in `sorted(set(num_speculative_tokens))` with seq_len =
+ * num_logits_to_keep = K + 1 tagged "Decode" (None when K + 1 = prefill_seq_len without CB);
+ * `num_speculative_tokens` as given in the hashed parameters. The `_graph_name` tag names the
+ * entry and is not hashed here (the rest of this file's hashed form predates it; see issue 47's report).
  * An export made with `--phase decode` is compiled as QEfficient compiles prefill_seq_len 1 (its
  * one specialization, seq_len 1): QEfficient itself refuses decode_only for a causal LM.
  */
@@ -117,6 +123,20 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
       },
     },
     { tag: 'sampler', exp: ['--ctx-len', '64', '--sampler'], comp: [], py: { ctx_len: 64 } },
+    // TLM (issue 47): one Decode entry of seq_len K + 1 per K, the prefill entry num_logits_to_keep 1
+    { tag: 'tlm-k3', exp: ['--ctx-len', '64', '--num-speculative-tokens', '3'], comp: [], py: { ctx_len: 64, num_speculative_tokens: 3 } },
+    {
+      tag: 'tlm-ks',
+      exp: ['--ctx-len', '64', '--num-speculative-tokens', '3,0'],
+      comp: ['--prefill-seq-len', '4'],
+      py: { ctx_len: 64, prefill_seq_len: 4, num_speculative_tokens: [0, 3] },
+    },
+    {
+      tag: 'tlm-cb',
+      exp: ['--ctx-len', '64', '--continuous-batching', '--batch-size', '2', '--num-speculative-tokens', '3'],
+      comp: [],
+      py: { ctx_len: 64, full_batch_size: 2, continuous_batching: true, num_speculative_tokens: 3 },
+    },
     {
       tag: 'hw-from-qaic-util',
       exp: ['--ctx-len', '64'],
@@ -150,6 +170,18 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
       expect(fs.readFileSync(path.join(record, 'specializations.json'), 'utf8')).toBe(want.specializations);
       expect(fs.readFileSync(path.join(record, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
       expect(fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8')).toBe(want.hashed);
+      if (c.tag === 'tlm-k3') {
+        // the issue's check, by hand: the Decode specialization has seq_len 4
+        const named = (JSON.parse(want.specializations) as { specializations: { name: string; symbols: Record<string, string> }[] })
+          .specializations;
+        expect(named.map((s) => `${s.name}:${s.symbols.seq_len}:${s.symbols.num_logits_to_keep}`)).toEqual(['Prefill:32:1', 'Decode:4:4']);
+      }
+      if (c.tag === 'tlm-ks') {
+        // K = 3 at prefill_seq_len 4: build_decode_specialization returns None for seq_len 4 == prefill_seq_len
+        const named = (JSON.parse(want.specializations) as { specializations: { name: string; symbols: Record<string, string> }[] })
+          .specializations;
+        expect(named.map((s) => `${s.name}:${s.symbols.seq_len}`)).toEqual(['Prefill:4', 'Decode:1']);
+      }
       if (c.tag === 'ccl-example') {
         // the issue's example: a colliding prefill value lowered to the multiple of 32 below it
         const named = (JSON.parse(want.specializations) as { specializations: { name: string; symbols: Record<string, string> }[] })

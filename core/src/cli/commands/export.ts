@@ -55,6 +55,12 @@ const flags = {
     placeholder: '<C,D,…>',
     description: 'CCL buckets for decode (given together with --comp-ctx-lengths-prefill)',
   },
+  'num-speculative-tokens': {
+    type: 'string',
+    placeholder: '<K[,K2…]>',
+    description:
+      "speculative decoding's target model (QEfficient's TLM): the num_logits_to_keep input, logits for K + 1 positions per decode call (llama, qwen2, qwen3; with --config)",
+  },
   sampler: { type: 'boolean', description: "append QEfficient's on-device sampler: next_tokens instead of logits (with --config)" },
   'max-top-k': {
     type: 'int',
@@ -133,6 +139,20 @@ export function parseLengths(text: string, flag: string): number[] {
   });
 }
 
+/** Parses `--num-speculative-tokens 3` or `0,3`: non-negative proposal lengths (QEfficient allows 0, a one-token fallback). */
+export function parseSpeculative(text: string): number[] {
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (parts.length === 0) throw new UsageError('export: --num-speculative-tokens needs K or a comma-separated list (e.g. 3 or 0,3)');
+  return parts.map((p) => {
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p)))
+      throw new UsageError(`export: --num-speculative-tokens: "${p}" is not a non-negative integer`);
+    return Number(p);
+  });
+}
+
 /** `export --config`: builds the graph from config.json. */
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
   // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
@@ -183,6 +203,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
           },
         }
       : {}),
+    ...(f['num-speculative-tokens'] !== undefined ? { numSpeculativeTokens: parseSpeculative(f['num-speculative-tokens']) } : {}),
     ...(f.sampler
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
       : {}),
@@ -229,6 +250,7 @@ export const exportCommand = defineCommand({
     'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
+    '       [--num-speculative-tokens K[,K2…]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -243,6 +265,8 @@ export const exportCommand = defineCommand({
     'and k_pe.{i} [b,1,ctx,rope] instead of the per-head past_key.{i}/past_value.{i}.',
     "--sliding-cache window (Gemma 3, text and VLM): QEfficient's layout, each sliding layer's past_key/past_value a ring of",
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
+    "--num-speculative-tokens K (QEfficient's speculative-decoding target model, TLM): the num_logits_to_keep input [N, 1];",
+    'logits [batch, N, vocab] for the N positions ending at the last valid one. compile --backend qaic gives Decode seq_len K + 1.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -264,6 +288,7 @@ export const exportCommand = defineCommand({
         'comp-ctx-lengths-prefill',
         'comp-ctx-lengths-decode',
         'max-top-k',
+        'num-speculative-tokens',
       ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }

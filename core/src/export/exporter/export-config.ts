@@ -51,6 +51,8 @@ export interface ConfigExportOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
+  /** `--num-speculative-tokens`: the proposal lengths K of a speculative-decoding target model (QEfficient's TLM). */
+  numSpeculativeTokens?: number[];
 }
 
 /**
@@ -63,6 +65,34 @@ export function normalizeCcl(values: number[], ctxLen: number, flag: string): nu
   if (values.length === 0) throw new UsageError(`${flag} needs at least one length`);
   for (const v of values) if (!(Number.isInteger(v) && v > 0)) throw new UsageError(`${flag}: ${v} is not a positive integer`);
   return [...new Set(values.map((v) => Math.min(v, ctxLen)))].sort((x, y) => x - y);
+}
+
+/**
+ * The model types QEfficient's `SpDTransform` maps (`QEfficient/transformers/models/pytorch_transforms.py`
+ * at main ebf55e81: QEffLlamaForCausalLM, QEffQwen2ForCausalLM, QEffQwen3ForCausalLM; any other
+ * class raises "does not yet support returning multiple logits to keep").
+ */
+export const SPD_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
+
+/**
+ * `--num-speculative-tokens`, checked as QEfficient's compile checks it: sorted and deduplicated
+ * (`sorted(set(num_speculative_tokens))`); the on-device sampler takes no K > 0 ("Currently,
+ * sampler does not support `num_speculative_tokens` > 0"); CCL with a TLM raises
+ * NotImplementedError there; a decode-only graph (one token per call) cannot take K + 1.
+ */
+function speculativeTokens(ks: number[], modelType: string, o: ConfigExportOptions): number[] {
+  if (!SPD_MODEL_TYPES.includes(modelType))
+    throw new UsageError(
+      `--num-speculative-tokens: QEfficient's SpDTransform supports ${SPD_MODEL_TYPES.join(', ')}; ${modelType} does not return multiple logits yet`,
+    );
+  const sorted = [...new Set(ks)].sort((a, b) => a - b);
+  if (o.sampler && sorted[sorted.length - 1]! > 0)
+    throw new UsageError("--num-speculative-tokens with --sampler: QEfficient's sampler does not support num_speculative_tokens > 0");
+  if (o.compCtxLengths)
+    throw new UsageError('--num-speculative-tokens with --comp-ctx-lengths-*: QEfficient does not compile a TLM with comp_ctx_lengths yet');
+  if (o.phase === 'decode')
+    throw new UsageError('--num-speculative-tokens with --phase decode: a decode-only graph takes one token per call, not K + 1');
+  return sorted;
 }
 
 /** Result: what was written and the stdout summary. */
@@ -142,6 +172,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     if (o.compCtxLengths)
       throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet');
     if (o.sampler) throw new UsageError('--sampler is not supported for vision-language models yet');
+    if (o.numSpeculativeTokens)
+      throw new UsageError("--num-speculative-tokens goes with a text model (QEfficient's SpDTransform: llama, qwen2, qwen3)");
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
@@ -181,6 +213,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
     sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
   }
+  const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -191,6 +224,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
+    ...(spd ? { numSpeculativeTokens: spd } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -240,6 +274,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
+        ...(spd ? { num_speculative_tokens: spd } : {}),
       },
       graph: {
         layers: built.layers,
@@ -273,6 +308,14 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
               string,
               string,
             ],
+          ]
+        : []),
+      ...(spd
+        ? [
+            [
+              'speculative',
+              `target model (TLM): num_logits_to_keep input, logits for K + 1 positions per decode call, K = ${spd.join(',')}`,
+            ] as [string, string],
           ]
         : []),
       ...(sampler
