@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 const QEFF_COMPILE = `
 import json
 dump = lambda o: json.dumps(o, indent=4, separators=(",", ":"), sort_keys=True)
-def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir, num_speculative_tokens=None):
+def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir, num_speculative_tokens=None, model_in_bfloat16=False):
     command = [compiler, "-aic-hw", f"-aic-hw-version={hw}", f"-m={onnx}"]
     for key, value in compiler_options.items():
         option = "-" + key.replace("_", "-")
@@ -37,7 +37,9 @@ def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, co
     names = [f"{n}_{names[:i].count(n)}" if names.count(n) > 1 else n for i, n in enumerate(names)]
     named = [{"name": n, "symbols": {k: str(v) for k, v in s.items()}} for n, s in zip(names, specializations)]
     command.append(f"-network-specialization-config={compile_dir}/specializations.json")
-    command.append(f"-custom-IO-list-file={compile_dir}/custom_io.yaml")
+    pkv_in_bfloat16 = any("past_" in k and "bfloat16" in v for k, v in custom_io.items())
+    if not (model_in_bfloat16 and pkv_in_bfloat16):
+        command.append(f"-custom-IO-list-file={compile_dir}/custom_io.yaml")
     command.append(f"-aic-binary-dir={compile_dir}/qpc")
     return {"command": command, "argv": command[1:], "specializations": dump({"specializations": named}),
             "custom_io": "".join(f" - IOName: {n}\\n   Precision: {d}\\n\\n" for n, d in custom_io.items()),
@@ -124,13 +126,16 @@ else:
     if d:
         specializations.append(d)
 custom_io = {}
-kv_dtype = "mxint8" if a["mxint8_kv_cache"] else "float16"
+# _resolve_torch_dtype: bfloat16 stays only on ai200 (else float32); CUSTOM_IO_DTYPE_MAP
+target_dtype = "bfloat16" if a.get("dtype") == "bfloat16" and a["hw"] == "ai200" else "float32"
+CUSTOM_IO_DTYPE_MAP = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float16"}
+kv_dtype = "mxint8" if a["mxint8_kv_cache"] else CUSTOM_IO_DTYPE_MAP[target_dtype]
 for i in range(a["num_layers"]):
     for kv in ["key", "value"]:
         custom_io[f"past_{kv}.{i}"] = kv_dtype
         custom_io[f"past_{kv}.{i}_RetainedState"] = kv_dtype
-compiler_options = dict(retained_state=True, convert_to_fp16=True, mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
-print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"], nst)))
+compiler_options = dict(retained_state=True, convert_to_fp16=(CUSTOM_IO_DTYPE_MAP[target_dtype] == "float16"), mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
+print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"], nst, target_dtype == "bfloat16")))
 `;
 
 /** What QEfficient's rules give: the full command, its argv after the compiler, and the three files' text. */

@@ -117,6 +117,8 @@ export interface GraphShapeFacts {
   ccl?: { prefill: number[]; decode: number[] };
   /** Speculative decoding's target model: the graph takes `num_logits_to_keep`; the proposal lengths K (ONNX metadata). */
   speculative?: number[];
+  /** The graph's compute and KV dtype (`weight_spec.kv_dtype`), when recorded. */
+  dtype?: string;
 }
 
 /** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
@@ -304,8 +306,8 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
  * QEfficient's custom IO map for a causal LM: each state input beside its retained output, in
  * the graph's (layer) order.
  */
-export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
-  const dtype = mxint8KvCache ? 'mxint8' : 'float16';
+export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean, kvDtype = 'float16'): [string, string][] {
+  const dtype = mxint8KvCache ? 'mxint8' : kvDtype;
   return states.flatMap((name): [string, string][] => [
     [name, dtype],
     [name + RETAINED, dtype],
@@ -454,8 +456,13 @@ export function buildQaicPlan(
   if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const { hw, warnings } = mergeExtraOptions(options, opts);
+  const bf16 = bf16Rules(g, hw, options, warnings);
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
-  const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false) : undefined;
+  const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false, bf16 ? 'bfloat16' : 'float16') : undefined;
+  // _compile: "Model and Past KV types are both bfloat16. Custom IO list file will be ignored during compile."
+  const customIoPassed = !(bf16 && customIo?.some(([k, v]) => k.includes('past_') && v.includes('bfloat16')));
+  if (!customIoPassed)
+    warnings.push('compile: model and past KV are both bfloat16: custom_io.yaml is written but not passed (QEfficient ignores it then)');
   return qaicPlan({
     compiler,
     hw,
@@ -465,6 +472,7 @@ export function buildQaicPlan(
     specs,
     specializationsText: specializationsJson(specs),
     customIo,
+    ...(customIoPassed ? {} : { customIoUnpassed: true }),
     warnings,
     // what a user hands compile(): the int K, or the list when there are several
     ...(g.speculative?.length ? { numSpeculativeTokens: g.speculative.length === 1 ? g.speculative[0]! : g.speculative } : {}),
@@ -490,12 +498,14 @@ export function qaicPlan(p: {
   warnings: string[];
   /** `num_speculative_tokens` as compile() was given it (hashed only). */
   numSpeculativeTokens?: number | number[];
+  /** The custom-IO file is written but not handed to the compiler (model and KV both bf16). */
+  customIoUnpassed?: boolean;
 }): QaicPlan {
   const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`, ...optionFlags(p.options)];
   const specializationsFile = path.join(p.compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const customIoFile = p.customIo ? path.join(p.compileDir, 'custom_io.yaml') : undefined;
-  if (customIoFile) command.push(`-custom-IO-list-file=${customIoFile}`);
+  if (customIoFile && !p.customIoUnpassed) command.push(`-custom-IO-list-file=${customIoFile}`);
   const qpcDir = path.join(p.compileDir, 'qpc');
   command.push(`-aic-binary-dir=${qpcDir}`);
   return {
@@ -510,6 +520,29 @@ export function qaicPlan(p: {
     hashedParamsText: hashedCompileParams(command, p.specs, p.customIo, { numSpeculativeTokens: p.numSpeculativeTokens }),
     warnings: p.warnings,
   };
+}
+
+/**
+ * QEfficient's bf16 rules (quic/efficient-transformers main ebf55e81): `_resolve_torch_dtype`
+ * (`QEfficient/transformers/models/modeling_auto.py`) keeps a bf16 model in bf16 only on ai200 —
+ * on ai100 it loads it in float32 — and `compile` passes `convert_to_fp16 =
+ * (CUSTOM_IO_DTYPE_MAP[torch_dtype] == "float16")` and KV custom IO `CUSTOM_IO_DTYPE_MAP[torch_dtype]`
+ * (bfloat16 → "bfloat16", float16 and float32 → "float16"). So a bfloat16 graph compiled for ai200
+ * gets no -convert-to-fp16 (the option set False in place; `_compile` omits a False flag) and
+ * bf16 custom IO (true returned); for ai100 it is converted as a float32 model would be (a warning
+ * says so). Here the hardware is the one the compile targets (--aic-hw-version, else detected).
+ */
+function bf16Rules(g: GraphShapeFacts, hw: string, options: [string, OptionValue][], warnings: string[]): boolean {
+  if (g.dtype !== 'bfloat16') return false;
+  if (hw !== 'ai200') {
+    warnings.push(
+      `compile: ${hw} has no bfloat16: the bf16 graph is compiled with -convert-to-fp16 and float16 KV (QEfficient loads bf16 models in float32 for ai100); give --aic-hw-version ai200 to keep bf16`,
+    );
+    return false;
+  }
+  const at = options.findIndex(([k]) => k === 'convert_to_fp16');
+  if (at >= 0) options[at] = ['convert_to_fp16', false];
+  return true;
 }
 
 /**

@@ -50,6 +50,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
   const { states, ctx: pk } = graphStates(m.inputs, m.metadata);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
+  const kvDtype = m.metadata.find((e) => e.key === 'weight_spec.kv_dtype')?.value;
   return {
     states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
@@ -64,6 +65,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
     ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
+    ...(kvDtype ? { dtype: kvDtype } : {}),
   };
 }
 

@@ -35,6 +35,10 @@
  * num_logits_to_keep = K + 1 tagged "Decode" (None when K + 1 = prefill_seq_len without CB);
  * `num_speculative_tokens` as given in the hashed parameters. The `_graph_name` tag names the
  * entry and is not hashed here (the rest of this file's hashed form predates it; see issue 47's report).
+ * bf16 (main ebf55e81 `_resolve_torch_dtype`, `compile`'s `convert_to_fp16=(CUSTOM_IO_DTYPE_MAP[target_dtype]
+ * == "float16")` and KV dtype `CUSTOM_IO_DTYPE_MAP[target_dtype]`, `_compile`'s custom-IO file not
+ * passed when model and past KV are both bfloat16): a `--dtype bfloat16` export keeps bf16 on ai200
+ * and is compiled as a float32 model on ai100.
  * An export made with `--phase decode` is compiled as QEfficient compiles prefill_seq_len 1 (its
  * one specialization, seq_len 1): QEfficient itself refuses decode_only for a causal LM.
  */
@@ -73,6 +77,7 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
     util = path.join(root, 'qaic-util');
     fs.writeFileSync(util, '#!/bin/sh\necho "QID 0"\necho "\tNSP IMAGE_VARIANT:AIC200_STD"\n', { mode: 0o755 });
     await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
+    await ok(['prepare', '--checkpoint', model, '--dtype', 'bfloat16']);
   });
 
   const base = { batch_size: 1, full_batch_size: null, continuous_batching: false, decode_only: false, ccl: null };
@@ -137,6 +142,20 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
       comp: [],
       py: { ctx_len: 64, full_batch_size: 2, continuous_batching: true, num_speculative_tokens: 3 },
     },
+    // bf16 (issue 47): kept on ai200 (no -convert-to-fp16, bfloat16 custom IO, the file not passed), converted on ai100
+    {
+      tag: 'bf16-ai200',
+      exp: ['--ctx-len', '64', '--dtype', 'bfloat16'],
+      comp: ['--aic-hw-version', 'ai200'],
+      py: { ctx_len: 64, dtype: 'bfloat16', hw: 'ai200' },
+    },
+    {
+      tag: 'bf16-ai200-mxint8',
+      exp: ['--ctx-len', '64', '--dtype', 'bfloat16'],
+      comp: ['--aic-hw-version', 'ai200', '--mxint8-kv-cache'],
+      py: { ctx_len: 64, dtype: 'bfloat16', hw: 'ai200', mxint8_kv_cache: true },
+    },
+    { tag: 'bf16-ai100', exp: ['--ctx-len', '64', '--dtype', 'bfloat16'], comp: [], py: { ctx_len: 64, dtype: 'bfloat16' } },
     {
       tag: 'hw-from-qaic-util',
       exp: ['--ctx-len', '64'],
@@ -168,8 +187,17 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
       });
       expect(fs.readFileSync(path.join(record, 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
       expect(fs.readFileSync(path.join(record, 'specializations.json'), 'utf8')).toBe(want.specializations);
-      expect(fs.readFileSync(path.join(record, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
+      // _compile writes custom_io.yaml beside the QPC even when it does not pass it (bf16 model and KV)
+      expect(fs.readFileSync(path.join(qpc, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
+      expect(fs.existsSync(path.join(record, 'custom_io.yaml'))).toBe(want.argv.some((a) => a.startsWith('-custom-IO-list-file=')));
       expect(fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8')).toBe(want.hashed);
+      if (c.tag === 'bf16-ai200') {
+        // by hand: no -convert-to-fp16, no -custom-IO-list-file, the KV custom IO bfloat16
+        expect(want.argv).not.toContain('-convert-to-fp16');
+        expect(want.argv.some((a) => a.startsWith('-custom-IO-list-file='))).toBe(false);
+        expect(want.custom_io).toContain('Precision: bfloat16');
+      }
+      if (c.tag === 'bf16-ai100') expect(want.argv).toContain('-convert-to-fp16');
       if (c.tag === 'tlm-k3') {
         // the issue's check, by hand: the Decode specialization has seq_len 4
         const named = (JSON.parse(want.specializations) as { specializations: { name: string; symbols: Record<string, string> }[] })

@@ -247,7 +247,7 @@ export const exportCommand = defineCommand({
   name: 'export',
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
-    'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
+    'export --config <model dir> --out <dir> [--dtype float32|float16|bfloat16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
     '       [--num-speculative-tokens K[,K2…]]',
@@ -267,6 +267,8 @@ export const exportCommand = defineCommand({
     'sliding_window slots (position p at slot p mod sliding_window); full-attention layers keep ctx_len. Same logits.',
     "--num-speculative-tokens K (QEfficient's speculative-decoding target model, TLM): the num_logits_to_keep input [N, 1];",
     'logits [batch, N, vocab] for the N positions ending at the last valid one. compile --backend qaic gives Decode seq_len K + 1.',
+    '--dtype bfloat16: bf16 weights, compute and KV cache (QEfficient on ai200; prepare --dtype bfloat16). qaic keeps bf16 for',
+    'ai200 and converts to fp16 for ai100; the ORT compile emulates bf16 arithmetic in float32 (rounded per op) on the CPU.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },

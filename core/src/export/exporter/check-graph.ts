@@ -14,7 +14,7 @@ export interface GraphProblem {
   message: string;
 }
 
-const ELEM_SIZE: Record<number, number> = { 1: 4, 6: 4, 7: 8, 9: 1, 10: 2 };
+const ELEM_SIZE: Record<number, number> = { 1: 4, 6: 4, 7: 8, 9: 1, 10: 2, 16: 2 };
 
 function dimsOf(v: ValueInfoObj): (number | string)[] {
   return v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam));

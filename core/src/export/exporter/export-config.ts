@@ -328,7 +328,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         : []),
       [
         'weights',
-        `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`,
+        `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float32' ? 4 : 2))} at ${dtype})`,
       ],
       [
         'prepared',
