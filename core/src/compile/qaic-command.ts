@@ -41,6 +41,7 @@ import path from 'node:path';
 import { UsageError } from '../errors';
 import { RETAINED } from '../artifacts/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
+import { mdpPipelineConfig, mdpTemplateConfig, type MdpConfig, type MdpNode } from '../artifacts/mdp-partition';
 
 /** QEfficient's `constants.COMPILER`. */
 export const QAIC_COMPILER = ['/opt/qti-aic/exec/qaic-compile', '-aic-hw'] as const;
@@ -65,6 +66,10 @@ export interface QaicOptions {
   imgSize?: number;
   /** Extra compiler options `a_b=v` (→ `-a-b=v`) or `a_b` (boolean → `-a-b`), in order. */
   extra?: string[];
+  /** `--num-devices`: QEfficient's `num_devices` → `mdp_ts_num_devices` (multi-device partitioning). */
+  numDevices?: number;
+  /** `--pipeline-partitions`: `_compile`'s `mdp_num_partitions` (layer-balanced pipeline stages). */
+  pipelinePartitions?: number;
 }
 
 /** A compiler option value as QEfficient passes it: a bool is a bare flag, anything else `=v`. */
@@ -119,6 +124,10 @@ export interface GraphShapeFacts {
   speculative?: number[];
   /** The graph's compute and KV dtype (`weight_spec.kv_dtype`), when recorded. */
   dtype?: string;
+  /** The export's phase (`weight_spec.phase`): `compile`'s prefill_only is true for prefill, false for decode. */
+  phase?: string;
+  /** The nodes and initializers, read only for a pipeline partition config (`--pipeline-partitions` > 1). */
+  graph?: { nodes: MdpNode[]; initializers: string[] };
 }
 
 /** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
@@ -166,74 +175,108 @@ export function cclLists(
   return { prefill: prefill.sort((a, b) => a - b), decode };
 }
 
-/**
- * One entry per CCL bucket, as `QEFFAutoModelForCausalLM.compile` builds them
- * (`QEfficient/transformers/models/modeling_auto.py`): each prefill entry and each decode entry
- * of the plain specializations repeated with `comp_ctx_lengths` = the bucket.
- */
-function withCcl(
-  prefill: Specialization | undefined,
-  decode: Specialization | undefined,
-  lists: { prefill: number[]; decode: number[] },
-): Specialization[] {
-  const out: Specialization[] = [];
-  if (prefill) for (const c of lists.prefill) out.push([...prefill, ['comp_ctx_lengths', c]]);
-  if (decode) for (const c of lists.decode) out.push([...decode, ['comp_ctx_lengths', c]]);
-  return out;
-}
-
 /** One specialization: `[name, value]` pairs (QEfficient's dict; the file sorts the keys). */
 export type Specialization = [string, number][];
 
-/** QEfficient's causal-LM specializations for the given options. */
+/**
+ * The `_graph_name` tag `build_prefill_specialization` / `build_decode_specialization` put on a
+ * causal-LM entry (QEfficient main ebf55e81): `_infer_specialization_name` names the entry by it
+ * first, `to_named_specializations` keeps it out of the symbols, and the hashed parameters hold it.
+ */
+const GRAPH_NAME = new WeakMap<object, string>();
+
+/** The entry's `_graph_name` tag, if it has one. */
+export function graphNameOf(spec: object): string | undefined {
+  return GRAPH_NAME.get(spec);
+}
+
+function tagged(spec: Specialization, name: string): Specialization {
+  GRAPH_NAME.set(spec, name);
+  return spec;
+}
+
+/** `compile`'s `prefill_only` for a graph: true for a `--phase prefill` export, false for `--phase decode`, else None. */
+export function prefillOnlyOf(g: GraphShapeFacts): boolean | undefined {
+  if (g.phase === 'prefill') return true;
+  if (g.seqLen === 1 || g.phase === 'decode') return false;
+  return undefined;
+}
+
+/**
+ * QEfficient's causal-LM specializations, transcribed from `QEFFAutoModelForCausalLM.compile`,
+ * `build_prefill_specialization` and `build_decode_specialization`
+ * (`QEfficient/transformers/models/modeling_auto.py`, main ebf55e81):
+ * - prefill entries when prefill_only is None or True, or prefill_seq_len is 1 — one per CCL
+ *   bucket (the decode list when prefill_seq_len is 1, else the prefill list): batch
+ *   `exec_batch_size` (batch_size; with CB full_batch_size at prefill_seq_len 1, else 1), seq_len
+ *   prefill_seq_len, ctx_len, [comp_ctx_lengths], [num_logits_to_keep 1 for a TLM], then
+ *   `full_batch_size` = kv_cache_batch_size (CB) or batch_size = kv_cache_batch_size, and with CB
+ *   `full_batch_exec_size` = exec_batch_size; tagged "Decode" when prefill_seq_len is 1 and
+ *   prefill_only is False, else "Prefill";
+ * - decode entries when prefill_only is not True and prefill_seq_len != 1 — one per K of a TLM,
+ *   else one per CCL decode bucket, else one: batch (full_batch_size with CB), seq_len K + 1 or 1,
+ *   ctx_len, [comp_ctx_lengths], [num_logits_to_keep K + 1], the kv batch as above; none without
+ *   CB when its seq_len equals prefill_seq_len; tagged "Decode".
+ * prefill_only comes from the export's phase ({@link prefillOnlyOf}); a `--phase decode` graph
+ * (input_ids [batch, 1]) is compiled with prefill_only False.
+ */
 export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
   if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
     throw new UsageError(
       `compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions (export again with --ctx-len ${opts.ctxLen})`,
     );
   const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
-  if (g.seqLen === 1) return decodeOnlySpecializations(opts, g, ctxLen);
-  const prefill = opts.prefillSeqLen ?? 32;
-  const ks = speculativeKs(g, prefill);
-  // build_prefill_specialization: `spec["num_logits_to_keep"] = 1 if self.is_tlm else None`
-  const nlk: Specialization = ks ? [['num_logits_to_keep', 1]] : [];
-  if (g.continuousBatching) {
-    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
-    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    const p: Specialization = [
-      ['batch_size', 1],
+  const prefillOnly = prefillOnlyOf(g);
+  if (g.seqLen === 1 && opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
+    throw new UsageError(
+      `compile: the graph was exported with --phase decode (input_ids [batch, 1]); --prefill-seq-len ${opts.prefillSeqLen} cannot be met`,
+    );
+  const prefill = opts.prefillSeqLen ?? (prefillOnly === true && g.seqLen !== undefined ? g.seqLen : 32);
+  const ks = prefillOnly === true ? undefined : speculativeKs(g, prefill);
+  const cb = g.continuousBatching;
+  const fbs = cb ? (opts.fullBatchSize ?? g.cacheBatch ?? g.batch) : undefined;
+  if (cb && fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
+  const bs = opts.batchSize ?? (cb ? 1 : (g.batch ?? 1));
+  const kvBatch = fbs ?? bs;
+  const lists = g.ccl ? cclLists(g.ccl, ctxLen, prefill) : undefined;
+  const buildPrefill = (ccl?: number): Specialization => {
+    const exec = !cb ? bs : prefill === 1 ? fbs! : 1;
+    const s: Specialization = [
+      ['batch_size', exec],
       ['seq_len', prefill],
       ['ctx_len', ctxLen],
-      ...nlk,
-      ['full_batch_size', fbs],
-      ['full_batch_exec_size', fbs],
     ];
-    const d = (k?: number): Specialization => [
-      ['batch_size', fbs],
-      ['seq_len', k === undefined ? 1 : k + 1],
+    if (ccl !== undefined) s.push(['comp_ctx_lengths', ccl]);
+    if (g.speculative) s.push(['num_logits_to_keep', 1]);
+    if (cb) s.push(['full_batch_size', kvBatch]);
+    else s[0] = ['batch_size', kvBatch];
+    if (fbs !== undefined) s.push(['full_batch_exec_size', exec]);
+    return tagged(s, prefill === 1 && prefillOnly === false ? 'Decode' : 'Prefill');
+  };
+  const buildDecode = (ccl?: number, k?: number): Specialization | undefined => {
+    const seq = ks ? k! + 1 : 1;
+    if (seq === prefill && !cb) return undefined;
+    const s: Specialization = [
+      ['batch_size', cb ? fbs! : bs],
+      ['seq_len', seq],
       ['ctx_len', ctxLen],
-      ...(k === undefined ? [] : ([['num_logits_to_keep', k + 1]] as Specialization)),
-      ['full_batch_size', fbs],
     ];
-    if (ks) return [p, ...ks.map((k) => d(k))];
-    return g.ccl ? withCcl(p, d(), cclLists(g.ccl, ctxLen, prefill)) : [p, d()];
+    if (ccl !== undefined) s.push(['comp_ctx_lengths', ccl]);
+    if (ks) s.push(['num_logits_to_keep', k! + 1]);
+    if (cb) s.push(['full_batch_size', kvBatch]);
+    else s[0] = ['batch_size', kvBatch];
+    return tagged(s, 'Decode');
+  };
+  const out: Specialization[] = [];
+  if (prefillOnly === undefined || prefillOnly || prefill === 1) {
+    if (lists) for (const c of prefill === 1 ? lists.decode : lists.prefill) out.push(buildPrefill(c));
+    else out.push(buildPrefill());
   }
-  const bs = opts.batchSize ?? g.batch ?? 1;
-  const p: Specialization = [['batch_size', bs], ['seq_len', prefill], ['ctx_len', ctxLen], ...nlk];
-  // build_decode_specialization returns None when its seq_len equals prefill_seq_len (no CB)
-  const d = (k?: number): Specialization | undefined =>
-    (k === undefined ? 1 : k + 1) !== prefill
-      ? [
-          ['batch_size', bs],
-          ['seq_len', k === undefined ? 1 : k + 1],
-          ['ctx_len', ctxLen],
-          ...(k === undefined ? [] : ([['num_logits_to_keep', k + 1]] as Specialization)),
-        ]
-      : undefined;
-  if (ks) return [p, ...ks.map((k) => d(k)).filter((x): x is Specialization => x !== undefined)];
-  if (g.ccl) return withCcl(p, d(), cclLists(g.ccl, ctxLen, prefill));
-  const dd = d();
-  return dd ? [p, dd] : [p];
+  if (prefillOnly !== true && prefill !== 1) {
+    const ds = ks ? ks.map((k) => buildDecode(undefined, k)) : lists ? lists.decode.map((c) => buildDecode(c)) : [buildDecode()];
+    for (const d of ds) if (d) out.push(d);
+  }
+  return out;
 }
 
 /**
@@ -262,36 +305,6 @@ function speculativeKs(g: GraphShapeFacts, prefill: number): number[] | undefine
   return ks;
 }
 
-/**
- * A graph exported with `--phase decode` (input_ids `[batch, 1]`) meets only QEfficient's decode
- * specialization: `{batch_size, seq_len: 1, ctx_len}` (continuous batching: batch_size and
- * `full_batch_size` = the full batch), with CCL one entry per decode bucket.
- */
-function decodeOnlySpecializations(opts: QaicOptions, g: GraphShapeFacts, ctxLen: number): Specialization[] {
-  if (opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
-    throw new UsageError(
-      `compile: the graph was exported with --phase decode (input_ids [batch, 1]); --prefill-seq-len ${opts.prefillSeqLen} cannot be met`,
-    );
-  let d: Specialization;
-  if (g.continuousBatching) {
-    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
-    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    d = [
-      ['batch_size', fbs],
-      ['seq_len', 1],
-      ['ctx_len', ctxLen],
-      ['full_batch_size', fbs],
-    ];
-  } else {
-    d = [
-      ['batch_size', opts.batchSize ?? g.batch ?? 1],
-      ['seq_len', 1],
-      ['ctx_len', ctxLen],
-    ];
-  }
-  return g.ccl ? withCcl(undefined, d, cclLists(g.ccl, ctxLen, 32)) : [d];
-}
-
 /** Specializations for a graph without a KV cache: batch and sequence only. */
 export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
   return [
@@ -315,15 +328,14 @@ export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boole
 }
 
 /**
- * QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. A TLM's entries
- * carry `num_logits_to_keep` and are named as `build_*_specialization` tags them: the prefill
- * entry (num_logits_to_keep 1, seq_len > 1) "Prefill", every decode entry (seq_len K + 1) "Decode".
+ * QEfficient's `_infer_specialization_name` for the entry at index `i`: its `_graph_name` tag
+ * ({@link graphNameOf}) first, else by its symbols.
  */
 export function specializationName(spec: Specialization, i: number): string {
+  const tag = graphNameOf(spec);
+  if (tag !== undefined) return tag;
   const get = (k: string) => spec.find(([n]) => n === k)?.[1];
   const seq = get('seq_len');
-  const nlk = get('num_logits_to_keep');
-  if (nlk !== undefined && seq !== undefined) return seq > 1 && nlk === 1 ? 'Prefill' : 'Decode';
   if (seq !== undefined) return seq > 1 ? 'Prefill' : 'Decode';
   if (get('encoder_ctx_len') !== undefined) return 'Encoder';
   if (get('sequence_length') !== undefined) return 'Embedding';
@@ -375,6 +387,9 @@ export interface QaicPlan {
   specializationsText?: string;
   customIoFile?: string;
   customIoText?: string;
+  /** The partition config (`--num-devices` > 1 or `--pipeline-partitions` > 1) and its text. */
+  mdpFile?: string;
+  mdpText?: string;
   /** `hashed_compile_params.json` beside the binary directory, written after a successful compile. */
   hashedParamsFile: string;
   hashedParamsText: string;
@@ -463,6 +478,7 @@ export function buildQaicPlan(
   const customIoPassed = !(bf16 && customIo?.some(([k, v]) => k.includes('past_') && v.includes('bfloat16')));
   if (!customIoPassed)
     warnings.push('compile: model and past KV are both bfloat16: custom_io.yaml is written but not passed (QEfficient ignores it then)');
+  const mdp = mdpPlan(opts, g, options, compileDir);
   return qaicPlan({
     compiler,
     hw,
@@ -473,6 +489,9 @@ export function buildQaicPlan(
     specializationsText: specializationsJson(specs),
     customIo,
     ...(customIoPassed ? {} : { customIoUnpassed: true }),
+    ...(mdp ? { mdp } : {}),
+    mdpCounts: { devices: opts.numDevices ?? 1, partitions: opts.pipelinePartitions ?? 1 },
+    ...(g.states.length > 0 ? { prefillOnly: prefillOnlyOf(g) } : {}),
     warnings,
     // what a user hands compile(): the int K, or the list when there are several
     ...(g.speculative?.length ? { numSpeculativeTokens: g.speculative.length === 1 ? g.speculative[0]! : g.speculative } : {}),
@@ -500,8 +519,18 @@ export function qaicPlan(p: {
   numSpeculativeTokens?: number | number[];
   /** The custom-IO file is written but not handed to the compiler (model and KV both bf16). */
   customIoUnpassed?: boolean;
+  mdp?: MdpPlan;
+  /** `mdp_ts_num_devices` and `mdp_num_partitions` (hashed; 1 and 1 when absent). */
+  mdpCounts?: { devices: number; partitions: number };
+  /** `compile`'s prefill_only (hashed only). */
+  prefillOnly?: boolean | undefined;
 }): QaicPlan {
-  const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`, ...optionFlags(p.options)];
+  const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`];
+  // a pipeline config is generated before the options are added, the template one after them
+  const mdpFlag = p.mdp ? `-mdp-load-partition-config=${p.mdp.file}` : undefined;
+  if (p.mdp?.early) command.push(mdpFlag!);
+  command.push(...optionFlags(p.options));
+  if (p.mdp && !p.mdp.early) command.push(mdpFlag!);
   const specializationsFile = path.join(p.compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const customIoFile = p.customIo ? path.join(p.compileDir, 'custom_io.yaml') : undefined;
@@ -517,9 +546,73 @@ export function qaicPlan(p: {
     specializationsText: p.specializationsText,
     ...(p.customIo ? { customIoFile, customIoText: customIoYaml(p.customIo) } : {}),
     hashedParamsFile: path.join(p.compileDir, 'hashed_compile_params.json'),
-    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo, { numSpeculativeTokens: p.numSpeculativeTokens }),
+    ...(p.mdp ? { mdpFile: p.mdp.file, mdpText: createJsonText(p.mdp.config) } : {}),
+    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo, {
+      numSpeculativeTokens: p.numSpeculativeTokens,
+      ...(p.mdpCounts ? { mdpTsNumDevices: p.mdpCounts.devices, mdpNumPartitions: p.mdpCounts.partitions } : {}),
+      ...(p.mdp ? { mdpTsJson: p.mdp.config } : {}),
+      prefillOnly: p.prefillOnly,
+    }),
     warnings: p.warnings,
   };
+}
+
+/** `create_json`'s text (`QEfficient/utils/_utils.py`): `json.dump(…, indent=4, separators=(",", ":"), sort_keys=True)`. */
+export function createJsonText(value: unknown): string {
+  return pyJsonDumps(value, { indent: 4, separators: [',', ':'], sortKeys: true });
+}
+
+/** A partition config to write and pass. */
+export interface MdpPlan {
+  numDevices: number;
+  numPartitions: number;
+  config: MdpConfig;
+  file: string;
+  /** A pipeline config: its flag comes before the compiler options. */
+  early: boolean;
+}
+
+/**
+ * `_compile`'s partition config (`QEfficient/base/modeling_qeff.py`, main ebf55e81):
+ * `mdp_num_partitions` > 1 → `generate_disagg_mdp_config` (ONNX strategy) writes
+ * `<compile_dir>/mdp_disagg_{N}d_{P}p.json` in the un-hashed compile folder (here the export
+ * folder, the parent of `qpc-<hash>`) and its flag follows `-m`; else `mdp_ts_num_devices` > 1
+ * (and no `mdp_dump_partition_config` option) → `generate_mdp_partition_config(N, aic_num_cores)`
+ * written as `<qpc-hash>/mdp_ts_{N}.json`, its flag after the options. Undefined for one device.
+ */
+function mdpPlan(opts: QaicOptions, g: GraphShapeFacts, options: [string, OptionValue][], compileDir: string): MdpPlan | undefined {
+  const nd = opts.numDevices ?? 1;
+  const np = opts.pipelinePartitions ?? 1;
+  if (!(Number.isInteger(nd) && nd >= 1)) throw new UsageError(`compile: --num-devices must be a positive integer (got ${nd})`);
+  if (!(Number.isInteger(np) && np >= 1)) throw new UsageError(`compile: --pipeline-partitions must be a positive integer (got ${np})`);
+  if (np > nd)
+    throw new UsageError(
+      `compile: Num of partitions should be <= number of devices. Found ${np} partitions and ${nd} devices (give --num-devices ${np} or more)`,
+    );
+  const coresOpt = options.find(([k]) => k === 'aic_num_cores')?.[1];
+  const numCores = typeof coresOpt === 'number' ? coresOpt : Number(coresOpt ?? DEFAULT_AIC_NUM_CORES);
+  if (np > 1) {
+    if (!g.graph) throw new UsageError('compile: --pipeline-partitions needs the graph nodes (internal: not read)');
+    const numLayers = new Set(g.states.map((n) => /\.(\d+)$/.exec(n)?.[1])).size;
+    const config = mdpPipelineConfig(g.graph.nodes, g.graph.initializers, { numDevices: nd, numPartitions: np, numLayers, numCores });
+    return {
+      numDevices: nd,
+      numPartitions: np,
+      config,
+      file: path.join(path.dirname(compileDir), `mdp_disagg_${nd}d_${np}p.json`),
+      early: true,
+    };
+  }
+  if (nd > 1 && !options.some(([k, v]) => k === 'mdp_dump_partition_config' && v)) {
+    return {
+      numDevices: nd,
+      numPartitions: 1,
+      config: mdpTemplateConfig(nd, numCores),
+      file: path.join(compileDir, `mdp_ts_${nd}.json`),
+      early: false,
+    };
+  }
+  return undefined;
 }
 
 /**
@@ -562,6 +655,8 @@ export function planFromParts(p: {
   module: string | undefined;
   customIo: [string, string][];
 }): QaicPlan {
+  if ((p.opts.numDevices ?? 1) > 1 || (p.opts.pipelinePartitions ?? 1) > 1)
+    throw new UsageError('compile: --num-devices / --pipeline-partitions are not supported for a vision-language graph yet');
   const { hw, warnings } = mergeExtraOptions(p.options, p.opts);
   const names = uniqueNames(
     p.specs.map(
@@ -578,29 +673,44 @@ export function planFromParts(p: {
   return qaicPlan({ ...p, hw, specializationsText, warnings });
 }
 
+/** The MDP and phase parts of `_compile`'s hashed parameters. */
+export interface HashedExtras {
+  numSpeculativeTokens?: number | number[] | undefined;
+  mdpTsNumDevices?: number;
+  mdpNumPartitions?: number;
+  mdpTsJson?: MdpConfig | undefined;
+  prefillOnly?: boolean | undefined;
+}
+
 /**
- * `hashed_compile_params.json` as `_compile` writes it (release/v1.22.8.0,
- * `QEfficient/base/modeling_qeff.py`): `create_json(compile_dir / "hashed_compile_params.json",
- * compile_hash_params)` with `{"command": command, "specializations": specializations,
- * "custom_io": custom_io, "mdp_ts_num_devices": …, "mdp_ts_json": …, "num_speculative_tokens": …}`.
- * `command` is the list the compiler ran (the dict holds the list itself, so the flags appended
- * after hashing are in the file); specializations are the flat dicts with their int values; one
- * device, so no MDP config.
+ * `hashed_compile_params.json` as `_compile` writes it (`QEfficient/base/modeling_qeff.py`, main
+ * ebf55e81): `create_json(compile_dir / "hashed_compile_params.json", compile_hash_params)` with
+ * `{"command", "specializations", "custom_io", "mdp_ts_num_devices", "mdp_num_partitions",
+ * "mdp_strategy": "onnx", "mdp_ts_json", "num_speculative_tokens", "prefill_only"}`. `command` is
+ * the list the compiler ran (the dict holds the list itself, so the flags appended after hashing
+ * are in the file); specializations are the flat dicts with their int values and their
+ * `_graph_name` tag ({@link graphNameOf}).
  */
 export function hashedCompileParams(
   command: readonly string[],
   specs: readonly (readonly [string, number | string][])[],
   customIo: [string, string][] | undefined,
-  extra: { numSpeculativeTokens?: number | number[] | undefined } = {},
+  extra: HashedExtras = {},
 ): string {
   return pyJsonDumps(
     {
       command,
-      specializations: specs.map((s) => Object.fromEntries(s)),
+      specializations: specs.map((s) => {
+        const tag = graphNameOf(s);
+        return { ...Object.fromEntries(s), ...(tag !== undefined ? { _graph_name: tag } : {}) };
+      }),
       custom_io: customIo ? Object.fromEntries(customIo) : null,
-      mdp_ts_num_devices: 1,
-      mdp_ts_json: null,
+      mdp_ts_num_devices: extra.mdpTsNumDevices ?? 1,
+      mdp_num_partitions: extra.mdpNumPartitions ?? 1,
+      mdp_strategy: 'onnx',
+      mdp_ts_json: extra.mdpTsJson ?? null,
       num_speculative_tokens: extra.numSpeculativeTokens ?? null,
+      prefill_only: extra.prefillOnly ?? null,
     },
     { indent: 4, separators: [',', ':'], sortKeys: true },
   );

@@ -20,6 +20,7 @@ import type { ExportInputs, PreparedLocation } from './inputs';
 import { cclFromMetadata, speculativeFromMetadata } from '../artifacts/graph-metadata';
 import { graphStates, NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
+import { decodeModel } from '../formats/onnx/codec';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
@@ -51,6 +52,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   const kvDtype = m.metadata.find((e) => e.key === 'weight_spec.kv_dtype')?.value;
+  const phase = m.metadata.find((e) => e.key === 'weight_spec.phase')?.value;
   return {
     states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
@@ -66,6 +68,21 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
     ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
     ...(kvDtype ? { dtype: kvDtype } : {}),
+    ...(phase ? { phase } : {}),
+  };
+}
+
+/** The nodes and initializer names of an ONNX (for `--pipeline-partitions`). */
+function graphNodes(bytes: Uint8Array, file: string): NonNullable<GraphShapeFacts['graph']> {
+  const proto = decodeModel(bytes, file);
+  return {
+    nodes: (proto.graph?.node ?? []).map((n) => ({
+      name: n.name ?? '',
+      opType: n.opType ?? '',
+      input: n.input ?? [],
+      output: n.output ?? [],
+    })),
+    initializers: (proto.graph?.initializer ?? []).map((t) => t.name ?? ''),
   };
 }
 
@@ -100,6 +117,8 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const hw = opts.aicHwVersion ?? detectAicHwVersion(env);
   const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
   const g = graphFacts(m);
+  // a pipeline partition config lists the graph's nodes: read them only then
+  if ((opts.pipelinePartitions ?? 1) > 1) g.graph = graphNodes(inp.onnxBytes, inp.onnxPath);
   // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
@@ -129,6 +148,7 @@ export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: 
   fs.rmSync(job.plan.qpcDir, { recursive: true, force: true });
   if (job.plan.specializationsFile) await atomicWriteFile(job.plan.specializationsFile, job.plan.specializationsText!);
   if (job.plan.customIoFile) await atomicWriteFile(job.plan.customIoFile, job.plan.customIoText!);
+  if (job.plan.mdpFile) await atomicWriteFile(job.plan.mdpFile, job.plan.mdpText!);
   const code = await new Promise<number>((resolve, reject) => {
     const child = spawn(bin, job.plan.command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d) => stderr.write(d));
@@ -165,6 +185,7 @@ async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
   const files = [
     ...(job.plan.specializationsFile ? [{ path: job.plan.specializationsFile, text: job.plan.specializationsText! }] : []),
     ...(job.plan.customIoFile ? [{ path: job.plan.customIoFile, text: job.plan.customIoText! }] : []),
+    ...(job.plan.mdpFile ? [{ path: job.plan.mdpFile, text: job.plan.mdpText! }] : []),
   ];
   if (opts.dryRun) return { record, upToDate: false, command: job.plan.command, files, dryRun: true };
   if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactExists(prev)) {

@@ -4,7 +4,7 @@
  * `QEfficient/transformers/models/modeling_auto.py`, commit a53a44dfd3efe0fe6fe11d8abccf184c4e6027fd:
  * `for i in range(len(self.comp_ctx_lengths_prefill)): specializations.append(
  * self.build_prefill_specialization(…, comp_ctx_lengths=self.comp_ctx_lengths_prefill[i], …))`,
- * then the decode buckets), after `process_ccl_specializations`
+ * then the decode buckets; names from the `_graph_name` tags of main ebf55e81), after `process_ccl_specializations`
  * (`QEfficient/utils/check_ccl_specializations.py` `validate_ccl_lists`, main ebf55e81 = the
  * weight-free PR head 277283b5): values below `CCL_MIN_CTX_LEN` (1024) raised to it, ctx_len
  * appended to a list that ends below it, values capped at ctx_len, a prefill bucket that is also a
@@ -85,9 +85,9 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
     { name: 'Decode_0', symbols: sym(1, 2048) },
     { name: 'Decode_1', symbols: sym(1, 4096) },
   ]);
-  // prefill_seq_len 1: no separate decode entries (build_decode_specialization returns None), the union as prefill buckets
+  // prefill_seq_len 1: no decode entries (compile skips them), the union as prefill buckets, tagged "Prefill" (prefill_only None)
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual(
-    [1024, 2048, 4096].map((c, i) => ({ name: `Decode_${i}`, symbols: sym(1, c) })),
+    [1024, 2048, 4096].map((c, i) => ({ name: `Prefill_${i}`, symbols: sym(1, c) })),
   );
   // a plain export keeps the two entries without comp_ctx_lengths
   const plain = path.join(root, 'plain');
@@ -98,7 +98,7 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
   ]);
 });
 
-it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size for prefill)', async () => {
+it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size = exec_batch_size 1 for prefill)', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
   await ws(root, [
@@ -121,7 +121,7 @@ it('continuous batching: the CCL entries carry full_batch_size (and full_batch_e
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
     {
       name: 'Prefill',
-      symbols: { batch_size: '1', comp_ctx_lengths: '0', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' },
+      symbols: { batch_size: '1', comp_ctx_lengths: '0', ctx_len: '32', full_batch_exec_size: '1', full_batch_size: '4', seq_len: '8' },
     },
     { name: 'Decode', symbols: { batch_size: '4', comp_ctx_lengths: '32', ctx_len: '32', full_batch_size: '4', seq_len: '1' } },
   ]);
