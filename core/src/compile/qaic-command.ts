@@ -717,17 +717,16 @@ export function hashedCompileParams(
 }
 
 /**
- * QEfficient's `get_default_aic_hw_version` (`QEfficient/utils/hw_detection.py` on main): the
- * `NSP IMAGE_VARIANT` of `qaic-util -q`, AIC200 → "ai200", AIC100 → "ai100"; undefined when the
- * output names neither (the caller keeps DEFAULT_AIC_HW_VERSION).
+ * QEfficient's `get_default_aic_hw_version` (`QEfficient/utils/constants.py` on main ebf55e81):
+ * the first `FW IMAGE_VARIANT : <v>` of `qaic-util -q`; a variant containing AIC200 → "ai200",
+ * anything else → "ai100". Undefined when the output has no such field (QEfficient then falls
+ * back to "ai100" too; the caller keeps DEFAULT_AIC_HW_VERSION). The `NSP IMAGE_VARIANT` form
+ * was an unmerged PR's.
  */
 export function hwVersionFromQaicUtil(output: string): string | undefined {
-  const m = /NSP IMAGE_VARIANT\s*:\s*(\S+)/.exec(output);
+  const m = /FW IMAGE_VARIANT\s*:\s*(\S+)/.exec(output);
   if (!m) return undefined;
-  const v = m[1]!.toUpperCase();
-  if (v.includes('AIC200')) return 'ai200';
-  if (v.includes('AIC100')) return 'ai100';
-  return undefined;
+  return m[1]!.toUpperCase().includes('AIC200') ? 'ai200' : 'ai100';
 }
 
 /** The command as one shell line (POSIX single quotes where a word needs them). */

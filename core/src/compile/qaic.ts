@@ -32,7 +32,7 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
   return env.WEIGHT_SPEC_QAIC_COMPILE || QAIC_COMPILER[0];
 }
 
-/** QEfficient's qaic-util path (`QEfficient/utils/hw_detection.py`); `WEIGHT_SPEC_QAIC_UTIL` overrides it. */
+/** QEfficient's qaic-util path (`get_default_aic_hw_version` in `QEfficient/utils/constants.py`); `WEIGHT_SPEC_QAIC_UTIL` overrides it. */
 export const QAIC_UTIL = '/opt/qti-aic/tools/qaic-util';
 
 /**

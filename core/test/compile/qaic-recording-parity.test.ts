@@ -23,8 +23,9 @@
  *  - `QEfficient/base/modeling_qeff.py` (release/v1.22.8.0) `_compile`: the command, and
  *    `create_json(compile_dir / "hashed_compile_params.json", compile_hash_params)` with
  *    command / specializations / custom_io / mdp_ts_num_devices / mdp_ts_json / num_speculative_tokens;
- *  - `QEfficient/utils/hw_detection.py` (commit 43fbde7cdb08c2d1eb734fc689d936ce53c39515)
- *    `get_default_aic_hw_version`: `qaic-util -q`, `NSP IMAGE_VARIANT` AIC200 → ai200;
+ *  - `QEfficient/utils/constants.py` (main ebf55e81) `get_default_aic_hw_version`: `qaic-util -q`,
+ *    the first `FW IMAGE_VARIANT` AIC200 → ai200, else ai100 (the `NSP IMAGE_VARIANT` form of
+ *    commit 43fbde7c, `QEfficient/utils/hw_detection.py`, is an unmerged PR's);
  *  - `_infer_specialization_name` (tests/transformers/test_causal_lm.py `TestInferSpecializationName`):
  *    seq_len > 1 → Prefill, 1 → Decode; a name used more than once gets `_0`, `_1`, … (the
  *    Prefill_0 form `to_named_specializations` writes; see the report: the function's text is not
@@ -75,7 +76,10 @@ describeFixtures('qaic-compile parity through a recording compiler (llama fixtur
     record = path.join(root, 'record');
     bin = recordingCompiler(root, record);
     util = path.join(root, 'qaic-util');
-    fs.writeFileSync(util, '#!/bin/sh\necho "QID 0"\necho "\tNSP IMAGE_VARIANT:AIC200_STD"\n', { mode: 0o755 });
+    // qaic-util -q names both variants; main reads the FW one
+    fs.writeFileSync(util, '#!/bin/sh\necho "QID 0"\necho "\tFW IMAGE_VARIANT:AIC200_STD"\necho "\tNSP IMAGE_VARIANT:AIC100_STD"\n', {
+      mode: 0o755,
+    });
     await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
     await ok(['prepare', '--checkpoint', model, '--dtype', 'bfloat16']);
   });
