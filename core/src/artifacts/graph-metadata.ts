@@ -13,7 +13,33 @@ export const SERVING_METADATA = {
   sampler: 'weight_spec.sampler',
   /** The TLM's proposal lengths K (`--num-speculative-tokens`), comma-separated. */
   speculative: 'weight_spec.num_speculative_tokens',
+  /** A disaggregated-serving prefill graph (`--phase prefill` of a SPECIALIZED_DISAGG arch): JSON `{"enable_chunking", "num_experts"}`. */
+  disaggPrefill: 'weight_spec.disagg_prefill',
 } as const;
+
+/**
+ * QEfficient's `SPECIALIZED_DISAGG_SERVING_MODEL_ARCH` (`QEfficient/transformers/modeling_utils.py`,
+ * main ebf55e81): the model types whose `--phase prefill` export is QEfficient's prefill-only graph.
+ */
+export const DISAGG_SERVING_MODEL_TYPES: readonly string[] = ['gpt_oss', 'qwen3_moe', 'glm4_moe', 'kimi_k2', 'kimi_k25', 'gemma4'];
+
+/** What a disaggregated prefill graph records (undefined for any other graph). */
+export function disaggPrefillFromMetadata(
+  metadata: readonly { key: string; value: string }[],
+): { enableChunking: boolean; numExperts?: number } | undefined {
+  const v = metadata.find((e) => e.key === SERVING_METADATA.disaggPrefill)?.value;
+  if (v === undefined) return undefined;
+  let p: unknown;
+  try {
+    p = JSON.parse(v);
+  } catch {
+    p = undefined;
+  }
+  const o = p as { enable_chunking?: unknown; num_experts?: unknown } | undefined;
+  if (typeof o?.enable_chunking !== 'boolean')
+    throw new PipelineError(`the graph's metadata ${SERVING_METADATA.disaggPrefill} is not {"enable_chunking": bool, …}: ${v}`);
+  return { enableChunking: o.enable_chunking, ...(typeof o.num_experts === 'number' ? { numExperts: o.num_experts } : {}) };
+}
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
 export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {

@@ -126,6 +126,8 @@ export interface GraphShapeFacts {
   dtype?: string;
   /** The export's phase (`weight_spec.phase`): `compile`'s prefill_only is true for prefill, false for decode. */
   phase?: string;
+  /** A disaggregated-serving prefill graph (`--phase prefill` of a SPECIALIZED_DISAGG arch): its chunking and expert count. */
+  disaggPrefill?: { enableChunking: boolean; numExperts?: number };
   /** The nodes and initializers, read only for a pipeline partition config (`--pipeline-partitions` > 1). */
   graph?: { nodes: MdpNode[]; initializers: string[] };
 }
@@ -233,6 +235,7 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
     );
   const prefill = opts.prefillSeqLen ?? (prefillOnly === true && g.seqLen !== undefined ? g.seqLen : 32);
   const ks = prefillOnly === true ? undefined : speculativeKs(g, prefill);
+  if (g.disaggPrefill) disaggPrefillChecks(opts, g.disaggPrefill, prefill);
   const cb = g.continuousBatching;
   const fbs = cb ? (opts.fullBatchSize ?? g.cacheBatch ?? g.batch) : undefined;
   if (cb && fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
@@ -277,6 +280,29 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
     for (const d of ds) if (d) out.push(d);
   }
   return out;
+}
+
+/** QEfficient's `constants.GPT_OSS_PREFILL_Q_BLOCK_SIZE`: a prefill-only graph's q block, without chunking. */
+export const PREFILL_Q_BLOCK_SIZE = 256;
+
+/**
+ * What `QEFFAutoModelForCausalLM.export(prefill_only=True)` checks when compile exports the
+ * prefill graph (`get_seq_len_and_handle_specialized_prefill_model`, main ebf55e81): without
+ * chunking prefill_seq_len must be a multiple of GPT_OSS_PREFILL_Q_BLOCK_SIZE (256) and at least
+ * that (NUM_Q_BLOCKS = prefill_seq_len / 256); the expert-blocked MoE
+ * (`QEffPrefillChunked…MoE._forward_expert_blocked`) needs num_experts divisible by the cores
+ * (`expert_blocking_num_nsp = num_cores`).
+ */
+function disaggPrefillChecks(opts: QaicOptions, d: { enableChunking: boolean; numExperts?: number }, prefill: number): void {
+  if (!d.enableChunking && (prefill % PREFILL_Q_BLOCK_SIZE !== 0 || prefill < PREFILL_Q_BLOCK_SIZE))
+    throw new UsageError(
+      `compile: When prefill_only=True, 'prefill_seq_len' must be explicitly set and divisible by block_size=${PREFILL_Q_BLOCK_SIZE} (got ${prefill}; give --prefill-seq-len ${PREFILL_Q_BLOCK_SIZE}, or export with --enable-chunking)`,
+    );
+  const cores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
+  if (d.numExperts !== undefined && d.numExperts % cores !== 0)
+    throw new UsageError(
+      `compile: num_experts (${d.numExperts}) must be divisible by expert_blocking_num_nsp (${cores}): give a --num-cores that divides ${d.numExperts}`,
+    );
 }
 
 /**

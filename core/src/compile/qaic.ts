@@ -17,7 +17,7 @@ import { PipelineError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
-import { cclFromMetadata, speculativeFromMetadata } from '../artifacts/graph-metadata';
+import { cclFromMetadata, disaggPrefillFromMetadata, speculativeFromMetadata } from '../artifacts/graph-metadata';
 import { graphStates, NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { decodeModel } from '../formats/onnx/codec';
@@ -53,6 +53,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   const kvDtype = m.metadata.find((e) => e.key === 'weight_spec.kv_dtype')?.value;
   const phase = m.metadata.find((e) => e.key === 'weight_spec.phase')?.value;
+  const disagg = disaggPrefillFromMetadata(m.metadata);
   return {
     states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
@@ -69,6 +70,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
     ...(kvDtype ? { dtype: kvDtype } : {}),
     ...(phase ? { phase } : {}),
+    ...(disagg ? { disaggPrefill: disagg } : {}),
   };
 }
 

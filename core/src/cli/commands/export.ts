@@ -61,6 +61,11 @@ const flags = {
     description:
       "speculative decoding's target model (QEfficient's TLM): the num_logits_to_keep input, logits for K + 1 positions per decode call (llama, qwen2, qwen3; with --config)",
   },
+  'enable-chunking': {
+    type: 'boolean',
+    description:
+      "with --phase prefill of a disaggregated-serving MoE (qwen3_moe, glm4_moe, kimi_k2): QEfficient's chunked prefill-only graph (enable_chunking)",
+  },
   sampler: { type: 'boolean', description: "append QEfficient's on-device sampler: next_tokens instead of logits (with --config)" },
   'max-top-k': {
     type: 'int',
@@ -203,6 +208,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
           },
         }
       : {}),
+    ...(f['enable-chunking'] ? { enableChunking: true } : {}),
     ...(f['num-speculative-tokens'] !== undefined ? { numSpeculativeTokens: parseSpeculative(f['num-speculative-tokens']) } : {}),
     ...(f.sampler
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
@@ -250,7 +256,7 @@ export const exportCommand = defineCommand({
     'export --config <model dir> --out <dir> [--dtype float32|float16|bfloat16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
-    '       [--num-speculative-tokens K[,K2…]]',
+    '       [--num-speculative-tokens K[,K2…]] [--phase prefill [--enable-chunking]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -269,6 +275,8 @@ export const exportCommand = defineCommand({
     'logits [batch, N, vocab] for the N positions ending at the last valid one. compile --backend qaic gives Decode seq_len K + 1.',
     '--dtype bfloat16: bf16 weights, compute and KV cache (QEfficient on ai200; prepare --dtype bfloat16). qaic keeps bf16 for',
     'ai200 and converts to fp16 for ai100; the ORT compile emulates bf16 arithmetic in float32 (rounded per op) on the CPU.',
+    "--phase prefill of a disaggregated-serving MoE (QEfficient's SPECIALIZED_DISAGG_SERVING_MODEL_ARCH: qwen3_moe, glm4_moe,",
+    'kimi_k2) is its prefill-only graph: compile gives the Prefill specializations only (prefill_only), [--enable-chunking].',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -294,7 +302,7 @@ export const exportCommand = defineCommand({
       ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
-      for (const k of ['continuous-batching', 'sampler', 'return-pdfs'] as const) {
+      for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'enable-chunking'] as const) {
         if (args.flags[k]) throw new UsageError(`export: --${k} goes with --config`);
       }
       return exportOnnx(args, io);

@@ -18,6 +18,7 @@ import { buildCausalLM, type Phase } from './decoder';
 import { encodeBuiltModel } from './encode';
 import { archFromConfig } from '../families/arch-from-config';
 import { DEFAULT_MAX_TOP_K } from '../blocks/sampler';
+import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
 import { readRegularFile } from '../../paths';
 import { isVlmConfig } from '../vlm/config';
@@ -53,6 +54,8 @@ export interface ConfigExportOptions {
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
   /** `--num-speculative-tokens`: the proposal lengths K of a speculative-decoding target model (QEfficient's TLM). */
   numSpeculativeTokens?: number[];
+  /** `--enable-chunking`: QEfficient's chunked prefill-only graph (`--phase prefill` of a disaggregated-serving arch). */
+  enableChunking?: boolean;
 }
 
 /**
@@ -93,6 +96,36 @@ function speculativeTokens(ks: number[], modelType: string, o: ConfigExportOptio
   if (o.phase === 'decode')
     throw new UsageError('--num-speculative-tokens with --phase decode: a decode-only graph takes one token per call, not K + 1');
   return sorted;
+}
+
+/**
+ * `--phase prefill` of a disaggregated-serving arch (`DISAGG_SERVING_MODEL_TYPES`), as
+ * `QEFFAutoModelForCausalLM.export(prefill_only=True)` builds it (`QEfficient/transformers/models/modeling_auto.py`
+ * and `pytorch_transforms.py`, main ebf55e81): `PrefillOnlyTransform` / `PrefillOnlyChunkedTransform`
+ * swap only the MoE block of qwen3_moe, glm4_moe and kimi (QEffPrefillChunked…MoE: the same routed sum,
+ * computed expert-blocked over `num_cores` NSPs) and keep attention and the cache interface, so
+ * the graph is the plain one, recorded as a prefill graph with its chunking and expert count for
+ * compile's checks. gpt_oss's prefill-only attention (over the chunk only, a sliding_window cache)
+ * is not built: refused. Without chunking a continuous-batching prefill graph is QEfficient's
+ * NotImplementedError ("prefix-caching without chunking").
+ */
+function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunking: boolean; num_experts?: number } | undefined {
+  const disaggArch = DISAGG_SERVING_MODEL_TYPES.includes(arch.modelType);
+  if (o.enableChunking && !(disaggArch && o.phase === 'prefill'))
+    throw new UsageError(
+      `--enable-chunking goes with --phase prefill of a disaggregated-serving model (${DISAGG_SERVING_MODEL_TYPES.join(', ')})`,
+    );
+  if (!disaggArch || o.phase !== 'prefill') return undefined;
+  if (arch.modelType === 'gpt_oss')
+    throw new UsageError(
+      "--phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
+    );
+  if (o.continuousBatching && !o.enableChunking)
+    throw new UsageError(
+      '--phase prefill with --continuous-batching needs --enable-chunking (QEfficient: "prefix-caching without chunking, this feature is not available yet")',
+    );
+  const moe = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  return { enable_chunking: !!o.enableChunking, ...(moe?.kind === 'moe' ? { num_experts: moe.weights.experts } : {}) };
 }
 
 /** Result: what was written and the stdout summary. */
@@ -214,6 +247,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
   }
   const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
+  const disagg = disaggPrefill(arch, o);
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -225,6 +259,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
     ...(spd ? { numSpeculativeTokens: spd } : {}),
+    ...(disagg ? { metadata: { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -275,6 +310,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
         ...(spd ? { num_speculative_tokens: spd } : {}),
+        ...(disagg ? { disagg_prefill: disagg } : {}),
       },
       graph: {
         layers: built.layers,
