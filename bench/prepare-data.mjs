@@ -45,7 +45,7 @@ function values(bytes) {
 
 const shardName = (s, n) => `model-${String(s + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
 
-const SIZE = { BF16: 2, F32: 4, F8_E4M3: 1 };
+const SIZE = { BF16: 2, F32: 4, F8_E4M3: 1, I32: 4, F16: 2 };
 
 /**
  * Creates `file` with the safetensors header of `tensors` ({key, dtype (default BF16), shape}):
@@ -254,4 +254,55 @@ export function fp8MoeCheckpoint(dir, gb, experts = 64) {
   });
   const config = { model_type: 'qwen2_moe', hidden_size: H, moe_intermediate_size: I, num_experts: experts, num_hidden_layers: layers };
   return { ...writeFp8Checkpoint(dir, list, config), layers, experts };
+}
+
+/**
+ * A GPTQ v1 checkpoint (issue 46) of about `gb` GB of packed data: `[4096, 4096]` Linears, group
+ * 128, sym (every stored zero 7: zero 8), `qweight` I32 `[512, 4096]` of random codes, `qzeros`
+ * I32 `[32, 512]`, `scales` F16 `[32, 4096]` (normal fp16 values), `g_idx` I32 `[4096]` = i / 128,
+ * in `shards` shards. Dequantized it writes 4× its bytes in f16, 8× in f32.
+ */
+export function gptqCheckpoint(dir, gb, shards = 4) {
+  const N = 4096;
+  const K = 4096;
+  const G = 128;
+  const perModule = (K / 8) * N * 4 + (K / G) * (N / 8) * 4 + (K / G) * N * 2 + K * 4;
+  const perShard = Math.max(1, Math.round((gb * 1e9) / shards / perModule));
+  const codes = randomBytes(16 * 2 ** 20 + 4099);
+  const list = Array.from({ length: shards }, (_, s) =>
+    Array.from({ length: perShard }, (_, k) => {
+      const m = `model.layers.${s * perShard + k}.mlp.proj`;
+      return [
+        { key: `${m}.qweight`, dtype: 'I32', shape: [K / 8, N] },
+        { key: `${m}.qzeros`, dtype: 'I32', shape: [K / G, N / 8] },
+        { key: `${m}.scales`, dtype: 'F16', shape: [K / G, N] },
+        { key: `${m}.g_idx`, dtype: 'I32', shape: [K] },
+      ];
+    }).flat(),
+  );
+  const write = (file, tensors) => {
+    const { fd, sizes, total } = openShard(file, tensors);
+    try {
+      let at = 0;
+      tensors.forEach((t, i) => {
+        let buf;
+        if (t.key.endsWith('qzeros')) buf = Buffer.alloc(sizes[i], 0x77);
+        else if (t.key.endsWith('g_idx')) buf = Buffer.from(Int32Array.from({ length: K }, (_, j) => Math.floor(j / G)).buffer);
+        else if (t.key.endsWith('scales'))
+          buf = Buffer.from(Uint16Array.from({ length: sizes[i] / 2 }, () => 0x1c00 | Math.floor(Math.random() * 1024)).buffer);
+        if (buf) return void writeSync(fd, buf);
+        for (let left = sizes[i]; left > 0;) {
+          const n = Math.min(left, codes.length - at);
+          writeSync(fd, codes, at, n);
+          at = (at + n) % codes.length;
+          left -= n;
+        }
+      });
+    } finally {
+      closeSync(fd);
+    }
+    return total;
+  };
+  const quant = { quant_method: 'gptq', bits: 4, group_size: G, desc_act: false, sym: true, checkpoint_format: 'gptq' };
+  return { ...writeCheckpoint(dir, list, { model_type: 'llama', quantization_config: quant }, write), dtype: 'GPTQ int4' };
 }

@@ -26,8 +26,10 @@
 // prepare at 2.2 GB within 1.5 × its time at 0.2 GB. Exits 1 when a target is missed.
 // Env: WS_PREPARE_BENCH_ROUNDS (5; the peer runs in the first 3), WS_PREPARE_BENCH_GB (2.2), WS_PREPARE_BENCH_DIR (os.tmpdir()),
 // WS_PREPARE_BENCH_SETTLE (2: seconds of pause after each sync),
-// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,fp8,fp8small,fp8moe,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
+// WS_PREPARE_BENCH_ONLY (comma list of f16,f32,moe,fp8,fp8small,fp8moe,gptq,links,shards), WS_PREPARE_BENCH_VALUES (bits: see prepare-data.mjs),
 // WS_PREPARE_BENCH_SHARDS (2,4: the N of the shard scenario). Run after `node scripts/bundle.mjs`.
+// - GPTQ (issue 46): a GPTQ v1 int4 checkpoint of GB/4 packed bytes ([4096, 4096] Linears, group 128) dequantized to
+//   f16 and f32 (4× and 8× the source written); printed against cp + sync, not judged (no peer: nothing to compare with).
 // - shards (issue 35): `prepare --shard i/N` as N concurrent processes + `--finalize`, against one process
 //   (`--shard 0/1` + `--finalize`), on the dense checkpoint bf16 → f16; each sharded output is compared byte for
 //   byte with a single-host prepare. On this machine the N processes share 2 cores and one disk, so the speed-up
@@ -37,7 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { denseCheckpoint, fp8DenseCheckpoint, fp8MoeCheckpoint, moeCheckpoint } from './prepare-data.mjs';
+import { denseCheckpoint, fp8DenseCheckpoint, fp8MoeCheckpoint, gptqCheckpoint, moeCheckpoint } from './prepare-data.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -50,7 +52,7 @@ const GB = Number(process.env.WS_PREPARE_BENCH_GB ?? 2.2);
 const ROUNDS = Math.max(1, Number(process.env.WS_PREPARE_BENCH_ROUNDS ?? 5));
 /** Rounds that also time the peer (slow: one thread; its figure needs fewer rounds). */
 const PEER_ROUNDS = Math.min(ROUNDS, 3);
-const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,fp8,fp8small,fp8moe,links,shards').split(',');
+const ONLY = (process.env.WS_PREPARE_BENCH_ONLY ?? 'f16,f32,moe,fp8,fp8small,fp8moe,gptq,links,shards').split(',');
 const BUDGET_GB = 1;
 const TARGET = { ratio: 0.95, linkGrowth: 1.5 };
 const tmp = mkdtempSync(path.join(process.env.WS_PREPARE_BENCH_DIR ?? os.tmpdir(), 'ws-prepare-bench-'));
@@ -324,6 +326,13 @@ if (ONLY.includes('fp8moe')) {
   compare('MoE FP8 E4M3 → f16 (dequant + transpose + stack)', moe, 'float16', SCALAR, 0);
   compare('MoE FP8 E4M3 → f32 (dequant + transpose + stack)', moe, 'float32', SCALAR, 0);
   remove(moe.dir);
+}
+if (ONLY.includes('gptq')) {
+  const gptq = gptqCheckpoint(path.join(tmp, 'gptq'), GB / 4);
+  console.log('\n(GPTQ v1 checkpoint: [4096, 4096] int4 Linears, group 128, qweight/qzeros/scales/g_idx; dequantized into …weight)');
+  compare('GPTQ int4 → f16 (dequantize)', gptq, 'float16', PEER, 0, false);
+  compare('GPTQ int4 → f32 (dequantize)', gptq, 'float32', PEER, 0, false);
+  remove(gptq.dir);
 }
 if (ONLY.includes('links')) {
   const small = denseCheckpoint(path.join(tmp, 'small'), GB / 10);

@@ -1,5 +1,5 @@
 // Debian's Emacs 28 (emacs-nox) with eglot 1.9 (elpa-eglot), configured by exactly the
-// README's snippet, against the bundled server (`weight-spec-language-server`, the package's
+// docs/EDITOR.md's snippet, against the bundled server (`weight-spec-language-server`, the package's
 // bin) on our own export of a copy of the llama fixture with one misspelled key. Emacs runs
 // `-nw` in a tmux pane so its real command loop runs (keys, idle timers for eglot's didChange
 // and Flymake); server/test/emacs/eglot-check.el drives it and writes what it saw to a JSON
@@ -27,13 +27,13 @@ const COMPLETE_KEY = 'model.layers.1.mlp.down_proj.weight';
 const PREFIX = 'model.layers.1.mlp.down_pr';
 const DOT_PREFIX = 'model.layers.1.mlp.';
 
-/** The README's Emacs snippet: the first elisp block of "Other editors". */
+/** docs/EDITOR.md's Emacs snippet: the first elisp block of "Other editors". */
 function readmeSnippet(): string {
-  const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(path.join(REPO_ROOT, 'docs', 'EDITOR.md'), 'utf8');
   const start = readme.indexOf('## Other editors');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 5));
   const block = /```elisp\n([\s\S]*?)```/.exec(section);
-  if (!block) throw new Error('README.md has no elisp block under "Other editors"');
+  if (!block) throw new Error('docs/EDITOR.md has no elisp block under "Other editors"');
   return block[1]!;
 }
 
@@ -47,7 +47,7 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return true;
 }
 
-(haveEmacs ? describeFixtures : describe.skip)("Debian's Emacs 28 + eglot 1.9, set up by the README, against dist/server.js", () => {
+(haveEmacs ? describeFixtures : describe.skip)("Debian's Emacs 28 + eglot 1.9, set up by docs/EDITOR.md, against dist/server.js", () => {
   let steps: EditorSteps;
   let errors: string[];
   let dir: string;
@@ -69,7 +69,7 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
     const bin = path.join(dir, 'bin');
     mkdirSync(bin);
     symlinkSync(path.join(REPO_ROOT, 'dist', 'server.js'), path.join(bin, 'weight-spec-language-server'));
-    // The README's snippet is the whole init file of a fresh HOME (Debian's site-start
+    // docs/EDITOR.md's snippet is the whole init file of a fresh HOME (Debian's site-start
     // activates elpa-eglot; `-q` would skip that package activation too).
     const home = path.join(dir, 'home');
     mkdirSync(path.join(home, '.emacs.d'), { recursive: true });
@@ -157,7 +157,7 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
     expect(steps.stderr).toBe('');
   });
 
-  it("the README's snippet puts the spec in weight-spec-mode, managed by eglot", () => {
+  it("docs/EDITOR.md's snippet puts the spec in weight-spec-mode, managed by eglot", () => {
     expect(steps.mode).toBe('weight-spec-mode');
     expect(steps.managed).toBe(true);
   });

@@ -152,7 +152,7 @@ describe('quantized checkpoints: diagnostics and hover', () => {
 
   it("a GPTQ checkpoint: the server and `weight-spec check` report prepare's refusal", async () => {
     const gdir = tempDir('ws-lsp-gptq-');
-    checkpoint(path.join(gdir, 'ckpt'), { quant_method: 'gptq', bits: 4, group_size: 128 });
+    checkpoint(path.join(gdir, 'ckpt'), { quant_method: 'gptq', bits: 8, group_size: 128 });
     const file = path.join(gdir, 'g.weight_spec.json');
     const text = spec(['model.norm.weight']);
     writeFileSync(file, text);
@@ -160,7 +160,7 @@ describe('quantized checkpoints: diagnostics and hover', () => {
     const d = diagnostics.filter((x: Diagnostic) => x.code === 'quantization-unsupported');
     expect(d).toHaveLength(1);
     expect(textOf(text, d[0]!.range)).toBe('"ckpt/model.safetensors"');
-    expect(d[0]!.message).toMatch(/quant_method "gptq" cannot be undone by prepare; prepare dequantizes only fp8/);
+    expect(d[0]!.message).toMatch(/quantization_config\.bits 8 \(quant_method "gptq"\) is not 4: .*; prepare dequantizes only fp8/);
     const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', 'cli.js'), 'check', file, '--no-onnx'], { encoding: 'utf8' });
     expect(r.status).toBe(1);
     expect(r.stdout).toContain('error [quantization-unsupported]');

@@ -1,4 +1,4 @@
-// The README's "Other editors" configurations parse: Helix's TOML (Python's tomllib), Emacs'
+// docs/EDITOR.md's "Other editors" configurations parse: Helix's TOML (Python's tomllib), Emacs'
 // elisp (a reader for the s-expression syntax the snippet uses), Neovim's Lua (Neovim's own
 // loadstring), and each names the server's bin and our settings.
 import { spawnSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { REPO_ROOT } from '../../test/support/fixtures';
 import { tempDirs } from '../../test/support/temp';
 
 const tmp = tempDirs('ws-readme-editors-');
-const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+const readme = readFileSync(path.join(REPO_ROOT, 'docs', 'EDITOR.md'), 'utf8');
 const section = readme.slice(readme.indexOf('## Other editors'), readme.indexOf('\n## ', readme.indexOf('## Other editors') + 5));
 const blocks = (lang: string) => [...section.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
 const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
@@ -76,7 +76,7 @@ function readElisp(src: string): Sexp[] {
   return out;
 }
 
-describe('README "Other editors"', () => {
+describe('docs/EDITOR.md "Other editors"', () => {
   it('names the bin package.json declares', () => {
     expect(pkg.bin['weight-spec-language-server']).toBe('dist/server.js');
     expect(section).toContain('weight-spec-language-server');

@@ -1,4 +1,4 @@
-// Settings for clients other than the extension (README "Other editors"): the command
+// Settings for clients other than the extension (docs/EDITOR.md "Other editors"): the command
 // settings and `roots` come from workspace/configuration (section weightSpec), which wins over
 // initializationOptions; initializationOptions may also nest them under `weightSpec` (Helix
 // sends its `config` table there). Real JSON-RPC; the server's configuration requests are

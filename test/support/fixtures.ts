@@ -139,7 +139,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
   bert: { issue: 45, paths: ['config'] },
   whisper: { issue: 45, paths: ['config'] },
-  llama_gptq: { issue: 46, paths: ['config'] },
   llama_lora: { issue: 46, paths: ['lora'] },
   llava: { issue: 44, paths: ['config'] },
   llava_next: { issue: 44, paths: ['config'] },
@@ -189,6 +188,13 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
 export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm'] as const;
+
+/**
+ * Quantized checkpoints the pipeline builds (no legacy graph): judged by their reference logits in
+ * core/test/quantization/gptq-fixture.test.ts (dequantized and kept, compile → run) and, dequantized,
+ * by the suites walking the text fixtures (builtTextFixture).
+ */
+export const BUILT_QUANTIZED = ['llama_gptq'] as const;
 
 /** Repository root (for spawning the built CLI). */
 export const REPO_ROOT = repoRoot;

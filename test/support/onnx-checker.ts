@@ -6,6 +6,11 @@
  * absent (a user's machine) the tests using {@link describeOnnxChecker} are skipped with a
  * printed notice; under CI=true its absence is a failure (.ci/run installs python3-onnx).
  *
+ * Custom domains: onnx 1.12 has no schema for `com.microsoft` ops (MatMulNBits of a kept int4
+ * graph). check_model requires the domain's opset import and skips the node's own checks; shape
+ * inference leaves its output untyped unless the graph declares it as value_info (the builder
+ * does, so the nodes after it are still typed). The op itself is checked by onnxruntime.
+ *
  * Use: `describeOnnxChecker('…', () => { it('…', () => expectOnnxValid([file])) })`.
  */
 import { spawnSync } from 'node:child_process';

@@ -2,9 +2,9 @@
  * Quantized checkpoints in a spec: the checker says what prepare would say. A spec whose
  * files lie in a checkpoint with a quantization prepare cannot undo gets prepare's refusal
  * (`quantization-unsupported`); an input naming a scale tensor (`*_scale_inv`,
- * `weight_scale`) as a weight gets `quantization-scale`; an input bound to a raw FP8 weight
- * gets `quantized-weight` (the graph needs the dequantized values: bind the prepared
- * checkpoint). Hover uses {@link describeQuantizedKey} for the same facts.
+ * `weight_scale`) as a weight gets `quantization-scale`; an input bound to a raw FP8 weight,
+ * or to a GPTQ/AWQ module's packed `qweight` / `qzeros` / `scales` / `g_idx` in the source
+ * layout, gets `quantized-weight` (the graph needs prepare's output: bind the prepared checkpoint). Hover uses {@link describeQuantizedKey} for the same facts.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import { FormatError } from '../errors';
 import { memoByStamp } from '../file-stamp';
 import { hasDtype, type SafetensorsHeader, type TensorInfo } from '../formats/safetensors';
 import { MOE_WEIGHTS_KEY } from '../artifacts/prepared-keys';
-import { MANIFEST_FILE, describeScheme, quantSchemeOf, weightOfScaleKey, type QuantScheme } from '../prepare';
+import { MANIFEST_FILE, describeScheme, isInt4, quantSchemeOf, weightOfScaleKey, type QuantScheme } from '../prepare';
 import { fileLabel, report, type CheckContext } from './context';
 import { looksPrepared } from './prepared';
 
@@ -112,6 +112,13 @@ export function checkQuantization(ctx: CheckContext): void {
         `key "${key}" is a quantization scale of "${weight}", not a weight: prepare folds it into the dequantized "${weight}" and drops it`,
         { weight },
       );
+    } else if (isInt4(q?.scheme) && /\.(qweight|qzeros|scales|g_idx)$/.test(key)) {
+      report(
+        ctx,
+        'quantized-weight',
+        ctx.sources.inputs.at(i)!.key,
+        `key "${key}" is packed ${describeScheme(q!.scheme!)} data in the checkpoint's own layout: the graph needs prepare's output (the dequantized weight, or with --keep-quantized MatMulNBits' layout); run \`weight-spec prepare\` and point the spec at the prepared checkpoint`,
+      );
     } else if (FP8.has(info.dtype)) {
       const scale = scaleOf(key, header);
       report(
@@ -132,6 +139,12 @@ export function describeQuantizedKey(dir: string, header: SafetensorsHeader, key
   const info = header.tensors.get(key);
   if (!info) return [];
   const q = quantFactsOf(dir);
+  const packed = isInt4(q?.scheme) ? /^(.+)\.(qweight|qzeros|scales|g_idx)$/.exec(key) : null;
+  if (packed && header.tensors.has(`${packed[1]}.qweight`))
+    return [
+      `packed ${describeScheme(q!.scheme!)}: the \`${packed[2]}\` of \`${packed[1]}\` (\`${info.dtype}\` [${info.shape.join(', ')}])`,
+      `\`weight-spec prepare\` dequantizes the module into \`${packed[1]}.weight\`, or with --keep-quantized repacks it for MatMulNBits`,
+    ];
   const weight = scaledWeight(key, header, q);
   if (weight) return [`quantization scale of \`${weight}\` (\`${info.dtype}\`): folded into it by prepare, never a graph input`];
   if (!FP8.has(info.dtype)) return [];

@@ -175,9 +175,13 @@ export function shellWord(s: string): string {
  * changes the prepared layout (expert-parallel packing), so that it prepares the folder the
  * spec points at — not a sibling that compile then rejects.
  */
-export function prepareHint(checkpoint: string, dtype: string, o: { expertParallel?: { stages: number } } = {}): string {
+export function prepareHint(
+  checkpoint: string,
+  dtype: string,
+  o: { expertParallel?: { stages: number }; keepQuantized?: boolean } = {},
+): string {
   const ep = o.expertParallel ? ` --moe-flavour expert_parallel --pipeline-stages ${o.expertParallel.stages}` : '';
-  return `weight-spec prepare --checkpoint ${shellWord(checkpoint)} --dtype ${dtype}${ep}`;
+  return `weight-spec prepare --checkpoint ${shellWord(checkpoint)} --dtype ${dtype}${ep}${o.keepQuantized ? ' --keep-quantized' : ''}`;
 }
 
 /**

@@ -8,7 +8,7 @@
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS, SLOT_BATCH_BYTES } from './kernels';
-import type { OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
+import type { Int4Module, Int4Part, OutputTensor, ScaleRef, SlicePlan, SourceTensor } from './types';
 
 /** An FP8 scale tensor held in f32 while its weight dequantizes. */
 function scaleBytes(scale: ScaleRef | undefined, srcs: Record<string, SourceTensor>): number {
@@ -41,6 +41,18 @@ function sliceBytes(s: SlicePlan, srcs: Record<string, SourceTensor>, outSize: n
   }
 }
 
+/**
+ * An int4 module's working set (int4-task.ts): its packed sources read whole, the decoded zero
+ * points, scales and groups, and one block of output rows (f32 and the narrowed copy).
+ */
+function int4Peak(m: Int4Module, part: Int4Part, srcs: Record<string, SourceTensor>): number {
+  const bytes = (k: string | undefined) => (k ? srcs[k]!.byteLength : 0);
+  const decoded = m.groups * m.out * 9 + m.in * 4;
+  if (part === 'weight')
+    return bytes(m.qweight) + bytes(m.qzeros) + bytes(m.scales) + bytes(m.gIdx) + decoded + Math.max(CHUNK_ELEMS, m.in) * 8;
+  return bytes(m.qweight) + decoded + m.groups * m.out * 8 + bytes(m.gIdx) + Math.max(CHUNK_ELEMS, m.in) * 2;
+}
+
 /** Estimated peak bytes while producing `t` (siblings looked up in `byKey`). */
 export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>, byKey: Map<string, OutputTensor>): number {
   const outSize = DTYPE_SIZE[t.dtype];
@@ -49,6 +61,7 @@ export function peakOfTensor(t: OutputTensor, srcs: Record<string, SourceTensor>
     const chunk = Math.min(elementCount(s.shape), CHUNK_ELEMS);
     return chunk * (2 * DTYPE_SIZE[s.dtype] + 2 * outSize + 4) + scaleBytes(t.recipe.scale, srcs);
   }
+  if (t.recipe.kind === 'int4') return int4Peak(t.recipe.module, t.recipe.part, srcs);
   const slots = t.recipe.slots;
   const sliceElems = slots.length ? elementCount(t.shape) / slots.length : 0;
   const paired = t.pairedWith !== undefined;

@@ -31,7 +31,7 @@ export { preparedForCompile, preparedMismatch, type PreparedRead } from './manif
 export { planFingerprint, shortHash, PREPARE_FORMAT_VERSION } from './fingerprint';
 export { dequantMxfp4, makeConverter, FP4_VALUES } from './kernels';
 export type { OutputTensor, PlannedTensor, PrepareOptions, PreparePlan, SlicePlan, SourceTensor, Task, TensorRef } from './types';
-export { quantSchemeOf, quantMethodOf, describeScheme, SUPPORTED_QUANTIZATION, type QuantScheme } from './quant-config';
+export { quantSchemeOf, quantMethodOf, describeScheme, isInt4, SUPPORTED_QUANTIZATION, type QuantScheme } from './quant-config';
 export { planDequant, weightOfScaleKey, type DequantPlan } from './transforms/fp8';
 export { dequantFp8, fp8Values } from './fp8-kernel';
 export {

@@ -8,7 +8,7 @@
  */
 import { PipelineError } from '../errors';
 import { nameOfDtype, type DType } from '../formats/dtype';
-import type { Task, TaskStats } from './types';
+import type { NonFinite, Task, TaskStats } from './types';
 
 /**
  * The per-thread tally the kernels add to. One task runs at a time per thread (worker or, with
@@ -39,12 +39,6 @@ export function markTally(): TallyMark {
 /** The tally's growth since `m`. */
 export function tallySince(m: TallyMark): TallyMark {
   return { nonFinite: narrowingTally.nonFinite - m.nonFinite, fp8Nan: narrowingTally.fp8Nan - m.fp8Nan };
-}
-
-/** What an output tensor got: non-finite values written (`n`), and how many of them were FP8 NaN codes. */
-export interface NonFinite {
-  n: number;
-  fp8Nan: number;
 }
 
 /** The non-finite values an output tensor of dtype `to` got from raw tally growth `d`. */
@@ -80,7 +74,13 @@ export function formatNonFinite(counts: Record<string, number>): string {
 function sourceFileOf(task: Task, key: string): string {
   const t = task.tensors.find((x) => x.key === key);
   const r = t?.recipe;
-  const first = !r ? undefined : r.kind === 'convert' ? r.src : r.slots[0] && ('src' in r.slots[0] ? r.slots[0].src : r.slots[0].blocks);
+  const first = !r
+    ? undefined
+    : r.kind === 'convert'
+      ? r.src
+      : r.kind === 'int4'
+        ? r.module.qweight
+        : r.slots[0] && ('src' in r.slots[0] ? r.slots[0].src : r.slots[0].blocks);
   return (first && task.sources[first]?.file) ?? task.file;
 }
 

@@ -15,7 +15,8 @@ import { formatBytes } from '../display';
 import { peakOfTensor } from './estimate';
 import { planFingerprint, shortHash } from './fingerprint';
 import { sidecarNames } from './finalize';
-import { quantSchemeOf } from './quant-config';
+import { describeScheme, isInt4, quantSchemeOf, withQuantizeConfig } from './quant-config';
+import { planInt4 } from './transforms/int4';
 import { attachScales, planDequant, type DequantPlan } from './transforms/fp8';
 import { isFusedDown, planFusedSplit, type MoeSizes } from './transforms/fused-split';
 import { layerNumberOf } from '../foundation/layer-number';
@@ -111,7 +112,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   const epOpt = checkOptions(opts);
   const target = dtypeOfName(opts.dtype);
   const ckpt = await Checkpoint.open(opts.checkpoint);
-  const config = await ckpt.config();
+  const config = await withQuantizeConfig(ckpt.dir, await ckpt.config());
   const sources = new Map<string, SourceTensor>();
   for (const t of ckpt.tensors()) {
     sources.set(t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength });
@@ -119,7 +120,14 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   for (const k of mtpKeys(sources.keys(), config)) sources.delete(k);
   // Quantized weights: refused unless prepare can undo them; FP8 scales attach in makeTask.
   const configFile = path.join(ckpt.dir, 'config.json');
-  const dequant = planDequant(sources, quantSchemeOf(config, configFile), configFile);
+  const scheme = quantSchemeOf(config, configFile);
+  if (opts.keepQuantized && !isInt4(scheme))
+    throw new UsageError(
+      `prepare: --keep-quantized keeps GPTQ/AWQ int4 weights packed, but ${configFile} declares ${scheme ? describeScheme(scheme) : 'no quantization_config'}`,
+    );
+  const dequant = planDequant(sources, isInt4(scheme) ? undefined : scheme, configFile);
+  // GPTQ/AWQ Linears: dequantized in place of their qweight, or kept packed (transforms/int4.ts)
+  const int4 = planInt4(sources, isInt4(scheme) ? scheme : undefined, target, configFile, !!opts.keepQuantized);
 
   // MoE transforms claim their keys; the rest stays dense.
   const configured = configuredExperts(config);
@@ -136,6 +144,8 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
       claimed.set(k, g.module);
     }
   }
+  if (int4.outputs.size > 0 && groups.length > 0)
+    throw new PipelineError(`${configFile}: GPTQ/AWQ checkpoints with MoE experts are not read by prepare yet (dense models only)`);
   let ep: { stages: number; experts: number } | undefined;
   if (epOpt) {
     if (groups.length === 0) throw new UsageError(`prepare: --moe-flavour expert_parallel, but ${ckpt.dir} has no MoE experts to pack`);
@@ -178,9 +188,17 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   // can run in parallel), split where a shard would pass BASE_SHARD_BYTES.
   let shard: { keys: string[]; bytes: number; from?: string } = { keys: [], bytes: 0 };
   const shards = [shard];
+  const outputsOf = (key: string): OutputTensor[] => {
+    const s = sources.get(key)!;
+    return (
+      int4.outputs.get(key) ?? [
+        { key, dtype: finalDtype(s.dtype, target), shape: s.shape, stages: ['source', 'final'], recipe: { kind: 'convert', src: key } },
+      ]
+    );
+  };
   for (const [key, s] of sources) {
-    if (claimed.has(key) || isFusedDown(key, sources) || dequant.consumed.has(key)) continue;
-    const bytes = elementCount(s.shape) * DTYPE_SIZE[finalDtype(s.dtype, target)];
+    if (claimed.has(key) || isFusedDown(key, sources) || dequant.consumed.has(key) || int4.consumed.has(key)) continue;
+    const bytes = outputsOf(key).reduce((a, t) => a + elementCount(t.shape) * DTYPE_SIZE[t.dtype], 0);
     if (shard.keys.length > 0 && (shard.from !== s.file || shard.bytes + bytes > BASE_SHARD_BYTES))
       shards.push((shard = { keys: [], bytes: 0 }));
     shard.from = s.file;
@@ -190,23 +208,15 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   shards
     .filter((sh) => sh.keys.length > 0)
     .forEach((sh, i) => {
-      const tensors: OutputTensor[] = sh.keys.map((key) => {
-        const s = sources.get(key)!;
-        return {
-          key,
-          dtype: finalDtype(s.dtype, target),
-          shape: s.shape,
-          stages: ['source', 'final'],
-          recipe: { kind: 'convert', src: key },
-        };
-      });
+      const tensors: OutputTensor[] = sh.keys.flatMap(outputsOf);
       const file = `base-${String(i).padStart(4, '0')}.safetensors`;
+      const packed = tensors.some((t) => t.recipe.kind === 'int4');
       const task = makeTask({
         id: `dense:${file}`,
-        transform: 'dense',
+        transform: packed ? `${opts.keepQuantized ? 'int4-repack' : 'int4-dequant'}+dense` : 'dense',
         params: { dtype: opts.dtype },
         file,
-        inputs: sh.keys,
+        inputs: sh.keys.flatMap((k) => int4.inputs.get(k) ?? [k]),
         tensors,
         sources,
         dequant,

@@ -16,10 +16,10 @@ import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
 import { counted, streamSlots, streamableSlots, type TaskStats } from './run-task';
-import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
+import { markTally, nonFiniteOf, tallySince } from './overflow';
 import { Sources, countingSink, streamConvert, type Sink } from './task-io';
 import { DirectStream, wantsDirect } from './direct-io';
-import type { OutputTensor, Task } from './types';
+import type { NonFinite, OutputTensor, Task } from './types';
 
 /** Output bytes per piece: large enough that a piece's setup (headers read and checked) is noise. */
 export const PIECE_BYTES = 64 * 1024 * 1024;
@@ -52,7 +52,7 @@ function slicedFp8(task: Task, t: OutputTensor): boolean {
 /** Bytes between the places a tensor may be cut: an element, or one expert slice of a stack. */
 function cutUnit(t: OutputTensor): number {
   const size = DTYPE_SIZE[t.dtype];
-  if (t.recipe.kind !== 'slots') return size;
+  if (t.recipe.kind !== 'slots') return size; // convert (int4 tasks are never cut: isPieceable)
   return (elementCount(t.shape) / t.recipe.slots.length) * size;
 }
 

@@ -23,13 +23,14 @@ import {
   type Converter,
 } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
-import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } from './overflow';
-import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
+import { markTally, nonFiniteOf, tallySince, type TallyMark } from './overflow';
+import type { NonFinite, OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
 import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';
 import { canDequantTranspose, simdDequant } from './simd/simd-fp8';
 import { Flusher, Sources, buffer, countingSink, streamConvert, type Sink } from './task-io';
+import { streamInt4 } from './int4-task';
 
 export type { TaskStats } from './types';
 
@@ -94,6 +95,8 @@ export async function executeTask(
         for (const part of kept) await write(t.key, part);
       } else if (t.recipe.kind === 'convert') {
         await streamConvert(t, src, write);
+      } else if (t.recipe.kind === 'int4') {
+        await streamInt4(t, src, write);
       } else if (!t.pairedWith && streamableSlots(t, src)) {
         await streamSlots(t, src, write);
       } else {

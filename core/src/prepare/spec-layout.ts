@@ -46,6 +46,10 @@ export function plannerKeyCandidates(key: string): string[] {
 function recipeSources(t: OutputTensor): string[] {
   const r = t.recipe;
   if (r.kind === 'convert') return [r.src, ...(r.scale ? [r.scale.key] : [])];
+  if (r.kind === 'int4') {
+    const m = r.module;
+    return [m.qweight, m.qzeros, m.scales, ...(m.gIdx ? [m.gIdx] : [])];
+  }
   return r.slots.flatMap((s) => {
     if (s.kind === 'mxfp4') return [s.blocks, s.scales];
     if (s.kind === 'columns') return [s.src];

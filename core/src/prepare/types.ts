@@ -48,6 +48,35 @@ export interface ScaleRef {
   grid: [number, number];
 }
 
+/**
+ * A GPTQ or AutoAWQ-GEMM int4 Linear (transforms/int4.ts): its packed sources, sizes and how
+ * to read them. `group` input rows share a scale and zero point (`groups` = ⌈in / group⌉).
+ */
+export interface Int4Module {
+  module: string;
+  format: 'gptq' | 'awq';
+  qweight: string;
+  qzeros: string;
+  scales: string;
+  /** GPTQ's `g_idx` (group of each input row), when the checkpoint has it. */
+  gIdx?: string;
+  in: number;
+  out: number;
+  group: number;
+  groups: number;
+  /** Added to each stored zero point (GPTQ v1: 1). */
+  zeroOffset: 0 | 1;
+  /** The kept graph takes g_idx (act-order); otherwise prepare checks g_idx is the plain i / group. */
+  actOrder: boolean;
+}
+
+/**
+ * What an int4 recipe writes: `weight` the dequantized `[out, in]` matrix; the kept parts in
+ * `com.microsoft` MatMulNBits' layout: `qweight` `[out, groups, group / 2]` bytes (low nibble
+ * first), `scales` `[out · groups]`, `qzeros` `[out · ⌈groups / 2⌉]` packed nibbles, `g_idx` `[in]`.
+ */
+export type Int4Part = 'weight' | 'qweight' | 'scales' | 'qzeros' | 'g_idx';
+
 /** One tensor a task writes, with the recipe for its bytes. */
 export interface OutputTensor {
   key: string;
@@ -56,7 +85,10 @@ export interface OutputTensor {
   /** Stages the tensor passes, first `source`, last `final` (for the plan and traces). */
   stages: string[];
   /** `convert`: one source tensor, converted in chunks; `slots`: concatenated slices. */
-  recipe: { kind: 'convert'; src: string; scale?: ScaleRef } | { kind: 'slots'; slots: SlicePlan[] };
+  recipe:
+    | { kind: 'convert'; src: string; scale?: ScaleRef }
+    | { kind: 'slots'; slots: SlicePlan[] }
+    | { kind: 'int4'; module: Int4Module; part: Int4Part };
   /**
    * When set, this tensor is computed together with the named sibling from the same source
    * reads (GPT-OSS gate/up share each expert's blocks): the sibling's bytes are kept in
@@ -118,6 +150,8 @@ export interface PrepareOptions {
   budgetBytes?: number;
   /** A weight_spec.json: write exactly its files and keys (spec-layout.ts); the default out is its files' folder. */
   spec?: string;
+  /** `--keep-quantized`: GPTQ/AWQ Linears stay packed, repacked for MatMulNBits (transforms/int4.ts). */
+  keepQuantized?: boolean;
 }
 
 /** A planned prepared tensor (what export writes its spec against). */
@@ -144,6 +178,12 @@ export interface PreparePlan {
   totalBytes: number;
 }
 
+/** What an output tensor got: non-finite values written (`n`), and how many of them were FP8 NaN codes. */
+export interface NonFinite {
+  n: number;
+  fp8Nan: number;
+}
+
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
 export interface TaskStats {
   readBytes: Record<string, number>;
@@ -153,7 +193,7 @@ export interface TaskStats {
   /** Set when the task linked its source file instead of writing (links.ts). */
   linked?: 'hardlink' | 'symlink';
   /** Output tensors that got ±Inf/NaN values (narrowing overflow, FP8 NaN codes), counted by the kernels (overflow.ts). */
-  nonFinite?: Record<string, import('./overflow').NonFinite>;
+  nonFinite?: Record<string, NonFinite>;
   /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
   sealed?: { tempFile: string; file: string };
 }

@@ -78,7 +78,7 @@ export async function tlmLogits(call: TlmCall, ids: readonly number[], k: number
 /**
  * Continues `seq` (the prompt, in the cache) to `n` new tokens in all, `first` (the prefill's) the
  * first of them; K + 1 tokens per call. No proposal is placed past `lastSlot` (ctx_len − 1): the
- * cache has no slot for it.
+ * cache has no slot for it. `onToken` returning true stops the generation after that token.
  */
 export async function tlmGenerate(
   call: TlmCall,
@@ -87,11 +87,14 @@ export async function tlmGenerate(
   n: number,
   k: number,
   lastSlot: number,
+  onToken?: (token: number) => boolean | void,
   maxNgram = 3,
 ): Promise<{ tokens: number[]; stats: SpeculativeStats }> {
   const ids = [...seq, first];
   const out = [first];
   const stats: SpeculativeStats = { k, calls: 0, accepted: 0 };
+  // onToken sees each accepted token; true (an end-of-sequence token) stops there
+  if (onToken?.(first)) return { tokens: out, stats };
   while (out.length < n) {
     const p = ids.length - 1; // position of the last accepted token, not yet in the cache
     const room = Math.min(k, lastSlot - p);
@@ -107,6 +110,7 @@ export async function tlmGenerate(
     for (const t of target.slice(0, Math.min(accepted, n - out.length))) {
       out.push(t);
       ids.push(t);
+      if (onToken?.(t)) return { tokens: out, stats };
     }
   }
   return { tokens: out, stats };

@@ -1,6 +1,6 @@
 /**
  * The fixtures are followed, not listed by hand and forgotten: every folder of
- * `../shared/fixtures` is either built (its family in LEGACY_FAMILIES or the VLM suites) or
+ * `../shared/fixtures` is either built (its family in LEGACY_FAMILIES, BUILT_QUANTIZED or the VLM suites) or
  * named in PENDING_FIXTURES (test/support/fixtures.ts) with the issue that builds it. A
  * pending path must still fail — a family that starts working has to leave the list and join
  * the suites that judge it by its reference logits — and the pending families are printed on
@@ -19,6 +19,7 @@ import {
   PENDING_FIXTURES,
   VLM_FOLDERS,
   BUILT_VLMS,
+  BUILT_QUANTIZED,
 } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 
@@ -37,7 +38,7 @@ describeFixtures('every shared fixture is built or named as pending', () => {
     const dirs = fs.readdirSync(fixturesDir()).filter((d) => fs.statSync(path.join(fixturesDir(), d)).isDirectory());
     expect(dirs.filter((d) => has(d, 'legacy.onnx')).sort()).toEqual([...LEGACY_ONNX_FOLDERS].sort());
     expect(dirs.filter((d) => has(d, 'vision.legacy.onnx')).sort()).toEqual([...VLM_FOLDERS].sort());
-    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS]);
+    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS, ...BUILT_QUANTIZED]);
     for (const d of dirs.filter((x) => has(x, 'reference.json'))) {
       expect(built.has(d) || d in PENDING_FIXTURES, `${d}: neither built nor pending`).toBe(true);
       expect(built.has(d) && d in PENDING_FIXTURES, `${d}: both built and pending`).toBe(false);

@@ -352,8 +352,38 @@ describe('quantizations prepare cannot undo are refused at planning', () => {
   const plain: Tensors = [{ key: 'a.weight', dtype: 'F32', shape: [2, 2], data: new Uint8Array(16) }];
   const f8: Tensors = [{ key: 'a.weight', dtype: 'F8_E4M3', shape: [2, 2], data: new Uint8Array(4) }];
   const cases: [string, Record<string, unknown> | undefined, Tensors, RegExp][] = [
-    ['gptq', { quant_method: 'gptq', bits: 4, group_size: 128 }, plain, /quant_method "gptq"/],
-    ['awq', { quant_method: 'awq', bits: 4, version: 'gemm' }, plain, /quant_method "awq"/],
+    [
+      'gptq 8-bit',
+      { quant_method: 'gptq', bits: 8, group_size: 128 },
+      plain,
+      /quantization_config\.bits 8 \(quant_method "gptq"\) is not 4/,
+    ],
+    [
+      'gptq marlin layout',
+      { quant_method: 'gptq', bits: 4, group_size: 128, checkpoint_format: 'marlin' },
+      plain,
+      /quantization_config\.checkpoint_format "marlin" \(quant_method "gptq"\) is not a layout prepare reads \(gptq, gptq_v2\)/,
+    ],
+    [
+      'gptq v1 asymmetric',
+      { quant_method: 'gptq', bits: 4, group_size: 128, sym: false },
+      plain,
+      /quantization_config\.sym false \(quant_method "gptq"\) with checkpoint_format "gptq" \(v1\) stores zero − 1/,
+    ],
+    ['gptq pack_dtype', { quant_method: 'gptq', bits: 4, pack_dtype: 'int16' }, plain, /quantization_config\.pack_dtype "int16"/],
+    [
+      'awq gemv',
+      { quant_method: 'awq', bits: 4, version: 'gemv' },
+      plain,
+      /quantization_config\.version "gemv" \(quant_method "awq"\) is not the GEMM layout/,
+    ],
+    [
+      'awq llm-awq',
+      { quant_method: 'awq', bits: 4, backend: 'llm-awq' },
+      plain,
+      /quantization_config\.backend "llm-awq" \(quant_method "awq"\) is not AutoAWQ/,
+    ],
+    ['exllamav2 (exl2)', { quant_method: 'exl2', bits: 4 }, plain, /quant_method "exl2" cannot be undone by prepare/],
     ['bitsandbytes', { quant_method: 'bitsandbytes', load_in_4bit: true }, plain, /quant_method "bitsandbytes"/],
     ['legacy bitsandbytes (load_in_8bit, no quant_method)', { load_in_8bit: true }, plain, /quant_method "bitsandbytes"/],
     [

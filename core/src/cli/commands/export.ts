@@ -120,6 +120,11 @@ const flags = {
     description:
       "Gemma 3's sliding layers: a ctx_len cache (default) or QEfficient's ring of the config's sliding_window slots, past_key.{i} [b,kv,sliding_window,d] (with --config)",
   },
+  'keep-quantized': {
+    type: 'boolean',
+    description:
+      'GPTQ/AWQ int4 checkpoints: the graph takes the packed weights and computes with com.microsoft MatMulNBits (with --config)',
+  },
   root: {
     type: 'string',
     multiple: true,
@@ -162,7 +167,7 @@ export function parseSpeculative(text: string): number[] {
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
   // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
   const [{ exportFromConfig }, { planLayout }] = await Promise.all([
-    import('../../export/exporter/export-config'),
+    import('../../export/export-config'),
     import('../../export/exporter/plan-layout'),
   ]);
   const f = args.flags;
@@ -213,6 +218,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
     ...(f.sampler
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
       : {}),
+    ...(f['keep-quantized'] ? { keepQuantized: true } : {}),
   });
   for (const line of r.summary) println(io.stdout, line);
   return 0;
@@ -255,7 +261,7 @@ export const exportCommand = defineCommand({
   synopsis: [
     'export --config <model dir> --out <dir> [--dtype float32|float16|bfloat16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
-    '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]]',
+    '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]] [--keep-quantized]',
     '       [--num-speculative-tokens K[,K2…]] [--phase prefill [--enable-chunking]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
@@ -302,7 +308,7 @@ export const exportCommand = defineCommand({
       ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
-      for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'enable-chunking'] as const) {
+      for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'keep-quantized', 'enable-chunking'] as const) {
         if (args.flags[k]) throw new UsageError(`export: --${k} goes with --config`);
       }
       return exportOnnx(args, io);

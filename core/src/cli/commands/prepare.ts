@@ -17,7 +17,7 @@ export const prepareCommand = defineCommand({
   name: 'prepare',
   summary: 'prepare a checkpoint (dtype, MoE layout) for a weight-free graph',
   synopsis: [
-    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]] [--spec <weight_spec.json>]',
+    'prepare --checkpoint <dir> --dtype float32|float16|bfloat16 [--out <dir>] [--max-ram-gb X] [--allow-overflow] [--moe-flavour expert_parallel --pipeline-stages P [--parallel-experts N]] [--spec <weight_spec.json>] [--keep-quantized]',
     'prepare … --shard i/N      (run shard i of N into the shared staging folder; then prepare … --finalize)',
   ],
   details: [
@@ -45,6 +45,10 @@ export const prepareCommand = defineCommand({
     'max-ram-gb': { type: 'number', placeholder: '<X>', description: 'RAM budget in GiB (default 80% of available)' },
     'moe-flavour': { type: 'string', placeholder: '<flavour>', choices: ['expert_parallel'], description: 'MoE prefill flavour' },
     'pipeline-stages': { type: 'int', placeholder: '<P>', description: 'pipeline stages (expert_parallel)' },
+    'keep-quantized': {
+      type: 'boolean',
+      description: 'GPTQ/AWQ int4: keep the Linears packed, repacked for com.microsoft MatMulNBits (export --keep-quantized reads them)',
+    },
     'allow-overflow': {
       type: 'boolean',
       description: 'keep values that become ±Inf/NaN (above 65504 in float16, FP8 NaN codes); counted per tensor in the manifest',
@@ -90,6 +94,7 @@ export const prepareCommand = defineCommand({
       ...(f['pipeline-stages'] !== undefined ? { pipelineStages: f['pipeline-stages'] } : {}),
       ...(f['parallel-experts'] !== undefined ? { parallelExperts: f['parallel-experts'] } : {}),
       ...(f['allow-overflow'] ? { allowOverflow: true } : {}),
+      ...(f['keep-quantized'] ? { keepQuantized: true } : {}),
       ...(f.spec !== undefined ? { spec: requirePath(io.cwd, f.spec, 'file') } : {}),
     };
     if (f.finalize) {

@@ -16,6 +16,19 @@ export interface LinearSpec {
   in: number;
   /** GPT-2 Conv1D: the weight is stored `[in, out]` (y = x·W + b) instead of `[out, in]`. */
   conv1d?: boolean;
+  /** Kept GPTQ/AWQ int4 (`export --keep-quantized`): the packed MatMulNBits inputs replace `weight` (matmul-nbits.ts). */
+  nbits?: NBitsSpec;
+}
+
+/** The packed inputs of a kept int4 Linear (com.microsoft MatMulNBits, bits 4). */
+export interface NBitsSpec {
+  qweight: string;
+  scales: string;
+  qzeros: string;
+  /** Act-order GPTQ: the group of each input row. */
+  gIdx?: string;
+  blockSize: number;
+  blocks: number;
 }
 
 /** A linear layer spec; `bias` names `<weight minus 'weight'>bias`. */
@@ -282,16 +295,35 @@ export interface ArchSpec {
 export interface WeightInput {
   name: string;
   shape: number[];
+  /** Element type when not the compute dtype (packed int4: uint8 codes, int32 g_idx). */
+  elem?: 'uint8' | 'int32';
+}
+
+/** The graph inputs of a kept int4 Linear, in MatMulNBits' input order. */
+export function nbitsInputs(l: LinearSpec & { nbits: NBitsSpec }): WeightInput[] {
+  const n = l.nbits;
+  return [
+    { name: n.qweight, shape: [l.out, n.blocks, n.blockSize / 2], elem: 'uint8' },
+    { name: n.scales, shape: [l.out * n.blocks] },
+    { name: n.qzeros, shape: [l.out * Math.ceil(n.blocks / 2)], elem: 'uint8' },
+    ...(n.gIdx ? [{ name: n.gIdx, shape: [l.in], elem: 'int32' as const }] : []),
+  ];
 }
 
 /** All weight inputs of an architecture, in first-use order, deduplicated. */
 export function weightInputs(a: ArchSpec): WeightInput[] {
   const out = new Map<string, number[]>();
+  const elems = new Map<string, 'uint8' | 'int32'>();
   const add = (name: string | undefined, shape: number[]) => {
     if (name && !out.has(name)) out.set(name, shape);
   };
   const lin = (l: LinearSpec) => {
-    add(l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
+    if (l.nbits) {
+      for (const w of nbitsInputs({ ...l, nbits: l.nbits })) {
+        add(w.name, w.shape);
+        if (w.elem) elems.set(w.name, w.elem);
+      }
+    } else add(l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
     add(l.bias, [l.out]);
   };
   const norm = (n: NormSpec) => {
@@ -338,7 +370,7 @@ export function weightInputs(a: ArchSpec): WeightInput[] {
   norm(a.finalNorm);
   add(a.lmHead, [a.vocab, a.hidden]);
   add(a.lmHeadBias, [a.vocab]);
-  return [...out].map(([name, shape]) => ({ name, shape }));
+  return [...out].map(([name, shape]) => ({ name, shape, ...(elems.has(name) ? { elem: elems.get(name)! } : {}) }));
 }
 
 /* Qwen3.5 Gated DeltaNet: the layer's spec lives here with the other attention kinds (the block is gated-deltanet.ts). */

@@ -3,9 +3,9 @@
  * `[tokens, features]` between blocks so every linear is one `Gemm` with `transB=1` against the
  * checkpoint's `[out, in]` weight — no `Transpose` of a weight, which ONNX Runtime would copy.
  */
-import type { Act, LinearSpec } from './arch';
+import { nbitsInputs, type Act, type LinearSpec, type NBitsSpec } from './arch';
 import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
-import type { GraphBuilder } from '../exporter/builder';
+import type { GraphBuilder } from './builder';
 
 /** Builder plus the compute dtype, passed to every block. */
 export interface Ctx {
@@ -16,11 +16,11 @@ export interface Ctx {
   declared: Set<string>;
 }
 
-/** Declares (once) and returns the graph input for a weight. */
-export function weight(c: Ctx, name: string, shape: number[]): string {
+/** Declares (once) and returns the graph input for a weight (in the compute dtype unless `elem` says). */
+export function weight(c: Ctx, name: string, shape: number[], elem?: DtypeName): string {
   if (!c.declared.has(name)) {
     c.declared.add(name);
-    c.g.input(name, c.dtype, shape);
+    c.g.input(name, elem ?? c.dtype, shape);
   }
   return name;
 }
@@ -32,10 +32,23 @@ export function cast(c: Ctx, x: string, from: DtypeName, to: DtypeName): string 
 
 /** y = x·Wᵀ + b for 2-D x `[N, in]` (Conv1D weights `[in, out]`: y = x·W + b). */
 export function linear(c: Ctx, x: string, l: LinearSpec): string {
+  if (l.nbits) return matMulNBits(c, x, { ...l, nbits: l.nbits });
   const w = weight(c, l.weight, l.conv1d ? [l.in, l.out] : [l.out, l.in]);
   const ins = [x, w];
   if (l.bias) ins.push(weight(c, l.bias, [l.out]));
   return c.g.op('Gemm', ins, { transB: l.conv1d ? 0 : 1 });
+}
+
+/**
+ * y = x·Wᵀ + b for a kept int4 Linear: `com.microsoft` MatMulNBits over the packed inputs (bits 4,
+ * block_size the group size, g_idx under act-order), as QEfficient's QuantLinearORT exports it
+ * (`QEfficient/customop/matmulnbits.py` `QuantLinearTorchFunction.symbolic`: K, N, bits, block_size).
+ */
+function matMulNBits(c: Ctx, x: string, l: LinearSpec & { nbits: NBitsSpec }): string {
+  const ins = [x, ...nbitsInputs(l).map((w) => weight(c, w.name, w.shape, w.elem))];
+  const attrs = { K: l.in, N: l.out, bits: 4, block_size: l.nbits.blockSize };
+  const y = c.g.custom('com.microsoft', 'MatMulNBits', ins, attrs, { elem: c.dtype, dims: ['nbits_rows', l.out] });
+  return l.bias ? c.g.op('Add', [y, weight(c, l.bias, [l.out])]) : y;
 }
 
 /** Elementwise activation in the compute dtype, matching HF's ACT2FN definitions. */

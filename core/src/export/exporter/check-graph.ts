@@ -5,7 +5,7 @@
  * dims, and each state input (graph-interface.ts: `past_key.{i}`, `compressed_kv.{i}`,
  * `conv_state.{i}`, …) carried by a `_RetainedState` output declared exactly like it.
  */
-import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
+import { OPSETS, type ModelObj, type ValueInfoObj } from '../blocks/builder';
 import { isStateInput, RETAINED } from '../../artifacts/graph-interface';
 
 /** One structural finding. */
@@ -14,7 +14,8 @@ export interface GraphProblem {
   message: string;
 }
 
-const ELEM_SIZE: Record<number, number> = { 1: 4, 6: 4, 7: 8, 9: 1, 10: 2, 16: 2 };
+/** float, uint8 (packed int4 weights), int32, int64, bool, float16, bfloat16. */
+const ELEM_SIZE: Record<number, number> = { 1: 4, 2: 1, 6: 4, 7: 8, 9: 1, 10: 2, 16: 2 };
 
 function dimsOf(v: ValueInfoObj): (number | string)[] {
   return v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam));
@@ -35,6 +36,10 @@ export function checkGraph(m: ModelObj): GraphProblem[] {
     if (defined.has(name)) problems.push({ code: 'redefined', message: `${name} is defined twice (${where})` });
     defined.add(name);
   };
+  // a custom-domain node (MatMulNBits) needs its domain imported
+  for (const n of m.graph.node)
+    if (n.domain && !m.opsetImport.some((o) => o.domain === n.domain))
+      problems.push({ code: 'opset', message: `node ${n.name} (${n.domain}:${n.opType}) has no opset import for ${n.domain}` });
   for (const v of m.graph.input) {
     define(v.name, 'graph input');
     const dims = dimsOf(v);

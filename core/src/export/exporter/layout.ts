@@ -39,7 +39,7 @@ export interface PreparedLayout {
 export type LayoutPlanner = (
   checkpointDir: string,
   dtype: ExportDtype,
-  o?: { expertParallel?: { stages: number } },
+  o?: { expertParallel?: { stages: number }; keepQuantized?: boolean },
 ) => Promise<PreparedLayout>;
 
 /** Dense shard size limit: the planner's, so a derived layout shards like prepare would. */

@@ -12,7 +12,7 @@ import type { PlannedTensor } from './layout';
 /** Plans the prepared layout of the checkpoint in `checkpointDir`. */
 export const planLayout: LayoutPlanner = async (checkpointDir, dtype, o = {}) => {
   const ep = o.expertParallel ? { moeFlavour: 'expert_parallel' as const, pipelineStages: o.expertParallel.stages } : {};
-  const plan = await planPrepare({ checkpoint: checkpointDir, dtype, ...ep });
+  const plan = await planPrepare({ checkpoint: checkpointDir, dtype, ...ep, ...(o.keepQuantized ? { keepQuantized: true } : {}) });
   const dir = path.resolve(plan.outDir);
   const tensors = new Map<string, PlannedTensor>();
   for (const [key, t] of plan.outputs) {

@@ -18,8 +18,19 @@ export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
+/**
+ * Each supported VLM's image processor as `run --image` ports it (Hugging Face's class and what
+ * it does), for the model table the README and MODULES.md generate from this file.
+ */
+export const VLM_PROCESSORS: Readonly<Record<VlmModelType, string>> = {
+  qwen3_vl_moe: 'Qwen2VLImageProcessor: `smart_resize` to patch multiples, patches in merge-block order',
+  qwen3_vl: 'Qwen2VLImageProcessor: `smart_resize` to patch multiples, patches in merge-block order',
+  qwen2_5_vl: 'Qwen2VLImageProcessor: `smart_resize` to patch multiples, patches in merge-block order',
+  gemma3: 'Gemma3ImageProcessor: bilinear resize to its square size, `<start_of_image>` expanded to `mm_tokens_per_image` tokens',
+};
+
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
-const OTHER_VLMS = [
+export const OTHER_VLMS = [
   'qwen2_vl',
   'qwen3_omni_moe',
   'llava',

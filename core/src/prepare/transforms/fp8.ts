@@ -70,7 +70,7 @@ function compressedBlock(
 export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantScheme | undefined, configFile: string): DequantPlan {
   const plan: DequantPlan = { ...(scheme ? { scheme } : {}), scales: new Map(), consumed: new Set() };
   const method = scheme?.method;
-  if (method === 'mxfp4') return plan;
+  if (method === 'mxfp4' || method === 'gptq' || method === 'awq') return plan;
   for (const [key, scale] of sources) {
     // Every scale, zero point and activation key ends in one of these (a cheap first test: MoE checkpoints have ~10⁵ keys).
     if (!key.endsWith('_inv') && !key.endsWith('_scale') && !key.endsWith('_point')) continue;
@@ -98,7 +98,12 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
       );
     const R = w.shape[w.shape.length - 2]!;
     const C = w.shape[w.shape.length - 1]!;
-    const block = scheme.method === 'fp8' ? (scheme.block ?? [R, C]) : compressedBlock(scheme, R, C, scale);
+    const block =
+      scheme.method === 'fp8'
+        ? (scheme.block ?? [R, C])
+        : scheme.method === 'compressed-tensors'
+          ? compressedBlock(scheme, R, C, scale)
+          : undefined;
     if (!block)
       throw new PipelineError(
         `${configFile}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`,
@@ -160,6 +165,7 @@ export function attachScales(tensors: OutputTensor[], plan: DequantPlan): { tens
       used.add(scale.key);
       return { ...t, stages: ['source', 'dequant', ...t.stages.slice(1)], recipe: { ...t.recipe, scale } };
     }
+    if (t.recipe.kind === 'int4') return t;
     const slots = t.recipe.slots.map((s) => withScale(s, plan, used));
     const changed = slots.some((s, i) => s !== (t.recipe as { slots: SlicePlan[] }).slots[i]);
     return changed ? { ...t, stages: ['source', 'dequant', ...t.stages.slice(1)], recipe: { kind: 'slots', slots } } : t;

@@ -5,28 +5,29 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
-import type { ExportDtype } from '../../formats/dtype';
-import type { WeightSpec } from '../../spec';
-import { formatBytes } from '../../display';
-import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
-import type { ArchSpec } from '../blocks/arch';
-import { OPSETS, type ModelObj } from './builder';
-import { checkGraph } from './check-graph';
-import { isStateInput, parseStateName, RETAINED } from '../../artifacts/graph-interface';
-import { buildCausalLM, type Phase } from './decoder';
-import { encodeBuiltModel } from './encode';
-import { archFromConfig } from '../families/arch-from-config';
-import { DEFAULT_MAX_TOP_K } from '../blocks/sampler';
-import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../../artifacts/graph-metadata';
-import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
-import { readRegularFile } from '../../paths';
-import { isVlmConfig } from '../vlm/config';
-import type { SlidingCache } from '../blocks/attention-window';
-import { exportVlm } from '../vlm/export-vlm';
-import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
+import type { ExportDtype } from '../formats/dtype';
+import type { WeightSpec } from '../spec';
+import { formatBytes } from '../display';
+import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from './write-export';
+import type { ArchSpec } from './blocks/arch';
+import { OPSETS, type ModelObj } from './blocks/builder';
+import { checkGraph } from './exporter/check-graph';
+import { isStateInput, parseStateName, RETAINED } from '../artifacts/graph-interface';
+import { buildCausalLM, type Phase } from './exporter/decoder';
+import { encodeBuiltModel } from './exporter/encode';
+import { archFromConfig } from './families/arch-from-config';
+import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
+import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
+import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
+import { readRegularFile } from '../paths';
+import { isVlmConfig } from './vlm/config';
+import type { SlidingCache } from './blocks/attention-window';
+import { exportVlm } from './vlm/export-vlm';
+import { hubRecord, modelArg } from '../hub/hf-cache';
+import { withPackedLinears } from './exporter/keep-quantized';
 
-export type { LayoutPlanner } from './layout';
+export type { LayoutPlanner } from './exporter/layout';
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
@@ -56,6 +57,8 @@ export interface ConfigExportOptions {
   numSpeculativeTokens?: number[];
   /** `--enable-chunking`: QEfficient's chunked prefill-only graph (`--phase prefill` of a disaggregated-serving arch). */
   enableChunking?: boolean;
+  /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
+  keepQuantized?: boolean;
 }
 
 /**
@@ -193,7 +196,10 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const cfg = await readConfig(o.config);
   const withCheckpoint = hasCheckpoint(cfg.dir);
+  if (o.keepQuantized && !withCheckpoint)
+    throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (isVlmConfig(cfg.raw)) {
+    if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
     if (o.phase !== undefined && o.phase !== 'both')
       throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
@@ -236,8 +242,13 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
   };
   archFromConfig(cfg.raw, cfg.file, ep);
-  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, ep);
-  const arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  if (withCheckpoint) layout = await o.planner!(cfg.dir, dtype, { ...ep, ...(o.keepQuantized ? { keepQuantized: true } : {}) });
+  let arch = archFromConfig(cfg.raw, cfg.file, { ...(layout ? { keys: new Set(layout.tensors.keys()) } : {}), ...ep });
+  if (o.keepQuantized) {
+    const kept = withPackedLinears(arch, new Map([...layout!.tensors].map(([k, t]) => [k, t.shape])));
+    if (kept.packed === 0) throw new UsageError(`--keep-quantized: ${cfg.file} names no GPTQ/AWQ Linear the graph reads`);
+    arch = kept.arch;
+  }
   const tPlan = performance.now();
   let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
   if (o.sampler) {
@@ -311,6 +322,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
         ...(spd ? { num_speculative_tokens: spd } : {}),
         ...(disagg ? { disagg_prefill: disagg } : {}),
+        ...(o.keepQuantized ? { keep_quantized: true } : {}),
       },
       graph: {
         layers: built.layers,

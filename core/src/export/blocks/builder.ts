@@ -213,6 +213,29 @@ export class GraphBuilder {
     return out;
   }
 
+  /** Custom-domain opsets the graph uses (imported at version 1 by {@link build}). */
+  private readonly domains = new Set<string>();
+  private readonly valueInfos: ValueInfoObj[] = [];
+
+  /**
+   * A node of a custom domain (`com.microsoft`): its opset is imported, and its output's type is
+   * declared as value_info, so ONNX's shape inference (which has no schema for it) still types
+   * the nodes after it.
+   */
+  custom(
+    domain: string,
+    opType: string,
+    inputs: string[],
+    attrs: Record<string, AttrValue | undefined>,
+    out: { elem: DtypeName; dims: Dim[] },
+  ): string {
+    const y = this.op(opType, inputs, attrs);
+    this.nodes[this.nodes.length - 1]!.domain = domain;
+    this.domains.add(domain);
+    this.valueInfos.push(valueInfo(y, out.elem, out.dims));
+    return y;
+  }
+
   /** Adds one single-output node; returns its output name. */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue | undefined> = {}): string {
     return this.opN(opType, inputs, attrs, 1)[0]!;
@@ -293,11 +316,11 @@ export class GraphBuilder {
       irVersion: irVersionFor(this.opset),
       producerName: 'weight-spec',
       producerVersion: '0.1.0',
-      opsetImport: [{ domain: '', version: this.opset }],
+      opsetImport: [{ domain: '', version: this.opset }, ...[...this.domains].sort().map((domain) => ({ domain, version: 1 }))],
       metadataProps: Object.keys(metadata)
         .sort()
         .map((key) => ({ key, value: metadata[key]! })),
-      graph: { name, node: this.nodes, input: this.inputs, output: this.outputs, initializer: [], valueInfo: [] },
+      graph: { name, node: this.nodes, input: this.inputs, output: this.outputs, initializer: [], valueInfo: this.valueInfos },
     };
   }
 }
