@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { isSpecFile, specFileIn, VLM_MANIFEST_FILE } from '../../core/src/spec/file-names';
+import { isSpecFile, specFileIn, VLM_MANIFEST_FILE, WHISPER_GRAPHS, WHISPER_MANIFEST_FILE } from '../../core/src/spec/file-names';
 
 /** The path behind `arg`, else the active editor's file, else undefined. */
 export function targetPath(arg: unknown, useActiveEditor = true): string | undefined {
@@ -48,8 +48,9 @@ export function specOf(p: string): string | undefined {
   return specFileIn(exportDirOf(p));
 }
 
-/** The two specs of a VLM export folder (`vlm.json` + `vision/` + `language/`), else undefined. */
+/** The two specs of a VLM export folder (`vlm.json` + `vision/` + `language/`) or a Whisper one (`whisper.json` + `encoder/` + `decoder/`), else undefined. */
 export function vlmSpecs(dir: string): string[] | undefined {
+  if (fs.existsSync(path.join(dir, WHISPER_MANIFEST_FILE))) return WHISPER_GRAPHS.map((g) => path.join(dir, g, 'weight_spec.json'));
   if (!fs.existsSync(path.join(dir, VLM_MANIFEST_FILE))) return undefined;
   return ['vision', 'language'].map((g) => path.join(dir, g, 'weight_spec.json'));
 }

@@ -36,6 +36,14 @@ export const STATE_KINDS = {
   conv_state: {},
   /** Linear attention's recurrent state `[batch, value heads, key dim, value dim]` (no ctx_len). */
   recurrent_state: {},
+  /** Whisper's decoder self-attention keys `[batch, heads, decoder_ctx_len, head_dim]` (QEfficient's names). */
+  past_key_self: { ctxAxis: 2 },
+  /** Whisper's decoder self-attention values. */
+  past_value_self: { ctxAxis: 2 },
+  /** Whisper's cross-attention keys `[batch, heads, max_source_positions, head_dim]`, filled once from the encoder output. */
+  past_key_cross: {},
+  /** Whisper's cross-attention values. */
+  past_value_cross: {},
 } as const satisfies Record<string, { ctxAxis?: number }>;
 
 /** One kind of state. */

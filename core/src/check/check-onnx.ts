@@ -21,10 +21,10 @@ import { sameShape, shapeText } from './facts';
 import { closestNames, didYouMean } from './suggest';
 
 const RUNTIME_NAMES =
-  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|cache_position|comp_ctx_lengths|past_(key|value)_\d+|past_key_values\..+)$/;
+  /^(input_ids|position_ids|attention_mask|batch_index|token_type_ids|inputs_embeds|pixel_values|image_grid_thw|vision_embeds|deepstack_features|image_idx|input_features|encoder_hidden_states|cache_position|comp_ctx_lengths|past_(key|value)_\d+|past_key_values\..+)$/;
 
 /**
- * Graph inputs a causal-LM graph (or a VLM's vision / language graph) feeds at run time (never
+ * Graph inputs a causal-LM graph (or a VLM's vision / language graph, Whisper's encoder / decoder) feeds at run time (never
  * weights): the named ones, the states of graph-interface.ts (`past_key.{i}`, `compressed_kv.{i}`,
  * `conv_state.{i}`, …) and the legacy exporters' cache spellings (`past_key_3`, `past_key_values.…`).
  */

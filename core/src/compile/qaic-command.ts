@@ -118,6 +118,8 @@ export interface GraphShapeFacts {
   cacheBatch?: number;
   /** A vision-language model's graph: `vision` takes pixel_values, `language` takes vision_embeds. */
   vlmRole?: 'vision' | 'language';
+  /** A Whisper export's graph: `encoder` takes input_features, `decoder` takes encoder_hidden_states (qaic-whisper.ts). */
+  whisperRole?: 'encoder' | 'decoder';
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
   /** Speculative decoding's target model: the graph takes `num_logits_to_keep`; the proposal lengths K (ONNX metadata). */
@@ -492,6 +494,7 @@ export function buildQaicPlan(
   // its dims would stay unresolved, so a caller that comes this way is refused
   if (g.vlmRole)
     throw new UsageError(`compile: the ${g.vlmRole} graph of a vision-language model is planned by buildVlmQaicPlan (qaic-vlm.ts)`);
+  if (g.whisperRole) throw new UsageError(`compile: the Whisper ${g.whisperRole} graph is planned by planWhisperGraph (qaic-whisper.ts)`);
   const numCores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
   const options: [string, OptionValue][] = [];
   if (g.states.length > 0) options.push(['retained_state', true]);
@@ -514,7 +517,7 @@ export function buildQaicPlan(
     specs,
     specializationsText: specializationsJson(specs),
     customIo,
-    ...(customIoPassed ? {} : { customIoUnpassed: true }),
+    ...(customIoPassed ? {} : { customIoInCommand: false }),
     ...(mdp ? { mdp } : {}),
     mdpCounts: { devices: opts.numDevices ?? 1, partitions: opts.pipelinePartitions ?? 1 },
     ...(g.states.length > 0 ? { prefillOnly: prefillOnlyOf(g) } : {}),
@@ -541,10 +544,16 @@ export function qaicPlan(p: {
   specializationsText: string;
   customIo: [string, string][] | undefined;
   warnings: string[];
+  /**
+   * False: custom_io.yaml is written but not handed to the compiler — `_compile`'s rule when the
+   * model (config.torch_dtype) and a `past_` entry are both bfloat16 ("Custom IO list file will be
+   * ignored during compile").
+   */
+  customIoInCommand?: boolean;
+  /** The specializations as hashed_compile_params.json holds them, when they differ from `specs` (QEfficient's `_graph_name` tags). */
+  hashedSpecs?: readonly (readonly [string, number | string][])[];
   /** `num_speculative_tokens` as compile() was given it (hashed only). */
   numSpeculativeTokens?: number | number[];
-  /** The custom-IO file is written but not handed to the compiler (model and KV both bf16). */
-  customIoUnpassed?: boolean;
   mdp?: MdpPlan;
   /** `mdp_ts_num_devices` and `mdp_num_partitions` (hashed; 1 and 1 when absent). */
   mdpCounts?: { devices: number; partitions: number };
@@ -560,7 +569,7 @@ export function qaicPlan(p: {
   const specializationsFile = path.join(p.compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const customIoFile = p.customIo ? path.join(p.compileDir, 'custom_io.yaml') : undefined;
-  if (customIoFile && !p.customIoUnpassed) command.push(`-custom-IO-list-file=${customIoFile}`);
+  if (customIoFile && p.customIoInCommand !== false) command.push(`-custom-IO-list-file=${customIoFile}`);
   const qpcDir = path.join(p.compileDir, 'qpc');
   command.push(`-aic-binary-dir=${qpcDir}`);
   return {
@@ -573,7 +582,7 @@ export function qaicPlan(p: {
     ...(p.customIo ? { customIoFile, customIoText: customIoYaml(p.customIo) } : {}),
     hashedParamsFile: path.join(p.compileDir, 'hashed_compile_params.json'),
     ...(p.mdp ? { mdpFile: p.mdp.file, mdpText: createJsonText(p.mdp.config) } : {}),
-    hashedParamsText: hashedCompileParams(command, p.specs, p.customIo, {
+    hashedParamsText: hashedCompileParams(command, p.hashedSpecs ?? p.specs, p.customIo, {
       numSpeculativeTokens: p.numSpeculativeTokens,
       ...(p.mdpCounts ? { mdpTsNumDevices: p.mdpCounts.devices, mdpNumPartitions: p.mdpCounts.partitions } : {}),
       ...(p.mdp ? { mdpTsJson: p.mdp.config } : {}),
@@ -679,14 +688,23 @@ export function planFromParts(p: {
   options: [string, OptionValue][];
   specs: (readonly [string, number | string][])[];
   module: string | undefined;
+  /** Each entry's name (QEfficient's `_graph_name`), when the rules give one per entry. */
+  names?: string[];
   customIo: [string, string][];
+  /** Warnings of the rules themselves (QEfficient's logger.warning for an option it ignores). */
+  warnings?: string[];
+  /** See {@link qaicPlan}'s `customIoInCommand`. */
+  customIoInCommand?: boolean;
 }): QaicPlan {
   if ((p.opts.numDevices ?? 1) > 1 || (p.opts.pipelinePartitions ?? 1) > 1)
-    throw new UsageError('compile: --num-devices / --pipeline-partitions are not supported for a vision-language graph yet');
-  const { hw, warnings } = mergeExtraOptions(p.options, p.opts);
+    throw new UsageError('compile: --num-devices / --pipeline-partitions are not supported for a vision-language or Whisper graph yet');
+  const merged = mergeExtraOptions(p.options, p.opts);
+  const hw = merged.hw;
+  const warnings = [...(p.warnings ?? []), ...merged.warnings];
   const names = uniqueNames(
     p.specs.map(
       (s, i) =>
+        p.names?.[i] ??
         p.module ??
         specializationName(
           s.map(([k, v]) => [k, Number(v)]),
@@ -696,7 +714,9 @@ export function planFromParts(p: {
   );
   const named = p.specs.map((s, i) => ({ name: names[i], symbols: Object.fromEntries(s.map(([k, v]) => [k, String(v)])) }));
   const specializationsText = pyJsonDumps({ specializations: named }, { indent: 4, separators: [',', ':'], sortKeys: true });
-  return qaicPlan({ ...p, hw, specializationsText, warnings });
+  // entries named by the rules carry `_graph_name` into the hashed parameters, as QEfficient's dicts do
+  const hashedSpecs = p.names ? p.specs.map((s, i): [string, number | string][] => [['_graph_name', p.names![i]!], ...s]) : undefined;
+  return qaicPlan({ ...p, hw, specializationsText, warnings, ...(hashedSpecs ? { hashedSpecs } : {}) });
 }
 
 /** The MDP and phase parts of `_compile`'s hashed parameters. */

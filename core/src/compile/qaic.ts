@@ -23,6 +23,7 @@ import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wi
 import { decodeModel } from '../formats/onnx/codec';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
+import { planWhisperGraph } from './qaic-whisper';
 import type { BackendJob, BackendOutcome, CompileDriver } from './backend';
 import { artifactExists } from '../artifacts/compile-artifact';
 import { writeCompileRecord, type CompileRecord } from '../artifacts/compile-record';
@@ -60,6 +61,11 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ctxLen: num(pk?.dims[pk.ctxAxis!]),
     batch: num(ids?.dims[0]),
     seqLen: num(ids?.dims[1]),
+    ...(m.inputs.some((i) => i.name === 'input_features')
+      ? { whisperRole: 'encoder' as const }
+      : m.inputs.some((i) => i.name === 'encoder_hidden_states')
+        ? { whisperRole: 'decoder' as const }
+        : {}),
     ...(m.inputs.some((i) => i.name === 'pixel_values')
       ? { vlmRole: 'vision' as const }
       : m.inputs.some((i) => i.name === 'vision_embeds')
@@ -124,7 +130,9 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags
   const plan = g.vlmRole
     ? planVlmGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
-    : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
+    : g.whisperRole
+      ? planWhisperGraph(inp.exportDir, onnx, compileDir, withHw, m, g, qaicCompilerPath(env))
+      : planTextGraph(inp.exportDir, onnx, compileDir, withHw, g, qaicCompilerPath(env));
   return { plan, onnx, onnxBytes };
 }
 

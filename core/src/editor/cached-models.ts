@@ -9,6 +9,7 @@ import path from 'node:path';
 import { hubCacheDir, hubOriginOf, type HubOrigin } from '../hub/hf-cache';
 import { familyOf } from '../export/families/registry';
 import { VLM_MODEL_TYPES } from '../export/vlm/config';
+import { isWhisperConfig } from '../export/whisper/whisper-config';
 import { readRegularFileSync } from '../paths';
 
 /** One cached model. */
@@ -23,7 +24,7 @@ export interface CachedModel extends HubOrigin {
 
 function supportedType(raw: unknown, file: string): boolean {
   const t = (raw as { model_type?: unknown } | null)?.model_type;
-  if ((VLM_MODEL_TYPES as readonly unknown[]).includes(t)) return true;
+  if ((VLM_MODEL_TYPES as readonly unknown[]).includes(t) || isWhisperConfig(raw)) return true;
   try {
     familyOf(raw, file);
     return true;

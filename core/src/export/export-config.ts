@@ -24,6 +24,8 @@ import { readRegularFile } from '../paths';
 import { isVlmConfig } from './vlm/config';
 import type { SlidingCache } from './blocks/attention-window';
 import { exportVlm } from './vlm/export-vlm';
+import { isWhisperConfig } from './whisper/whisper-config';
+import { exportWhisper } from './whisper/export-whisper';
 import { hubRecord, modelArg } from '../hub/hf-cache';
 import { withPackedLinears } from './exporter/keep-quantized';
 
@@ -135,7 +137,8 @@ function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunkin
 export interface ConfigExportResult {
   written: ExportWritten;
   summary: string[];
-  arch: ArchSpec;
+  /** The text model's architecture (absent for Whisper, whose two graphs have their own: export/whisper/). */
+  arch?: ArchSpec;
 }
 
 /** True when `dir` holds a safetensors checkpoint. */
@@ -171,6 +174,18 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
   } catch (err) {
     throw new FormatError(file, `not valid JSON: ${oneLine(err)}`);
   }
+}
+
+/** The first text-model flag given that a Whisper export cannot honour (its flag name), else undefined. */
+function whisperRefusal(o: ConfigExportOptions): string | undefined {
+  if (o.phase !== undefined && o.phase !== 'both') return `--phase ${o.phase}`;
+  if (o.continuousBatching) return '--continuous-batching';
+  if (o.expertParallel) return '--moe-flavour expert_parallel';
+  if (o.mlaCache) return '--mla-cache';
+  if (o.slidingCache !== undefined) return '--sliding-cache';
+  if (o.compCtxLengths) return '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode';
+  if (o.sampler) return '--sampler';
+  return undefined;
 }
 
 /** Builds, checks and writes the export. */
@@ -229,6 +244,26 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       planner: o.planner,
     });
     return { written: r.written[1]!, summary: r.summary, arch: r.arch.text };
+  }
+
+  if (isWhisperConfig(cfg.raw)) {
+    // Whisper exports as an encoder graph and a decoder graph over one prepared checkpoint (whisper/export-whisper.ts)
+    const refused = whisperRefusal(o);
+    if (refused) throw new UsageError(`${refused} is not supported for Whisper (an encoder graph and a decoder graph with its own caches)`);
+    const r = await exportWhisper({
+      cfgFile: cfg.file,
+      cfgDir: cfg.dir,
+      name: cfg.name,
+      raw: cfg.raw,
+      out: o.out,
+      dtype,
+      ...(o.opset !== undefined ? { opset: o.opset } : {}),
+      ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
+      ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+      withCheckpoint,
+      ...(o.planner ? { planner: o.planner } : {}),
+    });
+    return { written: r.written[1]!, summary: r.summary };
   }
 
   let layout: PreparedLayout | undefined;

@@ -41,6 +41,22 @@ export const VLM_MANIFEST_FILE = 'vlm.json';
 /** A VLM export's graph folders, in the order run uses them. */
 export const VLM_GRAPHS = ['vision', 'language'] as const;
 
+/** The manifest a Whisper export writes beside its two graph folders (export/whisper/export-whisper.ts). */
+export const WHISPER_MANIFEST_FILE = 'whisper.json';
+/** A Whisper export's graph folders, in the order run uses them. */
+export const WHISPER_GRAPHS = ['encoder', 'decoder'] as const;
+
+/**
+ * The graph folders of an export made of two graphs — a VLM (`vlm.json` + `vision/` +
+ * `language/`) or Whisper (`whisper.json` + `encoder/` + `decoder/`) — that hold a spec, as
+ * `[name, folder]`; undefined when `dir` is neither.
+ */
+export function exportGraphDirs(dir: string): [string, string][] | undefined {
+  if (fs.existsSync(path.join(dir, WHISPER_MANIFEST_FILE)))
+    return WHISPER_GRAPHS.map((g): [string, string] => [g, path.join(dir, g)]).filter(([, d]) => specFileIn(d) !== undefined);
+  return vlmGraphDirs(dir);
+}
+
 /**
  * The graph folders of a VLM export directory (`vlm.json` + `vision/` + `language/`) that hold a
  * spec, as `[name, folder]`; undefined when `dir` is not a VLM export.

@@ -20,6 +20,7 @@ import {
   VLM_FOLDERS,
   BUILT_VLMS,
   BUILT_QUANTIZED,
+  BUILT_SPEECH,
 } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 
@@ -38,7 +39,7 @@ describeFixtures('every shared fixture is built or named as pending', () => {
     const dirs = fs.readdirSync(fixturesDir()).filter((d) => fs.statSync(path.join(fixturesDir(), d)).isDirectory());
     expect(dirs.filter((d) => has(d, 'legacy.onnx')).sort()).toEqual([...LEGACY_ONNX_FOLDERS].sort());
     expect(dirs.filter((d) => has(d, 'vision.legacy.onnx')).sort()).toEqual([...VLM_FOLDERS].sort());
-    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS, ...BUILT_QUANTIZED]);
+    const built = new Set<string>([...LEGACY_FAMILIES, ...BUILT_VLMS, ...BUILT_QUANTIZED, ...BUILT_SPEECH]);
     for (const d of dirs.filter((x) => has(x, 'reference.json'))) {
       expect(built.has(d) || d in PENDING_FIXTURES, `${d}: neither built nor pending`).toBe(true);
       expect(built.has(d) && d in PENDING_FIXTURES, `${d}: both built and pending`).toBe(false);

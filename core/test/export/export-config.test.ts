@@ -96,7 +96,7 @@ describe('export --config writes a complete, consistent export directory', () =>
         );
       }
       const onDisk = await loadCheckpoint(prepared);
-      const a = r.arch;
+      const a = r.arch!;
       const feeds: Record<string, ort.Tensor> = {};
       for (const i of spec.inputs) {
         const t = onDisk.get(i.location.key)!;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { UsageError, type Problem } from '../../errors';
 import { defineCommand, println } from '../command';
 import { readInputFile } from '../../paths';
-import { specFileIn, vlmGraphDirs } from '../../spec/file-names';
+import { exportGraphDirs, specFileIn } from '../../spec/file-names';
 import { requireModelPath, requirePath } from '../input-paths';
 
 const isDirectory = (p: string) => {
@@ -62,7 +62,8 @@ export const checkCommand = defineCommand({
   synopsis: ['check <weight_spec.json | export dir | VLM export dir> [--json] [--root <dir>]... [--onnx <model.onnx> | --no-onnx]'],
   details: [
     'An export directory stands for the weight_spec.json (or single *.weight_spec.json) in it;',
-    'a VLM export directory (vlm.json + vision/ + language/) for both of its specs.',
+    'a VLM export directory (vlm.json + vision/ + language/) or a Whisper export directory (whisper.json +',
+    'encoder/ + decoder/) for both of its specs.',
     'Paths in the spec resolve relative to its directory and must stay inside the allowed roots',
     "(the spec's directory plus every --root). Exit 1 when any error is found.",
   ],
@@ -82,9 +83,10 @@ export const checkCommand = defineCommand({
     // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
     const [{ checkSpec }, { specTextOf }] = await Promise.all([import('../../check'), import('../../spec')]);
     // An export directory holding a spec means that spec (as compile and run take the directory);
-    // a VLM export (vlm.json + vision/ + language/) means both of its graphs' specs.
+    // a VLM export (vlm.json + vision/ + language/) or a Whisper export (whisper.json + encoder/ +
+    // decoder/) means both of its graphs' specs.
     const given = path.resolve(io.cwd, args.positionals[0]!);
-    const vlm = isDirectory(given) && !specFileIn(given) ? vlmGraphDirs(given) : undefined;
+    const vlm = isDirectory(given) && !specFileIn(given) ? exportGraphDirs(given) : undefined;
     const targets: { file: string; shown: string }[] = vlm?.length
       ? vlm.map(([g, dir]) => {
           const file = specFileIn(dir)!;

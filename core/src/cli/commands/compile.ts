@@ -23,6 +23,8 @@ export const compileCommand = defineCommand({
     'safetensors files (no weight byte is copied); `weight-spec run <export dir>` runs it.',
     "qaic: runs /opt/qti-aic/exec/qaic-compile with QEfficient's command line (WEIGHT_SPEC_QAIC_COMPILE",
     'overrides the binary); --dry-run prints the command and the files it would write, and writes nothing.',
+    'A VLM export (vlm.json) or a Whisper export (whisper.json + encoder/ + decoder/) compiles both of its graphs;',
+    "Whisper's qaic specializations are QEfficient's Encoder/Decode entries (decoder_ctx_len from --ctx-len, default 150).",
   ],
   flags: {
     backend: { type: 'string', placeholder: '<backend>', choices: ['ort', 'qaic'], description: 'compiler backend (default ort)' },
@@ -52,7 +54,11 @@ export const compileCommand = defineCommand({
       placeholder: '<N>',
       description: 'qaic: specialization seq_len of prefill (default 32; VLM: 128, Gemma 3: 32)',
     },
-    'ctx-len': { type: 'int', placeholder: '<N>', description: "qaic: specialization ctx_len (default: the graph's, else 128; VLM: 4096)" },
+    'ctx-len': {
+      type: 'int',
+      placeholder: '<N>',
+      description: "qaic: specialization ctx_len (default: the graph's, else 128; VLM: 4096; Whisper decoder_ctx_len: 150)",
+    },
     'full-batch-size': { type: 'int', placeholder: '<N>', description: 'qaic: continuous batching full_batch_size' },
     'img-height': {
       type: 'int',
@@ -90,9 +96,11 @@ export const compileCommand = defineCommand({
   positionals: { min: 1, max: 1, names: ['export dir'] },
   async run(args, io): Promise<number> {
     // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
-    const [{ compile, shellLine }, { isVlmExport, readVlmManifest }] = await Promise.all([
+    const [{ compile, shellLine }, { isVlmExport, readVlmManifest }, { isWhisperExport }, { readWhisperManifest }] = await Promise.all([
       import('../../compile'),
       import('../../run/vlm/vlm-runner'),
+      import('../../run/whisper/whisper-runner'),
+      import('../../artifacts/whisper-manifest'),
     ]);
     const f = args.flags;
     const exportDir = requirePath(io.cwd, args.positionals[0]!, 'dir', 'give the export directory');
@@ -100,6 +108,15 @@ export const compileCommand = defineCommand({
     if (isVlmExport(exportDir)) {
       const m = readVlmManifest(exportDir);
       for (const g of [m.graphs.vision, m.graphs.language]) {
+        const code: number = await compileCommand.run({ ...args, positionals: [path.join(exportDir, g)] }, io);
+        if (code !== 0) return code;
+      }
+      return 0;
+    }
+    // a Whisper export: compile the encoder and the decoder (one prepared checkpoint; each artifact names its graph)
+    if (isWhisperExport(exportDir)) {
+      const m = readWhisperManifest(exportDir);
+      for (const g of [m.graphs.encoder, m.graphs.decoder]) {
         const code: number = await compileCommand.run({ ...args, positionals: [path.join(exportDir, g)] }, io);
         if (code !== 0) return code;
       }

@@ -14,7 +14,7 @@ import { formatBytes } from '../../display';
 import { table } from '../table';
 import { assertRegularFile } from '../../paths';
 import { requireModelPath } from '../input-paths';
-import { vlmGraphDirs } from '../../spec/file-names';
+import { exportGraphDirs } from '../../spec/file-names';
 
 /** One row of a checkpoint listing. */
 export interface TensorRow {
@@ -124,7 +124,8 @@ export const inspectCommand = defineCommand({
   details: [
     'Reads headers only. A directory is read as a checkpoint (index, single file or shards);',
     'one with ONNX files and no safetensors (an export directory) lists its graphs, and a VLM export',
-    'directory (vlm.json + vision/ + language/) the graphs of both folders.',
+    'directory (vlm.json + vision/ + language/) or Whisper export directory (whisper.json + encoder/ + decoder/)',
+    'the graphs of both folders.',
   ],
   flags: {
     json: { type: 'boolean', description: 'print the listing as JSON' },
@@ -146,9 +147,9 @@ export const inspectCommand = defineCommand({
     }
     if (isDir) {
       // An export directory (graphs, no checkpoint): show its ONNX files; a VLM export
-      // (vlm.json + vision/ + language/): the graphs of both folders.
+      // (vlm.json + vision/ + language/) or a Whisper export (whisper.json + encoder/ + decoder/): the graphs of both folders.
       const names = (await readdir(target)).sort();
-      const vlm = vlmGraphDirs(target);
+      const vlm = exportGraphDirs(target);
       const onnx = vlm?.length
         ? (await Promise.all(vlm.map(async ([g, d]) => (await readdir(d)).sort().map((n) => path.join(g, n))))).flat()
         : names;

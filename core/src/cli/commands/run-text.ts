@@ -22,7 +22,8 @@ export const TEXT_FLAGS = {
   tokenizer: {
     type: 'string',
     placeholder: '<dir>',
-    description: "folder with tokenizer.json (+ tokenizer_config.json, chat_template.jinja); default: beside the model's config.json",
+    description:
+      "folder with tokenizer.json (+ tokenizer_config.json, chat_template.jinja); default: beside the model's config.json; Whisper: decodes the transcription",
   },
   'ignore-eos': { type: 'boolean', description: "--prompt / --chat: do not stop at generation_config.json's eos_token_id" },
   'print-ids': { type: 'boolean', description: '--prompt / --chat: print the generated ids on stdout after the text (default: stderr)' },

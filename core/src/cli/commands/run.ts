@@ -12,14 +12,14 @@ import { requirePath } from '../input-paths';
 import { TEXT_DETAILS, TEXT_FLAGS, TEXT_SYNOPSIS, type TextRun } from './run-text';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
-export function parseIds(text: string): number[] {
+export function parseIds(text: string, flag = '--input-ids'): number[] {
   const parts = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (parts.length === 0) throw new UsageError('run: --input-ids needs at least one id (e.g. 3,17,5)');
+  if (parts.length === 0) throw new UsageError(`run: ${flag} needs at least one id (e.g. 3,17,5)`);
   return parts.map((p) => {
-    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: --input-ids: "${p}" is not a token id`);
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p))) throw new UsageError(`run: ${flag}: "${p}" is not a token id`);
     return Number(p);
   });
 }
@@ -42,7 +42,53 @@ type RunFlags = {
   prepack: boolean;
   'ctx-len'?: number;
   'max-image-pixels'?: number;
+  audio?: string;
+  'input-features'?: string;
+  'decoder-input-ids'?: string;
+  tokenizer?: string;
 };
+
+/** `run <whisper export>`: features from --audio or --input-features, the encoder once, then greedy decode. */
+async function runWhisper(dir: string, f: RunFlags & { 'max-new-tokens'?: number }, io: CliIO): Promise<number> {
+  const [{ openWhisperRunner }, { featuresFromJson, featuresFromWav }] = await Promise.all([
+    import('../../run/whisper/whisper-runner'),
+    import('../../run/whisper/whisper-inputs'),
+  ]);
+  if ((f.audio === undefined) === (f['input-features'] === undefined))
+    throw new UsageError('run: a Whisper export needs --audio <file.wav> or --input-features <file.json> (one of them)');
+  if (f['decoder-input-ids'] === undefined)
+    throw new UsageError('run: a Whisper export needs --decoder-input-ids (the prompt: start, language, task, no-timestamps ids)');
+  const prompt = parseIds(f['decoder-input-ids'], '--decoder-input-ids');
+  const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
+  if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
+  if (n === 0 && !f['dump-logits']) throw new UsageError('run: --max-new-tokens 0 without --dump-logits leaves nothing to do');
+  const runner = await openWhisperRunner(dir, { prepack: f.prepack, ctxLen: f['ctx-len'], ortPath: io.env.WEIGHT_SPEC_ORT_PATH });
+  try {
+    const features =
+      f.audio !== undefined
+        ? featuresFromWav(path.resolve(io.cwd, f.audio), runner.manifest).features
+        : featuresFromJson(path.resolve(io.cwd, f['input-features']!));
+    const r = await runner.transcribe(features, prompt, n);
+    if (n > 0) println(io.stdout, r.tokens.join(','));
+    // the transcription as text (special tokens left out) when the model ships tokenizer.json
+    if (n > 0) {
+      const { optionalTextModelFiles } = await import('../../run/text/model-files');
+      const { loadTokenizer } = await import('../../run/text/text-tokenizer');
+      const tokenizerDir = f.tokenizer === undefined ? undefined : path.resolve(io.cwd, f.tokenizer);
+      const files = optionalTextModelFiles(dir, tokenizerDir);
+      if (files) println(io.stdout, loadTokenizer(files).decode(r.tokens).trim());
+      else println(io.stderr, 'run: no tokenizer.json beside the model (or --tokenizer <dir>): the transcription is printed as ids only');
+    }
+    const dumped = f['dump-logits'] ? ` → logits ${await dumpLogits(io, f['dump-logits'], r.logits)}` : '';
+    println(
+      io.stderr,
+      `run: ${tokenCount(r.tokens.length)}, ${r.logits.length} logit rows; encoder ${r.encoderMs.toFixed(0)} ms, ${r.totalMs.toFixed(0)} ms total (whisper)${dumped}`,
+    );
+  } finally {
+    await runner.close();
+  }
+  return 0;
+}
 
 async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO, text?: TextRun): Promise<number> {
   const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
@@ -104,6 +150,7 @@ export const runCommand = defineCommand({
     'run <export dir|compiled.onnx> --input-ids 3,17,5 [--max-new-tokens N] [--dump-logits out.json]',
     '    [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repetition-penalty R] [--presence-penalty Q] [--seed S]',
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
+    'run <whisper export dir> (--audio file.wav | --input-features file.json) --decoder-input-ids … [--max-new-tokens N] [--dump-logits out.json]',
     ...TEXT_SYNOPSIS,
   ],
   details: [
@@ -120,10 +167,21 @@ export const runCommand = defineCommand({
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
     "(preprocessor_config.json beside the model's config.json when present).",
     ...TEXT_DETAILS,
+    'A Whisper export (whisper.json + encoder/ + decoder/) computes the log-mel features of --audio (mono 16-bit PCM or',
+    '32-bit float WAV at the extractor rate) or reads "input_features" from --input-features, runs the encoder once and',
+    'decodes greedily after --decoder-input-ids (stopping after the end token); --dump-logits writes the rows of the',
+    'prompt and of each generated token but the last.',
   ],
   flags: {
     'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids' },
     ...TEXT_FLAGS,
+    audio: { type: 'string', placeholder: '<file.wav>', description: 'Whisper: the audio (mono WAV, 16-bit PCM or 32-bit float)' },
+    'input-features': {
+      type: 'string',
+      placeholder: '<file.json>',
+      description: 'Whisper: log-mel features {"input_features": [[…]]} instead of --audio',
+    },
+    'decoder-input-ids': { type: 'string', placeholder: '<ids>', description: "Whisper: the decoder prompt's token ids" },
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate greedily' },
     'dump-logits': {
       type: 'string',
@@ -177,6 +235,19 @@ export const runCommand = defineCommand({
       import('../../run/vlm/vlm-runner'),
     ]);
     const f = args.flags;
+    // a Whisper export: audio (or features) and a decoder prompt, no text prompt
+    const { isWhisperExport } = await import('../../run/whisper/whisper-runner');
+    if (f['decoder-input-ids'] !== undefined || f.audio !== undefined || f['input-features'] !== undefined) {
+      if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
+      const dir = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+      if (!isWhisperExport(dir))
+        throw new UsageError(
+          `run: --audio / --input-features / --decoder-input-ids need a Whisper export directory (with whisper.json); ${args.positionals[0]} is not one`,
+        );
+      if (f['input-ids'] !== undefined || f.prompt !== undefined || f.chat !== undefined)
+        throw new UsageError('run: a Whisper export takes --decoder-input-ids, not --input-ids / --prompt / --chat');
+      return runWhisper(dir, f, io);
+    }
     const { wantsText, openTextRun } = await import('../../run/text/text-run');
     const textIn = wantsText(f);
     let ids = textIn ? [] : parseIds(f['input-ids']!);
@@ -196,6 +267,8 @@ export const runCommand = defineCommand({
       ...(f.seed !== undefined ? { seed: f.seed } : {}),
     });
     const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    if (isWhisperExport(target))
+      throw new UsageError('run: a Whisper export takes --audio <file.wav> (or --input-features) and --decoder-input-ids');
     // the tokenizer is read (or refused with one line) before any graph is loaded
     const text = textIn ? openTextRun(target, f, io.cwd) : undefined;
     if (isVlmExport(target)) {

@@ -65,7 +65,7 @@ export function safetensorsDtype(dtype: string): string {
 }
 
 /** The layout derived from the architecture alone (no checkpoint given). */
-export function layoutFromConfig(a: ArchSpec, weights: WeightInput[], dir: string, dtype: string): PreparedLayout {
+export function layoutFromConfig(a: Pick<ArchSpec, 'layers'>, weights: WeightInput[], dir: string, dtype: string): PreparedLayout {
   const st = safetensorsDtype(dtype);
   const size = DTYPE_BYTES[st] ?? 4;
   const expertLayer = new Map<string, number>();

@@ -14,7 +14,7 @@ import { FormatError, PipelineError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
 import { readExportReport, reportedPreparedDir } from '../../artifacts/export-report';
 import { readVlmManifest } from '../../artifacts/vlm-manifest';
-import { VLM_MANIFEST_FILE } from '../../spec/file-names';
+import { VLM_MANIFEST_FILE, WHISPER_GRAPHS, WHISPER_MANIFEST_FILE } from '../../spec/file-names';
 
 /** The tokenizer's file: what `run --prompt` needs. */
 export const TOKENIZER_FILE = 'tokenizer.json';
@@ -58,6 +58,9 @@ export function modelDirsOf(target: string): string[] {
       const m = readVlmManifest(abs);
       dirs.push(path.dirname(path.resolve(abs, m.config)));
       for (const g of [m.graphs.language, m.graphs.vision]) dirs.push(...reportDirs(path.join(abs, g)));
+    } else if (fs.existsSync(path.join(abs, WHISPER_MANIFEST_FILE))) {
+      // a Whisper export: each graph folder's report names the model folder
+      for (const g of [...WHISPER_GRAPHS].reverse()) dirs.push(...reportDirs(path.join(abs, g)));
     } else dirs.push(...reportDirs(abs));
   }
   const seen = new Set<string>();
@@ -107,6 +110,16 @@ function missingTokenizer(dirs: string[], given: boolean): PipelineError {
   return new PipelineError(
     `${path.join(where, TOKENIZER_FILE)}: not found${given ? '' : ` (nor in ${dirs.slice(1).join(', ') || 'any other folder the export names'})`}; run --prompt / --chat need it${instead}; --input-ids works without it`,
   );
+}
+
+/**
+ * The model's tokenizer files when there are any: `--tokenizer <dir>` must hold them (one line
+ * otherwise, as {@link readTextModelFiles}); without it, undefined when no folder the export names
+ * has tokenizer.json (a run that can print ids alone, such as Whisper's, goes on without text).
+ */
+export function optionalTextModelFiles(target: string, tokenizerDir?: string): TextModelFiles | undefined {
+  if (tokenizerDir === undefined && !modelDirsOf(target).some((d) => fs.existsSync(path.join(d, TOKENIZER_FILE)))) return undefined;
+  return readTextModelFiles(target, tokenizerDir);
 }
 
 /**
