@@ -16,6 +16,10 @@ import { isQeffPreparedName, looksPreparedName, qeffCheckpointHome } from '../..
 import { preparedDirFor } from '../../src/export/exporter/layout';
 import { isQeffPrepared } from '../../src/prepare';
 import { tempDirs } from '../../../test/support/temp';
+import { cliInProcess } from '../../../test/support/cli';
+import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { maxAbsDiff } from '../support/compile-support';
+import { dumpLogits, reference } from '../support/serving-support';
 
 const tmp = tempDirs('ws-qeff-conv-');
 
@@ -63,4 +67,28 @@ it('a folder QEfficient prepared under the newer name (sentinel, no manifest of 
   expect(isQeffPrepared(path.join(root, 'tiny-wf-float32'))).toBe(true);
   expect(isQeffPrepared(path.join(root, 'tiny-qeff-prepared-float32'))).toBe(true);
   expect(isQeffPrepared(path.join(root, 'tiny-other-float32'))).toBe(false);
+});
+
+describeFixtures('a folder QEfficient prepared under -wf-<dtype> binds (llama fixture)', () => {
+  it('compile --prepared <name>-wf-float32 (sentinel, no manifest) says so and runs the reference logits', async () => {
+    const root = tmp();
+    const ok = async (args: string[]) => {
+      const r = await cliInProcess(args, { cwd: root });
+      expect(r.code, r.stderr).toBe(0);
+      return r;
+    };
+    // QEfficient's folder: the prepared files and its sentinel, no manifest of ours
+    const made = path.join(root, 'made');
+    await ok(['prepare', '--checkpoint', path.join(fixturesDir(), 'llama'), '--dtype', 'float32', '--out', made]);
+    const wf = path.join(root, 'llama-wf-float32');
+    fs.cpSync(made, wf, { recursive: true });
+    fs.rmSync(path.join(wf, '.checkpoint_prepared.json'));
+    const out = path.join(root, 'export');
+    await ok(['export', '--config', path.join(fixturesDir(), 'llama'), '--out', out, '--ctx-len', '32']);
+    const r = await ok(['compile', out, '--prepared', wf]);
+    expect(r.stderr).toContain(`${wf} was prepared by QEfficient (sentinel, no manifest): bound as it is`);
+    const ref = reference('llama');
+    const ids = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    expect(maxAbsDiff(await dumpLogits(root, out, ids), ref.logits)).toBeLessThanOrEqual(1e-4);
+  });
 });
