@@ -21,7 +21,13 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';
-import { decoderInterface, NUM_LOGITS_TO_KEEP, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
+import {
+  decoderInterface,
+  NUM_LOGITS_TO_KEEP,
+  samplerStates,
+  windowCacheMetadata,
+  type StateTensor,
+} from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
