@@ -16,8 +16,46 @@ import { spawnSync } from 'node:child_process';
 const QEFF_COMPILE = `
 import json
 dump = lambda o: json.dumps(o, indent=4, separators=(",", ":"), sort_keys=True)
-def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir):
+def to_named_specializations(specializations, module_name=None):
+    result = []
+    for index, spec in enumerate(specializations):
+        if "_graph_name" in spec:
+            name = spec["_graph_name"]
+        elif module_name is not None:
+            name = module_name
+        elif "seq_len" not in spec:
+            name = f"Graph_{index}"
+        else:
+            name = "Decode" if str(spec["seq_len"]) == "1" else "Prefill"
+        result.append({"name": name, "symbols": {k: str(v) for k, v in spec.items() if k != "_graph_name"}})
+    seen = {}
+    for entry in result:
+        name = entry["name"]
+        if name in seen:
+            if seen[name] == 1:
+                first_idx = next(i for i, e in enumerate(result) if e["name"] == name)
+                result[first_idx] = {**result[first_idx], "name": f"{name}_0"}
+            entry["name"] = f"{name}_{seen[name]}"
+        seen[name] = seen.get(name, 0) + 1
+    return result
+def generate_mdp_partition_config(num_devices, num_cores):
+    return {"connections": [{"devices": list(range(num_devices)), "type": "p2p"}],
+            "partitions": [{"name": "Partition0", "devices": [{"deviceId": d, "numCores": num_cores} for d in range(num_devices)]}]}
+def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, compiler_options, compile_dir,
+                 num_speculative_tokens=None, model_in_bfloat16=False, mdp_ts_num_devices=1, mdp_num_partitions=1,
+                 disagg_json=None, prefill_only=None):
     command = [compiler, "-aic-hw", f"-aic-hw-version={hw}", f"-m={onnx}"]
+    mdp_ts_json = None
+    mdp_ts_json_path = None
+    files = {}
+    base_dir = compile_dir.rsplit("/", 1)[0]  # the un-hashed compile_dir: qpc-<hash> is made in it
+    if mdp_num_partitions > 1:
+        mdp_ts_json_path = f"{base_dir}/mdp_disagg_{mdp_ts_num_devices}d_{mdp_num_partitions}p.json"
+        mdp_ts_json = disagg_json
+        files["mdp"] = dump(mdp_ts_json)
+        command.append(f"-mdp-load-partition-config={mdp_ts_json_path}")
+    elif mdp_ts_num_devices > 1 and not compiler_options.get("mdp_dump_partition_config", None):
+        mdp_ts_json = generate_mdp_partition_config(mdp_ts_num_devices, compiler_options.get("aic_num_cores", 16))
     for key, value in compiler_options.items():
         option = "-" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -26,33 +64,39 @@ def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, co
             continue
         command.append(f"{option}={value}")
     compile_hash_params = {"command": command, "specializations": specializations, "custom_io": custom_io,
-                           "mdp_ts_num_devices": 1, "mdp_ts_json": None, "num_speculative_tokens": None}
-    if module_name:
-        names = [module_name for _ in specializations]
-    else:
-        names = [("Prefill" if int(s["seq_len"]) > 1 else "Decode") for s in specializations]
-    names = [f"{n}_{names[:i].count(n)}" if names.count(n) > 1 else n for i, n in enumerate(names)]
-    named = [{"name": n, "symbols": {k: str(v) for k, v in s.items()}} for n, s in zip(names, specializations)]
+                           "mdp_ts_num_devices": mdp_ts_num_devices, "mdp_num_partitions": mdp_num_partitions,
+                           "mdp_strategy": "onnx", "mdp_ts_json": mdp_ts_json,
+                           "num_speculative_tokens": num_speculative_tokens, "prefill_only": prefill_only}
+    if mdp_ts_json is not None and mdp_ts_json_path is None:
+        mdp_ts_json_path = f"{compile_dir}/mdp_ts_{mdp_ts_num_devices}.json"
+        files["mdp"] = dump(mdp_ts_json)
+        command.append(f"-mdp-load-partition-config={mdp_ts_json_path}")
+    named = to_named_specializations(specializations, module_name=module_name)
     command.append(f"-network-specialization-config={compile_dir}/specializations.json")
-    command.append(f"-custom-IO-list-file={compile_dir}/custom_io.yaml")
+    pkv_in_bfloat16 = any("past_" in k and "bfloat16" in v for k, v in custom_io.items())
+    if not (model_in_bfloat16 and pkv_in_bfloat16):
+        command.append(f"-custom-IO-list-file={compile_dir}/custom_io.yaml")
     command.append(f"-aic-binary-dir={compile_dir}/qpc")
     return {"command": command, "argv": command[1:], "specializations": dump({"specializations": named}),
             "custom_io": "".join(f" - IOName: {n}\\n   Precision: {d}\\n\\n" for n, d in custom_io.items()),
-            "hashed": dump(compile_hash_params)}
+            "hashed": dump(compile_hash_params), "mdp_path": mdp_ts_json_path, "mdp": files.get("mdp")}
 `;
 
 const QEFF_RULES = `
 import json, sys
 a = json.loads(sys.argv[1])
 batch_size, ctx_len, full_batch_size = a["batch_size"], a["ctx_len"], a["full_batch_size"]
-prefill_seq_len = 1 if a["decode_only"] else a["prefill_seq_len"]
 cb = a["continuous_batching"]
+# an export made with --phase decode is compiled with prefill_only=False; --phase prefill with True
+prefill_only = False if a["decode_only"] else a.get("prefill_only")
+prefill_seq_len = a["prefill_seq_len"]
 CCL_MIN_CTX_LEN = 1024
+CCL_UNIQNE_STEP = 32
 def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
     ccl_prefill = [x if x >= CCL_MIN_CTX_LEN else CCL_MIN_CTX_LEN for x in ccl_prefill]
-    ccl_decode = [x if x >= CCL_MIN_CTX_LEN else CCL_MIN_CTX_LEN for x in ccl_decode]
-    if ccl_prefill[-1] < ctx_len - 1:
+    if ccl_prefill[-1] < ctx_len:
         ccl_prefill.append(ctx_len)
+    ccl_decode = [x if x >= CCL_MIN_CTX_LEN else CCL_MIN_CTX_LEN for x in ccl_decode]
     if ccl_decode[-1] < ctx_len:
         ccl_decode.append(ctx_len)
     if prefill_seq_len == 1:
@@ -64,54 +108,93 @@ def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
     ccl_prefill = []
     for val in tmp_prefill:
         while val in ccl_decode or val in ccl_prefill:
-            val -= 1
+            val = (val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP
             if val < 0:
                 break
         if val >= 0:
             ccl_prefill.append(val)
     ccl_prefill.sort()
     return ccl_prefill, ccl_decode
-kv_cache_batch_size = full_batch_size if full_batch_size else batch_size
-def prefill_spec(ccl):
-    s = {"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
-    if ccl is not None:
-        s["comp_ctx_lengths"] = ccl
-    if cb:
-        s["full_batch_size"] = kv_cache_batch_size
-    else:
-        s["batch_size"] = kv_cache_batch_size
-    if full_batch_size:
-        s["full_batch_exec_size"] = full_batch_size
-    return s
-def decode_spec(ccl):
-    if prefill_seq_len == 1 and not cb:
-        return None
-    s = {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len}
-    if ccl is not None:
-        s["comp_ctx_lengths"] = ccl
-    if cb:
-        s["full_batch_size"] = kv_cache_batch_size
-    else:
-        s["batch_size"] = kv_cache_batch_size
-    return s
-specializations = []
+kv_cache_batch_size = full_batch_size or batch_size
+nst = a.get("num_speculative_tokens")
+is_tlm = nst is not None
+decode_ks = sorted(set(nst)) if isinstance(nst, list) else ([nst] if nst is not None else None)
+if is_tlm and prefill_seq_len < decode_ks[-1] + 1:
+    raise ValueError("sequence length must be at least num_speculative_tokens+1")
+ccl_p = ccl_d = None
 if a["ccl"]:
-    ccl_prefill, ccl_decode = validate_ccl_lists(list(a["ccl"][0]), list(a["ccl"][1]), ctx_len, prefill_seq_len)
-    specializations += [prefill_spec(c) for c in ccl_prefill]
-    specializations += [d for d in (decode_spec(c) for c in ccl_decode) if d]
-else:
-    specializations.append(prefill_spec(None))
-    d = decode_spec(None)
-    if d:
-        specializations.append(d)
+    ccl_p, ccl_d = validate_ccl_lists(list(a["ccl"][0]), list(a["ccl"][1]), ctx_len, prefill_seq_len)
+def build_prefill_specialization(comp_ctx_lengths=None):
+    if not cb:
+        exec_batch_size = batch_size
+    elif prefill_seq_len == 1:
+        exec_batch_size = full_batch_size
+    else:
+        exec_batch_size = 1
+    spec = {"batch_size": exec_batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
+    if comp_ctx_lengths is not None:
+        spec["comp_ctx_lengths"] = comp_ctx_lengths
+    spec["num_logits_to_keep"] = 1 if is_tlm else None
+    if cb:
+        spec["full_batch_size"] = kv_cache_batch_size
+    else:
+        spec["batch_size"] = kv_cache_batch_size
+    if full_batch_size:
+        spec["full_batch_exec_size"] = exec_batch_size
+    result = {k: v for k, v in spec.items() if v is not None}
+    result["_graph_name"] = "Decode" if prefill_seq_len == 1 and prefill_only is False else "Prefill"
+    return result
+def build_decode_specialization(comp_ctx_lengths=None, num_speculative_tokens=None):
+    decode_seq_len = (num_speculative_tokens + 1) if is_tlm else 1
+    if decode_seq_len == prefill_seq_len and not cb:
+        return None
+    spec = {"batch_size": full_batch_size if cb else batch_size, "seq_len": decode_seq_len, "ctx_len": ctx_len}
+    if comp_ctx_lengths is not None:
+        spec["comp_ctx_lengths"] = comp_ctx_lengths
+    spec["num_logits_to_keep"] = (num_speculative_tokens + 1) if is_tlm else None
+    if cb:
+        spec["full_batch_size"] = kv_cache_batch_size
+    else:
+        spec["batch_size"] = kv_cache_batch_size
+    result = {k: v for k, v in spec.items() if v is not None}
+    result["_graph_name"] = "Decode"
+    return result
+specializations = []
+if prefill_only is None or prefill_only or prefill_seq_len == 1:
+    if ccl_p is not None or ccl_d is not None:
+        ccl_lengths = ccl_d if prefill_seq_len == 1 else ccl_p
+        for c in ccl_lengths:
+            specializations.append(build_prefill_specialization(c))
+    else:
+        specializations.append(build_prefill_specialization())
+if (prefill_only is None or not prefill_only) and prefill_seq_len != 1:
+    if decode_ks is not None and is_tlm:
+        for k in decode_ks:
+            d = build_decode_specialization(num_speculative_tokens=k)
+            if d is not None:
+                specializations.append(d)
+    elif ccl_d is not None:
+        for c in ccl_d:
+            d = build_decode_specialization(c)
+            if d:
+                specializations.append(d)
+    else:
+        d = build_decode_specialization()
+        if d:
+            specializations.append(d)
 custom_io = {}
-kv_dtype = "mxint8" if a["mxint8_kv_cache"] else "float16"
+# _resolve_torch_dtype: bfloat16 stays only on ai200 (else float32); CUSTOM_IO_DTYPE_MAP
+target_dtype = "bfloat16" if a.get("dtype") == "bfloat16" and a["hw"] == "ai200" else "float32"
+CUSTOM_IO_DTYPE_MAP = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float16"}
+kv_dtype = "mxint8" if a["mxint8_kv_cache"] else CUSTOM_IO_DTYPE_MAP[target_dtype]
 for i in range(a["num_layers"]):
     for kv in ["key", "value"]:
         custom_io[f"past_{kv}.{i}"] = kv_dtype
         custom_io[f"past_{kv}.{i}_RetainedState"] = kv_dtype
-compiler_options = dict(retained_state=True, convert_to_fp16=True, mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
-print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"])))
+compiler_options = dict(retained_state=True, convert_to_fp16=(CUSTOM_IO_DTYPE_MAP[target_dtype] == "float16"), mxfp6_matmul=a["mxfp6_matmul"], aic_num_cores=a["num_cores"])
+print(json.dumps(qeff_compile(a["compiler"], a["hw"], a["onnx"], specializations, None, custom_io, compiler_options, a["compile_dir"],
+                              nst, target_dtype == "bfloat16", a.get("num_devices", 1), a.get("num_partitions", 1),
+                              a.get("disagg_json"), prefill_only)))
 `;
 
 /** What QEfficient's rules give: the full command, its argv after the compiler, and the three files' text. */
@@ -121,6 +204,9 @@ export interface QeffQaicCompile {
   specializations: string;
   custom_io: string;
   hashed: string;
+  /** The partition config file and its text (null without MDP). */
+  mdp_path: string | null;
+  mdp: string | null;
 }
 
 /**
@@ -297,4 +383,132 @@ export function qeffVlmQaicCompile(args: Record<string, unknown>): Record<'visio
   const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_VLM_RULES, JSON.stringify(args)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
   return JSON.parse(r.stdout) as Record<'vision' | 'language', QeffQaicCompile>;
+}
+
+const QEFF_DISAGG_MDP = `
+import bisect, json, sys
+import onnx
+a = json.loads(sys.argv[1])
+_NEVER_FOLD = frozenset({"Loop", "Const", "Identity", "If", "DequantizeLinear"})
+def _get_compiler_folded_nodes(graph):
+    const_values = {init.name for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            const_values.update(out for out in node.output if out)
+    foldable_nodes = set()
+    while True:
+        changed = False
+        for node in graph.node:
+            if not node.name or node.name in foldable_nodes:
+                continue
+            if node.op_type in _NEVER_FOLD or not node.input:
+                continue
+            if all(inp in const_values for inp in node.input if inp):
+                foldable_nodes.add(node.name)
+                const_values.update(out for out in node.output if out)
+                changed = True
+        if not changed:
+            break
+    return foldable_nodes
+def _get_layer_num(node_name):
+    for part in node_name.split("/"):
+        if part.startswith("layers."):
+            suffix = part[len("layers."):]
+            if suffix.isdigit():
+                return int(suffix)
+        elif part.startswith("h."):
+            suffix = part[len("h."):]
+            if suffix.isdigit():
+                return int(suffix)
+        elif part.startswith("layer_"):
+            suffix = part[len("layer_"):]
+            if suffix.isdigit():
+                return int(suffix)
+    return None
+def _layer_partition_bounds(num_layers, num_partitions):
+    base = num_layers // num_partitions
+    remainder = num_layers % num_partitions
+    sizes = [base] * num_partitions
+    if remainder > 0 and num_partitions >= 2:
+        if num_partitions == 2:
+            sizes[0] += remainder
+        else:
+            num_middle = num_partitions - 2
+            middle_fill = min(remainder, num_middle)
+            first_fill = remainder - middle_fill
+            mid_center = (1 + num_partitions - 2) // 2
+            left, right, filled = mid_center, mid_center + 1, 0
+            while filled < middle_fill:
+                if left >= 1:
+                    sizes[left] += 1
+                    left -= 1
+                    filled += 1
+                if filled < middle_fill and right <= num_partitions - 2:
+                    sizes[right] += 1
+                    right += 1
+                    filled += 1
+            if first_fill > 0:
+                sizes[0] += 1
+    cumsum = 0
+    bounds = []
+    for sz in sizes[:-1]:
+        cumsum += sz
+        bounds.append(cumsum)
+    return bounds
+def generate_disagg_mdp_partition_config(onnx_path, num_devices, num_partitions, num_layers, num_cores=16):
+    partition_bounds = _layer_partition_bounds(num_layers, num_partitions)
+    model = onnx.load(onnx_path, load_external_data=False)
+    folded_nodes = _get_compiler_folded_nodes(model.graph)
+    partitions = [[] for _ in range(num_partitions)]
+    current_layer_partition = 0
+    seen_first_layer = False
+    for node in model.graph.node:
+        if not node.name:
+            continue
+        if node.name in folded_nodes:
+            continue
+        layer_num = _get_layer_num(node.name)
+        if layer_num is not None:
+            seen_first_layer = True
+            partition_idx = bisect.bisect_right(partition_bounds, layer_num)
+            current_layer_partition = partition_idx
+        else:
+            partition_idx = 0 if not seen_first_layer else current_layer_partition
+        partitions[partition_idx].append(node.name)
+    device_ids = list(range(num_devices))
+    devices_per_partition = num_devices // num_partitions
+    partition_objs = []
+    for i, node_list in enumerate(partitions):
+        assigned_devices = device_ids[i * devices_per_partition : (i + 1) * devices_per_partition]
+        partition_objs.append({"name": f"Partition{i}", "nodeList": node_list,
+                               "devices": [{"deviceId": dev_id, "numCores": num_cores} for dev_id in assigned_devices]})
+    return {"connections": [{"devices": device_ids, "type": "p2p"}], "partitions": partition_objs}
+if a.get("bounds"):
+    print(json.dumps([_layer_partition_bounds(l, p) for l, p in a["bounds"]]))
+else:
+    print(json.dumps(generate_disagg_mdp_partition_config(a["onnx"], a["num_devices"], a["num_partitions"], a["num_layers"], a["num_cores"])))
+`;
+
+/**
+ * QEfficient's `generate_disagg_mdp_partition_config` (ONNX strategy, `QEfficient/compile/mdp_generator.py`
+ * at main ebf55e81, transcribed without its local-function branch: our graphs have none) run by
+ * python3-onnx on `onnx`: the pipeline partition config as a plain object.
+ */
+export function qeffDisaggMdp(args: {
+  onnx: string;
+  num_devices: number;
+  num_partitions: number;
+  num_layers: number;
+  num_cores: number;
+}): unknown {
+  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_DISAGG_MDP, JSON.stringify(args)], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
+  return JSON.parse(r.stdout) as unknown;
+}
+
+/** QEfficient's `_layer_partition_bounds` for each `[num_layers, num_partitions]`. */
+export function qeffLayerBounds(pairs: [number, number][]): number[][] {
+  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_DISAGG_MDP, JSON.stringify({ bounds: pairs })], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
+  return JSON.parse(r.stdout) as number[][];
 }

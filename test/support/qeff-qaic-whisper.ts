@@ -84,7 +84,9 @@ def qeff_compile(g):
                 command.append(option)
             continue
         command.append(f"{option}={value}")
-    hashed = {"command": command, "specializations": specs, "custom_io": io, "mdp_ts_num_devices": 1, "mdp_ts_json": None, "num_speculative_tokens": None}
+    # compile_hash_params of _compile on main ebf55e81 (mdp_num_partitions, mdp_strategy and prefill_only included)
+    hashed = {"command": command, "specializations": specs, "custom_io": io, "mdp_ts_num_devices": 1, "mdp_num_partitions": 1,
+              "mdp_strategy": "onnx", "mdp_ts_json": None, "num_speculative_tokens": None, "prefill_only": None}
     named = [{"name": s["_graph_name"], "symbols": {k: str(v) for k, v in s.items() if k != "_graph_name"}} for s in specs]
     command.append(f"-network-specialization-config={g['compile_dir']}/specializations.json")
     model_in_bfloat16 = target_dtype == "bfloat16"

@@ -178,7 +178,16 @@ export interface InterfaceDims {
   ccl: boolean;
   /** Finite LoRA adapters: QEfficient's `lora_ids` `[batch, 1]` int64 (the adapter of each row, 0 = base). */
   lora?: boolean;
+  /** Speculative decoding's target model (QEfficient's TLM): the `num_logits_to_keep` input, last as in `tlm_forward`'s signature. */
+  tlm?: boolean;
 }
+
+/**
+ * The TLM's input (QEfficient `QEfficient/transformers/spd/spd_transform_forward.py` at main
+ * ebf55e81, `filter_hidden_states`): only its first dim counts, the number of logits returned
+ * per row (`[num_logits_to_keep, 1]`, as `QEFFAutoModelForCausalLM.export` traces it).
+ */
+export const NUM_LOGITS_TO_KEEP = 'num_logits_to_keep';
 
 /** The causal-LM decoder's interface (QEfficient's forward signature order). */
 export function decoderInterface(a: Parameters<typeof archStates>[0], o: InterfaceDims): GraphInterface {
@@ -191,6 +200,7 @@ export function decoderInterface(a: Parameters<typeof archStates>[0], o: Interfa
       ...states.map((s) => ({ name: s.name, dtype: s.dtype, dims: s.dims })),
       ...(o.ccl ? [{ name: 'comp_ctx_lengths', dtype: 'int64', dims: ['comp_ctx_lengths'] }] : []),
       ...(o.lora ? [{ name: LORA_IDS, dtype: 'int64', dims: [o.batch, 1] }] : []),
+      ...(o.tlm ? [{ name: NUM_LOGITS_TO_KEEP, dtype: 'int64', dims: [NUM_LOGITS_TO_KEEP, 1] }] : []),
     ],
     states,
   };

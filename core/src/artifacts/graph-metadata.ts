@@ -13,7 +13,35 @@ export const SERVING_METADATA = {
   sampler: 'weight_spec.sampler',
   /** LoRA graphs: `{"adapters": [dir…], "rank": R}`, adapter k + 1 = adapters[k] (export-lora.ts). */
   lora: 'weight_spec.lora_adapters',
+  /** The TLM's proposal lengths K (`--num-speculative-tokens`), comma-separated. */
+  speculative: 'weight_spec.num_speculative_tokens',
+  /** A disaggregated-serving prefill graph (`--phase prefill` of a SPECIALIZED_DISAGG arch): JSON `{"enable_chunking", "num_experts"}`. */
+  disaggPrefill: 'weight_spec.disagg_prefill',
 } as const;
+
+/**
+ * QEfficient's `SPECIALIZED_DISAGG_SERVING_MODEL_ARCH` (`QEfficient/transformers/modeling_utils.py`,
+ * main ebf55e81): the model types whose `--phase prefill` export is QEfficient's prefill-only graph.
+ */
+export const DISAGG_SERVING_MODEL_TYPES: readonly string[] = ['gpt_oss', 'qwen3_moe', 'glm4_moe', 'kimi_k2', 'kimi_k25', 'gemma4'];
+
+/** What a disaggregated prefill graph records (undefined for any other graph). */
+export function disaggPrefillFromMetadata(
+  metadata: readonly { key: string; value: string }[],
+): { enableChunking: boolean; numExperts?: number } | undefined {
+  const v = metadata.find((e) => e.key === SERVING_METADATA.disaggPrefill)?.value;
+  if (v === undefined) return undefined;
+  let p: unknown;
+  try {
+    p = JSON.parse(v);
+  } catch {
+    p = undefined;
+  }
+  const o = p as { enable_chunking?: unknown; num_experts?: unknown } | undefined;
+  if (typeof o?.enable_chunking !== 'boolean')
+    throw new PipelineError(`the graph's metadata ${SERVING_METADATA.disaggPrefill} is not {"enable_chunking": bool, …}: ${v}`);
+  return { enableChunking: o.enable_chunking, ...(typeof o.num_experts === 'number' ? { numExperts: o.num_experts } : {}) };
+}
 
 /** The CCL lists a graph's metadata records (`[]` for a list not recorded). */
 export function cclFromMetadata(metadata: readonly { key: string; value: string }[]): { prefill: number[]; decode: number[] } {
@@ -23,6 +51,19 @@ export function cclFromMetadata(metadata: readonly { key: string; value: string 
       .filter((v) => /^\d+$/.test(v.trim()))
       .map(Number);
   return { prefill: list(SERVING_METADATA.cclPrefill), decode: list(SERVING_METADATA.cclDecode) };
+}
+
+/** The TLM's proposal lengths K a graph's metadata records, sorted and distinct (`[]` when none). */
+export function speculativeFromMetadata(metadata: readonly { key: string; value: string }[]): number[] {
+  const v = metadata.find((e) => e.key === SERVING_METADATA.speculative)?.value ?? '';
+  return [
+    ...new Set(
+      v
+        .split(',')
+        .filter((x) => /^\d+$/.test(x.trim()))
+        .map(Number),
+    ),
+  ].sort((a, b) => a - b);
 }
 
 /**
@@ -58,6 +99,8 @@ export interface ServingFeatures {
   ccl?: { prefill: number[]; decode: number[] };
   /** On-device sampler: K = random_numbers' second dim; probs output present. */
   sampler?: { maxTopK: number; returnPdfs: boolean; vocab: number };
+  /** Speculative decoding's target model: the `num_logits_to_keep` input; the proposal lengths K recorded at export (`[]` when none). */
+  speculative?: { ks: number[] };
 }
 
 /** Reads the features from a model's inputs, outputs and metadata. */
@@ -69,6 +112,9 @@ export function servingFeatures(
 ): ServingFeatures {
   const f: ServingFeatures = {};
   if (inputs.some((i) => i.name === 'comp_ctx_lengths')) f.ccl = cclFromMetadata(metadata);
+  if (inputs.some((i) => i.name === 'num_logits_to_keep')) {
+    f.speculative = { ks: speculativeFromMetadata(metadata) };
+  }
   if (outputs.some((o) => o.name === 'next_tokens')) {
     const rn = inputs.find((i) => i.name === 'random_numbers');
     const buf = inputs.find((i) => i.name === SAMPLER_STATES[0]);
@@ -104,6 +150,12 @@ export function servingSummary(
   if (f.ccl) {
     const list = (xs: number[]) => (xs.length ? xs.join(',') : '(not recorded)');
     lines.push(`CCL: comp_ctx_lengths input; buckets prefill ${list(f.ccl.prefill)}, decode ${list(f.ccl.decode)}`);
+  }
+  if (f.speculative) {
+    const ks = f.speculative.ks;
+    lines.push(
+      `speculative decoding (TLM): num_logits_to_keep input; logits for K + 1 positions per call${ks.length ? `, K = ${ks.join(',')}` : ''}`,
+    );
   }
   if (f.sampler) {
     lines.push(

@@ -24,6 +24,8 @@ import { dtypeOfOnnx, prepareDtypeOf } from '../formats/dtype';
 import { readSafetensorsHeaderSync, type SafetensorsHeader } from '../formats/safetensors';
 import { parseWireModel, rewriteModel, type ExternalInitializer, type WireModel } from '../formats/onnx/wire-model';
 import { slimGraph } from '../formats/onnx/slim-graph';
+import { emulateBf16OnCpu } from '../formats/onnx/bf16-cpu';
+import { decodeModel, encodeModel } from '../formats/onnx/codec';
 import { loadOrt } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
 import { atomicWriteFile } from '../paths';
@@ -167,6 +169,9 @@ function linkShards(loc: PreparedLocation, dir: string, why: 'not-writable' | 's
   return { rel, links };
 }
 
+/** TensorProto.DataType BFLOAT16. */
+const BF16_ONNX = 16;
+
 /** Binds the graph to the prepared weights and writes the bound model atomically. */
 async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: BindOptions): Promise<OrtBinding> {
   const headers = loc.files.map((f) => readSafetensorsHeaderSync(f));
@@ -186,12 +191,19 @@ async function bindOrt(inp: ExportInputs, loc: PreparedLocation, opts: BindOptio
   // in its initializers, so the copy is dropped (ONNX Runtime never reads it).
   // The bound model is for running: what only a reader of the graph uses goes (slim-graph.ts).
   const slim = opts.keepNames ? undefined : slimGraph(m, new Set(inits.map((i) => i.name)), inp.onnxPath);
-  const bytes = rewriteModel(m, {
+  let bytes = rewriteModel(m, {
     dropInputs: new Set(inits.map((i) => i.name)),
     initializers: inits,
     replace: slim?.replace,
     dropMetadata: new Set([SPEC_METADATA_KEY]),
   });
+  // a bfloat16 graph (export --dtype bfloat16): ORT's CPU provider has no bf16 arithmetic and its
+  // Node binding no bf16 tensors, so the arithmetic is emulated in float32, rounded to bf16 per op (bf16-cpu.ts)
+  if (m.inputs.some((i) => i.elemType === BF16_ONNX)) {
+    const proto = decodeModel(bytes, inp.onnxPath);
+    emulateBf16OnCpu(proto);
+    bytes = encodeModel(proto);
+  }
   const model = path.join(modelDir, opts.fileName);
   await atomicWriteFile(model, bytes);
   return { model, modelDir, links, weightBytes, artifactBytes: bytes.length, initializers: inits.length };

@@ -41,6 +41,7 @@ import path from 'node:path';
 import { UsageError } from '../errors';
 import { RETAINED } from '../artifacts/graph-interface';
 import { pyJsonDumps } from '../spec/py-json';
+import { mdpPipelineConfig, mdpTemplateConfig, type MdpConfig, type MdpNode } from '../artifacts/mdp-partition';
 
 /** QEfficient's `constants.COMPILER`. */
 export const QAIC_COMPILER = ['/opt/qti-aic/exec/qaic-compile', '-aic-hw'] as const;
@@ -67,6 +68,10 @@ export interface QaicOptions {
   imgSize?: number;
   /** Extra compiler options `a_b=v` (→ `-a-b=v`) or `a_b` (boolean → `-a-b`), in order. */
   extra?: string[];
+  /** `--num-devices`: QEfficient's `num_devices` → `mdp_ts_num_devices` (multi-device partitioning). */
+  numDevices?: number;
+  /** `--pipeline-partitions`: `_compile`'s `mdp_num_partitions` (layer-balanced pipeline stages). */
+  pipelinePartitions?: number;
 }
 
 /** A compiler option value as QEfficient passes it: a bool is a bare flag, anything else `=v`. */
@@ -119,20 +124,33 @@ export interface GraphShapeFacts {
   whisperRole?: 'encoder' | 'decoder';
   /** CCL: the graph takes `comp_ctx_lengths`; the export's bucket lists (ONNX metadata). */
   ccl?: { prefill: number[]; decode: number[] };
+  /** Speculative decoding's target model: the graph takes `num_logits_to_keep`; the proposal lengths K (ONNX metadata). */
+  speculative?: number[];
+  /** The graph's compute and KV dtype (`weight_spec.kv_dtype`), when recorded. */
+  dtype?: string;
+  /** The export's phase (`weight_spec.phase`): `compile`'s prefill_only is true for prefill, false for decode. */
+  phase?: string;
+  /** A disaggregated-serving prefill graph (`--phase prefill` of a SPECIALIZED_DISAGG arch): its chunking and expert count. */
+  disaggPrefill?: { enableChunking: boolean; numExperts?: number };
+  /** The nodes and initializers, read only for a pipeline partition config (`--pipeline-partitions` > 1). */
+  graph?: { nodes: MdpNode[]; initializers: string[] };
 }
 
 /** QEfficient's `constants.CCL_MIN_CTX_LEN`: a smaller bucket is raised to it. */
 export const CCL_MIN_CTX_LEN = 1024;
+/** QEfficient's `constants.CCL_UNIQNE_STEP` (its spelling): a colliding prefill bucket is lowered to a multiple of it. */
+export const CCL_UNIQNE_STEP = 32;
 
 /**
  * QEfficient's `process_ccl_specializations` for explicit lists
- * (`QEfficient/utils/check_ccl_specializations.py` on main, `validate_ccl_lists`): a missing list
- * is [ctx_len]; each value below CCL_MIN_CTX_LEN is raised to it; ctx_len is appended to the
- * prefill list when its last value is below ctx_len - 1 and to the decode list when below
- * ctx_len; with prefill_seq_len 1 both phases share the sorted union (capped at ctx_len);
- * otherwise each list is capped, deduplicated and sorted, and a prefill value also in the decode
- * list (or already taken) is lowered by one until it is unique — the compiler needs distinct
- * specializations.
+ * (`QEfficient/utils/check_ccl_specializations.py` `validate_ccl_lists`, quic/efficient-transformers
+ * main ebf55e81 and the weight-free PR head 277283b5, the same text; the older `ctx_len - 1` and
+ * `val -= 1` forms are from #710, replaced by #825): a missing list is [ctx_len]; each value below
+ * CCL_MIN_CTX_LEN is raised to it; ctx_len is appended to a list whose last value is below it;
+ * with prefill_seq_len 1 both phases share the sorted union (capped at ctx_len); otherwise each
+ * list is capped, deduplicated and sorted, and a prefill value also in the decode list (or already
+ * taken) is lowered to the multiple of CCL_UNIQNE_STEP below it until it is unique — the compiler
+ * needs distinct specializations.
  */
 export function cclLists(
   ccl: { prefill: number[]; decode: number[] },
@@ -143,7 +161,7 @@ export function cclLists(
   const pre = raise(ccl.prefill);
   const dec = raise(ccl.decode);
   // the last value as given (QEfficient checks ccl_prefill[-1], the list order of the user)
-  if (pre[pre.length - 1]! < ctxLen - 1) pre.push(ctxLen);
+  if (pre[pre.length - 1]! < ctxLen) pre.push(ctxLen);
   if (dec[dec.length - 1]! < ctxLen) dec.push(ctxLen);
   const sorted = (xs: number[]) => [...new Set(xs.map((x) => Math.min(x, ctxLen)))].sort((a, b) => a - b);
   if (prefillSeqLen === 1) {
@@ -154,7 +172,8 @@ export function cclLists(
   const prefill: number[] = [];
   for (let v of sorted(pre)) {
     while (decode.includes(v) || prefill.includes(v)) {
-      v -= 1;
+      // `(val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP` (Python's floor division)
+      v = Math.floor((v - 1) / CCL_UNIQNE_STEP) * CCL_UNIQNE_STEP;
       if (v < 0) break;
     }
     if (v >= 0) prefill.push(v);
@@ -162,98 +181,158 @@ export function cclLists(
   return { prefill: prefill.sort((a, b) => a - b), decode };
 }
 
-/**
- * One entry per CCL bucket, as `QEFFAutoModelForCausalLM.compile` builds them
- * (`QEfficient/transformers/models/modeling_auto.py`): each prefill entry and each decode entry
- * of the plain specializations repeated with `comp_ctx_lengths` = the bucket.
- */
-function withCcl(
-  prefill: Specialization | undefined,
-  decode: Specialization | undefined,
-  lists: { prefill: number[]; decode: number[] },
-): Specialization[] {
-  const out: Specialization[] = [];
-  if (prefill) for (const c of lists.prefill) out.push([...prefill, ['comp_ctx_lengths', c]]);
-  if (decode) for (const c of lists.decode) out.push([...decode, ['comp_ctx_lengths', c]]);
-  return out;
-}
-
 /** One specialization: `[name, value]` pairs (QEfficient's dict; the file sorts the keys). */
 export type Specialization = [string, number][];
 
-/** QEfficient's causal-LM specializations for the given options. */
+/**
+ * The `_graph_name` tag `build_prefill_specialization` / `build_decode_specialization` put on a
+ * causal-LM entry (QEfficient main ebf55e81): `_infer_specialization_name` names the entry by it
+ * first, `to_named_specializations` keeps it out of the symbols, and the hashed parameters hold it.
+ */
+const GRAPH_NAME = new WeakMap<object, string>();
+
+/** The entry's `_graph_name` tag, if it has one. */
+export function graphNameOf(spec: object): string | undefined {
+  return GRAPH_NAME.get(spec);
+}
+
+function tagged(spec: Specialization, name: string): Specialization {
+  GRAPH_NAME.set(spec, name);
+  return spec;
+}
+
+/** `compile`'s `prefill_only` for a graph: true for a `--phase prefill` export, false for `--phase decode`, else None. */
+export function prefillOnlyOf(g: GraphShapeFacts): boolean | undefined {
+  if (g.phase === 'prefill') return true;
+  if (g.seqLen === 1 || g.phase === 'decode') return false;
+  return undefined;
+}
+
+/**
+ * QEfficient's causal-LM specializations, transcribed from `QEFFAutoModelForCausalLM.compile`,
+ * `build_prefill_specialization` and `build_decode_specialization`
+ * (`QEfficient/transformers/models/modeling_auto.py`, main ebf55e81):
+ * - prefill entries when prefill_only is None or True, or prefill_seq_len is 1 — one per CCL
+ *   bucket (the decode list when prefill_seq_len is 1, else the prefill list): batch
+ *   `exec_batch_size` (batch_size; with CB full_batch_size at prefill_seq_len 1, else 1), seq_len
+ *   prefill_seq_len, ctx_len, [comp_ctx_lengths], [num_logits_to_keep 1 for a TLM], then
+ *   `full_batch_size` = kv_cache_batch_size (CB) or batch_size = kv_cache_batch_size, and with CB
+ *   `full_batch_exec_size` = exec_batch_size; tagged "Decode" when prefill_seq_len is 1 and
+ *   prefill_only is False, else "Prefill";
+ * - decode entries when prefill_only is not True and prefill_seq_len != 1 — one per K of a TLM,
+ *   else one per CCL decode bucket, else one: batch (full_batch_size with CB), seq_len K + 1 or 1,
+ *   ctx_len, [comp_ctx_lengths], [num_logits_to_keep K + 1], the kv batch as above; none without
+ *   CB when its seq_len equals prefill_seq_len; tagged "Decode".
+ * prefill_only comes from the export's phase ({@link prefillOnlyOf}); a `--phase decode` graph
+ * (input_ids [batch, 1]) is compiled with prefill_only False.
+ */
 export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): Specialization[] {
   if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
     throw new UsageError(
       `compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions (export again with --ctx-len ${opts.ctxLen})`,
     );
   const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
-  if (g.seqLen === 1) return decodeOnlySpecializations(opts, g, ctxLen);
-  const prefill = opts.prefillSeqLen ?? 32;
-  if (g.continuousBatching) {
-    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
-    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    const p: Specialization = [
-      ['batch_size', 1],
-      ['seq_len', prefill],
-      ['ctx_len', ctxLen],
-      ['full_batch_size', fbs],
-      ['full_batch_exec_size', fbs],
-    ];
-    const d: Specialization = [
-      ['batch_size', fbs],
-      ['seq_len', 1],
-      ['ctx_len', ctxLen],
-      ['full_batch_size', fbs],
-    ];
-    return g.ccl ? withCcl(p, d, cclLists(g.ccl, ctxLen, prefill)) : [p, d];
-  }
-  const bs = opts.batchSize ?? g.batch ?? 1;
-  const p: Specialization = [
-    ['batch_size', bs],
-    ['seq_len', prefill],
-    ['ctx_len', ctxLen],
-  ];
-  const d: Specialization | undefined =
-    prefill !== 1
-      ? [
-          ['batch_size', bs],
-          ['seq_len', 1],
-          ['ctx_len', ctxLen],
-        ]
-      : undefined;
-  if (g.ccl) return withCcl(p, d, cclLists(g.ccl, ctxLen, prefill));
-  return d ? [p, d] : [p];
-}
-
-/**
- * A graph exported with `--phase decode` (input_ids `[batch, 1]`) meets only QEfficient's decode
- * specialization: `{batch_size, seq_len: 1, ctx_len}` (continuous batching: batch_size and
- * `full_batch_size` = the full batch), with CCL one entry per decode bucket.
- */
-function decodeOnlySpecializations(opts: QaicOptions, g: GraphShapeFacts, ctxLen: number): Specialization[] {
-  if (opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
+  const prefillOnly = prefillOnlyOf(g);
+  if (g.seqLen === 1 && opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
     throw new UsageError(
       `compile: the graph was exported with --phase decode (input_ids [batch, 1]); --prefill-seq-len ${opts.prefillSeqLen} cannot be met`,
     );
-  let d: Specialization;
-  if (g.continuousBatching) {
-    const fbs = opts.fullBatchSize ?? g.cacheBatch ?? g.batch;
-    if (fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
-    d = [
-      ['batch_size', fbs],
-      ['seq_len', 1],
+  const prefill = opts.prefillSeqLen ?? (prefillOnly === true && g.seqLen !== undefined ? g.seqLen : 32);
+  const ks = prefillOnly === true ? undefined : speculativeKs(g, prefill);
+  if (g.disaggPrefill) disaggPrefillChecks(opts, g.disaggPrefill, prefill);
+  const cb = g.continuousBatching;
+  const fbs = cb ? (opts.fullBatchSize ?? g.cacheBatch ?? g.batch) : undefined;
+  if (cb && fbs === undefined) throw new UsageError('compile: the graph takes batch_index (continuous batching): give --full-batch-size');
+  const bs = opts.batchSize ?? (cb ? 1 : (g.batch ?? 1));
+  const kvBatch = fbs ?? bs;
+  const lists = g.ccl ? cclLists(g.ccl, ctxLen, prefill) : undefined;
+  const buildPrefill = (ccl?: number): Specialization => {
+    const exec = !cb ? bs : prefill === 1 ? fbs! : 1;
+    const s: Specialization = [
+      ['batch_size', exec],
+      ['seq_len', prefill],
       ['ctx_len', ctxLen],
-      ['full_batch_size', fbs],
     ];
-  } else {
-    d = [
-      ['batch_size', opts.batchSize ?? g.batch ?? 1],
-      ['seq_len', 1],
+    if (ccl !== undefined) s.push(['comp_ctx_lengths', ccl]);
+    if (g.speculative) s.push(['num_logits_to_keep', 1]);
+    if (cb) s.push(['full_batch_size', kvBatch]);
+    else s[0] = ['batch_size', kvBatch];
+    if (fbs !== undefined) s.push(['full_batch_exec_size', exec]);
+    return tagged(s, prefill === 1 && prefillOnly === false ? 'Decode' : 'Prefill');
+  };
+  const buildDecode = (ccl?: number, k?: number): Specialization | undefined => {
+    const seq = ks ? k! + 1 : 1;
+    if (seq === prefill && !cb) return undefined;
+    const s: Specialization = [
+      ['batch_size', cb ? fbs! : bs],
+      ['seq_len', seq],
       ['ctx_len', ctxLen],
     ];
+    if (ccl !== undefined) s.push(['comp_ctx_lengths', ccl]);
+    if (ks) s.push(['num_logits_to_keep', k! + 1]);
+    if (cb) s.push(['full_batch_size', kvBatch]);
+    else s[0] = ['batch_size', kvBatch];
+    return tagged(s, 'Decode');
+  };
+  const out: Specialization[] = [];
+  if (prefillOnly === undefined || prefillOnly || prefill === 1) {
+    if (lists) for (const c of prefill === 1 ? lists.decode : lists.prefill) out.push(buildPrefill(c));
+    else out.push(buildPrefill());
   }
-  return g.ccl ? withCcl(undefined, d, cclLists(g.ccl, ctxLen, 32)) : [d];
+  if (prefillOnly !== true && prefill !== 1) {
+    const ds = ks ? ks.map((k) => buildDecode(undefined, k)) : lists ? lists.decode.map((c) => buildDecode(c)) : [buildDecode()];
+    for (const d of ds) if (d) out.push(d);
+  }
+  return out;
+}
+
+/** QEfficient's `constants.GPT_OSS_PREFILL_Q_BLOCK_SIZE`: a prefill-only graph's q block, without chunking. */
+export const PREFILL_Q_BLOCK_SIZE = 256;
+
+/**
+ * What `QEFFAutoModelForCausalLM.export(prefill_only=True)` checks when compile exports the
+ * prefill graph (`get_seq_len_and_handle_specialized_prefill_model`, main ebf55e81): without
+ * chunking prefill_seq_len must be a multiple of GPT_OSS_PREFILL_Q_BLOCK_SIZE (256) and at least
+ * that (NUM_Q_BLOCKS = prefill_seq_len / 256); the expert-blocked MoE
+ * (`QEffPrefillChunked…MoE._forward_expert_blocked`) needs num_experts divisible by the cores
+ * (`expert_blocking_num_nsp = num_cores`).
+ */
+function disaggPrefillChecks(opts: QaicOptions, d: { enableChunking: boolean; numExperts?: number }, prefill: number): void {
+  if (!d.enableChunking && (prefill % PREFILL_Q_BLOCK_SIZE !== 0 || prefill < PREFILL_Q_BLOCK_SIZE))
+    throw new UsageError(
+      `compile: When prefill_only=True, 'prefill_seq_len' must be explicitly set and divisible by block_size=${PREFILL_Q_BLOCK_SIZE} (got ${prefill}; give --prefill-seq-len ${PREFILL_Q_BLOCK_SIZE}, or export with --enable-chunking)`,
+    );
+  const cores = opts.numCores ?? DEFAULT_AIC_NUM_CORES;
+  if (d.numExperts !== undefined && d.numExperts % cores !== 0)
+    throw new UsageError(
+      `compile: num_experts (${d.numExperts}) must be divisible by expert_blocking_num_nsp (${cores}): give a --num-cores that divides ${d.numExperts}`,
+    );
+}
+
+/**
+ * The TLM's decode proposal lengths, checked as `QEFFAutoModelForCausalLM.compile` and
+ * `check_and_get_num_speculative_tokens` check them (`QEfficient/transformers/models/modeling_auto.py`,
+ * main ebf55e81): one Decode specialization per K (`sorted(set(num_speculative_tokens))`), each
+ * with seq_len = num_logits_to_keep = K + 1; prefill_seq_len must be at least max K + 1; CCL with
+ * a TLM is refused (NotImplementedError there). Undefined for a graph without num_logits_to_keep.
+ */
+function speculativeKs(g: GraphShapeFacts, prefill: number): number[] | undefined {
+  if (!g.speculative) return undefined;
+  if (g.speculative.length === 0)
+    throw new UsageError(
+      'compile: the graph takes num_logits_to_keep but records no num_speculative_tokens (export it with --num-speculative-tokens K)',
+    );
+  const ks = [...new Set(g.speculative)].sort((a, b) => a - b);
+  const most = ks[ks.length - 1]!;
+  if (prefill < most + 1)
+    throw new UsageError(
+      `compile: sequence length (${prefill}) must be at least \`num_speculative_tokens+1\` (${most + 1}) (give --prefill-seq-len ${most + 1} or more)`,
+    );
+  if (g.ccl)
+    throw new UsageError(
+      'compile: a speculative-decoding target model with comp_ctx_lengths is not supported (QEfficient raises NotImplementedError)',
+    );
+  return ks;
 }
 
 /** Specializations for a graph without a KV cache: batch and sequence only. */
@@ -270,16 +349,21 @@ export function plainSpecializations(opts: QaicOptions, g: GraphShapeFacts): Spe
  * QEfficient's custom IO map for a causal LM: each state input beside its retained output, in
  * the graph's (layer) order.
  */
-export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean): [string, string][] {
-  const dtype = mxint8KvCache ? 'mxint8' : 'float16';
+export function causalLmCustomIo(states: readonly string[], mxint8KvCache: boolean, kvDtype = 'float16'): [string, string][] {
+  const dtype = mxint8KvCache ? 'mxint8' : kvDtype;
   return states.flatMap((name): [string, string][] => [
     [name, dtype],
     [name + RETAINED, dtype],
   ]);
 }
 
-/** QEfficient's `_infer_specialization_name` for an untagged entry at index `i`. */
+/**
+ * QEfficient's `_infer_specialization_name` for the entry at index `i`: its `_graph_name` tag
+ * ({@link graphNameOf}) first, else by its symbols.
+ */
 export function specializationName(spec: Specialization, i: number): string {
+  const tag = graphNameOf(spec);
+  if (tag !== undefined) return tag;
   const get = (k: string) => spec.find(([n]) => n === k)?.[1];
   const seq = get('seq_len');
   if (seq !== undefined) return seq > 1 ? 'Prefill' : 'Decode';
@@ -333,6 +417,9 @@ export interface QaicPlan {
   specializationsText?: string;
   customIoFile?: string;
   customIoText?: string;
+  /** The partition config (`--num-devices` > 1 or `--pipeline-partitions` > 1) and its text. */
+  mdpFile?: string;
+  mdpText?: string;
   /** `hashed_compile_params.json` beside the binary directory, written after a successful compile. */
   hashedParamsFile: string;
   hashedParamsText: string;
@@ -415,8 +502,14 @@ export function buildQaicPlan(
   if (g.states.length > 0) options.push(['retained_state', true]);
   options.push(['convert_to_fp16', true], ['mxfp6_matmul', opts.mxfp6Matmul ?? false], ['aic_num_cores', numCores]);
   const { hw, warnings } = mergeExtraOptions(options, opts);
+  const bf16 = bf16Rules(g, hw, options, warnings);
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
-  const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false) : undefined;
+  const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false, bf16 ? 'bfloat16' : 'float16') : undefined;
+  // _compile: "Model and Past KV types are both bfloat16. Custom IO list file will be ignored during compile."
+  const customIoPassed = !(bf16 && customIo?.some(([k, v]) => k.includes('past_') && v.includes('bfloat16')));
+  if (!customIoPassed)
+    warnings.push('compile: model and past KV are both bfloat16: custom_io.yaml is written but not passed (QEfficient ignores it then)');
+  const mdp = mdpPlan(opts, g, options, compileDir);
   return qaicPlan({
     compiler,
     hw,
@@ -426,7 +519,13 @@ export function buildQaicPlan(
     specs,
     specializationsText: specializationsJson(specs),
     customIo,
+    ...(customIoPassed ? {} : { customIoInCommand: false }),
+    ...(mdp ? { mdp } : {}),
+    mdpCounts: { devices: opts.numDevices ?? 1, partitions: opts.pipelinePartitions ?? 1 },
+    ...(g.states.length > 0 ? { prefillOnly: prefillOnlyOf(g) } : {}),
     warnings,
+    // what a user hands compile(): the int K, or the list when there are several
+    ...(g.speculative?.length ? { numSpeculativeTokens: g.speculative.length === 1 ? g.speculative[0]! : g.speculative } : {}),
   });
 }
 
@@ -455,8 +554,20 @@ export function qaicPlan(p: {
   customIoInCommand?: boolean;
   /** The specializations as hashed_compile_params.json holds them, when they differ from `specs` (QEfficient's `_graph_name` tags). */
   hashedSpecs?: readonly (readonly [string, number | string][])[];
+  /** `num_speculative_tokens` as compile() was given it (hashed only). */
+  numSpeculativeTokens?: number | number[];
+  mdp?: MdpPlan;
+  /** `mdp_ts_num_devices` and `mdp_num_partitions` (hashed; 1 and 1 when absent). */
+  mdpCounts?: { devices: number; partitions: number };
+  /** `compile`'s prefill_only (hashed only). */
+  prefillOnly?: boolean | undefined;
 }): QaicPlan {
-  const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`, ...optionFlags(p.options)];
+  const command = [p.compiler, ...QAIC_COMPILER.slice(1), `-aic-hw-version=${p.hw}`, `-m=${p.onnxPath}`];
+  // a pipeline config is generated before the options are added, the template one after them
+  const mdpFlag = p.mdp ? `-mdp-load-partition-config=${p.mdp.file}` : undefined;
+  if (p.mdp?.early) command.push(mdpFlag!);
+  command.push(...optionFlags(p.options));
+  if (p.mdp && !p.mdp.early) command.push(mdpFlag!);
   const specializationsFile = path.join(p.compileDir, 'specializations.json');
   command.push(`-network-specialization-config=${specializationsFile}`);
   const customIoFile = p.customIo ? path.join(p.compileDir, 'custom_io.yaml') : undefined;
@@ -472,9 +583,96 @@ export function qaicPlan(p: {
     specializationsText: p.specializationsText,
     ...(p.customIo ? { customIoFile, customIoText: customIoYaml(p.customIo) } : {}),
     hashedParamsFile: path.join(p.compileDir, 'hashed_compile_params.json'),
-    hashedParamsText: hashedCompileParams(command, p.hashedSpecs ?? p.specs, p.customIo),
+    ...(p.mdp ? { mdpFile: p.mdp.file, mdpText: createJsonText(p.mdp.config) } : {}),
+    hashedParamsText: hashedCompileParams(command, p.hashedSpecs ?? p.specs, p.customIo, {
+      numSpeculativeTokens: p.numSpeculativeTokens,
+      ...(p.mdpCounts ? { mdpTsNumDevices: p.mdpCounts.devices, mdpNumPartitions: p.mdpCounts.partitions } : {}),
+      ...(p.mdp ? { mdpTsJson: p.mdp.config } : {}),
+      prefillOnly: p.prefillOnly,
+    }),
     warnings: p.warnings,
   };
+}
+
+/** `create_json`'s text (`QEfficient/utils/_utils.py`): `json.dump(…, indent=4, separators=(",", ":"), sort_keys=True)`. */
+export function createJsonText(value: unknown): string {
+  return pyJsonDumps(value, { indent: 4, separators: [',', ':'], sortKeys: true });
+}
+
+/** A partition config to write and pass. */
+export interface MdpPlan {
+  numDevices: number;
+  numPartitions: number;
+  config: MdpConfig;
+  file: string;
+  /** A pipeline config: its flag comes before the compiler options. */
+  early: boolean;
+}
+
+/**
+ * `_compile`'s partition config (`QEfficient/base/modeling_qeff.py`, main ebf55e81):
+ * `mdp_num_partitions` > 1 → `generate_disagg_mdp_config` (ONNX strategy) writes
+ * `<compile_dir>/mdp_disagg_{N}d_{P}p.json` in the un-hashed compile folder (here the export
+ * folder, the parent of `qpc-<hash>`) and its flag follows `-m`; else `mdp_ts_num_devices` > 1
+ * (and no `mdp_dump_partition_config` option) → `generate_mdp_partition_config(N, aic_num_cores)`
+ * written as `<qpc-hash>/mdp_ts_{N}.json`, its flag after the options. Undefined for one device.
+ */
+function mdpPlan(opts: QaicOptions, g: GraphShapeFacts, options: [string, OptionValue][], compileDir: string): MdpPlan | undefined {
+  const nd = opts.numDevices ?? 1;
+  const np = opts.pipelinePartitions ?? 1;
+  if (!(Number.isInteger(nd) && nd >= 1)) throw new UsageError(`compile: --num-devices must be a positive integer (got ${nd})`);
+  if (!(Number.isInteger(np) && np >= 1)) throw new UsageError(`compile: --pipeline-partitions must be a positive integer (got ${np})`);
+  if (np > nd)
+    throw new UsageError(
+      `compile: Num of partitions should be <= number of devices. Found ${np} partitions and ${nd} devices (give --num-devices ${np} or more)`,
+    );
+  const coresOpt = options.find(([k]) => k === 'aic_num_cores')?.[1];
+  const numCores = typeof coresOpt === 'number' ? coresOpt : Number(coresOpt ?? DEFAULT_AIC_NUM_CORES);
+  if (np > 1) {
+    if (!g.graph) throw new UsageError('compile: --pipeline-partitions needs the graph nodes (internal: not read)');
+    const numLayers = new Set(g.states.map((n) => /\.(\d+)$/.exec(n)?.[1])).size;
+    const config = mdpPipelineConfig(g.graph.nodes, g.graph.initializers, { numDevices: nd, numPartitions: np, numLayers, numCores });
+    return {
+      numDevices: nd,
+      numPartitions: np,
+      config,
+      file: path.join(path.dirname(compileDir), `mdp_disagg_${nd}d_${np}p.json`),
+      early: true,
+    };
+  }
+  if (nd > 1 && !options.some(([k, v]) => k === 'mdp_dump_partition_config' && v)) {
+    return {
+      numDevices: nd,
+      numPartitions: 1,
+      config: mdpTemplateConfig(nd, numCores),
+      file: path.join(compileDir, `mdp_ts_${nd}.json`),
+      early: false,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * QEfficient's bf16 rules (quic/efficient-transformers main ebf55e81): `_resolve_torch_dtype`
+ * (`QEfficient/transformers/models/modeling_auto.py`) keeps a bf16 model in bf16 only on ai200 —
+ * on ai100 it loads it in float32 — and `compile` passes `convert_to_fp16 =
+ * (CUSTOM_IO_DTYPE_MAP[torch_dtype] == "float16")` and KV custom IO `CUSTOM_IO_DTYPE_MAP[torch_dtype]`
+ * (bfloat16 → "bfloat16", float16 and float32 → "float16"). So a bfloat16 graph compiled for ai200
+ * gets no -convert-to-fp16 (the option set False in place; `_compile` omits a False flag) and
+ * bf16 custom IO (true returned); for ai100 it is converted as a float32 model would be (a warning
+ * says so). Here the hardware is the one the compile targets (--aic-hw-version, else detected).
+ */
+function bf16Rules(g: GraphShapeFacts, hw: string, options: [string, OptionValue][], warnings: string[]): boolean {
+  if (g.dtype !== 'bfloat16') return false;
+  if (hw !== 'ai200') {
+    warnings.push(
+      `compile: ${hw} has no bfloat16: the bf16 graph is compiled with -convert-to-fp16 and float16 KV (QEfficient loads bf16 models in float32 for ai100); give --aic-hw-version ai200 to keep bf16`,
+    );
+    return false;
+  }
+  const at = options.findIndex(([k]) => k === 'convert_to_fp16');
+  if (at >= 0) options[at] = ['convert_to_fp16', false];
+  return true;
 }
 
 /**
@@ -500,6 +698,8 @@ export function planFromParts(p: {
   /** See {@link qaicPlan}'s `customIoInCommand`. */
   customIoInCommand?: boolean;
 }): QaicPlan {
+  if ((p.opts.numDevices ?? 1) > 1 || (p.opts.pipelinePartitions ?? 1) > 1)
+    throw new UsageError('compile: --num-devices / --pipeline-partitions are not supported for a vision-language or Whisper graph yet');
   const merged = mergeExtraOptions(p.options, p.opts);
   const hw = merged.hw;
   const warnings = [...(p.warnings ?? []), ...merged.warnings];
@@ -521,45 +721,60 @@ export function planFromParts(p: {
   return qaicPlan({ ...p, hw, specializationsText, warnings, ...(hashedSpecs ? { hashedSpecs } : {}) });
 }
 
+/** The MDP and phase parts of `_compile`'s hashed parameters. */
+export interface HashedExtras {
+  numSpeculativeTokens?: number | number[] | undefined;
+  mdpTsNumDevices?: number;
+  mdpNumPartitions?: number;
+  mdpTsJson?: MdpConfig | undefined;
+  prefillOnly?: boolean | undefined;
+}
+
 /**
- * `hashed_compile_params.json` as `_compile` writes it (release/v1.22.8.0,
- * `QEfficient/base/modeling_qeff.py`): `create_json(compile_dir / "hashed_compile_params.json",
- * compile_hash_params)` with `{"command": command, "specializations": specializations,
- * "custom_io": custom_io, "mdp_ts_num_devices": …, "mdp_ts_json": …, "num_speculative_tokens": …}`.
- * `command` is the list the compiler ran (the dict holds the list itself, so the flags appended
- * after hashing are in the file); specializations are the flat dicts with their int values; one
- * device, so no MDP config.
+ * `hashed_compile_params.json` as `_compile` writes it (`QEfficient/base/modeling_qeff.py`, main
+ * ebf55e81): `create_json(compile_dir / "hashed_compile_params.json", compile_hash_params)` with
+ * `{"command", "specializations", "custom_io", "mdp_ts_num_devices", "mdp_num_partitions",
+ * "mdp_strategy": "onnx", "mdp_ts_json", "num_speculative_tokens", "prefill_only"}`. `command` is
+ * the list the compiler ran (the dict holds the list itself, so the flags appended after hashing
+ * are in the file); specializations are the flat dicts with their int values and their
+ * `_graph_name` tag ({@link graphNameOf}).
  */
 export function hashedCompileParams(
   command: readonly string[],
   specs: readonly (readonly [string, number | string][])[],
   customIo: [string, string][] | undefined,
+  extra: HashedExtras = {},
 ): string {
   return pyJsonDumps(
     {
       command,
-      specializations: specs.map((s) => Object.fromEntries(s)),
+      specializations: specs.map((s) => {
+        const tag = graphNameOf(s);
+        return { ...Object.fromEntries(s), ...(tag !== undefined ? { _graph_name: tag } : {}) };
+      }),
       custom_io: customIo ? Object.fromEntries(customIo) : null,
-      mdp_ts_num_devices: 1,
-      mdp_ts_json: null,
-      num_speculative_tokens: null,
+      mdp_ts_num_devices: extra.mdpTsNumDevices ?? 1,
+      mdp_num_partitions: extra.mdpNumPartitions ?? 1,
+      mdp_strategy: 'onnx',
+      mdp_ts_json: extra.mdpTsJson ?? null,
+      num_speculative_tokens: extra.numSpeculativeTokens ?? null,
+      prefill_only: extra.prefillOnly ?? null,
     },
     { indent: 4, separators: [',', ':'], sortKeys: true },
   );
 }
 
 /**
- * QEfficient's `get_default_aic_hw_version` (`QEfficient/utils/hw_detection.py` on main): the
- * `NSP IMAGE_VARIANT` of `qaic-util -q`, AIC200 → "ai200", AIC100 → "ai100"; undefined when the
- * output names neither (the caller keeps DEFAULT_AIC_HW_VERSION).
+ * QEfficient's `get_default_aic_hw_version` (`QEfficient/utils/constants.py` on main ebf55e81):
+ * the first `FW IMAGE_VARIANT : <v>` of `qaic-util -q`; a variant containing AIC200 → "ai200",
+ * anything else → "ai100". Undefined when the output has no such field (QEfficient then falls
+ * back to "ai100" too; the caller keeps DEFAULT_AIC_HW_VERSION). The `NSP IMAGE_VARIANT` form
+ * was an unmerged PR's.
  */
 export function hwVersionFromQaicUtil(output: string): string | undefined {
-  const m = /NSP IMAGE_VARIANT\s*:\s*(\S+)/.exec(output);
+  const m = /FW IMAGE_VARIANT\s*:\s*(\S+)/.exec(output);
   if (!m) return undefined;
-  const v = m[1]!.toUpperCase();
-  if (v.includes('AIC200')) return 'ai200';
-  if (v.includes('AIC100')) return 'ai100';
-  return undefined;
+  return m[1]!.toUpperCase().includes('AIC200') ? 'ai200' : 'ai100';
 }
 
 /** The command as one shell line (POSIX single quotes where a word needs them). */

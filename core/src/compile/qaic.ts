@@ -17,9 +17,10 @@ import { PipelineError, UsageError } from '../errors';
 import { atomicWriteFile } from '../paths';
 import { SPEC_METADATA_KEY, specMetadataValue, type WeightSpec } from '../spec';
 import type { ExportInputs, PreparedLocation } from './inputs';
-import { cclFromMetadata } from '../artifacts/graph-metadata';
-import { embeddingMaxSeqLen, graphStates, isEmbeddingGraph } from '../artifacts/graph-interface';
+import { cclFromMetadata, disaggPrefillFromMetadata, speculativeFromMetadata } from '../artifacts/graph-metadata';
+import { embeddingMaxSeqLen, graphStates, isEmbeddingGraph, NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
+import { decodeModel } from '../formats/onnx/codec';
 import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
 import { planVlmGraph } from './qaic-vlm';
 import { planEmbeddingGraph } from './qaic-embedding';
@@ -33,7 +34,7 @@ export function qaicCompilerPath(env: NodeJS.ProcessEnv = process.env): string {
   return env.WEIGHT_SPEC_QAIC_COMPILE || QAIC_COMPILER[0];
 }
 
-/** QEfficient's qaic-util path (`QEfficient/utils/hw_detection.py`); `WEIGHT_SPEC_QAIC_UTIL` overrides it. */
+/** QEfficient's qaic-util path (`get_default_aic_hw_version` in `QEfficient/utils/constants.py`); `WEIGHT_SPEC_QAIC_UTIL` overrides it. */
 export const QAIC_UTIL = '/opt/qti-aic/tools/qaic-util';
 
 /**
@@ -52,6 +53,9 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
   const { states, ctx: pk } = graphStates(m.inputs, m.metadata);
   const ids = m.inputs.find((i) => i.name === 'input_ids');
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
+  const kvDtype = m.metadata.find((e) => e.key === 'weight_spec.kv_dtype')?.value;
+  const phase = m.metadata.find((e) => e.key === 'weight_spec.phase')?.value;
+  const disagg = disaggPrefillFromMetadata(m.metadata);
   return {
     states: states.map((s) => s.name),
     continuousBatching: m.inputs.some((i) => i.name === 'batch_index'),
@@ -70,6 +74,24 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
         : {}),
     cacheBatch: num((pk ?? states[0])?.dims[0]),
     ...(m.inputs.some((i) => i.name === 'comp_ctx_lengths') ? { ccl: cclFromMetadata(m.metadata) } : {}),
+    ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
+    ...(kvDtype ? { dtype: kvDtype } : {}),
+    ...(phase ? { phase } : {}),
+    ...(disagg ? { disaggPrefill: disagg } : {}),
+  };
+}
+
+/** The nodes and initializer names of an ONNX (for `--pipeline-partitions`). */
+function graphNodes(bytes: Uint8Array, file: string): NonNullable<GraphShapeFacts['graph']> {
+  const proto = decodeModel(bytes, file);
+  return {
+    nodes: (proto.graph?.node ?? []).map((n) => ({
+      name: n.name ?? '',
+      opType: n.opType ?? '',
+      input: n.input ?? [],
+      output: n.output ?? [],
+    })),
+    initializers: (proto.graph?.initializer ?? []).map((t) => t.name ?? ''),
   };
 }
 
@@ -104,6 +126,8 @@ export function planQaic(inp: ExportInputs, loc: PreparedLocation | undefined, o
   const hw = opts.aicHwVersion ?? detectAicHwVersion(env);
   const withHw = hw !== undefined ? { ...opts, aicHwVersion: hw } : opts;
   const g = graphFacts(m);
+  // a pipeline partition config lists the graph's nodes: read them only then
+  if ((opts.pipelinePartitions ?? 1) > 1) g.graph = graphNodes(inp.onnxBytes, inp.onnxPath);
   // a vision-language graph: QEfficient's dual-QPC rules (qaic-vlm.ts), sized by the image flags;
   // an embedding graph: QEFFAutoModel's Embedding specializations per --seq-len (qaic-embedding.ts)
   if (opts.seqLens !== undefined && !isEmbeddingGraph(m.outputs))
@@ -140,6 +164,7 @@ export async function runQaic(job: QaicJob, stderr: NodeJS.WritableStream, log: 
   fs.rmSync(job.plan.qpcDir, { recursive: true, force: true });
   if (job.plan.specializationsFile) await atomicWriteFile(job.plan.specializationsFile, job.plan.specializationsText!);
   if (job.plan.customIoFile) await atomicWriteFile(job.plan.customIoFile, job.plan.customIoText!);
+  if (job.plan.mdpFile) await atomicWriteFile(job.plan.mdpFile, job.plan.mdpText!);
   const code = await new Promise<number>((resolve, reject) => {
     const child = spawn(bin, job.plan.command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d) => stderr.write(d));
@@ -176,6 +201,7 @@ async function compileQaic(j: BackendJob): Promise<BackendOutcome> {
   const files = [
     ...(job.plan.specializationsFile ? [{ path: job.plan.specializationsFile, text: job.plan.specializationsText! }] : []),
     ...(job.plan.customIoFile ? [{ path: job.plan.customIoFile, text: job.plan.customIoText! }] : []),
+    ...(job.plan.mdpFile ? [{ path: job.plan.mdpFile, text: job.plan.mdpText! }] : []),
   ];
   if (opts.dryRun) return { record, upToDate: false, command: job.plan.command, files, dryRun: true };
   if (!opts.force && prev?.backend === 'qaic' && prev.fingerprint === fp.value && artifactExists(prev)) {

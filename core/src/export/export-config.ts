@@ -18,6 +18,7 @@ import { buildCausalLM, type Phase } from './exporter/decoder';
 import { encodeBuiltModel } from './exporter/encode';
 import { archFromConfig } from './families/arch-from-config';
 import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
+import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
 import { readRegularFile } from '../paths';
 import { isVlmConfig } from './vlm/config';
@@ -57,6 +58,10 @@ export interface ConfigExportOptions {
   compCtxLengths?: { prefill: number[]; decode: number[] };
   /** The on-device sampler (`--sampler`); maxTopK defaults to min(512, vocab). */
   sampler?: { maxTopK?: number; returnPdfs?: boolean };
+  /** `--num-speculative-tokens`: the proposal lengths K of a speculative-decoding target model (QEfficient's TLM). */
+  numSpeculativeTokens?: number[];
+  /** `--enable-chunking`: QEfficient's chunked prefill-only graph (`--phase prefill` of a disaggregated-serving arch). */
+  enableChunking?: boolean;
   /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
   keepQuantized?: boolean;
   /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
@@ -73,6 +78,64 @@ export function normalizeCcl(values: number[], ctxLen: number, flag: string): nu
   if (values.length === 0) throw new UsageError(`${flag} needs at least one length`);
   for (const v of values) if (!(Number.isInteger(v) && v > 0)) throw new UsageError(`${flag}: ${v} is not a positive integer`);
   return [...new Set(values.map((v) => Math.min(v, ctxLen)))].sort((x, y) => x - y);
+}
+
+/**
+ * The model types QEfficient's `SpDTransform` maps (`QEfficient/transformers/models/pytorch_transforms.py`
+ * at main ebf55e81: QEffLlamaForCausalLM, QEffQwen2ForCausalLM, QEffQwen3ForCausalLM; any other
+ * class raises "does not yet support returning multiple logits to keep").
+ */
+export const SPD_MODEL_TYPES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
+
+/**
+ * `--num-speculative-tokens`, checked as QEfficient's compile checks it: sorted and deduplicated
+ * (`sorted(set(num_speculative_tokens))`); the on-device sampler takes no K > 0 ("Currently,
+ * sampler does not support `num_speculative_tokens` > 0"); CCL with a TLM raises
+ * NotImplementedError there; a decode-only graph (one token per call) cannot take K + 1.
+ */
+function speculativeTokens(ks: number[], modelType: string, o: ConfigExportOptions): number[] {
+  if (!SPD_MODEL_TYPES.includes(modelType))
+    throw new UsageError(
+      `--num-speculative-tokens: QEfficient's SpDTransform supports ${SPD_MODEL_TYPES.join(', ')}; ${modelType} does not return multiple logits yet`,
+    );
+  const sorted = [...new Set(ks)].sort((a, b) => a - b);
+  if (o.sampler && sorted[sorted.length - 1]! > 0)
+    throw new UsageError("--num-speculative-tokens with --sampler: QEfficient's sampler does not support num_speculative_tokens > 0");
+  if (o.compCtxLengths)
+    throw new UsageError('--num-speculative-tokens with --comp-ctx-lengths-*: QEfficient does not compile a TLM with comp_ctx_lengths yet');
+  if (o.phase === 'decode')
+    throw new UsageError('--num-speculative-tokens with --phase decode: a decode-only graph takes one token per call, not K + 1');
+  return sorted;
+}
+
+/**
+ * `--phase prefill` of a disaggregated-serving arch (`DISAGG_SERVING_MODEL_TYPES`), as
+ * `QEFFAutoModelForCausalLM.export(prefill_only=True)` builds it (`QEfficient/transformers/models/modeling_auto.py`
+ * and `pytorch_transforms.py`, main ebf55e81): `PrefillOnlyTransform` / `PrefillOnlyChunkedTransform`
+ * swap only the MoE block of qwen3_moe, glm4_moe and kimi (QEffPrefillChunked…MoE: the same routed sum,
+ * computed expert-blocked over `num_cores` NSPs) and keep attention and the cache interface, so
+ * the graph is the plain one, recorded as a prefill graph with its chunking and expert count for
+ * compile's checks. gpt_oss's prefill-only attention (over the chunk only, a sliding_window cache)
+ * is not built: refused. Without chunking a continuous-batching prefill graph is QEfficient's
+ * NotImplementedError ("prefix-caching without chunking").
+ */
+function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunking: boolean; num_experts?: number } | undefined {
+  const disaggArch = DISAGG_SERVING_MODEL_TYPES.includes(arch.modelType);
+  if (o.enableChunking && !(disaggArch && o.phase === 'prefill'))
+    throw new UsageError(
+      `--enable-chunking goes with --phase prefill of a disaggregated-serving model (${DISAGG_SERVING_MODEL_TYPES.join(', ')})`,
+    );
+  if (!disaggArch || o.phase !== 'prefill') return undefined;
+  if (arch.modelType === 'gpt_oss')
+    throw new UsageError(
+      "--phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
+    );
+  if (o.continuousBatching && !o.enableChunking)
+    throw new UsageError(
+      '--phase prefill with --continuous-batching needs --enable-chunking (QEfficient: "prefix-caching without chunking, this feature is not available yet")',
+    );
+  const moe = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  return { enable_chunking: !!o.enableChunking, ...(moe?.kind === 'moe' ? { num_experts: moe.weights.experts } : {}) };
 }
 
 /** Result: what was written and the stdout summary. */
@@ -187,6 +250,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     if (o.compCtxLengths)
       throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet');
     if (o.sampler) throw new UsageError('--sampler is not supported for vision-language models yet');
+    if (o.numSpeculativeTokens)
+      throw new UsageError("--num-speculative-tokens goes with a text model (QEfficient's SpDTransform: llama, qwen2, qwen3)");
     const r = await exportVlm({
       cfgFile: cfg.file,
       cfgDir: cfg.dir,
@@ -257,6 +322,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
     sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
   }
+  const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
+  const disagg = disaggPrefill(arch, o);
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -268,6 +335,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
     ...(lora ? { lora: loraGraphOf(lora), metadata: loraMetadata(lora) } : {}),
+    ...(spd ? { numSpeculativeTokens: spd } : {}),
+    ...(disagg ? { metadata: { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } } : {}),
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);
@@ -322,6 +391,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         comp_ctx_lengths_prefill: ccl?.prefill ?? null,
         comp_ctx_lengths_decode: ccl?.decode ?? null,
         sampler: sampler ? { max_top_k_ids: sampler.maxTopK, return_pdfs: sampler.returnPdfs } : null,
+        ...(spd ? { num_speculative_tokens: spd } : {}),
+        ...(disagg ? { disagg_prefill: disagg } : {}),
         ...(o.keepQuantized ? { keep_quantized: true } : {}),
         ...(lora ? { lora: loraReport(lora) } : {}),
       },
@@ -359,6 +430,14 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
             ],
           ]
         : []),
+      ...(spd
+        ? [
+            [
+              'speculative',
+              `target model (TLM): num_logits_to_keep input, logits for K + 1 positions per decode call, K = ${spd.join(',')}`,
+            ] as [string, string],
+          ]
+        : []),
       ...(sampler
         ? [
             ['sampler', `on-device sampler, max_top_k_ids ${sampler.maxTopK}${sampler.returnPdfs ? ', returns probs' : ''}`] as [
@@ -377,7 +456,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
         : []),
       [
         'weights',
-        `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float16' ? 2 : 4))} at ${dtype})`,
+        `${built.weights.length} inputs, ${weightElems >= 1e9 ? `${(weightElems / 1e9).toFixed(2)} B` : `${(weightElems / 1e6).toFixed(2)} M`} params (${formatBytes(weightElems * (dtype === 'float32' ? 4 : 2))} at ${dtype})`,
       ],
       [
         'prepared',

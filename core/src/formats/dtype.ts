@@ -60,7 +60,7 @@ export const PREPARE_DTYPES = ['float32', 'float16', 'bfloat16'] as const satisf
 export type PrepareDtype = (typeof PREPARE_DTYPES)[number];
 
 /** The dtypes an exported graph computes in (`export --dtype`). */
-export const EXPORT_DTYPES = ['float32', 'float16'] as const satisfies readonly PrepareDtype[];
+export const EXPORT_DTYPES = ['float32', 'float16', 'bfloat16'] as const satisfies readonly PrepareDtype[];
 /** One of {@link EXPORT_DTYPES}. */
 export type ExportDtype = (typeof EXPORT_DTYPES)[number];
 

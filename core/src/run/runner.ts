@@ -37,6 +37,8 @@ import { TensorDataType } from '../formats/onnx/types';
 import { LORA_IDS } from '../artifacts/graph-interface';
 import { loraIdsOf } from './lora-ids';
 import { batchMethods, checkRows } from './batch-rows';
+import { NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
+import { tlmGenerate, tlmLogits, type SpeculativeStats, type TlmCall } from './speculative';
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -64,6 +66,8 @@ export interface GenerateStats {
   totalMs: number;
   /** CCL graphs: the comp_ctx_lengths buckets used, in order (repeats collapsed). */
   buckets?: number[];
+  /** Speculative-decoding target graphs: the decode calls of K + 1 tokens (speculative.ts). */
+  speculative?: SpeculativeStats;
 }
 
 /** A loaded model. */
@@ -144,12 +148,18 @@ interface GenState {
   draw: (k: number) => Float32Array;
   host: PenaltyBuffers | undefined;
   buckets: number[];
+  speculative?: SpeculativeStats;
 }
 
 function genState(p: SamplingParams | undefined): GenState {
   const params = p ?? GREEDY;
   const seed = params.seed ?? Math.floor(Math.random() * 2 ** 32);
   return { p: params, draw: uniformStream(seed), host: undefined, buckets: [] };
+}
+
+/** The `num_logits_to_keep` feed: only its first dim counts (QEfficient feeds `np.zeros((n, 1))` / an arange). */
+function keepTensor(ort: OrtModule, n: number): OrtTensor {
+  return new ort.Tensor('int64', new BigInt64Array(n), [n, 1]);
 }
 
 /** Token from a row of logits: host sampling (penalty buffers updated by the caller). */
@@ -185,7 +195,11 @@ export async function createRunner(
   const vocab = opts.vocab ?? fixed(logitsOut?.dims[logitsOut.dims.length - 1]) ?? feat.sampler?.vocab;
   // the graph's state tensors (graph-interface.ts): KV caches, MLA's compressed cache, recurrent states
   const states = statesOfGraph(inputs, metadata);
-  const served = [...(feat.ccl ? ['comp_ctx_lengths'] : []), ...(feat.sampler ? SAMPLER_INPUT_NAMES : [])];
+  const served = [
+    ...(feat.ccl ? ['comp_ctx_lengths'] : []),
+    ...(feat.speculative ? [NUM_LOGITS_TO_KEEP] : []),
+    ...(feat.sampler ? SAMPLER_INPUT_NAMES : []),
+  ];
   const known = new Set(['input_ids', 'position_ids', 'attention_mask', 'batch_index', ...states.map((st) => st.name), ...served]);
   known.add(LORA_IDS);
   const unknown = inputs.filter((i) => !known.has(i.name));
@@ -213,8 +227,10 @@ export async function createRunner(
     );
 
   if (states.length === 0) {
-    if (feat.sampler || feat.ccl)
-      throw new PipelineError(`${model}: comp_ctx_lengths / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`);
+    if (feat.sampler || feat.ccl || feat.speculative)
+      throw new PipelineError(
+        `${model}: comp_ctx_lengths / num_logits_to_keep / the on-device sampler need a KV-cache graph (past_key.{i} inputs)`,
+      );
     const forward = async (tokens: number[]): Promise<Float32Array[]> => {
       const dims = [batch, tokens.length];
       const feeds: Record<string, OrtTensor> = { input_ids: intTensor(ort, ids.elemType, rowsOf(tokens), dims) };
@@ -337,6 +353,8 @@ export async function createRunner(
           [nb, 1],
         );
       if (loraIn) feeds[LORA_IDS] = intTensor(ort, loraIn.elemType, loraIds ?? loraOf(nb), [nb, 1]);
+      // a TLM's prefill keeps one logit row (QEfficient's prefill specialization: num_logits_to_keep 1)
+      if (feat.speculative) feeds[NUM_LOGITS_TO_KEEP] = keepTensor(ort, 1);
       if (feat.ccl) {
         const bucket = pickBucket(phase === 'prefill' ? feat.ccl.prefill : feat.ccl.decode, start + at + chunk.length - 1, kv.ctx);
         feeds.comp_ctx_lengths = cclTensor(ort, bucket);
@@ -375,6 +393,24 @@ export async function createRunner(
     return { logits: last?.[0], last, next };
   };
   const one = (tokens: number[]) => Array.from({ length: batch }, () => tokens);
+  // a TLM: K + 1 tokens per call, K the largest proposal length recorded (speculative.ts)
+  const spdK = feat.speculative ? Math.max(1, ...feat.speculative.ks) : undefined;
+  const tlmCall =
+    (kv: { state: Record<string, OrtTensor> }): TlmCall =>
+    async (tokens, positions, keep) => {
+      const feeds: Record<string, OrtTensor> = {
+        ...kv.state,
+        input_ids: intTensor(ort, ids.elemType, rowsOf(tokens), [batch, tokens.length]),
+        position_ids: intTensor(ort, pos.elemType, rowsOf(positions), [batch, tokens.length]),
+        [NUM_LOGITS_TO_KEEP]: keepTensor(ort, keep),
+      };
+      if (bIndex) feeds.batch_index = intTensor(ort, bIndex.elemType, Array(batch).fill(0), [batch, 1]);
+      const out = await run(feeds);
+      for (const st of states) kv.state[st.name] = out[st.name + RETAINED]!;
+      return logitRows(out[logitsName]!);
+    };
+  if (spdK !== undefined && seqFixed !== undefined)
+    throw new PipelineError(`${model}: a speculative-decoding graph needs a symbolic sequence dim (it takes 1 and K + 1 tokens per call)`);
   return makeRunner(
     'kv',
     model,
@@ -382,6 +418,7 @@ export async function createRunner(
     feat,
     session,
     async (tokens) => {
+      if (spdK !== undefined) return tlmLogits(tlmCall(newState(tokens.length)), tokens, spdK);
       if (feat.sampler) throw noLogits();
       const kv = newState(tokens.length);
       const out: number[][] = [];
@@ -389,6 +426,16 @@ export async function createRunner(
       return out;
     },
     async (tokens, n, onFirst, gen) => {
+      if (spdK !== undefined) {
+        if (gen.p.temperature !== 0 || gen.p.repetitionPenalty !== 1 || gen.p.presencePenalty !== 0)
+          throw new PipelineError(`${model}: a speculative-decoding target model is run greedily (its proposals are checked by argmax)`);
+        const kv = newState(tokens.length + n);
+        const first = argmax((await step(kv, one(tokens), 0, 'prefill')).logits!);
+        onFirst();
+        const r = await tlmGenerate(tlmCall(kv), tokens, first, n, spdK, kv.ctx - 1, gen.onToken);
+        gen.speculative = r.stats;
+        return r.tokens;
+      }
       const kv = newState(tokens.length + n);
       const out: number[] = [];
       let next = (await step(kv, one(tokens), 0, 'prefill', gen)).next!;
@@ -457,7 +504,14 @@ function makeRunner(
     // an end-of-sequence token may stop the generation before n
     const got = tokens.length;
     const tokensPerSecond = got > 1 && rest > 0 ? ((got - 1) * 1000) / rest : got > 0 ? (got * 1000) / Math.max(end - t0, 1e-3) : 0;
-    return { tokens, ttftMs, tokensPerSecond, totalMs: end - t0, ...(features.ccl ? { buckets: gen.buckets } : {}) };
+    return {
+      tokens,
+      ttftMs,
+      tokensPerSecond,
+      totalMs: end - t0,
+      ...(features.ccl ? { buckets: gen.buckets } : {}),
+      ...(gen.speculative ? { speculative: gen.speculative } : {}),
+    };
   };
   return {
     kind,

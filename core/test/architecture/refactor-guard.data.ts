@@ -106,7 +106,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '1748aab069a78cd1302d2983590f905de8ed5d76c06ef674f5481f8262cf0ab1',
   },
   'config/synthetic-qwen3_moe/prefill': {
-    'model.onnx': 'de3a0cce8685e7d1eff941d2c4b6a9568cb22c2ceb0d90b54beb9b12567600d1',
+    'model.onnx': '71996526c9b86fc1e4224c1da5d9989804e2dd174424051f5f676b9134c88d41',
     'weight_spec.json': '21bf03cb2c42587a3d006775fdb7758d59ea44e79c864fc6f4828d60741319ac',
   },
   'config/synthetic-qwen3_moe/decode': {
@@ -138,7 +138,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '65ab0553ccf89579f2a23164f3b1709b75e993d8a7e87081c1a26edcd63b9ca1',
   },
   'config/synthetic-qwen3_moe-mixed/prefill': {
-    'model.onnx': '0bdc7c745d5b305a27921aa865ef4f2f05b733287faa619ddf7f5da6294f53d6',
+    'model.onnx': 'a5984de48f0ce15e851adbf976bc0c289dcaac32dd4c4ca398326a129a6d6a40',
     'weight_spec.json': '5ab406dcb92829f5effb972d9894ada35adf0202c9a08c1a55fce01089b46662',
   },
   'config/synthetic-qwen3_moe-mixed/decode': {
@@ -618,7 +618,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': 'f71467f24599549cc9eb3a186c645e26f8ef5f3cea0e829859e7932a1e4a18d7',
   },
   'config/fixture-glm4_moe/prefill': {
-    'model.onnx': 'aded33be469f6b49f43418af6f6fe45a7d42ae255a81eea305026569e49d4344',
+    'model.onnx': '835033078d111b77ac7ad75cf27aa4473fab0ec8e3708ec4000aad2a534c5b66',
     'weight_spec.json': '1de83b7cbb4d8bfcabfc4f984141ae4cc2b9bc77855d7fdde3d85619414a7ec9',
   },
   'config/fixture-glm4_moe/decode': {
@@ -679,10 +679,8 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'model.onnx': 'a9d824765153121e23ff4a0d7073d42234df18a881feaac915ee68e0883da822',
     'weight_spec.json': 'e445f0d213915abe95e7233567dae266ff301ec2820285f8d6374e0753ff958f',
   },
-  'config/fixture-gpt_oss_full/prefill': {
-    'model.onnx': '9938cc91c4664723d5341bc9a1429334ad43f58b62e815d0c1efb15e2f289a06',
-    'weight_spec.json': '09883aa6fb4ebfc1fbef063845c2406fc0d42e3d703066427576d1bc02308fc8',
-  },
+  'config/fixture-gpt_oss_full/prefill':
+    "refused: --phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
   'config/fixture-gpt_oss_full/decode': {
     'model.onnx': '83974bb93149dc0ee7738994e5df54add98c4014ff663101532c23af2ce9e95f',
     'weight_spec.json': '09883aa6fb4ebfc1fbef063845c2406fc0d42e3d703066427576d1bc02308fc8',
@@ -961,7 +959,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'weight_spec.json': '988bd9d9ad42d1b3df6c87c7ab0a85d03962b705e5c6c0c2b18f5d69f74a936c',
   },
   'config/synthetic-kimi_k2/prefill': {
-    'model.onnx': '404d729c5b529c72c9a93b5426c67e742996525b5a381d67fb039cace2f1f81e',
+    'model.onnx': 'a89a28837507de7739b3407784675db7bb9bb3e2b4d06dc079b923e58e61c4cc',
     'weight_spec.json': '775885d3f19b29f4ebb395f12f73c95cfb4995fcbad068d88b894086949e1968',
   },
   'config/synthetic-kimi_k2/decode': {

@@ -35,6 +35,10 @@
  *   deepseek_v3 / kimi_k2 cases recorded on their arrival.
  * - `qaic:` a VLM export with CCL or the sampler is refused (issue 30.3: never accepted and ignored);
  *   before, both flags were dropped and the bytes equalled the plain export's (config/fixture-qwen3_vl_moe/{ccl,sampler}).
+ * - `disagg:` (issue 47) a `--phase prefill` export of a disaggregated-serving MoE (qwen3_moe,
+ *   glm4_moe, kimi_k2) records `weight_spec.disagg_prefill` in its metadata (compile's
+ *   prefill-only checks read it); gpt_oss refuses `--phase prefill` (QEfficient's prefill-only
+ *   GPT-OSS graph is not built) instead of exporting the plain graph under that name.
  * - `grok1:` prepare stacks Grok-1's per-expert `linear`/`linear_v`/`linear_1` into
  *   `moe_block.moe_weights`, so the ONNX path of the grok1 fixture reads its experts from the
  *   stacked tensors (a Gather per expert) instead of the per-expert keys (onnx/grok1).

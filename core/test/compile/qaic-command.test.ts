@@ -1,7 +1,10 @@
 /**
  * qaic-compile command construction against QEfficient's rules (QEfficient/base/modeling_qeff.py
  * `_compile` and QEFFAutoModelForCausalLM.compile; see core/src/compile/qaic-command.ts). The
- * expected lines are written out by hand from those rules, not produced by the code.
+ * expected lines are written out by hand from those rules, not produced by the code. Names and
+ * CB batches follow main ebf55e81: `build_prefill_specialization` tags its entry "Prefill"
+ * (prefill_only None) whatever its seq_len, and sets `full_batch_exec_size = exec_batch_size` (1
+ * for a CB prefill of seq_len > 1).
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -77,16 +80,16 @@ describe('causal-LM compile (QEFFAutoModelForCausalLM.compile → _compile)', ()
         '                "ctx_len":"256",\n                "seq_len":"32"\n            }\n        },\n        {\n            "name":"Decode",\n' +
         '            "symbols":{\n                "batch_size":"1",\n                "ctx_len":"256",\n                "seq_len":"1"\n            }\n        }\n    ]\n}',
     );
-    // prefill_seq_len == 1 → only one specialization (named Decode, as QEfficient's seq_len rule says)
+    // prefill_seq_len == 1 → only the prefill specialization, tagged "Prefill" (prefill_only is None, not False)
     expect(JSON.parse(buildQaicPlan('/m.onnx', '/c', { prefillSeqLen: 1 }, g).specializationsText!).specializations).toEqual([
-      { name: 'Decode', symbols: { batch_size: '1', seq_len: '1', ctx_len: '256' } },
+      { name: 'Prefill', symbols: { batch_size: '1', seq_len: '1', ctx_len: '256' } },
     ]);
   });
 
-  it('continuous batching: prefill batch 1 with full_batch_size and full_batch_exec_size, decode batch = full_batch_size', () => {
+  it('continuous batching: prefill batch 1 with full_batch_size and full_batch_exec_size 1, decode batch = full_batch_size', () => {
     const plan = buildQaicPlan('/m.onnx', '/c', { fullBatchSize: 4, ctxLen: 256 }, { ...g, continuousBatching: true });
     expect(JSON.parse(plan.specializationsText!).specializations).toEqual([
-      { name: 'Prefill', symbols: { batch_size: '1', seq_len: '32', ctx_len: '256', full_batch_size: '4', full_batch_exec_size: '4' } },
+      { name: 'Prefill', symbols: { batch_size: '1', seq_len: '32', ctx_len: '256', full_batch_size: '4', full_batch_exec_size: '1' } },
       { name: 'Decode', symbols: { batch_size: '4', seq_len: '1', ctx_len: '256', full_batch_size: '4' } },
     ]);
     expect(() => buildQaicPlan('/m.onnx', '/c', {}, { ...g, continuousBatching: true })).toThrow(/--full-batch-size/);

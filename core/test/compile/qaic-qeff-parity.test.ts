@@ -4,15 +4,16 @@
  * test/support/qeff-qaic-rules.ts, shared with qaic-recording-parity.test.ts): for a
  * prefill+decode export and a continuous-batching export of the llama fixture's config.
  * The Python transcribes quic/efficient-transformers:
- *  - `QEfficient/transformers/models/modeling_auto.py` (release/v1.22.8.0)
+ *  - `QEfficient/transformers/models/modeling_auto.py` (main ebf55e81)
  *    `QEFFAutoModelForCausalLM.compile`: the specializations (prefill, decode; CB adds
- *    full_batch_size / full_batch_exec_size), the custom IO (each cache input beside its
+ *    full_batch_size / full_batch_exec_size = exec_batch_size; `_graph_name` tags), the custom IO (each cache input beside its
  *    `_RetainedState` output, layer by layer) and the keyword order of `_compile`;
  *  - `QEfficient/base/modeling_qeff.py` `_compile`: COMPILER + -aic-hw-version + -m, the
  *    options loop (`-` + key.replace("_", "-"), bools bare), -network-specialization-config,
  *    -custom-IO-list-file, -aic-binary-dir; compile_only no longer passed (dropped upstream);
  *  - `QEfficient/utils/_utils.py` `create_json` (indent=4, separators=(",", ":"), sort_keys) and
- *    `to_named_specializations` / `_infer_specialization_name` (seq_len > 1 → Prefill, 1 → Decode).
+ *    `to_named_specializations` / `_infer_specialization_name` (the `_graph_name` tag, else
+ *    seq_len > 1 → Prefill, 1 → Decode).
  * The qpc directory's hash is each tool's own; the directory is passed to the Python side.
  */
 import { spawnSync } from 'node:child_process';

@@ -46,8 +46,10 @@ for key, value in compiler_options.items():
             command.append(option)
         continue
     command.append(f"{option}={value}")
+# QEfficient main (ebf55e81) base/modeling_qeff.py _compile also hashes mdp_num_partitions, mdp_strategy and prefill_only
 compile_hash_params = {"command": command, "specializations": specializations, "custom_io": None,
-                       "mdp_ts_num_devices": 1, "mdp_ts_json": None, "num_speculative_tokens": None}
+                       "mdp_ts_num_devices": 1, "mdp_num_partitions": 1, "mdp_strategy": "onnx", "mdp_ts_json": None,
+                       "num_speculative_tokens": None, "prefill_only": None}
 named = []
 for index, spec in enumerate(specializations):
     name = spec["_graph_name"] if "_graph_name" in spec else f"Graph_{index}"

@@ -4,12 +4,13 @@
  * `QEfficient/transformers/models/modeling_auto.py`, commit a53a44dfd3efe0fe6fe11d8abccf184c4e6027fd:
  * `for i in range(len(self.comp_ctx_lengths_prefill)): specializations.append(
  * self.build_prefill_specialization(…, comp_ctx_lengths=self.comp_ctx_lengths_prefill[i], …))`,
- * then the decode buckets), after `process_ccl_specializations`
- * (`QEfficient/utils/check_ccl_specializations.py` on main, `validate_ccl_lists`): values below
- * `CCL_MIN_CTX_LEN` (1024) raised to it, ctx_len appended to a list that ends below it (prefill:
- * below ctx_len - 1), values capped at ctx_len, a prefill bucket that is also a decode bucket
- * lowered by one (not to a multiple of 32: the source walks `val -= 1`), and with prefill_seq_len 1
- * the sorted union for both. Repeated names get `_<k>` (see qaic-command.ts `uniqueNames`).
+ * then the decode buckets; names from the `_graph_name` tags of main ebf55e81), after `process_ccl_specializations`
+ * (`QEfficient/utils/check_ccl_specializations.py` `validate_ccl_lists`, main ebf55e81 = the
+ * weight-free PR head 277283b5): values below `CCL_MIN_CTX_LEN` (1024) raised to it, ctx_len
+ * appended to a list that ends below it, values capped at ctx_len, a prefill bucket that is also a
+ * decode bucket lowered to the multiple of `CCL_UNIQNE_STEP` (32) below it
+ * (`val = (val - 1) // CCL_UNIQNE_STEP * CCL_UNIQNE_STEP`), and with prefill_seq_len 1 the sorted
+ * union for both. Repeated names get `_<k>` (see qaic-command.ts `uniqueNames`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,18 +41,23 @@ function configDir(root: string): string {
 }
 
 it('process_ccl_specializations, by hand', async () => {
-  // the issue's example; check_ccl_specializations lowers a colliding prefill value by one (not to a multiple of 32)
+  // the issue's example: 2048 and 4096 collide with decode → (2048-1)//32*32 = 2016, (4096-1)//32*32 = 4064
   expect(cclLists({ prefill: [1024, 2048], decode: [2048, 4096] }, 4096, 32)).toEqual({
-    prefill: [1024, 2047, 4095],
+    prefill: [1024, 2016, 4064],
     decode: [2048, 4096],
   });
-  // below CCL_MIN_CTX_LEN raised to 1024; ctx_len appended to the prefill list (last 2048 < 4095)
-  expect(cclLists({ prefill: [256, 2048], decode: [512, 4096] }, 4096, 32)).toEqual({ prefill: [1023, 2048, 4095], decode: [1024, 4096] });
+  // below CCL_MIN_CTX_LEN raised to 1024 (which then collides: 1023//32*32 = 992); ctx_len appended to the prefill list (last 2048 < 4096)
+  expect(cclLists({ prefill: [256, 2048], decode: [512, 4096] }, 4096, 32)).toEqual({ prefill: [992, 2048, 4064], decode: [1024, 4096] });
   expect(cclLists({ prefill: [512, 2048], decode: [4096] }, 4096, 1)).toEqual({ prefill: [1024, 2048, 4096], decode: [1024, 2048, 4096] });
   // a missing list is [ctx_len]; ctx_len appended to the decode list (last 2048 < 4096)
-  expect(cclLists({ prefill: [], decode: [2048] }, 4096, 4)).toEqual({ prefill: [4095], decode: [2048, 4096] });
-  // a ctx_len below 1024: everything raised, then capped at ctx_len, then made distinct
-  expect(cclLists({ prefill: [8, 16], decode: [16, 32] }, 32, 4)).toEqual({ prefill: [31], decode: [32] });
+  expect(cclLists({ prefill: [], decode: [2048] }, 4096, 4)).toEqual({ prefill: [4064], decode: [2048, 4096] });
+  // a ctx_len below 1024: everything raised, then capped at ctx_len 32, then the collision lowered to 31//32*32 = 0 (QEfficient's result too)
+  expect(cclLists({ prefill: [8, 16], decode: [16, 32] }, 32, 4)).toEqual({ prefill: [0], decode: [32] });
+  // a lowered value that lands on a prefill value already taken walks down again: 2040 → 2016 (taken) → 1984
+  expect(cclLists({ prefill: [2016, 2040], decode: [2040, 4096] }, 4096, 32)).toEqual({
+    prefill: [1984, 2016, 4064],
+    decode: [2040, 4096],
+  });
 });
 
 it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one Decode entry per decode bucket', async () => {
@@ -74,14 +80,14 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
   // repeated names get _0, _1, … (the compiler must not see two graphs with one name)
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '4'])).toEqual([
     { name: 'Prefill_0', symbols: sym(4, 1024) },
-    { name: 'Prefill_1', symbols: sym(4, 2047) },
-    { name: 'Prefill_2', symbols: sym(4, 4095) },
+    { name: 'Prefill_1', symbols: sym(4, 2016) },
+    { name: 'Prefill_2', symbols: sym(4, 4064) },
     { name: 'Decode_0', symbols: sym(1, 2048) },
     { name: 'Decode_1', symbols: sym(1, 4096) },
   ]);
-  // prefill_seq_len 1: no separate decode entries (build_decode_specialization returns None), the union as prefill buckets
+  // prefill_seq_len 1: no decode entries (compile skips them), the union as prefill buckets, tagged "Prefill" (prefill_only None)
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '1'])).toEqual(
-    [1024, 2048, 4096].map((c, i) => ({ name: `Decode_${i}`, symbols: sym(1, c) })),
+    [1024, 2048, 4096].map((c, i) => ({ name: `Prefill_${i}`, symbols: sym(1, c) })),
   );
   // a plain export keeps the two entries without comp_ctx_lengths
   const plain = path.join(root, 'plain');
@@ -92,7 +98,7 @@ it('qaic --dry-run of a CCL export: one Prefill entry per prefill bucket, one De
   ]);
 });
 
-it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size for prefill)', async () => {
+it('continuous batching: the CCL entries carry full_batch_size (and full_batch_exec_size = exec_batch_size 1 for prefill)', async () => {
   const root = tmp();
   const out = path.join(root, 'export');
   await ws(root, [
@@ -111,10 +117,11 @@ it('continuous batching: the CCL entries carry full_batch_size (and full_batch_e
     '--comp-ctx-lengths-decode',
     '32',
   ]);
+  // prefill 16 and decode 32 are both raised to 1024 then capped at ctx_len 32: the prefill bucket collides and is lowered to 31//32*32 = 0
   expect(await dryRunSpecs(root, out, ['--prefill-seq-len', '8'])).toEqual([
     {
       name: 'Prefill',
-      symbols: { batch_size: '1', comp_ctx_lengths: '31', ctx_len: '32', full_batch_exec_size: '4', full_batch_size: '4', seq_len: '8' },
+      symbols: { batch_size: '1', comp_ctx_lengths: '0', ctx_len: '32', full_batch_exec_size: '1', full_batch_size: '4', seq_len: '8' },
     },
     { name: 'Decode', symbols: { batch_size: '4', comp_ctx_lengths: '32', ctx_len: '32', full_batch_size: '4', seq_len: '1' } },
   ]);

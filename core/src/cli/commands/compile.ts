@@ -16,6 +16,7 @@ export const compileCommand = defineCommand({
   synopsis: [
     'compile <export dir> [--backend ort|qaic] [--prepared <dir>]',
     'compile <export dir> --backend qaic [--dry-run] [--num-cores N] [--mxfp6-matmul] [--mxint8-kv-cache] [--ctx-len N] [--prefill-seq-len N] [--qaic-option name=value]',
+    '        [--num-devices N [--pipeline-partitions P]]',
     'compile <VLM export dir> --backend qaic [--img-height PX --img-width PX | --img-size PX] [...]',
     'compile <embedding export dir> --backend qaic [--seq-len 32,64,…] [--batch-size B] [...]',
   ],
@@ -85,6 +86,17 @@ export const compileCommand = defineCommand({
       description:
         "qaic, Gemma 3 / LLaVA / Mistral 3 VLM export: square image size (QEfficient's img_size; default vision_config.image_size)",
     },
+    'num-devices': {
+      type: 'int',
+      placeholder: '<N>',
+      description:
+        "qaic: devices to partition over (QEfficient's num_devices: a tensor-slicing partition config, -mdp-load-partition-config)",
+    },
+    'pipeline-partitions': {
+      type: 'int',
+      placeholder: '<P>',
+      description: "qaic: layer-balanced pipeline stages over the --num-devices (QEfficient's mdp_num_partitions; default 1)",
+    },
     'qaic-option': {
       type: 'string',
       placeholder: '<name=value>',
@@ -152,6 +164,8 @@ export const compileCommand = defineCommand({
         imgWidth: f['img-width'],
         imgSize: f['img-size'],
         extra: f['qaic-option'],
+        ...(f['num-devices'] !== undefined ? { numDevices: f['num-devices'] } : {}),
+        ...(f['pipeline-partitions'] !== undefined ? { pipelinePartitions: f['pipeline-partitions'] } : {}),
       },
     });
     const ms = `${res.ms.toFixed(res.ms < 10 ? 1 : 0)} ms`;

@@ -55,6 +55,17 @@ const flags = {
     placeholder: '<C,D,…>',
     description: 'CCL buckets for decode (given together with --comp-ctx-lengths-prefill)',
   },
+  'num-speculative-tokens': {
+    type: 'string',
+    placeholder: '<K[,K2…]>',
+    description:
+      "speculative decoding's target model (QEfficient's TLM): the num_logits_to_keep input, logits for K + 1 positions per decode call (llama, qwen2, qwen3; with --config)",
+  },
+  'enable-chunking': {
+    type: 'boolean',
+    description:
+      "with --phase prefill of a disaggregated-serving MoE (qwen3_moe, glm4_moe, kimi_k2): QEfficient's chunked prefill-only graph (enable_chunking)",
+  },
   sampler: { type: 'boolean', description: "append QEfficient's on-device sampler: next_tokens instead of logits (with --config)" },
   'max-top-k': {
     type: 'int',
@@ -145,6 +156,20 @@ export function parseLengths(text: string, flag: string, command = 'export'): nu
   });
 }
 
+/** Parses `--num-speculative-tokens 3` or `0,3`: non-negative proposal lengths (QEfficient allows 0, a one-token fallback). */
+export function parseSpeculative(text: string): number[] {
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (parts.length === 0) throw new UsageError('export: --num-speculative-tokens needs K or a comma-separated list (e.g. 3 or 0,3)');
+  return parts.map((p) => {
+    if (!/^\d+$/.test(p) || !Number.isSafeInteger(Number(p)))
+      throw new UsageError(`export: --num-speculative-tokens: "${p}" is not a non-negative integer`);
+    return Number(p);
+  });
+}
+
 /** `export --config`: builds the graph from config.json. */
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
   // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
@@ -195,6 +220,8 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
           },
         }
       : {}),
+    ...(f['enable-chunking'] ? { enableChunking: true } : {}),
+    ...(f['num-speculative-tokens'] !== undefined ? { numSpeculativeTokens: parseSpeculative(f['num-speculative-tokens']) } : {}),
     ...(f.sampler
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
       : {}),
@@ -240,10 +267,11 @@ export const exportCommand = defineCommand({
   name: 'export',
   summary: 'export a weight-free ONNX and its weight_spec.json',
   synopsis: [
-    'export --config <model dir> --out <dir> [--dtype float32|float16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
+    'export --config <model dir> --out <dir> [--dtype float32|float16|bfloat16] [--ctx-len N] [--batch-size B] [--continuous-batching] [--phase both|prefill|decode] [--opset 17-21] [--moe-flavour expert_parallel --pipeline-stages P]',
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]] [--keep-quantized]',
     '       [--lora <adapter dir> [--lora <adapter dir> …]]',
+    '       [--num-speculative-tokens K[,K2…]] [--phase prefill [--enable-chunking]]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -263,6 +291,12 @@ export const exportCommand = defineCommand({
     'A BERT / RoBERTa / XLM-RoBERTa folder (embeddings) exports one graph: input_ids, attention_mask, token_type_ids',
     '→ last_hidden_state, plus sentence_embedding when the folder has sentence-transformers',
     "modules (modules.json: mean / CLS / max pooling, then Normalize), as QEfficient's PooledModel.",
+    "--num-speculative-tokens K (QEfficient's speculative-decoding target model, TLM): the num_logits_to_keep input [N, 1];",
+    'logits [batch, N, vocab] for the N positions ending at the last valid one. compile --backend qaic gives Decode seq_len K + 1.',
+    '--dtype bfloat16: bf16 weights, compute and KV cache (QEfficient on ai200; prepare --dtype bfloat16). qaic keeps bf16 for',
+    'ai200 and converts to fp16 for ai100; the ORT compile emulates bf16 arithmetic in float32 (rounded per op) on the CPU.',
+    "--phase prefill of a disaggregated-serving MoE (QEfficient's SPECIALIZED_DISAGG_SERVING_MODEL_ARCH: qwen3_moe, glm4_moe,",
+    'kimi_k2) is its prefill-only graph: compile gives the Prefill specializations only (prefill_only), [--enable-chunking].',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -284,10 +318,11 @@ export const exportCommand = defineCommand({
         'comp-ctx-lengths-prefill',
         'comp-ctx-lengths-decode',
         'max-top-k',
+        'num-speculative-tokens',
       ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }
-      for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'keep-quantized'] as const) {
+      for (const k of ['continuous-batching', 'sampler', 'return-pdfs', 'keep-quantized', 'enable-chunking'] as const) {
         if (args.flags[k]) throw new UsageError(`export: --${k} goes with --config`);
       }
       if (args.flags.lora.length) throw new UsageError('export: --lora goes with --config');

@@ -7,7 +7,7 @@
  * The output is a plain object in the `toObject` shape the ONNX codec (`formats/onnx`) uses:
  * camelCase fields, int64 as number, bytes as Uint8Array, enums as numbers.
  */
-import { doubleToHalfBits, onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
+import { doubleToHalfBits, fromFloat64, onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
 
 /** A dimension: fixed size or a symbolic name. */
 export type Dim = number | string;
@@ -131,6 +131,10 @@ export function tensorOf(elem: DtypeName, dims: number[], values: ArrayLike<numb
     // one RNE rounding from the double (as torch.tensor(x, dtype=float16) does)
     case 'float16':
       bytes = new Uint8Array(Uint16Array.from(values, doubleToHalfBits).buffer);
+      break;
+    // likewise torch.tensor(x, dtype=bfloat16): one RNE rounding from the double
+    case 'bfloat16':
+      bytes = fromFloat64(Float64Array.from(values), 'BF16');
       break;
     default:
       throw new Error(`tensorOf: the builder writes no ${elem} constants`);

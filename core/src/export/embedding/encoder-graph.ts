@@ -47,7 +47,7 @@ export interface BuiltEncoder {
 }
 
 /** `torch.finfo(dtype).min`: the additive mask HF puts on padded keys. */
-const FINFO_MIN: Record<ExportDtype, number> = { float32: -3.4028234663852886e38, float16: -65504 };
+const FINFO_MIN: Record<ExportDtype, number> = { float32: -3.4028234663852886e38, float16: -65504, bfloat16: -3.3895313892515355e38 };
 
 /** Builds the encoder (and its pooling) for `a`. */
 export function buildEncoder(a: EncoderArch, pool: PoolingSpec | undefined, o: EncoderGraphOptions): BuiltEncoder {

@@ -14,8 +14,8 @@ export interface GraphProblem {
   message: string;
 }
 
-/** float, uint8 (packed int4 weights), int32, int64, bool, float16. */
-const ELEM_SIZE: Record<number, number> = { 1: 4, 2: 1, 6: 4, 7: 8, 9: 1, 10: 2 };
+/** float, uint8 (packed int4 weights), int32, int64, bool, float16, bfloat16. */
+const ELEM_SIZE: Record<number, number> = { 1: 4, 2: 1, 6: 4, 7: 8, 9: 1, 10: 2, 16: 2 };
 
 function dimsOf(v: ValueInfoObj): (number | string)[] {
   return v.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : d.dimParam));

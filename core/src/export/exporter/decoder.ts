@@ -22,7 +22,14 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';
-import { decoderInterface, LORA_IDS, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
+import {
+  decoderInterface,
+  LORA_IDS,
+  NUM_LOGITS_TO_KEEP,
+  samplerStates,
+  windowCacheMetadata,
+  type StateTensor,
+} from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';
 import { norm } from '../blocks/norms';
@@ -59,6 +66,12 @@ export interface GraphOptions {
   sampler?: SamplerOptions;
   /** Finite LoRA adapters on the targeted Linears, picked per row by `lora_ids` (blocks/lora.ts). */
   lora?: LoraGraph;
+  /**
+   * Speculative decoding's target model (QEfficient's TLM, `SpDTransform`): the
+   * `num_logits_to_keep` input and logits for that many positions; the proposal lengths K are
+   * recorded in the metadata for compile's Decode specializations (seq_len K + 1).
+   */
+  numSpeculativeTokens?: number[];
 }
 
 /** A built graph and the weights it takes. */
@@ -169,13 +182,23 @@ export function decoderLayers(
 /**
  * The head at each row's last valid position (QEfficient: argmax of position_ids): final norm,
  * LM head (+ bias, Granite's / Grok's logit scales, soft cap), float32 logits [B, 1, vocab].
+ * With `keep` (the TLM's `num_logits_to_keep` input, K = its first dim) the K positions ending at
+ * the last valid one, [B, K, vocab], as QEfficient's `filter_hidden_states`
+ * (`QEfficient/transformers/spd/spd_transform_forward.py`, main ebf55e81): `lower = 0 if last < K
+ * else last + 1 - K`, rows `lower … lower + K − 1` gathered before the head.
  */
-export function lastPositionLogits(c: Ctx, a: ArchSpec, h: string, bs: string, positionIds: string): string {
+export function lastPositionLogits(c: Ctx, a: ArchSpec, h: string, bs: string, positionIds: string, keep?: string): string {
   const g = c.g;
   return g.within('head', () => {
     const h3 = g.op('Reshape', [h, g.op('Concat', [bs, g.ints([a.hidden])], { axis: 0 })]); // [B,S,H]
     const last = g.op('ArgMax', [g.op('Cast', [positionIds], { to: TensorDataType.INT32 })], { axis: 1, keepdims: 1 }); // [B,1]
-    const picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
+    let picked: string;
+    if (keep) {
+      const k = g.op('Gather', [g.op('Shape', [keep]), g.int(0)], { axis: 0 }); // scalar K
+      const lower = g.op('Where', [g.op('Less', [last, k]), g.int(0), g.op('Sub', [g.op('Add', [last, g.int(1)]), k])]); // [B,1]
+      const idx = g.op('Add', [lower, unsqueeze(c, g.op('Range', [g.int(0), k, g.int(1)]), [0])]); // [B,K]
+      picked = reshape(c, g.op('GatherND', [h3, unsqueeze(c, idx, [2])], { batch_dims: 1 }), [-1, a.hidden]); // [B·K,H]
+    } else picked = g.op('GatherND', [h3, last], { batch_dims: 1 }); // [B,H]
     const normed = norm(c, picked, a.finalNorm, a.norm);
     let head = linear(c, normed, {
       weight: a.lmHead ?? a.embed,
@@ -187,6 +210,8 @@ export function lastPositionLogits(c: Ctx, a: ArchSpec, h: string, bs: string, p
     if (a.logitsDivide !== undefined) head = g.op('Div', [head, g.scalar(c.dtype, a.logitsDivide, 'logits_scaling')]);
     let logits = cast(c, head, c.dtype, 'float32');
     if (a.finalSoftcap !== undefined) logits = softcap(c, logits, a.finalSoftcap, 'float32');
+    if (keep)
+      return g.op('Reshape', [logits, g.op('Concat', [g.op('Slice', [bs, g.ints([0]), g.ints([1])]), g.ints([-1, a.vocab])], { axis: 0 })]);
     return unsqueeze(c, logits, [1]);
   });
 }
@@ -205,6 +230,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     continuousBatching: cb,
     ccl: !!o.compCtxLengths,
     ...(o.lora ? { lora: true } : {}),
+    tlm: !!o.numSpeculativeTokens,
   });
   const declared = declareInputs(g, iface.inputs);
   const lora = o.lora ? loraHook(c, o.lora, declared.get(LORA_IDS)!) : undefined;
@@ -229,7 +255,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
   const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(iface.states, declared), batchIndex, ccl);
   const ropeFor = ropeTablesOf(c, a, positionIds);
   const { h: last, updated } = decoderLayers(c, a, h, kv, iface.states, declared, { ropeFor: (l) => ropeFor(l.rope ?? a.rope) });
-  const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
+  const logits = lastPositionLogits(c, a, last, kv.bs, positionIds, declared.get(NUM_LOGITS_TO_KEEP));
   // QEfficient's output order: probs?, next_tokens | logits, the caches, the penalty buffers
   const sampled = o.sampler
     ? appendSampler(
@@ -244,7 +270,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     io.outputs.push(...(sampled.probs ? ['probs'] : []), 'next_tokens');
     io.inputs.push(...SAMPLER_INPUTS);
   } else {
-    g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+    g.output(logits, 'logits', 'float32', [batch, o.numSpeculativeTokens ? NUM_LOGITS_TO_KEEP : 1, a.vocab]);
     io.outputs.push('logits');
   }
   retainStates(g, iface.states, updated, io.outputs);
@@ -270,6 +296,7 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
           [SERVING_METADATA.cclDecode]: o.compCtxLengths.decode.join(','),
         }
       : {}),
+    ...(o.numSpeculativeTokens ? { [SERVING_METADATA.speculative]: o.numSpeculativeTokens.join(',') } : {}),
     ...(o.sampler
       ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) }
       : {}),

@@ -16,7 +16,7 @@ import type { ArchSpec, WeightInput } from '../blocks/arch';
 import { familyOfConfig } from '../families/registry';
 import { moeWeightInputs } from '../blocks/moe';
 import { proposeByName } from '../../resolve/name-strategies';
-import { qeffPreparedFolderName } from '../../artifacts/prepared-folder';
+import { qeffCheckpointHome, qeffPreparedFolderName } from '../../artifacts/prepared-folder';
 
 /** One planned tensor of the prepared checkpoint. */
 export interface PlannedTensor {
@@ -49,11 +49,13 @@ export { BASE_SHARD_BYTES };
 
 /**
  * QEfficient's prepared directory: `<parent>/<name>-qeff-prepared-<dtype>` beside the source
- * (for a snapshot of the Hugging Face cache, in weight-spec's home: never inside the cache).
+ * (for a snapshot of the Hugging Face cache, in weight-spec's home: never inside the cache), or
+ * in QEfficient's checkpoint home when `QEFF_CHECKPOINT_HOME` is set (prepared-folder.ts).
  */
-export function preparedDirFor(modelDir: string, dtype: string): string {
-  const home = modelHome(modelDir);
-  return path.join(home.parent, qeffPreparedFolderName(home.name, dtype));
+export function preparedDirFor(modelDir: string, dtype: string, env: NodeJS.ProcessEnv = process.env): string {
+  const home = modelHome(modelDir, env);
+  const qeffHome = qeffCheckpointHome(env);
+  return path.join(qeffHome ? path.resolve(qeffHome) : home.parent, qeffPreparedFolderName(home.name, dtype));
 }
 
 const DTYPE_BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
