@@ -6,6 +6,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { buildViewerPage, graphModelOf, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
+import { readJsonText } from '../../../core/src/paths';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
 import { SAFETENSORS_VIEW_TYPE } from './view-types';
@@ -26,7 +27,7 @@ async function workspaceSpecs(): Promise<SpecText[]> {
   for (const u of uris) {
     const doc = open.get(u.fsPath);
     try {
-      out.push({ file: u.fsPath, text: doc ? doc.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(u)) });
+      out.push({ file: u.fsPath, text: doc ? doc.getText() : u.scheme === 'file' ? await readJsonText(u.fsPath) : new TextDecoder().decode(await vscode.workspace.fs.readFile(u)) });
     } catch {
       // A spec that vanished between the search and the read has no links to give.
     }

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { atomicWriteFile, readRegularFileSync } from '../paths';
+import { atomicWriteFile, readJsonTextSync } from '../paths';
 
 /** File name of the record in the export directory. */
 export const COMPILE_RECORD = 'compile.json';
@@ -62,7 +62,7 @@ export function parseCompileRecord(text: string): CompileRecord | undefined {
 /** Reads `<exportDir>/compile.json` without the trust check; undefined when absent or invalid. */
 export function readCompileRecordFile(exportDir: string): CompileRecord | undefined {
   try {
-    return parseCompileRecord(readRegularFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8'));
+    return parseCompileRecord(readJsonTextSync(path.join(exportDir, COMPILE_RECORD)));
   } catch {
     return undefined;
   }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { hubCacheDir, hubOriginOf, type HubOrigin } from '../hub/hf-cache';
 import { familyOf } from '../export/families/registry';
 import { VLM_MODEL_TYPES } from '../export/vlm/config';
-import { readRegularFileSync } from '../paths';
+import { readJsonTextSync } from '../paths';
 
 /** One cached model. */
 export interface CachedModel extends HubOrigin {
@@ -63,7 +63,7 @@ export function listCachedModels(env: NodeJS.ProcessEnv = process.env): CachedMo
     const cfgFile = path.join(pick.dir, 'config.json');
     let raw: unknown;
     try {
-      raw = JSON.parse(readRegularFileSync(cfgFile, 'utf8'));
+      raw = JSON.parse(readJsonTextSync(cfgFile));
     } catch {
       raw = undefined;
     }

@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FormatError } from '../errors';
+import { isInside, MAX_REF_BYTES, readJsonTextSync, readRegularFileSync } from '../paths';
 
 /** What an id resolved to: the snapshot folder and where it came from. */
 export interface HubOrigin {
@@ -57,15 +58,52 @@ export function repoFolder(cache: string, id: string): string {
   return path.join(cache, `models--${id.replace('/', '--')}`);
 }
 
+/**
+ * The commit `refs/<revision>` names, undefined when there is no such ref (or it holds no
+ * commit). The ref is input like any other file: a FIFO there would block `open()` forever
+ * and a link to /dev/zero would grow memory without end, so it is read through the read
+ * policy (kind checked before it is opened, at most {@link MAX_REF_BYTES}); such a ref is a
+ * one-line FormatError naming it, never a hang.
+ */
 function readRef(repo: string, revision: string): string | undefined {
   // refs are written by huggingface_hub; a ref name with `..` could leave the folder
   if (revision.split('/').includes('..')) return undefined;
+  const file = path.join(repo, 'refs', revision);
+  let text: string;
   try {
-    const text = fs.readFileSync(path.join(repo, 'refs', revision), 'utf8').trim();
-    return COMMIT.test(text) ? text : undefined;
+    text = readRegularFileSync(file, 'utf8', MAX_REF_BYTES).trim();
+  } catch (e) {
+    if (e instanceof FormatError && e.detail !== 'file does not exist' && !e.detail.startsWith('a parent')) throw e;
+    return undefined;
+  }
+  return COMMIT.test(text) ? text : undefined;
+}
+
+/** {@link readRef} for scans (which ref points at a commit?): a ref that cannot be read is no answer. */
+function readRefQuiet(repo: string, revision: string): string | undefined {
+  try {
+    return readRef(repo, revision);
   } catch {
     return undefined;
   }
+}
+
+/** `realpath`, or the resolved path when it does not exist. */
+function realOf(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * True when `p`, resolved with every symlink followed, lies inside the cache folder of `env`
+ * (itself resolved). A folder laid out as `models--org--name/snapshots/<40 hex>` anywhere
+ * else (a repository can ship one) is not a snapshot: its name proves nothing.
+ */
+export function inHubCacheFolder(p: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  return isInside(realOf(hubCacheDir(env)), realOf(p));
 }
 
 /**
@@ -110,7 +148,7 @@ export function checkSnapshotComplete(dir: string, label: string): void {
   if (!fs.existsSync(index)) return;
   let weightMap: Record<string, unknown>;
   try {
-    weightMap = (JSON.parse(fs.readFileSync(index, 'utf8')) as { weight_map?: Record<string, unknown> }).weight_map ?? {};
+    weightMap = (JSON.parse(readJsonTextSync(index)) as { weight_map?: Record<string, unknown> }).weight_map ?? {};
   } catch {
     return; // the checkpoint reader reports a malformed index with its own message
   }
@@ -125,22 +163,25 @@ export function checkSnapshotComplete(dir: string, label: string): void {
 }
 
 /**
- * The origin of a folder that is a snapshot of the cache (`…/models--org--name/snapshots/<commit>`),
+ * The origin of a folder that is a snapshot of the cache (`<cache>/models--org--name/snapshots/<commit>`,
+ * resolved with its symlinks followed, inside the cache folder of `env`: {@link inHubCacheFolder}),
  * with the ref that points at it when one does (`main` first); undefined for any other folder.
  */
-export function hubOriginOf(dir: string): HubOrigin | undefined {
+export function hubOriginOf(dir: string, env: NodeJS.ProcessEnv = process.env): HubOrigin | undefined {
   const abs = path.resolve(dir);
   const asked = resolved.get(abs);
   if (asked) return asked;
-  const commit = path.basename(abs);
-  const snapshots = path.dirname(abs);
+  if (!inHubCacheFolder(abs, env)) return undefined;
+  const real = realOf(abs);
+  const commit = path.basename(real);
+  const snapshots = path.dirname(real);
   const repo = path.dirname(snapshots);
   const m = /^models--(.+?)--(.+)$/.exec(path.basename(repo));
   if (!COMMIT.test(commit) || path.basename(snapshots) !== 'snapshots' || !m) return undefined;
   let revision = commit;
   try {
     const refs = fs.readdirSync(path.join(repo, 'refs'));
-    const hit = ['main', ...refs.filter((r) => r !== 'main').sort()].find((r) => readRef(repo, r) === commit);
+    const hit = ['main', ...refs.filter((r) => r !== 'main').sort()].find((r) => readRefQuiet(repo, r) === commit);
     if (hit) revision = hit;
   } catch {
     /* no refs: the commit names itself */
@@ -152,10 +193,13 @@ export function hubOriginOf(dir: string): HubOrigin | undefined {
  * For an origin recorded by an earlier run: the commit its ref points at now, when the ref
  * moved (a later download of the model); undefined when it did not, or the revision is a hash.
  */
-export function movedRef(origin: Pick<HubOrigin, 'revision' | 'commit' | 'dir'>): string | undefined {
+export function movedRef(origin: Pick<HubOrigin, 'revision' | 'commit' | 'dir'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (COMMIT.test(origin.revision)) return undefined;
-  const repo = path.dirname(path.dirname(origin.dir));
-  const now = readRef(repo, origin.revision);
+  // The origin comes from a manifest or a report, files a repository can ship: its `dir` is
+  // believed only when it is a snapshot inside the cache folder.
+  if (!hubOriginOf(origin.dir, env)) return undefined;
+  const repo = path.dirname(path.dirname(realOf(origin.dir)));
+  const now = readRefQuiet(repo, origin.revision);
   return now && now !== origin.commit ? now : undefined;
 }
 
@@ -200,6 +244,6 @@ export function hubLabelOf(file: string): string | undefined {
   const snap = hubOriginOf(path.dirname(abs));
   if (snap) return `${snap.id}@${snap.revision}${snap.revision === snap.commit ? '' : ` (commit ${snap.commit.slice(0, 12)})`}`;
   const m = /^models--(.+?)--(.+)$/.exec(path.basename(path.dirname(path.dirname(abs))));
-  if (m && path.basename(path.dirname(abs)) === 'blobs') return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
+  if (m && path.basename(path.dirname(abs)) === 'blobs' && inHubCacheFolder(abs)) return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
   return undefined;
 }

@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { PipelineError } from '../errors';
-import { printable, processAlive, tempPathFor } from '../paths';
+import { FormatError, PipelineError } from '../errors';
+import { MAX_REF_BYTES, printable, processAlive, readRegularFile, tempPathFor } from '../paths';
 
 /** A guard older than this was left by a process that died during a takeover. */
 const GUARD_STALE_MS = 10_000;
@@ -74,11 +74,13 @@ export function holderAlive(text: string, lockMtimeMs: number): boolean {
 }
 
 async function readLock(file: string): Promise<{ text: string; mtimeMs: number } | undefined> {
+  // Through the read policy: a `<out>.lock` shipped as a FIFO or a link to /dev/zero is refused
+  // with one line instead of blocking the open or filling memory.
   try {
-    const [text, st] = await Promise.all([fsp.readFile(file, 'utf8'), fsp.stat(file)]);
+    const [text, st] = await Promise.all([readRegularFile(file, 'utf8', MAX_REF_BYTES), fsp.stat(file)]);
     return { text, mtimeMs: st.mtimeMs };
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e instanceof FormatError && e.detail === 'file does not exist')) return undefined;
     throw e;
   }
 }

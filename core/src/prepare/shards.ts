@@ -22,7 +22,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { PipelineError, UsageError } from '../errors';
-import { assertWritableDir, atomicWriteFile, printable } from '../paths';
+import { assertWritableDir, atomicWriteFile, printable, readJsonText } from '../paths';
 import { safetensorsSource } from './bin-source';
 import { defaultBudgetBytes, runTasks, type PrepareProgress } from './executor';
 import { finalizePrepared, removeLeftovers } from './finalize';
@@ -122,7 +122,7 @@ async function presentTasks(plan: PreparePlan): Promise<Map<string, TaskRecord>>
   for (const name of names) {
     let rec: ShardRecord;
     try {
-      const parsed = ShardRecordSchema.safeParse(JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')));
+      const parsed = ShardRecordSchema.safeParse(JSON.parse(await readJsonText(path.join(dir, name))));
       if (!parsed.success) continue; // not a shard record: its tasks count as missing
       rec = parsed.data;
     } catch {

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
-import { readRegularFileSync } from '../../paths';
+import { readJsonTextSync, readRegularFileSync } from '../../paths';
 import { checkImagePixels, readImageHeader } from './image-header';
 
 export { DEFAULT_MAX_IMAGE_PIXELS } from './image-header';
@@ -257,7 +257,7 @@ export function readProcessorFile(dir: string | undefined): { file: string; raw:
   const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
   if (!file || !fs.existsSync(file)) return undefined;
   try {
-    return { file, raw: JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown> };
+    return { file, raw: JSON.parse(readJsonTextSync(file)) as Record<string, unknown> };
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }
