@@ -46,10 +46,23 @@ export function weightSpecHome(env: NodeJS.ProcessEnv = process.env): string {
   return path.resolve(env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache'), 'weight-spec');
 }
 
+/**
+ * The revision of text shaped `org/name@<anything>` when it is no branch, tag or commit name
+ * (a `..` or `.` segment, an empty segment, a character git refuses): such text is refused as
+ * an id, before it is ever tried as a local path (`org/name@../../x` resolves to `./org/x`).
+ */
+export function badRevisionOf(text: string): string | undefined {
+  const m = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*@(.*)$/s.exec(text);
+  if (!m) return undefined;
+  const rev = m[1]!;
+  const ok = /^[A-Za-z0-9._/-]+$/.test(rev) && rev.split('/').every((s) => s !== '' && s !== '.' && s !== '..');
+  return ok ? undefined : rev;
+}
+
 /** `org/name[@revision]` split, or undefined when `text` is not of that form. */
 export function parseModelId(text: string): { id: string; revision?: string } | undefined {
   const m = ID.exec(text);
-  if (!m || m[1] === '..' || m[2] === '..' || m[1] === '.' || m[2] === '.') return undefined;
+  if (!m || m[1] === '..' || m[2] === '..' || m[1] === '.' || m[2] === '.' || badRevisionOf(text) !== undefined) return undefined;
   return { id: `${m[1]}/${m[2]}`, ...(m[3] ? { revision: m[3] } : {}) };
 }
 
