@@ -83,7 +83,11 @@ export function checkRecordWritable(exportDir: string): void {
     return; // absent: written fresh
   }
   if (st.isSymbolicLink())
-    throw new PathPolicyError('write-through-symlink', file, 'is a symlink; compile never replaces a link with its record (remove the link)');
+    throw new PathPolicyError(
+      'write-through-symlink',
+      file,
+      'is a symlink; compile never replaces a link with its record (remove the link)',
+    );
   if (!st.isFile()) throw new PathPolicyError('overwrite-refused', file, 'is not a regular file; refusing to replace it');
 }
 

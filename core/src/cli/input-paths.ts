@@ -116,7 +116,10 @@ export function requireModelPath(
 ): { path: string; hub?: HubOrigin } {
   const bad = badRevisionOf(given);
   if (bad !== undefined)
-    throw new FormatError(printable(given), `"${printable(bad)}" is not a revision of a model id (a branch, tag or commit name, without "." or ".." parts)`);
+    throw new FormatError(
+      printable(given),
+      `"${printable(bad)}" is not a revision of a model id (a branch, tag or commit name, without "." or ".." parts)`,
+    );
   const abs = path.resolve(cwd, given);
   const id = parseModelId(given);
   if (fs.existsSync(abs) || !id) {

@@ -257,6 +257,7 @@ export function hubLabelOf(file: string): string | undefined {
   const snap = hubOriginOf(path.dirname(abs));
   if (snap) return `${snap.id}@${snap.revision}${snap.revision === snap.commit ? '' : ` (commit ${snap.commit.slice(0, 12)})`}`;
   const m = /^models--(.+?)--(.+)$/.exec(path.basename(path.dirname(path.dirname(abs))));
-  if (m && path.basename(path.dirname(abs)) === 'blobs' && inHubCacheFolder(abs)) return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
+  if (m && path.basename(path.dirname(abs)) === 'blobs' && inHubCacheFolder(abs))
+    return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
   return undefined;
 }

@@ -78,7 +78,7 @@ export function assignShards(tasks: readonly Task[], n: number): Map<string, num
     load[best]! += t.outBytes;
     out.set(t.id, best);
     // sift the root down
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const l = 2 * at + 1;
       const r = l + 1;
       let m = at;
@@ -299,7 +299,11 @@ async function dropShardTemporaries(plan: PreparePlan, staging: string): Promise
     else foreign.push(e.name); // a shard still writing: finalize runs after every shard ended
   }
   if (foreign.length > 0) {
-    const shown = foreign.sort().slice(0, 5).map((n) => printable(n)).join(', ');
+    const shown = foreign
+      .sort()
+      .slice(0, 5)
+      .map((n) => printable(n))
+      .join(', ');
     const more = foreign.length > 5 ? `, and ${foreign.length - 5} more` : '';
     throw new PipelineError(
       `${printable(staging)}: cannot finalize, it holds ${shown}${more}, which no shard of this plan wrote ` +

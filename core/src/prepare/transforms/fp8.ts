@@ -95,9 +95,7 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
     if (!SCALE_DTYPES.has(scale.dtype))
       throw new PipelineError(`${scale.file}: scale "${key}" is ${scale.dtype}; expected F32, BF16 or F16`);
     if (w.shape.length < 2)
-      throw new PipelineError(
-        `${w.file}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`,
-      );
+      throw new PipelineError(`${w.file}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`);
     const R = w.shape[w.shape.length - 2]!;
     const C = w.shape[w.shape.length - 1]!;
     const block = scheme.method === 'fp8' ? (scheme.block ?? [R, C]) : compressedBlock(scheme, R, C, scale);
