@@ -185,12 +185,9 @@ export function hubOriginOf(dir: string, env: NodeJS.ProcessEnv = process.env): 
   const asked = resolved.get(abs);
   if (asked) return asked;
   if (!inHubCacheFolder(abs, env)) return undefined;
-  const real = realOf(abs);
-  const commit = path.basename(real);
-  const snapshots = path.dirname(real);
-  const repo = path.dirname(snapshots);
-  const m = /^models--(.+?)--(.+)$/.exec(path.basename(repo));
-  if (!COMMIT.test(commit) || path.basename(snapshots) !== 'snapshots' || !m) return undefined;
+  const shape = snapshotShape(realOf(abs));
+  if (!shape) return undefined;
+  const { repo, commit } = shape;
   let revision = commit;
   try {
     const refs = fs.readdirSync(path.join(repo, 'refs'));
@@ -199,7 +196,17 @@ export function hubOriginOf(dir: string, env: NodeJS.ProcessEnv = process.env): 
   } catch {
     /* no refs: the commit names itself */
   }
-  return { id: `${m[1]}/${m[2]}`, revision, commit, dir: abs };
+  return { id: shape.id, revision, commit, dir: abs };
+}
+
+/** The names of a folder laid out as `…/models--org--name/snapshots/<commit>`, wherever it is. */
+function snapshotShape(abs: string): { id: string; repo: string; commit: string } | undefined {
+  const commit = path.basename(abs);
+  const snapshots = path.dirname(abs);
+  const repo = path.dirname(snapshots);
+  const m = /^models--(.+?)--(.+)$/.exec(path.basename(repo));
+  if (!COMMIT.test(commit) || path.basename(snapshots) !== 'snapshots' || !m) return undefined;
+  return { id: `${m[1]}/${m[2]}`, repo, commit };
 }
 
 /**
@@ -227,13 +234,17 @@ export function insideHubCache(p: string, env: NodeJS.ProcessEnv = process.env):
 /**
  * Where outputs named after a model folder go (`<parent>/<name>-prepared-…`): beside the folder,
  * except for a cache snapshot, whose outputs go to {@link weightSpecHome} as `<org>--<name>-<commit8>`
- * — never into the cache.
+ * — never into the cache. A folder only laid out like a snapshot elsewhere (a copied cache, or a
+ * repository's `models--evil--x/snapshots/<hex>`) is no snapshot: its outputs go beside its
+ * `models--…` folder, under the same name, never into that layout nor into weight-spec's home.
  */
 export function modelHome(dir: string, env: NodeJS.ProcessEnv = process.env): { parent: string; name: string } {
   const abs = path.resolve(dir);
-  const o = hubOriginOf(abs);
-  if (!o) return { parent: path.dirname(abs), name: path.basename(abs) };
-  return { parent: weightSpecHome(env), name: `${o.id.replace('/', '--')}-${o.commit.slice(0, 8)}` };
+  const o = hubOriginOf(abs, env);
+  if (o) return { parent: weightSpecHome(env), name: `${o.id.replace('/', '--')}-${o.commit.slice(0, 8)}` };
+  const shape = snapshotShape(abs);
+  if (shape) return { parent: path.dirname(shape.repo), name: `${shape.id.replace('/', '--')}-${shape.commit.slice(0, 8)}` };
+  return { parent: path.dirname(abs), name: path.basename(abs) };
 }
 
 /** The `hub` field a report or manifest records for a source folder: `{}` unless it is a cache snapshot. */
