@@ -240,7 +240,10 @@ describe('FP8 tensor errors name the safetensors file (case 8)', () => {
       const d = path.join(tmp(), 'model');
       fs.mkdirSync(d);
       const file = path.join(d, 'model.safetensors');
-      await writeSafetensors(file, [{ key: 'a.weight', dtype: 'F8_E4M3', shape: [2, 2], data: new Uint8Array(4) }, scale]);
+      await writeSafetensors(file, [
+        { key: 'a.weight', dtype: 'F8_E4M3', shape: [2, 2], data: new Uint8Array(4) },
+        { ...scale, shape: [...scale.shape] },
+      ]);
       fs.writeFileSync(
         path.join(d, 'config.json'),
         JSON.stringify({ model_type: 'llama', quantization_config: { quant_method: 'fp8', weight_block_size: [1, 1] } }),
