@@ -13,7 +13,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { SERVER_COMMANDS, type ServerCommandResult } from '../../core/src/protocol';
 import { BOUND_MS, watchRss, within } from '../../test/support/bounded';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../test/support/fixtures';
@@ -75,10 +75,13 @@ describeFixtures('a hostile workspace (dist/server.js over JSON-RPC, bounded in 
     fs.mkdirSync(four);
     fs.writeFileSync(path.join(four, 'export-report.json'), JSON.stringify({ tool: 'weight-spec export', source: { checkpoint: fake } }));
     fs.writeFileSync(path.join(four, 'weight_spec.json'), JSON.stringify({ version: 5, files: [], inputs: [] }));
+  }, 240_000);
 
+  /** A fresh server for each case: one that hangs or is killed at the memory bound fails only its own test. */
+  beforeEach(async () => {
     child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', 'server.js'), '--stdio'], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, HF_HUB_CACHE: path.join(root, 'hf', 'hub'), WEIGHT_SPEC_HOME: home },
+      env: { ...process.env, HF_HUB_CACHE: path.join(path.dirname(ws), 'hf', 'hub'), WEIGHT_SPEC_HOME: home },
     });
     rss = watchRss(child.pid!);
     client = await within(
@@ -87,9 +90,9 @@ describeFixtures('a hostile workspace (dist/server.js over JSON-RPC, bounded in 
       'initialize',
     );
     client.rpc.onNotification('window/showMessage', () => undefined);
-  }, 240_000);
+  }, 30_000);
 
-  afterAll(() => {
+  afterEach(() => {
     rss?.stop();
     client?.close();
     if (child && child.exitCode === null) child.kill('SIGKILL');
