@@ -76,8 +76,9 @@ export function prepareTargets(specFile: string, roots: readonly string[]): Prep
 /**
  * The paths a compile of `exportDir` would write into or delete that files in it name: the
  * report's `prepared.dir`, every folder of the spec's `files[].path` (the ort artifact is
- * written there), and compile.json's `prepared` and `artifacts.*` (the previous artifact is
- * deleted). Returns the verdicts outside the workspace.
+ * written there), compile.json's `prepared` and `artifacts.*` (the previous artifact is
+ * deleted), and an absolute `model_id` when the spec's first file does not resolve (compile
+ * then writes there). Returns the verdicts outside the workspace.
  */
 export function compileOutside(exportDir: string, roots: readonly string[]): FilePathVerdict[] {
   const dir = path.resolve(exportDir);
