@@ -132,6 +132,9 @@ function tooLarge(file: string, size: number, max: number): FormatError {
   return new FormatError(printable(file), `is ${size} bytes, over the ${max}-byte limit for this file`);
 }
 
+/** One read call at most (the kernel and Node cap a single read below 2 GiB). */
+const READ_CHUNK = 1 << 30;
+
 /** The buffer (fstat's size plus one byte) filled up: the file grew while it was read. */
 function grew(file: string, got: number, max: number): FormatError {
   return got > max ? tooLarge(file, got, max) : new FormatError(printable(file), 'grew while it was read (is something writing it?)');
@@ -143,7 +146,7 @@ async function readCapped(fh: fsp.FileHandle, file: string, size: number, max: n
   const buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
   let got = 0;
   for (;;) {
-    const { bytesRead } = await fh.read(buf, got, buf.length - got, got);
+    const { bytesRead } = await fh.read(buf, got, Math.min(buf.length - got, READ_CHUNK), got);
     if (bytesRead === 0) break;
     got += bytesRead;
     if (got === buf.length) throw grew(file, got, max);
@@ -157,7 +160,7 @@ function readCappedSync(fd: number, file: string, size: number, max: number): Bu
   const buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
   let got = 0;
   for (;;) {
-    const n = fs.readSync(fd, buf, got, buf.length - got, got);
+    const n = fs.readSync(fd, buf, got, Math.min(buf.length - got, READ_CHUNK), got);
     if (n === 0) break;
     got += n;
     if (got === buf.length) throw grew(file, got, max);

@@ -8,7 +8,8 @@
  *   links to /dev/zero and 300 MB sparse files as export-report.json, the prepared manifest, its
  *   sentinel, config.json, the spec and prepare's lock answer in one line (or are ignored where a
  *   missing file is fine), never a hang;
- * - a truncated or damaged PNG is one line naming the image, never pngjs' stream internals.
+ * - a truncated or damaged PNG is one line naming the image, never pngjs' stream internals;
+ * - the read policy's size cap itself, at its edge and on a 1 TB sparse file.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,6 +20,7 @@ import { cliBounded, type BoundedRun } from '../../../test/support/bounded';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 import { FormatError } from '../../src/errors';
+import { MAX_INPUT_BYTES, MAX_JSON_BYTES, readJsonTextSync, readRegularFile, readRegularFileSync } from '../../src/paths';
 import { decodeImage } from '../../src/run/vlm/image';
 
 const tmp = tempDirs('ws-hostile-files-');
@@ -191,4 +193,25 @@ it('a truncated or damaged PNG is one line naming the image, in words, never png
   const all = [...messages].join('\n');
   expect(all).toContain('the PNG data ends early (the file is truncated)');
   expect(all).not.toMatch(/waitng|read requests|should not go down|finished stream/);
+});
+
+it('the read policy: a size cap judged before the first byte, at its exact edge, sync and async', async () => {
+  const dir = tmp();
+  const at = path.join(dir, 'at.json');
+  fs.writeFileSync(at, 'x'.repeat(100));
+  expect(readRegularFileSync(at, 'utf8', 100)).toBe('x'.repeat(100));
+  expect(await readRegularFile(at, 'utf8', 100)).toBe('x'.repeat(100));
+  expect(() => readRegularFileSync(at, 'utf8', 99)).toThrow(`${at}: is 100 bytes, over the 99-byte limit for this file`);
+  await expect(readRegularFile(at, 'utf8', 99)).rejects.toThrow(`${at}: is 100 bytes, over the 99-byte limit for this file`);
+  // 1 TB claimed by a sparse file: refused from fstat, with no allocation
+  const huge = path.join(dir, 'huge.json');
+  fs.writeFileSync(huge, '');
+  fs.truncateSync(huge, 2 ** 40);
+  const t0 = performance.now();
+  expect(() => readJsonTextSync(huge)).toThrow(`${huge}: is ${2 ** 40} bytes, over the ${MAX_JSON_BYTES}-byte limit for this file`);
+  expect(() => readRegularFileSync(huge)).toThrow(`${huge}: is ${2 ** 40} bytes, over the ${MAX_INPUT_BYTES}-byte limit for this file`);
+  expect(performance.now() - t0).toBeLessThan(1000);
+  const empty = path.join(dir, 'empty');
+  fs.writeFileSync(empty, '');
+  expect(readRegularFileSync(empty).length).toBe(0);
 });
