@@ -23,6 +23,7 @@ import { compileBlocker, isSpecFile, specInfo } from '../../core/src/editor/spec
 import { outsideConfirmation, prepareTargets } from '../../core/src/editor/workspace-trust';
 import type { InspectDocuments } from './inspect-document';
 import { runCommand, type RunCommandOptions } from './run-flow';
+import { runPromptCommand, type RunPromptCommandOptions } from './prompt-flow';
 import { listCachedModels } from '../../core/src/editor/cached-models';
 import { insideHubCache, modelHome } from '../../core/src/hub/hf-cache';
 import { formatBytes } from '../../core/src/display';
@@ -62,6 +63,7 @@ export function registerCommands(
   reg('weightSpec.compile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), false));
   reg('weightSpec.recompile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), true));
   reg('weightSpec.run', (a, o) => runCommand(runner, a, optionsArg<RunCommandOptions>(o)));
+  reg('weightSpec.runPrompt', (a, o) => runPromptCommand(runner, a, optionsArg<RunPromptCommandOptions>(o)));
   reg('weightSpec.inspect', (a) => inspectCommand(runner, inspectDocs, a));
 }
 

@@ -1,6 +1,7 @@
 /**
  * "Weight Spec: Create Demo Model": writes the demo's tiny Llama checkpoint (core's
- * `writeTinyLlama`: real HF config and key names, seeded random bf16 weights, about 100 KB)
+ * `writeTinyLlama`: real HF config and key names, seeded random bf16 weights, about 100 KB,
+ * and its word-level tokenizer.json)
  * into `<folder>/tiny-llama`, so the Getting Started walkthrough can run export → prepare →
  * compile → run without a model at hand. A folder that already exists is never written into.
  */
@@ -8,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { writeTinyLlama } from '../../core/src/demo/tiny-model';
+import { writeTinyTokenizer } from '../../core/src/demo/tiny-tokenizer';
 import { targetPath } from './targets';
 
 /** The command; resolves to the new model folder (undefined when the user backed out). */
@@ -30,6 +32,7 @@ export async function createDemoModel(arg: unknown): Promise<{ ok: boolean; out?
     return { ok: false, errorLine: `weight-spec: ${msg}` };
   }
   await writeTinyLlama(out);
+  writeTinyTokenizer(out); // so Run Prompt has text in, text out
   const config = vscode.Uri.file(path.join(out, 'config.json'));
   await vscode.commands.executeCommand('revealInExplorer', config).then(undefined, () => undefined);
   void vscode.window.showInformationMessage(

@@ -34,6 +34,27 @@ export function vlmRoot(dir: string): string | undefined {
   return undefined;
 }
 
+/** A VLM prompt's images: picked files in prompt order, [] for text only; undefined when the user backs out. */
+export async function askImages(title: string): Promise<string[] | undefined> {
+  const pick = await vscode.window.showQuickPick(
+    [
+      { label: '$(file-media) Pick image(s)…', images: true },
+      { label: '$(comment) Text only', images: false },
+    ],
+    { title, ignoreFocusOut: true },
+  );
+  if (!pick) return undefined;
+  if (!pick.images) return [];
+  const files = await vscode.window.showOpenDialog({
+    title: 'Images for the prompt (in prompt order)',
+    canSelectMany: true,
+    canSelectFiles: true,
+    canSelectFolders: false,
+    filters: { Images: ['png', 'jpg', 'jpeg'] },
+  });
+  return files?.length ? files.map((f) => f.fsPath) : undefined;
+}
+
 /** Asks for what is missing; undefined when the user backs out. */
 async function askInputs(target: string, vlm: boolean, o: Partial<RunCommandOptions>): Promise<RunCommandOptions | undefined> {
   const steps = vlm ? 3 : 2;
@@ -66,39 +87,33 @@ async function askInputs(target: string, vlm: boolean, o: Partial<RunCommandOpti
   }
   let images = o.images;
   if (!images && vlm) {
-    const pick = await vscode.window.showQuickPick(
-      [
-        { label: '$(file-media) Pick image(s)…', images: true },
-        { label: '$(comment) Text only', images: false },
-      ],
-      { title: `Run ${path.basename(target)} (3/${steps}): images for the prompt`, ignoreFocusOut: true },
-    );
-    if (!pick) return undefined;
-    if (pick.images) {
-      const files = await vscode.window.showOpenDialog({
-        title: 'Images for the prompt (in prompt order)',
-        canSelectMany: true,
-        canSelectFiles: true,
-        canSelectFolders: false,
-        filters: { Images: ['png', 'jpg', 'jpeg'] },
-      });
-      if (!files?.length) return undefined;
-      images = files.map((f) => f.fsPath);
-    }
+    images = await askImages(`Run ${path.basename(target)} (3/${steps}): images for the prompt`);
+    if (!images) return undefined;
   }
   last.set(target, { ids: inputIds.join(', '), max: String(maxNewTokens) });
   return { inputIds, maxNewTokens, images: images ?? [] };
 }
 
-/** The Run command (see the module comment). */
-export async function runCommand(runner: CliRunner, arg: unknown, o: Partial<RunCommandOptions>): Promise<RunCommandResult> {
+/**
+ * What Run (and Run Prompt) runs for the command's argument (a spec, an export folder, a bound
+ * .onnx; asked for when none): the VLM export folder for a graph folder of one, else the export
+ * folder, else the file itself.
+ */
+export async function runTargetOf(arg: unknown): Promise<{ runTarget: string; vlm: boolean } | undefined> {
   let target = targetPath(arg);
   if (!target) target = await pickFolder('Compiled export folder to run');
   if (!target) return undefined;
   const dir = target.endsWith('.onnx') && !isSpecFile(target) ? undefined : exportDirOf(target);
   const vlm = dir ? vlmRoot(dir) : undefined;
-  const runTarget = vlm ?? dir ?? target;
-  const inputs = await askInputs(runTarget, vlm !== undefined, o);
+  return { runTarget: vlm ?? dir ?? target, vlm: vlm !== undefined };
+}
+
+/** The Run command (see the module comment). */
+export async function runCommand(runner: CliRunner, arg: unknown, o: Partial<RunCommandOptions>): Promise<RunCommandResult> {
+  const t = await runTargetOf(arg);
+  if (!t) return undefined;
+  const { runTarget, vlm } = t;
+  const inputs = await askInputs(runTarget, vlm, o);
   if (!inputs) return undefined;
   const args = runArgs({
     target: runTarget,

@@ -17,6 +17,8 @@ export interface RunOptions {
   resource?: vscode.Uri;
   /** Show the success message (default true). */
   announce?: boolean;
+  /** Each stdout chunk as it arrives (Run Prompt streams the answer's text). */
+  onStdout?: (chunk: string) => void;
 }
 
 /** A finished run, `ok` when the CLI exited 0. */
@@ -123,6 +125,7 @@ export class CliRunner {
             args,
             {
               onLine: (line) => this.log.info(`  ${line}`),
+              ...(opts.onStdout ? { onChunk: (c: string, s: 'stdout' | 'stderr') => s === 'stdout' && opts.onStdout!(c) } : {}),
               onProgress: (percent, detail) => {
                 const inc = Math.max(0, percent - last);
                 last = Math.max(last, percent);

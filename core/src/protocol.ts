@@ -21,6 +21,8 @@ export const CLIENT_COMMANDS = {
   recompile: 'weightSpec.recompile',
   /** `weightSpec.inspect(fileUri: string)`: the companion ONNX's URI (the spec's when there is none). */
   inspect: 'weightSpec.inspect',
+  /** `weightSpec.runPrompt(specUri: string)`: asks for a prompt, streams the answer (only the extension runs it). */
+  runPrompt: 'weightSpec.runPrompt',
 } as const;
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Code lenses at the top of a spec: "Prepare checkpoint", "Compile" (never compiled / stale)
- * or "Re-run compile" (up to date), "Inspect ONNX". They invoke the extension's commands (or the
+ * or "Re-run compile" (up to date), "Inspect ONNX", and once compiled "Run prompt…" (the
+ * extension's; other clients have no input box for it). They invoke the extension's commands (or the
  * server's, for other clients) with the spec's URI (Inspect with the companion ONNX's URI, which is what it inspects).
  */
 import { pathToFileURL } from 'node:url';
@@ -33,5 +34,7 @@ export function codeLenses(uri: string, compile: CompileInfo | undefined, run: C
   }
   const onnx = run?.onnx?.file;
   out.push(lens('Inspect ONNX', COMMANDS.inspect, onnx ? pathToFileURL(onnx).toString() : uri));
+  // asking for a prompt needs the extension's input box: no server command stands for it
+  if (clientCommands && compile?.state === 'up-to-date') out.push(lens('Run prompt…', CLIENT_COMMANDS.runPrompt, uri));
   return out;
 }

@@ -33,19 +33,19 @@ export const APART: readonly [string, string][] = [
   ['server', 'client'],
 ];
 
-/** Every .ts file under `dir` (repository-relative). */
-export function sources(dir: string): string[] {
+/** Every .ts file under `dir` (relative to `root`, the repository by default). */
+export function sources(dir: string, root = REPO_ROOT): string[] {
   return fs
-    .readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true, recursive: true })
+    .readdirSync(path.join(root, dir), { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => path.relative(REPO_ROOT, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .map((e) => path.relative(root, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
     .sort();
 }
 
 /** The module a relative specifier from `from` resolves to, if it is one of ours. */
-function resolve(from: string, spec: string): string | undefined {
+function resolve(root: string, from: string, spec: string): string | undefined {
   const base = path.posix.join(path.posix.dirname(from), spec);
-  return [`${base}.ts`, `${base}/index.ts`].find((f) => fs.existsSync(path.join(REPO_ROOT, f)));
+  return [`${base}.ts`, `${base}/index.ts`].find((f) => fs.existsSync(path.join(root, f)));
 }
 
 /** True when an import or export declaration brings in types only. */
@@ -62,34 +62,68 @@ function typeOnly(st: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
 }
 
 /**
- * module → the modules it imports (`values`: value imports only). With `lazy`, a dynamic
- * `import('…')` counts too (the layering: a lazy import is still a dependency; the cycle check
- * leaves them out, as a lazy import cannot see a module half-initialized).
+ * module → the modules it imports (`values`: value imports only; otherwise type imports count
+ * too, including an inline `import('./x').T` type, which no import statement shows). With
+ * `lazy`, a dynamic `await import('…')` counts too: a lazy import is still a dependency, both for
+ * the layering and for the cycle check (a cycle through one is a circle in the design even though
+ * no module sees another half-initialized). `roots` and `root` let a test read a tree it made.
  */
-export function importGraph(values: boolean, lazy = false): Map<string, string[]> {
+export function importGraph(values: boolean, lazy = false, roots: readonly string[] = ROOTS, root = REPO_ROOT): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of ROOTS.flatMap(sources)) {
-    const sf = ts.createSourceFile(file, fs.readFileSync(path.join(REPO_ROOT, file), 'utf8'), ts.ScriptTarget.Latest, false);
+  for (const file of roots.flatMap((d) => sources(d, root))) {
+    const sf = ts.createSourceFile(file, fs.readFileSync(path.join(root, file), 'utf8'), ts.ScriptTarget.Latest, false);
     const deps: string[] = [];
+    const add = (spec: ts.Node | undefined): void => {
+      if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) return;
+      const to = resolve(root, file, spec.text);
+      if (to) deps.push(to);
+    };
     for (const st of sf.statements) {
       if (!(ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) || !st.moduleSpecifier) continue;
-      if (!ts.isStringLiteral(st.moduleSpecifier) || !st.moduleSpecifier.text.startsWith('.')) continue;
       if (values && typeOnly(st)) continue;
-      const to = resolve(file, st.moduleSpecifier.text);
-      if (to) deps.push(to);
+      add(st.moduleSpecifier);
     }
     const visit = (n: ts.Node): void => {
-      if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) {
-        const a = n.arguments[0];
-        const to = a && ts.isStringLiteral(a) && a.text.startsWith('.') ? resolve(file, a.text) : undefined;
-        if (to) deps.push(to);
-      }
+      if (lazy && ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword) add(n.arguments[0]);
+      // `import('./x').T` in a type position: a type import without an import statement
+      if (!values && ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) add(n.argument.literal);
       ts.forEachChild(n, visit);
     };
-    if (lazy) visit(sf);
+    visit(sf);
     graph.set(file, deps);
   }
   return graph;
+}
+
+/**
+ * A pipeline unit: the zone (`core/prepare`, `core/compile`, `core/run`, …; a zone's subfolders
+ * belong to it), except that `core/export` is its parts, which ARCHITECTURE.md layers among
+ * themselves (`core/export/blocks`, `…/exporter`, `…/families`, `…/vlm`, `…/from-onnx`, and
+ * `write-export.ts` on its own).
+ */
+export function unitOf(file: string): string {
+  const zone = zoneOf(file);
+  if (zone !== 'core/export') return zone;
+  return `core/export/${file.split('/')[3]!.replace(/\.ts$/, '')}`;
+}
+
+/**
+ * The unit graph of the pipeline (floors 4 and 5: resolve, prepare, export's parts, check,
+ * compile, run): each unit → the units its modules import (itself left out). A cycle here is two
+ * units leaning on each other (compile/ borrowing a helper from run/ while run/ imports
+ * compile/; export's blocks/ importing the exporter above them), which no module-level cycle
+ * need show.
+ */
+export function pipelineUnitGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const inPipeline = (f: string) => [4, 5].includes(floorOf(zoneOf(f)));
+  const out = new Map<string, Set<string>>();
+  for (const [from, deps] of graph) {
+    if (!inPipeline(from)) continue;
+    const a = unitOf(from);
+    const set = out.get(a) ?? out.set(a, new Set()).get(a)!;
+    for (const to of deps) if (inPipeline(to) && unitOf(to) !== a) set.add(unitOf(to));
+  }
+  return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
 }
 
 /** The zone of a module: `core/<top-level file or folder>`, `server` or `client`. */

@@ -11,7 +11,7 @@ import { abandonWork, setWorkNotices } from '../paths';
 import { println, type CliIO, type CommandSpec } from './command';
 import { checkCommand } from './commands/check';
 import { compileCommand } from './commands/compile';
-import { demoCommand } from './commands/demo';
+import { demoCommandWith } from './commands/demo';
 import { exportCommand } from './commands/export';
 import { inspectCommand } from './commands/inspect';
 import { prepareCommand } from './commands/prepare';
@@ -26,7 +26,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   runCommand,
   checkCommand,
   inspectCommand,
-  demoCommand,
+  demoCommandWith(main),
 ] as unknown as CommandSpec[];
 
 const VERSION = '0.1.0';

@@ -26,7 +26,7 @@
  * `full_batch_exec_size`), the decode entry batch_size = full_batch_size.
  */
 import { UsageError } from '../errors';
-import { pyRound } from '../run/vlm/image';
+import { pyRound } from '../foundation/py-round';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];

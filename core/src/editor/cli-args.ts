@@ -84,6 +84,25 @@ export function runArgs(o: RunOptions): string[] {
   return a;
 }
 
+/** `run <export dir> --prompt … | --chat … [--system …]`: text in, text out (the editor's Run Prompt). */
+export interface RunPromptOptions {
+  target: string;
+  /** The text: a chat message (rendered with the model's chat template) or a plain prompt. */
+  text: string;
+  mode: 'chat' | 'prompt';
+  system?: string;
+  maxNewTokens?: number;
+  images?: string[];
+}
+
+export function runPromptArgs(o: RunPromptOptions): string[] {
+  const a = ['run', o.target, o.mode === 'chat' ? '--chat' : '--prompt', o.text];
+  if (o.mode === 'chat' && o.system) a.push('--system', o.system);
+  if (o.maxNewTokens !== undefined) a.push('--max-new-tokens', String(o.maxNewTokens));
+  for (const img of o.images ?? []) a.push('--image', img);
+  return a;
+}
+
 /** What `weight-spec run` reports about a generation (its stderr stats line). */
 export interface RunStats {
   tokens: number;

@@ -35,6 +35,8 @@ export interface CliHandlers {
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
   /** A progress percentage (0–100) with the line's detail and label (`prepare`, `export`, …). */
   onProgress?: (percent: number, detail: string, label: string) => void;
+  /** Every chunk as it arrives, before it is split into lines (`run --prompt` streams text without line breaks). */
+  onChunk?: (chunk: string, stream: 'stdout' | 'stderr') => void;
 }
 
 /**
@@ -77,6 +79,7 @@ export function runCli(launch: CliLaunch, args: readonly string[], handlers: Cli
     const feed = (stream: 'stdout' | 'stderr', chunk: string) => {
       if (stream === 'stdout') stdout += chunk;
       else stderr += chunk;
+      handlers.onChunk?.(chunk, stream);
       const text = partial[stream] + chunk;
       const lines = text.split(/\r?\n|\r/);
       partial[stream] = lines.pop() ?? '';

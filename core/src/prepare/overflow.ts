@@ -8,7 +8,7 @@
  */
 import { PipelineError } from '../errors';
 import { nameOfDtype, type DType } from '../formats/dtype';
-import type { Task, TaskStats } from './types';
+import type { NonFinite, Task, TaskStats } from './types';
 
 /**
  * The per-thread tally the kernels add to. One task runs at a time per thread (worker or, with
@@ -39,12 +39,6 @@ export function markTally(): TallyMark {
 /** The tally's growth since `m`. */
 export function tallySince(m: TallyMark): TallyMark {
   return { nonFinite: narrowingTally.nonFinite - m.nonFinite, fp8Nan: narrowingTally.fp8Nan - m.fp8Nan };
-}
-
-/** What an output tensor got: non-finite values written (`n`), and how many of them were FP8 NaN codes. */
-export interface NonFinite {
-  n: number;
-  fp8Nan: number;
 }
 
 /** The non-finite values an output tensor of dtype `to` got from raw tally growth `d`. */

@@ -16,10 +16,10 @@ import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
 import { IO_CHUNK } from '../formats/safetensors/read';
 import { counted, streamSlots, streamableSlots, type TaskStats } from './run-task';
-import { markTally, nonFiniteOf, tallySince, type NonFinite } from './overflow';
+import { markTally, nonFiniteOf, tallySince } from './overflow';
 import { Sources, countingSink, streamConvert, type Sink } from './task-io';
 import { DirectStream, wantsDirect } from './direct-io';
-import type { OutputTensor, Task } from './types';
+import type { NonFinite, OutputTensor, Task } from './types';
 
 /** Output bytes per piece: large enough that a piece's setup (headers read and checked) is noise. */
 export const PIECE_BYTES = 64 * 1024 * 1024;

@@ -23,8 +23,8 @@ import {
   type Converter,
 } from './kernels';
 import { dequantFp8 } from './fp8-kernel';
-import { markTally, nonFiniteOf, tallySince, type NonFinite, type TallyMark } from './overflow';
-import type { OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
+import { markTally, nonFiniteOf, tallySince, type TallyMark } from './overflow';
+import type { NonFinite, OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';
 import { linkTask } from './links';
 import { DirectFile, wantsDirect } from './direct-io';
 import { simdTransposer } from './simd/simd-convert';

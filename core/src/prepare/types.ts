@@ -144,6 +144,12 @@ export interface PreparePlan {
   totalBytes: number;
 }
 
+/** What an output tensor got: non-finite values written (`n`), and how many of them were FP8 NaN codes. */
+export interface NonFinite {
+  n: number;
+  fp8Nan: number;
+}
+
 /** What a task did: bytes read per source key, written per output key, each output's stages. */
 export interface TaskStats {
   readBytes: Record<string, number>;
@@ -153,7 +159,7 @@ export interface TaskStats {
   /** Set when the task linked its source file instead of writing (links.ts). */
   linked?: 'hardlink' | 'symlink';
   /** Output tensors that got ±Inf/NaN values (narrowing overflow, FP8 NaN codes), counted by the kernels (overflow.ts). */
-  nonFinite?: Record<string, import('./overflow').NonFinite>;
+  nonFinite?: Record<string, NonFinite>;
   /** Set when the task sealed its file (`seal` option): the caller commits it (commitSealedFile). */
   sealed?: { tempFile: string; file: string };
 }

@@ -12,7 +12,7 @@ import { gatheredRows } from './vocab';
 import { createRunner, type Runner, type RunnerOptions } from './runner';
 import { readRegularFileSync } from '../paths';
 
-export { argmax, checkTokenIds, logitRows, type GenerateStats, type Runner, type RunnerOptions } from './runner';
+export { argmax, checkTokenIds, logitRows, type GenerateStats, type OnToken, type Runner, type RunnerOptions } from './runner';
 export { loadOrt } from '../ort/loader';
 export { checkSampling, GREEDY, needsSampler, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 export { pickBucket, servingFeatures, servingSummary, type ServingFeatures } from './serving';

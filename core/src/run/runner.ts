@@ -71,8 +71,11 @@ export interface Runner {
   logits(ids: number[]): Promise<number[][]>;
   /** `n` new tokens after `ids`: greedy by default, else sampled with `sampling`. */
   generate(ids: number[], n: number, sampling?: SamplingParams): Promise<number[]>;
-  /** {@link Runner.generate} with timings. */
-  generateWithStats(ids: number[], n: number, sampling?: SamplingParams): Promise<GenerateStats>;
+  /**
+   * {@link Runner.generate} with timings. `onToken` sees each new token as it is chosen (to
+   * stream it); returning true stops the generation there (an end-of-sequence token).
+   */
+  generateWithStats(ids: number[], n: number, sampling?: SamplingParams, onToken?: OnToken): Promise<GenerateStats>;
   close(): Promise<void>;
 }
 
@@ -118,9 +121,13 @@ export function argmax(row: Float32Array): number {
 
 const fixed = (d: number | string | undefined): number | undefined => (typeof d === 'number' && d > 0 ? d : undefined);
 
-/** Per-generation sampling state: parameters, uniform numbers, host penalty buffers, CCL buckets used. */
+/** Called with each new token as it is chosen; returning true ends the generation after it. */
+export type OnToken = (token: number) => boolean | void;
+
+/** Per-generation sampling state: parameters, uniform numbers, host penalty buffers, CCL buckets used, the token callback. */
 interface GenState {
   p: SamplingParams;
+  onToken?: OnToken;
   draw: (k: number) => Float32Array;
   host: PenaltyBuffers | undefined;
   buckets: number[];
@@ -231,6 +238,7 @@ export async function createRunner(
           out.push(next);
           seq.push(next);
           if (k === 0) onFirst();
+          if (gen.onToken?.(next)) break;
         }
         return out;
       },
@@ -344,6 +352,7 @@ export async function createRunner(
       for (let k = 0; k < n; k++) {
         out.push(next);
         if (k === 0) onFirst();
+        if (gen.onToken?.(next)) break;
         if (k + 1 < n) next = (await step(kv, [next], tokens.length + k, 'decode', gen)).next!;
       }
       return out;
@@ -379,16 +388,19 @@ function makeRunner(
     if (ids.length === 0) throw new PipelineError('no input ids given');
     checkTokenIds(ids, vocab, model);
   };
-  const generateWithStats = async (ids: number[], n: number, sampling?: SamplingParams): Promise<GenerateStats> => {
+  const generateWithStats = async (ids: number[], n: number, sampling?: SamplingParams, onToken?: OnToken): Promise<GenerateStats> => {
     check(ids);
     const gen = genState(sampling);
+    if (onToken) gen.onToken = onToken;
     const t0 = performance.now();
     let first = t0;
     const tokens = n > 0 ? await decode(ids, n, () => (first = performance.now()), gen) : [];
     const end = performance.now();
     const ttftMs = first - t0;
     const rest = end - first;
-    const tokensPerSecond = n > 1 && rest > 0 ? ((n - 1) * 1000) / rest : n > 0 ? (n * 1000) / Math.max(end - t0, 1e-3) : 0;
+    // an end-of-sequence token may stop the generation before n
+    const got = tokens.length;
+    const tokensPerSecond = got > 1 && rest > 0 ? ((got - 1) * 1000) / rest : got > 0 ? (got * 1000) / Math.max(end - t0, 1e-3) : 0;
     return { tokens, ttftMs, tokensPerSecond, totalMs: end - t0, ...(features.ccl ? { buckets: gen.buckets } : {}) };
   };
   return {

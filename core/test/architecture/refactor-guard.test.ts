@@ -45,7 +45,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixtureBuilt, fixturesDir, LEGACY_FAMILIES, LEGACY_ONNX_FOLDERS } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
-import { exportFromConfig, type ConfigExportOptions } from '../../src/export/exporter/export-config';
+import { exportFromConfig, type ConfigExportOptions } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { exportFromOnnx } from '../../src/export/from-onnx';
 import { SYNTHETIC_CONFIGS } from '../support/graph-random';

@@ -6,7 +6,7 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { modelNameOfConfig } from '../../src/export/exporter/export-config';
+import { modelNameOfConfig } from '../../src/export/export-config';
 import { cliInProcess } from '../../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';

@@ -39,7 +39,7 @@ describe('exit codes and usage', () => {
     [['inspect'], /inspect: missing argument/],
     [['prepare', '--checkpoint', 'x', '--dtype', 'int4'], /--dtype must be one of float32, float16, bfloat16/],
     [['prepare', '--dtype', 'float32'], /missing required option --checkpoint/],
-    [['run', 'x'], /missing required option --input-ids/],
+    [['run', 'x'], /run: give the prompt: --prompt "text", --chat "message" or --input-ids/],
     [['export', '--out', 'o', '--ctx-len', 'long'], /--ctx-len needs a decimal integer/],
   ])('%j is a usage error (exit 2)', (args, msg) => {
     const r = cli(args);

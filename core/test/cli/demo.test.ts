@@ -8,6 +8,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { cliInvocation } from '../../src/cli/invocation';
+import { TINY_WORDS } from '../../src/demo/tiny-tokenizer';
 import { REPO_ROOT } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 
@@ -27,6 +28,17 @@ it('weight-spec demo runs the whole pipeline on the tiny model it makes', () => 
   const ids = r.stdout.split('\n').find((l) => /^\d+(,\d+){3}$/.test(l));
   expect(ids, r.stdout).toBeDefined();
   for (const id of ids!.split(',').map(Number)) expect(id).toBeLessThan(128);
+  // It ends with text in, text out (issue 51): the tiny tokenizer's words after the `run --prompt` step,
+  // its ids on stderr, and that step printed so it can be pasted into a shell.
+  const lines = r.stdout.split('\n');
+  const promptAt = lines.findIndex((l) => l.includes(' run ') && l.includes('--prompt "the cat sat on the mat"'));
+  expect(promptAt, r.stdout).toBeGreaterThan(0);
+  const words = lines[promptAt + 1]!.split(' ');
+  expect(words.length).toBeGreaterThan(0);
+  for (const w of words) expect(TINY_WORDS).toContain(w);
+  const generated = /^run: ids ([\d,]+)$/m.exec(r.stderr)?.[1]?.split(',').map(Number);
+  expect(generated?.filter((t) => t > 2).map((t) => TINY_WORDS[t - 3])).toEqual(words);
+  expect(readFileSync(path.join(out, 'tiny-llama', 'tokenizer.json'), 'utf8')).toContain('"WordLevel"');
   const spec = JSON.parse(readFileSync(path.join(out, 'tiny-llama-export', 'weight_spec.json'), 'utf8'));
   expect(spec.version).toBe(5);
   expect(existsSync(path.join(out, 'tiny-llama-export', 'compile.json'))).toBe(true);

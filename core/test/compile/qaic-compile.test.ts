@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/compile';
 import { parseWireModel } from '../../src/formats/onnx/wire-model';
 import { SPEC_METADATA_KEY } from '../../src/spec';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 import { makeSyntheticExport } from '../support/compile-support';

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { compile } from '../../src/compile';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { describeFixtures, fixturesDir, REPO_ROOT } from '../../../test/support/fixtures';
 import { qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
 import { tempDirs } from '../../../test/support/temp';

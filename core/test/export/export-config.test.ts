@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { tempDirs } from '../../../test/support/temp';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { parseSpecText, specMetadataValue, SPEC_METADATA_KEY } from '../../src/spec';
 import { referenceForward } from '../support/graph-reference';
 import { randomCheckpoint, SYNTHETIC_CONFIGS } from '../support/graph-random';

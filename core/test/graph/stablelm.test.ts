@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import { archFromConfig } from '../../src/export/families/arch-from-config';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { parseSpecText } from '../../src/spec';
 import { stablelmReference } from '../support/graph-reference-stablelm';

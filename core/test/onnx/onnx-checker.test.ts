@@ -24,7 +24,7 @@ import {
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import { SUPPORTED_MODEL_TYPES } from '../../src/export/families/registry';
-import { exportFromConfig, type ConfigExportOptions } from '../../src/export/exporter/export-config';
+import { exportFromConfig, type ConfigExportOptions } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { readModel } from '../../src/formats/onnx';
 import { SYNTHETIC_CONFIGS } from '../support/graph-random';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { compile, parseWireModel } from '../../src/compile';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { convertFloat } from '../../src/formats/dtype';
 import { Checkpoint, writeSafetensors } from '../../src/formats/safetensors';
 import { readSpec } from '../../src/spec';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { SpecSchema } from '../../src/spec';
 import { specJsonSchema } from '../../src/spec/json-schema';
 import { configsDir, describeFixtures, fixturesDir, REPO_ROOT } from '../../../test/support/fixtures';

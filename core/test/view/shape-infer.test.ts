@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { dtypeOfOnnx } from '../../src/formats/dtype';
 import { buildViewerPage, graphModelOf, type GraphModel } from '../../src/view';
 import { configsDir, describeFixtures, fixturesDir } from '../../../test/support/fixtures';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { readModel } from '../../src/formats/onnx';
 import { GraphLayout, HEAD_H, OP_CATEGORIES, opCategory, slotName } from '../../src/view/graph-layout';
 import { layeredLayout } from '../../src/view/layered-layout';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
 import { buildViewerPage, onnxLinks, valueRuns, type OnnxPage, type ValueEntry } from '../../src/view';
 import { configsDir, describeFixtures, fixturesDir } from '../../../test/support/fixtures';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportFromConfig } from '../../src/export/exporter/export-config';
+import { exportFromConfig } from '../../src/export/export-config';
 import { readModel, setMetadata, writeModel } from '../../src/formats/onnx';
 import { SPEC_METADATA_KEY } from '../../src/spec';
 import { buildViewerPage, graphModelOf, readGraphNodes, type GraphIndex, type GraphModel, type OnnxPage } from '../../src/view';

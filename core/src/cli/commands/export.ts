@@ -137,7 +137,7 @@ export function parseLengths(text: string, flag: string): number[] {
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
   // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
   const [{ exportFromConfig }, { planLayout }] = await Promise.all([
-    import('../../export/exporter/export-config'),
+    import('../../export/export-config'),
     import('../../export/exporter/plan-layout'),
   ]);
   const f = args.flags;

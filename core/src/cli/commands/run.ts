@@ -9,6 +9,7 @@ import { checkOutputFile, writeOutputFile } from '../../paths';
 import type { SamplingParams } from '../../run';
 import { defineCommand, println, type CliIO } from '../command';
 import { requirePath } from '../input-paths';
+import { TEXT_DETAILS, TEXT_FLAGS, TEXT_SYNOPSIS, type TextRun } from './run-text';
 
 /** Parses `3,17,5` into token ids (non-negative integers). */
 export function parseIds(text: string): number[] {
@@ -34,6 +35,7 @@ async function dumpLogits(io: CliIO, given: string, logits: number[][]): Promise
 }
 
 type RunFlags = {
+  'input-ids'?: string;
   'pixel-values'?: string;
   image: string[];
   'dump-logits'?: string;
@@ -42,7 +44,7 @@ type RunFlags = {
   'max-image-pixels'?: number;
 };
 
-async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO): Promise<number> {
+async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: CliIO, text?: TextRun): Promise<number> {
   const [{ openVlmRunner }, { readImages, readPixelValues }, { expandGemma3Prompt }] = await Promise.all([
     import('../../run/vlm/vlm-runner'),
     import('../../run/vlm/inputs'),
@@ -66,6 +68,8 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
               { maxPixels: f['max-image-pixels'], ctxLen: runner.ctxLen },
             )
           : undefined;
+    // --prompt / --chat: the images' placeholders expanded by the text, then tokenized
+    if (text) ids = text.promptIds({ manifest: runner.manifest, grids: images?.grids ?? [] });
     if (f['dump-logits']) {
       const t0 = performance.now();
       const logits = await runner.logits(ids, images);
@@ -76,8 +80,9 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
       );
     }
     if (n > 0) {
-      const s = await runner.generate(ids, images, n);
-      println(io.stdout, s.tokens.join(','));
+      const s = await runner.generate(ids, images, n, text?.stream(io));
+      if (text) text.finish(io, s.tokens);
+      else println(io.stdout, s.tokens.join(','));
       println(
         io.stderr,
         `run: ${tokenCount(s.tokens.length)}; time to first token ${s.ttftMs.toFixed(1)} ms (vision + prefill), ${s.totalMs.toFixed(0)} ms total (vlm)`,
@@ -99,6 +104,7 @@ export const runCommand = defineCommand({
     'run <export dir|compiled.onnx> --input-ids 3,17,5 [--max-new-tokens N] [--dump-logits out.json]',
     '    [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repetition-penalty R] [--presence-penalty Q] [--seed S]',
     'run <vlm export dir> --input-ids … [--pixel-values file.json | --image file.png|.jpg …] [--max-new-tokens N] [--dump-logits out.json]',
+    ...TEXT_SYNOPSIS,
   ],
   details: [
     "Sampling follows QEfficient's sampler: temperature 0 (default) is greedy; a graph exported with --sampler is",
@@ -111,9 +117,11 @@ export const runCommand = defineCommand({
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the Qwen image processor',
     "(preprocessor_config.json beside the model's config.json when present).",
+    ...TEXT_DETAILS,
   ],
   flags: {
-    'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids', required: true },
+    'input-ids': { type: 'string', placeholder: '<ids>', description: 'comma-separated token ids' },
+    ...TEXT_FLAGS,
     'max-new-tokens': { type: 'int', placeholder: '<N>', description: 'tokens to generate greedily' },
     'dump-logits': {
       type: 'string',
@@ -167,10 +175,12 @@ export const runCommand = defineCommand({
       import('../../run/vlm/vlm-runner'),
     ]);
     const f = args.flags;
-    const ids = parseIds(f['input-ids']);
+    const { wantsText, openTextRun } = await import('../../run/text/text-run');
+    const textIn = wantsText(f);
+    let ids = textIn ? [] : parseIds(f['input-ids']!);
     // Refused before any work: the dump goes to a regular file (or stdout), never a device or a link.
     if (f['dump-logits'] !== undefined && f['dump-logits'] !== '-') checkOutputFile(io.cwd, f['dump-logits']);
-    const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : 8);
+    const n = f['max-new-tokens'] ?? (f['dump-logits'] ? 0 : textIn ? 32 : 8);
     if (n < 0) throw new UsageError('run: --max-new-tokens must be ≥ 0');
     if (f['prefill-seq-len'] !== undefined && f['prefill-seq-len'] < 1) throw new UsageError('run: --prefill-seq-len must be ≥ 1');
     if (n === 0 && !f['dump-logits']) throw new UsageError('run: --max-new-tokens 0 without --dump-logits leaves nothing to do');
@@ -184,17 +194,20 @@ export const runCommand = defineCommand({
       ...(f.seed !== undefined ? { seed: f.seed } : {}),
     });
     const target = requirePath(io.cwd, args.positionals[0]!, 'file-or-dir');
+    // the tokenizer is read (or refused with one line) before any graph is loaded
+    const text = textIn ? openTextRun(target, f, io.cwd) : undefined;
     if (isVlmExport(target)) {
       if (needsSampler(sampling))
         throw new UsageError(
           'run: --temperature / --repetition-penalty / --presence-penalty are for text exports; a VLM export decodes greedily',
         );
-      return runVlm(target, ids, n, f, io);
+      return runVlm(target, ids, n, f, io, text);
     }
     if (f['pixel-values'] !== undefined || f.image.length || f['max-image-pixels'] !== undefined)
       throw new UsageError(
         `run: --pixel-values / --image / --max-image-pixels need a VLM export directory (with vlm.json); ${args.positionals[0]} is not one`,
       );
+    if (text) ids = text.promptIds();
     const { status } = resolveRunnable(target);
     // The same status compile uses: a stale artifact is never run silently.
     if (status?.state === 'stale') {
@@ -230,8 +243,9 @@ export const runCommand = defineCommand({
         println(io.stderr, `run: ${logits.length} logit rows (${runner.kind} graph) → ${out} (${(performance.now() - t0).toFixed(0)} ms)`);
       }
       if (n > 0) {
-        const s = await runner.generateWithStats(ids, n, sampling);
-        println(io.stdout, s.tokens.join(','));
+        const s = await runner.generateWithStats(ids, n, sampling, text?.stream(io));
+        if (text) text.finish(io, s.tokens);
+        else println(io.stdout, s.tokens.join(','));
         const how = runner.features.sampler ? 'on-device sampler' : needsSampler(sampling) ? 'host sampling' : 'greedy';
         println(
           io.stderr,

@@ -30,7 +30,7 @@
  */
 import { convDim, type GatedDeltaNetSpec, type LinearSpec } from './arch';
 import type { CacheContext } from './attention-block';
-import type { Dim } from '../exporter/builder';
+import type { Dim } from './builder';
 import type { StateDecl } from '../../artifacts/graph-interface';
 import type { AttentionBlock } from './attention-block';
 import type { Phase } from '../../artifacts/graph-interface';

@@ -13,7 +13,7 @@ import type { LayerSpec } from './arch';
 import { attention } from './attention';
 import { mlaBlock } from './attention-mla';
 import { gatedDeltaNetBlock } from './gated-deltanet';
-import type { GraphBuilder } from '../exporter/builder';
+import type { GraphBuilder } from './builder';
 import type { DtypeName } from '../../formats/dtype';
 import { ctxState, type RuntimeInput, type StateTensor } from '../../artifacts/graph-interface';
 import type { AttentionBlock, StateValues } from './attention-block';

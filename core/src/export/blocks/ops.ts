@@ -5,7 +5,7 @@
  */
 import type { Act, LinearSpec } from './arch';
 import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
-import type { GraphBuilder } from '../exporter/builder';
+import type { GraphBuilder } from './builder';
 
 /** Builder plus the compute dtype, passed to every block. */
 export interface Ctx {

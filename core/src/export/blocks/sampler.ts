@@ -25,7 +25,7 @@
  * QEfficient scatters with its `CtxScatterFuncCB3D` custom op, which drops out-of-range indices;
  * here a padded token adds 0 through `ScatterElements(reduction='add')`, which runs everywhere.
  */
-import type { Dim } from '../exporter/builder';
+import type { Dim } from './builder';
 import { samplerStates, type SamplerStateName, type SamplerStateTensor } from '../../artifacts/graph-interface';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 

@@ -5,7 +5,7 @@
  * dims, and each state input (graph-interface.ts: `past_key.{i}`, `compressed_kv.{i}`,
  * `conv_state.{i}`, …) carried by a `_RetainedState` output declared exactly like it.
  */
-import { OPSETS, type ModelObj, type ValueInfoObj } from './builder';
+import { OPSETS, type ModelObj, type ValueInfoObj } from '../blocks/builder';
 import { isStateInput, RETAINED } from '../../artifacts/graph-interface';
 
 /** One structural finding. */

@@ -20,7 +20,7 @@ import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
 import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
-import { GraphBuilder, type Dim, type ModelObj } from './builder';
+import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';
 import { decoderInterface, samplerStates, windowCacheMetadata, type StateTensor } from '../../artifacts/graph-interface';
 import { attentionBlockOf, ctxSource, declareInputs, layerStateInputs, retainStates, type StateValues } from '../blocks/layer-states';
 import { mlp } from '../blocks/mlp';

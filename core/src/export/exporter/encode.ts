@@ -5,7 +5,7 @@
  */
 import { FIELD } from '../../formats/onnx/fields';
 import { WireWriter as Writer } from '../../formats/onnx/wire-writer';
-import type { AttrObj, GraphObj, ModelObj, NodeObj, TensorObj, ValueInfoObj } from './builder';
+import type { AttrObj, GraphObj, ModelObj, NodeObj, TensorObj, ValueInfoObj } from '../blocks/builder';
 
 const {
   ModelProto: MP,

@@ -8,5 +8,5 @@ export { buildCausalLM, type BuiltGraph, type GraphOptions, type Phase } from '.
 export { encodeBuiltModel } from './encode';
 export { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
 export { SUPPORTED_MODEL_TYPES, type ModelType } from '../families/registry';
-export { GraphBuilder, OPSET, IR_VERSION, type ModelObj, type NodeObj, type ValueInfoObj } from './builder';
+export { GraphBuilder, OPSET, IR_VERSION, type ModelObj, type NodeObj, type ValueInfoObj } from '../blocks/builder';
 export { checkGraph, type GraphProblem } from './check-graph';

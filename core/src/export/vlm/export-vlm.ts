@@ -13,7 +13,7 @@ import { createOutputGuard } from '../../paths';
 import type { WeightSpec } from '../../spec';
 import { formatBytes } from '../../display';
 import { exportSummary, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
-import type { ModelObj } from '../exporter/builder';
+import type { ModelObj } from '../blocks/builder';
 import { checkGraph } from '../exporter/check-graph';
 import { encodeBuiltModel } from '../exporter/encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';

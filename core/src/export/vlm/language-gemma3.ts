@@ -19,7 +19,7 @@ import { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { groupMask, type WindowContext } from '../blocks/attention-window';
-import type { ModelObj } from '../exporter/builder';
+import type { ModelObj } from '../blocks/builder';
 import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
 import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';

@@ -16,7 +16,7 @@ import { weightInputs, type WeightInput } from '../blocks/arch';
 import { cacheContext } from '../blocks/attention';
 import { archStates } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
-import type { ModelObj } from '../exporter/builder';
+import type { ModelObj } from '../blocks/builder';
 import { decoderFrame, decoderLayers, lastPositionLogits } from '../exporter/decoder';
 import { cast, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../exporter/builder';
+import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { actOf, parseWith, refuse } from '../families/config';
 import { norm } from '../blocks/norms';
 import { activation, linear, reshape, transpose, weight, type Ctx } from '../blocks/ops';

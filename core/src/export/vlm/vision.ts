@@ -12,7 +12,7 @@
  * deepstack mergers (post-shuffle LayerNorm) with erf-GELU.
  */
 import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../exporter/builder';
+import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { norm } from '../blocks/norms';
 import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
+import { pyRound } from '../../foundation/py-round';
 import { readJsonTextSync, readRegularFileSync } from '../../paths';
 import { checkImagePixels, readImageHeader } from './image-header';
 
@@ -175,15 +176,6 @@ export function orient(img: RgbImage, o: number): RgbImage {
       out[d + 2] = img.data[s + 2]!;
     }
   return { width: w, height: h, data: out };
-}
-
-/** Python's round(): halves to even. */
-export function pyRound(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f;
-  return f % 2 === 0 ? f : f + 1;
 }
 
 /** HF `smart_resize` (image_processing_qwen2_vl.py). */

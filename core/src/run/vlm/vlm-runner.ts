@@ -18,7 +18,7 @@ import { readVlmManifest, type VlmManifest } from '../../artifacts/vlm-manifest'
 export { readVlmManifest } from '../../artifacts/vlm-manifest';
 import { resolveRunnable } from '../index';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../ort/loader';
-import { argmax, logitRows } from '../runner';
+import { argmax, logitRows, type OnToken } from '../runner';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
 import { TensorDataType } from '../../formats/onnx/types';
@@ -44,8 +44,16 @@ export interface VlmRunner {
   readonly ctxLen: number | undefined;
   /** Logits predicting token t+1 for every t of `ids` (one row per id). */
   logits(ids: number[], images: VlmImages | undefined): Promise<number[][]>;
-  /** Greedy decode of `n` tokens; `ttftMs` is the time to the first one. */
-  generate(ids: number[], images: VlmImages | undefined, n: number): Promise<{ tokens: number[]; ttftMs: number; totalMs: number }>;
+  /**
+   * Greedy decode of `n` tokens; `ttftMs` is the time to the first one. `onToken` sees each
+   * token as it is chosen; returning true stops there (an end-of-sequence token).
+   */
+  generate(
+    ids: number[],
+    images: VlmImages | undefined,
+    n: number,
+    onToken?: OnToken,
+  ): Promise<{ tokens: number[]; ttftMs: number; totalMs: number }>;
   close(): Promise<void>;
 }
 
@@ -262,7 +270,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       for (let t = last + 1; t < ids.length; t++) rows.push(Array.from(await step(state, v, [ids[t]!], [t], range(t, t + 1))));
       return rows;
     },
-    async generate(ids, img, n) {
+    async generate(ids, img, n, onToken) {
       const t0 = performance.now();
       const { v, rope, range } = await prepare(ids, img);
       const st = newState(ids.length + n);
@@ -271,6 +279,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       const tokens: number[] = [];
       for (let k = 0; k < n; k++) {
         tokens.push(next);
+        if (onToken?.(next)) break;
         if (k + 1 < n) {
           const p = ids.length + k;
           next = argmax(await step(st, v, [next], [p], [[p + rope.delta], [p + rope.delta], [p + rope.delta]]));

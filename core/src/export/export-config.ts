@@ -5,27 +5,27 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { FormatError, oneLine, PipelineError, UsageError } from '../../errors';
-import type { ExportDtype } from '../../formats/dtype';
-import type { WeightSpec } from '../../spec';
-import { formatBytes } from '../../display';
-import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from '../write-export';
-import type { ArchSpec } from '../blocks/arch';
-import { OPSETS, type ModelObj } from './builder';
-import { checkGraph } from './check-graph';
-import { isStateInput, parseStateName, RETAINED } from '../../artifacts/graph-interface';
-import { buildCausalLM, type Phase } from './decoder';
-import { encodeBuiltModel } from './encode';
-import { archFromConfig } from '../families/arch-from-config';
-import { DEFAULT_MAX_TOP_K } from '../blocks/sampler';
-import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './layout';
-import { readJsonText } from '../../paths';
-import { isVlmConfig } from '../vlm/config';
-import type { SlidingCache } from '../blocks/attention-window';
-import { exportVlm } from '../vlm/export-vlm';
-import { hubRecord, modelArg } from '../../hub/hf-cache';
+import { FormatError, oneLine, PipelineError, UsageError } from '../errors';
+import type { ExportDtype } from '../formats/dtype';
+import type { WeightSpec } from '../spec';
+import { formatBytes } from '../display';
+import { exportSummary, nextSteps, prepareHint, shellWord, writeExport, type ExportWritten } from './write-export';
+import type { ArchSpec } from './blocks/arch';
+import { OPSETS, type ModelObj } from './blocks/builder';
+import { checkGraph } from './exporter/check-graph';
+import { isStateInput, parseStateName, RETAINED } from '../artifacts/graph-interface';
+import { buildCausalLM, type Phase } from './exporter/decoder';
+import { encodeBuiltModel } from './exporter/encode';
+import { archFromConfig } from './families/arch-from-config';
+import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
+import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
+import { readJsonText } from '../paths';
+import { isVlmConfig } from './vlm/config';
+import type { SlidingCache } from './blocks/attention-window';
+import { exportVlm } from './vlm/export-vlm';
+import { hubRecord, modelArg } from '../hub/hf-cache';
 
-export type { LayoutPlanner } from './layout';
+export type { LayoutPlanner } from './exporter/layout';
 
 /** Options of {@link exportFromConfig}. */
 export interface ConfigExportOptions {
