@@ -257,3 +257,28 @@ describe('FP8 tensor errors name the safetensors file (case 8)', () => {
     }
   });
 });
+
+describeFixtures('MXFP4 into float32 with scale 255 (2^128: ±Inf in f32) (case 5, every dtype)', () => {
+  it('the 32 values of the group are counted and refused, then recorded with --allow-overflow', async () => {
+    const src = path.join(tmp(), 'gpt_oss');
+    fs.cpSync(path.join(fixturesDir(), 'gpt_oss'), src, { recursive: true });
+    const key = 'model.layers.0.mlp.experts.down_proj_scales';
+    const { file } = tensorIn(src, key);
+    fs.chmodSync(file, 0o644);
+    const t = readSafetensorsHeaderSync(file).tensors.get(key)!;
+    const buf = fs.readFileSync(file);
+    buf[t.dataOffset] = 255; // expert 0, row 0, group 0: each FP4 value times 2^128 (0 · Inf is NaN)
+    fs.writeFileSync(file, buf);
+    const out = path.join(path.dirname(src), 'out');
+    const r = await cli(['prepare', '--checkpoint', src, '--dtype', 'float32', '--out', out]);
+    expect(r.code).toBe(1);
+    expect(lastLine(r.stderr)).toMatch(/"([^"]+)" would hold 32 non-finite values \(32 ±Inf or NaN in float32\); refusing/);
+    expect(fs.existsSync(out)).toBe(false);
+    const kept = await cli(['prepare', '--checkpoint', src, '--dtype', 'float32', '--out', out, '--allow-overflow']);
+    expect(kept.code, kept.stderr).toBe(0);
+    const manifest = JSON.parse(fs.readFileSync(path.join(out, '.checkpoint_prepared.json'), 'utf8')) as {
+      non_finite?: Record<string, number>;
+    };
+    expect(Object.values(manifest.non_finite ?? {})).toEqual([32]);
+  });
+});
