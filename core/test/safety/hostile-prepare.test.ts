@@ -11,12 +11,13 @@
  *   naming it, and deletes only the plan's files and its own dead temporaries.
  * - 8: an FP8 scale of the wrong shape is reported against the safetensors file holding it.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cliBounded } from '../../../test/support/bounded';
 import { cliInProcess } from '../../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { describeFixtures, fixturesDir, REPO_ROOT } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
 import { readSafetensorsHeaderSync, writeSafetensors } from '../../src/formats/safetensors';
 import { dequantFp8 } from '../../src/prepare/fp8-kernel';
@@ -30,6 +31,11 @@ import { quantizeCheckpoint } from '../support/fp8-support';
 const tmp = tempDirs('ws-hostile-prep-');
 const cli = (args: string[]) => cliInProcess(args, { env: { WEIGHT_SPEC_DEBUG: '', WEIGHT_SPEC_PROGRESS: 'off' } });
 const lastLine = (t: string) => t.trim().split('\n').at(-1);
+
+// prepare's workers run dist/prepare-worker.js, and the shard runs spawn dist/cli.js: build them from these sources
+beforeAll(() => {
+  execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: REPO_ROOT, stdio: 'pipe' });
+}, 120_000);
 
 const saved = process.env.WEIGHT_SPEC_SIMD;
 afterEach(() => {
