@@ -49,6 +49,18 @@ const tempRestrictions = [
   })),
 ];
 
+/**
+ * One way to read a file the tool did not write (issue #43): core/src/paths' read policy
+ * (`readRegularFile`, `readJsonText`, `openRegularFile`, …) checks the kind before it opens and
+ * caps the size before the first byte. A plain `readFile`/`readFileSync` elsewhere in the
+ * programs' sources fails the lint (and core/test/architecture/read-policy.test.ts); the few
+ * reads of the kernel's own files (/proc) carry an eslint-disable comment saying so.
+ */
+const readRestrictions = ['callee.name', 'callee.property.name'].map((callee) => ({
+  selector: `CallExpression[${callee}=/^(readFile|readFileSync)$/]`,
+  message: 'read input files through core/src/paths (readRegularFile, readJsonText, …): kind check and size cap before the first byte',
+}));
+
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', '.e2e/**', 'coverage/**'] },
   js.configs.recommended,
@@ -74,6 +86,11 @@ export default tseslint.config(
     // data as call sequences (`add(a), add(b);`).
     files: ['**/test/**'],
     rules: { 'no-loss-of-precision': 'off', '@typescript-eslint/no-unused-expressions': 'off' },
+  },
+  {
+    files: ['core/src/**/*.ts', 'server/src/**/*.ts', 'client/src/**/*.ts'],
+    ignores: ['core/src/paths/**'],
+    rules: { 'no-restricted-syntax': ['error', ...readRestrictions] },
   },
   {
     // The vitest suites and their helpers. Not test/e2e: the VS Code runner is its own program

@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { readJsonTextSync } from '../../core/src/paths';
 
 /** The version installed into global storage (the one core is tested with). */
 export const ORT_VERSION = '1.30.0';
@@ -38,7 +39,7 @@ export function ortPackageDir(p: string): string | undefined {
   for (let d = p, i = 0; i < 4; i++, d = path.dirname(d)) candidates.push(d);
   for (const c of candidates) {
     try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(c, 'package.json'), 'utf8')) as { name?: string };
+      const pkg = JSON.parse(readJsonTextSync(path.join(c, 'package.json'))) as { name?: string };
       if (pkg.name === ORT_PACKAGE) return c;
     } catch {
       /* not here */
@@ -49,7 +50,7 @@ export function ortPackageDir(p: string): string | undefined {
 
 function version(dir: string): string | undefined {
   try {
-    return (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: string }).version;
+    return (JSON.parse(readJsonTextSync(path.join(dir, 'package.json'))) as { version?: string }).version;
   } catch {
     return undefined;
   }

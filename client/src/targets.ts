@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { readJsonTextSync } from '../../core/src/paths';
 import { isSpecFile, specFileIn, VLM_MANIFEST_FILE, WHISPER_GRAPHS, WHISPER_MANIFEST_FILE } from '../../core/src/spec/file-names';
 
 /** The path behind `arg`, else the active editor's file, else undefined. */
@@ -83,7 +84,7 @@ export async function pickFile(title: string, filters: Record<string, string[]>,
 /** Reads config.json beside a checkpoint, if any. */
 export function readConfig(dir: string): Record<string, unknown> | undefined {
   try {
-    return JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    return JSON.parse(readJsonTextSync(path.join(dir, 'config.json'))) as Record<string, unknown>;
   } catch {
     return undefined;
   }

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { taskArgs, type WeightSpecTaskDefinition } from '../../core/src/editor/cli-args';
+import { readJsonTextSync } from '../../core/src/paths';
 import { SPEC_GLOB, specFileIn } from '../../core/src/spec/file-names';
 import { locateOrt } from './ort-locator';
 import { cliEnvFor, ortSearch, settings } from './settings';
@@ -28,7 +29,7 @@ export class WeightSpecTaskProvider implements vscode.TaskProvider {
     for (const cfg of await vscode.workspace.findFiles('**/config.json', EXCLUDE, 50)) {
       let modelType: unknown;
       try {
-        modelType = (JSON.parse(fs.readFileSync(cfg.fsPath, 'utf8')) as { model_type?: unknown }).model_type;
+        modelType = (JSON.parse(readJsonTextSync(cfg.fsPath)) as { model_type?: unknown }).model_type;
       } catch {
         continue;
       }

@@ -92,6 +92,14 @@ function confinedArgument(file: string, roots: readonly string[]): void {
   throw new Error(`${file}: the command's argument is outside the workspace (${roots.join(', ')})`);
 }
 
+/** The refusal of a Prepare whose output folder no workspace file names. */
+function noPreparedOut(file: string): string {
+  return (
+    `${file}: its export recorded no prepared folder (export-report.json "prepared.dir") and the spec names no file, ` +
+    'so Prepare has no output folder inside the workspace; run weight-spec prepare --checkpoint <dir> --out <dir>'
+  );
+}
+
 async function planCommand(ctx: CommandContext, command: string, arg: unknown): Promise<Planned> {
   const file = fileOf(arg);
   const roots = ctx.roots();
@@ -115,14 +123,17 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
       const maxRamGb = typeof s.maxRamGb === 'number' && s.maxRamGb > 0 ? s.maxRamGb : undefined;
       // Absolute paths, resolved against the report (never against the CLI's cwd).
       const checkpoint = targets.checkpoint.abs;
+      // Never without an --out confined to the workspace: the CLI's default output is named
+      // after the checkpoint folder (and for a Hugging Face snapshot lies outside the workspace).
       const out = targets.out?.abs;
-      const args = prepareArgs({ checkpoint, dtype, ...(out ? { out } : {}), ...(maxRamGb ? { maxRamGb } : {}) });
+      if (!out) throw new Error(noPreparedOut(file));
+      const args = prepareArgs({ checkpoint, dtype, out, ...(maxRamGb ? { maxRamGb } : {}) });
       return {
         title: `Preparing ${path.basename(checkpoint)} (${dtype})`,
         args,
         cwd: checkpoint,
         env,
-        done: () => `Prepared ${checkpoint}${out ? ` into ${out}` : ''}`,
+        done: () => `Prepared ${checkpoint} into ${out}`,
       };
     }
     case SERVER_COMMANDS.compile:

@@ -19,6 +19,7 @@ import type { Connection } from 'vscode-languageserver/node';
 import { createTextDocument } from './text-document';
 import { SpecCheckSession, type HeaderCache } from '../../core/src/check';
 import { oneLine } from '../../core/src/errors';
+import { readJsonTextSync } from '../../core/src/paths';
 import { isSpecFile } from '../../core/src/spec/file-names';
 import { toDiagnostic } from './diagnostics';
 import type { Log } from './guard';
@@ -130,7 +131,7 @@ export class WorkspaceDiagnostics {
     if (this.host.isOpen(uri)) return;
     let text: string;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = readJsonTextSync(file);
     } catch {
       if (this.entries.has(uri)) this.forget(uri);
       return;

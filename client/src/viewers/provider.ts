@@ -6,6 +6,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { buildViewerPage, graphModelOf, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
+import { readJsonText } from '../../../core/src/paths';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
 import { SAFETENSORS_VIEW_TYPE } from './view-types';
@@ -19,6 +20,13 @@ const MAX_SPECS = 200;
 /** What the last render of each open viewer showed (for the e2e suite). */
 export const renderedText = new Map<string, { page?: string; graph?: string }>();
 
+/** A spec not open in an editor: a local file through the read policy, another scheme (a remote's file system) through VS Code's. */
+async function specText(u: vscode.Uri): Promise<string> {
+  if (u.scheme === 'file') return readJsonText(u.fsPath);
+  // eslint-disable-next-line no-restricted-syntax -- a virtual file system's file: VS Code's provider reads it, no FIFO can block here
+  return new TextDecoder().decode(await vscode.workspace.fs.readFile(u));
+}
+
 async function workspaceSpecs(): Promise<SpecText[]> {
   const uris = await vscode.workspace.findFiles(SPEC_GLOB, '**/node_modules/**', MAX_SPECS);
   const open = new Map(vscode.workspace.textDocuments.map((d) => [d.uri.fsPath, d]));
@@ -26,7 +34,7 @@ async function workspaceSpecs(): Promise<SpecText[]> {
   for (const u of uris) {
     const doc = open.get(u.fsPath);
     try {
-      out.push({ file: u.fsPath, text: doc ? doc.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(u)) });
+      out.push({ file: u.fsPath, text: doc ? doc.getText() : await specText(u) });
     } catch {
       // A spec that vanished between the search and the read has no links to give.
     }

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { atomicWriteFile, readRegularFileSync } from '../paths';
+import { atomicWriteFile, readJsonTextSync } from '../paths';
 import { SENTINEL_FILE } from './prepared-manifest';
 import type { CompileRecord } from './compile-record';
 
@@ -37,7 +37,7 @@ const listSchema = z.looseObject({ artifacts: z.array(z.unknown()).catch([]) });
 /** The list's entries, through zod: a malformed entry is left out, a malformed list is empty. */
 function readList(dir: string): ListEntry[] {
   try {
-    const v = listSchema.safeParse(JSON.parse(readRegularFileSync(path.join(dir, COMPILED_LIST), 'utf8')));
+    const v = listSchema.safeParse(JSON.parse(readJsonTextSync(path.join(dir, COMPILED_LIST))));
     if (!v.success) return [];
     return v.data.artifacts.flatMap((e) => {
       const r = listEntry.safeParse(e);

@@ -4,9 +4,10 @@
  * trust check of compile-artifact.ts (an artifact compile did not make is never loaded); `run`,
  * the editor and the server read it there.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { atomicWriteFile, readRegularFileSync } from '../paths';
+import { PathPolicyError, atomicWriteFile, readJsonTextSync } from '../paths';
 
 /** File name of the record in the export directory. */
 export const COMPILE_RECORD = 'compile.json';
@@ -62,13 +63,36 @@ export function parseCompileRecord(text: string): CompileRecord | undefined {
 /** Reads `<exportDir>/compile.json` without the trust check; undefined when absent or invalid. */
 export function readCompileRecordFile(exportDir: string): CompileRecord | undefined {
   try {
-    return parseCompileRecord(readRegularFileSync(path.join(exportDir, COMPILE_RECORD), 'utf8'));
+    return parseCompileRecord(readJsonTextSync(path.join(exportDir, COMPILE_RECORD)));
   } catch {
     return undefined;
   }
 }
 
-/** Writes the record atomically (temp + rename). */
+/**
+ * Refuses to replace `<exportDir>/compile.json` when it is a symlink or not a regular file:
+ * the rename of an atomic write would swap the link for a regular file (outputs never replace
+ * a symlink, docs/SAFETY.md). compile asks before it writes anything.
+ */
+export function checkRecordWritable(exportDir: string): void {
+  const file = path.join(exportDir, COMPILE_RECORD);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(file);
+  } catch {
+    return; // absent: written fresh
+  }
+  if (st.isSymbolicLink())
+    throw new PathPolicyError(
+      'write-through-symlink',
+      file,
+      'is a symlink; compile never replaces a link with its record (remove the link)',
+    );
+  if (!st.isFile()) throw new PathPolicyError('overwrite-refused', file, 'is not a regular file; refusing to replace it');
+}
+
+/** Writes the record atomically (temp + rename), never over a symlink ({@link checkRecordWritable}). */
 export async function writeCompileRecord(exportDir: string, rec: CompileRecord): Promise<void> {
+  checkRecordWritable(exportDir);
   await atomicWriteFile(path.join(exportDir, COMPILE_RECORD), JSON.stringify(rec, null, 2) + '\n');
 }

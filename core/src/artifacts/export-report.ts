@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { readRegularFileSync } from '../paths';
+import { readJsonTextSync } from '../paths';
 
 /** The report's file name. */
 export const EXPORT_REPORT_FILE = 'export-report.json';
@@ -28,7 +28,7 @@ export type ExportReport = z.infer<typeof reportSchema>;
 /** Reads `<dir>/export-report.json`; undefined when absent, unreadable or not written by weight-spec export. */
 export function readExportReport(dir: string): ExportReport | undefined {
   try {
-    const r = reportSchema.safeParse(JSON.parse(readRegularFileSync(path.join(dir, EXPORT_REPORT_FILE), 'utf8')));
+    const r = reportSchema.safeParse(JSON.parse(readJsonTextSync(path.join(dir, EXPORT_REPORT_FILE))));
     return r.success ? r.data : undefined;
   } catch {
     return undefined;

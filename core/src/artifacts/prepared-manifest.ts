@@ -8,7 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { FormatError, oneLine } from '../errors';
 import { PREPARE_DTYPES } from '../formats/dtype';
-import { atomicWriteFile, readRegularFile } from '../paths';
+import { atomicWriteFile, readJsonText } from '../paths';
 import { parseOrThrow } from '../zod-issue';
 
 /** Manifest file name (QEfficient's). */
@@ -65,7 +65,7 @@ export async function readPreparedManifest(dir: string): Promise<PreparedManifes
   const file = path.join(dir, MANIFEST_FILE);
   let text: string;
   try {
-    text = await readRegularFile(file, 'utf8');
+    text = await readJsonText(file);
   } catch (e) {
     if (e instanceof FormatError && e.detail === 'file does not exist')
       throw new FormatError(file, 'does not exist (not a prepared checkpoint)');

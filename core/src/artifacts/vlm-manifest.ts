@@ -7,7 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { FormatError } from '../errors';
 import { EXPORT_DTYPES } from '../formats/dtype';
-import { readRegularFileSync } from '../paths';
+import { readJsonTextSync } from '../paths';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
 
 const int = z.number().int();
@@ -43,7 +43,7 @@ export function readVlmManifest(dir: string): VlmManifest {
   const file = path.join(dir, VLM_MANIFEST_FILE);
   let raw: unknown;
   try {
-    raw = JSON.parse(readRegularFileSync(file, 'utf8'));
+    raw = JSON.parse(readJsonTextSync(file));
   } catch (e) {
     throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
   }

@@ -7,9 +7,9 @@
  * directory (`.checkpoint_prepared.json`: each task's transform, inputs and outputs), or the
  * plan when the directory is not written yet.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { memoByStamp } from '../file-stamp';
+import { readJsonTextSync } from '../paths';
 import { readSafetensorsHeaderSync } from '../formats/safetensors';
 import { MANIFEST_FILE, parsePreparedManifest, type PreparedManifest } from '../prepare';
 import { describeFp8Origin } from './quantization';
@@ -29,7 +29,7 @@ export interface TensorFacts {
 }
 
 // An invalid manifest or header is the prepared-state check's business: here it is just no origin.
-const manifestFile = memoByStamp((file) => parsePreparedManifest(JSON.parse(readFileSync(file, 'utf8')), file), 64);
+const manifestFile = memoByStamp((file) => parsePreparedManifest(JSON.parse(readJsonTextSync(file)), file), 64);
 const headerOf = memoByStamp(readSafetensorsHeaderSync, 256);
 
 function manifestOf(dir: string): PreparedManifest | undefined {

@@ -6,7 +6,8 @@
  * or to a GPTQ/AWQ module's packed `qweight` / `qzeros` / `scales` / `g_idx` in the source
  * layout, gets `quantized-weight` (the graph needs prepare's output: bind the prepared checkpoint). Hover uses {@link describeQuantizedKey} for the same facts.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readJsonTextSync } from '../paths';
 import path from 'node:path';
 import { FormatError } from '../errors';
 import { memoByStamp } from '../file-stamp';
@@ -28,7 +29,7 @@ export interface QuantFacts {
 
 /** The facts of one config.json (an unreadable one is not this check's business: undefined). */
 const factsOfConfig = memoByStamp((configFile): QuantFacts | undefined => {
-  const config = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+  const config = JSON.parse(readJsonTextSync(configFile)) as Record<string, unknown>;
   if (!config || typeof config !== 'object' || config.quantization_config == null) return undefined;
   const facts: QuantFacts = { configFile, ...(typeof config.torch_dtype === 'string' ? { torchDtype: config.torch_dtype } : {}) };
   try {

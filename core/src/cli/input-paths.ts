@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, UsageError } from '../errors';
-import { parseModelId, resolveModelId, type HubOrigin } from '../hub/hf-cache';
+import { badRevisionOf, parseModelId, resolveModelId, type HubOrigin } from '../hub/hf-cache';
 import { specialKind } from '../paths';
 import { printable } from '../paths/policy-error';
 
@@ -114,6 +114,12 @@ export function requireModelPath(
   given: string,
   o: { env: NodeJS.ProcessEnv; revision?: string | undefined; hint?: string; exts?: readonly string[] },
 ): { path: string; hub?: HubOrigin } {
+  const bad = badRevisionOf(given);
+  if (bad !== undefined)
+    throw new FormatError(
+      printable(given),
+      `"${printable(bad)}" is not a revision of a model id (a branch, tag or commit name, without "." or ".." parts)`,
+    );
   const abs = path.resolve(cwd, given);
   const id = parseModelId(given);
   if (fs.existsSync(abs) || !id) {

@@ -20,6 +20,7 @@ import { ortDriver } from './backend-ort';
 import { qaicDriver } from './qaic';
 import { decide } from './decide';
 import { readForCompile, type CompileRequest } from './inputs';
+import { checkRecordWritable } from '../artifacts/compile-record';
 
 export { COMPILE_RECORD, type CompileRecord } from '../artifacts/compile-record';
 export { readCompileRecord } from './inputs';
@@ -93,6 +94,8 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
     ms: performance.now() - t0,
   });
   if (prev && skip && d.state === 'up-to-date') return result({ record: prev, upToDate: true, command: prev.command });
+  // A symlinked compile.json is refused before anything is built (its rename would replace the link).
+  if (!opts.dryRun) checkRecordWritable(exportDir);
   // 4. prepare's check of the folder, over the manifest and sentinel already read.
   const source =
     prepared && !opts.dryRun

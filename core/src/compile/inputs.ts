@@ -20,7 +20,7 @@ import path from 'node:path';
 import { PipelineError, UsageError } from '../errors';
 import { pathStamp } from '../file-stamp';
 import { sha256 } from '../foundation/sha256';
-import { isInside, readRegularFileSync, resolveReadPath } from '../paths';
+import { isInside, readJsonTextSync, readRegularFileSync, resolveReadPath } from '../paths';
 import { specFromText, type WeightSpec } from '../spec';
 import { specFileIn } from '../spec/file-names';
 import { pyJsonDumps } from '../spec/py-json';
@@ -78,7 +78,7 @@ export function readExportInputs(exportDirArg: string, quick = false): ExportInp
   const specPath = specFileIn(exportDir);
   if (!specPath) throw new PipelineError(`${exportDir}: no weight_spec.json or single *.weight_spec.json (export the model first)`);
   const stamps = { onnx: pathStamp(onnxPath), spec: pathStamp(specPath) };
-  const specText = readRegularFileSync(specPath, 'utf8');
+  const specText = readJsonTextSync(specPath);
   const spec = quick ? quickSpec(specText) : specFromText(specText, specPath);
   if (!spec) return undefined;
   return { exportDir, onnxPath, onnxBytes: readRegularFileSync(onnxPath), specPath, specText, spec, stamps };

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { FormatError, UsageError } from '../errors';
 import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
-import { readRegularFileSync } from '../paths';
+import { readJsonTextSync } from '../paths';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
 import {
   DEFAULT_AIC_NUM_CORES,
@@ -113,7 +113,7 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
 
 function readJson(file: string): unknown {
   try {
-    return JSON.parse(readRegularFileSync(file, 'utf8'));
+    return JSON.parse(readJsonTextSync(file));
   } catch (e) {
     throw new FormatError(file, `cannot read: ${(e as Error).message.split('\n')[0]}`);
   }

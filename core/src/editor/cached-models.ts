@@ -11,7 +11,7 @@ import { familyOf } from '../export/families/registry';
 import { VLM_MODEL_TYPES } from '../export/vlm/config';
 import { isEmbeddingConfig } from '../export/embedding/encoder-config';
 import { isWhisperConfig } from '../export/whisper/whisper-config';
-import { readRegularFileSync } from '../paths';
+import { readJsonTextSync } from '../paths';
 
 /** One cached model. */
 export interface CachedModel extends HubOrigin {
@@ -52,7 +52,7 @@ export function listCachedModels(env: NodeJS.ProcessEnv = process.env): CachedMo
     } catch {
       continue;
     }
-    const origins = snaps.map((c) => hubOriginOf(path.join(repo, 'snapshots', c))).filter((o): o is HubOrigin => !!o);
+    const origins = snaps.map((c) => hubOriginOf(path.join(repo, 'snapshots', c), env)).filter((o): o is HubOrigin => !!o);
     const pick =
       origins.find((o) => o.revision === 'main') ?? origins.sort((a, b) => fs.statSync(b.dir).mtimeMs - fs.statSync(a.dir).mtimeMs)[0];
     if (!pick) continue;
@@ -65,7 +65,7 @@ export function listCachedModels(env: NodeJS.ProcessEnv = process.env): CachedMo
     const cfgFile = path.join(pick.dir, 'config.json');
     let raw: unknown;
     try {
-      raw = JSON.parse(readRegularFileSync(cfgFile, 'utf8'));
+      raw = JSON.parse(readJsonTextSync(cfgFile));
     } catch {
       raw = undefined;
     }

@@ -1,14 +1,16 @@
 /**
  * Lenient reads of the tool's JSON files for editor state (spec-state, workspace-trust): a file
  * that is missing or does not parse, and a field that is not an object, read as nothing rather
- * than throwing, since the editor asks while files are still being written.
+ * than throwing, since the editor asks while files are still being written. The files are
+ * still input (a repository can ship `compile.json -> /dev/zero` or a FIFO): they go through
+ * the read policy, so such a file reads as nothing at once instead of hanging the server.
  */
-import fs from 'node:fs';
+import { readJsonTextSync } from '../paths';
 
 /** `file` parsed, or undefined when it cannot be read or parsed. */
 export function readJsonLoose(file: string): unknown {
   try {
-    return JSON.parse(fs.readFileSync(file, 'utf8'));
+    return JSON.parse(readJsonTextSync(file));
   } catch {
     return undefined;
   }

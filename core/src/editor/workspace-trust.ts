@@ -76,8 +76,9 @@ export function prepareTargets(specFile: string, roots: readonly string[]): Prep
 /**
  * The paths a compile of `exportDir` would write into or delete that files in it name: the
  * report's `prepared.dir`, every folder of the spec's `files[].path` (the ort artifact is
- * written there), and compile.json's `prepared` and `artifacts.*` (the previous artifact is
- * deleted). Returns the verdicts outside the workspace.
+ * written there), compile.json's `prepared` and `artifacts.*` (the previous artifact is
+ * deleted), and an absolute `model_id` when the spec's first file does not resolve (compile
+ * then writes there). Returns the verdicts outside the workspace.
  */
 export function compileOutside(exportDir: string, roots: readonly string[]): FilePathVerdict[] {
   const dir = path.resolve(exportDir);
@@ -86,11 +87,17 @@ export function compileOutside(exportDir: string, roots: readonly string[]): Fil
   if (nonEmpty(report?.prepared?.dir))
     verdicts.push(judgeFilePath(path.join(dir, EXPORT_REPORT_FILE), 'prepared.dir', report.prepared.dir, roots));
   const spec = specFileIn(dir);
-  if (spec) specFilePaths(spec).forEach((p, i) => verdicts.push(judgeFilePath(spec, `files[${i}].path`, p, roots)));
+  const files = spec ? specFilePaths(spec) : [];
+  if (spec) files.forEach((p, i) => verdicts.push(judgeFilePath(spec, `files[${i}].path`, p, roots)));
   const recFile = path.join(dir, COMPILE_RECORD);
   const rec = obj(readJsonLoose(recFile));
   if (rec.prepared !== undefined) verdicts.push(judgeFilePath(recFile, 'prepared', rec.prepared, roots));
   for (const [k, v] of Object.entries(obj(rec.artifacts))) verdicts.push(judgeFilePath(recFile, `artifacts.${k}`, v, roots));
+  // QEfficient's absolute model_id is compile's prepared folder when the first file does not
+  // resolve (compile/inputs.ts preparedDirOf): then it is where compile writes.
+  const modelId = spec ? obj(readJsonLoose(spec)).model_id : undefined;
+  if (spec && typeof modelId === 'string' && path.isAbsolute(modelId) && !(files[0] && fs.existsSync(path.resolve(dir, files[0]))))
+    verdicts.push(judgeFilePath(spec, 'model_id', modelId, roots));
   return verdicts.filter((v) => !v.inside);
 }
 

@@ -20,7 +20,7 @@ import { archFromConfig } from './families/arch-from-config';
 import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
 import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
-import { readRegularFile } from '../paths';
+import { readJsonText } from '../paths';
 import { isVlmConfig } from './vlm/config';
 import type { SlidingCache } from './blocks/attention-window';
 import { exportVlm } from './vlm/export-vlm';
@@ -170,7 +170,7 @@ async function readConfig(p: string): Promise<{ file: string; dir: string; raw: 
   const file = statSync(abs).isDirectory() ? path.join(abs, 'config.json') : abs;
   let text: string;
   try {
-    text = await readRegularFile(file, 'utf8');
+    text = await readJsonText(file);
   } catch (err) {
     throw err instanceof FormatError ? err : new FormatError(file, `cannot read config: ${oneLine(err)}`);
   }

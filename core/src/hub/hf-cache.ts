@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FormatError } from '../errors';
+import { isInside, MAX_REF_BYTES, readJsonTextSync, readRegularFileSync } from '../paths';
 
 /** What an id resolved to: the snapshot folder and where it came from. */
 export interface HubOrigin {
@@ -45,10 +46,23 @@ export function weightSpecHome(env: NodeJS.ProcessEnv = process.env): string {
   return path.resolve(env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache'), 'weight-spec');
 }
 
+/**
+ * The revision of text shaped `org/name@<anything>` when it is no branch, tag or commit name
+ * (a `..` or `.` segment, an empty segment, a character git refuses): such text is refused as
+ * an id, before it is ever tried as a local path (`org/name@../../x` resolves to `./org/x`).
+ */
+export function badRevisionOf(text: string): string | undefined {
+  const m = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*@(.*)$/s.exec(text);
+  if (!m) return undefined;
+  const rev = m[1]!;
+  const ok = /^[A-Za-z0-9._/-]+$/.test(rev) && rev.split('/').every((s) => s !== '' && s !== '.' && s !== '..');
+  return ok ? undefined : rev;
+}
+
 /** `org/name[@revision]` split, or undefined when `text` is not of that form. */
 export function parseModelId(text: string): { id: string; revision?: string } | undefined {
   const m = ID.exec(text);
-  if (!m || m[1] === '..' || m[2] === '..' || m[1] === '.' || m[2] === '.') return undefined;
+  if (!m || m[1] === '..' || m[2] === '..' || m[1] === '.' || m[2] === '.' || badRevisionOf(text) !== undefined) return undefined;
   return { id: `${m[1]}/${m[2]}`, ...(m[3] ? { revision: m[3] } : {}) };
 }
 
@@ -57,15 +71,52 @@ export function repoFolder(cache: string, id: string): string {
   return path.join(cache, `models--${id.replace('/', '--')}`);
 }
 
+/**
+ * The commit `refs/<revision>` names, undefined when there is no such ref (or it holds no
+ * commit). The ref is input like any other file: a FIFO there would block `open()` forever
+ * and a link to /dev/zero would grow memory without end, so it is read through the read
+ * policy (kind checked before it is opened, at most {@link MAX_REF_BYTES}); such a ref is a
+ * one-line FormatError naming it, never a hang.
+ */
 function readRef(repo: string, revision: string): string | undefined {
   // refs are written by huggingface_hub; a ref name with `..` could leave the folder
   if (revision.split('/').includes('..')) return undefined;
+  const file = path.join(repo, 'refs', revision);
+  let text: string;
   try {
-    const text = fs.readFileSync(path.join(repo, 'refs', revision), 'utf8').trim();
-    return COMMIT.test(text) ? text : undefined;
+    text = readRegularFileSync(file, 'utf8', MAX_REF_BYTES).trim();
+  } catch (e) {
+    if (e instanceof FormatError && e.detail !== 'file does not exist' && !e.detail.startsWith('a parent')) throw e;
+    return undefined;
+  }
+  return COMMIT.test(text) ? text : undefined;
+}
+
+/** {@link readRef} for scans (which ref points at a commit?): a ref that cannot be read is no answer. */
+function readRefQuiet(repo: string, revision: string): string | undefined {
+  try {
+    return readRef(repo, revision);
   } catch {
     return undefined;
   }
+}
+
+/** `realpath`, or the resolved path when it does not exist. */
+function realOf(p: string): string {
+  try {
+    return fs.realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * True when `p`, resolved with every symlink followed, lies inside the cache folder of `env`
+ * (itself resolved). A folder laid out as `models--org--name/snapshots/<40 hex>` anywhere
+ * else (a repository can ship one) is not a snapshot: its name proves nothing.
+ */
+export function inHubCacheFolder(p: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  return isInside(realOf(hubCacheDir(env)), realOf(p));
 }
 
 /**
@@ -110,7 +161,7 @@ export function checkSnapshotComplete(dir: string, label: string): void {
   if (!fs.existsSync(index)) return;
   let weightMap: Record<string, unknown>;
   try {
-    weightMap = (JSON.parse(fs.readFileSync(index, 'utf8')) as { weight_map?: Record<string, unknown> }).weight_map ?? {};
+    weightMap = (JSON.parse(readJsonTextSync(index)) as { weight_map?: Record<string, unknown> }).weight_map ?? {};
   } catch {
     return; // the checkpoint reader reports a malformed index with its own message
   }
@@ -125,37 +176,50 @@ export function checkSnapshotComplete(dir: string, label: string): void {
 }
 
 /**
- * The origin of a folder that is a snapshot of the cache (`…/models--org--name/snapshots/<commit>`),
+ * The origin of a folder that is a snapshot of the cache (`<cache>/models--org--name/snapshots/<commit>`,
+ * resolved with its symlinks followed, inside the cache folder of `env`: {@link inHubCacheFolder}),
  * with the ref that points at it when one does (`main` first); undefined for any other folder.
  */
-export function hubOriginOf(dir: string): HubOrigin | undefined {
+export function hubOriginOf(dir: string, env: NodeJS.ProcessEnv = process.env): HubOrigin | undefined {
   const abs = path.resolve(dir);
   const asked = resolved.get(abs);
   if (asked) return asked;
+  if (!inHubCacheFolder(abs, env)) return undefined;
+  const shape = snapshotShape(realOf(abs));
+  if (!shape) return undefined;
+  const { repo, commit } = shape;
+  let revision = commit;
+  try {
+    const refs = fs.readdirSync(path.join(repo, 'refs'));
+    const hit = ['main', ...refs.filter((r) => r !== 'main').sort()].find((r) => readRefQuiet(repo, r) === commit);
+    if (hit) revision = hit;
+  } catch {
+    /* no refs: the commit names itself */
+  }
+  return { id: shape.id, revision, commit, dir: abs };
+}
+
+/** The names of a folder laid out as `…/models--org--name/snapshots/<commit>`, wherever it is. */
+function snapshotShape(abs: string): { id: string; repo: string; commit: string } | undefined {
   const commit = path.basename(abs);
   const snapshots = path.dirname(abs);
   const repo = path.dirname(snapshots);
   const m = /^models--(.+?)--(.+)$/.exec(path.basename(repo));
   if (!COMMIT.test(commit) || path.basename(snapshots) !== 'snapshots' || !m) return undefined;
-  let revision = commit;
-  try {
-    const refs = fs.readdirSync(path.join(repo, 'refs'));
-    const hit = ['main', ...refs.filter((r) => r !== 'main').sort()].find((r) => readRef(repo, r) === commit);
-    if (hit) revision = hit;
-  } catch {
-    /* no refs: the commit names itself */
-  }
-  return { id: `${m[1]}/${m[2]}`, revision, commit, dir: abs };
+  return { id: `${m[1]}/${m[2]}`, repo, commit };
 }
 
 /**
  * For an origin recorded by an earlier run: the commit its ref points at now, when the ref
  * moved (a later download of the model); undefined when it did not, or the revision is a hash.
  */
-export function movedRef(origin: Pick<HubOrigin, 'revision' | 'commit' | 'dir'>): string | undefined {
+export function movedRef(origin: Pick<HubOrigin, 'revision' | 'commit' | 'dir'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (COMMIT.test(origin.revision)) return undefined;
-  const repo = path.dirname(path.dirname(origin.dir));
-  const now = readRef(repo, origin.revision);
+  // The origin comes from a manifest or a report, files a repository can ship: its `dir` is
+  // believed only when it is a snapshot inside the cache folder.
+  if (!hubOriginOf(origin.dir, env)) return undefined;
+  const repo = path.dirname(path.dirname(realOf(origin.dir)));
+  const now = readRefQuiet(repo, origin.revision);
   return now && now !== origin.commit ? now : undefined;
 }
 
@@ -170,13 +234,17 @@ export function insideHubCache(p: string, env: NodeJS.ProcessEnv = process.env):
 /**
  * Where outputs named after a model folder go (`<parent>/<name>-prepared-…`): beside the folder,
  * except for a cache snapshot, whose outputs go to {@link weightSpecHome} as `<org>--<name>-<commit8>`
- * — never into the cache.
+ * — never into the cache. A folder only laid out like a snapshot elsewhere (a copied cache, or a
+ * repository's `models--evil--x/snapshots/<hex>`) is no snapshot: its outputs go beside its
+ * `models--…` folder, under the same name, never into that layout nor into weight-spec's home.
  */
 export function modelHome(dir: string, env: NodeJS.ProcessEnv = process.env): { parent: string; name: string } {
   const abs = path.resolve(dir);
-  const o = hubOriginOf(abs);
-  if (!o) return { parent: path.dirname(abs), name: path.basename(abs) };
-  return { parent: weightSpecHome(env), name: `${o.id.replace('/', '--')}-${o.commit.slice(0, 8)}` };
+  const o = hubOriginOf(abs, env);
+  if (o) return { parent: weightSpecHome(env), name: `${o.id.replace('/', '--')}-${o.commit.slice(0, 8)}` };
+  const shape = snapshotShape(abs);
+  if (shape) return { parent: path.dirname(shape.repo), name: `${shape.id.replace('/', '--')}-${shape.commit.slice(0, 8)}` };
+  return { parent: path.dirname(abs), name: path.basename(abs) };
 }
 
 /** The `hub` field a report or manifest records for a source folder: `{}` unless it is a cache snapshot. */
@@ -200,6 +268,7 @@ export function hubLabelOf(file: string): string | undefined {
   const snap = hubOriginOf(path.dirname(abs));
   if (snap) return `${snap.id}@${snap.revision}${snap.revision === snap.commit ? '' : ` (commit ${snap.commit.slice(0, 12)})`}`;
   const m = /^models--(.+?)--(.+)$/.exec(path.basename(path.dirname(path.dirname(abs))));
-  if (m && path.basename(path.dirname(abs)) === 'blobs') return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
+  if (m && path.basename(path.dirname(abs)) === 'blobs' && inHubCacheFolder(abs))
+    return `${m[1]}/${m[2]} (a blob of the Hugging Face cache)`;
   return undefined;
 }

@@ -114,13 +114,71 @@ export function openRegularFileSync(file: string): number {
   }
 }
 
-/** Reads a whole regular file (spec, config, manifest, a small ONNX graph). */
-export async function readRegularFile(file: string): Promise<Buffer>;
-export async function readRegularFile(file: string, encoding: 'utf8'): Promise<string>;
-export async function readRegularFile(file: string, encoding?: 'utf8'): Promise<Buffer | string> {
+/**
+ * Size caps for whole-file reads, checked on the open descriptor before the first byte is
+ * read (a sparse file claims any size for free; a file that grows while read is cut at the
+ * cap and refused). {@link MAX_INPUT_BYTES}: protobuf's 2 GiB limit, the largest ONNX graph
+ * a reader takes whole. {@link MAX_JSON_BYTES}: any JSON the tool reads (spec, config,
+ * report, record, manifest, index, tokenizer): a weight_spec.json of 100,000 tensors is
+ * about 30 MB. {@link MAX_REF_BYTES}: a Hugging Face ref or a sentinel (one line).
+ */
+export const MAX_INPUT_BYTES = 2 ** 31 - 1;
+/** See {@link MAX_INPUT_BYTES}. */
+export const MAX_JSON_BYTES = 256 * 1024 * 1024;
+/** See {@link MAX_INPUT_BYTES}. */
+export const MAX_REF_BYTES = 4096;
+
+function tooLarge(file: string, size: number, max: number): FormatError {
+  return new FormatError(printable(file), `is ${size} bytes, over the ${max}-byte limit for this file`);
+}
+
+/** One read call at most (the kernel and Node cap a single read below 2 GiB). */
+const READ_CHUNK = 1 << 30;
+
+/** The buffer (fstat's size plus one byte) filled up: the file grew while it was read. */
+function grew(file: string, got: number, max: number): FormatError {
+  return got > max ? tooLarge(file, got, max) : new FormatError(printable(file), 'grew while it was read (is something writing it?)');
+}
+
+/** Reads at most `max` bytes of an open regular file whose size fstat gave (refusing beyond). */
+async function readCapped(fh: fsp.FileHandle, file: string, size: number, max: number): Promise<Buffer> {
+  if (size > max) throw tooLarge(file, size, max);
+  const buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
+  let got = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, got, Math.min(buf.length - got, READ_CHUNK), got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+    if (got === buf.length) throw grew(file, got, max);
+  }
+  return buf.subarray(0, got);
+}
+
+/** Synchronous {@link readCapped}. */
+function readCappedSync(fd: number, file: string, size: number, max: number): Buffer {
+  if (size > max) throw tooLarge(file, size, max);
+  const buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
+  let got = 0;
+  for (;;) {
+    const n = fs.readSync(fd, buf, got, Math.min(buf.length - got, READ_CHUNK), got);
+    if (n === 0) break;
+    got += n;
+    if (got === buf.length) throw grew(file, got, max);
+  }
+  return buf.subarray(0, got);
+}
+
+/**
+ * Reads a whole regular file the tool did not write (spec, config, manifest, a small ONNX
+ * graph): kind checked before it is opened, size capped (`max`, default
+ * {@link MAX_INPUT_BYTES}) before the first byte is read.
+ */
+export async function readRegularFile(file: string, encoding?: undefined, max?: number): Promise<Buffer>;
+export async function readRegularFile(file: string, encoding: 'utf8', max?: number): Promise<string>;
+export async function readRegularFile(file: string, encoding?: 'utf8', max = MAX_INPUT_BYTES): Promise<Buffer | string> {
   const fh = await openRegularFile(file);
   try {
-    const buf = await fh.readFile();
+    const buf = await readCapped(fh, file, (await fh.stat()).size, max);
     return encoding ? buf.toString(encoding) : buf;
   } finally {
     await fh.close().catch(() => undefined);
@@ -129,27 +187,37 @@ export async function readRegularFile(file: string, encoding?: 'utf8'): Promise<
 
 /**
  * Reads a whole input file (spec, ONNX graph): any failure is one {@link FormatError} naming
- * `name` (default `file`), so every reader says "cannot read" the same way.
+ * `name` (default `file`), so every reader says "cannot read" the same way. `max` caps its size.
  */
-export async function readInputFile(file: string, name = file): Promise<Buffer> {
+export async function readInputFile(file: string, name = file, max = MAX_INPUT_BYTES): Promise<Buffer> {
   try {
-    return await readRegularFile(file);
+    return await readRegularFile(file, undefined, max);
   } catch (err) {
     throw err instanceof FormatError ? err : new FormatError(name, `cannot read: ${oneLine(err)}`);
   }
 }
 
 /** Synchronous {@link readRegularFile}. */
-export function readRegularFileSync(file: string): Buffer;
-export function readRegularFileSync(file: string, encoding: 'utf8'): string;
-export function readRegularFileSync(file: string, encoding?: 'utf8'): Buffer | string {
+export function readRegularFileSync(file: string, encoding?: undefined, max?: number): Buffer;
+export function readRegularFileSync(file: string, encoding: 'utf8', max?: number): string;
+export function readRegularFileSync(file: string, encoding?: 'utf8', max = MAX_INPUT_BYTES): Buffer | string {
   const fd = openRegularFileSync(file);
   try {
-    const buf = fs.readFileSync(fd);
+    const buf = readCappedSync(fd, file, fs.fstatSync(fd).size, max);
     return encoding ? buf.toString(encoding) : buf;
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** A JSON file the tool did not write, as text: {@link readRegularFileSync} capped at {@link MAX_JSON_BYTES}. */
+export function readJsonTextSync(file: string): string {
+  return readRegularFileSync(file, 'utf8', MAX_JSON_BYTES);
+}
+
+/** Asynchronous {@link readJsonTextSync}. */
+export function readJsonText(file: string): Promise<string> {
+  return readRegularFile(file, 'utf8', MAX_JSON_BYTES);
 }
 
 /**

@@ -21,11 +21,16 @@ export {
 export {
   assertRegularFile,
   assertWritableDir,
+  MAX_INPUT_BYTES,
+  MAX_JSON_BYTES,
+  MAX_REF_BYTES,
   openRegularFile,
   openRegularFileSync,
   pseudoFsOf,
   readInputFile,
   readRegularFile,
+  readJsonText,
+  readJsonTextSync,
   readRegularFileSync,
   specialKind,
 } from './file-kind';

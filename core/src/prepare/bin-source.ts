@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { convertBinCheckpoint } from '../formats/pickle';
-import { atomicWriteFile } from '../paths';
+import { atomicWriteFile, readJsonText } from '../paths';
 
 /** Written last in the converted directory: the `.bin` files (size, mtime) it was made from. */
 export const CONVERTED_FROM_FILE = '.converted-from.json';
@@ -60,7 +60,7 @@ export async function safetensorsSource(checkpoint: string): Promise<{ checkpoin
   if (!bin) return { checkpoint };
   const to = path.join(path.dirname(bin.dir), `${path.basename(bin.dir)}-safetensors`);
   const want = JSON.stringify({ version: 1, source: bin.dir, bin_files: await stamps(bin.bins) });
-  const have = await fsp.readFile(path.join(to, CONVERTED_FROM_FILE), 'utf8').catch(() => undefined);
+  const have = await readJsonText(path.join(to, CONVERTED_FROM_FILE)).catch(() => undefined);
   if (have === want) return { checkpoint: to, conversion: { from: abs, to, binFiles: bin.bins, converted: false } };
   const res = await convertBinCheckpoint(fs.statSync(abs).isFile() ? abs : bin.dir, to, { overwrite: true });
   await atomicWriteFile(path.join(to, CONVERTED_FROM_FILE), want);

@@ -38,6 +38,9 @@ export function checkScaleCover(scales: number, first: number, n: number, shape:
 /**
  * Dequantizes `q` (elements `first … first + q.length − 1` of a `shape` tensor of FP8
  * `dtype`) with `scale` (the whole scale tensor in f32, laid out as `ref.grid` per matrix).
+ * `to` is the dtype the result is written as: into F32 nothing narrows it afterwards, so the
+ * non-finite results that are not NaN codes (a finite code times a huge or non-finite scale,
+ * E5M2's Inf codes) are counted here; a 16-bit target's narrowing counts them itself.
  */
 export function dequantFp8(
   q: Uint8Array,
@@ -46,6 +49,7 @@ export function dequantFp8(
   shape: readonly number[],
   scale: Float32Array,
   ref: ScaleRef,
+  to?: DType,
 ): Float32Array {
   const values = fp8Values(dtype);
   const C = shape[shape.length - 1]!;
@@ -78,5 +82,10 @@ export function dequantFp8(
   // A NaN code (E4M3's 0x7f / 0xff) dequantizes to NaN whatever the scale: prepare refuses the
   // tensor unless --allow-overflow (overflow.ts).
   narrowingTally.fp8Nan += nan;
+  if (to === 'F32') {
+    let bad = 0;
+    for (let j = 0; j < out.length; j++) bad += Number.isFinite(out[j]!) ? 0 : 1;
+    narrowingTally.nonFinite += bad - nan;
+  }
   return out;
 }

@@ -260,9 +260,20 @@ export function halfColumns(bytes: Uint8Array, rows: number, _size: number, half
   return out;
 }
 
-/** f32 values → bytes of `to` (RNE). */
-export function encodeF32(values: Float32Array, to: DType): Uint8Array {
-  if (to === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+/**
+ * f32 values → bytes of `to` (RNE). Into 16-bit targets the non-finite results are counted by
+ * the narrowing; into F32 only with `countF32` (a dequantization whose own kernel counted
+ * nothing: MXFP4's scale 255 is 2^128, ±Inf in f32).
+ */
+export function encodeF32(values: Float32Array, to: DType, countF32 = false): Uint8Array {
+  if (to === 'F32') {
+    if (countF32) {
+      let bad = 0;
+      for (let i = 0; i < values.length; i++) bad += Number.isFinite(values[i]!) ? 0 : 1;
+      narrowingTally.nonFinite += bad;
+    }
+    return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  }
   if (to !== 'F16' && to !== 'BF16') return fromFloat32(values, to);
   const d = new Uint16Array(values.length);
   narrowingTally.nonFinite += narrowF32(new Int32Array(values.buffer, values.byteOffset, values.length), d, to);

@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { PipelineError } from '../errors';
-import { printable, processAlive, tempPathFor } from '../paths';
+import { FormatError, PipelineError } from '../errors';
+import { MAX_REF_BYTES, printable, processAlive, readRegularFile, tempPathFor } from '../paths';
 
 /** A guard older than this was left by a process that died during a takeover. */
 const GUARD_STALE_MS = 10_000;
@@ -37,6 +37,7 @@ export function lockFileOf(outDir: string): string {
 /** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or undefined. */
 export function processStartTime(pid: number): string | undefined {
   try {
+    // eslint-disable-next-line no-restricted-syntax -- the kernel's /proc file (the read policy refuses /proc on purpose)
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
     // comm (field 2) is in parentheses and may hold spaces: count from the last ')'.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -49,6 +50,7 @@ export function processStartTime(pid: number): string | undefined {
 /** Boot time (s since the epoch) from /proc/stat, for turning a start time into a date. */
 function bootTime(): number | undefined {
   try {
+    // eslint-disable-next-line no-restricted-syntax -- the kernel's /proc file
     const m = /^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'latin1'));
     return m ? Number(m[1]) : undefined;
   } catch {
@@ -74,11 +76,14 @@ export function holderAlive(text: string, lockMtimeMs: number): boolean {
 }
 
 async function readLock(file: string): Promise<{ text: string; mtimeMs: number } | undefined> {
+  // Through the read policy: a `<out>.lock` shipped as a FIFO or a link to /dev/zero is refused
+  // with one line instead of blocking the open or filling memory.
   try {
-    const [text, st] = await Promise.all([fsp.readFile(file, 'utf8'), fsp.stat(file)]);
+    const [text, st] = await Promise.all([readRegularFile(file, 'utf8', MAX_REF_BYTES), fsp.stat(file)]);
     return { text, mtimeMs: st.mtimeMs };
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e instanceof FormatError && e.detail === 'file does not exist'))
+      return undefined;
     throw e;
   }
 }

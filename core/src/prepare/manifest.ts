@@ -11,7 +11,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { movedRef } from '../hub/hf-cache';
 import { FormatError, PipelineError, oneLine } from '../errors';
-import { printable, readRegularFile } from '../paths';
+import { MAX_REF_BYTES, printable, readRegularFile } from '../paths';
 import {
   MANIFEST_FILE,
   SENTINEL_FILE,
@@ -48,7 +48,7 @@ export interface PreparedStatus {
 export async function preparedStatus(dir: string): Promise<PreparedStatus> {
   let sentinel: string | undefined;
   try {
-    sentinel = await readRegularFile(path.join(dir, SENTINEL_FILE), 'utf8');
+    sentinel = await readRegularFile(path.join(dir, SENTINEL_FILE), 'utf8', MAX_REF_BYTES);
   } catch {
     sentinel = undefined;
   }

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PipelineError } from '../errors';
 import { INDEX_FILE } from '../formats/safetensors';
-import { isInside, printable, realPathOf } from '../paths';
+import { isInside, printable, readJsonText, realPathOf } from '../paths';
 import { MANIFEST_FILE, SENTINEL_FILE, parsePreparedManifest, type PreparedManifest } from './manifest';
 
 /** The manifest of `outDir` when it parses, else why not (ownership then cannot be proven). */
@@ -19,7 +19,7 @@ async function manifestOf(outDir: string): Promise<PreparedManifest | string> {
   if (!st) return `no ${MANIFEST_FILE}`;
   if (!st.isFile()) return `${MANIFEST_FILE} is not a regular file`;
   try {
-    return parsePreparedManifest(JSON.parse(await fs.readFile(file, 'utf8')), file);
+    return parsePreparedManifest(JSON.parse(await readJsonText(file)), file);
   } catch {
     return `${MANIFEST_FILE} is not a weight-spec manifest`;
   }

@@ -269,7 +269,7 @@ export async function planPrepare(opts: PrepareOptions): Promise<PreparePlan> {
   if (path.resolve(outDir) === path.resolve(ckpt.dir)) throw new UsageError(`prepare: --out ${outDir} is the source checkpoint itself`);
   if (insideHubCache(outDir))
     throw new UsageError(
-      `prepare: --out ${outDir} is inside the Hugging Face cache, which weight-spec never writes to; name a folder outside it`,
+      `prepare: --out ${outDir} is inside the Hugging Face cache or a folder laid out like one (models--…/snapshots), which weight-spec never writes to; name a folder outside it`,
     );
   return {
     fingerprint,

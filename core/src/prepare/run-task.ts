@@ -286,7 +286,7 @@ function readSlice(src: Sources, key: string, start: number, length: number, to:
   const s = src.src(key);
   const bytes = src.read(key, start, length);
   if (!scale) return converter(s.dtype, to)(bytes);
-  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale), to);
+  return encodeF32(dequantFp8(bytes, s.dtype, start / DTYPE_SIZE[s.dtype], s.shape, src.scale(scale), scale, to), to);
 }
 
 /** Produces one expert slice of `t` (and of its paired sibling, from the same reads). */
@@ -324,7 +324,7 @@ function produceSlot(
       let from = s.dtype;
       if (slot.scale) {
         // FP8 experts: dequantize the expert's whole [H, 2I] matrix first, then split it.
-        const f = dequantFp8(m, s.dtype, (slot.expert * per) / DTYPE_SIZE[s.dtype], s.shape, src.scale(slot.scale), slot.scale);
+        const f = dequantFp8(m, s.dtype, (slot.expert * per) / DTYPE_SIZE[s.dtype], s.shape, src.scale(slot.scale), slot.scale, t.dtype);
         m = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
         from = 'F32';
       }
@@ -347,11 +347,11 @@ function produceSlot(
       const blocks = src.read(slot.blocks, slot.expert * R * G * 16, R * G * 16);
       const scales = src.read(slot.scales, slot.expert * R * G, R * G);
       const f32 = dequantMxfp4(blocks, scales, R, G);
-      if (slot.parity === undefined) return { main: encodeF32(f32, t.dtype) };
+      if (slot.parity === undefined) return { main: encodeF32(f32, t.dtype, true) };
       const cols = G * 32;
-      const main = encodeF32(everyOtherRow(f32, R, cols, slot.parity), t.dtype);
+      const main = encodeF32(everyOtherRow(f32, R, cols, slot.parity), t.dtype, true);
       if (!sib) return { main };
-      return { main, ...sibling(() => encodeF32(everyOtherRow(f32, R, cols, slot.parity === 0 ? 1 : 0), sib.dtype)) };
+      return { main, ...sibling(() => encodeF32(everyOtherRow(f32, R, cols, slot.parity === 0 ? 1 : 0), sib.dtype, true)) };
     }
   }
 }

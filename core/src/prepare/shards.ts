@@ -22,7 +22,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { PipelineError, UsageError } from '../errors';
-import { assertWritableDir, atomicWriteFile, printable } from '../paths';
+import { TEMP_NAME_RE, assertWritableDir, atomicWriteFile, printable, processAlive, readJsonText } from '../paths';
 import { safetensorsSource } from './bin-source';
 import { defaultBudgetBytes, runTasks, type PrepareProgress } from './executor';
 import { finalizePrepared, removeLeftovers } from './finalize';
@@ -41,13 +41,20 @@ export interface ShardSpec {
   n: number;
 }
 
-/** Parses `i/N` (UsageError naming the flag when malformed, N < 1 or i ≥ N). */
+/**
+ * The most shards a plan may be split into: far beyond any cluster array (Slurm's default
+ * MaxArraySize is 1001), small enough that a record name and the shard loads stay bounded.
+ */
+export const MAX_SHARDS = 65_536;
+
+/** Parses `i/N` (UsageError naming the flag when malformed, N < 1, N > {@link MAX_SHARDS} or i ≥ N), before any allocation. */
 export function parseShard(text: string): ShardSpec {
-  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
-  if (!m) throw new UsageError(`prepare: --shard must be i/N with 0 ≤ i < N (got ${JSON.stringify(text)})`);
+  const m = /^(\d{1,16})\/(\d{1,16})$/.exec(text.trim());
+  if (!m) throw new UsageError(`prepare: --shard must be i/N with 0 ≤ i < N ≤ ${MAX_SHARDS} (got ${JSON.stringify(text.slice(0, 64))})`);
   const i = Number(m[1]);
   const n = Number(m[2]);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`prepare: --shard ${text}: N must be at least 1`);
+  if (n < 1) throw new UsageError(`prepare: --shard ${text}: N must be at least 1`);
+  if (n > MAX_SHARDS) throw new UsageError(`prepare: --shard ${text}: N must be at most ${MAX_SHARDS}`);
   if (i >= n) throw new UsageError(`prepare: --shard ${text}: i must be below N (shards are numbered 0 to ${n - 1})`);
   return { i, n };
 }
@@ -57,14 +64,30 @@ export function parseShard(text: string): ShardSpec {
  * holding the fewest bytes so far (lowest index on a tie) — LPT, within 4/3 of the best balance.
  */
 export function assignShards(tasks: readonly Task[], n: number): Map<string, number> {
-  const load = new Array<number>(n).fill(0);
+  // Shards past the task count never get a task (an empty shard of lower index always wins
+  // the tie), so the loads are bounded by the plan, not by N; a heap ordered by (load, index)
+  // picks exactly the shard the linear scan would.
+  const k = Math.max(1, Math.min(n, tasks.length));
+  const load = new Float64Array(k);
+  const heap = Array.from({ length: k }, (_, s) => s);
+  const less = (a: number, b: number) => load[a]! < load[b]! || (load[a] === load[b] && a < b);
   const out = new Map<string, number>();
   const order = [...tasks].sort((a, b) => b.outBytes - a.outBytes || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const t of order) {
-    let best = 0;
-    for (let s = 1; s < n; s++) if (load[s]! < load[best]!) best = s;
+    const best = heap[0]!;
     load[best]! += t.outBytes;
     out.set(t.id, best);
+    // sift the root down
+    for (let at = 0; ;) {
+      const l = 2 * at + 1;
+      const r = l + 1;
+      let m = at;
+      if (l < k && less(heap[l]!, heap[m]!)) m = l;
+      if (r < k && less(heap[r]!, heap[m]!)) m = r;
+      if (m === at) break;
+      [heap[at], heap[m]] = [heap[m]!, heap[at]!];
+      at = m;
+    }
   }
   return out;
 }
@@ -73,6 +96,9 @@ export function assignShards(tasks: readonly Task[], n: number): Map<string, num
 export function stagingDirOf(plan: PreparePlan): string {
   return `${plan.outDir}.shards-${plan.fingerprint.slice(0, 16)}`;
 }
+
+/** A shard record's name in the records folder. */
+const RECORD_NAME = /^shard-\d+-of-\d+\.json$/;
 
 function recordsDirOf(plan: PreparePlan): string {
   return `${stagingDirOf(plan)}.records`;
@@ -117,12 +143,12 @@ async function sha256Of(file: string): Promise<string> {
 async function presentTasks(plan: PreparePlan): Promise<Map<string, TaskRecord>> {
   const done = new Map<string, TaskRecord>();
   const dir = recordsDirOf(plan);
-  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^shard-\d+-of-\d+\.json$/.test(n)).sort();
+  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => RECORD_NAME.test(n)).sort();
   const wanted = new Map(plan.tasks.map((t) => [t.id, { fingerprint: taskFingerprint(plan, t), file: t.file }]));
   for (const name of names) {
     let rec: ShardRecord;
     try {
-      const parsed = ShardRecordSchema.safeParse(JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')));
+      const parsed = ShardRecordSchema.safeParse(JSON.parse(await readJsonText(path.join(dir, name))));
       if (!parsed.success) continue; // not a shard record: its tasks count as missing
       rec = parsed.data;
     } catch {
@@ -243,22 +269,69 @@ export async function finalizeShards(opts: PrepareOptions): Promise<FinalizeResu
     const done = await presentTasks(plan);
     const missing = plan.tasks.filter((t) => !done.has(t.id));
     if (missing.length > 0) throw new PipelineError(missingMessage(plan, missing, await recordedN(plan)));
-    // Only the plan's files go into place: temporaries of killed shard runs are dropped.
-    const files = new Set(plan.tasks.map((t) => t.file));
-    for (const n of await fs.readdir(staging)) if (!files.has(n)) await fs.rm(path.join(staging, n), { recursive: true, force: true });
     await checkReplaceable(plan.outDir, plan.source);
+    await dropShardTemporaries(plan, staging);
     await removeLeftovers(plan.outDir);
     await finalizePrepared(plan, staging);
-    await fs.rm(recordsDirOf(plan), { recursive: true, force: true });
+    await removeOwned(recordsDirOf(plan), (n) => RECORD_NAME.test(n));
     return { plan, upToDate: false, tasks: plan.tasks.length };
   } finally {
     await lock.release();
   }
 }
 
+/**
+ * Only the plan's files go into place. Temporaries of killed shard runs (a plan file's temp
+ * name, `<file>.tmp-<pid>-<hex>`, of a process that is gone) are removed — one at a time, never
+ * recursively. Anything else in the staging folder was not written by a shard (a user's
+ * notes): finalize refuses, naming it, and deletes nothing.
+ */
+async function dropShardTemporaries(plan: PreparePlan, staging: string): Promise<void> {
+  const files = new Set(plan.tasks.map((t) => t.file));
+  const temps: string[] = [];
+  const foreign: string[] = [];
+  for (const e of await fs.readdir(staging, { withFileTypes: true })) {
+    if (files.has(e.name)) continue;
+    const m = TEMP_NAME_RE.exec(e.name);
+    const ours = m && m[1] === 'tmp' && files.has(e.name.slice(0, m.index)) && e.isFile();
+    if (!ours) foreign.push(e.name);
+    else if (!processAlive(Number(m[2]))) temps.push(e.name);
+    else foreign.push(e.name); // a shard still writing: finalize runs after every shard ended
+  }
+  if (foreign.length > 0) {
+    const shown = foreign
+      .sort()
+      .slice(0, 5)
+      .map((n) => printable(n))
+      .join(', ');
+    const more = foreign.length > 5 ? `, and ${foreign.length - 5} more` : '';
+    throw new PipelineError(
+      `${printable(staging)}: cannot finalize, it holds ${shown}${more}, which no shard of this plan wrote ` +
+        '(or a shard still writing); move it out of the staging folder and run --finalize again',
+    );
+  }
+  for (const n of temps) await fs.rm(path.join(staging, n), { force: true });
+}
+
+/**
+ * Removes from `dir` the entries `ours` names (and their dead temporaries), one by one, then
+ * the folder when nothing else is left: what a user put there stays, with the folder.
+ */
+async function removeOwned(dir: string, ours: (name: string) => boolean): Promise<void> {
+  const names = await fs.readdir(dir).catch(() => [] as string[]);
+  for (const n of names) {
+    const m = TEMP_NAME_RE.exec(n);
+    const mine = ours(n) || (m !== null && ours(n.slice(0, m.index)) && !processAlive(Number(m[2])));
+    if (mine) await fs.rm(path.join(dir, n), { force: true });
+  }
+  await fs.rmdir(dir).catch(() => undefined); // not empty: someone else's files remain
+}
+
+/** An up-to-date output's leftover staging: the plan's files and the records, nothing else. */
 async function removeStaging(plan: PreparePlan): Promise<void> {
-  await fs.rm(stagingDirOf(plan), { recursive: true, force: true });
-  await fs.rm(recordsDirOf(plan), { recursive: true, force: true });
+  const files = new Set(plan.tasks.map((t) => t.file));
+  await removeOwned(stagingDirOf(plan), (n) => files.has(n));
+  await removeOwned(recordsDirOf(plan), (n) => RECORD_NAME.test(n));
 }
 
 /** The N the shard records were written with, when they all agree. */

@@ -217,7 +217,7 @@ export async function streamConvert(t: OutputTensor, src: Sources, write: Sink, 
     const elems = Math.min(chunk, end - first);
     const bytes = src.read(key, first * inSize, elems * inSize, inb.subarray(0, elems * inSize));
     const out = outb.subarray(0, elems * outSize);
-    if (scale) out.set(encodeF32(dequantFp8(bytes, s.dtype, first, s.shape, scale, scaleRef!), t.dtype));
+    if (scale) out.set(encodeF32(dequantFp8(bytes, s.dtype, first, s.shape, scale, scaleRef!, t.dtype), t.dtype));
     else plain(bytes, out);
     await write(t.key, out);
   }

@@ -5,7 +5,7 @@
  */
 import { closestWord } from '../foundation/closest-word';
 import { ownKeyCount, scanJsonShape } from '../formats/json-depth';
-import { readInputFile } from '../paths/file-kind';
+import { MAX_JSON_BYTES, readInputFile } from '../paths/file-kind';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { FormatError, oneLine, type Problem } from '../errors';
@@ -389,7 +389,7 @@ function isAbsolutePath(p: string): boolean {
  * error (with its byte offset) when the file is unreadable or not a valid spec.
  */
 export async function readSpec(file: string): Promise<WeightSpec> {
-  return specFromText(specTextOf(await readInputFile(file), file), file);
+  return specFromText(specTextOf(await readInputFile(file, file, MAX_JSON_BYTES), file), file);
 }
 
 /**

@@ -14,7 +14,8 @@
  *
  * The types (and helpers the webview uses) are in graph-data.ts, which has no Node imports.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readJsonTextSync } from '../paths';
 import path from 'node:path';
 import { parseSpecText } from '../spec';
 import type { GraphModel, GxNode, GxSection, GxValue, WeightSource } from './graph-data';
@@ -151,7 +152,7 @@ export function graphModelOf(ix: GraphIndex, file: string, values?: Iterable<Val
   const spec = siblingSpec(file);
   let text: string | undefined;
   try {
-    text = spec ? readFileSync(spec, 'utf8') : undefined;
+    text = spec ? readJsonTextSync(spec) : undefined;
   } catch {
     // An unreadable spec gives no sources; the graph is still shown.
   }

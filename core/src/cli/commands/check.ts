@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError, type Problem } from '../../errors';
 import { defineCommand, println } from '../command';
-import { readInputFile } from '../../paths';
+import { MAX_JSON_BYTES, readInputFile } from '../../paths';
 import { exportGraphDirs, specFileIn } from '../../spec/file-names';
 import { requireModelPath, requirePath } from '../input-paths';
 
@@ -100,7 +100,7 @@ export const checkCommand = defineCommand({
     let errors = 0;
     const json: (ReturnType<typeof problemJson> & { file?: string })[] = [];
     for (const { file, shown } of targets) {
-      const text = specTextOf(await readInputFile(file, shown), file);
+      const text = specTextOf(await readInputFile(file, shown, MAX_JSON_BYTES), file);
       // a root may be a Hub id: its snapshot in the local HF cache (files there are symlinks to blobs)
       const problems = await checkSpec(file, text, { roots, ...(onnx !== undefined ? { onnx } : {}) });
       const e = problems.filter((p) => p.severity === 'error').length;

@@ -64,7 +64,7 @@ export const prepareCommand = defineCommand({
     shard: {
       type: 'string',
       placeholder: '<i/N>',
-      description: 'run only the tasks of shard i of N (0 ≤ i < N) into <out>.shards-<fingerprint>, recording them',
+      description: 'run only the tasks of shard i of N (0 ≤ i < N ≤ 65536) into <out>.shards-<fingerprint>, recording them',
     },
     finalize: { type: 'boolean', description: 'commit the shards: check every task is present, write index, manifest, sentinel' },
     lora: {

@@ -12,7 +12,7 @@ import { FormatError, PipelineError, UsageError } from '../../errors';
 import { atomicReplaceDir, createOutputGuard, makeTempSiblingDir, printable, removeStaleTemps, resolveReadPath } from '../../paths';
 import { SafetensorsWriter } from '../safetensors';
 import { openTorchBin } from './torch-bin';
-import { readRegularFile } from '../../paths/file-kind';
+import { readJsonText, readRegularFile } from '../../paths/file-kind';
 
 /** Options of {@link convertBinCheckpoint}. */
 export interface ConvertOptions {
@@ -69,7 +69,7 @@ async function findShards(input: string): Promise<{ dir: string; shards: string[
     const file = path.join(dir, indexName);
     let map: unknown;
     try {
-      map = (JSON.parse(await readRegularFile(file, 'utf8')) as { weight_map?: unknown }).weight_map;
+      map = (JSON.parse(await readJsonText(file)) as { weight_map?: unknown }).weight_map;
     } catch (e) {
       throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
     }

@@ -94,6 +94,9 @@ export interface SimdDequant {
 
 const up16 = (n: number) => Math.ceil(n / 16) * 16;
 
+/** The largest finite value of each format (its index in the kernels: E4M3FN, E5M2). */
+const FP8_MAX = [448, 57344];
+
 /** Whether `[rows, cols]` FP8 slices dequantize and transpose into `to` (f32, bf16, f16) on the SIMD kernels here. */
 export function canDequantTranspose(from: DType, to: DType, rows: number, cols: number): boolean {
   return (
@@ -146,7 +149,19 @@ export function simdDequant(
   // f32 results are moved by transpose32, 16-bit ones by transpose16
   const transpose = (outSize === 4 ? k.transpose32 : k.transpose16) as (src: number, dst: number, rows: number, cols: number) => void;
   let scales = 0;
+  // Into f32 the kernels count only NaN codes: a finite code times a huge (or non-finite) scale
+  // is ±Inf or NaN too, and E5M2's Inf codes stay Inf. When the scales allow either, the
+  // results are scanned after the kernel (issue #43 case 5: such values were written silently).
+  const f32 = outSize === 4;
+  let scanF32 = false;
   const view = (at: number, bytes: number) => new Uint8Array(k.memory.buffer, at, bytes);
+  /** Non-finite f32 results of the last run that are not NaN codes (those the kernel counted). */
+  const overflowedF32 = (elems: number, nanCodes: number): number => {
+    const out = new Float32Array(k.memory.buffer, outAt, elems);
+    let bad = 0;
+    for (let i = 0; i < elems; i++) bad += Number.isFinite(out[i]!) ? 0 : 1;
+    return bad - nanCodes;
+  };
   return {
     input: (elems) => view(inAt, elems),
     output: (elems) => view(outAt, elems * outSize),
@@ -154,6 +169,7 @@ export function simdDequant(
       if (scale.length > maxScales) throw new RangeError(`simd dequant: ${scale.length} scales, room for ${maxScales}`);
       new Float32Array(k.memory.buffer, 0, scale.length).set(scale);
       scales = scale.length;
+      scanF32 = f32 && (fmt !== 0 || scale.some((s) => !Number.isFinite(Math.fround(Math.abs(s) * FP8_MAX[fmt]!))));
       if (bf16) (k.fp8_tables as Tables)(0, scale.length, fmt, tabAt, flagAt);
       else (k.fp8_luts as Luts)(0, scale.length, fmt, target, tabAt, flagAt);
     },
@@ -175,8 +191,9 @@ export function simdDequant(
           : rowsLut(inAt + i, outAt + i * outSize, n, scaleRow * 4, tabAt + scaleRow * tableBytes, flagAt + scaleRow, bC, col, fmt, target);
         i += n;
       }
-      narrowingTally.nonFinite += bad;
-      narrowingTally.fp8Nan += nanCount.value - nan0;
+      const nanCodes = nanCount.value - nan0;
+      narrowingTally.nonFinite += scanF32 ? overflowedF32(elems, nanCodes) : bad;
+      narrowingTally.fp8Nan += nanCodes;
     },
     transposeInto(rows, cols, slot) {
       if (slot >= slots || rows * cols > maxElems || rows % 8 !== 0 || cols % 8 !== 0)

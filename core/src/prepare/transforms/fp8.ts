@@ -63,9 +63,10 @@ function compressedBlock(
 }
 
 /**
- * Pairs FP8 weights with their scales. Refuses (one line naming `configFile`) an FP8 tensor
- * without a scale, a scale without its FP8 weight, a scale that does not fit the block
- * grid, and scales in a checkpoint whose config declares no quantization.
+ * Pairs FP8 weights with their scales. Refuses, in one line, an FP8 tensor without a scale and
+ * scales in a checkpoint whose config declares no quantization (naming `configFile`), a scale
+ * without its FP8 weight and a scale or weight of the wrong dtype or shape (naming the
+ * safetensors file holding that tensor).
  */
 export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantScheme | undefined, configFile: string): DequantPlan {
   const plan: DequantPlan = { ...(scheme ? { scheme } : {}), scales: new Map(), consumed: new Set() };
@@ -87,15 +88,14 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
         `${configFile}: "${key}" is a quantization scale, but config.json declares no quantization_config (its weights would be misread)`,
       );
     const w = sources.get(wkey);
-    if (!w) throw new PipelineError(`${configFile}: scale "${key}" has no weight "${wkey}" in the checkpoint`);
+    // What is wrong with a tensor is said of the safetensors file holding it, not of config.json.
+    if (!w) throw new PipelineError(`${scale.file}: scale "${key}" has no weight "${wkey}" in the checkpoint`);
     if (!FP8.has(w.dtype))
-      throw new PipelineError(`${configFile}: "${wkey}" is ${w.dtype}, but "${key}" scales it as FP8 (${describeScheme(scheme)})`);
+      throw new PipelineError(`${w.file}: "${wkey}" is ${w.dtype}, but "${key}" scales it as FP8 (${describeScheme(scheme)})`);
     if (!SCALE_DTYPES.has(scale.dtype))
-      throw new PipelineError(`${configFile}: scale "${key}" is ${scale.dtype}; expected F32, BF16 or F16`);
+      throw new PipelineError(`${scale.file}: scale "${key}" is ${scale.dtype}; expected F32, BF16 or F16`);
     if (w.shape.length < 2)
-      throw new PipelineError(
-        `${configFile}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`,
-      );
+      throw new PipelineError(`${w.file}: FP8 weight "${wkey}" has shape ${JSON.stringify(w.shape)}; a [.., rows, cols] matrix is needed`);
     const R = w.shape[w.shape.length - 2]!;
     const C = w.shape[w.shape.length - 1]!;
     const block =
@@ -106,7 +106,7 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
           : undefined;
     if (!block)
       throw new PipelineError(
-        `${configFile}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`,
+        `${scale.file}: scale "${key}" ${JSON.stringify(scale.shape)} fits none of the ${describeScheme(scheme)} strategies for "${wkey}" [${R}, ${C}]`,
       );
     const grid: [number, number] = [Math.ceil(R / block[0]), Math.ceil(C / block[1])];
     const lead = elementCount(w.shape.slice(0, -2));
@@ -116,7 +116,7 @@ export function planDequant(sources: Map<string, SourceTensor>, scheme: QuantSch
       (scale.shape.length < 2 || (lastTwo[0] === grid[0] && lastTwo[1] === grid[1]));
     if (!fits) {
       throw new PipelineError(
-        `${configFile}: scale "${key}" is ${JSON.stringify(scale.shape)}, but "${wkey}" ${JSON.stringify(w.shape)} in ${block[0]}×${block[1]} blocks needs ${JSON.stringify([...w.shape.slice(0, -2), ...grid])}`,
+        `${scale.file}: scale "${key}" is ${JSON.stringify(scale.shape)}, but "${wkey}" ${JSON.stringify(w.shape)} in ${block[0]}×${block[1]} blocks needs ${JSON.stringify([...w.shape.slice(0, -2), ...grid])}`,
       );
     }
     plan.scales.set(wkey, { key, block, grid });

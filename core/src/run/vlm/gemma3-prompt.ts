@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError } from '../../errors';
-import { readRegularFileSync } from '../../paths';
+import { readJsonTextSync } from '../../paths';
 import type { VlmManifest } from '../../export/vlm/export-vlm';
 
 /** The id of "\n\n" in `<dir>/tokenizer.json` (added tokens first, then the model vocab). */
@@ -20,7 +20,7 @@ function doubleNewlineId(dir: string): number {
     );
   let tok: { added_tokens?: { id: number; content: string }[]; model?: { vocab?: Record<string, number> } };
   try {
-    tok = JSON.parse(readRegularFileSync(file, 'utf8')) as typeof tok;
+    tok = JSON.parse(readJsonTextSync(file)) as typeof tok;
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }

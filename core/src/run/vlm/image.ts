@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError, UsageError } from '../../errors';
 import { pyRound } from '../../foundation/py-round';
-import { readRegularFileSync } from '../../paths';
+import { readJsonTextSync, readRegularFileSync } from '../../paths';
 import { checkImagePixels, readImageHeader } from './image-header';
 
 export { DEFAULT_MAX_IMAGE_PIXELS } from './image-header';
@@ -89,6 +89,22 @@ function to8bit(v: number, colorType: number): number {
 }
 
 /**
+ * What a decoder's error means, in words a user can act on: pngjs reports a truncated or
+ * damaged file through its stream internals ("There are some read requests waitng on finished
+ * stream", "have should not go down") and zlib's codes; those become what is wrong with the file.
+ */
+function decoderReason(kind: string, e: unknown): string {
+  const msg = (e instanceof Error ? e.message : String(e)).split('\n')[0]!.trim();
+  if (kind !== 'png') return msg;
+  if (/read requests wait|unexpected end|end of file|buffer length/i.test(msg)) return 'the PNG data ends early (the file is truncated)';
+  if (/should not go down|incorrect header check|invalid (distance|block|stored|code|literal)|too far back|zlib|inflate/i.test(msg))
+    return "the PNG's compressed image data is corrupt";
+  if (/unrecognised content at end of stream/i.test(msg)) return "the PNG's image data does not fit its declared size (corrupt file)";
+  if (/crc/i.test(msg)) return 'a PNG chunk fails its checksum (corrupt file)';
+  return `the PNG data is corrupt (${msg})`;
+}
+
+/**
  * Decodes a PNG or JPEG file (by its signature) to 8-bit RGB. The declared size is judged
  * first (image-header.ts): above the pixel limit, or refused by `checkSize`, nothing is
  * decoded. JPEG's EXIF orientation is applied as transformers' load_image does
@@ -112,7 +128,7 @@ export function decodeImage(file: string, opts: DecodeOptions = {}): RgbImage {
     }
   } catch (e) {
     if (e instanceof FormatError || e instanceof PipelineError) throw e;
-    throw new FormatError(file, `cannot decode image: ${(e as Error).message.split('\n')[0]}`);
+    throw new FormatError(file, `cannot decode image: ${decoderReason(header.kind, e)}`);
   }
   const n = rgba.width * rgba.height;
   const data = new Uint8Array(n * 3);
@@ -249,7 +265,7 @@ export function readProcessorFile(dir: string | undefined): { file: string; raw:
   const file = dir ? path.join(dir, 'preprocessor_config.json') : undefined;
   if (!file || !fs.existsSync(file)) return undefined;
   try {
-    return { file, raw: JSON.parse(readRegularFileSync(file, 'utf8')) as Record<string, unknown> };
+    return { file, raw: JSON.parse(readJsonTextSync(file)) as Record<string, unknown> };
   } catch (e) {
     throw new FormatError(file, `not valid JSON: ${(e as Error).message.split('\n')[0]}`);
   }

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { FormatError, UsageError } from '../../errors';
-import { readRegularFileSync } from '../../paths';
+import { readJsonTextSync } from '../../paths';
 import type { VlmManifest } from '../../export/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
@@ -16,7 +16,7 @@ import type { VlmImages } from './vlm-runner';
 
 /** Reads `{pixel_values, image_grid_thw}` from a JSON file. */
 export function readPixelValues(file: string): VlmImages {
-  const text = readRegularFileSync(file, 'utf8'); // refuses FIFOs, devices and directories with one line
+  const text = readJsonTextSync(file); // refuses FIFOs, devices and directories with one line
   let raw: { pixel_values?: unknown; image_grid_thw?: unknown; image_sizes?: unknown };
   try {
     raw = JSON.parse(text) as typeof raw;

@@ -9,6 +9,7 @@ import { ctxState, stateDims, statesOfGraph } from '../../artifacts/graph-interf
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
+import { readRegularFileSync } from '../../paths';
 import { fromFloat32, toFloat32 } from '../../formats/dtype';
 import { parseWireModel, type WireValueInfo } from '../../formats/onnx/wire-model';
 import { VLM_MANIFEST } from '../../export/vlm/export-vlm';
@@ -85,8 +86,8 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   };
   const visionModel = runnable(m.graphs.vision);
   const langModel = runnable(m.graphs.language);
-  const vin = parseWireModel(fs.readFileSync(visionModel), visionModel).inputs;
-  const langWire = parseWireModel(fs.readFileSync(langModel), langModel);
+  const vin = parseWireModel(readRegularFileSync(visionModel), visionModel).inputs;
+  const langWire = parseWireModel(readRegularFileSync(langModel), langModel);
   const lin = langWire.inputs;
   const ort = loadOrt(opts.ortPath);
   const vision = await open(ort, visionModel, opts.prepack);

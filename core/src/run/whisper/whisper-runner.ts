@@ -15,6 +15,7 @@ import { parseWireModel } from '../../formats/onnx/wire-model';
 import { TensorDataType } from '../../formats/onnx/types';
 import { readWhisperManifest, type WhisperManifest } from '../../artifacts/whisper-manifest';
 import { WHISPER_MANIFEST_FILE } from '../../spec/file-names';
+import { readRegularFileSync } from '../../paths';
 import { loadOrt, type OrtSession, type OrtTensor } from '../../ort/loader';
 import { ortSessionOptions } from '../../ort/session-options';
 import { resolveRunnable } from '../index';
@@ -62,7 +63,7 @@ export async function openWhisperRunner(
   };
   const encModel = runnable(m.graphs.encoder);
   const decModel = runnable(m.graphs.decoder);
-  const decInputs = new Map(parseWireModel(fs.readFileSync(decModel), decModel).inputs.map((i) => [i.name, i]));
+  const decInputs = new Map(parseWireModel(readRegularFileSync(decModel), decModel).inputs.map((i) => [i.name, i]));
   const selfKey = decInputs.get('past_key_self.0');
   if (!selfKey || !decInputs.has('encoder_hidden_states'))
     throw new PipelineError(`${decModel}: no past_key_self.0 / encoder_hidden_states input; not a weight-spec Whisper decoder`);
