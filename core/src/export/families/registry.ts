@@ -135,10 +135,10 @@ export function keyPrefixOf(config: unknown): string {
   return (typeof t === 'string' ? OTHER_KEY_PREFIXES[t] : undefined) ?? 'model';
 }
 
-/** The tests' code-made configs of every family (`row.test.configs`), by name. */
-export function familyTestConfigs(): Record<string, TestConfig> {
+/** The tests' code-made configs of every family (`row.test.configs`), by name; names are global, so one used twice throws. */
+export function familyTestConfigs(rows: readonly FamilyRow[] = FAMILIES): Record<string, TestConfig> {
   const out: Record<string, TestConfig> = {};
-  for (const f of FAMILIES) {
+  for (const f of rows) {
     for (const [name, cfg] of Object.entries(f.test.configs ?? {})) {
       if (name in out) throw new Error(`family registry: test config "${name}" is named twice`);
       out[name] = cfg;
