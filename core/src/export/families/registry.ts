@@ -9,6 +9,7 @@
 import { FormatError } from '../../errors';
 import { quantSchemeOf } from '../../prepare/quant-config';
 import { codegenFamily } from './codegen';
+import { cohereFamily } from './cohere';
 import { deepseekV3Family } from './deepseek-v3';
 import { falconFamily } from './falcon';
 import { gemmaFamily } from './gemma';
@@ -69,6 +70,7 @@ export const FAMILIES: readonly FamilyRow[] = [
   llama4Family,
   qwen35MoeFamily,
   stablelmFamily,
+  cohereFamily,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */
