@@ -13,7 +13,9 @@
  *   logits row ≤ 1e-4 from the reference;
  * - ONNX's own checker (python3-onnx) on every exported graph.
  * The family's test file calls `familyKit(familyTest)` and adds only what is special to it
- * (defaults that matter, refusals), with {@link exportRandom} and {@link runExported}.
+ * (defaults that matter, refusals), with {@link exportRandom} and {@link runExported}. The kit
+ * feeds the checkpoint's own tensors by the spec's keys, so it fits families whose spec names
+ * HF's keys (dense ones); a MoE family's spec names prepared (stacked) expert tensors.
  *
  * A row's `test.configs` also enrols the family in the generic suites, with no further edit:
  * f32 and f16 parity token by token (graph-families.test.ts), four graph variants (plain,
