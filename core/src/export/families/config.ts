@@ -151,12 +151,14 @@ export interface RopeFields {
 
 /**
  * The one reading of `rope_theta`, `rope_parameters` and `rope_scaling` (every family's rope goes
- * through it). It follows transformers v5's `PreTrainedConfig.convert_rope_params_to_dict`
- * (`configuration_utils.py` @ bdf52342d8e725ea54973b3e3593be4717e9c1b0), which also reads v4
- * configs: the scaling dict is v4's `rope_scaling` when set, else v5's `rope_parameters`; theta
- * is that dict's `rope_theta`, else the top-level `rope_theta` (v4), else `defaultTheta`. The
- * family passes its config class's default theta as of the transformers release its file cites
- * (v4 and v5 differ for some classes; CohereConfig: 10000 in v4, 500000 in v5).
+ * through it). Fields: as transformers v5's `PreTrainedConfig.convert_rope_params_to_dict`
+ * (`configuration_utils.py` @ bdf52342d8e725ea54973b3e3593be4717e9c1b0) reads them, which reads
+ * a v4 config as v4 did: the scaling dict is v4's `rope_scaling` when set, else v5's
+ * `rope_parameters`; theta is that dict's `rope_theta`, else the top-level `rope_theta` (v4).
+ * Defaults: transformers v4's. `defaultTheta` is the family's v4 config class default (the
+ * release the family files cite); where v5 changed one, the v4 value counts (CohereConfig:
+ * 10000 in v4, `default_theta` 500000 in v5). Published config.json files state theta, so the
+ * default only decides hand-written configs.
  */
 export function ropeSource(c: RopeFields, defaultTheta: number): { theta: number; scaling: RopeScaling | null } {
   // Python truthiness: an empty dict counts as absent
