@@ -10,7 +10,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixturesDir, haveFixtures, LEGACY_FAMILIES } from '../../../test/support/fixtures';
 import { archFromConfig } from '../../src/export/families/arch-from-config';
-import { FAMILIES, familyLookup, familyOf, familyOfConfig, SUPPORTED_MODEL_TYPES } from '../../src/export/families/registry';
+import {
+  FAMILIES,
+  familyLookup,
+  familyOf,
+  familyOfConfig,
+  familyTestConfigs,
+  SUPPORTED_MODEL_TYPES,
+} from '../../src/export/families/registry';
 import type { FamilyRow } from '../../src/export/families/row';
 import { modelClassName } from '../../src/export/exporter/layout';
 import { baseModelPrefix } from '../../src/resolve/name-strategies';
@@ -33,6 +40,16 @@ describe('family registry', () => {
         expect(familyOfConfig(JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')))).toBe(f);
       }
     }
+  });
+
+  it('test config names are global: two rows naming the same config fail, and the real rows have none twice', () => {
+    const [a, b] = FAMILIES.filter((f) => Object.keys(f.test.configs ?? {}).length > 0);
+    const name = Object.keys(a!.test.configs!)[0]!;
+    const clash: FamilyRow = { ...b!, test: { configs: { ...b!.test.configs, [name]: Object.values(b!.test.configs!)[0]! } } };
+    expect(() => familyTestConfigs([a!, clash])).toThrow(`family registry: test config "${name}" is named twice`);
+    const all = FAMILIES.flatMap((f) => Object.keys(f.test.configs ?? {}));
+    expect(new Set(all).size).toBe(all.length);
+    expect(Object.keys(familyTestConfigs()).sort()).toEqual([...all].sort());
   });
 
   it('the fixture suites iterate exactly the rows’ fixtures (LEGACY_FAMILIES names no family the registry does not)', () => {

@@ -11,75 +11,96 @@ import { randomQwen35 } from './graph-reference-qwen35';
 import type { F32 } from './graph-support';
 import { randomGrok1Checkpoint } from './graph-reference-grok1';
 import { randomLlama4Checkpoint } from './graph-reference-llama4';
-import { randomStablelmTensors } from './graph-reference-stablelm';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fromFloat32 } from '../../src/formats/dtype';
 import { writeSafetensors } from '../../src/formats/safetensors';
-import { familyTestConfigs } from '../../src/export/families/registry';
+import { familyOfConfig, familyTestConfigs } from '../../src/export/families/registry';
+import { familyTestOf } from './family-tests';
+import { randomTensors, type Put } from './random-tensors';
 
-/** Deterministic PRNG (mulberry32) with a normal sampler. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  const uni = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(uni() + 1e-12)) * Math.cos(2 * Math.PI * uni());
+export { bf16, rng } from './random-tensors';
+
+type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Maker = (cfg: Cfg, seed: number) => Map<string, F32>;
+
+/** A maker from one of the `put`-filling per-file functions (false: not its family, a table error). */
+const viaPut =
+  (fill: (cfg: Cfg, put: Put) => boolean): Maker =>
+  (cfg, seed) =>
+    randomTensors(seed, (put) => {
+      if (!fill(cfg, put)) throw new Error(`random checkpoint: ${String(cfg.model_type)} is not in its maker's file`);
+    });
+const dense = viaPut(randomDenseTensors);
+const classic = viaPut(randomClassicTensors);
+const mptBigcodeGemma3 = viaPut(randomMptBigcodeGemma3);
+
+/**
+ * Random checkpoint makers by the registry row's model_type (a config's alias or `architectures`
+ * finds its row). Families with a test file (`families/<name>.ts`, family-tests.ts) are found
+ * there first; the Llama-like families share {@link randomLlamaLike}, the table's default.
+ */
+const MAKERS: Readonly<Record<string, Maker>> = {
+  gemma2: dense,
+  granite: dense,
+  olmo2: dense,
+  falcon: dense,
+  codegen: dense,
+  granitemoe: dense,
+  phi: classic,
+  starcoder2: classic,
+  gptj: classic,
+  mpt: mptBigcodeGemma3,
+  gpt_bigcode: mptBigcodeGemma3,
+  gemma3_text: mptBigcodeGemma3,
+  qwen3_5_moe_text: randomQwen35,
+  deepseek_v3: randomDeepseekCheckpoint,
+  'grok-1': randomGrok1Checkpoint,
+  llama4_text: randomLlama4Checkpoint,
+  llama4: (cfg, seed) => new Map([...randomLlama4Checkpoint(cfg.text_config, seed)].map(([k, v]) => [`language_model.${k}`, v])),
+  gpt2: (cfg, seed) => randomTensors(seed, (put) => putGpt2(cfg, put)),
+};
+
+/** HF-layout random weights for any family's config (see {@link MAKERS}). */
+export function randomCheckpoint(cfg: Cfg, seed = 1): Map<string, F32> {
+  const own = familyTestOf(cfg);
+  if (own) return own.random(cfg, seed);
+  const row = familyOfConfig(cfg);
+  const make = (row && MAKERS[row.modelType]) ?? randomLlamaLike;
+  return make(cfg, seed);
 }
 
-/** Rounds to bfloat16 (nearest even), as the fixtures store weights. */
-export function bf16(x: number): number {
-  const f = new Float32Array([x]);
-  const u = new Uint32Array(f.buffer);
-  u[0] = ((u[0]! + 0x7fff + ((u[0]! >>> 16) & 1)) >>> 16) << 16;
-  return f[0]!;
-}
-
-/** HF-layout random weights for a Llama-like or GPT-2 config. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string, F32> {
-  const r = rng(seed);
-  const w = new Map<string, F32>();
-  const put = (k: string, shape: number[], scale: number, center = 0) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    w.set(k, { shape, data: Float32Array.from({ length: n }, () => bf16(center + scale * r())) });
-  };
-  if (String(cfg.model_type).startsWith('qwen3_5_moe')) return randomQwen35(cfg, seed);
-  if (randomDenseTensors(cfg, put) || randomClassicTensors(cfg, put) || randomMptBigcodeGemma3(cfg, put) || randomStablelmTensors(cfg, put))
-    return w;
-  const t = cfg.model_type as string;
-  if (t === 'deepseek_v3' || t === 'kimi_k2') return randomDeepseekCheckpoint(cfg, seed);
-  if (t === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return randomGrok1Checkpoint(cfg, seed);
-  if (t === 'llama4_text') return randomLlama4Checkpoint(cfg, seed);
-  if (t === 'llama4') return new Map([...randomLlama4Checkpoint(cfg.text_config, seed)].map(([k, v]) => [`language_model.${k}`, v]));
-  if (t === 'gpt2') {
-    const H = cfg.n_embd,
-      I = cfg.n_inner ?? 4 * H;
-    put('transformer.wte.weight', [cfg.vocab_size, H], 0.5);
-    put('transformer.wpe.weight', [cfg.n_positions, H], 0.1);
-    for (let l = 0; l < cfg.n_layer; l++) {
-      const p = `transformer.h.${l}`;
-      for (const n of ['ln_1', 'ln_2']) {
-        put(`${p}.${n}.weight`, [H], 0.1, 1);
-        put(`${p}.${n}.bias`, [H], 0.1);
-      }
-      put(`${p}.attn.c_attn.weight`, [H, 3 * H], 1 / Math.sqrt(H));
-      put(`${p}.attn.c_attn.bias`, [3 * H], 0.1);
-      put(`${p}.attn.c_proj.weight`, [H, H], 1 / Math.sqrt(H));
-      put(`${p}.attn.c_proj.bias`, [H], 0.1);
-      put(`${p}.mlp.c_fc.weight`, [H, I], 1 / Math.sqrt(H));
-      put(`${p}.mlp.c_fc.bias`, [I], 0.1);
-      put(`${p}.mlp.c_proj.weight`, [I, H], 1 / Math.sqrt(I));
-      put(`${p}.mlp.c_proj.bias`, [H], 0.1);
+function putGpt2(cfg: Cfg, put: Put): void {
+  const H = cfg.n_embd,
+    I = cfg.n_inner ?? 4 * H;
+  put('transformer.wte.weight', [cfg.vocab_size, H], 0.5);
+  put('transformer.wpe.weight', [cfg.n_positions, H], 0.1);
+  for (let l = 0; l < cfg.n_layer; l++) {
+    const p = `transformer.h.${l}`;
+    for (const n of ['ln_1', 'ln_2']) {
+      put(`${p}.${n}.weight`, [H], 0.1, 1);
+      put(`${p}.${n}.bias`, [H], 0.1);
     }
-    put('transformer.ln_f.weight', [H], 0.1, 1);
-    put('transformer.ln_f.bias', [H], 0.1);
-    return w;
+    put(`${p}.attn.c_attn.weight`, [H, 3 * H], 1 / Math.sqrt(H));
+    put(`${p}.attn.c_attn.bias`, [3 * H], 0.1);
+    put(`${p}.attn.c_proj.weight`, [H, H], 1 / Math.sqrt(H));
+    put(`${p}.attn.c_proj.bias`, [H], 0.1);
+    put(`${p}.mlp.c_fc.weight`, [H, I], 1 / Math.sqrt(H));
+    put(`${p}.mlp.c_fc.bias`, [I], 0.1);
+    put(`${p}.mlp.c_proj.weight`, [I, H], 1 / Math.sqrt(I));
+    put(`${p}.mlp.c_proj.bias`, [H], 0.1);
   }
+  put('transformer.ln_f.weight', [H], 0.1, 1);
+  put('transformer.ln_f.bias', [H], 0.1);
+}
+
+/** Llama, Mistral, Qwen2/3, Phi-3, Gemma, Mixtral, Qwen3-MoE: HF-layout random weights. */
+function randomLlamaLike(cfg: Cfg, seed: number): Map<string, F32> {
+  return randomTensors(seed, (put) => putLlamaLike(cfg, put));
+}
+
+function putLlamaLike(cfg: Cfg, put: Put): void {
+  const t = cfg.model_type as string;
   const H = cfg.hidden_size,
     nh = cfg.num_attention_heads,
     nkv = cfg.num_key_value_heads ?? nh;
@@ -129,7 +150,6 @@ export function randomCheckpoint(cfg: Record<string, any>, seed = 1): Map<string
     }
   }
   putNormAndHead(put, normW, cfg, H, gemma);
-  return w;
 }
 
 /**
@@ -144,9 +164,13 @@ export const SYNTHETIC_CONFIGS: Record<string, Record<string, unknown>> = family
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function writeRandomModel(dir: string, cfg: Record<string, any>, seed: number): Promise<Map<string, F32>> {
+  return writeModel(dir, cfg, randomCheckpoint(cfg, seed));
+}
+
+/** A model folder of `cfg` with the weights `raw` stored as one BF16 `model.safetensors`; returns `raw`. */
+export async function writeModel(dir: string, cfg: Record<string, unknown>, raw: Map<string, F32>): Promise<Map<string, F32>> {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
-  const raw = randomCheckpoint(cfg, seed);
   await writeSafetensors(
     path.join(dir, 'model.safetensors'),
     [...raw].map(([key, t]) => ({ key, dtype: 'BF16' as const, shape: t.shape, data: fromFloat32(t.data, 'BF16') })),

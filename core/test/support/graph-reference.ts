@@ -3,7 +3,8 @@
  * modeling files and sharing no code with the graph builder: it reads the raw config.json and
  * the *original* checkpoint keys (per-expert MoE weights, not the prepared layout), and runs
  * the whole sequence at once without a cache (Gemma-2, Granite, OLMo-2, Falcon and CodeGen in
- * graph-reference-dense.ts; Phi, StarCoder2 and GPT-J in graph-reference-classic.ts). Tests validate it against the fixtures'
+ * graph-reference-dense.ts; Phi, StarCoder2 and GPT-J in graph-reference-classic.ts; a family with
+ * its own test file in `families/<name>.ts`, found by family-tests.ts). Tests validate it against the fixtures'
  * reference.json first, then use it as the judge for families without fixtures.
  */
 import { CLASSIC_TYPES, classicReferenceForward } from './graph-reference-classic';
@@ -15,7 +16,8 @@ import { MPT_BIGCODE_GEMMA3_TYPES, mptBigcodeGemma3Reference } from './graph-ref
 import { grok1Reference } from './graph-reference-grok1';
 import { llama4Reference } from './graph-reference-llama4';
 import { qwen35Reference } from './graph-reference-qwen35';
-import { stablelmReference } from './graph-reference-stablelm';
+import { familyOfConfig } from '../../src/export/families/registry';
+import { familyTestOf } from './family-tests';
 import type { F32 } from './graph-support';
 
 type W = Map<string, F32>;
@@ -121,21 +123,39 @@ export function rope(v: number[], pos: number, r: { f: number[]; scale: number }
   return out;
 }
 
+type Forward = (cfg: Cfg, w: W, ids: number[]) => number[][];
+
+/**
+ * Reference forwards by the registry row's model_type (a config's alias or `architectures`
+ * finds its row). Families with a test file (`families/<name>.ts`, family-tests.ts) are found
+ * there first; the Llama-like families and GPT-2 share {@link llamaLikeReference}, the default.
+ */
+const FORWARDS: Readonly<Record<string, Forward>> = {
+  ...Object.fromEntries([...DENSE_TYPES].map((t) => [t, denseReferenceForward])),
+  ...Object.fromEntries([...CLASSIC_TYPES].map((t) => [t, classicReferenceForward])),
+  ...Object.fromEntries([...MPT_BIGCODE_GEMMA3_TYPES].map((t) => [t, mptBigcodeGemma3Reference])),
+  glm4_moe: glm4MoeReference,
+  gpt_oss: gptOssReference,
+  deepseek_v3: deepseekV3Reference,
+  'grok-1': grok1Reference,
+  llama4_text: llama4Reference,
+  llama4: llama4Reference,
+  qwen3_5_moe_text: qwen35Reference,
+};
+
 /** Full-sequence logits `[T][V]` (row t predicts token t+1) for `ids`. */
 export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
+  const own = familyTestOf(cfg);
+  if (own) return own.reference(cfg, w, ids);
+  const row = familyOfConfig(cfg);
+  return ((row && FORWARDS[row.modelType]) ?? llamaLikeReference)(cfg, w, ids);
+}
+
+/** Llama, Mistral, Qwen2/3, Phi-3, Gemma, Mixtral, Qwen3-MoE and GPT-2 (modeling_llama.py and kin). */
+function llamaLikeReference(cfg: Cfg, w: W, ids: number[]): number[][] {
   const get = weightGetter(w);
   const opt = (k: string) => w.get(k);
   const type: string = cfg.model_type;
-  if (DENSE_TYPES.has(type)) return denseReferenceForward(cfg, w, ids);
-  if (CLASSIC_TYPES.has(type)) return classicReferenceForward(cfg, w, ids);
-  if (type === 'glm4_moe') return glm4MoeReference(cfg, w, ids);
-  if (type === 'gpt_oss') return gptOssReference(cfg, w, ids);
-  if (MPT_BIGCODE_GEMMA3_TYPES.has(type)) return mptBigcodeGemma3Reference(cfg, w, ids);
-  if (type === 'deepseek_v3' || type === 'kimi_k2') return deepseekV3Reference(cfg, w, ids);
-  if (type === 'grok-1' || cfg.architectures?.[0] === 'Grok1ModelForCausalLM') return grok1Reference(cfg, w, ids);
-  if (type === 'llama4_text' || type === 'llama4') return llama4Reference(cfg, w, ids);
-  if (type.startsWith('qwen3_5_moe')) return qwen35Reference(cfg, w, ids);
-  if (type === 'stablelm') return stablelmReference(cfg, w, ids);
   const gpt2 = type === 'gpt2';
   const H: number = gpt2 ? cfg.n_embd : cfg.hidden_size;
   const nh: number = gpt2 ? cfg.n_head : cfg.num_attention_heads;

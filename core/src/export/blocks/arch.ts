@@ -14,7 +14,7 @@ export interface LinearSpec {
   /** Output and input features. */
   out: number;
   in: number;
-  /** GPT-2 Conv1D: the weight is stored `[in, out]` (y = x·W + b) instead of `[out, in]`. */
+  /** The weight is stored `[in, out]` and y = x·W + b (HF Conv1D, GPT-2); absent: `[out, in]`, y = x·Wᵀ + b (nn.Linear). */
   conv1d?: boolean;
   /** Kept GPTQ/AWQ int4 (`export --keep-quantized`): the packed MatMulNBits inputs replace `weight` (matmul-nbits.ts). */
   nbits?: NBitsSpec;
@@ -48,11 +48,15 @@ export interface NormSpec {
 
 /** Norm math shared by all norms of a model. */
 export interface NormKind {
+  /**
+   * `rms`: x / √(mean(x²) + eps) · w; `layer`: (x − mean) / √(var + eps) · w, + bias when the
+   * {@link NormSpec} has one (without: a bias-free LayerNorm).
+   */
   kind: 'rms' | 'layer';
   eps: number;
-  /** Gemma: scale by (1 + w), computed in float32. */
+  /** The normalized x is multiplied by (1 + w) instead of w, computed in float32 (the weight is stored as an offset from 1). */
   plusOne: boolean;
-  /** OLMo-2: `(w · x).to(dtype)` — the weight multiplies in float32 before the cast back (Llama casts first). */
+  /** `(w · x).to(dtype)`: the weight multiplies in float32 before the cast back to the model dtype (absent: x is cast first, then × w). */
   weightInFloat32?: boolean;
 }
 
@@ -172,51 +176,55 @@ export interface MoeGroupRouting {
 }
 
 /**
- * One decoder layer. Sequential (default): h += post1(attn(norm1(h))); h += post2(mlp(norm2(h))),
- * each norm optional (OLMo-2 has no pre-norms, Gemma-2 all four). Parallel (GPT-J, CodeGen,
- * Falcon): h = h + attn(norm1(h)) + mlp(norm2(h)), with norm2 absent meaning norm1's output.
+ * One decoder layer. Sequential (default): h += postAttnNorm(attn(norm1(h))); h +=
+ * postMlpNorm(mlp(norm2(h))), each norm optional (absent: identity). Parallel: h = h +
+ * attn(norm1(h)) + mlp(norm2(h)), with norm2 absent meaning norm1's output.
  */
 export interface LayerSpec {
   norm1?: NormSpec;
   norm2?: NormSpec;
-  /** Gemma-2's post_attention_layernorm / OLMo-2's post_attention_layernorm: on the attention output before the residual add. */
+  /** A norm on the attention output, before the residual add (HF names it post_attention_layernorm in Gemma-2 and OLMo-2). */
   postAttnNorm?: NormSpec;
-  /** Gemma-2 / OLMo-2 post_feedforward_layernorm: on the MLP output before the residual add. */
+  /** A norm on the MLP output, before the residual add (HF post_feedforward_layernorm). */
   postMlpNorm?: NormSpec;
-  /** Attention and MLP from the same input, both added to the residual at once. */
+  /**
+   * h = h + attn(norm1(h)) + mlp(norm2(h)): both branches read the layer's input and are added to
+   * the residual at once. With `norm2` absent the MLP reads norm1's output (one shared norm).
+   */
   parallel?: boolean;
-  /** Granite: each branch is multiplied by this before the residual add. */
+  /** Each branch's output is multiplied by this before the residual add. */
   residualScale?: number;
   attn: AttnProj;
   o: LinearSpec;
   /**
-   * q/k norms before RoPE: per head over head_dim (Qwen3, `qkNormOver` absent or 'head') or
-   * over the whole projection before the head split (OLMo-2, 'projection').
+   * q/k norms before RoPE, one weight shared by every head: over each head's head_dim
+   * (`qkNormOver` absent or 'head') or over the whole projection before the head split
+   * ('projection'). A distinct weight per head is not expressible.
    */
   qNorm?: NormSpec;
   kNorm?: NormSpec;
   qkNormOver?: 'head' | 'projection';
-  /** Qwen3.5: q_proj gives [query | gate] per head (2·head_dim each head, query first); the output × sigmoid(gate) before o_proj. */
+  /** q_proj gives [query | gate] per head (2·head_dim each head, query first); the attention output × sigmoid(gate) before o_proj. */
   attnOutputGate?: boolean;
   mlp: MlpSpec;
-  /** GPT-OSS attention sinks: one learned logit per attention head joined into the softmax (`[nHeads]`). */
+  /** Attention sinks: one learned logit per attention head joined into the softmax's denominator and dropped after (`[nHeads]`). */
   sinks?: string;
-  /** This layer's sliding window (HF `layer_types` = sliding_attention; Gemma-2's even layers); overrides {@link ArchSpec.slidingWindow}. */
+  /** Keys older than this many positions are masked on this layer (HF `layer_types` = sliding_attention); overrides {@link ArchSpec.slidingWindow}. */
   slidingWindow?: number;
   /**
    * `export --sliding-cache window` (QEfficient's Gemma 3 layout): this sliding layer's K/V cache
    * is a ring of `slidingWindow` slots instead of ctx_len (attention-window.ts).
    */
   windowCache?: boolean;
-  /** This layer's rotary tables (Gemma-3's local layers: `rope_local_base_freq`, no scaling); overrides {@link ArchSpec.rope}. */
+  /** This layer's rotary tables (e.g. another theta on sliding layers); overrides {@link ArchSpec.rope}. */
   rope?: RopeSpec;
-  /** Llama 4 chunked attention: a query sees the keys of its own `attnChunk`-sized chunk of positions, causally. */
+  /** Chunked attention: a query sees the keys of its own `attnChunk`-sized chunk of positions, causally. */
   attnChunk?: number;
-  /** Llama 4 NoPE layers: no rotary embedding on this layer. */
+  /** No rotary embedding on this layer (NoPE). */
   noRope?: boolean;
-  /** Llama 4 `Llama4TextL2Norm`: weightless RMS normalization of q and k per head after rope, with this eps. */
+  /** q and k divided per head by √(mean(x²) + eps) after rope, with no weight (an L2-style norm), eps this value. */
   qkL2NormEps?: number;
-  /** Llama 4 attention temperature tuning: q · (log(⌊(pos + 1) / floorScale⌋ + 1) · attnScale + 1). */
+  /** Attention temperature: q · (log(⌊(pos + 1) / floorScale⌋ + 1) · attnScale + 1), per position. */
   attnTemperature?: { floorScale: number; attnScale: number };
   /**
    * The state tensors this layer's attention block carries between calls (graph-interface.ts);
@@ -230,13 +238,17 @@ export interface RopeSpec {
   /** inverse frequencies, length rotaryDim/2 */
   invFreq: number[];
   rotaryDim: number;
-  /** multiplies cos and sin (1 for default, linear and llama3; longrope's attention factor) */
+  /** Multiplies cos and sin (1 for default, linear and llama3; the attention factor of longrope and yarn). */
   attentionScale: number;
-  /** GPT-J / CodeGen `rotate_every_two`: pairs (2i, 2i+1) rotate together, cos/sin repeat-interleaved. */
+  /**
+   * Rotary over adjacent pairs: dims (2i, 2i+1) rotate together by frequency i (cos/sin
+   * repeat-interleaved, HF `rotate_every_two` / `repeat_interleave`); absent: over halves, dims
+   * (i, i + rotaryDim/2) rotate together (`rotate_half`).
+   */
   interleaved?: boolean;
   /**
-   * LongRoPE (Phi-3): HF switches to these frequencies while max(position_ids) + 1 exceeds
-   * `threshold` (original_max_position_embeddings), `invFreq` above being the short ones.
+   * Two frequency tables: these while max(position_ids) + 1 exceeds `threshold`
+   * (original_max_position_embeddings), `invFreq` above otherwise (HF longrope).
    */
   long?: { invFreq: number[]; threshold: number };
 }
@@ -261,32 +273,32 @@ export interface ArchSpec {
   headDim: number;
   norm: NormKind;
   act: Act;
-  /** Score scaling: HF Llama-style multiplies by head_dim^-0.5; GPT-2 divides by √head_dim. */
+  /** q·kᵀ scaled before the softmax: multiplied (`mul`) or divided (`div`) by `value`; the two differ in rounding. Absent: unscaled. */
   scoreScale: { op: 'mul' | 'div'; value: number } | undefined;
-  /** q·kᵀ and its scaling in float32 whatever the compute dtype (CodeGen's `_attn`). */
+  /** q·kᵀ and its scaling computed in float32 whatever the compute dtype. */
   scoresInFloat32?: boolean;
-  /** Gemma-2 attn_logit_softcapping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
+  /** Score soft-capping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
   attnSoftcap?: number;
   rope?: RopeSpec;
-  /** ALiBi position biases (MPT), one slope per attention head (see `alibi.ts`). */
+  /** ALiBi: scores + slope · (key position − query position), one slope per attention head (see `alibi.ts`); no rotary. */
   alibi?: { slopes: number[] };
-  /** Learned absolute positions (GPT-2 wpe): key and table size. */
+  /** Learned absolute positions: row position_id of this table is added to the embedding (key and table size). */
   positions?: { weight: string; max: number };
-  /** Gemma: embeddings × √hidden, rounded to the model dtype; Granite: embedding_multiplier. */
+  /** The embedding rows × this, rounded to the model dtype (e.g. √hidden, or a config multiplier). */
   embedScale?: number;
-  /** Keys attend only to the last `slidingWindow` positions (Mistral/Phi-3 when set). */
+  /** Every layer: a query attends only to the last `slidingWindow` positions (a layer's own value overrides it). */
   slidingWindow?: number;
   embed: string;
   finalNorm: NormSpec;
-  /** Untied head; absent when the head reuses `embed`. */
+  /** The head's weight `[vocab, hidden]`; absent: the head is `embed` (tied embeddings). */
   lmHead?: string;
-  /** CodeGen: the head's bias. */
+  /** The head's bias `[vocab]`. */
   lmHeadBias?: string;
-  /** Grok-1: logits multiplied by output_multiplier_scale (in the model dtype). */
+  /** logits = head(h) × this, in the model dtype (a config's logit multiplier). */
   logitsScale?: number;
-  /** Granite: logits divided by logits_scaling. */
+  /** logits = head(h) ÷ this (a config's logit divisor; not folded into a multiply, which rounds differently). */
   logitsDivide?: number;
-  /** Gemma-2 final_logit_softcapping: logits = cap · tanh(logits / cap), after the head. */
+  /** Logit soft-capping: logits = cap · tanh(logits / cap), after the head (and any scale). */
   finalSoftcap?: number;
   layers: LayerSpec[];
 }

@@ -81,6 +81,7 @@ export const optionalDecoderFields = {
   hidden_act: z.string().optional(),
   rope_theta: num.positive().optional(),
   rope_scaling: ropeScaling,
+  rope_parameters: ropeScaling,
   max_position_embeddings: int.optional(),
   tie_word_embeddings: z.boolean().optional(),
 };
@@ -139,6 +140,32 @@ export function headDimOf(file: string, H: number, nh: number, nKv: number, head
   if (headDim != null && headDim !== hd)
     refuse(file, 'head_dim', `(${headDim}) differs from hidden_size / num_attention_heads (${hd})${why}`);
   return hd;
+}
+
+/** The rope fields of a config.json, as any family's schema reads them. */
+export interface RopeFields {
+  rope_theta?: number | undefined;
+  rope_scaling?: Record<string, unknown> | null | undefined;
+  rope_parameters?: Record<string, unknown> | null | undefined;
+}
+
+/**
+ * The one reading of `rope_theta`, `rope_parameters` and `rope_scaling` (every family's rope goes
+ * through it). Fields: as transformers v5's `PreTrainedConfig.convert_rope_params_to_dict`
+ * (`configuration_utils.py` @ bdf52342d8e725ea54973b3e3593be4717e9c1b0) reads them, which reads
+ * a v4 config as v4 did: the scaling dict is v4's `rope_scaling` when set, else v5's
+ * `rope_parameters`; theta is that dict's `rope_theta`, else the top-level `rope_theta` (v4).
+ * Defaults: transformers v4's. `defaultTheta` is the family's v4 config class default (the
+ * release the family files cite); where v5 changed one, the v4 value counts (CohereConfig:
+ * 10000 in v4, `default_theta` 500000 in v5). Published config.json files state theta, so the
+ * default only decides hand-written configs.
+ */
+export function ropeSource(c: RopeFields, defaultTheta: number): { theta: number; scaling: RopeScaling | null } {
+  // Python truthiness: an empty dict counts as absent
+  const set = (d: Record<string, unknown> | null | undefined) => (d && Object.keys(d).length > 0 ? (d as RopeScaling) : null);
+  const scaling = set(c.rope_scaling) ?? set(c.rope_parameters);
+  const theta = typeof scaling?.rope_theta === 'number' ? scaling.rope_theta : (c.rope_theta ?? defaultTheta);
+  return { theta, scaling };
 }
 
 /**

@@ -17,11 +17,11 @@
  */
 import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec, type MlaSpec } from '../blocks/arch';
-import { actOf, parseWith, refuse } from './config';
+import { actOf, parseWith, refuse, ropeSource } from './config';
 import type { ArchOptions, FamilyRow } from './row';
 import { gatedMlp, sigmoidGroupMoe } from './moe-common';
 import type { StateDecl } from '../../artifacts/graph-interface';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import { ropeSpec } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const count = z.number().int().nonnegative();
@@ -99,9 +99,7 @@ export function deepseekV3Arch(raw: unknown, file: string, opts: ArchOptions = {
   const bias = !!c.attention_bias;
   const eps = c.rms_norm_eps ?? 1e-6;
 
-  const params = (c.rope_parameters ?? null) as RopeScaling | null;
-  const scaling = (c.rope_scaling ?? params) as RopeScaling | null;
-  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
+  const { theta, scaling } = ropeSource(c, 10000);
   const max = c.max_position_embeddings ?? 4096;
   const rope = ropeSpec(theta, ropeDim, scaling, file, { max });
   let scale = Math.pow(qk, -0.5);

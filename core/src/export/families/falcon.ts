@@ -14,8 +14,8 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type FusedLayout, type LayerSpec, type LinearSpec } from '../blocks/arch';
-import { actOf, parseWith, refuse } from './config';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import { actOf, parseWith, refuse, ropeSource } from './config';
+import { ropeSpec } from '../blocks/rope';
 import type { FamilyRow } from './row';
 
 const int = z.number().int().positive();
@@ -133,7 +133,8 @@ export function falconArch(raw: unknown, file: string): ArchSpec {
       mlp: { kind: 'plain', fc: lin(`${p}.mlp.dense_h_to_4h`, I, H), proj: lin(`${p}.mlp.dense_4h_to_h`, H, I) },
     });
   }
-  const rope = ropeSpec(c.rope_theta ?? 10000, hd, (c.rope_scaling ?? null) as RopeScaling | null, file, {
+  const { theta, scaling } = ropeSource(c, 10000);
+  const rope = ropeSpec(theta, hd, scaling, file, {
     ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
   });
   if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');

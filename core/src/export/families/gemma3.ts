@@ -18,7 +18,7 @@
  */
 import { z } from 'zod';
 import type { ArchSpec, RopeSpec } from '../blocks/arch';
-import { llamaLike, parseWith, refuse } from './config';
+import { llamaLike, parseWith, refuse, ropeSource } from './config';
 import { GEMMA_QUIRKS } from './gemma';
 import { llamaLikeArch } from './llama';
 import type { FamilyRow } from './row';
@@ -58,11 +58,15 @@ export function gemma3Arch(raw: unknown, file: string): ArchSpec {
   const perType = !!params && ('full_attention' in params || 'sliding_attention' in params);
   if (params && !perType)
     refuse(file, 'rope_parameters', 'has no full_attention / sliding_attention entries (Gemma-3 ropes per layer type)');
-  const theta = (p: RopeScaling | undefined, dflt: number) => (typeof p?.rope_theta === 'number' ? p.rope_theta : dflt);
-  const globalScaling = perType ? (params!.full_attention ?? null) : ((c.rope_scaling ?? null) as RopeScaling | null);
-  const globalTheta = perType ? theta(params!.full_attention, 1_000_000) : (c.rope_theta ?? 1_000_000);
-  const localScaling = perType ? (params!.sliding_attention ?? null) : null;
-  const localTheta = perType ? theta(params!.sliding_attention, 10_000) : (c.rope_local_base_freq ?? 10_000);
+  // transformers 5 ropes per layer type (each entry read as a rope_parameters); 4 has rope_theta + rope_scaling and rope_local_base_freq
+  const { theta: globalTheta, scaling: globalScaling } = ropeSource(
+    perType ? { rope_parameters: params!.full_attention ?? null } : { rope_theta: c.rope_theta, rope_scaling: c.rope_scaling },
+    1_000_000,
+  );
+  const { theta: localTheta, scaling: localScaling } = ropeSource(
+    perType ? { rope_parameters: params!.sliding_attention ?? null } : { rope_theta: c.rope_local_base_freq },
+    10_000,
+  );
   const positions = c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {};
   const globalRope: RopeSpec = ropeSpec(globalTheta, hd, globalScaling, file, positions);
   const localRope: RopeSpec = ropeSpec(localTheta, hd, localScaling, file, positions);

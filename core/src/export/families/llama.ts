@@ -6,9 +6,9 @@
  */
 import { archDims, lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
 import { canonicalMoeKeys } from '../blocks/moe';
-import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig } from './config';
+import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, type LlamaLikeConfig, ropeSource } from './config';
 import type { ArchOptions, FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import { ropeSpec } from '../blocks/rope';
 
 /** A Llama-like family's differences from Llama, as data. */
 export interface LlamaQuirks {
@@ -71,10 +71,7 @@ export function llamaLikeArch(type: string, q: LlamaQuirks, c: LlamaLikeConfig, 
   const hd = c.head_dim ?? q.defaultHeadDim ?? H / nh;
   const eps = c.rms_norm_eps ?? q.defaultEps;
 
-  // rope: newer HF configs carry rope_parameters (incl. rope_theta); older ones rope_theta + rope_scaling
-  const params = (c.rope_parameters ?? null) as RopeScaling | null;
-  const scaling = (c.rope_scaling ?? params) as RopeScaling | null;
-  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
+  const { theta, scaling } = ropeSource(c, 10000);
   const partial = c.partial_rotary_factor ?? 1;
   if (partial !== 1 && !q.phi3Rope) refuse(file, 'partial_rotary_factor', `(${partial}) is not used by ${type}`);
   const rotaryDim = Math.floor(hd * partial);

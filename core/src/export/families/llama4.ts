@@ -22,9 +22,9 @@
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
 import type { ArchOptions, FamilyRow } from './row';
-import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
+import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, ropeSource } from './config';
 import { canonicalMoeKeys } from '../blocks/moe';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import { ropeSpec } from '../blocks/rope';
 
 const int = z.number().int().positive();
 const num = z.number().finite();
@@ -146,11 +146,10 @@ export function llama4Arch(raw: unknown, file: string, opts: ArchOptions = {}): 
       mlp,
     });
   }
-  const params = (c.rope_parameters ?? null) as RopeScaling | null;
-  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 500000);
+  const { theta, scaling } = ropeSource(c, 500000);
   // Llama4TextRotaryEmbedding: rope_type = "llama3" if config.rope_scaling is not None else "default"
   // (newer configs carry rope_parameters with their own rope_type)
-  const rope = ropeSpec(theta, hd, c.rope_scaling ? { ...c.rope_scaling, rope_type: 'llama3' } : params, file);
+  const rope = ropeSpec(theta, hd, c.rope_scaling ? { ...scaling, rope_type: 'llama3' } : scaling, file);
   const tied = c.tie_word_embeddings ?? false;
   return {
     ...archDims(prefix ? 'llama4' : 'llama4_text', c.vocab_size, H, { nh, nKv, hd }),

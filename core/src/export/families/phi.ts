@@ -17,9 +17,8 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../blocks/arch';
-import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope } from './config';
+import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope, ropeSource } from './config';
 import type { FamilyRow } from './row';
-import type { RopeScaling } from '../blocks/rope';
 
 const phiConfig = z.looseObject({
   model_type: z.literal('phi'),
@@ -38,14 +37,8 @@ export function phiArch(raw: unknown, file: string): ArchSpec {
   const I = c.intermediate_size ?? 8192;
   // the qk LayerNorms are sized hidden_size // heads, so another head_dim would not load in HF
   const hd = headDimOf(file, H, nh, nKv, c.head_dim);
-  const rope = partialRope(
-    file,
-    hd,
-    c.partial_rotary_factor ?? 0.5,
-    c.rope_theta ?? 10000,
-    (c.rope_scaling ?? null) as RopeScaling | null,
-    c.max_position_embeddings,
-  );
+  const { theta, scaling } = ropeSource(c, 10000);
+  const rope = partialRope(file, hd, c.partial_rotary_factor ?? 0.5, theta, scaling, c.max_position_embeddings);
   const biased = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const ln = (name: string, size: number): NormSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, size });
   const qk = !!c.qk_layernorm;

@@ -24,7 +24,7 @@
  */
 import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec } from '../blocks/arch';
-import { actOf, checkExpertParallel, llamaLike, parseWith, refuse } from './config';
+import { actOf, checkExpertParallel, llamaLike, parseWith, refuse, ropeSource } from './config';
 import type { ArchOptions, FamilyRow, TestConfig } from './row';
 import { convDim, type GatedDeltaNetSpec } from '../blocks/arch';
 import { deltaNetStateDecls } from '../blocks/gated-deltanet';
@@ -95,14 +95,8 @@ export function qwen35MoeArch(raw: unknown, file: string, opts: ArchOptions = {}
   const rotaryDim = Math.floor(hd * partial);
   if (rotaryDim % 2 !== 0 || rotaryDim === 0)
     refuse(file, field('partial_rotary_factor'), `gives rotary dim ${rotaryDim} (must be even and positive)`);
-  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
-  const rope = ropeSpec(
-    theta,
-    rotaryDim,
-    c.rope_scaling ?? params,
-    file,
-    c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {},
-  );
+  const { theta, scaling } = ropeSource(c, 10000);
+  const rope = ropeSpec(theta, rotaryDim, scaling, file, c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {});
 
   const E = c.num_experts ?? 256;
   const topK = c.num_experts_per_tok ?? 8;

@@ -9,6 +9,7 @@
 import { FormatError } from '../../errors';
 import { quantSchemeOf } from '../../prepare/quant-config';
 import { codegenFamily } from './codegen';
+import { cohereFamily } from './cohere';
 import { deepseekV3Family } from './deepseek-v3';
 import { falconFamily } from './falcon';
 import { gemmaFamily } from './gemma';
@@ -69,6 +70,7 @@ export const FAMILIES: readonly FamilyRow[] = [
   llama4Family,
   qwen35MoeFamily,
   stablelmFamily,
+  cohereFamily,
 ];
 
 /** The model types the builder implements (each row's `model_type`; aliases are not listed). */
@@ -141,10 +143,10 @@ export function keyPrefixOf(config: unknown): string {
   return (typeof t === 'string' ? OTHER_KEY_PREFIXES[t] : undefined) ?? 'model';
 }
 
-/** The tests' code-made configs of every family (`row.test.configs`), by name. */
-export function familyTestConfigs(): Record<string, TestConfig> {
+/** The tests' code-made configs of every family (`row.test.configs`), by name; names are global, so one used twice throws. */
+export function familyTestConfigs(rows: readonly FamilyRow[] = FAMILIES): Record<string, TestConfig> {
   const out: Record<string, TestConfig> = {};
-  for (const f of FAMILIES) {
+  for (const f of rows) {
     for (const [name, cfg] of Object.entries(f.test.configs ?? {})) {
       if (name in out) throw new Error(`family registry: test config "${name}" is named twice`);
       out[name] = cfg;

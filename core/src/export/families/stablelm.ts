@@ -20,14 +20,12 @@
  */
 import { z } from 'zod';
 import { archDims, lin, type ArchSpec, type LayerSpec, type NormSpec } from '../blocks/arch';
-import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope, refuse } from './config';
+import { actOf, headDimOf, optionalDecoderFields, parseWith, partialRope, refuse, ropeSource } from './config';
 import type { FamilyRow } from './row';
-import type { RopeScaling } from '../blocks/rope';
 
 const stablelmConfig = z.looseObject({
   model_type: z.literal('stablelm'),
   ...optionalDecoderFields,
-  rope_parameters: z.record(z.string(), z.unknown()).nullable().optional(),
   layer_norm_eps: z.number().finite().positive().optional(),
   partial_rotary_factor: z.number().finite().positive().max(1).optional(),
   use_qkv_bias: z.boolean().optional(),
@@ -45,17 +43,8 @@ export function stablelmArch(raw: unknown, file: string): ArchSpec {
   const hd = headDimOf(file, H, nh, nKv, c.head_dim, ', which StableLM always uses');
   if (c.qk_layernorm)
     refuse(file, 'qk_layernorm', 'is true (StableLM normalizes each head with its own LayerNorm weight, which is not implemented)');
-  // newer HF configs carry rope_parameters (with rope_theta); older ones rope_theta + rope_scaling
-  const params = (c.rope_parameters ?? null) as RopeScaling | null;
-  const theta = c.rope_theta ?? (typeof params?.rope_theta === 'number' ? params.rope_theta : 10000);
-  const rope = partialRope(
-    file,
-    hd,
-    c.partial_rotary_factor ?? 0.25,
-    theta,
-    (c.rope_scaling ?? params) as RopeScaling | null,
-    c.max_position_embeddings,
-  );
+  const { theta, scaling } = ropeSource(c, 10000);
+  const rope = partialRope(file, hd, c.partial_rotary_factor ?? 0.25, theta, scaling, c.max_position_embeddings);
   const ln = (name: string): NormSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: H });
   const qkvBias = !!c.use_qkv_bias;
   const parallel = !!c.use_parallel_residual;

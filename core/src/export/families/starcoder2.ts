@@ -17,9 +17,9 @@
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type LinearSpec, type NormSpec } from '../blocks/arch';
-import { actOf, optionalDecoderFields, parseWith, refuse } from './config';
+import { actOf, optionalDecoderFields, parseWith, refuse, ropeSource } from './config';
 import type { FamilyRow } from './row';
-import { ropeSpec, type RopeScaling } from '../blocks/rope';
+import { ropeSpec } from '../blocks/rope';
 
 const starcoder2Config = z.looseObject({
   model_type: z.literal('starcoder2'),
@@ -41,7 +41,8 @@ export function starcoder2Arch(raw: unknown, file: string): ArchSpec {
     refuse(file, 'hidden_size', `(${H}) is not divisible by num_attention_heads (${nh}) and head_dim is not given`);
   // MistralAttention: getattr(config, "head_dim", None) or hidden_size // num_attention_heads
   const hd = c.head_dim ?? H / nh;
-  const rope = ropeSpec(c.rope_theta ?? 10000, hd, (c.rope_scaling ?? null) as RopeScaling | null, file, {
+  const { theta, scaling } = ropeSource(c, 10000);
+  const rope = ropeSpec(theta, hd, scaling, file, {
     ...(c.max_position_embeddings !== undefined ? { max: c.max_position_embeddings } : {}),
   });
   if (rope.long) refuse(file, 'rope_scaling', 'type longrope is only implemented for phi3');

@@ -8,15 +8,20 @@
  * without `use_parallel_residual`; q/k/v biases only with `use_qkv_bias`; o_proj, the MLP and
  * lm_head have none).
  */
-import type { F32 } from './graph-support';
+import { stablelmFamily } from '../../../src/export/families/stablelm';
+import type { FamilyTest } from '../family-tests';
+import type { F32 } from '../graph-support';
+import { randomTensors, type Put } from '../random-tensors';
 
 type W = Map<string, F32>;
 type Cfg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Put = (k: string, shape: number[], scale: number, center?: number) => void;
 
-/** Fills `put` with a StableLM checkpoint of `cfg`; false if `cfg` is not StableLM. */
-export function randomStablelmTensors(cfg: Cfg, put: Put): boolean {
-  if (cfg.model_type !== 'stablelm') return false;
+/** A random StableLM checkpoint of `cfg` (HF key names). */
+export function randomStablelm(cfg: Cfg, seed: number): W {
+  return randomTensors(seed, (put) => putStablelm(cfg, put));
+}
+
+function putStablelm(cfg: Cfg, put: Put): void {
   const H: number = cfg.hidden_size;
   const nh: number = cfg.num_attention_heads;
   const nkv: number = cfg.num_key_value_heads ?? 32;
@@ -49,7 +54,6 @@ export function randomStablelmTensors(cfg: Cfg, put: Put): boolean {
   }
   ln('model.norm');
   if (!cfg.tie_word_embeddings) put('lm_head.weight', [cfg.vocab_size, H], 1 / Math.sqrt(H));
-  return true;
 }
 
 /** x·Wᵀ (+ b) for one row, W `[out, in]` (nn.Linear). */
@@ -169,3 +173,6 @@ export function stablelmReference(cfg: Cfg, w: W, ids: number[]): number[][] {
   for (let t = 0; t < T; t++) out.push(dense(layerNorm(h[t]!, get('model.norm.weight'), get('model.norm.bias'), eps), head));
   return out;
 }
+
+/** StableLM for the family kit and the generic suites (family-tests.ts). */
+export const familyTest: FamilyTest = { row: stablelmFamily, random: randomStablelm, reference: stablelmReference };
