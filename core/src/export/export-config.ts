@@ -17,6 +17,7 @@ import { isStateInput, parseStateName, RETAINED } from '../artifacts/graph-inter
 import { buildCausalLM, type Phase } from './exporter/decoder';
 import { encodeBuiltModel } from './exporter/encode';
 import { archFromConfig } from './families/arch-from-config';
+import { gptOssPrefillOnly } from './families/gpt-oss';
 import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
 import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
@@ -115,8 +116,8 @@ function speculativeTokens(ks: number[], modelType: string, o: ConfigExportOptio
  * swap only the MoE block of qwen3_moe, glm4_moe and kimi (QEffPrefillChunked…MoE: the same routed sum,
  * computed expert-blocked over `num_cores` NSPs) and keep attention and the cache interface, so
  * the graph is the plain one, recorded as a prefill graph with its chunking and expert count for
- * compile's checks. gpt_oss's prefill-only attention (over the chunk only, a sliding_window cache)
- * is not built: refused. Without chunking a continuous-batching prefill graph is QEfficient's
+ * compile's checks. gpt_oss's `PrefillOnlyTransform` also swaps attention: {@link gptOssPrefillOnly}
+ * (its chunked variant is refused). Without chunking a continuous-batching prefill graph is QEfficient's
  * NotImplementedError ("prefix-caching without chunking").
  */
 function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunking: boolean; num_experts?: number } | undefined {
@@ -126,15 +127,20 @@ function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunkin
       `--enable-chunking goes with --phase prefill of a disaggregated-serving model (${DISAGG_SERVING_MODEL_TYPES.join(', ')})`,
     );
   if (!disaggArch || o.phase !== 'prefill') return undefined;
-  if (arch.modelType === 'gpt_oss')
+  if (arch.modelType === 'gpt_oss' && o.enableChunking)
     throw new UsageError(
-      "--phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
+      "--phase prefill --enable-chunking of gpt_oss: QEfficient's chunked prefill-only GPT-OSS attention (QEffPrefillOnlyChunkedGptOssAttention) is not built yet",
+    );
+  if (arch.modelType === 'gpt_oss' && o.compCtxLengths)
+    throw new UsageError(
+      "--phase prefill of gpt_oss with --comp-ctx-lengths-*: QEfficient's prefill-only GPT-OSS attention reads no cache",
     );
   if (o.continuousBatching && !o.enableChunking)
     throw new UsageError(
       '--phase prefill with --continuous-batching needs --enable-chunking (QEfficient: "prefix-caching without chunking, this feature is not available yet")',
     );
-  const moe = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  // gpt_oss's unchunked QEffPrefillOnlyGptOssMLP is not expert-blocked (no supports_moe_prefill_blocking): no expert count to check
+  const moe = arch.modelType === 'gpt_oss' ? undefined : arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   return { enable_chunking: !!o.enableChunking, ...(moe?.kind === 'moe' ? { num_experts: moe.weights.experts } : {}) };
 }
 
@@ -324,6 +330,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
   const disagg = disaggPrefill(arch, o);
+  if (disagg && arch.modelType === 'gpt_oss') arch = gptOssPrefillOnly(arch, cfg.file);
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),

@@ -297,6 +297,8 @@ export const exportCommand = defineCommand({
     'ai200 and converts to fp16 for ai100; the ORT compile emulates bf16 arithmetic in float32 (rounded per op) on the CPU.',
     "--phase prefill of a disaggregated-serving MoE (QEfficient's SPECIALIZED_DISAGG_SERVING_MODEL_ARCH: qwen3_moe, glm4_moe,",
     'kimi_k2) is its prefill-only graph: compile gives the Prefill specializations only (prefill_only), [--enable-chunking].',
+    "gpt_oss's (not chunked) attends the call's tokens only, sliding layers keep sliding_window keys; compile sets ctx_len to",
+    "prefill_seq_len (export it without --ctx-len) and adds sliding_window 128, as QEfficient's get_specializations.",
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
