@@ -18,6 +18,7 @@ import { buildCausalLM, type Phase } from './exporter/decoder';
 import { encodeBuiltModel } from './exporter/encode';
 import { archFromConfig } from './families/arch-from-config';
 import { gptOssPrefillOnly } from './families/gpt-oss';
+import { REPLICATE_KV_METADATA, replicateKvArch } from './blocks/replicate-kv';
 import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
 import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
@@ -63,6 +64,8 @@ export interface ConfigExportOptions {
   numSpeculativeTokens?: number[];
   /** `--enable-chunking`: QEfficient's chunked prefill-only graph (`--phase prefill` of a disaggregated-serving arch). */
   enableChunking?: boolean;
+  /** `--replicate-kv-heads N`: QEfficient's ReplicateKVHeadTransform, N × the KV heads (blocks/replicate-kv.ts). */
+  replicateKvHeads?: number;
   /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
   keepQuantized?: boolean;
   /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
@@ -197,6 +200,7 @@ function whisperRefusal(o: ConfigExportOptions): string | undefined {
   if (o.compCtxLengths) return '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode';
   if (o.sampler) return '--sampler';
   if (o.lora?.length) return '--lora';
+  if (o.replicateKvHeads) return '--replicate-kv-heads';
   return undefined;
 }
 
@@ -226,6 +230,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (o.keepQuantized && !withCheckpoint)
     throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
+  if (o.replicateKvHeads && (isEmbeddingConfig(cfg.raw) || isVlmConfig(cfg.raw)))
+    throw new UsageError('--replicate-kv-heads goes with a causal LM (not yet a vision-language model or an embedding encoder)');
   if (isEmbeddingConfig(cfg.raw)) {
     // BERT / XLM-RoBERTa: one encoder graph with its sentence-transformers pooling (export/embedding/)
     refuseDecoderOptions({ ...o });
@@ -331,6 +337,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
   const disagg = disaggPrefill(arch, o);
   if (disagg && arch.modelType === 'gpt_oss') arch = gptOssPrefillOnly(arch, cfg.file);
+  const kvOrig = arch.nKv;
+  if (o.replicateKvHeads) arch = replicateKvArch(arch, o.replicateKvHeads, cfg.file);
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -341,9 +349,15 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
-    ...(lora ? { lora: loraGraphOf(lora), metadata: loraMetadata(lora) } : {}),
+    ...(lora ? { lora: loraGraphOf(lora) } : {}),
     ...(spd ? { numSpeculativeTokens: spd } : {}),
-    ...(disagg ? { metadata: { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } } : {}),
+    metadata: {
+      ...(lora ? loraMetadata(lora) : {}),
+      ...(disagg ? { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } : {}),
+      ...(arch.kvRepeat
+        ? { [REPLICATE_KV_METADATA]: JSON.stringify({ orig_kv_heads: kvOrig, num_replicate_kv_heads: arch.kvRepeat }) }
+        : {}),
+    },
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);

@@ -283,6 +283,8 @@ export interface ArchSpec {
    * length) and a ring layer's cache takes the call's last `slidingWindow` keys in order.
    */
   chunkAttention?: boolean;
+  /** `--replicate-kv-heads`: `nKv` is this many times the checkpoint's KV heads, each repeated in place (replicate-kv.ts). */
+  kvRepeat?: number;
   /** Score soft-capping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
   attnSoftcap?: number;
   rope?: RopeSpec;

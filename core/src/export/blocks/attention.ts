@@ -19,6 +19,7 @@ import { alibiBias } from './alibi';
 import { applyRope } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
+import { repeatKvHeads } from './replicate-kv';
 import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
 import { chunkTail, windowContext, windowReadWrite, type WindowContext } from './attention-window';
 import type { AttentionBlock, CacheContext, StateValues } from './attention-block';
@@ -165,6 +166,7 @@ export const attention: AttentionBlock = (c, a, l, x, kv, rope, states) => {
     // MLA (attention-mla.ts) and Gated DeltaNet (gated-deltanet.ts) layers do not come here (decoder.ts routes them)
     throw new Error(`internal: a ${l.attn.kind} layer has no softmax attention here`);
   }
+  if (a.kvRepeat) [k, v] = [repeatKvHeads(c, k, a), repeatKvHeads(c, v, a)];
   let gate: string | undefined;
   if (l.attnOutputGate) {
     // Qwen3.5: q_proj(x).view(..., heads, 2·head_dim).chunk(2, -1) → query, gate (query first)
