@@ -151,6 +151,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       };
     }
     if (pixtral) return runPixtral(img);
+    // InternVL: an image of t tiles ([t, S, S], image-internvl.ts) is t whole tiles for the vision graph
+    if (m.model_type === 'internvl')
+      img = { ...img, grids: img.grids.flatMap(([t, h, w]) => Array.from({ length: t }, () => [1, h, w] as [number, number, number])) };
     const expectDim = whole
       ? m.vision.in_channels * (m.image_size ?? 0) ** 2
       : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
