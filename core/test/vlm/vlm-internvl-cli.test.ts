@@ -21,9 +21,8 @@
  * QEfficient (quic/efficient-transformers main ebf55e8159c8b87bff6d8028541b824244b16c81):
  * QEfficient/transformers/models/internvl/modeling_internvl.py. Where QEfficient differs (HF is
  * the reference here): it loads the remote-code layout (InternVLChatModel: `vision_model.*`,
- * `mlp1.*`, `extract_feature`) rather than the native keys; its encoder wrapper returns
- * `[1, tiles·tile_tokens, hidden]` (ours `[tiles, tile_tokens, hidden]`; the decoder flattens
- * either) and its decoder gathers the image rows at `<IMG_CONTEXT>` with image_idx as the LLaVA
+ * `mlp1.*`, `extract_feature`) rather than the native keys; its graphs' interface is ours
+ * (vision `[batched_num_patches, C, S, S]` → `[1, vision_size, hidden]`) and its decoder gathers the image rows at `<IMG_CONTEXT>` with image_idx as the LLaVA
  * wrapper does.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -92,7 +91,7 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
     it('the compiled vision graph gives the image features within 1e-4 from the tiles and from the image file', async () => {
       const s = await session('out/vision');
       const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
-      expect(out.vision_embeds!.dims).toEqual([tiles, ref.image_seq_length, 64]);
+      expect(out.vision_embeds!.dims).toEqual([1, tiles * ref.image_seq_length, 64]);
       expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
       const got = processInternVLImage(decodeImage(path.join(work, 'image.png')), internvlProcessor(path.join(work, 'model'), S));
       expect(got.canvas).toEqual(ref.canvas);

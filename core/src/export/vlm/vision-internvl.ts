@@ -1,9 +1,10 @@
 /**
  * The InternVL vision graph: HF `InternVLVisionModel` and `InternVLModel.get_image_features`
  * with `InternVLMultiModalProjector` (models/internvl/modeling_internvl.py), weight-free.
- *   input   pixel_values [batch_size, C, S, S] — the processor's tiles (S = vision image_size)
- *   output  vision_embeds [batch_size, tile_tokens, text hidden], (S/patch/n)² rows per tile in
- *           row-major order: the rows the `<IMG_CONTEXT>` tokens take, tile after tile
+ *   input   pixel_values [batched_num_patches, C, S, S] — the processor's tiles (S = vision image_size)
+ *   output  vision_embeds [1, vision_size, text hidden], (S/patch/n)² rows per tile in row-major
+ *           order, tile after tile: the rows the `<IMG_CONTEXT>` tokens take
+ * (QEfficient's dynamic axes and its encoder wrapper's `[1, tiles·tile_tokens, hidden]` output.)
  * Tower: patch conv (with bias) → CLS prepended → + position_embeddings (the table as is: tiles
  * are always S×S, so HF's interpolate_pos_encoding returns it unchanged) → blocks of
  * layernorm_before → attention (q/k/v, optional whole-width RMSNorm on q and k, eps 1e-6) →
@@ -12,8 +13,8 @@
  * square, pixel shuffle by n = 1/downsample_ratio — output cell (i, j) channel
  * `ki·n·D + kj·D + d` is patch (n·i + ki, n·j + kj)'s d — then LayerNorm (eps 1e-5) → linear_1
  * → act → linear_2. QEfficient's QEffInternEncoderWrapper (QEfficient/transformers/models/
- * internvl/modeling_internvl.py) runs the remote-code `extract_feature` (the same shuffle) and
- * reshapes to `[1, tiles·tile_tokens, hidden]`; the language graph flattens either.
+ * internvl/modeling_internvl.py) runs the remote-code `extract_feature` (the same shuffle) with
+ * the same output.
  */
 import type { LinearSpec, NormKind } from '../blocks/arch';
 import { GraphBuilder, type ModelObj } from '../blocks/builder';
@@ -44,7 +45,7 @@ export function buildInternVision(
     in: inp,
     ...(bias ? { bias: `${name}.bias` } : {}),
   });
-  const pixels = g.input('pixel_values', o.dtype, ['batch_size', v.channels, v.imageSize, v.imageSize]);
+  const pixels = g.input('pixel_values', o.dtype, ['batched_num_patches', v.channels, v.imageSize, v.imageSize]);
 
   // embeddings: conv → [B, side², D], CLS first, + positions
   let h = g.within('embeddings', () => {
@@ -118,9 +119,9 @@ export function buildInternVision(
       { kind: 'layer', eps: 1e-5, plusOne: false },
     );
     const y = activation(c, linear(c, x, lin('multi_modal_projector.linear_1', T, W)), a.projector.act);
-    return reshape(c, linear(c, y, lin('multi_modal_projector.linear_2', T, T)), [-1, a.tileTokens, T]);
+    return reshape(c, linear(c, y, lin('multi_modal_projector.linear_2', T, T)), [1, -1, T]);
   });
-  g.output(out, 'vision_embeds', o.dtype, ['batch_size', a.tileTokens, T]);
+  g.output(out, 'vision_embeds', o.dtype, [1, 'vision_size', T]);
   const weights = g.inputs
     .filter((x) => c.declared.has(x.name))
     .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
