@@ -149,8 +149,13 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
-      const v = await (await session('legacy-vision')).run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
+      const legacyVision = await session('legacy-vision');
+      const v = await legacyVision.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
       expect(maxDiff(v.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
+      // …and from the image file through the ported processor
+      const fromFile = processInternVLImage(decodeImage(path.join(work, 'image.png')), internvlProcessor(path.join(work, 'model'), S));
+      const vf = await legacyVision.run({ pixel_values: new ort.Tensor('float32', fromFile.pixelValues, [tiles, 3, S, S]) });
+      expect(maxDiff(vf.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
       const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
       const d = await (
         await session('legacy-decoder')
@@ -170,6 +175,30 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
     }, 60_000);
 
     itFloat16AndContinuousBatching(h, fx, ref, 64);
+
+    it('config variants build the modules HF builds for them: q/k RMSNorm, rms_norm blocks, the final LayerNorm only for last_hidden_state', async () => {
+      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+      const vc = cfg.vision_config;
+      const keysOf = async (name: string, c: Record<string, unknown>) => {
+        mkdirSync(path.join(work, name));
+        writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
+        await h.ok('export', '--config', name, '--out', `${name}-out`);
+        return specKeys(vlmSpecs(path.join(work, `${name}-out`)).v);
+      };
+      const L0 = 'vision_tower.encoder.layer.0';
+      const qk = await keysOf('qk', { ...cfg, vision_config: { ...vc, use_qk_norm: true, norm_type: 'rms_norm', attention_bias: false } });
+      expect(qk).toEqual(
+        expect.arrayContaining([`${L0}.attention.q_norm.weight`, `${L0}.attention.k_norm.weight`, `${L0}.layernorm_before.weight`]),
+      );
+      expect(qk).toContain(`${L0}.attention.projection_layer.bias`);
+      expect(qk.filter((k) => k.endsWith('layernorm_before.bias') || k.endsWith('q_proj.bias'))).toEqual([]);
+      const last = await keysOf('last', { ...cfg, vision_config: { ...vc, use_mean_pooling: false } });
+      expect(last).toEqual(expect.arrayContaining(['vision_tower.layernorm.weight', 'vision_tower.layernorm.bias']));
+      // hidden_states[-2]: the first block's output, no final LayerNorm, no second block
+      const mid = await keysOf('mid', { ...cfg, vision_feature_layer: -2, vision_config: { ...vc, use_mean_pooling: false } });
+      expect(mid.filter((k) => k.startsWith('vision_tower.layernorm') || k.startsWith('vision_tower.encoder.layer.1.'))).toEqual([]);
+      expect(mid).toContain(`${L0}.lambda_2`);
+    });
 
     it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
       const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));

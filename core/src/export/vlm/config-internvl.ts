@@ -39,8 +39,10 @@ export interface InternVisionArch {
 export interface InternVLArch {
   modelType: 'internvl';
   vision: InternVisionArch;
-  /** Hidden state (0 = embeddings … layers) the projector reads; `layers` with -1 reads last_hidden_state. */
+  /** Hidden state (0 = embeddings … layers) the projector reads. */
   featureLayer: number;
+  /** `vision_feature_layer` -1: last_hidden_state (after the final LayerNorm when there is one), not hidden_states[layers]. */
+  lastHidden: boolean;
   /** 1 / downsample_ratio: the pixel shuffle's cell side. */
   shuffle: number;
   projector: { act: Act };
@@ -151,6 +153,7 @@ export function internvlArch(raw: unknown, file: string): InternVLArch {
     modelType: 'internvl',
     vision,
     featureLayer,
+    lastHidden: layer === -1,
     shuffle,
     projector: { act: actOf(c.projector_hidden_act ?? 'gelu', file, 'projector_hidden_act') },
     tileTokens,

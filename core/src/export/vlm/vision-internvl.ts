@@ -98,7 +98,7 @@ export function buildInternVision(
     });
   }
   // last_hidden_state (feature layer -1) goes through InternVLVisionModel.layernorm; hidden_states[k] does not
-  if (v.finalNorm && a.featureLayer === v.layers)
+  if (v.finalNorm && a.lastHidden)
     h = norm(
       c,
       h,
