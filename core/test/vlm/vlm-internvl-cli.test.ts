@@ -147,6 +147,20 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
     });
 
+    it('two images in one prompt: each block takes its own tiles in order; the rows before the second are the reference’s', async () => {
+      const ids = ref.input_ids as number[];
+      const block = ids.slice(ids.indexOf(sp.img_start!), ids.indexOf(sp.img_end!) + 1);
+      const two = [...ids, ...block, ...ref.generated_ids.slice(0, 2)];
+      await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'two.json');
+      const got = JSON.parse(readFileSync(path.join(work, 'two.json'), 'utf8')).logits as number[][];
+      expect(got).toHaveLength(two.length);
+      // causal: row t sees ids[0..t] only, so the first image's rows match the one-image reference
+      expect(maxDiff(got.slice(0, ids.length).flat(), (ref.logits as number[][]).slice(0, ids.length).flat())).toBeLessThan(1e-4);
+      // too few tiles for the tokens is refused by name
+      const r = await h.cliRun('run', 'out', '--image', 'image.png', '--input-ids', two.join(','), '--max-new-tokens', '1');
+      expect(r.stderr.split('\n')[0]).toMatch(/24 image tokens but the image\(s\) give 12 vision rows/);
+    });
+
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
       const legacyVision = await session('legacy-vision');
