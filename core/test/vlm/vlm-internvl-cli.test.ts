@@ -212,6 +212,11 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       const mid = await keysOf('mid', { ...cfg, vision_feature_layer: -2, vision_config: { ...vc, use_mean_pooling: false } });
       expect(mid.filter((k) => k.startsWith('vision_tower.layernorm') || k.startsWith('vision_tower.encoder.layer.1.'))).toEqual([]);
       expect(mid).toContain(`${L0}.lambda_2`);
+      // InternVLConfig / InternVLVisionConfig defaults (448² tiles of 14² patches, 24 layers, shuffle 2 → 256 tokens)
+      await keysOf('defaults', { model_type: 'internvl', text_config: cfg.text_config });
+      const m = JSON.parse(readFileSync(path.join(work, 'defaults-out', 'vlm.json'), 'utf8'));
+      expect(m).toMatchObject({ image_token_id: 151667, image_size: 448, mm_tokens_per_image: 256, vision: { patch_size: 14 } });
+      expect(specKeys(vlmSpecs(path.join(work, 'defaults-out')).v)).toContain('vision_tower.encoder.layer.23.mlp.fc2.weight');
     });
 
     it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
