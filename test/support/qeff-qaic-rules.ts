@@ -348,6 +348,21 @@ elif fam == "mistral3":
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
             {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
+elif fam == "internvl":
+    # QEfficient/transformers/models/internvl/modeling_internvl.py get_specializations (HF's config
+    # gives image_size / patch_size as [h, w]; the remote-code config QEfficient reads, ints)
+    vc = cfg["vision_config"]
+    side = lambda x: x[0] if isinstance(x, list) else x
+    num_patches = 13  # constants.INTERN_NUM_PATCHES
+    prefill_seq_len = a["prefill_seq_len"] or 4096 - 256
+    img_size = a["img_size"] or side(vc["image_size"])
+    per_patch_embed_size = (img_size // side(vc["patch_size"]) * cfg["downsample_ratio"]) ** 2
+    vision_size = int(batch_size * num_patches * per_patch_embed_size)
+    vision = [{"batch_size": batch_size, "num_patches": num_patches, "img_size": img_size, "batched_num_patches": batch_size * num_patches}]
+    vision[0]["vision_size"] = vision_size  # our vision graph's output rows (see qaic-vlm-specs-internvl.ts)
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1}]
+    num_layers = cfg["text_config"]["num_hidden_layers"]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]
