@@ -4,6 +4,7 @@
  * through the planned, RAM-budgeted pipeline in core/src/prepare. Prints the prepared
  * directory (last stdout line); an unchanged plan is a no-op and says so.
  */
+import path from 'node:path';
 import { UsageError } from '../../errors';
 import { finalizeShards, parseShard, runPrepare, runShard, type PrepareProgress } from '../../prepare';
 import { formatNonFinite } from '../../prepare/overflow';
@@ -12,6 +13,7 @@ import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { createProgress } from '../progress';
 import { CHECKPOINT_FILES, requireModelPath, requireOutDir, requirePath } from '../input-paths';
+import { linkPreparedFolder } from '../../artifacts/prepared-link';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
@@ -174,6 +176,11 @@ export const prepareCommand = defineCommand({
     const kept = Object.keys(result.nonFinite).length;
     if (kept > 0)
       println(io.stdout, `prepare: kept ±Inf/NaN values (--allow-overflow) in ${kept} tensor(s): ${formatNonFinite(result.nonFinite)}`);
+    if (opts.spec) {
+      // QEfficient's link from the spec's export to the folder: the spec's own paths resolve.
+      const l = await linkPreparedFolder(path.dirname(opts.spec), result.outDir);
+      if ('linked' in l && l.made) println(io.stdout, `prepare: linked ${l.linked} -> ${result.outDir}`);
+    }
     println(io.stdout, result.outDir);
     return 0;
   },
