@@ -118,8 +118,10 @@ export function completionAt(
     const name = spec?.inputs[p[1]]?.name;
     // Keys of every shard of the checkpoint: the input's own file first; a key of another shard
     // also sets `location.file` to that shard (when the number is written beside the key).
-    for (const [j, st] of run.files.entries()) {
-      const h = st?.header;
+    // the own file first: past MAX_ITEMS the list is cut, and its keys must be in it
+    const order = run.files.map((_, j) => j).sort((a, b) => Number(b === fi) - Number(a === fi));
+    for (const j of order) {
+      const h = run.files[j]?.header;
       if (!h) continue;
       const own = fi === undefined || fi < 0 || j === fi;
       const fix = !own && near ? [{ range: rangeOf(doc, near.range), newText: String(j) }] : undefined;

@@ -3,6 +3,9 @@
 // offers the weight spec schema's names only (no words from elsewhere).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompletionItem, CompletionList, TextEdit } from 'vscode-languageserver-protocol';
+import path from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { tempDir, writeTensors } from '../../core/test/support/check-helpers';
 import { applyEdits, positionOf, startInMemory, type TestClient } from './harness';
 import { makeWorkspace } from './workspace';
 
@@ -46,6 +49,36 @@ describe('completion across shards and of property names', () => {
     const input = JSON.parse(out).inputs[3] as { location: { file: number; key: string } };
     expect(input.location).toEqual({ file: 0, key: 'model.layers.0.self_attn.q_proj.weight' });
     await client.replace(uri, base);
+  });
+
+  it("past the list's cap, the input's own shard keeps its keys in it", async () => {
+    const dir = tempDir('ws-lsp-cap-');
+    // files[0]: 1,500 keys that match what is typed; files[1] (the input's): two more
+    const many = Array.from({ length: 1500 }, (_, i) => ({ key: `model.layers.${i}.w`, dtype: 'F32', shape: [1] }));
+    writeTensors(path.join(dir, 'a.safetensors'), many);
+    writeTensors(path.join(dir, 'b.safetensors'), [
+      { key: 'model.layers.own.w', dtype: 'F32', shape: [1] },
+      { key: 'model.layers.own.v', dtype: 'F32', shape: [1] },
+    ]);
+    const spec = {
+      files: ['a', 'b'].map((n) => ({ format: 'safetensors', path: `${n}.safetensors` })),
+      inputs: [{ location: { file: 1, key: 'model.layers.' }, name: 'x' }],
+      model_name: 'cap',
+      version: 5,
+    };
+    const file = path.join(dir, 'weight_spec.json');
+    const text = JSON.stringify(spec, null, 2);
+    writeFileSync(file, text);
+    const opened = await client.open(file);
+    const at = text.indexOf('"key": "model.layers.') + 8 + 'model.layers.'.length;
+    const list = await client.request<CompletionList>('textDocument/completion', {
+      textDocument: { uri: opened.uri },
+      position: positionOf(text, at),
+    });
+    expect(list.isIncomplete).toBe(true);
+    const labels = list.items.map((i) => i.label);
+    expect(labels).toContain('model.layers.own.w');
+    expect(labels).toContain('model.layers.own.v');
   });
 
   it('property names: the schema names of the object the cursor is in, nothing else', async () => {
