@@ -85,16 +85,21 @@ export function specFilesFolder(specDir: string, firstFile: string | undefined =
  */
 export function specFilePaths(dir: string): string[] {
   const file = specFileIn(dir);
-  if (!file) return [];
+  return file ? specFilePathsOf(file) : [];
+}
+
+/** The `files[].path` values of the spec file `specFile` (v1's bare strings too), by plain JSON.parse; empty when unreadable. */
+export function specFilePathsOf(specFile: string): string[] {
+  let raw: unknown;
   try {
-    const raw: unknown = JSON.parse(readJsonTextSync(file));
-    const files = raw && typeof raw === 'object' ? (raw as { files?: unknown }).files : undefined;
-    if (!Array.isArray(files)) return [];
-    return files.flatMap((f: unknown) => {
-      const p = f && typeof f === 'object' ? (f as { path?: unknown }).path : undefined;
-      return typeof p === 'string' && p ? [p] : [];
-    });
+    raw = JSON.parse(readJsonTextSync(specFile));
   } catch {
     return [];
   }
+  const files = raw && typeof raw === 'object' ? (raw as { files?: unknown }).files : undefined;
+  if (!Array.isArray(files)) return [];
+  return files.flatMap((f: unknown) => {
+    const p = typeof f === 'string' ? f : f && typeof f === 'object' ? (f as { path?: unknown }).path : undefined;
+    return typeof p === 'string' && p ? [p] : [];
+  });
 }
