@@ -36,6 +36,7 @@ import { formatDocument } from './formatting';
 import { FsWatchers, missedByClient, type FsWatchOptions } from './fs-watch';
 import { connectionLog, guarded, guardedNotification } from './guard';
 import { hoverAt } from './hover';
+import { definitionAt } from './definition';
 import { inlayHints } from './inlay-hints';
 import { documentSymbols } from './symbols';
 import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './watch';
@@ -69,6 +70,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let specStateChanged = false;
   // The lenses carry the extension's commands only when it runs them itself.
   let clientCommands = false;
+  /** The client opens a shard at a tensor (initializationOptions.tensorLinks): definition.ts. */
+  let tensorLinks = false;
   let progressSupport = false;
   /** The client takes a list-wide edit range (CompletionList.itemDefaults, LSP 3.17): items then carry no range each. */
   let completionEditRange = false;
@@ -155,6 +158,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
       clientCommands = init.clientCommands === true;
+      tensorLinks = init.tensorLinks === true;
       progressSupport = params.capabilities.window?.workDoneProgress === true;
       completionEditRange = params.capabilities.textDocument?.completion?.completionList?.itemDefaults?.includes('editRange') === true;
       configurationSupport = params.capabilities.workspace?.configuration === true;
@@ -178,6 +182,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         // save: the lens's compile state reads the saved file, so a save refreshes the lenses.
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental, save: { includeText: false } },
         hoverProvider: true,
+        definitionProvider: true,
         completionProvider: { triggerCharacters: ['"', '.'] },
         documentSymbolProvider: true,
         inlayHintProvider: true,
@@ -286,7 +291,15 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     guarded(log, 'hover', null, async (p) => {
       const r = await runOf(p.textDocument.uri);
       if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
+      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position), tensorLinks);
+    }),
+  );
+
+  connection.onDefinition(
+    guarded(log, 'definition', null, async (p) => {
+      const r = await runOf(p.textDocument.uri);
+      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
+      return definitionAt(r.run, r.d.doc.offsetAt(p.position), tensorLinks);
     }),
   );
 
