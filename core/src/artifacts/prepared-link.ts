@@ -24,13 +24,19 @@ export type PreparedLinkResult = { linked: string; made: boolean } | { skipped: 
 
 /**
  * Links `<exportDir>/<name>` → `preparedDir`, `name` being the first segment every spec file
- * path shares (`<name>-prepared-<dtype>-<hash>/…`). Never throws for a state it leaves alone.
+ * path shares (`<name>-prepared-<dtype>-<hash>/…`), `specPaths` those paths when the caller has
+ * read the spec (else they are read here). Never throws for a state it leaves alone.
  */
-export async function linkPreparedFolder(exportDir: string, preparedDir: string): Promise<PreparedLinkResult> {
+export async function linkPreparedFolder(
+  exportDir: string,
+  preparedDir: string,
+  specPaths?: readonly string[],
+): Promise<PreparedLinkResult> {
   const dir = path.resolve(exportDir);
   const report = readExportReport(dir);
   if (!report || report.state !== 'complete') return { skipped: `${dir}: no complete export-report.json of weight-spec export` };
-  const paths = specFilePaths(dir);
+  // the spec's file paths: given by a caller that has read the spec already (compile reads each input once)
+  const paths = specPaths ? [...specPaths] : specFilePaths(dir);
   const heads = new Set(
     paths.map((p) => p.split(/[\\/]/).filter((s) => s && s !== '.')).map((s) => (s.length >= 2 && !s.includes('..') ? s[0] : '')),
   );

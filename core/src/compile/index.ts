@@ -105,12 +105,14 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
   if (prepared) scope?.addDir(prepared.loc.dir);
   // The folder found: QEfficient's link to it beside the spec, so the spec's own paths resolve
   // for every reader (made only when safe; artifacts/prepared-link.ts says when).
+  let linked: string | undefined;
   if (prepared && !opts.dryRun) {
-    const l = await linkPreparedFolder(inputs.exportDir, prepared.loc.dir).catch((e: unknown) => ({ skipped: String(e) }));
-    if ('linked' in l && l.made) log(`compile: linked ${l.linked} -> ${prepared.loc.dir} (the spec's files resolve through it)`);
+    const specPaths = inputs.export.spec.files.map((f) => f.path);
+    const l = await linkPreparedFolder(inputs.exportDir, prepared.loc.dir, specPaths).catch((e: unknown) => ({ skipped: String(e) }));
+    if ('linked' in l && l.made) linked = l.linked;
   }
   await failpoint('compile-writing');
   // 5. Build: the artifact and the record.
   const out = await driver.build({ inputs, loc: prepared?.loc, fingerprint: d.fingerprint, prev, opts, source, log });
-  return result(out);
+  return result({ ...out, ...(linked ? { linked } : {}) });
 }
