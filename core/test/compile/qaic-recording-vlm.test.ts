@@ -28,6 +28,9 @@
  *  - `mistral3/modeling_mistral3.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
  *    (our graph's image_height / image_width / image_tokens / vision_batch_size added: see
  *    qaic-vlm-specs-mistral3.ts);
+ *  - `llama4/modeling_llama4.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
+ *    (max_num_tiles 17, its fallback; our language graph's vision_batch_size / per-tile vision_size:
+ *    see qaic-vlm-specs-llama4.ts);
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -113,6 +116,15 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       exp: ['--continuous-batching', '--batch-size', '2'],
       comp: ['--img-size', '16', '--ctx-len', '256', '--prefill-seq-len', '64'],
       py: { img_size: 16, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
+    },
+    { tag: 'llama4_vlm at its image_size (prefill 32, ctx 4096, 17 tiles)', fixture: 'llama4_vlm', family: 'llama4', comp: [], py: {} },
+    {
+      tag: 'llama4_vlm with continuous batching, ctx 256 (chunk_ctx_len = the chunk, 8)',
+      fixture: 'llama4_vlm',
+      family: 'llama4',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
     },
   ];
 
