@@ -92,14 +92,9 @@ export function buildLlama4Vision(
   h = norm(c, h, ln(`${P}.layernorm_pre`), LN);
 
   // the rotary on interleaved pairs (view_as_complex over the last axis), in float32: [1, N+1, 1, hd/2, 1]
-  const angles = llama4VisionAngles(v.side, hd, v.ropeTheta);
+  const angles = llama4VisionAngles(v.side, hd, v.ropeTheta).flat();
   const table = (fn: (x: number) => number, name: string) =>
-    g.constant(
-      'float32',
-      [1, N + 1, 1, hd / 2, 1],
-      angles.flat().map((x) => f(fn(x))),
-      name,
-    );
+    g.constant('float32', [1, N + 1, 1, hd / 2, 1], Float32Array.from(angles, fn), name);
   const cos = table(Math.cos, 'rope_cos');
   const sin = table(Math.sin, 'rope_sin');
   const rotate = (x: string) => {
