@@ -33,6 +33,7 @@ import { llama4BestFit, llama4Canvases, llama4ImageText, llama4Processor, proces
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
+import { wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
 import {
   dumpedLogits,
   expectConfigRefusals,
@@ -156,6 +157,32 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
         expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
       });
     }
+
+    it('run --prompt / --chat with --image: each <|image|> becomes the processor’s image block; generated_ids follow', async () => {
+      // the fixture ships no tokenizer: a WordLevel one over its 320 ids with the special tokens at reference.json's ids
+      const special: Record<number, string> = {
+        1: '<|begin_of_text|>',
+        ...Object.fromEntries(Object.entries(ref.special_tokens as Record<string, number>).map(([k, v]) => [v, k])),
+      };
+      const template =
+        "{{ '<|begin_of_text|>' }}{% for m in messages %}{% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}" +
+        "{% for c in m.content %}{% if c.type == 'image' %}<|image|>{% endif %}{% endfor %}w276 w86 w213{% endfor %}";
+      mkdirSync(path.join(work, 'tok'));
+      writeTokenizer(path.join(work, 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+      // input_ids [1, 64, 274, 210, 57, the image block, 276, 86, 213]
+      expect(ref.input_ids.slice(0, 5)).toEqual([1, 64, 274, 210, 57]);
+      const prompt = '<|begin_of_text|>w64 w274 w210 w57<|image|>w276 w86 w213';
+      const common = ['--image', 'image.png', '--tokenizer', 'tok', '--max-new-tokens', '5', '--print-ids'];
+      const r = await h.ok('run', 'out', '--prompt', prompt, ...common);
+      expect(r.stdout.trim().split('\n')[0]).toBe(ref.generated_ids.map((t: number) => `w${t}`).join(' '));
+      expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      const chat = await h.ok('run', 'out', '--chat', 'w64 w274 w210 w57', ...common);
+      expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      // --pixel-values carries no tile grid: the block cannot be placed, refused by name
+      const px = await h.cliRun('run', 'out', '--prompt', prompt, '--pixel-values', path.join(fx, 'reference.json'), '--tokenizer', 'tok');
+      expect(px.code).toBe(2);
+      expect(px.stderr.split('\n')[0]).toMatch(/a Llama 4 prompt places its image block by the tile grid/);
+    });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
