@@ -184,6 +184,41 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
       expect(px.stderr.split('\n')[0]).toMatch(/a Llama 4 prompt places its image block by the tile grid/);
     });
 
+    it('a 48×72 image: HF’s rules give the 2×3 canvas at scale 1 (no resize), six crops + the global tile; run places 7 tiles of rows', async () => {
+      const W = 72;
+      const img = Array.from({ length: 48 }, (_, y) =>
+        Array.from({ length: W }, (_, x) => [(x * 3 + y) % 256, (y * 5) % 256, (x + 2 * y) % 256]),
+      );
+      writePng(path.join(work, 'wide.png'), img);
+      const got = processLlama4Image(decodeImage(path.join(work, 'wide.png')), llama4Processor(path.join(work, 'model'), S));
+      expect(got.aspect).toEqual([2, 3]);
+      expect(got.tiles).toBe(7);
+      // tile (row 1, col 2) is the crop at (24, 48): (v/255 − 0.5)/0.5 to bf16 precision, channels first
+      const tile = got.pixelValues.subarray(5 * 3 * S * S, 6 * 3 * S * S);
+      for (const [ch, y, x] of [
+        [0, 0, 0],
+        [1, 3, 7],
+        [2, 23, 23],
+      ] as const)
+        expect(Math.abs(tile[ch * S * S + y * S + x]! - (img[24 + y]![48 + x]![ch]! / 255 - 0.5) / 0.5)).toBeLessThan(8e-3);
+      // the prompt gets 7 × 9 <|patch|> rows with the tile separators (tok: the tokenizer the --prompt test writes);
+      // the vision graph gives 7 tiles of rows for them
+      const r = await h.ok(
+        'run',
+        'out',
+        '--prompt',
+        'w64<|image|>w276',
+        '--image',
+        'wide.png',
+        '--tokenizer',
+        'tok',
+        '--max-new-tokens',
+        '2',
+        '--print-ids',
+      );
+      expect(r.stdout.trim().split('\n')[1]!.split(',')).toHaveLength(2);
+    });
+
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
       await exportLegacyPair(h, fx);
       const vs = await session('legacy-vision');
