@@ -42,6 +42,7 @@ import {
   exportLegacyPair,
   exportPrepareCompile,
   exportRealConfig,
+  itFloat16AndContinuousBatching,
   maxDiff,
   specKeys,
   vlmFixtureCli,
@@ -244,6 +245,8 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
       const start = ref.input_ids.length - 1;
       expect(Array.from({ length: ref.generated_ids.length }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
     }, 60_000);
+
+    itFloat16AndContinuousBatching(h, fx, ref, 64);
 
     it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
       const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
