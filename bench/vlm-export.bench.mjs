@@ -1,5 +1,5 @@
 // Benchmark: `weight-spec export --config` on the real Qwen3-VL-30B-A3B config (issue 16) and
-// Qwen2.5-VL-7B and Gemma-3-27B (issue 33), LLaVA-1.5-7B and Mistral-Small-3.1-24B (issue 44): per model, both graphs (vision + language) written in < 2 s wall
+// Qwen2.5-VL-7B and Gemma-3-27B (issue 33), LLaVA-1.5-7B, Mistral-Small-3.1-24B and Llama-4-Scout-17B-16E (issue 44): per model, both graphs (vision + language) written in < 2 s wall
 // total, < 300 MB peak RSS, < 8 MiB of ONNX together — beside the seed's QEfficient numbers for
 // Qwen3-VL (vision 17.6 s + decoder 87.0 s = 104.6 s; 1.48 MiB + 76.92 MiB = 78.40 MiB). Run
 // after `node scripts/bundle.mjs`.
@@ -26,6 +26,7 @@ const CASES = [
   { config: 'gemma-3-27b.json', name: 'gemma-3-27b-it' },
   { config: 'llava-1.5-7b.json', name: 'llava-1.5-7b-hf' },
   { config: 'mistral-small-3.1-24b.json', name: 'Mistral-Small-3.1-24B-Instruct-2503' },
+  { config: 'llama-4-scout-17b-16e.json', name: 'Llama-4-Scout-17B-16E-Instruct' },
 ];
 let failed = false;
 for (const c of CASES) {

@@ -136,9 +136,7 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  * working must leave this list), and the pending families are printed on every run — never
  * skipped silently.
  */
-export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  llama4_vlm: { issue: 44, paths: ['vlm'] },
-};
+export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {};
 
 /** True when `folder`'s `path` is built (not named in {@link PENDING_FIXTURES}). */
 export function fixtureBuilt(folder: string, p: FixturePath): boolean {
@@ -193,7 +191,16 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
-export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next', 'mistral3', 'internvl'] as const;
+export const BUILT_VLMS = [
+  'qwen3_vl_moe',
+  'qwen2_5_vl',
+  'gemma3_vlm',
+  'llava',
+  'llava_next',
+  'mistral3',
+  'internvl',
+  'llama4_vlm',
+] as const;
 
 /**
  * The LoRA fixtures the pipeline builds (`export --config <base> --lora <adapter> …` → prepare

@@ -363,6 +363,24 @@ elif fam == "internvl":
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1},
             {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
+elif fam == "llama4":
+    # QEfficient/transformers/models/llama4/modeling_llama4.py get_specializations (max_num_tiles not given: 17)
+    max_num_tiles = 17
+    prefill_seq_len = a["prefill_seq_len"] or 32
+    chunk = cfg["text_config"].get("attention_chunk_size")
+    chunk_ctx_len = min(ctx_len, chunk if chunk is not None else 8192)
+    vc = cfg["vision_config"]
+    img_size = a["img_size"] or vc["image_size"]
+    downsample_ratio = int(round(1.0 / (vc["pixel_shuffle_ratio"] ** 2)))
+    num_features_per_tile = int((img_size // vc["patch_size"]) * (img_size // vc["patch_size"]) // downsample_ratio)
+    vision_size = num_features_per_tile * max_num_tiles
+    vision = [{"batch_size": batch_size, "max_num_tiles": max_num_tiles, "img_size": img_size}]
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "max_num_tiles": max_num_tiles, "img_size": img_size, "vision_size": vision_size, "chunk_length": prefill_seq_len, "chunk_ctx_len": chunk_ctx_len},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": 1, "ctx_len": ctx_len, "max_num_tiles": max_num_tiles, "img_size": img_size, "vision_size": vision_size, "chunk_length": prefill_seq_len, "chunk_ctx_len": chunk_ctx_len}]
+    # our language graph's 3-D vision_embeds [tiles, rows per tile, H] (see qaic-vlm-specs-llama4.ts)
+    for s in lang:
+        s.update({"vision_size": num_features_per_tile, "vision_batch_size": max_num_tiles})
+    num_layers = cfg["text_config"]["num_hidden_layers"]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]

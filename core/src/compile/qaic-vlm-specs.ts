@@ -30,12 +30,13 @@ import { pyRound } from '../foundation/py-round';
 import { llavaSpecializations } from './qaic-vlm-specs-llava';
 import { mistral3Specializations } from './qaic-vlm-specs-mistral3';
 import { internvlSpecializations } from './qaic-vlm-specs-internvl';
+import { llama4Specializations } from './qaic-vlm-specs-llama4';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];
 
 /** The VLM families whose qaic specializations are built here (`vlm.json` model_type). */
-export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3' | 'internvl';
+export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3' | 'internvl' | 'llama4';
 
 /** What the specializations need from the model (vlm.json and config.json). */
 export interface VlmModelFacts {
@@ -52,6 +53,8 @@ export interface VlmModelFacts {
   slidingWindow?: number;
   /** LLaVA-NeXT: `image_grid_pinpoints`. */
   pinpoints?: [number, number][];
+  /** Llama 4: `text_config.attention_chunk_size` (chunk_ctx_len). */
+  attentionChunk?: number;
 }
 
 /** The compile's sizes (flags, else QEfficient's defaults). */
@@ -83,6 +86,7 @@ export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = {
   mistral3: 128,
   // constants.INTERN_PREFILL_SEQ_LEN (4096 - 256)
   internvl: 3840,
+  llama4: 32,
 };
 /** The default ctx_len of each family's `get_specializations` (LLaVA's module CTX_LEN, LLaVA-NeXT's GRANITEVISION_CTX_LEN). */
 export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
@@ -93,6 +97,7 @@ export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
   llava_next: 6000,
   mistral3: VLM_DEFAULT_CTX_LEN,
   internvl: VLM_DEFAULT_CTX_LEN,
+  llama4: VLM_DEFAULT_CTX_LEN,
 };
 
 /** The default prefill length of each family's `get_specializations`. */
@@ -152,6 +157,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
   if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, (decode) => langBatch(s, decode));
   if (m.family === 'mistral3') return mistral3Specializations(m, s, (decode) => langBatch(s, decode));
   if (m.family === 'internvl') return internvlSpecializations(m, s, (decode) => langBatch(s, decode));
+  if (m.family === 'llama4') return llama4Specializations(m, s, (decode) => langBatch(s, decode));
   if (s.imgSize !== undefined)
     throw new UsageError(`compile: --img-size is Gemma 3's; a ${m.family} export takes --img-height and --img-width`);
   if ((s.height === undefined) !== (s.width === undefined))

@@ -55,6 +55,7 @@ const FAMILY: Record<string, VlmFamily> = {
   llava_next: 'llava_next',
   mistral3: 'mistral3',
   internvl: 'internvl',
+  llama4: 'llama4',
 };
 
 /** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
@@ -99,6 +100,16 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
     };
   }
   if (family === 'mistral3') return { ...facts, imageSize: int(m.image_size, 'image_size') };
+  if (family === 'llama4') {
+    const cfgFile = String(m.config);
+    const chunk = (readJson(cfgFile) as { text_config?: { attention_chunk_size?: unknown } }).text_config?.attention_chunk_size;
+    return {
+      ...facts,
+      imageSize: int(m.image_size, 'image_size'),
+      mmTokensPerImage: int(m.mm_tokens_per_image, 'mm_tokens_per_image'),
+      ...(Number.isInteger(chunk) && (chunk as number) > 0 ? { attentionChunk: chunk as number } : {}),
+    };
+  }
   if (family !== 'gemma3') return facts;
   const cfgFile = String(m.config);
   const text = (readJson(cfgFile) as { text_config?: { sliding_window?: unknown } }).text_config;

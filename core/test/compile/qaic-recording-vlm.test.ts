@@ -31,6 +31,9 @@
  *  - `internvl/modeling_internvl.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
  *    (num_patches its default 13; our vision_size / vision_batch_size added and its 448-only
  *    img_size check left out: see qaic-vlm-specs-internvl.ts);
+ *  - `llama4/modeling_llama4.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
+ *    (max_num_tiles 17, its fallback; our language graph's vision_batch_size / per-tile vision_size:
+ *    see qaic-vlm-specs-llama4.ts);
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -125,6 +128,15 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       exp: ['--continuous-batching', '--batch-size', '2'],
       comp: ['--img-size', '16', '--ctx-len', '256', '--prefill-seq-len', '64', '--mxint8-kv-cache'],
       py: { img_size: 16, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2, mxint8_kv_cache: true },
+    },
+    { tag: 'llama4_vlm at its image_size (prefill 32, ctx 4096, 17 tiles)', fixture: 'llama4_vlm', family: 'llama4', comp: [], py: {} },
+    {
+      tag: 'llama4_vlm with continuous batching, ctx 256 (chunk_ctx_len = the chunk, 8)',
+      fixture: 'llama4_vlm',
+      family: 'llama4',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
     },
   ];
 

@@ -163,7 +163,12 @@ async function runVlm(dir: string, ids: number[], n: number, f: RunFlags, io: Cl
             )
           : undefined;
     // --prompt / --chat: the images' placeholders expanded by the text, then tokenized
-    if (text) ids = text.promptIds({ manifest: runner.manifest, grids: images?.grids ?? [] });
+    if (text)
+      ids = text.promptIds({
+        manifest: runner.manifest,
+        grids: images?.grids ?? [],
+        ...(images?.tileGrids ? { tileGrids: images.tileGrids } : {}),
+      });
     // LLaVA: one <image> per image expands to the image's feature rows (LlavaProcessor's count)
     ids = expandLlavaPrompt(ids, runner.manifest, images);
     if (f['dump-logits']) {

@@ -16,8 +16,9 @@
  *   `feed_forward.moe_weights.{gate,up,down}`; dense layers use `intermediate_size_mlp`.
  *
  * `model_type: llama4` (`Llama4ForConditionalGeneration`, every published checkpoint): the
- * text model of `text_config`, with keys under `language_model.`; the vision tower is not
- * part of this graph.
+ * text model of `text_config`, with keys under `language_model.`; with a `vision_config`,
+ * `export --config` builds it as a VLM (vlm/config-llama4.ts: this ArchSpec unchanged under the
+ * language wrapper, plus the vision graph).
  */
 import { z } from 'zod';
 import { archDims, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch';
@@ -234,7 +235,8 @@ export const llama4Family: FamilyRow = {
   keyPrefix: 'language_model',
   test: {
     configs: {
-      // Llama4ForConditionalGeneration: text_config, keys under language_model.
+      // Llama4ForConditionalGeneration: text_config, keys under language_model. (without a
+      // vision_config: with one, export --config writes the vision graph too, vlm/config-llama4.ts)
       'llama4-multimodal': {
         model_type: 'llama4',
         architectures: ['Llama4ForConditionalGeneration'],
@@ -247,7 +249,6 @@ export const llama4Family: FamilyRow = {
           floor_scale: 3,
           attn_scale: 0.5,
         },
-        vision_config: { model_type: 'llama4_vision_model', hidden_size: 16 },
       },
     },
   },

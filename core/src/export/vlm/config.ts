@@ -14,7 +14,17 @@ import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next', 'mistral3', 'internvl'] as const;
+export const VLM_MODEL_TYPES = [
+  'qwen3_vl_moe',
+  'qwen3_vl',
+  'qwen2_5_vl',
+  'gemma3',
+  'llava',
+  'llava_next',
+  'mistral3',
+  'internvl',
+  'llama4',
+] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
@@ -32,6 +42,8 @@ export const VLM_PROCESSORS: Readonly<Record<VlmModelType, string>> = {
   mistral3: 'PixtralImageProcessor: resize to patch multiples under `longest_edge`; `[IMG]` rows with `[IMG_BREAK]`, `[IMG_END]` last',
   internvl:
     'GotOcr2ImageProcessor: `crop_to_patches` tiles (closest aspect ratio, row-major) + thumbnail; `<img>` `<IMG_CONTEXT>`×n `</img>` per image',
+  llama4:
+    'Llama4ImageProcessorFast: tiles of the best canvas under `max_patches` plus the global tile, bf16 normalize; patch tokens per tile between the tile x / y separators',
 };
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */
@@ -42,9 +54,11 @@ export function isVlmConfig(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null) return false;
   const r = raw as Record<string, unknown>;
   const t = r.model_type;
+  // Llama 4 with a vision_config (Llama4ForConditionalGeneration, every published checkpoint)
+  // exports both graphs; without one, the llama4 family's text graph (families/llama4.ts)
+  if (t === 'llama4') return typeof r.vision_config === 'object' && r.vision_config !== null;
   // A model type the family registry builds exports its text model even with a vision_config:
-  // Llama 4 (every published checkpoint is Llama4ForConditionalGeneration, families/llama4.ts)
-  // and Qwen3.5-MoE's multimodal checkpoints (families/qwen3-5-moe.ts; no vision tower yet).
+  // Qwen3.5-MoE's multimodal checkpoints (families/qwen3-5-moe.ts; no vision tower yet).
   if (typeof t === 'string' && familyOfConfig(raw) !== undefined) return false;
   return (
     typeof t === 'string' &&

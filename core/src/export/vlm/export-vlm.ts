@@ -32,6 +32,8 @@ import { buildLlavaLanguage } from './language-llava';
 import { mistral3Arch } from './config-mistral3';
 import { buildPixtralVision } from './vision-pixtral';
 import { internvlArch } from './config-internvl';
+import { llama4VlmArch } from './config-llama4';
+import { buildLlama4Vision } from './vision-llama4';
 import { buildInternVision } from './vision-internvl';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../spec/file-names';
@@ -104,7 +106,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
           ? mistral3Parts(o, visionOpts, langOpts)
           : modelType === 'internvl'
             ? internvlParts(o, visionOpts, langOpts)
-            : qwenParts(o, visionOpts, langOpts);
+            : modelType === 'llama4'
+              ? llama4Parts(o, visionOpts, langOpts)
+              : qwenParts(o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
   if (o.withCheckpoint) {
@@ -352,5 +356,39 @@ function internvlParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions
       mm_tokens_per_image: a.tileTokens,
     },
     note: `vision ${v.layers} InternViT layers (hidden state ${a.featureLayer}), pixel shuffle ${a.shuffle}×${a.shuffle}, ${a.tileTokens} tokens per tile; text ${a.text.modelType} ${a.text.layers.length} layers`,
+  };
+}
+
+/**
+ * Llama 4: the vision tower + pixel-shuffle adapter + projector (vision-llama4.ts) and the llama4
+ * family's text layers unchanged under the LLaVA-style language wrapper (language-llava.ts), the
+ * image rows at the `<|patch|>` tokens.
+ */
+function llama4Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const a = llama4VlmArch(o.raw, o.cfgFile);
+  const v = a.vision;
+  const raw = o.raw as Record<string, unknown>;
+  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
+  const vision = buildLlama4Vision(a, vo);
+  const moe = a.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  return {
+    vision,
+    language: buildLlavaLanguage(a, lo),
+    text: a.text,
+    visionIo: vision.io,
+    manifest: {
+      image_token_id: a.imageTokenId,
+      video_token_id: -1,
+      // <|image_start|> / <|image_end|> (Llama4Config boi_token_index / eoi_token_index)
+      vision_start_token_id: int(raw.boi_token_index, 200080),
+      image_end_token_id: int(raw.eoi_token_index, 200081),
+      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
+      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
+      image_size: v.imageSize,
+      mm_tokens_per_image: a.tileTokens,
+    },
+    note:
+      `vision ${v.layers} layers, ${v.side}×${v.side} patches shuffled to ${a.tileTokens} tokens per tile; ` +
+      `text ${a.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
   };
 }

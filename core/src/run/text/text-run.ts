@@ -37,8 +37,11 @@ export interface TextRun {
   readonly files: TextModelFiles;
   /** The ids that end the generation (none under --ignore-eos). */
   readonly eos: readonly number[];
-  /** The prompt's ids; for a VLM the images' placeholders expanded for `grids` (in prompt order). */
-  promptIds(vlm?: { manifest: VlmManifest; grids: [number, number, number][] }): number[];
+  /**
+   * The prompt's ids; for a VLM the images' placeholders expanded for `grids` (in prompt order;
+   * Llama 4: one grid per tile, and `tileGrids` one `[rows, cols]` per image).
+   */
+  promptIds(vlm?: { manifest: VlmManifest; grids: [number, number, number][]; tileGrids?: [number, number][] }): number[];
   /** A callback for the runner streaming each token's text to `out.stdout`, true at an end-of-sequence id. */
   stream(out: TextOut): OnToken;
   /** Ends the stream (the text's rest and a line break) and prints the ids (stderr, or stdout with --print-ids). */
@@ -77,9 +80,13 @@ export function openTextRun(target: string, f: TextFlags, cwd: string): TextRun 
     promptIds(vlm) {
       const chat = f.chat !== undefined;
       let text = chat
-        ? renderChat(files, chatMessages(f.chat!, { system: f.system, images: vlm?.grids.length ?? 0 }), tokenizer.special)
+        ? renderChat(
+            files,
+            chatMessages(f.chat!, { system: f.system, images: (vlm?.tileGrids ?? vlm?.grids)?.length ?? 0 }),
+            tokenizer.special,
+          )
         : f.prompt!;
-      if (vlm) text = placeImages(text, vlm.manifest, tokenizer, vlm.grids, chat);
+      if (vlm) text = placeImages(text, vlm.manifest, tokenizer, vlm.grids, chat, vlm.tileGrids);
       const ids = tokenizer.encode(text, !chat);
       if (ids.length === 0) throw new UsageError(`run: the ${chat ? 'chat' : 'prompt'} gives no tokens`);
       return ids;

@@ -11,6 +11,8 @@
  *   each row closed by `[IMG_BREAK]`, the last by `[IMG_END]` (image-pixtral.ts).
  * - InternVL (HF `InternVLProcessor._insert_media_placeholders`): each `<IMG_CONTEXT>` becomes
  *   `<img>` + `<IMG_CONTEXT>`×(image_seq_length · the image's tiles) + `</img>` (image-internvl.ts).
+ * - Llama 4 (HF `Llama4Processor.__call__`): each `<|image|>` becomes the image block of its
+ *   tile grid (`_prompt_split_image`, image-llama4.ts llama4ImageText).
  *
  * A `--prompt` without any placeholder gets one per image in front, in image order.
  */
@@ -19,6 +21,7 @@ import type { VlmManifest } from '../../artifacts/vlm-manifest';
 import type { TextTokenizer } from './text-tokenizer';
 import { pixtralImageText } from '../vlm/image-pixtral';
 import { internvlImageText } from '../vlm/image-internvl';
+import { llama4ImageText } from '../vlm/image-llama4';
 
 /** A family's placeholder: what marks one image in the text, and how it expands. */
 interface Placeholder {
@@ -32,7 +35,24 @@ interface Placeholder {
   expand(i: number): string;
 }
 
-function placeholderOf(m: VlmManifest, grids: [number, number, number][]): Placeholder {
+function placeholderOf(m: VlmManifest, grids: [number, number, number][], tileGrids: [number, number][] = []): Placeholder {
+  if (m.model_type === 'llama4') {
+    const image = '<|image|>';
+    if (tileGrids.length === 0 && grids.length > 0)
+      throw new UsageError(
+        'run: a Llama 4 prompt places its image block by the tile grid: give --image (or --input-ids with the block already in place)',
+      );
+    return {
+      marker: image,
+      prefix: image,
+      ids: [
+        ['<|image_start|>', m.vision_start_token_id],
+        ['<|patch|>', m.image_token_id],
+        ['<|image_end|>', m.image_end_token_id],
+      ],
+      expand: (i) => llama4ImageText(tileGrids[i]!, m.mm_tokens_per_image ?? 0),
+    };
+  }
   if (m.model_type === 'gemma3') {
     const boi = '<start_of_image>';
     const image = '<image_soft_token>';
@@ -90,7 +110,8 @@ function placeholderOf(m: VlmManifest, grids: [number, number, number][]): Place
 /**
  * `text` with its images' placeholders expanded (see the module comment). `grids` are the
  * processed images' `[t, h, w]` in patches, in prompt order. `fromTemplate`: the chat template
- * placed them, so none placed is an error rather than a prefix.
+ * placed them, so none placed is an error rather than a prefix. `tileGrids` (Llama 4): each
+ * image's tile grid; the images are those, `grids` being one per tile.
  */
 export function placeImages(
   text: string,
@@ -98,8 +119,10 @@ export function placeImages(
   tok: TextTokenizer,
   grids: [number, number, number][],
   fromTemplate: boolean,
+  tileGrids?: [number, number][],
 ): string {
-  const p = placeholderOf(m, grids);
+  const p = placeholderOf(m, grids, tileGrids);
+  const images = tileGrids?.length ?? grids.length;
   for (const [t, id] of p.ids) {
     const got = tok.idOf(t);
     if (id !== undefined && got !== id)
@@ -108,17 +131,15 @@ export function placeImages(
       );
   }
   let count = text.split(p.marker).length - 1;
-  if (count === 0 && grids.length > 0) {
+  if (count === 0 && images > 0) {
     if (fromTemplate)
-      throw new UsageError(
-        `run: the chat template placed no ${p.marker} for the ${grids.length} image(s); this template does not take images`,
-      );
-    text = p.prefix.repeat(grids.length) + text;
-    count = grids.length;
+      throw new UsageError(`run: the chat template placed no ${p.marker} for the ${images} image(s); this template does not take images`);
+    text = p.prefix.repeat(images) + text;
+    count = images;
   }
-  if (count !== grids.length)
+  if (count !== images)
     throw new UsageError(
-      `run: the prompt has ${count} image placeholder(s) (${p.marker}) but ${grids.length} image(s) were given (--image, in prompt order)`,
+      `run: the prompt has ${count} image placeholder(s) (${p.marker}) but ${images} image(s) were given (--image, in prompt order)`,
     );
   return text
     .split(p.marker)

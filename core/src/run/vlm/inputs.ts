@@ -12,6 +12,7 @@ import { decodeImage, processImage, processorConfig, smartResize } from './image
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
 import { pixtralProcessor, processPixtralImage } from './image-pixtral';
 import { internvlProcessor, processInternVLImage } from './image-internvl';
+import { llama4Processor, processLlama4Image } from './image-llama4';
 import { clipProcessor, processAnyresImage, processClipImage } from './image-clip';
 import type { VlmImages } from './vlm-runner';
 
@@ -128,6 +129,16 @@ export function readImages(files: string[], m: VlmManifest, limits: ImageLimits 
     parts.reduce((o, x) => (pixelValues.set(x.pixelValues, o), o + x.pixelValues.length), 0);
     const sizes = parts.map((x) => x.size);
     return { pixelValues, patchDim: 3, grids: sizes.map(([h, w]) => [1, h, w] as [number, number, number]), imageSizes: sizes };
+  }
+  if (m.model_type === 'llama4') {
+    // Llama 4: each image's tiles (+ the global tile) [C, S, S] each, one grid [1, S, S] per tile
+    const S = m.image_size!;
+    const p = llama4Processor(path.dirname(m.config), S);
+    const parts = files.map((f) => processLlama4Image(decodeImage(f, { maxPixels: limits.maxPixels }), p));
+    const pixelValues = new Float32Array(parts.reduce((s, x) => s + x.pixelValues.length, 0));
+    parts.reduce((o, x) => (pixelValues.set(x.pixelValues, o), o + x.pixelValues.length), 0);
+    const grids = parts.flatMap((x) => Array.from({ length: x.tiles }, () => [1, S, S] as [number, number, number]));
+    return { pixelValues, patchDim: 3 * S * S, grids, tileGrids: parts.map((x) => x.aspect) };
   }
   if (m.model_type === 'gemma3') {
     // Gemma 3's processor resizes every image to image_size: a fixed token count, so only the pixel limit applies

@@ -33,6 +33,8 @@ export interface VlmImages {
   grids: [number, number, number][];
   /** LLaVA-NeXT: each image's original `[height, width]` (HF `image_sizes`), which fixes its tiles and packing. */
   imageSizes?: [number, number][];
+  /** Llama 4: each image's tile grid `[rows, cols]` (HF `aspect_ratios`), which fixes its image block's tokens. */
+  tileGrids?: [number, number][];
 }
 
 /** True when `dir` is a VLM export directory. */
@@ -106,8 +108,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const anyres = m.model_type === 'llava_next';
   // Mistral 3: per image pixel_values [1, C, h, w] (its own size) → vision_embeds [1, (h/pm)·(w/pm), H]
   const pixtral = m.model_type === 'mistral3';
-  // InternVL: the processor's tiles [tiles, C, S, S] as whole images → vision_embeds [tiles, tile_tokens, H], rows in tile order
-  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || m.model_type === 'internvl' || anyres || pixtral;
+  // InternVL, Llama 4: the processor's tiles [tiles, C, S, S] as whole images → vision_embeds [tiles, tile_tokens, H], rows in tile order
+  const whole =
+    m.model_type === 'gemma3' || m.model_type === 'llava' || m.model_type === 'internvl' || m.model_type === 'llama4' || anyres || pixtral;
   // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
