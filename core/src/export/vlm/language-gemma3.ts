@@ -25,6 +25,7 @@ import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import { reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
+import { declareCcl, resolveServing, retainSampler, servingHead, servingMetadata } from '../blocks/serving-head';
 import type { LanguageOptions } from './language';
 import { refuse } from '../families/config';
 import { gemma3Arch } from '../families/gemma3';
@@ -94,8 +95,10 @@ export function buildGemma3Language(
   const declared = declareInputs(g, states);
   const io = {
     inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
-    outputs: ['logits', 'vision_embeds_RetainedState', 'image_idx_output'],
+    outputs: [] as string[],
   };
+  const serving = resolveServing(o, a.vocab);
+  const ccl = declareCcl(g, serving, io);
 
   const merged = g.within('embed', () => {
     let e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
@@ -126,7 +129,7 @@ export function buildGemma3Language(
   });
 
   const h = reshape(c, merged.embeds, [-1, H]);
-  const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex);
+  const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex, ccl);
   const kv = g.within('image_mask', () => bidirectional(c, a, base, positionIds, merged.group, ctxSource(states, declared)));
   const ropeFor = ropeTablesOf(c, a, positionIds);
   const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
@@ -134,15 +137,19 @@ export function buildGemma3Language(
     norm1InAttn: true,
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
-  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+  const wiring = { logits, inputIds, positionIds, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq: 'seq_len', cacheBatch };
+  const sampled = servingHead(c, wiring, serving, io);
+  io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
+  retainSampler(g, sampled, cacheBatch, a.vocab, io);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
     'weight_spec.model_type': 'gemma3',
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...servingMetadata(serving),
     ...windowCacheMetadata(states),
     ...(o.metadata ?? {}),
   };
