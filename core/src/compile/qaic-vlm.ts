@@ -31,6 +31,7 @@ import { VLM_MANIFEST_FILE } from '../spec/file-names';
 import {
   DEFAULT_AIC_NUM_CORES,
   QAIC_COMPILER,
+  cclLists,
   planFromParts,
   type GraphShapeFacts,
   type OptionValue,
@@ -170,7 +171,6 @@ export function buildVlmQaicPlan(
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
   const role = g.vlmRole!;
-  if (g.ccl) throw new UsageError('compile: CCL (comp_ctx_lengths) in a vision-language language graph is not supported by qaic yet');
   if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
     throw new UsageError(`compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions`);
   if (opts.fullBatchSize !== undefined && role === 'language' && !g.continuousBatching)
@@ -190,9 +190,20 @@ export function buildVlmQaicPlan(
     ...(opts.imgSize !== undefined ? { imgSize: opts.imgSize } : {}),
   };
   const all = vlmSpecializations(facts, sizes);
-  let specs = role === 'vision' ? all.vision : all.lang;
+  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (qaic-command.ts cclLists) and
+  // each family's get_specializations makes one prefill entry per prefill value, then one decode
+  // entry per decode value, each with comp_ctx_lengths (the file sorts the keys, so where it sits is moot)
+  const lists = role === 'language' && g.ccl ? cclLists(g.ccl, sizes.ctxLen, prefill) : undefined;
+  const withCcl = (s: VlmSpecialization, c: number): VlmSpecialization => [...s, ['comp_ctx_lengths', c]];
+  let specs =
+    role === 'vision'
+      ? all.vision
+      : lists
+        ? [...lists.prefill.map((c) => withCcl(all.lang[0]!, c)), ...lists.decode.map((c) => withCcl(all.lang[1]!, c))]
+        : all.lang;
   // modeling_auto.py: prefill_seq_len 1 without CB over a larger batch compiles the decode entries only
-  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize)) specs = specs.slice(-1);
+  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize))
+    specs = specs.slice(-(lists ? lists.decode.length : 1));
   // Qwen2.5-VL: our image_grid_thw names its time dim (Qwen3-VL's layout); QEfficient's fixes it at 1
   const namesTime = [...m.inputs].some((v) => v.name === 'image_grid_thw' && v.dims[1] === 'time');
   if (role === 'vision' && facts.family === 'qwen2_5_vl' && namesTime) specs = specs.map((s) => [...s, ['time', 1]]);

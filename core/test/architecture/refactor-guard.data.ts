@@ -841,9 +841,14 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen3_vl_moe/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-qwen3_vl_moe/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-qwen3_vl_moe/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-qwen3_vl_moe/ccl': {
+    'language/model.onnx': '7bde1402762bbd0003a2fc0528a33f65e00ed81ee37be8f8d54cae59a0400949',
+    'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
+    'vision/model.onnx': '9427a1fccc004e93a39125d348d698b64d8d1796cd69532928bc61de4502c3aa',
+    'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
+  },
+  'config/fixture-qwen3_vl_moe/sampler':
+    "refused: --sampler: QEfficient's on-device sampler does not take qwen3_vl_moe's language decoder (it takes gemma3, llava, llava_next, qwen2_5_vl)",
   'config/fixture-qwen3_vl_moe/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'planned/llama/kv': {
@@ -1558,9 +1563,18 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-gemma3_vlm/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-gemma3_vlm/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-gemma3_vlm/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-gemma3_vlm/ccl': {
+    'language/model.onnx': '8f7e905e8fc6641e791b3680b8cc551d2eae3e55904f08fb5789e0106e12ae02',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
+  'config/fixture-gemma3_vlm/sampler': {
+    'language/model.onnx': 'd448d4d52942fd014074c13a352de6ddc5743722d10170f4047711e110a8fc27',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
   'config/fixture-gemma3_vlm/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'config/fixture-grok1/plain': {
@@ -1707,9 +1721,18 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen2_5_vl/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-qwen2_5_vl/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-qwen2_5_vl/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-qwen2_5_vl/ccl': {
+    'language/model.onnx': '29cb130f0597777d716a171519b93e9a166c515e9c19767baf3ccf7d52c04e9e',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
+  'config/fixture-qwen2_5_vl/sampler': {
+    'language/model.onnx': '289c6e03376461b65fdf3772dc63bf5e27ae6f69e08565bfad8070b24609cf9a',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
   'config/fixture-qwen2_5_vl/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'config/fixture-qwen3_5_moe/plain': {

@@ -42,6 +42,11 @@
  * - `grok1:` prepare stacks Grok-1's per-expert `linear`/`linear_v`/`linear_1` into
  *   `moe_block.moe_weights`, so the ONNX path of the grok1 fixture reads its experts from the
  *   stacked tensors (a Gather per expert) instead of the per-expert keys (onnx/grok1).
+ * - `vlmserve:` (issue 44) the VLM language graphs take CCL and the on-device sampler (issue 30.3's
+ *   refusals lifted): config/fixture-{qwen3_vl_moe,gemma3_vlm,qwen2_5_vl}/ccl export with a
+ *   `comp_ctx_lengths` input, …/sampler end in `next_tokens` (Gemma 3, Qwen2.5-VL); Qwen3-VL's
+ *   sampler is refused by name (QEfficient's SamplerTransform has no Qwen3-VL decoder). The vision
+ *   graphs' bytes are those of the plain export.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -28,6 +28,13 @@
  *  - `mistral3/modeling_mistral3.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
  *    (our graph's image_height / image_width / image_tokens / vision_batch_size added: see
  *    qaic-vlm-specs-mistral3.ts);
+ *  - CCL and the sampler (main ebf55e8159c8b87bff6d8028541b824244b16c81): the dual-QPC `compile` runs
+ *    `process_ccl_specializations` (check_ccl_specializations.py), then each family's
+ *    `get_specializations(comp_ctx_lengths_prefill=…, comp_ctx_lengths_decode=…)` lays out one
+ *    prefill entry per prefill value and one decode entry per decode value with `comp_ctx_lengths`
+ *    (qwen2_5_vl/, gemma3/ modeling files); with `include_sampler` the export renames `logits`
+ *    `next_tokens` and `sampler_utils.get_sampling_inputs_and_outputs` appends the penalty buffers'
+ *    retained states, which `custom_io_lang` gives the KV dtype like every non-vision state;
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -105,6 +112,40 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       comp: ['--img-height', '17', '--img-width', '51', '--ctx-len', '256', '--prefill-seq-len', '64'],
       py: { height: 17, width: 51, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
     },
+    {
+      tag: 'qwen2_5_vl with CCL (prefill 1024,1536, decode 1024,2048, ctx 2048)',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--ctx-len', '2048', '--comp-ctx-lengths-prefill', '1024,1536', '--comp-ctx-lengths-decode', '1024,2048'],
+      comp: ['--img-height', '112', '--img-width', '168', '--prefill-seq-len', '64'],
+      py: {
+        height: 112,
+        width: 168,
+        prefill_seq_len: 64,
+        ctx_len: 2048,
+        ccl: [
+          [1024, 1536],
+          [1024, 2048],
+        ],
+      },
+    },
+    {
+      tag: 'qwen2_5_vl with the on-device sampler',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--sampler'],
+      comp: ['--img-height', '112', '--img-width', '168'],
+      py: { height: 112, width: 168, sampler: true },
+    },
+    {
+      tag: 'gemma3_vlm with CCL (prefill 1024, decode 1024,2048, ctx 2048)',
+      fixture: 'gemma3_vlm',
+      family: 'gemma3',
+      exp: ['--ctx-len', '2048', '--comp-ctx-lengths-prefill', '1024', '--comp-ctx-lengths-decode', '1024,2048'],
+      // the vision graph has no cache to read ctx_len from, and Gemma 3's Vision entry names it
+      comp: ['--ctx-len', '2048'],
+      py: { ctx_len: 2048, ccl: [[1024], [1024, 2048]] },
+    },
     { tag: 'mistral3 at its image_size (prefill 128, ctx 4096)', fixture: 'mistral3', family: 'mistral3', comp: [], py: {} },
     {
       tag: 'mistral3 at img_size 16, continuous batching',
@@ -123,7 +164,7 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
     const model = path.join(root, fixture);
     const fresh = !fs.existsSync(model);
     if (fresh) fs.cpSync(path.join(fixturesDir(), fixture), model, { recursive: true });
-    const out = path.join(root, exp.length ? `export-${fixture}-cb` : `export-${fixture}`);
+    const out = path.join(root, exp.length ? `export-${fixture}-${exp.join('_').replace(/[^\w.]+/g, '_')}` : `export-${fixture}`);
     await ok(['export', '--config', model, '--out', out, ...exp]);
     if (fresh) await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
     exported.set(key, out);

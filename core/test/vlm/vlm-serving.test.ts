@@ -20,7 +20,14 @@ import { beforeAll, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import { copyFixtureModel, dumpedLogits, expectGeneratedIds, expectGraphsAndArtifactsValid, maxDiff, vlmFixtureCli } from '../../../test/support/vlm-cli';
+import {
+  copyFixtureModel,
+  dumpedLogits,
+  expectGeneratedIds,
+  expectGraphsAndArtifactsValid,
+  maxDiff,
+  vlmFixtureCli,
+} from '../../../test/support/vlm-cli';
 
 const tmp = tempDirs('ws-vlm-serving-');
 const CCL = ['--ctx-len', '48', '--comp-ctx-lengths-prefill', '24', '--comp-ctx-lengths-decode', '24,48'];
@@ -57,7 +64,11 @@ describeFixtures('qwen2_5_vl with CCL and the on-device sampler', () => {
     const lastLogits = async (bucket: number) => {
       const feeds: Record<string, ort.Tensor> = {
         input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, n]),
-        vision_embeds: new ort.Tensor('float32', Float32Array.from((ref.image_embeds as number[][]).flat()), [1, ref.image_embeds.length, 64]),
+        vision_embeds: new ort.Tensor('float32', Float32Array.from((ref.image_embeds as number[][]).flat()), [
+          1,
+          ref.image_embeds.length,
+          64,
+        ]),
         position_ids: new ort.Tensor('int64', BigInt64Array.from([ids.map((_, k) => k), ...pos].flat().map(BigInt)), [4, 1, n]),
         image_idx: new ort.Tensor('int64', new BigInt64Array(1), [1, 1]),
         comp_ctx_lengths: new ort.Tensor('int64', new BigInt64Array(bucket), [bucket]),
@@ -65,7 +76,8 @@ describeFixtures('qwen2_5_vl with CCL and the on-device sampler', () => {
       // the fixture's text model (config.json, flat layout), ctx_len 48
       const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
       const hd = cfg.hidden_size / cfg.num_attention_heads;
-      for (const c of cache) feeds[c] = new ort.Tensor('float32', new Float32Array(cfg.num_key_value_heads * 48 * hd), [1, cfg.num_key_value_heads, 48, hd]);
+      for (const c of cache)
+        feeds[c] = new ort.Tensor('float32', new Float32Array(cfg.num_key_value_heads * 48 * hd), [1, cfg.num_key_value_heads, 48, hd]);
       const out = await s.run(feeds);
       return out.logits!.data as Float32Array;
     };
@@ -77,7 +89,10 @@ describeFixtures('qwen2_5_vl with CCL and the on-device sampler', () => {
     const report = JSON.parse(readFileSync(path.join(h.work(), 'out-sampler', 'language', 'export-report.json'), 'utf8'));
     expect(report.graph.outputs.slice(0, 3)).toEqual(['next_tokens', 'vision_embeds_RetainedState', 'image_idx_output']);
     expect(report.graph.outputs).not.toContain('logits');
-    expect(report.graph.outputs.slice(-2)).toEqual(['past_repetition_penalty_buffer_RetainedState', 'past_presence_penalty_buffer_RetainedState']);
+    expect(report.graph.outputs.slice(-2)).toEqual([
+      'past_repetition_penalty_buffer_RetainedState',
+      'past_presence_penalty_buffer_RetainedState',
+    ]);
     await expectGeneratedIds(h, 'out-sampler', source(), ref);
     const r = await h.cliRun('run', 'out-sampler', ...source(), '--input-ids', ref.input_ids.join(','), '--dump-logits', 'x.json');
     expect(r.code).not.toBe(0);

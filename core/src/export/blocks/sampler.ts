@@ -42,7 +42,8 @@ export const DEFAULT_MAX_TOP_K = 512;
 /** `--sampler` as asked (`--max-top-k` optional) resolved against the vocabulary; a K outside [1, vocab] is a usage error. */
 export function resolveSampler(asked: { maxTopK?: number; returnPdfs?: boolean }, vocab: number): SamplerOptions {
   const k = asked.maxTopK ?? Math.min(DEFAULT_MAX_TOP_K, vocab);
-  if (!(Number.isInteger(k) && k >= 1 && k <= vocab)) throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${vocab} (got ${k})`);
+  if (!(Number.isInteger(k) && k >= 1 && k <= vocab))
+    throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${vocab} (got ${k})`);
   return { maxTopK: k, returnPdfs: !!asked.returnPdfs };
 }
 

@@ -61,7 +61,12 @@ export interface HeadWiring {
  * Outputs `logits`, or the sampler's `probs?` and `next_tokens` (declaring its inputs), and
  * records them in `io`; the caller then outputs its retained states and calls {@link retainSampler}.
  */
-export function servingHead(c: Ctx, w: HeadWiring, o: ServingOptions, io: { inputs: string[]; outputs: string[] }): SamplerValues | undefined {
+export function servingHead(
+  c: Ctx,
+  w: HeadWiring,
+  o: ServingOptions,
+  io: { inputs: string[]; outputs: string[] },
+): SamplerValues | undefined {
   const g = c.g;
   if (!o.sampler) {
     g.output(w.logits, 'logits', 'float32', [w.batch, 1, w.vocab]);
@@ -77,7 +82,13 @@ export function servingHead(c: Ctx, w: HeadWiring, o: ServingOptions, io: { inpu
 }
 
 /** The sampler's penalty buffers, retained after the caches (graph-interface.ts `samplerStates`). */
-export function retainSampler(g: GraphBuilder, sampled: SamplerValues | undefined, cacheBatch: Dim, vocab: number, io: { outputs: string[] }): void {
+export function retainSampler(
+  g: GraphBuilder,
+  sampled: SamplerValues | undefined,
+  cacheBatch: Dim,
+  vocab: number,
+  io: { outputs: string[] },
+): void {
   if (!sampled) return;
   const buffers = samplerStates(cacheBatch, vocab);
   for (const s of buffers) g.output(sampled.states[s.name], s.retained, s.dtype, s.dims);

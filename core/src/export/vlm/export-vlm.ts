@@ -166,7 +166,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             ...(p.dir === 'language' && o.compCtxLengths
               ? { comp_ctx_lengths_prefill: o.compCtxLengths.prefill, comp_ctx_lengths_decode: o.compCtxLengths.decode }
               : {}),
-            ...(p.dir === 'language' && o.sampler ? { sampler: { max_top_k_ids: o.sampler.maxTopK ?? null, return_pdfs: !!o.sampler.returnPdfs } } : {}),
+            ...(p.dir === 'language' && o.sampler
+              ? { sampler: { max_top_k_ids: o.sampler.maxTopK ?? null, return_pdfs: !!o.sampler.returnPdfs } }
+              : {}),
           },
           graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
           weights: { count: p.weights.length },

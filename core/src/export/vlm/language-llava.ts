@@ -77,7 +77,16 @@ export function buildLlavaLanguage(
     norm1InAttn: true,
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
-  const wiring = { logits, inputIds, positionIds, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq: 'seq_len', cacheBatch };
+  const wiring = {
+    logits,
+    inputIds,
+    positionIds,
+    ...(batchIndex ? { batchIndex } : {}),
+    vocab: a.vocab,
+    batch,
+    seq: 'seq_len',
+    cacheBatch,
+  };
   const sampled = servingHead(c, wiring, serving, io);
   io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);

@@ -157,7 +157,16 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, textPos);
   // the sampler reads row 0 of position_ids, as QEfficient's sampler_forward does for MRoPE positions
-  const wiring = { logits, inputIds, positionIds: textPos, ...(batchIndex ? { batchIndex } : {}), vocab: a.vocab, batch, seq: 'seq_len', cacheBatch };
+  const wiring = {
+    logits,
+    inputIds,
+    positionIds: textPos,
+    ...(batchIndex ? { batchIndex } : {}),
+    vocab: a.vocab,
+    batch,
+    seq: 'seq_len',
+    cacheBatch,
+  };
   const sampled = servingHead(c, wiring, serving, io);
   io.outputs.push('vision_embeds_RetainedState', ...(deepstack ? ['deepstack_features_RetainedState'] : []), 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
