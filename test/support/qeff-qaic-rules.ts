@@ -276,7 +276,6 @@ if fam in ("qwen3_vl_moe", "qwen2_5_vl"):
         grid_height = grid_height * batch_size
         vision = [{"batch_size": batch_size, "vision_size": vision_size, "grid_height": grid_height, "grid_width": grid_width,
                    "grid_h": grid_h, "grid_w": grid_w}]
-        vision[0]["time"] = 1  # our graph's image_grid_thw dim 1 is the symbol "time" (see the header)
         extra = {}
         num_layers = cfg["num_hidden_layers"]
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra},
@@ -339,11 +338,12 @@ elif fam == "mistral3":
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]
-    mm = cfg.get("mm_tokens_per_image", 256)
+    # modeling_gemma3.py get_specializations: vision_size = mm_tokens_per_image (deprecated) or 256
+    vision_size = cfg.get("mm_tokens_per_image") or 256
     sw = cfg["text_config"]["sliding_window"]
     vision = [{"batch_size": batch_size, "img_size": img_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}]
-    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size},
-            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size}]
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
 # CCL (get_specializations with comp_ctx_lengths_prefill/decode from process_ccl_specializations):
 # one prefill entry per prefill value, then one decode entry per decode value

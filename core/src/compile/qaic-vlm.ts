@@ -16,8 +16,10 @@
  *   batching over a larger batch) only the decode entries.
  *
  * The specializations come from qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
- * dynamic axes do; the one extra symbol is Qwen2.5-VL's `time` (dim 1 of image_grid_thw, fixed
- * at 1 in QEfficient's graph), which the Vision entry carries as 1. Every symbolic dim of the
+ * dynamic axes do (main ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's image_grid_thw
+ * fixes time at 1, Qwen3-VL's deepstack_features names num_feature_layers, Gemma 3's
+ * vision_embeds names vision_size). With CCL each language entry is repeated per bucket with
+ * `comp_ctx_lengths` (see buildVlmQaicPlan). Every symbolic dim of the
  * graph must be specialized and every fixed dim QEfficient names must agree with its value —
  * else the compile is refused (a graph the compiler cannot meet is never handed over).
  */
@@ -204,9 +206,6 @@ export function buildVlmQaicPlan(
   // modeling_auto.py: prefill_seq_len 1 without CB over a larger batch compiles the decode entries only
   if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize))
     specs = specs.slice(-(lists ? lists.decode.length : 1));
-  // Qwen2.5-VL: our image_grid_thw names its time dim (Qwen3-VL's layout); QEfficient's fixes it at 1
-  const namesTime = [...m.inputs].some((v) => v.name === 'image_grid_thw' && v.dims[1] === 'time');
-  if (role === 'vision' && facts.family === 'qwen2_5_vl' && namesTime) specs = specs.map((s) => [...s, ['time', 1]]);
   // LLaVA-NeXT's pixel_values [batch, patches, C, S, S] has its image sides at dims 3 and 4
   const side = facts.family === 'llava_next' ? 3 : 2;
   checkAgainstGraph(m, specs, onnxPath, [
@@ -214,7 +213,7 @@ export function buildVlmQaicPlan(
     ['pixel_values', side, 'img_size'],
     ['pixel_values', side + 1, 'img_size'],
     ['deepstack_features', 0, 'num_feature_layers'],
-    ['vision_embeds', 1, 'mm_tokens_per_image'],
+    ['vision_embeds', 1, 'vision_size'],
   ]);
 
   const options: [string, OptionValue][] = [];

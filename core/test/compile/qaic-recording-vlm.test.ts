@@ -14,9 +14,10 @@
  *    custom_io=custom_io_lang)`, custom_io_lang from `_add_retained_state_custom_io` (input, then
  *    the `_RetainedState` output, fp16 for vision_embeds / deepstack_features, else the KV dtype);
  *  - `qwen3_vl_moe/modeling_qwen3_vl_moe.py` (commit 02876f45360353d417c5a57eabf83bd6b274fef3),
- *    `qwen2_5_vl/modeling_qwen2_5_vl.py` (commit 02cdf56d505bdc3cf033e515713360c6322021ea),
- *    `gemma3/modeling_gemma3.py` (commit 00f00e10dea37470d285bd98e152814ed535f2d5):
- *    `get_specializations`, `get_output_names(kv_offload=True)`;
+ *    `qwen2_5_vl/modeling_qwen2_5_vl.py`, `gemma3/modeling_gemma3.py` (main
+ *    ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's Vision entry has no `time`, its
+ *    image_grid_thw fixing dim 1 at 1; Gemma 3's language entries name `vision_size`, #1029's
+ *    rename of `mm_tokens_per_image`): `get_specializations`, `get_output_names(kv_offload=True)`;
  *  - `smart_resize`: QwenLM/Qwen3-VL `qwen-vl-utils/src/qwen_vl_utils/vision_process.py` (commit
  *    004d5e0a0d4514ce8945356ae8c969f4dc0080dc), as QEfficient's Qwen2.5-VL copy; Qwen3-VL's factor
  *    `IMAGE_FACTOR_QWEN_3` and token bounds `IMAGE_MIN/MAX_TOKEN_NUM` are taken as 32, 4 and
@@ -37,10 +38,8 @@
  *    retained states, which `custom_io_lang` gives the KV dtype like every non-vision state;
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
- * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
- * vision graph names dim 1 of image_grid_thw `time`; QEfficient's fixes it at 1), and Gemma 3's
- * language graph gets no `-node-precision-info` (QEfficient's `get_npi_file` knows only the
- * published 4B/27B names).
+ * One deliberate difference, asserted here: Gemma 3's language graph gets no
+ * `-node-precision-info` (QEfficient's `get_npi_file` knows only the published 4B/27B names).
  */
 import fs from 'node:fs';
 import path from 'node:path';

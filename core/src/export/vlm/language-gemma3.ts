@@ -2,7 +2,9 @@
  * The Gemma 3 VLM text side (HF `Gemma3ForConditionalGeneration`, models/gemma3/modeling_gemma3.py)
  * as one weight-free graph with QEfficient's language interface (QEffGemma3DecoderWrapper,
  * QEfficient/transformers/models/gemma3/modeling_gemma3.py):
- *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, mm_tokens, hidden];
+ *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, vision_size, hidden] (dim 1
+ *           dynamic, QEfficient main's `get_onnx_dynamic_axes`: `{0: "vision_batch_size", 1: "vision_size"}`,
+ *           the symbol #1029 renamed from mm_tokens_per_image; main ebf55e8159c8b87bff6d8028541b824244b16c81);
  *           position_ids int64 [batch, seq]; image_idx int64 [1, 1]; [batch_index];
  *           past_key.i / past_value.i
  *   outputs logits [batch, 1, vocab] (last valid position), vision_embeds_RetainedState,
@@ -88,7 +90,7 @@ export function buildGemma3Language(
   const H = a.hidden;
 
   const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
-  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
+  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
   const positionIds = g.input('position_ids', 'int64', [batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
@@ -149,7 +151,7 @@ export function buildGemma3Language(
   };
   const sampled = servingHead(c, wiring, serving, io);
   io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
-  g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
+  g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
   retainSampler(g, sampled, cacheBatch, a.vocab, io);

@@ -2,7 +2,8 @@
  * The Qwen3-VL text model as one weight-free graph with QEfficient's language interface
  * (`QEffQwen3VLDecoderWrapper`, QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py):
  *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, vision_size, hidden];
- *           deepstack_features [num_feature_layers, vision_batch_size, vision_size, hidden];
+ *           deepstack_features [num_feature_layers, vision_batch_size, vision_size, hidden] (dim 0 the
+ *           symbol QEfficient main names, ebf55e8159c8b87bff6d8028541b824244b16c81);
  *           position_ids int64 [4, batch, seq] (row 0 the cache position, rows 1–3 the t/h/w
  *           MRoPE positions); image_idx int64 [1, 1]; [batch_index]; past_key.i / past_value.i
  *   outputs logits [batch, 1, vocab] (last valid position), vision_embeds_RetainedState,
@@ -101,7 +102,8 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
   const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
   // Qwen2.5-VL has no deepstack: its language graph takes QEfficient's inputs without it
-  const deepstack = F > 0 ? g.input('deepstack_features', o.dtype, [F, 'vision_batch_size', 'vision_size', H]) : undefined;
+  const deepstack =
+    F > 0 ? g.input('deepstack_features', o.dtype, ['num_feature_layers', 'vision_batch_size', 'vision_size', H]) : undefined;
   const positionIds = g.input('position_ids', 'int64', [4, batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
@@ -171,7 +173,12 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   io.outputs.push('vision_embeds_RetainedState', ...(deepstack ? ['deepstack_features_RetainedState'] : []), 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   if (deepstack)
-    g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
+    g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [
+      'num_feature_layers',
+      'vision_batch_size',
+      'vision_size',
+      H,
+    ]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
   retainSampler(g, sampled, cacheBatch, a.vocab, io);
