@@ -1564,7 +1564,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-gemma3_vlm/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-gemma3_vlm/ccl': {
-    'language/model.onnx': 'd20089000f43984c94abe79927dd4778fd83d8140ce003b3fdd6cab109feab8f',
+    'language/model.onnx': 'ecf55f1566cd6c8b5292b194ec0b9414c9bf42c2d7110b7ec753b940b58a772f',
     'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
     'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
     'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',

@@ -11,13 +11,17 @@
  *   SamplerTransform takes QEffQwen_2_5_vl_DecoderWrapper; sampler_forward samples over
  *   position_ids[0]: QEfficient/transformers/sampler/sampler.py, same commit); run's greedy
  *   tokens equal generated_ids;
- * - the sampler on a decoder QEfficient's SamplerTransform does not take (Qwen3-VL) is refused.
+ * - the sampler on a decoder QEfficient's SamplerTransform does not take (Qwen3-VL) is refused;
+ * - the other built VLMs (LLaVA, LLaVA-NeXT, Mistral 3 over language-llava.ts; Gemma 3 over
+ *   language-gemma3.ts) with CCL, and the sampler where QEfficient's SamplerTransform takes the
+ *   decoder (QEFFLlavaDecoderWrapper, QEffLlavaNextDecoderWrapper, QEffGemma3DecoderWrapper; not
+ *   Mistral 3), give their reference's generated_ids through run.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { BUILT_VLMS, describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
 import {
@@ -113,3 +117,31 @@ describeFixtures('qwen2_5_vl with CCL and the on-device sampler', () => {
     expectGraphsAndArtifactsValid(h.work(), ['out/vision', 'out/language', 'out-sampler/language']);
   });
 });
+
+// prompts of 17–42 tokens: prefill and decode move through the buckets (and past them to ctx_len 64)
+const CCL64 = ['--ctx-len', '64', '--comp-ctx-lengths-prefill', '16,32', '--comp-ctx-lengths-decode', '32,64'];
+for (const fixture of BUILT_VLMS.filter((f) => f !== 'qwen2_5_vl' && f !== 'qwen3_vl_moe')) {
+  const sampler = fixture !== 'mistral3';
+  describeFixtures(`${fixture} with CCL${sampler ? ' and the on-device sampler' : ''}`, () => {
+    const { fx, ref, h, begin } = vlmFixtureCli(fixture, tmp);
+    it(`export ${sampler ? 'with both' : 'with CCL'} → prepare → compile → run --pixel-values gives generated_ids`, async () => {
+      begin();
+      await h.ok('export', '--config', 'model', '--out', 'out', ...CCL64, ...(sampler ? ['--sampler'] : []));
+      await h.ok('prepare', '--checkpoint', 'model', '--dtype', 'float32');
+      await h.ok('compile', 'out');
+      const report = JSON.parse(readFileSync(path.join(h.work(), 'out', 'language', 'export-report.json'), 'utf8'));
+      expect(report.graph.inputs).toContain('comp_ctx_lengths');
+      expect(report.graph.outputs[0]).toBe(sampler ? 'next_tokens' : 'logits');
+      await expectGeneratedIds(h, 'out', ['--pixel-values', path.join(fx, 'reference.json')], ref);
+      if (!sampler) {
+        const r = await h.cliRun('export', '--config', 'model', '--out', 'refused', '--sampler');
+        expect(r.code).toBe(2);
+        expect(r.stderr.split('\n')[0]).toMatch(/QEfficient's on-device sampler does not take mistral3/);
+      }
+    }, 120_000);
+    // last: onnx's check_model(path, full_check=True) may write inferred shapes back into the file
+    it.runIf(haveOnnxChecker())("both graphs and compiled artifacts pass ONNX's checker", () => {
+      expectGraphsAndArtifactsValid(h.work(), ['out/vision', 'out/language']);
+    });
+  });
+}

@@ -175,7 +175,8 @@ export function buildGemma3Language(
  */
 function bidirectional(c: Ctx, a: ArchSpec, kv: CacheContext, positionIds: string, group: string, pastKey0: string): CacheContext {
   const g = c.g;
-  const ctxLen = g.op('Gather', [g.op('Shape', [pastKey0]), g.int(2)], { axis: 0 });
+  // CCL: the layer masks span the R slots attention reads (attention.ts readLen), so this one does too
+  const ctxLen = kv.readLen ? reshape(c, kv.readLen, []) : g.op('Gather', [g.op('Shape', [pastKey0]), g.int(2)], { axis: 0 });
   const slots = unsqueeze(c, g.op('Range', [g.int(0), ctxLen, g.int(1)]), [0, 1]); // [1,1,C]
   const at = g.op('Cast', [g.op('Equal', [unsqueeze(c, positionIds, [-1]), slots])], { to: TensorDataType.FLOAT }); // [B,S,C]
   const gf = unsqueeze(c, g.op('Cast', [group], { to: TensorDataType.FLOAT }), [1]); // [B,1,S]
