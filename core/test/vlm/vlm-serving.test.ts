@@ -93,6 +93,9 @@ describeFixtures('qwen2_5_vl with CCL and the on-device sampler', () => {
     const report = JSON.parse(readFileSync(path.join(h.work(), 'out-sampler', 'language', 'export-report.json'), 'utf8'));
     expect(report.graph.outputs.slice(0, 3)).toEqual(['next_tokens', 'vision_embeds_RetainedState', 'image_idx_output']);
     expect(report.graph.outputs).not.toContain('logits');
+    // --max-top-k's default: min(512, vocab) of the fixture's text model (config.json vocab_size)
+    const vocab = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8')).vocab_size as number;
+    expect(report.options.sampler).toEqual({ max_top_k_ids: Math.min(512, vocab), return_pdfs: false });
     expect(report.graph.outputs.slice(-2)).toEqual([
       'past_repetition_penalty_buffer_RetainedState',
       'past_presence_penalty_buffer_RetainedState',

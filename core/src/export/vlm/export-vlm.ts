@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
 import type { ServingRequest } from '../blocks/serving-head';
+import { SERVING_METADATA } from '../../artifacts/graph-metadata';
 import type { ExportDtype } from '../../formats/dtype';
 import { createOutputGuard } from '../../paths';
 import type { WeightSpec } from '../../spec';
@@ -68,6 +69,11 @@ export interface VlmExportOptions extends ServingRequest {
   slidingCache?: SlidingCache;
   withCheckpoint: boolean;
   planner?: LayoutPlanner;
+}
+
+/** A metadata value of a built graph. */
+function metadataOf(m: ModelObj, key: string): string | undefined {
+  return m.metadataProps.find((x) => x.key === key)?.value;
 }
 
 function specFor(weights: { name: string }[], layout: PreparedLayout, name: string): WeightSpec {
@@ -166,8 +172,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             ...(p.dir === 'language' && o.compCtxLengths
               ? { comp_ctx_lengths_prefill: o.compCtxLengths.prefill, comp_ctx_lengths_decode: o.compCtxLengths.decode }
               : {}),
+            // as the text export reports it: the resolved K the language graph records (serving-head.ts)
             ...(p.dir === 'language' && o.sampler
-              ? { sampler: { max_top_k_ids: o.sampler.maxTopK ?? null, return_pdfs: !!o.sampler.returnPdfs } }
+              ? { sampler: JSON.parse(metadataOf(p.model, SERVING_METADATA.sampler)!) as unknown }
               : {}),
           },
           graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
