@@ -822,19 +822,19 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen3_vl_moe/plain': {
     'language/model.onnx': 'f75b05a5e8ef237afb51a9efd75fa36e239574a6017220da0192a48e685a01d3',
     'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': 'ff5603e50fd4891b498d0e8e9539320f6fe7edcd7b235b62fac72c8d91b56f4c',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/kv': {
     'language/model.onnx': '87f8251a3da1d13cbcea2183949e6aa551530a8a3372115e0ebf18e3785d1c97',
     'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': 'ff5603e50fd4891b498d0e8e9539320f6fe7edcd7b235b62fac72c8d91b56f4c',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/cb': {
     'language/model.onnx': '4d90ed7a4263091e6b51885fc15982444e1b6cd92200736c1865589ae395fa5a',
     'language/weight_spec.json': 'e0b2b133bd1eb1445182b4c7b6b298eb320a75028767f0d91fa7b4ddc3022d52',
-    'vision/model.onnx': 'ca1ab4146a67a1dde84c6320763ed38c864987cb12ae9488137ced66800c1d60',
+    'vision/model.onnx': 'e192c42ebd0496c46460d8ee144c58d23027a982f92e0ded259450f1d223aa6a',
     'vision/weight_spec.json': 'ffe62252cf58a2123e1b91866bc2163bef48797e2986607a5ed13211c11c0dfe',
   },
   'config/fixture-qwen3_vl_moe/prefill':
@@ -844,7 +844,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen3_vl_moe/ccl': {
     'language/model.onnx': '0f41be6bfac9be14c4a9f7c90070b1f6623935caea92eeedca914d982808d59e',
     'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': 'ff5603e50fd4891b498d0e8e9539320f6fe7edcd7b235b62fac72c8d91b56f4c',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/sampler':
@@ -1702,19 +1702,19 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen2_5_vl/plain': {
     'language/model.onnx': 'b07e522a1255c60ce40abfd1fed66f0e784bc1a2802c0b86b14dd83861bee832',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'ace642e4fde234039f71dcce2c988bd13cb2e4c70e6f8645ce42998dece8e441',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/kv': {
     'language/model.onnx': '4cbf46dd638a138f86400c521130d5088dc12b145a51c35e753be4f04ebba1d5',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'ace642e4fde234039f71dcce2c988bd13cb2e4c70e6f8645ce42998dece8e441',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/cb': {
     'language/model.onnx': 'afc6cba443dd7cea0f465f0f781ba83e84f2af0782ec141ae6a1c7928c9e9318',
     'language/weight_spec.json': '2027bc1ba0b588d61bc963a5f0441d7184a7631b384d039a4802d8aed2aa7862',
-    'vision/model.onnx': 'a0f70a09473f291697e70f5018a1ee91f75acaa559f68c60806122484626ea39',
+    'vision/model.onnx': 'b2688da44647ea631589a44345cbae625b13f7018b9749f644b7601a88b7aa6a',
     'vision/weight_spec.json': 'af2bb5b4b1ebe7c93bdc08d926ccd868b243fced22b2a189e8da8e29f99719b1',
   },
   'config/fixture-qwen2_5_vl/prefill':
@@ -1724,13 +1724,13 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen2_5_vl/ccl': {
     'language/model.onnx': '29cb130f0597777d716a171519b93e9a166c515e9c19767baf3ccf7d52c04e9e',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'ace642e4fde234039f71dcce2c988bd13cb2e4c70e6f8645ce42998dece8e441',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/sampler': {
     'language/model.onnx': '289c6e03376461b65fdf3772dc63bf5e27ae6f69e08565bfad8070b24609cf9a',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'ace642e4fde234039f71dcce2c988bd13cb2e4c70e6f8645ce42998dece8e441',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/ep2':

@@ -124,7 +124,10 @@ export function buildVision(
 
   // Conv3d patch embed: [N, C, tp, p, p] → [N, hidden]
   let h = g.within('patch_embed', () => {
-    const x = reshape(c, pixels, [-1, v.inChannels, v.temporalPatch, v.patch, v.patch]);
+    // the patch count from dim 0 (grid_height) rather than -1: grid_width is symbolic, and
+    // grid_height·grid_width / (C·tp·p·p) would leave every later shape unknown to shape inference
+    const n = vec(c, g.op('Gather', [g.op('Shape', [pixels]), g.int(0)], { axis: 0 }));
+    const x = g.op('Reshape', [pixels, g.op('Concat', [n, g.ints([v.inChannels, v.temporalPatch, v.patch, v.patch])], { axis: 0 })]);
     const k = [v.temporalPatch, v.patch, v.patch];
     const w = weight(c, `${P}.patch_embed.proj.weight`, [v.hidden, v.inChannels, ...k]);
     // Qwen2.5-VL's Conv3d has no bias
