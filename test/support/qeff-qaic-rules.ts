@@ -82,14 +82,8 @@ def qeff_compile(compiler, hw, onnx, specializations, module_name, custom_io, co
             "hashed": dump(compile_hash_params), "mdp_path": mdp_ts_json_path, "mdp": files.get("mdp")}
 `;
 
-const QEFF_RULES = `
-import json, sys
-a = json.loads(sys.argv[1])
-batch_size, ctx_len, full_batch_size = a["batch_size"], a["ctx_len"], a["full_batch_size"]
-cb = a["continuous_batching"]
-# an export made with --phase decode is compiled with prefill_only=False; --phase prefill with True
-prefill_only = False if a["decode_only"] else a.get("prefill_only")
-prefill_seq_len = a["prefill_seq_len"]
+/** `validate_ccl_lists` (check_ccl_specializations.py), shared by the causal-LM and the VLM rules. */
+const QEFF_CCL = `
 CCL_MIN_CTX_LEN = 1024
 CCL_UNIQNE_STEP = 32
 def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
@@ -115,6 +109,16 @@ def validate_ccl_lists(ccl_prefill, ccl_decode, ctx_len, prefill_seq_len):
             ccl_prefill.append(val)
     ccl_prefill.sort()
     return ccl_prefill, ccl_decode
+`;
+
+const QEFF_RULES = `
+import json, sys
+a = json.loads(sys.argv[1])
+batch_size, ctx_len, full_batch_size = a["batch_size"], a["ctx_len"], a["full_batch_size"]
+cb = a["continuous_batching"]
+# an export made with --phase decode is compiled with prefill_only=False; --phase prefill with True
+prefill_only = False if a["decode_only"] else a.get("prefill_only")
+prefill_seq_len = a["prefill_seq_len"]
 kv_cache_batch_size = full_batch_size or batch_size
 nst = a.get("num_speculative_tokens")
 is_tlm = nst is not None
@@ -231,7 +235,7 @@ export interface QeffQaicCompile {
  * ("gpt_oss": its get_specializations) and enable_chunking.
  */
 export function qeffQaicCompile(args: Record<string, unknown>): QeffQaicCompile {
-  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_RULES, JSON.stringify(args)], { encoding: 'utf8' });
+  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_CCL + QEFF_RULES, JSON.stringify(args)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
   return JSON.parse(r.stdout) as QeffQaicCompile;
 }
@@ -288,7 +292,6 @@ if fam in ("qwen3_vl_moe", "qwen2_5_vl"):
         grid_height = grid_height * batch_size
         vision = [{"batch_size": batch_size, "vision_size": vision_size, "grid_height": grid_height, "grid_width": grid_width,
                    "grid_h": grid_h, "grid_w": grid_w}]
-        vision[0]["time"] = 1  # our graph's image_grid_thw dim 1 is the symbol "time" (see the header)
         extra = {}
         num_layers = cfg["num_hidden_layers"]
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "vision_size": vision_size, "vision_batch_size": batch_size, **extra},
@@ -384,18 +387,25 @@ elif fam == "llama4":
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32
     img_size = a["img_size"] or cfg["vision_config"]["image_size"]
-    mm = cfg.get("mm_tokens_per_image", 256)
+    # modeling_gemma3.py get_specializations: vision_size = mm_tokens_per_image (deprecated) or 256
+    vision_size = cfg.get("mm_tokens_per_image") or 256
     sw = cfg["text_config"]["sliding_window"]
     vision = [{"batch_size": batch_size, "img_size": img_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}]
-    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size},
-            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "mm_tokens_per_image": mm, "vision_batch_size": batch_size}]
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "sliding_window": sw, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
+# CCL (get_specializations with comp_ctx_lengths_prefill/decode from process_ccl_specializations):
+# one prefill entry per prefill value, then one decode entry per decode value
+if a.get("ccl"):
+    ccl_p, ccl_d = validate_ccl_lists(list(a["ccl"][0]), list(a["ccl"][1]), ctx_len, prefill_seq_len)
+    lang = [{**lang[0], "comp_ctx_lengths": c} for c in ccl_p] + [{**lang[1], "comp_ctx_lengths": c} for c in ccl_d]
+n_prefill = len(lang) // 2 if not a.get("ccl") else len(ccl_p)
 for i, s in enumerate(lang):
     if cb:
         s["full_batch_size"] = kv_cache_batch_size
     else:
         s["batch_size"] = kv_cache_batch_size
-    if i == 0 and full_batch_size:
+    if i < n_prefill and full_batch_size:
         s["full_batch_exec_size"] = full_batch_size
 vision_output_names = ["vision_embeds"] + (["deepstack_features"] if fam == "qwen3_vl_moe" else [])
 lang_output_names = ["logits"]
@@ -406,6 +416,11 @@ lang_output_names.insert(1, "vision_embeds_RetainedState")
 lang_output_names.insert(2, "image_idx_output")
 if fam == "qwen3_vl_moe":
     lang_output_names.insert(2, "deepstack_features_RetainedState")
+if a.get("sampler"):
+    # modeling_auto.py dual-QPC export: logits renamed next_tokens, then sampler_utils.py
+    # get_sampling_inputs_and_outputs appends the two penalty buffers' retained states
+    lang_output_names[lang_output_names.index("logits")] = "next_tokens"
+    lang_output_names += ["past_repetition_penalty_buffer_RetainedState", "past_presence_penalty_buffer_RetainedState"]
 custom_io_vision = {"pixel_values": "float16"}
 for o in vision_output_names:
     custom_io_vision[o] = kv_dtype if o.startswith("past_") else "float16"
@@ -426,10 +441,11 @@ print(json.dumps({"vision": compile_("vision", vision, "Vision", custom_io_visio
  * Runs QEfficient's dual-QPC VLM rules (`QEFFAutoModelForImageTextToText.compile`; sources cited
  * in qaic-recording-vlm.test.ts) for `args`: config (the model's config.json), family, height,
  * width, img_size, prefill_seq_len, ctx_len (null: QEfficient's defaults), mxint8_kv_cache,
- * mxfp6_matmul, continuous_batching, full_batch_size, compiler, and onnx / compile_dir per graph.
+ * mxfp6_matmul, continuous_batching, full_batch_size, ccl ([prefill, decode] or absent), sampler
+ * (true or absent), compiler, and onnx / compile_dir per graph.
  */
 export function qeffVlmQaicCompile(args: Record<string, unknown>): Record<'vision' | 'language', QeffQaicCompile> {
-  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_VLM_RULES, JSON.stringify(args)], { encoding: 'utf8' });
+  const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_CCL + QEFF_VLM_RULES, JSON.stringify(args)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python: ${r.stderr}`);
   return JSON.parse(r.stdout) as Record<'vision' | 'language', QeffQaicCompile>;
 }

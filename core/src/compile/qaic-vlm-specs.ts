@@ -15,9 +15,10 @@
  *   the same without `time` and `num_feature_layers`, its own `smart_resize` with
  *   IMAGE_FACTOR 28, MIN_PIXELS 4·28², MAX_PIXELS 16384·28², default 354 × 536
  *   (`constants.QWEN2_5_VL_HEIGHT`/`WIDTH`).
- * - Gemma 3 — `gemma3/modeling_gemma3.py` (commit 00f00e10dea37470d285bd98e152814ed535f2d5):
+ * - Gemma 3 — `gemma3/modeling_gemma3.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81):
  *   `img_size` (default `vision_config.image_size`), Vision `{batch_size, img_size, seq_len,
- *   ctx_len}`, language entries add `sliding_window`, `img_size`, `mm_tokens_per_image`,
+ *   ctx_len}`, language entries add `sliding_window`, `img_size`, `vision_size` (the value of the
+ *   deprecated `mm_tokens_per_image`, default 256; #1029 renamed the symbol),
  *   `vision_batch_size`; its decode `seq_len` is the string "1".
  *
  * Defaults as `QEFFAutoModelForImageTextToText` (`modeling_auto.py`): prefill_seq_len 128
@@ -223,7 +224,8 @@ function gemma3Specializations(m: VlmModelFacts, s: VlmSizes): VlmSpecialization
     ['ctx_len', s.ctxLen],
     ['sliding_window', m.slidingWindow!],
     ['img_size', imgSize],
-    ['mm_tokens_per_image', mm],
+    // QEfficient #1029 renamed the symbol vision_size (its value still mm_tokens_per_image, default 256)
+    ['vision_size', mm],
     ['vision_batch_size', s.batchSize],
   ];
   return { vision: [vision], lang: [lang(false), lang(true)] };

@@ -16,8 +16,10 @@
  *   batching over a larger batch) only the decode entries.
  *
  * The specializations come from qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
- * dynamic axes do; the one extra symbol is Qwen2.5-VL's `time` (dim 1 of image_grid_thw, fixed
- * at 1 in QEfficient's graph), which the Vision entry carries as 1. Every symbolic dim of the
+ * dynamic axes do (main ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's image_grid_thw
+ * fixes time at 1, Qwen3-VL's deepstack_features names num_feature_layers, Gemma 3's
+ * vision_embeds names vision_size). With CCL each language entry is repeated per bucket with
+ * `comp_ctx_lengths` (see buildVlmQaicPlan). Every symbolic dim of the
  * graph must be specialized and every fixed dim QEfficient names must agree with its value —
  * else the compile is refused (a graph the compiler cannot meet is never handed over).
  */
@@ -31,6 +33,7 @@ import { VLM_MANIFEST_FILE } from '../spec/file-names';
 import {
   DEFAULT_AIC_NUM_CORES,
   QAIC_COMPILER,
+  cclLists,
   planFromParts,
   type GraphShapeFacts,
   type OptionValue,
@@ -184,7 +187,6 @@ export function buildVlmQaicPlan(
   compiler: string = QAIC_COMPILER[0],
 ): QaicPlan {
   const role = g.vlmRole!;
-  if (g.ccl) throw new UsageError('compile: CCL (comp_ctx_lengths) in a vision-language language graph is not supported by qaic yet');
   if (opts.ctxLen !== undefined && g.ctxLen !== undefined && opts.ctxLen !== g.ctxLen)
     throw new UsageError(`compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions`);
   if (opts.fullBatchSize !== undefined && role === 'language' && !g.continuousBatching)
@@ -204,12 +206,20 @@ export function buildVlmQaicPlan(
     ...(opts.imgSize !== undefined ? { imgSize: opts.imgSize } : {}),
   };
   const all = vlmSpecializations(facts, sizes);
-  let specs = role === 'vision' ? all.vision : all.lang;
+  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (qaic-command.ts cclLists) and
+  // each family's get_specializations makes one prefill entry per prefill value, then one decode
+  // entry per decode value, each with comp_ctx_lengths (the file sorts the keys, so where it sits is moot)
+  const lists = role === 'language' && g.ccl ? cclLists(g.ccl, sizes.ctxLen, prefill) : undefined;
+  const withCcl = (s: VlmSpecialization, c: number): VlmSpecialization => [...s, ['comp_ctx_lengths', c]];
+  let specs =
+    role === 'vision'
+      ? all.vision
+      : lists
+        ? [...lists.prefill.map((c) => withCcl(all.lang[0]!, c)), ...lists.decode.map((c) => withCcl(all.lang[1]!, c))]
+        : all.lang;
   // modeling_auto.py: prefill_seq_len 1 without CB over a larger batch compiles the decode entries only
-  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize)) specs = specs.slice(-1);
-  // Qwen2.5-VL: our image_grid_thw names its time dim (Qwen3-VL's layout); QEfficient's fixes it at 1
-  const namesTime = [...m.inputs].some((v) => v.name === 'image_grid_thw' && v.dims[1] === 'time');
-  if (role === 'vision' && facts.family === 'qwen2_5_vl' && namesTime) specs = specs.map((s) => [...s, ['time', 1]]);
+  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize))
+    specs = specs.slice(-(lists ? lists.decode.length : 1));
   // LLaVA-NeXT's pixel_values [batch, patches, C, S, S] has its image sides at dims 3 and 4
   const side = facts.family === 'llava_next' ? 3 : 2;
   checkAgainstGraph(m, specs, onnxPath, [
@@ -217,7 +227,7 @@ export function buildVlmQaicPlan(
     ['pixel_values', side, 'img_size'],
     ['pixel_values', side + 1, 'img_size'],
     ['deepstack_features', 0, 'num_feature_layers'],
-    ['vision_embeds', 1, 'mm_tokens_per_image'],
+    ['vision_embeds', 1, 'vision_size'],
   ]);
 
   const options: [string, OptionValue][] = [];

@@ -19,7 +19,7 @@ import { encodeBuiltModel } from './exporter/encode';
 import { archFromConfig } from './families/arch-from-config';
 import { gptOssPrefillOnly } from './families/gpt-oss';
 import { REPLICATE_KV_METADATA, replicateKvArch } from './blocks/replicate-kv';
-import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
+import { resolveSampler } from './blocks/sampler';
 import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
 import { readJsonText } from '../paths';
@@ -258,10 +258,6 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
     if (o.mlaCache)
       throw new UsageError('--mla-cache goes with a Multi-head Latent Attention model (deepseek_v3, kimi_k2), not a vision-language model');
-    // the language graph does not take comp_ctx_lengths or carry the sampler yet: refuse rather than drop them
-    if (o.compCtxLengths)
-      throw new UsageError('--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet');
-    if (o.sampler) throw new UsageError('--sampler is not supported for vision-language models yet');
     if (o.numSpeculativeTokens)
       throw new UsageError("--num-speculative-tokens goes with a text model (QEfficient's SpDTransform: llama, qwen2, qwen3)");
     const r = await exportVlm({
@@ -276,6 +272,9 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       batchSize: o.batchSize,
       continuousBatching: o.continuousBatching,
       ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
+      // CCL and the sampler go in the language graph (vlm/language*.ts; export-vlm.ts says which VLMs take the sampler)
+      ...(ccl ? { compCtxLengths: ccl } : {}),
+      ...(o.sampler ? { sampler: o.sampler } : {}),
       withCheckpoint,
       planner: o.planner,
     });
@@ -327,13 +326,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     arch = kept.arch;
   }
   const tPlan = performance.now();
-  let sampler: { maxTopK: number; returnPdfs: boolean } | undefined;
-  if (o.sampler) {
-    const k = o.sampler.maxTopK ?? Math.min(DEFAULT_MAX_TOP_K, arch.vocab);
-    if (!(Number.isInteger(k) && k >= 1 && k <= arch.vocab))
-      throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${arch.vocab} (got ${k})`);
-    sampler = { maxTopK: k, returnPdfs: !!o.sampler.returnPdfs };
-  }
+  const sampler = o.sampler ? resolveSampler(o.sampler, arch.vocab) : undefined;
   const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
   const disagg = disaggPrefill(arch, o);
   if (disagg && arch.modelType === 'gpt_oss') arch = gptOssPrefillOnly(arch, cfg.file);

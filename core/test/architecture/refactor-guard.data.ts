@@ -822,30 +822,35 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen2/ep2':
     'refused: <tmp>/cfg/fixture-qwen2/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
   'config/fixture-qwen3_vl_moe/plain': {
-    'language/model.onnx': 'f4bbc83bcf0cdfd0fdd3215c6bf5036d271115636acc030fcb9a46439f0acb66',
+    'language/model.onnx': 'f75b05a5e8ef237afb51a9efd75fa36e239574a6017220da0192a48e685a01d3',
     'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': '9427a1fccc004e93a39125d348d698b64d8d1796cd69532928bc61de4502c3aa',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/kv': {
-    'language/model.onnx': 'dd3def04d6ffefe4dc50ae32768f936070052b54d0537fb13b2c1ef9f75609f3',
+    'language/model.onnx': '87f8251a3da1d13cbcea2183949e6aa551530a8a3372115e0ebf18e3785d1c97',
     'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
-    'vision/model.onnx': '9427a1fccc004e93a39125d348d698b64d8d1796cd69532928bc61de4502c3aa',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/cb': {
-    'language/model.onnx': '843f4f510b88316b57062c5ea7eb6b59a600227d406d67b179b44fe4663c6a5a',
+    'language/model.onnx': '4d90ed7a4263091e6b51885fc15982444e1b6cd92200736c1865589ae395fa5a',
     'language/weight_spec.json': 'e0b2b133bd1eb1445182b4c7b6b298eb320a75028767f0d91fa7b4ddc3022d52',
-    'vision/model.onnx': '7672b1c662b76f4ba2a0ac6a598a716353a10fd55b5a2c109ddac3b7d9a8b9f7',
+    'vision/model.onnx': 'e192c42ebd0496c46460d8ee144c58d23027a982f92e0ded259450f1d223aa6a',
     'vision/weight_spec.json': 'ffe62252cf58a2123e1b91866bc2163bef48797e2986607a5ed13211c11c0dfe',
   },
   'config/fixture-qwen3_vl_moe/prefill':
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen3_vl_moe/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-qwen3_vl_moe/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-qwen3_vl_moe/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-qwen3_vl_moe/ccl': {
+    'language/model.onnx': '0f41be6bfac9be14c4a9f7c90070b1f6623935caea92eeedca914d982808d59e',
+    'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
+    'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
+  },
+  'config/fixture-qwen3_vl_moe/sampler':
+    "refused: --sampler: QEfficient's on-device sampler does not take qwen3_vl_moe's language decoder (it takes gemma3, llava, llava_next, qwen2_5_vl)",
   'config/fixture-qwen3_vl_moe/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'planned/llama/kv': {
@@ -1539,19 +1544,19 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-gemma3/ep2':
     'refused: <tmp>/cfg/fixture-gemma3/config.json: --moe-flavour expert_parallel, but this model has no MoE experts',
   'config/fixture-gemma3_vlm/plain': {
-    'language/model.onnx': '8fd2bd35c580bc2b0f90240950349928d135852badc94c356e4035a4986cb6e1',
+    'language/model.onnx': '9bb28665369b2cc6bd2e49c040bdb39f116fb48f00312fb8cb25f631f2a2707f',
     'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
     'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
     'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
   },
   'config/fixture-gemma3_vlm/kv': {
-    'language/model.onnx': 'c4e97d309493b87e929c9b6aea9f1787da03e665b80fba9bf52d0039ad47187c',
+    'language/model.onnx': '5bd3057a701a2ec6b59e1d44c62df556497775a3299e449126ece78562097245',
     'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
     'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
     'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
   },
   'config/fixture-gemma3_vlm/cb': {
-    'language/model.onnx': 'f2e70acc5e1b00f101c4917a8963d568fea760c244c60eb7138586c74c4740ce',
+    'language/model.onnx': '757b7763d9efa3b54a1357c5ac7a92de468350f1282e146e052d1f8525012cba',
     'language/weight_spec.json': 'c544a40b582a4b2ab620441df42d7e6a62791f66117096f23260587e7e4ae21b',
     'vision/model.onnx': '0a6a5be8dfe271ab37bff08b2103b98ca477dcac4dfbc4549c178997f4d43052',
     'vision/weight_spec.json': 'c8ab4f3308de302ecd6beb144f3aebd5b230f1d68a4c1c15a41911386f974ecc',
@@ -1560,9 +1565,18 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-gemma3_vlm/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-gemma3_vlm/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-gemma3_vlm/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-gemma3_vlm/ccl': {
+    'language/model.onnx': 'ecf55f1566cd6c8b5292b194ec0b9414c9bf42c2d7110b7ec753b940b58a772f',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
+  'config/fixture-gemma3_vlm/sampler': {
+    'language/model.onnx': 'f8a6cf3be0cded7fecd1905fb8468f9c780ff72fa0f340822464b34c2a29a0dd',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
   'config/fixture-gemma3_vlm/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'config/fixture-grok1/plain': {
@@ -1690,28 +1704,37 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
   'config/fixture-qwen2_5_vl/plain': {
     'language/model.onnx': 'b07e522a1255c60ce40abfd1fed66f0e784bc1a2802c0b86b14dd83861bee832',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/kv': {
     'language/model.onnx': '4cbf46dd638a138f86400c521130d5088dc12b145a51c35e753be4f04ebba1d5',
     'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
-    'vision/model.onnx': 'e5088c9105aaf327f12b033ebcf7573ab5d73c5c5e628849d83002bb943ade53',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
     'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
   },
   'config/fixture-qwen2_5_vl/cb': {
     'language/model.onnx': 'afc6cba443dd7cea0f465f0f781ba83e84f2af0782ec141ae6a1c7928c9e9318',
     'language/weight_spec.json': '2027bc1ba0b588d61bc963a5f0441d7184a7631b384d039a4802d8aed2aa7862',
-    'vision/model.onnx': '57b7c2476400806378ac154aa76519b250e9490c6732a7447a2c9e0a0e44e5d0',
+    'vision/model.onnx': 'b2688da44647ea631589a44345cbae625b13f7018b9749f644b7601a88b7aa6a',
     'vision/weight_spec.json': 'af2bb5b4b1ebe7c93bdc08d926ccd868b243fced22b2a189e8da8e29f99719b1',
   },
   'config/fixture-qwen2_5_vl/prefill':
     'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen2_5_vl/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
-  'config/fixture-qwen2_5_vl/ccl':
-    'refused: --comp-ctx-lengths-prefill/--comp-ctx-lengths-decode are not supported for vision-language models yet',
-  'config/fixture-qwen2_5_vl/sampler': 'refused: --sampler is not supported for vision-language models yet',
+  'config/fixture-qwen2_5_vl/ccl': {
+    'language/model.onnx': '29cb130f0597777d716a171519b93e9a166c515e9c19767baf3ccf7d52c04e9e',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
+  'config/fixture-qwen2_5_vl/sampler': {
+    'language/model.onnx': '289c6e03376461b65fdf3772dc63bf5e27ae6f69e08565bfad8070b24609cf9a',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
   'config/fixture-qwen2_5_vl/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'config/fixture-qwen3_5_moe/plain': {

@@ -42,6 +42,15 @@
  * - `grok1:` prepare stacks Grok-1's per-expert `linear`/`linear_v`/`linear_1` into
  *   `moe_block.moe_weights`, so the ONNX path of the grok1 fixture reads its experts from the
  *   stacked tensors (a Gather per expert) instead of the per-expert keys (onnx/grok1).
+ * - `vlmserve:` (issue 44) the VLM language graphs take CCL and the on-device sampler (issue 30.3's
+ *   refusals lifted): config/fixture-{qwen3_vl_moe,gemma3_vlm,qwen2_5_vl}/ccl export with a
+ *   `comp_ctx_lengths` input, …/sampler end in `next_tokens` (Gemma 3, Qwen2.5-VL); Qwen3-VL's
+ *   sampler is refused by name (QEfficient's SamplerTransform has no Qwen3-VL decoder). Then the
+ *   VLM graphs took QEfficient main's symbols (issue 44, "QEfficient's current VLM interface";
+ *   vlm-interface.test.ts): Qwen2.5-VL's pixel_values dim 1 `grid_width` and image_grid_thw dim 1
+ *   fixed at 1 (no `time`), Qwen3-VL's deepstack_features dim 0 `num_feature_layers`, Gemma 3's
+ *   vision_embeds dim 1 `vision_size` (was fixed at mm_tokens_per_image) — so every
+ *   config/fixture-{qwen2_5_vl,qwen3_vl_moe,gemma3_vlm} case's model.onnx changed; the specs did not.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

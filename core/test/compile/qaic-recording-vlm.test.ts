@@ -14,9 +14,10 @@
  *    custom_io=custom_io_lang)`, custom_io_lang from `_add_retained_state_custom_io` (input, then
  *    the `_RetainedState` output, fp16 for vision_embeds / deepstack_features, else the KV dtype);
  *  - `qwen3_vl_moe/modeling_qwen3_vl_moe.py` (commit 02876f45360353d417c5a57eabf83bd6b274fef3),
- *    `qwen2_5_vl/modeling_qwen2_5_vl.py` (commit 02cdf56d505bdc3cf033e515713360c6322021ea),
- *    `gemma3/modeling_gemma3.py` (commit 00f00e10dea37470d285bd98e152814ed535f2d5):
- *    `get_specializations`, `get_output_names(kv_offload=True)`;
+ *    `qwen2_5_vl/modeling_qwen2_5_vl.py`, `gemma3/modeling_gemma3.py` (main
+ *    ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's Vision entry has no `time`, its
+ *    image_grid_thw fixing dim 1 at 1; Gemma 3's language entries name `vision_size`, #1029's
+ *    rename of `mm_tokens_per_image`): `get_specializations`, `get_output_names(kv_offload=True)`;
  *  - `smart_resize`: QwenLM/Qwen3-VL `qwen-vl-utils/src/qwen_vl_utils/vision_process.py` (commit
  *    004d5e0a0d4514ce8945356ae8c969f4dc0080dc), as QEfficient's Qwen2.5-VL copy; Qwen3-VL's factor
  *    `IMAGE_FACTOR_QWEN_3` and token bounds `IMAGE_MIN/MAX_TOKEN_NUM` are taken as 32, 4 and
@@ -34,12 +35,17 @@
  *  - `llama4/modeling_llama4.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
  *    (max_num_tiles 17, its fallback; our language graph's vision_batch_size / per-tile vision_size:
  *    see qaic-vlm-specs-llama4.ts);
+ *  - CCL and the sampler (main ebf55e8159c8b87bff6d8028541b824244b16c81): the dual-QPC `compile` runs
+ *    `process_ccl_specializations` (check_ccl_specializations.py), then each family's
+ *    `get_specializations(comp_ctx_lengths_prefill=…, comp_ctx_lengths_decode=…)` lays out one
+ *    prefill entry per prefill value and one decode entry per decode value with `comp_ctx_lengths`
+ *    (qwen2_5_vl/, gemma3/ modeling files); with `include_sampler` the export renames `logits`
+ *    `next_tokens` and `sampler_utils.get_sampling_inputs_and_outputs` appends the penalty buffers'
+ *    retained states, which `custom_io_lang` gives the KV dtype like every non-vision state;
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
- * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
- * vision graph names dim 1 of image_grid_thw `time`; QEfficient's fixes it at 1), and Gemma 3's
- * language graph gets no `-node-precision-info` (QEfficient's `get_npi_file` knows only the
- * published 4B/27B names).
+ * One deliberate difference, asserted here: Gemma 3's language graph gets no
+ * `-node-precision-info` (QEfficient's `get_npi_file` knows only the published 4B/27B names).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -111,6 +117,40 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       comp: ['--img-height', '17', '--img-width', '51', '--ctx-len', '256', '--prefill-seq-len', '64'],
       py: { height: 17, width: 51, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
     },
+    {
+      tag: 'qwen2_5_vl with CCL (prefill 1024,1536, decode 1024,2048, ctx 2048)',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--ctx-len', '2048', '--comp-ctx-lengths-prefill', '1024,1536', '--comp-ctx-lengths-decode', '1024,2048'],
+      comp: ['--img-height', '112', '--img-width', '168', '--prefill-seq-len', '64'],
+      py: {
+        height: 112,
+        width: 168,
+        prefill_seq_len: 64,
+        ctx_len: 2048,
+        ccl: [
+          [1024, 1536],
+          [1024, 2048],
+        ],
+      },
+    },
+    {
+      tag: 'qwen2_5_vl with the on-device sampler',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--sampler'],
+      comp: ['--img-height', '112', '--img-width', '168'],
+      py: { height: 112, width: 168, sampler: true },
+    },
+    {
+      tag: 'gemma3_vlm with CCL (prefill 1024, decode 1024,2048, ctx 2048)',
+      fixture: 'gemma3_vlm',
+      family: 'gemma3',
+      exp: ['--ctx-len', '2048', '--comp-ctx-lengths-prefill', '1024', '--comp-ctx-lengths-decode', '1024,2048'],
+      // the vision graph has no cache to read ctx_len from, and Gemma 3's Vision entry names it
+      comp: ['--ctx-len', '2048'],
+      py: { ctx_len: 2048, ccl: [[1024], [1024, 2048]] },
+    },
     { tag: 'mistral3 at its image_size (prefill 128, ctx 4096)', fixture: 'mistral3', family: 'mistral3', comp: [], py: {} },
     {
       tag: 'mistral3 at img_size 16, continuous batching',
@@ -147,7 +187,7 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
     const model = path.join(root, fixture);
     const fresh = !fs.existsSync(model);
     if (fresh) fs.cpSync(path.join(fixturesDir(), fixture), model, { recursive: true });
-    const out = path.join(root, exp.length ? `export-${fixture}-cb` : `export-${fixture}`);
+    const out = path.join(root, exp.length ? `export-${fixture}-${exp.join('_').replace(/[^\w.]+/g, '_')}` : `export-${fixture}`);
     await ok(['export', '--config', model, '--out', out, ...exp]);
     if (fresh) await ok(['prepare', '--checkpoint', model, '--dtype', 'float32']);
     exported.set(key, out);

@@ -26,6 +26,7 @@
  * here a padded token adds 0 through `ScatterElements(reduction='add')`, which runs everywhere.
  */
 import type { Dim } from './builder';
+import { UsageError } from '../../errors';
 import { samplerStates, type SamplerStateName, type SamplerStateTensor } from '../../artifacts/graph-interface';
 import { cast, reshape, unsqueeze, type Ctx } from './ops';
 
@@ -37,6 +38,14 @@ export interface SamplerOptions {
 
 /** QEfficient's `Constants.MAX_TOP_K_IDS` / `ONNX_EXPORT_EXAMPLE_MAX_TOP_K_IDS`, capped at the vocabulary. */
 export const DEFAULT_MAX_TOP_K = 512;
+
+/** `--sampler` as asked (`--max-top-k` optional) resolved against the vocabulary; a K outside [1, vocab] is a usage error. */
+export function resolveSampler(asked: { maxTopK?: number; returnPdfs?: boolean }, vocab: number): SamplerOptions {
+  const k = asked.maxTopK ?? Math.min(DEFAULT_MAX_TOP_K, vocab);
+  if (!(Number.isInteger(k) && k >= 1 && k <= vocab))
+    throw new UsageError(`--max-top-k must be between 1 and the vocabulary size ${vocab} (got ${k})`);
+  return { maxTopK: k, returnPdfs: !!asked.returnPdfs };
+}
 
 const FP16_MIN = -65504;
 

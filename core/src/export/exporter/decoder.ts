@@ -37,6 +37,7 @@ import { cast, linear, reshape, softcap, unsqueeze, weight, type Ctx } from '../
 import type { ExportDtype } from '../../formats/dtype';
 import { ropeTables, type RopeTables } from '../blocks/rope';
 import { appendSampler, type SamplerOptions } from '../blocks/sampler';
+import { servingMetadata } from '../blocks/serving-head';
 import { SAMPLER_INPUTS, SERVING_METADATA } from '../../artifacts/graph-metadata';
 import { TensorDataType } from '../../formats/onnx/types';
 import { loraHook, loraWeightInputs, type LoraGraph } from '../blocks/lora';
@@ -290,16 +291,9 @@ export function buildCausalLM(a: ArchSpec, o: GraphOptions): BuiltGraph {
     'weight_spec.phase': phase,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
-    ...(o.compCtxLengths
-      ? {
-          [SERVING_METADATA.cclPrefill]: o.compCtxLengths.prefill.join(','),
-          [SERVING_METADATA.cclDecode]: o.compCtxLengths.decode.join(','),
-        }
-      : {}),
+    // CCL and the sampler go together; neither goes with a TLM (export-config.ts), so the key order is unchanged
+    ...servingMetadata(o),
     ...(o.numSpeculativeTokens ? { [SERVING_METADATA.speculative]: o.numSpeculativeTokens.join(',') } : {}),
-    ...(o.sampler
-      ? { [SERVING_METADATA.sampler]: JSON.stringify({ max_top_k_ids: o.sampler.maxTopK, return_pdfs: o.sampler.returnPdfs }) }
-      : {}),
     ...windowCacheMetadata(iface.states),
     ...(o.metadata ?? {}),
   };

@@ -7,7 +7,9 @@
  * needs, and the two directory names.
  */
 import path from 'node:path';
-import { PipelineError } from '../../errors';
+import { PipelineError, UsageError } from '../../errors';
+import type { ServingRequest } from '../blocks/serving-head';
+import { SERVING_METADATA } from '../../artifacts/graph-metadata';
 import type { ExportDtype } from '../../formats/dtype';
 import { createOutputGuard } from '../../paths';
 import type { WeightSpec } from '../../spec';
@@ -46,8 +48,17 @@ export const VLM_GRAPHS = ['vision', 'language'] as const;
 
 export type { VlmManifest } from '../../artifacts/vlm-manifest';
 
-/** Options (a subset of the text export's). */
-export interface VlmExportOptions {
+/**
+ * The VLMs whose language decoder QEfficient's `SamplerTransform` takes (QEfficient/transformers/models/
+ * pytorch_transforms.py, main ebf55e8: QEffGemma3DecoderWrapper, QEffInternDecoderWrapper,
+ * QEffLlama4DecoderWrapper, QEFFLlavaDecoderWrapper, QEffLlavaNextDecoderWrapper,
+ * QEffQwen_2_5_vl_DecoderWrapper; Qwen3-VL and Mistral 3 raise
+ * "does not support on device sampling"). CCL is on every VLM's language graph.
+ */
+const SAMPLER_VLMS: ReadonlySet<string> = new Set(['gemma3', 'llava', 'llava_next', 'qwen2_5_vl', 'internvl', 'llama4']);
+
+/** Options (a subset of the text export's, with the serving features). */
+export interface VlmExportOptions extends ServingRequest {
   cfgFile: string;
   cfgDir: string;
   /** The model's name (export-config.ts modelNameOfConfig: not the folder of a config file named otherwise). */
@@ -63,6 +74,11 @@ export interface VlmExportOptions {
   slidingCache?: SlidingCache;
   withCheckpoint: boolean;
   planner?: LayoutPlanner;
+}
+
+/** A metadata value of a built graph. */
+function metadataOf(m: ModelObj, key: string): string | undefined {
+  return m.metadataProps.find((x) => x.key === key)?.value;
 }
 
 function specFor(weights: { name: string }[], layout: PreparedLayout, name: string): WeightSpec {
@@ -93,8 +109,14 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
     ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
     continuousBatching: !!o.continuousBatching,
+    ...(o.compCtxLengths ? { compCtxLengths: o.compCtxLengths } : {}),
+    ...(o.sampler ? { sampler: o.sampler } : {}),
     name: `${name}-language`,
   };
+  if (o.sampler && !SAMPLER_VLMS.has(modelType))
+    throw new UsageError(
+      `--sampler: QEfficient's on-device sampler does not take ${modelType}'s language decoder (it takes ${[...SAMPLER_VLMS].join(', ')})`,
+    );
   const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
   if (o.slidingCache !== undefined && modelType !== 'gemma3') throw slidingCacheRefused(o.cfgFile, modelType);
   const parts0 =
@@ -156,6 +178,13 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             batch_size: o.batchSize ?? null,
             continuous_batching: !!o.continuousBatching,
             ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
+            ...(p.dir === 'language' && o.compCtxLengths
+              ? { comp_ctx_lengths_prefill: o.compCtxLengths.prefill, comp_ctx_lengths_decode: o.compCtxLengths.decode }
+              : {}),
+            // as the text export reports it: the resolved K the language graph records (serving-head.ts)
+            ...(p.dir === 'language' && o.sampler
+              ? { sampler: JSON.parse(metadataOf(p.model, SERVING_METADATA.sampler)!) as unknown }
+              : {}),
           },
           graph: { nodes: p.model.graph.node.length, opset: p.model.opsetImport[0]!.version, inputs: p.io.inputs, outputs: p.io.outputs },
           weights: { count: p.weights.length },

@@ -2,7 +2,9 @@
  * The Gemma 3 VLM text side (HF `Gemma3ForConditionalGeneration`, models/gemma3/modeling_gemma3.py)
  * as one weight-free graph with QEfficient's language interface (QEffGemma3DecoderWrapper,
  * QEfficient/transformers/models/gemma3/modeling_gemma3.py):
- *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, mm_tokens, hidden];
+ *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, vision_size, hidden] (dim 1
+ *           dynamic, QEfficient main's `get_onnx_dynamic_axes`: `{0: "vision_batch_size", 1: "vision_size"}`,
+ *           the symbol #1029 renamed from mm_tokens_per_image; main ebf55e8159c8b87bff6d8028541b824244b16c81);
  *           position_ids int64 [batch, seq]; image_idx int64 [1, 1]; [batch_index];
  *           past_key.i / past_value.i
  *   outputs logits [batch, 1, vocab] (last valid position), vision_embeds_RetainedState,
@@ -25,6 +27,7 @@ import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import { reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
+import { declareCcl, resolveServing, retainSampler, servingHead, servingMetadata } from '../blocks/serving-head';
 import type { LanguageOptions } from './language';
 import { refuse } from '../families/config';
 import { gemma3Arch } from '../families/gemma3';
@@ -87,15 +90,17 @@ export function buildGemma3Language(
   const H = a.hidden;
 
   const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
-  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
+  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
   const positionIds = g.input('position_ids', 'int64', [batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
   const declared = declareInputs(g, states);
   const io = {
     inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
-    outputs: ['logits', 'vision_embeds_RetainedState', 'image_idx_output'],
+    outputs: [] as string[],
   };
+  const serving = resolveServing(o, a.vocab);
+  const ccl = declareCcl(g, serving, io);
 
   const merged = g.within('embed', () => {
     let e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
@@ -126,7 +131,7 @@ export function buildGemma3Language(
   });
 
   const h = reshape(c, merged.embeds, [-1, H]);
-  const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex);
+  const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex, ccl);
   const kv = g.within('image_mask', () => bidirectional(c, a, base, positionIds, merged.group, ctxSource(states, declared)));
   const ropeFor = ropeTablesOf(c, a, positionIds);
   const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
@@ -134,15 +139,28 @@ export function buildGemma3Language(
     norm1InAttn: true,
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
-  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
-  g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', arch.mmTokens, H]);
+  const wiring = {
+    logits,
+    inputIds,
+    positionIds,
+    ...(batchIndex ? { batchIndex } : {}),
+    vocab: a.vocab,
+    batch,
+    seq: 'seq_len',
+    cacheBatch,
+  };
+  const sampled = servingHead(c, wiring, serving, io);
+  io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
+  g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
+  retainSampler(g, sampled, cacheBatch, a.vocab, io);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
     'weight_spec.model_type': 'gemma3',
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...servingMetadata(serving),
     ...windowCacheMetadata(states),
     ...(o.metadata ?? {}),
   };
@@ -157,7 +175,8 @@ export function buildGemma3Language(
  */
 function bidirectional(c: Ctx, a: ArchSpec, kv: CacheContext, positionIds: string, group: string, pastKey0: string): CacheContext {
   const g = c.g;
-  const ctxLen = g.op('Gather', [g.op('Shape', [pastKey0]), g.int(2)], { axis: 0 });
+  // CCL: the layer masks span the R slots attention reads (attention.ts readLen), so this one does too
+  const ctxLen = kv.readLen ? reshape(c, kv.readLen, []) : g.op('Gather', [g.op('Shape', [pastKey0]), g.int(2)], { axis: 0 });
   const slots = unsqueeze(c, g.op('Range', [g.int(0), ctxLen, g.int(1)]), [0, 1]); // [1,1,C]
   const at = g.op('Cast', [g.op('Equal', [unsqueeze(c, positionIds, [-1]), slots])], { to: TensorDataType.FLOAT }); // [B,S,C]
   const gf = unsqueeze(c, g.op('Cast', [group], { to: TensorDataType.FLOAT }), [1]); // [B,1,S]

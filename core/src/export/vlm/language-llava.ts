@@ -23,6 +23,7 @@ import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
 import { reshape, unsqueeze, weight } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
+import { declareCcl, resolveServing, retainSampler, servingHead, servingMetadata } from '../blocks/serving-head';
 import type { BuiltLanguage, LanguageOptions } from './language';
 import type { LlavaArch } from './config-llava';
 
@@ -44,8 +45,10 @@ export function buildLlavaLanguage(
   const declared = declareInputs(g, states);
   const io = {
     inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
-    outputs: ['logits', 'vision_embeds_RetainedState', 'image_idx_output'],
+    outputs: [] as string[],
   };
+  const serving = resolveServing(o, a.vocab);
+  const ccl = declareCcl(g, serving, io);
 
   const merged = g.within('embed', () => {
     const e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
@@ -67,23 +70,36 @@ export function buildLlavaLanguage(
     return { embeds, imageIdxOut };
   });
 
-  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex);
+  const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex, ccl);
   const ropeFor = ropeTablesOf(c, a, positionIds);
   const { h: last, updated } = decoderLayers(c, a, merged.embeds, kv, states, declared, {
     ropeFor: (l) => ropeFor(l.rope ?? a.rope),
     norm1InAttn: true,
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
-  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+  const wiring = {
+    logits,
+    inputIds,
+    positionIds,
+    ...(batchIndex ? { batchIndex } : {}),
+    vocab: a.vocab,
+    batch,
+    seq: 'seq_len',
+    cacheBatch,
+  };
+  const sampled = servingHead(c, wiring, serving, io);
+  io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
+  retainSampler(g, sampled, cacheBatch, a.vocab, io);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
     'weight_spec.model_type': arch.modelType,
     'weight_spec.text_model_type': a.modelType,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...servingMetadata(serving),
     ...windowCacheMetadata(states),
     ...(o.metadata ?? {}),
   };

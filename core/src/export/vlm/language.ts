@@ -2,7 +2,8 @@
  * The Qwen3-VL text model as one weight-free graph with QEfficient's language interface
  * (`QEffQwen3VLDecoderWrapper`, QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py):
  *   inputs  input_ids [batch, seq]; vision_embeds [vision_batch_size, vision_size, hidden];
- *           deepstack_features [num_feature_layers, vision_batch_size, vision_size, hidden];
+ *           deepstack_features [num_feature_layers, vision_batch_size, vision_size, hidden] (dim 0 the
+ *           symbol QEfficient main names, ebf55e8159c8b87bff6d8028541b824244b16c81);
  *           position_ids int64 [4, batch, seq] (row 0 the cache position, rows 1–3 the t/h/w
  *           MRoPE positions); image_idx int64 [1, 1]; [batch_index]; past_key.i / past_value.i
  *   outputs logits [batch, 1, vocab] (last valid position), vision_embeds_RetainedState,
@@ -22,9 +23,10 @@ import { cast, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import type { ExportDtype } from '../../formats/dtype';
 import type { VlmArch } from './config';
 import { TensorDataType } from '../../formats/onnx/types';
+import { declareCcl, resolveServing, retainSampler, servingHead, servingMetadata, type ServingRequest } from '../blocks/serving-head';
 
-/** Options of the language graph (as for the text-only decoder). */
-export interface LanguageOptions {
+/** Options of the language graph (as for the text-only decoder, with its serving features). */
+export interface LanguageOptions extends ServingRequest {
   dtype: ExportDtype;
   /** Default-domain opset (default 17). */
   opset?: number;
@@ -100,7 +102,8 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
   const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
   // Qwen2.5-VL has no deepstack: its language graph takes QEfficient's inputs without it
-  const deepstack = F > 0 ? g.input('deepstack_features', o.dtype, [F, 'vision_batch_size', 'vision_size', H]) : undefined;
+  const deepstack =
+    F > 0 ? g.input('deepstack_features', o.dtype, ['num_feature_layers', 'vision_batch_size', 'vision_size', H]) : undefined;
   const positionIds = g.input('position_ids', 'int64', [4, batch, 'seq_len']);
   const imageIdx = g.input('image_idx', 'int64', [1, 1]);
   const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
@@ -115,8 +118,10 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
       ...(cb ? ['batch_index'] : []),
       ...states.map((st) => st.name),
     ],
-    outputs: ['logits', 'vision_embeds_RetainedState', ...(deepstack ? ['deepstack_features_RetainedState'] : []), 'image_idx_output'],
+    outputs: [] as string[],
   };
+  const serving = resolveServing(o, a.vocab);
+  const ccl = declareCcl(g, serving, io);
 
   const textPos = g.op('Squeeze', [g.op('Slice', [positionIds, g.ints([0]), g.ints([1]), g.ints([0])]), g.ints([0])]); // [B,S]
   const mrope = g.op('Slice', [positionIds, g.ints([1]), g.ints([4]), g.ints([0])]); // [3,B,S]
@@ -140,7 +145,7 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
   });
 
   const h = reshape(c, merged.embeds, [-1, H]); // [B·S, H]
-  const kv = cacheContext(c, a, inputIds, textPos, ctxSource(states, declared), batchIndex);
+  const kv = cacheContext(c, a, inputIds, textPos, ctxSource(states, declared), batchIndex, ccl);
   const rope = mropeTables(c, arch, mrope);
   const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
     ropeFor: () => rope,
@@ -153,17 +158,36 @@ export function buildLanguage(arch: VlmArch, o: LanguageOptions): BuiltLanguage 
     },
   });
   const logits = lastPositionLogits(c, a, last, kv.bs, textPos);
-  g.output(logits, 'logits', 'float32', [batch, 1, a.vocab]);
+  // the sampler reads row 0 of position_ids, as QEfficient's sampler_forward does for MRoPE positions
+  const wiring = {
+    logits,
+    inputIds,
+    positionIds: textPos,
+    ...(batchIndex ? { batchIndex } : {}),
+    vocab: a.vocab,
+    batch,
+    seq: 'seq_len',
+    cacheBatch,
+  };
+  const sampled = servingHead(c, wiring, serving, io);
+  io.outputs.push('vision_embeds_RetainedState', ...(deepstack ? ['deepstack_features_RetainedState'] : []), 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
   if (deepstack)
-    g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [F, 'vision_batch_size', 'vision_size', H]);
+    g.output(g.op('Identity', [deepstack]), 'deepstack_features_RetainedState', o.dtype, [
+      'num_feature_layers',
+      'vision_batch_size',
+      'vision_size',
+      H,
+    ]);
   g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
+  retainSampler(g, sampled, cacheBatch, a.vocab, io);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
     'weight_spec.model_type': arch.modelType,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
+    ...servingMetadata(serving),
     ...(o.metadata ?? {}),
   };
   return { model: g.build(o.name ?? `${arch.modelType}-language`, metadata), weights: weightInputs(a), io };

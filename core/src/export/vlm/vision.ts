@@ -1,10 +1,13 @@
 /**
  * The Qwen3-VL vision tower as one weight-free graph, with QEfficient's vision interface
  * (`QEffQwen3VLEncoderWrapper`, QEfficient/transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py):
- *   inputs  pixel_values [grid_height, C·tp·p·p] (the processor's patches in merge-block order),
- *           image_grid_thw int64 [batch_size, time, grid_h, grid_w] — only its SHAPE carries the grid
+ *   inputs  pixel_values [grid_height, grid_width] (the processor's patches in merge-block order,
+ *           grid_width = C·tp·p·p), image_grid_thw int64 [batch_size, time, grid_h, grid_w] — only
+ *           its SHAPE carries the grid; Qwen2.5-VL's has dim 1 fixed at 1 (no `time` symbol)
  *   outputs vision_embeds [batch_size, vision_size, out_hidden],
  *           deepstack_features [num_feature_layers, batch_size, vision_size, out_hidden]
+ * The symbols are QEfficient's `get_onnx_dynamic_axes` (quic/efficient-transformers main ebf55e8159c8b87bff6d8028541b824244b16c81: qwen3_vl_moe/, qwen3_vl/ and
+ * qwen2_5_vl/modeling_*.py), so the compile's specializations name every dim.
  * The math is HF `Qwen3VLMoeVisionModel` (transformers 4.57): Conv3d patch embed; the learned
  * position table bilinearly interpolated to the grid with `linspace(0, side-1, n)` (align
  * corners) and reordered into merge blocks; 2-D rotary (row, column) in float32; LayerNorm
@@ -107,9 +110,9 @@ export function buildVision(
   const P = v.prefix;
   const qwen25 = v.kind === 'qwen2_5_vl';
   const normKind = qwen25 ? RMS_NORM : LAYER_NORM;
-  const patchElems = v.inChannels * v.temporalPatch * v.patch * v.patch;
-  const pixels = g.input('pixel_values', o.dtype, ['grid_height', patchElems]);
-  const thw = g.input('image_grid_thw', 'int64', ['batch_size', 'time', 'grid_h', 'grid_w']);
+  const pixels = g.input('pixel_values', o.dtype, ['grid_height', 'grid_width']);
+  // Qwen2.5-VL's dynamic axes name dims 0, 2, 3 only: its dummy grid (1, 1, 98, 146) fixes time at 1
+  const thw = g.input('image_grid_thw', 'int64', ['batch_size', qwen25 ? 1 : 'time', 'grid_h', 'grid_w']);
   const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const ln = (name: string, size: number) => ({ weight: `${name}.weight`, ...(qwen25 ? {} : { bias: `${name}.bias` }), size });
 
@@ -121,7 +124,10 @@ export function buildVision(
 
   // Conv3d patch embed: [N, C, tp, p, p] → [N, hidden]
   let h = g.within('patch_embed', () => {
-    const x = reshape(c, pixels, [-1, v.inChannels, v.temporalPatch, v.patch, v.patch]);
+    // the patch count from dim 0 (grid_height) rather than -1: grid_width is symbolic, and
+    // grid_height·grid_width / (C·tp·p·p) would leave every later shape unknown to shape inference
+    const n = vec(c, g.op('Gather', [g.op('Shape', [pixels]), g.int(0)], { axis: 0 }));
+    const x = g.op('Reshape', [pixels, g.op('Concat', [n, g.ints([v.inChannels, v.temporalPatch, v.patch, v.patch])], { axis: 0 })]);
     const k = [v.temporalPatch, v.patch, v.patch];
     const w = weight(c, `${P}.patch_embed.proj.weight`, [v.hidden, v.inChannels, ...k]);
     // Qwen2.5-VL's Conv3d has no bias
@@ -262,7 +268,7 @@ export function buildVision(
       deep.map((d) => unsqueeze(c, perImage(d), [0])),
       { axis: 0 },
     );
-    g.output(stacked, 'deepstack_features', o.dtype, [v.deepstack.length, 'batch_size', 'vision_size', v.outHidden]);
+    g.output(stacked, 'deepstack_features', o.dtype, ['num_feature_layers', 'batch_size', 'vision_size', v.outHidden]);
   }
 
   const weights = g.inputs

@@ -4,8 +4,11 @@
  * one size share a call: image_grid_thw `[n, t, h, w]`), the MRoPE position ids from
  * {@link getRopeIndex} (rows 1–3; row 0 is the cache position), one prefill of the prompt with
  * the vision outputs, then greedy decode at cache position p with MRoPE position p + delta.
+ * QEfficient's serving features, as the text runner feeds them (serving.ts): a `comp_ctx_lengths`
+ * input gets the smallest covering CCL bucket of the call's phase; a language graph ending in the
+ * on-device sampler is fed greedy parameters and its `next_tokens` is the token (no logits).
  */
-import { ctxState, stateDims, statesOfGraph } from '../../artifacts/graph-interface';
+import { ctxState, RETAINED, stateDims, statesOfGraph } from '../../artifacts/graph-interface';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
@@ -19,6 +22,8 @@ export { readVlmManifest } from '../../artifacts/vlm-manifest';
 import { resolveRunnable } from '../index';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../ort/loader';
 import { argmax, logitRows, type OnToken } from '../runner';
+import { cclTensor, pickBucket, SAMPLER_STATE, samplerFeeds, samplerState, servingFeatures } from '../serving';
+import { GREEDY } from '../sampling';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
 import { anyresLayout, packIndex } from '../../export/vlm/anyres';
@@ -121,6 +126,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     throw new PipelineError(`${langModel}: no state inputs (past_key/past_value) with every dim fixed but batch and ctx_len`);
   if ((fixed(need('input_ids', byName, langModel).dims[0]) ?? 1) !== 1)
     throw new PipelineError(`${langModel}: only batch size 1 runs here`);
+  const feat = servingFeatures(langModel, lin, langWire.outputs, langWire.metadata);
   const half = embedsInfo.elemType === TensorDataType.FLOAT16;
   const H = m.text.hidden_size;
   const i64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map((x) => BigInt(x))), dims);
@@ -281,17 +287,22 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
           : new ort.Tensor('float32', new Float32Array(n), dims);
     }
     st.image_idx = i64([0], [1, 1]);
+    if (feat.sampler) Object.assign(st, samplerState(ort, fixed(c0.dims[0]) ?? 1, feat.sampler.vocab));
     return st;
   };
   const copy = (st: Record<string, OrtTensor>) => ({ ...st });
-  /** One language call: `ids` at cache positions `cachePos`, MRoPE rows `mrope` (3 × len). */
+  /**
+   * One language call: `ids` at cache positions `cachePos`, MRoPE rows `mrope` (3 × len); the last
+   * position's logits row (none from a sampler graph) and its greedy token.
+   */
   const step = async (
     st: Record<string, OrtTensor>,
     v: { embeds: OrtTensor; deep: OrtTensor },
     ids: number[],
     cachePos: number[],
     mrope: number[][],
-  ) => {
+    phase: 'prefill' | 'decode' = ids.length > 1 ? 'prefill' : 'decode',
+  ): Promise<{ row?: Float32Array; token: number }> => {
     const feeds: Record<string, OrtTensor> = {
       ...st,
       input_ids: i64(ids, [1, ids.length]),
@@ -300,11 +311,28 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       ...(F > 0 ? { deepstack_features: v.deep } : {}),
     };
     if (byName.has('batch_index')) feeds.batch_index = i64([0], [1, 1]);
+    if (feat.ccl) {
+      const ctx = st[c0.name]!.dims[c0.ctxAxis!]!;
+      feeds.comp_ctx_lengths = cclTensor(ort, pickBucket(feat.ccl[phase], cachePos[cachePos.length - 1]!, ctx));
+    }
+    if (feat.sampler) {
+      const k = feat.sampler.maxTopK;
+      Object.assign(feeds, samplerFeeds(ort, GREEDY, 1, k, feeds.input_ids!, new Float32Array(k).fill(0.5)));
+    }
     const out = await run(lang, langModel, feeds);
     for (const c of cache) st[c.name] = out[c.retained]!;
     st.image_idx = out.image_idx_output!;
+    if (feat.sampler) {
+      for (const name of SAMPLER_STATE) {
+        const r = out[name + RETAINED];
+        if (!r) throw new PipelineError(`${langModel}: output ${name + RETAINED} is missing`);
+        st[name] = r;
+      }
+      return { token: Number((out.next_tokens!.data as BigInt64Array)[0]) };
+    }
     const rows = logitRows(out.logits!);
-    return rows[rows.length - 1]!;
+    const row = rows[rows.length - 1]!;
+    return { row, token: argmax(row) };
   };
   const prepare = async (ids: number[], img: VlmImages | undefined) => {
     if (ids.length === 0) throw new UsageError('run: no input ids given');
@@ -328,6 +356,10 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
     manifest: m,
     ctxLen: fixed(c0.dims[2]) ?? opts.ctxLen,
     async logits(ids, img) {
+      if (feat.sampler)
+        throw new PipelineError(
+          `${langModel}: the language graph ends in the on-device sampler (next_tokens); it has no logits to dump (export without --sampler)`,
+        );
       const { v, range } = await prepare(ids, img);
       // Gemma 3: a row of a token inside an image (before its last token) comes from the prefix
       // that ends there, while HF's one forward lets it see the whole image (bidirectional); the
@@ -339,18 +371,18 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       let state: Record<string, OrtTensor> | undefined;
       for (let t = 0; t <= last; t++) {
         const st = newState(ids.length);
-        rows.push(Array.from(await step(st, v, ids.slice(0, t + 1), arange(0, t + 1), range(0, t + 1))));
+        rows.push(Array.from((await step(st, v, ids.slice(0, t + 1), arange(0, t + 1), range(0, t + 1), 'prefill')).row!));
         if (t === last) state = copy(st);
       }
       state ??= newState(ids.length);
-      for (let t = last + 1; t < ids.length; t++) rows.push(Array.from(await step(state, v, [ids[t]!], [t], range(t, t + 1))));
+      for (let t = last + 1; t < ids.length; t++) rows.push(Array.from((await step(state, v, [ids[t]!], [t], range(t, t + 1))).row!));
       return rows;
     },
     async generate(ids, img, n, onToken) {
       const t0 = performance.now();
       const { v, rope, range } = await prepare(ids, img);
       const st = newState(ids.length + n);
-      let next = argmax(await step(st, v, ids, arange(0, ids.length), range(0, ids.length)));
+      let next = (await step(st, v, ids, arange(0, ids.length), range(0, ids.length), 'prefill')).token;
       const ttftMs = performance.now() - t0;
       const tokens: number[] = [];
       for (let k = 0; k < n; k++) {
@@ -358,7 +390,7 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
         if (onToken?.(next)) break;
         if (k + 1 < n) {
           const p = ids.length + k;
-          next = argmax(await step(st, v, [next], [p], [[p + rope.delta], [p + rope.delta], [p + rope.delta]]));
+          next = (await step(st, v, [next], [p], [[p + rope.delta], [p + rope.delta], [p + rope.delta]])).token;
         }
       }
       return { tokens, ttftMs, totalMs: performance.now() - t0 };
