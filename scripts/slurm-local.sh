@@ -21,9 +21,22 @@ dir=$(cd "$dir" && pwd)
 conf="$dir/slurm.conf"
 
 stop() {
+  local pids=()
   for p in slurmd slurmctld; do
-    [ -f "$dir/$p.pid" ] && kill "$(cat "$dir/$p.pid")" 2>/dev/null || true
+    if [ -f "$dir/$p.pid" ]; then
+      pid=$(cat "$dir/$p.pid")
+      kill "$pid" 2>/dev/null && pids+=("$pid")
+    fi
   done
+  # wait (bounded) until they have exited: a daemon still saving its state would write into a
+  # folder the caller is about to remove
+  for _ in $(seq 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
 }
 
 if [ "$cmd" = stop ]; then stop; exit 0; fi

@@ -137,7 +137,6 @@ export type FixturePath = 'config' | 'onnx' | 'vlm' | 'lora';
  * skipped silently.
  */
 export const PENDING_FIXTURES: Readonly<Record<string, { issue: number; paths: readonly FixturePath[] }>> = {
-  internvl: { issue: 44, paths: ['config'] },
   llama4_vlm: { issue: 44, paths: ['vlm'] },
 };
 
@@ -194,7 +193,7 @@ export const LEGACY_ONNX_FOLDERS = FIXTURE_FOLDERS.filter(
  * The VLM fixtures the pipeline builds (export --config and both legacy graphs), each judged by
  * its own suites (core/test/vlm/vlm-*.test.ts) rather than the text-model suites over LEGACY_FAMILIES.
  */
-export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next', 'mistral3'] as const;
+export const BUILT_VLMS = ['qwen3_vl_moe', 'qwen2_5_vl', 'gemma3_vlm', 'llava', 'llava_next', 'mistral3', 'internvl'] as const;
 
 /**
  * The LoRA fixtures the pipeline builds (`export --config <base> --lora <adapter> …` → prepare

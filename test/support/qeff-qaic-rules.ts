@@ -124,6 +124,14 @@ if is_tlm and prefill_seq_len < decode_ks[-1] + 1:
 ccl_p = ccl_d = None
 if a["ccl"]:
     ccl_p, ccl_d = validate_ccl_lists(list(a["ccl"][0]), list(a["ccl"][1]), ctx_len, prefill_seq_len)
+# QEfficient/transformers/models/gpt_oss/modeling_gpt_oss.py QEffGptOssForCausalLM.get_specializations (main ebf55e81)
+def gpt_oss_get_specializations(batch_size, prefill_seq_len, ctx_len, **kwargs):
+    batch_size = batch_size if batch_size else 1
+    if kwargs.get("prefill_only") and not kwargs.get("enable_chunking") and ctx_len != prefill_seq_len:
+        ctx_len = prefill_seq_len
+    return [{"batch_size": batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "sliding_window": 128},
+            {"batch_size": batch_size, "seq_len": 1, "ctx_len": ctx_len, "sliding_window": 128}]
+has_get_specializations = a.get("model_type") == "gpt_oss"
 def build_prefill_specialization(comp_ctx_lengths=None):
     if not cb:
         exec_batch_size = batch_size
@@ -131,7 +139,11 @@ def build_prefill_specialization(comp_ctx_lengths=None):
         exec_batch_size = full_batch_size
     else:
         exec_batch_size = 1
-    spec = {"batch_size": exec_batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
+    if has_get_specializations:
+        spec = gpt_oss_get_specializations(exec_batch_size, prefill_seq_len, ctx_len, prefill_only=prefill_only,
+                                           enable_chunking=a.get("enable_chunking", False))[0]
+    else:
+        spec = {"batch_size": exec_batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len}
     if comp_ctx_lengths is not None:
         spec["comp_ctx_lengths"] = comp_ctx_lengths
     spec["num_logits_to_keep"] = 1 if is_tlm else None
@@ -148,7 +160,10 @@ def build_decode_specialization(comp_ctx_lengths=None, num_speculative_tokens=No
     decode_seq_len = (num_speculative_tokens + 1) if is_tlm else 1
     if decode_seq_len == prefill_seq_len and not cb:
         return None
-    spec = {"batch_size": full_batch_size if cb else batch_size, "seq_len": decode_seq_len, "ctx_len": ctx_len}
+    if has_get_specializations:
+        spec = gpt_oss_get_specializations(full_batch_size if cb else batch_size, decode_seq_len, ctx_len)[1]
+    else:
+        spec = {"batch_size": full_batch_size if cb else batch_size, "seq_len": decode_seq_len, "ctx_len": ctx_len}
     if comp_ctx_lengths is not None:
         spec["comp_ctx_lengths"] = comp_ctx_lengths
     spec["num_logits_to_keep"] = (num_speculative_tokens + 1) if is_tlm else None
@@ -212,7 +227,8 @@ export interface QeffQaicCompile {
 /**
  * Runs the rules for `args`: compiler, hw, batch_size, full_batch_size, continuous_batching,
  * decode_only, ccl ([prefill, decode] or null), prefill_seq_len, ctx_len, num_layers,
- * mxint8_kv_cache, mxfp6_matmul, num_cores, onnx and compile_dir.
+ * mxint8_kv_cache, mxfp6_matmul, num_cores, onnx and compile_dir; optional model_type
+ * ("gpt_oss": its get_specializations) and enable_chunking.
  */
 export function qeffQaicCompile(args: Record<string, unknown>): QeffQaicCompile {
   const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_RULES, JSON.stringify(args)], { encoding: 'utf8' });
@@ -331,6 +347,21 @@ elif fam == "mistral3":
     vision[0].update({"image_height": img_size, "image_width": img_size, "image_tokens": vision_size // batch_size})
     lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size},
             {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "image_size": img_size, "vision_size": vision_size, "vision_batch_size": batch_size}]
+    num_layers = cfg["text_config"]["num_hidden_layers"]
+elif fam == "internvl":
+    # QEfficient/transformers/models/internvl/modeling_internvl.py get_specializations (HF's config
+    # gives image_size / patch_size as [h, w]; the remote-code config QEfficient reads, ints)
+    vc = cfg["vision_config"]
+    side = lambda x: x[0] if isinstance(x, list) else x
+    num_patches = 13  # constants.INTERN_NUM_PATCHES
+    prefill_seq_len = a["prefill_seq_len"] or 4096 - 256
+    img_size = a["img_size"] or side(vc["image_size"])
+    per_patch_embed_size = (img_size // side(vc["patch_size"]) * cfg["downsample_ratio"]) ** 2
+    vision_size = int(batch_size * num_patches * per_patch_embed_size)
+    vision = [{"batch_size": batch_size, "num_patches": num_patches, "img_size": img_size, "batched_num_patches": batch_size * num_patches}]
+    vision[0]["vision_size"] = vision_size  # our vision graph's output rows (see qaic-vlm-specs-internvl.ts)
+    lang = [{"batch_size": 1 if cb else batch_size, "seq_len": prefill_seq_len, "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1},
+            {"batch_size": full_batch_size if cb else batch_size, "seq_len": "1", "ctx_len": ctx_len, "num_patches": num_patches, "img_size": img_size, "vision_size": vision_size, "vision_batch_size": 1}]
     num_layers = cfg["text_config"]["num_hidden_layers"]
 else:
     prefill_seq_len = a["prefill_seq_len"] or 32

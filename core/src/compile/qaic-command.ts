@@ -112,8 +112,9 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
     throw new UsageError(
       `compile: --ctx-len ${opts.ctxLen} does not match the graph, whose cache holds ${g.ctxLen} positions (export again with --ctx-len ${opts.ctxLen})`,
     );
-  const ctxLen = opts.ctxLen ?? g.ctxLen ?? 128;
   const prefillOnly = prefillOnlyOf(g);
+  const oss = ossPrefill(opts, g);
+  const ctxLen = oss ? oss.ctxLen : (opts.ctxLen ?? g.ctxLen ?? 128);
   if (g.seqLen === 1 && opts.prefillSeqLen !== undefined && opts.prefillSeqLen !== 1)
     throw new UsageError(
       `compile: the graph was exported with --phase decode (input_ids [batch, 1]); --prefill-seq-len ${opts.prefillSeqLen} cannot be met`,
@@ -133,6 +134,7 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
       ['batch_size', exec],
       ['seq_len', prefill],
       ['ctx_len', ctxLen],
+      ...(oss ? [['sliding_window', GPT_OSS_SPEC_SLIDING_WINDOW] as [string, number]] : []),
     ];
     if (ccl !== undefined) s.push(['comp_ctx_lengths', ccl]);
     if (g.speculative) s.push(['num_logits_to_keep', 1]);
@@ -165,6 +167,27 @@ export function causalLmSpecializations(opts: QaicOptions, g: GraphShapeFacts): 
     for (const d of ds) if (d) out.push(d);
   }
   return out;
+}
+
+/** The `sliding_window` symbol `QEffGptOssForCausalLM.get_specializations` writes, whatever the config's window. */
+export const GPT_OSS_SPEC_SLIDING_WINDOW = 128;
+
+/**
+ * gpt_oss's prefill-only specialization (`QEffGptOssForCausalLM.get_specializations`,
+ * `QEfficient/transformers/models/gpt_oss/modeling_gpt_oss.py`, main ebf55e81): without chunking
+ * ctx_len is overridden to prefill_seq_len ("we don't support ctx_len different than
+ * prefill_seq_len for prefill_only model"), and the entry gains `sliding_window: 128`. A graph
+ * exported with a fixed ctx_len other than the prefill length cannot be compiled so: refused.
+ * Undefined for every other graph.
+ */
+function ossPrefill(opts: QaicOptions, g: GraphShapeFacts): { ctxLen: number } | undefined {
+  if (g.modelType !== 'gpt_oss' || prefillOnlyOf(g) !== true || !g.disaggPrefill || g.disaggPrefill.enableChunking) return undefined;
+  const prefill = opts.prefillSeqLen ?? g.seqLen ?? 32;
+  if (g.ctxLen !== undefined && g.ctxLen !== prefill)
+    throw new UsageError(
+      `compile: a prefill-only gpt_oss graph's ctx_len is its prefill_seq_len (${prefill}), but this one was exported with --ctx-len ${g.ctxLen}: export without --ctx-len`,
+    );
+  return { ctxLen: prefill };
 }
 
 /** QEfficient's `constants.GPT_OSS_PREFILL_Q_BLOCK_SIZE`: a prefill-only graph's q block, without chunking. */

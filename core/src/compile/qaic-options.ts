@@ -55,6 +55,8 @@ export interface GraphShapeFacts {
   dtype?: string;
   /** The export's phase (`weight_spec.phase`): `compile`'s prefill_only is true for prefill, false for decode. */
   phase?: string;
+  /** The export's `weight_spec.model_type` (gpt_oss's prefill-only graph has its own specializations). */
+  modelType?: string;
   /** A disaggregated-serving prefill graph (`--phase prefill` of a SPECIALIZED_DISAGG arch): its chunking and expert count. */
   disaggPrefill?: { enableChunking: boolean; numExperts?: number };
   /** The nodes and initializers, read only for a pipeline partition config (`--pipeline-partitions` > 1). */

@@ -29,12 +29,13 @@ import { UsageError } from '../errors';
 import { pyRound } from '../foundation/py-round';
 import { llavaSpecializations } from './qaic-vlm-specs-llava';
 import { mistral3Specializations } from './qaic-vlm-specs-mistral3';
+import { internvlSpecializations } from './qaic-vlm-specs-internvl';
 
 /** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
 export type VlmSpecialization = [string, number | string][];
 
 /** The VLM families whose qaic specializations are built here (`vlm.json` model_type). */
-export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3';
+export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3' | 'internvl';
 
 /** What the specializations need from the model (vlm.json and config.json). */
 export interface VlmModelFacts {
@@ -80,6 +81,8 @@ export const VLM_DEFAULT_PREFILL: Readonly<Record<VlmFamily, number>> = {
   llava: 592,
   llava_next: 5500,
   mistral3: 128,
+  // constants.INTERN_PREFILL_SEQ_LEN (4096 - 256)
+  internvl: 3840,
 };
 /** The default ctx_len of each family's `get_specializations` (LLaVA's module CTX_LEN, LLaVA-NeXT's GRANITEVISION_CTX_LEN). */
 export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
@@ -89,6 +92,7 @@ export const VLM_DEFAULT_CTX: Readonly<Record<VlmFamily, number>> = {
   llava: 1024,
   llava_next: 6000,
   mistral3: VLM_DEFAULT_CTX_LEN,
+  internvl: VLM_DEFAULT_CTX_LEN,
 };
 
 /** The default prefill length of each family's `get_specializations`. */
@@ -147,6 +151,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
   if (m.family === 'gemma3') return gemma3Specializations(m, s);
   if (m.family === 'llava' || m.family === 'llava_next') return llavaSpecializations(m, s, (decode) => langBatch(s, decode));
   if (m.family === 'mistral3') return mistral3Specializations(m, s, (decode) => langBatch(s, decode));
+  if (m.family === 'internvl') return internvlSpecializations(m, s, (decode) => langBatch(s, decode));
   if (s.imgSize !== undefined)
     throw new UsageError(`compile: --img-size is Gemma 3's; a ${m.family} export takes --img-height and --img-width`);
   if ((s.height === undefined) !== (s.width === undefined))

@@ -54,6 +54,7 @@ const FAMILY: Record<string, VlmFamily> = {
   llava: 'llava',
   llava_next: 'llava_next',
   mistral3: 'mistral3',
+  internvl: 'internvl',
 };
 
 /** Reads the model facts from the `vlm.json` beside the graph's export directory (and Gemma 3's config.json). */
@@ -84,6 +85,8 @@ export function vlmModelFacts(graphDir: string, role: 'vision' | 'language'): Vl
     mergeSize: int(m.vision?.spatial_merge_size, 'vision.spatial_merge_size'),
     numFeatureLayers: Number.isInteger(m.vision?.num_feature_layers) ? (m.vision!.num_feature_layers as number) : 0,
   };
+  if (family === 'internvl')
+    return { ...facts, imageSize: int(m.image_size, 'image_size'), mmTokensPerImage: int(m.mm_tokens_per_image, 'mm_tokens_per_image') };
   if (family === 'llava' || family === 'llava_next') {
     const pins = m.image_grid_pinpoints;
     if (family === 'llava_next' && !(Array.isArray(pins) && pins.length > 0))

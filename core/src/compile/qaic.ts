@@ -57,6 +57,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
   const num = (d: number | string | undefined) => (typeof d === 'number' && d > 0 ? d : undefined);
   const kvDtype = m.metadata.find((e) => e.key === 'weight_spec.kv_dtype')?.value;
   const phase = m.metadata.find((e) => e.key === 'weight_spec.phase')?.value;
+  const modelType = m.metadata.find((e) => e.key === 'weight_spec.model_type')?.value;
   const disagg = disaggPrefillFromMetadata(m.metadata);
   return {
     states: states.map((s) => s.name),
@@ -79,6 +80,7 @@ export function graphFacts(m: WireModel): GraphShapeFacts {
     ...(m.inputs.some((i) => i.name === NUM_LOGITS_TO_KEEP) ? { speculative: speculativeFromMetadata(m.metadata) } : {}),
     ...(kvDtype ? { dtype: kvDtype } : {}),
     ...(phase ? { phase } : {}),
+    ...(modelType ? { modelType } : {}),
     ...(disagg ? { disaggPrefill: disagg } : {}),
   };
 }

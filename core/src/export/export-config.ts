@@ -17,6 +17,8 @@ import { isStateInput, parseStateName, RETAINED } from '../artifacts/graph-inter
 import { buildCausalLM, type Phase } from './exporter/decoder';
 import { encodeBuiltModel } from './exporter/encode';
 import { archFromConfig } from './families/arch-from-config';
+import { gptOssPrefillOnly } from './families/gpt-oss';
+import { REPLICATE_KV_METADATA, replicateKvArch } from './blocks/replicate-kv';
 import { DEFAULT_MAX_TOP_K } from './blocks/sampler';
 import { DISAGG_SERVING_MODEL_TYPES, SERVING_METADATA } from '../artifacts/graph-metadata';
 import { checkLayout, layoutFromConfig, modelClassName, preparedDirFor, type LayoutPlanner, type PreparedLayout } from './exporter/layout';
@@ -62,6 +64,8 @@ export interface ConfigExportOptions {
   numSpeculativeTokens?: number[];
   /** `--enable-chunking`: QEfficient's chunked prefill-only graph (`--phase prefill` of a disaggregated-serving arch). */
   enableChunking?: boolean;
+  /** `--replicate-kv-heads N`: QEfficient's ReplicateKVHeadTransform, N × the KV heads (blocks/replicate-kv.ts). */
+  replicateKvHeads?: number;
   /** `--keep-quantized`: GPTQ/AWQ Linears stay packed and compute with MatMulNBits (keep-quantized.ts). */
   keepQuantized?: boolean;
   /** `--lora`: PEFT adapter folders served from one graph, ids 1… in this order (export-lora.ts). */
@@ -115,8 +119,8 @@ function speculativeTokens(ks: number[], modelType: string, o: ConfigExportOptio
  * swap only the MoE block of qwen3_moe, glm4_moe and kimi (QEffPrefillChunked…MoE: the same routed sum,
  * computed expert-blocked over `num_cores` NSPs) and keep attention and the cache interface, so
  * the graph is the plain one, recorded as a prefill graph with its chunking and expert count for
- * compile's checks. gpt_oss's prefill-only attention (over the chunk only, a sliding_window cache)
- * is not built: refused. Without chunking a continuous-batching prefill graph is QEfficient's
+ * compile's checks. gpt_oss's `PrefillOnlyTransform` also swaps attention: {@link gptOssPrefillOnly}
+ * (its chunked variant is refused). Without chunking a continuous-batching prefill graph is QEfficient's
  * NotImplementedError ("prefix-caching without chunking").
  */
 function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunking: boolean; num_experts?: number } | undefined {
@@ -126,15 +130,20 @@ function disaggPrefill(arch: ArchSpec, o: ConfigExportOptions): { enable_chunkin
       `--enable-chunking goes with --phase prefill of a disaggregated-serving model (${DISAGG_SERVING_MODEL_TYPES.join(', ')})`,
     );
   if (!disaggArch || o.phase !== 'prefill') return undefined;
-  if (arch.modelType === 'gpt_oss')
+  if (arch.modelType === 'gpt_oss' && o.enableChunking)
     throw new UsageError(
-      "--phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
+      "--phase prefill --enable-chunking of gpt_oss: QEfficient's chunked prefill-only GPT-OSS attention (QEffPrefillOnlyChunkedGptOssAttention) is not built yet",
+    );
+  if (arch.modelType === 'gpt_oss' && o.compCtxLengths)
+    throw new UsageError(
+      "--phase prefill of gpt_oss with --comp-ctx-lengths-*: QEfficient's prefill-only GPT-OSS attention reads no cache",
     );
   if (o.continuousBatching && !o.enableChunking)
     throw new UsageError(
       '--phase prefill with --continuous-batching needs --enable-chunking (QEfficient: "prefix-caching without chunking, this feature is not available yet")',
     );
-  const moe = arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
+  // gpt_oss's unchunked QEffPrefillOnlyGptOssMLP is not expert-blocked (no supports_moe_prefill_blocking): no expert count to check
+  const moe = arch.modelType === 'gpt_oss' ? undefined : arch.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   return { enable_chunking: !!o.enableChunking, ...(moe?.kind === 'moe' ? { num_experts: moe.weights.experts } : {}) };
 }
 
@@ -191,6 +200,7 @@ function whisperRefusal(o: ConfigExportOptions): string | undefined {
   if (o.compCtxLengths) return '--comp-ctx-lengths-prefill/--comp-ctx-lengths-decode';
   if (o.sampler) return '--sampler';
   if (o.lora?.length) return '--lora';
+  if (o.replicateKvHeads) return '--replicate-kv-heads';
   return undefined;
 }
 
@@ -220,6 +230,8 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (o.keepQuantized && !withCheckpoint)
     throw new UsageError(`--keep-quantized needs the GPTQ/AWQ checkpoint beside ${cfg.file} (the packed layout is planned from it)`);
   if (o.lora?.length) checkLoraExport({ vlm: isVlmConfig(cfg.raw), withCheckpoint, dir: cfg.dir });
+  if (o.replicateKvHeads && (isEmbeddingConfig(cfg.raw) || isVlmConfig(cfg.raw)))
+    throw new UsageError('--replicate-kv-heads goes with a causal LM (not yet a vision-language model or an embedding encoder)');
   if (isEmbeddingConfig(cfg.raw)) {
     // BERT / XLM-RoBERTa: one encoder graph with its sentence-transformers pooling (export/embedding/)
     refuseDecoderOptions({ ...o });
@@ -324,6 +336,9 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   }
   const spd = o.numSpeculativeTokens ? speculativeTokens(o.numSpeculativeTokens, arch.modelType, o) : undefined;
   const disagg = disaggPrefill(arch, o);
+  if (disagg && arch.modelType === 'gpt_oss') arch = gptOssPrefillOnly(arch, cfg.file);
+  const kvOrig = arch.nKv;
+  if (o.replicateKvHeads) arch = replicateKvArch(arch, o.replicateKvHeads, cfg.file);
   const built = buildCausalLM(arch, {
     dtype,
     ...(o.ctxLen !== undefined ? { ctxLen: o.ctxLen } : {}),
@@ -334,9 +349,15 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
     ...(o.opset !== undefined ? { opset: o.opset } : {}),
     ...(ccl ? { compCtxLengths: ccl } : {}),
     ...(sampler ? { sampler } : {}),
-    ...(lora ? { lora: loraGraphOf(lora), metadata: loraMetadata(lora) } : {}),
+    ...(lora ? { lora: loraGraphOf(lora) } : {}),
     ...(spd ? { numSpeculativeTokens: spd } : {}),
-    ...(disagg ? { metadata: { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } } : {}),
+    metadata: {
+      ...(lora ? loraMetadata(lora) : {}),
+      ...(disagg ? { [SERVING_METADATA.disaggPrefill]: JSON.stringify(disagg) } : {}),
+      ...(arch.kvRepeat
+        ? { [REPLICATE_KV_METADATA]: JSON.stringify({ orig_kv_heads: kvOrig, num_replicate_kv_heads: arch.kvRepeat }) }
+        : {}),
+    },
   });
   const problems = checkGraph(built.model);
   if (problems.length) throw new PipelineError(`internal error: the built graph is malformed: ${problems[0]!.message}`);

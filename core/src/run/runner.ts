@@ -17,6 +17,7 @@
  * with the same semantics.
  */
 import { PipelineError } from '../errors';
+import { SERVING_METADATA } from '../artifacts/graph-metadata';
 import { ctxState, isEmbeddingGraph, RETAINED, stateDims, statesOfGraph } from '../artifacts/graph-interface';
 import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
@@ -118,6 +119,12 @@ export async function createRunner(
   const ids = byName.get('input_ids');
   if (!ids) throw new PipelineError(`${model}: the graph has no input_ids input (inputs: ${inputs.map((i) => i.name).join(', ')})`);
   const feat = servingFeatures(model, inputs, outputs, metadata);
+  // QEfficient's prefill-only GPT-OSS graph attends one call's tokens only: chunked feeding would be wrong
+  const meta = (k: string) => metadata.find((e) => e.key === k)?.value;
+  if (meta(SERVING_METADATA.disaggPrefill) !== undefined && meta('weight_spec.model_type') === 'gpt_oss')
+    throw new PipelineError(
+      `${model}: a prefill-only gpt_oss graph (export --phase prefill) attends one call's tokens and hands its caches to a decode graph; run serves the plain export`,
+    );
   const logitsOut = outputs.find((o) => o.name === 'logits');
   // an embedding graph (run/embedding.ts) has no logits to generate from
   if (!logitsOut && isEmbeddingGraph(outputs))

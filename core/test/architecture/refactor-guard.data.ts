@@ -679,8 +679,10 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'model.onnx': 'a9d824765153121e23ff4a0d7073d42234df18a881feaac915ee68e0883da822',
     'weight_spec.json': 'e445f0d213915abe95e7233567dae266ff301ec2820285f8d6374e0753ff958f',
   },
-  'config/fixture-gpt_oss_full/prefill':
-    "refused: --phase prefill of gpt_oss: QEfficient's prefill-only GPT-OSS graph (attention over the chunk, a sliding_window cache) is not built yet",
+  'config/fixture-gpt_oss_full/prefill': {
+    'model.onnx': 'eebbdd45c36baa8e504db50acee753db8d95803af74f8ba9860501dc30317852',
+    'weight_spec.json': '09883aa6fb4ebfc1fbef063845c2406fc0d42e3d703066427576d1bc02308fc8',
+  },
   'config/fixture-gpt_oss_full/decode': {
     'model.onnx': '83974bb93149dc0ee7738994e5df54add98c4014ff663101532c23af2ce9e95f',
     'weight_spec.json': '09883aa6fb4ebfc1fbef063845c2406fc0d42e3d703066427576d1bc02308fc8',

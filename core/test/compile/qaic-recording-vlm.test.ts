@@ -28,6 +28,9 @@
  *  - `mistral3/modeling_mistral3.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
  *    (our graph's image_height / image_width / image_tokens / vision_batch_size added: see
  *    qaic-vlm-specs-mistral3.ts);
+ *  - `internvl/modeling_internvl.py` (main ebf55e8159c8b87bff6d8028541b824244b16c81) `get_specializations`
+ *    (num_patches its default 13; our vision_size / vision_batch_size added and its 448-only
+ *    img_size check left out: see qaic-vlm-specs-internvl.ts);
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * Two deliberate differences, asserted here: Qwen2.5-VL's Vision entry carries `time` 1 (our
@@ -113,6 +116,15 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       exp: ['--continuous-batching', '--batch-size', '2'],
       comp: ['--img-size', '16', '--ctx-len', '256', '--prefill-seq-len', '64'],
       py: { img_size: 16, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2 },
+    },
+    { tag: 'internvl at its tile size (13 tiles, prefill 3840, ctx 4096)', fixture: 'internvl', family: 'internvl', comp: [], py: {} },
+    {
+      tag: 'internvl, continuous batching, mxint8 KV',
+      fixture: 'internvl',
+      family: 'internvl',
+      exp: ['--continuous-batching', '--batch-size', '2'],
+      comp: ['--img-size', '16', '--ctx-len', '256', '--prefill-seq-len', '64', '--mxint8-kv-cache'],
+      py: { img_size: 16, ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2, mxint8_kv_cache: true },
     },
   ];
 

@@ -37,14 +37,14 @@ describeFixtures('prefill-only export of the glm4_moe fixture', () => {
     expect(maxAbsDiff(rows, ref.logits)).toBeLessThanOrEqual(1e-4);
   });
 
-  it('refused with one line: gpt_oss (its prefill-only attention is not built), --enable-chunking without --phase prefill, CB without chunking', async () => {
+  it('refused with one line: chunked gpt_oss (its chunked attention is not built), --enable-chunking without --phase prefill, CB without chunking', async () => {
     const root = tmp();
     const bad = async (fam: string, flags: string[], msg: RegExp) => {
       const r = await ws(root, ['export', '--config', path.join(fixturesDir(), fam), '--out', path.join(root, 'bad'), ...flags], false);
       expect(r.status).toBe(2);
       expect(r.stderr.split('\n')[0]).toMatch(msg);
     };
-    await bad('gpt_oss_full', ['--phase', 'prefill'], /prefill-only GPT-OSS graph .* is not built yet/);
+    await bad('gpt_oss_full', ['--phase', 'prefill', '--enable-chunking'], /QEffPrefillOnlyChunkedGptOssAttention\) is not built yet/);
     await bad('glm4_moe', ['--enable-chunking'], /--enable-chunking goes with --phase prefill/);
     await bad(
       'llama',

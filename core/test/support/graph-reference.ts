@@ -130,25 +130,30 @@ type Forward = (cfg: Cfg, w: W, ids: number[]) => number[][];
  * finds its row). Families with a test file (`families/<name>.ts`, family-tests.ts) are found
  * there first; the Llama-like families and GPT-2 share {@link llamaLikeReference}, the default.
  */
-const FORWARDS: Readonly<Record<string, Forward>> = {
-  ...Object.fromEntries([...DENSE_TYPES].map((t) => [t, denseReferenceForward])),
-  ...Object.fromEntries([...CLASSIC_TYPES].map((t) => [t, classicReferenceForward])),
-  ...Object.fromEntries([...MPT_BIGCODE_GEMMA3_TYPES].map((t) => [t, mptBigcodeGemma3Reference])),
-  glm4_moe: glm4MoeReference,
-  gpt_oss: gptOssReference,
-  deepseek_v3: deepseekV3Reference,
-  'grok-1': grok1Reference,
-  llama4_text: llama4Reference,
-  llama4: llama4Reference,
-  qwen3_5_moe_text: qwen35Reference,
-};
+let forwards: Readonly<Record<string, Forward>> | undefined;
+// built on first use, not at import: the per-family reference modules import this one's helpers
+// (graph-reference-dense.ts ↔ graph-reference.ts), so a table made at import time would read their
+// exports before they exist when one of them is imported first (encoder-reference.ts does)
+const FORWARDS = (): Readonly<Record<string, Forward>> =>
+  (forwards ??= {
+    ...Object.fromEntries([...DENSE_TYPES].map((t) => [t, denseReferenceForward])),
+    ...Object.fromEntries([...CLASSIC_TYPES].map((t) => [t, classicReferenceForward])),
+    ...Object.fromEntries([...MPT_BIGCODE_GEMMA3_TYPES].map((t) => [t, mptBigcodeGemma3Reference])),
+    glm4_moe: glm4MoeReference,
+    gpt_oss: gptOssReference,
+    deepseek_v3: deepseekV3Reference,
+    'grok-1': grok1Reference,
+    llama4_text: llama4Reference,
+    llama4: llama4Reference,
+    qwen3_5_moe_text: qwen35Reference,
+  });
 
 /** Full-sequence logits `[T][V]` (row t predicts token t+1) for `ids`. */
 export function referenceForward(cfg: Cfg, w: W, ids: number[]): number[][] {
   const own = familyTestOf(cfg);
   if (own) return own.reference(cfg, w, ids);
   const row = familyOfConfig(cfg);
-  return ((row && FORWARDS[row.modelType]) ?? llamaLikeReference)(cfg, w, ids);
+  return ((row && FORWARDS()[row.modelType]) ?? llamaLikeReference)(cfg, w, ids);
 }
 
 /** Llama, Mistral, Qwen2/3, Phi-3, Gemma, Mixtral, Qwen3-MoE and GPT-2 (modeling_llama.py and kin). */

@@ -66,6 +66,12 @@ const flags = {
     description:
       "with --phase prefill of a disaggregated-serving MoE (qwen3_moe, glm4_moe, kimi_k2): QEfficient's chunked prefill-only graph (enable_chunking)",
   },
+  'replicate-kv-heads': {
+    type: 'int',
+    placeholder: '<N>',
+    description:
+      "QEfficient's ReplicateKVHeadTransform (qaic_config replicate_kv_heads): N × the KV heads, each repeated, for tensor slicing over more devices; same logits",
+  },
   sampler: { type: 'boolean', description: "append QEfficient's on-device sampler: next_tokens instead of logits (with --config)" },
   'max-top-k': {
     type: 'int',
@@ -170,6 +176,12 @@ export function parseSpeculative(text: string): number[] {
   });
 }
 
+/** `--replicate-kv-heads N`: a positive repeat count (1 leaves the heads as they are, as QEfficient does). */
+function replicateKv(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`export: --replicate-kv-heads must be a positive integer (got ${n})`);
+  return n;
+}
+
 /** `export --config`: builds the graph from config.json. */
 export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number> {
   // loaded on use: `weight-spec prepare` (and --help) need not initialize this command's modules
@@ -221,6 +233,7 @@ export async function exportConfig(args: ExportArgs, io: CliIO): Promise<number>
         }
       : {}),
     ...(f['enable-chunking'] ? { enableChunking: true } : {}),
+    ...(f['replicate-kv-heads'] !== undefined ? { replicateKvHeads: replicateKv(f['replicate-kv-heads']) } : {}),
     ...(f['num-speculative-tokens'] !== undefined ? { numSpeculativeTokens: parseSpeculative(f['num-speculative-tokens']) } : {}),
     ...(f.sampler
       ? { sampler: { ...(f['max-top-k'] !== undefined ? { maxTopK: f['max-top-k'] } : {}), returnPdfs: f['return-pdfs'] } }
@@ -271,7 +284,7 @@ export const exportCommand = defineCommand({
     '       [--mla-cache per-head|compressed] [--sliding-cache full|window]',
     '       [--comp-ctx-lengths-prefill A,B --comp-ctx-lengths-decode C,D] [--sampler [--max-top-k N] [--return-pdfs]] [--keep-quantized]',
     '       [--lora <adapter dir> [--lora <adapter dir> …]]',
-    '       [--num-speculative-tokens K[,K2…]] [--phase prefill [--enable-chunking]]',
+    '       [--num-speculative-tokens K[,K2…]] [--phase prefill [--enable-chunking]] [--replicate-kv-heads N]',
     'export --onnx <model.onnx> --checkpoint <dir> --out <dir>',
   ],
   details: [
@@ -297,6 +310,8 @@ export const exportCommand = defineCommand({
     'ai200 and converts to fp16 for ai100; the ORT compile emulates bf16 arithmetic in float32 (rounded per op) on the CPU.',
     "--phase prefill of a disaggregated-serving MoE (QEfficient's SPECIALIZED_DISAGG_SERVING_MODEL_ARCH: qwen3_moe, glm4_moe,",
     'kimi_k2) is its prefill-only graph: compile gives the Prefill specializations only (prefill_only), [--enable-chunking].',
+    "gpt_oss's (not chunked) attends the call's tokens only, sliding layers keep sliding_window keys; compile sets ctx_len to",
+    "prefill_seq_len (export it without --ctx-len) and adds sliding_window 128, as QEfficient's get_specializations.",
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },
@@ -319,6 +334,7 @@ export const exportCommand = defineCommand({
         'comp-ctx-lengths-decode',
         'max-top-k',
         'num-speculative-tokens',
+        'replicate-kv-heads',
       ] as const) {
         if (args.flags[k] !== undefined) throw new UsageError(`export: --${k} goes with --config`);
       }

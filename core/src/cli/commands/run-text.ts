@@ -40,7 +40,7 @@ export const TEXT_DETAILS = [
   "arrive, and stop at generation_config.json's eos_token_id (one id or a list; config.json's when absent) unless",
   '--ignore-eos; 32 new tokens by default. --chat tokenizes the rendered template without adding special tokens',
   "(the template writes them), as transformers' apply_chat_template. With --image, each image's placeholder",
-  '(<|vision_start|><|image_pad|><|vision_end|>, <start_of_image>, [IMG]), from the template or the prompt, is expanded to',
+  '(<|vision_start|><|image_pad|><|vision_end|>, <start_of_image>, [IMG], <IMG_CONTEXT>), from the template or the prompt, is expanded to',
   "the processor's token count; a --prompt naming none gets one per image in front. Only tokenizer.json is read",
   '(a tokenizer.model alone is refused by name); --input-ids works without it.',
 ];

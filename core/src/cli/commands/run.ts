@@ -244,7 +244,7 @@ export const runCommand = defineCommand({
     'A VLM export (vlm.json + vision/ + language/) runs the vision graph once, computes the MRoPE position',
     'ids (HF get_rope_index, rope delta for generated tokens), prefills and decodes greedily. --pixel-values',
     'reads {"pixel_values": rows, "image_grid_thw": [[t,h,w]]}; --image runs the model\'s image processor',
-    "(Qwen, Gemma 3, CLIP, Pixtral; LLaVA-NeXT anyres tiles; preprocessor_config.json beside the model's config.json).",
+    "(Qwen, Gemma 3, CLIP, Pixtral; LLaVA-NeXT anyres and InternVL tiles; preprocessor_config.json beside the model's config.json).",
     'LLaVA: one <image> per image expands to the processor_config.json count of image tokens.',
     ...TEXT_DETAILS,
     'A Whisper export (whisper.json + encoder/ + decoder/) computes the log-mel features of --audio (mono 16-bit PCM or',

@@ -277,6 +277,14 @@ export interface ArchSpec {
   scoreScale: { op: 'mul' | 'div'; value: number } | undefined;
   /** q·kᵀ and its scaling computed in float32 whatever the compute dtype. */
   scoresInFloat32?: boolean;
+  /**
+   * QEfficient's prefill-only GPT-OSS attention (`QEffPrefillOnlyGptOssAttention`): queries
+   * attend the call's own keys only (the cache is written, never read; ctx_len = the prompt's
+   * length) and a ring layer's cache takes the call's last `slidingWindow` keys in order.
+   */
+  chunkAttention?: boolean;
+  /** `--replicate-kv-heads`: `nKv` is this many times the checkpoint's KV heads, each repeated in place (replicate-kv.ts). */
+  kvRepeat?: number;
   /** Score soft-capping: scores = cap · tanh(scores / cap), after scaling, before the mask. */
   attnSoftcap?: number;
   rope?: RopeSpec;

@@ -109,6 +109,31 @@ export function windowReadWrite(
   return { key: k.next, value: v.next, kRead: k.read, vRead: v.read };
 }
 
+/**
+ * The sequence indices a prefill-only ring takes from the call's keys `[B, nKv, S, ·]`
+ * (`QEffPrefillOnlyGptOssAttention`, QEfficient `transformers/models/gpt_oss/modeling_gpt_oss.py`,
+ * main ebf55e81): `read_idx = arange(W) + max(pmax − W + 1, 0)`, and 0 where it passes `pmax`
+ * ("a trick to export with seq_len < sliding_window_len"); `pmax` is the largest position of
+ * the whole batch. Slot j then holds position start + j, which is slot (start + j) mod W of a
+ * ring when the prompt fills a multiple of W, as QEfficient compiles it (prefill_seq_len a
+ * multiple of 128 = its sliding_window specialization).
+ */
+export function chunkTail(c: Ctx, positionIds: string, window: number): string {
+  const g = c.g;
+  return g.within(`prefill_tail_${window}`, () => {
+    const pMax = g.reduce('ReduceMax', positionIds, [0, 1], 0); // scalar
+    const start = g.op('Max', [g.op('Sub', [pMax, g.int(window - 1)]), g.int(0)]);
+    const slots = g.constant(
+      'int64',
+      [window],
+      Array.from({ length: window }, (_, j) => j),
+      'tail_slots',
+    );
+    const idx = g.op('Add', [slots, start]);
+    return g.op('Where', [g.op('Greater', [idx, pMax]), g.int(0), idx]); // [W]
+  });
+}
+
 /** `--sliding-cache`: the KV cache of sliding layers, ctx_len long (`full`, the default) or a `window` ring. */
 export type SlidingCache = 'full' | 'window';
 

@@ -19,8 +19,9 @@ import { alibiBias } from './alibi';
 import { applyRope } from './rope';
 import { cast, linear, reshape, softcap, split, transpose, unsqueeze, weight, type Ctx } from './ops';
 import { norm } from './norms';
+import { repeatKvHeads } from './replicate-kv';
 import { l2Norm, sameChunk, temperatureScale } from './attention-llama4';
-import { windowContext, windowReadWrite, type WindowContext } from './attention-window';
+import { chunkTail, windowContext, windowReadWrite, type WindowContext } from './attention-window';
 import type { AttentionBlock, CacheContext, StateValues } from './attention-block';
 import type { StateKind } from '../../artifacts/graph-interface';
 
@@ -75,7 +76,8 @@ export function cacheContext(
 
     // CCL: read R = min(len(comp_ctx_lengths), C) slots; the mask spans those R slots only
     let readLen: string | undefined;
-    let span = ctxLen;
+    // prefill-only attention (ArchSpec.chunkAttention) reads the call's own S keys, not the cache
+    let span = a.chunkAttention ? g.op('Gather', [bs, g.int(1)], { axis: 0 }) : ctxLen;
     if (compCtxLengths) {
       span = g.op('Min', [g.op('Gather', [g.op('Shape', [compCtxLengths]), g.int(0)], { axis: 0 }), ctxLen]); // scalar R
       readLen = unsqueeze(c, span, [0]); // [1]
@@ -164,6 +166,7 @@ export const attention: AttentionBlock = (c, a, l, x, kv, rope, states) => {
     // MLA (attention-mla.ts) and Gated DeltaNet (gated-deltanet.ts) layers do not come here (decoder.ts routes them)
     throw new Error(`internal: a ${l.attn.kind} layer has no softmax attention here`);
   }
+  if (a.kvRepeat) [k, v] = [repeatKvHeads(c, k, a), repeatKvHeads(c, v, a)];
   let gate: string | undefined;
   if (l.attnOutputGate) {
     // Qwen3.5: q_proj(x).view(..., heads, 2·head_dim).chunk(2, -1) → query, gate (query first)
@@ -227,11 +230,14 @@ export function attendCache(
   const g = c.g;
   const { nHeads: nh, nKv } = a;
   // a ring layer reads [ring ‖ the call's keys] under its window's own mask (attention-window.ts)
-  const ring = l.windowCache && l.slidingWindow !== undefined ? kv.windowFor(l.slidingWindow) : undefined;
+  const ring = l.windowCache && l.slidingWindow !== undefined && !a.chunkAttention ? kv.windowFor(l.slidingWindow) : undefined;
   const rw = ring ? windowReadWrite(c, ring, kv.batchRows, t, past) : undefined;
-  const key = rw ? rw.key : g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
-  const value = rw ? rw.value : g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
-  const [kRows, vRows] = rw ? [rw.kRead, rw.vRead] : (readCaches(c, kv, [key, value]) as [string, string]);
+  // prefill-only: a ring layer keeps the call's last W keys in order, others scatter as usual
+  const tail =
+    a.chunkAttention && l.windowCache && l.slidingWindow !== undefined ? chunkTail(c, kv.positionIds, l.slidingWindow) : undefined;
+  const key = rw ? rw.key : tail ? g.op('Gather', [t.k, tail], { axis: 2 }) : g.op('ScatterND', [past.key, kv.scatterIdx, t.k]);
+  const value = rw ? rw.value : tail ? g.op('Gather', [t.v, tail], { axis: 2 }) : g.op('ScatterND', [past.value, kv.scatterIdx, t.v]);
+  const [kRows, vRows] = rw ? [rw.kRead, rw.vRead] : a.chunkAttention ? [t.k, t.v] : (readCaches(c, kv, [key, value]) as [string, string]);
 
   const qg = reshape(c, t.q, [0, nKv, -1, dims.qk]); // [B,nKv,groups·S,hd]
   // CodeGen keeps q·kᵀ in float32 whatever the model dtype (HF `_attn`: query/key .to(float32))

@@ -10,6 +10,7 @@ import { lin, type ArchSpec, type LayerSpec, type MlpSpec } from '../blocks/arch
 import type { ArchOptions, FamilyRow } from './row';
 import { llamaLike, parseWith, refuse } from './config';
 import { canonicalMoeKeys } from '../blocks/moe';
+import { windowCacheArch } from '../blocks/attention-window';
 import { attnProj, checkTopK, expertStages, heads, rmsDecoder, ropeOf } from './moe-common';
 
 const int = z.number().int().positive();
@@ -86,6 +87,19 @@ export function gptOssArch(raw: unknown, file: string, opts: ArchOptions = {}): 
     150000,
   );
   return rmsDecoder('gpt_oss', c, file, { nh, nKv, hd }, rope, layers);
+}
+
+/**
+ * `export --phase prefill` of GPT-OSS: QEfficient's `PrefillOnlyTransform` graph
+ * (`QEffPrefillOnlyGptOssModel` / `QEffPrefillOnlyGptOssAttention`,
+ * `QEfficient/transformers/models/gpt_oss/modeling_gpt_oss.py`, main ebf55e81). Attention reads
+ * the call's own keys (ctx_len is the prompt's length: compile sets it to prefill_seq_len),
+ * full layers scatter into a ctx_len cache, and sliding layers' caches are `sliding_window`
+ * long (`get_pkv_dynamic_axes`: axis 2 "sliding_window" unless `retain_full_kv`), filled with
+ * the call's last W keys (`chunkTail`).
+ */
+export function gptOssPrefillOnly(a: ArchSpec, file: string): ArchSpec {
+  return { ...windowCacheArch(a, file), chunkAttention: true };
 }
 
 /** The gpt_oss row of the family registry. */

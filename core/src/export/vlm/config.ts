@@ -14,7 +14,7 @@ import { canonicalMoeKeys } from '../blocks/moe';
 import { ropeSpec, type RopeScaling } from '../blocks/rope';
 
 /** The VLM model types `export --config` builds as two graphs. */
-export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next', 'mistral3'] as const;
+export const VLM_MODEL_TYPES = ['qwen3_vl_moe', 'qwen3_vl', 'qwen2_5_vl', 'gemma3', 'llava', 'llava_next', 'mistral3', 'internvl'] as const;
 /** One supported VLM model type. */
 export type VlmModelType = (typeof VLM_MODEL_TYPES)[number];
 
@@ -30,6 +30,8 @@ export const VLM_PROCESSORS: Readonly<Record<VlmModelType, string>> = {
   llava: 'CLIPImageProcessor: bicubic shortest-edge resize, center crop, CLIP mean/std; `<image>` expanded to the feature rows',
   llava_next: 'LlavaNextImageProcessor: anyres `select_best_resolution`, resize + pad, tiles + base image, packed with `image_newline`',
   mistral3: 'PixtralImageProcessor: resize to patch multiples under `longest_edge`; `[IMG]` rows with `[IMG_BREAK]`, `[IMG_END]` last',
+  internvl:
+    'GotOcr2ImageProcessor: `crop_to_patches` tiles (closest aspect ratio, row-major) + thumbnail; `<img>` `<IMG_CONTEXT>`×n `</img>` per image',
 };
 
 /** Known VLM families this tool does not build (refused by name rather than as "unknown"). */

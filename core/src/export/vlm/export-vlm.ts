@@ -31,6 +31,8 @@ import { buildLlavaVision } from './vision-llava';
 import { buildLlavaLanguage } from './language-llava';
 import { mistral3Arch } from './config-mistral3';
 import { buildPixtralVision } from './vision-pixtral';
+import { internvlArch } from './config-internvl';
+import { buildInternVision } from './vision-internvl';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../spec/file-names';
 import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
@@ -100,7 +102,9 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
         ? llavaParts(o, visionOpts, langOpts)
         : modelType === 'mistral3'
           ? mistral3Parts(o, visionOpts, langOpts)
-          : qwenParts(o, visionOpts, langOpts);
+          : modelType === 'internvl'
+            ? internvlParts(o, visionOpts, langOpts)
+            : qwenParts(o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
   if (o.withCheckpoint) {
@@ -314,5 +318,39 @@ function mistral3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions
       image_size: v.imageSize,
     },
     note: `vision ${v.layers} Pixtral layers (hidden state ${a.featureLayer}), ${a.merge}×${a.merge} patch merger; text ${a.text.modelType} ${a.text.layers.length} layers`,
+  };
+}
+
+/**
+ * InternVL: the InternViT tower + pixel shuffle + projector (vision-internvl.ts) and the
+ * text_config family's layers under the LLaVA-style language wrapper (language-llava.ts;
+ * QEfficient's QEffInternDecoderWrapper gathers the image rows the same way).
+ */
+function internvlParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
+  const a = internvlArch(o.raw, o.cfgFile);
+  const v = a.vision;
+  const vision = buildInternVision(a, vo);
+  return {
+    vision,
+    language: buildLlavaLanguage(a, lo),
+    text: a.text,
+    visionIo: vision.io,
+    manifest: {
+      image_token_id: a.imageTokenId,
+      // no video; <img> / </img> come from the tokenizer
+      video_token_id: -1,
+      vision_start_token_id: -1,
+      vision: {
+        patch_size: v.patch,
+        temporal_patch_size: 1,
+        spatial_merge_size: a.shuffle,
+        in_channels: v.channels,
+        num_feature_layers: 0,
+      },
+      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
+      image_size: v.imageSize,
+      mm_tokens_per_image: a.tileTokens,
+    },
+    note: `vision ${v.layers} InternViT layers (hidden state ${a.featureLayer}), pixel shuffle ${a.shuffle}×${a.shuffle}, ${a.tileTokens} tokens per tile; text ${a.text.modelType} ${a.text.layers.length} layers`,
   };
 }

@@ -9,6 +9,8 @@
  *   `\n\n<start_of_image>` + `<image_soft_token>`×mm_tokens_per_image + `<end_of_image>\n\n`.
  * - Mistral 3 (HF `PixtralProcessor.__call__`): each `[IMG]` becomes its merged rows of `[IMG]`,
  *   each row closed by `[IMG_BREAK]`, the last by `[IMG_END]` (image-pixtral.ts).
+ * - InternVL (HF `InternVLProcessor._insert_media_placeholders`): each `<IMG_CONTEXT>` becomes
+ *   `<img>` + `<IMG_CONTEXT>`×(image_seq_length · the image's tiles) + `</img>` (image-internvl.ts).
  *
  * A `--prompt` without any placeholder gets one per image in front, in image order.
  */
@@ -16,6 +18,7 @@ import { PipelineError, UsageError } from '../../errors';
 import type { VlmManifest } from '../../artifacts/vlm-manifest';
 import type { TextTokenizer } from './text-tokenizer';
 import { pixtralImageText } from '../vlm/image-pixtral';
+import { internvlImageText } from '../vlm/image-internvl';
 
 /** A family's placeholder: what marks one image in the text, and how it expands. */
 interface Placeholder {
@@ -60,6 +63,15 @@ function placeholderOf(m: VlmManifest, grids: [number, number, number][]): Place
       prefix: '[IMG]',
       ids: [['[IMG]', m.image_token_id]],
       expand: (i) => pixtralImageText([grids[i]![1], grids[i]![2]], unit),
+    };
+  }
+  if (m.model_type === 'internvl') {
+    const ctx = '<IMG_CONTEXT>';
+    return {
+      marker: ctx,
+      prefix: `${ctx}\n`,
+      ids: [[ctx, m.image_token_id]],
+      expand: (i) => internvlImageText(grids[i]![0], m.mm_tokens_per_image ?? 0),
     };
   }
   const pad = '<|image_pad|>';

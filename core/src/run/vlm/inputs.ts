@@ -11,6 +11,7 @@ import type { VlmManifest } from '../../export/vlm/export-vlm';
 import { decodeImage, processImage, processorConfig, smartResize } from './image';
 import { gemma3Processor, processGemma3Image } from './image-gemma3';
 import { pixtralProcessor, processPixtralImage } from './image-pixtral';
+import { internvlProcessor, processInternVLImage } from './image-internvl';
 import { clipProcessor, processAnyresImage, processClipImage } from './image-clip';
 import type { VlmImages } from './vlm-runner';
 
@@ -110,6 +111,15 @@ export interface ImageLimits {
 /** Decodes and processes image files (in prompt order) for the model in `m`. */
 export function readImages(files: string[], m: VlmManifest, limits: ImageLimits = {}): VlmImages {
   if (m.model_type === 'llava' || m.model_type === 'llava_next') return readClipImages(files, m, limits);
+  if (m.model_type === 'internvl') {
+    // GotOcr2ImageProcessor's tiles (thumbnail last) per image: grid [tiles, S, S] as LLaVA-NeXT's
+    const S = m.image_size!;
+    const p = internvlProcessor(path.dirname(m.config), S);
+    const parts = files.map((f) => processInternVLImage(decodeImage(f, { maxPixels: limits.maxPixels }), p));
+    const pixelValues = new Float32Array(parts.reduce((s, x) => s + x.pixelValues.length, 0));
+    parts.reduce((o, x) => (pixelValues.set(x.pixelValues, o), o + x.pixelValues.length), 0);
+    return { pixelValues, patchDim: 3 * S * S, grids: parts.map((x) => [x.tiles, S, S] as [number, number, number]) };
+  }
   if (m.model_type === 'mistral3') {
     // Pixtral: each image keeps its own processed size; grid [1, h, w] in pixels
     const p = pixtralProcessor(path.dirname(m.config), m.vision.patch_size, m.vision.spatial_merge_size);

@@ -106,7 +106,8 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
   const anyres = m.model_type === 'llava_next';
   // Mistral 3: per image pixel_values [1, C, h, w] (its own size) → vision_embeds [1, (h/pm)·(w/pm), H]
   const pixtral = m.model_type === 'mistral3';
-  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || anyres || pixtral;
+  // InternVL: the processor's tiles [tiles, C, S, S] as whole images → vision_embeds [tiles, tile_tokens, H], rows in tile order
+  const whole = m.model_type === 'gemma3' || m.model_type === 'llava' || m.model_type === 'internvl' || anyres || pixtral;
   // Qwen2.5-VL has no deepstack (num_feature_layers 0): neither graph has those tensors
   if (F > 0) need('deepstack_features', byName, langModel);
   need('image_idx', byName, langModel);
@@ -150,6 +151,9 @@ export async function openVlmRunner(dir: string, opts: { ortPath?: string; prepa
       };
     }
     if (pixtral) return runPixtral(img);
+    // InternVL: an image of t tiles ([t, S, S], image-internvl.ts) is t whole tiles for the vision graph
+    if (m.model_type === 'internvl')
+      img = { ...img, grids: img.grids.flatMap(([t, h, w]) => Array.from({ length: t }, () => [1, h, w] as [number, number, number])) };
     const expectDim = whole
       ? m.vision.in_channels * (m.image_size ?? 0) ** 2
       : m.vision.in_channels * m.vision.temporal_patch_size * m.vision.patch_size ** 2;
