@@ -25,20 +25,12 @@ import {
   type ServerInitOptions,
   type SpecStateResult,
 } from '../../core/src/protocol';
-import { codeActions } from './code-actions';
-import { codeLenses } from './code-lens';
 import { executeCommand, type CommandSettings } from './commands';
-import { completionAt } from './completion';
+import { registerFeatures } from './features';
 import { compileStateOf } from './compile-state';
-import { offsetsOf } from './diagnostics';
 import { SpecDocuments, uriToPath, type SpecDoc } from './documents';
-import { formatDocument } from './formatting';
 import { FsWatchers, missedByClient, type FsWatchOptions } from './fs-watch';
 import { connectionLog, guarded, guardedNotification } from './guard';
-import { hoverAt } from './hover';
-import { definitionAt } from './definition';
-import { inlayHints } from './inlay-hints';
-import { documentSymbols } from './symbols';
 import { affects, dependenciesOf, WatchRegistry, type Dependencies } from './watch';
 import { isWithin, WorkspaceDiagnostics } from './workspace-diagnostics';
 
@@ -287,71 +279,14 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     }
   });
 
-  connection.onHover(
-    guarded(log, 'hover', null, async (p) => {
-      const r = await runOf(p.textDocument.uri);
-      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position), tensorLinks);
-    }),
-  );
-
-  connection.onDefinition(
-    guarded(log, 'definition', null, async (p) => {
-      const r = await runOf(p.textDocument.uri);
-      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return definitionAt(r.run, r.d.doc.offsetAt(p.position), tensorLinks);
-    }),
-  );
-
-  connection.onCompletion(
-    guarded(log, 'completion', null, async (p) => {
-      const d = documents.docs.get(p.textDocument.uri);
-      if (!d) return null;
-      const r = await runOf(p.textDocument.uri);
-      // Half-typed text may not parse: keys and names then come from the last good check.
-      const run = r?.run.parsed.spec ? r.run : (d.lastParsed ?? r?.run);
-      const current = !!run && run === r?.run && d.session.last?.text === d.doc.getText();
-      return completionAt(d.doc, run, d.doc.offsetAt(p.position), { current, editRange: completionEditRange });
-    }),
-  );
-
-  connection.onDocumentSymbol(
-    guarded(log, 'documentSymbol', [], async (p) => {
-      const r = await runOf(p.textDocument.uri);
-      return r ? documentSymbols(r.d.doc, r.run.parsed) : [];
-    }),
-  );
-
-  connection.languages.inlayHint.on(
-    guarded(log, 'inlayHint', [], async (p) => {
-      const r = await runOf(p.textDocument.uri);
-      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return [];
-      return inlayHints(r.d.doc, r.run, offsetsOf(r.d.doc, p.range));
-    }),
-  );
-
-  connection.onDocumentFormatting(
-    guarded(log, 'formatting', [], (p) => {
-      const d = documents.docs.get(p.textDocument.uri);
-      return d ? formatDocument(d.doc, p.options.insertFinalNewline === true) : [];
-    }),
-  );
-
-  connection.onCodeAction(
-    guarded(log, 'codeAction', [], async (p) => {
-      const r = await runOf(p.textDocument.uri);
-      return r ? codeActions(r.d.doc, r.run, p.context.diagnostics, clientCommands) : [];
-    }),
-  );
-
-  connection.onCodeLens(
-    guarded(log, 'codeLens', [], async (p) => {
-      const d = documents.docs.get(p.textDocument.uri);
-      const file = d?.file || uriToPath(p.textDocument.uri);
-      const run = d?.published?.run ?? (d ? (await runOf(p.textDocument.uri))?.run : undefined);
-      return codeLenses(p.textDocument.uri, file ? compileStateOf(file) : undefined, run, clientCommands);
-    }),
-  );
+  registerFeatures(connection, {
+    log,
+    documents,
+    runOf,
+    completionEditRange: () => completionEditRange,
+    tensorLinks: () => tensorLinks,
+    clientCommands: () => clientCommands,
+  });
 
   const settingsFor = async (file: string): Promise<CommandSettings> => {
     if (!configurationSupport) return initSettings;

@@ -8,7 +8,7 @@
 import type { CompileBackend, CompileRecord } from '../artifacts/compile-record';
 import type { Fingerprint } from './decide';
 import type { CompileInputs, PreparedLocation } from './inputs';
-import type { QaicOptions } from './qaic-command';
+import type { QaicOptions } from './qaic-options';
 
 /** Options of `compile` (the library call; the CLI's and the editor's flags map onto them). */
 export interface CompileOptions {

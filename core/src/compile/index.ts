@@ -26,7 +26,9 @@ import { linkPreparedFolder } from '../artifacts/prepared-link';
 export { COMPILE_RECORD, type CompileRecord } from '../artifacts/compile-record';
 export { readCompileRecord } from './inputs';
 export { compileStatus, type CompileChange, type CompileState, type CompileStatus } from './status';
-export { buildQaicPlan, shellLine, QAIC_COMPILER, type QaicOptions, type QaicPlan } from './qaic-command';
+export { shellLine, QAIC_COMPILER, type QaicPlan } from '../artifacts/qaic-plan';
+export { buildQaicPlan } from './qaic-command';
+export type { QaicOptions } from './qaic-options';
 export { parseWireModel, type WireModel, type WireValueInfo } from '../formats/onnx/wire-model';
 export type { CompileOptions, CompileResult } from './backend';
 

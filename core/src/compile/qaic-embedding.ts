@@ -17,16 +17,9 @@
  */
 import { UsageError } from '../errors';
 import { pyJsonDumps } from '../spec/py-json';
-import {
-  DEFAULT_AIC_NUM_CORES,
-  imageFlagsGiven,
-  mergeExtraOptions,
-  qaicPlan,
-  type GraphShapeFacts,
-  type OptionValue,
-  type QaicOptions,
-  type QaicPlan,
-} from './qaic-command';
+import { DEFAULT_AIC_NUM_CORES, mergeExtraOptions, qaicPlan, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
+import { imageFlagsGiven } from './qaic-command';
+import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 
 /** QEFFAutoModel.compile's default `seq_len`. */
 export const DEFAULT_EMBEDDING_SEQ_LEN = 32;

@@ -30,16 +30,9 @@ import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readJsonTextSync } from '../paths';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
-import {
-  DEFAULT_AIC_NUM_CORES,
-  QAIC_COMPILER,
-  cclLists,
-  planFromParts,
-  type GraphShapeFacts,
-  type OptionValue,
-  type QaicOptions,
-  type QaicPlan,
-} from './qaic-command';
+import { cclLists } from './qaic-command';
+import { DEFAULT_AIC_NUM_CORES, planFromParts, QAIC_COMPILER, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
+import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 import {
   VLM_DEFAULT_CTX,
   VLM_DEFAULT_PREFILL,

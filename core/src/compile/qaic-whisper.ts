@@ -29,15 +29,8 @@ import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readWhisperManifest, type WhisperManifest } from '../artifacts/whisper-manifest';
 import { WHISPER_MANIFEST_FILE } from '../spec/file-names';
-import {
-  DEFAULT_AIC_NUM_CORES,
-  planFromParts,
-  QAIC_COMPILER,
-  type GraphShapeFacts,
-  type OptionValue,
-  type QaicOptions,
-  type QaicPlan,
-} from './qaic-command';
+import { DEFAULT_AIC_NUM_CORES, planFromParts, QAIC_COMPILER, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
+import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 
 /** QEfficient's `compile(ctx_len=150)` default for SpeechSeq2Seq. */
 export const WHISPER_DEFAULT_CTX_LEN = 150;

@@ -21,7 +21,9 @@ import { cclFromMetadata, disaggPrefillFromMetadata, speculativeFromMetadata } f
 import { embeddingMaxSeqLen, graphStates, isEmbeddingGraph, NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
 import { parseWireModel, rewriteModel, type WireModel } from '../formats/onnx/wire-model';
 import { decodeModel } from '../formats/onnx/codec';
-import { hwVersionFromQaicUtil, planTextGraph, QAIC_COMPILER, type GraphShapeFacts, type QaicOptions, type QaicPlan } from './qaic-command';
+import { hwVersionFromQaicUtil, QAIC_COMPILER, type QaicPlan } from '../artifacts/qaic-plan';
+import { planTextGraph } from './qaic-command';
+import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 import { planVlmGraph } from './qaic-vlm';
 import { planEmbeddingGraph } from './qaic-embedding';
 import { planWhisperGraph } from './qaic-whisper';

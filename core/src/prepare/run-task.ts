@@ -18,10 +18,9 @@ import {
   everyOtherRow,
   halfColumns,
   makeConverter,
-  makeTransposeConverter,
-  transposeMatrix,
   type Converter,
 } from './kernels';
+import { makeTransposeConverter, transposeMatrix } from './transpose-kernels';
 import { dequantFp8 } from './fp8-kernel';
 import { markTally, nonFiniteOf, tallySince, type TallyMark } from './overflow';
 import type { NonFinite, OutputTensor, ScaleRef, SlicePlan, Task, TaskStats } from './types';

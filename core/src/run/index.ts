@@ -9,10 +9,12 @@ import { parseWireModel } from '../formats/onnx/wire-model';
 import { COMPILE_RECORD } from '../artifacts/compile-record';
 import { compileStatus, type CompileStatus } from '../compile/status';
 import { gatheredRows } from './vocab';
-import { createRunner, type Runner, type RunnerOptions } from './runner';
+import { createRunner, type RunnerOptions } from './runner';
+import type { Runner } from './runner-generate';
 import { readRegularFileSync } from '../paths';
 
-export { argmax, checkTokenIds, logitRows, type GenerateStats, type OnToken, type Runner, type RunnerOptions } from './runner';
+export { argmax, logitRows, type RunnerOptions } from './runner';
+export { checkTokenIds, type GenerateStats, type OnToken, type Runner } from './runner-generate';
 export { loadOrt } from '../ort/loader';
 export { checkSampling, GREEDY, needsSampler, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
 export { pickBucket, servingFeatures, servingSummary, type ServingFeatures } from './serving';

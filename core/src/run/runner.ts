@@ -23,23 +23,17 @@ import { toFloat32 } from '../formats/dtype';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';
-import {
-  cclTensor,
-  pickBucket,
-  samplerFeeds,
-  samplerState,
-  servingFeatures,
-  SAMPLER_INPUT_NAMES,
-  SAMPLER_STATE,
-  type ServingFeatures,
-} from './serving';
-import { GREEDY, PenaltyBuffers, sampleToken, uniformStream, type SamplingParams } from './sampling';
+import { cclTensor, pickBucket, samplerFeeds, samplerState, servingFeatures, SAMPLER_INPUT_NAMES, SAMPLER_STATE } from './serving';
+import { GREEDY, PenaltyBuffers } from './sampling';
 import { TensorDataType } from '../formats/onnx/types';
 import { LORA_IDS } from '../artifacts/graph-interface';
 import { loraIdsOf } from './lora-ids';
 import { batchMethods, checkRows } from './batch-rows';
 import { NUM_LOGITS_TO_KEEP } from '../artifacts/graph-interface';
-import { tlmGenerate, tlmLogits, type SpeculativeStats, type TlmCall } from './speculative';
+import { tlmGenerate, tlmLogits, type TlmCall } from './speculative';
+import { checkTokenIds, hostToken, makeRunner, type GenState, type Runner } from './runner-generate';
+
+// run/vlm/vlm-runner.ts takes the token callback's type from here
 
 /** Options of the runner. */
 export interface RunnerOptions {
@@ -55,45 +49,6 @@ export interface RunnerOptions {
   prefillSeqLen?: number;
   /** LoRA graphs (`lora_ids` input): the adapter every row uses (default 0, the base model); lora-ids.ts. */
   loraId?: number;
-}
-
-/** Timing of one generation. */
-export interface GenerateStats {
-  tokens: number[];
-  /** Milliseconds from the call to the first new token. */
-  ttftMs: number;
-  /** New tokens per second after the first (all tokens when only one). */
-  tokensPerSecond: number;
-  totalMs: number;
-  /** CCL graphs: the comp_ctx_lengths buckets used, in order (repeats collapsed). */
-  buckets?: number[];
-  /** Speculative-decoding target graphs: the decode calls of K + 1 tokens (speculative.ts). */
-  speculative?: SpeculativeStats;
-}
-
-/** A loaded model. */
-export interface Runner {
-  readonly kind: 'full' | 'kv';
-  readonly model: string;
-  /** CCL and on-device sampler, as the graph declares them. */
-  readonly features: ServingFeatures;
-  /** Logits predicting token t+1 for every t of `ids` (one row per id). */
-  logits(ids: number[]): Promise<number[][]>;
-  /** `n` new tokens after `ids`: greedy by default, else sampled with `sampling`. */
-  generate(ids: number[], n: number, sampling?: SamplingParams): Promise<number[]>;
-  /**
-   * {@link Runner.generate} with timings. `onToken` sees each new token as it is chosen (to
-   * stream it); returning true stops the generation there (an end-of-sequence token).
-   */
-  generateWithStats(ids: number[], n: number, sampling?: SamplingParams, onToken?: OnToken): Promise<GenerateStats>;
-  /**
-   * KV graphs, one batch of rows of equal length (a different prompt and LoRA adapter per row):
-   * every row's logits rows, as {@link Runner.logits} gives them for one.
-   */
-  logitsBatch(rows: number[][], loraIds?: number[]): Promise<number[][][]>;
-  /** KV graphs: `n` greedy tokens after each row, the rows decoded together in one batch. */
-  generateBatch(rows: number[][], n: number, loraIds?: number[]): Promise<number[][]>;
-  close(): Promise<void>;
 }
 
 const ELEM_NAMES: Record<number, string> = { 1: 'float32', 6: 'int32', 7: 'int64', 10: 'float16', 11: 'float64', 9: 'bool' };
@@ -139,34 +94,9 @@ export function argmax(row: Float32Array): number {
 
 const fixed = (d: number | string | undefined): number | undefined => (typeof d === 'number' && d > 0 ? d : undefined);
 
-/** Called with each new token as it is chosen; returning true ends the generation after it. */
-export type OnToken = (token: number) => boolean | void;
-
-/** Per-generation sampling state: parameters, uniform numbers, host penalty buffers, CCL buckets used, the token callback. */
-interface GenState {
-  p: SamplingParams;
-  onToken?: OnToken;
-  draw: (k: number) => Float32Array;
-  host: PenaltyBuffers | undefined;
-  buckets: number[];
-  speculative?: SpeculativeStats;
-}
-
-function genState(p: SamplingParams | undefined): GenState {
-  const params = p ?? GREEDY;
-  const seed = params.seed ?? Math.floor(Math.random() * 2 ** 32);
-  return { p: params, draw: uniformStream(seed), host: undefined, buckets: [] };
-}
-
 /** The `num_logits_to_keep` feed: only its first dim counts (QEfficient feeds `np.zeros((n, 1))` / an arange). */
 function keepTensor(ort: OrtModule, n: number): OrtTensor {
   return new ort.Tensor('int64', new BigInt64Array(n), [n, 1]);
-}
-
-/** Token from a row of logits: host sampling (penalty buffers updated by the caller). */
-function hostToken(gen: GenState, row: Float32Array, u: Float32Array | undefined): number {
-  gen.host ??= new PenaltyBuffers(row.length);
-  return sampleToken(row, gen.host, gen.p, row.length, u ?? new Float32Array(0));
 }
 
 /** Opens a session on `model` and returns the runner for its kind of graph. */
@@ -464,73 +394,4 @@ export async function createRunner(
       argmax,
     }),
   );
-}
-
-/**
- * Refuses ids outside the vocabulary before ONNX Runtime sees them (its Gather would fail with
- * an index error, or worse read a neighbouring row on some providers).
- * @param vocab the logits' last dimension, when the graph fixes it
- */
-export function checkTokenIds(ids: readonly number[], vocab: number | undefined, model: string): void {
-  if (vocab === undefined) return;
-  const bad = ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
-  if (bad >= 0) {
-    throw new PipelineError(
-      `token id ${ids[bad]} (position ${bad}) is outside the vocabulary of ${model}: ids must be 0…${vocab - 1} (${vocab} tokens)`,
-    );
-  }
-}
-
-function makeRunner(
-  kind: 'full' | 'kv',
-  model: string,
-  vocab: number | undefined,
-  features: ServingFeatures,
-  session: OrtSession,
-  logits: (ids: number[]) => Promise<number[][]>,
-  decode: (ids: number[], n: number, onFirst: () => void, gen: GenState) => Promise<number[]>,
-  batch?: { logits: Runner['logitsBatch']; generate: Runner['generateBatch'] },
-): Runner {
-  const noBatch = async (): Promise<never> => {
-    throw new PipelineError(`${model}: a batch of different rows needs a KV-cache graph (past_key.{i} inputs)`);
-  };
-  const check = (ids: number[]) => {
-    if (ids.length === 0) throw new PipelineError('no input ids given');
-    checkTokenIds(ids, vocab, model);
-  };
-  const generateWithStats = async (ids: number[], n: number, sampling?: SamplingParams, onToken?: OnToken): Promise<GenerateStats> => {
-    check(ids);
-    const gen = genState(sampling);
-    if (onToken) gen.onToken = onToken;
-    const t0 = performance.now();
-    let first = t0;
-    const tokens = n > 0 ? await decode(ids, n, () => (first = performance.now()), gen) : [];
-    const end = performance.now();
-    const ttftMs = first - t0;
-    const rest = end - first;
-    // an end-of-sequence token may stop the generation before n
-    const got = tokens.length;
-    const tokensPerSecond = got > 1 && rest > 0 ? ((got - 1) * 1000) / rest : got > 0 ? (got * 1000) / Math.max(end - t0, 1e-3) : 0;
-    return {
-      tokens,
-      ttftMs,
-      tokensPerSecond,
-      totalMs: end - t0,
-      ...(features.ccl ? { buckets: gen.buckets } : {}),
-      ...(gen.speculative ? { speculative: gen.speculative } : {}),
-    };
-  };
-  return {
-    kind,
-    model,
-    features,
-    logits: async (ids) => (check(ids), logits(ids)),
-    generate: async (ids, n, sampling) => (await generateWithStats(ids, n, sampling)).tokens,
-    generateWithStats,
-    logitsBatch: batch?.logits ?? noBatch,
-    generateBatch: batch?.generate ?? noBatch,
-    close: async () => {
-      await session.release?.();
-    },
-  };
 }

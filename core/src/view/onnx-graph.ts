@@ -12,7 +12,7 @@
 import { FIELD, WIRE } from '../formats/onnx/fields';
 import { FileReader } from '../formats/onnx/wire-reader';
 import { layerNumberOf } from '../foundation/layer-number';
-import { valueInfo, type ValueSummary } from '../formats/onnx/summary';
+import { valueInfo, type ValueSummary } from '../formats/onnx/value-summary';
 import { readAttribute, type NodeAttr } from './graph-attrs';
 import type { GraphGroupInfo, ValueEntry } from './types';
 

@@ -850,7 +850,7 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
   },
   'config/fixture-qwen3_vl_moe/sampler':
-    "refused: --sampler: QEfficient's on-device sampler does not take qwen3_vl_moe's language decoder (it takes gemma3, llava, llava_next, qwen2_5_vl)",
+    "refused: --sampler: QEfficient's on-device sampler does not take qwen3_vl_moe's language decoder (it takes gemma3, llava, llava_next, qwen2_5_vl, internvl, llama4)",
   'config/fixture-qwen3_vl_moe/ep2':
     'refused: --moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)',
   'planned/llama/kv': {

@@ -7,15 +7,8 @@
  * for a CB prefill of seq_len > 1).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  buildQaicPlan,
-  causalLmCustomIo,
-  customIoYaml,
-  optionFlags,
-  parseExtraOptions,
-  shellLine,
-  specializationsJson,
-} from '../../src/compile/qaic-command';
+import { customIoYaml, optionFlags, parseExtraOptions, shellLine, specializationsJson } from '../../src/artifacts/qaic-plan';
+import { buildQaicPlan, causalLmCustomIo } from '../../src/compile/qaic-command';
 
 /** The state inputs of a two-layer KV graph, in graph order. */
 const KV2 = ['past_key.0', 'past_value.0', 'past_key.1', 'past_value.1'];

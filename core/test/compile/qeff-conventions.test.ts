@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { hwVersionFromQaicUtil } from '../../src/compile/qaic-command';
+import { hwVersionFromQaicUtil } from '../../src/artifacts/qaic-plan';
 import { isQeffPreparedName, looksPreparedName, qeffCheckpointHome } from '../../src/artifacts/prepared-folder';
 import { preparedDirFor } from '../../src/export/exporter/layout';
 import { isQeffPrepared } from '../../src/prepare';

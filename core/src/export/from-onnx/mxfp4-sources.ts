@@ -16,7 +16,8 @@
 import path from 'node:path';
 import type { Checkpoint } from '../../formats/safetensors';
 import { readSafetensorsHeader, SafetensorsReader, SafetensorsWriter } from '../../formats/safetensors';
-import { dequantMxfp4, transposeMatrix } from '../../prepare/kernels';
+import { dequantMxfp4 } from '../../prepare/kernels';
+import { transposeMatrix } from '../../prepare/transpose-kernels';
 import { MXFP4_BLOCKS } from '../../prepare/transforms/mxfp4';
 import { failpoint, scratchDir } from '../../paths';
 import type { KeyTensor } from '../../resolve';

@@ -20,14 +20,8 @@ export type {
 } from './types';
 export { AttributeType, MAX_IR_VERSION, TensorDataType, elementSize, rawByteLength } from './types';
 export { decodeModel, decodeTensor, encodeModel, readModel, writeModel, messageType, onnxRoot } from './codec';
-export {
-  summarizeOnnx,
-  summarizeOnnxBytes,
-  summarizeOnnxSync,
-  type InitializerSummary,
-  type OnnxSummary,
-  type ValueSummary,
-} from './summary';
+export { summarizeOnnx, summarizeOnnxBytes, summarizeOnnxSync, type OnnxSummary } from './summary';
+export type { InitializerSummary, ValueSummary } from './value-summary';
 export { readInitializerBytes, externalDataPath } from './initializer-bytes';
 export {
   externalTensor,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { FormatError, oneLine } from '../../errors';
 import { tensorBytes } from './builders';
 import { decodeTensor } from './codec';
-import type { InitializerSummary } from './summary';
+import type { InitializerSummary } from './value-summary';
 import { quoted } from './wire-reader';
 
 async function readRange(file: string, offset: number, length: number | undefined, what: string): Promise<Uint8Array> {

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { UsageError } from '../../errors';
 import type { VlmManifest } from '../../artifacts/vlm-manifest';
-import type { OnToken } from '../runner';
+import type { OnToken } from '../runner-generate';
 import { chatMessages, renderChat } from './chat-template';
 import { eosTokenIds, modelDirsOf, readTextModelFiles, type TextModelFiles } from './model-files';
 import { loadTokenizer, TextStream, type TextTokenizer } from './text-tokenizer';

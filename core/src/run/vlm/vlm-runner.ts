@@ -21,7 +21,8 @@ import { readVlmManifest, type VlmManifest } from '../../artifacts/vlm-manifest'
 export { readVlmManifest } from '../../artifacts/vlm-manifest';
 import { resolveRunnable } from '../index';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../../ort/loader';
-import { argmax, logitRows, type OnToken } from '../runner';
+import { argmax, logitRows } from '../runner';
+import type { OnToken } from '../runner-generate';
 import { cclTensor, pickBucket, SAMPLER_STATE, samplerFeeds, samplerState, servingFeatures } from '../serving';
 import { GREEDY } from '../sampling';
 import { ortSessionOptions } from '../../ort/session-options';
