@@ -54,6 +54,8 @@ export function readmeModelTable(): string {
     '',
     `Refused by name (one line, exit 1): ${OTHER_VLMS.map(code).join(', ')}.`,
     '',
+    'Next VLMs, not built yet: Gemma 4, Kimi-K2.5, Mllama and Molmo are refused with one line naming their `model_type`; Qwen3.5-VL (`qwen3_5_moe` with `text_config`) exports its text model, the `model.visual.*` tensors left out.',
+    '',
     `Embedding encoders (one graph; the folder's sentence-transformers pooling as \`sentence_embedding\`; \`run --dump-embeddings\`): ${EMBEDDING_MODEL_TYPES.map((t) => `${code(t)} (${code(EMBEDDING_HF_CLASSES[t])})`).join(', ')}.`,
     '',
     `Speech: ${code(WHISPER_MODEL_TYPE)} (\`WhisperForConditionalGeneration\`: an encoder graph and a decoder graph with self- and cross-attention caches; \`run --audio file.wav\` with the log-mel extractor ported to TypeScript).`,
