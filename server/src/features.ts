@@ -13,7 +13,6 @@ import { offsetsOf } from './diagnostics';
 import { uriToPath, type SpecDoc, type SpecDocuments } from './documents';
 import { formatDocument } from './formatting';
 import { guarded, type Log } from './guard';
-import { definitionAt } from './definition';
 import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
 import { documentSymbols } from './symbols';
@@ -28,8 +27,6 @@ export interface FeatureContext {
   completionEditRange: () => boolean;
   /** The client runs the server's commands from code actions and lenses. */
   clientCommands: () => boolean;
-  /** The client opens a shard at a tensor (initializationOptions.tensorLinks): definition.ts. */
-  tensorLinks: () => boolean;
 }
 
 /** Registers the feature handlers on `connection`. */
@@ -38,15 +35,7 @@ export function registerFeatures(connection: Connection, ctx: FeatureContext): v
     guarded(ctx.log, 'hover', null, async (p) => {
       const r = await ctx.runOf(p.textDocument.uri);
       if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position), ctx.tensorLinks());
-    }),
-  );
-
-  connection.onDefinition(
-    guarded(ctx.log, 'definition', null, async (p) => {
-      const r = await ctx.runOf(p.textDocument.uri);
-      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return definitionAt(r.run, r.d.doc.offsetAt(p.position), ctx.tensorLinks());
+      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
     }),
   );
 

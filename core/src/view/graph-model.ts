@@ -18,7 +18,6 @@ import { existsSync } from 'node:fs';
 import { readJsonTextSync } from '../paths';
 import path from 'node:path';
 import { parseSpecText } from '../spec';
-import { specFileResolver } from '../artifacts/spec-files';
 import type { GraphModel, GxNode, GxSection, GxValue, WeightSource } from './graph-data';
 import type { GraphIndex } from './onnx-graph';
 import { inferShapes } from './shape-infer';
@@ -44,14 +43,13 @@ export function weightSources(specFile: string, text: string): Record<string, We
   const spec = parseSpecText(text, specFile).spec;
   const out: Record<string, WeightSource> = {};
   if (!spec) return out;
-  // Through the one resolver: the spec's paths, else the prepared folder the export's report names.
-  const resolver = specFileResolver(path.dirname(specFile));
+  const dir = path.dirname(specFile);
   spec.inputs.forEach((inp, i) => {
     const f = spec.files[inp.location.file];
     out[inp.name] = {
       input: i,
       key: inp.location.key,
-      ...(f ? { file: resolver.file(f.path).abs } : {}),
+      ...(f ? { file: path.resolve(dir, f.path) } : {}),
       entry: JSON.stringify(inp, null, 2),
     };
   });
