@@ -1,3 +1,4 @@
+/* global document -- the waitForFunction callback runs in the page */
 // The "Export Model" pick of the user's Hugging Face cache (issue 37), in the real VS Code:
 // a cache laid out as huggingface_hub writes it (models--org--name/{blobs,refs,snapshots},
 // snapshot files as relative symlinks to blobs) is named by HF_HUB_CACHE when code-server
@@ -52,9 +53,14 @@ export async function hubPickCheck(page, ws, { check, dir }) {
       await page.screenshot({ path: shot });
       keepScreenshot(shot);
       await row.click();
-      // the output folder: the workspace (never beside the snapshot, inside the cache)
+      // the output folder: the workspace (never beside the snapshot, inside the cache). Wait for
+      // the output prompt itself: the model picker's own (empty) input can still be on screen
+      await page.locator('.quick-input-widget', { hasText: 'Output folder' }).waitFor({ state: 'visible', timeout: 15_000 });
       const input = page.locator('.quick-input-widget input');
       await input.waitFor({ state: 'visible', timeout: 15_000 });
+      await page.waitForFunction(() => (document.querySelector('.quick-input-widget input')?.value ?? '') !== '', null, {
+        timeout: 15_000,
+      });
       const out = await input.inputValue();
       if (!out.startsWith(ws.dir)) throw new Error(`the proposed output ${out} is not in the workspace ${ws.dir}`);
       await page.keyboard.press('Enter');
