@@ -9,7 +9,22 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { explorerOpen, frameShowing, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
-const closeAll = (page) => palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+/**
+ * Closes every editor: the palette's Close All Editors, then, tab by tab, whatever it left (the
+ * palette's keystroke can go to a webview that holds the keyboard, as the explorer's canvas does
+ * after a keyboard walk, and the next open would then only refocus the old viewer).
+ */
+async function closeAll(page) {
+  await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
+  const tabs = page.locator('.tabs-container .tab');
+  for (let i = 0; i < 8; i++) {
+    const n = await tabs.count();
+    if (n === 0) return;
+    await tabs.first().click();
+    await page.keyboard.press('Control+W');
+    await page.waitForFunction((k) => document.querySelectorAll('.tabs-container .tab').length < k, n, { timeout: 5_000 }).catch(() => {});
+  }
+}
 
 /** Opens `folder/model.onnx`'s Graph tab; returns the frame, its canvas and side panel. */
 async function openGraph(page, folder) {
