@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { Checkpoint, readSafetensorsHeader, writeSafetensors } from '../../src/formats/safetensors';
 import { runPrepare } from '../../src/prepare';
 import { REPO_ROOT } from '../../../test/support/fixtures';
+import { peakRss } from '../../../test/support/peak-rss';
 import { tempDirs } from '../../../test/support/temp';
 import { workerPath } from '../support/prepare-support';
 
@@ -28,15 +29,8 @@ function rawSafetensors(file: string, text: string): string {
 
 /** Peak RSS (KB) and stderr of `weight-spec inspect <file>` in a child process. */
 function inspectPeak(file: string): { kb: number; stderr: string } {
-  const dir = tmp();
-  const preload = path.join(dir, 'rss.cjs');
-  const out = path.join(dir, 'rss.txt');
-  fs.writeFileSync(
-    preload,
-    `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, String(process.resourceUsage().maxRSS)));`,
-  );
-  const r = spawnSync(process.execPath, ['--require', preload, CLI, 'inspect', file], { encoding: 'utf8' });
-  return { kb: Number(fs.readFileSync(out, 'utf8')), stderr: r.stderr };
+  const r = peakRss(tmp(), [CLI, 'inspect', file]);
+  return { kb: r.kb, stderr: r.stderr };
 }
 
 describe('hostile safetensors headers are scanned before JSON.parse (#14.8)', () => {
