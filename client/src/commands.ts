@@ -27,6 +27,7 @@ import { runPromptCommand, type RunPromptCommandOptions } from './prompt-flow';
 import { listCachedModels } from '../../core/src/editor/cached-models';
 import { insideHubCache, modelHome } from '../../core/src/hub/hf-cache';
 import { formatBytes } from '../../core/src/display';
+import { linkPreparedFolder } from '../../core/src/artifacts/prepared-link';
 import { exportDirOf, isDir, optionsArg, pickFile, pickFolder, readConfig, specOf, targetPath, vlmSpecs } from './targets';
 
 const LAST_EXPORT = 'weightSpec.lastExport';
@@ -203,6 +204,13 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
     ...(expertParallel ? { expertParallel } : {}),
   });
   const r = await runner.run(`Preparing ${path.basename(checkpoint)} (${dtype})`, args, { cwd: checkpoint });
+  // Prepared for a spec: QEfficient's link from its export to the folder, so the spec's own paths resolve.
+  if (r?.ok && out && target && isSpecFile(target)) {
+    const l = await linkPreparedFolder(path.dirname(target), out).catch((e: unknown) => ({ skipped: String(e) }));
+    if ('linked' in l) {
+      if (l.made) runner.log.info(`linked ${l.linked} -> ${out}`);
+    } else runner.log.info(`no link to ${out}: ${l.skipped}`);
+  }
   return r && { ...r, ...(out ? { out } : {}) };
 }
 

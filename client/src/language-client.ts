@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
-import type { ServerInitOptions } from '../../core/src/protocol';
+import { CLIENT_COMMANDS, TENSOR_FRAGMENT, type ServerInitOptions } from '../../core/src/protocol';
+import { revealTensorOnOpen } from './viewers/provider';
 
 /** Spec files by name (package.json's `languages` and `jsonValidation` name the same two). */
 export const SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}';
@@ -49,8 +50,38 @@ export function createLanguageClient(
     },
     // The status bar listens to specStateChanged; the lenses run the extension's own commands.
     // workspaceDiagnostics: closed specs of the workspace are checked too (Problems lists them).
-    initializationOptions: { specStateChanged: true, clientCommands: true, workspaceDiagnostics: true } satisfies ServerInitOptions,
+    // tensorLinks: F12 on a key answers its shard at `#tensor=<key>`; the hover links run openTensor.
+    initializationOptions: {
+      specStateChanged: true,
+      clientCommands: true,
+      workspaceDiagnostics: true,
+      tensorLinks: true,
+    } satisfies ServerInitOptions,
+    markdown: { isTrusted: { enabledCommands: [CLIENT_COMMANDS.openTensor] } },
+    middleware: {
+      // A shard at a tensor: the plain file opens (the checkpoint viewer is its default
+      // editor), told beforehand to scroll to the key.
+      provideDefinition: async (document, position, token, next) => atTensor(await next(document, position, token)),
+    },
     outputChannel: log,
   };
   return new LanguageClient('weightSpec', 'Weight Spec Language Server', serverOptions, clientOptions);
+}
+
+type Definitions = vscode.Definition | vscode.DefinitionLink[] | null | undefined;
+
+/** The definition with each tensor link (core's tensorLinkUri) made a plain file location whose viewer scrolls to the key. */
+function atTensor(d: Definitions): Definitions {
+  const plain = (uri: vscode.Uri): vscode.Uri => {
+    // vscode.Uri has decoded the fragment already
+    if (!uri.fragment.startsWith(TENSOR_FRAGMENT)) return uri;
+    const file = uri.with({ fragment: '' });
+    revealTensorOnOpen(file.fsPath, uri.fragment.slice(TENSOR_FRAGMENT.length));
+    return file;
+  };
+  if (!d) return d;
+  if (d instanceof vscode.Location) return new vscode.Location(plain(d.uri), d.range);
+  return (d as (vscode.Location | vscode.LocationLink)[]).map((l) =>
+    l instanceof vscode.Location ? new vscode.Location(plain(l.uri), l.range) : { ...l, targetUri: plain(l.targetUri) },
+  ) as vscode.Definition | vscode.DefinitionLink[];
 }

@@ -44,6 +44,7 @@ describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
       customEditors: { viewType: string; selector: { filenamePattern: string }[]; priority: string }[];
       jsonValidation: { fileMatch: string[] }[];
       jsonLanguageParticipants?: unknown;
+      configurationDefaults?: Record<string, Record<string, unknown>>;
       languages: { id: string; filenames?: string[]; filenamePatterns?: string[] }[];
     };
   };
@@ -60,6 +61,8 @@ describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
     expect(raw.contributes.jsonValidation[0]!.fileMatch).toEqual(['weight_spec.json', '*.weight_spec.json']);
     // VS Code's JSON service stays off weight-spec documents (README "JSON tools": doubled outlines and errors).
     expect(raw.contributes.jsonLanguageParticipants).toBeUndefined();
+    // Only the server's completions inside a spec: no words from other files (issue 50.3).
+    expect(raw.contributes.configurationDefaults?.['[weight-spec]']).toEqual({ 'editor.wordBasedSuggestions': 'off' });
     const client = fs.readFileSync(path.join(repo, 'client', 'src', 'language-client.ts'), 'utf8');
     expect(client).toContain("SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}'");
     expect(client).toMatch(/\['json', 'jsonc'\]\.map\(\(language\) => \(\{ scheme: 'file', language, pattern: SPEC_FILE_PATTERN \}\)\)/);

@@ -23,7 +23,28 @@ export const CLIENT_COMMANDS = {
   inspect: 'weightSpec.inspect',
   /** `weightSpec.runPrompt(specUri: string)`: asks for a prompt, streams the answer (only the extension runs it). */
   runPrompt: 'weightSpec.runPrompt',
+  /** `weightSpec.openTensor(file: string, key: string)`: the checkpoint viewer of `file` at tensor `key` (hover links). */
+  openTensor: 'weightSpec.openTensor',
 } as const;
+
+/** The fragment that marks a definition's shard URI as "at this tensor" (`#tensor=<key>`), for clients with {@link ServerInitOptions.tensorLinks}. */
+export const TENSOR_FRAGMENT = 'tensor=';
+
+/** `fileUri` (a `file:` URI without a fragment) marked as pointing at tensor `key`. */
+export function tensorLinkUri(fileUri: string, key: string): string {
+  return `${fileUri}#${TENSOR_FRAGMENT}${encodeURIComponent(key)}`;
+}
+
+/** The shard URI and tensor key of a {@link tensorLinkUri}, or undefined for any other URI. */
+export function parseTensorLink(uri: string): { fileUri: string; key: string } | undefined {
+  const at = uri.indexOf(`#${TENSOR_FRAGMENT}`);
+  if (at < 0) return undefined;
+  try {
+    return { fileUri: uri.slice(0, at), key: decodeURIComponent(uri.slice(at + 1 + TENSOR_FRAGMENT.length)) };
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Commands the server itself executes (`workspace/executeCommand`, announced in
@@ -111,6 +132,12 @@ export interface ServerInitOptions {
    * otherwise the lenses carry the server's {@link SERVER_COMMANDS}, run through `workspace/executeCommand`.
    */
   clientCommands?: boolean;
+  /**
+   * The client opens a checkpoint shard at a tensor: Go to Definition on a key answers the
+   * shard's URI with `#tensor=<key>` ({@link tensorLinkUri}), and the hover's shard line runs
+   * {@link CLIENT_COMMANDS}.openTensor (the extension). Otherwise both are the shard's plain `file:` URI.
+   */
+  tensorLinks?: boolean;
   /**
    * The extension's settings without the `weightSpec.` prefix, for clients that do not answer
    * `workspace/configuration` (section `weightSpec`, which overrides these when answered).

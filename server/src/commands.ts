@@ -16,6 +16,7 @@ import {
   type WorkDoneProgressReporter,
 } from 'vscode-languageserver/node';
 import { compileArgs, prepareArgs, type Backend } from '../../core/src/editor/cli-args';
+import { linkPreparedFolder } from '../../core/src/artifacts/prepared-link';
 import { isPrepareDtype } from '../../core/src/formats/dtype';
 import { cliToolEnv, runCli, type CliResult } from '../../core/src/editor/cli-process';
 import { isSpecFile, specInfo } from '../../core/src/editor/spec-state';
@@ -51,7 +52,15 @@ export interface CommandContext {
   finished(): void | Promise<void>;
 }
 
-type Planned = { title: string; args: string[]; cwd: string; env: Record<string, string>; done: (r: CliResult) => string };
+type Planned = {
+  title: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  done: (r: CliResult) => string;
+  /** Run after the CLI succeeded; its line (when any) is logged. */
+  after?: () => Promise<string | undefined>;
+};
 
 /** Runs one server command; always resolves (errors become a message and `ok: false`). */
 export async function executeCommand(
@@ -134,6 +143,11 @@ async function planCommand(ctx: CommandContext, command: string, arg: unknown): 
         cwd: checkpoint,
         env,
         done: () => `Prepared ${checkpoint} into ${out}`,
+        // QEfficient's link from the export to the folder just made: the spec's own paths resolve.
+        after: async () => {
+          const l = await linkPreparedFolder(path.dirname(file), out);
+          return 'linked' in l ? (l.made ? `linked ${l.linked} -> ${out}` : undefined) : `no link to ${out}: ${l.skipped}`;
+        },
       };
     }
     case SERVER_COMMANDS.compile:
@@ -195,6 +209,8 @@ async function runPlanned(
     }
     if (r.code !== 0) return { ok: false, message: r.errorLine ?? `${plan.title}: the CLI exited with ${r.code ?? r.signal}` };
     if (r.stdout.trim()) ctx.connection.console.log(r.stdout.trimEnd());
+    const line = await plan.after?.().catch((e: unknown) => `${plan.title}: ${e instanceof Error ? e.message : String(e)}`);
+    if (line) ctx.connection.console.log(line);
     return { ok: true, message: plan.done(r), ...(r.stdout ? { output: r.stdout } : {}) };
   } finally {
     for (const c of cancels) c.dispose();

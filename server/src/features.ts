@@ -13,6 +13,7 @@ import { offsetsOf } from './diagnostics';
 import { uriToPath, type SpecDoc, type SpecDocuments } from './documents';
 import { formatDocument } from './formatting';
 import { guarded, type Log } from './guard';
+import { definitionAt } from './definition';
 import { hoverAt } from './hover';
 import { inlayHints } from './inlay-hints';
 import { documentSymbols } from './symbols';
@@ -27,6 +28,8 @@ export interface FeatureContext {
   completionEditRange: () => boolean;
   /** The client runs the server's commands from code actions and lenses. */
   clientCommands: () => boolean;
+  /** The client opens a shard at a tensor (initializationOptions.tensorLinks): definition.ts. */
+  tensorLinks: () => boolean;
 }
 
 /** Registers the feature handlers on `connection`. */
@@ -35,7 +38,15 @@ export function registerFeatures(connection: Connection, ctx: FeatureContext): v
     guarded(ctx.log, 'hover', null, async (p) => {
       const r = await ctx.runOf(p.textDocument.uri);
       if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
-      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position));
+      return hoverAt(r.d.doc, r.run, r.d.doc.offsetAt(p.position), ctx.tensorLinks());
+    }),
+  );
+
+  connection.onDefinition(
+    guarded(ctx.log, 'definition', null, async (p) => {
+      const r = await ctx.runOf(p.textDocument.uri);
+      if (!r || r.d.session.last?.text !== r.d.doc.getText()) return null;
+      return definitionAt(r.run, r.d.doc.offsetAt(p.position), ctx.tensorLinks());
     }),
   );
 

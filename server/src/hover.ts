@@ -5,12 +5,14 @@
  * ONNX carries CCL or the on-device sampler, the ONNX lines say so.
  */
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Hover } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { describePlannedOrigin, describePreparedOrigin, describeQuantizedKey, PREPARE_HINT, type CheckRun } from '../../core/src/check';
 import { servingSummary } from '../../core/src/artifacts/graph-metadata';
 import { formatBytes } from '../../core/src/display';
 import { hubLabelOf } from '../../core/src/hub/hf-cache';
+import { tensorLinkTarget } from './definition';
 import { rangeOf } from './diagnostics';
 import { graphInput, shapeText, targetAt, tensorOf } from './spec-target';
 
@@ -28,9 +30,11 @@ function onnxLines(run: CheckRun, name: string): string[] {
   const gi = graphInput(run, name);
   if (!gi) return [`ONNX: \`${name}\` is not a graph input (\`${onnxName}\`)`];
   const ops = s.consumers[name] ?? [];
+  // each op links to the graph (the ONNX file: the extension opens it in its graph viewer)
+  const onnxUri = pathToFileURL(run.onnx!.file).toString();
   return [
     `ONNX input \`${name}\` of \`${onnxName}\`: \`${gi.dtype ?? `type ${gi.elemType}`}\` \`${shapeText(gi.dims)}\``,
-    ops.length ? `used by: ${ops.map((o) => `\`${o}\``).join(', ')}` : 'used by no node of the main graph',
+    ops.length ? `used by: ${ops.map((o) => `[\`${o}\`](${onnxUri})`).join(', ')}` : 'used by no node of the main graph',
     // QEfficient's serving features the graph carries (CCL, on-device sampler)
     ...servingSummary(
       onnxName,
@@ -51,7 +55,7 @@ function missingKeyText(run: CheckRun, file: number): string {
 }
 
 /** The hover for `offset` of `doc`, or null. */
-export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover | null {
+export function hoverAt(doc: TextDocument, run: CheckRun, offset: number, tensorLinks = false): Hover | null {
   const t = targetAt(run, offset);
   const spec = run.parsed.spec;
   if (!t || !spec) return null;
@@ -74,7 +78,7 @@ export function hoverAt(doc: TextDocument, run: CheckRun, offset: number): Hover
       const abs = run.files[file]!.abs!;
       lines.push(
         `dtype \`${info.dtype}\` · shape \`${shapeText(info.shape)}\` · ${bytesText(info.byteLength)}`,
-        `shard \`${path.basename(abs)}\` (files[${file}]: \`${spec.files[file]!.path}\`)${hubLabelOf(abs) ? ` of \`${hubLabelOf(abs)}\`` : ''}`,
+        `shard [\`${path.basename(abs)}\`](${tensorLinkTarget(abs, info.key, tensorLinks)}) (files[${file}]: \`${spec.files[file]!.path}\`)${hubLabelOf(abs) ? ` of \`${hubLabelOf(abs)}\`` : ''}`,
         `bytes ${n(info.dataOffset)}–${n(info.dataOffset + info.byteLength)} of the file (data_offsets ${info.begin}–${info.end})`,
         ...describeQuantizedKey(path.dirname(run.files[file]!.real ?? abs), run.files[file]!.header!, info.key),
         ...describePreparedOrigin(path.dirname(run.files[file]!.real ?? abs), info.key, info),

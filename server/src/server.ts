@@ -62,6 +62,8 @@ export function createServer(connection: Connection, options: ServerOptions = {}
   let specStateChanged = false;
   // The lenses carry the extension's commands only when it runs them itself.
   let clientCommands = false;
+  /** The client opens a shard at a tensor (initializationOptions.tensorLinks): definition.ts. */
+  let tensorLinks = false;
   let progressSupport = false;
   /** The client takes a list-wide edit range (CompletionList.itemDefaults, LSP 3.17): items then carry no range each. */
   let completionEditRange = false;
@@ -148,6 +150,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
       const experimental = params.capabilities.experimental as { weightSpec?: { specStateChanged?: unknown } } | undefined;
       specStateChanged = init.specStateChanged === true || experimental?.weightSpec?.specStateChanged === true;
       clientCommands = init.clientCommands === true;
+      tensorLinks = init.tensorLinks === true;
       progressSupport = params.capabilities.window?.workDoneProgress === true;
       completionEditRange = params.capabilities.textDocument?.completion?.completionList?.itemDefaults?.includes('editRange') === true;
       configurationSupport = params.capabilities.workspace?.configuration === true;
@@ -171,6 +174,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
         // save: the lens's compile state reads the saved file, so a save refreshes the lenses.
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental, save: { includeText: false } },
         hoverProvider: true,
+        definitionProvider: true,
         completionProvider: { triggerCharacters: ['"', '.'] },
         documentSymbolProvider: true,
         inlayHintProvider: true,
@@ -280,6 +284,7 @@ export function createServer(connection: Connection, options: ServerOptions = {}
     documents,
     runOf,
     completionEditRange: () => completionEditRange,
+    tensorLinks: () => tensorLinks,
     clientCommands: () => clientCommands,
   });
 

@@ -2,7 +2,7 @@
 // a real export of a copy of the llama fixture, a real prepare by dist/cli.js through
 // workspace/executeCommand, and fs.watch noticing files written behind the server's back.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, readFileSync, watch } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, watch } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, expect, it } from 'vitest';
@@ -81,6 +81,11 @@ describeFixtures('server commands and own watching (clients without them)', () =
       });
       expect(r).toMatchObject({ ok: true });
       expect(existsSync(path.join(prepared, '.checkpoint_prepared'))).toBe(true);
+      // QEfficient's link from the export to the folder just made (issue 50.1): the spec's own paths resolve.
+      const link = path.join(dir, 'exp', path.basename(prepared));
+      expect(readlinkSync(link)).toBe(realpathSync(prepared));
+      const files = (JSON.parse(readFileSync(spec, 'utf8')) as { files: { path: string }[] }).files;
+      for (const f of files) expect(existsSync(path.join(dir, 'exp', f.path))).toBe(true);
       // Re-checked once the command finished, without an edit, and published before the reply
       // (a client may leave what follows a reply unread: jsonrpc 1.0.14, eglot on Emacs 28).
       expect(c.published.filter((p) => p.uri === uri).at(-1)?.count).toBe(0);
@@ -97,6 +102,10 @@ describeFixtures('server commands and own watching (clients without them)', () =
   it("the Compile and Inspect lenses run through workspace/executeCommand: compile.json written, the lens turns to Re-run, inspect's table returned", async () => {
     const { dir, spec } = exported();
     cli(['prepare', '--checkpoint', path.join(dir, 'llama'), '--dtype', 'float32']);
+    const prepared = (JSON.parse(readFileSync(path.join(dir, 'exp', 'export-report.json'), 'utf8')) as { prepared: { dir: string } })
+      .prepared.dir;
+    const link = path.join(dir, 'exp', path.basename(prepared));
+    expect(existsSync(link)).toBe(false); // prepare without --spec knows no export
     const c = await neovimLike(dir);
     try {
       const { uri, diagnostics } = await c.open(spec);
@@ -110,6 +119,8 @@ describeFixtures('server commands and own watching (clients without them)', () =
       });
       expect(r).toMatchObject({ ok: true, message: `Compiled ${path.join(dir, 'exp')} (ort)` });
       expect(existsSync(path.join(dir, 'exp', 'compile.json'))).toBe(true);
+      // the compile found the folder: it links it into the export (issue 50.1)
+      expect(readlinkSync(link)).toBe(realpathSync(prepared));
       const after = await lenses();
       expect(after.map((l) => l.command!.command)).toEqual([SERVER_COMMANDS.prepare, SERVER_COMMANDS.recompile, SERVER_COMMANDS.inspect]);
       expect(after[1]!.command!.title).toBe('Re-run compile (up to date)');

@@ -18,14 +18,24 @@ describe('language features on a workspace spec', () => {
   });
   afterAll(() => client.close());
 
-  it('completes keys of the referenced file inside location.key', async () => {
+  it('completes keys of every shard inside location.key, the referenced file first', async () => {
     const text = ws.text(ws.spec());
     await client.replace(uri, text);
     const at = text.indexOf('"key": "model.norm.weight"') + 9;
     const list = await client.request<CompletionList>('textDocument/completion', { textDocument: { uri }, position: positionOf(text, at) });
-    expect(list.items.map((i) => i.label).sort()).toEqual(['lm_head.weight', 'model.norm.weight']); // files[1] only
+    // issue 50.3: both shards' keys (files[1]'s first, then files[0]'s)
+    const order = [...list.items].sort((a, b) => a.sortText!.localeCompare(b.sortText!)).map((i) => i.label);
+    expect(order).toEqual([
+      'model.norm.weight',
+      'lm_head.weight',
+      'model.embed_tokens.weight',
+      'model.embed_tokens.weight.f16',
+      'model.layers.0.self_attn.k_proj.weight',
+      'model.layers.0.self_attn.q_proj.weight',
+    ]);
     const item = list.items.find((i) => i.label === 'lm_head.weight')!;
     expect(item.detail).toBe('F32 [16, 4] · files[1]');
+    expect(item.additionalTextEdits).toBeUndefined();
     // The edit covers the string's content only (no quotes, no filterText), so a client that
     // inserts at the edit's start (Neovim's omnifunc) and VS Code produce the same text.
     expect(item.textEdit).toMatchObject({ newText: 'lm_head.weight' });

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
-import type { Diagnostic, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
+import type { Diagnostic, InitializeResult, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { afterEach } from 'vitest';
 import { createServer, type ServerOptions, type WeightSpecServer } from '../src/server';
 
@@ -54,6 +54,8 @@ export interface TestClient {
   registrations: unknown[];
   /** Removes and returns the error-level log messages so far (otherwise the test fails on them). */
   takeLoggedErrors(): string[];
+  /** The server's answer to `initialize`. */
+  initialized: InitializeResult;
   close(): void;
 }
 
@@ -124,7 +126,7 @@ export async function connectClient(
   rpc.onRequest('workspace/codeLens/refresh', () => null);
   rpc.onRequest('workspace/inlayHint/refresh', () => null);
   rpc.listen();
-  await rpc.sendRequest('initialize', {
+  const initialized = await rpc.sendRequest<InitializeResult>('initialize', {
     processId: process.pid,
     rootUri: null,
     workspaceFolders: opts.workspaceFolders ?? null,
@@ -148,6 +150,7 @@ export async function connectClient(
     specStateChanged,
     published,
     takeLoggedErrors: () => loggedErrors.splice(0),
+    initialized,
     editNoWait(uri, start, end, newText) {
       const d = docs.get(uri)!;
       const range = { start: positionOf(d.text, start), end: positionOf(d.text, end) };

@@ -67,7 +67,7 @@ describeFixtures('hover on GPT-OSS expert inputs', () => {
     const again = await client.open(specFile);
     value = await hoverOn(again.uri, again.text, gate);
     expect(value).not.toContain('prepare has not written it yet');
-    expect(value).toMatch(/shard `experts-layer-00001\.safetensors`/);
+    expect(value).toMatch(/shard \[`experts-layer-00001\.safetensors`\]\(file:\/\/\//);
     expect(value).toContain('source `model.layers.1.mlp.experts.gate_up_proj_blocks` `U8` [4, 192, 2, 16]');
     expect(value).toContain('dequantized shape `[4, 64, 96]` (`F32`)');
   });

@@ -4,7 +4,8 @@
  * (default for *.onnx too: VS Code itself only offers a binary-file warning). Pages come from core/src/view.
  */
 import * as vscode from 'vscode';
-import { ViewerProvider, renderedText } from './provider';
+import { openTensor, ViewerProvider, renderedText } from './provider';
+import { CLIENT_COMMANDS } from '../../../core/src/protocol';
 import { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE } from './view-types';
 
 export { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE };
@@ -19,5 +20,9 @@ export function registerViewers(context: vscode.ExtensionContext): void {
     vscode.window.registerCustomEditorProvider(SAFETENSORS_VIEW_TYPE, provider, opts),
     vscode.window.registerCustomEditorProvider(ONNX_VIEW_TYPE, provider, opts),
     vscode.commands.registerCommand(RENDERED_TEXT_COMMAND, (file: string) => renderedText.get(file)),
+    // the hover's shard links (server/src/definition.ts tensorLinkTarget)
+    vscode.commands.registerCommand(CLIENT_COMMANDS.openTensor, (file: unknown, key: unknown) =>
+      typeof file === 'string' && typeof key === 'string' ? openTensor(file, key) : undefined,
+    ),
   );
 }

@@ -54,7 +54,7 @@ const revealers = new Map<string, Set<(key: string) => void>>();
  * not-yet-prepared shard is named in a message). A viewer of the shard that is already open is
  * revealed where it is and told to scroll.
  */
-async function openTensor(file: string, key: string): Promise<void> {
+export async function openTensor(file: string, key: string): Promise<void> {
   try {
     await vscode.workspace.fs.stat(vscode.Uri.file(file));
   } catch {
@@ -90,6 +90,15 @@ async function openTensor(file: string, key: string): Promise<void> {
     pendingReveal.delete(file);
     for (const r of revealers.get(file) ?? []) r(key);
   }
+}
+
+/**
+ * Go to Definition opens `file` itself (a spec key's shard): its viewer, about to open or open
+ * already, scrolls to `key`.
+ */
+export function revealTensorOnOpen(file: string, key: string): void {
+  pendingReveal.set(file, key);
+  for (const r of revealers.get(file) ?? []) r(key);
 }
 
 /** One provider instance serves one view type (safetensors or ONNX). */

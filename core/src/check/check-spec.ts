@@ -7,12 +7,11 @@
  * inputs (file index, key present, key in another file, duplicate names, v1 dtype/shape
  * facts) → prepared directories → companion ONNX (names, unmapped inputs, dtype/shape).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, oneLine, type Problem } from '../errors';
 import { problem } from '../problem-codes';
 import { tryResolveReadPath } from '../paths';
-import { reportedPreparedDir, reportedPreparedFile } from '../artifacts/export-report';
+import { specFileResolver } from '../artifacts/spec-files';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
 import type { OnnxSummary } from '../formats/onnx';
 import { storedKey, type SafetensorsHeader } from '../formats/safetensors';
@@ -94,7 +93,7 @@ function sortProblems(problems: Problem[]): Problem[] {
  */
 async function checkFiles(ctx: CheckContext): Promise<void> {
   const reads: (Promise<SafetensorsHeader> | undefined)[] = [];
-  let reported: { dir: string | undefined } | undefined; // the export report's prepared folder, read once when needed
+  const resolver = specFileResolver(ctx.specDir); // reads the export report once, when needed
   for (const [i, f] of ctx.spec.files.entries()) {
     throwIfAborted(ctx);
     const src = ctx.sources.files[i]!;
@@ -111,19 +110,15 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
     }
     state.abs = resolved.value.abs;
     if (resolved.value.viaSymlink) state.real = resolved.value.real;
-    let exists = resolved.value.exists;
-    if (!exists) {
-      // Export links the prepared folder only once it exists: until the re-export, the file
-      // lies (or will lie, once prepared) in the folder the export's report names (compile's
-      // model_id) — where the server watches for prepare to write it.
-      reported ??= { dir: reportedPreparedDir(ctx.specDir) };
-      const r = reportedPreparedFile(ctx.specDir, f.path, reported.dir);
-      if (r) {
-        state.abs = path.join(r.dir, r.rest);
-        state.viaReport = true;
-        exists = fs.existsSync(state.abs);
-        if (exists) state.real = state.abs;
-      }
+    // Export links the prepared folder only once it exists: until a prepare or compile links
+    // it, the file lies (or will lie, once prepared) in the folder the export's report names
+    // (compile's model_id) — where the server watches for prepare to write it.
+    const loc = resolver.file(f.path, { abs: resolved.value.abs, exists: resolved.value.exists });
+    const exists = loc.exists;
+    if (loc.viaReport) {
+      state.abs = loc.abs;
+      state.viaReport = true;
+      if (exists) state.real = state.abs;
     }
     if (!exists) {
       if (looksPrepared(state.abs)) {

@@ -44,6 +44,8 @@ export interface CompileResult {
   /** qaic: the files written beside the qpc directory (specializations.json, custom_io.yaml), with their text. */
   files?: { path: string; text: string }[];
   dryRun?: boolean;
+  /** The link to the prepared folder this compile made beside the spec (QEfficient's layout), when it made one. */
+  linked?: string;
   ms: number;
 }
 

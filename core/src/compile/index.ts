@@ -21,6 +21,7 @@ import { qaicDriver } from './qaic';
 import { decide } from './decide';
 import { readForCompile, type CompileRequest } from './inputs';
 import { checkRecordWritable } from '../artifacts/compile-record';
+import { linkPreparedFolder } from '../artifacts/prepared-link';
 
 export { COMPILE_RECORD, type CompileRecord } from '../artifacts/compile-record';
 export { readCompileRecord } from './inputs';
@@ -104,8 +105,16 @@ async function compileScoped(exportDir: string, opts: CompileOptions, scope: Wor
       ? await preparedForCompile(inputs.exportDir, prepared.loc.dir, prepared, { required: profile.requiresPrepared, log })
       : undefined;
   if (prepared) scope?.addDir(prepared.loc.dir);
+  // The folder found: QEfficient's link to it beside the spec, so the spec's own paths resolve
+  // for every reader (made only when safe; artifacts/prepared-link.ts says when).
+  let linked: string | undefined;
+  if (prepared && !opts.dryRun) {
+    const specPaths = inputs.export.spec.files.map((f) => f.path);
+    const l = await linkPreparedFolder(inputs.exportDir, prepared.loc.dir, specPaths).catch((e: unknown) => ({ skipped: String(e) }));
+    if ('linked' in l && l.made) linked = l.linked;
+  }
   await failpoint('compile-writing');
   // 5. Build: the artifact and the record.
   const out = await driver.build({ inputs, loc: prepared?.loc, fingerprint: d.fingerprint, prev, opts, source, log });
-  return result(out);
+  return result({ ...out, ...(linked ? { linked } : {}) });
 }

@@ -25,6 +25,7 @@ import { specFromText, type WeightSpec } from '../spec';
 import { specFileIn } from '../spec/file-names';
 import { pyJsonDumps } from '../spec/py-json';
 import { MANIFEST_FILE, SENTINEL_FILE } from '../artifacts/prepared-manifest';
+import { specFileResolver } from '../artifacts/spec-files';
 import { artifactExists, artifactTrusted } from '../artifacts/compile-artifact';
 import { readCompileRecordFile, type CompileBackend, type CompileRecord, type CompileStamps } from '../artifacts/compile-record';
 import type { DecideInputs } from './decide';
@@ -113,7 +114,9 @@ function realOrUndefined(p: string): string | undefined {
 export function preparedDirOf(exportDir: string, spec: Pick<WeightSpec, 'files' | 'model_id'>): string | undefined {
   const first = spec.files[0]?.path;
   const abs = first ? path.resolve(exportDir, first) : undefined;
-  const real = abs && realOrUndefined(abs);
+  // The one resolver of a spec's files: its own path, else inside the folder the export's report names.
+  const found = first ? specFileResolver(exportDir).file(first) : undefined;
+  const real = found?.exists ? realOrUndefined(found.abs) : undefined;
   if (real) return path.dirname(real);
   // QEfficient's model_id is the absolute prepared directory; used only when the relative paths do not resolve.
   if (spec.model_id && path.isAbsolute(spec.model_id) && realOrUndefined(spec.model_id)) return realOrUndefined(spec.model_id);

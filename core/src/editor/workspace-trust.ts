@@ -15,6 +15,7 @@ import { COMPILE_RECORD } from '../artifacts/compile-record';
 import { judgeFilePath, printable, type FilePathVerdict } from '../paths';
 import { specFileIn } from '../spec/file-names';
 import { obj, readJsonLoose } from './loose-json';
+import { specFilePathsOf } from '../artifacts/spec-files';
 
 export type { FilePathVerdict } from '../paths';
 
@@ -44,12 +45,6 @@ function isFolder(p: string): boolean {
   }
 }
 
-/** The spec's `files[i].path` values (v1's bare strings too). */
-function specFilePaths(specFile: string): string[] {
-  const files = obj(readJsonLoose(specFile)).files;
-  return (Array.isArray(files) ? files : []).map((f) => (typeof f === 'string' ? f : obj(f).path)).filter(nonEmpty);
-}
-
 /** Prepare's `--checkpoint` and `--out` for `specFile`, judged against `roots` (see the module comment). */
 export function prepareTargets(specFile: string, roots: readonly string[]): PrepareTargets {
   const dir = path.dirname(path.resolve(specFile));
@@ -60,7 +55,7 @@ export function prepareTargets(specFile: string, roots: readonly string[]): Prep
     out.checkpoint = judgeFilePath(reportFile, 'source.checkpoint', report.source.checkpoint, roots);
   if (nonEmpty(report?.prepared?.dir)) out.out = judgeFilePath(reportFile, 'prepared.dir', report.prepared.dir, roots);
   else {
-    const first = specFilePaths(specFile)[0];
+    const first = specFilePathsOf(specFile)[0];
     if (first) out.out = judgeFilePath(specFile, 'files[0].path', path.dirname(first), roots);
   }
   out.outside = [out.checkpoint, out.out].filter((v): v is FilePathVerdict => !!v && !v.inside);
@@ -87,7 +82,7 @@ export function compileOutside(exportDir: string, roots: readonly string[]): Fil
   if (nonEmpty(report?.prepared?.dir))
     verdicts.push(judgeFilePath(path.join(dir, EXPORT_REPORT_FILE), 'prepared.dir', report.prepared.dir, roots));
   const spec = specFileIn(dir);
-  const files = spec ? specFilePaths(spec) : [];
+  const files = spec ? specFilePathsOf(spec) : [];
   if (spec) files.forEach((p, i) => verdicts.push(judgeFilePath(spec, `files[${i}].path`, p, roots)));
   const recFile = path.join(dir, COMPILE_RECORD);
   const rec = obj(readJsonLoose(recFile));

@@ -6,8 +6,8 @@
  *   <out>/<prepared name>     symlink to the prepared checkpoint (QEfficient links it there, and
  *                             the spec's `files[].path` go through it), made only when the folder
  *                             exists, as QEfficient's `link_prepared_checkpoint_dir` does: a
- *                             config-only export leaves no dangling link (until the re-export after
- *                             prepare, readers find the folder through the report: report.ts)
+ *                             config-only export leaves no dangling link (prepare and compile add it
+ *                             later: artifacts/prepared-link.ts; readers go through spec-files.ts)
  *   <out>/export-report.json  what was built, from what, and how long it took. Written first
  *                             with `state: "writing"` (claiming the artifacts, so an interrupted
  *                             run can be re-run) and last with `state: "complete"`.
@@ -17,11 +17,12 @@
  */
 import { formatBytes } from '../display';
 import { existsSync } from 'node:fs';
-import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
+import { lstat, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isPreparedUpToDate } from '../prepare/manifest';
 import { PipelineError } from '../errors';
-import { beginWork, createOutputGuard, failpoint, tempPathFor, type OutputGuard, type WorkScope } from '../paths';
+import { beginWork, createOutputGuard, failpoint, type OutputGuard, type WorkScope } from '../paths';
+import { atomicSymlink } from '../artifacts/prepared-link';
 import { EXPORT_REPORT_FILE, EXPORT_REPORT_TOOL, readExportReport } from '../artifacts/export-report';
 import { embedSpec, writeSpecText, type MetadataEntry, type WeightSpec } from '../spec';
 
@@ -70,9 +71,7 @@ async function writeLink(outDir: string, name: string, target: string, owned: bo
     if (!owned || !st.isSymbolicLink())
       throw new PipelineError(`${at} exists and was not made by weight-spec export; remove it or choose another --out`);
   }
-  const tmp = tempPathFor(at);
-  await symlink(target, tmp);
-  await rename(tmp, at);
+  await atomicSymlink(at, target);
 }
 
 /** Writes model, spec, links and (last) the report into `o.outDir`. */

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { FormatError } from '../errors';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { elementCount } from '../formats/safetensors';
-import { reportedPreparedFile } from '../artifacts/export-report';
+import { specFileResolver } from '../artifacts/spec-files';
 import { readSpec } from '../spec/parse';
 import { peakOfTensor } from './estimate';
 import type { OutputTensor, SourceTensor, Task } from './types';
@@ -71,7 +71,7 @@ function specOutDir(specFile: string, dirs: Set<string>, firstFile: string): str
     const st = fs.lstatSync(dir);
     return st.isSymbolicLink() ? path.resolve(path.dirname(dir), fs.readlinkSync(dir)) : dir;
   } catch {
-    return reportedPreparedFile(path.dirname(path.resolve(specFile)), firstFile)?.dir ?? dir;
+    return specFileResolver(path.dirname(path.resolve(specFile))).file(firstFile).reportedDir ?? dir;
   }
 }
 

@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { readJsonTextSync } from '../paths';
 import path from 'node:path';
 import { parseSpecText } from '../spec';
+import { specFileResolver } from '../artifacts/spec-files';
 import type { GraphModel, GxNode, GxSection, GxValue, WeightSource } from './graph-data';
 import type { GraphIndex } from './onnx-graph';
 import { inferShapes } from './shape-infer';
@@ -43,13 +44,14 @@ export function weightSources(specFile: string, text: string): Record<string, We
   const spec = parseSpecText(text, specFile).spec;
   const out: Record<string, WeightSource> = {};
   if (!spec) return out;
-  const dir = path.dirname(specFile);
+  // Through the one resolver: the spec's paths, else the prepared folder the export's report names.
+  const resolver = specFileResolver(path.dirname(specFile));
   spec.inputs.forEach((inp, i) => {
     const f = spec.files[inp.location.file];
     out[inp.name] = {
       input: i,
       key: inp.location.key,
-      ...(f ? { file: path.resolve(dir, f.path) } : {}),
+      ...(f ? { file: resolver.file(f.path).abs } : {}),
       entry: JSON.stringify(inp, null, 2),
     };
   });

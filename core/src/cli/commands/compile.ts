@@ -190,6 +190,7 @@ export const compileCommand = defineCommand({
       : 'qpc written';
     const why = res.changed[0] === 'forced' ? 'forced' : res.changed.length ? `${res.changed.join(', ')} changed` : 'first compile';
     println(io.stdout, `compile: ${rec.backend} → ${artifact} (${what}; ${why}; ${ms})`);
+    if (res.linked) println(io.stdout, `compile: linked ${res.linked} (the spec's files resolve through it)`);
     return 0;
   },
 });

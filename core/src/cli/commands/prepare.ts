@@ -4,6 +4,7 @@
  * through the planned, RAM-budgeted pipeline in core/src/prepare. Prints the prepared
  * directory (last stdout line); an unchanged plan is a no-op and says so.
  */
+import path from 'node:path';
 import { UsageError } from '../../errors';
 import { finalizeShards, parseShard, runPrepare, runShard, type PrepareProgress } from '../../prepare';
 import { formatNonFinite } from '../../prepare/overflow';
@@ -12,6 +13,7 @@ import { defineCommand, println } from '../command';
 import { formatBytes } from '../../display';
 import { createProgress } from '../progress';
 import { CHECKPOINT_FILES, requireModelPath, requireOutDir, requirePath } from '../input-paths';
+import { linkPreparedFolder } from '../../artifacts/prepared-link';
 
 export const prepareCommand = defineCommand({
   name: 'prepare',
@@ -27,7 +29,8 @@ export const prepareCommand = defineCommand({
     'model.safetensors.index.json, the sidecars, .checkpoint_prepared.json and, last, .checkpoint_prepared.',
     'On a cluster (docs/PREPARE-CLUSTER.md): --shard i/N on every host, then --finalize once; the result is',
     'byte-identical to a single-host prepare of the same plan.',
-    "With --spec, writes exactly the files and keys that spec names (ours or QEfficient's naming) into its files' folder.",
+    "With --spec, writes exactly the files and keys that spec names (ours or QEfficient's naming) into its files' folder,",
+    "and links that folder into the spec's export (QEfficient's link), so the spec's own paths resolve.",
     '--lora (PEFT adapter folders, ids 1, 2, … in the order given; 0 is the base) adds lora-adapters.safetensors: each targeted',
     "Linear's <module>.lora_a_weights [N+1,1,in,R] and lora_b_weights [N+1,1,R,out] (R the largest r, scaling folded into B).",
   ],
@@ -174,6 +177,11 @@ export const prepareCommand = defineCommand({
     const kept = Object.keys(result.nonFinite).length;
     if (kept > 0)
       println(io.stdout, `prepare: kept ±Inf/NaN values (--allow-overflow) in ${kept} tensor(s): ${formatNonFinite(result.nonFinite)}`);
+    if (opts.spec) {
+      // QEfficient's link from the spec's export to the folder: the spec's own paths resolve.
+      const l = await linkPreparedFolder(path.dirname(opts.spec), result.outDir);
+      if ('linked' in l && l.made) println(io.stdout, `prepare: linked ${l.linked} -> ${result.outDir}`);
+    }
     println(io.stdout, result.outDir);
     return 0;
   },

@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FormatError, PipelineError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
-import { readExportReport, reportedPreparedDir } from '../../artifacts/export-report';
+import { readExportReport } from '../../artifacts/export-report';
+import { specFilesFolder } from '../../artifacts/spec-files';
 import { readVlmManifest } from '../../artifacts/vlm-manifest';
 import { VLM_MANIFEST_FILE, WHISPER_GRAPHS, WHISPER_MANIFEST_FILE } from '../../spec/file-names';
 
@@ -74,7 +75,8 @@ function reportDirs(exportDir: string): (string | undefined)[] {
   return [
     config ? path.dirname(path.resolve(exportDir, config)) : undefined,
     r?.source?.checkpoint ? path.resolve(exportDir, r.source.checkpoint) : undefined,
-    reportedPreparedDir(exportDir),
+    // the folder the spec's files lie in (its link, else the report's prepared folder)
+    specFilesFolder(exportDir),
   ];
 }
 
