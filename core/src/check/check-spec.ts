@@ -162,7 +162,9 @@ async function checkFiles(ctx: CheckContext): Promise<void> {
 /**
  * One `not-prepared` warning per spec, on `files`, for every shard of a prepared checkpoint that
  * does not exist yet (issue 36: 50 shards were 50 identical warnings): the count, what to do and
- * the folder, with each shard as related information. `data.files` lists their indices.
+ * the folder. `data.files` lists their indices. No related information per shard: VS Code's
+ * Problems panel shows each related entry as a row of its own, so a 75-shard spec was 76 rows
+ * (issue 50); the folder in the message says where they all are.
  */
 function reportNotPrepared(ctx: CheckContext): void {
   const missing = ctx.files.flatMap((s, i) => (s.missingPrepared ? [i] : []));
@@ -186,12 +188,6 @@ function reportNotPrepared(ctx: CheckContext): void {
       files: missing,
     },
   );
-  const p = ctx.problems[ctx.problems.length - 1]!;
-  p.related = missing.map((i) => {
-    const at = ctx.sources.files[i]!.path;
-    const range = ctx.parsed.offsets.anchor(at);
-    return { message: `missing: ${ctx.spec.files[i]!.path}`, path: at, ...(range ? { range } : {}) };
-  });
 }
 
 /** File index, key presence and name uniqueness for every input. */
