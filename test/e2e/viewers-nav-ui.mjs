@@ -4,7 +4,7 @@
 // folds, jumps by anchor, shows the KV cache of the 30B MoE export as one row per run and links
 // to the spec, the checkpoint and the Problems panel; the checkpoint table in a narrow pane
 // keeps key ends, shard labels and readable bytes, scrolls sideways and copies whole keys; the
-// filter matches whole segments, globs and /regex/; Format Document on a weight_spec.json writes
+// filter matches parts of keys with whole numbers, globs and /regex/; Format Document on a weight_spec.json writes
 // QEfficient's layout (README "JSON tools"). Screenshots go to test/e2e/screenshots/.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -136,7 +136,7 @@ export async function viewerNavChecks(page, ws, check, { extensionRoot = REPO_RO
         const placeholder = await filter.getAttribute('placeholder');
         if (!placeholder?.includes('*') || !placeholder.includes('/regex/')) throw new Error(`placeholder: ${placeholder}`);
         const layers = tensors.filter((t) => t.key.endsWith('.experts.0.up_proj.weight')).length;
-        // Whole segments: expert 12's three projections per layer, not experts 120–127.
+        // Whole numbers: expert 12's three projections per layer, not experts 120–127.
         await filter.fill('experts.12');
         await total(layers * 3);
         const keys = await f.locator('.vt-row .key').evaluateAll((els) => els.map((e) => e.getAttribute('data-full')));

@@ -1,5 +1,5 @@
-// The checkpoint viewer's filter and cell text (issue 36 items 4 and 5): whole-segment matching
-// (experts.12 is not experts.120), globs and /regex/, middle ellipsis keeping a key's end, and
+// The checkpoint viewer's filter and cell text (issue 36 items 4 and 5, issue 50 item 6): a term
+// matches any part of a key but numbers whole (experts.12 is not experts.120), globs and /regex/, middle ellipsis keeping a key's end, and
 // shard labels showing the part of the file names that differs. Rows come from the generated
 // 48-layer MoE key list (test/support/sparse-checkpoint.mjs), the same the e2e run opens.
 import { describe, expect, it } from 'vitest';
@@ -16,16 +16,23 @@ const rows: FilterFields[] = qwen3MoeTensors({ layers: 2 }).map((t: { key: strin
 const keys = (q: string) => rows.filter((r) => compileTensorFilter(q).test(r)).map((r) => r.key);
 
 describe('the tensor filter', () => {
-  it('matches whole path segments: experts.12 is not experts.120–127', () => {
+  it('matches any part of a key, but a number at either edge whole: experts.12 is not experts.120–127', () => {
     const got = keys('experts.12');
     expect(got.length).toBeGreaterThan(0);
     expect(got.every((k) => k.includes('.experts.12.'))).toBe(true);
     expect(got.some((k) => /experts\.12\d/.test(k))).toBe(false);
     // The same expert in both layers, all of its projections.
     expect(keys('layers.1 experts.12.down_proj')).toEqual(['model.layers.1.mlp.experts.12.down_proj.weight']);
-    // A segment's part matches nothing without a glob.
-    expect(keys('down_pr')).toEqual([]);
+    // A segment's part matches as typed (issue 50: "embed" found nothing when segments were whole).
+    expect(keys('embed')).toEqual(['model.embed_tokens.weight']);
+    expect(keys('down_pr')).toHaveLength(2 * 128);
+    expect(keys('down_pr').every((k) => k.endsWith('.down_proj.weight'))).toBe(true);
+    expect(keys('xperts.12.dow')).toHaveLength(2);
+    // A number is whole at either edge: layers.1 is not layers.10+, 2.down_proj not 12.down_proj.
     expect(keys('layers.1').every((k) => k.startsWith('model.layers.1.'))).toBe(true);
+    expect(keys('layers.1').length).toBeGreaterThan(128);
+    expect(keys('2.down_proj').every((k) => /\.experts\.2\.down_proj\./.test(k))).toBe(true);
+    expect(keys('2.down_proj')).toHaveLength(2);
   });
 
   it('offers * within a segment and ** across segments', () => {
@@ -56,6 +63,7 @@ describe('the tensor filter', () => {
     expect(keys('00002')).toEqual(shard2);
     expect(keys('151936').sort()).toEqual(['lm_head.weight', 'model.embed_tokens.weight']);
     expect(keys('15193')).toEqual([]);
+    expect(keys('0002')).toEqual([]); // a shard's number is whole too
     expect(keys('lm_head.weight 00001')).toEqual(
       rows.filter((r) => r.key === 'lm_head.weight' && r.shard.includes('00001')).map((r) => r.key),
     );
@@ -67,6 +75,7 @@ describe('the tensor filter', () => {
   it('says its syntax in the placeholder', () => {
     expect(FILTER_PLACEHOLDER).toContain('*');
     expect(FILTER_PLACEHOLDER).toContain('/regex/');
+    expect(FILTER_PLACEHOLDER).toContain('any part of a key');
   });
 });
 
