@@ -89,6 +89,20 @@ function withVersion(dir: string): { version?: string } {
   return v ? { version: v } : {};
 }
 
+/** The buttons of the install prompt (runner.ts `ensureOrt`). */
+export const ORT_PROMPT = { install: 'Install', settings: 'Open Settings' } as const;
+
+/**
+ * The log line when the install prompt ends without Install: the user picked Open Settings, or
+ * closed the prompt unanswered (VS Code resolves a dismissed message as undefined). The prompt
+ * has no "decline" button, so "declined" was wrong for an unanswered prompt (issue 50).
+ */
+export function ortPromptNote(pick: string | undefined): string {
+  return pick === ORT_PROMPT.settings
+    ? `ONNX Runtime is missing: the weightSpec.onnxRuntimePath setting was opened; run again once it points at ${ORT_PACKAGE}`
+    : `ONNX Runtime is missing: the install prompt was closed without an answer; run again to be asked again, or set weightSpec.onnxRuntimePath`;
+}
+
 /**
  * Installs onnxruntime-node into global storage with npm (CUDA download skipped, as the
  * project's own install does). `onLine` receives npm's output; abort kills npm.

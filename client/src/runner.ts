@@ -6,7 +6,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { runCli, type CliResult } from '../../core/src/editor/cli-process';
-import { installOrt, locateOrt, ORT_PACKAGE, ORT_VERSION } from './ort-locator';
+import { installOrt, locateOrt, ORT_PACKAGE, ORT_PROMPT, ORT_VERSION, ortPromptNote } from './ort-locator';
 import { cliEnvFor, ortSearch } from './settings';
 
 /** Options of one run. */
@@ -68,15 +68,12 @@ export class CliRunner {
       `ONNX Runtime (${ORT_PACKAGE}) was not found in the weightSpec.onnxRuntimePath setting or the workspace's node_modules. ` +
         `Install ${ORT_PACKAGE}@${ORT_VERSION} (about 290 MB) once into the extension's storage?`,
       { modal: false },
-      'Install',
-      'Open Settings',
+      ORT_PROMPT.install,
+      ORT_PROMPT.settings,
     );
-    if (pick === 'Open Settings') {
-      void vscode.commands.executeCommand('workbench.action.openSettings', 'weightSpec.onnxRuntimePath');
-      return undefined;
-    }
-    if (pick !== 'Install') {
-      this.log.warn('ONNX Runtime is missing and its install was declined');
+    if (pick !== ORT_PROMPT.install) {
+      this.log.warn(ortPromptNote(pick));
+      if (pick === ORT_PROMPT.settings) void vscode.commands.executeCommand('workbench.action.openSettings', 'weightSpec.onnxRuntimePath');
       return undefined;
     }
     try {

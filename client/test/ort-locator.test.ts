@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { locateOrt, ortPackageDir, storagePrefix } from '../src/ort-locator';
+import { locateOrt, ORT_PROMPT, ortPackageDir, ortPromptNote, storagePrefix } from '../src/ort-locator';
 import { tempDirs } from '../../test/support/temp';
 
 const tmpDir = tempDirs('ws-');
@@ -65,5 +65,19 @@ describe('locateOrt', () => {
     const other = fakePackage(path.join(root, 'not-ort'), 'left-pad');
     const r = locateOrt({ setting: other, workspaceFolders: [repo], trusted: true, storageDir: root });
     expect(r).toEqual({ error: `weightSpec.onnxRuntimePath: ${other} holds no onnxruntime-node package` });
+  });
+});
+
+describe('the install prompt without Install (issue 50)', () => {
+  it('an unanswered prompt is not logged as declined; Open Settings says what to do next', () => {
+    const closed = ortPromptNote(undefined);
+    expect(closed).not.toMatch(/declin/i);
+    expect(closed).toBe(
+      'ONNX Runtime is missing: the install prompt was closed without an answer; run again to be asked again, or set weightSpec.onnxRuntimePath',
+    );
+    expect(ortPromptNote(ORT_PROMPT.settings)).toBe(
+      'ONNX Runtime is missing: the weightSpec.onnxRuntimePath setting was opened; run again once it points at onnxruntime-node',
+    );
+    expect(ORT_PROMPT).toEqual({ install: 'Install', settings: 'Open Settings' });
   });
 });
