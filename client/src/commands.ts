@@ -12,11 +12,13 @@ import {
   exportArgs,
   parseExpertParallel,
   prepareArgs,
+  prepareDtypeChoices,
   type Backend,
   type ExportOptions,
   type PrepareOptions,
 } from '../../core/src/editor/cli-args';
-import { isPrepareDtype, PREPARE_DTYPES, type PrepareDtype } from '../../core/src/formats/dtype';
+import { isPrepareDtype } from '../../core/src/formats/dtype';
+import type { PrepareLensOptions } from '../../core/src/protocol';
 import type { CliRunner, RunResult } from './runner';
 import { settings } from './settings';
 import { compileBlocker, isSpecFile, specInfo } from '../../core/src/editor/spec-state';
@@ -60,7 +62,7 @@ export function registerCommands(
       }),
     );
   reg('weightSpec.export', (a, o) => exportCommand(context, runner, a, optionsArg<ExportOptions>(o)));
-  reg('weightSpec.prepare', (a, o) => prepareCommand(runner, a, optionsArg<PrepareOptions>(o)));
+  reg('weightSpec.prepare', (a, o) => prepareCommand(runner, a, optionsArg<PrepareOptions & PrepareLensOptions>(o)));
   reg('weightSpec.compile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), false));
   reg('weightSpec.recompile', (a, o) => compileCommand(runner, a, optionsArg<{ backend: Backend; prepared: string }>(o), true));
   reg('weightSpec.run', (a, o) => runCommand(runner, a, optionsArg<RunCommandOptions>(o)));
@@ -138,7 +140,7 @@ async function exportCommand(
   return r && { ...r, out: path.resolve(modelDir, out) };
 }
 
-async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<PrepareOptions>): Promise<CommandResult> {
+async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<PrepareOptions> & PrepareLensOptions): Promise<CommandResult> {
   const target = o.checkpoint ?? targetPath(arg);
   let checkpoint: string | undefined;
   let out = o.out;
@@ -168,20 +170,19 @@ async function prepareCommand(runner: CliRunner, arg: unknown, o: Partial<Prepar
   }
   if (!checkpoint) return undefined;
   const s = settings(vscode.Uri.file(checkpoint));
-  if (!dtype) {
-    const pick = await vscode.window.showQuickPick(
-      PREPARE_DTYPES.map((d) => ({ label: d, description: d === s.defaultDtype ? 'default (weightSpec.defaultDtype)' : '' })).sort((a) =>
-        a.label === s.defaultDtype ? -1 : 0,
-      ),
-      { title: 'Prepare: target dtype' },
-    );
+  // A lens click (o.confirmDtype) shows the picker with the spec's dtype first instead of
+  // preparing in it silently: preparing many GB in the wrong dtype is the costly mistake.
+  if (!dtype || (o.confirmDtype && !o.dtype)) {
+    const pick = await vscode.window.showQuickPick(prepareDtypeChoices(dtype, s.defaultDtype), {
+      title: dtype ? `Prepare: target dtype (the spec's graph expects ${dtype})` : 'Prepare: target dtype',
+    });
     if (!pick) return undefined;
-    dtype = pick.label as PrepareDtype;
+    dtype = pick.label;
   }
   let expertParallel = o.expertParallel;
   const cfg = readConfig(checkpoint);
   const experts = cfg && (cfg.num_local_experts ?? cfg.num_experts);
-  if (!expertParallel && typeof experts === 'number' && experts > 1 && Object.keys(o).length === 0) {
+  if (!expertParallel && typeof experts === 'number' && experts > 1 && Object.keys(o).every((k) => k === 'confirmDtype')) {
     const text = await vscode.window.showInputBox({
       title: `Expert-parallel packing for ${experts} experts: pipeline stages P, or P/N with N = E / P experts per stage (empty: none)`,
       placeHolder: `e.g. 2 (N = ${experts / 2} derived) or 2/${experts / 2}`,

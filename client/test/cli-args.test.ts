@@ -11,6 +11,7 @@ import {
   parseProgressLine,
   parseTokenIds,
   prepareArgs,
+  prepareDtypeChoices,
   runArgs,
   taskArgs,
 } from '../../core/src/editor/cli-args';
@@ -152,6 +153,23 @@ describe('CLI argument lists', () => {
     expect(parseProgressLine('prepare: 42% (3/7) layer 2')).toEqual({ label: 'prepare', percent: 42, detail: '(3/7) layer 2' });
     expect(parseProgressLine('prepare: done, 100% (7/7) in 0.3s')).toBeUndefined();
     expect(parseProgressLine('weight-spec: /a: bad')).toBeUndefined();
+  });
+});
+
+describe("Prepare's dtype picker (issue 50: a lens confirms the spec's dtype)", () => {
+  it("puts the spec's dtype first, then the setting's default, and says which is which", () => {
+    expect(prepareDtypeChoices('bfloat16', 'float32')).toEqual([
+      { label: 'bfloat16', description: "the spec's dtype (its graph inputs)" },
+      { label: 'float32', description: 'default (weightSpec.defaultDtype)' },
+      { label: 'float16', description: '' },
+    ]);
+    expect(prepareDtypeChoices('float16', 'float16')).toEqual([
+      { label: 'float16', description: "the spec's dtype (its graph inputs) · default (weightSpec.defaultDtype)" },
+      { label: 'float32', description: '' },
+      { label: 'bfloat16', description: '' },
+    ]);
+    // No spec (a checkpoint folder): the default first, as before.
+    expect(prepareDtypeChoices(undefined, 'bfloat16').map((c) => c.label)).toEqual(['bfloat16', 'float32', 'float16']);
   });
 });
 

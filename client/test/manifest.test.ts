@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VSIX_FILES } from '../../test/e2e/vsix.mjs';
+import { CLIENT_COMMANDS } from '../../core/src/protocol';
+import { codeLenses } from '../../server/src/code-lens';
 /** client/src/tree-view.ts's TREE_VIEW_ID (that module imports vscode, which vitest cannot load). */
 const TREE_VIEW_ID = 'weightSpec.exports';
 
@@ -13,6 +15,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'))
     viewsContainers?: { activitybar?: { id: string; title: string; icon: string }[] };
     views: Record<string, { id: string; name: string }[]>;
     viewsWelcome: { view: string }[];
+    walkthroughs: { steps: { id: string; description: string; completionEvents: string[] }[] }[];
   };
 };
 
@@ -66,5 +69,32 @@ describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
     const client = fs.readFileSync(path.join(repo, 'client', 'src', 'language-client.ts'), 'utf8');
     expect(client).toContain("SPEC_FILE_PATTERN = '**/{weight_spec.json,*.weight_spec.json}'");
     expect(client).toMatch(/\['json', 'jsonc'\]\.map\(\(language\) => \(\{ scheme: 'file', language, pattern: SPEC_FILE_PATTERN \}\)\)/);
+  });
+});
+
+describe('the Getting Started walkthrough', () => {
+  const steps = pkg.contributes.walkthroughs[0]!.steps;
+  const stepOf = (command: string) => steps.find((s) => s.completionEvents.includes(`onCommand:${command}`))?.id;
+
+  it("ticks a step whichever way its command runs: the spec's code lenses (Compile, Re-run compile, Run prompt…) too (issue 50)", () => {
+    const uri = 'file:///e/weight_spec.json';
+    const lensCommands = new Set(
+      (['never-compiled', 'stale', 'up-to-date'] as const).flatMap((state) =>
+        codeLenses(uri, { state } as never, undefined, true).map((l) => l.command!.command),
+      ),
+    );
+    lensCommands.delete(CLIENT_COMMANDS.inspect); // inspecting is no walkthrough step
+    expect([...lensCommands].map((c) => [c, stepOf(c)])).toEqual([
+      [CLIENT_COMMANDS.prepare, 'prepare'],
+      [CLIENT_COMMANDS.compile, 'compile'],
+      [CLIENT_COMMANDS.recompile, 'compile'],
+      [CLIENT_COMMANDS.runPrompt, 'run'],
+    ]);
+  });
+
+  it('the Compile step says where the lens and the Weight Spec view are', () => {
+    const compile = steps.find((s) => s.id === 'compile')!;
+    expect(compile.description).toContain('Compile lens above the spec');
+    expect(compile.description).toContain('Weight Spec view (its own icon in the activity bar)');
   });
 });

@@ -13,7 +13,7 @@ import type { CompileStatus } from './compile/status';
 
 /** Commands the server's code lenses invoke; the extension registers them. */
 export const CLIENT_COMMANDS = {
-  /** `weightSpec.prepare(specUri: string)` */
+  /** `weightSpec.prepare(specUri: string, options?)`; the lens passes {@link PREPARE_LENS_OPTIONS}. */
   prepare: 'weightSpec.prepare',
   /** `weightSpec.compile(specUri: string)` */
   compile: 'weightSpec.compile',
@@ -26,6 +26,15 @@ export const CLIENT_COMMANDS = {
   /** `weightSpec.openTensor(file: string, key: string)`: the checkpoint viewer of `file` at tensor `key` (hover links). */
   openTensor: 'weightSpec.openTensor',
 } as const;
+
+/** Options of the extension's Prepare that only its code lens sets. */
+export interface PrepareLensOptions {
+  /** Show the dtype picker with the spec's dtype first rather than preparing in it unasked (issue 50). */
+  confirmDtype?: boolean;
+}
+
+/** The Prepare lens's second argument when it invokes the extension's command. */
+export const PREPARE_LENS_OPTIONS: PrepareLensOptions = { confirmDtype: true };
 
 /** The fragment that marks a definition's shard URI as "at this tensor" (`#tensor=<key>`), for clients with {@link ServerInitOptions.tensorLinks}. */
 export const TENSOR_FRAGMENT = 'tensor=';

@@ -7,7 +7,7 @@
 import { pathToFileURL } from 'node:url';
 import type { CodeLens } from 'vscode-languageserver/node';
 import type { CheckRun } from '../../core/src/check';
-import { CLIENT_COMMANDS, SERVER_COMMANDS, type CompileInfo } from '../../core/src/protocol';
+import { CLIENT_COMMANDS, PREPARE_LENS_OPTIONS, SERVER_COMMANDS, type CompileInfo } from '../../core/src/protocol';
 
 const STATE_TEXT: Record<CompileInfo['state'], string> = {
   'never-compiled': 'never compiled',
@@ -22,8 +22,9 @@ const STATE_TEXT: Record<CompileInfo['state'], string> = {
 export function codeLenses(uri: string, compile: CompileInfo | undefined, run: CheckRun | undefined, clientCommands = true): CodeLens[] {
   const COMMANDS = clientCommands ? CLIENT_COMMANDS : SERVER_COMMANDS;
   const range = { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } };
-  const lens = (title: string, command: string, arg: string): CodeLens => ({ range, command: { title, command, arguments: [arg] } });
-  const out = [lens('Prepare checkpoint', COMMANDS.prepare, uri)];
+  const lens = (title: string, command: string, ...args: unknown[]): CodeLens => ({ range, command: { title, command, arguments: args } });
+  // The extension's Prepare confirms the dtype when a lens starts it; the server's takes the spec's.
+  const out = [lens('Prepare checkpoint', COMMANDS.prepare, uri, ...(clientCommands ? [PREPARE_LENS_OPTIONS] : []))];
   if (compile) {
     const changed = compile.state === 'stale' && compile.changed?.length ? `: ${compile.changed.join(', ')} changed` : '';
     out.push(

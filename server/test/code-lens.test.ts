@@ -5,7 +5,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
-import { CLIENT_COMMANDS, SERVER_COMMANDS } from '../../core/src/protocol';
+import { CLIENT_COMMANDS, PREPARE_LENS_OPTIONS, SERVER_COMMANDS } from '../../core/src/protocol';
 import { codeLenses } from '../src/code-lens';
 
 it('the Run prompt lens: the extension gets it once the export is compiled; other clients never (no input box)', () => {
@@ -18,4 +18,16 @@ it('the Run prompt lens: the extension gets it once the export is compiled; othe
   expect(titles('stale', true).some((t) => t.includes('Run prompt'))).toBe(false);
   expect(titles('up-to-date', false).some((t) => t.includes('Run prompt'))).toBe(false);
   expect(titles('up-to-date', false).at(-1)).toContain(SERVER_COMMANDS.inspect);
+});
+
+it("the Prepare lens asks the extension to confirm the dtype (issue 50); the server's own Prepare gets the spec alone", () => {
+  const uri = pathToFileURL('/e/weight_spec.json').toString();
+  const prepare = (client: boolean) => codeLenses(uri, { state: 'never-compiled' } as never, undefined, client)[0]!.command!;
+  expect(prepare(true)).toEqual({
+    title: 'Prepare checkpoint',
+    command: CLIENT_COMMANDS.prepare,
+    arguments: [uri, { confirmDtype: true }],
+  });
+  expect(PREPARE_LENS_OPTIONS).toEqual({ confirmDtype: true });
+  expect(prepare(false)).toEqual({ title: 'Prepare checkpoint', command: SERVER_COMMANDS.prepare, arguments: [uri] });
 });

@@ -3,7 +3,7 @@
  * tasks run exactly what a user would type (the CLI contract: README.md, docs/CLI.md). Pure: no
  * `vscode` import, unit-tested in client/test.
  */
-import type { ExportDtype, PrepareDtype } from '../formats/dtype';
+import { PREPARE_DTYPES, type ExportDtype, type PrepareDtype } from '../formats/dtype';
 
 export type Backend = 'ort' | 'qaic';
 
@@ -67,6 +67,30 @@ export function prepareArgs(o: PrepareOptions): string[] {
     if (o.expertParallel.experts !== undefined) a.push('--parallel-experts', String(o.expertParallel.experts));
   }
   return a;
+}
+
+/** One row of Prepare's dtype picker. */
+export interface DtypeChoice {
+  label: PrepareDtype;
+  description: string;
+}
+
+/**
+ * Prepare's dtype picker: the spec's own dtype first (what its graph inputs expect; a lens
+ * click confirms it here instead of preparing silently, issue 50), then the
+ * `weightSpec.defaultDtype` setting, then the rest.
+ */
+export function prepareDtypeChoices(specDtype: string | undefined, defaultDtype: string): DtypeChoice[] {
+  const rank = (d: string) => (d === specDtype ? 0 : d === defaultDtype ? 1 : 2);
+  return [...PREPARE_DTYPES]
+    .sort((a, b) => rank(a) - rank(b))
+    .map((d) => {
+      const why = [
+        d === specDtype ? "the spec's dtype (its graph inputs)" : '',
+        d === defaultDtype ? 'default (weightSpec.defaultDtype)' : '',
+      ];
+      return { label: d, description: why.filter(Boolean).join(' · ') };
+    });
 }
 
 export function compileArgs(o: CompileArgOptions): string[] {
