@@ -1,0 +1,208 @@
+/**
+ * A tensor's values on demand (issue 50 item 5, what Netron shows): min, max, mean, std,
+ * NaN/±Inf counts, a histogram and the first values, computed from the safetensors file by
+ * range reads in fixed-size chunks, so memory stays bounded whatever the tensor's size. Values
+ * are decoded by the one decoder of the formats floor (`toFloat32`: F32, F16, BF16, FP8 and
+ * the integer dtypes); an FP8 weight whose checkpoint names a block scale (prepare's own
+ * pairing, `planDequant`) is dequantized with prepare's kernel (`dequantFp8`) first, so the
+ * statistics are those of the weight the graph sees. Packed int4 (GPTQ/AWQ) is not decoded
+ * here: its I32 words are shown as they are stored.
+ */
+import path from 'node:path';
+import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
+import { Checkpoint, SafetensorsReader, elementCount, type TensorInfo } from '../formats/safetensors';
+import { dequantFp8 } from '../prepare/fp8-kernel';
+import { planDequant } from '../prepare/transforms/fp8';
+import { quantSchemeOf } from '../prepare/quant-config';
+import type { ScaleRef } from '../prepare/types';
+
+/** Bytes read per chunk: a few MB keeps the decoded f32 chunk in cache-friendly bounds. */
+export const STATS_CHUNK_BYTES = 4 << 20;
+
+/** What {@link tensorStats} computed. Counts are element counts; `std` is the population std. */
+export interface TensorStats {
+  key: string;
+  dtype: string;
+  shape: number[];
+  count: number;
+  /** Over the finite values; undefined when there is none. */
+  min?: number;
+  max?: number;
+  mean?: number;
+  std?: number;
+  nan: number;
+  posInf: number;
+  negInf: number;
+  /** `bins` equal-width bins over [min, max] (the last one closed); empty without finite values. */
+  histogram: { lo: number; hi: number; counts: number[] };
+  /** The first values, in storage order. */
+  head: number[];
+  /** Set when an FP8 weight was dequantized with its block scale. */
+  scale?: { key: string; block: [number, number] };
+}
+
+/** Options of {@link tensorStats}. */
+export interface TensorStatsOptions {
+  bins?: number;
+  head?: number;
+  chunkBytes?: number;
+  signal?: AbortSignal;
+}
+
+/** A tensor opened for decoding: its reader, info and (for scaled FP8) its scale in f32. */
+export interface OpenTensor {
+  reader: SafetensorsReader;
+  info: TensorInfo;
+  scale?: { ref: ScaleRef; values: Float32Array };
+}
+
+/**
+ * Opens `key` of `file`; an FP8 tensor gets its block scale when the checkpoint folder of
+ * `file` pairs one with it (config.json's quantization_config and a `*_scale_inv` /
+ * `weight_scale` tensor, possibly in another shard). Close `reader` when done.
+ */
+export async function openTensor(file: string, key: string): Promise<OpenTensor> {
+  const reader = await SafetensorsReader.open(file);
+  try {
+    const info = reader.info(key);
+    if (!info) throw new Error(`${file}: has no tensor ${JSON.stringify(key)}`);
+    if (info.dtype !== 'F8_E4M3' && info.dtype !== 'F8_E5M2') return { reader, info };
+    return { reader, info, ...(await fp8Scale(path.dirname(file), key)) };
+  } catch (e) {
+    await reader.close();
+    throw e;
+  }
+}
+
+/** The scale prepare would dequantize `key` with, read whole (scales are small), or nothing. */
+async function fp8Scale(dir: string, key: string): Promise<Pick<OpenTensor, 'scale'>> {
+  const ckpt = await Checkpoint.open(dir).catch(() => undefined);
+  const config = await ckpt?.config().catch(() => undefined);
+  if (!ckpt || !config) return {};
+  const configFile = path.join(dir, 'config.json');
+  const sources = new Map(
+    ckpt
+      .tensors()
+      .map((t) => [t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength }]),
+  );
+  const ref = planDequant(sources, quantSchemeOf(config, configFile), configFile).scales.get(key);
+  const t = ref && ckpt.get(ref.key);
+  if (!ref || !t) return {};
+  const r = await SafetensorsReader.open(t.file);
+  try {
+    return { scale: { ref, values: toFloat32(await r.read(ref.key), t.dtype) } };
+  } finally {
+    await r.close();
+  }
+}
+
+/**
+ * Calls `each(values, first)` for consecutive chunks of the decoded tensor (elements `first …`),
+ * reading at most `chunkBytes` at a time into one reused buffer (`values` is reused too: copy
+ * what must outlive the call). An async `each` is awaited before the next read.
+ */
+export async function forEachChunk(
+  t: OpenTensor,
+  each: (values: Float32Array, first: number) => void | Promise<void>,
+  opts: { chunkBytes?: number; limit?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const size = DTYPE_SIZE[t.info.dtype];
+  const count = Math.min(elementCount(t.info.shape), opts.limit ?? Infinity);
+  const perChunk = Math.max(1, Math.floor((opts.chunkBytes ?? STATS_CHUNK_BYTES) / size));
+  const buf = new Uint8Array(Math.min(count, perChunk) * size);
+  for (let first = 0; first < count; first += perChunk) {
+    opts.signal?.throwIfAborted();
+    const n = Math.min(perChunk, count - first);
+    const bytes = await t.reader.read(t.info, { start: first * size, length: n * size, into: buf });
+    const values = t.scale
+      ? dequantFp8(bytes, t.info.dtype, first, t.info.shape, t.scale.values, t.scale.ref)
+      : toFloat32(bytes, t.info.dtype);
+    await each(values, first);
+  }
+}
+
+/** Statistics of tensor `key` of safetensors `file` (see the module comment): two streaming passes. */
+export async function tensorStats(file: string, key: string, opts: TensorStatsOptions = {}): Promise<TensorStats> {
+  const bins = opts.bins ?? 32;
+  const t = await openTensor(file, key);
+  try {
+    const head: number[] = [];
+    await forEachChunk(t, (v) => void head.push(...v), { limit: opts.head ?? 16, ...(opts.signal ? { signal: opts.signal } : {}) });
+    // Pass 1: counts, min/max and mean/M2 combined chunk by chunk (Chan et al.), in f64.
+    let n = 0;
+    let mean = 0;
+    let m2 = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    let nan = 0;
+    let posInf = 0;
+    let negInf = 0;
+    const pass = { ...(opts.chunkBytes ? { chunkBytes: opts.chunkBytes } : {}), ...(opts.signal ? { signal: opts.signal } : {}) };
+    await forEachChunk(
+      t,
+      (v) => {
+        let cn = 0;
+        let sum = 0;
+        for (let i = 0; i < v.length; i++) {
+          const x = v[i]!;
+          if (x - x !== 0) {
+            // NaN or ±Inf (x − x is NaN for both)
+            if (x !== x) nan++;
+            else if (x > 0) posInf++;
+            else negInf++;
+            continue;
+          }
+          cn++;
+          sum += x;
+          if (x < min) min = x;
+          if (x > max) max = x;
+        }
+        if (cn === 0) return;
+        const cmean = sum / cn;
+        let cm2 = 0;
+        for (let i = 0; i < v.length; i++) {
+          const x = v[i]!;
+          if (x - x === 0) cm2 += (x - cmean) * (x - cmean);
+        }
+        const total = n + cn;
+        const d = cmean - mean;
+        mean += (d * cn) / total;
+        m2 += cm2 + (d * d * n * cn) / total;
+        n = total;
+      },
+      pass,
+    );
+    const counts = new Array<number>(n > 0 ? bins : 0).fill(0);
+    if (n > 0) {
+      // Pass 2: the histogram over [min, max].
+      const width = (max - min) / bins;
+      await forEachChunk(
+        t,
+        (v) => {
+          for (let i = 0; i < v.length; i++) {
+            const x = v[i]!;
+            if (x - x !== 0) continue;
+            const b = width > 0 ? Math.min(bins - 1, Math.floor((x - min) / width)) : 0;
+            counts[b]!++;
+          }
+        },
+        pass,
+      );
+    }
+    return {
+      key,
+      dtype: t.info.dtype,
+      shape: t.info.shape,
+      count: elementCount(t.info.shape),
+      ...(n > 0 ? { min, max, mean, std: Math.sqrt(m2 / n) } : {}),
+      nan,
+      posInf,
+      negInf,
+      histogram: n > 0 ? { lo: min, hi: max, counts } : { lo: 0, hi: 0, counts },
+      head,
+      ...(t.scale ? { scale: { key: t.scale.ref.key, block: t.scale.ref.block } } : {}),
+    };
+  } finally {
+    await t.reader.close();
+  }
+}
