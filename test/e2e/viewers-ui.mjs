@@ -13,6 +13,7 @@ import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkp
 import { decodePng, pngSize } from './ui-check.mjs';
 import { explorerLinkChecks } from './viewers-explorer-ui.mjs';
 import { viewerNavChecks } from './viewers-nav-ui.mjs';
+import { tensorValueChecks } from './viewers-values-ui.mjs';
 import { fixturesDir } from './workspace.mjs';
 import { firstPaint, frameTimes, stats } from '../support/graph-explorer-timing.mjs';
 
@@ -288,9 +289,10 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     stdio: 'pipe',
   });
   fs.renameSync(path.join(q30out, 'model.onnx'), path.join(q30out, 'qwen3-30b.onnx'));
-  // Its spec (50 not-prepared shards) would crowd the Problems panel that later checks read; the
-  // timing check needs the graph only.
-  fs.rmSync(path.join(q30out, 'weight_spec.json'));
+  // Its spec (50 not-prepared shards) goes to a folder of its own: the timing check needs the
+  // graph only, and the Problems check of viewers-values-ui.mjs counts the spec's rows there.
+  fs.mkdirSync(path.join(ws.dir, 'q30-spec'));
+  fs.renameSync(path.join(q30out, 'weight_spec.json'), path.join(ws.dir, 'q30-spec', 'weight_spec.json'));
   // The llama export whose model.onnx the ONNX viewer and graph explorer checks open (each itself).
   execFileSync(
     process.execPath,
@@ -402,9 +404,10 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   await graphExplorerCheck(page, check);
   await explorerLinkChecks(page, ws, check);
   await graphExplorer30bCheck(page, check);
+  await tensorValueChecks(page, ws, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
   fs.rmSync(path.join(ws.dir, 'sparse-20k'), { recursive: true, force: true });
-  for (const d of ['qwen3-30b-a3b', 'q30-graph']) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
+  for (const d of ['qwen3-30b-a3b', 'q30-graph', 'q30-spec']) fs.rmSync(path.join(ws.dir, d), { recursive: true, force: true });
 }

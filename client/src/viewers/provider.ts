@@ -5,7 +5,18 @@
  */
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { buildViewerPage, graphModelOf, specInputKeyRange, type GraphIndex, type SpecText, type ViewerPage } from '../../../core/src/view';
+import {
+  buildViewerPage,
+  exportNpy,
+  graphModelOf,
+  specInputKeyRange,
+  statsLines,
+  tensorFileOf,
+  tensorStats,
+  type GraphIndex,
+  type SpecText,
+  type ViewerPage,
+} from '../../../core/src/view';
 import { readJsonText } from '../../../core/src/paths';
 import { settings } from '../settings';
 import { viewerHtml } from './html';
@@ -101,6 +112,41 @@ export function revealTensorOnOpen(file: string, key: string): void {
   for (const r of revealers.get(file) ?? []) r(key);
 }
 
+/** A tensor's statistics for the webview, or the one-line reason there are none. */
+async function statsMessage(file: string, key: string): Promise<ToWebview> {
+  try {
+    const s = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Reading ${key}` }, () =>
+      tensorStats(file, key),
+    );
+    return { type: 'tensorStats', key, lines: statsLines(s), histogram: s.histogram.counts };
+  } catch (e) {
+    return { type: 'tensorStats', key, lines: [], error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** Asks where, then writes `key` of `file` as `.npy` (the save dialog has confirmed any replace). */
+async function exportTensor(file: string, key: string): Promise<void> {
+  const target = await vscode.window.showSaveDialog({
+    defaultUri: vscode.Uri.file(path.join(path.dirname(file), `${key.replace(/[^\w.-]+/g, '_')}.npy`)),
+    filters: { NumPy: ['npy'] },
+    title: `Export ${key} as .npy (float32)`,
+  });
+  if (!target) return;
+  try {
+    const r = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Exporting ${key}`, cancellable: true },
+      (_p, token) => {
+        const ac = new AbortController();
+        token.onCancellationRequested(() => ac.abort());
+        return exportNpy(file, key, target.fsPath, { replace: true, signal: ac.signal });
+      },
+    );
+    void vscode.window.showInformationMessage(`${key}: wrote ${r.out} (${r.bytes.toLocaleString('en-US')} bytes)`);
+  } catch (e) {
+    void vscode.window.showErrorMessage(e instanceof Error ? e.message : String(e));
+  }
+}
+
 /** One provider instance serves one view type (safetensors or ONNX). */
 export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
   constructor(private readonly context: vscode.ExtensionContext) {}
@@ -177,6 +223,15 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
               await vscode.window.showTextDocument(vscode.Uri.file(links.spec), { viewColumn: vscode.ViewColumn.Beside });
             else if (m.target === 'checkpoint' && links?.checkpoint)
               await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(links.checkpoint), vscode.ViewColumn.Beside);
+            break;
+          }
+          case 'tensorStats':
+          case 'exportNpy': {
+            // The file comes from the page built here; the webview names only the key.
+            const tf = shown?.kind === 'checkpoint' ? tensorFileOf(shown, m.key) : undefined;
+            if (!tf) break;
+            if (m.type === 'tensorStats') post(await statsMessage(tf, m.key));
+            else await exportTensor(tf, m.key);
             break;
           }
           case 'rendered':

@@ -21,6 +21,10 @@ button:hover { background: var(--vscode-button-hoverBackground); }
 button.tab { background: transparent; color: var(--vscode-foreground); border-bottom: 2px solid transparent; }
 button.tab.active { border-bottom-color: var(--vscode-focusBorder); }
 .toolbar { display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }
+.tensor-values { margin: 0 0 8px; }
+.tensor-values .toolbar { margin: 0 0 4px; }
+.histogram { display: flex; align-items: flex-end; gap: 1px; height: 48px; max-width: 480px; margin-top: 4px; }
+.histogram span { flex: 1; background: var(--vscode-charts-blue, var(--vscode-focusBorder)); min-width: 2px; }
 .vt { border: 1px solid var(--vscode-panel-border); overflow-x: auto; }
 .vt-inner { min-width: 820px; }
 .vt-head, .vt-row { display: grid; grid-template-columns: minmax(340px, 4fr) 64px minmax(110px, 1.2fr) 76px minmax(60px, 0.6fr) minmax(90px, 1fr);

@@ -16,5 +16,15 @@ export { buildGraphModel, graphModelOf, siblingSpec, weightSources } from './gra
 export { neighbors, weightLabel, type GraphModel, type GxNode, type GxSection, type GxValue, type WeightSource } from './graph-data';
 export { inferShapes, type InferredValue } from './shape-infer';
 export { GraphSearch, type SearchHit } from './graph-search';
-export { tensorStats, openTensor, forEachChunk, STATS_CHUNK_BYTES, type TensorStats, type TensorStatsOptions } from './tensor-stats';
+export {
+  tensorStats,
+  openTensor,
+  forEachChunk,
+  statsLines,
+  formatValue,
+  tensorFileOf,
+  STATS_CHUNK_BYTES,
+  type TensorStats,
+  type TensorStatsOptions,
+} from './tensor-stats';
 export { exportNpy, npyHeader } from './tensor-npy';

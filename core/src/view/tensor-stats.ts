@@ -206,3 +206,36 @@ export async function tensorStats(file: string, key: string, opts: TensorStatsOp
     await t.reader.close();
   }
 }
+
+/**
+ * The shard file holding `key` on a checkpoint page, from the page the extension built (a
+ * webview names only the key), or undefined when the page has no such tensor.
+ */
+export function tensorFileOf(
+  page: { dir: string; files: { name: string }[]; tensors: { key: string; shard: number }[] },
+  key: string,
+): string | undefined {
+  const t = page.tensors.find((x) => x.key === key);
+  const f = t && page.files[t.shard];
+  return f ? path.join(page.dir, f.name) : undefined;
+}
+
+/** Six significant digits, as a viewer shows a value (`NaN`, `inf`, `-inf` for the rest). */
+export function formatValue(x: number): string {
+  if (Number.isNaN(x)) return 'NaN';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  return Number(x.toPrecision(6)).toString();
+}
+
+/** The lines the checkpoint viewer shows for {@link TensorStats} (the histogram is drawn apart). */
+export function statsLines(s: TensorStats): string[] {
+  const f = formatValue;
+  const nonFinite = s.nan + s.posInf + s.negInf;
+  return [
+    `${s.key}: ${s.dtype} [${s.shape.join(', ')}], ${s.count.toLocaleString('en-US')} values` +
+      (s.scale ? `, dequantized with ${s.scale.key} (${s.scale.block[0]}×${s.scale.block[1]} blocks)` : ''),
+    s.min === undefined ? 'no finite value' : `min ${f(s.min)} · max ${f(s.max!)} · mean ${f(s.mean!)} · std ${f(s.std!)}`,
+    nonFinite ? `NaN ${s.nan} · +inf ${s.posInf} · -inf ${s.negInf}` : 'no NaN or inf',
+    `first values: ${s.head.map(f).join(', ')}${s.count > s.head.length ? ', …' : ''}`,
+  ];
+}

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { exportNpy, npyHeader } from '../../src/view/tensor-npy';
-import { tensorStats, type TensorStats } from '../../src/view/tensor-stats';
+import { formatValue, statsLines, tensorFileOf, tensorStats, type TensorStats } from '../../src/view/tensor-stats';
 import { tempDirs } from '../../../test/support/temp';
 
 const tmp = tempDirs('ws-stats-');
@@ -208,5 +208,50 @@ print(json.dumps({'dtype': str(a.dtype), 'shape': list(a.shape), 'same': bool(np
       );
       expect(h[h.length - 1]).toBe(0x0a);
     }
+  });
+});
+
+describe("the checkpoint viewer's text of a tensor's values", () => {
+  it('finds the shard of a key from the page the extension built, never from the webview', () => {
+    const page = { dir: '/ck', files: [{ name: 'a.safetensors' }, { name: 'sub/b.safetensors' }], tensors: [{ key: 'x', shard: 1 }] };
+    expect(tensorFileOf(page, 'x')).toBe(path.join('/ck', 'sub/b.safetensors'));
+    expect(tensorFileOf(page, 'y')).toBeUndefined();
+  });
+
+  it('shows six significant digits, NaN and ±inf, the scale and a cut head', () => {
+    expect([0.1 + 0.2, -1234567, 1e-9, NaN, Infinity, -Infinity].map(formatValue)).toEqual([
+      '0.3',
+      '-1234570',
+      '1e-9',
+      'NaN',
+      'inf',
+      '-inf',
+    ]);
+    const s: TensorStats = {
+      key: 'w',
+      dtype: 'F8_E4M3',
+      shape: [40, 24],
+      count: 960,
+      min: -1.5,
+      max: 2.25,
+      mean: 0.125,
+      std: 0.5,
+      nan: 1,
+      posInf: 0,
+      negInf: 2,
+      histogram: { lo: -1.5, hi: 2.25, counts: [1, 2] },
+      head: [1, NaN],
+      scale: { key: 'w_scale_inv', block: [16, 16] },
+    };
+    expect(statsLines(s)).toEqual([
+      'w: F8_E4M3 [40, 24], 960 values, dequantized with w_scale_inv (16×16 blocks)',
+      'min -1.5 · max 2.25 · mean 0.125 · std 0.5',
+      'NaN 1 · +inf 0 · -inf 2',
+      'first values: 1, NaN, …',
+    ]);
+    const empty = { ...s, count: 2, min: undefined, nan: 2, negInf: 0, scale: undefined };
+    expect(statsLines(empty)[0]).toBe('w: F8_E4M3 [40, 24], 2 values');
+    expect(statsLines(empty)[1]).toBe('no finite value');
+    expect(statsLines(empty)[3]).toBe('first values: 1, NaN');
   });
 });

@@ -3,7 +3,9 @@
  * from keys to the spec inputs that use them. The table is virtualized (only the rows in view
  * exist in the DOM), so 20,000 tensors scroll and sort without delay. Keys are cut in the
  * middle to their column's width (the full key on hover and on copy), shards show the part of
- * their names that differs, and the table scrolls sideways in a narrow pane.
+ * their names that differs, and the table scrolls sideways in a narrow pane. A click on a row
+ * selects it for its values: statistics with a histogram, or a `.npy` export, each computed by
+ * the extension from the file only when asked.
  */
 import { middleEllipsis, shardLabels } from '../../../../core/src/view/table-text';
 import { compileTensorFilter, FILTER_PLACEHOLDER } from '../../../../core/src/view/tensor-filter';
@@ -25,12 +27,25 @@ const COLS: { id: Col; label: string }[] = [
 export interface CheckpointHooks {
   openLink(spec: string, input: number): void;
   rendered(): void;
+  /** Asks the extension for a tensor's statistics (answered through {@link CheckpointView.showStats}). */
+  tensorStats(key: string): void;
+  exportNpy(key: string): void;
+}
+
+/** The extension's answer to {@link CheckpointHooks.tensorStats}. */
+export interface StatsAnswer {
+  key: string;
+  lines: string[];
+  histogram?: number[];
+  error?: string;
 }
 
 /** What the page keeps of the table. */
 export interface CheckpointView {
   /** Scrolls to the row of `key` (clearing a filter that hides it) and highlights it. */
   reveal(key: string): void;
+  /** Shows a tensor's statistics (ignored when another row is selected by now). */
+  showStats(a: StatsAnswer): void;
 }
 
 /** Renders `page` into `root`. */
@@ -73,6 +88,22 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   );
   const count = el('span', { class: 'summary' });
   root.append(el('div', { class: 'toolbar' }, filter, page.files.length > 1 && shardSel, count));
+  const values = el('div', { class: 'tensor-values' }, el('span', { class: 'summary' }, 'Click a row for its values.'));
+  root.append(values);
+  // The row whose values the panel offers.
+  let selected: string | undefined;
+  function select(k: string): void {
+    selected = k;
+    const statsBtn = el('button', { title: 'min, max, mean, std, NaN/inf, histogram and first values, read from the file' }, 'Statistics');
+    const npyBtn = el('button', { title: 'Save the values as a NumPy .npy (float32)' }, 'Export .npy…');
+    statsBtn.addEventListener('click', () => {
+      values.replaceChildren(el('span', { class: 'mono' }, k), el('span', { class: 'summary' }, ' reading…'));
+      hooks.tensorStats(k);
+    });
+    npyBtn.addEventListener('click', () => hooks.exportNpy(k));
+    values.replaceChildren(el('div', { class: 'toolbar' }, el('span', { class: 'mono' }, k), statsBtn, npyBtn));
+    hooks.rendered();
+  }
 
   const head = el('div', { class: 'vt-head' });
   // Keys are cut to this many characters (measured from the key column and the font).
@@ -152,6 +183,9 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
       ...(t.key === revealed ? { 'aria-current': 'true' } : {}),
     });
     r.style.top = `${i * ROW}px`;
+    r.addEventListener('click', (ev) => {
+      if (!(ev.target as Element).closest('a')) select(t.key);
+    });
     const links = page.links[t.key] ?? [];
     const usedBy = el('span');
     links.forEach((l, j) => {
@@ -235,6 +269,24 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
   update();
 
   return {
+    showStats(a) {
+      if (a.key !== selected) return;
+      select(a.key);
+      if (a.error) values.append(el('div', { class: 'error-line' }, a.error));
+      values.append(...a.lines.map((l) => el('div', { class: 'mono stats-line' }, l)));
+      const h = a.histogram ?? [];
+      const top = Math.max(1, ...h);
+      if (h.length) {
+        const bars = el('div', { class: 'histogram', title: 'histogram of the finite values, min to max' });
+        for (const c of h) {
+          const b = el('span', { title: String(c) });
+          b.style.height = `${Math.max(c ? 2 : 0, Math.round((c / top) * 100))}%`;
+          bars.append(b);
+        }
+        values.append(bars);
+      }
+      hooks.rendered();
+    },
     reveal(k) {
       revealed = k;
       let i = rows.findIndex((t) => t.key === k);

@@ -31,6 +31,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       checkpoint = renderCheckpoint(app, page, {
         openLink: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
         rendered: () => rendered('page'),
+        tensorStats: (key) => vscode.postMessage({ type: 'tensorStats', key }),
+        exportNpy: (key) => vscode.postMessage({ type: 'exportNpy', key }),
       });
       if (m.reveal !== undefined) checkpoint.reveal(m.reveal);
     } else {
@@ -47,6 +49,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
     onnx?.showGraph(m.model);
   } else if (m.type === 'reveal') {
     checkpoint?.reveal(m.key);
+  } else if (m.type === 'tensorStats') {
+    checkpoint?.showStats(m);
   }
 });
 vscode.postMessage({ type: 'ready' });

@@ -1,0 +1,90 @@
+// Issue 50 in the real VS Code (called by viewers-ui.mjs inside the code-server + Chromium
+// session): a checkpoint row's Statistics (min/max/mean/std, histogram, first values) computed
+// from the file, compared with NumPy reading the same file; and a spec whose prepared folder
+// does not exist (the 30B export's 50 shards) as one Problems row, without a row per shard.
+// Screenshots go to test/e2e/screenshots/.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { quickOpen, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
+
+/** min/max/mean/std of tensor `key` of `file` by NumPy (its own header parse and bf16 decode). */
+function numpyStats(file, key) {
+  const py = String.raw`
+import json, struct, sys
+import numpy as np
+raw = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+h = json.loads(raw[8:8 + n])[sys.argv[2]]
+b = raw[8 + n + h['data_offsets'][0]:8 + n + h['data_offsets'][1]]
+d = h['dtype']
+v = (np.frombuffer(b, '<u2').astype(np.uint32) << 16).view(np.float32) if d == 'BF16' else np.frombuffer(b, '<f4' if d == 'F32' else '<f2')
+v = v.astype(np.float64)
+print(json.dumps({'min': v.min(), 'max': v.max(), 'mean': v.mean(), 'std': v.std()}))
+`;
+  return JSON.parse(execFileSync('/usr/bin/python3', ['-c', py, file, key]).toString());
+}
+
+/** `ws.dir/q30-spec` holds the 30B export's spec alone (viewers-ui.mjs moved it there). */
+export async function tensorValueChecks(page, ws, check) {
+  await check(
+    "a checkpoint row's Statistics: min, max, mean, std, histogram and first values, as NumPy reads the file (screenshot)",
+    async () => {
+      const name = 'model-00001-of-00002.safetensors';
+      await quickOpen(page, name);
+      const frame = await webviewFrame(page, name, '.vt-foot');
+      const filter = frame.locator('input[aria-label="Filter tensors"]');
+      await filter.fill(ws.goodKey);
+      const cell = frame.locator(`.vt-row .key[data-full="${ws.goodKey}"]`).first();
+      await cell.waitFor({ timeout: 15_000 });
+      await cell.click();
+      await frame.locator('.tensor-values button', { hasText: 'Statistics' }).click();
+      await frame.locator('.tensor-values .stats-line').first().waitFor({ timeout: 60_000 });
+      const text = await frame.locator('.tensor-values').innerText();
+      const bars = await frame.locator('.tensor-values .histogram span').count();
+      const shot = path.join(SCREENSHOT_DIR, 'tensor-statistics.png');
+      await page.locator('.part.editor').screenshot({ path: shot });
+      const shown = shoot(shot, text, [ws.goodKey, 'first values:', 'no NaN or inf']);
+      // The page's own summary line ends with the checkpoint's folder.
+      const summary = await frame.locator('p.summary').first().innerText();
+      const file = path.join(summary.split(' · ').pop().trim(), name);
+      const ref = numpyStats(file, ws.goodKey);
+      const m = /min (\S+) · max (\S+) · mean (\S+) · std (\S+)/.exec(text);
+      if (!m) throw new Error(`no statistics line: ${text}`);
+      const got = { min: Number(m[1]), max: Number(m[2]), mean: Number(m[3]), std: Number(m[4]) };
+      for (const k of ['min', 'max', 'mean', 'std']) {
+        // Six significant digits on screen.
+        if (Math.abs(got[k] - ref[k]) > 1e-5 * Math.abs(ref[k]) + 1e-9)
+          throw new Error(`${k} ${got[k]} on screen, NumPy ${ref[k]} (${file})`);
+      }
+      if (bars !== 32) throw new Error(`the histogram has ${bars} bars, not 32`);
+      await filter.fill('');
+      return `${shown}; ${JSON.stringify(got)} = NumPy's to 6 digits, ${bars} histogram bars`;
+    },
+  );
+
+  await check('a spec whose prepared folder does not exist is one Problems row, not one per shard (screenshot)', async () => {
+    const specDir = path.join(ws.dir, 'q30-spec');
+    const panel = page.locator('.markers-panel');
+    if (!(await panel.isVisible())) await page.keyboard.press('Control+Shift+M');
+    await panel.waitFor({ state: 'visible', timeout: 15_000 });
+    const filter = page.getByPlaceholder(/^Filter \(e\.g\. text/).first();
+    await filter.fill('q30-spec');
+    try {
+      await panel.locator('.monaco-list-row', { hasText: 'not-prepared' }).first().waitFor({ state: 'visible', timeout: 90_000 });
+      const rows = await panel.locator('.monaco-list-row').allInnerTexts();
+      const shot = path.join(SCREENSHOT_DIR, 'problems-not-prepared.png');
+      await page.locator('.part.panel').screenshot({ path: shot });
+      const text = rows.join('\n');
+      const shown = shoot(shot, text, ['not-prepared', 'shards missing']);
+      const warnings = rows.filter((r) => r.includes('not-prepared'));
+      const perShard = rows.filter((r) => r.includes('missing: '));
+      if (warnings.length !== 1 || perShard.length !== 0)
+        throw new Error(`${warnings.length} not-prepared rows and ${perShard.length} per-shard rows: ${text.slice(0, 1500)}`);
+      return `${shown}; rows: ${JSON.stringify(rows.map((r) => r.replace(/\s+/g, ' ').slice(0, 160)))}`;
+    } finally {
+      await filter.fill('');
+      fs.rmSync(specDir, { recursive: true, force: true });
+    }
+  });
+}
