@@ -14,7 +14,7 @@ import { explorerOpen, frameShowing, palette, SCREENSHOT_DIR, shoot, webviewFram
  * palette's keystroke can go to a webview that holds the keyboard, as the explorer's canvas does
  * after a keyboard walk, and the next open would then only refocus the old viewer).
  */
-async function closeAll(page) {
+export async function closeAll(page) {
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   const tabs = page.locator('.tabs-container .tab');
   for (let i = 0; i < 8; i++) {
