@@ -157,12 +157,27 @@ export async function editorUiChecks(page, ws, { check, dir }) {
         if ((await dirRow.getAttribute('aria-expanded')) === 'false') await dirRow.click();
         const row = explorer.locator(`.monaco-list-row[aria-label*="${file}"]`).first();
         await row.waitFor({ state: 'visible', timeout: 15_000 });
-        await page.keyboard.press('Escape');
-        await row.click({ button: 'right' });
         const menu = page.locator('.monaco-menu').first();
-        await menu.waitFor({ state: 'visible', timeout: 15_000 });
         // Our group is there once the menu is complete (Inspect File is offered on every .onnx).
-        await menu.locator('.action-label', { hasText: 'Inspect File' }).first().waitFor({ timeout: 15_000 });
+        // The menu can open before the explorer has settled (the right click then lands on a row
+        // that is being replaced, whose menu lacks it): as ui-check.mjs's Prepare check does,
+        // close it and try again, up to three times.
+        for (let attempt = 1; ; attempt++) {
+          await page.keyboard.press('Escape');
+          await row.click({ button: 'right' });
+          await menu.waitFor({ state: 'visible', timeout: 15_000 });
+          const ok = await menu
+            .locator('.action-label', { hasText: 'Inspect File' })
+            .first()
+            .waitFor({ timeout: 10_000 })
+            .then(
+              () => true,
+              () => false,
+            );
+          if (ok) break;
+          if (attempt === 3)
+            throw new Error(`${dir}/${file}: the context menu lacks Inspect File after 3 tries: ${await menu.innerText().catch(() => '')}`);
+        }
         const labels = await menu.locator('.action-label').allInnerTexts();
         await page.keyboard.press('Escape');
         return labels.map((l) => l.trim()).filter(Boolean);

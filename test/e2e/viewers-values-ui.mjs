@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { closeAll } from './viewers-explorer-ui.mjs';
-import { explorerOpen, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
+import { explorerOpen, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
 /** min/max/mean/std of tensor `key` of `file` by NumPy (its own header parse and bf16 decode). */
 function numpyStats(file, key) {
@@ -63,6 +63,9 @@ export async function tensorValueChecks(page, ws, check) {
       }
       if (bars !== 32) throw new Error(`the histogram has ${bars} bars, not 32`);
       await filter.fill('');
+      // Leave the window as found: no viewer open, the explorer's folders collapsed.
+      await closeAll(page);
+      await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
       return `${shown}; ${JSON.stringify(got)} = NumPy's to 6 digits, ${bars} histogram bars`;
     },
   );
