@@ -1,6 +1,7 @@
 /**
- * Status-bar item for the active spec: "Weight Spec: not prepared / prepared / compiled /
- * stale"; clicking it opens the matching action (prepare, compile, run, re-run compile) on
+ * Status-bar item for the active editor's export: "Weight Spec: not prepared / prepared /
+ * compiled / stale", with its error count once the server has checked it; a spec, or any file
+ * of an export folder (its model.onnx in the ONNX viewer) selects it. Clicking it opens the matching action (prepare, compile, run, re-run compile) on
  * that spec. The state is read from disk at once (spec-state.ts) and, while the language server
  * runs, refined by its `weightSpec/specState` answer (compile state by fingerprint, problem
  * counts). Re-read when the editor changes, a spec is saved, a command finished, the server
@@ -14,7 +15,15 @@ import { onNotification, sendRequest } from './protocol-client';
 import { COMPILE_RECORD } from '../../core/src/artifacts/compile-record';
 import { EXPORT_REPORT_FILE } from '../../core/src/artifacts/export-report';
 import { SENTINEL_FILE } from '../../core/src/artifacts/prepared-manifest';
-import { isSpecFile, specInfo, stateAction, type SpecInfo, type SpecState } from '../../core/src/editor/spec-state';
+import {
+  isSpecFile,
+  specInfo,
+  specOfActiveFile,
+  stateAction,
+  statusLabel,
+  type SpecInfo,
+  type SpecState,
+} from '../../core/src/editor/spec-state';
 
 /** The files the state is read from (the watcher reports every JSON; only these matter here). */
 const STATE_FILES = new Set([COMPILE_RECORD, SENTINEL_FILE, EXPORT_REPORT_FILE]);
@@ -48,6 +57,8 @@ export class SpecStatusBar implements vscode.Disposable {
       watcher.onDidCreate(onFile),
       watcher.onDidDelete(onFile),
       vscode.window.onDidChangeActiveTextEditor(() => this.refresh()),
+      // A custom editor (the ONNX viewer) is no text editor: its tab says what is active.
+      vscode.window.tabGroups.onDidChangeTabs(() => this.refresh()),
       vscode.workspace.onDidSaveTextDocument((d) => {
         if (isSpecFile(d.uri.fsPath)) this.refresh();
       }),
@@ -78,23 +89,28 @@ export class SpecStatusBar implements vscode.Disposable {
 
   refresh(): void {
     const doc = vscode.window.activeTextEditor?.document;
-    if (!doc || doc.uri.scheme !== 'file' || !isSpecFile(doc.uri.fsPath)) {
-      // Keep showing the last spec while a non-text view (the log, a settings page) is active.
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const active = doc?.uri ?? (input instanceof vscode.TabInputCustom ? input.uri : undefined);
+    const spec = active?.scheme === 'file' ? specOfActiveFile(active.fsPath) : undefined;
+    if (!spec) {
+      // Keep showing the last spec while a non-text view of no export (a settings page, a
+      // checkpoint viewer) is active.
       if (this.current && !doc) return;
       this.current = undefined;
       this.item.hide();
       return;
     }
-    const info = specInfo(doc.uri.fsPath);
+    const uri = vscode.Uri.file(spec);
+    const info = specInfo(spec);
     this.current = info;
-    this.show(info, undefined, doc.uri);
+    this.show(info, undefined, uri);
     const client = this.client;
     if (!client?.isRunning()) return;
     const gen = ++this.generation;
-    sendRequest(client, SpecStateRequest, { uri: doc.uri.toString() }).then(
+    sendRequest(client, SpecStateRequest, { uri: uri.toString() }).then(
       (r) => {
         if (gen !== this.generation || !r || this.current?.spec !== info.spec) return;
-        this.show(info, r, doc.uri);
+        this.show(info, r, uri);
       },
       (e: unknown) => this.log?.warn(`${SpecStateRequest.method}: ${e instanceof Error ? e.message : String(e)}`),
     );
@@ -102,7 +118,7 @@ export class SpecStatusBar implements vscode.Disposable {
 
   private show(info: SpecInfo, server: SpecStateResult | undefined, uri: vscode.Uri): void {
     const a = stateAction(info.state);
-    this.item.text = `${ICONS[info.state]} Weight Spec: ${a.label}`;
+    this.item.text = `${server?.errors ? '$(error)' : ICONS[info.state]} Weight Spec: ${statusLabel(info.state, server)}`;
     const lines = [`${path.basename(info.spec)}: ${a.tooltip}`];
     if (info.preparedDir) lines.push(`prepared checkpoint: ${info.preparedDir}`);
     if (server)

@@ -4,7 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { writeTinyLlama } from '../../core/src/demo/tiny-model';
 import { cliInProcess } from '../../test/support/cli';
 import { tempDirs } from '../../test/support/temp';
-import { compileBlocker, isSpecFile, preparedDirOfSpec, specInfo, stateAction } from '../../core/src/editor/spec-state';
+import {
+  compileBlocker,
+  isSpecFile,
+  preparedDirOfSpec,
+  specInfo,
+  specOfActiveFile,
+  stateAction,
+  statusLabel,
+} from '../../core/src/editor/spec-state';
 
 const tmp = tempDirs('ws-state-');
 
@@ -84,5 +92,28 @@ describe('specInfo', () => {
     expect(isSpecFile('/a/b.weight_spec.json')).toBe(true);
     expect(isSpecFile('/a/weight_spec.json.bak')).toBe(false);
     expect(isSpecFile('/a/config.json')).toBe(false);
+  });
+});
+
+describe("the status bar follows the active editor's export (issue 50)", () => {
+  it("finds the export's spec from the spec itself or any file of its folder (the ONNX viewer's model.onnx); nothing elsewhere", async () => {
+    const root = tmp();
+    const model = path.join(root, 'tiny');
+    const exp = path.join(root, 'tiny-export');
+    await writeTinyLlama(model);
+    await cli(['export', '--config', model, '--out', exp, '--ctx-len', '32']);
+    const spec = path.join(exp, 'weight_spec.json');
+    expect(specOfActiveFile(spec)).toBe(spec);
+    expect(specOfActiveFile(path.join(exp, 'model.onnx'))).toBe(spec);
+    expect(specOfActiveFile(path.join(exp, 'export-report.json'))).toBe(spec);
+    expect(specOfActiveFile(path.join(model, 'config.json'))).toBeUndefined();
+    expect(specOfActiveFile(path.join(model, 'model.safetensors'))).toBeUndefined();
+  });
+
+  it("shows the spec's errors beside its state, none when it has none", () => {
+    expect(statusLabel('not-prepared')).toBe('not prepared');
+    expect(statusLabel('compiled', { errors: 0 })).toBe('compiled');
+    expect(statusLabel('not-prepared', { errors: 1 })).toBe('not prepared · 1 error');
+    expect(statusLabel('stale', { errors: 3 })).toBe('stale · 3 errors');
   });
 });

@@ -10,7 +10,7 @@ import { compileStatus } from '../compile/status';
 import { readExportReport } from '../artifacts/export-report';
 import type { CompileInfo } from '../protocol';
 import { preparedDirOf } from '../compile/inputs';
-import { specFileIn } from '../spec/file-names';
+import { isSpecFile, specFileIn } from '../spec/file-names';
 import { SENTINEL_FILE } from '../artifacts/prepared-manifest';
 import { obj, readJsonLoose } from './loose-json';
 export { isSpecFile } from '../spec/file-names';
@@ -87,6 +87,24 @@ export function stateAction(state: SpecState): { label: string; command: string;
         tooltip: 'The compiled model is older than its inputs: click to re-run compile',
       };
   }
+}
+
+/**
+ * The spec whose state the status bar shows while `file` is active (issue 50: it followed
+ * spec editors only): the spec itself, or the spec of the export folder holding `file` — its
+ * model.onnx in the ONNX viewer, its export-report.json. Undefined outside an export.
+ */
+export function specOfActiveFile(file: string): string | undefined {
+  return isSpecFile(file) ? file : specFileIn(path.dirname(file));
+}
+
+/**
+ * The status bar's label: the state, then the spec's errors when the language server has
+ * reported any (issue 50: they were only in the tooltip), e.g. `not prepared · 2 errors`.
+ */
+export function statusLabel(state: SpecState, counts?: { errors: number }): string {
+  const n = counts?.errors ?? 0;
+  return `${stateAction(state).label}${n ? ` · ${n} error${n === 1 ? '' : 's'}` : ''}`;
 }
 
 /**
