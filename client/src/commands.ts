@@ -133,9 +133,15 @@ async function exportCommand(
     // a VLM export is two graphs (vlm.json + vision/ + language/): show both specs
     const outAbs = path.resolve(modelDir, out);
     const specs = vlmSpecs(outAbs) ?? [path.join(outAbs, 'weight_spec.json')];
-    specs
-      .filter((f) => fs.existsSync(f))
-      .forEach((f, i) => void vscode.window.showTextDocument(vscode.Uri.file(f), { preview: specs.length === 1, preserveFocus: i > 0 }));
+    // One after the other, each awaited: a second open while the first is still opening in the
+    // same group cancels it, and the unawaited promise then logged "Could NOT open editor" in
+    // the extension host (issue 50). A failure is a line in the log, not an unhandled rejection.
+    for (const [i, f] of specs.filter((x) => fs.existsSync(x)).entries()) {
+      await vscode.window.showTextDocument(vscode.Uri.file(f), { preview: specs.length === 1, preserveFocus: i > 0 }).then(
+        () => undefined,
+        (e: unknown) => runner.log.warn(`could not open ${f}: ${e instanceof Error ? e.message : String(e)}`),
+      );
+    }
   }
   return r && { ...r, out: path.resolve(modelDir, out) };
 }
