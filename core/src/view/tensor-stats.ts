@@ -5,9 +5,12 @@
  * are decoded by the one decoder of the formats floor (`toFloat32`: F32, F16, BF16, FP8 and
  * the integer dtypes); an FP8 weight whose checkpoint names a block scale (prepare's own
  * pairing, `planDequant`) is dequantized with prepare's kernel (`dequantFp8`) first, so the
- * statistics are those of the weight the graph sees. Packed int4 (GPTQ/AWQ) is not decoded
- * here: its I32 words are shown as they are stored.
+ * statistics are those of the weight the graph sees. A tensor of at most 16-bit codes (BF16,
+ * F16, unscaled FP8) is summarized in one pass that only counts codes, the rest in two passes
+ * over decoded values. Packed int4 (GPTQ/AWQ) is not decoded here: its I32 words are shown as
+ * they are stored.
  */
+import { endianness } from 'node:os';
 import path from 'node:path';
 import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
 import { Checkpoint, SafetensorsReader, elementCount, type TensorInfo } from '../formats/safetensors';
@@ -121,84 +124,177 @@ export async function forEachChunk(
   }
 }
 
-/** Statistics of tensor `key` of safetensors `file` (see the module comment): two streaming passes. */
+/** What both ways of summarizing compute: finite count, mean, M2, range, non-finite counts, histogram. */
+interface Moments {
+  n: number;
+  mean: number;
+  m2: number;
+  min: number;
+  max: number;
+  nan: number;
+  posInf: number;
+  negInf: number;
+  hist: number[];
+}
+
+type Pass = { chunkBytes?: number; signal?: AbortSignal };
+
+/** The histogram bin of finite `x` (the last bin closed; one bin when all values are equal). */
+const binOf = (x: number, min: number, width: number, bins: number) => (width > 0 ? Math.min(bins - 1, Math.floor((x - min) / width)) : 0);
+
+/**
+ * Summary of a tensor of at most 16-bit codes (BF16, F16, unscaled FP8): one pass that only
+ * counts each code (no decoding), then every distinct code decoded once and weighted by its
+ * count, in f64. Exact, and about as fast as the file can be read.
+ */
+async function byCodes(t: OpenTensor, bins: number, pass: Pass): Promise<Moments> {
+  const size = DTYPE_SIZE[t.info.dtype];
+  const codeCount = size === 2 ? 65536 : 256;
+  const tally = new Float64Array(codeCount);
+  // Four interleaved 32-bit tallies: a run of equal codes (a zero-filled tensor) would otherwise
+  // make every increment wait for the one before; folded into f64 before any can overflow.
+  const lanes = [0, 1, 2, 3].map(() => new Uint32Array(codeCount));
+  let sinceFold = 0;
+  const fold = () => {
+    for (const lane of lanes) {
+      for (let c = 0; c < codeCount; c++) tally[c]! += lane[c]!;
+      lane.fill(0);
+    }
+    sinceFold = 0;
+  };
+  const [l0, l1, l2, l3] = lanes as [Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+  const count = elementCount(t.info.shape);
+  const perChunk = Math.max(1, Math.floor((pass.chunkBytes ?? STATS_CHUNK_BYTES) / size));
+  const buf = new Uint8Array(Math.min(count, perChunk) * size);
+  for (let first = 0; first < count; first += perChunk) {
+    pass.signal?.throwIfAborted();
+    const n = Math.min(perChunk, count - first);
+    const bytes = await t.reader.read(t.info, { start: first * size, length: n * size, into: buf });
+    const u = size === 2 ? new Uint16Array(bytes.buffer, bytes.byteOffset, n) : bytes;
+    let i = 0;
+    for (; i + 3 < n; i += 4) {
+      l0[u[i]!]!++;
+      l1[u[i + 1]!]!++;
+      l2[u[i + 2]!]!++;
+      l3[u[i + 3]!]!++;
+    }
+    for (; i < n; i++) l0[u[i]!]!++;
+    sinceFold += n;
+    if (sinceFold > 2 ** 30) fold();
+  }
+  fold();
+  const codes = size === 2 ? new Uint16Array(65536).map((_, i) => i) : new Uint8Array(256).map((_, i) => i);
+  const values = toFloat32(new Uint8Array(codes.buffer), t.info.dtype);
+  const m: Moments = { n: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity, nan: 0, posInf: 0, negInf: 0, hist: [] };
+  let sum = 0;
+  for (let c = 0; c < tally.length; c++) {
+    const k = tally[c]!;
+    if (!k) continue;
+    const x = values[c]!;
+    if (x !== x) m.nan += k;
+    else if (x === Infinity) m.posInf += k;
+    else if (x === -Infinity) m.negInf += k;
+    else {
+      m.n += k;
+      sum += k * x;
+      if (x < m.min) m.min = x;
+      if (x > m.max) m.max = x;
+    }
+  }
+  if (m.n === 0) return m;
+  m.mean = sum / m.n;
+  m.hist = new Array<number>(bins).fill(0);
+  const width = (m.max - m.min) / bins;
+  for (let c = 0; c < tally.length; c++) {
+    const k = tally[c]!;
+    const x = values[c]!;
+    if (!k || x - x !== 0) continue;
+    m.m2 += k * (x - m.mean) * (x - m.mean);
+    m.hist[binOf(x, m.min, width, bins)]! += k;
+  }
+  return m;
+}
+
+/**
+ * Summary of any tensor from its decoded values: pass 1 combines count, range and mean/M2
+ * chunk by chunk (Chan et al.), in f64; pass 2 fills the histogram over [min, max].
+ */
+async function byValues(t: OpenTensor, bins: number, pass: Pass): Promise<Moments> {
+  const m: Moments = { n: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity, nan: 0, posInf: 0, negInf: 0, hist: [] };
+  await forEachChunk(
+    t,
+    (v) => {
+      let cn = 0;
+      let sum = 0;
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i]!;
+        if (x - x !== 0) {
+          // NaN or ±Inf (x − x is NaN for both)
+          if (x !== x) m.nan++;
+          else if (x > 0) m.posInf++;
+          else m.negInf++;
+          continue;
+        }
+        cn++;
+        sum += x;
+        if (x < m.min) m.min = x;
+        if (x > m.max) m.max = x;
+      }
+      if (cn === 0) return;
+      const cmean = sum / cn;
+      let cm2 = 0;
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i]!;
+        if (x - x === 0) cm2 += (x - cmean) * (x - cmean);
+      }
+      const total = m.n + cn;
+      const d = cmean - m.mean;
+      m.mean += (d * cn) / total;
+      m.m2 += cm2 + (d * d * m.n * cn) / total;
+      m.n = total;
+    },
+    pass,
+  );
+  if (m.n === 0) return m;
+  const hist = (m.hist = new Array<number>(bins).fill(0));
+  const width = (m.max - m.min) / bins;
+  await forEachChunk(
+    t,
+    (v) => {
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i]!;
+        if (x - x === 0) hist[binOf(x, m.min, width, bins)]!++;
+      }
+    },
+    pass,
+  );
+  return m;
+}
+
+/** Counting codes needs ≤ 16-bit codes read as they are stored (no scale) on a little-endian machine (safetensors is LE). */
+function codeCountable(t: OpenTensor): boolean {
+  return !t.scale && endianness() === 'LE' && ['BF16', 'F16', 'F8_E4M3', 'F8_E5M2'].includes(t.info.dtype);
+}
+
+/** Statistics of tensor `key` of safetensors `file` (see the module comment), streamed in chunks. */
 export async function tensorStats(file: string, key: string, opts: TensorStatsOptions = {}): Promise<TensorStats> {
   const bins = opts.bins ?? 32;
   const t = await openTensor(file, key);
   try {
     const head: number[] = [];
     await forEachChunk(t, (v) => void head.push(...v), { limit: opts.head ?? 16, ...(opts.signal ? { signal: opts.signal } : {}) });
-    // Pass 1: counts, min/max and mean/M2 combined chunk by chunk (Chan et al.), in f64.
-    let n = 0;
-    let mean = 0;
-    let m2 = 0;
-    let min = Infinity;
-    let max = -Infinity;
-    let nan = 0;
-    let posInf = 0;
-    let negInf = 0;
-    const pass = { ...(opts.chunkBytes ? { chunkBytes: opts.chunkBytes } : {}), ...(opts.signal ? { signal: opts.signal } : {}) };
-    await forEachChunk(
-      t,
-      (v) => {
-        let cn = 0;
-        let sum = 0;
-        for (let i = 0; i < v.length; i++) {
-          const x = v[i]!;
-          if (x - x !== 0) {
-            // NaN or ±Inf (x − x is NaN for both)
-            if (x !== x) nan++;
-            else if (x > 0) posInf++;
-            else negInf++;
-            continue;
-          }
-          cn++;
-          sum += x;
-          if (x < min) min = x;
-          if (x > max) max = x;
-        }
-        if (cn === 0) return;
-        const cmean = sum / cn;
-        let cm2 = 0;
-        for (let i = 0; i < v.length; i++) {
-          const x = v[i]!;
-          if (x - x === 0) cm2 += (x - cmean) * (x - cmean);
-        }
-        const total = n + cn;
-        const d = cmean - mean;
-        mean += (d * cn) / total;
-        m2 += cm2 + (d * d * n * cn) / total;
-        n = total;
-      },
-      pass,
-    );
-    const counts = new Array<number>(n > 0 ? bins : 0).fill(0);
-    if (n > 0) {
-      // Pass 2: the histogram over [min, max].
-      const width = (max - min) / bins;
-      await forEachChunk(
-        t,
-        (v) => {
-          for (let i = 0; i < v.length; i++) {
-            const x = v[i]!;
-            if (x - x !== 0) continue;
-            const b = width > 0 ? Math.min(bins - 1, Math.floor((x - min) / width)) : 0;
-            counts[b]!++;
-          }
-        },
-        pass,
-      );
-    }
+    const pass: Pass = { ...(opts.chunkBytes ? { chunkBytes: opts.chunkBytes } : {}), ...(opts.signal ? { signal: opts.signal } : {}) };
+    const m = codeCountable(t) ? await byCodes(t, bins, pass) : await byValues(t, bins, pass);
     return {
       key,
       dtype: t.info.dtype,
       shape: t.info.shape,
       count: elementCount(t.info.shape),
-      ...(n > 0 ? { min, max, mean, std: Math.sqrt(m2 / n) } : {}),
-      nan,
-      posInf,
-      negInf,
-      histogram: n > 0 ? { lo: min, hi: max, counts } : { lo: 0, hi: 0, counts },
+      ...(m.n > 0 ? { min: m.min, max: m.max, mean: m.mean, std: Math.sqrt(m.m2 / m.n) } : {}),
+      nan: m.nan,
+      posInf: m.posInf,
+      negInf: m.negInf,
+      histogram: m.n > 0 ? { lo: m.min, hi: m.max, counts: m.hist } : { lo: 0, hi: 0, counts: [] },
       head,
       ...(t.scale ? { scale: { key: t.scale.ref.key, block: t.scale.ref.block } } : {}),
     };
