@@ -7,7 +7,7 @@
 // does syntax and schema only.
 // Figures (medians over rounds that alternate which side goes first, each cold run a fresh process):
 // - cold open → diagnostics (didOpen → publishDiagnostics) vs the JSON service's first
-//   validation, at 5k, 20k and 80k inputs: target ≤ 0.5×;
+//   validation, at 5k, 20k and 80k inputs: target ≤ 0.5× in every round (wall time; issue 48);
 // - one-key edit as VS Code sends it (incremental range change) → new diagnostics, debounce 0,
 //   vs the JSON service's re-validation after the same edit, at 5k, 20k and 80k: target ≤ 0.1×;
 // - hover and completion p95 on the 20k spec: target ≤ 20 ms;
@@ -23,13 +23,15 @@
 // Env: WS_LSP_BENCH_SIZES (5000,20000,80000), WS_LSP_BENCH_RUNS (5), WS_LSP_BENCH_EDITS (21),
 // WS_LSP_BENCH_JSON_EDITS (5; 3 at 50k inputs and more, where each takes seconds),
 // WS_LSP_BENCH_SCHEMA (the anchor schema's path), WS_LSP_BENCH_NODE_ARGS (server node options),
-// WS_LSP_BENCH_SERVER (the server bundle, dist/server.js).
+// WS_LSP_BENCH_SERVER (the server bundle, dist/server.js), WS_LSP_BENCH_JSON (the summary,
+// bench/results/lsp-latest.json, which scripts/perf-table.mjs turns into docs/PERFORMANCE.md's table).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { commitOf, writeSummary } from './support.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -61,6 +63,9 @@ if (!existsSync(server) || !existsSync(schemaFile)) {
   console.error(`lsp.bench: ${existsSync(server) ? schemaFile : 'dist/server.js'} missing (run \`node scripts/bundle.mjs\`)`);
   process.exit(1);
 }
+/** The machine-readable summary (WS_LSP_BENCH_JSON, bench/results/lsp-latest.json): scripts/perf-table.mjs reads it. */
+const resultsFile = path.resolve(process.env.WS_LSP_BENCH_JSON ?? path.join(root, 'bench', 'results', 'lsp-latest.json'));
+const startedAt = new Date().toISOString();
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ws-lsp-bench-'));
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 
@@ -309,24 +314,25 @@ function pairs() {
  * spread of the per-round ratios. A round over the target is counted: the verdict is the
  * median's, and says how many rounds missed.
  */
-function line(c, p, target, d) {
+function line(c, p, target, d, everyRound) {
   const ratio = median(p.ours) / median(p.json);
   const rounds = p.ours.map((x, i) => x / p.json[i]);
   const over = rounds.filter((x) => x > target).length;
-  if (ratio > target) ok = false;
+  const pass = everyRound ? over === 0 : ratio <= target;
+  if (!pass) ok = false;
   return (
     `  ${String(c.n).padStart(6)}  ${(c.bytes / 2 ** 20).toFixed(1).padStart(4)} MiB  ${median(p.ours).toFixed(d).padStart(6)} ms (${runs(p.ours, d)})`.padEnd(
       66,
     ) +
     `${median(p.json).toFixed(d).padStart(6)} ms (${runs(p.json, d)})`.padEnd(52) +
-    ` ${ratio.toFixed(3)}× ${ratio <= target ? 'OK' : 'MISSED'} (target ≤ ${target}; rounds ${Math.min(...rounds).toFixed(3)}–${Math.max(...rounds).toFixed(3)}${over ? `, ${over} of ${rounds.length} over` : ''})`
+    ` ${ratio.toFixed(3)}× ${pass ? 'OK' : 'MISSED'} (target ≤ ${target}${everyRound ? ' in every round' : ''}; rounds ${Math.min(...rounds).toFixed(3)}–${Math.max(...rounds).toFixed(3)}${over ? `, ${over} of ${rounds.length} over` : ''})`
   );
 }
 const head = '  inputs   spec       server (runs)'.padEnd(66) + 'JSON service (runs)'.padEnd(52) + ' ratio of medians';
-const table = (title, pick, target, d) => {
+const table = (title, pick, target, d, everyRound = false) => {
   console.log(`\n${title}`);
   console.log(head);
-  for (const c of curve) console.log(line(c, pick(c), target, d));
+  for (const c of curve) console.log(line(c, pick(c), target, d, everyRound));
 };
 const jsonCounts = [...new Set(curve.map((c) => c.json))].join('/');
 table(
@@ -334,6 +340,7 @@ table(
   (c) => c.cold,
   TARGET.cold,
   0,
+  true, // issue 48: a target that holds in half the rounds does not hold
 );
 table('cold open → diagnostics, CPU time (user + system) of the same runs', (c) => c.coldCpu, TARGET.cold, 0);
 table(
@@ -385,4 +392,35 @@ console.log(
   `server heap for the ${(spec.text.length / 2 ** 20).toFixed(1)} MiB spec: ${(heap / 2 ** 20).toFixed(1)} MiB = ${heapRatio.toFixed(2)}× its size (after GC, over the ${(heapBefore / 2 ** 20).toFixed(1)} MiB before didOpen; target ≤ ${TARGET.heap}×) ${heapRatio <= TARGET.heap ? 'OK' : 'MISSED'}`,
 );
 if (hp > TARGET.p95Ms || cp > TARGET.p95Ms || heapRatio > TARGET.heap) ok = false;
+/** A figure of the summary: each side's runs, the ratio of the medians and the per-round ratios. */
+const figure = (p) => ({
+  server: p.ours,
+  json: p.json,
+  ratio: median(p.ours) / median(p.json),
+  rounds: p.ours.map((x, i) => x / p.json[i]),
+});
+writeSummary(resultsFile, {
+  bench: 'lsp',
+  date: startedAt,
+  commit: commitOf(root),
+  cores: os.availableParallelism?.() ?? os.cpus().length,
+  load: { min: Math.min(...loads), max: Math.max(...loads) },
+  runs: RUNS,
+  // the docs' tables take only a run of the default sizes and rounds against the shipped bundle
+  complete: SIZES.join() === '5000,20000,80000' && RUNS === 5 && !process.env.WS_LSP_BENCH_SERVER && NODE_ARGS.length === 0,
+  targets: TARGET,
+  sizes: curve.map((c) => ({
+    inputs: c.n,
+    bytes: c.bytes,
+    coldWall: figure(c.cold),
+    coldCpu: figure(c.coldCpu),
+    editWall: figure(c.edit),
+    editCpu: figure(c.editCpu),
+  })),
+  hoverP95Ms: hp,
+  completionP95Ms: cp,
+  heapRatio,
+  ok,
+});
+console.log(`(summary in ${path.relative(root, resultsFile)})`);
 process.exit(ok ? 0 : 1);
