@@ -376,6 +376,7 @@ writeSummary(resultsFile, {
     editWall: figure(c.edit),
     editCpu: figure(c.editCpu),
   })),
+  mainInputs: MAIN,
   hoverP95Ms: hp,
   completionP95Ms: cp,
   heapRatio,

@@ -52,11 +52,13 @@ export function timedNode(args) {
   return { r, seconds, rssMb };
 }
 
-/** The commit the bench ran at (`git rev-parse --short HEAD`), `+dirty` when the tree has changes. */
+/** The commit the bench ran at (`git rev-parse --short HEAD`), `+dirty` when tracked files (but bench/results) have changes. */
 export function commitOf(root) {
   const r = spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
   if (r.status !== 0) return 'unknown';
-  const dirty = spawnSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).stdout.trim();
+  // the summaries an earlier bench of the same run just wrote do not make the tree dirty
+  const status = ['-C', root, 'status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results'];
+  const dirty = spawnSync('git', status, { encoding: 'utf8' }).stdout.trim();
   return `${r.stdout.trim()}${dirty ? '+dirty' : ''}`;
 }
 
