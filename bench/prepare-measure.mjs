@@ -56,7 +56,7 @@ export function parallelCpSync(ck, dst) {
 let strace;
 /**
  * Whether prepare (`cmd`, run once more, untimed, under strace) opened its outputs with O_DIRECT:
- * `yes (n files)`, `no (refused: …)` when the file system returned an error, `no (not asked)`
+ * `yes (n O_DIRECT opens)`, `no (refused: …)` when the file system returned an error, `no (not asked)`
  * when it never tried (WEIGHT_SPEC_DIRECT_IO=off, outputs under 16 MiB), or `unknown (…)`.
  * Observed from the system calls, not inferred from the settings.
  */
@@ -70,7 +70,7 @@ export function directIoUse([cmd, args, runEnv], traceFile) {
     .filter((l) => l.includes('O_DIRECT'));
   rmSync(traceFile, { force: true });
   const ok = opens.filter((l) => /= \d+$/.test(l.trim())).length;
-  if (ok > 0) return `yes (${ok} files)`;
+  if (ok > 0) return `yes (${ok} O_DIRECT opens)`;
   if (opens.length > 0) return `no (refused: ${opens[0].trim().split(' ').pop()})`;
   return 'no (not asked)';
 }
