@@ -252,8 +252,13 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
   if (isVlmConfig(cfg.raw)) {
     if (o.keepQuantized) throw new UsageError('--keep-quantized is not supported for vision-language models yet');
     // vision-language models export as two graphs over one prepared checkpoint (vlm/export-vlm.ts)
-    if (o.phase !== undefined && o.phase !== 'both')
-      throw new UsageError(`--phase ${o.phase} is not supported for vision-language models (the language graph serves both phases)`);
+    // QEfficient's dual-QPC VLM exports its language graph prefill-only (prefill_only=True) or for both phases; no decode-only graph
+    if (o.phase === 'decode')
+      throw new UsageError(`--phase decode is not supported for vision-language models (the language graph serves both phases)`);
+    if (o.enableChunking)
+      throw new UsageError(
+        `--enable-chunking goes with --phase prefill of a disaggregated-serving model (${DISAGG_SERVING_MODEL_TYPES.join(', ')}), not a vision-language model`,
+      );
     if (o.expertParallel)
       throw new UsageError('--moe-flavour expert_parallel is not supported for vision-language models yet (export the plain layout)');
     if (o.mlaCache)
@@ -271,6 +276,7 @@ export async function exportFromConfig(o: ConfigExportOptions): Promise<ConfigEx
       ctxLen: o.ctxLen,
       batchSize: o.batchSize,
       continuousBatching: o.continuousBatching,
+      ...(o.phase === 'prefill' ? { phase: o.phase } : {}),
       ...(o.slidingCache !== undefined ? { slidingCache: o.slidingCache } : {}),
       // CCL and the sampler go in the language graph (vlm/language*.ts; export-vlm.ts says which VLMs take the sampler)
       ...(ccl ? { compCtxLengths: ccl } : {}),

@@ -20,6 +20,7 @@ import { checkGraph } from '../exporter/check-graph';
 import { encodeBuiltModel } from '../exporter/encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';
 import type { ArchSpec } from '../blocks/arch';
+import type { Phase } from '../exporter/decoder';
 import { refuse } from '../families/config';
 import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../blocks/attention-window';
 import { vlmModelTypeOf } from './config';
@@ -70,6 +71,11 @@ export interface VlmExportOptions extends ServingRequest {
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;
+  /**
+   * `--phase prefill`: the language graph is QEfficient's `lang_prefill_qpc_path` graph (`export(prefill_only=True)`),
+   * recorded as `weight_spec.phase` where the text decoder records it, so compile keeps its prefill specializations only.
+   */
+  phase?: Phase;
   /** `--sliding-cache` (Gemma 3): sliding layers over ctx_len (`full`, default) or a `sliding_window` ring. */
   slidingCache?: SlidingCache;
   withCheckpoint: boolean;
@@ -111,6 +117,8 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     continuousBatching: !!o.continuousBatching,
     ...(o.compCtxLengths ? { compCtxLengths: o.compCtxLengths } : {}),
     ...(o.sampler ? { sampler: o.sampler } : {}),
+    // the same graph as for both phases (our VLM text models have no prefill-only module swap), marked as the prefill graph
+    ...(o.phase === 'prefill' ? { metadata: { 'weight_spec.phase': 'prefill' } } : {}),
     name: `${name}-language`,
   };
   if (o.sampler && !SAMPLER_VLMS.has(modelType))
@@ -177,6 +185,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             ctx_len: o.ctxLen ?? 'ctx_len',
             batch_size: o.batchSize ?? null,
             continuous_batching: !!o.continuousBatching,
+            ...(p.dir === 'language' && o.phase === 'prefill' ? { phase: o.phase } : {}),
             ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
             ...(p.dir === 'language' && o.compCtxLengths
               ? { comp_ctx_lengths_prefill: o.compCtxLengths.prefill, comp_ctx_lengths_decode: o.compCtxLengths.decode }
@@ -209,7 +218,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       exportSummary(
         `  ${parts[i]!.dir}/`,
         w,
-        [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]],
+        [
+          [
+            'graph',
+            `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs${parts[i]!.dir === 'language' && o.phase === 'prefill' ? ', phase prefill' : ''}`,
+          ],
+        ],
         [],
       ).map((l) => `  ${l}`),
     ),
