@@ -16,7 +16,7 @@
  *   batching over a larger batch) only the decode entries; for a `--phase prefill` export only the
  *   prefill entries (QEfficient's `prefill_only`, main ebf55e81).
  *
- * The specializations come from qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
+ * The specializations come from artifacts/qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
  * dynamic axes do (main ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's image_grid_thw
  * fixes time at 1, Qwen3-VL's deepstack_features names num_feature_layers, Gemma 3's
  * vision_embeds names vision_size). With CCL each language entry is repeated per bucket with
@@ -41,7 +41,7 @@ import {
   type VlmFamily,
   type VlmModelFacts,
   type VlmSpecialization,
-} from './qaic-vlm-specs';
+} from '../artifacts/qaic-vlm-specs';
 
 const FAMILY: Record<string, VlmFamily> = {
   qwen3_vl_moe: 'qwen3_vl',

@@ -35,7 +35,7 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeImage, resizeBicubic } from '../../src/run/vlm/image';
 import { clipProcessor, processAnyresImage, processClipImage } from '../../src/run/vlm/image-clip';
-import { anyresLayout, packIndex, patchOutputSize } from '../../src/export/vlm/anyres';
+import { anyresLayout, packIndex, patchOutputSize } from '../../src/artifacts/anyres';
 import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
 import { readSafetensorsHeaderSync, readTensorBytesSync } from '../../src/formats/safetensors/read';
 import { toFloat32 } from '../../src/formats/dtype';

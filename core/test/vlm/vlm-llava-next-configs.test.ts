@@ -21,7 +21,7 @@ import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fromFloat32 } from '../../src/formats/dtype';
 import { serializeSafetensors } from '../../src/formats/safetensors/writer';
-import { packIndex } from '../../src/export/vlm/anyres';
+import { packIndex } from '../../src/artifacts/anyres';
 import { rng } from '../support/graph-random';
 import { llavaCheckpoint, llavaReference, TEXT, VISION, type Rows } from '../support/llava-reference';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';

@@ -27,7 +27,7 @@ import { cclTensor, pickBucket, SAMPLER_STATE, samplerFeeds, samplerState, servi
 import { GREEDY } from '../sampling';
 import { ortSessionOptions } from '../../ort/session-options';
 import { getRopeIndex } from './rope-index';
-import { anyresLayout, packIndex } from '../../export/vlm/anyres';
+import { anyresLayout, packIndex } from '../../artifacts/anyres';
 import { TensorDataType } from '../../formats/onnx/types';
 
 /** Images as the processor gives them: patch rows in merge-block order and one grid per image. */
