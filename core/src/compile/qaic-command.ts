@@ -19,6 +19,7 @@ import { UsageError } from '../errors';
 import { RETAINED } from '../artifacts/graph-interface';
 import { mdpPipelineConfig, mdpTemplateConfig } from '../artifacts/mdp-partition';
 import {
+  customIoIgnored,
   DEFAULT_AIC_NUM_CORES,
   mergeExtraOptions,
   qaicPlan,
@@ -312,7 +313,7 @@ export function buildQaicPlan(
   const specs = g.states.length > 0 ? causalLmSpecializations(opts, g) : plainSpecializations(opts, g);
   const customIo = g.states.length > 0 ? causalLmCustomIo(g.states, opts.mxint8KvCache ?? false, bf16 ? 'bfloat16' : 'float16') : undefined;
   // _compile: "Model and Past KV types are both bfloat16. Custom IO list file will be ignored during compile."
-  const customIoPassed = !(bf16 && customIo?.some(([k, v]) => k.includes('past_') && v.includes('bfloat16')));
+  const customIoPassed = !customIoIgnored(bf16, customIo);
   if (!customIoPassed)
     warnings.push('compile: model and past KV are both bfloat16: custom_io.yaml is written but not passed (QEfficient ignores it then)');
   const mdp = mdpPlan(opts, g, options, compileDir);
