@@ -31,7 +31,7 @@ import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readJsonTextSync } from '../paths';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
-import { cclLists } from './qaic-command';
+import { cclLists } from '../artifacts/qaic-ccl';
 import { DEFAULT_AIC_NUM_CORES, planFromParts, QAIC_COMPILER, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
 import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 import {
@@ -200,7 +200,7 @@ export function buildVlmQaicPlan(
     ...(opts.imgSize !== undefined ? { imgSize: opts.imgSize } : {}),
   };
   const all = vlmSpecializations(facts, sizes);
-  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (qaic-command.ts cclLists) and
+  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (artifacts/qaic-ccl.ts cclLists) and
   // each family's get_specializations makes one prefill entry per prefill value, then one decode
   // entry per decode value, each with comp_ctx_lengths (the file sorts the keys, so where it sits is moot)
   const lists = role === 'language' && g.ccl ? cclLists(g.ccl, sizes.ctxLen, prefill) : undefined;
