@@ -38,7 +38,7 @@ import { clipProcessor, processAnyresImage, processClipImage } from '../../src/r
 import { anyresLayout, packIndex, patchOutputSize } from '../../src/artifacts/anyres';
 import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
 import { readSafetensorsHeaderSync, readTensorBytesSync } from '../../src/formats/safetensors/read';
-import { toFloat32 } from '../../src/formats/dtype';
+import { toFloat32 } from '../../src/formats/float-convert';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';

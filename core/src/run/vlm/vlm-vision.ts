@@ -6,7 +6,7 @@
  * vision_embeds and deepstack_features, in the dtype the language graph takes.
  */
 import { PipelineError, UsageError } from '../../errors';
-import { fromFloat32, toFloat32 } from '../../formats/dtype';
+import { fromFloat32, toFloat32 } from '../../formats/float-convert';
 import type { WireValueInfo } from '../../formats/onnx/wire-model';
 import { TensorDataType } from '../../formats/onnx/types';
 import type { VlmManifest } from '../../artifacts/vlm-manifest';
