@@ -87,6 +87,31 @@ function imageManifest(o: {
   };
 }
 
+/** What {@link imageManifest} takes besides the ids, tower and text every family passes alike. */
+type ManifestExtras = Omit<Parameters<typeof imageManifest>[0], 'imageTokenId' | 'vision' | 'text'>;
+
+/**
+ * A family under QEfficient's LLaVA-style language wrapper (language-llava.ts: LLaVA(-NeXT),
+ * Mistral 3, InternVL, Llama 4): its built vision graph, the text layers of `a.text`, vlm.json by
+ * {@link imageManifest} from its tower's sizes, and the summary note.
+ */
+function llavaStyleParts(
+  a: Parameters<typeof buildLlavaLanguage>[0] & { vision: { patch: number; channels: number; imageSize: number } },
+  vision: BuiltVision & { io: Parts['visionIo'] },
+  lo: Opts & LanguageOptions,
+  extras: ManifestExtras,
+  note: string,
+): Parts {
+  return {
+    vision,
+    language: buildLlavaLanguage(a, lo),
+    text: a.text,
+    visionIo: vision.io,
+    manifest: imageManifest({ imageTokenId: a.imageTokenId, vision: a.vision, text: a.text, ...extras }),
+    note,
+  };
+}
+
 /** Qwen3-VL(-MoE) and Qwen2.5-VL: vision.ts + language.ts over one {@link VlmArch}. */
 function qwenParts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Parts {
   const arch = vlmArchFromConfig(o.raw, o.cfgFile);
@@ -156,22 +181,15 @@ function llavaParts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Parts
   const v = a.vision;
   const vision = buildLlavaVision(a, vo);
   const layers = a.featureLayers.map((l) => l - v.layers - 1);
-  return {
+  // no video and no begin-of-image token in LLaVA
+  return llavaStyleParts(
+    a,
     vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    // no video and no begin-of-image token in LLaVA
-    manifest: imageManifest({
-      imageTokenId: a.imageTokenId,
-      vision: v,
-      text: a.text,
-      tail: { mm_tokens_per_image: a.tileTokens, ...(a.pinpoints ? { image_grid_pinpoints: a.pinpoints } : {}) },
-    }),
-    note:
-      `vision ${v.layers} CLIP layers, hidden states [${layers.join(', ')}] (${a.strategy}), ${a.tileTokens} tokens per ${a.pinpoints ? 'tile' : 'image'}` +
+    lo,
+    { tail: { mm_tokens_per_image: a.tileTokens, ...(a.pinpoints ? { image_grid_pinpoints: a.pinpoints } : {}) } },
+    `vision ${v.layers} CLIP layers, hidden states [${layers.join(', ')}] (${a.strategy}), ${a.tileTokens} tokens per ${a.pinpoints ? 'tile' : 'image'}` +
       `${a.pinpoints ? `, anyres ${a.pinpoints.map(([h, w]) => `${h}×${w}`).join(' ')}` : ''}; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
+  );
 }
 
 /**
@@ -182,15 +200,14 @@ function mistral3Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Pa
   const a = mistral3Arch(o.raw, o.cfgFile);
   const v = a.vision;
   const vision = buildPixtralVision(a, vo);
-  return {
+  // no video and no begin-of-image token: [IMG_BREAK] / [IMG_END] come from the tokenizer
+  return llavaStyleParts(
+    a,
     vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    // no video and no begin-of-image token: [IMG_BREAK] / [IMG_END] come from the tokenizer
-    manifest: imageManifest({ imageTokenId: a.imageTokenId, vision: v, merge: a.merge, text: a.text }),
-    note: `vision ${v.layers} Pixtral layers (hidden state ${a.featureLayer}), ${a.merge}×${a.merge} patch merger; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
+    lo,
+    { merge: a.merge },
+    `vision ${v.layers} Pixtral layers (hidden state ${a.featureLayer}), ${a.merge}×${a.merge} patch merger; text ${a.text.modelType} ${a.text.layers.length} layers`,
+  );
 }
 
 /**
@@ -202,21 +219,14 @@ function internvlParts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Pa
   const a = internvlArch(o.raw, o.cfgFile);
   const v = a.vision;
   const vision = buildInternVision(a, vo);
-  return {
+  // no video; <img> / </img> come from the tokenizer
+  return llavaStyleParts(
+    a,
     vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    // no video; <img> / </img> come from the tokenizer
-    manifest: imageManifest({
-      imageTokenId: a.imageTokenId,
-      vision: v,
-      merge: a.shuffle,
-      text: a.text,
-      tail: { mm_tokens_per_image: a.tileTokens },
-    }),
-    note: `vision ${v.layers} InternViT layers (hidden state ${a.featureLayer}), pixel shuffle ${a.shuffle}×${a.shuffle}, ${a.tileTokens} tokens per tile; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
+    lo,
+    { merge: a.shuffle, tail: { mm_tokens_per_image: a.tileTokens } },
+    `vision ${v.layers} InternViT layers (hidden state ${a.featureLayer}), pixel shuffle ${a.shuffle}×${a.shuffle}, ${a.tileTokens} tokens per tile; text ${a.text.modelType} ${a.text.layers.length} layers`,
+  );
 }
 
 /**
@@ -231,21 +241,16 @@ function llama4Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Part
   const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
   const vision = buildLlama4Vision(a, vo);
   const moe = a.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
-  return {
+  // <|image_start|> / <|image_end|> (Llama4Config boi_token_index / eoi_token_index)
+  return llavaStyleParts(
+    a,
     vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    // <|image_start|> / <|image_end|> (Llama4Config boi_token_index / eoi_token_index)
-    manifest: imageManifest({
-      imageTokenId: a.imageTokenId,
+    lo,
+    {
       tokens: { vision_start_token_id: int(raw.boi_token_index, 200080), image_end_token_id: int(raw.eoi_token_index, 200081) },
-      vision: v,
-      text: a.text,
       tail: { mm_tokens_per_image: a.tileTokens },
-    }),
-    note:
-      `vision ${v.layers} layers, ${v.side}×${v.side} patches shuffled to ${a.tileTokens} tokens per tile; ` +
+    },
+    `vision ${v.layers} layers, ${v.side}×${v.side} patches shuffled to ${a.tileTokens} tokens per tile; ` +
       `text ${a.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
-  };
+  );
 }
