@@ -19,7 +19,7 @@
  * strategy; one more under "full", which QEfficient's formula misses).
  */
 import { UsageError } from '../errors';
-import { anyresLayout, packIndex } from '../export/vlm/anyres';
+import { anyresLayout, packIndex } from './anyres';
 
 /** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
 type VlmSpecialization = [string, number | string][];
