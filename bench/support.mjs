@@ -1,8 +1,9 @@
 // What several benchmarks share (not a benchmark: bench/run.mjs runs only *.bench.mjs):
 // loading core modules from source the way the extension bundles them, and timing a CLI
-// process with its peak RSS.
+// process with its peak RSS; the commit a bench ran at and its machine-readable summary
+// (bench/results/*-latest.json, read by scripts/perf-table.mjs).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -49,4 +50,22 @@ export function timedNode(args) {
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const rssMb = haveTime ? Number(r.stderr.trim().split('\n').pop()) / 1024 : NaN;
   return { r, seconds, rssMb };
+}
+
+/** The commit the bench ran at (`git rev-parse --short HEAD`), `+dirty` when tracked files (but bench/results) have changes. */
+export function commitOf(root) {
+  const r = spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
+  if (r.status !== 0) return 'unknown';
+  // the summaries an earlier bench of the same run just wrote do not make the tree dirty
+  const status = ['-C', root, 'status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results'];
+  const dirty = spawnSync('git', status, { encoding: 'utf8' }).stdout.trim();
+  return `${r.stdout.trim()}${dirty ? '+dirty' : ''}`;
+}
+
+/** Writes `summary` as JSON to `file` (temp + rename); the docs' tables are generated from it. */
+export function writeSummary(file, summary) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, `${JSON.stringify(summary, null, 2)}\n`);
+  renameSync(tmp, file);
 }

@@ -407,6 +407,10 @@ for i, s in enumerate(lang):
         s["batch_size"] = kv_cache_batch_size
     if i < n_prefill and full_batch_size:
         s["full_batch_exec_size"] = full_batch_size
+# modeling_auto.py _QEffAutoModelForImageTextToTextDualQPC.compile (main ebf55e81): prefill_only keeps the
+# prefill slice (one per CCL prefill value) for lang_prefill_qpc_path; lang_model._compile gets no prefill_only
+if a.get("prefill_only"):
+    lang = lang[: len(ccl_p)] if a.get("ccl") else lang[:1]
 vision_output_names = ["vision_embeds"] + (["deepstack_features"] if fam == "qwen3_vl_moe" else [])
 lang_output_names = ["logits"]
 for i in range(num_layers):
@@ -442,7 +446,7 @@ print(json.dumps({"vision": compile_("vision", vision, "Vision", custom_io_visio
  * in qaic-recording-vlm.test.ts) for `args`: config (the model's config.json), family, height,
  * width, img_size, prefill_seq_len, ctx_len (null: QEfficient's defaults), mxint8_kv_cache,
  * mxfp6_matmul, continuous_batching, full_batch_size, ccl ([prefill, decode] or absent), sampler
- * (true or absent), compiler, and onnx / compile_dir per graph.
+ * (true or absent), prefill_only (true or absent), compiler, and onnx / compile_dir per graph.
  */
 export function qeffVlmQaicCompile(args: Record<string, unknown>): Record<'vision' | 'language', QeffQaicCompile> {
   const r = spawnSync('/usr/bin/python3', ['-c', QEFF_COMPILE + QEFF_CCL + QEFF_VLM_RULES, JSON.stringify(args)], { encoding: 'utf8' });

@@ -265,6 +265,17 @@ export function qaicPlan(p: {
   };
 }
 
+/**
+ * `_compile`'s bf16 custom-IO rule (`QEfficient/base/modeling_qeff.py`, main ebf55e81): with the
+ * model in bfloat16 (`config.torch_dtype`) and a bfloat16 entry whose name holds `past_`,
+ * custom_io.yaml is written but left off the command ("Model and Past KV types are both bfloat16.
+ * Custom IO list file will be ignored during compile"). True when it is left off; the causal-LM
+ * and Whisper planners both ask here.
+ */
+export function customIoIgnored(modelBf16: boolean, customIo: readonly (readonly [string, string])[] | undefined): boolean {
+  return modelBf16 && !!customIo?.some(([k, v]) => k.includes('past_') && v.includes('bfloat16'));
+}
+
 /** `create_json`'s text (`QEfficient/utils/_utils.py`): `json.dump(…, indent=4, separators=(",", ":"), sort_keys=True)`. */
 export function createJsonText(value: unknown): string {
   return pyJsonDumps(value, { indent: 4, separators: [',', ':'], sortKeys: true });

@@ -13,9 +13,10 @@
  *   for each `_RetainedState` output in output order, its input then itself
  *   (`_add_retained_state_custom_io`), float16 for `vision_embeds`/`deepstack_features`, the KV
  *   dtype (mxint8 with `--mxint8-kv-cache`) otherwise; with prefill_seq_len 1 (and no continuous
- *   batching over a larger batch) only the decode entries.
+ *   batching over a larger batch) only the decode entries; for a `--phase prefill` export only the
+ *   prefill entries (QEfficient's `prefill_only`, main ebf55e81).
  *
- * The specializations come from qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
+ * The specializations come from artifacts/qaic-vlm-specs.ts. Our graphs name their dims as QEfficient's
  * dynamic axes do (main ebf55e8159c8b87bff6d8028541b824244b16c81: Qwen2.5-VL's image_grid_thw
  * fixes time at 1, Qwen3-VL's deepstack_features names num_feature_layers, Gemma 3's
  * vision_embeds names vision_size). With CCL each language entry is repeated per bucket with
@@ -30,7 +31,7 @@ import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readJsonTextSync } from '../paths';
 import { VLM_MANIFEST_FILE } from '../spec/file-names';
-import { cclLists } from './qaic-command';
+import { cclLists } from '../artifacts/qaic-ccl';
 import { DEFAULT_AIC_NUM_CORES, planFromParts, QAIC_COMPILER, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
 import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 import {
@@ -40,7 +41,7 @@ import {
   type VlmFamily,
   type VlmModelFacts,
   type VlmSpecialization,
-} from './qaic-vlm-specs';
+} from '../artifacts/qaic-vlm-specs';
 
 const FAMILY: Record<string, VlmFamily> = {
   qwen3_vl_moe: 'qwen3_vl',
@@ -199,7 +200,7 @@ export function buildVlmQaicPlan(
     ...(opts.imgSize !== undefined ? { imgSize: opts.imgSize } : {}),
   };
   const all = vlmSpecializations(facts, sizes);
-  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (qaic-command.ts cclLists) and
+  // CCL: QEfficient's dual-QPC compile runs process_ccl_specializations (artifacts/qaic-ccl.ts cclLists) and
   // each family's get_specializations makes one prefill entry per prefill value, then one decode
   // entry per decode value, each with comp_ctx_lengths (the file sorts the keys, so where it sits is moot)
   const lists = role === 'language' && g.ccl ? cclLists(g.ccl, sizes.ctxLen, prefill) : undefined;
@@ -210,8 +211,17 @@ export function buildVlmQaicPlan(
       : lists
         ? [...lists.prefill.map((c) => withCcl(all.lang[0]!, c)), ...lists.decode.map((c) => withCcl(all.lang[1]!, c))]
         : all.lang;
-  // modeling_auto.py: prefill_seq_len 1 without CB over a larger batch compiles the decode entries only
-  if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize))
+  // modeling_auto.py (_QEffAutoModelForImageTextToTextDualQPC.compile, main ebf55e81): a prefill-only language graph
+  // (export --phase prefill) keeps the prefill slice, one entry per CCL prefill value (lang_prefill_qpc_path; its
+  // `_compile` is not handed prefill_only, so the hashed prefill_only stays null); else prefill_seq_len 1 without CB
+  // over a larger batch compiles the decode entries only
+  if (role === 'language' && g.phase === 'prefill') {
+    if (prefill === 1)
+      throw new UsageError(
+        'compile: the language graph was exported with --phase prefill, which needs prefill_seq_len > 1 (QEfficient asserts it); give --prefill-seq-len 2 or more',
+      );
+    specs = specs.slice(0, lists ? lists.prefill.length : 1);
+  } else if (role === 'language' && prefill === 1 && !(g.continuousBatching && fbs !== sizes.batchSize))
     specs = specs.slice(-(lists ? lists.decode.length : 1));
   // LLaVA-NeXT's pixel_values [batch, patches, C, S, S] has its image sides at dims 3 and 4
   const side = facts.family === 'llava_next' ? 3 : 2;

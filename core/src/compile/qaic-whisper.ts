@@ -29,7 +29,14 @@ import { RETAINED } from '../artifacts/graph-interface';
 import type { WireModel } from '../formats/onnx/wire-model';
 import { readWhisperManifest, type WhisperManifest } from '../artifacts/whisper-manifest';
 import { WHISPER_MANIFEST_FILE } from '../spec/file-names';
-import { DEFAULT_AIC_NUM_CORES, planFromParts, QAIC_COMPILER, type OptionValue, type QaicPlan } from '../artifacts/qaic-plan';
+import {
+  customIoIgnored,
+  DEFAULT_AIC_NUM_CORES,
+  planFromParts,
+  QAIC_COMPILER,
+  type OptionValue,
+  type QaicPlan,
+} from '../artifacts/qaic-plan';
 import type { GraphShapeFacts, QaicOptions } from './qaic-options';
 
 /** QEfficient's `compile(ctx_len=150)` default for SpeechSeq2Seq. */
@@ -115,7 +122,7 @@ export function buildWhisperQaicPlan(
       ]),
   ];
   // _compile: a bfloat16 model with bfloat16 past_ entries writes custom_io.yaml but leaves it off the command
-  const bf16 = io === 'bfloat16' && customIo.some(([n]) => n.startsWith('past_'));
+  const bf16 = customIoIgnored(io === 'bfloat16', customIo);
   if (bf16) warnings.push('compile: Model and Past KV types are both bfloat16. Custom IO list file will be ignored during compile.');
   const options: [string, OptionValue][] = [];
   if (role === 'decoder') options.push(['retained_state', true]);

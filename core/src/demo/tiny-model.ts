@@ -6,7 +6,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fromFloat32 } from '../formats/dtype';
+import { fromFloat32 } from '../formats/float-convert';
 import { writeSafetensors } from '../formats/safetensors';
 import { rng } from '../foundation/rng';
 

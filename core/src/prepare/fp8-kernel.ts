@@ -7,7 +7,8 @@
  * Edge blocks may be partial (the grid is ceil(R/bR) × ceil(C/bC)).
  */
 import { PipelineError } from '../errors';
-import { toFloat32, type DType } from '../formats/dtype';
+import { type DType } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { narrowingTally } from './overflow';
 import type { ScaleRef } from './types';
 

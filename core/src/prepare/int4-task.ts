@@ -5,7 +5,7 @@
  * MatMulNBits part reads only its own source, so every source byte is read once per module.
  */
 import { PipelineError } from '../errors';
-import { toFloat32 } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { CHUNK_ELEMS, encodeF32, makeConverter } from './kernels';
 import { simdConverter } from './simd/simd-convert';
 import { checkInt4Scales, decodeZeros, dequantRows, groupsOf, packZeros, repackRows, transposeScales, type Int4Data } from './int4-kernel';

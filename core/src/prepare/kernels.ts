@@ -5,15 +5,8 @@
  * by the worker threads.
  */
 import { PipelineError } from '../errors';
-import {
-  convertFloat,
-  DTYPE_SIZE,
-  floatBitsToBf16Bits,
-  floatBitsToHalfBits,
-  fromFloat32,
-  halfBitsToFloatBits,
-  type DType,
-} from '../formats/dtype';
+import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { convertFloat, floatBitsToBf16Bits, floatBitsToHalfBits, fromFloat32, halfBitsToFloatBits } from '../formats/float-convert';
 import { narrowingTally, narrows } from './overflow';
 
 /** Elements per chunk of a streamed dense conversion (512 KiB of bf16: read, convert and write stay in cache; measured best here). */

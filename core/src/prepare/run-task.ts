@@ -8,7 +8,8 @@
  */
 import path from 'node:path';
 import { PipelineError } from '../errors';
-import { DTYPE_SIZE, toFloat32, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { SafetensorsWriter, commitSealedFile, elementCount } from '../formats/safetensors';
 import {
   SLOT_BATCH_BYTES,

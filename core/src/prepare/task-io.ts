@@ -12,7 +12,8 @@
  */
 import fsp from 'node:fs/promises';
 import { PipelineError } from '../errors';
-import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
+import { DTYPE_SIZE } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { SafetensorsReader, backgroundDatasync, elementCount } from '../formats/safetensors';
 import { CHUNK_ELEMS, encodeF32, makeConverter, type Converter } from './kernels';
 import { dequantFp8 } from './fp8-kernel';

@@ -11,7 +11,8 @@
  * streaming comparison then decides which one it is.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { DTYPE_SIZE, halfBitsToFloatBits, toFloat32, type DType } from '../formats/dtype';
+import { DTYPE_SIZE, type DType } from '../formats/dtype';
+import { halfBitsToFloatBits, toFloat32 } from '../formats/float-convert';
 import { DequantReader, type DequantSource } from './dequant-source';
 
 /** A tensor's bytes somewhere in a file. */

@@ -6,7 +6,8 @@
  * streaming comparisons work unchanged and in bounded memory.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { toFloat32, type DType } from '../formats/dtype';
+import { type DType } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { dequantFp8 } from '../prepare/fp8-kernel';
 import type { ScaleRef } from '../prepare/types';
 

@@ -19,7 +19,7 @@
 import { PipelineError } from '../errors';
 import { SERVING_METADATA } from '../artifacts/graph-metadata';
 import { ctxState, isEmbeddingGraph, RETAINED, stateDims, statesOfGraph } from '../artifacts/graph-interface';
-import { toFloat32 } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import type { WireValueInfo } from '../formats/onnx/wire-model';
 import { loadOrt, type OrtModule, type OrtSession, type OrtTensor } from '../ort/loader';
 import { ortSessionOptions } from '../ort/session-options';

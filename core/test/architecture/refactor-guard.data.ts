@@ -839,8 +839,12 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'vision/model.onnx': 'e192c42ebd0496c46460d8ee144c58d23027a982f92e0ded259450f1d223aa6a',
     'vision/weight_spec.json': 'ffe62252cf58a2123e1b91866bc2163bef48797e2986607a5ed13211c11c0dfe',
   },
-  'config/fixture-qwen3_vl_moe/prefill':
-    'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-qwen3_vl_moe/prefill': {
+    'language/model.onnx': '71730e065ed84eef02da6bef7c14c2ca286061160ba0411cef19725930053e36',
+    'language/weight_spec.json': '73fd72b6ed014e87fa1ade8be6d4cced0a86a8678c32666e36c6013901c4450b',
+    'vision/model.onnx': 'f799a93bac2d0278deeaafa3300a54701de1f59f6fa0a8d3d3bfbc2640437206',
+    'vision/weight_spec.json': '2ba446f59c72a1b6bf81b1145f2e27b21fc5db034d4ecd701e59689a8ff79784',
+  },
   'config/fixture-qwen3_vl_moe/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen3_vl_moe/ccl': {
@@ -1561,8 +1565,12 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'vision/model.onnx': '0a6a5be8dfe271ab37bff08b2103b98ca477dcac4dfbc4549c178997f4d43052',
     'vision/weight_spec.json': 'c8ab4f3308de302ecd6beb144f3aebd5b230f1d68a4c1c15a41911386f974ecc',
   },
-  'config/fixture-gemma3_vlm/prefill':
-    'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-gemma3_vlm/prefill': {
+    'language/model.onnx': '1e6a327162344925c4fdf8d0b5a86dc13dfe56470f170586f5ccbdeb5057702e',
+    'language/weight_spec.json': '5dfece5d42f4d36cf01cc6df3c523757dd8ec40fb8204c9efbd4201408cdc8e7',
+    'vision/model.onnx': '1e42aa4c37685e3572f191d06ed8e0405ee44085d1b35d2c97b51ca90ff1601e',
+    'vision/weight_spec.json': '6e881b5ebefa387fe5458054bee681e80428ae9cbaaf7475711f42cb87a8af15',
+  },
   'config/fixture-gemma3_vlm/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-gemma3_vlm/ccl': {
@@ -1719,8 +1727,12 @@ export const GUARD_SHA256: Record<string, Record<string, string> | string> = {
     'vision/model.onnx': 'b2688da44647ea631589a44345cbae625b13f7018b9749f644b7601a88b7aa6a',
     'vision/weight_spec.json': 'af2bb5b4b1ebe7c93bdc08d926ccd868b243fced22b2a189e8da8e29f99719b1',
   },
-  'config/fixture-qwen2_5_vl/prefill':
-    'refused: --phase prefill is not supported for vision-language models (the language graph serves both phases)',
+  'config/fixture-qwen2_5_vl/prefill': {
+    'language/model.onnx': 'c7ebb41f633cf0081b98a2f6d5c189d93826125f5be5ca1ffc37a02c972806b8',
+    'language/weight_spec.json': 'c5b4dba81bc714fdbb29fad38e3699bf5c938e4470ec44190000cc3aaffb2040',
+    'vision/model.onnx': '776f5820230d2209a2503b1f0856fdc528658651da2e734002da4d6d887f4fbf',
+    'vision/weight_spec.json': 'af92338cb8d3678e7e3a1e85fca53acc6c36618c446a07e206b740ec89ed1a99',
+  },
   'config/fixture-qwen2_5_vl/decode':
     'refused: --phase decode is not supported for vision-language models (the language graph serves both phases)',
   'config/fixture-qwen2_5_vl/ccl': {

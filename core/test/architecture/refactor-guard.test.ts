@@ -51,6 +51,10 @@
  *   fixed at 1 (no `time`), Qwen3-VL's deepstack_features dim 0 `num_feature_layers`, Gemma 3's
  *   vision_embeds dim 1 `vision_size` (was fixed at mm_tokens_per_image) — so every
  *   config/fixture-{qwen2_5_vl,qwen3_vl_moe,gemma3_vlm} case's model.onnx changed; the specs did not.
+ * - `serve2:` (issue 47) a VLM takes `--phase prefill` (QEfficient's `lang_prefill_qpc_path`):
+ *   config/fixture-{qwen3_vl_moe,gemma3_vlm,qwen2_5_vl}/prefill export instead of being refused; the
+ *   language graph is the plain one with `weight_spec.phase` = prefill in its metadata (its spec
+ *   and both vision files equal the plain case's).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

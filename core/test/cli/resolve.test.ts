@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromFloat32, toFloat32 } from '../../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint, writeSafetensors } from '../../src/formats/safetensors';
 import { proposeByName, resolveInitializers, type InitializerInput, type KeyTensor } from '../../src/resolve';
 import { rng } from '../../src/foundation/rng';

@@ -42,6 +42,11 @@
  *    (qwen2_5_vl/, gemma3/ modeling files); with `include_sampler` the export renames `logits`
  *    `next_tokens` and `sampler_utils.get_sampling_inputs_and_outputs` appends the penalty buffers'
  *    retained states, which `custom_io_lang` gives the KV dtype like every non-vision state;
+ *  - disaggregated prefill (main ebf55e8159c8b87bff6d8028541b824244b16c81, modeling_auto.py
+ *    `_QEffAutoModelForImageTextToTextDualQPC.compile`): with `prefill_only` the language QPC
+ *    (`lang_prefill_qpc_path`) keeps `lang_specs[: len(comp_ctx_lengths_prefill)]` or `lang_specs[:1]`
+ *    and `lang_model._compile` is not handed prefill_only (the hashed value stays null);
+ *    `QEffCausalLMForTextImageToTextModel.export` asserts prefill_seq_len > 1;
  *  - `QEfficient/base/modeling_qeff.py` `_compile` (the command, `create_json` layout, the
  *    hashed parameters in the release/v1.22.8.0 layout the text-model test uses).
  * One deliberate difference, asserted here: Gemma 3's language graph gets no
@@ -76,7 +81,16 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
     bin = recordingCompiler(root, record, true);
   });
 
-  const cases: { tag: string; fixture: string; family: string; exp?: string[]; comp: string[]; py: Record<string, unknown> }[] = [
+  const cases: {
+    tag: string;
+    fixture: string;
+    family: string;
+    exp?: string[];
+    comp: string[];
+    py: Record<string, unknown>;
+    /** The language entries' seq_len values the compile must keep (a prefill-only graph: the prefill slice only). */
+    langSeqLens?: string[];
+  }[] = [
     {
       // 80/32 and 112/32 end in .5: Python's round() goes to the even neighbour (64, 128)
       tag: 'qwen3_vl_moe at 80x112, mxint8 KV, mxfp6 (language only)',
@@ -150,6 +164,43 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       // the vision graph has no cache to read ctx_len from, and Gemma 3's Vision entry names it
       comp: ['--ctx-len', '2048'],
       py: { ctx_len: 2048, ccl: [[1024], [1024, 2048]] },
+    },
+    {
+      tag: 'llava --phase prefill (lang_prefill_qpc_path: the Prefill entry only, prefill 64, ctx 256)',
+      fixture: 'llava',
+      family: 'llava',
+      exp: ['--phase', 'prefill'],
+      comp: ['--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { ctx_len: 256, prefill_seq_len: 64, prefill_only: true },
+      langSeqLens: ['64'],
+    },
+    {
+      tag: 'qwen2_5_vl --phase prefill with CCL (one Prefill entry per prefill value: 1024, 1536 and ctx_len 2048 lowered to 2016)',
+      fixture: 'qwen2_5_vl',
+      family: 'qwen2_5_vl',
+      exp: ['--phase', 'prefill', '--ctx-len', '2048', '--comp-ctx-lengths-prefill', '1024,1536', '--comp-ctx-lengths-decode', '1024,2048'],
+      comp: ['--img-height', '112', '--img-width', '168', '--prefill-seq-len', '64'],
+      py: {
+        height: 112,
+        width: 168,
+        prefill_seq_len: 64,
+        ctx_len: 2048,
+        prefill_only: true,
+        ccl: [
+          [1024, 1536],
+          [1024, 2048],
+        ],
+      },
+      langSeqLens: ['64', '64', '64'],
+    },
+    {
+      tag: 'gemma3_vlm --phase prefill with continuous batching (the Prefill entry with full_batch_exec_size)',
+      fixture: 'gemma3_vlm',
+      family: 'gemma3',
+      exp: ['--phase', 'prefill', '--continuous-batching', '--batch-size', '2'],
+      comp: ['--ctx-len', '256', '--prefill-seq-len', '64'],
+      py: { ctx_len: 256, prefill_seq_len: 64, continuous_batching: true, full_batch_size: 2, prefill_only: true },
+      langSeqLens: ['64'],
     },
     { tag: 'mistral3 at its image_size (prefill 128, ctx 4096)', fixture: 'mistral3', family: 'mistral3', comp: [], py: {} },
     {
@@ -236,6 +287,17 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
         expect(fs.readFileSync(path.join(dirOf(g), 'hashed_compile_params.json'), 'utf8'), g).toBe(want[g].hashed);
       }
       expect(JSON.parse(want.vision.specializations).specializations[0].name).toBe('Vision');
+      if (c.langSeqLens) {
+        // what a prefill-only language QPC changes, read off the files themselves: only the prefill entries are
+        // compiled; the language `_compile` is handed no prefill_only (hashed null), the command is the plain one's
+        const lang = JSON.parse(fs.readFileSync(path.join(record, 'language', 'specializations.json'), 'utf8')).specializations as {
+          symbols: Record<string, string>;
+        }[];
+        expect(lang.map((e) => e.symbols.seq_len)).toEqual(c.langSeqLens);
+        expect(JSON.parse(fs.readFileSync(path.join(dirOf('language'), 'hashed_compile_params.json'), 'utf8')).prefill_only).toBeNull();
+        const meta = fs.readFileSync(path.join(out, 'language', 'export-report.json'), 'utf8');
+        expect(JSON.parse(meta).options.phase).toBe('prefill');
+      }
       // the fixture image's size: the processor's 34 image tokens (llava_next reference.json) in both graphs
       if (c.py.height === 17)
         for (const g of ['vision', 'language'])
@@ -290,6 +352,12 @@ describeFixtures('qaic-compile parity of VLM exports through a recording compile
       ],
     ];
     for (const f of ['gemma3_vlm', 'qwen2_5_vl', 'qwen3_vl_moe']) await exportOf(f);
+    // QEffCausalLMForTextImageToTextModel.export(prefill_only=True): `assert prefill_seq_len > 1`
+    const prefillOnly = path.relative(root, await exportOf('llava', ['--phase', 'prefill']));
+    refusals.push([
+      ['compile', prefillOnly, '--backend', 'qaic', '--dry-run', '--prefill-seq-len', '1'],
+      /the language graph was exported with --phase prefill, which needs prefill_seq_len > 1/,
+    ]);
     for (const [args, msg] of refusals) {
       const r = await run(args);
       expect(r.code, args.join(' ')).toBe(2);

@@ -21,7 +21,7 @@ import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx
 import { tempDirs } from '../../../test/support/temp';
 import { exportFromConfig } from '../../src/export/export-config';
 import { planLayout } from '../../src/export/exporter/plan-layout';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { parseSpecText } from '../../src/spec';
 import { randomEncoderCheckpoint, xlmRobertaReference } from '../support/encoder-reference';

@@ -26,7 +26,7 @@ import { describeFixtures, fixturesDir, type FixtureRef } from '../../../test/su
 import { tempDirs } from '../../../test/support/temp';
 import { archFromConfig, buildCausalLM } from '../../src/export/exporter';
 import * as ort from 'onnxruntime-node';
-import { toFloat32 } from '../../src/formats/dtype';
+import { toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint } from '../../src/formats/safetensors';
 import { referenceForward } from '../support/graph-reference';
 import { rng, SYNTHETIC_CONFIGS, writeRandomModel } from '../support/graph-random';

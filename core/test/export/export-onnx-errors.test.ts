@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../../src/formats/onnx';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { REPO_ROOT } from '../../../test/support/fixtures';

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromFloat32, toFloat32 } from '../../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 import { encodeModel, makeNode, makeTensor, makeValueInfo, type ModelProto } from '../../src/formats/onnx';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { rng } from '../../src/foundation/rng';

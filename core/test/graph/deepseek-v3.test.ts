@@ -28,7 +28,7 @@ import { expectOnnxValid, haveOnnxChecker } from '../../../test/support/onnx-che
 import { tempDirs } from '../../../test/support/temp';
 import { archFromConfig, buildCausalLM, checkGraph, encodeBuiltModel } from '../../src/export/exporter';
 import { mtpKeys } from '../../src/prepare/planner';
-import { toFloat32 } from '../../src/formats/dtype';
+import { toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint } from '../../src/formats/safetensors';
 import { graphFacts } from '../../src/compile/qaic';
 import { causalLmCustomIo } from '../../src/compile/qaic-command';

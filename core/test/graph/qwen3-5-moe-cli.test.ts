@@ -10,7 +10,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { cliStdout } from '../../../test/support/cli';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';

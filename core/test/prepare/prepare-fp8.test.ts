@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
-import { fromFloat32, toFloat32 } from '../../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint, writeSafetensors } from '../../src/formats/safetensors';
 import { dequantFp8, fp8Values, planPrepare, runPrepare } from '../../src/prepare';
 import { CHUNK_ELEMS } from '../../src/prepare/kernels';

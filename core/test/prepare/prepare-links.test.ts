@@ -13,7 +13,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, REPO_ROOT, type FixtureRef } from '../../../test/support/fixtures';
 import { tempDirs } from '../../../test/support/temp';
-import { convertFloat } from '../../src/formats/dtype';
+import { convertFloat } from '../../src/formats/float-convert';
 import { Checkpoint, writeSafetensors } from '../../src/formats/safetensors';
 import { planPrepare, preparedStatus, runPrepare } from '../../src/prepare';
 import { maxAbsDiff } from '../support/graph-support';

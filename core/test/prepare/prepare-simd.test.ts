@@ -6,7 +6,7 @@
  * bit tricks. Also: the committed module is the assembly of the committed .wat.
  */
 import { describe, expect, it } from 'vitest';
-import { floatBitsToHalfBits } from '../../src/formats/dtype';
+import { floatBitsToHalfBits } from '../../src/formats/float-convert';
 import { makeConverter } from '../../src/prepare/kernels';
 import { CONVERT_WASM_BASE64 } from '../../src/prepare/simd/convert-wasm';
 import { instance, reserve, simdConverter, simdTransposer } from '../../src/prepare/simd/simd-convert';

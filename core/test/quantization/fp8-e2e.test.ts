@@ -29,7 +29,7 @@ import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir, type FixtureRef } from '../../../test/support/fixtures';
 import { cliStdout } from '../../../test/support/cli';
 import { tempDirs } from '../../../test/support/temp';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { quantizeBlocks, quantizeCheckpoint, type QuantizeOptions } from '../support/fp8-support';
 import { referenceForward } from '../support/graph-reference';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { compile, parseWireModel } from '../../src/compile';
 import { exportFromConfig } from '../../src/export/export-config';
-import { convertFloat } from '../../src/formats/dtype';
+import { convertFloat } from '../../src/formats/float-convert';
 import { Checkpoint, writeSafetensors } from '../../src/formats/safetensors';
 import { readSpec } from '../../src/spec';
 import { openRunner } from '../../src/run';

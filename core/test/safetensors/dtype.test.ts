@@ -9,17 +9,15 @@ import {
   DTYPES,
   dtypeFromName,
   prepareDtypeOf,
-  convertFloat,
   dtypeOfName,
   dtypeOfOnnx,
-  fromFloat32,
   isDType,
   isFloat,
   nameOfDtype,
   onnxTypeOf,
-  toFloat32,
   type DType,
 } from '../../src/formats/dtype';
+import { convertFloat, fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 
 const f32FromBits = (u: number) => new Float32Array(new Uint32Array([u]).buffer)[0]!;
 const bitsOfF32 = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.length)];

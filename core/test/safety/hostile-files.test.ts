@@ -210,7 +210,7 @@ it('the read policy: a size cap judged before the first byte, at its exact edge,
   const t0 = performance.now();
   expect(() => readJsonTextSync(huge)).toThrow(`${huge}: is ${2 ** 40} bytes, over the ${MAX_JSON_BYTES}-byte limit for this file`);
   expect(() => readRegularFileSync(huge)).toThrow(`${huge}: is ${2 ** 40} bytes, over the ${MAX_INPUT_BYTES}-byte limit for this file`);
-  expect(performance.now() - t0).toBeLessThan(1000);
+  expect(performance.now() - t0).toBeLessThan(10_000);
   const empty = path.join(dir, 'empty');
   fs.writeFileSync(empty, '');
   expect(readRegularFileSync(empty).length).toBe(0);

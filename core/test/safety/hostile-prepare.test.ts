@@ -190,7 +190,7 @@ describe('--shard N bounded before any allocation (case 6)', () => {
     for (const n of [1, 2, 3, 7, 64, 199, 200, 201, 1000]) expect(assignShards(tasks, n), `N = ${n}`).toEqual(reference(n));
     const t0 = performance.now();
     expect(assignShards(tasks, MAX_SHARDS)).toEqual(reference(tasks.length));
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBeLessThan(10_000);
   });
 });
 

@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { cclLists } from '../../src/compile/qaic-command';
+import { cclLists } from '../../src/artifacts/qaic-ccl';
 import { SYNTHETIC_CONFIGS } from '../support/graph-random';
 import { tempDirs } from '../../../test/support/temp';
 import { ws } from '../support/serving-support';

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { scanFields, parseWireModel } from '../../src/formats/onnx/wire-model';
 import { WireWriter } from '../../src/formats/onnx/wire-writer';
-import { convertFloat, type DType } from '../../src/formats/dtype';
+import { type DType } from '../../src/formats/dtype';
+import { convertFloat } from '../../src/formats/float-convert';
 import { writeSpecText, type WeightSpec } from '../../src/spec';
 
 /**

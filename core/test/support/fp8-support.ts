@@ -16,7 +16,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fromFloat32, toFloat32, type DType } from '../../src/formats/dtype';
+import { type DType } from '../../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint, writeSafetensors, type TensorData } from '../../src/formats/safetensors';
 
 /** float8_e4m3fn code → value, from the format's definition. */

@@ -13,7 +13,7 @@ import { randomGrok1Checkpoint } from './graph-reference-grok1';
 import { randomLlama4Checkpoint } from './graph-reference-llama4';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { writeSafetensors } from '../../src/formats/safetensors';
 import { familyOfConfig, familyTestConfigs } from '../../src/export/families/registry';
 import { familyTestOf } from './family-tests';

@@ -6,7 +6,7 @@
 import * as ort from 'onnxruntime-node';
 import { encodeBuiltModel, type BuiltGraph } from '../../src/export/exporter';
 import { dequantMxfp4Reference, preparedFromInMemory } from './graph-reference-gpt-oss';
-import { fromFloat32, toFloat32 } from '../../src/formats/dtype';
+import { fromFloat32, toFloat32 } from '../../src/formats/float-convert';
 import { encodeModel, makeNode, makeTensor, makeValueInfo } from '../../src/formats/onnx';
 import { Checkpoint } from '../../src/formats/safetensors';
 import { existsSync, readFileSync } from 'node:fs';

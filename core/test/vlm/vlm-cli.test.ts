@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, expect, it } from 'vitest';
-import { toFloat32 } from '../../src/formats/dtype';
+import { toFloat32 } from '../../src/formats/float-convert';
 import { Checkpoint } from '../../src/formats/safetensors';
 import { describeFixtures } from '../../../test/support/fixtures';
 import { haveOnnxChecker } from '../../../test/support/onnx-checker';

@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { serializeSafetensors } from '../../src/formats/safetensors/writer';
 import { rng } from '../support/graph-random';
 import { dims, llavaCheckpoint, llavaReference, TEXT, VISION, type TextConfig } from '../support/llava-reference';

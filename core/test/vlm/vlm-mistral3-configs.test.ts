@@ -23,7 +23,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fromFloat32 } from '../../src/formats/dtype';
+import { fromFloat32 } from '../../src/formats/float-convert';
 import { serializeSafetensors } from '../../src/formats/safetensors/writer';
 import { decodeImage } from '../../src/run/vlm/image';
 import { pixtralImageText, pixtralProcessor, pixtralResizeSize, processPixtralImage } from '../../src/run/vlm/image-pixtral';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
 import { Checkpoint } from '../../src/formats/safetensors';
-import { toFloat32 } from '../../src/formats/dtype';
+import { toFloat32 } from '../../src/formats/float-convert';
 import { cliInProcess, cliStdout } from '../../../test/support/cli';
 import { describeOnnxChecker, expectOnnxValid } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';

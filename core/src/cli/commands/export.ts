@@ -312,6 +312,8 @@ export const exportCommand = defineCommand({
     'kimi_k2) is its prefill-only graph: compile gives the Prefill specializations only (prefill_only), [--enable-chunking].',
     "gpt_oss's (not chunked) attends the call's tokens only, sliding layers keep sliding_window keys; compile sets ctx_len to",
     "prefill_seq_len (export it without --ctx-len) and adds sliding_window 128, as QEfficient's get_specializations.",
+    "--phase prefill of a vision-language model marks its language graph prefill-only (QEfficient's lang_prefill_qpc_path):",
+    'the same graph and logits; compile --backend qaic keeps the language Prefill entries only. --phase decode is refused.',
   ],
   flags,
   positionals: { min: 0, max: 0, names: [] },

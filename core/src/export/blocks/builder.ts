@@ -7,7 +7,8 @@
  * The output is a plain object in the `toObject` shape the ONNX codec (`formats/onnx`) uses:
  * camelCase fields, int64 as number, bytes as Uint8Array, enums as numbers.
  */
-import { doubleToHalfBits, fromFloat64, onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
+import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
+import { doubleToHalfBits, fromFloat64 } from '../../formats/float-convert';
 
 /** A dimension: fixed size or a symbolic name. */
 export type Dim = number | string;

@@ -12,7 +12,8 @@
  * `Gather` on axis 0 selects the same `[batch, 1, ·, ·]` slices. Hidden states travel as
  * `[batch·seq, in]` here, so x is viewed as `[batch, 1, seq, in]` for the two batched MatMuls.
  */
-import type { LinearSpec, WeightInput } from './arch';
+import type { LinearSpec } from './arch';
+import type { WeightInput } from './weight-inputs';
 import { reshape, weight, type Ctx } from './ops';
 import { loraKeys } from '../../artifacts/prepared-keys';
 

@@ -3,7 +3,8 @@
  * `[tokens, features]` between blocks so every linear is one `Gemm` with `transB=1` against the
  * checkpoint's `[out, in]` weight — no `Transpose` of a weight, which ONNX Runtime would copy.
  */
-import { nbitsInputs, type Act, type LinearSpec, type NBitsSpec } from './arch';
+import { type Act, type LinearSpec, type NBitsSpec } from './arch';
+import { nbitsInputs } from './weight-inputs';
 import { onnxTypeOfName, type DtypeName, type ExportDtype } from '../../formats/dtype';
 import type { GraphBuilder } from './builder';
 

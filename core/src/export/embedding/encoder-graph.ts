@@ -25,7 +25,7 @@ import { GraphBuilder, OPSET, type ModelObj } from '../blocks/builder';
 import { activation, cast, linear, weight, type Ctx } from '../blocks/ops';
 import { onnxTypeOfName, type ExportDtype } from '../../formats/dtype';
 import { norm } from '../blocks/norms';
-import type { WeightInput } from '../blocks/arch';
+import type { WeightInput } from '../blocks/weight-inputs';
 import { maxSequence, type EncoderArch } from './encoder-config';
 import type { PoolingSpec } from './pooling';
 import { EMBEDDING_METADATA, EMBEDDING_OUTPUTS } from '../../artifacts/graph-interface';

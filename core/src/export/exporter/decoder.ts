@@ -18,7 +18,7 @@
  */
 import { FormatError } from '../../errors';
 import type { ArchSpec, LayerSpec, RopeSpec } from '../blocks/arch';
-import { weightInputs, type WeightInput } from '../blocks/arch';
+import { weightInputs, type WeightInput } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { GraphBuilder, type Dim, type ModelObj } from '../blocks/builder';

@@ -10,7 +10,8 @@
  */
 import { z } from 'zod';
 import { FormatError } from '../../errors';
-import { weightInputs, type Act, type ArchSpec } from '../blocks/arch';
+import { type Act, type ArchSpec } from '../blocks/arch';
+import { weightInputs } from '../blocks/weight-inputs';
 import { parseWith, refuse } from '../families/config';
 import { familyOfConfig, SUPPORTED_MODEL_TYPES } from '../families/registry';
 import { clipActOf, clipTokens, clipVisionArch, type ClipVisionArch } from './clip-tower';

@@ -20,23 +20,10 @@ import { checkGraph } from '../exporter/check-graph';
 import { encodeBuiltModel } from '../exporter/encode';
 import { checkLayout, layoutFromConfig, preparedDirFor, type LayoutPlanner, type PreparedLayout } from '../exporter/layout';
 import type { ArchSpec } from '../blocks/arch';
-import { refuse } from '../families/config';
-import { slidingCacheRefused, windowCacheArch, type SlidingCache } from '../blocks/attention-window';
+import type { Phase } from '../exporter/decoder';
+import { slidingCacheRefused, type SlidingCache } from '../blocks/attention-window';
+import { vlmParts } from './vlm-parts';
 import { vlmModelTypeOf } from './config';
-import { vlmArchFromConfig } from './vlm-arch';
-import { buildLanguage, type LanguageOptions } from './language';
-import { buildGemma3Language, gemma3LanguageArch } from './language-gemma3';
-import { buildVision, type BuiltVision } from './vision';
-import { buildGemma3Vision, gemma3VisionArch } from './vision-gemma3';
-import { llavaArch } from './config-llava';
-import { buildLlavaVision } from './vision-llava';
-import { buildLlavaLanguage } from './language-llava';
-import { mistral3Arch } from './config-mistral3';
-import { buildPixtralVision } from './vision-pixtral';
-import { internvlArch } from './config-internvl';
-import { llama4VlmArch } from './config-llama4';
-import { buildLlama4Vision } from './vision-llama4';
-import { buildInternVision } from './vision-internvl';
 import { hubRecord, modelArg } from '../../hub/hf-cache';
 import { VLM_MANIFEST_FILE } from '../../spec/file-names';
 import { vlmManifestText, type VlmManifest } from '../../artifacts/vlm-manifest';
@@ -70,6 +57,11 @@ export interface VlmExportOptions extends ServingRequest {
   ctxLen?: number;
   batchSize?: number;
   continuousBatching?: boolean;
+  /**
+   * `--phase prefill`: the language graph is QEfficient's `lang_prefill_qpc_path` graph (`export(prefill_only=True)`),
+   * recorded as `weight_spec.phase` where the text decoder records it, so compile keeps its prefill specializations only.
+   */
+  phase?: Phase;
   /** `--sliding-cache` (Gemma 3): sliding layers over ctx_len (`full`, default) or a `sliding_window` ring. */
   slidingCache?: SlidingCache;
   withCheckpoint: boolean;
@@ -111,6 +103,8 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     continuousBatching: !!o.continuousBatching,
     ...(o.compCtxLengths ? { compCtxLengths: o.compCtxLengths } : {}),
     ...(o.sampler ? { sampler: o.sampler } : {}),
+    // the same graph as for both phases (our VLM text models have no prefill-only module swap), marked as the prefill graph
+    ...(o.phase === 'prefill' ? { metadata: { 'weight_spec.phase': 'prefill' } } : {}),
     name: `${name}-language`,
   };
   if (o.sampler && !SAMPLER_VLMS.has(modelType))
@@ -119,18 +113,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     );
   const visionOpts = { dtype: o.dtype, ...(o.opset !== undefined ? { opset: o.opset } : {}), name: `${name}-vision` };
   if (o.slidingCache !== undefined && modelType !== 'gemma3') throw slidingCacheRefused(o.cfgFile, modelType);
-  const parts0 =
-    modelType === 'gemma3'
-      ? gemma3Parts(o, visionOpts, langOpts)
-      : modelType === 'llava' || modelType === 'llava_next'
-        ? llavaParts(o, visionOpts, langOpts)
-        : modelType === 'mistral3'
-          ? mistral3Parts(o, visionOpts, langOpts)
-          : modelType === 'internvl'
-            ? internvlParts(o, visionOpts, langOpts)
-            : modelType === 'llama4'
-              ? llama4Parts(o, visionOpts, langOpts)
-              : qwenParts(o, visionOpts, langOpts);
+  const parts0 = vlmParts(modelType, o, visionOpts, langOpts);
   const { vision, language, text } = parts0;
   let layout: PreparedLayout | undefined;
   if (o.withCheckpoint) {
@@ -177,6 +160,7 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
             ctx_len: o.ctxLen ?? 'ctx_len',
             batch_size: o.batchSize ?? null,
             continuous_batching: !!o.continuousBatching,
+            ...(p.dir === 'language' && o.phase === 'prefill' ? { phase: o.phase } : {}),
             ...(o.slidingCache !== undefined ? { sliding_cache: o.slidingCache } : {}),
             ...(p.dir === 'language' && o.compCtxLengths
               ? { comp_ctx_lengths_prefill: o.compCtxLengths.prefill, comp_ctx_lengths_decode: o.compCtxLengths.decode }
@@ -209,7 +193,12 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
       exportSummary(
         `  ${parts[i]!.dir}/`,
         w,
-        [['graph', `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs`]],
+        [
+          [
+            'graph',
+            `${parts[i]!.model.graph.node.length} nodes, ${o.dtype}, ${parts[i]!.weights.length} weight inputs${parts[i]!.dir === 'language' && o.phase === 'prefill' ? ', phase prefill' : ''}`,
+          ],
+        ],
         [],
       ).map((l) => `  ${l}`),
     ),
@@ -221,203 +210,4 @@ export async function exportVlm(o: VlmExportOptions): Promise<{ summary: string[
     `  weight-spec compile ${shellWord(outDir)}`,
   ];
   return { summary, arch: { text }, written };
-}
-
-type Opts = { dtype: ExportDtype; opset?: number; name: string };
-type ManifestPart = Omit<VlmManifest, 'tool' | 'kind' | 'model_type' | 'config' | 'graphs' | 'dtype'>;
-interface Parts {
-  vision: BuiltVision;
-  language: { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } };
-  text: ArchSpec;
-  visionIo: { inputs: string[]; outputs: string[] };
-  manifest: ManifestPart;
-  note: string;
-}
-
-/** Qwen3-VL(-MoE) and Qwen2.5-VL: vision.ts + language.ts over one {@link VlmArch}. */
-function qwenParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const arch = vlmArchFromConfig(o.raw, o.cfgFile);
-  const moe = arch.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
-  const w = arch.vision.window;
-  const visionNote = w
-    ? `window ${w.units}×${w.units}, full attention [${w.fullAtt.join(', ')}]`
-    : `deepstack [${arch.vision.deepstack.join(', ')}]`;
-  return {
-    vision: buildVision(arch.vision, vo),
-    language: buildLanguage(arch, lo),
-    text: arch.text,
-    visionIo: {
-      inputs: ['pixel_values', 'image_grid_thw'],
-      outputs: ['vision_embeds', ...(arch.vision.deepstack.length ? ['deepstack_features'] : [])],
-    },
-    manifest: {
-      image_token_id: arch.imageTokenId,
-      video_token_id: arch.videoTokenId,
-      vision_start_token_id: arch.visionStartTokenId,
-      vision: {
-        patch_size: arch.vision.patch,
-        temporal_patch_size: arch.vision.temporalPatch,
-        spatial_merge_size: arch.vision.merge,
-        in_channels: arch.vision.inChannels,
-        num_feature_layers: arch.vision.deepstack.length,
-      },
-      text: { hidden_size: arch.text.hidden, num_hidden_layers: arch.text.layers.length },
-    },
-    note: `vision ${arch.vision.depth} blocks, ${visionNote}; text ${arch.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
-  };
-}
-
-/** Gemma 3: the SigLIP tower + projector (vision-gemma3.ts) and the gemma3_text layers (language-gemma3.ts). */
-function gemma3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const raw = o.raw as Record<string, unknown>;
-  const v = gemma3VisionArch(raw, o.cfgFile);
-  const l0 = gemma3LanguageArch(raw, o.cfgFile);
-  const l = o.slidingCache === 'window' ? { ...l0, text: windowCacheArch(l0.text, o.cfgFile) } : l0;
-  if (v.textHidden !== l.text.hidden)
-    refuse(o.cfgFile, 'text_config.hidden_size', `(${l.text.hidden}) differs from the projector's output (${v.textHidden})`);
-  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
-  const sliding = l.text.layers.filter((x) => x.slidingWindow !== undefined).length;
-  return {
-    vision: buildGemma3Vision(v, vo),
-    language: buildGemma3Language(l, lo),
-    text: l.text,
-    visionIo: { inputs: ['pixel_values'], outputs: ['vision_embeds'] },
-    manifest: {
-      image_token_id: l.imageTokenId,
-      // no video in Gemma 3; the begin-of-image token stands where Qwen's vision-start does
-      video_token_id: -1,
-      vision_start_token_id: int(raw.boi_token_index, 255999),
-      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
-      text: { hidden_size: l.text.hidden, num_hidden_layers: l.text.layers.length },
-      image_size: v.imageSize,
-      mm_tokens_per_image: l.mmTokens,
-      image_end_token_id: int(raw.eoi_token_index, 256000),
-    },
-    note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
-  };
-}
-
-/**
- * LLaVA / LLaVA-NeXT: the CLIP tower + projector (vision-llava.ts; LLaVA-NeXT packs the tiles in
- * that graph by a host-computed index) and the text_config family's layers (language-llava.ts).
- */
-function llavaParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const a = llavaArch(o.raw, o.cfgFile);
-  const v = a.vision;
-  const vision = buildLlavaVision(a, vo);
-  const layers = a.featureLayers.map((l) => l - v.layers - 1);
-  return {
-    vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    manifest: {
-      image_token_id: a.imageTokenId,
-      // no video and no begin-of-image token in LLaVA
-      video_token_id: -1,
-      vision_start_token_id: -1,
-      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
-      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
-      image_size: v.imageSize,
-      mm_tokens_per_image: a.tileTokens,
-      ...(a.pinpoints ? { image_grid_pinpoints: a.pinpoints } : {}),
-    },
-    note:
-      `vision ${v.layers} CLIP layers, hidden states [${layers.join(', ')}] (${a.strategy}), ${a.tileTokens} tokens per ${a.pinpoints ? 'tile' : 'image'}` +
-      `${a.pinpoints ? `, anyres ${a.pinpoints.map(([h, w]) => `${h}×${w}`).join(' ')}` : ''}; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
-}
-
-/**
- * Mistral 3: the Pixtral tower + projector (vision-pixtral.ts) and the text_config family's
- * layers under QEfficient's LLaVA-style language wrapper (language-llava.ts; QEFFMistral3DecoderWrapper is the same).
- */
-function mistral3Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const a = mistral3Arch(o.raw, o.cfgFile);
-  const v = a.vision;
-  const vision = buildPixtralVision(a, vo);
-  return {
-    vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    manifest: {
-      image_token_id: a.imageTokenId,
-      // no video and no begin-of-image token: [IMG_BREAK] / [IMG_END] come from the tokenizer
-      video_token_id: -1,
-      vision_start_token_id: -1,
-      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: a.merge, in_channels: v.channels, num_feature_layers: 0 },
-      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
-      image_size: v.imageSize,
-    },
-    note: `vision ${v.layers} Pixtral layers (hidden state ${a.featureLayer}), ${a.merge}×${a.merge} patch merger; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
-}
-
-/**
- * InternVL: the InternViT tower + pixel shuffle + projector (vision-internvl.ts) and the
- * text_config family's layers under the LLaVA-style language wrapper (language-llava.ts;
- * QEfficient's QEffInternDecoderWrapper gathers the image rows the same way).
- */
-function internvlParts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const a = internvlArch(o.raw, o.cfgFile);
-  const v = a.vision;
-  const vision = buildInternVision(a, vo);
-  return {
-    vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    manifest: {
-      image_token_id: a.imageTokenId,
-      // no video; <img> / </img> come from the tokenizer
-      video_token_id: -1,
-      vision_start_token_id: -1,
-      vision: {
-        patch_size: v.patch,
-        temporal_patch_size: 1,
-        spatial_merge_size: a.shuffle,
-        in_channels: v.channels,
-        num_feature_layers: 0,
-      },
-      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
-      image_size: v.imageSize,
-      mm_tokens_per_image: a.tileTokens,
-    },
-    note: `vision ${v.layers} InternViT layers (hidden state ${a.featureLayer}), pixel shuffle ${a.shuffle}×${a.shuffle}, ${a.tileTokens} tokens per tile; text ${a.text.modelType} ${a.text.layers.length} layers`,
-  };
-}
-
-/**
- * Llama 4: the vision tower + pixel-shuffle adapter + projector (vision-llama4.ts) and the llama4
- * family's text layers unchanged under the LLaVA-style language wrapper (language-llava.ts), the
- * image rows at the `<|patch|>` tokens.
- */
-function llama4Parts(o: VlmExportOptions, vo: Opts, lo: Opts & LanguageOptions): Parts {
-  const a = llama4VlmArch(o.raw, o.cfgFile);
-  const v = a.vision;
-  const raw = o.raw as Record<string, unknown>;
-  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
-  const vision = buildLlama4Vision(a, vo);
-  const moe = a.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
-  return {
-    vision,
-    language: buildLlavaLanguage(a, lo),
-    text: a.text,
-    visionIo: vision.io,
-    manifest: {
-      image_token_id: a.imageTokenId,
-      video_token_id: -1,
-      // <|image_start|> / <|image_end|> (Llama4Config boi_token_index / eoi_token_index)
-      vision_start_token_id: int(raw.boi_token_index, 200080),
-      image_end_token_id: int(raw.eoi_token_index, 200081),
-      vision: { patch_size: v.patch, temporal_patch_size: 1, spatial_merge_size: 1, in_channels: v.channels, num_feature_layers: 0 },
-      text: { hidden_size: a.text.hidden, num_hidden_layers: a.text.layers.length },
-      image_size: v.imageSize,
-      mm_tokens_per_image: a.tileTokens,
-    },
-    note:
-      `vision ${v.layers} layers, ${v.side}×${v.side} patches shuffled to ${a.tileTokens} tokens per tile; ` +
-      `text ${a.text.layers.length} layers${moe?.kind === 'moe' ? `, ${moe.weights.experts} experts top-${moe.topK}` : ''}`,
-  };
 }

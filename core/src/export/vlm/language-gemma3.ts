@@ -17,7 +17,8 @@
  *     rule; different images and text see each other causally. QEfficient lacks this term;
  *   - no final logit soft cap.
  */
-import { weightInputs, type ArchSpec, type WeightInput } from '../blocks/arch';
+import { type ArchSpec } from '../blocks/arch';
+import { weightInputs, type WeightInput } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { groupMask, type WindowContext } from '../blocks/attention-window';

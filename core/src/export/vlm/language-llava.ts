@@ -16,7 +16,7 @@
  * √hidden scale, GPT-2's learned positions) applies to the image rows too, as HF's model forward
  * applies it to `inputs_embeds`.
  */
-import { weightInputs } from '../blocks/arch';
+import { weightInputs } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
 import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';

@@ -13,7 +13,7 @@
  * matching deepstack row is added there. Layers are the exporter's decoder layers (decoder.ts:
  * qk-norm, GQA, MoE over the prepared experts); rotary is HF's interleaved MRoPE (`apply_interleaved_mrope`).
  */
-import { weightInputs, type WeightInput } from '../blocks/arch';
+import { weightInputs, type WeightInput } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
 import { archStates } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';

@@ -10,7 +10,7 @@
  *          image resized to (shortest_edge, shortest_edge); base and tiles then take the CLIP steps.
  */
 import { FormatError } from '../../errors';
-import { anyresLayout, patchOutputSize } from '../../export/vlm/anyres';
+import { anyresLayout, patchOutputSize } from '../../artifacts/anyres';
 import { readMeanStd, readProcessorFile, resizeBicubic, type Resample, type RgbImage } from './image';
 
 /** preprocessor_config.json of a LLaVA model (CLIPImageProcessor / LlavaNextImageProcessor fields). */

@@ -17,7 +17,7 @@
  * antialiased bilinear on uint8 images is the same filter, up to one unit of 8-bit rounding.
  */
 import { FormatError } from '../../errors';
-import { floatBitsToBf16Bits } from '../../formats/dtype';
+import { floatBitsToBf16Bits } from '../../formats/float-convert';
 import { readMeanStd, readProcessorFile, resizeBicubic, type RgbImage } from './image';
 
 /** What the Llama 4 processor needs. */

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { FormatError } from '../../errors';
 import { readRegularFileSync } from '../../paths';
 import type { VlmManifest } from '../../artifacts/vlm-manifest';
-import { packIndex } from '../../export/vlm/anyres';
+import { packIndex } from '../../artifacts/anyres';
 import type { VlmImages } from './vlm-runner';
 
 /** The processor's tokens per image (per tile) from processor_config.json, refused unless the graph's. */

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PipelineError, UsageError } from '../../errors';
-import { fromFloat32 } from '../../formats/dtype';
+import { fromFloat32 } from '../../formats/float-convert';
 import { parseWireModel } from '../../formats/onnx/wire-model';
 import { TensorDataType } from '../../formats/onnx/types';
 import { readWhisperManifest, type WhisperManifest } from '../../artifacts/whisper-manifest';

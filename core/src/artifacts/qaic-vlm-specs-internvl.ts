@@ -17,45 +17,34 @@
  * QEfficient's default (no flag sets it here yet).
  */
 import { UsageError } from '../errors';
+import {
+  type LangBatch,
+  refuseImageSides,
+  requireVisionBelowCtx,
+  type VlmImageSizes,
+  type VlmSpecialization,
+  type VlmSpecializations,
+} from './qaic-vlm-spec-kit';
 
-/** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
-type VlmSpecialization = [string, number | string][];
 /** The model facts read here (a subset of qaic-vlm-specs.ts VlmModelFacts). */
 interface InternVLFacts {
   imageSize?: number;
   mmTokensPerImage?: number;
-}
-/** The compile's sizes read here (a subset of qaic-vlm-specs.ts VlmSizes). */
-interface InternVLSizes {
-  batchSize: number;
-  prefillSeqLen: number;
-  ctxLen: number;
-  height?: number;
-  width?: number;
-  imgSize?: number;
 }
 
 /** QEfficient's `constants.INTERN_NUM_PATCHES`: tiles per image compiled for. */
 export const INTERN_NUM_PATCHES = 13;
 
 /** InternVL specializations of `m` at `s`; `langBatch` is qaic-vlm-specs.ts's CB rule. */
-export function internvlSpecializations(
-  m: InternVLFacts,
-  s: InternVLSizes,
-  langBatch: (decode: boolean) => VlmSpecialization,
-): { vision: VlmSpecialization[]; lang: VlmSpecialization[] } {
-  if (s.height !== undefined || s.width !== undefined)
-    throw new UsageError("compile: an InternVL export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
+export function internvlSpecializations(m: InternVLFacts, s: VlmImageSizes, langBatch: LangBatch): VlmSpecializations {
+  refuseImageSides(s, 'an InternVL');
   const img = s.imgSize ?? m.imageSize!;
   if (img !== m.imageSize)
     throw new UsageError(`compile: --img-size ${img} differs from the export's tile size ${m.imageSize} (its position table is fixed)`);
   const numPatches = INTERN_NUM_PATCHES;
   // (img_size // patch_size · downsample_ratio)² is the export's tokens per tile
   const visionSize = s.batchSize * numPatches * m.mmTokensPerImage!;
-  if (visionSize >= s.ctxLen)
-    throw new UsageError(
-      `compile: ${numPatches} tiles give vision_size ${visionSize}, which must be less than ctx_len ${s.ctxLen} (QEfficient's rule)`,
-    );
+  requireVisionBelowCtx(visionSize, s.ctxLen, `${numPatches} tiles give`);
   const vision: VlmSpecialization = [
     ['batch_size', s.batchSize],
     ['num_patches', numPatches],

@@ -1,8 +1,9 @@
 /**
  * LLaVA-NeXT's anyres geometry, shared by the image processor (image-clip.ts), the prompt's token
  * count and the vision graph's pack index — one function each, so the processor's count and the
- * packed rows cannot disagree. It lives here, below run/ and compile/ (the qaic specializations
- * size the graph by it), as geometry of the exported vision graph. Ported from Hugging Face transformers:
+ * packed rows cannot disagree. It lives in artifacts/, below run/ (the processor and the prompt) and
+ * beside the qaic specializations (qaic-vlm-specs-llava.ts sizes the graph by it), as geometry of
+ * the exported vision graph. Ported from Hugging Face transformers:
  * `select_best_resolution` (image_processing_utils.py), `get_patch_output_size`
  * (models/llava_next/image_processing_llava_next.py), `unpad_image` / `pack_image_features`
  * (models/llava_next/modeling_llava_next.py) and `_get_unpadded_features`

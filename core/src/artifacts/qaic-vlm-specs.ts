@@ -28,13 +28,19 @@
  */
 import { UsageError } from '../errors';
 import { pyRound } from '../foundation/py-round';
+import {
+  refuseImageSides,
+  requireVisionBelowCtx,
+  type VlmImageSizes,
+  type VlmSpecialization,
+  type VlmSpecializations,
+} from './qaic-vlm-spec-kit';
 import { llavaSpecializations } from './qaic-vlm-specs-llava';
 import { mistral3Specializations } from './qaic-vlm-specs-mistral3';
 import { internvlSpecializations } from './qaic-vlm-specs-internvl';
 import { llama4Specializations } from './qaic-vlm-specs-llama4';
 
-/** A specialization as QEfficient's dict holds it: `[symbol, value]`, the value an int or (Gemma 3's decode seq_len) a string. */
-export type VlmSpecialization = [string, number | string][];
+export type { VlmSpecialization, VlmSpecializations } from './qaic-vlm-spec-kit';
 
 /** The VLM families whose qaic specializations are built here (`vlm.json` model_type). */
 export type VlmFamily = 'qwen3_vl' | 'qwen2_5_vl' | 'gemma3' | 'llava' | 'llava_next' | 'mistral3' | 'internvl' | 'llama4';
@@ -59,16 +65,9 @@ export interface VlmModelFacts {
 }
 
 /** The compile's sizes (flags, else QEfficient's defaults). */
-export interface VlmSizes {
-  batchSize: number;
-  prefillSeqLen: number;
-  ctxLen: number;
+export interface VlmSizes extends VlmImageSizes {
   continuousBatching: boolean;
   fullBatchSize?: number;
-  /** Qwen: `--img-height`/`--img-width`; Gemma 3: `--img-size`. */
-  height?: number;
-  width?: number;
-  imgSize?: number;
 }
 
 /** QEfficient's ctx_len default for the image-text-to-text class (`constants.INTERN_CTX_LEN`). */
@@ -130,12 +129,6 @@ export function smartResize(height: number, width: number, factor: number, minPi
   return [h, w];
 }
 
-/** Vision and language specializations, QEfficient's `get_specializations(kv_offload=True)`. */
-export interface VlmSpecializations {
-  vision: VlmSpecialization[];
-  lang: VlmSpecialization[];
-}
-
 /** The batch entries of one language specialization (QEfficient's CB / kv_cache_batch_size rule). */
 function langBatch(s: VlmSizes, decode: boolean): VlmSpecialization {
   const cb = s.continuousBatching;
@@ -182,10 +175,12 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
       `compile: an image of ${height}x${width} resizes to ${rh}x${rw} = ${gridH}x${gridW} patches, which the 2x2 patch merger cannot pool: choose another --img-height/--img-width`,
     );
   const visionSize = Math.floor((gridH * gridW) / 4) * time;
-  if (visionSize >= s.ctxLen)
-    throw new UsageError(
-      `compile: an image of ${height}x${width} gives vision_size ${visionSize}, which must be less than ctx_len ${s.ctxLen} (QEfficient's rule): give a smaller --img-height/--img-width or a larger --ctx-len`,
-    );
+  requireVisionBelowCtx(
+    visionSize,
+    s.ctxLen,
+    `an image of ${height}x${width} gives`,
+    ': give a smaller --img-height/--img-width or a larger --ctx-len',
+  );
   const vision: VlmSpecialization = [
     ['batch_size', s.batchSize],
     ['vision_size', visionSize],
@@ -208,8 +203,7 @@ export function vlmSpecializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializa
 }
 
 function gemma3Specializations(m: VlmModelFacts, s: VlmSizes): VlmSpecializations {
-  if (s.height !== undefined || s.width !== undefined)
-    throw new UsageError("compile: a Gemma 3 export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
+  refuseImageSides(s, 'a Gemma 3');
   const imgSize = s.imgSize ?? m.imageSize!;
   const mm = m.mmTokensPerImage ?? 256;
   const vision: VlmSpecialization = [

@@ -19,10 +19,16 @@
  * strategy; one more under "full", which QEfficient's formula misses).
  */
 import { UsageError } from '../errors';
-import { anyresLayout, packIndex } from '../export/vlm/anyres';
+import { anyresLayout, packIndex } from './anyres';
+import {
+  type LangBatch,
+  refuseImageSides,
+  requireVisionBelowCtx,
+  type VlmImageSizes,
+  type VlmSpecialization,
+  type VlmSpecializations,
+} from './qaic-vlm-spec-kit';
 
-/** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
-type VlmSpecialization = [string, number | string][];
 /** The model facts read here (a subset of qaic-vlm-specs.ts VlmModelFacts). */
 interface LlavaFacts {
   family: string;
@@ -31,31 +37,14 @@ interface LlavaFacts {
   mmTokensPerImage?: number;
   pinpoints?: [number, number][];
 }
-/** The compile's sizes read here (a subset of qaic-vlm-specs.ts VlmSizes). */
-interface LlavaSizes {
-  batchSize: number;
-  prefillSeqLen: number;
-  ctxLen: number;
-  height?: number;
-  width?: number;
-  imgSize?: number;
-}
 
 /** QEfficient's default image for LLaVA-NeXT (constants.GRANITEVISION_IMG_SIZE_HEIGHT / _WIDTH). */
 export const LLAVA_NEXT_DEFAULT_IMAGE: [number, number] = [1109, 1610];
 
-/** The language entries' batch keys (the shared CB rule of qaic-vlm-specs.ts), passed in to keep one definition. */
-type LangBatch = (decode: boolean) => VlmSpecialization;
-
 /** LLaVA / LLaVA-NeXT specializations of `m` at `s`. */
-export function llavaSpecializations(
-  m: LlavaFacts,
-  s: LlavaSizes,
-  langBatch: LangBatch,
-): { vision: VlmSpecialization[]; lang: VlmSpecialization[] } {
+export function llavaSpecializations(m: LlavaFacts, s: VlmImageSizes, langBatch: LangBatch): VlmSpecializations {
   const next = m.family === 'llava_next';
-  if (!next && (s.height !== undefined || s.width !== undefined))
-    throw new UsageError("compile: a LLaVA export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
+  if (!next) refuseImageSides(s, 'a LLaVA');
   if ((s.height === undefined) !== (s.width === undefined))
     throw new UsageError('compile: give --img-height and --img-width together (QEfficient falls back to both defaults otherwise)');
   const imgSize = s.imgSize ?? m.imageSize!;
@@ -67,10 +56,7 @@ export function llavaSpecializations(
     visionSize = packIndex(size, m.pinpoints!, imgSize, imgSize / m.patchSize).length;
     common.push(['image_size_height', size[0]], ['image_size_width', size[1]], ['num_patches', patches]);
   }
-  if (visionSize >= s.ctxLen)
-    throw new UsageError(
-      `compile: an image gives vision_size ${visionSize}, which must be less than ctx_len ${s.ctxLen} (QEfficient's rule)`,
-    );
+  requireVisionBelowCtx(visionSize, s.ctxLen, 'an image gives');
   common.push(['max_num_images', 1], ['img_size', imgSize]);
   const vision: VlmSpecialization = [
     ['batch_size', s.batchSize],

@@ -19,9 +19,15 @@
  * cache at ctx_len, so they name nothing in it and are passed as QEfficient passes them.
  */
 import { UsageError } from '../errors';
+import {
+  type LangBatch,
+  refuseImageSides,
+  requireVisionBelowCtx,
+  type VlmImageSizes,
+  type VlmSpecialization,
+  type VlmSpecializations,
+} from './qaic-vlm-spec-kit';
 
-/** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
-type VlmSpecialization = [string, number | string][];
 /** The model facts read here (a subset of qaic-vlm-specs.ts VlmModelFacts). */
 interface Llama4Facts {
   patchSize: number;
@@ -31,28 +37,14 @@ interface Llama4Facts {
   /** text_config.attention_chunk_size (QEfficient's default 8192 when absent). */
   attentionChunk?: number;
 }
-/** The compile's sizes read here (a subset of qaic-vlm-specs.ts VlmSizes). */
-interface Llama4Sizes {
-  batchSize: number;
-  prefillSeqLen: number;
-  ctxLen: number;
-  height?: number;
-  width?: number;
-  imgSize?: number;
-}
 
 /** QEfficient's `max_num_tiles` when the compile gives none. */
 export const LLAMA4_DEFAULT_MAX_NUM_TILES = 17;
 const MAX_POSITIONS = 65536;
 
 /** Llama 4 specializations of `m` at `s`; `langBatch` is qaic-vlm-specs.ts's CB rule. */
-export function llama4Specializations(
-  m: Llama4Facts,
-  s: Llama4Sizes,
-  langBatch: (decode: boolean) => VlmSpecialization,
-): { vision: VlmSpecialization[]; lang: VlmSpecialization[] } {
-  if (s.height !== undefined || s.width !== undefined)
-    throw new UsageError("compile: a Llama 4 export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
+export function llama4Specializations(m: Llama4Facts, s: VlmImageSizes, langBatch: LangBatch): VlmSpecializations {
+  refuseImageSides(s, 'a Llama 4');
   if (s.prefillSeqLen > MAX_POSITIONS || s.ctxLen > MAX_POSITIONS)
     throw new UsageError(
       `compile: prefill ${s.prefillSeqLen} / ctx_len ${s.ctxLen} exceed Llama 4's ${MAX_POSITIONS} positions (QEfficient's LLAMA4_MAX_POSITION_EMBEDDINGS)`,
@@ -61,10 +53,7 @@ export function llama4Specializations(
   const tiles = LLAMA4_DEFAULT_MAX_NUM_TILES;
   const perTile = m.mmTokensPerImage!;
   const visionSize = perTile * tiles;
-  if (visionSize >= s.ctxLen)
-    throw new UsageError(
-      `compile: ${tiles} tiles of ${perTile} rows give vision_size ${visionSize}, which must be less than ctx_len ${s.ctxLen} (QEfficient's rule)`,
-    );
+  requireVisionBelowCtx(visionSize, s.ctxLen, `${tiles} tiles of ${perTile} rows give`);
   const chunkCtx = Math.min(s.ctxLen, m.attentionChunk ?? 8192);
   const vision: VlmSpecialization = [
     ['batch_size', s.batchSize],

@@ -16,33 +16,25 @@
  * patch merger's cells; 1540 = 14 · 2 · 55 for Mistral-Small-3.1).
  */
 import { UsageError } from '../errors';
+import {
+  type LangBatch,
+  refuseImageSides,
+  requireVisionBelowCtx,
+  type VlmImageSizes,
+  type VlmSpecialization,
+  type VlmSpecializations,
+} from './qaic-vlm-spec-kit';
 
-/** A specialization entry list (qaic-vlm-specs.ts VlmSpecialization; restated to keep that file's import one-way). */
-type VlmSpecialization = [string, number | string][];
 /** The model facts read here (a subset of qaic-vlm-specs.ts VlmModelFacts). */
 interface Mistral3Facts {
   patchSize: number;
   mergeSize: number;
   imageSize?: number;
 }
-/** The compile's sizes read here (a subset of qaic-vlm-specs.ts VlmSizes). */
-interface Mistral3Sizes {
-  batchSize: number;
-  prefillSeqLen: number;
-  ctxLen: number;
-  height?: number;
-  width?: number;
-  imgSize?: number;
-}
 
 /** Mistral 3 specializations of `m` at `s`; `langBatch` is qaic-vlm-specs.ts's CB rule. */
-export function mistral3Specializations(
-  m: Mistral3Facts,
-  s: Mistral3Sizes,
-  langBatch: (decode: boolean) => VlmSpecialization,
-): { vision: VlmSpecialization[]; lang: VlmSpecialization[] } {
-  if (s.height !== undefined || s.width !== undefined)
-    throw new UsageError("compile: a Mistral 3 export takes --img-size (QEfficient's img_size), not --img-height/--img-width");
+export function mistral3Specializations(m: Mistral3Facts, s: VlmImageSizes, langBatch: LangBatch): VlmSpecializations {
+  refuseImageSides(s, 'a Mistral 3');
   const img = s.imgSize ?? m.imageSize!;
   const unit = m.patchSize * m.mergeSize;
   if (img % unit)
@@ -50,10 +42,7 @@ export function mistral3Specializations(
       `compile: --img-size ${img} is not a multiple of patch_size · spatial_merge_size (${unit}); the patch merger needs whole cells`,
     );
   const visionSize = Math.floor(((img / m.patchSize) ** 2 * s.batchSize) / m.mergeSize ** 2);
-  if (visionSize >= s.ctxLen)
-    throw new UsageError(
-      `compile: an image of ${img}x${img} gives vision_size ${visionSize}, which must be less than ctx_len ${s.ctxLen} (QEfficient's rule)`,
-    );
+  requireVisionBelowCtx(visionSize, s.ctxLen, `an image of ${img}x${img} gives`);
   const vision: VlmSpecialization = [
     ['batch_size', s.batchSize],
     ['seq_len', s.prefillSeqLen],

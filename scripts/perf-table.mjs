@@ -1,0 +1,150 @@
+// `npm run docs:perf`: writes the headline tables of docs/PERFORMANCE.md and the README's short
+// performance lines (the regions between `<!-- perf-table:begin -->` and `<!-- perf-table:end -->`,
+// `<!-- perf-lines:… -->` in the README) from the bench's machine-readable summaries,
+// bench/results/prepare-latest.json and bench/results/lsp-latest.json, with the date, load and
+// commit of each run: the figures in the docs are the bench's output, never typed by hand.
+// A summary of a partial run (WS_*_BENCH_ONLY, other sizes or rounds, an A/B) is refused: the
+// headline is the full default run. `--check` writes nothing and exits 1 when a file would change.
+// Usage: npm run bench (on a quiet machine of the project's kind), then npm run docs:perf.
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const check = process.argv.includes('--check');
+
+/** A bench summary, or exit with one line saying what is missing. */
+function summary(name) {
+  const file = path.join(repo, 'bench', 'results', `${name}-latest.json`);
+  if (!existsSync(file)) {
+    console.error(`perf-table: ${path.relative(repo, file)} missing: run \`npm run bench\` (or \`node bench/run.mjs ${name}\`) first`);
+    process.exit(1);
+  }
+  const s = JSON.parse(readFileSync(file, 'utf8'));
+  if (!s.complete) {
+    console.error(`perf-table: ${path.relative(repo, file)} is from a partial run (other scenarios, sizes or rounds); run the full bench`);
+    process.exit(1);
+  }
+  return s;
+}
+
+const f2 = (x) => x.toFixed(2);
+const range = (f, d = 2) => `${f.median.toFixed(d)} (${f.min.toFixed(d)}–${f.max.toFixed(d)})`;
+const when = (s, load) => `${s.date.slice(0, 10)}, commit ${s.commit}, ${s.cores} cores, load ${load}`;
+const loadRange = (l) => `${l.min.toFixed(1)}–${l.max.toFixed(1)}`;
+/** A Markdown table with its columns padded (prettier's layout, so the docs stay formatted). */
+function markdown(head, rows) {
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(width[i])).join(' | ')} |`;
+  return [line(head), `| ${width.map((w) => '-'.repeat(w)).join(' | ')} |`, ...rows.map(line)].join('\n');
+}
+
+const prep = summary('prepare');
+const lsp = summary('lsp');
+const prepLoad = prep.conversions.reduce((a, c) => ({ min: Math.min(a.min, c.load.min), max: Math.max(a.max, c.load.max) }), {
+  min: Infinity,
+  max: -Infinity,
+});
+const prepTable = markdown(
+  [
+    'conversion (generated checkpoint)',
+    '× `cp` + `sync` (target ≥ 0.95)',
+    '× 4 `cp` ∥ (goal ≥ 0.95)',
+    'prepare wall / CPU, s',
+    '`cp` wall / CPU, s',
+    'O_DIRECT',
+    'peak RSS',
+  ],
+  prep.conversions.map((c) => [
+    `${c.label}, ${(c.sourceBytes / 1e9).toFixed(2)} → ${(c.outBytes / 1e9).toFixed(2)} GB`,
+    `${range(c.ratioCp)} ${c.verdict === 'not judged' ? 'not judged' : c.verdict}`,
+    `${range(c.ratioParallel)} ${c.parallelGoal}`,
+    `${f2(c.wallS.prepare.median)} / ${f2(c.cpuS.prepare.median)}`,
+    `${f2(c.wallS.cp.median)} / ${f2(c.cpuS.cp.median)}`,
+    c.directIo.split(' (')[0],
+    `${c.peakRssMiB.toFixed(0)} MiB`,
+  ]),
+);
+const extra = [];
+if (prep.links)
+  extra.push(
+    `untransformed shards (hard links): ${prep.links.bytesFactor.toFixed(0)} × the bytes in ${f2(prep.links.timeFactor)} × the time (target ≤ 1.5) ${prep.links.verdict}`,
+  );
+if (prep.shards)
+  extra.push(
+    `sharded prepare: ${prep.shards.processes.map((p) => `${p.n} processes ${f2(p.speedup)} × one (${f2(p.min)}–${f2(p.max)})`).join(', ')} (a sanity figure: one disk, ${prep.cores} cores); output byte-identical to one host: ${prep.shards.identical ? 'yes' : 'NO'}`,
+  );
+const cell = (f, d) => `${f.ratio.toFixed(d)} (${Math.min(...f.rounds).toFixed(d)}–${Math.max(...f.rounds).toFixed(d)})`;
+const over = (f, t) => f.rounds.filter((x) => x > t).length;
+const lspTable = markdown(
+  ['figure', 'wall, ratio (rounds)', 'CPU, ratio (rounds)', 'server CPU, ms', 'target'],
+  lsp.sizes.flatMap((s) => [
+    [
+      `cold open → diagnostics, ${s.inputs / 1000}k inputs`,
+      `${cell(s.coldWall, 2)} ${over(s.coldWall, lsp.targets.cold) ? `MISSED in ${over(s.coldWall, lsp.targets.cold)} of ${s.coldWall.rounds.length} rounds` : 'OK in every round'}`,
+      cell(s.coldCpu, 2),
+      s.coldCpu.server.map((x) => x.toFixed(0)).join(' / '),
+      `≤ ${lsp.targets.cold} in every round`,
+    ],
+    [
+      `one-key edit → diagnostics, ${s.inputs / 1000}k`,
+      `${cell(s.editWall, 3)} ${s.editWall.ratio <= lsp.targets.edit ? 'OK' : 'MISSED'}`,
+      cell(s.editCpu, 3),
+      s.editCpu.server.map((x) => x.toFixed(1)).join(' / '),
+      `≤ ${lsp.targets.edit}`,
+    ],
+  ]),
+);
+const perfBlock = [
+  `Latest \`npm run bench\` (generated by \`npm run docs:perf\` from bench/results/*-latest.json; medians of ${prep.rounds} alternating rounds, per-round range in brackets).`,
+  '',
+  `**Prepare**, bytes written per second against a durable copy of the same shards (${when(prep, loadRange(prepLoad))}):`,
+  '',
+  prepTable,
+  '',
+  ...extra.map((x) => `${x}.`),
+  ...(extra.length ? [''] : []),
+  `**Language server** against VS Code's JSON service on the anchor schema (${when(lsp, loadRange(lsp.load))}):`,
+  '',
+  lspTable,
+  '',
+  `Hover / completion p95 at ${lsp.mainInputs / 1000}k: ${lsp.hoverP95Ms.toFixed(1)} / ${lsp.completionP95Ms.toFixed(1)} ms (target ≤ ${lsp.targets.p95Ms} ms); server heap for the ${lsp.mainInputs / 1000}k spec ${f2(lsp.heapRatio)} × its size (target ≤ ${lsp.targets.heap} ×).`,
+].join('\n');
+const worstCp = prep.conversions.filter((c) => c.judged).sort((a, b) => a.ratioCp.median - b.ratioCp.median)[0];
+const worstCold = Math.max(...lsp.sizes.flatMap((s) => s.coldWall.rounds));
+const readmeBlock = [
+  `Latest bench (${prep.date.slice(0, 10)}, commit ${prep.commit}, load ${loadRange(prepLoad)}): prepare writes at ≥ ${f2(worstCp.ratioCp.median)} × \`cp\` + \`sync\``,
+  `(target ≥ 0.95; slowest: ${worstCp.label}); the language server's cold open takes ≤ ${f2(worstCold)} × VS Code's JSON service`,
+  `in every round (target ≤ ${lsp.targets.cold}).`,
+].join('\n');
+
+/** `text` with the region between the begin and end markers of `name` replaced by `body`. */
+function splice(file, text, name, body) {
+  const begin = text.match(new RegExp(`<!-- ${name}:begin[^>]*-->\\n`));
+  const end = text.indexOf(`<!-- ${name}:end -->`);
+  if (!begin || end < begin.index) {
+    console.error(`perf-table: ${file} has no <!-- ${name}:begin --> … <!-- ${name}:end --> region`);
+    process.exit(1);
+  }
+  const from = begin.index + begin[0].length;
+  return `${text.slice(0, from)}${body}\n${text.slice(end)}`;
+}
+let stale = false;
+for (const [rel, name, body] of [
+  ['docs/PERFORMANCE.md', 'perf-table', perfBlock],
+  ['README.md', 'perf-lines', readmeBlock],
+]) {
+  const file = path.join(repo, rel);
+  const before = readFileSync(file, 'utf8');
+  const after = splice(rel, before, name, body);
+  if (after === before) console.log(`${rel} is up to date`);
+  else if (check) {
+    console.error(`${rel} differs from the bench's latest summaries: run npm run docs:perf`);
+    stale = true;
+  } else {
+    writeFileSync(`${file}.tmp`, after);
+    renameSync(`${file}.tmp`, file);
+    console.log(`${rel} regenerated`);
+  }
+}
+process.exit(stale ? 1 : 0);
