@@ -12,7 +12,8 @@
  */
 import { endianness } from 'node:os';
 import path from 'node:path';
-import { DTYPE_SIZE, toFloat32 } from '../formats/dtype';
+import { DTYPE_SIZE } from '../formats/dtype';
+import { toFloat32 } from '../formats/float-convert';
 import { Checkpoint, SafetensorsReader, elementCount, type TensorInfo } from '../formats/safetensors';
 import { dequantFp8 } from '../prepare/fp8-kernel';
 import { planDequant } from '../prepare/transforms/fp8';
