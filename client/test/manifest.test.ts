@@ -16,6 +16,8 @@ const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'))
     views: Record<string, { id: string; name: string }[]>;
     viewsWelcome: { view: string }[];
     walkthroughs: { steps: { id: string; description: string; completionEvents: string[] }[] }[];
+    commands: { command: string; title: string }[];
+    menus: { commandPalette: { command: string; when: string }[] };
   };
 };
 
@@ -51,6 +53,18 @@ describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
       languages: { id: string; filenames?: string[]; filenamePatterns?: string[] }[];
     };
   };
+
+  it("offers the graph's SVG and PNG export in the palette only while an ONNX viewer is active", () => {
+    const src = fs.readFileSync(path.join(repo, 'client/src/viewers/index.ts'), 'utf8');
+    for (const id of ['weightSpec.graph.exportSvg', 'weightSpec.graph.exportPng']) {
+      expect(pkg.contributes.commands.find((c) => c.command === id)?.title).toMatch(/^Export Graph (as SVG|View as PNG)…$/);
+      expect(pkg.contributes.menus.commandPalette.find((m) => m.command === id)?.when).toBe(
+        'activeCustomEditorId == weightSpec.onnxViewer',
+      );
+      // Registered by the viewers (index.ts imports vscode, which vitest cannot load: read as text).
+      expect(src).toContain(`'${id}'`);
+    }
+  });
 
   it('makes both viewers the default editors of their files', () => {
     const byPattern = new Map(raw.contributes.customEditors.map((e) => [e.selector[0]!.filenamePattern, e]));

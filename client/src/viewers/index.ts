@@ -4,13 +4,15 @@
  * (default for *.onnx too: VS Code itself only offers a binary-file warning). Pages come from core/src/view.
  */
 import * as vscode from 'vscode';
-import { openTensor, ViewerProvider, renderedText } from './provider';
+import { exportActiveGraph, openTensor, ViewerProvider, renderedText } from './provider';
 import { CLIENT_COMMANDS } from '../../../core/src/protocol';
 import { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE } from './view-types';
 
 export { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE };
 /** Not in the command palette: the e2e suite reads what a viewer rendered through it. */
 export const RENDERED_TEXT_COMMAND = 'weightSpec.viewers.renderedText';
+/** The ONNX viewer's graph exports (palette entries while an ONNX viewer is active; package.json). */
+export const EXPORT_GRAPH_COMMANDS = { svg: 'weightSpec.graph.exportSvg', png: 'weightSpec.graph.exportPng' } as const;
 
 /** Registers both viewers (one call from extension.ts). */
 export function registerViewers(context: vscode.ExtensionContext): void {
@@ -20,6 +22,12 @@ export function registerViewers(context: vscode.ExtensionContext): void {
     vscode.window.registerCustomEditorProvider(SAFETENSORS_VIEW_TYPE, provider, opts),
     vscode.window.registerCustomEditorProvider(ONNX_VIEW_TYPE, provider, opts),
     vscode.commands.registerCommand(RENDERED_TEXT_COMMAND, (file: string) => renderedText.get(file)),
+    ...(['svg', 'png'] as const).map((format) =>
+      vscode.commands.registerCommand(EXPORT_GRAPH_COMMANDS[format], () => {
+        if (!exportActiveGraph(format))
+          void vscode.window.showInformationMessage('Open an ONNX file in the ONNX viewer to export its graph.');
+      }),
+    ),
     // the hover's shard links (server/src/definition.ts tensorLinkTarget)
     vscode.commands.registerCommand(CLIENT_COMMANDS.openTensor, (file: unknown, key: unknown) =>
       typeof file === 'string' && typeof key === 'string' ? openTensor(file, key) : undefined,

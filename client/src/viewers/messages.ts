@@ -6,6 +6,7 @@
  * the text it rendered (the e2e suite reads it back through a command).
  */
 import type { GraphModel } from '../../../core/src/view/graph-data';
+import type { GraphImageFormat } from '../../../core/src/view/graph-image';
 import type { ViewerPage } from '../../../core/src/view/types';
 
 /**
@@ -16,7 +17,9 @@ export type ToWebview =
   | { type: 'page'; page: ViewerPage; reveal?: string }
   | { type: 'graph'; model: GraphModel | undefined }
   | { type: 'reveal'; key: string }
-  | { type: 'tensorStats'; key: string; lines: string[]; histogram?: number[]; error?: string };
+  | { type: 'tensorStats'; key: string; lines: string[]; histogram?: number[]; error?: string }
+  /** The command palette's graph export: the webview answers with `saveImage`. */
+  | { type: 'exportImage'; format: GraphImageFormat };
 
 /** What a summary link opens; the extension resolves the file from the page it built. */
 export type LinkTarget = 'spec' | 'checkpoint' | 'problems';
@@ -31,4 +34,6 @@ export type FromWebview =
   /** A checkpoint row's values, on demand: statistics, or a `.npy` export (a save dialog asks where). */
   | { type: 'tensorStats'; key: string }
   | { type: 'exportNpy'; key: string }
-  | { type: 'rendered'; text: string; view: 'page' | 'graph' };
+  | { type: 'rendered'; text: string; view: 'page' | 'graph' }
+  /** The graph explorer's picture (an SVG document, or the canvas as a PNG data URL): a save dialog asks where. */
+  | { type: 'saveImage'; format: GraphImageFormat; data: string };

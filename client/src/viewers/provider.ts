@@ -9,10 +9,12 @@ import {
   buildViewerPage,
   exportNpy,
   graphModelOf,
+  saveGraphImage,
   specInputKeyRange,
   statsLines,
   tensorFileOf,
   tensorStats,
+  type GraphImageFormat,
   type GraphIndex,
   type SpecText,
   type ViewerPage,
@@ -147,6 +149,34 @@ async function exportTensor(file: string, key: string): Promise<void> {
   }
 }
 
+/** Asks where, then saves the graph explorer's picture of `file` (the save dialog has confirmed any replace). */
+async function saveImage(file: string, format: GraphImageFormat, data: string): Promise<void> {
+  const base = path.basename(file).replace(/\.onnx$/i, '');
+  const target = await vscode.window.showSaveDialog({
+    defaultUri: vscode.Uri.file(path.join(path.dirname(file), `${base}-graph.${format}`)),
+    filters: format === 'svg' ? { 'SVG image': ['svg'] } : { 'PNG image': ['png'] },
+    title: format === 'svg' ? 'Export the whole graph as SVG' : 'Export the current view as PNG',
+  });
+  if (!target) return;
+  try {
+    const n = await saveGraphImage(target.fsPath, format, data, { replace: true });
+    void vscode.window.showInformationMessage(`Saved the graph as ${target.fsPath} (${n.toLocaleString('en-US')} bytes)`);
+  } catch (e) {
+    void vscode.window.showErrorMessage(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/** The ONNX viewers' webviews (the command palette's graph export asks the active one). */
+const onnxPanels = new Set<vscode.WebviewPanel>();
+
+/** Asks the active ONNX viewer for its graph's picture (the webview answers with `saveImage`); false when none is active. */
+export function exportActiveGraph(format: GraphImageFormat): boolean {
+  const panel = [...onnxPanels].find((p) => p.active) ?? (onnxPanels.size === 1 ? [...onnxPanels][0] : undefined);
+  if (!panel) return false;
+  void panel.webview.postMessage({ type: 'exportImage', format } satisfies ToWebview);
+  return true;
+}
+
 /** One provider instance serves one view type (safetensors or ONNX). */
 export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
   constructor(private readonly context: vscode.ExtensionContext) {}
@@ -165,6 +195,7 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       title: path.basename(doc.uri.fsPath),
     });
     const file = doc.uri.fsPath;
+    if (file.toLowerCase().endsWith('.onnx')) onnxPanels.add(panel);
     let graph: GraphIndex | undefined;
     let shown: ViewerPage | undefined;
     let ready = false;
@@ -234,6 +265,9 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             else await exportTensor(tf, m.key);
             break;
           }
+          case 'saveImage':
+            if (m.format === 'svg' || m.format === 'png') await saveImage(file, m.format, String(m.data));
+            break;
           case 'rendered':
             renderedText.set(file, { ...renderedText.get(file), [m.view]: m.text });
             break;
@@ -252,6 +286,7 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
     panel.onDidDispose(() => {
       subs.forEach((s) => s.dispose());
       revealers.get(file)?.delete(revealer);
+      onnxPanels.delete(panel);
     });
     await load();
   }

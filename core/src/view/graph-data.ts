@@ -81,3 +81,13 @@ export function neighbors(m: GraphModel, node: number): { up: number[]; down: nu
 export function weightLabel(name: string): string {
   return name.replace(/^model\.(?=.)/, '');
 }
+
+/** `[a, b, c]` for a shape with symbolic dims (`?` for an unnamed one). */
+export function dimsText(d: (number | string)[]): string {
+  return `[${d.map((x) => (x === '' ? '?' : String(x))).join(', ')}]`;
+}
+
+/** The shape label an edge carrying `v` gets (`F32[batch_size, 8]`), or undefined without a shape. */
+export function shapeLabel(v: GxValue): string | undefined {
+  return v.dims ? `${v.dtype ?? ''}${dimsText(v.dims)}` : undefined;
+}

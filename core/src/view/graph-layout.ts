@@ -54,6 +54,12 @@ export interface LEdge {
   box: [number, number, number, number];
 }
 
+/** Where an edge's shape label sits (its left baseline): beside the middle point of its polyline. */
+export function edgeLabelAt(e: LEdge): [number, number] {
+  const m = Math.floor(e.pts.length / 4) * 2;
+  return [e.pts[m]! + 4, e.pts[m + 1]! + 3];
+}
+
 /** One section's interior layout. */
 export interface SectionLayout {
   w: number;

@@ -16,6 +16,8 @@ export { buildGraphModel, graphModelOf, siblingSpec, weightSources } from './gra
 export { neighbors, weightLabel, type GraphModel, type GxNode, type GxSection, type GxValue, type WeightSource } from './graph-data';
 export { inferShapes, type InferredValue } from './shape-infer';
 export { GraphSearch, type SearchHit } from './graph-search';
+export { graphSvg, xmlEscape, LIGHT_COLORS, type GraphColors, type GraphSvgOptions } from './graph-svg';
+export { graphImageBytes, saveGraphImage, type GraphImageFormat } from './graph-image';
 export {
   tensorStats,
   openTensor,

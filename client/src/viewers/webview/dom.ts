@@ -1,5 +1,6 @@
 /** Tiny DOM helpers for the viewers' webview: text is always set as text, never parsed as HTML. */
 export { formatBytes as bytes } from '../../../../core/src/display';
+export { dimsText as dims } from '../../../../core/src/view/graph-data';
 
 type Child = Node | string | undefined | false;
 
@@ -13,11 +14,6 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) if (c !== undefined && c !== false) e.append(c);
   return e;
-}
-
-/** `[a, b, c]` for a shape with symbolic dims (`?` for an unnamed one). */
-export function dims(d: (number | string)[]): string {
-  return `[${d.map((x) => (x === '' ? '?' : String(x))).join(', ')}]`;
 }
 
 /** A simple table of rows of text. `num` marks right-aligned columns. */

@@ -9,6 +9,8 @@ import type { GraphModel } from '../../../../core/src/view/graph-data';
 import { neighbors } from '../../../../core/src/view/graph-data';
 import { GraphSearch, type SearchHit } from '../../../../core/src/view/graph-search';
 import { GraphLayout, clip } from '../../../../core/src/view/graph-layout';
+import type { GraphImageFormat } from '../../../../core/src/view/graph-image';
+import { graphSvg } from '../../../../core/src/view/graph-svg';
 import { el } from './dom';
 import { paintGraph, themeColors } from './graph-paint';
 import { legend, selectionPanel, type PanelHooks, type Selection } from './graph-panel';
@@ -20,6 +22,8 @@ export const KEYS =
 /** Callbacks into the host page. */
 export interface ExplorerHooks extends PanelHooks {
   rendered(text: string): void;
+  /** The picture to save: an SVG document, or the canvas as a PNG data URL. */
+  saveImage(format: GraphImageFormat, data: string): void;
 }
 
 /** The explorer's handle: the host calls `shown()` when the tab becomes visible. */
@@ -28,6 +32,8 @@ export interface Explorer {
   /** Selects `node` (expanding its block) and centers it. */
   reveal(node: number): void;
   search(q: string): SearchHit[];
+  /** Saves the whole graph as laid out (SVG) or the current view (PNG). */
+  exportImage(format: GraphImageFormat): void;
 }
 
 /** Builds the explorer for `model` into `host`. */
@@ -71,6 +77,8 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     btn('+', 'Zoom in (+)', () => zoomAt(1.25)),
     btn('Expand all', 'Expand every block', () => setAll(true)),
     btn('Collapse all', 'Collapse every block', () => setAll(false)),
+    btn('SVG…', 'Export the whole graph, blocks expanded as they are, as an SVG file', () => exportImage('svg')),
+    btn('PNG…', 'Export the current view as a PNG image', () => exportImage('png')),
     el('label', { for: 'gx-shapes', class: 'gx-check' }, shapes, ' shapes on edges'),
     note,
   );
@@ -138,6 +146,13 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   };
 
   let lastDrawn: string[] = [];
+  /** The SVG is made from the layout (every block as expanded now); the PNG is this frame, drawn now. */
+  const exportImage = (format: GraphImageFormat) => {
+    if (format === 'png') {
+      draw();
+      hooks.saveImage('png', canvas.toDataURL('image/png'));
+    } else hooks.saveImage('svg', graphSvg(L, model, { colors, font, showShapes: shapes.checked }));
+  };
   let queued = false;
   const redraw = () => {
     if (queued) return;
@@ -376,5 +391,6 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     },
     reveal,
     search: (q) => ((searchBox.value = q), runSearch(), hits),
+    exportImage,
   };
 }

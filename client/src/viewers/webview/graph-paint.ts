@@ -4,32 +4,23 @@
  * shape labels), culled to the viewport; text is dropped at small zoom and far-out boxes are
  * batched into one path per color, so a frame stays cheap on a 4,000-node graph.
  */
-import type { GraphModel } from '../../../../core/src/view/graph-data';
-import { FRAME_HEAD, GraphLayout, HEAD_H, ROW_H, SECTION_GAP, clip, opCategory, type LBox } from '../../../../core/src/view/graph-layout';
-import { dims } from './dom';
+import { shapeLabel, type GraphModel } from '../../../../core/src/view/graph-data';
+import {
+  FRAME_HEAD,
+  GraphLayout,
+  HEAD_H,
+  ROW_H,
+  SECTION_GAP,
+  clip,
+  edgeLabelAt,
+  opCategory,
+  type LBox,
+} from '../../../../core/src/view/graph-layout';
+import type { GraphColors } from '../../../../core/src/view/graph-svg';
 import type { Selection } from './graph-panel';
 
 /** The explorer's colors, read from VS Code's theme variables. */
-export type Colors = Record<
-  | 'bg'
-  | 'fg'
-  | 'dim'
-  | 'border'
-  | 'widget'
-  | 'focus'
-  | 'badge'
-  | 'badgeFg'
-  | 'match'
-  | 'edge'
-  | 'layer'
-  | 'activation'
-  | 'normalization'
-  | 'tensor'
-  | 'other'
-  | 'weight'
-  | 'const',
-  string
->;
+export type Colors = GraphColors;
 
 /** The current theme's {@link Colors} (VS Code marks a theme change on <body>; the explorer reads them again). */
 export function themeColors(): Colors {
@@ -208,11 +199,10 @@ export function paintGraph(view: PaintView): { drawn: string[]; edgeLabels: stri
         ctx.closePath();
       }
       if (showShapes) {
-        const v = model.values[e.value]!;
-        const m = Math.floor(n / 4) * 2;
-        if (v.dims) {
-          const label = `${v.dtype ?? ''}${dims(v.dims)}`;
-          ctx.fillText(label, e.pts[m]! + 4, e.pts[m + 1]! + 3);
+        const label = shapeLabel(model.values[e.value]!);
+        if (label) {
+          const [lx, ly] = edgeLabelAt(e);
+          ctx.fillText(label, lx, ly);
           edgeLabels.push(label);
         }
       }

@@ -43,12 +43,15 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
         openSpec: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
         openTensor: (file, key) => vscode.postMessage({ type: 'openTensor', file, key }),
         openLink: (target) => vscode.postMessage({ type: 'openLink', target }),
+        saveImage: (format, data) => vscode.postMessage({ type: 'saveImage', format, data }),
       });
     }
   } else if (m.type === 'graph') {
     onnx?.showGraph(m.model);
   } else if (m.type === 'reveal') {
     checkpoint?.reveal(m.key);
+  } else if (m.type === 'exportImage') {
+    onnx?.exportImage(m.format);
   } else if (m.type === 'tensorStats') {
     checkpoint?.showStats(m);
   }

@@ -3,6 +3,7 @@
  * sections with anchors and links) and a Graph tab holding the graph explorer (graph-explorer.ts).
  */
 import type { GraphModel } from '../../../../core/src/view/graph-data';
+import type { GraphImageFormat } from '../../../../core/src/view/graph-image';
 import type { OnnxPage } from '../../../../core/src/view/types';
 import type { LinkTarget } from '../messages';
 import { bytes, el } from './dom';
@@ -18,11 +19,15 @@ export interface OnnxHooks extends PanelHooks {
   renderedGraph(text: string): void;
   /** A summary link: the spec, the checkpoint, the Problems panel. */
   openLink(target: LinkTarget): void;
+  /** The graph's picture, to be saved by the extension (a save dialog asks where). */
+  saveImage(format: GraphImageFormat, data: string): void;
 }
 
 /** What the page keeps to receive the graph. */
 export interface OnnxView {
   showGraph(model: GraphModel | undefined): void;
+  /** The palette's graph export: opens the Graph tab when needed, then saves its picture. */
+  exportImage(format: GraphImageFormat): void;
 }
 
 /** Renders `page` into `root`. */
@@ -44,6 +49,8 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
   );
   let requested = false;
   let explorer: Explorer | undefined;
+  // An export asked for before the graph arrived runs once it is drawn.
+  let pendingExport: GraphImageFormat | undefined;
   const show = (which: 'summary' | 'graph') => {
     tabs.summary.classList.toggle('active', which === 'summary');
     tabs.graph.classList.toggle('active', which === 'graph');
@@ -69,8 +76,20 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
         openSpec: (spec, input) => hooks.openSpec(spec, input),
         openTensor: (file, key) => hooks.openTensor(file, key),
         rendered: (text) => hooks.renderedGraph(text),
+        saveImage: (format, data) => hooks.saveImage(format, data),
       });
       if (!graphPane.hidden) explorer.shown();
+      if (pendingExport) {
+        const f = pendingExport;
+        pendingExport = undefined;
+        // After the first frame (the PNG is the canvas as drawn).
+        requestAnimationFrame(() => explorer?.exportImage(f));
+      }
+    },
+    exportImage(format) {
+      show('graph');
+      if (explorer) explorer.exportImage(format);
+      else pendingExport = format;
     },
   };
 }
