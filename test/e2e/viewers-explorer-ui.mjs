@@ -56,14 +56,14 @@ export async function explorerLinkChecks(page, ws, check) {
     if (!/inner · F32 \[batch_size\*seq_len, \d+\] \(inferred\)/.test(text))
       throw new Error(`the Gemm's output shows no inferred shape: ${text.slice(0, 800)}`);
     if (Number(await canvas.getAttribute('data-edge-labels')) !== 0) throw new Error('edge labels drawn before they were asked for');
-    await frame.locator('label.gx-check').click();
+    await frame.locator('label[for="gx-shapes"]').click();
     await frame.waitForFunction(() => Number(document.querySelector('canvas.gx-canvas').dataset.edgeLabels) > 5, null, { timeout: 15_000 });
     const n = Number(await canvas.getAttribute('data-edge-labels'));
     const sample = await canvas.getAttribute('data-edge-sample');
     if (!/seq_len/.test(sample ?? '')) throw new Error(`the edge labels name no symbolic dim: ${sample}`);
     const shot = path.join(SCREENSHOT_DIR, 'onnx-graph-shapes.png');
     await page.locator('.part.editor').screenshot({ path: shot });
-    await frame.locator('label.gx-check').click();
+    await frame.locator('label[for="gx-shapes"]').click();
     return `${shoot(shot, `${text}\n${sample}`, ['(inferred)', 'seq_len'])}; ${n} edge labels drawn, e.g. ${sample?.slice(0, 160)}`;
   });
 

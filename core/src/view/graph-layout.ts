@@ -125,15 +125,41 @@ export function rowText(label: string, text: string): string {
 
 const textW = (chars: number) => Math.ceil(chars * CHAR_W) + 20;
 
+/** Which rows operator boxes hold (the explorer's toggles); folded constants are always shown. */
+export interface RowOptions {
+  /** Attribute rows (`perm = [0, 2, 1, 3]`), the first four of each op. */
+  attrs: boolean;
+  /** Weight-input rows (`B = layers.3.self_attn.v_proj.weight`). */
+  weights: boolean;
+}
+
 /** The incremental layout of a {@link GraphModel}. */
 export class GraphLayout {
   readonly expanded = new Set<number>();
   private cache = new Map<number, SectionLayout>();
+  private rowOptions: RowOptions = { attrs: true, weights: true };
   placed: Placed[] = [];
   width = 0;
   height = 0;
 
   constructor(readonly model: GraphModel) {}
+
+  /** The rows shown now. */
+  get rows(): RowOptions {
+    return { ...this.rowOptions };
+  }
+
+  /**
+   * Shows or hides attribute and weight rows. Boxes change height, so the cached layouts are
+   * dropped: the expanded sections are laid out again now (the stack is re-placed), the others
+   * when next expanded.
+   */
+  setRows(o: RowOptions): void {
+    if (o.attrs === this.rowOptions.attrs && o.weights === this.rowOptions.weights) return;
+    this.rowOptions = { ...o };
+    this.cache.clear();
+    this.place();
+  }
 
   /** Lays out section `s`'s interior (cached). */
   layoutOf(s: number): SectionLayout {
@@ -164,10 +190,11 @@ export class GraphLayout {
       node.inputs.forEach((v, i) => {
         const val = v >= 0 ? m.values[v] : undefined;
         if (val?.kind === 'const') rows.push({ kind: 'const', value: v, text: rowText(slotName(node.op, i), val.text ?? '') });
-        else if (val?.kind === 'weight')
+        else if (val?.kind === 'weight' && this.rowOptions.weights)
           rows.push({ kind: 'weight', value: v, text: rowText(slotName(node.op, i), weightLabel(val.name)) });
       });
-      for (const a of node.attrs.slice(0, 4)) rows.push({ kind: 'attr', value: -1, text: rowText(a.name, a.value) });
+      if (this.rowOptions.attrs)
+        for (const a of node.attrs.slice(0, 4)) rows.push({ kind: 'attr', value: -1, text: rowText(a.name, a.value) });
       const title = node.domain ? `${node.domain}:${node.op}` : node.op;
       const w = textW(Math.max(title.length, ...rows.map((r) => r.text.length)));
       boxes.push({ kind: 'op', x: 0, y: 0, w: Math.max(64, w), h: HEAD_H + rows.length * ROW_H, node: n, value: -1, title, rows });

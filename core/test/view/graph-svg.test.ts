@@ -119,6 +119,36 @@ describe.skipIf(!hasPython)('graph SVG export', () => {
     expect(got.edges).toEqual(L.layoutOf(0).edges.map((e) => m.values[e.value]!.name));
   });
 
+  it('follows the attribute and weight toggles: rows go, boxes shrink, the SVG drops them', () => {
+    const m = model();
+    const L = new GraphLayout(m);
+    L.expanded.add(0).add(1);
+    L.place();
+    const mm = () => L.layoutOf(1).boxes.find((b) => b.node === 1)!;
+    expect(mm().rows.map((r) => r.kind)).toEqual(['weight', 'attr']);
+    const full = { h: mm().h, height: L.height };
+    L.setRows({ attrs: false, weights: true });
+    expect(mm().rows.map((r) => r.kind)).toEqual(['weight']);
+    L.setRows({ attrs: false, weights: false });
+    expect(mm().rows).toEqual([]);
+    // The Gather's weight row is gone too; the Reshape's folded constant stays.
+    expect(L.layoutOf(0).boxes.find((b) => b.node === 0)!.rows).toEqual([]);
+    expect(
+      L.layoutOf(1)
+        .boxes.find((b) => b.node === 2)!
+        .rows.map((r) => r.kind),
+    ).toEqual(['const']);
+    expect(mm().h).toBeLessThan(full.h);
+    expect(L.height).toBeLessThan(full.height);
+    expect(L.rows).toEqual({ attrs: false, weights: false });
+    const texts = parse(graphSvg(L, m)).texts.join('\n');
+    expect(texts).not.toContain('note = ');
+    expect(texts).not.toContain('embed.weight');
+    expect(texts).toContain('shape = int64[2] [-1, 8]');
+    L.setRows({ attrs: true, weights: true });
+    expect(mm().h).toBe(full.h);
+  });
+
   it('escapes the five XML characters', () => {
     expect(xmlEscape(`<a&b> "c" 'd'`)).toBe('&lt;a&amp;b&gt; &quot;c&quot; &apos;d&apos;');
   });

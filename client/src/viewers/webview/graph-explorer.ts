@@ -19,8 +19,18 @@ import { legend, selectionPanel, type PanelHooks, type Selection } from './graph
 export const KEYS =
   'Wheel: zoom · drag: pan · click a block: expand · arrows: producer/consumer/previous/next node (pan when nothing is selected) · +/−: zoom · 0: fit · Enter: expand/collapse · Esc: clear · Ctrl+F or /: search';
 
+/** The toolbar's toggles: attribute rows, weight-name rows, shape labels on edges. */
+export interface ExplorerPrefs {
+  attrs: boolean;
+  weights: boolean;
+  shapes: boolean;
+}
+
 /** Callbacks into the host page. */
 export interface ExplorerHooks extends PanelHooks {
+  /** The toggles kept in the webview's state (VS Code restores it with the view). */
+  loadPrefs?(): Partial<ExplorerPrefs> | undefined;
+  savePrefs?(p: ExplorerPrefs): void;
   rendered(text: string): void;
   /** The picture to save: an SVG document, or the canvas as a PNG data URL. */
   saveImage(format: GraphImageFormat, data: string): void;
@@ -56,7 +66,16 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     'aria-label': 'Search the graph',
   });
   const results = el('div', { class: 'gx-results', hidden: '' });
-  const shapes = el('input', { type: 'checkbox', id: 'gx-shapes' });
+  const prefs: ExplorerPrefs = { attrs: true, weights: true, shapes: false, ...hooks.loadPrefs?.() };
+  L.setRows(prefs);
+  const toggleBox = (id: string, label: string, title: string, on: boolean) => {
+    const box = el('input', { type: 'checkbox', id, ...(on ? { checked: '' } : {}) });
+    return { box, label: el('label', { for: id, class: 'gx-check', title }, box, ` ${label}`) };
+  };
+  const attrs = toggleBox('gx-attrs', 'attributes', 'Show the first attributes of each operator as rows', prefs.attrs);
+  const weights = toggleBox('gx-weights', 'weights', 'Show weight inputs (their names) as rows', prefs.weights);
+  const shapesBox = toggleBox('gx-shapes', 'shapes on edges', 'Label edges with dtype and shape (from 50 % zoom)', prefs.shapes);
+  const shapes = shapesBox.box;
   const btn = (label: string, title: string, fn: () => void) => {
     const b = el('button', { title }, label);
     b.addEventListener('click', fn);
@@ -79,7 +98,9 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     btn('Collapse all', 'Collapse every block', () => setAll(false)),
     btn('SVG…', 'Export the whole graph, blocks expanded as they are, as an SVG file', () => exportImage('svg')),
     btn('PNG…', 'Export the current view as a PNG image', () => exportImage('png')),
-    el('label', { for: 'gx-shapes', class: 'gx-check' }, shapes, ' shapes on edges'),
+    attrs.label,
+    weights.label,
+    shapesBox.label,
     note,
   );
   host.replaceChildren(toolbar, el('div', { class: 'gx' }, wrap, panel));
@@ -368,7 +389,22 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   });
   searchBox.addEventListener('blur', () => setTimeout(() => (results.hidden = true), 150));
   searchBox.addEventListener('focus', () => (results.hidden = !searchBox.value.trim()));
-  shapes.addEventListener('change', redraw);
+  const prefsChanged = () => {
+    prefs.attrs = attrs.box.checked;
+    prefs.weights = weights.box.checked;
+    prefs.shapes = shapes.checked;
+    hooks.savePrefs?.({ ...prefs });
+  };
+  const rowsChanged = () => {
+    prefsChanged();
+    L.setRows(prefs);
+    // Boxes moved: keep the selected node in view.
+    if (selected?.kind === 'node') center(L.rectOf(selected.node));
+    redraw();
+  };
+  attrs.box.addEventListener('change', rowsChanged);
+  weights.box.addEventListener('change', rowsChanged);
+  shapes.addEventListener('change', () => (prefsChanged(), redraw()));
   new ResizeObserver(() => {
     if (!wrap.clientWidth) return;
     const first = W === 0;

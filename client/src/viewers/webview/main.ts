@@ -5,9 +5,15 @@
 import type { FromWebview, ToWebview } from '../messages';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-view';
 import { el } from './dom';
+import type { ExplorerPrefs } from './graph-explorer';
 import { renderOnnx, type OnnxView } from './onnx-view';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void };
+declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void; getState(): unknown; setState(s: unknown): void };
+
+/** What the webview keeps in VS Code's state: the graph explorer's toggles. */
+interface State {
+  gx?: Partial<ExplorerPrefs>;
+}
 
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app')!;
@@ -44,6 +50,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
         openTensor: (file, key) => vscode.postMessage({ type: 'openTensor', file, key }),
         openLink: (target) => vscode.postMessage({ type: 'openLink', target }),
         saveImage: (format, data) => vscode.postMessage({ type: 'saveImage', format, data }),
+        loadPrefs: () => (vscode.getState() as State | undefined)?.gx,
+        savePrefs: (gx) => vscode.setState({ ...(vscode.getState() as State | undefined), gx } satisfies State),
       });
     }
   } else if (m.type === 'graph') {

@@ -9,6 +9,7 @@ import type { LinkTarget } from '../messages';
 import { bytes, el } from './dom';
 import { createExplorer, type Explorer } from './graph-explorer';
 import type { PanelHooks } from './graph-panel';
+import type { ExplorerPrefs } from './graph-explorer';
 import { summaryTab } from './onnx-summary';
 
 /** Callbacks into the host page. */
@@ -21,6 +22,8 @@ export interface OnnxHooks extends PanelHooks {
   openLink(target: LinkTarget): void;
   /** The graph's picture, to be saved by the extension (a save dialog asks where). */
   saveImage(format: GraphImageFormat, data: string): void;
+  loadPrefs(): Partial<ExplorerPrefs> | undefined;
+  savePrefs(p: ExplorerPrefs): void;
 }
 
 /** What the page keeps to receive the graph. */
@@ -77,6 +80,8 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
         openTensor: (file, key) => hooks.openTensor(file, key),
         rendered: (text) => hooks.renderedGraph(text),
         saveImage: (format, data) => hooks.saveImage(format, data),
+        loadPrefs: () => hooks.loadPrefs(),
+        savePrefs: (p) => hooks.savePrefs(p),
       });
       if (!graphPane.hidden) explorer.shown();
       if (pendingExport) {
