@@ -61,6 +61,8 @@ summary { cursor: pointer; }
 .gx-panel h4 { margin: 10px 0 2px; font-size: 0.95em; border-bottom: 1px solid var(--vscode-panel-border); }
 .gx-value { margin: 4px 0 6px; }
 .gx-slot { color: var(--vscode-descriptionForeground); font-weight: 600; }
+.gx-doc { margin: 4px 0 6px; color: var(--vscode-descriptionForeground); }
+.gx-doc-link { white-space: nowrap; }
 .gx-entry { white-space: pre-wrap; margin: 4px 0; padding: 4px; background: var(--vscode-textCodeBlock-background); font-size: 0.9em; }
 .gx-search-box { position: relative; }
 .gx-results { position: absolute; z-index: 5; top: 100%; left: 0; width: 520px; max-height: 50vh; overflow: auto;

@@ -7,6 +7,7 @@
 import type { GraphModel, GxValue } from '../../../../core/src/view/graph-data';
 import { weightLabel } from '../../../../core/src/view/graph-data';
 import { OP_CATEGORIES, slotName } from '../../../../core/src/view/graph-layout';
+import { opDoc } from '../../../../core/src/view/onnx-op-docs';
 import { dims, el } from './dom';
 
 /** What is selected. */
@@ -137,8 +138,21 @@ export function selectionPanel(m: GraphModel, sel: Selection | undefined, nav: N
     ];
   }
   const n = m.nodes[sel.node]!;
+  const doc = opDoc(n.op, n.domain);
   const out: HTMLElement[] = [
     el('h3', {}, n.domain ? `${n.domain}:${n.op}` : n.op),
+    // ONNX's own first line for the op, as Netron shows it, and its page (VS Code opens http links outside the webview).
+    ...(doc
+      ? [
+          el(
+            'div',
+            { class: 'gx-doc' },
+            el('span', {}, doc.doc),
+            ' ',
+            el('a', { href: doc.url, class: 'gx-doc-link', title: doc.url }, `${doc.domain} v${doc.since} ↗`),
+          ),
+        ]
+      : []),
     el('div', { class: 'mono gx-name' }, n.name || '(unnamed)'),
     el('div', { class: 'summary' }, m.sections[n.section]!.label),
   ];
