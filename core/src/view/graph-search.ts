@@ -1,10 +1,14 @@
 /**
  * The graph explorer's search: a query matches node names, op types and value names (graph
- * inputs, weights, folded constants, inner tensors), case-insensitively. Each hit names the node
+ * inputs, weights, folded constants, inner tensors), case-insensitively. A weight is also found
+ * by what its row and the panel call it: its checkpoint key in the spec, and, for QEfficient's
+ * packed MoE experts (`<module>.moe_weights.gate`, every expert in one tensor), by
+ * `<module>.experts.gate (packed experts)`, so searching "experts" finds them. Each hit names the node
  * to jump to: the node itself, a value's producer, or (for an input, weight or constant, which
  * no node produces) its first consumer. Exact matches come first, then prefix and suffix
  * matches, then the rest in graph order.
  */
+import { MOE_WEIGHTS_KEY } from '../artifacts/prepared-keys';
 import type { GraphModel } from './graph-data';
 
 /** One search result. */
@@ -16,14 +20,38 @@ export interface SearchHit {
   name: string;
 }
 
+/**
+ * The other names weight `name` is found by: its checkpoint key when that differs, and for a
+ * packed MoE tensor `<module>.experts.<role> (packed experts)`.
+ */
+export function weightAliases(m: GraphModel, name: string): string[] {
+  const out: string[] = [];
+  const moe = MOE_WEIGHTS_KEY.exec(name);
+  if (moe) out.push(`${moe[1]}.experts.${moe[2]}${moe[3] ?? ''} (packed experts)`);
+  const key = Object.hasOwn(m.sources, name) ? m.sources[name]!.key : undefined;
+  if (key && key !== name) out.push(key);
+  return out;
+}
+
 /** Lower-cased names, built once per model. */
 export class GraphSearch {
   private nodeNames: string[];
   private valueNames: string[];
+  /** Weight value → its other names ({@link weightAliases}), as written and lower-cased. */
+  private aliases = new Map<number, { name: string; lower: string }[]>();
 
   constructor(private readonly m: GraphModel) {
     this.nodeNames = m.nodes.map((n) => n.name.toLowerCase());
     this.valueNames = m.values.map((v) => v.name.toLowerCase());
+    m.values.forEach((v, i) => {
+      if (v.kind !== 'weight') return;
+      const a = weightAliases(m, v.name);
+      if (a.length)
+        this.aliases.set(
+          i,
+          a.map((name) => ({ name, lower: name.toLowerCase() })),
+        );
+    });
   }
 
   /** At most `limit` hits for `query` (empty for a blank query). */
@@ -52,6 +80,12 @@ export class GraphSearch {
       // A value named like its producer (`/layers.3/Mul` out of node `/layers.3/Mul`) is the node's hit already.
       add({ node, what: val.kind, name: val.name }, score(name), node);
     });
+    for (const [v, names] of this.aliases) {
+      const hit = names.find((a) => a.lower.includes(q));
+      const node = this.m.values[v]!.consumers[0];
+      if (!hit || node === undefined || this.valueNames[v]!.includes(q)) continue;
+      add({ node, what: 'weight', name: hit.name }, score(hit.lower), node);
+    }
     scored.sort((a, b) => a.score - b.score || a.order - b.order);
     return scored.slice(0, limit).map((s) => s.hit);
   }
