@@ -55,7 +55,9 @@ summary { cursor: pointer; }
 .gx-wrap { position: relative; flex: 1; min-width: 0; overflow: hidden; }
 .gx-canvas { display: block; cursor: grab; outline: none; touch-action: none; }
 .gx-canvas:focus-visible { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
-.gx-panel { width: 340px; flex: none; overflow: auto; padding: 6px 10px; border-left: 1px solid var(--vscode-panel-border);
+.gx-split { flex: none; width: 5px; cursor: col-resize; background: var(--vscode-panel-border); touch-action: none; }
+.gx-split:hover, .gx-split:focus-visible { background: var(--vscode-focusBorder); outline: none; }
+.gx-panel { width: 340px; flex: none; box-sizing: border-box; overflow: auto; padding: 6px 10px;
   background: var(--vscode-sideBar-background, var(--vscode-editor-background)); word-break: break-all; }
 .gx-panel h3 { margin: 4px 0; font-size: 1.1em; }
 .gx-panel h4 { margin: 10px 0 2px; font-size: 0.95em; border-bottom: 1px solid var(--vscode-panel-border); }

@@ -8,23 +8,20 @@
 import type { GraphModel } from '../../../../core/src/view/graph-data';
 import { neighbors } from '../../../../core/src/view/graph-data';
 import { GraphSearch, type SearchHit } from '../../../../core/src/view/graph-search';
-import { GraphLayout, clip } from '../../../../core/src/view/graph-layout';
+import { searchUi } from './graph-search-box';
+import { GraphLayout } from '../../../../core/src/view/graph-layout';
 import type { GraphImageFormat } from '../../../../core/src/view/graph-image';
 import { graphSvg } from '../../../../core/src/view/graph-svg';
 import { el } from './dom';
 import { paintGraph, themeColors } from './graph-paint';
+import { panelSplitter, toggleBox, type ExplorerPrefs } from './graph-controls';
 import { legend, selectionPanel, type PanelHooks, type Selection } from './graph-panel';
+
+export type { ExplorerPrefs } from './graph-controls';
 
 /** Keyboard help, shown as the canvas's tooltip. */
 export const KEYS =
   'Wheel: zoom · drag: pan · click a block: expand · arrows: producer/consumer/previous/next node (pan when nothing is selected) · +/−: zoom · 0: fit · Enter: expand/collapse · Esc: clear · Ctrl+F or /: search';
-
-/** The toolbar's toggles: attribute rows, weight-name rows, shape labels on edges. */
-export interface ExplorerPrefs {
-  attrs: boolean;
-  weights: boolean;
-  shapes: boolean;
-}
 
 /** Callbacks into the host page. */
 export interface ExplorerHooks extends PanelHooks {
@@ -59,19 +56,10 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   const canvas = el('canvas', { class: 'gx-canvas', tabindex: '0', title: KEYS, 'aria-label': 'Graph; ' + KEYS });
   const wrap = el('div', { class: 'gx-wrap' }, canvas, legend(window.innerHeight > 800));
   const panel = el('div', { class: 'gx-panel', 'aria-live': 'polite' });
-  const searchBox = el('input', {
-    type: 'text',
-    class: 'gx-search',
-    placeholder: 'Search nodes, inputs, tensors',
-    'aria-label': 'Search the graph',
-  });
-  const results = el('div', { class: 'gx-results', hidden: '' });
+  // reveal and redraw are defined below; the search calls them only after the user types.
+  const search = searchUi(model, finder, { reveal: (n) => reveal(n), changed: () => redraw(), escape: () => canvas.focus() });
   const prefs: ExplorerPrefs = { attrs: true, weights: true, shapes: false, ...hooks.loadPrefs?.() };
   L.setRows(prefs);
-  const toggleBox = (id: string, label: string, title: string, on: boolean) => {
-    const box = el('input', { type: 'checkbox', id, ...(on ? { checked: '' } : {}) });
-    return { box, label: el('label', { for: id, class: 'gx-check', title }, box, ` ${label}`) };
-  };
   const attrs = toggleBox('gx-attrs', 'attributes', 'Show the first attributes of each operator as rows', prefs.attrs);
   const weights = toggleBox('gx-weights', 'weights', 'Show weight inputs (their names) as rows', prefs.weights);
   const shapesBox = toggleBox('gx-shapes', 'shapes on edges', 'Label edges with dtype and shape (from 50 % zoom)', prefs.shapes);
@@ -90,7 +78,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   const toolbar = el(
     'div',
     { class: 'toolbar' },
-    el('span', { class: 'gx-search-box' }, searchBox, results),
+    search.element,
     btn('Fit', 'Fit to view (0)', () => fit()),
     btn('−', 'Zoom out (−)', () => zoomAt(1 / 1.25)),
     btn('+', 'Zoom in (+)', () => zoomAt(1.25)),
@@ -103,7 +91,9 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     shapesBox.label,
     note,
   );
-  host.replaceChildren(toolbar, el('div', { class: 'gx' }, wrap, panel));
+  const gx = el('div', { class: 'gx' }, wrap);
+  host.replaceChildren(toolbar, gx);
+  panelSplitter(gx, panel, prefs.panelWidth, (w) => ((prefs.panelWidth = w), hooks.savePrefs?.({ ...prefs })));
 
   let colors = themeColors();
   let k = 1;
@@ -113,10 +103,6 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   let H = 0;
   let dpr = 1;
   let selected: Selection | undefined;
-  let matches = new Set<number>();
-  let hits: SearchHit[] = [];
-  let hitAt = -1;
-  let searched = '';
   let firstPaint = true;
   let draws = 0;
   const ctx = canvas.getContext('2d', { alpha: false })!;
@@ -147,7 +133,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
       H,
       dpr,
       selected,
-      matches,
+      matches: search.matches(),
       showShapes: shapes.checked,
     });
     // State for tests and assistive tools: the zoom and the open blocks.
@@ -325,70 +311,15 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
         select(undefined);
         break;
       case '/':
-        searchBox.focus();
+        search.box.focus();
         break;
       default:
-        if (e.key === 'f' && (e.ctrlKey || e.metaKey)) searchBox.focus();
+        if (e.key === 'f' && (e.ctrlKey || e.metaKey)) search.box.focus();
         else return;
     }
     e.preventDefault();
   });
 
-  // Search: results listed under the box; Enter jumps to the next one.
-  const showResults = () => {
-    results.replaceChildren(
-      ...hits.slice(0, 50).map((h, i) => {
-        const row = el(
-          'div',
-          { class: `gx-hit${i === hitAt ? ' active' : ''}` },
-          el('span', { class: 'mono' }, clip(h.name, 70)),
-          el('span', { class: 'summary' }, ` ${h.what} · ${model.sections[model.nodes[h.node]!.section]!.label}`),
-        );
-        row.addEventListener('mousedown', (ev) => {
-          ev.preventDefault();
-          hitAt = i;
-          reveal(h.node);
-          showResults();
-        });
-        return row;
-      }),
-      el(
-        'div',
-        { class: 'summary gx-hit-count' },
-        hits.length ? `${hits.length}${hits.length === 100 ? '+' : ''} matches · Enter: next` : 'no match',
-      ),
-    );
-    results.hidden = !searchBox.value.trim();
-  };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const runSearch = () => {
-    searched = searchBox.value;
-    hits = finder.find(searchBox.value);
-    matches = new Set(hits.map((h) => h.node));
-    hitAt = -1;
-    showResults();
-    redraw();
-  };
-  searchBox.addEventListener('input', () => {
-    clearTimeout(timer);
-    timer = setTimeout(runSearch, 80);
-  });
-  searchBox.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' || e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-      e.preventDefault();
-      clearTimeout(timer);
-      if (searched !== searchBox.value || hitAt < 0) runSearch();
-      if (!hits.length) return;
-      hitAt = (hitAt + (e.key === 'ArrowUp' ? hits.length - 1 : 1)) % hits.length;
-      reveal(hits[hitAt]!.node);
-      showResults();
-    } else if (e.key === 'Escape') {
-      results.hidden = true;
-      canvas.focus();
-    }
-  });
-  searchBox.addEventListener('blur', () => setTimeout(() => (results.hidden = true), 150));
-  searchBox.addEventListener('focus', () => (results.hidden = !searchBox.value.trim()));
   const prefsChanged = () => {
     prefs.attrs = attrs.box.checked;
     prefs.weights = weights.box.checked;
@@ -426,7 +357,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
       requestAnimationFrame(report);
     },
     reveal,
-    search: (q) => ((searchBox.value = q), runSearch(), hits),
+    search: (q) => search.run(q),
     exportImage,
   };
 }
