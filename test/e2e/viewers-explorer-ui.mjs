@@ -27,7 +27,7 @@ export async function closeAll(page) {
 }
 
 /** Opens `folder/model.onnx`'s Graph tab; returns the frame, its canvas and side panel. */
-async function openGraph(page, folder) {
+export async function openGraph(page, folder) {
   await closeAll(page);
   await explorerOpen(page, folder, 'model.onnx');
   const frame = await frameShowing(page, 'model.onnx', `a.open-spec[title*="${folder}"]`, 'Embedded weight spec');
@@ -39,7 +39,7 @@ async function openGraph(page, folder) {
 }
 
 /** Searches `name` and waits for the side panel of the node it jumps to (`op`). */
-async function jump(frame, name, op) {
+export async function jump(frame, name, op) {
   const search = frame.locator('input.gx-search');
   await search.fill(name);
   await search.press('Enter');

@@ -12,6 +12,7 @@ import { REPO_ROOT } from './harness.mjs';
 import { qwen3MoeTensors, writeSparseCheckpoint } from '../support/sparse-checkpoint.mjs';
 import { decodePng, pngSize } from './ui-check.mjs';
 import { explorerLinkChecks } from './viewers-explorer-ui.mjs';
+import { expertsSearchCheck, graphExportChecks } from './viewers-graph-export-ui.mjs';
 import { viewerNavChecks } from './viewers-nav-ui.mjs';
 import { tensorValueChecks } from './viewers-values-ui.mjs';
 import { fixturesDir } from './workspace.mjs';
@@ -402,7 +403,9 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
   await viewerNavChecks(page, ws, check, { extensionRoot, tensors });
   await graphExplorerCheck(page, check);
   await explorerLinkChecks(page, ws, check);
+  await graphExportChecks(page, ws, check);
   await graphExplorer30bCheck(page, check);
+  await expertsSearchCheck(page, check);
   await tensorValueChecks(page, ws, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
