@@ -156,7 +156,7 @@ export class GraphLayout {
    */
   setRows(o: RowOptions): void {
     if (o.attrs === this.rowOptions.attrs && o.weights === this.rowOptions.weights) return;
-    this.rowOptions = { ...o };
+    this.rowOptions = { attrs: o.attrs, weights: o.weights };
     this.cache.clear();
     this.place();
   }
