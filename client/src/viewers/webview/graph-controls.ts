@@ -41,7 +41,8 @@ export function panelSplitter(gx: HTMLElement, panel: HTMLElement, width: number
   });
   gx.append(split, panel);
   const set = (w: number, save: boolean) => {
-    const max = Math.max(MIN_PANEL, gx.clientWidth - MIN_CANVAS);
+    // A hidden tab has no width yet: the remembered width is kept as it is then.
+    const max = gx.clientWidth ? Math.max(MIN_PANEL, gx.clientWidth - MIN_CANVAS) : Infinity;
     const pw = Math.round(Math.min(max, Math.max(MIN_PANEL, w)));
     panel.style.width = `${pw}px`;
     if (save) saved(pw);
