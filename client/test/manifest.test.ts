@@ -54,13 +54,12 @@ describe('the viewers and JSON documents (issue 36 items 1 and 10)', () => {
     };
   };
 
-  it("offers the graph's SVG and PNG export in the palette only while an ONNX viewer is active", () => {
+  it("offers the graph's SVG and PNG export in the palette (the command names the ONNX viewer when none is open)", () => {
     const src = fs.readFileSync(path.join(repo, 'client/src/viewers/index.ts'), 'utf8');
     for (const id of ['weightSpec.graph.exportSvg', 'weightSpec.graph.exportPng']) {
       expect(pkg.contributes.commands.find((c) => c.command === id)?.title).toMatch(/^Export Graph (as SVG|View as PNG)…$/);
-      expect(pkg.contributes.menus.commandPalette.find((m) => m.command === id)?.when).toBe(
-        'activeCustomEditorId == weightSpec.onnxViewer',
-      );
+      // Not hidden behind a when clause (an e2e run found no palette row with activeCustomEditorId).
+      expect(pkg.contributes.menus.commandPalette.find((m) => m.command === id)).toBeUndefined();
       // Registered by the viewers (index.ts imports vscode, which vitest cannot load: read as text).
       expect(src).toContain(`'${id}'`);
     }

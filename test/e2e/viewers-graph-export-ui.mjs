@@ -116,6 +116,9 @@ export async function graphExportChecks(page, ws, check) {
       const left = fs.readdirSync(path.dirname(out)).filter((f) => /^e2e-graph\.svg\.tmp-/.test(f));
       if (left.length) throw new Error(`temp files left beside the SVG: ${left.join(', ')}`);
       return `${shoot(shot, proposed, ['-graph.svg'])}; proposed ${path.basename(proposed)}; ${out} parses: ${svg.ops.length} op boxes (${gemm} among them), ${svg.edges} edges, ${fs.statSync(out).size} bytes`;
+    } catch (e) {
+      await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'onnx-graph-svg-failure.png') }).catch(() => {});
+      throw e;
     } finally {
       fs.rmSync(out, { force: true });
       await page.keyboard.press('Escape');

@@ -67,6 +67,7 @@ summary { cursor: pointer; }
 .gx-doc-link { white-space: nowrap; }
 .gx-entry { white-space: pre-wrap; margin: 4px 0; padding: 4px; background: var(--vscode-textCodeBlock-background); font-size: 0.9em; }
 .gx-search-box { position: relative; }
+.gx-results.flip { left: auto; right: 0; }
 .gx-results { position: absolute; z-index: 5; top: 100%; left: 0; width: 520px; max-height: 50vh; overflow: auto;
   background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
 .gx-hit { padding: 2px 6px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }

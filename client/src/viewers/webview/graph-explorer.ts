@@ -78,7 +78,6 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   const toolbar = el(
     'div',
     { class: 'toolbar' },
-    search.element,
     btn('Fit', 'Fit to view (0)', () => fit()),
     btn('−', 'Zoom out (−)', () => zoomAt(1 / 1.25)),
     btn('+', 'Zoom in (+)', () => zoomAt(1.25)),
@@ -89,6 +88,8 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     attrs.label,
     weights.label,
     shapesBox.label,
+    // Last but the note: when the toolbar wraps, its results list opens over the canvas, never over a control.
+    search.element,
     note,
   );
   const gx = el('div', { class: 'gx' }, wrap);

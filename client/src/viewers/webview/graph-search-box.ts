@@ -62,6 +62,8 @@ export function searchUi(model: GraphModel, finder: GraphSearch, hooks: SearchHo
       ),
     );
     results.hidden = !box.value.trim();
+    // Opened leftwards when the box sits near the window's right edge.
+    results.classList.toggle('flip', box.getBoundingClientRect().left + 520 > window.innerWidth);
   };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const runSearch = () => {
