@@ -150,13 +150,37 @@ export async function editorUiChecks(page, ws, { check, dir }) {
       const folders = page.locator('.pane-header', { hasText: path.basename(ws.dir) }).first();
       if ((await folders.getAttribute('aria-expanded')) === 'false') await folders.click();
       const explorer = page.locator('.explorer-folders-view');
+      /**
+       * Scrolls the explorer until `row` is rendered: the list draws only the rows in its
+       * viewport, and in this window the explorer is a few rows tall (an export now also holds
+       * the link to its prepared folder, one row more), so a file of the second folder can sit
+       * below it. From the top, a wheel step at a time.
+       */
+      const reveal = async (row) => {
+        if (await row.isVisible()) return;
+        await explorer.hover();
+        await page.mouse.wheel(0, -20_000);
+        for (let i = 0; i < 40; i++) {
+          if (
+            await row.waitFor({ state: 'visible', timeout: 250 }).then(
+              () => true,
+              () => false,
+            )
+          )
+            return;
+          await explorer.hover();
+          await page.mouse.wheel(0, 44);
+        }
+        await row.waitFor({ state: 'visible', timeout: 15_000 });
+      };
       /** The labels of the context menu of `file` in folder `dir` (expanded first). */
       const menuOf = async (dir, file) => {
         const dirRow = explorer.locator('.monaco-list-row', { hasText: dir }).first();
-        await dirRow.waitFor({ state: 'visible', timeout: 15_000 });
+        await explorer.waitFor({ state: 'visible', timeout: 15_000 });
+        await reveal(dirRow);
         if ((await dirRow.getAttribute('aria-expanded')) === 'false') await dirRow.click();
         const row = explorer.locator(`.monaco-list-row[aria-label*="${file}"]`).first();
-        await row.waitFor({ state: 'visible', timeout: 15_000 });
+        await reveal(row);
         const menu = page.locator('.monaco-menu').first();
         // Our group is there once the menu is complete (Inspect File is offered on every .onnx).
         // The menu can open before the explorer has settled (the right click then lands on a row

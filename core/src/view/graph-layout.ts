@@ -133,11 +133,71 @@ export interface RowOptions {
   weights: boolean;
 }
 
+const ALL_ROWS: RowOptions = { attrs: true, weights: true };
+
+/**
+ * What section `s` of `m` lays out: a box per op (its weight and constant rows, up to four
+ * attributes) and per value stub (graph inputs and outputs, refs to other sections), and a link
+ * per data edge (from box, to box, value). The explorer's layered layout places them; the layout
+ * bench (bench/graph-layout.bench.mjs) hands the same graph to other layout libraries.
+ */
+export function sectionGraph(
+  m: GraphModel,
+  s: number,
+  show: RowOptions = ALL_ROWS,
+): { boxes: LBox[]; links: [number, number, number][]; byNode: Map<number, number> } {
+  const sec = m.sections[s]!;
+  const inSection = new Set(sec.nodes);
+  const boxes: LBox[] = [];
+  const byNode = new Map<number, number>();
+  const stubs = new Map<string, number>();
+  const links: [number, number, number][] = []; // from box, to box, value
+  const stub = (kind: LBox['kind'], v: number): number => {
+    const key = `${kind}:${v}`;
+    let b = stubs.get(key);
+    if (b === undefined) {
+      const val = m.values[v]!;
+      const title = clip(val.kind === 'weight' ? weightLabel(val.name) : val.name);
+      boxes.push({ kind, x: 0, y: 0, w: textW(title.length), h: HEAD_H, node: -1, value: v, title, rows: [] });
+      stubs.set(key, (b = boxes.length - 1));
+    }
+    return b;
+  };
+  for (const n of sec.nodes) {
+    const node = m.nodes[n]!;
+    const rows: LRow[] = [];
+    node.inputs.forEach((v, i) => {
+      const val = v >= 0 ? m.values[v] : undefined;
+      if (val?.kind === 'const') rows.push({ kind: 'const', value: v, text: rowText(slotName(node.op, i), val.text ?? '') });
+      else if (val?.kind === 'weight' && show.weights)
+        rows.push({ kind: 'weight', value: v, text: rowText(slotName(node.op, i), weightLabel(val.name)) });
+    });
+    if (show.attrs) for (const a of node.attrs.slice(0, 4)) rows.push({ kind: 'attr', value: -1, text: rowText(a.name, a.value) });
+    const title = node.domain ? `${node.domain}:${node.op}` : node.op;
+    const w = textW(Math.max(title.length, ...rows.map((r) => r.text.length)));
+    boxes.push({ kind: 'op', x: 0, y: 0, w: Math.max(64, w), h: HEAD_H + rows.length * ROW_H, node: n, value: -1, title, rows });
+    byNode.set(n, boxes.length - 1);
+  }
+  for (const n of sec.nodes) {
+    const node = m.nodes[n]!;
+    const to = byNode.get(n)!;
+    for (const v of new Set(node.inputs)) {
+      if (v < 0) continue;
+      const val = m.values[v]!;
+      if (val.kind === 'const' || val.kind === 'weight') continue;
+      if (val.producer >= 0 && inSection.has(val.producer)) links.push([byNode.get(val.producer)!, to, v]);
+      else links.push([stub(val.kind === 'input' ? 'input' : 'ref', v), to, v]);
+    }
+    for (const v of node.outputs) if (v >= 0 && m.values[v]!.kind === 'output') links.push([byNode.get(n)!, stub('output', v), v]);
+  }
+  return { boxes, links, byNode };
+}
+
 /** The incremental layout of a {@link GraphModel}. */
 export class GraphLayout {
   readonly expanded = new Set<number>();
   private cache = new Map<number, SectionLayout>();
-  private rowOptions: RowOptions = { attrs: true, weights: true };
+  private rowOptions: RowOptions = { ...ALL_ROWS };
   placed: Placed[] = [];
   width = 0;
   height = 0;
@@ -166,52 +226,7 @@ export class GraphLayout {
     const hit = this.cache.get(s);
     if (hit) return hit;
     const t0 = performance.now();
-    const m = this.model;
-    const sec = m.sections[s]!;
-    const inSection = new Set(sec.nodes);
-    const boxes: LBox[] = [];
-    const byNode = new Map<number, number>();
-    const stubs = new Map<string, number>();
-    const links: [number, number, number][] = []; // from box, to box, value
-    const stub = (kind: LBox['kind'], v: number): number => {
-      const key = `${kind}:${v}`;
-      let b = stubs.get(key);
-      if (b === undefined) {
-        const val = m.values[v]!;
-        const title = clip(val.kind === 'weight' ? weightLabel(val.name) : val.name);
-        boxes.push({ kind, x: 0, y: 0, w: textW(title.length), h: HEAD_H, node: -1, value: v, title, rows: [] });
-        stubs.set(key, (b = boxes.length - 1));
-      }
-      return b;
-    };
-    for (const n of sec.nodes) {
-      const node = m.nodes[n]!;
-      const rows: LRow[] = [];
-      node.inputs.forEach((v, i) => {
-        const val = v >= 0 ? m.values[v] : undefined;
-        if (val?.kind === 'const') rows.push({ kind: 'const', value: v, text: rowText(slotName(node.op, i), val.text ?? '') });
-        else if (val?.kind === 'weight' && this.rowOptions.weights)
-          rows.push({ kind: 'weight', value: v, text: rowText(slotName(node.op, i), weightLabel(val.name)) });
-      });
-      if (this.rowOptions.attrs)
-        for (const a of node.attrs.slice(0, 4)) rows.push({ kind: 'attr', value: -1, text: rowText(a.name, a.value) });
-      const title = node.domain ? `${node.domain}:${node.op}` : node.op;
-      const w = textW(Math.max(title.length, ...rows.map((r) => r.text.length)));
-      boxes.push({ kind: 'op', x: 0, y: 0, w: Math.max(64, w), h: HEAD_H + rows.length * ROW_H, node: n, value: -1, title, rows });
-      byNode.set(n, boxes.length - 1);
-    }
-    for (const n of sec.nodes) {
-      const node = m.nodes[n]!;
-      const to = byNode.get(n)!;
-      for (const v of new Set(node.inputs)) {
-        if (v < 0) continue;
-        const val = m.values[v]!;
-        if (val.kind === 'const' || val.kind === 'weight') continue;
-        if (val.producer >= 0 && inSection.has(val.producer)) links.push([byNode.get(val.producer)!, to, v]);
-        else links.push([stub(val.kind === 'input' ? 'input' : 'ref', v), to, v]);
-      }
-      for (const v of node.outputs) if (v >= 0 && m.values[v]!.kind === 'output') links.push([byNode.get(n)!, stub('output', v), v]);
-    }
+    const { boxes, links, byNode } = sectionGraph(this.model, s, this.rowOptions);
     const lay = layeredLayout({ sizes: boxes, edges: links.map(([a, b]) => [a, b]), nodesep: 18, ranksep: 26 });
     boxes.forEach((b, i) => {
       b.x = lay.x[i]! - b.w / 2;
