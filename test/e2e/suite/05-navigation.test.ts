@@ -103,13 +103,19 @@ describe('navigation from a spec (issue 50)', () => {
   });
 
   it("after export → prepare --spec, the spec's own file paths resolve, and F12 opens a shard of the prepared folder", async () => {
+    // A checkpoint of its own: other suites prepare ws.llama, and an export links a prepared
+    // folder that already exists, so the "before prepare" state needs a folder never prepared.
+    const model = path.join(ws.dir, 'nav-model');
+    fs.mkdirSync(model, { recursive: true });
+    for (const f of fs.readdirSync(ws.llama))
+      if (fs.statSync(path.join(ws.llama, f)).isFile()) fs.copyFileSync(path.join(ws.llama, f), path.join(model, f));
     const dir = path.join(ws.dir, 'nav-export');
-    cli(['export', '--config', ws.llama, '--out', dir]);
+    cli(['export', '--config', model, '--out', dir]);
     const specFile = path.join(dir, 'weight_spec.json');
     const paths = (JSON.parse(fs.readFileSync(specFile, 'utf8')) as { files: { path: string }[] }).files.map((f) => f.path);
     assert.ok(paths.length > 0);
     assert.ok(!paths.some((p) => fs.existsSync(path.join(dir, p))), 'a file resolved before prepare');
-    cli(['prepare', '--checkpoint', ws.llama, '--dtype', 'float32', '--spec', specFile]);
+    cli(['prepare', '--checkpoint', model, '--dtype', 'float32', '--spec', specFile]);
     for (const p of paths) assert.ok(fs.statSync(path.join(dir, p)).isFile(), `${p} does not resolve from ${dir} after prepare`);
     const uri = vscode.Uri.file(specFile);
     const doc = await vscode.workspace.openTextDocument(uri);
