@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { SCREENSHOT_DIR } from './viewers-ui.mjs';
+import { palette } from './quick-input.mjs';
 
 /** Copies `file` into the run's screenshot folder (viewers-ui.mjs SCREENSHOT_DIR). */
 export function keepScreenshot(file) {
@@ -51,18 +52,9 @@ function expectText(text, want, what) {
   if (missing.length) throw new Error(`${what} lacks ${JSON.stringify(missing)}: ${JSON.stringify(text.slice(-1500))}`);
 }
 
-/** Runs a command by its title through the command palette (F1), as a user types it. */
+/** Runs a command by its title through the command palette, as a user types it. */
 export async function runCommand(page, title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 15_000 });
-  await page.keyboard.type(title);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 15_000 });
-  // Off any hover an earlier step left, which would take the click.
-  await page.mouse.move(1, 1);
-  await row.click();
+  await palette(page, title);
 }
 
 /** The editor checks; `check(title, fn)` counts each one (ui-check.mjs). Each starts from no open picker. */
