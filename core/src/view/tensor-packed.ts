@@ -114,6 +114,19 @@ export async function closePacked(p: Packed | undefined): Promise<void> {
   if (p?.format === 'mxfp4') await p.scales.reader.close();
 }
 
+/** A column slab of an int4 weight: `[out, cols]` values of input columns `i0 …`. */
+export type Slab = (values: Float32Array, i0: number, cols: number) => void;
+
+/** Fills `head` with the first `h` values of an `[out, in]` int4 weight from its column slabs. */
+export function int4Head([out, inF]: number[], h: number, head: number[]): Slab {
+  const K = inF!;
+  const n = Math.min(h, out! * K);
+  head.push(...new Array<number>(n).fill(NaN));
+  return (v, i0, cols) => {
+    for (let o = 0; o * K < n; o++) for (let i = i0; i < i0 + cols && o * K + i < n; i++) head[o * K + i] = v[o * cols + (i - i0)]!;
+  };
+}
+
 type Pass = { chunkBytes: number; signal?: AbortSignal | undefined };
 
 /**

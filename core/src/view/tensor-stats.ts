@@ -19,7 +19,16 @@ import { dequantFp8 } from '../prepare/fp8-kernel';
 import { planDequant } from '../prepare/transforms/fp8';
 import { quantSchemeOf } from '../prepare/quant-config';
 import type { ScaleRef } from '../prepare/types';
-import { checkpointSources, closePacked, forEachInt4Slab, forEachMxfp4Chunk, openPacked, type Packed } from './tensor-packed';
+import {
+  checkpointSources,
+  closePacked,
+  forEachInt4Slab,
+  forEachMxfp4Chunk,
+  int4Head,
+  openPacked,
+  type Packed,
+  type Slab,
+} from './tensor-packed';
 
 /** Bytes read per chunk: a few MB keeps the decoded f32 chunk in cache-friendly bounds. */
 export const STATS_CHUNK_BYTES = 4 << 20;
@@ -239,9 +248,6 @@ async function byCodes(t: OpenTensor, bins: number, pass: Pass): Promise<Moments
   return m;
 }
 
-/** A column slab of an int4 weight: `[out, cols]` values of input columns `i0 …`. */
-type Slab = (values: Float32Array, i0: number, cols: number) => void;
-
 /** Every decoded value once, in no promised order (an int4 weight by column slabs, which `slab` sees too). */
 function forEachValue(t: OpenTensor, each: (values: Float32Array) => void, pass: Pass, slab?: Slab): Promise<void> {
   const p = t.packed;
@@ -257,16 +263,6 @@ function forEachValue(t: OpenTensor, each: (values: Float32Array) => void, pass:
     },
     { chunkBytes, signal: pass.signal },
   );
-}
-
-/** Fills `head` with the first `h` values of an `[out, in]` int4 weight from its column slabs. */
-function int4Head([out, inF]: number[], h: number, head: number[]): Slab {
-  const K = inF!;
-  const n = Math.min(h, out! * K);
-  head.push(...new Array<number>(n).fill(NaN));
-  return (v, i0, cols) => {
-    for (let o = 0; o * K < n; o++) for (let i = i0; i < i0 + cols && o * K + i < n; i++) head[o * K + i] = v[o * cols + (i - i0)]!;
-  };
 }
 
 /**
