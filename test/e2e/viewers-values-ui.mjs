@@ -112,8 +112,9 @@ export async function tensorValueChecks(page, ws, check) {
         const key = (await ckLink.innerText()).trim();
         const file = await ckLink.getAttribute('title');
         await block.locator('.gx-values a', { hasText: 'Statistics' }).click();
-        await block.locator('.gx-stats .stats-line').first().waitFor({ timeout: 60_000 });
+        await block.locator('.gx-stats .stats-line, .gx-stats .error-line').first().waitFor({ timeout: 60_000 });
         const text = await block.locator('.gx-stats').innerText();
+        if (await block.locator('.gx-stats .error-line').count()) throw new Error(`the panel's Statistics of ${key} failed: ${text}`);
         const bars = await block.locator('.gx-stats .histogram span').count();
         const shot = path.join(SCREENSHOT_DIR, 'graph-panel-statistics.png');
         await page.locator('.part.editor').screenshot({ path: shot });
