@@ -15,6 +15,7 @@ import { explorerLinkChecks } from './viewers-explorer-ui.mjs';
 import { expertsSearchCheck, graphExportChecks } from './viewers-graph-export-ui.mjs';
 import { viewerNavChecks } from './viewers-nav-ui.mjs';
 import { tensorValueChecks } from './viewers-values-ui.mjs';
+import { specNavChecks } from './viewers-spec-nav-ui.mjs';
 import { fixturesDir } from './workspace.mjs';
 import { palette, quickOpen } from './quick-input.mjs';
 
@@ -129,7 +130,6 @@ export async function frameShowing(page, name, selector, text, timeoutMs = 60_00
   throw new Error(`no ${name} viewer shows ${selector} and ${JSON.stringify(text)} within ${timeoutMs / 1000} s`);
 }
 
-/** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
 export function shoot(shot, text, want) {
   for (const w of want) if (!text.includes(w)) throw new Error(`the viewer's text lacks ${JSON.stringify(w)}: ${text.slice(0, 500)}`);
   const size = pngSize(shot);
@@ -384,6 +384,7 @@ export async function viewerChecks(page, ws, uiCheck, { extensionRoot = REPO_ROO
     label: 'DeepSeek-V3 (61 layers)',
   });
   await tensorValueChecks(page, ws, check);
+  await specNavChecks(page, ws, check);
   // Leave the window as the checks after these expect it: no viewers open, a short explorer.
   await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
   await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
