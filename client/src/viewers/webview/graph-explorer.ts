@@ -17,7 +17,7 @@ import { graphSvg } from '../../../../core/src/view/graph-svg';
 import { el } from './dom';
 import { paintGraph, themeColors } from './graph-paint';
 import { directionPicker, panelSplitter, toggleBox, type ExplorerPrefs } from './graph-controls';
-import { createMinimap, MINIMAP_MIN_SECTIONS } from './graph-minimap';
+import { createMinimap, exposeViewState, MINIMAP_MIN_SECTIONS } from './graph-minimap';
 import { legend, selectionPanel, type PanelHooks, type Selection } from './graph-panel';
 
 export type { ExplorerPrefs } from './graph-controls';
@@ -155,19 +155,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
       showShapes: shapes.checked,
     });
     minimap?.update({ k, tx, ty, W, H }, colors);
-    // State for tests and assistive tools: the zoom, the open blocks, the direction, the first
-    // blocks' rectangles and the block at the view's center.
-    canvas.dataset.zoom = k.toFixed(3);
-    canvas.dataset.expanded = String(L.expanded.size);
-    canvas.dataset.direction = L.direction;
-    canvas.dataset.blocks = L.placed
-      .slice(0, 4)
-      .map((p) => [p.x, p.y, p.w, p.h].map(Math.round).join(','))
-      .join(' ');
-    const mid = L.direction === 'LR' ? (W / 2 - tx) / k : (H / 2 - ty) / k;
-    canvas.dataset.center = String(L.sectionsIn(mid, mid)[0] ?? -1);
-    canvas.dataset.edgeLabels = String(edgeLabels.length);
-    canvas.dataset.edgeSample = edgeLabels.slice(0, 8).join(' | ');
+    exposeViewState(canvas, L, { k, tx, ty, W, H }, edgeLabels);
     const ms = performance.now() - t0;
     // Frame costs for `npm run bench` (cleared now and then, so a long session does not collect them).
     if (++draws % 5000 === 0) performance.clearMeasures('gx-draw');

@@ -168,3 +168,23 @@ export function createMinimap(L: GraphLayout, model: GraphModel, moveTo: (x: num
   element.addEventListener('pointerup', () => (dragging = false));
   return { element, update };
 }
+
+/**
+ * The view's state on the canvas's data attributes, for tests and assistive tools: the zoom, the
+ * open blocks, the direction, the first blocks' rectangles, the block at the view's center and
+ * the edge labels drawn (their count and the first few).
+ */
+export function exposeViewState(canvas: HTMLCanvasElement, L: GraphLayout, v: ViewBox, edgeLabels: string[]): void {
+  const d = canvas.dataset;
+  d.zoom = v.k.toFixed(3);
+  d.expanded = String(L.expanded.size);
+  d.direction = L.direction;
+  d.blocks = L.placed
+    .slice(0, 4)
+    .map((p) => [p.x, p.y, p.w, p.h].map(Math.round).join(','))
+    .join(' ');
+  const mid = L.direction === 'LR' ? (v.W / 2 - v.tx) / v.k : (v.H / 2 - v.ty) / v.k;
+  d.center = String(L.sectionsIn(mid, mid)[0] ?? -1);
+  d.edgeLabels = String(edgeLabels.length);
+  d.edgeSample = edgeLabels.slice(0, 8).join(' | ');
+}
