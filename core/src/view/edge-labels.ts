@@ -72,10 +72,30 @@ export interface LabelInput {
   anchors?: readonly ([number, number] | undefined)[];
 }
 
+/** Rectangles bucketed by a coarse grid, so a test looks only at its neighbors (a layer holds ~200 labels). */
+class RectGrid {
+  private cells = new Map<number, Rect[]>();
+  constructor(private readonly size = 96) {}
+  private each(r: Rect, fn: (key: number) => boolean | void): boolean {
+    const [i0, i1] = [Math.floor(r.x / this.size), Math.floor((r.x + r.w) / this.size)];
+    const [j0, j1] = [Math.floor(r.y / this.size), Math.floor((r.y + r.h) / this.size)];
+    for (let i = i0; i <= i1; i++) for (let j = j0; j <= j1; j++) if (fn(i * 1_000_003 + j)) return true;
+    return false;
+  }
+  add(r: Rect): void {
+    this.each(r, (k) => void (this.cells.get(k) ?? this.cells.set(k, []).get(k)!).push(r));
+  }
+  /** True when `r` overlaps no rectangle added. */
+  free(r: Rect): boolean {
+    return !this.each(r, (k) => this.cells.get(k)?.some((b) => overlaps(r, b)));
+  }
+}
+
 /** Places each edge's label (see the module comment); undefined where an edge has none or no free place. */
 export function placeEdgeLabels(g: LabelInput): (PlacedLabel | undefined)[] {
-  const placed: PlacedLabel[] = [];
-  const free = (r: Rect, others: readonly Rect[]) => !others.some((b) => overlaps(r, b));
+  const boxes = new RectGrid();
+  for (const b of g.boxes) boxes.add(b);
+  const placed = new RectGrid();
   return g.edges.map((pts, i) => {
     const size = g.sizes[i];
     if (!size || pts.length < 4) return undefined;
@@ -86,15 +106,15 @@ export function placeEdgeLabels(g: LabelInput): (PlacedLabel | undefined)[] {
     let fallback: PlacedLabel | undefined;
     for (const at of points)
       for (const r of beside(at, size, g.direction)) {
-        if (!free(r, g.boxes)) continue;
+        if (!boxes.free(r)) continue;
         const label = { ...r, at };
-        if (free(r, placed)) {
-          placed.push(label);
+        if (placed.free(r)) {
+          placed.add(label);
           return label;
         }
         fallback ??= label;
       }
-    if (fallback) placed.push(fallback);
+    if (fallback) placed.add(fallback);
     return fallback;
   });
 }
