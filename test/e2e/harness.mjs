@@ -50,6 +50,8 @@ export function makeProfile(dir, { userDataDir, extensionsDir } = {}) {
     'extensions.autoUpdate': false,
     'extensions.autoCheckUpdates': false,
     'git.enabled': false,
+    // Where a code-server user puts it: User settings (a remote window once ignored it there, issue 50).
+    'weightSpec.onnxRuntimePath': path.join(REPO_ROOT, 'node_modules', 'onnxruntime-node'),
     'files.watcherExclude': { '**/.e2e/**': true, '**/node_modules/**': true },
   };
   fs.writeFileSync(path.join(p.userDataDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));

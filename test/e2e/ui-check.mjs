@@ -10,6 +10,7 @@ import { REPO_ROOT, codeServerCli, killGroup, launchBrowser, makeProfile, startC
 import { makeWorkspace } from './workspace.mjs';
 import { checkVsix, VSCE_PACKAGE_ARGS } from './vsix.mjs';
 import { viewerChecks } from './viewers-ui.mjs';
+import { quickOpen } from './quick-input.mjs';
 import { editorUiChecks, keepScreenshot, prepareEditorWorkspace, runCommand } from './ui-editor.mjs';
 import { hubPickCheck, makeHubCache } from './ui-hub.mjs';
 
@@ -181,21 +182,8 @@ export async function runUiCheck(dir, { extensionRoot = process.env.WEIGHT_SPEC_
         .click({ position: { x: 700, y: 400 } })
         .catch(() => {});
       // Quick Open right after start-up can find nothing while the workspace is still being
-      // searched (seen under load): one more try, with a longer wait, before failing.
-      for (let attempt = 1; ; attempt++) {
-        await page.keyboard.press('Control+P');
-        await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
-        await page.keyboard.type(path.basename(ws.badSpec));
-        const found = await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: attempt * 30_000 }).then(
-          () => true,
-          () => false,
-        );
-        if (found) break;
-        if (attempt === 2) throw new Error(`Quick Open found no ${path.basename(ws.badSpec)} in 90 s`);
-        await page.keyboard.press('Escape');
-      }
-      await page.keyboard.press('Enter');
-      await page.waitForSelector(`.tab[aria-label*="${path.basename(ws.badSpec)}"]`, { timeout: 15_000 });
+      // searched (seen under load): longer waits than later checks need.
+      await quickOpen(page, path.basename(ws.badSpec), { timeoutMs: 30_000 });
       await page.keyboard.press('Control+Shift+M');
       const panel = page.locator('.markers-panel');
       await panel.waitFor({ state: 'visible', timeout: 15_000 });

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { SCREENSHOT_DIR } from './viewers-ui.mjs';
+import { palette } from './quick-input.mjs';
 
 /** Copies `file` into the run's screenshot folder (viewers-ui.mjs SCREENSHOT_DIR). */
 export function keepScreenshot(file) {
@@ -38,10 +39,7 @@ export function prepareEditorWorkspace(ws) {
   // A graph with its weights embedded (the fixture's legacy export): Export is offered on it.
   fs.mkdirSync(path.join(ws.dir, 'legacy-graph'), { recursive: true });
   fs.copyFileSync(path.join(path.dirname(ws.reference), 'legacy.onnx'), path.join(ws.dir, 'legacy-graph', 'legacy.onnx'));
-  const settingsFile = path.join(ws.dir, '.vscode', 'settings.json');
-  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
-  settings['weightSpec.onnxRuntimePath'] = path.join(REPO_ROOT, 'node_modules', 'onnxruntime-node');
-  fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+  // onnxruntime-node for Run comes from code-server's User settings (harness.mjs), as a user sets it.
   return { exportDir };
 }
 
@@ -51,18 +49,9 @@ function expectText(text, want, what) {
   if (missing.length) throw new Error(`${what} lacks ${JSON.stringify(missing)}: ${JSON.stringify(text.slice(-1500))}`);
 }
 
-/** Runs a command by its title through the command palette (F1), as a user types it. */
+/** Runs a command by its title through the command palette, as a user types it. */
 export async function runCommand(page, title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 15_000 });
-  await page.keyboard.type(title);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 15_000 });
-  // Off any hover an earlier step left, which would take the click.
-  await page.mouse.move(1, 1);
-  await row.click();
+  await palette(page, title);
 }
 
 /** The editor checks; `check(title, fn)` counts each one (ui-check.mjs). Each starts from no open picker. */
@@ -217,7 +206,7 @@ export async function editorUiChecks(page, ws, { check, dir }) {
   );
 
   await checkClean(
-    'Run asks for ids and max new tokens, then shows ids, time to first token and tokens/s in the output channel (screenshot)',
+    'Run asks for ids and max new tokens, then shows ids, time to first token and tokens/s in the output channel, onnxruntime-node from code-server User settings (screenshot)',
     async () => {
       const shot = shotOf('run-output.png');
       // The export's spec as the active editor (Run works on it), opened from the tree's item.

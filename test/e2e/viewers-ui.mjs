@@ -16,6 +16,9 @@ import { expertsSearchCheck, graphExportChecks } from './viewers-graph-export-ui
 import { viewerNavChecks } from './viewers-nav-ui.mjs';
 import { tensorValueChecks } from './viewers-values-ui.mjs';
 import { fixturesDir } from './workspace.mjs';
+import { palette, quickOpen } from './quick-input.mjs';
+
+export { palette, quickOpen };
 import { firstPaint, frameTimes, stats } from '../support/graph-explorer-timing.mjs';
 
 export const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'screenshots');
@@ -46,46 +49,6 @@ function drawnPixels(file) {
   }
   const bg = Math.max(...counts.values());
   return [...counts.values()].reduce((a, b) => a + b, 0) - bg;
-}
-
-/**
- * Focuses the workbench's editor area (the Problems panel may hold the focus): the active tab
- * when there is one, since a click into a viewer gives the keyboard to its webview frame, where
- * Ctrl+P does not reach the workbench.
- */
-async function focusWorkbench(page) {
-  const tab = page.locator('.part.editor .tab.active').first();
-  if (await tab.isVisible().catch(() => false)) await tab.click().catch(() => {});
-  else
-    await page
-      .locator('.part.editor')
-      .click({ position: { x: 300, y: 200 } })
-      .catch(() => {});
-}
-
-export async function quickOpen(page, name) {
-  // Up to three tries: a file written during the session can be missing from Quick Open's first
-  // search (its file index catches up), and a webview that held the keyboard can swallow the
-  // first Ctrl+P (seen once each on fresh clones: "no deepseek-v3.onnx row in 15 s").
-  for (let attempt = 1; ; attempt++) {
-    await focusWorkbench(page);
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('Control+P');
-    const found = await page
-      .waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 })
-      .then(() => page.keyboard.type(name))
-      .then(() => page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15_000 }))
-      .then(
-        () => true,
-        (e) => {
-          if (attempt === 3) throw e;
-          return false;
-        },
-      );
-    if (found) break;
-  }
-  await page.keyboard.press('Enter');
-  await page.waitForSelector(`.tab[aria-label*="${name}"]`, { timeout: 15_000 });
 }
 
 const EXPLORER_ROW = '.explorer-folders-view .monaco-list-row';
@@ -167,15 +130,6 @@ export async function frameShowing(page, name, selector, text, timeoutMs = 60_00
 }
 
 /** Runs a command through Quick Open's `>` mode (F1 is not forwarded from every focused part). */
-export async function palette(page, title, pick) {
-  await focusWorkbench(page);
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('Control+P');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible', timeout: 15_000 });
-  await page.keyboard.type(`>${title}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: pick }).first().click({ timeout: 15_000 });
-}
-
 export function shoot(shot, text, want) {
   for (const w of want) if (!text.includes(w)) throw new Error(`the viewer's text lacks ${JSON.stringify(w)}: ${text.slice(0, 500)}`);
   const size = pngSize(shot);
@@ -269,9 +223,7 @@ async function graphExplorerTimingCheck(page, check, { file, nodes, blocks, labe
     async () => {
       await palette(page, 'Close All Editors', /Close All Editors/).catch(() => {});
       await quickOpen(page, file);
-      await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/).catch(() =>
-        palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/),
-      );
+      await palette(page, 'Reopen Editor With', /Reopen Editor With(\.\.\.|…)/);
       await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ONNX Model Viewer' }).first().click({ timeout: 15_000 });
       const frame = await webviewFrame(page, file, 'button.tab');
       await frame.getByText(`${nodes} nodes`).first().waitFor({ timeout: 30_000 });

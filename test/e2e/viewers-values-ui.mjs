@@ -1,12 +1,14 @@
 /* global document -- the waitForFunction callback runs in the workbench page */
 // Issue 50 in the real VS Code (called by viewers-ui.mjs inside the code-server + Chromium
 // session): a checkpoint row's Statistics (min/max/mean/std, histogram, first values) computed
-// from the file, compared with NumPy reading the same file; and a spec whose prepared folder
+// from the file, compared with NumPy reading the same file; the same Statistics from the graph
+// explorer's side panel for a Gemm's weight (the tensor its spec maps it to); and a spec whose prepared folder
 // does not exist (viewers-nav-ui.mjs's 30B export, q30-export: 50 shards) as one Problems row, without a row per shard.
 // Screenshots go to test/e2e/screenshots/.
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
-import { closeAll } from './viewers-explorer-ui.mjs';
+import { closeAll, jump, openGraph } from './viewers-explorer-ui.mjs';
 import { explorerOpen, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
 /** min/max/mean/std of tensor `key` of `file` by NumPy (its own header parse and bf16 decode). */
@@ -24,6 +26,35 @@ v = v.astype(np.float64)
 print(json.dumps({'min': v.min(), 'max': v.max(), 'mean': v.mean(), 'std': v.std()}))
 `;
   return JSON.parse(execFileSync('/usr/bin/python3', ['-c', py, file, key]).toString());
+}
+
+/** Throws unless the `min … · max … · mean … · std …` line of `text` is NumPy's `ref` to the six digits shown. */
+function sameAsNumpy(text, ref, file) {
+  const m = /min (\S+) · max (\S+) · mean (\S+) · std (\S+)/.exec(text);
+  if (!m) throw new Error(`no statistics line: ${text}`);
+  const got = { min: Number(m[1]), max: Number(m[2]), mean: Number(m[3]), std: Number(m[4]) };
+  for (const k of ['min', 'max', 'mean', 'std']) {
+    // Six significant digits on screen.
+    if (Math.abs(got[k] - ref[k]) > 1e-5 * Math.abs(ref[k]) + 1e-9) throw new Error(`${k} ${got[k]} on screen, NumPy ${ref[k]} (${file})`);
+  }
+  return got;
+}
+
+/**
+ * `ws.dir/<name>`: ui-export's model.onnx beside its spec rewritten to name the workspace's llama
+ * shards (ui-export's own spec names a prepared folder that does not exist at this point).
+ */
+function exportOnCheckpoint(ws, name) {
+  const dir = path.join(ws.dir, name);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.copyFileSync(path.join(ws.dir, 'ui-export', 'model.onnx'), path.join(dir, 'model.onnx'));
+  const spec = JSON.parse(fs.readFileSync(path.join(ws.dir, 'ui-export', 'weight_spec.json'), 'utf8'));
+  const index = JSON.parse(fs.readFileSync(path.join(ws.llama, 'model.safetensors.index.json'), 'utf8')).weight_map;
+  const shards = [...new Set(Object.values(index))].sort();
+  spec.files = shards.map((s) => ({ format: 'safetensors', path: path.relative(dir, path.join(ws.llama, s)).split(path.sep).join('/') }));
+  for (const i of spec.inputs) i.location = { ...i.location, file: shards.indexOf(index[i.location.key]) };
+  fs.writeFileSync(path.join(dir, 'weight_spec.json'), JSON.stringify(spec, null, 2));
+  return dir;
 }
 
 /** Runs the checks through `check(title, fn)`; `ws.dir/q30-export` is viewers-nav-ui.mjs's unprepared 30B export. */
@@ -52,21 +83,49 @@ export async function tensorValueChecks(page, ws, check) {
       // The page's own summary line ends with the checkpoint's folder.
       const summary = await frame.locator('p.summary').first().innerText();
       const file = path.join(summary.split(' · ').pop().trim(), name);
-      const ref = numpyStats(file, ws.goodKey);
-      const m = /min (\S+) · max (\S+) · mean (\S+) · std (\S+)/.exec(text);
-      if (!m) throw new Error(`no statistics line: ${text}`);
-      const got = { min: Number(m[1]), max: Number(m[2]), mean: Number(m[3]), std: Number(m[4]) };
-      for (const k of ['min', 'max', 'mean', 'std']) {
-        // Six significant digits on screen.
-        if (Math.abs(got[k] - ref[k]) > 1e-5 * Math.abs(ref[k]) + 1e-9)
-          throw new Error(`${k} ${got[k]} on screen, NumPy ${ref[k]} (${file})`);
-      }
+      const got = sameAsNumpy(text, numpyStats(file, ws.goodKey), file);
       if (bars !== 32) throw new Error(`the histogram has ${bars} bars, not 32`);
       await filter.fill('');
       // Leave the window as found: no viewer open, the explorer's folders collapsed.
       await closeAll(page);
       await palette(page, 'Collapse Folders in Explorer', /Collapse Folders in Explorer/).catch(() => {});
       return `${shown}; ${JSON.stringify(got)} = NumPy's to 6 digits, ${bars} histogram bars`;
+    },
+  );
+
+  await check(
+    "the graph panel's Statistics of a Gemm's weight: min, max, mean, std as NumPy reads its checkpoint tensor (screenshot)",
+    async () => {
+      const dir = exportOnCheckpoint(ws, 'gx-stats');
+      try {
+        const { frame, panel } = await openGraph(page, 'gx-stats');
+        await jump(frame, 'model.layers.0.self_attn.q_proj.weight', /Gemm|MatMul/);
+        // The weight input's block: its checkpoint link names the key, and the file as its title.
+        const block = panel
+          .locator('.gx-value')
+          .filter({ has: frame.locator('.gx-values') })
+          .first();
+        const ckLink = block
+          .locator('div', { hasText: /^checkpoint: / })
+          .locator('a')
+          .first();
+        const key = (await ckLink.innerText()).trim();
+        const file = await ckLink.getAttribute('title');
+        await block.locator('.gx-values a', { hasText: 'Statistics' }).click();
+        await block.locator('.gx-stats .stats-line, .gx-stats .error-line').first().waitFor({ timeout: 60_000 });
+        const text = await block.locator('.gx-stats').innerText();
+        if (await block.locator('.gx-stats .error-line').count()) throw new Error(`the panel's Statistics of ${key} failed: ${text}`);
+        const bars = await block.locator('.gx-stats .histogram span').count();
+        const shot = path.join(SCREENSHOT_DIR, 'graph-panel-statistics.png');
+        await page.locator('.part.editor').screenshot({ path: shot });
+        const shown = shoot(shot, text, [key, 'first values:', 'no NaN or inf']);
+        const got = sameAsNumpy(text, numpyStats(file, key), file);
+        if (bars !== 32) throw new Error(`the panel's histogram has ${bars} bars, not 32`);
+        return `${shown}; ${key}: ${JSON.stringify(got)} = NumPy's to 6 digits, ${bars} histogram bars`;
+      } finally {
+        await closeAll(page);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     },
   );
 

@@ -31,7 +31,10 @@ export type FromWebview =
   | { type: 'openSpec'; spec: string; input: number }
   | { type: 'openLink'; target: LinkTarget }
   | { type: 'openTensor'; file: string; key: string }
-  /** A checkpoint row's values, on demand: statistics, or a `.npy` export (a save dialog asks where). */
+  /**
+   * A tensor's values, on demand: statistics, or a `.npy` export (a save dialog asks where). From
+   * a checkpoint row, or a weight in the graph panel (its file is the one the spec maps it to).
+   */
   | { type: 'tensorStats'; key: string }
   | { type: 'exportNpy'; key: string }
   | { type: 'rendered'; text: string; view: 'page' | 'graph' }

@@ -16,6 +16,7 @@ import {
   tensorStats,
   type GraphImageFormat,
   type GraphIndex,
+  type GraphModel,
   type SpecText,
   type ViewerPage,
 } from '../../../core/src/view';
@@ -198,6 +199,8 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
     if (file.toLowerCase().endsWith('.onnx')) onnxPanels.add(panel);
     let graph: GraphIndex | undefined;
     let shown: ViewerPage | undefined;
+    // The graph explorer's model as posted: its weights' files (through the spec) answer the panel's values.
+    let model: GraphModel | undefined;
     let ready = false;
     // Messages wait for `ready` in order (a page, then a reveal).
     const pending: ToWebview[] = [];
@@ -214,6 +217,7 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
       const result = await buildViewerPage(file, { roots, ...(onnx ? {} : { specs: await workspaceSpecs() }) });
       graph = result.graph;
       shown = result.page;
+      model = undefined;
       post({ type: 'page', page: result.page, ...(reveal !== undefined ? { reveal } : {}) });
       reveal = undefined;
     };
@@ -234,7 +238,8 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
             for (const p of pending.splice(0)) void webview.postMessage(p);
             break;
           case 'graph':
-            post({ type: 'graph', model: graph ? graphModelOf(graph, file, graph.values) : undefined });
+            model = graph ? graphModelOf(graph, file, graph.values) : undefined;
+            post({ type: 'graph', model });
             break;
           case 'openTensor':
             await openTensor(m.file, m.key);
@@ -258,8 +263,11 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
           }
           case 'tensorStats':
           case 'exportNpy': {
-            // The file comes from the page built here; the webview names only the key.
-            const tf = shown?.kind === 'checkpoint' ? tensorFileOf(shown, m.key) : undefined;
+            // The file comes from the page (or the graph's spec sources) built here; the webview names only the key.
+            const tf =
+              shown?.kind === 'checkpoint'
+                ? tensorFileOf(shown, m.key)
+                : Object.values(model?.sources ?? {}).find((s) => s.key === m.key && s.file)?.file;
             if (!tf) break;
             if (m.type === 'tensorStats') post(await statsMessage(tf, m.key));
             else await exportTensor(tf, m.key);

@@ -66,6 +66,7 @@ summary { cursor: pointer; }
 .gx-doc { margin: 4px 0 6px; color: var(--vscode-descriptionForeground); }
 .gx-doc-link { white-space: nowrap; }
 .gx-entry { white-space: pre-wrap; margin: 4px 0; padding: 4px; background: var(--vscode-textCodeBlock-background); font-size: 0.9em; }
+.gx-stats .stats-line { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.9em; }
 .gx-search-box { position: relative; }
 .gx-results.flip { left: auto; right: 0; }
 .gx-results { position: absolute; z-index: 5; top: 100%; left: 0; width: 520px; max-height: 50vh; overflow: auto;

@@ -21,6 +21,8 @@ export { graphImageBytes, saveGraphImage, type GraphImageFormat } from './graph-
 export {
   tensorStats,
   openTensor,
+  closeTensor,
+  valuesShape,
   forEachChunk,
   statsLines,
   formatValue,

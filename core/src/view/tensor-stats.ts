@@ -7,18 +7,28 @@
  * pairing, `planDequant`) is dequantized with prepare's kernel (`dequantFp8`) first, so the
  * statistics are those of the weight the graph sees. A tensor of at most 16-bit codes (BF16,
  * F16, unscaled FP8) is summarized in one pass that only counts codes, the rest in two passes
- * over decoded values. Packed int4 (GPTQ/AWQ) is not decoded here: its I32 words are shown as
- * they are stored.
+ * over decoded values. A packed 4-bit weight (a GPTQ/AWQ `qweight`, an MXFP4 `_blocks`) is
+ * summarized as the float weight prepare dequantizes it to (tensor-packed.ts).
  */
 import { endianness } from 'node:os';
 import path from 'node:path';
 import { DTYPE_SIZE } from '../formats/dtype';
 import { toFloat32 } from '../formats/float-convert';
-import { Checkpoint, SafetensorsReader, elementCount, type TensorInfo } from '../formats/safetensors';
+import { SafetensorsReader, elementCount, type TensorInfo } from '../formats/safetensors';
 import { dequantFp8 } from '../prepare/fp8-kernel';
 import { planDequant } from '../prepare/transforms/fp8';
 import { quantSchemeOf } from '../prepare/quant-config';
 import type { ScaleRef } from '../prepare/types';
+import {
+  checkpointSources,
+  closePacked,
+  forEachInt4Slab,
+  forEachMxfp4Chunk,
+  int4Head,
+  openPacked,
+  type Packed,
+  type Slab,
+} from './tensor-packed';
 
 /** Bytes read per chunk: a few MB keeps the decoded f32 chunk in cache-friendly bounds. */
 export const STATS_CHUNK_BYTES = 4 << 20;
@@ -27,6 +37,7 @@ export const STATS_CHUNK_BYTES = 4 << 20;
 export interface TensorStats {
   key: string;
   dtype: string;
+  /** The values' shape: a packed tensor's dequantized one (`[out, in]`, `[E, rows, G·32]`). */
   shape: number[];
   count: number;
   /** Over the finite values; undefined when there is none. */
@@ -43,6 +54,8 @@ export interface TensorStats {
   head: number[];
   /** Set when an FP8 weight was dequantized with its block scale. */
   scale?: { key: string; block: [number, number] };
+  /** Set when a packed 4-bit tensor was dequantized: its format, stored shape and the tensors read with it. */
+  packed?: { format: Packed['format']; stored: number[]; with: string[] };
 }
 
 /** Options of {@link tensorStats}. */
@@ -58,18 +71,33 @@ export interface OpenTensor {
   reader: SafetensorsReader;
   info: TensorInfo;
   scale?: { ref: ScaleRef; values: Float32Array };
+  packed?: Packed;
+}
+
+/** The shape of the values {@link forEachChunk} yields (a packed tensor's dequantized shape). */
+export const valuesShape = (t: OpenTensor): number[] => t.packed?.shape ?? t.info.shape;
+
+/** Closes what {@link openTensor} opened. */
+export async function closeTensor(t: OpenTensor): Promise<void> {
+  await closePacked(t.packed);
+  await t.reader.close();
 }
 
 /**
  * Opens `key` of `file`; an FP8 tensor gets its block scale when the checkpoint folder of
  * `file` pairs one with it (config.json's quantization_config and a `*_scale_inv` /
- * `weight_scale` tensor, possibly in another shard). Close `reader` when done.
+ * `weight_scale` tensor, possibly in another shard), a packed 4-bit one its siblings
+ * (tensor-packed.ts). Close it with {@link closeTensor}.
  */
 export async function openTensor(file: string, key: string): Promise<OpenTensor> {
   const reader = await SafetensorsReader.open(file);
   try {
     const info = reader.info(key);
     if (!info) throw new Error(`${file}: has no tensor ${JSON.stringify(key)}`);
+    if (info.dtype === 'I32' || info.dtype === 'U8') {
+      const packed = await openPacked(file, key, info);
+      return packed ? { reader, info, packed } : { reader, info };
+    }
     if (info.dtype !== 'F8_E4M3' && info.dtype !== 'F8_E5M2') return { reader, info };
     return { reader, info, ...(await fp8Scale(path.dirname(file), key)) };
   } catch (e) {
@@ -80,15 +108,9 @@ export async function openTensor(file: string, key: string): Promise<OpenTensor>
 
 /** The scale prepare would dequantize `key` with, read whole (scales are small), or nothing. */
 async function fp8Scale(dir: string, key: string): Promise<Pick<OpenTensor, 'scale'>> {
-  const ckpt = await Checkpoint.open(dir).catch(() => undefined);
-  const config = await ckpt?.config().catch(() => undefined);
-  if (!ckpt || !config) return {};
-  const configFile = path.join(dir, 'config.json');
-  const sources = new Map(
-    ckpt
-      .tensors()
-      .map((t) => [t.key, { key: t.key, file: t.file, dtype: t.dtype, shape: t.shape, offset: t.dataOffset, byteLength: t.byteLength }]),
-  );
+  const cs = await checkpointSources(dir);
+  if (!cs?.config) return {};
+  const { ckpt, config, configFile, sources } = cs;
   const ref = planDequant(sources, quantSchemeOf(config, configFile), configFile).scales.get(key);
   const t = ref && ckpt.get(ref.key);
   if (!ref || !t) return {};
@@ -103,13 +125,23 @@ async function fp8Scale(dir: string, key: string): Promise<Pick<OpenTensor, 'sca
 /**
  * Calls `each(values, first)` for consecutive chunks of the decoded tensor (elements `first …`),
  * reading at most `chunkBytes` at a time into one reused buffer (`values` is reused too: copy
- * what must outlive the call). An async `each` is awaited before the next read.
+ * what must outlive the call). An async `each` is awaited before the next read. A packed int4
+ * weight is read by column slabs instead ({@link forEachInt4Slab}): callers that need storage
+ * order take that path themselves.
  */
 export async function forEachChunk(
   t: OpenTensor,
   each: (values: Float32Array, first: number) => void | Promise<void>,
   opts: { chunkBytes?: number; limit?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
+  const p = t.packed;
+  if (p?.format === 'mxfp4')
+    return forEachMxfp4Chunk(t.reader, t.info, p, each, {
+      chunkBytes: opts.chunkBytes ?? STATS_CHUNK_BYTES,
+      signal: opts.signal,
+      limit: opts.limit,
+    });
+  if (p) throw new Error(`${t.info.key}: packed ${p.format} is read by column slabs (forEachInt4Slab)`);
   const size = DTYPE_SIZE[t.info.dtype];
   const count = Math.min(elementCount(t.info.shape), opts.limit ?? Infinity);
   const perChunk = Math.max(1, Math.floor((opts.chunkBytes ?? STATS_CHUNK_BYTES) / size));
@@ -216,13 +248,30 @@ async function byCodes(t: OpenTensor, bins: number, pass: Pass): Promise<Moments
   return m;
 }
 
+/** Every decoded value once, in no promised order (an int4 weight by column slabs, which `slab` sees too). */
+function forEachValue(t: OpenTensor, each: (values: Float32Array) => void, pass: Pass, slab?: Slab): Promise<void> {
+  const p = t.packed;
+  if (!p || p.format === 'mxfp4') return forEachChunk(t, each, pass);
+  const chunkBytes = pass.chunkBytes ?? STATS_CHUNK_BYTES;
+  return forEachInt4Slab(
+    t.reader,
+    t.info,
+    p,
+    (v, i0, cols) => {
+      slab?.(v, i0, cols);
+      each(v);
+    },
+    { chunkBytes, signal: pass.signal },
+  );
+}
+
 /**
  * Summary of any tensor from its decoded values: pass 1 combines count, range and mean/M2
  * chunk by chunk (Chan et al.), in f64; pass 2 fills the histogram over [min, max].
  */
-async function byValues(t: OpenTensor, bins: number, pass: Pass): Promise<Moments> {
+async function byValues(t: OpenTensor, bins: number, pass: Pass, slab?: Slab): Promise<Moments> {
   const m: Moments = { n: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity, nan: 0, posInf: 0, negInf: 0, hist: [] };
-  await forEachChunk(
+  await forEachValue(
     t,
     (v) => {
       let cn = 0;
@@ -255,11 +304,12 @@ async function byValues(t: OpenTensor, bins: number, pass: Pass): Promise<Moment
       m.n = total;
     },
     pass,
+    slab,
   );
   if (m.n === 0) return m;
   const hist = (m.hist = new Array<number>(bins).fill(0));
   const width = (m.max - m.min) / bins;
-  await forEachChunk(
+  await forEachValue(
     t,
     (v) => {
       for (let i = 0; i < v.length; i++) {
@@ -274,7 +324,7 @@ async function byValues(t: OpenTensor, bins: number, pass: Pass): Promise<Moment
 
 /** Counting codes needs ≤ 16-bit codes read as they are stored (no scale) on a little-endian machine (safetensors is LE). */
 function codeCountable(t: OpenTensor): boolean {
-  return !t.scale && endianness() === 'LE' && ['BF16', 'F16', 'F8_E4M3', 'F8_E5M2'].includes(t.info.dtype);
+  return !t.scale && !t.packed && endianness() === 'LE' && ['BF16', 'F16', 'F8_E4M3', 'F8_E5M2'].includes(t.info.dtype);
 }
 
 /** Statistics of tensor `key` of safetensors `file` (see the module comment), streamed in chunks. */
@@ -283,14 +333,20 @@ export async function tensorStats(file: string, key: string, opts: TensorStatsOp
   const t = await openTensor(file, key);
   try {
     const head: number[] = [];
-    await forEachChunk(t, (v) => void head.push(...v), { limit: opts.head ?? 16, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const shape = valuesShape(t);
+    const int4 = t.packed && t.packed.format !== 'mxfp4';
+    // an int4 weight's head comes from the first pass's slabs (its rows are not stored in order)
+    if (!int4)
+      await forEachChunk(t, (v) => void head.push(...v), { limit: opts.head ?? 16, ...(opts.signal ? { signal: opts.signal } : {}) });
     const pass: Pass = { ...(opts.chunkBytes ? { chunkBytes: opts.chunkBytes } : {}), ...(opts.signal ? { signal: opts.signal } : {}) };
-    const m = codeCountable(t) ? await byCodes(t, bins, pass) : await byValues(t, bins, pass);
+    const m = codeCountable(t)
+      ? await byCodes(t, bins, pass)
+      : await byValues(t, bins, pass, int4 ? int4Head(shape, opts.head ?? 16, head) : undefined);
     return {
       key,
       dtype: t.info.dtype,
-      shape: t.info.shape,
-      count: elementCount(t.info.shape),
+      shape,
+      count: elementCount(shape),
       ...(m.n > 0 ? { min: m.min, max: m.max, mean: m.mean, std: Math.sqrt(m.m2 / m.n) } : {}),
       nan: m.nan,
       posInf: m.posInf,
@@ -298,9 +354,10 @@ export async function tensorStats(file: string, key: string, opts: TensorStatsOp
       histogram: m.n > 0 ? { lo: m.min, hi: m.max, counts: m.hist } : { lo: 0, hi: 0, counts: [] },
       head,
       ...(t.scale ? { scale: { key: t.scale.ref.key, block: t.scale.ref.block } } : {}),
+      ...(t.packed ? { packed: { format: t.packed.format, stored: t.info.shape, with: t.packed.with } } : {}),
     };
   } finally {
-    await t.reader.close();
+    await closeTensor(t);
   }
 }
 
@@ -328,9 +385,14 @@ export function formatValue(x: number): string {
 export function statsLines(s: TensorStats): string[] {
   const f = formatValue;
   const nonFinite = s.nan + s.posInf + s.negInf;
+  const p = s.packed;
+  const stored = p
+    ? `${p.format === 'mxfp4' ? 'MXFP4' : `${p.format.toUpperCase()} int4`} (${s.dtype} [${p.stored.join(', ')}]) →`
+    : s.dtype;
   return [
-    `${s.key}: ${s.dtype} [${s.shape.join(', ')}], ${s.count.toLocaleString('en-US')} values` +
-      (s.scale ? `, dequantized with ${s.scale.key} (${s.scale.block[0]}×${s.scale.block[1]} blocks)` : ''),
+    `${s.key}: ${stored} [${s.shape.join(', ')}], ${s.count.toLocaleString('en-US')} values` +
+      (s.scale ? `, dequantized with ${s.scale.key} (${s.scale.block[0]}×${s.scale.block[1]} blocks)` : '') +
+      (p ? `, dequantized with ${p.with.join(', ')}` : ''),
     s.min === undefined ? 'no finite value' : `min ${f(s.min)} · max ${f(s.max!)} · mean ${f(s.mean!)} · std ${f(s.std!)}`,
     nonFinite ? `NaN ${s.nan} · +inf ${s.posInf} · -inf ${s.negInf}` : 'no NaN or inf',
     `first values: ${s.head.map(f).join(', ')}${s.count > s.head.length ? ', …' : ''}`,

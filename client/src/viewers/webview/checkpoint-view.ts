@@ -40,6 +40,26 @@ export interface StatsAnswer {
   error?: string;
 }
 
+/** The lines (or the error) and histogram bars of a {@link StatsAnswer}: the checkpoint viewer's and the graph panel's. */
+export function statsNodes(a: StatsAnswer): HTMLElement[] {
+  const out = [
+    ...(a.error ? [el('div', { class: 'error-line' }, a.error)] : []),
+    ...a.lines.map((l) => el('div', { class: 'mono stats-line' }, l)),
+  ];
+  const h = a.histogram ?? [];
+  const top = Math.max(1, ...h);
+  if (h.length) {
+    const bars = el('div', { class: 'histogram', title: 'histogram of the finite values, min to max' });
+    for (const c of h) {
+      const b = el('span', { title: String(c) });
+      b.style.height = `${Math.max(c ? 2 : 0, Math.round((c / top) * 100))}%`;
+      bars.append(b);
+    }
+    out.push(bars);
+  }
+  return out;
+}
+
 /** What the page keeps of the table. */
 export interface CheckpointView {
   /** Scrolls to the row of `key` (clearing a filter that hides it) and highlights it. */
@@ -272,19 +292,7 @@ export function renderCheckpoint(root: HTMLElement, page: CheckpointPage, hooks:
     showStats(a) {
       if (a.key !== selected) return;
       select(a.key);
-      if (a.error) values.append(el('div', { class: 'error-line' }, a.error));
-      values.append(...a.lines.map((l) => el('div', { class: 'mono stats-line' }, l)));
-      const h = a.histogram ?? [];
-      const top = Math.max(1, ...h);
-      if (h.length) {
-        const bars = el('div', { class: 'histogram', title: 'histogram of the finite values, min to max' });
-        for (const c of h) {
-          const b = el('span', { title: String(c) });
-          b.style.height = `${Math.max(c ? 2 : 0, Math.round((c / top) * 100))}%`;
-          bars.append(b);
-        }
-        values.append(bars);
-      }
+      values.append(...statsNodes(a));
       hooks.rendered();
     },
     reveal(k) {

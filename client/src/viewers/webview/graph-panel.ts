@@ -2,12 +2,14 @@
  * The graph explorer's side panel and legend, built as text-only DOM. The panel shows the
  * selection: an operator (op type, name, attributes, inputs and outputs with dtype and shape;
  * for a weight input its weight_spec.json entry and checkpoint tensor, with links that open
+ * them and the tensor's values — statistics and `.npy` export, as the checkpoint viewer computes
  * them), a graph input or output, or a block (a decoder layer).
  */
 import type { GraphModel, GxValue } from '../../../../core/src/view/graph-data';
 import { weightLabel } from '../../../../core/src/view/graph-data';
 import { OP_CATEGORIES, slotName } from '../../../../core/src/view/graph-layout';
 import { opDoc } from '../../../../core/src/view/onnx-op-docs';
+import { statsNodes, type StatsAnswer } from './checkpoint-view';
 import { dims, el } from './dom';
 
 /** What is selected. */
@@ -17,6 +19,35 @@ export type Selection = { kind: 'node'; node: number } | { kind: 'value'; value:
 export interface PanelHooks {
   openSpec(spec: string, input: number): void;
   openTensor(file: string, key: string): void;
+  /** Asks for a checkpoint tensor's statistics (answered through {@link showPanelStats}); the extension finds its file. */
+  tensorStats(key: string): void;
+  exportNpy(key: string): void;
+}
+
+/** The statistics box of each key asked for, where its answer goes (a later panel's box replaces an earlier one). */
+const statsBoxes = new Map<string, HTMLElement>();
+
+/** Shows a tensor's statistics in the panel that asked (ignored when that panel is gone). */
+export function showPanelStats(a: StatsAnswer): void {
+  const box = statsBoxes.get(a.key);
+  if (!box?.isConnected) return;
+  box.replaceChildren(...statsNodes(a));
+}
+
+/** The values row of a weight: Statistics (into a box below it) and `.npy` export. */
+function valuesRow(key: string, nav: Nav): HTMLElement[] {
+  const box = el('div', { class: 'gx-stats tensor-values' });
+  const stats = link(
+    'Statistics',
+    () => {
+      statsBoxes.set(key, box);
+      box.replaceChildren(el('span', { class: 'summary' }, 'reading…'));
+      nav.tensorStats(key);
+    },
+    'min, max, mean, std, NaN/inf, histogram and first values, read from the file',
+  );
+  const npy = link('Export .npy…', () => nav.exportNpy(key), 'Save the values as a NumPy .npy (float32)');
+  return [el('div', { class: 'gx-values' }, 'values: ', stats, ' · ', npy), box];
 }
 
 /** Panel-internal navigation. */
@@ -106,6 +137,7 @@ function valueBlock(m: GraphModel, v: number, slot: string, nav: Nav, self?: num
         src.file ? link(`${src.key}`, () => nav.openTensor(src.file!, src.key), src.file) : el('span', { class: 'mono' }, src.key),
         src.file ? el('span', { class: 'summary' }, ` in ${src.file.split(/[\\/]/).slice(-2).join('/')}`) : undefined,
       ),
+      ...(src.file ? valuesRow(src.key, nav) : []),
       el('pre', { class: 'gx-entry mono' }, src.entry),
     );
   } else if (val.kind === 'weight') box.append(el('div', { class: 'summary' }, 'no weight_spec.json beside the model maps this input'));

@@ -6,6 +6,7 @@ import type { FromWebview, ToWebview } from '../messages';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-view';
 import { el } from './dom';
 import type { ExplorerPrefs } from './graph-explorer';
+import { showPanelStats } from './graph-panel';
 import { renderOnnx, type OnnxView } from './onnx-view';
 
 declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void; getState(): unknown; setState(s: unknown): void };
@@ -48,6 +49,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
         renderedGraph: (text) => vscode.postMessage({ type: 'rendered', view: 'graph', text }),
         openSpec: (spec, input) => vscode.postMessage({ type: 'openSpec', spec, input }),
         openTensor: (file, key) => vscode.postMessage({ type: 'openTensor', file, key }),
+        tensorStats: (key) => vscode.postMessage({ type: 'tensorStats', key }),
+        exportNpy: (key) => vscode.postMessage({ type: 'exportNpy', key }),
         openLink: (target) => vscode.postMessage({ type: 'openLink', target }),
         saveImage: (format, data) => vscode.postMessage({ type: 'saveImage', format, data }),
         loadPrefs: () => (vscode.getState() as State | undefined)?.gx,
@@ -62,6 +65,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
     onnx?.exportImage(m.format);
   } else if (m.type === 'tensorStats') {
     checkpoint?.showStats(m);
+    if (onnx) showPanelStats(m);
   }
 });
 vscode.postMessage({ type: 'ready' });

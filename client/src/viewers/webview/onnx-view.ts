@@ -78,6 +78,8 @@ export function renderOnnx(root: HTMLElement, page: OnnxPage, hooks: OnnxHooks):
       explorer = createExplorer(graphPane, model, {
         openSpec: (spec, input) => hooks.openSpec(spec, input),
         openTensor: (file, key) => hooks.openTensor(file, key),
+        tensorStats: (key) => hooks.tensorStats(key),
+        exportNpy: (key) => hooks.exportNpy(key),
         rendered: (text) => hooks.renderedGraph(text),
         saveImage: (format, data) => hooks.saveImage(format, data),
         loadPrefs: () => hooks.loadPrefs(),

@@ -15,7 +15,8 @@ import { moeWeightsPrefix } from '../../artifacts/prepared-keys';
 /** `<m>.experts.gate_up_proj_blocks`. */
 export const MXFP4_BLOCKS = /^(.*)\.experts\.(gate_up|down)_proj_blocks$/;
 
-function checkPacked(blocks: SourceTensor, scales: SourceTensor): { E: number; R: number; G: number } {
+/** The sizes of MXFP4 `blocks` `u8 [E, rows, G, 16]` and `scales` `u8 [E, rows, G]`, refusing any other layout. */
+export function checkPacked(blocks: SourceTensor, scales: SourceTensor): { E: number; R: number; G: number } {
   if (blocks.dtype !== 'U8' || scales.dtype !== 'U8')
     throw new PipelineError(`${blocks.key}: MXFP4 blocks and scales must be U8 (got ${blocks.dtype}, ${scales.dtype})`);
   const [E, R, G, B] = blocks.shape;
