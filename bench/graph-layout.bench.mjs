@@ -8,7 +8,8 @@
 // without blocks does). Same box sizes and edges (core sectionGraph), top to bottom, node and
 // rank gaps as the explorer uses. Prints per engine: median [min–max] over RUNS of the time to
 // lay out all 63 blocks, the slowest single block (what one expand waits for), the whole graph,
-// and the laid-out area and edge bends of the blocks (a rough measure of the drawing's size).
+// and the laid-out area and edge bends of the blocks (a rough measure of the drawing's size);
+// the explorer's own layout also with edge shape labels placed, top to bottom and left to right.
 // Not a target: a measurement to decide on (docs/PERFORMANCE.md, "Graph layout").
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, copyFileSync, existsSync } from 'node:fs';
@@ -55,9 +56,12 @@ const graphs = model.sections.map((_, s) => sectionGraph(model, s));
 const NODESEP = 18;
 const RANKSEP = 26;
 
-/** The explorer's layout of one block (a fresh GraphLayout each time: no cache). */
-function ours(s) {
-  const lay = new GraphLayout(model).layoutOf(s);
+/** The explorer's layout of one block (a fresh GraphLayout each time: no cache), top to bottom or left to right, labels on or off. */
+function ours(s, direction = 'TB', labels = false) {
+  const L = new GraphLayout(model);
+  L.setDirection(direction);
+  L.setLabels(labels);
+  const lay = L.layoutOf(s);
   return { w: lay.w, h: lay.h, bends: lay.edges.reduce((a, e) => a + e.pts.length / 2 - 2, 0) };
 }
 
@@ -109,6 +113,9 @@ const span = (xs) => `${median(xs).toFixed(0)} ms [${Math.min(...xs).toFixed(0)}
 
 const engines = [
   ['weight-spec (layered-layout.ts)', (s) => ours(s), null],
+  // The explorer's other modes: left to right, and edge shape labels placed (edge-labels.ts) in widened gaps.
+  ['weight-spec, shape labels placed', (s) => ours(s, 'TB', true), null],
+  ['weight-spec, left to right, shape labels placed', (s) => ours(s, 'LR', true), null],
   ['dagre 3.1.3', (s) => dagreOf(graphs[s]), (g) => dagreOf(g)],
   ['elkjs 0.12.1 (layered)', (s) => elkOf(graphs[s]), (g) => elkOf(g)],
 ];

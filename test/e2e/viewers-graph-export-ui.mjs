@@ -4,7 +4,8 @@
 // documentation line of the selected op with its onnx.ai link; the canvas stays beside the side
 // panel when the panel's edge is dragged; and the Command Palette's "Export Graph as SVG…" saves
 // the graph through the save dialog as an SVG document that an XML parser reads, holding the
-// selected op; searching "experts" on the 30B MoE graph finds its packed experts. Screenshots go to
+// selected op; the layout turns left to right, the layer outline moves the view, shape labels are
+// drawn; searching "experts" on the 30B MoE graph finds its packed experts. Screenshots go to
 // test/e2e/screenshots/.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -128,6 +129,76 @@ export async function graphExportChecks(page, ws, check) {
       await closeAll(page);
     }
   });
+  await horizontalLayoutCheck(page, check);
+}
+
+/**
+ * The canvas's data attribute `name` once it equals `want.is` or exceeds `want.over` (the
+ * explorer sets them each frame). A plain predicate, no eval: the webview's CSP forbids it.
+ */
+async function canvasData(frame, name, want, what) {
+  const read = (n) => document.querySelector('canvas.gx-canvas')?.dataset[n];
+  try {
+    await frame.waitForFunction(
+      ([n, w]) => {
+        const v = document.querySelector('canvas.gx-canvas')?.dataset[n];
+        return w.is !== undefined ? v === w.is : Number(v) > w.over;
+      },
+      [name, want],
+      { timeout: 15_000 },
+    );
+  } catch {
+    throw new Error(`${what}: the canvas's data-${name} is ${JSON.stringify(await frame.evaluate(read, name))}`);
+  }
+  return frame.evaluate(read, name);
+}
+
+/**
+ * Issue 50.4's horizontal layout, layer outline and shape labels on ui-export's graph (prologue,
+ * 2 layers, head: 4 blocks): the layout picker turns it left to right (the blocks' rectangles the
+ * canvas exposes run along x, centered on y = 0), a click on the outline's slot of a layer
+ * centers the view on that layer, and with "shapes on edges" labels are drawn.
+ */
+async function horizontalLayoutCheck(page, check) {
+  await check(
+    'the graph explorer lays out left to right, its layer outline moves the view to a layer, shape labels are drawn (screenshot)',
+    async () => {
+      try {
+        const { frame, canvas } = await openGraph(page, 'ui-export');
+        await frame.locator('#gx-direction').selectOption('LR');
+        await canvasData(frame, 'direction', { is: 'LR' }, 'left → right was picked');
+        const blocks = (await canvas.getAttribute('data-blocks')).split(' ').map((b) => b.split(',').map(Number));
+        if (blocks.length !== 4) throw new Error(`the canvas exposes ${blocks.length} blocks: ${JSON.stringify(blocks)}`);
+        for (let i = 1; i < blocks.length; i++) {
+          const [[x0, , w0], [x1, y1, , h1]] = [blocks[i - 1], blocks[i]];
+          if (!(x1 > x0 + w0) || Math.abs(y1 + h1 / 2) > 1) throw new Error(`the blocks are not left to right: ${JSON.stringify(blocks)}`);
+        }
+        // The outline: a slot per block along the top; layer 1 (collapsed), then layer 0.
+        const outline = frame.locator('.gx-minimap');
+        await outline.waitFor({ timeout: 15_000 });
+        const slot = Number(await outline.getAttribute('data-slot'));
+        if (!(slot > 10)) throw new Error(`the layer outline's slots are ${slot} px`);
+        await outline.click({ position: { x: 2.5 * slot, y: 22 } });
+        await canvasData(frame, 'center', { is: '2' }, 'a click on layer 1 in the outline');
+        // Shapes on (the gaps between ranks widen for them), then back to layer 0 through the outline.
+        if (!(await frame.locator('#gx-shapes').isChecked())) await frame.locator('label[for="gx-shapes"]').click();
+        await outline.click({ position: { x: 1.5 * slot, y: 22 } });
+        await canvasData(frame, 'center', { is: '1' }, 'a click on layer 0 in the outline');
+        const labels = Number(await canvasData(frame, 'edgeLabels', { over: 3 }, 'shape labels on layer 0'));
+        const sample = await canvas.getAttribute('data-edge-sample');
+        const view = await outline.getAttribute('data-view');
+        const shot = path.join(SCREENSHOT_DIR, 'onnx-graph-left-to-right.png');
+        await page.locator('.part.editor').screenshot({ path: shot });
+        const shown = shoot(shot, sample, ['[']);
+        return `${shown}; blocks ${blocks.map((b) => b.join(',')).join(' | ')}; outline slot ${slot.toFixed(1)} px, view ${view}; ${labels} labels (${sample.slice(0, 80)})`;
+      } catch (e) {
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'onnx-graph-left-to-right-failure.png') }).catch(() => {});
+        throw e;
+      } finally {
+        await closeAll(page);
+      }
+    },
+  );
 }
 
 /** On the 30B MoE graph viewers-ui.mjs's timing check left open (qwen3-30b.onnx): "experts" finds the packed expert tensors. */

@@ -77,6 +77,12 @@ summary { cursor: pointer; }
 .gx-check { display: inline-flex; align-items: center; gap: 4px; }
 .gx-legend { position: absolute; left: 8px; bottom: 8px; padding: 2px 8px; font-size: 0.85em; opacity: 0.92;
   background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
+.gx-minimap { position: absolute; top: 8px; right: 8px; bottom: 8px; width: 44px; cursor: pointer; touch-action: none; opacity: 0.92;
+  background: var(--vscode-editorWidget-background); border: 1px solid var(--vscode-panel-border); }
+.gx-minimap.lr { left: 8px; bottom: auto; width: auto; height: 44px; }
+.gx-mm-base { position: absolute; left: 0; top: 0; }
+.gx-mm-view { position: absolute; box-sizing: border-box; pointer-events: none; border: 1.5px solid var(--vscode-focusBorder);
+  background: var(--vscode-editor-selectionBackground); opacity: 0.8; }
 .gx-legend-item { display: flex; align-items: center; gap: 6px; }
 .gx-swatch { display: inline-block; width: 14px; height: 9px; border: 1px solid var(--vscode-panel-border); }
 .gx-swatch.cat-layer { background: var(--vscode-charts-blue); }

@@ -1,6 +1,6 @@
 /**
  * The graph explorer's layout, computed incrementally: the sections (prologue, one per decoder
- * layer, head) are stacked top to bottom, a collapsed section is one block, and an expanded one
+ * layer, head) are stacked top to bottom (or left to right: {@link GraphLayout.setDirection}), a collapsed section is one block, and an expanded one
  * is laid out (layered-layout.ts) on its own nodes only when first expanded (then cached). Expanding a
  * layer of a 48-layer model therefore costs one layer's layout, and the stack is re-placed in
  * O(sections). Values from another section enter as small `ref` boxes (clicking one jumps to
@@ -8,8 +8,13 @@
  *
  * Pure (no DOM): the webview draws what this computes; unit tests check it.
  */
-import { weightLabel, type GraphModel } from './graph-data';
-import { layeredLayout } from './layered-layout';
+import { shapeLabel, weightLabel, type GraphModel } from './graph-data';
+import { labelSize, placeEdgeLabels, type PlacedLabel } from './edge-labels';
+import { layeredLayout, type LayoutDirection } from './layered-layout';
+
+export type { LayoutDirection } from './layered-layout';
+// Kept importable from here (the explorer's panel and legend read them with the layout).
+export { OP_CATEGORIES, opCategory, type OpCategory } from './op-category';
 
 /** Approximate width of one character of the 11 px editor font. */
 export const CHAR_W = 6.6;
@@ -52,12 +57,8 @@ export interface LEdge {
   pts: number[];
   value: number;
   box: [number, number, number, number];
-}
-
-/** Where an edge's shape label sits (its left baseline): beside the middle point of its polyline. */
-export function edgeLabelAt(e: LEdge): [number, number] {
-  const m = Math.floor(e.pts.length / 4) * 2;
-  return [e.pts[m]! + 4, e.pts[m + 1]! + 3];
+  /** Its shape label's box (edge-labels.ts: on the edge, over no node), when labels are on and it has one. */
+  label?: PlacedLabel & { text: string };
 }
 
 /** One section's interior layout. */
@@ -198,9 +199,13 @@ export class GraphLayout {
   readonly expanded = new Set<number>();
   private cache = new Map<number, SectionLayout>();
   private rowOptions: RowOptions = { ...ALL_ROWS };
+  private dir: LayoutDirection = 'TB';
+  private labelsOn = false;
   placed: Placed[] = [];
   width = 0;
   height = 0;
+  /** Counts {@link place} calls: a drawing made from the stack (the minimap) is stale when it changed. */
+  version = 0;
 
   constructor(readonly model: GraphModel) {}
 
@@ -221,47 +226,102 @@ export class GraphLayout {
     this.place();
   }
 
+  /** Which way the sections and each section's ranks advance. */
+  get direction(): LayoutDirection {
+    return this.dir;
+  }
+
+  /** Lays the graph out top to bottom or left to right (the expanded sections again now). */
+  setDirection(d: LayoutDirection): void {
+    if (d === this.dir) return;
+    this.dir = d;
+    this.cache.clear();
+    this.place();
+  }
+
+  /** Edge shape labels are placed (and the gaps between ranks made deep enough for them). */
+  get labels(): boolean {
+    return this.labelsOn;
+  }
+
+  /** Turns edge shape labels on or off; the expanded sections are laid out again now. */
+  setLabels(on: boolean): void {
+    if (on === this.labelsOn) return;
+    this.labelsOn = on;
+    this.cache.clear();
+    this.place();
+  }
+
   /** Lays out section `s`'s interior (cached). */
   layoutOf(s: number): SectionLayout {
     const hit = this.cache.get(s);
     if (hit) return hit;
     const t0 = performance.now();
     const { boxes, links, byNode } = sectionGraph(this.model, s, this.rowOptions);
-    const lay = layeredLayout({ sizes: boxes, edges: links.map(([a, b]) => [a, b]), nodesep: 18, ranksep: 26 });
+    const texts = links.map(([, , v]) => (this.labelsOn ? shapeLabel(this.model.values[v]!) : undefined));
+    const sizes = texts.map((t) => (t ? labelSize(t) : undefined));
+    const direction = this.dir;
+    const edgePairs = links.map(([a, b]): [number, number] => [a, b]);
+    const lay = layeredLayout({ sizes: boxes, edges: edgePairs, nodesep: 18, ranksep: 26, direction, labels: sizes });
     boxes.forEach((b, i) => {
       b.x = lay.x[i]! - b.w / 2;
       b.y = lay.y[i]! - b.h / 2;
     });
+    const labels = this.labelsOn ? placeEdgeLabels({ direction, boxes, edges: lay.points, sizes, anchors: lay.labelAt }) : [];
+    // A label beside the outermost edge may stick out of the boxes' extent: grow the interior to hold it.
+    let [x0, y0, x1, y1] = [0, 0, lay.width, lay.height];
+    for (const l of labels)
+      if (l) [x0, y0, x1, y1] = [Math.min(x0, l.x), Math.min(y0, l.y), Math.max(x1, l.x + l.w), Math.max(y1, l.y + l.h)];
     const edges: LEdge[] = links.map(([, , v], i) => {
-      const pts = lay.points[i]!;
+      const pts = lay.points[i]!.map((c, j) => c - (j % 2 ? y0 : x0));
       const xs = pts.filter((_, j) => j % 2 === 0);
       const ys = pts.filter((_, j) => j % 2 === 1);
-      return { pts, value: v, box: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)] };
+      const e: LEdge = { pts, value: v, box: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)] };
+      const l = labels[i];
+      if (l) e.label = { x: l.x - x0, y: l.y - y0, w: l.w, h: l.h, at: [l.at[0] - x0, l.at[1] - y0], text: texts[i]! };
+      return e;
     });
-    const width = lay.width;
-    const height = lay.height;
-    const out: SectionLayout = { w: width, h: height, boxes, edges, byNode, ms: performance.now() - t0 };
+    for (const b of boxes) [b.x, b.y] = [b.x - x0, b.y - y0];
+    const out: SectionLayout = { w: x1 - x0, h: y1 - y0, boxes, edges, byNode, ms: performance.now() - t0 };
     this.cache.set(s, out);
     return out;
   }
 
-  /** Stacks the sections (laying out newly expanded ones); returns the stack. */
+  /**
+   * Stacks the sections (laying out newly expanded ones) along the direction: top to bottom
+   * centered on x = 0, or left to right centered on y = 0. Returns the stack.
+   */
   place(): Placed[] {
-    let y = 0;
-    let w = 0;
+    const lr = this.dir === 'LR';
+    let at = 0;
+    let across = 0;
     this.placed = this.model.sections.map((_, i) => {
       const expanded = this.expanded.has(i);
       const inner = expanded ? this.layoutOf(i) : undefined;
       const pw = inner ? Math.max(BLOCK_W, inner.w + 2 * FRAME_PAD) : BLOCK_W;
       const ph = inner ? FRAME_HEAD + inner.h + 2 * FRAME_PAD : BLOCK_H;
-      const p: Placed = { index: i, x: -pw / 2, y, w: pw, h: ph, expanded };
-      y += ph + SECTION_GAP;
-      w = Math.max(w, pw);
+      const p: Placed = lr
+        ? { index: i, x: at, y: -ph / 2, w: pw, h: ph, expanded }
+        : { index: i, x: -pw / 2, y: at, w: pw, h: ph, expanded };
+      at += (lr ? pw : ph) + SECTION_GAP;
+      across = Math.max(across, lr ? ph : pw);
       return p;
     });
-    this.width = w;
-    this.height = Math.max(0, y - SECTION_GAP);
+    const along = Math.max(0, at - SECTION_GAP);
+    [this.width, this.height] = lr ? [along, across] : [across, along];
+    this.version++;
     return this.placed;
+  }
+
+  /** The top-left corner of the whole picture (`width` × `height` from there). */
+  get origin(): { x: number; y: number } {
+    return this.dir === 'LR' ? { x: 0, y: -this.height / 2 } : { x: -this.width / 2, y: 0 };
+  }
+
+  /** The arrow into section `s` from the one before (x1, y1, x2, y2): down the x = 0 axis, or along y = 0. */
+  sectionArrow(s: number): [number, number, number, number] {
+    const p = this.placed[s]!;
+    return this.dir === 'LR' ? [p.x - SECTION_GAP, 0, p.x, 0] : [0, p.y - SECTION_GAP, 0, p.y];
   }
 
   /** Origin of section `s`'s interior (boxes are relative to it). */
@@ -281,26 +341,40 @@ export class GraphLayout {
     return { x: o.x + b.x, y: o.y + b.y, w: b.w, h: b.h };
   }
 
-  /** Indices of the placed sections overlapping `[y0, y1]` (binary search: the stack is sorted). */
-  sectionsIn(y0: number, y1: number): number[] {
+  /**
+   * Indices of the placed sections whose extent along the stack (y top to bottom, x left to
+   * right) overlaps `[a0, a1]` (binary search: the stack is sorted).
+   */
+  sectionsIn(a0: number, a1: number): number[] {
     const ps = this.placed;
+    const lr = this.dir === 'LR';
+    const start = (p: Placed) => (lr ? p.x : p.y);
+    const end = (p: Placed) => (lr ? p.x + p.w : p.y + p.h);
     let lo = 0;
     let hi = ps.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (ps[mid]!.y + ps[mid]!.h < y0) lo = mid + 1;
+      if (end(ps[mid]!) < a0) lo = mid + 1;
       else hi = mid;
     }
     const out: number[] = [];
-    for (let i = lo; i < ps.length && ps[i]!.y <= y1; i++) out.push(i);
+    for (let i = lo; i < ps.length && start(ps[i]!) <= a1; i++) out.push(i);
     return out;
+  }
+
+  /** The sections overlapping the rectangle `[x0, x1] × [y0, y1]`, in stack order. */
+  sectionsInView(x0: number, y0: number, x1: number, y1: number): number[] {
+    const lr = this.dir === 'LR';
+    return this.sectionsIn(lr ? x0 : y0, lr ? x1 : y1).filter((s) => {
+      const p = this.placed[s]!;
+      return lr ? p.y <= y1 && p.y + p.h >= y0 : p.x <= x1 && p.x + p.w >= x0;
+    });
   }
 
   /** What is at `(x, y)`: a box of an expanded section, a section's title bar or block, or nothing. */
   hit(x: number, y: number): { section: number; box?: LBox; row?: LRow } | undefined {
-    for (const s of this.sectionsIn(y, y)) {
+    for (const s of this.sectionsInView(x, y, x, y)) {
       const p = this.placed[s]!;
-      if (x < p.x || x > p.x + p.w) continue;
       if (!p.expanded || y < p.y + FRAME_HEAD) return { section: s };
       const o = this.interior(s);
       for (const b of this.layoutOf(s).boxes) {
@@ -314,26 +388,4 @@ export class GraphLayout {
     }
     return undefined;
   }
-}
-
-/** Op categories the explorer colors (and its legend lists), as Netron groups them. */
-export const OP_CATEGORIES = ['layer', 'activation', 'normalization', 'tensor', 'other'] as const;
-/** One of {@link OP_CATEGORIES}. */
-export type OpCategory = (typeof OP_CATEGORIES)[number];
-
-const CATEGORY: Record<string, OpCategory> = {};
-for (const [c, ops] of [
-  ['layer', 'Gemm MatMul MatMulInteger Conv ConvTranspose Attention MultiHeadAttention GroupQueryAttention Einsum'],
-  ['activation', 'Sigmoid Softmax LogSoftmax Relu Gelu FastGelu Tanh Silu Erf Elu LeakyRelu HardSigmoid Softplus'],
-  ['normalization', 'LayerNormalization SimplifiedLayerNormalization RMSNormalization BatchNormalization ReduceMean Sqrt Reciprocal'],
-  [
-    'tensor',
-    'Reshape Transpose Concat Split Slice Gather GatherND GatherElements Unsqueeze Squeeze Expand Tile Shape ScatterND ScatterElements Range Identity Cast Where Flatten Pad TopK ArgMax',
-  ],
-] as const)
-  for (const op of ops.split(' ')) CATEGORY[op] = c;
-
-/** The category of op type `op` (`other` for arithmetic and the rest). */
-export function opCategory(op: string): OpCategory {
-  return CATEGORY[op] ?? 'other';
 }

@@ -2,14 +2,17 @@
  * The graph explorer's picture as an SVG document, made from the layout (not a screenshot of
  * the canvas): every placed section, collapsed ones as blocks and expanded ones as they are laid
  * out, with their operator boxes (title, rows), input/output/ref pills, edges with arrow heads
- * and, when asked, the edges' shape labels. The drawing follows graph-paint.ts (the canvas) at
- * full detail, so the file is the whole graph a user expanded, readable at any zoom.
+ * and, when the layout placed them (`L.setLabels(true)`: the "shapes" toggle), the edges' shape
+ * labels. The drawing follows graph-paint.ts (the canvas) at full detail and in the layout's
+ * direction (top to bottom or left to right), so the file is the whole graph a user expanded,
+ * readable at any zoom.
  *
  * Pure (no DOM): the webview calls it on its own layout and posts the text to the extension,
  * which saves it; unit tests parse it.
  */
-import { shapeLabel, type GraphModel } from './graph-data';
-import { FRAME_HEAD, HEAD_H, ROW_H, SECTION_GAP, clip, edgeLabelAt, opCategory, type GraphLayout, type LBox } from './graph-layout';
+import type { GraphModel } from './graph-data';
+import { LABEL_BASELINE } from './edge-labels';
+import { FRAME_HEAD, HEAD_H, ROW_H, clip, opCategory, type GraphLayout, type LBox } from './graph-layout';
 
 /** The explorer's colors (the webview reads them from VS Code's theme; the SVG takes them as given). */
 export type GraphColors = Record<
@@ -57,8 +60,6 @@ export const LIGHT_COLORS: GraphColors = {
 /** What the SVG shows besides the layout. */
 export interface GraphSvgOptions {
   colors?: GraphColors;
-  /** Draw each edge's dtype and shape beside it (the explorer's "shapes" toggle). */
-  showShapes?: boolean;
   /** The font family (the editor's, in the webview). */
   font?: string;
 }
@@ -89,17 +90,18 @@ const text = (x: number, y: number, s: string, a: Record<string, string | number
 export function graphSvg(L: GraphLayout, model: GraphModel, opts: GraphSvgOptions = {}): string {
   const c = opts.colors ?? LIGHT_COLORS;
   const pad = 20;
-  const x0 = -L.width / 2 - pad;
+  const x0 = L.origin.x - pad;
+  const y0 = L.origin.y - pad;
   const w = L.width + 2 * pad;
   const h = L.height + 2 * pad;
   const out: string[] = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<svg xmlns="http://www.w3.org/2000/svg"${attrs({ width: w, height: h, viewBox: `${n(x0)} ${-pad} ${n(w)} ${n(h)}` })}` +
+    `<svg xmlns="http://www.w3.org/2000/svg"${attrs({ width: w, height: h, viewBox: `${n(x0)} ${n(y0)} ${n(w)} ${n(h)}` })}` +
       `${attrs({ 'font-family': opts.font || 'monospace', 'font-size': 11 })}>`,
     `<title>${xmlEscape(model.file.split(/[\\/]/).pop() ?? model.file)}</title>`,
     `<defs><marker id="arrow" viewBox="0 0 7 7" refX="7" refY="3.5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">` +
       `<path d="M0,0 L7,3.5 L0,7 z"${attrs({ fill: c.edge })}/></marker></defs>`,
-    `<rect${attrs({ x: x0, y: -pad, width: w, height: h, fill: c.bg })}/>`,
+    `<rect${attrs({ x: x0, y: y0, width: w, height: h, fill: c.bg })}/>`,
   ];
   const box = (b: LBox) => {
     if (b.kind === 'op') {
@@ -133,10 +135,10 @@ export function graphSvg(L: GraphLayout, model: GraphModel, opts: GraphSvgOption
   };
   for (const p of L.placed) {
     const sec = model.sections[p.index]!;
-    if (p.index > 0)
-      out.push(
-        `<line${attrs({ x1: 0, y1: p.y - SECTION_GAP, x2: 0, y2: p.y, stroke: c.edge, 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' })}/>`,
-      );
+    if (p.index > 0) {
+      const [x1, y1, x2, y2] = L.sectionArrow(p.index);
+      out.push(`<line${attrs({ x1, y1, x2, y2, stroke: c.edge, 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' })}/>`);
+    }
     out.push(`<g${attrs({ class: p.expanded ? 'section' : 'section collapsed', 'data-section': sec.id })}>`);
     if (!p.expanded) {
       out.push(
@@ -165,11 +167,8 @@ export function graphSvg(L: GraphLayout, model: GraphModel, opts: GraphSvgOption
       out.push(
         `<polyline class="edge"${attrs({ points: xy.join(' '), fill: 'none', stroke: c.edge, 'marker-end': 'url(#arrow)', 'data-value': model.values[e.value]!.name })}/>`,
       );
-      const label = opts.showShapes ? shapeLabel(model.values[e.value]!) : undefined;
-      if (label) {
-        const [lx, ly] = edgeLabelAt(e);
-        out.push(text(lx, ly, label, { class: 'shape', 'font-size': 9, fill: c.edge }));
-      }
+      const l = e.label;
+      if (l) out.push(text(l.x + 1, l.y + LABEL_BASELINE, l.text, { class: 'shape', 'font-size': 9, fill: c.edge }));
     }
     for (const b of lay.boxes) box(b);
     out.push('</g>', '</g>');

@@ -1,11 +1,22 @@
 /**
- * A layered (Sugiyama-style) layout of a DAG, top to bottom, small and fast enough to run when a
+ * A layered (Sugiyama-style) layout of a DAG, top to bottom or left to right, small and fast enough to run when a
  * block is expanded: longest-path ranks (sources pulled down next to their first consumer),
  * dummy nodes on edges that span ranks, barycenter ordering sweeps, and x positions from
  * neighbor averages with overlap removal. dagre (used before) took 0.3–2 s for one 100-node
  * decoder layer on a busy machine; this takes a few milliseconds, with no overlaps by
  * construction. Cycles (not valid in ONNX) are broken by ignoring edges against the input order.
+ *
+ * Left to right is the same layout transposed (boxes keep their own size: it is laid out with
+ * width and height swapped, then x and y swapped back). Edge labels live in the gap between
+ * ranks, as ELK places them: the gap after an edge's source rank grows to hold its label, so a
+ * label centered there on its edge crosses no box.
  */
+
+/** Which way ranks advance: down the y axis (`TB`) or along x (`LR`). */
+export type LayoutDirection = 'TB' | 'LR';
+
+/** Room left between an edge label and the ranks around it. */
+export const LABEL_GAP = 3;
 
 /** Input: box sizes and edges (indices into `sizes`). */
 export interface LayeredInput {
@@ -13,6 +24,9 @@ export interface LayeredInput {
   edges: [number, number][];
   nodesep?: number;
   ranksep?: number;
+  direction?: LayoutDirection;
+  /** Per edge (`edges` order): its label's size, or undefined for none. */
+  labels?: ({ w: number; h: number } | undefined)[];
 }
 
 /** Output: box centers, each edge's polyline (flat x,y pairs) and the drawing's size. */
@@ -22,17 +36,37 @@ export interface LayeredOutput {
   points: number[][];
   width: number;
   height: number;
+  /**
+   * Per labelled edge: the label's anchor, the point of the edge's polyline in the middle of the
+   * gap after its source's rank (a gap as deep as the label plus {@link LABEL_GAP} each side).
+   */
+  labelAt: ([number, number] | undefined)[];
 }
 
 const SWEEPS = 6;
 
 /** Lays out `g`; see the module comment. */
 export function layeredLayout(g: LayeredInput): LayeredOutput {
+  if (g.direction !== 'LR') return topDown(g);
+  const swap = (s: { w: number; h: number }) => ({ w: s.h, h: s.w });
+  const t = topDown({ ...g, sizes: g.sizes.map(swap), labels: g.labels?.map((l) => l && swap(l)) });
+  return {
+    x: t.y,
+    y: t.x,
+    points: t.points.map((p) => p.map((_, i) => p[i ^ 1]!)),
+    width: t.height,
+    height: t.width,
+    labelAt: t.labelAt.map((a) => a && [a[1], a[0]]),
+  };
+}
+
+function topDown(g: LayeredInput): LayeredOutput {
   const n = g.sizes.length;
   const nodesep = g.nodesep ?? 18;
   const ranksep = g.ranksep ?? 26;
   const DUMMY_SEP = 6;
-  const edges = g.edges.filter(([a, b]) => a !== b && a < n && b < n);
+  // [from, to, index in g.edges]
+  const edges = g.edges.flatMap(([a, b], i) => (a !== b && a < n && b < n ? [[a, b, i] as const] : []));
   const succ: number[][] = Array.from({ length: n }, () => []);
   const pred: number[][] = Array.from({ length: n }, () => []);
   for (const [a, b] of edges) {
@@ -67,7 +101,11 @@ export function layeredLayout(g: LayeredInput): LayeredOutput {
   const up: number[][] = Array.from({ length: n }, () => []);
   const down: number[][] = Array.from({ length: n }, () => []);
   const chains: number[][] = [];
-  for (const [a, b] of fwd) {
+  // The gap after rank r is as deep as the deepest label of an edge leaving r needs.
+  const gapOf: number[] = Array.from({ length: maxRank + 1 }, () => ranksep);
+  for (const [a, b, i] of fwd) {
+    const l = g.labels?.[i];
+    if (l && rk[a]! < rk[b]!) gapOf[rk[a]!] = Math.max(gapOf[rk[a]!]!, l.h + 2 * LABEL_GAP);
     const chain = [a];
     let prev = a;
     for (let r = rk[a]! + 1; r < rk[b]!; r++) {
@@ -143,14 +181,17 @@ export function layeredLayout(g: LayeredInput): LayeredOutput {
     for (const l of layers.slice(1)) place(l, (v) => avg(up[v]!, v));
     for (const l of layers.slice(0, -1).reverse()) place(l, (v) => avg(down[v]!, v));
   }
-  // y: each rank as tall as its tallest box.
+  // y: each rank as tall as its tallest box; gaps as labels need.
   const ry: number[] = [];
+  const gapMid: number[] = [];
   let cy = 0;
-  for (const l of layers) {
+  layers.forEach((l, r) => {
     const rh = Math.max(0, ...l.map((v) => h[v]!));
     ry.push(cy + rh / 2);
-    cy += rh + ranksep;
-  }
+    gapMid.push(cy + rh + gapOf[r]! / 2);
+    cy += rh + gapOf[r]!;
+  });
+  const lastGap = gapOf[maxRank] ?? ranksep;
   let minX = Infinity;
   let maxX = -Infinity;
   for (let v = 0; v < total; v++) {
@@ -168,16 +209,22 @@ export function layeredLayout(g: LayeredInput): LayeredOutput {
     return p;
   });
   // Edges in `g.edges` order (a dropped back edge gets no points).
-  const byEdge = new Map<string, number[][]>();
-  fwd.forEach(([a, b], i) => {
-    const k = `${a},${b}`;
-    byEdge.set(k, [...(byEdge.get(k) ?? []), points[i]!]);
+  const out: number[][] = g.edges.map(() => []);
+  const labelAt: ([number, number] | undefined)[] = g.edges.map(() => undefined);
+  fwd.forEach(([a, , i], j) => {
+    const p = (out[i] = points[j]!);
+    if (!g.labels?.[i] || p[3]! <= p[1]!) return;
+    // The first segment crosses the gap after a's rank: the point at the gap's middle.
+    const mid = gapMid[rk[a]!]!;
+    const t = (mid - p[1]!) / (p[3]! - p[1]!);
+    labelAt[i] = [p[0]! + t * (p[2]! - p[0]!), mid];
   });
   return {
     x: Array.from({ length: n }, (_, v) => X(v)),
     y: Array.from({ length: n }, (_, v) => ry[rk[v]!]!),
-    points: g.edges.map(([a, b]) => byEdge.get(`${a},${b}`)?.shift() ?? []),
+    points: out,
     width: maxX - minX,
-    height: Math.max(0, cy - ranksep),
+    height: Math.max(0, cy - lastGap),
+    labelAt,
   };
 }

@@ -97,9 +97,10 @@ describe.skipIf(!hasPython)('graph SVG export', () => {
     expect(texts).toContain('B = w"<&>\'\ufffd');
     expect(got.titles).toContain('<a&b>');
     expect(got.titles[0]).toBe('<model>.onnx');
-    // No shape labels unless asked.
+    // No shape labels unless the layout placed them (the "shapes" toggle).
     expect(got.tags['text.shape']).toBeUndefined();
-    const shaped = parse(graphSvg(L, m, { showShapes: true }));
+    L.setLabels(true);
+    const shaped = parse(graphSvg(L, m));
     expect(shaped.texts).toContain('F32[batch, seq, 8]');
     // One per edge whose value has a shape: h (twice: in its section and as a ref), mm, out>, ids<&>.
     const withShape = lays.flatMap((l) => l.edges.filter((e) => m.values[e.value]!.dims));
@@ -147,6 +148,38 @@ describe.skipIf(!hasPython)('graph SVG export', () => {
     expect(texts).toContain('shape = int64[2] [-1, 8]');
     L.setRows({ attrs: true, weights: true });
     expect(mm().h).toBe(full.h);
+  });
+
+  it('draws the layout left to right when it is laid out so: blocks across, arrows along x, labels where placed', () => {
+    const m = model();
+    const L = new GraphLayout(m);
+    L.expanded.add(0).add(1);
+    L.setDirection('LR');
+    L.setLabels(true);
+    const svg = graphSvg(L, m);
+    const got = parse(svg);
+    expect(got.ops.length).toBe(4);
+    // The section frames: the second starts right of the first, both centered on y = 0.
+    const frames = [...svg.matchAll(/<g class="section"[^>]*>\n<rect x="([-\d.]+)" y="([-\d.]+)" width="([\d.]+)" height="([\d.]+)"/g)].map(
+      (r) => r.slice(1).map(Number),
+    );
+    expect(frames.length).toBe(2);
+    expect(frames[1]![0]!).toBeGreaterThan(frames[0]![0]! + frames[0]![2]!);
+    for (const [, y, , h] of frames) expect(Math.abs(y! + h! / 2)).toBeLessThan(0.1);
+    // The arrow between them runs along y = 0; the viewBox holds the whole picture.
+    const line = /<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)"/.exec(svg)!.slice(1).map(Number);
+    expect(line[1]).toBe(0);
+    expect(line[3]).toBe(0);
+    expect(line[2]).toBeGreaterThan(line[0]!);
+    const vb = /viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"/.exec(svg)!.slice(1).map(Number);
+    expect(vb[0]!).toBeLessThanOrEqual(frames[0]![0]!);
+    expect(vb[0]! + vb[2]!).toBeGreaterThanOrEqual(frames[1]![0]! + frames[1]![2]! - 0.1);
+    expect(vb[1]!).toBeLessThanOrEqual(Math.min(...frames.map((f) => f[1]!)));
+    // A label per edge the layout labelled, with its text.
+    const placed = [0, 1].flatMap((s) => L.layoutOf(s).edges.flatMap((e) => (e.label ? [e.label.text] : [])));
+    expect(placed.length).toBeGreaterThan(0);
+    expect(got.tags['text.shape']).toBe(placed.length);
+    for (const t of placed) expect(got.texts).toContain(t);
   });
 
   it('escapes the five XML characters', () => {

@@ -4,13 +4,16 @@
  * canvas's wrapper are flex siblings, so the canvas takes what the panel leaves and its
  * ResizeObserver redraws it at that width: it never draws under the panel.
  */
+import type { LayoutDirection } from '../../../../core/src/view/graph-layout';
 import { el } from './dom';
 
-/** The toolbar's toggles (attribute rows, weight-name rows, shape labels on edges) and the panel's width. */
+/** The toolbar's toggles (attribute rows, weight-name rows, shape labels on edges, the direction) and the panel's width. */
 export interface ExplorerPrefs {
   attrs: boolean;
   weights: boolean;
   shapes: boolean;
+  /** Top to bottom (the default) or left to right. */
+  direction?: LayoutDirection;
   /** The side panel's width (CSS pixels), set by dragging its edge. */
   panelWidth?: number;
 }
@@ -19,6 +22,14 @@ export interface ExplorerPrefs {
 export function toggleBox(id: string, label: string, title: string, on: boolean): { box: HTMLInputElement; label: HTMLLabelElement } {
   const box = el('input', { type: 'checkbox', id, ...(on ? { checked: '' } : {}) });
   return { box, label: el('label', { for: id, class: 'gx-check', title }, box, ` ${label}`) };
+}
+
+/** The toolbar's direction picker: top → bottom or left → right. */
+export function directionPicker(dir: LayoutDirection): { select: HTMLSelectElement; label: HTMLLabelElement } {
+  const option = (value: LayoutDirection, text: string) => el('option', { value, ...(value === dir ? { selected: '' } : {}) }, text);
+  const select = el('select', { id: 'gx-direction' }, option('TB', 'top → bottom'), option('LR', 'left → right'));
+  const title = 'Lay the graph out top to bottom or left to right (blocks and the ops inside them)';
+  return { select, label: el('label', { for: 'gx-direction', class: 'gx-check', title }, 'layout ', select) };
 }
 
 /** The narrowest panel, and the least room it leaves the canvas. */

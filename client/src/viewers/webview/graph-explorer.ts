@@ -3,7 +3,9 @@
  * Layout comes from core's incremental {@link GraphLayout} (one block per decoder layer, laid
  * out when expanded); drawing culls to the viewport and drops text at small zoom, so a frame
  * stays cheap on a 4,000-node graph. Wheel zooms around the cursor, dragging pans, keys
- * navigate (see {@link KEYS}); search jumps to a node; the side panel shows the selection.
+ * navigate (see {@link KEYS}); search jumps to a node; the side panel shows the selection. The
+ * layout runs top to bottom or left to right (the toolbar's picker); deep models get a layer
+ * outline (graph-minimap.ts) that moves the view.
  */
 import type { GraphModel } from '../../../../core/src/view/graph-data';
 import { neighbors } from '../../../../core/src/view/graph-data';
@@ -14,7 +16,8 @@ import type { GraphImageFormat } from '../../../../core/src/view/graph-image';
 import { graphSvg } from '../../../../core/src/view/graph-svg';
 import { el } from './dom';
 import { paintGraph, themeColors } from './graph-paint';
-import { panelSplitter, toggleBox, type ExplorerPrefs } from './graph-controls';
+import { directionPicker, panelSplitter, toggleBox, type ExplorerPrefs } from './graph-controls';
+import { createMinimap, exposeViewState, MINIMAP_MIN_SECTIONS } from './graph-minimap';
 import { legend, selectionPanel, type PanelHooks, type Selection } from './graph-panel';
 
 export type { ExplorerPrefs } from './graph-controls';
@@ -58,12 +61,15 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   const panel = el('div', { class: 'gx-panel', 'aria-live': 'polite' });
   // reveal and redraw are defined below; the search calls them only after the user types.
   const search = searchUi(model, finder, { reveal: (n) => reveal(n), changed: () => redraw(), escape: () => canvas.focus() });
-  const prefs: ExplorerPrefs = { attrs: true, weights: true, shapes: false, ...hooks.loadPrefs?.() };
+  const prefs: ExplorerPrefs = { attrs: true, weights: true, shapes: false, direction: 'TB', ...hooks.loadPrefs?.() };
   L.setRows(prefs);
+  L.setDirection(prefs.direction === 'LR' ? 'LR' : 'TB');
+  L.setLabels(prefs.shapes);
   const attrs = toggleBox('gx-attrs', 'attributes', 'Show the first attributes of each operator as rows', prefs.attrs);
   const weights = toggleBox('gx-weights', 'weights', 'Show weight inputs (their names) as rows', prefs.weights);
   const shapesBox = toggleBox('gx-shapes', 'shapes on edges', 'Label edges with dtype and shape (from 50 % zoom)', prefs.shapes);
   const shapes = shapesBox.box;
+  const direction = directionPicker(L.direction);
   const btn = (label: string, title: string, fn: () => void) => {
     const b = el('button', { title }, label);
     b.addEventListener('click', fn);
@@ -88,12 +94,23 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     attrs.label,
     weights.label,
     shapesBox.label,
+    direction.label,
     // Last but the note: when the toolbar wraps, its results list opens over the canvas, never over a control.
     search.element,
     note,
   );
   const gx = el('div', { class: 'gx' }, wrap);
   host.replaceChildren(toolbar, gx);
+  // The layer outline: clicking it centers the view on that point of the graph.
+  const minimap =
+    model.sections.length >= MINIMAP_MIN_SECTIONS
+      ? createMinimap(L, model, (x, y) => {
+          tx = W / 2 - x * k;
+          ty = H / 2 - y * k;
+          redraw();
+        })
+      : undefined;
+  if (minimap) wrap.append(minimap.element);
   panelSplitter(gx, panel, prefs.panelWidth, (w) => ((prefs.panelWidth = w), hooks.savePrefs?.({ ...prefs })));
 
   let colors = themeColors();
@@ -137,11 +154,8 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
       matches: search.matches(),
       showShapes: shapes.checked,
     });
-    // State for tests and assistive tools: the zoom and the open blocks.
-    canvas.dataset.zoom = k.toFixed(3);
-    canvas.dataset.expanded = String(L.expanded.size);
-    canvas.dataset.edgeLabels = String(edgeLabels.length);
-    canvas.dataset.edgeSample = edgeLabels.slice(0, 8).join(' | ');
+    minimap?.update({ k, tx, ty, W, H }, colors);
+    exposeViewState(canvas, L, { k, tx, ty, W, H }, edgeLabels);
     const ms = performance.now() - t0;
     // Frame costs for `npm run bench` (cleared now and then, so a long session does not collect them).
     if (++draws % 5000 === 0) performance.clearMeasures('gx-draw');
@@ -159,7 +173,7 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     if (format === 'png') {
       draw();
       hooks.saveImage('png', canvas.toDataURL('image/png'));
-    } else hooks.saveImage('svg', graphSvg(L, model, { colors, font, showShapes: shapes.checked }));
+    } else hooks.saveImage('svg', graphSvg(L, model, { colors, font }));
   };
   let queued = false;
   const redraw = () => {
@@ -183,20 +197,29 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
   const fit = () => {
     if (!W || !H) return;
     k = Math.min(2, Math.max(0.01, Math.min(W / (L.width + 40), H / (L.height + 40))));
-    tx = W / 2;
-    ty = (H - L.height * k) / 2;
+    tx = W / 2 - (L.origin.x + L.width / 2) * k;
+    ty = H / 2 - (L.origin.y + L.height / 2) * k;
     redraw();
   };
-  /** The start: the top of the picture at a readable zoom, centered, or from its left edge when wider. */
+  /**
+   * The start: the first block at a readable zoom, 16 px from the top (top to bottom) or the
+   * left (left to right); across, centered, or from its edge when the picture is broader.
+   */
   const top = () => {
-    k = Math.max(0.6, Math.min(1, W / (L.width + 40)));
-    tx = L.width * k + 40 <= W ? W / 2 : 20 + (L.width / 2) * k;
-    ty = 16;
+    const lr = L.direction === 'LR';
+    const o = L.origin;
+    k = Math.max(0.6, Math.min(1, lr ? H / (L.height + 40) : W / (L.width + 40)));
+    // From the edge when broader than the view: below the layer outline's strip when it runs along the top.
+    const across = (size: number, view: number, from: number, edge: number) =>
+      size * k + 40 <= view ? view / 2 - (from + size / 2) * k : edge - from * k;
+    tx = lr ? 16 - o.x * k : across(L.width, W, o.x, 20);
+    ty = lr ? across(L.height, H, o.y, minimap ? 64 : 20) : 16 - o.y * k;
   };
   const center = (r: { x: number; y: number; w: number; h: number }) => {
     if (k < 0.7) k = 1;
-    tx = W / 2 - (r.x + r.w / 2) * k;
-    ty = H / 3 - (r.y + r.h / 2) * k;
+    const lr = L.direction === 'LR';
+    tx = (lr ? W / 3 : W / 2) - (r.x + r.w / 2) * k;
+    ty = (lr ? H / 2 : H / 3) - (r.y + r.h / 2) * k;
   };
   const setAll = (open: boolean) => {
     model.sections.forEach((_, i) => (open ? L.expanded.add(i) : L.expanded.delete(i)));
@@ -321,22 +344,22 @@ export function createExplorer(host: HTMLElement, model: GraphModel, hooks: Expl
     e.preventDefault();
   });
 
-  const prefsChanged = () => {
+  /** A toggle changed the layout (rows, labels' room between ranks, direction): laid out again, the selection kept in view. */
+  const layoutChanged = () => {
     prefs.attrs = attrs.box.checked;
     prefs.weights = weights.box.checked;
     prefs.shapes = shapes.checked;
+    prefs.direction = direction.select.value === 'LR' ? 'LR' : 'TB';
     hooks.savePrefs?.({ ...prefs });
-  };
-  const rowsChanged = () => {
-    prefsChanged();
+    const turned = prefs.direction !== L.direction;
     L.setRows(prefs);
-    // Boxes moved: keep the selected node in view.
+    L.setLabels(prefs.shapes);
+    L.setDirection(prefs.direction);
     if (selected?.kind === 'node') center(L.rectOf(selected.node));
+    else if (turned) top();
     redraw();
   };
-  attrs.box.addEventListener('change', rowsChanged);
-  weights.box.addEventListener('change', rowsChanged);
-  shapes.addEventListener('change', () => (prefsChanged(), redraw()));
+  for (const box of [attrs.box, weights.box, shapes, direction.select]) box.addEventListener('change', layoutChanged);
   new ResizeObserver(() => {
     if (!wrap.clientWidth) return;
     const first = W === 0;

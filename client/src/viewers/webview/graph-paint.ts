@@ -1,21 +1,13 @@
 /**
  * Painting one frame of the Graph tab (graph-explorer.ts keeps the view state and the events):
  * the theme's colors, the blocks in view (expanded ones with their edges, boxes and, zoomed in,
- * shape labels), culled to the viewport; text is dropped at small zoom and far-out boxes are
- * batched into one path per color, so a frame stays cheap on a 4,000-node graph.
+ * shape labels where the layout placed them, over no box), culled to the viewport, in the
+ * layout's direction; text is dropped at small zoom and far-out boxes are batched into one path
+ * per color, so a frame stays cheap on a 4,000-node graph.
  */
-import { shapeLabel, type GraphModel } from '../../../../core/src/view/graph-data';
-import {
-  FRAME_HEAD,
-  GraphLayout,
-  HEAD_H,
-  ROW_H,
-  SECTION_GAP,
-  clip,
-  edgeLabelAt,
-  opCategory,
-  type LBox,
-} from '../../../../core/src/view/graph-layout';
+import type { GraphModel } from '../../../../core/src/view/graph-data';
+import { LABEL_BASELINE } from '../../../../core/src/view/edge-labels';
+import { FRAME_HEAD, GraphLayout, HEAD_H, ROW_H, SECTION_GAP, clip, opCategory, type LBox } from '../../../../core/src/view/graph-layout';
 import type { GraphColors } from '../../../../core/src/view/graph-svg';
 import type { Selection } from './graph-panel';
 
@@ -65,6 +57,16 @@ export interface PaintView {
   matches: ReadonlySet<number>;
   /** The "shapes" box is checked (labels are drawn from 50 % zoom). */
   showShapes: boolean;
+}
+
+/** Adds to the current path an arrow head at `(x, y)` pointing away from `(fx, fy)`. */
+function arrowHead(ctx: CanvasRenderingContext2D, fx: number, fy: number, x: number, y: number, len = 7, half = 3.5): void {
+  const d = Math.hypot(x - fx, y - fy) || 1;
+  const [ux, uy] = [(x - fx) / d, (y - fy) / d];
+  ctx.moveTo(x - ux * len - uy * half, y - uy * len + ux * half);
+  ctx.lineTo(x - ux * len + uy * half, y - uy * len - ux * half);
+  ctx.lineTo(x, y);
+  ctx.closePath();
 }
 
 /** Paints one frame; returns the labels drawn (what the e2e suite reads) and the edge labels. */
@@ -125,24 +127,24 @@ export function paintGraph(view: PaintView): { drawn: string[]; edgeLabels: stri
   // Edge labels drawn (for tests: their count and the first few).
   const edgeLabels: string[] = [];
   ctx.textBaseline = 'alphabetic';
-  for (const s of L.sectionsIn(y0 - SECTION_GAP, y1)) {
+  const lr = L.direction === 'LR';
+  for (const s of L.sectionsIn(lr ? x0 - SECTION_GAP : y0 - SECTION_GAP, lr ? x1 : y1)) {
     const p = L.placed[s]!;
     const sec = model.sections[s]!;
     if (s > 0) {
+      const [ax, ay, bx, by] = L.sectionArrow(s);
       ctx.strokeStyle = colors.edge;
       ctx.lineWidth = 1.5 / k;
       ctx.beginPath();
-      ctx.moveTo(0, p.y - SECTION_GAP);
-      ctx.lineTo(0, p.y - 4);
+      ctx.moveTo(ax, ay);
+      ctx.lineTo(lr ? bx - 4 : bx, lr ? by : by - 4);
       ctx.stroke();
       ctx.fillStyle = colors.edge;
       ctx.beginPath();
-      ctx.moveTo(-4, p.y - 8);
-      ctx.lineTo(4, p.y - 8);
-      ctx.lineTo(0, p.y);
+      arrowHead(ctx, ax, ay, bx, by, 8, 4);
       ctx.fill();
     }
-    if (p.x > x1 || p.x + p.w < x0) continue;
+    if (p.x > x1 || p.x + p.w < x0 || p.y > y1 || p.y + p.h < y0) continue;
     const isSel = selected?.kind === 'section' && selected.section === s;
     if (!p.expanded) {
       fillRound(p.x, p.y, p.w, p.h, 6, colors.widget, isSel ? colors.focus : colors.layer, isSel ? 3 : 1.5);
@@ -190,21 +192,11 @@ export function paintGraph(view: PaintView): { drawn: string[]; edgeLabels: stri
       const [a, b, c, d] = e.box;
       if (c < ix0 || a > ix1 || d < iy0 || b > iy1 || e.pts.length < 4) continue;
       const n = e.pts.length;
-      if (k >= 0.3) {
-        const ex = e.pts[n - 2]!;
-        const ey = e.pts[n - 1]!;
-        ctx.moveTo(ex - 3.5, ey - 7);
-        ctx.lineTo(ex + 3.5, ey - 7);
-        ctx.lineTo(ex, ey);
-        ctx.closePath();
-      }
-      if (showShapes) {
-        const label = shapeLabel(model.values[e.value]!);
-        if (label) {
-          const [lx, ly] = edgeLabelAt(e);
-          ctx.fillText(label, lx, ly);
-          edgeLabels.push(label);
-        }
+      if (k >= 0.3) arrowHead(ctx, e.pts[n - 4]!, e.pts[n - 3]!, e.pts[n - 2]!, e.pts[n - 1]!);
+      const l = e.label;
+      if (showShapes && l) {
+        ctx.fillText(l.text, l.x + 1, l.y + LABEL_BASELINE);
+        edgeLabels.push(l.text);
       }
     }
     if (k >= 0.3) ctx.fill();
