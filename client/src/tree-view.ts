@@ -10,6 +10,10 @@ import * as vscode from 'vscode';
 import { stateAction } from '../../core/src/editor/spec-state';
 import { Checkpoint } from '../../core/src/formats/safetensors/checkpoint';
 import { layerNumberOf } from '../../core/src/foundation/layer-number';
+import { readRegularFileSync } from '../../core/src/paths/file-kind';
+import { linkSpecs } from '../../core/src/view/spec-links';
+import type { SpecLink } from '../../core/src/view/types';
+import { OPEN_SPEC_INPUT_COMMAND } from './viewers';
 import type { ExportEntry, WorkspaceIndex } from './workspace-index';
 
 export const TREE_VIEW_ID = 'weightSpec.exports';
@@ -21,9 +25,18 @@ export type TreeNode =
   | { kind: 'spec'; fsPath: string }
   | { kind: 'checkpoint'; fsPath: string; entry: ExportEntry; dir: string | undefined; prepared: boolean }
   | { kind: 'compile'; fsPath: string; entry: ExportEntry }
-  | { kind: 'layer'; fsPath: string; label: string; tensors: { key: string; dtype: string; shape: number[]; file: string }[] }
-  | { kind: 'tensor'; fsPath: string; key: string; dtype: string; shape: number[] }
+  | { kind: 'layer'; fsPath: string; label: string; tensors: TensorRow[] }
+  | { kind: 'tensor'; fsPath: string; key: string; dtype: string; shape: number[]; use?: SpecLink }
   | { kind: 'message'; fsPath: string; text: string };
+
+/** A tensor of the checkpoint, and the export's spec input that reads it (if one does). */
+interface TensorRow {
+  key: string;
+  dtype: string;
+  shape: number[];
+  file: string;
+  use?: SpecLink;
+}
 
 const COMPILE_TEXT: Record<string, string> = { 'never-compiled': 'never compiled', 'up-to-date': 'up to date', stale: 'stale' };
 
@@ -53,9 +66,9 @@ export class ExportTree implements vscode.TreeDataProvider<TreeNode>, vscode.Dis
         ];
       }
       case 'checkpoint':
-        return node.dir ? tensorsByLayer(node.dir) : [];
+        return node.dir ? tensorsByLayer(node.dir, node.entry.spec) : [];
       case 'layer':
-        return node.tensors.map((t) => ({ kind: 'tensor', fsPath: t.file, key: t.key, dtype: t.dtype, shape: t.shape }));
+        return node.tensors.map((t) => ({ kind: 'tensor', fsPath: t.file, key: t.key, dtype: t.dtype, shape: t.shape, use: t.use }));
       default:
         return [];
     }
@@ -118,9 +131,14 @@ export class ExportTree implements vscode.TreeDataProvider<TreeNode>, vscode.Dis
       case 'tensor': {
         const item = new vscode.TreeItem(node.key, None);
         item.description = `${node.dtype} [${node.shape.join(', ')}]`;
-        item.tooltip = `${node.key}: ${node.dtype} [${node.shape.join(', ')}] in ${node.fsPath}`;
+        item.tooltip = `${node.key}: ${node.dtype} [${node.shape.join(', ')}] in ${node.fsPath}${
+          node.use ? `\nused by inputs[${node.use.input}] (${node.use.name}) of ${node.use.spec}` : '\nread by no input of the spec'
+        }`;
         item.iconPath = new vscode.ThemeIcon('symbol-field');
         item.contextValue = 'weightSpec.tensor';
+        // A click goes to the spec entry that reads it ("used by", as the checkpoint viewer's links).
+        if (node.use)
+          item.command = { title: 'Go to Spec Entry', command: OPEN_SPEC_INPUT_COMMAND, arguments: [node.use.spec, node.use.input] };
         return item;
       }
       case 'message': {
@@ -137,21 +155,38 @@ export class ExportTree implements vscode.TreeDataProvider<TreeNode>, vscode.Dis
   }
 }
 
-/** The checkpoint's tensors grouped by layer (headers only, through core), or one message node saying why not. */
-async function tensorsByLayer(dir: string): Promise<TreeNode[]> {
+/** The spec's text as the editor holds it (unsaved edits included), else as on disk; undefined when unreadable. */
+function specText(spec: string): string | undefined {
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.scheme === 'file' && d.uri.fsPath === spec);
+  if (open) return open.getText();
+  try {
+    return readRegularFileSync(spec, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The checkpoint's tensors grouped by layer (headers only, through core), each with the input
+ * of `spec` that reads it; or one message node saying why not.
+ */
+async function tensorsByLayer(dir: string, spec: string): Promise<TreeNode[]> {
   let ck: Checkpoint;
   try {
     ck = await Checkpoint.open(dir);
   } catch (e) {
     return [{ kind: 'message', fsPath: dir, text: e instanceof Error ? e.message : String(e) }];
   }
-  const groups = new Map<number, { key: string; dtype: string; shape: number[]; file: string }[]>();
+  const text = specText(spec);
+  const { links } = text === undefined ? { links: {} as Record<string, SpecLink[]> } : linkSpecs(ck, [{ file: spec, text }]);
+  const groups = new Map<number, TensorRow[]>();
   for (const [file, h] of ck.headers) {
     for (const t of h.tensors.values()) {
       const layer = layerNumberOf(t.key) ?? -1;
       let g = groups.get(layer);
       if (!g) groups.set(layer, (g = []));
-      g.push({ key: t.key, dtype: t.dtype, shape: t.shape, file });
+      const use = links[t.key]?.[0];
+      g.push({ key: t.key, dtype: t.dtype, shape: t.shape, file, ...(use ? { use } : {}) });
     }
   }
   return [...groups.entries()]

@@ -6,7 +6,8 @@
 // - the graph panel's checkpoint link after export → prepare opens the prepared shard in the
 //   checkpoint viewer at the tensor's row;
 // - F12 on a key in weight_spec.json does the same from the text editor;
-// - completion inside a key offers a key that lives in the other shard.
+// - completion inside a key offers a key that lives in the other shard;
+// - a tensor clicked in the Weight Spec tree opens the spec at the input that reads it.
 // What the checks expect is read from the files here (the spec, the shards' own headers), never
 // from the extension.
 import fs from 'node:fs';
@@ -84,6 +85,41 @@ async function specAt(page, text, offset) {
     .waitFor({ timeout: 15_000 });
 }
 
+/**
+ * Clicks the row of the Weight Spec tree at `names` (one label per level, from an export down:
+ * each looked for among the children of the one before), waiting for it to show.
+ */
+async function clickTreeRow(page, names) {
+  const rows = page.locator('.part.sidebar .monaco-list-row');
+  const t0 = Date.now();
+  for (;;) {
+    const i = await rows.evaluateAll((els, want) => {
+      const byIndex = els.map((e) => [Number(e.getAttribute('data-index')), e]).sort((a, b) => a[0] - b[0]);
+      let depth = 0;
+      for (const [i, e] of byIndex) {
+        const level = Number(e.getAttribute('aria-level'));
+        const name = e.querySelector('.label-name')?.textContent?.trim();
+        if (level < depth + 1) return -1; // left the subtree of the row matched last
+        if (level === depth + 1 && name === want[depth]) {
+          if (++depth === want.length) return i;
+        }
+      }
+      return -1;
+    }, names);
+    if (i >= 0) {
+      await page.locator(`.part.sidebar .monaco-list-row[data-index="${i}"]`).click();
+      return;
+    }
+    if (Date.now() - t0 > 30_000) {
+      const seen = await rows.evaluateAll((els) =>
+        els.map((e) => `${e.getAttribute('aria-level')}:${e.querySelector('.label-name')?.textContent}`),
+      );
+      throw new Error(`the Weight Spec tree shows no ${names.join(' › ')}; rows: ${JSON.stringify(seen.slice(0, 30))}`);
+    }
+    await page.waitForTimeout(250);
+  }
+}
+
 /** Runs the checks through `check(title, fn)`. */
 export async function specNavChecks(page, ws, check) {
   await check("after export → prepare, the graph panel's checkpoint link opens the prepared shard at the tensor (screenshot)", async () => {
@@ -156,5 +192,35 @@ export async function specNavChecks(page, ws, check) {
     if (fs.readFileSync(path.join(ws.dir, EXPORT, 'weight_spec.json'), 'utf8') !== text)
       throw new Error(`${EXPORT}/weight_spec.json changed on disk`);
     return shown;
+  });
+
+  await check('a tensor clicked in the Weight Spec tree opens the spec at the input that reads it (screenshot)', async () => {
+    const { text, spec } = specOf(ws);
+    const input = spec.inputs.find((i) => i.location.key === 'model.layers.1.mlp.down_proj.weight');
+    const at = text.indexOf(`"key": "${input.location.key}"`) + 7;
+    const { line, col } = lineColOf(text, at);
+    try {
+      await closeAll(page);
+      const icon = page.locator('.activitybar .action-item a[aria-label^="Weight Spec"]').first();
+      const title = page.locator('.part.sidebar .composite.title', { hasText: /weight spec/i }).first();
+      for (let i = 0; i < 3 && !(await title.isVisible().catch(() => false)); i++) {
+        await icon.click();
+        await title.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => {});
+      }
+      await clickTreeRow(page, [EXPORT, 'checkpoint']);
+      await clickTreeRow(page, [EXPORT, 'checkpoint', 'layer 1']);
+      await clickTreeRow(page, [EXPORT, 'checkpoint', 'layer 1', input.location.key]);
+      await page.locator('.tab.active[aria-label*="weight_spec.json"]').first().waitFor({ timeout: 15_000 });
+      // The key's string selected, quotes included: the status bar names the cursor (the
+      // selection's end) and the length.
+      const n = input.location.key.length + 2;
+      const want = `Ln ${line}, Col ${col + n} (${n} selected)`;
+      await page.locator('.statusbar-item', { hasText: want }).first().waitFor({ timeout: 15_000 });
+      const shot = path.join(SCREENSHOT_DIR, 'tree-tensor-spec-entry.png');
+      await page.screenshot({ path: shot });
+      return `${shoot(shot, `${await page.locator('.part.sidebar').innerText()}\n${want}`, [input.location.key])}; ${want}`;
+    } finally {
+      await closeAll(page);
+    }
   });
 }

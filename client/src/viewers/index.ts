@@ -4,7 +4,7 @@
  * (default for *.onnx too: VS Code itself only offers a binary-file warning). Pages come from core/src/view.
  */
 import * as vscode from 'vscode';
-import { exportActiveGraph, openTensor, ViewerProvider, renderedText } from './provider';
+import { exportActiveGraph, openSpecInput, openTensor, ViewerProvider, renderedText } from './provider';
 import { CLIENT_COMMANDS } from '../../../core/src/protocol';
 import { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE } from './view-types';
 
@@ -13,6 +13,8 @@ export { ONNX_VIEW_TYPE, SAFETENSORS_VIEW_TYPE };
 export const RENDERED_TEXT_COMMAND = 'weightSpec.viewers.renderedText';
 /** The ONNX viewer's graph exports (palette entries while an ONNX viewer is active; package.json). */
 export const EXPORT_GRAPH_COMMANDS = { svg: 'weightSpec.graph.exportSvg', png: 'weightSpec.graph.exportPng' } as const;
+/** Not in the command palette: `(spec: string, input: number)` opens the spec at `inputs[input]`'s key (the tree's tensors). */
+export const OPEN_SPEC_INPUT_COMMAND = 'weightSpec.openSpecInput';
 
 /** Registers both viewers (one call from extension.ts). */
 export function registerViewers(context: vscode.ExtensionContext): void {
@@ -27,6 +29,9 @@ export function registerViewers(context: vscode.ExtensionContext): void {
         if (!exportActiveGraph(format))
           void vscode.window.showInformationMessage('Open an ONNX file in the ONNX viewer to export its graph.');
       }),
+    ),
+    vscode.commands.registerCommand(OPEN_SPEC_INPUT_COMMAND, (spec: unknown, input: unknown) =>
+      typeof spec === 'string' && typeof input === 'number' ? openSpecInput(spec, input) : undefined,
     ),
     // the hover's shard links (server/src/definition.ts tensorLinkTarget)
     vscode.commands.registerCommand(CLIENT_COMMANDS.openTensor, (file: unknown, key: unknown) =>

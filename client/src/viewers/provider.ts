@@ -64,6 +64,17 @@ const opening = new Map<string, Promise<void>>();
 const revealers = new Map<string, Set<(key: string) => void>>();
 
 /**
+ * Opens spec `spec` with `inputs[input]`'s key selected (a "used by" link of the checkpoint
+ * viewer, a tensor of the Weight Spec tree); the text as the editor holds it, unsaved edits included.
+ */
+export async function openSpecInput(spec: string, input: number, viewColumn?: vscode.ViewColumn): Promise<void> {
+  const d = await vscode.workspace.openTextDocument(vscode.Uri.file(spec));
+  const r = specInputKeyRange(d.getText(), spec, input);
+  const selection = r ? new vscode.Range(d.positionAt(r.start), d.positionAt(r.end)) : undefined;
+  await vscode.window.showTextDocument(d, { ...(viewColumn ? { viewColumn } : {}), ...(selection ? { selection } : {}) });
+}
+
+/**
  * Opens a checkpoint shard in the safetensors viewer scrolled to `key`, its row highlighted (a
  * not-yet-prepared shard is named in a message). A viewer of the shard that is already open is
  * revealed where it is and told to scroll.
@@ -244,13 +255,9 @@ export class ViewerProvider implements vscode.CustomReadonlyEditorProvider {
           case 'openTensor':
             await openTensor(m.file, m.key);
             break;
-          case 'openSpec': {
-            const d = await vscode.workspace.openTextDocument(vscode.Uri.file(m.spec));
-            const r = specInputKeyRange(d.getText(), m.spec, m.input);
-            const selection = r ? new vscode.Range(d.positionAt(r.start), d.positionAt(r.end)) : undefined;
-            await vscode.window.showTextDocument(d, { viewColumn: vscode.ViewColumn.Beside, ...(selection ? { selection } : {}) });
+          case 'openSpec':
+            await openSpecInput(m.spec, m.input, vscode.ViewColumn.Beside);
             break;
-          }
           case 'openLink': {
             // Paths come from the page built here, never from the webview.
             const links = shown?.kind === 'onnx' ? shown.links : undefined;
