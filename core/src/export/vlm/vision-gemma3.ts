@@ -11,11 +11,12 @@
  * export-vlm.ts pairs it with language-gemma3.ts.
  */
 import { z } from 'zod';
-import type { LinearSpec, NormKind } from '../blocks/arch';
+import type { NormKind } from '../blocks/arch';
 import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { actOf, parseWith, refuse } from '../families/config';
 import { norm } from '../blocks/norms';
-import { activation, linear, reshape, transpose, weight, type Ctx } from '../blocks/ops';
+import { reshape, transpose, weight, type Ctx } from '../blocks/ops';
+import { clipEncoderLayer } from './clip-tower';
 import type { ExportDtype } from '../../formats/dtype';
 
 /** The SigLIP tower and the projector of `Gemma3ForConditionalGeneration`. */
@@ -101,7 +102,6 @@ export function buildGemma3Vision(
   const D = v.hidden;
   const N = v.side * v.side;
   const LN: NormKind = { kind: 'layer', eps: v.eps, plusOne: false };
-  const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: D });
   const pixels = g.input('pixel_values', o.dtype, ['batch_size', v.channels, v.imageSize, v.imageSize]);
 
@@ -115,33 +115,8 @@ export function buildGemma3Vision(
     return reshape(c, g.op('Add', [tokens, pos]), [-1, D]); // [B·N, D]
   });
 
-  const hd = v.headDim;
-  for (let i = 0; i < v.layers; i++) {
-    const p = `${P}.encoder.layers.${i}`;
-    g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm1`), LN);
-        const heads = (name: string, perm: number[]) =>
-          transpose(c, reshape(c, linear(c, x, lin(`${p}.self_attn.${name}`, D, D)), [-1, N, v.nHeads, hd]), perm);
-        const q = heads('q_proj', [0, 2, 1, 3]); // [B,nh,N,hd]
-        const k = heads('k_proj', [0, 2, 3, 1]); // [B,nh,hd,N]
-        const vv = heads('v_proj', [0, 2, 1, 3]);
-        const scores = g.op('Mul', [g.op('MatMul', [q, k]), g.scalar(o.dtype, Math.pow(hd, -0.5), 'siglip_scale')]);
-        const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), vv]);
-        return linear(c, reshape(c, transpose(c, ctx, [0, 2, 1, 3]), [-1, D]), lin(`${p}.self_attn.out_proj`, D, D));
-      });
-      h = g.op('Add', [h, att]);
-      const mlp = g.within('mlp', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm2`), LN);
-        return linear(
-          c,
-          activation(c, linear(c, x, lin(`${p}.mlp.fc1`, v.intermediate, D)), v.act),
-          lin(`${p}.mlp.fc2`, D, v.intermediate),
-        );
-      });
-      h = g.op('Add', [h, mlp]);
-    });
-  }
+  for (let i = 0; i < v.layers; i++)
+    h = g.within(`layers.${i}`, () => clipEncoderLayer(c, v, h, `${P}.encoder.layers.${i}`, N, 'siglip_scale'));
   h = norm(c, h, ln(`${P}.post_layernorm`), LN);
 
   const out = g.within('multi_modal_projector', () => {
