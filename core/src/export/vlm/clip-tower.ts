@@ -41,7 +41,8 @@ export interface ClipVisionArch {
 }
 
 const int = z.number().int().positive();
-const clipConfig = z.looseObject({
+/** The fields of a CLIP / SigLIP `vision_config` the tower reads (HF CLIPVisionConfig, SiglipVisionConfig). */
+export const clipConfig = z.looseObject({
   hidden_size: int.optional(),
   intermediate_size: int.optional(),
   num_hidden_layers: int.optional(),

@@ -13,26 +13,15 @@
 import { z } from 'zod';
 import type { NormKind } from '../blocks/arch';
 import { GraphBuilder, type ModelObj } from '../blocks/builder';
-import { actOf, parseWith, refuse } from '../families/config';
+import { parseWith, refuse } from '../families/config';
 import { norm } from '../blocks/norms';
 import { reshape, transpose, weight, type Ctx } from '../blocks/ops';
-import { clipEncoderLayer } from './clip-tower';
+import { clipConfig, clipEncoderLayer, clipVisionArch, type ClipVisionArch } from './clip-tower';
 import type { ExportDtype } from '../../formats/dtype';
 
-/** The SigLIP tower and the projector of `Gemma3ForConditionalGeneration`. */
-export interface Gemma3VisionArch {
-  layers: number;
-  hidden: number;
-  nHeads: number;
-  headDim: number;
-  intermediate: number;
-  act: 'gelu' | 'gelu_tanh' | 'silu' | 'relu';
-  channels: number;
-  imageSize: number;
-  patch: number;
-  eps: number;
-  /** Patches per side (image_size / patch_size) and pooled tokens per side (√mm_tokens_per_image). */
-  side: number;
+/** The SigLIP tower (a {@link ClipVisionArch} of kind siglip) and the projector of `Gemma3ForConditionalGeneration`. */
+export interface Gemma3VisionArch extends ClipVisionArch {
+  /** Pooled tokens per side (√mm_tokens_per_image). */
   tokensPerSide: number;
   textHidden: number;
 }
@@ -41,54 +30,23 @@ const int = z.number().int().positive();
 const cfgSchema = z.looseObject({
   mm_tokens_per_image: int.optional(),
   text_config: z.looseObject({ hidden_size: int.optional() }).optional(),
-  vision_config: z
-    .looseObject({
-      hidden_size: int.optional(),
-      intermediate_size: int.optional(),
-      num_hidden_layers: int.optional(),
-      num_attention_heads: int.optional(),
-      num_channels: int.optional(),
-      image_size: int.optional(),
-      patch_size: int.optional(),
-      hidden_act: z.string().optional(),
-      layer_norm_eps: z.number().positive().optional(),
-    })
-    .optional(),
+  // checked here, within the whole config, so that a wrong type is named by its full path
+  vision_config: clipConfig.optional(),
 });
 
 /** Parses the vision side of a Gemma 3 VLM config.json (defaults: HF SiglipVisionConfig / Gemma3Config). */
 export function gemma3VisionArch(raw: unknown, file: string): Gemma3VisionArch {
   const c = parseWith(cfgSchema, raw, file);
-  const v = c.vision_config ?? {};
-  const at = (f: string) => `vision_config.${f}`;
-  const hidden = v.hidden_size ?? 768;
-  const nHeads = v.num_attention_heads ?? 12;
-  if (hidden % nHeads !== 0) refuse(file, at('hidden_size'), `(${hidden}) is not divisible by num_attention_heads (${nHeads})`);
-  const imageSize = v.image_size ?? 224;
-  const patch = v.patch_size ?? 16;
-  if (imageSize % patch !== 0) refuse(file, at('image_size'), `(${imageSize}) is not a multiple of patch_size (${patch})`);
-  const side = imageSize / patch;
+  // Gemma3Config builds SiglipVisionConfig(**vision_config), whatever model_type the dict names
+  const tower = clipVisionArch({ ...c.vision_config, model_type: 'siglip_vision_model' }, file, 'vision_tower.vision_model');
+  const side = tower.side;
   const mm = c.mm_tokens_per_image ?? 256;
   const tokensPerSide = Math.round(Math.sqrt(mm));
   if (tokensPerSide * tokensPerSide !== mm) refuse(file, 'mm_tokens_per_image', `(${mm}) is not a square`);
   // AvgPool2d(kernel = stride = side // tokens_per_side) must tile the patch grid exactly to give mm tokens
   if (side % tokensPerSide !== 0)
     refuse(file, 'mm_tokens_per_image', `(${mm}): ${tokensPerSide} tokens per side do not divide the ${side}×${side} patch grid`);
-  return {
-    layers: v.num_hidden_layers ?? 12,
-    hidden,
-    nHeads,
-    headDim: hidden / nHeads,
-    intermediate: v.intermediate_size ?? 3072,
-    act: actOf(v.hidden_act ?? 'gelu_pytorch_tanh', file, at('hidden_act')),
-    channels: v.num_channels ?? 3,
-    imageSize,
-    patch,
-    eps: v.layer_norm_eps ?? 1e-6,
-    side,
-    tokensPerSide,
-    textHidden: c.text_config?.hidden_size ?? 2304,
-  };
+  return { ...tower, tokensPerSide, textHidden: c.text_config?.hidden_size ?? 2304 };
 }
 
 /** Builds the vision graph (SigLIP tower + multimodal projector). */
