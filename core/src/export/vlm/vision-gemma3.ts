@@ -12,12 +12,11 @@
  */
 import { z } from 'zod';
 import type { NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { parseWith, refuse } from '../families/config';
 import { norm } from '../blocks/norms';
-import { reshape, transpose, weight, type Ctx } from '../blocks/ops';
+import { finishVision, visionFrame, type BuiltVision, type VisionOptions } from './vision';
+import { reshape, transpose, weight } from '../blocks/ops';
 import { clipConfig, clipEncoderLayer, clipVisionArch, type ClipVisionArch } from './clip-tower';
-import type { ExportDtype } from '../../formats/dtype';
 
 /** The SigLIP tower (a {@link ClipVisionArch} of kind siglip) and the projector of `Gemma3ForConditionalGeneration`. */
 export interface Gemma3VisionArch extends ClipVisionArch {
@@ -50,12 +49,8 @@ export function gemma3VisionArch(raw: unknown, file: string): Gemma3VisionArch {
 }
 
 /** Builds the vision graph (SigLIP tower + multimodal projector). */
-export function buildGemma3Vision(
-  v: Gemma3VisionArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[] } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildGemma3Vision(v: Gemma3VisionArch, o: VisionOptions): BuiltVision {
+  const { g, c } = visionFrame(o);
   const P = 'vision_tower.vision_model';
   const D = v.hidden;
   const N = v.side * v.side;
@@ -94,9 +89,5 @@ export function buildGemma3Vision(
     return reshape(c, proj, [-1, mm, v.textHidden]);
   });
   g.output(out, 'vision_embeds', o.dtype, ['batch_size', v.tokensPerSide * v.tokensPerSide, v.textHidden]);
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'gemma3_vision' };
-  return { model: g.build(o.name ?? 'gemma3-vision', metadata), weights };
+  return finishVision(c, 'gemma3', o);
 }
