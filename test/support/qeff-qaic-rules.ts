@@ -229,6 +229,23 @@ export interface QeffQaicCompile {
 }
 
 /**
+ * The arguments of `QEFFAutoModelForCausalLM.compile(prefill_only=True)` (disaggregated
+ * prefill) that our compile does not vary: one sequence on ai100, no continuous batching, no
+ * CCL, no MX formats. A test spreads them and adds its graph's own (ctx_len, cores, layers…).
+ */
+export const QEFF_PREFILL_ONLY = {
+  hw: 'ai100',
+  batch_size: 1,
+  full_batch_size: null,
+  continuous_batching: false,
+  decode_only: false,
+  prefill_only: true,
+  ccl: null,
+  mxfp6_matmul: false,
+  mxint8_kv_cache: false,
+} as const;
+
+/**
  * Runs the rules for `args`: compiler, hw, batch_size, full_batch_size, continuous_batching,
  * decode_only, ccl ([prefill, decode] or null), prefill_seq_len, ctx_len, num_layers,
  * mxint8_kv_cache, mxfp6_matmul, num_cores, onnx and compile_dir; optional model_type

@@ -1,6 +1,7 @@
 /**
- * What the VLM end-to-end CLI tests (core/test/vlm/vlm-cli, vlm-qwen2-5-cli, vlm-gemma3-cli) do
- * alike: run the CLI in this process in their work folder, open a compiled graph, write the
+ * What the VLM end-to-end CLI tests (core/test/vlm/vlm-*-cli.test.ts) do alike — one place, so
+ * that a family's test file keeps only what is its own (fixture, flags, reference fields, its
+ * assertions): run the CLI in this process in their work folder, open a compiled graph, write the
  * fixture's image as a PNG, and the checks every VLM family makes the same way (float16 and
  * continuous-batching exports give generated_ids, bad configs are refused with one line,
  * the legacy graph pair exports over the same prepared checkpoint, the real config exports,
@@ -10,14 +11,20 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { cliInProcess, type CliRun } from './cli';
 import { configsDir, fixturesDir } from './fixtures';
-import { expectOnnxValid, type OnnxCheck } from './onnx-checker';
+import { expectOnnxValid, haveOnnxChecker, type OnnxCheck } from './onnx-checker';
+import { wordLevelTokenizer, writeTokenizer } from './tokenizers';
+import { maxDiff } from './vlm-graphs';
 
 const req = createRequire(__filename);
 
-export { maxDiff } from './vlm-graphs';
+export { maxDiff };
+
+/** `<work>/out/vlm.json` (the VLM manifest), parsed. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests read a few fields of it
+export const vlmManifest = (work: string): any => JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
 
 /** The CLI in a test's work folder (`work()` is read at each call: it is made in beforeAll). */
 export interface VlmCli {
@@ -207,9 +214,160 @@ export async function exportRealConfig(work: string, configFile: string, name: s
   return r;
 }
 
+/**
+ * {@link exportRealConfig} into a fresh `work`, whose stdout must match the family's one-line
+ * `summary` (layers, tokens per image…, read off the config by hand); returns the manifest.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests read a few fields of it
+export async function exportRealVlm(work: string, configFile: string, name: string, summary: RegExp): Promise<any> {
+  const r = await exportRealConfig(work, configFile, name);
+  expect(r.stdout).toMatch(summary);
+  return vlmManifest(work);
+}
+
 /** ONNX's checker on `<work>/<dir>/model.onnx` and the compiled artifact of each dir, graphs first. */
 export function expectGraphsAndArtifactsValid(work: string, dirs: string[]): OnnxCheck[] {
   const graphs = dirs.map((g) => path.join(work, g, 'model.onnx'));
   const compiled = dirs.map((g) => JSON.parse(readFileSync(path.join(work, g, 'compile.json'), 'utf8')).artifacts.model as string);
   return expectOnnxValid([...graphs, ...compiled]);
+}
+
+/**
+ * A VLM fixture's CLI suite after its beforeAll (`<work>/out` exported, prepared as float32 and
+ * compiled): the steps and checks every family makes alike, bound to its harness, fixture and
+ * reference, so that a family's test file names only what is its own.
+ */
+export interface VlmSuite extends Omit<VlmFixtureCli, 'begin'> {
+  /** The work folder (made in beforeAll: read it inside tests). */
+  work: () => string;
+  /** The fixture's config.json, parsed afresh (each caller spreads its own variants over it). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each family's config has its own fields
+  config: () => any;
+  /** `<work>/out/vlm.json` (the VLM manifest), parsed. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests read a few fields of it
+  manifest: () => any;
+  /** `<work>/out/<graph>/export-report.json`, parsed. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests read a few fields of it
+  report: (graph: string) => any;
+  /** The two specs of `<work>/out` ({@link vlmSpecs}). */
+  specs: () => { v: SpecJson; l: SpecJson };
+  /** The language graph's first inputs are QEfficient's dual-graph decoder interface (the LLaVA wrapper's). */
+  expectLlavaLanguageInputs: () => void;
+  /** `logits` (all rows, flat) are within 1e-4 of reference.json's. */
+  expectReferenceLogits: (logits: ArrayLike<number>) => void;
+  /** The prompt followed by all but the last generated token: the sequence the reference's logit rows score. */
+  scoredIds: () => number[];
+  /**
+   * Greedy decoding over `logits` (rows of `vocab`, one per scored id) gives generated_ids: the
+   * legacy decoder graph, run once over the whole sequence, must choose what the reference chose.
+   */
+  expectGreedyIds: (logits: Float32Array, vocab?: number) => void;
+  /** `run … --print-ids` printed generated_ids on its second line (the first is the text). */
+  expectPrintedIds: (r: CliRun) => void;
+  /**
+   * Writes a WordLevel tokenizer over the fixture's 320 ids (`special`: id → its special token)
+   * with `template` as chat template into `<work>/tok` (the fixtures ship no tokenizer).
+   */
+  writeWordTokenizer: (special: Record<number, string>, template: string) => void;
+  /** {@link exportLegacyPair} of the fixture. */
+  exportLegacyPair: () => Promise<void>;
+  /**
+   * The test that each of `cases(config.json)` (a name, a config, the pattern of its one-line
+   * error) is refused by `export --config` writing nothing ({@link expectConfigRefusals}).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each family's config has its own fields
+  itRefusesConfigs: (cases: (cfg: any) => [string, Record<string, unknown>, RegExp][]) => void;
+  /**
+   * For each of {@link imageSources}: `run --max-new-tokens 5` gives generated_ids, and the
+   * dumped logits pass `compare` (by default: every row within 1e-4 of the reference's). `what`
+   * ends the test's title (a family that compares only some rows says which).
+   */
+  itRunsReference: (what?: string, compare?: (got: number[][]) => void) => void;
+  /** {@link itFloat16AndContinuousBatching} with a continuous-batching cache of `ctxLen`. */
+  itFloat16AndContinuousBatching: (ctxLen: number) => void;
+  /**
+   * The suite's last test (ONNX's check_model with full_check may write inferred shapes back
+   * into a file): the checker passes on out/vision, out/language, the legacy pair and their
+   * compiled artifacts.
+   */
+  itChecksGraphs: () => void;
+}
+
+/**
+ * Registers the beforeAll every VLM CLI test starts with: copy the fixture's checkpoint into
+ * `<work>/model`, write the reference's image (`image(ref)`) as `<work>/image.png` (so that `run
+ * --image` goes through the processor port), then export → prepare → compile `<work>/out`.
+ * Call inside describeFixtures (it reads reference.json).
+ */
+export function vlmCliSuite(fixture: string, tmp: () => string, image: (ref: VlmFixtureCli['ref']) => number[][][]): VlmSuite {
+  const { fx, ref, h, begin } = vlmFixtureCli(fixture, tmp);
+  beforeAll(async () => {
+    const work = begin();
+    writePng(path.join(work, 'image.png'), image(ref));
+    await exportPrepareCompile(h);
+  }, 120_000);
+  const work = h.work;
+  const readJson = (...parts: string[]) => JSON.parse(readFileSync(path.join(...parts), 'utf8'));
+  const report = (graph: string) => readJson(work(), 'out', graph, 'export-report.json');
+  const expectReferenceLogits = (logits: ArrayLike<number>) =>
+    expect(maxDiff(logits, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+  const scoredIds = (): number[] => [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+  return {
+    fx,
+    ref,
+    h,
+    work,
+    config: () => readJson(fx, 'config.json'),
+    manifest: () => vlmManifest(work()),
+    report,
+    specs: () => vlmSpecs(path.join(work(), 'out')),
+    expectLlavaLanguageInputs: () =>
+      expect(report('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']),
+    expectReferenceLogits,
+    scoredIds,
+    expectGreedyIds: (logits, vocab = 320) => {
+      const argmax = (r: number) => {
+        const x = logits.subarray(r * vocab, (r + 1) * vocab);
+        return x.indexOf(Math.max(...x));
+      };
+      // one row per scored id: the rows from the prompt's last token on are the generated ones
+      expect(logits.length / vocab).toBe(scoredIds().length);
+      const start = ref.input_ids.length - 1;
+      expect(Array.from({ length: ref.generated_ids.length }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
+    },
+    expectPrintedIds: (r) => expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(',')),
+    writeWordTokenizer: (special, template) => {
+      // not beside the checkpoint, where it would change the prepared checkpoint's fingerprint: --tokenizer names it
+      mkdirSync(path.join(work(), 'tok'));
+      writeTokenizer(path.join(work(), 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+    },
+    exportLegacyPair: () => exportLegacyPair(h, fx),
+    itRefusesConfigs: (cases) =>
+      it('refuses what the graphs do not implement with one line naming the field, writing nothing', () =>
+        expectConfigRefusals(h, cases(readJson(fx, 'config.json')))),
+    itRunsReference: (what = 'is within 1e-4 on every row', compare) => {
+      const check = compare ?? ((got: number[][]) => expectReferenceLogits(got.flat()));
+      for (const [name, source] of imageSources(fx))
+        it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits ${what}`, async () => {
+          await expectGeneratedIds(h, 'out', source(), ref);
+          check(await dumpedLogits(h, source(), ref));
+        });
+    },
+    itFloat16AndContinuousBatching: (ctxLen) => itFloat16AndContinuousBatching(h, fx, ref, ctxLen),
+    itChecksGraphs: () =>
+      it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
+        expectGraphsAndArtifactsValid(work(), ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
+      }),
+  };
+}
+
+/**
+ * The two ways `run` takes the reference's image: its pixel values (reference.json) and the
+ * image file through the processor port. Both must reproduce the same reference.
+ */
+export function imageSources(fx: string): [string, () => string[]][] {
+  return [
+    ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
+    ['--image', () => ['--image', 'image.png']],
+  ];
 }

@@ -14,12 +14,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { layerPartitionBounds } from '../../src/artifacts/mdp-partition';
 import { cliInProcess } from '../../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
+import { describeFixtures } from '../../../test/support/fixtures';
 import { qeffDisaggMdp, qeffLayerBounds, qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
-import { recordingCompiler } from '../../../test/support/recording-compiler';
+import { qpcOf, recordingFixture } from '../../../test/support/recording-compiler';
 import { tempDirs } from '../../../test/support/temp';
 import { SYNTHETIC_CONFIGS } from '../support/graph-random';
 
@@ -124,27 +124,13 @@ it('--pipeline-partitions 3 over 6 devices on a 7-layer graph: the config QEffic
 });
 
 describeFixtures('MDP through the recording compiler (llama fixture)', () => {
-  let root = '';
-  let model = '';
-  let bin = '';
-  let record = '';
-  beforeAll(async () => {
-    root = tmp();
-    model = path.join(root, 'llama');
-    fs.cpSync(path.join(fixturesDir(), 'llama'), model, { recursive: true });
-    record = path.join(root, 'record');
-    bin = recordingCompiler(root, record);
-    expect((await cliInProcess(['prepare', '--checkpoint', model, '--dtype', 'float32'], { cwd: root })).code).toBe(0);
-  });
+  const { root, bin, record, exportTo, compile } = recordingFixture(tmp, 'llama');
   const run = async (tag: string, comp: string[]) => {
-    const out = path.join(root, `export-${tag}`);
-    expect((await cliInProcess(['export', '--config', model, '--out', out, '--ctx-len', '64'], { cwd: root })).code).toBe(0);
-    const r = await cliInProcess(['compile', out, '--backend', 'qaic', ...comp], {
-      cwd: root,
-      env: { WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(root, 'none') },
-    });
+    const out = path.join(root(), `export-${tag}`);
+    await exportTo(out, ['--ctx-len', '64']);
+    const r = await compile(out, comp);
     expect(r.code, r.stderr).toBe(0);
-    return { out, qpc: /-aic-binary-dir=(\S+)\/qpc$/m.exec(r.stderr + r.stdout)![1]! };
+    return { out, qpc: qpcOf(r) };
   };
   const base = { batch_size: 1, full_batch_size: null, continuous_batching: false, decode_only: false, ccl: null, hw: 'ai100' };
   const common = { ...base, compiler: '', prefill_seq_len: 32, ctx_len: 64, num_layers: 2, mxfp6_matmul: false, mxint8_kv_cache: false };
@@ -153,13 +139,13 @@ describeFixtures('MDP through the recording compiler (llama fixture)', () => {
     const { out, qpc } = await run('ts', ['--num-devices', '4', '--num-cores', '14']);
     const want = qeffQaicCompile({
       ...common,
-      compiler: bin,
+      compiler: bin(),
       num_cores: 14,
       num_devices: 4,
       onnx: path.join(out, 'model.onnx'),
       compile_dir: qpc,
     });
-    expect(fs.readFileSync(path.join(record, 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
+    expect(fs.readFileSync(path.join(record(), 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
     expect(want.mdp_path).toBe(path.join(qpc, 'mdp_ts_4.json'));
     expect(fs.readFileSync(path.join(qpc, 'mdp_ts_4.json'), 'utf8')).toBe(want.mdp);
     expect(want.mdp).toBe(MDP_4x14);
@@ -174,7 +160,7 @@ describeFixtures('MDP through the recording compiler (llama fixture)', () => {
     const disagg = qeffDisaggMdp({ onnx, num_devices: 2, num_partitions: 2, num_layers: 2, num_cores: 16 });
     const want = qeffQaicCompile({
       ...common,
-      compiler: bin,
+      compiler: bin(),
       num_cores: 16,
       num_devices: 2,
       num_partitions: 2,
@@ -182,7 +168,7 @@ describeFixtures('MDP through the recording compiler (llama fixture)', () => {
       onnx,
       compile_dir: qpc,
     });
-    expect(fs.readFileSync(path.join(record, 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
+    expect(fs.readFileSync(path.join(record(), 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
     expect(want.mdp_path).toBe(path.join(out, 'mdp_disagg_2d_2p.json'));
     expect(fs.readFileSync(want.mdp_path!, 'utf8')).toBe(want.mdp);
     expect(fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8')).toBe(want.hashed);

@@ -13,13 +13,11 @@
  * Compile follows `QEffGptOssForCausalLM.get_specializations` (ctx_len = prefill_seq_len without
  * chunking, `sliding_window: 128`), transcribed in test/support/qeff-qaic-rules.ts.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { cliInProcess } from '../../../test/support/cli';
-import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
-import { qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
-import { recordingCompiler } from '../../../test/support/recording-compiler';
+import { describeFixtures } from '../../../test/support/fixtures';
+import { QEFF_PREFILL_ONLY, qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
+import { expectRecordedAsQeff, qpcOf, recordingFixture } from '../../../test/support/recording-compiler';
 import { tempDirs } from '../../../test/support/temp';
 import { exportCompiled, f32, i64, ort, reference, session, ws } from '../support/serving-support';
 
@@ -116,57 +114,30 @@ describeFixtures('prefill-only export of the gpt_oss_full fixture', () => {
 });
 
 describeFixtures('prefill-only compile of the gpt_oss_full fixture through the recording compiler', () => {
-  let root = '';
-  let model = '';
-  let bin = '';
-  let record = '';
-  beforeAll(async () => {
-    root = tmp();
-    model = path.join(root, 'gpt_oss_full');
-    fs.cpSync(path.join(fixturesDir(), 'gpt_oss_full'), model, { recursive: true });
-    record = path.join(root, 'record');
-    bin = recordingCompiler(root, record);
-    expect((await cliInProcess(['prepare', '--checkpoint', model, '--dtype', 'float32'], { cwd: root })).code).toBe(0);
-  });
-  const exportTo = async (out: string, flags: string[]) =>
-    expect((await cliInProcess(['export', '--config', model, '--out', out, '--phase', 'prefill', ...flags], { cwd: root })).code).toBe(0);
-  const compile = (out: string, comp: string[]) =>
-    cliInProcess(['compile', out, '--backend', 'qaic', ...comp], {
-      cwd: root,
-      env: { WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(root, 'none') },
-    });
+  const rec = recordingFixture(tmp, 'gpt_oss_full');
+  const { root, bin, record, compile } = rec;
+  const exportTo = (out: string, flags: string[]) => rec.exportTo(out, ['--phase', 'prefill', ...flags]);
 
   it('--prefill-seq-len 256: one Prefill entry with ctx_len 256 and sliding_window 128, as QEfficient writes it', async () => {
-    const out = path.join(root, 'export-prefill');
+    const out = path.join(root(), 'export-prefill');
     await exportTo(out, []);
     // 16 cores on 4 experts: the unchunked GPT-OSS MLP is not expert-blocked, so no divisibility check
     const r = await compile(out, ['--prefill-seq-len', '256']);
     expect(r.code, r.stderr).toBe(0);
-    const qpc = /-aic-binary-dir=(\S+)\/qpc$/m.exec(r.stderr + r.stdout)![1]!;
+    const qpc = qpcOf(r);
     const want = qeffQaicCompile({
-      compiler: bin,
-      hw: 'ai100',
+      ...QEFF_PREFILL_ONLY,
+      compiler: bin(),
       model_type: 'gpt_oss',
       enable_chunking: false,
-      batch_size: 1,
-      full_batch_size: null,
-      continuous_batching: false,
-      decode_only: false,
-      prefill_only: true,
-      ccl: null,
       ctx_len: 128, // QEfficient's compile default: get_specializations overrides it with prefill_seq_len
       prefill_seq_len: 256,
       num_cores: 16,
       num_layers: 2,
-      mxfp6_matmul: false,
-      mxint8_kv_cache: false,
       onnx: path.join(out, 'model.onnx'),
       compile_dir: qpc,
     });
-    expect(fs.readFileSync(path.join(record, 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
-    expect(fs.readFileSync(path.join(record, 'specializations.json'), 'utf8')).toBe(want.specializations);
-    expect(fs.readFileSync(path.join(record, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
-    expect(fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8')).toBe(want.hashed);
+    expectRecordedAsQeff(record(), qpc, want);
     // by hand
     expect(JSON.parse(want.specializations)).toEqual({
       specializations: [{ name: 'Prefill', symbols: { batch_size: '1', ctx_len: '256', seq_len: '256', sliding_window: '128' } }],
@@ -174,12 +145,12 @@ describeFixtures('prefill-only compile of the gpt_oss_full fixture through the r
   });
 
   it('refused with one line: a fixed --ctx-len other than the prefill length, a prefill_seq_len not a multiple of 256', async () => {
-    const fixed = path.join(root, 'export-fixed');
+    const fixed = path.join(root(), 'export-fixed');
     await exportTo(fixed, ['--ctx-len', '512']);
     const a = await compile(fixed, ['--prefill-seq-len', '256']);
     expect(a.code).toBe(2);
     expect(a.stderr.split('\n')[0]).toMatch(/prefill-only gpt_oss graph's ctx_len is its prefill_seq_len \(256\).*--ctx-len 512/);
-    const out = path.join(root, 'export-prefill-bad');
+    const out = path.join(root(), 'export-prefill-bad');
     await exportTo(out, []);
     const b = await compile(out, ['--prefill-seq-len', '128']);
     expect(b.code).toBe(2);

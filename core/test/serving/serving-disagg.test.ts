@@ -12,11 +12,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
-import { cliInProcess } from '../../../test/support/cli';
+import { expect, it } from 'vitest';
 import { describeFixtures, fixturesDir } from '../../../test/support/fixtures';
-import { qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
-import { recordingCompiler } from '../../../test/support/recording-compiler';
+import { QEFF_PREFILL_ONLY, qeffQaicCompile } from '../../../test/support/qeff-qaic-rules';
+import { expectRecordedAsQeff, qpcOf, recordingFixture } from '../../../test/support/recording-compiler';
 import { tempDirs } from '../../../test/support/temp';
 import { maxAbsDiff } from '../support/compile-support';
 import { dumpLogits, exportCompiled, reference, ws } from '../support/serving-support';
@@ -56,55 +55,25 @@ describeFixtures('prefill-only export of the glm4_moe fixture', () => {
 });
 
 describeFixtures('prefill-only compile through the recording compiler (glm4_moe fixture)', () => {
-  let root = '';
-  let model = '';
-  let bin = '';
-  let record = '';
-  beforeAll(async () => {
-    root = tmp();
-    model = path.join(root, 'glm4_moe');
-    fs.cpSync(path.join(fixturesDir(), 'glm4_moe'), model, { recursive: true });
-    record = path.join(root, 'record');
-    bin = recordingCompiler(root, record);
-    expect((await cliInProcess(['prepare', '--checkpoint', model, '--dtype', 'float32'], { cwd: root })).code).toBe(0);
-  });
-  const compile = (out: string, comp: string[]) =>
-    cliInProcess(['compile', out, '--backend', 'qaic', ...comp], {
-      cwd: root,
-      env: { WEIGHT_SPEC_QAIC_COMPILE: bin, WEIGHT_SPEC_QAIC_UTIL: path.join(root, 'none') },
-    });
+  const { root, bin, record, exportTo, compile } = recordingFixture(tmp, 'glm4_moe');
 
   it('--prefill-seq-len 256 --num-cores 8: one Prefill entry, prefill_only true, as QEfficient writes them', async () => {
-    const out = path.join(root, 'export-prefill');
-    expect(
-      (await cliInProcess(['export', '--config', model, '--out', out, '--ctx-len', '512', '--phase', 'prefill'], { cwd: root })).code,
-    ).toBe(0);
+    const out = path.join(root(), 'export-prefill');
+    await exportTo(out, ['--ctx-len', '512', '--phase', 'prefill']);
     const r = await compile(out, ['--prefill-seq-len', '256', '--num-cores', '8']);
     expect(r.code, r.stderr).toBe(0);
-    const qpc = /-aic-binary-dir=(\S+)\/qpc$/m.exec(r.stderr + r.stdout)![1]!;
+    const qpc = qpcOf(r);
     const want = qeffQaicCompile({
-      compiler: bin,
-      hw: 'ai100',
-      batch_size: 1,
-      full_batch_size: null,
-      continuous_batching: false,
-      decode_only: false,
-      prefill_only: true,
-      ccl: null,
+      ...QEFF_PREFILL_ONLY,
+      compiler: bin(),
       ctx_len: 512,
       prefill_seq_len: 256,
       num_cores: 8,
       num_layers: 3,
-      mxfp6_matmul: false,
-      mxint8_kv_cache: false,
       onnx: path.join(out, 'model.onnx'),
       compile_dir: qpc,
     });
-    expect(fs.readFileSync(path.join(record, 'argv'), 'utf8').trim().split('\n')).toEqual(want.argv);
-    expect(fs.readFileSync(path.join(record, 'specializations.json'), 'utf8')).toBe(want.specializations);
-    expect(fs.readFileSync(path.join(record, 'custom_io.yaml'), 'utf8')).toBe(want.custom_io);
-    const hashed = fs.readFileSync(path.join(qpc, 'hashed_compile_params.json'), 'utf8');
-    expect(hashed).toBe(want.hashed);
+    const hashed = expectRecordedAsQeff(record(), qpc, want);
     // by hand: the one entry and the flag
     expect(JSON.parse(want.specializations)).toEqual({
       specializations: [{ name: 'Prefill', symbols: { batch_size: '1', ctx_len: '512', seq_len: '256' } }],
@@ -113,10 +82,8 @@ describeFixtures('prefill-only compile through the recording compiler (glm4_moe 
   });
 
   it('refused as QEfficient refuses: prefill_seq_len not a multiple of 256 (unless chunked), experts not divisible by the cores', async () => {
-    const out = path.join(root, 'export-prefill-bad');
-    expect(
-      (await cliInProcess(['export', '--config', model, '--out', out, '--ctx-len', '512', '--phase', 'prefill'], { cwd: root })).code,
-    ).toBe(0);
+    const out = path.join(root(), 'export-prefill-bad');
+    await exportTo(out, ['--ctx-len', '512', '--phase', 'prefill']);
     const a = await compile(out, ['--prefill-seq-len', '128', '--num-cores', '8']);
     expect(a.code).toBe(2);
     expect(a.stderr.split('\n')[0]).toMatch(/divisible by block_size=256 \(got 128/);
@@ -124,14 +91,8 @@ describeFixtures('prefill-only compile through the recording compiler (glm4_moe 
     expect(b.code).toBe(2);
     expect(b.stderr.split('\n')[0]).toMatch(/num_experts \(8\) must be divisible by expert_blocking_num_nsp \(16\)/);
     // chunked: any prefill_seq_len
-    const chunked = path.join(root, 'export-chunked');
-    expect(
-      (
-        await cliInProcess(['export', '--config', model, '--out', chunked, '--ctx-len', '512', '--phase', 'prefill', '--enable-chunking'], {
-          cwd: root,
-        })
-      ).code,
-    ).toBe(0);
+    const chunked = path.join(root(), 'export-chunked');
+    await exportTo(chunked, ['--ctx-len', '512', '--phase', 'prefill', '--enable-chunking']);
     const c = await compile(chunked, ['--prefill-seq-len', '128', '--num-cores', '4']);
     expect(c.code, c.stderr).toBe(0);
   });

@@ -28,34 +28,20 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeImage } from '../../src/run/vlm/image';
 import { internvlImageText, internvlProcessor, optimalCanvas, processInternVLImage } from '../../src/run/vlm/image-internvl';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
-import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import { wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
-import {
-  dumpedLogits,
-  expectConfigRefusals,
-  expectGeneratedIds,
-  expectGraphsAndArtifactsValid,
-  exportLegacyPair,
-  exportPrepareCompile,
-  itFloat16AndContinuousBatching,
-  maxDiff,
-  specKeys,
-  vlmFixtureCli,
-  vlmSpecs,
-  writePng,
-} from '../../../test/support/vlm-cli';
+import { specKeys, vlmCliSuite, vlmSpecs } from '../../../test/support/vlm-cli';
+import { i64, maxDiff } from '../../../test/support/vlm-graphs';
 
 const tmp = tempDirs('ws-vlm-internvl-');
 
 for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
   describeFixtures(`${family} through the CLI`, () => {
-    const { fx, ref, h, begin } = vlmFixtureCli(family, tmp);
-    let work = '';
+    const s = vlmCliSuite(family, tmp, (r) => r.image);
+    const { ref, h, work } = s;
     const { session } = h;
     const tiles = ref.num_patches as number;
     const S = (ref.pixel_values as number[][][][])[0]![0]!.length;
@@ -64,23 +50,15 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
     // the fixture ships no tokenizer: a WordLevel one over its 320 ids with the special tokens at reference.json's ids
     const special = { [sp.img_start!]: '<img>', [sp.img_end!]: '</img>', [sp.img_context!]: '<IMG_CONTEXT>', [sp.pad!]: '<pad>' };
 
-    beforeAll(async () => {
-      work = begin();
-      writePng(path.join(work, 'image.png'), ref.image);
-      await exportPrepareCompile(h);
-    }, 120_000);
-
     it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the LLaVA-style language interface', () => {
-      const { v, l } = vlmSpecs(path.join(work, 'out'));
+      const { v, l } = s.specs();
       const vk = specKeys(v);
       expect(vk.every((k) => /^(vision_tower\.|multi_modal_projector\.)/.test(k))).toBe(true);
       expect(vk).toEqual(expect.arrayContaining(['vision_tower.encoder.layer.1.lambda_2', 'multi_modal_projector.layer_norm.bias']));
       expect(specKeys(l)).toContain('language_model.lm_head.weight');
-      const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
-      expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
-      expect(rep('vision').graph.inputs).toEqual(['pixel_values']);
-      const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-      expect(m).toMatchObject({
+      s.expectLlavaLanguageInputs();
+      expect(s.report('vision').graph.inputs).toEqual(['pixel_values']);
+      expect(s.manifest()).toMatchObject({
         model_type: 'internvl',
         image_token_id: sp.img_context,
         image_size: S,
@@ -89,11 +67,11 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
     });
 
     it('the compiled vision graph gives the image features within 1e-4 from the tiles and from the image file', async () => {
-      const s = await session('out/vision');
-      const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
+      const vision = await session('out/vision');
+      const out = await vision.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
       expect(out.vision_embeds!.dims).toEqual([1, tiles * ref.image_seq_length, 64]);
       expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const got = processInternVLImage(decodeImage(path.join(work, 'image.png')), internvlProcessor(path.join(work, 'model'), S));
+      const got = processInternVLImage(decodeImage(path.join(work(), 'image.png')), internvlProcessor(path.join(work(), 'model'), S));
       expect(got.canvas).toEqual(ref.canvas);
       expect(got.tiles).toBe(tiles);
       expect(maxDiff(got.pixelValues, refPixels())).toBeLessThan(1e-5);
@@ -118,16 +96,7 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       expect(optimalCanvas(16, 16, 16, 2, 12)).toEqual([2, 2]);
     });
 
-    for (const [name, source] of [
-      ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-      ['--image', () => ['--image', 'image.png']],
-    ] as const) {
-      it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
-        await expectGeneratedIds(h, 'out', source(), ref);
-        const got = await dumpedLogits(h, source(), ref);
-        expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-      });
-    }
+    s.itRunsReference();
 
     it('run --prompt / --chat with --image: each <IMG_CONTEXT> becomes <img> <IMG_CONTEXT>×(4·tiles) </img>; generated_ids follow', async () => {
       const ids = ref.input_ids as number[];
@@ -137,14 +106,12 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       const template =
         `{% for m in messages %}${words(before)}{% for c in m.content %}{% if c.type == 'image' %}<IMG_CONTEXT>{% endif %}{% endfor %}` +
         "{% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}{% endfor %}";
-      // beside the checkpoint would change it (the prepared layout follows its folder): --tokenizer names another
-      mkdirSync(path.join(work, 'tok'));
-      writeTokenizer(path.join(work, 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+      s.writeWordTokenizer(special, template);
       const common = ['--image', 'image.png', '--tokenizer', 'tok', '--max-new-tokens', '5', '--print-ids'];
       const r = await h.ok('run', 'out', '--prompt', `${words(before)}<IMG_CONTEXT>${words(after)}`, ...common);
-      expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      s.expectPrintedIds(r);
       const chat = await h.ok('run', 'out', '--chat', words(after), ...common);
-      expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      s.expectPrintedIds(chat);
     });
 
     it('two images in one prompt: each block takes its own tiles in order; the rows before the second are the reference’s', async () => {
@@ -152,7 +119,7 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       const block = ids.slice(ids.indexOf(sp.img_start!), ids.indexOf(sp.img_end!) + 1);
       const two = [...ids, ...block, ...ref.generated_ids.slice(0, 2)];
       await h.ok('run', 'out', '--image', 'image.png', '--image', 'image.png', '--input-ids', two.join(','), '--dump-logits', 'two.json');
-      const got = JSON.parse(readFileSync(path.join(work, 'two.json'), 'utf8')).logits as number[][];
+      const got = JSON.parse(readFileSync(path.join(work(), 'two.json'), 'utf8')).logits as number[][];
       expect(got).toHaveLength(two.length);
       // causal: row t sees ids[0..t] only, so the first image's rows match the one-image reference
       expect(maxDiff(got.slice(0, ids.length).flat(), (ref.logits as number[][]).slice(0, ids.length).flat())).toBeLessThan(1e-4);
@@ -162,42 +129,37 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
     });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-      await exportLegacyPair(h, fx);
+      await s.exportLegacyPair();
       const legacyVision = await session('legacy-vision');
       const v = await legacyVision.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles, 3, S, S]) });
       expect(maxDiff(v.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
       // …and from the image file through the ported processor
-      const fromFile = processInternVLImage(decodeImage(path.join(work, 'image.png')), internvlProcessor(path.join(work, 'model'), S));
+      const fromFile = processInternVLImage(decodeImage(path.join(work(), 'image.png')), internvlProcessor(path.join(work(), 'model'), S));
       const vf = await legacyVision.run({ pixel_values: new ort.Tensor('float32', fromFile.pixelValues, [tiles, 3, S, S]) });
       expect(maxDiff(vf.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
       const d = await (
         await session('legacy-decoder')
       ).run({
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
+        input_ids: i64(s.scoredIds(), [1, s.scoredIds().length]),
         vision_embeds: new ort.Tensor('float32', v.vision_embeds!.data as Float32Array, [1, ref.image_embeds.length, 64]),
       });
       const logits = d.logits!.data as Float32Array;
-      expect(maxDiff(logits, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      s.expectReferenceLogits(logits);
       // greedy on the legacy logits gives generated_ids too
-      const argmax = (r: number) => {
-        const x = logits.subarray(r * 320, (r + 1) * 320);
-        return x.indexOf(Math.max(...x));
-      };
-      const start = ref.input_ids.length - 1;
-      expect(Array.from({ length: ref.logits.length - start }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
+      expect(d.logits!.dims[1]).toBe(ref.logits.length);
+      s.expectGreedyIds(logits);
     }, 60_000);
 
-    itFloat16AndContinuousBatching(h, fx, ref, 64);
+    s.itFloat16AndContinuousBatching(64);
 
     it('config variants build the modules HF builds for them: q/k RMSNorm, rms_norm blocks, the final LayerNorm only for last_hidden_state', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+      const cfg = s.config();
       const vc = cfg.vision_config;
       const keysOf = async (name: string, c: Record<string, unknown>) => {
-        mkdirSync(path.join(work, name));
-        writeFileSync(path.join(work, name, 'config.json'), JSON.stringify(c));
+        mkdirSync(path.join(work(), name));
+        writeFileSync(path.join(work(), name, 'config.json'), JSON.stringify(c));
         await h.ok('export', '--config', name, '--out', `${name}-out`);
-        return specKeys(vlmSpecs(path.join(work, `${name}-out`)).v);
+        return specKeys(vlmSpecs(path.join(work(), `${name}-out`)).v);
       };
       const L0 = 'vision_tower.encoder.layer.0';
       const qk = await keysOf('qk', { ...cfg, vision_config: { ...vc, use_qk_norm: true, norm_type: 'rms_norm', attention_bias: false } });
@@ -214,15 +176,14 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       expect(mid).toContain(`${L0}.lambda_2`);
       // InternVLConfig / InternVLVisionConfig defaults (448² tiles of 14² patches, 24 layers, shuffle 2 → 256 tokens)
       await keysOf('defaults', { model_type: 'internvl', text_config: cfg.text_config });
-      const m = JSON.parse(readFileSync(path.join(work, 'defaults-out', 'vlm.json'), 'utf8'));
+      const m = JSON.parse(readFileSync(path.join(work(), 'defaults-out', 'vlm.json'), 'utf8'));
       expect(m).toMatchObject({ image_token_id: 151667, image_size: 448, mm_tokens_per_image: 256, vision: { patch_size: 14 } });
-      expect(specKeys(vlmSpecs(path.join(work, 'defaults-out')).v)).toContain('vision_tower.encoder.layer.23.mlp.fc2.weight');
+      expect(specKeys(vlmSpecs(path.join(work(), 'defaults-out')).v)).toContain('vision_tower.encoder.layer.23.mlp.fc2.weight');
     });
 
-    it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+    s.itRefusesConfigs((cfg) => {
       const vc = cfg.vision_config;
-      await expectConfigRefusals(h, [
+      return [
         ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 3/],
         ['list', { ...cfg, vision_feature_layer: [-1, -2] }, /"vision_feature_layer" is a list/],
         ['full', { ...cfg, vision_feature_select_strategy: 'full' }, /"vision_feature_select_strategy" is "full"/],
@@ -235,12 +196,12 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
           { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
           /"text_config\.model_type" "bert" is not a text family/,
         ],
-      ]);
+      ];
     });
 
     it('run --pixel-values with tiles of another size is refused by name, exit 2', async () => {
       writeFileSync(
-        path.join(work, 'small.json'),
+        path.join(work(), 'small.json'),
         JSON.stringify({
           pixel_values: [
             [
@@ -265,7 +226,5 @@ for (const family of BUILT_VLMS.filter((f) => f === 'internvl'))
       expect(r.code).toBe(2);
     });
 
-    it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-    });
+    s.itChecksGraphs();
   });

@@ -27,28 +27,13 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodeImage } from '../../src/run/vlm/image';
 import { llama4BestFit, llama4Canvases, llama4ImageText, llama4Processor, processLlama4Image } from '../../src/run/vlm/image-llama4';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
-import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import { wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
-import {
-  dumpedLogits,
-  expectConfigRefusals,
-  expectGeneratedIds,
-  expectGraphsAndArtifactsValid,
-  exportLegacyPair,
-  exportPrepareCompile,
-  exportRealConfig,
-  itFloat16AndContinuousBatching,
-  maxDiff,
-  specKeys,
-  vlmFixtureCli,
-  vlmSpecs,
-  writePng,
-} from '../../../test/support/vlm-cli';
+import { exportRealVlm, specKeys, vlmCliSuite, writePng } from '../../../test/support/vlm-cli';
+import { i64, maxDiff } from '../../../test/support/vlm-graphs';
 
 const tmp = tempDirs('ws-vlm-llama4-');
 
@@ -88,21 +73,15 @@ describe('Llama4ImageProcessorFast canvases (the docstring examples of image_pro
 
 for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
   describeFixtures(`${family} through the CLI`, () => {
-    const { fx, ref, h, begin } = vlmFixtureCli(family, tmp);
-    let work = '';
+    const s = vlmCliSuite(family, tmp, (r) => r.image);
+    const { fx, ref, h, work } = s;
     const { session } = h;
     const S = 24;
     const refPixels = () => Float32Array.from((ref.pixel_values as number[]).flat(4) as number[]);
     const tiles = () => (ref.pixel_values as unknown[]).length;
 
-    beforeAll(async () => {
-      work = begin();
-      writePng(path.join(work, 'image.png'), ref.image);
-      await exportPrepareCompile(h);
-    }, 120_000);
-
     it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the LLaVA-style language interface', () => {
-      const { v, l } = vlmSpecs(path.join(work, 'out'));
+      const { v, l } = s.specs();
       const vk = specKeys(v);
       expect(vk.every((k) => /^(vision_model\.|multi_modal_projector\.)/.test(k))).toBe(true);
       for (const k of [
@@ -115,11 +94,9 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
         expect(vk).toContain(k);
       expect(specKeys(l).every((k) => k.startsWith('language_model.'))).toBe(true);
       expect(specKeys(l)).toContain('language_model.model.layers.1.feed_forward.moe_weights.gate');
-      const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
-      expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
-      expect(rep('vision').graph.inputs).toEqual(['pixel_values']);
-      const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-      expect(m).toMatchObject({
+      s.expectLlavaLanguageInputs();
+      expect(s.report('vision').graph.inputs).toEqual(['pixel_values']);
+      expect(s.manifest()).toMatchObject({
         model_type: 'llama4',
         image_token_id: ref.special_tokens['<|patch|>'],
         vision_start_token_id: ref.special_tokens['<|image_start|>'],
@@ -130,11 +107,11 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
     });
 
     it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image file', async () => {
-      const s = await session('out/vision');
-      const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles(), 3, S, S]) });
+      const vision = await session('out/vision');
+      const out = await vision.run({ pixel_values: new ort.Tensor('float32', refPixels(), [tiles(), 3, S, S]) });
       expect(out.vision_embeds!.dims).toEqual([tiles(), ref.num_patches_per_chunk, 64]);
       expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const got = processLlama4Image(decodeImage(path.join(work, 'image.png')), llama4Processor(path.join(work, 'model'), S));
+      const got = processLlama4Image(decodeImage(path.join(work(), 'image.png')), llama4Processor(path.join(work(), 'model'), S));
       expect(got.aspect).toEqual(ref.aspect_ratio);
       expect(got.tiles).toBe(tiles());
       // bf16 values, as the processor makes them: equal, not close
@@ -148,16 +125,7 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
       expect(llama4ImageText(got.aspect, ref.num_patches_per_chunk)).toBe(block.map((t) => names[t]).join(''));
     });
 
-    for (const [name, source] of [
-      ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-      ['--image', () => ['--image', 'image.png']],
-    ] as const) {
-      it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
-        await expectGeneratedIds(h, 'out', source(), ref);
-        const got = await dumpedLogits(h, source(), ref);
-        expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-      });
-    }
+    s.itRunsReference();
 
     it('run --prompt / --chat with --image: each <|image|> becomes the processor’s image block; generated_ids follow', async () => {
       // the fixture ships no tokenizer: a WordLevel one over its 320 ids with the special tokens at reference.json's ids
@@ -168,17 +136,16 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
       const template =
         "{{ '<|begin_of_text|>' }}{% for m in messages %}{% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}" +
         "{% for c in m.content %}{% if c.type == 'image' %}<|image|>{% endif %}{% endfor %}w276 w86 w213{% endfor %}";
-      mkdirSync(path.join(work, 'tok'));
-      writeTokenizer(path.join(work, 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+      s.writeWordTokenizer(special, template);
       // input_ids [1, 64, 274, 210, 57, the image block, 276, 86, 213]
       expect(ref.input_ids.slice(0, 5)).toEqual([1, 64, 274, 210, 57]);
       const prompt = '<|begin_of_text|>w64 w274 w210 w57<|image|>w276 w86 w213';
       const common = ['--image', 'image.png', '--tokenizer', 'tok', '--max-new-tokens', '5', '--print-ids'];
       const r = await h.ok('run', 'out', '--prompt', prompt, ...common);
       expect(r.stdout.trim().split('\n')[0]).toBe(ref.generated_ids.map((t: number) => `w${t}`).join(' '));
-      expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      s.expectPrintedIds(r);
       const chat = await h.ok('run', 'out', '--chat', 'w64 w274 w210 w57', ...common);
-      expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      s.expectPrintedIds(chat);
       // --pixel-values carries no tile grid: the block cannot be placed, refused by name
       const px = await h.cliRun('run', 'out', '--prompt', prompt, '--pixel-values', path.join(fx, 'reference.json'), '--tokenizer', 'tok');
       expect(px.code).toBe(2);
@@ -190,8 +157,8 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
       const img = Array.from({ length: 48 }, (_, y) =>
         Array.from({ length: W }, (_, x) => [(x * 3 + y) % 256, (y * 5) % 256, (x + 2 * y) % 256]),
       );
-      writePng(path.join(work, 'wide.png'), img);
-      const got = processLlama4Image(decodeImage(path.join(work, 'wide.png')), llama4Processor(path.join(work, 'model'), S));
+      writePng(path.join(work(), 'wide.png'), img);
+      const got = processLlama4Image(decodeImage(path.join(work(), 'wide.png')), llama4Processor(path.join(work(), 'model'), S));
       expect(got.aspect).toEqual([2, 3]);
       expect(got.tiles).toBe(7);
       // tile (row 1, col 2) is the crop at (24, 48): (v/255 − 0.5)/0.5 to bf16 precision, channels first
@@ -221,37 +188,34 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
     });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-      await exportLegacyPair(h, fx);
+      await s.exportLegacyPair();
       const vs = await session('legacy-vision');
       const vin = vs.inputNames[0]!;
       const v = await vs.run({ [vin]: new ort.Tensor('float32', refPixels(), [tiles(), 3, S, S]) });
       const embeds = v[vs.outputNames[0]!]!;
       expect(maxDiff(embeds.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
+      const all = s.scoredIds();
       const ds = await session('legacy-decoder');
       const feeds: Record<string, ort.Tensor> = {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from(all.map((_, k) => BigInt(k))), [1, all.length]),
+        input_ids: i64(all, [1, all.length]),
+        position_ids: i64(
+          all.map((_, k) => k),
+          [1, all.length],
+        ),
       };
       const embedName = ds.inputNames.find((n) => !(n in feeds))!;
       feeds[embedName] = embeds;
       const d = await ds.run(feeds);
       const logits = d[ds.outputNames[0]!]!.data as Float32Array;
-      expect(maxDiff(logits, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-      const argmax = (r: number) => {
-        const x = logits.subarray(r * 320, (r + 1) * 320);
-        return x.indexOf(Math.max(...x));
-      };
-      const start = ref.input_ids.length - 1;
-      expect(Array.from({ length: ref.generated_ids.length }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
+      s.expectReferenceLogits(logits);
+      s.expectGreedyIds(logits);
     }, 60_000);
 
-    itFloat16AndContinuousBatching(h, fx, ref, 64);
+    s.itFloat16AndContinuousBatching(64);
 
-    it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+    s.itRefusesConfigs((cfg) => {
       const vc = cfg.vision_config;
-      await expectConfigRefusals(h, [
+      return [
         ['layer', { ...cfg, vision_config: { ...vc, vision_feature_layer: -2 } }, /"vision_config\.vision_feature_layer" is -2/],
         ['shuffle', { ...cfg, vision_config: { ...vc, pixel_shuffle_ratio: 0.25 } }, /"vision_config\.pixel_shuffle_ratio" \(0\.25\)/],
         ['heads', { ...cfg, vision_config: { ...vc, num_attention_heads: 16 } }, /"vision_config\.num_attention_heads" gives head_dim 2/],
@@ -260,31 +224,31 @@ for (const family of BUILT_VLMS.filter((f) => f === 'llama4_vlm'))
           { ...cfg, vision_config: { ...vc, model_type: 'clip_vision_model' } },
           /"vision_config\.model_type" is "clip_vision_model"/,
         ],
-      ]);
+      ];
     });
 
     it('a llama4 config without a vision_config still exports the text graph alone', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
+      const cfg = s.config();
       const { vision_config: _v, ...text } = cfg;
-      const dir = path.join(work, 'textonly');
+      const dir = path.join(work(), 'textonly');
       mkdirSync(dir);
       writeFileSync(path.join(dir, 'config.json'), JSON.stringify(text));
       await h.ok('export', '--config', 'textonly', '--out', 'textonly-out');
-      expect(JSON.parse(readFileSync(path.join(work, 'textonly-out', 'export-report.json'), 'utf8')).graph_role).toBeUndefined();
-      expect(() => readFileSync(path.join(work, 'textonly-out', 'vlm.json'))).toThrow();
+      expect(JSON.parse(readFileSync(path.join(work(), 'textonly-out', 'export-report.json'), 'utf8')).graph_role).toBeUndefined();
+      expect(() => readFileSync(path.join(work(), 'textonly-out', 'vlm.json'))).toThrow();
     });
 
-    it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-    });
+    s.itChecksGraphs();
   });
 
 describeFixtures('the real Llama-4-Scout-17B-16E config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone', async () => {
-    const work = tmp();
-    const r = await exportRealConfig(work, 'llama-4-scout-17b-16e.json', 'Llama-4-Scout-17B-16E-Instruct');
-    expect(r.stdout).toMatch(/llama4: vision 34 layers, 24×24 patches shuffled to 144 tokens per tile; text 48 layers, 16 experts top-1/);
-    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    const manifest = await exportRealVlm(
+      tmp(),
+      'llama-4-scout-17b-16e.json',
+      'Llama-4-Scout-17B-16E-Instruct',
+      /llama4: vision 34 layers, 24×24 patches shuffled to 144 tokens per tile; text 48 layers, 16 experts top-1/,
+    );
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 200092, image_size: 336, mm_tokens_per_image: 144 });
     expect(manifest.text).toEqual({ hidden_size: 5120, num_hidden_layers: 48 });
   });

@@ -32,7 +32,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodeImage, resizeBicubic } from '../../src/run/vlm/image';
 import { clipProcessor, processAnyresImage, processClipImage } from '../../src/run/vlm/image-clip';
 import { anyresLayout, packIndex, patchOutputSize } from '../../src/artifacts/anyres';
@@ -40,23 +40,9 @@ import { expandLlavaPrompt } from '../../src/run/vlm/llava-prompt';
 import { readSafetensorsHeaderSync, readTensorBytesSync } from '../../src/formats/safetensors/read';
 import { toFloat32 } from '../../src/formats/float-convert';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
-import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import {
-  dumpedLogits,
-  expectConfigRefusals,
-  expectGeneratedIds,
-  expectGraphsAndArtifactsValid,
-  exportLegacyPair,
-  exportPrepareCompile,
-  exportRealConfig,
-  itFloat16AndContinuousBatching,
-  maxDiff,
-  specKeys,
-  vlmFixtureCli,
-  vlmSpecs,
-  writePng,
-} from '../../../test/support/vlm-cli';
+import { expectGeneratedIds, exportRealVlm, imageSources, specKeys, vlmCliSuite, writePng } from '../../../test/support/vlm-cli';
+import { i64, maxDiff } from '../../../test/support/vlm-graphs';
 
 const tmp = tempDirs('ws-vlm-llava-');
 const LLAVAS = BUILT_VLMS.filter((f): f is 'llava' | 'llava_next' => f === 'llava' || f === 'llava_next');
@@ -64,8 +50,8 @@ const LLAVAS = BUILT_VLMS.filter((f): f is 'llava' | 'llava_next' => f === 'llav
 for (const family of LLAVAS) {
   const next = family === 'llava_next';
   describeFixtures(`${family} through the CLI`, () => {
-    const { fx, ref, h, begin } = vlmFixtureCli(family, tmp);
-    let work = '';
+    const s = vlmCliSuite(family, tmp, (r) => r.image);
+    const { fx, ref, h, work } = s;
     const { session } = h;
     const S = 16;
     const tiles = (pv: number[]) => pv.length / (3 * S * S);
@@ -76,17 +62,11 @@ for (const family of LLAVAS) {
             pack_index: new ort.Tensor('int64', BigInt64Array.from((ref.pack_index as number[]).map(BigInt)), [ref.pack_index.length]),
           }
         : { pixel_values: new ort.Tensor('float32', pv, [1, 3, S, S]) };
-    const m = () => JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    const m = () => s.manifest();
     const refPixels = () => Float32Array.from((ref.pixel_values as number[]).flat(4) as number[]);
 
-    beforeAll(async () => {
-      work = begin();
-      writePng(path.join(work, 'image.png'), ref.image);
-      await exportPrepareCompile(h);
-    }, 120_000);
-
     it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and QEfficient’s LLaVA interface', () => {
-      const { v, l } = vlmSpecs(path.join(work, 'out'));
+      const { v, l } = s.specs();
       const vk = specKeys(v);
       expect(vk.every((k) => /^(vision_tower\.vision_model\.|multi_modal_projector\.|image_newline$)/.test(k))).toBe(true);
       expect(vk.includes('image_newline')).toBe(next);
@@ -94,25 +74,22 @@ for (const family of LLAVAS) {
       expect(vk).toContain('vision_tower.vision_model.encoder.layers.1.mlp.fc2.weight');
       expect(vk.some((k) => k.includes('encoder.layers.2.'))).toBe(false);
       expect(specKeys(l)).toContain('language_model.lm_head.weight');
-      const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
-      expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
-      expect(rep('language').graph.outputs.slice(0, 3)).toEqual(['logits', 'vision_embeds_RetainedState', 'image_idx_output']);
-      expect(rep('vision').graph.inputs).toEqual(next ? ['pixel_values', 'pack_index'] : ['pixel_values']);
-      const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-      expect(m).toMatchObject({ model_type: family, image_token_id: 300, image_size: 16, mm_tokens_per_image: 16 });
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
-      expect(m.image_grid_pinpoints).toEqual(cfg.image_grid_pinpoints);
+      s.expectLlavaLanguageInputs();
+      expect(s.report('language').graph.outputs.slice(0, 3)).toEqual(['logits', 'vision_embeds_RetainedState', 'image_idx_output']);
+      expect(s.report('vision').graph.inputs).toEqual(next ? ['pixel_values', 'pack_index'] : ['pixel_values']);
+      expect(m()).toMatchObject({ model_type: family, image_token_id: 300, image_size: 16, mm_tokens_per_image: 16 });
+      expect(m().image_grid_pinpoints).toEqual(s.config().image_grid_pinpoints);
     });
 
     it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image file', async () => {
-      const s = await session('out/vision');
-      const out = await s.run(visionFeeds(refPixels()));
+      const vision = await session('out/vision');
+      const out = await vision.run(visionFeeds(refPixels()));
       expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const img = decodeImage(path.join(work, 'image.png'));
-      const p = clipProcessor(path.join(work, 'model'), S);
+      const img = decodeImage(path.join(work(), 'image.png'));
+      const p = clipProcessor(path.join(work(), 'model'), S);
       const pv = next ? processAnyresImage(img, p, m().image_grid_pinpoints).pixelValues : processClipImage(img, p);
       expect(maxDiff(pv, refPixels())).toBeLessThan(1e-5);
-      const fromImage = await s.run(visionFeeds(pv));
+      const fromImage = await vision.run(visionFeeds(pv));
       expect(maxDiff(fromImage.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
     });
     if (next) {
@@ -136,31 +113,19 @@ for (const family of LLAVAS) {
       });
     }
 
-    for (const [name, source] of [
-      ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-      ['--image', () => ['--image', 'image.png']],
-    ] as const) {
-      it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
-        await expectGeneratedIds(h, 'out', source(), ref);
-        const got = await dumpedLogits(h, source(), ref);
-        expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-      });
-    }
+    s.itRunsReference();
 
     it('run expands one <image> per image to the processor’s count (processor_config.json) and gives generated_ids', async () => {
       const ids = ref.input_ids as number[];
       const compact = [...ids.slice(0, ids.indexOf(300)), 300, ...ids.slice(ids.lastIndexOf(300) + 1)];
-      for (const source of [
-        ['--pixel-values', path.join(fx, 'reference.json')],
-        ['--image', 'image.png'],
-      ])
-        await expectGeneratedIds(h, 'out', source, { input_ids: compact, generated_ids: ref.generated_ids });
+      for (const [, source] of imageSources(fx))
+        await expectGeneratedIds(h, 'out', source(), { input_ids: compact, generated_ids: ref.generated_ids });
     });
 
     it('two images (--image, two bare <image>): each expands to its own count; the rows up to the second image are the reference’s', async () => {
       // a second image of another size (LLaVA-NeXT: other tiles), after the reference prompt
       writePng(
-        path.join(work, 'second.png'),
+        path.join(work(), 'second.png'),
         Array.from({ length: 30 }, (_, y) => Array.from({ length: 20 }, (_, x) => [(7 * x) % 256, (11 * y) % 256, (x * y) % 256])),
       );
       const ids = ref.input_ids as number[];
@@ -177,14 +142,14 @@ for (const family of LLAVAS) {
         '--dump-logits',
         'two.json',
       );
-      const got = JSON.parse(readFileSync(path.join(work, 'two.json'), 'utf8')).logits as number[][];
+      const got = JSON.parse(readFileSync(path.join(work(), 'two.json'), 'utf8')).logits as number[][];
       const second = next ? packIndex([30, 20], m().image_grid_pinpoints, S, S / 4).length : 16;
       expect(got).toHaveLength(ids.length + second + 1);
       expect(maxDiff(got.slice(0, ids.length).flat(), (ref.logits as number[][]).slice(0, ids.length).flat())).toBeLessThan(1e-4);
     });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-      await exportLegacyPair(h, fx);
+      await s.exportLegacyPair();
       const v = await (
         await session('legacy-vision')
       ).run({ pixel_values: new ort.Tensor('float32', refPixels(), next ? [tiles(Array.from(refPixels())), 3, S, S] : [1, 3, S, S]) });
@@ -204,59 +169,54 @@ for (const family of LLAVAS) {
         expect(maxDiff(feats, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
         packed = feats;
       }
-      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
       const d = await (
         await session('legacy-decoder')
       ).run({
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
+        input_ids: i64(s.scoredIds(), [1, s.scoredIds().length]),
         vision_embeds: new ort.Tensor('float32', packed, [1, packed.length / H, H]),
       });
-      expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      s.expectReferenceLogits(d.logits!.data as Float32Array);
     }, 60_000);
 
-    itFloat16AndContinuousBatching(h, fx, ref, 64);
+    s.itFloat16AndContinuousBatching(64);
 
-    it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
-      const cases: [string, Record<string, unknown>, RegExp][] = [
-        ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 4/],
-        ['strategy', { ...cfg, vision_feature_select_strategy: 'cls' }, /"vision_feature_select_strategy" is "cls"/],
-        [
-          'tower',
-          { ...cfg, vision_config: { ...cfg.vision_config, model_type: 'dinov2' } },
-          /"vision_config\.model_type" is "dinov2" \(the CLIP and SigLIP vision towers/,
-        ],
-        [
-          'text',
-          { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
-          /"text_config\.model_type" "bert" is not a text family/,
-        ],
-        ...(next
-          ? ([
-              [
-                'full',
-                { ...cfg, vision_feature_select_strategy: 'full' },
-                /"vision_feature_select_strategy" is "full" with the clip tower: 17 rows per tile, but LLaVA-NeXT packs each tile as a 4 × 4 grid/,
-              ],
-              ['pins', { ...cfg, image_grid_pinpoints: [[16, 24]] }, /"image_grid_pinpoints" holds \[16, 24\], not a multiple/],
-            ] as [string, Record<string, unknown>, RegExp][])
-          : []),
-      ];
-      await expectConfigRefusals(h, cases);
-    });
+    s.itRefusesConfigs((cfg) => [
+      ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 4/],
+      ['strategy', { ...cfg, vision_feature_select_strategy: 'cls' }, /"vision_feature_select_strategy" is "cls"/],
+      [
+        'tower',
+        { ...cfg, vision_config: { ...cfg.vision_config, model_type: 'dinov2' } },
+        /"vision_config\.model_type" is "dinov2" \(the CLIP and SigLIP vision towers/,
+      ],
+      [
+        'text',
+        { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
+        /"text_config\.model_type" "bert" is not a text family/,
+      ],
+      ...(next
+        ? ([
+            [
+              'full',
+              { ...cfg, vision_feature_select_strategy: 'full' },
+              /"vision_feature_select_strategy" is "full" with the clip tower: 17 rows per tile, but LLaVA-NeXT packs each tile as a 4 × 4 grid/,
+            ],
+            ['pins', { ...cfg, image_grid_pinpoints: [[16, 24]] }, /"image_grid_pinpoints" holds \[16, 24\], not a multiple/],
+          ] as [string, Record<string, unknown>, RegExp][])
+        : []),
+    ]);
 
-    it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-    });
+    s.itChecksGraphs();
   });
 }
 
 describeFixtures('the real LLaVA-1.5-7B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone, LlamaConfig defaults filling what text_config leaves out', async () => {
-    const work = tmp();
-    const r = await exportRealConfig(work, 'llava-1.5-7b.json', 'llava-1.5-7b-hf');
-    expect(r.stdout).toMatch(/llava: vision 24 CLIP layers, hidden states \[-2\] \(default\), 576 tokens per image; text llama 32 layers/);
-    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    const manifest = await exportRealVlm(
+      tmp(),
+      'llava-1.5-7b.json',
+      'llava-1.5-7b-hf',
+      /llava: vision 24 CLIP layers, hidden states \[-2\] \(default\), 576 tokens per image; text llama 32 layers/,
+    );
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 32000, image_size: 336, mm_tokens_per_image: 576 });
     expect(manifest.text).toEqual({ hidden_size: 4096, num_hidden_layers: 32 });
   });

@@ -24,60 +24,37 @@
  * `[vision_size, hidden]`; its decoder takes that 2-D `vision_embeds` (ours is
  * `[vision_batch_size, vision_size, hidden]`, as the LLaVA wrapper's).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeImage } from '../../src/run/vlm/image';
 import { pixtralImageText, pixtralProcessor, processPixtralImage } from '../../src/run/vlm/image-pixtral';
 import { BUILT_VLMS, describeFixtures } from '../../../test/support/fixtures';
-import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import { wordLevelTokenizer, writeTokenizer } from '../../../test/support/tokenizers';
-import {
-  dumpedLogits,
-  expectConfigRefusals,
-  expectGeneratedIds,
-  expectGraphsAndArtifactsValid,
-  exportLegacyPair,
-  exportPrepareCompile,
-  exportRealConfig,
-  itFloat16AndContinuousBatching,
-  maxDiff,
-  specKeys,
-  vlmFixtureCli,
-  vlmSpecs,
-  writePng,
-} from '../../../test/support/vlm-cli';
+import { expectGeneratedIds, exportRealVlm, specKeys, vlmCliSuite } from '../../../test/support/vlm-cli';
+import { i64, maxDiff } from '../../../test/support/vlm-graphs';
 
 const tmp = tempDirs('ws-vlm-mistral3-');
 
 for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
   describeFixtures(`${family} through the CLI`, () => {
-    const { fx, ref, h, begin } = vlmFixtureCli(family, tmp);
-    let work = '';
+    const s = vlmCliSuite(family, tmp, (r) => r.images[0]);
+    const { ref, h, work } = s;
     const { session } = h;
     const [H0, W0] = ref.image_sizes[0] as [number, number];
     const refPixels = () => Float32Array.from((ref.pixel_values as number[]).flat(4) as number[]);
 
-    beforeAll(async () => {
-      work = begin();
-      writePng(path.join(work, 'image.png'), ref.images[0]);
-      await exportPrepareCompile(h);
-    }, 120_000);
-
     it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and the LLaVA-style language interface', () => {
-      const { v, l } = vlmSpecs(path.join(work, 'out'));
+      const { v, l } = s.specs();
       const vk = specKeys(v);
       expect(vk.every((k) => /^(vision_tower\.|multi_modal_projector\.)/.test(k))).toBe(true);
       expect(vk).toContain('multi_modal_projector.patch_merger.merging_layer.weight');
       expect(vk).toContain('vision_tower.transformer.layers.1.feed_forward.down_proj.weight');
       expect(specKeys(l)).toContain('language_model.lm_head.weight');
-      const rep = (g: string) => JSON.parse(readFileSync(path.join(work, 'out', g, 'export-report.json'), 'utf8'));
-      expect(rep('language').graph.inputs.slice(0, 4)).toEqual(['input_ids', 'vision_embeds', 'position_ids', 'image_idx']);
-      expect(rep('vision').graph.inputs).toEqual(['pixel_values']);
-      const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-      expect(m).toMatchObject({
+      s.expectLlavaLanguageInputs();
+      expect(s.report('vision').graph.inputs).toEqual(['pixel_values']);
+      expect(s.manifest()).toMatchObject({
         model_type: 'mistral3',
         image_token_id: 10,
         image_size: 32,
@@ -86,12 +63,12 @@ for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
     });
 
     it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image file', async () => {
-      const s = await session('out/vision');
-      const out = await s.run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
+      const vision = await session('out/vision');
+      const out = await vision.run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
       expect(out.vision_embeds!.dims).toEqual([1, ref.image_embeds.length, 64]);
       expect(maxDiff(out.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const p = pixtralProcessor(path.join(work, 'model'), 4, 2);
-      const got = processPixtralImage(decodeImage(path.join(work, 'image.png')), p);
+      const p = pixtralProcessor(path.join(work(), 'model'), 4, 2);
+      const got = processPixtralImage(decodeImage(path.join(work(), 'image.png')), p);
       expect(got.size).toEqual([H0, W0]);
       expect(maxDiff(got.pixelValues, refPixels())).toBeLessThan(1e-5);
       // the processor's token rows: [IMG]… [IMG_BREAK] per merged row, [IMG_END] last
@@ -101,16 +78,7 @@ for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
       expect(pixtralImageText(got.size, 8)).toBe((ref.image_token_blocks[0] as number[]).map((t) => names[t]).join(''));
     });
 
-    for (const [name, source] of [
-      ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-      ['--image', () => ['--image', 'image.png']],
-    ] as const) {
-      it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4 on every row`, async () => {
-        await expectGeneratedIds(h, 'out', source(), ref);
-        const got = await dumpedLogits(h, source(), ref);
-        expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-      });
-    }
+    s.itRunsReference();
 
     it('run --prompt / --chat with --image: each [IMG] becomes the processor’s rows ([IMG]… [IMG_BREAK], [IMG_END] last); generated_ids follow', async () => {
       // the fixture ships no tokenizer: a WordLevel one over its 320 ids with the special tokens at reference.json's ids
@@ -118,100 +86,70 @@ for (const family of BUILT_VLMS.filter((f) => f === 'mistral3'))
       const template =
         "{{ '<s>' }}{% for m in messages %}[INST]{% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}{% endif %}{% endfor %}" +
         "{% for c in m.content %}{% if c.type == 'image' %}[IMG]{% endif %}{% endfor %}w271 w162 w130[/INST]{% endfor %}";
-      // beside the checkpoint would change it (the prepared layout follows its folder): --tokenizer names another
-      mkdirSync(path.join(work, 'tok'));
-      writeTokenizer(path.join(work, 'tok'), wordLevelTokenizer(320, special), { chat_template: template });
+      s.writeWordTokenizer(special, template);
       // input_ids [1, 3, 179, 305, [IMG] rows, 271, 162, 130, 4]
       const prompt = '<s>[INST]w179 w305[IMG]w271 w162 w130[/INST]';
-      const r = await h.ok(
-        'run',
-        'out',
-        '--prompt',
-        prompt,
-        '--image',
-        'image.png',
-        '--tokenizer',
-        'tok',
-        '--max-new-tokens',
-        '5',
-        '--print-ids',
-      );
-      expect(r.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
-      const chat = await h.ok(
-        'run',
-        'out',
-        '--chat',
-        'w179 w305',
-        '--image',
-        'image.png',
-        '--tokenizer',
-        'tok',
-        '--max-new-tokens',
-        '5',
-        '--print-ids',
-      );
-      expect(chat.stdout.trim().split('\n')[1]).toBe(ref.generated_ids.join(','));
+      const common = ['--image', 'image.png', '--tokenizer', 'tok', '--max-new-tokens', '5', '--print-ids'];
+      const r = await h.ok('run', 'out', '--prompt', prompt, ...common);
+      s.expectPrintedIds(r);
+      const chat = await h.ok('run', 'out', '--chat', 'w179 w305', ...common);
+      s.expectPrintedIds(chat);
     });
 
     it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-      await exportLegacyPair(h, fx);
+      await s.exportLegacyPair();
       const v = await (await session('legacy-vision')).run({ pixel_values: new ort.Tensor('float32', refPixels(), [1, 3, H0, W0]) });
       expect(maxDiff(v.vision_embeds!.data as Float32Array, (ref.image_embeds as number[][]).flat())).toBeLessThan(1e-4);
-      const all = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)] as number[];
+      const all = s.scoredIds();
       const d = await (
         await session('legacy-decoder')
       ).run({
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(all.map(BigInt)), [1, all.length]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from(all.map((_, k) => BigInt(k))), [1, all.length]),
+        input_ids: i64(all, [1, all.length]),
+        position_ids: i64(
+          all.map((_, k) => k),
+          [1, all.length],
+        ),
         vision_embeds: v.vision_embeds!,
       });
-      expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+      s.expectReferenceLogits(d.logits!.data as Float32Array);
       // greedy on the legacy logits gives generated_ids too
-      const rows = ref.logits.length as number;
-      const argmax = (r: number) => {
-        const x = (d.logits!.data as Float32Array).subarray(r * 320, (r + 1) * 320);
-        return x.indexOf(Math.max(...x));
-      };
-      const start = ref.input_ids.length - 1;
-      expect(Array.from({ length: rows - start }, (_, k) => argmax(start + k))).toEqual(ref.generated_ids);
+      expect(d.logits!.dims[1]).toBe(ref.logits.length);
+      s.expectGreedyIds(d.logits!.data as Float32Array);
     }, 60_000);
 
     it('run --pixel-values without image_sizes takes each image whole; patch rows (Qwen’s form) are refused by name, exit 2', async () => {
-      writeFileSync(path.join(work, 'whole.json'), JSON.stringify({ pixel_values: ref.pixel_values }));
+      writeFileSync(path.join(work(), 'whole.json'), JSON.stringify({ pixel_values: ref.pixel_values }));
       await expectGeneratedIds(h, 'out', ['--pixel-values', 'whole.json'], ref);
-      writeFileSync(path.join(work, 'rows.json'), JSON.stringify({ pixel_values: [[0, 1, 2, 3]], image_grid_thw: [[1, 1, 1]] }));
+      writeFileSync(path.join(work(), 'rows.json'), JSON.stringify({ pixel_values: [[0, 1, 2, 3]], image_grid_thw: [[1, 1, 1]] }));
       const r = await h.cliRun('run', 'out', '--pixel-values', 'rows.json', '--input-ids', '1,10', '--max-new-tokens', '1');
       expect(r.code).toBe(2);
       expect(r.stderr.split('\n')[0]).toMatch(/Mistral 3 takes whole images/);
     });
 
-    itFloat16AndContinuousBatching(h, fx, ref, 64);
+    s.itFloat16AndContinuousBatching(64);
 
-    it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-      const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
-      await expectConfigRefusals(h, [
-        ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 3/],
-        ['list', { ...cfg, vision_feature_layer: [-1, -2] }, /"vision_feature_layer" is a list/],
-        ['headdim', { ...cfg, vision_config: { ...cfg.vision_config, head_dim: 8 } }, /"vision_config\.head_dim" \(8\) differs/],
-        [
-          'text',
-          { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
-          /"text_config\.model_type" "bert" is not a text family/,
-        ],
-      ]);
-    });
+    s.itRefusesConfigs((cfg) => [
+      ['layer', { ...cfg, vision_feature_layer: -5 }, /"vision_feature_layer" names hidden state -5, but the tower has 3/],
+      ['list', { ...cfg, vision_feature_layer: [-1, -2] }, /"vision_feature_layer" is a list/],
+      ['headdim', { ...cfg, vision_config: { ...cfg.vision_config, head_dim: 8 } }, /"vision_config\.head_dim" \(8\) differs/],
+      [
+        'text',
+        { ...cfg, text_config: { ...cfg.text_config, model_type: 'bert' } },
+        /"text_config\.model_type" "bert" is not a text family/,
+      ],
+    ]);
 
-    it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-      expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-    });
+    s.itChecksGraphs();
   });
 
 describeFixtures('the real Mistral-Small-3.1-24B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone', async () => {
-    const work = tmp();
-    const r = await exportRealConfig(work, 'mistral-small-3.1-24b.json', 'Mistral-Small-3.1-24B-Instruct-2503');
-    expect(r.stdout).toMatch(/mistral3: vision 24 Pixtral layers \(hidden state 24\), 2×2 patch merger; text mistral 40 layers/);
-    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    const manifest = await exportRealVlm(
+      tmp(),
+      'mistral-small-3.1-24b.json',
+      'Mistral-Small-3.1-24B-Instruct-2503',
+      /mistral3: vision 24 Pixtral layers \(hidden state 24\), 2×2 patch merger; text mistral 40 layers/,
+    );
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 10, image_size: 1540 });
     expect(manifest.text).toEqual({ hidden_size: 5120, num_hidden_layers: 40 });
   });

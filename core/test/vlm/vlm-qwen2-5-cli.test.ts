@@ -12,72 +12,50 @@
  * QEfficient/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py (commit
  * 02cdf56d505bdc3cf033e515713360c6322021ea) — see vlm-vision.test.ts / vlm-language.test.ts.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { vlmArchFromConfig } from '../../src/export/vlm/vlm-arch';
 import { decodeImage, processImage, processorConfig } from '../../src/run/vlm/image';
 import { describeFixtures } from '../../../test/support/fixtures';
-import { haveOnnxChecker } from '../../../test/support/onnx-checker';
 import { tempDirs } from '../../../test/support/temp';
-import {
-  dumpedLogits,
-  expectConfigRefusals,
-  expectGeneratedIds,
-  expectGraphsAndArtifactsValid,
-  exportLegacyPair,
-  exportPrepareCompile,
-  exportRealConfig,
-  itFloat16AndContinuousBatching,
-  maxDiff,
-  specKeys,
-  vlmFixtureCli,
-  vlmSpecs,
-  writePng,
-} from '../../../test/support/vlm-cli';
+import { exportRealVlm, specKeys, vlmCliSuite } from '../../../test/support/vlm-cli';
+import { i64, maxDiff } from '../../../test/support/vlm-graphs';
 
 const tmp = tempDirs('ws-vlm-qwen25-');
 
 describeFixtures('qwen2_5_vl through the CLI', () => {
-  const { fx, ref, h, begin } = vlmFixtureCli('qwen2_5_vl', tmp);
-  let work = '';
+  const s = vlmCliSuite('qwen2_5_vl', tmp, (r) => r.image);
+  const { ref, h, work } = s;
   const { session } = h;
   const grid = () => {
     const [[t, h, w]] = ref.image_grid_thw as number[][];
     return new ort.Tensor('int64', new BigInt64Array(t! * h! * w!), [1, t!, h!, w!]);
   };
 
-  beforeAll(async () => {
-    work = begin();
-    writePng(path.join(work, 'image.png'), ref.image);
-    await exportPrepareCompile(h);
-  }, 120_000);
-
   it('writes vision/ and language/ over one prepared checkpoint with the Hub keys and no deepstack', async () => {
-    const { v, l } = vlmSpecs(path.join(work, 'out'));
+    const { v, l } = s.specs();
     expect(specKeys(v).every((k) => k.startsWith('visual.'))).toBe(true);
     const keys = specKeys(l);
     expect(keys).toContain('lm_head.weight');
     expect(keys).toContain('model.layers.1.self_attn.q_proj.bias');
-    const m = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
-    expect(m).toMatchObject({ model_type: 'qwen2_5_vl', image_token_id: 303, vision: { num_feature_layers: 0 } });
+    expect(s.manifest()).toMatchObject({ model_type: 'qwen2_5_vl', image_token_id: 303, vision: { num_feature_layers: 0 } });
   });
 
   it('the compiled vision graph gives the image features within 1e-4 from the pixel values and from the image', async () => {
-    const s = await session('out/vision');
+    const vision = await session('out/vision');
     const pv = ref.pixel_values as number[][];
-    const out = await s.run({
+    const out = await vision.run({
       pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]),
       image_grid_thw: grid(),
     });
     expect(maxDiff(out.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
     // the processor port on the PNG: CLIP mean/std from preprocessor_config.json, smart_resize keeps 24×32
-    const cfg = processorConfig(path.join(work, 'model'), { patch: 4, temporalPatch: 2, merge: 2 }, 'qwen2_5_vl');
-    const p = processImage(decodeImage(path.join(work, 'image.png')), cfg);
+    const cfg = processorConfig(path.join(work(), 'model'), { patch: 4, temporalPatch: 2, merge: 2 }, 'qwen2_5_vl');
+    const p = processImage(decodeImage(path.join(work(), 'image.png')), cfg);
     expect(p.grid).toEqual(ref.image_grid_thw[0]);
     expect(maxDiff(p.pixelValues, pv.flat())).toBeLessThan(1e-5);
-    const fromImage = await s.run({
+    const fromImage = await vision.run({
       pixel_values: new ort.Tensor('float32', p.pixelValues, [pv.length, pv[0]!.length]),
       image_grid_thw: grid(),
     });
@@ -94,54 +72,38 @@ describeFixtures('qwen2_5_vl through the CLI', () => {
     ]);
   });
 
-  for (const [name, source] of [
-    ['--pixel-values', () => ['--pixel-values', path.join(fx, 'reference.json')]],
-    ['--image', () => ['--image', 'image.png']],
-  ] as const) {
-    it(`run ${name}: --max-new-tokens 5 gives generated_ids; --dump-logits is within 1e-4`, async () => {
-      await expectGeneratedIds(h, 'out', source(), ref);
-      const got = await dumpedLogits(h, source(), ref);
-      expect(maxDiff(got.flat(), (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
-    });
-  }
+  s.itRunsReference();
 
   it('the legacy vision + decoder graphs through export --onnx over the same prepared checkpoint reproduce the reference', async () => {
-    await exportLegacyPair(h, fx);
+    await s.exportLegacyPair();
     const pv = ref.pixel_values as number[][];
     const v = await (
       await session('legacy-vision')
     ).run({ pixel_values: new ort.Tensor('float32', Float32Array.from(pv.flat()), [pv.length, pv[0]!.length]) });
     expect(maxDiff(v.vision_embeds!.data as Float32Array, ref.image_embeds.flat())).toBeLessThan(1e-4);
-    const ids: number[] = [...ref.input_ids, ...ref.generated_ids.slice(0, -1)];
+    const ids = s.scoredIds();
     const pos: number[][] = ref.position_ids_logits;
     const d = await (
       await session('legacy-decoder')
     ).run({
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [3, 1, ids.length]),
+      input_ids: i64(ids, [1, ids.length]),
+      position_ids: i64(pos.flat(), [3, 1, ids.length]),
       vision_embeds: new ort.Tensor('float32', v.vision_embeds!.data as Float32Array, [1, ref.image_embeds.length, 64]),
     });
-    expect(maxDiff(d.logits!.data as Float32Array, (ref.logits as number[][]).flat())).toBeLessThan(1e-4);
+    s.expectReferenceLogits(d.logits!.data as Float32Array);
   }, 60_000);
 
-  itFloat16AndContinuousBatching(h, fx, ref, 64);
+  s.itFloat16AndContinuousBatching(64);
 
-  it('refuses what the graphs do not implement with one line naming the field, writing nothing', async () => {
-    const cfg = JSON.parse(readFileSync(path.join(fx, 'config.json'), 'utf8'));
-    const cases: [string, Record<string, unknown>, RegExp][] = [
-      ['nosec', { ...cfg, rope_scaling: { type: 'mrope' } }, /"rope_scaling\.mrope_section" is missing/],
-      ['sum', { ...cfg, rope_scaling: { type: 'mrope', mrope_section: [2, 3, 4] } }, /mrope_section" sums to 9 but head_dim \/ 2 is 8/],
-      ['win', { ...cfg, vision_config: { ...cfg.vision_config, window_size: 4 } }, /vision_config\.window_size" \(4\) is smaller/],
-      ['full', { ...cfg, vision_config: { ...cfg.vision_config, fullatt_block_indexes: [3] } }, /names block 3 but depth is 3/],
-      ['slide', { ...cfg, use_sliding_window: true }, /"use_sliding_window" is true/],
-    ];
-    await expectConfigRefusals(h, cases);
-  });
+  s.itRefusesConfigs((cfg) => [
+    ['nosec', { ...cfg, rope_scaling: { type: 'mrope' } }, /"rope_scaling\.mrope_section" is missing/],
+    ['sum', { ...cfg, rope_scaling: { type: 'mrope', mrope_section: [2, 3, 4] } }, /mrope_section" sums to 9 but head_dim \/ 2 is 8/],
+    ['win', { ...cfg, vision_config: { ...cfg.vision_config, window_size: 4 } }, /vision_config\.window_size" \(4\) is smaller/],
+    ['full', { ...cfg, vision_config: { ...cfg.vision_config, fullatt_block_indexes: [3] } }, /names block 3 but depth is 3/],
+    ['slide', { ...cfg, use_sliding_window: true }, /"use_sliding_window" is true/],
+  ]);
 
-  // last: onnx's check_model(path, full_check=True) may write inferred shapes back into the file
-  it.runIf(haveOnnxChecker())("every graph and compiled artifact passes ONNX's checker", () => {
-    expectGraphsAndArtifactsValid(work, ['out/vision', 'out/language', 'legacy-vision', 'legacy-decoder']);
-  });
+  s.itChecksGraphs();
 });
 
 it('a config that relies on defaults gets Qwen2_5_VLConfig / Qwen2_5_VLVisionConfig values', () => {
@@ -174,10 +136,12 @@ it('a config that relies on defaults gets Qwen2_5_VLConfig / Qwen2_5_VLVisionCon
 
 describeFixtures('the real Qwen2.5-VL-7B config (benchmark: npm run bench vlm-export)', () => {
   it('exports both graphs from config.json alone: 32 window blocks with full attention on [7, 15, 23, 31], 28 text layers', async () => {
-    const work = tmp();
-    const r = await exportRealConfig(work, 'qwen2.5-vl-7b.json', 'Qwen2.5-VL-7B');
-    expect(r.stdout).toMatch(/qwen2_5_vl: vision 32 blocks, window 4×4, full attention \[7, 15, 23, 31\]; text 28 layers/);
-    const manifest = JSON.parse(readFileSync(path.join(work, 'out', 'vlm.json'), 'utf8'));
+    const manifest = await exportRealVlm(
+      tmp(),
+      'qwen2.5-vl-7b.json',
+      'Qwen2.5-VL-7B',
+      /qwen2_5_vl: vision 32 blocks, window 4×4, full attention \[7, 15, 23, 31\]; text 28 layers/,
+    );
     expect(manifest).toMatchObject({ kind: 'vlm', image_token_id: 151655, vision: { patch_size: 14, num_feature_layers: 0 } });
   });
 });

@@ -41,7 +41,8 @@ export interface ClipVisionArch {
 }
 
 const int = z.number().int().positive();
-const clipConfig = z.looseObject({
+/** The fields of a CLIP / SigLIP `vision_config` the tower reads (HF CLIPVisionConfig, SiglipVisionConfig). */
+export const clipConfig = z.looseObject({
   hidden_size: int.optional(),
   intermediate_size: int.optional(),
   num_hidden_layers: int.optional(),
@@ -112,7 +113,6 @@ export function clipHiddenStates(c: Ctx, v: ClipVisionArch, pixels: string, upTo
   const T = clipTokens(v);
   const LN: NormKind = { kind: 'layer', eps: v.eps, plusOne: false };
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: D });
-  const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const batch = g.op('Slice', [g.op('Shape', [pixels]), g.ints([0]), g.ints([1]), g.ints([0])]); // [1]: B
 
   // CLIPVisionEmbeddings: cat(class, conv patches) + position_embedding(arange(T)), then pre_layrnorm;
@@ -134,35 +134,51 @@ export function clipHiddenStates(c: Ctx, v: ClipVisionArch, pixels: string, upTo
   });
   if (clip) h = norm(c, h, ln(`${P}.pre_layrnorm`), LN);
   const states = [h];
-  const hd = v.headDim;
   for (let i = 0; i < upTo; i++) {
-    const p = `${P}.encoder.layers.${i}`;
-    g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm1`), LN);
-        const heads = (name: string, perm: number[]) =>
-          transpose(c, reshape(c, linear(c, x, lin(`${p}.self_attn.${name}`, D, D)), [-1, T, v.nHeads, hd]), perm);
-        const q = heads('q_proj', [0, 2, 1, 3]); // [B,nh,T,hd]
-        const k = heads('k_proj', [0, 2, 3, 1]); // [B,nh,hd,T]
-        const vv = heads('v_proj', [0, 2, 1, 3]);
-        const scores = g.op('Mul', [g.op('MatMul', [q, k]), g.scalar(c.dtype, Math.pow(hd, -0.5), 'clip_scale')]);
-        const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), vv]);
-        return linear(c, reshape(c, transpose(c, ctx, [0, 2, 1, 3]), [-1, D]), lin(`${p}.self_attn.out_proj`, D, D));
-      });
-      h = g.op('Add', [h, att]);
-      const mlp = g.within('mlp', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm2`), LN);
-        return linear(
-          c,
-          activation(c, linear(c, x, lin(`${p}.mlp.fc1`, v.intermediate, D)), v.act),
-          lin(`${p}.mlp.fc2`, D, v.intermediate),
-        );
-      });
-      h = g.op('Add', [h, mlp]);
-    });
+    h = g.within(`layers.${i}`, () => clipEncoderLayer(c, v, h, `${P}.encoder.layers.${i}`, T, 'clip_scale'));
     states.push(h);
   }
   return { states, batch };
+}
+
+/**
+ * One CLIPEncoderLayer / SiglipEncoderLayer (HF clip/modeling_clip.py, siglip/modeling_siglip.py:
+ * the same pre-LN block) over `h` `[B·tokens, D]`: layer_norm1 → biased q/k/v, softmax(q·kᵀ ·
+ * head_dim^-0.5) over all `tokens` rows, out_proj, residual; layer_norm2 → fc1 → act → fc2,
+ * residual. Its weights are under `p` (`<tower>.encoder.layers.<i>`); `scaleName` names the
+ * scale constant (each tower keeps its own name, so its graph stays as it was).
+ */
+export function clipEncoderLayer(
+  c: Ctx,
+  v: Pick<ClipVisionArch, 'hidden' | 'nHeads' | 'headDim' | 'intermediate' | 'act' | 'eps'>,
+  h: string,
+  p: string,
+  tokens: number,
+  scaleName: string,
+): string {
+  const g = c.g;
+  const D = v.hidden;
+  const hd = v.headDim;
+  const LN: NormKind = { kind: 'layer', eps: v.eps, plusOne: false };
+  const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: D });
+  const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
+  const att = g.within('attn', () => {
+    const x = norm(c, h, ln(`${p}.layer_norm1`), LN);
+    const heads = (name: string, perm: number[]) =>
+      transpose(c, reshape(c, linear(c, x, lin(`${p}.self_attn.${name}`, D, D)), [-1, tokens, v.nHeads, hd]), perm);
+    const q = heads('q_proj', [0, 2, 1, 3]); // [B,nh,T,hd]
+    const k = heads('k_proj', [0, 2, 3, 1]); // [B,nh,hd,T]
+    const vv = heads('v_proj', [0, 2, 1, 3]);
+    const scores = g.op('Mul', [g.op('MatMul', [q, k]), g.scalar(c.dtype, Math.pow(hd, -0.5), scaleName)]);
+    const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), vv]);
+    return linear(c, reshape(c, transpose(c, ctx, [0, 2, 1, 3]), [-1, D]), lin(`${p}.self_attn.out_proj`, D, D));
+  });
+  const mid = g.op('Add', [h, att]);
+  const mlp = g.within('mlp', () => {
+    const x = norm(c, mid, ln(`${p}.layer_norm2`), LN);
+    return linear(c, activation(c, linear(c, x, lin(`${p}.mlp.fc1`, v.intermediate, D)), v.act), lin(`${p}.mlp.fc2`, D, v.intermediate));
+  });
+  return g.op('Add', [mid, mlp]);
 }
 
 /**

@@ -18,18 +18,14 @@
  *   - no final logit soft cap.
  */
 import { type ArchSpec } from '../blocks/arch';
-import { weightInputs, type WeightInput } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
 import type { CacheContext } from '../blocks/attention-block';
 import { groupMask, type WindowContext } from '../blocks/attention-window';
-import type { ModelObj } from '../blocks/builder';
-import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
-import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface';
-import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
+import { ctxSource } from '../blocks/layer-states';
 import { reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
-import { declareCcl, resolveServing, retainSampler, servingHead, servingMetadata } from '../blocks/serving-head';
-import type { LanguageOptions } from './language';
+import type { BuiltLanguage, LanguageOptions } from './language';
+import { finishLlavaLanguage, llavaLanguageInputs } from './language-llava';
 import { refuse } from '../families/config';
 import { gemma3Arch } from '../families/gemma3';
 
@@ -81,27 +77,10 @@ export function gemma3LanguageArch(raw: Record<string, unknown>, file: string): 
 }
 
 /** Builds the language graph. */
-export function buildGemma3Language(
-  arch: Gemma3LanguageArch,
-  o: LanguageOptions,
-): { model: ModelObj; weights: WeightInput[]; io: { inputs: string[]; outputs: string[] } } {
+export function buildGemma3Language(arch: Gemma3LanguageArch, o: LanguageOptions): BuiltLanguage {
   const a = arch.text;
-  const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
-  const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
-  const H = a.hidden;
-
-  const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
-  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  const positionIds = g.input('position_ids', 'int64', [batch, 'seq_len']);
-  const imageIdx = g.input('image_idx', 'int64', [1, 1]);
-  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  const declared = declareInputs(g, states);
-  const io = {
-    inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
-    outputs: [] as string[],
-  };
-  const serving = resolveServing(o, a.vocab);
-  const ccl = declareCcl(g, serving, io);
+  const f = llavaLanguageInputs(a, o);
+  const { g, c, H, inputIds, visionEmbeds, positionIds, imageIdx, batchIndex, states, declared, ccl } = f;
 
   const merged = g.within('embed', () => {
     let e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
@@ -134,38 +113,7 @@ export function buildGemma3Language(
   const h = reshape(c, merged.embeds, [-1, H]);
   const base = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex, ccl);
   const kv = g.within('image_mask', () => bidirectional(c, a, base, positionIds, merged.group, ctxSource(states, declared)));
-  const ropeFor = ropeTablesOf(c, a, positionIds);
-  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
-    ropeFor: (l) => ropeFor(l.rope ?? a.rope),
-    norm1InAttn: true,
-  });
-  const logits = lastPositionLogits(c, a, last, kv.bs, positionIds);
-  const wiring = {
-    logits,
-    inputIds,
-    positionIds,
-    ...(batchIndex ? { batchIndex } : {}),
-    vocab: a.vocab,
-    batch,
-    seq: 'seq_len',
-    cacheBatch,
-  };
-  const sampled = servingHead(c, wiring, serving, io);
-  io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
-  g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
-  retainStates(g, states, updated, io.outputs);
-  retainSampler(g, sampled, cacheBatch, a.vocab, io);
-  const metadata: Record<string, string> = {
-    'weight_spec.graph': 'language',
-    'weight_spec.model_type': 'gemma3',
-    'weight_spec.kv_dtype': o.dtype,
-    'weight_spec.logits': 'last-valid-position',
-    ...servingMetadata(serving),
-    ...windowCacheMetadata(states),
-    ...(o.metadata ?? {}),
-  };
-  return { model: g.build(o.name ?? 'gemma3-language', metadata), weights: weightInputs(a), io };
+  return finishLlavaLanguage(f, a, h, merged.imageIdxOut, kv, { 'weight_spec.model_type': 'gemma3' }, 'gemma3-language', o);
 }
 
 /**

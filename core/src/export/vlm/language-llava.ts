@@ -16,8 +16,10 @@
  * √hidden scale, GPT-2's learned positions) applies to the image rows too, as HF's model forward
  * applies it to `inputs_embeds`.
  */
+import type { ArchSpec } from '../blocks/arch';
 import { weightInputs } from '../blocks/weight-inputs';
 import { cacheContext } from '../blocks/attention';
+import type { CacheContext } from '../blocks/attention-block';
 import { archStates, windowCacheMetadata } from '../../artifacts/graph-interface';
 import { ctxSource, declareInputs, retainStates } from '../blocks/layer-states';
 import { decoderFrame, decoderLayers, lastPositionLogits, ropeTablesOf } from '../exporter/decoder';
@@ -33,22 +35,8 @@ export function buildLlavaLanguage(
   o: LanguageOptions,
 ): BuiltLanguage {
   const a = arch.text;
-  const { g, c, cb, batch, cacheBatch, ctxLen } = decoderFrame(o);
-  const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
-  const H = a.hidden;
-
-  const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
-  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  const positionIds = g.input('position_ids', 'int64', [batch, 'seq_len']);
-  const imageIdx = g.input('image_idx', 'int64', [1, 1]);
-  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
-  const declared = declareInputs(g, states);
-  const io = {
-    inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
-    outputs: [] as string[],
-  };
-  const serving = resolveServing(o, a.vocab);
-  const ccl = declareCcl(g, serving, io);
+  const f = llavaLanguageInputs(a, o);
+  const { g, c, H, inputIds, visionEmbeds, positionIds, imageIdx, batchIndex, states, declared, ccl } = f;
 
   const merged = g.within('embed', () => {
     const e = g.op('Gather', [weight(c, a.embed, [a.vocab, H]), inputIds], { axis: 0 }); // [B,S,H]
@@ -71,8 +59,72 @@ export function buildLlavaLanguage(
   });
 
   const kv = cacheContext(c, a, inputIds, positionIds, ctxSource(states, declared), batchIndex, ccl);
+  return finishLlavaLanguage(
+    f,
+    a,
+    merged.embeds,
+    merged.imageIdxOut,
+    kv,
+    {
+      'weight_spec.model_type': arch.modelType,
+      'weight_spec.text_model_type': a.modelType,
+    },
+    `${arch.modelType}-language`,
+    o,
+  );
+}
+
+/**
+ * The start every graph with QEfficient's LLaVA language interface makes (its decoder wrapper;
+ * Gemma 3's and Mistral 3's take the same inputs): the decoder frame, the text family's states,
+ * the inputs input_ids, vision_embeds, position_ids, image_idx, [batch_index] and the states,
+ * declared in that order, and the serving options (CCL inputs declared after them).
+ */
+export function llavaLanguageInputs(a: ArchSpec, o: LanguageOptions) {
+  const frame = decoderFrame(o);
+  const { g, cb, batch, cacheBatch, ctxLen } = frame;
+  const states = archStates(a, { cacheBatch, ctxLen, dtype: o.dtype });
+  const H = a.hidden;
+
+  const inputIds = g.input('input_ids', 'int64', [batch, 'seq_len']);
+  const visionEmbeds = g.input('vision_embeds', o.dtype, ['vision_batch_size', 'vision_size', H]);
+  const positionIds = g.input('position_ids', 'int64', [batch, 'seq_len']);
+  const imageIdx = g.input('image_idx', 'int64', [1, 1]);
+  const batchIndex = cb ? g.input('batch_index', 'int64', [batch, 1]) : undefined;
+  const declared = declareInputs(g, states);
+  const io = {
+    inputs: ['input_ids', 'vision_embeds', 'position_ids', 'image_idx', ...(cb ? ['batch_index'] : []), ...states.map((st) => st.name)],
+    outputs: [] as string[],
+  };
+  const serving = resolveServing(o, a.vocab);
+  const ccl = declareCcl(g, serving, io);
+  return { ...frame, states, H, inputIds, visionEmbeds, positionIds, imageIdx, batchIndex, declared, io, serving, ccl };
+}
+
+/** What {@link llavaLanguageInputs} made. */
+export type LlavaLanguageInputs = ReturnType<typeof llavaLanguageInputs>;
+
+/**
+ * The rest of such a graph once the family has merged the image rows into the embeddings (`h`,
+ * [B·S, H]; `imageIdxOut` [1, 1]) and made the cache context `kv`: the text family's decoder
+ * layers, the last valid position's logits, the serving head, then the outputs
+ * vision_embeds_RetainedState, image_idx_output, the states' _RetainedState and the sampler's.
+ * `model` names the model in the metadata (after `weight_spec.graph`); `name` is the graph's
+ * default name (`o.metadata` / `o.name` still win).
+ */
+export function finishLlavaLanguage(
+  f: LlavaLanguageInputs,
+  a: ArchSpec,
+  h: string,
+  imageIdxOut: string,
+  kv: CacheContext,
+  model: Record<string, string>,
+  name: string,
+  o: LanguageOptions,
+): BuiltLanguage {
+  const { g, c, H, inputIds, visionEmbeds, positionIds, batchIndex, states, declared, io, serving, batch, cacheBatch } = f;
   const ropeFor = ropeTablesOf(c, a, positionIds);
-  const { h: last, updated } = decoderLayers(c, a, merged.embeds, kv, states, declared, {
+  const { h: last, updated } = decoderLayers(c, a, h, kv, states, declared, {
     ropeFor: (l) => ropeFor(l.rope ?? a.rope),
     norm1InAttn: true,
   });
@@ -90,18 +142,17 @@ export function buildLlavaLanguage(
   const sampled = servingHead(c, wiring, serving, io);
   io.outputs.push('vision_embeds_RetainedState', 'image_idx_output');
   g.output(g.op('Identity', [visionEmbeds]), 'vision_embeds_RetainedState', o.dtype, ['vision_batch_size', 'vision_size', H]);
-  g.output(merged.imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
+  g.output(imageIdxOut, 'image_idx_output', 'int64', [1, 1]);
   retainStates(g, states, updated, io.outputs);
   retainSampler(g, sampled, cacheBatch, a.vocab, io);
   const metadata: Record<string, string> = {
     'weight_spec.graph': 'language',
-    'weight_spec.model_type': arch.modelType,
-    'weight_spec.text_model_type': a.modelType,
+    ...model,
     'weight_spec.kv_dtype': o.dtype,
     'weight_spec.logits': 'last-valid-position',
     ...servingMetadata(serving),
     ...windowCacheMetadata(states),
     ...(o.metadata ?? {}),
   };
-  return { model: g.build(o.name ?? `${arch.modelType}-language`, metadata), weights: weightInputs(a), io };
+  return { model: g.build(o.name ?? name, metadata), weights: weightInputs(a), io };
 }

@@ -11,27 +11,16 @@
  * export-vlm.ts pairs it with language-gemma3.ts.
  */
 import { z } from 'zod';
-import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
-import { actOf, parseWith, refuse } from '../families/config';
+import type { NormKind } from '../blocks/arch';
+import { parseWith, refuse } from '../families/config';
 import { norm } from '../blocks/norms';
-import { activation, linear, reshape, transpose, weight, type Ctx } from '../blocks/ops';
-import type { ExportDtype } from '../../formats/dtype';
+import { finishVision, visionFrame, type BuiltVision, type VisionOptions } from './vision';
+import { reshape, transpose, weight } from '../blocks/ops';
+import { clipConfig, clipEncoderLayer, clipVisionArch, type ClipVisionArch } from './clip-tower';
 
-/** The SigLIP tower and the projector of `Gemma3ForConditionalGeneration`. */
-export interface Gemma3VisionArch {
-  layers: number;
-  hidden: number;
-  nHeads: number;
-  headDim: number;
-  intermediate: number;
-  act: 'gelu' | 'gelu_tanh' | 'silu' | 'relu';
-  channels: number;
-  imageSize: number;
-  patch: number;
-  eps: number;
-  /** Patches per side (image_size / patch_size) and pooled tokens per side (√mm_tokens_per_image). */
-  side: number;
+/** The SigLIP tower (a {@link ClipVisionArch} of kind siglip) and the projector of `Gemma3ForConditionalGeneration`. */
+export interface Gemma3VisionArch extends ClipVisionArch {
+  /** Pooled tokens per side (√mm_tokens_per_image). */
   tokensPerSide: number;
   textHidden: number;
 }
@@ -40,68 +29,32 @@ const int = z.number().int().positive();
 const cfgSchema = z.looseObject({
   mm_tokens_per_image: int.optional(),
   text_config: z.looseObject({ hidden_size: int.optional() }).optional(),
-  vision_config: z
-    .looseObject({
-      hidden_size: int.optional(),
-      intermediate_size: int.optional(),
-      num_hidden_layers: int.optional(),
-      num_attention_heads: int.optional(),
-      num_channels: int.optional(),
-      image_size: int.optional(),
-      patch_size: int.optional(),
-      hidden_act: z.string().optional(),
-      layer_norm_eps: z.number().positive().optional(),
-    })
-    .optional(),
+  // checked here, within the whole config, so that a wrong type is named by its full path
+  vision_config: clipConfig.optional(),
 });
 
 /** Parses the vision side of a Gemma 3 VLM config.json (defaults: HF SiglipVisionConfig / Gemma3Config). */
 export function gemma3VisionArch(raw: unknown, file: string): Gemma3VisionArch {
   const c = parseWith(cfgSchema, raw, file);
-  const v = c.vision_config ?? {};
-  const at = (f: string) => `vision_config.${f}`;
-  const hidden = v.hidden_size ?? 768;
-  const nHeads = v.num_attention_heads ?? 12;
-  if (hidden % nHeads !== 0) refuse(file, at('hidden_size'), `(${hidden}) is not divisible by num_attention_heads (${nHeads})`);
-  const imageSize = v.image_size ?? 224;
-  const patch = v.patch_size ?? 16;
-  if (imageSize % patch !== 0) refuse(file, at('image_size'), `(${imageSize}) is not a multiple of patch_size (${patch})`);
-  const side = imageSize / patch;
+  // Gemma3Config builds SiglipVisionConfig(**vision_config), whatever model_type the dict names
+  const tower = clipVisionArch({ ...c.vision_config, model_type: 'siglip_vision_model' }, file, 'vision_tower.vision_model');
+  const side = tower.side;
   const mm = c.mm_tokens_per_image ?? 256;
   const tokensPerSide = Math.round(Math.sqrt(mm));
   if (tokensPerSide * tokensPerSide !== mm) refuse(file, 'mm_tokens_per_image', `(${mm}) is not a square`);
   // AvgPool2d(kernel = stride = side // tokens_per_side) must tile the patch grid exactly to give mm tokens
   if (side % tokensPerSide !== 0)
     refuse(file, 'mm_tokens_per_image', `(${mm}): ${tokensPerSide} tokens per side do not divide the ${side}×${side} patch grid`);
-  return {
-    layers: v.num_hidden_layers ?? 12,
-    hidden,
-    nHeads,
-    headDim: hidden / nHeads,
-    intermediate: v.intermediate_size ?? 3072,
-    act: actOf(v.hidden_act ?? 'gelu_pytorch_tanh', file, at('hidden_act')),
-    channels: v.num_channels ?? 3,
-    imageSize,
-    patch,
-    eps: v.layer_norm_eps ?? 1e-6,
-    side,
-    tokensPerSide,
-    textHidden: c.text_config?.hidden_size ?? 2304,
-  };
+  return { ...tower, tokensPerSide, textHidden: c.text_config?.hidden_size ?? 2304 };
 }
 
 /** Builds the vision graph (SigLIP tower + multimodal projector). */
-export function buildGemma3Vision(
-  v: Gemma3VisionArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[] } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildGemma3Vision(v: Gemma3VisionArch, o: VisionOptions): BuiltVision {
+  const { g, c } = visionFrame(o);
   const P = 'vision_tower.vision_model';
   const D = v.hidden;
   const N = v.side * v.side;
   const LN: NormKind = { kind: 'layer', eps: v.eps, plusOne: false };
-  const lin = (name: string, out: number, inp: number): LinearSpec => ({ weight: `${name}.weight`, bias: `${name}.bias`, out, in: inp });
   const ln = (name: string) => ({ weight: `${name}.weight`, bias: `${name}.bias`, size: D });
   const pixels = g.input('pixel_values', o.dtype, ['batch_size', v.channels, v.imageSize, v.imageSize]);
 
@@ -115,33 +68,8 @@ export function buildGemma3Vision(
     return reshape(c, g.op('Add', [tokens, pos]), [-1, D]); // [B·N, D]
   });
 
-  const hd = v.headDim;
-  for (let i = 0; i < v.layers; i++) {
-    const p = `${P}.encoder.layers.${i}`;
-    g.within(`layers.${i}`, () => {
-      const att = g.within('attn', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm1`), LN);
-        const heads = (name: string, perm: number[]) =>
-          transpose(c, reshape(c, linear(c, x, lin(`${p}.self_attn.${name}`, D, D)), [-1, N, v.nHeads, hd]), perm);
-        const q = heads('q_proj', [0, 2, 1, 3]); // [B,nh,N,hd]
-        const k = heads('k_proj', [0, 2, 3, 1]); // [B,nh,hd,N]
-        const vv = heads('v_proj', [0, 2, 1, 3]);
-        const scores = g.op('Mul', [g.op('MatMul', [q, k]), g.scalar(o.dtype, Math.pow(hd, -0.5), 'siglip_scale')]);
-        const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), vv]);
-        return linear(c, reshape(c, transpose(c, ctx, [0, 2, 1, 3]), [-1, D]), lin(`${p}.self_attn.out_proj`, D, D));
-      });
-      h = g.op('Add', [h, att]);
-      const mlp = g.within('mlp', () => {
-        const x = norm(c, h, ln(`${p}.layer_norm2`), LN);
-        return linear(
-          c,
-          activation(c, linear(c, x, lin(`${p}.mlp.fc1`, v.intermediate, D)), v.act),
-          lin(`${p}.mlp.fc2`, D, v.intermediate),
-        );
-      });
-      h = g.op('Add', [h, mlp]);
-    });
-  }
+  for (let i = 0; i < v.layers; i++)
+    h = g.within(`layers.${i}`, () => clipEncoderLayer(c, v, h, `${P}.encoder.layers.${i}`, N, 'siglip_scale'));
   h = norm(c, h, ln(`${P}.post_layernorm`), LN);
 
   const out = g.within('multi_modal_projector', () => {
@@ -161,9 +89,5 @@ export function buildGemma3Vision(
     return reshape(c, proj, [-1, mm, v.textHidden]);
   });
   g.output(out, 'vision_embeds', o.dtype, ['batch_size', v.tokensPerSide * v.tokensPerSide, v.textHidden]);
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'gemma3_vision' };
-  return { model: g.build(o.name ?? 'gemma3-vision', metadata), weights };
+  return finishVision(c, 'gemma3', o);
 }

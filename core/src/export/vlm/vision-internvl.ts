@@ -17,19 +17,14 @@
  * the same output.
  */
 import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { norm } from '../blocks/norms';
-import { activation, linear, reshape, transpose, weight, type Ctx } from '../blocks/ops';
-import type { ExportDtype } from '../../formats/dtype';
+import { finishVision, visionFrame, type BuiltVision, type VisionIo, type VisionOptions } from './vision';
+import { activation, linear, reshape, transpose, weight } from '../blocks/ops';
 import type { InternVLArch } from './config-internvl';
 
 /** Builds the vision graph (InternViT tower + pixel shuffle + projector). */
-export function buildInternVision(
-  a: InternVLArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildInternVision(a: InternVLArch, o: VisionOptions): BuiltVision & { io: VisionIo } {
+  const { g, c } = visionFrame(o);
   const v = a.vision;
   const D = v.hidden;
   const hd = D / v.nHeads;
@@ -122,9 +117,5 @@ export function buildInternVision(
     return reshape(c, linear(c, y, lin('multi_modal_projector.linear_2', T, T)), [1, -1, T]);
   });
   g.output(out, 'vision_embeds', o.dtype, [1, 'vision_size', T]);
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'internvl_vision' };
-  return { model: g.build(o.name ?? 'internvl-vision', metadata), weights, io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
+  return { ...finishVision(c, 'internvl', o), io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
 }

@@ -19,10 +19,9 @@
  * constant table here, as it is a buffer there.
  */
 import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { norm } from '../blocks/norms';
-import { activation, cast, linear, reshape, split, transpose, weight, type Ctx } from '../blocks/ops';
-import type { ExportDtype } from '../../formats/dtype';
+import { finishVision, visionFrame, type BuiltVision, type VisionIo, type VisionOptions } from './vision';
+import { activation, cast, linear, reshape, split, transpose, weight } from '../blocks/ops';
 import type { Llama4VlmArch } from './config-llama4';
 
 const f = Math.fround;
@@ -46,12 +45,8 @@ export function llama4VisionAngles(side: number, headDim: number, theta: number)
 }
 
 /** Builds the vision graph (tower, pixel-shuffle adapter and projector). */
-export function buildLlama4Vision(
-  a: Llama4VlmArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildLlama4Vision(a: Llama4VlmArch, o: VisionOptions): BuiltVision & { io: VisionIo } {
+  const { g, c } = visionFrame(o);
   const v = a.vision;
   const D = v.hidden;
   const hd = v.headDim;
@@ -141,9 +136,5 @@ export function buildLlama4Vision(
   });
   const projected = g.within('multi_modal_projector', () => linear(c, out, lin('multi_modal_projector.linear_1', T, v.outputDim, false)));
   g.output(reshape(c, projected, [-1, a.tileTokens, T]), 'vision_embeds', o.dtype, ['max_num_tiles', a.tileTokens, T]);
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'llama4_vision' };
-  return { model: g.build(o.name ?? 'llama4-vision', metadata), weights, io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
+  return { ...finishVision(c, 'llama4', o), io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
 }

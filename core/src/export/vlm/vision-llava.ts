@@ -16,10 +16,9 @@
  * QEfficient's wrapper packs in the graph too, with the image size traced in as a constant.
  */
 import type { LinearSpec } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { activation, linear, reshape, unsqueeze, weight, type Ctx } from '../blocks/ops';
-import type { ExportDtype } from '../../formats/dtype';
 import { clipHiddenStates, selectFeatures } from './clip-tower';
+import { finishVision, visionFrame, type BuiltVision, type VisionIo, type VisionOptions } from './vision';
 import type { LlavaArch } from './config-llava';
 
 /** The projector's keys and sizes (`multi_modal_projector.linear_{1,2}`). */
@@ -45,12 +44,8 @@ export function mlpProjector(c: Ctx, x: string, p: MlpProjector): string {
 }
 
 /** Builds the vision graph of a LLaVA(-NeXT) architecture. */
-export function buildLlavaVision(
-  a: LlavaArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildLlavaVision(a: LlavaArch, o: VisionOptions): BuiltVision & { io: VisionIo } {
+  const { g, c } = visionFrame(o);
   const v = a.vision;
   const S = v.imageSize;
   const H = a.text.hidden;
@@ -82,13 +77,8 @@ export function buildLlavaVision(
     });
     g.output(packed, 'vision_embeds', o.dtype, [1, 'vision_size', H]);
   }
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': `${a.modelType}_vision` };
   return {
-    model: g.build(o.name ?? `${a.modelType}-vision`, metadata),
-    weights,
+    ...finishVision(c, a.modelType, o),
     io: { inputs: ['pixel_values', ...(next ? ['pack_index'] : [])], outputs: ['vision_embeds'] },
   };
 }

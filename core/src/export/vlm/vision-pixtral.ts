@@ -20,10 +20,9 @@
  * gives 2-D `[vision_size, hidden]`; the graph computes the same thing.
  */
 import type { LinearSpec, NormKind } from '../blocks/arch';
-import { GraphBuilder, type ModelObj } from '../blocks/builder';
 import { norm } from '../blocks/norms';
-import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight, type Ctx } from '../blocks/ops';
-import type { ExportDtype } from '../../formats/dtype';
+import { finishVision, visionFrame, type BuiltVision, type VisionIo, type VisionOptions } from './vision';
+import { activation, cast, linear, reshape, split, transpose, unsqueeze, weight } from '../blocks/ops';
 import { TensorDataType } from '../../formats/onnx/types';
 import type { Mistral3Arch } from './config-mistral3';
 import { mlpProjector } from './vision-llava';
@@ -41,12 +40,8 @@ export function pixtralFrequencies(headDim: number, theta: number): { rows: numb
 }
 
 /** Builds the vision graph (Pixtral tower + Mistral 3 projector). */
-export function buildPixtralVision(
-  a: Mistral3Arch,
-  o: { dtype: ExportDtype; opset?: number; name?: string },
-): { model: ModelObj; weights: { name: string; shape: number[] }[]; io: { inputs: string[]; outputs: string[] } } {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildPixtralVision(a: Mistral3Arch, o: VisionOptions): BuiltVision & { io: VisionIo } {
+  const { g, c } = visionFrame(o);
   const v = a.vision;
   const D = v.hidden;
   const hd = v.headDim;
@@ -135,9 +130,5 @@ export function buildPixtralVision(
     return g.op('Reshape', [proj, shapeOf(B, -1, T)]);
   });
   g.output(out, 'vision_embeds', o.dtype, ['batch_size', 'image_tokens', T]);
-  const weights = g.inputs
-    .filter((x) => c.declared.has(x.name))
-    .map((x) => ({ name: x.name, shape: x.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': 'mistral3_vision' };
-  return { model: g.build(o.name ?? 'mistral3-vision', metadata), weights, io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
+  return { ...finishVision(c, 'mistral3', o), io: { inputs: ['pixel_values'], outputs: ['vision_embeds'] } };
 }

@@ -32,6 +32,39 @@ export interface BuiltVision {
   weights: { name: string; shape: number[] }[];
 }
 
+/** What every vision graph builder takes (Qwen's adds metadata). */
+export interface VisionOptions {
+  dtype: ExportDtype;
+  opset?: number;
+  name?: string;
+}
+
+/** A vision graph's inputs and outputs by name (the manifest and the compile step read them). */
+export interface VisionIo {
+  inputs: string[];
+  outputs: string[];
+}
+
+/** A new vision graph and its build context (compute dtype `o.dtype`; the weights it declares are collected in `c.declared`). */
+export function visionFrame(o: VisionOptions): { g: GraphBuilder; c: Ctx } {
+  const g = new GraphBuilder(o.opset);
+  return { g, c: { g, dtype: o.dtype, declared: new Set() } };
+}
+
+/**
+ * Builds the vision graph of `c`: its weights are the graph inputs `c` declared as weights, with
+ * their shapes (0 for a symbolic dim); its metadata names the graph `vision` and the model type
+ * `<family>_vision` (then `extra`); its name is `o.name`, else `<family>-vision`.
+ */
+export function finishVision(c: Ctx, family: string, o: VisionOptions, extra: Record<string, string> = {}): BuiltVision {
+  const g = c.g;
+  const weights = g.inputs
+    .filter((i) => c.declared.has(i.name))
+    .map((i) => ({ name: i.name, shape: i.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
+  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': `${family}_vision`, ...extra };
+  return { model: g.build(o.name ?? `${family}-vision`, metadata), weights };
+}
+
 /** Scalar int64 → 1-element vector (for Concat into shapes). */
 function vec(c: Ctx, s: string): string {
   return unsqueeze(c, s, [0]);
@@ -101,12 +134,8 @@ function mergeOrder(c: Ctx, v: VisionArch, x: string, gh: string, gw: string, fe
 }
 
 /** Builds the vision graph. */
-export function buildVision(
-  v: VisionArch,
-  o: { dtype: ExportDtype; opset?: number; name?: string; metadata?: Record<string, string> },
-): BuiltVision {
-  const g = new GraphBuilder(o.opset);
-  const c: Ctx = { g, dtype: o.dtype, declared: new Set() };
+export function buildVision(v: VisionArch, o: VisionOptions & { metadata?: Record<string, string> }): BuiltVision {
+  const { g, c } = visionFrame(o);
   const P = v.prefix;
   const qwen25 = v.kind === 'qwen2_5_vl';
   const normKind = qwen25 ? RMS_NORM : LAYER_NORM;
@@ -271,9 +300,5 @@ export function buildVision(
     g.output(stacked, 'deepstack_features', o.dtype, ['num_feature_layers', 'batch_size', 'vision_size', v.outHidden]);
   }
 
-  const weights = g.inputs
-    .filter((i) => c.declared.has(i.name))
-    .map((i) => ({ name: i.name, shape: i.type.tensorType.shape.dim.map((d) => ('dimValue' in d ? d.dimValue : 0)) }));
-  const metadata = { 'weight_spec.graph': 'vision', 'weight_spec.model_type': `${v.kind}_vision`, ...(o.metadata ?? {}) };
-  return { model: g.build(o.name ?? `${v.kind}-vision`, metadata), weights };
+  return finishVision(c, v.kind, o, o.metadata ?? {});
 }

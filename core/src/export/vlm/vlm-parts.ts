@@ -46,6 +46,9 @@ export interface Parts {
   note: string;
 }
 
+/** A token id config.json may give (`x`, when an integer) or leave to the family's default `d`. */
+const intOr = (x: unknown, d: number): number => (typeof x === 'number' && Number.isInteger(x) ? x : d);
+
 /** The family's parts by model type (Qwen3-VL / Qwen2.5-VL otherwise). */
 export function vlmParts(modelType: string, o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Parts {
   if (modelType === 'gemma3') return gemma3Parts(o, vo, lo);
@@ -153,7 +156,6 @@ function gemma3Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Part
   const l = o.slidingCache === 'window' ? { ...l0, text: windowCacheArch(l0.text, o.cfgFile) } : l0;
   if (v.textHidden !== l.text.hidden)
     refuse(o.cfgFile, 'text_config.hidden_size', `(${l.text.hidden}) differs from the projector's output (${v.textHidden})`);
-  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
   const sliding = l.text.layers.filter((x) => x.slidingWindow !== undefined).length;
   return {
     vision: buildGemma3Vision(v, vo),
@@ -163,10 +165,10 @@ function gemma3Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Part
     // no video in Gemma 3; the begin-of-image token stands where Qwen's vision-start does
     manifest: imageManifest({
       imageTokenId: l.imageTokenId,
-      tokens: { vision_start_token_id: int(raw.boi_token_index, 255999) },
+      tokens: { vision_start_token_id: intOr(raw.boi_token_index, 255999) },
       vision: v,
       text: l.text,
-      tail: { mm_tokens_per_image: l.mmTokens, image_end_token_id: int(raw.eoi_token_index, 256000) },
+      tail: { mm_tokens_per_image: l.mmTokens, image_end_token_id: intOr(raw.eoi_token_index, 256000) },
     }),
     note: `vision ${v.layers} SigLIP layers, ${v.side}×${v.side} patches pooled to ${l.mmTokens} tokens; text ${l.text.layers.length} layers (${sliding} sliding)`,
   };
@@ -238,7 +240,6 @@ function llama4Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Part
   const a = llama4VlmArch(o.raw, o.cfgFile);
   const v = a.vision;
   const raw = o.raw as Record<string, unknown>;
-  const int = (x: unknown, d: number) => (typeof x === 'number' && Number.isInteger(x) ? x : d);
   const vision = buildLlama4Vision(a, vo);
   const moe = a.text.layers.find((l) => l.mlp.kind === 'moe')?.mlp;
   // <|image_start|> / <|image_end|> (Llama4Config boi_token_index / eoi_token_index)
@@ -247,7 +248,7 @@ function llama4Parts(o: PartsSource, vo: Opts, lo: Opts & LanguageOptions): Part
     vision,
     lo,
     {
-      tokens: { vision_start_token_id: int(raw.boi_token_index, 200080), image_end_token_id: int(raw.eoi_token_index, 200081) },
+      tokens: { vision_start_token_id: intOr(raw.boi_token_index, 200080), image_end_token_id: intOr(raw.eoi_token_index, 200081) },
       tail: { mm_tokens_per_image: a.tileTokens },
     },
     `vision ${v.layers} layers, ${v.side}×${v.side} patches shuffled to ${a.tileTokens} tokens per tile; ` +
