@@ -221,6 +221,8 @@ export async function specNavChecks(page, ws, check) {
       return `${shoot(shot, `${await page.locator('.part.sidebar').innerText()}\n${want}`, [input.location.key])}; ${want}`;
     } finally {
       await closeAll(page);
+      // The explorer back in the side bar, as the checks after this one expect it.
+      await page.keyboard.press('Control+Shift+E');
     }
   });
 }

@@ -62,6 +62,12 @@ const EXPLORER_ROW = '.explorer-folders-view .monaco-list-row';
  * alone (every export has a model.onnx).
  */
 export async function explorerOpen(page, folder, file) {
+  await (await explorerRow(page, folder, file)).click({ timeout: 30_000 });
+  await page.waitForSelector(`.tab[aria-label*="${file}"]`, { timeout: 15_000 });
+}
+
+/** The explorer's row of `folder/file`, found as {@link explorerOpen} finds it (folders collapsed first, the list at its top). */
+export async function explorerRow(page, folder, file) {
   await page.keyboard.press('Escape');
   await page.keyboard.press('Control+Shift+E');
   const rows = page.locator(EXPLORER_ROW);
@@ -109,8 +115,7 @@ export async function explorerOpen(page, folder, file) {
     i = await pick();
   }
   if (i < 0) throw new Error(`the explorer shows no ${file} in ${folder} within 30 s`);
-  await page.locator(`${EXPLORER_ROW}[data-index="${i}"]`).click({ timeout: 30_000 });
-  await page.waitForSelector(`.tab[aria-label*="${file}"]`, { timeout: 15_000 });
+  return page.locator(`${EXPLORER_ROW}[data-index="${i}"]`);
 }
 
 /**
