@@ -93,27 +93,22 @@ async function exportFromCache(page, ws, id, { shot, reportIn = '.' } = {}) {
 
 /** Lines of every log file under `dir` (code-server's own and its extension host's) that contain `needle`. */
 function logLinesWith(dir, needle) {
+  // No extension-host log read would make the check pass for nothing.
+  if (!fs.existsSync(dir)) throw new Error(`no logs folder ${dir}`);
   const hits = [];
+  let exthostLogs = 0;
   const walk = (d) => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.log'))
+      else if (e.name.endsWith('.log')) {
+        if (/^(remote)?exthost\.log$/.test(e.name)) exthostLogs++;
         for (const l of fs.readFileSync(p, 'utf8').split('\n')) if (l.includes(needle)) hits.push(`${e.name}: ${l}`);
+      }
     }
   };
-  let files = 0;
-  const count = (d) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      if (e.isDirectory()) count(path.join(d, e.name));
-      else if (/^(remote)?exthost\.log$/.test(e.name)) files++;
-    }
-  };
-  // No extension-host log read would make the check pass for nothing.
-  if (!fs.existsSync(dir)) throw new Error(`no logs folder ${dir}`);
-  count(dir);
-  if (files === 0) throw new Error(`no extension-host log under ${dir}`);
   walk(dir);
+  if (exthostLogs === 0) throw new Error(`no extension-host log under ${dir}`);
   return hits;
 }
 

@@ -38,6 +38,26 @@ export async function openGraph(page, folder) {
   return { frame, canvas, panel: frame.locator('.gx-panel') };
 }
 
+/**
+ * Waits for the checkpoint viewer of shard file `name` to be the active tab and show `key`'s row
+ * highlighted and in view (a link or F12 revealed it); returns the viewer's frame.
+ */
+export async function revealedTensor(page, name, key) {
+  await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor({ timeout: 30_000 });
+  const ck = await webviewFrame(page, name, '.vt-foot');
+  await ck.waitForFunction(
+    (k) => {
+      const row = document.querySelector('.vt-row.revealed');
+      const body = document.querySelector('.vt-body')?.getBoundingClientRect();
+      const r = row?.getBoundingClientRect();
+      return row?.querySelector('.key')?.getAttribute('data-full') === k && body && r && r.top >= body.top && r.bottom <= body.bottom;
+    },
+    key,
+    { timeout: 30_000 },
+  );
+  return ck;
+}
+
 /** Searches `name` and waits for the side panel of the node it jumps to (`op`). */
 export async function jump(frame, name, op) {
   const search = frame.locator('input.gx-search');
@@ -88,20 +108,7 @@ export async function explorerLinkChecks(page, ws, check) {
           await jump(frame, key, /Gemm|Gather|Mul/);
           await panel.locator('a', { hasText: key }).first().click();
           const shard = index[key];
-          await page.locator(`.tab.active[aria-label*="${shard}"]`).first().waitFor({ timeout: 30_000 });
-          const ck = await webviewFrame(page, shard, '.vt-foot');
-          await ck.waitForFunction(
-            (k) => {
-              const row = document.querySelector('.vt-row.revealed');
-              const body = document.querySelector('.vt-body')?.getBoundingClientRect();
-              const r = row?.getBoundingClientRect();
-              return (
-                row?.querySelector('.key')?.getAttribute('data-full') === k && body && r && r.top >= body.top && r.bottom <= body.bottom
-              );
-            },
-            key,
-            { timeout: 30_000 },
-          );
+          const ck = await revealedTensor(page, shard, key);
           return { ck, shard, rows: await ck.locator('.vt-row.revealed').count() };
         };
         const last = Object.keys(index)

@@ -1,4 +1,3 @@
-/* global document -- the waitForFunction callbacks run in the webview frame */
 // Issue 50's navigation as a user meets it in the packaged extension (called by viewers-ui.mjs
 // inside the code-server + Chromium session), each with a screenshot kept as a CI artefact, on
 // `llama-export`: the export ui-editor.mjs ran through export → prepare → compile with the CLI,
@@ -12,8 +11,8 @@
 // from the extension.
 import fs from 'node:fs';
 import path from 'node:path';
-import { closeAll, jump, openGraph } from './viewers-explorer-ui.mjs';
-import { explorerOpen, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
+import { closeAll, jump, openGraph, revealedTensor } from './viewers-explorer-ui.mjs';
+import { explorerOpen, palette, SCREENSHOT_DIR, shoot } from './viewers-ui.mjs';
 
 const EXPORT = 'llama-export';
 
@@ -40,24 +39,6 @@ function specOf(ws) {
   const shards = spec.files.map((f) => path.resolve(ws.dir, EXPORT, f.path));
   for (const s of shards) if (!fs.existsSync(s)) throw new Error(`${EXPORT}'s spec names ${s}, which does not exist: not prepared?`);
   return { file, text, spec, shards };
-}
-
-/** Waits for the checkpoint viewer of `shard` to show `key`'s row highlighted and in view; returns its frame. */
-async function revealed(page, shard, key) {
-  const name = path.basename(shard);
-  await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor({ timeout: 30_000 });
-  const ck = await webviewFrame(page, name, '.vt-foot');
-  await ck.waitForFunction(
-    (k) => {
-      const row = document.querySelector('.vt-row.revealed');
-      const body = document.querySelector('.vt-body')?.getBoundingClientRect();
-      const r = row?.getBoundingClientRect();
-      return row?.querySelector('.key')?.getAttribute('data-full') === k && body && r && r.top >= body.top && r.bottom <= body.bottom;
-    },
-    key,
-    { timeout: 30_000 },
-  );
-  return ck;
 }
 
 /** Line and column (1-based) of character `offset` of `text`. */
@@ -134,7 +115,7 @@ export async function specNavChecks(page, ws, check) {
         throw new Error(`the panel names no prepared folder ${path.basename(path.dirname(shard))}: ${text.slice(0, 600)}`);
       if (/not on disk/.test(text)) throw new Error(`the panel says the tensor is not on disk: ${text.slice(0, 600)}`);
       await panel.locator('a', { hasText: input.location.key }).first().click();
-      const ck = await revealed(page, shard, input.location.key);
+      const ck = await revealedTensor(page, path.basename(shard), input.location.key);
       const shot = path.join(SCREENSHOT_DIR, 'prepared-checkpoint-link.png');
       await page.locator('.part.editor').screenshot({ path: shot });
       return `${shoot(shot, await ck.locator('.vt-row.revealed').innerText(), [input.location.key])}; ${input.location.key} highlighted in ${path.relative(ws.dir, shard)}`;
@@ -153,7 +134,7 @@ export async function specNavChecks(page, ws, check) {
     try {
       await specAt(page, text, at + 8 + 4);
       await page.keyboard.press('F12');
-      const ck = await revealed(page, shards[1], input.location.key);
+      const ck = await revealedTensor(page, path.basename(shards[1]), input.location.key);
       const shot = path.join(SCREENSHOT_DIR, 'f12-key.png');
       await page.locator('.part.editor').screenshot({ path: shot });
       return `${shoot(shot, await ck.locator('.vt-row.revealed').innerText(), [input.location.key])}; F12 on ${input.location.key} opened ${path.relative(ws.dir, shards[1])} at its row`;
