@@ -3,7 +3,7 @@
 // Also: the viewers' webview script (dist/viewer.js, for the browser) and
 // the weight spec's JSON Schema generated from the zod schema (dist/weight-spec.schema.json).
 import { build } from 'esbuild';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -50,14 +50,34 @@ const entries = [
   { entryPoints: ['core/src/prepare/worker.ts'], outfile: 'dist/prepare-worker.js' },
 ];
 
+/**
+ * Writes a bundle whole or not at all (temp + rename), and only when its text changed: tests
+ * rebuild dist/ (server/test/support.ts) while other test files run dist/cli.js, which must
+ * never be read half-written.
+ */
+function writeOutput(file, text, mode = 0o644) {
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return chmodSync(file, mode);
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode });
+  chmodSync(tmp, mode);
+  renameSync(tmp, file);
+}
+
+/** Builds `options` in memory and writes its output files through {@link writeOutput}. */
+async function bundle(options, mode) {
+  const out = await build({ ...options, write: false });
+  for (const f of out.outputFiles) writeOutput(path.relative(process.cwd(), f.path), f.text, mode);
+}
+
+const BINS = new Set(['dist/cli.js', 'dist/server.js']);
 for (const e of entries) {
   if (!existsSync(e.entryPoints[0])) continue;
-  await build({ ...common, ...e });
+  await bundle({ ...common, ...e }, BINS.has(e.outfile) ? 0o755 : 0o644);
 }
-for (const bin of ['dist/cli.js', 'dist/server.js']) if (existsSync(bin)) chmodSync(bin, 0o755);
 
 if (existsSync('client/src/viewers/webview/main.ts')) {
-  await build({
+  await bundle({
     entryPoints: ['client/src/viewers/webview/main.ts'],
     outfile: 'dist/viewer.js',
     bundle: true,
@@ -74,6 +94,5 @@ if (existsSync('core/src/spec/json-schema.ts')) {
   const out = await build({ ...common, entryPoints: ['core/src/spec/json-schema.ts'], write: false, outfile: 'schema.cjs' });
   const mod = { exports: {} };
   new Function('module', 'exports', 'require', out.outputFiles[0].text)(mod, mod.exports, createRequire(import.meta.url));
-  mkdirSync('dist', { recursive: true });
-  writeFileSync('dist/weight-spec.schema.json', JSON.stringify(mod.exports.specJsonSchema(), null, 2) + '\n');
+  writeOutput('dist/weight-spec.schema.json', JSON.stringify(mod.exports.specJsonSchema(), null, 2) + '\n');
 }

@@ -68,6 +68,17 @@ class InputSourceList implements InputSources {
     this.push(rawIndex, nameField === 'name' ? 1 : 2);
   }
 
+  /** Inputs `0..n` (of an empty list), each located and named by `name`. */
+  allLocated(n: number): void {
+    if (this.raw.length < n) {
+      this.raw = new Int32Array(n);
+      this.kind = new Uint8Array(n);
+    }
+    for (let i = 0; i < n; i++) this.raw[i] = i;
+    this.kind.fill(1, 0, n);
+    this.length = n;
+  }
+
   add(src: InputSource): void {
     this.other.set(this.length, src);
     this.push(-1, 0);
@@ -99,11 +110,14 @@ class InputSourceList implements InputSources {
  * string in `location.file` names the file (appended to `files` when not listed); an input
  * with a null or absent location (and no v1 `fqn`) is skipped and its index returned.
  */
-export function normalize(raw: RawSpec, source: Record<string, unknown>): { spec: WeightSpec; sources: SpecSources; skipped: number[] } {
+export function normalize(
+  raw: RawSpec,
+  source: Record<string, unknown>,
+  plainInputs = false,
+): { spec: WeightSpec; sources: SpecSources; skipped: number[] } {
   const listKey = raw.files !== undefined ? 'files' : 'checkpoint_files';
   const list = (raw.files ?? raw.checkpoint_files)!;
   const base = raw.weights_root ?? raw.checkpoint_base_dir;
-  const rawDoc = raw as Record<string, unknown>;
   const rawList = source[listKey] as unknown[];
   const inputSources = new InputSourceList(raw.inputs.length);
   const sources: SpecSources = { files: [], inputs: inputSources };
@@ -130,6 +144,12 @@ export function normalize(raw: RawSpec, source: Record<string, unknown>): { spec
     sources.files.push({ node: at, path: at });
     return files.length - 1;
   };
+  if (plainInputs) {
+    // parseSpecSchema's own copies of the usual inputs (fast-schema.ts): each named, located by
+    // a file index, with a name equal to its key already the key's string: the normalized inputs.
+    inputSources.allLocated(raw.inputs.length);
+    return { spec: specOf(raw, source, files, raw.inputs as SpecInput[]), sources, skipped: [] };
+  }
   const inputs: SpecInput[] = [];
   // Paths are made only where they are kept (a located input's are made on demand): three
   // arrays per input were 240 000 short-lived allocations on an 80 000-input open.
@@ -162,7 +182,12 @@ export function normalize(raw: RawSpec, source: Record<string, unknown>): { spec
     const { file: _file, location: _location, ...rest } = input;
     inputs.push({ ...rest, name, location: { file: fileIdx, key } } as SpecInput);
   });
+  return { spec: specOf(raw, source, files, inputs), sources, skipped };
+}
 
+/** The normalized document: unknown fields as the source has them, then version, files and inputs. */
+function specOf(raw: RawSpec, source: Record<string, unknown>, files: SpecFile[], inputs: SpecInput[]): WeightSpec {
+  const rawDoc = raw as Record<string, unknown>;
   const extras: Record<string, unknown> = {};
   // Unknown fields come from the source document (zod's copy would turn "__proto__" into a
   // prototype); known ones from the validated copy.
@@ -171,8 +196,7 @@ export function normalize(raw: RawSpec, source: Record<string, unknown>): { spec
     const value = Object.prototype.hasOwnProperty.call(rawDoc, k) ? rawDoc[k] : v;
     Object.defineProperty(extras, k, { value, enumerable: true, writable: true, configurable: true });
   }
-  const spec: WeightSpec = { ...extras, version: raw.version ?? QEFF_DEFAULT_SPEC_VERSION, files, inputs };
-  return { spec, sources, skipped };
+  return { ...extras, version: raw.version ?? QEFF_DEFAULT_SPEC_VERSION, files, inputs };
 }
 
 function tiedMap(t: RawSpec['tied_weights']): Map<string, string> {

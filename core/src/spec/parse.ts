@@ -116,7 +116,7 @@ function parseUnsafe(text: string): ParsedSpec {
     }
     return withTree({ problems, offsets }, text, tree);
   }
-  const { spec, sources, skipped } = normalize(result.data, raw as Record<string, unknown>);
+  const { spec, sources, skipped } = normalize(result.data, raw as Record<string, unknown>, strict !== undefined && plain !== undefined);
   for (const i of skipped) {
     const range = offsets.anchor(['inputs', i, 'location']) ?? offsets.anchor(['inputs', i]);
     problems.push(

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { nestingBeyond, ownKeyCount, scanJsonShape } from '../../src/formats/json-depth';
 import { parseStrictJson } from '../../src/formats/safetensors';
 import { parseSpecText } from '../../src/spec';
-import { parseSpecSchema } from '../../src/spec/fast-schema';
+import { parseSpecSchema, plainInputsOf } from '../../src/spec/fast-schema';
+import { normalize } from '../../src/spec/normalize';
 import { SpecOffsets } from '../../src/spec/offsets';
 import { SpecSchema } from '../../src/spec/schema';
 
@@ -35,6 +36,15 @@ describe('parseSpecSchema equals SpecSchema.safeParse', () => {
     ['inputs not an array', { version: 5, files: ['a'], inputs: { a: 1 } }],
     ['no inputs', { version: 5, files: ['a'] }],
     ['not an object', [1, 2]],
+    [
+      'inputs first, fields out of order',
+      { inputs: [plainInput(0)], model_name: 'm', files: [{ format: 'safetensors', path: 'a' }, 'b'], version: 6 },
+    ],
+    ['a file entry with another field', { version: 5, files: [{ path: 'a', format: 'safetensors', sha: 'x' }], inputs: [plainInput(0)] }],
+    ['an empty format', { version: 5, files: [{ path: 'a', format: '' }], inputs: [plainInput(0)] }],
+    ['model_id not a string', { version: 5, files: ['a'], inputs: [plainInput(0)], model_id: 3 }],
+    ['no files', { version: 5, inputs: [plainInput(0)] }],
+    ['another top-level field', { version: 5, files: ['a'], inputs: [plainInput(0)], quantization_config: { bits: 4 } }],
   ];
   for (const [name, doc] of variants) {
     it(name, () => {
@@ -57,6 +67,69 @@ describe('parseSpecSchema equals SpecSchema.safeParse', () => {
     }
   });
 
+  it('random documents around plain inputs (the top-level fast path)', () => {
+    const value = fc.oneof(
+      fc.string({ maxLength: 2 }),
+      fc.integer({ min: -1, max: 6 }),
+      fc.constant(2.5),
+      fc.constant(null),
+      fc.constant(9007199254740993),
+    );
+    // Mostly what the fast path takes (so that it is reached), sometimes anything.
+    const mostly = <T>(good: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: value });
+    const name = fc.string({ minLength: 1, maxLength: 2 });
+    const fileEntry = fc.oneof(
+      { weight: 2, arbitrary: name },
+      { weight: 3, arbitrary: fc.record({ path: mostly(name), format: mostly(name) }, { requiredKeys: ['path'] }) },
+      { weight: 2, arbitrary: fc.record({ format: mostly(name), path: mostly(name) }, { requiredKeys: [] }) },
+      { weight: 1, arbitrary: fc.record({ path: name, extra: value }) },
+      { weight: 1, arbitrary: value },
+    );
+    const doc = fc.record(
+      {
+        version: mostly(fc.integer({ min: -1, max: 7 })),
+        files: mostly(fc.array(fileEntry, { maxLength: 3 })),
+        model_id: mostly(fc.string({ maxLength: 2 })),
+        model_name: mostly(fc.string({ maxLength: 2 })),
+      },
+      { requiredKeys: [] },
+    );
+    const rare = fc.oneof(
+      { weight: 6, arbitrary: fc.constant({}) },
+      {
+        weight: 1,
+        arbitrary: fc.record(
+          { checkpoint_files: fc.array(name, { maxLength: 2 }), weights_root: value, extra: value, ['__proto__']: value },
+          { requiredKeys: [] },
+        ),
+      },
+    );
+    let fast = 0;
+    fc.assert(
+      fc.property(doc, rare, fc.shuffledSubarray(['inputs', 'version', 'files', 'model_id', 'model_name', 'rare']), (d, r, order) => {
+        const parts: Record<string, unknown> = { ...d, inputs: [plainInput(0), plainInput(1)] };
+        // Fields in a random order, the rare ones together (JSON text, so "__proto__" is an own key).
+        const text = `{${[...order, 'version', 'files', 'model_id', 'model_name', 'inputs', 'rare']
+          .filter((k, i, all) => all.indexOf(k) === i)
+          .flatMap((k) =>
+            k === 'rare'
+              ? Object.entries(r).map(([rk, rv]) => `${JSON.stringify(rk)}:${JSON.stringify(rv)}`)
+              : k in parts
+                ? [`${JSON.stringify(k)}:${JSON.stringify(parts[k])}`]
+                : [],
+          )
+          .join(',')}}`;
+        const a = SpecSchema.safeParse(JSON.parse(text));
+        const b = parseSpecSchema(JSON.parse(text));
+        if (a.success) fast++;
+        expect(ordered([b.success, b.data, b.error?.issues])).toBe(ordered([a.success, a.data, a.error?.issues]));
+      }),
+      { numRuns: 1500 },
+    );
+    // Most valid documents took the fast path (each case above is one the generator reaches).
+    expect(fast).toBeGreaterThan(150);
+  });
+
   it('random input lists', () => {
     const field = fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: -2, max: 3 }), fc.constant(0.5), fc.constant(null));
     const input = fc.record(
@@ -73,6 +146,47 @@ describe('parseSpecSchema equals SpecSchema.safeParse', () => {
       { numRuns: 300 },
     );
   });
+});
+
+describe("normalize's plain-input path equals its general one", () => {
+  // parse.ts hands normalize parseSpecSchema's copies of plain inputs as they are; the general
+  // path (zod's copies, input by input) must give the same spec and the same source paths.
+  const docs: [string, unknown][] = [
+    ['names equal keys', { version: 5, files: ['a', { path: 'b', format: 'safetensors' }], inputs: [plainInput(0), plainInput(1)] }],
+    [
+      'other names, roles, weight inputs, extras',
+      {
+        model_name: 'm',
+        files: [{ format: 'safetensors', path: 'a' }],
+        inputs: [
+          { name: 'x', location: { key: 'k0', file: 0 }, role: 'weight' },
+          { location: { file: 0, key: 'k1' }, name: 'k1', weight_input: 'w' },
+        ],
+        version: 6,
+        extra: { a: 1 },
+      },
+    ],
+    ['no version, one input', { files: ['a'], inputs: [plainInput(7)] }],
+  ];
+  for (const [name, doc] of docs) {
+    it(name, () => {
+      const raw = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+      const plain = plainInputsOf(raw);
+      expect(plain).toBeDefined();
+      const fast = normalize(parseSpecSchema(raw, plain).data!, raw, true);
+      const zod = SpecSchema.safeParse(JSON.parse(JSON.stringify(doc)));
+      const general = normalize(zod.data!, raw, false);
+      expect(ordered(fast.spec)).toBe(ordered(general.spec));
+      expect(fast.skipped).toEqual(general.skipped);
+      expect(ordered(fast.sources.files)).toBe(ordered(general.sources.files));
+      expect(fast.sources.inputs.length).toBe(general.sources.inputs.length);
+      for (let i = 0; i < general.sources.inputs.length; i++) {
+        expect(ordered(fast.sources.inputs.at(i))).toBe(ordered(general.sources.inputs.at(i)));
+      }
+      // A name equal to its key is the key's own string in both.
+      fast.spec.inputs.forEach((x, i) => expect(x.name === x.location.key).toBe(general.spec.inputs[i]!.name === x.location.key));
+    });
+  }
 });
 
 describe('duplicate detection by counting', () => {

@@ -42,6 +42,29 @@ function endedEarly(file: string, length: number, position: number, done: number
   );
 }
 
+/**
+ * fs's callback form as a promise: one libuv round trip per call. The header reads use it with
+ * a plain descriptor rather than a FileHandle, whose promise machinery, objects and tracked
+ * close cost a cold language-server open about 4 ms over 8 shards.
+ */
+function fsCall<T>(call: (done: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => call((err, value) => (err ? reject(err) : resolve(value))));
+}
+
+/**
+ * Fills `buf` from `position` through a plain descriptor (header reads, where nothing else uses
+ * the descriptor meanwhile). Tensor reads go through their FileHandle ({@link readFully}), whose
+ * close waits for reads still in flight.
+ */
+async function readFullyFd(fd: number, buf: Uint8Array, position: number, file: string): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const bytesRead = await fsCall<number>((cb) => fs.read(fd, buf, done, Math.min(buf.length - done, IO_CHUNK), position + done, cb));
+    if (bytesRead === 0) throw endedEarly(file, buf.length, position, done);
+    done += bytesRead;
+  }
+}
+
 async function readFully(fh: fsp.FileHandle, buf: Uint8Array, position: number, file: string): Promise<void> {
   let done = 0;
   while (done < buf.length) {
@@ -60,30 +83,40 @@ function readFullySync(fd: number, buf: Uint8Array, position: number, file: stri
   }
 }
 
-/** Reads and validates `file`'s header from an open handle. */
-async function headerFromHandle(fh: fsp.FileHandle, file: string): Promise<SafetensorsHeader> {
-  const st = await fh.stat();
+/**
+ * The first read of a header: its length and, for most shards (a header of up to 64 KiB less 8
+ * bytes), the whole header in the same call.
+ */
+const FIRST_READ = 1 << 16;
+
+/** Reads and validates `file`'s header from an open descriptor. */
+async function headerFromFd(fd: number, file: string): Promise<SafetensorsHeader> {
+  const st = await fsCall<fs.Stats>((cb) => fs.fstat(fd, cb));
   checkRegular(file, st);
-  const prefix = new Uint8Array(Math.min(8, st.size));
-  await readFully(fh, prefix, 0, file);
-  const n = headerLengthOf(prefix, st.size, file);
+  const first = new Uint8Array(Math.min(st.size, FIRST_READ));
+  await readFullyFd(fd, first, 0, file);
+  const n = headerLengthOf(first, st.size, file);
+  if (8 + n <= first.length) return parseSafetensorsHeader(first, st.size, file);
   const buf = new Uint8Array(8 + n);
-  buf.set(prefix);
-  await readFully(fh, buf.subarray(8), 8, file);
+  buf.set(first);
+  await readFullyFd(fd, buf.subarray(first.length), first.length, file);
   return parseSafetensorsHeader(buf, st.size, file);
 }
 
-/** Reads and validates the header of `file` (reads 8 + N bytes only). */
+/** Reads and validates the header of `file` (reads 8 + N bytes, or the first 64 KiB when that is more). */
 export async function readSafetensorsHeader(file: string): Promise<SafetensorsHeader> {
-  let fh: fsp.FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    checkRegular(file, await fsp.stat(file));
-    fh = await fsp.open(file, 'r');
-    return await headerFromHandle(fh, file);
+    checkRegular(file, await fsCall<fs.Stats>((cb) => fs.stat(file, cb)));
+    fd = await fsCall<number>((cb) => fs.open(file, 'r', cb));
+    return await headerFromFd(fd, file);
   } catch (e) {
     throw fsError(file, e);
   } finally {
-    await fh?.close().catch(() => undefined);
+    if (fd !== undefined) {
+      const open = fd;
+      await fsCall<void>((cb) => fs.close(open, (err) => cb(err, undefined))).catch(() => undefined);
+    }
   }
 }
 
@@ -163,7 +196,7 @@ export class SafetensorsReader {
     try {
       checkRegular(file, await fsp.stat(file));
       fh = await fsp.open(file, 'r');
-      return new SafetensorsReader(file, await headerFromHandle(fh, file), fh);
+      return new SafetensorsReader(file, await headerFromFd(fh.fd, file), fh);
     } catch (e) {
       await fh?.close().catch(() => undefined);
       throw fsError(file, e);
