@@ -4,6 +4,7 @@
  * twice unless it changed on disk; a failed read is cached too (same key), so a corrupt
  * file is not re-parsed on every keystroke either.
  */
+import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { statStamp } from '../file-stamp';
 import { readSafetensorsHeader, type SafetensorsHeader } from '../formats/safetensors';
@@ -23,12 +24,12 @@ export class HeaderCache {
 
   /** The safetensors header of `file` (absolute); rejects with the reader's error. */
   header(file: string): Promise<SafetensorsHeader> {
-    return this.get(this.headers, file, readSafetensorsHeader);
+    return this.get(this.headers, file, (f, st) => readSafetensorsHeader(f, st));
   }
 
   /** The metadata-only summary of an ONNX file (absolute). */
   onnx(file: string): Promise<OnnxSummary> {
-    return this.get(this.summaries, file, summarizeOnnx);
+    return this.get(this.summaries, file, (f) => summarizeOnnx(f));
   }
 
   /** Forgets everything (e.g. when the server's roots change). */
@@ -37,7 +38,7 @@ export class HeaderCache {
     this.summaries.clear();
   }
 
-  private async get<T>(map: Map<string, Entry<T>>, file: string, load: (f: string) => Promise<T>): Promise<T> {
+  private async get<T>(map: Map<string, Entry<T>>, file: string, load: (f: string, st: Stats) => Promise<T>): Promise<T> {
     const st = await stat(file);
     const stamp = statStamp(st);
     const hit = map.get(file);
@@ -47,7 +48,7 @@ export class HeaderCache {
     }
     const entry: Entry<T> = { stamp };
     try {
-      entry.value = await load(file);
+      entry.value = await load(file, st);
     } catch (err) {
       entry.error = err;
     }

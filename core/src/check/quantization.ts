@@ -84,7 +84,13 @@ function scaleOf(key: string, header: SafetensorsHeader): TensorInfo | undefined
 
 /** The quantization problems of the spec (after the files and inputs passes). */
 export function checkQuantization(ctx: CheckContext): void {
-  const facts = ctx.files.map((f) => (f.header && f.abs ? quantFactsOf(path.dirname(f.real ?? f.abs)) : undefined));
+  // Once per folder: a checkpoint's shards share theirs (each look is a few file-system calls).
+  const byDir = new Map<string, QuantFacts | undefined>();
+  const factsIn = (dir: string) => {
+    if (!byDir.has(dir)) byDir.set(dir, quantFactsOf(dir));
+    return byDir.get(dir);
+  };
+  const facts = ctx.files.map((f) => (f.header && f.abs ? factsIn(path.dirname(f.real ?? f.abs)) : undefined));
   const reported = new Set<string>();
   facts.forEach((q, i) => {
     if (!q?.refusal || reported.has(q.configFile)) return;

@@ -103,20 +103,22 @@ async function headerFromFd(fd: number, file: string): Promise<SafetensorsHeader
   return parseSafetensorsHeader(buf, st.size, file);
 }
 
-/** Reads and validates the header of `file` (reads 8 + N bytes, or the first 64 KiB when that is more). */
-export async function readSafetensorsHeader(file: string): Promise<SafetensorsHeader> {
+/**
+ * Reads and validates the header of `file` (reads 8 + N bytes, or the first 64 KiB when that is
+ * more). `stats`: the caller's own `stat` of `file` (the header cache has one), so that the kind
+ * check before the open needs no second call; the descriptor's are checked again once open.
+ */
+export async function readSafetensorsHeader(file: string, stats?: fs.Stats): Promise<SafetensorsHeader> {
   let fd: number | undefined;
   try {
-    checkRegular(file, await fsCall<fs.Stats>((cb) => fs.stat(file, cb)));
+    checkRegular(file, stats ?? (await fsCall<fs.Stats>((cb) => fs.stat(file, cb))));
     fd = await fsCall<number>((cb) => fs.open(file, 'r', cb));
     return await headerFromFd(fd, file);
   } catch (e) {
     throw fsError(file, e);
   } finally {
-    if (fd !== undefined) {
-      const open = fd;
-      await fsCall<void>((cb) => fs.close(open, (err) => cb(err, undefined))).catch(() => undefined);
-    }
+    // Not awaited: the header does not wait for the descriptor's close (nothing else uses it).
+    if (fd !== undefined) fs.close(fd, () => undefined);
   }
 }
 
