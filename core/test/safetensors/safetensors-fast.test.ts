@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FormatError } from '../../src/errors';
 import { parseSafetensorsHeader, type SafetensorsHeader } from '../../src/formats/safetensors';
-import { parseHeader } from '../../src/formats/safetensors/header';
+import { hasDtype, parseHeader } from '../../src/formats/safetensors/header';
+import { DTYPE_LIST } from '../../src/formats/safetensors/tensor-table';
 import { parseHeaderFast } from '../../src/formats/safetensors/header-fast';
 import { runFuzz } from '../support/fuzz-harness';
 
@@ -25,11 +26,16 @@ function image(header: string, data: number): Uint8Array {
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
-/** A comparable form of a parse: every field, tensors in map order, metadata entries in order. */
+/**
+ * A comparable form of a parse: every field, tensors in map order, metadata entries in order,
+ * the map's size and which dtypes it answers as present (a table answers from its own mask).
+ */
 function plain(h: SafetensorsHeader): unknown {
   return {
     ...h,
     tensors: [...h.tensors.entries()].map(([k, t]) => [k, { ...t }]),
+    size: h.tensors.size,
+    dtypes: DTYPE_LIST.filter((d) => hasDtype(h.tensors, (x) => x === d)),
     metadata: h.metadata ? Object.entries(h.metadata) : undefined,
   };
 }
@@ -177,6 +183,15 @@ describe('safetensors header fast path', () => {
   ];
   it.each(refusedCases)('leaves $k to the general path, which gives its answer', ({ img }) => {
     expect(same(img)).toBe(false);
+  });
+
+  it('refuses a key given twice even where the entries tile the data (the general path names it)', () => {
+    const e = (b: number) => `{"dtype":"F32","shape":[1],"data_offsets":[${b},${b + 4}]}`;
+    for (const header of [`{"a":${e(0)},"a":${e(4)}}`, `{"a":${e(4)},"b":${e(8)},"a":${e(0)}}`]) {
+      const img = image(header, header.includes('"b"') ? 12 : 8);
+      expect(same(img)).toBe(false);
+      expect(() => parseSafetensorsHeader(img, img.length, FILE)).toThrow(/has the key "a" twice/);
+    }
   });
 
   it('reads a 10 000-tensor header in file order, keys as their own strings', () => {

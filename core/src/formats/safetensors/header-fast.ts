@@ -7,8 +7,8 @@
  * container and duplicate-key limits, then JSON.parse, then a walk of the parsed object; on
  * the language server's cold open of an 80 000-input spec over 8 shards that was about 40% of
  * the CPU. Here one sticky regular expression (compiled to native code by the engine) matches
- * each entry in place and the entry becomes its {@link TensorInfo} directly (kept in the
- * columns of a {@link TensorTable}): no intermediate objects, no per-character JavaScript.
+ * each entry in place and the entry goes straight into the columns of a {@link TensorTable}:
+ * no object per tensor, no per-character JavaScript.
  *
  * Contract: {@link parseHeaderFast} returns exactly what the general path returns, or
  * undefined whenever anything is unusual or wrong — another field, an escape in a key, a
@@ -18,8 +18,8 @@
  * of what the general path accepts (core/test/safetensors/safetensors-fast.test.ts compares both).
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import { DTYPE_SIZE, isDType, type DType } from '../dtype';
-import { TensorTable, type TensorInfo } from './tensor-table';
+import { DTYPE_SIZE } from '../dtype';
+import { DTYPE_CODE, DTYPE_LIST, TensorTable } from './tensor-table';
 
 /** What {@link parseHeaderFast} reads (the caller adds the file's own fields). */
 export interface FastHeader {
@@ -67,8 +67,8 @@ interface Slices {
   utf8Slice(start: number, end: number): string;
 }
 
-/** The one string object of each dtype name (the header's entries share them). */
-const DTYPE_NAMES = new Map<string, DType>(Object.keys(DTYPE_SIZE).map((d) => [d, d as DType]));
+/** Bytes per element, by dtype code (DTYPE_LIST's order). */
+const CODE_SIZE = DTYPE_LIST.map((d) => DTYPE_SIZE[d]);
 
 /**
  * Reads the header bytes `buf[8, 8 + headerLength)` of a file of `fileSize` bytes, or returns
@@ -86,63 +86,103 @@ export function parseHeaderFast(buf: Uint8Array, headerLength: number, fileSize:
   const dataSize = fileSize - dataStart;
   OPEN.lastIndex = 0;
   if (!OPEN.test(text)) return undefined;
-  const read = readEntries(bytes, ascii, text, OPEN.lastIndex, dataStart, dataSize);
+  const rows = newRows();
+  const read = readEntries(bytes, ascii, text, OPEN.lastIndex, dataSize, rows);
   if (!read) return undefined;
-  const { tensors, metadata, properties, ordered } = read;
+  const { metadata, properties } = read;
   TRAILING.lastIndex = read.pos;
   if (!TRAILING.test(text)) return undefined;
   // The general path's property limit (its other shape limits always hold for this shape).
   if (properties > 1_000_000) return undefined;
-  if (!tiles(tensors, ordered, dataSize)) return undefined;
-  // The entries' objects die young: what is kept is their columns (see tensor-table.ts).
-  const table = TensorTable.of(tensors, dataStart);
-  if (!table.uniqueKeys()) return undefined; // a key twice
+  const table = tableOf(rows, dataStart, dataSize);
+  if (!table) return undefined; // a key twice, or entries that do not tile the data
   return { tensors: table, ...(metadata ? { metadata } : {}) };
 }
 
 /**
- * Whether the entries, sorted by begin (zero-size tensors first at a shared offset; sorted in
- * place unless already `ordered`), tile [0, dataSize) exactly, as the general path checks.
+ * The entries read so far, in reading order, in columns: one row per tensor, its shape by id
+ * in `shapes` (one array per distinct shape text), `elements` per shape id.
  */
-function tiles(tensors: TensorInfo[], ordered: boolean, dataSize: number): boolean {
-  if (!ordered) tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
-  let at = 0;
-  for (let i = 0; i < tensors.length; i++) {
-    const x = tensors[i]!;
-    if (x.begin !== at) return false;
-    at = x.end;
-  }
-  return at === dataSize;
+interface Rows {
+  keys: string[];
+  codes: number[];
+  shapeIds: number[];
+  begins: number[];
+  ends: number[];
+  shapes: number[][];
+  elements: number[];
+  /** Shape text → id (-1: not a list of integers, or too many elements). */
+  ids: Map<string, number>;
+  mask: number;
+  /** Rows in (begin, end) order, as writers put them: then there is nothing to sort. */
+  ordered: boolean;
 }
 
-/** What {@link readEntries} read: the entries in reading order, and where it stopped. */
+function newRows(): Rows {
+  return { keys: [], codes: [], shapeIds: [], begins: [], ends: [], shapes: [], elements: [], ids: new Map(), mask: 0, ordered: true };
+}
+
+/**
+ * The table of `rows` (sorted by begin, zero-size tensors first at a shared offset, unless
+ * already in order), or undefined when a key repeats or the rows do not tile [0, dataSize)
+ * exactly, as the general path checks.
+ */
+function tableOf(rows: Rows, dataStart: number, dataSize: number): TensorTable | undefined {
+  const n = rows.keys.length;
+  let order: number[] | undefined;
+  if (!rows.ordered) {
+    const { begins, ends } = rows;
+    order = Array.from({ length: n }, (_, i) => i);
+    order.sort((a, b) => begins[a]! - begins[b]! || ends[a]! - ends[b]! || a - b);
+  }
+  const keys = new Array<string>(n);
+  const row = new Map<string, number>();
+  const dtypes = new Uint8Array(n);
+  const shapeIds = new Uint32Array(n);
+  const begins = new Float64Array(n);
+  const ends = new Float64Array(n);
+  let at = 0;
+  for (let r = 0; r < n; r++) {
+    const i = order ? order[r]! : r;
+    const b = rows.begins[i]!;
+    if (b !== at) return undefined;
+    at = rows.ends[i]!;
+    const key = rows.keys[i]!;
+    keys[r] = key;
+    row.set(key, r);
+    dtypes[r] = rows.codes[i]!;
+    shapeIds[r] = rows.shapeIds[i]!;
+    begins[r] = b;
+    ends[r] = at;
+  }
+  if (at !== dataSize || row.size !== n) return undefined;
+  return new TensorTable(keys, row, dtypes, shapeIds, rows.shapes, begins, ends, dataStart, rows.mask);
+}
+
+/** What {@link readEntries} read besides the rows: where it stopped. */
 interface Entries {
   pos: number;
-  tensors: TensorInfo[];
   metadata?: Record<string, string>;
   properties: number;
-  /** Entries in (begin, end) order, as writers put them: then the sort has nothing to do. */
-  ordered: boolean;
 }
 
 /**
  * The entries of the header `text` (the header's bytes as latin1) from `pos`, just after its
- * `{`, through its closing `}`; undefined when the fast path refuses one. The loop is apart
- * from {@link parseHeaderFast}'s Buffer calls and uses no closure made per header: the engine
- * compiles the function holding it during a cold open (on-stack, while the first header is
- * read), and with those calls inside it that was the largest compilation of the open, done
+ * `{`, through its closing `}`, into `rows`; undefined when the fast path refuses one. The loop
+ * is apart from {@link parseHeaderFast}'s Buffer calls and uses no closure made per header: the
+ * engine compiles the function holding it during a cold open (on-stack, while the first header
+ * is read), and with those calls inside it that was the largest compilation of the open, done
  * twice (a per-header closure's inlined call target changed on the next header, undoing it).
  */
-function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number, dataStart: number, dataSize: number): Entries | undefined {
+function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number, dataSize: number, rows: Rows): Entries | undefined {
   const raw = bytes as unknown as Slices;
   let pos = start;
-  const tensors: TensorInfo[] = [];
-  const lists = new Map<string, number[] | undefined>();
   let lastRaw: string | undefined;
-  let lastShape: number[] | undefined;
+  let lastId = -1;
   let metadata: Record<string, string> | undefined;
   let properties = 0;
-  let ordered = true;
+  let lastBegin = -1;
+  let lastEnd = -1;
   EMPTY_END.lastIndex = pos;
   let done = EMPTY_END.test(text);
   if (done) pos = EMPTY_END.lastIndex;
@@ -152,7 +192,6 @@ function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number,
     // path's order of zero-size tensors at one offset follows: leave them to it.
     if (c >= 0x30 && c <= 0x39) return undefined;
     let m: RegExpExecArray | null;
-    let t: TensorInfo | undefined;
     // (The first character of the key first: the string compare runs, and is compiled, only for a rare key.)
     if (c === 0x5f && text.startsWith('"__metadata__"', pos)) {
       if (metadata) return undefined; // the key twice: the general path's error
@@ -164,36 +203,55 @@ function readEntries(bytes: Buffer, ascii: boolean, text: string, start: number,
       metadata = pairs.value;
       properties += 1 + pairs.count;
       pos = METADATA.lastIndex;
-    } else {
-      CANONICAL.lastIndex = pos;
-      m = CANONICAL.exec(text);
-      if (m) {
-        // Entries mostly repeat the previous entry's shape text: no lookup for those.
-        const rawShape = m[3]!;
-        if (rawShape !== lastRaw) {
-          lastShape = listOf(lists, rawShape);
-          lastRaw = rawShape;
-        }
-        const shape = lastShape;
-        if (!shape) return undefined;
-        t = entry(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), m[2]!, shape, Number(m[4]), Number(m[5]), dataStart, dataSize);
-        pos = CANONICAL.lastIndex;
-      } else {
-        ANY_ORDER.lastIndex = pos;
-        m = ANY_ORDER.exec(text);
-        if (!m) return undefined;
-        t = anyOrder(m, lists, keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length), dataStart, dataSize);
-        pos = ANY_ORDER.lastIndex;
-      }
-      if (!t) return undefined;
-      const last = tensors[tensors.length - 1];
-      if (last && (t.begin < last.begin || (t.begin === last.begin && t.end < last.end))) ordered = false;
-      tensors.push(t);
-      properties += 4;
+      done = m[m.length - 1] !== undefined;
+      continue;
     }
+    let code: number | undefined;
+    let b: number;
+    let e: number;
+    let id: number;
+    CANONICAL.lastIndex = pos;
+    m = CANONICAL.exec(text);
+    if (m) {
+      // Entries mostly repeat the previous entry's shape text: no lookup for those.
+      const rawShape = m[3]!;
+      if (rawShape !== lastRaw) {
+        lastId = shapeIdOf(rows, rawShape);
+        lastRaw = rawShape;
+      }
+      id = lastId;
+      code = DTYPE_CODE.get(m[2]!);
+      b = Number(m[4]);
+      e = Number(m[5]);
+      rows.keys.push(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length));
+      pos = CANONICAL.lastIndex;
+    } else {
+      ANY_ORDER.lastIndex = pos;
+      m = ANY_ORDER.exec(text);
+      if (!m) return undefined;
+      const f = anyOrder(m, rows);
+      if (!f) return undefined;
+      ({ code, id, b, e } = f);
+      rows.keys.push(keyAt(raw, ascii, pos + 1, pos + 1 + m[1]!.length));
+      pos = ANY_ORDER.lastIndex;
+    }
+    // The entry as header.ts's parseEntry checks it: a known dtype, a shape of integers whose
+    // element count is exact, offsets inside the data region spanning exactly its bytes.
+    if (code === undefined || id < 0) return undefined;
+    const expected = rows.elements[id]! * CODE_SIZE[code]!;
+    if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return undefined;
+    if (b < lastBegin || (b === lastBegin && e < lastEnd)) rows.ordered = false;
+    lastBegin = b;
+    lastEnd = e;
+    rows.codes.push(code);
+    rows.mask |= 1 << code;
+    rows.shapeIds.push(id);
+    rows.begins.push(b);
+    rows.ends.push(e);
+    properties += 4;
     done = m[m.length - 1] !== undefined;
   }
-  return { pos, tensors, ...(metadata ? { metadata } : {}), properties, ordered };
+  return { pos, ...(metadata ? { metadata } : {}), properties };
 }
 
 /** Key bytes `[a, b)` of the header as a string (a fresh one: see {@link Slices}). */
@@ -201,69 +259,47 @@ function keyAt(raw: Slices, ascii: boolean, a: number, b: number): string {
   return ascii ? raw.latin1Slice(a, b) : raw.utf8Slice(a, b);
 }
 
-/** The shape list of list text `raw`, once per distinct text of a header (undefined: not a list of integers). */
-function listOf(lists: Map<string, number[] | undefined>, raw: string): number[] | undefined {
-  let got = lists.get(raw);
-  if (got === undefined && !lists.has(raw)) {
-    got = parseList(raw);
-    lists.set(raw, got);
+/**
+ * The id of shape list text `raw` in `rows.shapes`, once per distinct text of a header; -1 when
+ * it is not a list of integers or its element count is beyond 2^53 (the general path's errors).
+ */
+function shapeIdOf(rows: Rows, raw: string): number {
+  let id = rows.ids.get(raw);
+  if (id === undefined) {
+    const shape = parseList(raw);
+    let elements = 1;
+    for (let i = 0; shape && i < shape.length && elements <= Number.MAX_SAFE_INTEGER; i++) elements *= shape[i]!;
+    id = shape && elements <= Number.MAX_SAFE_INTEGER ? rows.shapes.push(shape) - 1 : -1;
+    if (id >= 0) rows.elements.push(elements);
+    rows.ids.set(raw, id);
   }
-  return got;
+  return id;
 }
 
-/** A tensor entry checked as header.ts's parseEntry checks it, or undefined. */
-function entry(
-  key: string,
-  dtypeName: string,
-  shape: number[],
-  b: number,
-  e: number,
-  dataStart: number,
-  dataSize: number,
-): TensorInfo | undefined {
-  const dtype = DTYPE_NAMES.get(dtypeName);
-  if (dtype === undefined) return undefined;
-  let elements = 1;
-  for (let i = 0; i < shape.length; i++) {
-    elements *= shape[i]!;
-    if (elements > Number.MAX_SAFE_INTEGER) return undefined;
-  }
-  const expected = elements * DTYPE_SIZE[dtype];
-  if (e < b || e > dataSize || !Number.isSafeInteger(expected) || expected !== e - b) return undefined;
-  return { key, dtype, shape, dataOffset: dataStart + b, byteLength: e - b, begin: b, end: e };
-}
-
-/** An {@link ANY_ORDER} match as an entry: each field once, of its own kind. */
-function anyOrder(
-  m: RegExpExecArray,
-  lists: Map<string, number[] | undefined>,
-  key: string,
-  dataStart: number,
-  dataSize: number,
-): TensorInfo | undefined {
+/** An {@link ANY_ORDER} match's fields (each once, of its own kind): dtype code, shape id, offsets. */
+function anyOrder(m: RegExpExecArray, rows: Rows): { code: number | undefined; id: number; b: number; e: number } | undefined {
   let dtype: string | undefined;
-  let shape: number[] | undefined;
+  let id: number | undefined;
   let offsets: number[] | undefined;
   for (let f = 0; f < 3; f++) {
     const name = m[2 + 4 * f]!;
     const str = m[4 + 4 * f];
     const raw = m[5 + 4 * f];
     if (name === 'dtype') {
-      if (dtype !== undefined || str === undefined || !isDType(str)) return undefined;
+      if (dtype !== undefined || str === undefined) return undefined;
       dtype = str;
     } else if (raw === undefined) return undefined;
     else if (name === 'shape') {
-      if (shape) return undefined;
-      shape = listOf(lists, raw);
-      if (!shape) return undefined;
+      if (id !== undefined) return undefined;
+      id = shapeIdOf(rows, raw);
     } else {
       if (offsets) return undefined;
       offsets = parseList(raw);
       if (offsets?.length !== 2) return undefined;
     }
   }
-  if (dtype === undefined || !shape || !offsets) return undefined;
-  return entry(key, dtype, shape, offsets[0]!, offsets[1]!, dataStart, dataSize);
+  if (dtype === undefined || id === undefined || !offsets) return undefined;
+  return { code: DTYPE_CODE.get(dtype), id, b: offsets[0]!, e: offsets[1]! };
 }
 
 /** `1, 2, 3` (the inside of a JSON list of integers) as numbers, or undefined. */
