@@ -13,6 +13,7 @@ import { problem } from '../problem-codes';
 import { tryResolveReadPath } from '../paths';
 import { specFileResolver } from '../artifacts/spec-files';
 import { parseSpecText, type ParsedSpec } from '../spec/parse';
+import type { InputSource, SpecInput } from '../spec/types';
 import type { OnnxSummary } from '../formats/onnx';
 import { storedKey, type SafetensorsHeader } from '../formats/safetensors';
 import { checkCompanionOnnx } from './check-onnx';
@@ -192,7 +193,9 @@ function reportNotPrepared(ctx: CheckContext): void {
 
 /** File index, key presence and name uniqueness for every input. */
 function checkInputs(ctx: CheckContext): void {
-  const firstByName = new Map<string, number>();
+  const names = new Set<string>();
+  /** The first input of each name: made only once a name repeats (see {@link firstOfName}). */
+  let firstByName: Map<string, number> | undefined;
   // Full edit-distance scans over a file's keys are rationed; index lookups are not.
   const suggestionsBudget = { left: 10 };
   // An input's source paths are made on demand (inputs.at allocates): only for a problem.
@@ -202,65 +205,85 @@ function checkInputs(ctx: CheckContext): void {
   // the engine compiles it, where each iterator step and its [i, input] pair are allocations.
   for (let i = 0; i < inputs.length; i++) {
     const input = inputs[i]!;
-    const prev = firstByName.get(input.name);
-    if (prev !== undefined) {
-      report(ctx, 'duplicate-name', src(i).name, `duplicate input name "${input.name}" (first used by inputs[${prev}])`, { first: prev });
-    } else {
-      firstByName.set(input.name, i);
-    }
-    const fi = input.location.file;
-    if (fi >= ctx.spec.files.length) {
-      const n = ctx.spec.files.length;
-      report(
-        ctx,
-        'file-index',
-        src(i).file,
-        `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`,
-      );
-      continue;
-    }
-    if (fi < 0) {
-      checkUnindexedKey(ctx, i, suggestionsBudget);
-      continue;
-    }
-    const header = ctx.files[fi]?.header;
-    if (!header) continue; // the file itself is already reported
-    const key = input.location.key;
-    // The header's own string, without making the tensor's object (a header read from a file
-    // keeps its tensors in columns, see tensor-table.ts; its objects are made only when read).
-    const stored = storedKey(header.tensors, key);
-    if (stored !== undefined) {
-      // One string object for the key, the header's: the spec's equal copies (key, and the
-      // name when it is the key) are let go — on a 20 000-input spec, 1 MiB of the server's heap.
-      if (input.name === key) input.name = stored;
-      input.location.key = stored;
-      if (statesFacts(input)) checkInputFacts(ctx, i, header.tensors.get(key)!);
-      continue;
-    }
-    const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));
-    if (other >= 0) {
-      report(
-        ctx,
-        'key-in-other-file',
-        src(i).key,
-        `key "${key}" is in files[${other}], not files[${fi}]: set location.file to ${other} (files[${other}] is ${fileLabel(ctx, other)})`,
-        { file: other },
-      );
-      continue;
-    }
-    const index = keyIndexOf(header.tensors, () => header.tensors.keys());
-    const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
+    checkKey(ctx, i, input, suggestionsBudget, src);
+    // After the key: a name equal to its key is the header's string by now, whose hash the
+    // header's map already computed. One set operation per name; the first input of a repeated
+    // name is looked up only when one repeats.
+    const count = names.size;
+    if (names.add(input.name).size !== count) continue;
+    firstByName ??= firstOfName(inputs);
+    const prev = firstByName.get(input.name)!;
+    report(ctx, 'duplicate-name', src(i).name, `duplicate input name "${input.name}" (first used by inputs[${prev}])`, { first: prev });
+  }
+}
+
+/** The index of the first input of every name. */
+function firstOfName(inputs: readonly SpecInput[]): Map<string, number> {
+  const first = new Map<string, number>();
+  for (let i = 0; i < inputs.length; i++) if (!first.has(inputs[i]!.name)) first.set(inputs[i]!.name, i);
+  return first;
+}
+
+/** Input `i`'s file index and key (see {@link checkInputs}); a found key becomes the header's own string. */
+function checkKey(
+  ctx: CheckContext,
+  i: number,
+  input: SpecInput,
+  suggestionsBudget: { left: number },
+  src: (i: number) => InputSource,
+): void {
+  const fi = input.location.file;
+  if (fi >= ctx.spec.files.length) {
+    const n = ctx.spec.files.length;
     report(
       ctx,
-      'key-missing',
-      src(i).key,
-      // The problem and the fix first (Problems cuts long rows), the file and the plan last.
-      `key "${key}" not found${didYouMean(suggestions)} (in ${fileLabel(ctx, fi)}${plannedNote(ctx, fi)})`,
-      {
-        suggestions,
-      },
+      'file-index',
+      src(i).file,
+      `inputs[${i}].location.file is ${fi} but the spec lists ${n} file${n === 1 ? '' : 's'} (valid: ${n === 0 ? 'none' : `0..${n - 1}`})`,
     );
+    return;
   }
+  if (fi < 0) {
+    checkUnindexedKey(ctx, i, suggestionsBudget);
+    return;
+  }
+  const header = ctx.files[fi]?.header;
+  if (!header) return; // the file itself is already reported
+  const key = input.location.key;
+  // The header's own string, without making the tensor's object (a header read from a file
+  // keeps its tensors in columns, see tensor-table.ts; its objects are made only when read).
+  const stored = storedKey(header.tensors, key);
+  if (stored !== undefined) {
+    // One string object for the key, the header's: the spec's equal copies (key, and the
+    // name when it is the key) are let go — on a 20 000-input spec, 1 MiB of the server's heap.
+    if (input.name === key) input.name = stored;
+    input.location.key = stored;
+    if (statesFacts(input)) checkInputFacts(ctx, i, header.tensors.get(key)!);
+    return;
+  }
+  const other = ctx.files.findIndex((s) => s.header?.tensors.has(key));
+  if (other >= 0) {
+    report(
+      ctx,
+      'key-in-other-file',
+      src(i).key,
+      `key "${key}" is in files[${other}], not files[${fi}]: set location.file to ${other} (files[${other}] is ${fileLabel(ctx, other)})`,
+      { file: other },
+    );
+    return;
+  }
+  const index = keyIndexOf(header.tensors, () => header.tensors.keys());
+  const suggestions = index.closest(key, 3, () => suggestionsBudget.left-- > 0);
+  report(
+    ctx,
+    'key-missing',
+    src(i).key,
+    // The problem and the fix first (Problems cuts long rows), the file and the plan last.
+    `key "${key}" not found${didYouMean(suggestions)} (in ${fileLabel(ctx, fi)}${plannedNote(ctx, fi)})`,
+    {
+      suggestions,
+    },
+  );
 }
 
 /** v1 inputs without a file index (several files): the key must be in some file. */

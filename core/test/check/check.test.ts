@@ -116,6 +116,18 @@ describe('checks against checkpoints made here', () => {
     expect(problems[2]!.message).toBe('key "lm_head.weights" not found; did you mean "lm_head.weight"? (in ckpt/b.safetensors)');
   });
 
+  it('a name used three times: each repeat names the first user', async () => {
+    const { spec, file } = setup();
+    const s = structuredClone(spec) as { inputs: { name: string }[] };
+    s.inputs[3]!.name = s.inputs[1]!.name;
+    s.inputs[4]!.name = s.inputs[1]!.name;
+    const problems = await checkSpec(file, text(s));
+    expect(problems.map((p) => [p.code, p.data, p.path])).toEqual([
+      ['duplicate-name', { first: 1 }, ['inputs', 3, 'name']],
+      ['duplicate-name', { first: 1 }, ['inputs', 4, 'name']],
+    ]);
+  });
+
   it('suggestions prefer a prefix variant, then the closest key with the same tail', async () => {
     const { spec, file } = setup();
     const s = structuredClone(spec) as { inputs: { location: { key: string } }[] };
