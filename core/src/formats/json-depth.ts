@@ -43,6 +43,9 @@ export function scanJsonShape(text: string, max: number): JsonShape {
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
+    // Whitespace first: half of a pretty-printed spec's characters outside strings are its
+    // indentation (nothing structural is this low).
+    if (c <= 0x20) continue;
     if (c === 0x22) {
       // Skip the string with a native search for its closing quote: one not preceded by an
       // odd run of backslashes. (Unterminated: nothing after it counts.)
