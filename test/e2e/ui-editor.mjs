@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './harness.mjs';
 import { explorerRow, SCREENSHOT_DIR } from './viewers-ui.mjs';
+import { clearProblemsFilter, filterProblems } from './problems-filter.mjs';
 import { palette } from './quick-input.mjs';
 
 /** Copies `file` into the run's screenshot folder (viewers-ui.mjs SCREENSHOT_DIR). */
@@ -69,24 +70,20 @@ export async function editorUiChecks(page, ws, { check, dir }) {
 
   await checkClean('Problems lists the error of a spec that was never opened (workspace diagnostics, screenshot)', async () => {
     const shot = shotOf('problems-closed-file.png');
-    const panel = page.locator('.markers-panel');
-    // Ctrl+Shift+M toggles: press it only when Problems is not showing yet.
-    if (!(await panel.isVisible())) await page.keyboard.press('Control+Shift+M');
-    await panel.waitFor({ state: 'visible', timeout: 15_000 });
     // The panel's own filter narrows it to the closed spec's folder: earlier checks' exports (the
     // 30B one lists 50 shards as related rows) can push its row out of the virtualized list's view.
-    const filter = page.getByPlaceholder(/^Filter \(e\.g\. text/).first();
-    await filter.fill(path.basename(path.dirname(ws.closedSpec)));
-    await panel
-      .locator('.monaco-list-row', { hasText: path.basename(ws.closedSpec) })
-      .first()
-      .waitFor({ state: 'visible', timeout: 90_000 });
+    const panel = await filterProblems(page, path.basename(path.dirname(ws.closedSpec)), (timeout) =>
+      page
+        .locator('.markers-panel .monaco-list-row', { hasText: path.basename(ws.closedSpec) })
+        .first()
+        .waitFor({ state: 'visible', timeout }),
+    );
     await panel.locator('.monaco-list-row', { hasText: ws.badKey }).first().waitFor({ state: 'visible', timeout: 30_000 });
     const tabs = await page.locator(`.tab[aria-label*="${path.basename(ws.closedSpec)}"]`).count();
     if (tabs !== 0) throw new Error('the closed spec has an editor tab: it must never have been opened');
     await page.locator('.part.panel').screenshot({ path: shot });
     const text = await panel.innerText();
-    await filter.fill('');
+    await clearProblemsFilter(page);
     expectText(text, [path.basename(ws.closedSpec), ws.badKey, 'key-missing'], 'the Problems panel');
     keepScreenshot(shot);
     return `panel: ${JSON.stringify(

@@ -7,6 +7,7 @@
 // (later checks read the Problems panel). Screenshots go to test/e2e/screenshots/.
 import fs from 'node:fs';
 import path from 'node:path';
+import { clearProblemsFilter, filterProblems } from './problems-filter.mjs';
 import { explorerOpen, frameShowing, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
 /**
@@ -163,12 +164,9 @@ export async function explorerLinkChecks(page, ws, check) {
       // Opened in an editor (VS Code keeps a deleted file's editor open, its text kept).
       await explorerOpen(page, 'gone-export', 'weight_spec.json');
       // Problems, filtered to the folder: its file-missing error shows.
-      const markers = page.locator('.markers-panel');
-      if (!(await markers.isVisible())) await page.keyboard.press('Control+Shift+M');
-      await markers.waitFor({ state: 'visible', timeout: 15_000 });
-      const filter = page.getByPlaceholder(/^Filter \(e\.g\. text/).first();
-      await filter.fill('gone-export');
-      await markers.locator('.monaco-list-row', { hasText: 'file-missing' }).first().waitFor({ state: 'visible', timeout: 90_000 });
+      const markers = await filterProblems(page, 'gone-export', (timeout) =>
+        page.locator('.markers-panel .monaco-list-row', { hasText: 'file-missing' }).first().waitFor({ state: 'visible', timeout }),
+      );
       // The tree, in its own container (clicked until it shows: a click on the active one hides it).
       const tree = page.locator('.part.sidebar');
       const title = tree.locator('.composite.title', { hasText: /weight spec/i }).first();
@@ -190,7 +188,7 @@ export async function explorerLinkChecks(page, ws, check) {
       const problems = await markers.innerText();
       const shown = shoot(shot, `${await tree.innerText()}\n${problems}`, []);
       if (problems.includes('gone-export')) throw new Error(`Problems still lists the deleted spec: ${problems.slice(0, 300)}`);
-      await filter.fill('');
+      await clearProblemsFilter(page);
       return `${shown}; the tree row and the Problems rows went without a reload`;
     } catch (e) {
       await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'deleted-spec-failure.png') }).catch(() => {});
@@ -198,11 +196,7 @@ export async function explorerLinkChecks(page, ws, check) {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
       await closeAll(page);
-      await page
-        .getByPlaceholder(/^Filter \(e\.g\. text/)
-        .first()
-        .fill('')
-        .catch(() => {});
+      await clearProblemsFilter(page);
       await page.keyboard.press('Control+Shift+E');
     }
   });

@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { clearProblemsFilter, filterProblems } from './problems-filter.mjs';
 import { closeAll, jump, openGraph } from './viewers-explorer-ui.mjs';
 import { explorerOpen, palette, SCREENSHOT_DIR, shoot, webviewFrame } from './viewers-ui.mjs';
 
@@ -130,21 +131,20 @@ export async function tensorValueChecks(page, ws, check) {
   );
 
   await check('a spec whose prepared folder does not exist is one Problems row, not one per shard (screenshot)', async () => {
-    const panel = page.locator('.markers-panel');
-    if (!(await panel.isVisible())) await page.keyboard.press('Control+Shift+M');
-    await panel.waitFor({ state: 'visible', timeout: 15_000 });
-    const filter = page.getByPlaceholder(/^Filter \(e\.g\. text/).first();
-    await filter.fill('q30-export');
     try {
       // Until the filter has applied (other specs' not-prepared rows are there before it does)
       // and the server has checked the spec.
-      await page.waitForFunction(
-        () => {
-          const t = document.querySelector('.markers-panel')?.innerText ?? '';
-          return t.includes('q30-export') && t.includes('not-prepared') && !t.includes('ui-export') && !t.includes('bad.weight_spec.json');
-        },
-        null,
-        { timeout: 90_000 },
+      const panel = await filterProblems(page, 'q30-export', (timeout) =>
+        page.waitForFunction(
+          () => {
+            const t = document.querySelector('.markers-panel')?.innerText ?? '';
+            return (
+              t.includes('q30-export') && t.includes('not-prepared') && !t.includes('ui-export') && !t.includes('bad.weight_spec.json')
+            );
+          },
+          null,
+          { timeout },
+        ),
       );
       const rows = await panel.locator('.monaco-list-row').allInnerTexts();
       const shot = path.join(SCREENSHOT_DIR, 'problems-not-prepared.png');
@@ -157,7 +157,7 @@ export async function tensorValueChecks(page, ws, check) {
         throw new Error(`${warnings.length} not-prepared rows and ${perShard.length} per-shard rows: ${text.slice(0, 1500)}`);
       return `${shown}; rows: ${JSON.stringify(rows.map((r) => r.replace(/\s+/g, ' ').slice(0, 160)))}`;
     } finally {
-      await filter.fill('');
+      await clearProblemsFilter(page);
     }
   });
 }
