@@ -44,7 +44,8 @@ export class TensorTable extends Map<string, TensorInfo> {
 
   /**
    * The rows `0..keys.length` of the columns, already in (begin, end) order (the parsers sort
-   * and check them). `dataStart` is 8 + the header's length. Use {@link TensorTable.of}.
+   * and check them). `dataStart` is 8 + the header's length; `row` maps each key to its row,
+   * once. The fast path builds these itself (header-fast.ts); others use {@link TensorTable.of}.
    */
   constructor(
     private readonly keyList: readonly string[],
@@ -62,8 +63,8 @@ export class TensorTable extends Map<string, TensorInfo> {
   }
 
   /**
-   * A table of `infos`, which are in file order (the parsers' entries, sorted and checked);
-   * a key given twice is kept once (see {@link TensorTable.uniqueKeys}).
+   * A table of `infos`, which are in file order and unique by key (the general parser's
+   * entries, sorted and checked; header-fast.ts builds its table from its own columns).
    */
   static of(infos: readonly TensorInfo[], dataStart: number): TensorTable {
     const n = infos.length;
@@ -110,11 +111,6 @@ export class TensorTable extends Map<string, TensorInfo> {
   override get(key: string): TensorInfo | undefined {
     const i = this.row.get(key);
     return i === undefined ? undefined : this.at(i);
-  }
-
-  /** False when a key was given twice (the map then holds fewer keys than there are rows). */
-  uniqueKeys(): boolean {
-    return this.row.size === this.keyList.length;
   }
 
   /** The table's own string for `key` (equal to it), or undefined when there is no such tensor. */
