@@ -3,7 +3,7 @@
 // Also: the viewers' webview script (dist/viewer.js, for the browser) and
 // the weight spec's JSON Schema generated from the zod schema (dist/weight-spec.schema.json).
 import { build } from 'esbuild';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -59,9 +59,14 @@ function writeOutput(file, text, mode = 0o644) {
   if (existsSync(file) && readFileSync(file, 'utf8') === text) return chmodSync(file, mode);
   mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text, { mode });
-  chmodSync(tmp, mode);
-  renameSync(tmp, file);
+  try {
+    writeFileSync(tmp, text, { mode });
+    chmodSync(tmp, mode);
+    renameSync(tmp, file);
+  } catch (e) {
+    rmSync(tmp, { force: true }); // no partial temporary left in dist/
+    throw e;
+  }
 }
 
 /** Builds `options` in memory and writes its output files through {@link writeOutput}. */
